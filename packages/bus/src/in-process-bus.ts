@@ -1,0 +1,143 @@
+import type { EventPayloads } from '@platform/contracts';
+import type { Bus, Consumer, DurableConsumerOptions, DurableMessage, EventSubject, StreamOptions } from './port';
+
+type Handler = (payload: unknown) => void | Promise<void>;
+
+/** NATS subject matching: `*` matches one token, `>` the rest. */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return s.length > i;
+    if (i >= s.length || (p[i] !== '*' && p[i] !== s[i])) return false;
+  }
+  return p.length === s.length;
+}
+
+interface QueuedMessage {
+  subject: string;
+  data: string;
+  deliveryCount: number;
+}
+
+/**
+ * The bus of standalone mode: one process, delivery on a later tick like a network would.
+ * Durable streams are queues kept for the life of the process, shared by consumers of one name.
+ */
+export function createInProcessBus(): Bus {
+  const subscribers = new Map<string, Set<Handler>>();
+  const streams = new Map<string, { options: StreamOptions; consumers: Map<string, DurableQueue> }>();
+  let closed = false;
+
+  const deliver = (subject: string, data: string) => {
+    for (const [pattern, handlers] of subscribers) {
+      if (!subjectMatches(pattern, subject)) continue;
+      for (const handler of handlers) {
+        setImmediate(() => {
+          Promise.resolve()
+            .then(() => handler(JSON.parse(data)))
+            .catch(() => undefined);
+        });
+      }
+    }
+  };
+
+  return {
+    kind: 'in-process',
+    async publish<S extends EventSubject>(subject: S, payload: EventPayloads[S]) {
+      if (closed) throw new Error('bus is closed');
+      deliver(subject, JSON.stringify(payload));
+    },
+    subscribe(subject, handler) {
+      let set = subscribers.get(subject);
+      if (!set) {
+        set = new Set();
+        subscribers.set(subject, set);
+      }
+      set.add(handler);
+      return () => set.delete(handler);
+    },
+    async ensureStream(options) {
+      if (!streams.has(options.name)) streams.set(options.name, { options, consumers: new Map() });
+    },
+    async publishDurable<S extends EventSubject>(subject: S, payload: EventPayloads[S]) {
+      if (closed) throw new Error('bus is closed');
+      const data = JSON.stringify(payload);
+      for (const { options, consumers } of streams.values()) {
+        if (!options.subjects.some((p) => subjectMatches(p, subject))) continue;
+        for (const queue of consumers.values()) queue.push({ subject, data, deliveryCount: 0 });
+      }
+      deliver(subject, data);
+    },
+    async consumeDurable(options) {
+      const stream = streams.get(options.stream);
+      if (!stream) throw new Error(`No stream ${options.stream}`);
+      let queue = stream.consumers.get(options.durable);
+      if (!queue) {
+        queue = new DurableQueue(options.filterSubject);
+        stream.consumers.set(options.durable, queue);
+      }
+      return queue.attach(options);
+    },
+    onReconnect() {
+      return () => undefined;
+    },
+    async ping() {
+      if (closed) throw new Error('bus is closed');
+    },
+    async close() {
+      closed = true;
+      subscribers.clear();
+      await Promise.all([...streams.values()].flatMap((s) => [...s.consumers.values()].map((q) => q.stop())));
+    },
+  };
+}
+
+/** A durable consumer's backlog: messages wait here until a handler acknowledges them. */
+class DurableQueue {
+  private readonly pending: QueuedMessage[] = [];
+  private handler?: DurableConsumerOptions;
+  private running = false;
+  private stopped = false;
+
+  constructor(private readonly filter: string) {}
+
+  push(message: QueuedMessage): void {
+    if (!subjectMatches(this.filter, message.subject)) return;
+    this.pending.push(message);
+    this.kick();
+  }
+
+  attach(options: DurableConsumerOptions): Consumer {
+    this.handler = options;
+    this.stopped = false;
+    this.kick();
+    return { stop: () => this.stop() };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.handler = undefined;
+  }
+
+  private kick(): void {
+    if (this.running || !this.handler || this.stopped) return;
+    this.running = true;
+    setImmediate(() => void this.drain());
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.length && this.handler && !this.stopped) {
+      const message = this.pending[0]!;
+      message.deliveryCount++;
+      const delivered: DurableMessage = { ...message };
+      try {
+        await this.handler.handler(delivered);
+        this.pending.shift();
+      } catch {
+        await new Promise((r) => setTimeout(r, this.handler?.retryDelayMs ?? 1000));
+      }
+    }
+    this.running = false;
+  }
+}

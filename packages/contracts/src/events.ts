@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+/** Every subject the platform publishes or consumes, in one place (DESIGN.md "Events"). */
+export const Subjects = {
+  gatewayJwksUpdated: 'gateway.jwks.updated',
+  runtimeJwksUpdated: 'runtime.jwks.updated',
+  llmCompletion: 'analytics.llm.completion',
+  llmCompletionDeadLetter: 'analytics.llm.completion.dead',
+  credentialRevoked: 'auth.credential.revoked',
+  membershipChanged: 'auth.membership.changed',
+} as const;
+
+export type Subject = (typeof Subjects)[keyof typeof Subjects];
+
+/** `gateway.jwks.updated` / `runtime.jwks.updated`, version 1. */
+export const JwksUpdatedEvent = z.object({
+  version: z.literal(1),
+  created: z.array(z.string()),
+  deleted: z.array(z.string()),
+  at: z.string(),
+});
+export type JwksUpdatedEvent = z.infer<typeof JwksUpdatedEvent>;
+
+/** `auth.credential.revoked`, version 1: edges drop the cached introspection for this hash. */
+export const CredentialRevokedEvent = z.object({
+  version: z.literal(1),
+  kind: z.enum(['access_token', 'workspace_api_key', 'org_api_key', 'session']),
+  id: z.string(),
+  /** sha256 (hex) of the credential as sent by clients; what edge caches are keyed by */
+  credentialHash: z.string().optional(),
+  at: z.string(),
+});
+export type CredentialRevokedEvent = z.infer<typeof CredentialRevokedEvent>;
+
+/** `auth.membership.changed`, version 1: a user's memberships or an org's roles changed. */
+export const MembershipChangedEvent = z.object({
+  version: z.literal(1),
+  orgSlug: z.string(),
+  userId: z.string().optional(),
+  at: z.string(),
+});
+export type MembershipChangedEvent = z.infer<typeof MembershipChangedEvent>;
+
+/**
+ * `analytics.llm.completion`, version 1: the contract for any LLM gateway feeding llm-quota.
+ * Published to the JetStream stream `ANALYTICS` (subjects `analytics.>`).
+ */
+export const LlmCompletionEvent = z.object({
+  id: z.string().min(1).max(200),
+  version: z.literal(1),
+  occurredAt: z.iso.datetime({ offset: true }),
+  orgSlug: z.string().min(1).max(100),
+  userId: z.string().min(1).max(200).optional(),
+  model: z.string().min(1).max(200),
+  provider: z.string().min(1).max(100),
+  usage: z.object({
+    prompt_tokens: z.number().int().nonnegative(),
+    completion_tokens: z.number().int().nonnegative(),
+    total_tokens: z.number().int().nonnegative(),
+  }),
+  cost: z.number().nonnegative(),
+});
+export type LlmCompletionEvent = z.infer<typeof LlmCompletionEvent>;
+
+export interface EventPayloads {
+  'gateway.jwks.updated': JwksUpdatedEvent;
+  'runtime.jwks.updated': JwksUpdatedEvent;
+  'analytics.llm.completion': LlmCompletionEvent;
+  'analytics.llm.completion.dead': { reason: string; raw: string; at: string };
+  'auth.credential.revoked': CredentialRevokedEvent;
+  'auth.membership.changed': MembershipChangedEvent;
+}

@@ -1,0 +1,117 @@
+/**
+ * Typed domain errors. They know nothing of HTTP: `kind` says what went wrong and the one error
+ * middleware (http/error-middleware.ts) maps kinds to statuses and the envelope.
+ */
+export type ErrorKind =
+  | 'invalid_input'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'gone'
+  | 'payload_too_large'
+  | 'rate_limited'
+  | 'unavailable'
+  | 'bad_gateway'
+  | 'timeout';
+
+export interface AppErrorOptions {
+  /** stable identifier for the envelope's `error` field (PascalCase or a spec code) */
+  error?: string;
+  /** canonical machine-readable code (spec 7.1), when one applies */
+  code?: string;
+  details?: Record<string, unknown>;
+  retryAfter?: number;
+  /** extra top-level fields for the envelope, e.g. migration information */
+  extra?: Record<string, unknown>;
+}
+
+export class AppError extends Error {
+  readonly kind: ErrorKind;
+  readonly error: string;
+  readonly code?: string;
+  readonly details?: Record<string, unknown>;
+  readonly retryAfter?: number;
+  readonly extra?: Record<string, unknown>;
+
+  constructor(kind: ErrorKind, defaultError: string, message: string, options: AppErrorOptions = {}) {
+    super(message);
+    this.name = defaultError;
+    this.kind = kind;
+    this.error = options.error ?? defaultError;
+    this.code = options.code;
+    this.details = options.details;
+    this.retryAfter = options.retryAfter;
+    this.extra = options.extra;
+  }
+}
+
+export class InvalidInput extends AppError {
+  constructor(message: string, options: AppErrorOptions = {}) {
+    super('invalid_input', 'InvalidInput', message, { code: 'INVALID_BODY', ...options });
+  }
+}
+export class Unauthenticated extends AppError {
+  constructor(message = 'Missing or invalid credentials', options: AppErrorOptions = {}) {
+    super('unauthenticated', 'Unauthorized', message, options);
+  }
+}
+export class Forbidden extends AppError {
+  constructor(message = 'Not allowed', options: AppErrorOptions = {}) {
+    super('forbidden', 'Forbidden', message, options);
+  }
+}
+export class NotFound extends AppError {
+  constructor(message = 'Not found', options: AppErrorOptions = {}) {
+    super('not_found', 'NotFound', message, options);
+  }
+}
+export class Conflict extends AppError {
+  constructor(message: string, options: AppErrorOptions = {}) {
+    super('conflict', 'Conflict', message, options);
+  }
+}
+export class Gone extends AppError {
+  constructor(message: string, options: AppErrorOptions = {}) {
+    super('gone', 'Gone', message, options);
+  }
+}
+export class PayloadTooLarge extends AppError {
+  constructor(message = 'Request body is too large', options: AppErrorOptions = {}) {
+    super('payload_too_large', 'PayloadTooLarge', message, { code: 'PAYLOAD_TOO_LARGE', ...options });
+  }
+}
+export class RateLimited extends AppError {
+  constructor(retryAfter: number, message = 'Too many requests', options: AppErrorOptions = {}) {
+    super('rate_limited', 'RATE_LIMITED', message, { code: 'RATE_LIMITED', retryAfter, ...options });
+  }
+}
+export class Unavailable extends AppError {
+  constructor(message = 'Service unavailable', options: AppErrorOptions = {}) {
+    super('unavailable', 'ServiceUnavailable', message, options);
+  }
+}
+export class BadGateway extends AppError {
+  constructor(message = 'Upstream service failed', options: AppErrorOptions = {}) {
+    super('bad_gateway', 'BadGateway', message, options);
+  }
+}
+export class UpstreamTimeout extends AppError {
+  constructor(message = 'Upstream service timed out', options: AppErrorOptions = {}) {
+    super('timeout', 'GatewayTimeout', message, options);
+  }
+}
+
+export const statusOfKind: Record<ErrorKind, number> = {
+  invalid_input: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  gone: 410,
+  payload_too_large: 413,
+  rate_limited: 429,
+  unavailable: 503,
+  bad_gateway: 502,
+  timeout: 504,
+};

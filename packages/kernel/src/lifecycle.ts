@@ -1,0 +1,75 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RequestListener } from 'node:http';
+import { createServer } from 'node:http';
+import type { Logger } from './logger';
+
+export interface RunningServer {
+  server: Server;
+  port: number;
+  url: string;
+  /** stops accepting, lets in-flight requests finish (up to `graceMs`), then closes what is left */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Listens on host:port (0 picks a free port) with keep-alive settings fit for sitting behind a proxy. */
+export async function listen(handler: RequestListener, port: number, host = '0.0.0.0'): Promise<RunningServer> {
+  const server = createServer({ keepAlive: true }, handler);
+  // Longer than common load balancers' idle timeouts, so they close first and never hit a closed socket.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.listen(port, host);
+  await once(server, 'listening');
+  const address = server.address() as AddressInfo;
+  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return {
+    server,
+    port: address.port,
+    url: `http://${shownHost}:${address.port}`,
+    close: (graceMs = 10_000) => drainAndClose(server, graceMs),
+  };
+}
+
+async function drainAndClose(server: Server, graceMs: number): Promise<void> {
+  if (!server.listening) return;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  // Keep-alive sockets that go idle after their last response are closed as they free up.
+  const sweep = setInterval(() => server.closeIdleConnections(), 100);
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  try {
+    await closed;
+  } finally {
+    clearInterval(sweep);
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Process-level wiring for main.ts: on SIGTERM or SIGINT run `shutdown` once (which should close servers,
+ * then NATS and the store) and exit; log and exit on errors nothing else caught.
+ */
+export function handleProcessSignals(logger: Logger, shutdown: () => Promise<void>): void {
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    try {
+      await shutdown();
+      logger.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled rejection'));
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err }, 'uncaught exception');
+    process.exit(1);
+  });
+}

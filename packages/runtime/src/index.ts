@@ -1,0 +1,2 @@
+export * from './infrastructure';
+export * from './run-service-main';

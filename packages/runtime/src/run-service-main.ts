@@ -1,0 +1,61 @@
+import {
+  type Clock,
+  ConfigError,
+  type Logger,
+  type PlatformService,
+  commonConfig,
+  createLogger,
+  handleProcessSignals,
+  listen,
+  loadConfig,
+  systemClock,
+} from '@platform/kernel';
+import type { Bus } from '@platform/bus';
+import type { Store } from '@platform/store';
+import type { z } from 'zod';
+import { openBus, openStore } from './infrastructure';
+
+type CommonShape = typeof commonConfig;
+
+export interface ServiceMainOptions<S extends z.ZodObject> {
+  name: string;
+  schema: S;
+  defaultPort: number;
+  /** whether the service needs a store (the edge has none) */
+  usesStore?: boolean;
+  create(deps: { config: Readonly<z.infer<S>>; logger: Logger; clock: Clock; store: Store; bus: Bus }): Promise<PlatformService>;
+}
+
+/**
+ * The production entry point shared by every service: configuration from the environment (a bad value
+ * stops the process naming the key), logger, store and bus, listen on PORT, and graceful shutdown on
+ * SIGTERM: stop accepting, drain in-flight requests, stop background work, close the bus and the store.
+ */
+export async function runServiceMain<S extends z.ZodObject>(options: ServiceMainOptions<S>): Promise<void> {
+  let config: Readonly<z.infer<S>>;
+  try {
+    config = loadConfig(options.schema);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const issue of err.issues) console.error(`config error: ${issue.key}: ${issue.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const common = config as unknown as z.infer<z.ZodObject<CommonShape>>;
+  const logger = createLogger({ name: options.name, level: common.LOG_LEVEL });
+  const settings = { service: options.name, ...common };
+  const store = options.usesStore === false ? undefined : await openStore(settings, logger);
+  const bus = await openBus(settings, logger);
+  const service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
+  await service.start();
+  const port = Number(process.env.PORT ?? options.defaultPort);
+  const server = await listen(service.handler, port);
+  logger.info({ url: server.url }, `${options.name} listening`);
+  handleProcessSignals(logger, async () => {
+    await server.close();
+    await service.stop();
+    await bus.close();
+    await store?.close();
+  });
+}

@@ -1,0 +1,251 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Datastore from '@seald-io/nedb';
+import { Mutex } from './mutex';
+import {
+  type Collection,
+  type Doc,
+  DuplicateKeyError,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Store,
+  type Update,
+  type UpdateOptions,
+  type UpdateResult,
+} from './port';
+
+// NeDB's document model; `modify` applies update operators exactly as NeDB's own update does.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const nedbModel = require('@seald-io/nedb/lib/model') as { modify<T>(doc: T, update: object): T };
+
+export interface EmbeddedStoreOptions {
+  /** folder holding one append-only file per collection; omit for a memory-only store (tests) */
+  dataDir?: string;
+  /** how often the append-only files are rewritten without superseded lines (ms); 0 disables */
+  compactionIntervalMs?: number;
+}
+
+/**
+ * The embedded engine: NeDB, an append-only file per collection with MongoDB's query language,
+ * all documents in memory. A write is acknowledged after its line is appended to the file (so it
+ * survives kill -9), and every collection's writes are serialised, which makes upserts atomic.
+ * One process owns a data folder; several instances in one process share the same Store.
+ */
+export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
+  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+  const collections = new Map<string, EmbeddedCollection<Doc>>();
+  let closed = false;
+  return {
+    engine: 'embedded',
+    collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Collection<T> {
+      if (!/^[A-Za-z0-9_.-]+$/.test(name)) throw new Error(`Invalid collection name: ${name}`);
+      let existing = collections.get(name);
+      if (!existing) {
+        existing = new EmbeddedCollection<Doc>(name, options);
+        collections.set(name, existing);
+      }
+      existing.ensureIndexes(indexes);
+      return existing as unknown as Collection<T>;
+    },
+    async ping() {
+      if (closed) throw new Error('store is closed');
+    },
+    async close() {
+      closed = true;
+      await Promise.all([...collections.values()].map((c) => c.close()));
+    },
+  };
+}
+
+class EmbeddedCollection<T extends Doc> implements Collection<T> {
+  private readonly ds: Datastore<T>;
+  private readonly loaded: Promise<void>;
+  private readonly writes = new Mutex();
+  private readonly indexKeys = new Set<string>();
+
+  constructor(
+    readonly name: string,
+    options: EmbeddedStoreOptions,
+  ) {
+    const filename = options.dataDir ? path.join(options.dataDir, `${name}.db`) : undefined;
+    this.ds = new Datastore<T>({ filename, inMemoryOnly: !filename });
+    this.loaded = this.ds.loadDatabaseAsync();
+    const interval = options.compactionIntervalMs ?? 10 * 60_000;
+    if (filename && interval > 0) this.ds.setAutocompactionInterval(interval);
+  }
+
+  ensureIndexes(indexes: IndexSpec[]): void {
+    for (const index of indexes) {
+      const fields = Object.keys(index.fields);
+      const key = `${fields.sort().join(',')}|${index.unique ? 'u' : ''}`;
+      if (this.indexKeys.has(key)) continue;
+      this.indexKeys.add(key);
+      void this.writes.run(async () => {
+        await this.loaded;
+        await this.ds.ensureIndexAsync({
+          fieldName: fields.length === 1 ? fields[0]! : fields,
+          unique: index.unique ?? false,
+          expireAfterSeconds: index.expireAfterSeconds,
+        });
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.writes.run(async () => {
+      await this.loaded;
+      this.ds.stopAutocompaction();
+    });
+  }
+
+  private write<R>(task: () => Promise<R>): Promise<R> {
+    return this.writes.run(async () => {
+      await this.loaded;
+      try {
+        return await task();
+      } catch (err) {
+        throw this.translate(err);
+      }
+    });
+  }
+
+  private translate(err: unknown): unknown {
+    const e = err as { errorType?: string; key?: unknown };
+    if (e?.errorType === 'uniqueViolated') return new DuplicateKeyError(this.name, String(e.key));
+    return err;
+  }
+
+  insertOne(doc: T): Promise<T> {
+    return this.write(() => this.ds.insertAsync(doc));
+  }
+
+  async findOne(filter: Filter): Promise<T | null> {
+    await this.loaded;
+    return (await this.ds.findOneAsync(toNedbQuery(filter))) ?? null;
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    await this.loaded;
+    let cursor = this.ds.findAsync(toNedbQuery(filter));
+    if (options.sort) cursor = cursor.sort(options.sort);
+    if (options.skip) cursor = cursor.skip(options.skip);
+    if (options.limit) cursor = cursor.limit(options.limit);
+    return cursor;
+  }
+
+  async count(filter: Filter): Promise<number> {
+    await this.loaded;
+    return this.ds.countAsync(toNedbQuery(filter));
+  }
+
+  updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    return this.write(async () => {
+      const { doc, upsertedId } = await this.updateUnlocked(filter, update, options.upsert ?? false);
+      if (upsertedId) return { matched: 0, modified: 0, upsertedId };
+      return doc ? { matched: 1, modified: 1 } : { matched: 0, modified: 0 };
+    });
+  }
+
+  findOneAndUpdate(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<T | null> {
+    return this.write(async () => (await this.updateUnlocked(filter, update, options.upsert ?? false)).doc);
+  }
+
+  updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
+    return this.write(async () => {
+      const { $setOnInsert: _ignored, ...operators } = update;
+      if (Object.keys(operators).length === 0) {
+        const n = await this.ds.countAsync(toNedbQuery(filter));
+        return { matched: n, modified: 0 };
+      }
+      const { numAffected } = await this.ds.updateAsync(toNedbQuery(filter), operators, { multi: true });
+      return { matched: numAffected, modified: numAffected };
+    });
+  }
+
+  deleteOne(filter: Filter): Promise<number> {
+    return this.write(() => this.ds.removeAsync(toNedbQuery(filter), { multi: false }));
+  }
+
+  deleteMany(filter: Filter): Promise<number> {
+    return this.write(() => this.ds.removeAsync(toNedbQuery(filter), { multi: true }));
+  }
+
+  /** Runs under the write lock: update the first match, or insert the upserted document in one append. */
+  private async updateUnlocked(
+    filter: Filter,
+    update: Update,
+    upsert: boolean,
+  ): Promise<{ doc: T | null; upsertedId?: string }> {
+    const { $setOnInsert, ...operators } = update;
+    const query = toNedbQuery(filter);
+    const current = await this.ds.findOneAsync(query);
+    if (current) {
+      if (Object.keys(operators).length === 0) return { doc: current };
+      const { affectedDocuments } = await this.ds.updateAsync({ _id: current._id } as never, operators, {
+        multi: false,
+        returnUpdatedDocs: true,
+      });
+      return { doc: (affectedDocuments as T | null) ?? null };
+    }
+    if (!upsert) return { doc: null };
+    let fresh = { ...equalityFields(filter), ...($setOnInsert ?? {}) } as Record<string, unknown>;
+    fresh = expandDotted(fresh);
+    if (typeof fresh._id !== 'string') fresh._id = randomUUID();
+    const built = Object.keys(operators).length ? nedbModel.modify(fresh, operators) : fresh;
+    const inserted = await this.ds.insertAsync(built as T);
+    return { doc: inserted, upsertedId: inserted._id };
+  }
+}
+
+/** NeDB has no `$eq`; rewrite it (recursively, through `$or`/`$and`) as plain equality. */
+export function toNedbQuery(filter: Filter): Filter {
+  const out: Filter = {};
+  for (const [key, value] of Object.entries(filter)) {
+    if ((key === '$or' || key === '$and') && Array.isArray(value)) {
+      out[key] = value.map((f) => toNedbQuery(f as Filter));
+    } else if (isOperatorObject(value) && '$eq' in value) {
+      const { $eq, ...rest } = value as Record<string, unknown>;
+      out[key] = Object.keys(rest).length ? { ...rest, $in: [$eq] } : $eq;
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+const isOperatorObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' &&
+  v !== null &&
+  !Array.isArray(v) &&
+  !(v instanceof Date) &&
+  Object.keys(v).some((k) => k.startsWith('$'));
+
+/** The fields an upsert copies from its filter, as MongoDB does: plain equalities and `$eq`. */
+function equalityFields(filter: Filter): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(filter)) {
+    if (key.startsWith('$')) continue;
+    if (isOperatorObject(value)) {
+      if ('$eq' in value) out[key] = value.$eq;
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+function expandDotted(flat: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(flat)) {
+    const parts = key.split('.');
+    let node = out;
+    for (const part of parts.slice(0, -1)) {
+      node[part] = (typeof node[part] === 'object' && node[part] !== null ? node[part] : {}) as object;
+      node = node[part] as Record<string, unknown>;
+    }
+    node[parts[parts.length - 1]!] = value;
+  }
+  return out;
+}

@@ -1,0 +1,146 @@
+import mongoose from 'mongoose';
+import type { Collection as MongoCollection, Document as MongoDocument } from 'mongodb';
+
+/** How documents look to the driver: string ids, anything else. */
+type Raw = { _id: string } & MongoDocument;
+import {
+  type Collection,
+  type Doc,
+  DuplicateKeyError,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type Store,
+  type Update,
+  type UpdateOptions,
+  type UpdateResult,
+} from './port';
+
+export interface MongoStoreOptions {
+  url: string;
+  /** database name; defaults to the one in the URL */
+  dbName?: string;
+  /** how long to wait for a server before failing start-up (ms) */
+  serverSelectionTimeoutMs?: number;
+}
+
+/** The MongoDB engine: a mongoose connection, its native collections, the port's operators as they are. */
+export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
+  const connection = await mongoose
+    .createConnection(options.url, {
+      dbName: options.dbName,
+      serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 10_000,
+    })
+    .asPromise();
+  const db = connection.db;
+  if (!db) throw new Error('MongoDB connection has no database');
+  const handles = new Map<string, Collection<Doc>>();
+  return {
+    engine: 'mongodb',
+    collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Collection<T> {
+      let handle = handles.get(name);
+      if (!handle) {
+        const native = db.collection<Raw>(name);
+        const ready = Promise.all(
+          indexes.map((ix) =>
+            native.createIndex(ix.fields, {
+              unique: ix.unique ?? false,
+              ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
+            }),
+          ),
+        ).then(() => undefined);
+        ready.catch(() => undefined);
+        handle = new MongoCollectionAdapter<Doc>(name, native, ready);
+        handles.set(name, handle);
+      }
+      return handle as unknown as Collection<T>;
+    },
+    async ping() {
+      await db.command({ ping: 1 });
+    },
+    async close() {
+      await connection.close();
+    },
+  };
+}
+
+class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
+  constructor(
+    readonly name: string,
+    private readonly native: MongoCollection<Raw>,
+    private readonly ready: Promise<void>,
+  ) {}
+
+  private async run<R>(task: () => Promise<R>): Promise<R> {
+    await this.ready;
+    try {
+      return await task();
+    } catch (err) {
+      if ((err as { code?: number }).code === 11000) {
+        throw new DuplicateKeyError(this.name, (err as Error).message);
+      }
+      throw err;
+    }
+  }
+
+  insertOne(doc: T): Promise<T> {
+    return this.run(async () => {
+      await this.native.insertOne({ ...doc } as Raw);
+      return doc;
+    });
+  }
+
+  findOne(filter: Filter): Promise<T | null> {
+    return this.run(async () => (await this.native.findOne(filter)) as unknown as T | null);
+  }
+
+  find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    return this.run(async () => {
+      let cursor = this.native.find(filter);
+      if (options.sort) cursor = cursor.sort(options.sort);
+      if (options.skip) cursor = cursor.skip(options.skip);
+      if (options.limit) cursor = cursor.limit(options.limit);
+      return (await cursor.toArray()) as unknown as T[];
+    });
+  }
+
+  count(filter: Filter): Promise<number> {
+    return this.run(() => this.native.countDocuments(filter));
+  }
+
+  updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    return this.run(async () => {
+      const r = await this.native.updateOne(filter, update as MongoDocument, { upsert: options.upsert ?? false });
+      return {
+        matched: r.matchedCount,
+        modified: r.modifiedCount,
+        ...(r.upsertedId !== null && r.upsertedId !== undefined ? { upsertedId: String(r.upsertedId) } : {}),
+      };
+    });
+  }
+
+  updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
+    return this.run(async () => {
+      const r = await this.native.updateMany(filter, update as MongoDocument);
+      return { matched: r.matchedCount, modified: r.modifiedCount };
+    });
+  }
+
+  findOneAndUpdate(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<T | null> {
+    return this.run(
+      async () =>
+        (await this.native.findOneAndUpdate(filter, update as MongoDocument, {
+          upsert: options.upsert ?? false,
+          returnDocument: 'after',
+        })) as unknown as T | null,
+    );
+  }
+
+  deleteOne(filter: Filter): Promise<number> {
+    return this.run(async () => (await this.native.deleteOne(filter)).deletedCount);
+  }
+
+  deleteMany(filter: Filter): Promise<number> {
+    return this.run(async () => (await this.native.deleteMany(filter)).deletedCount);
+  }
+}

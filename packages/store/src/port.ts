@@ -1,0 +1,88 @@
+/**
+ * The persistence port: a small subset of MongoDB's document model that both engines implement
+ * faithfully (embedded NeDB and MongoDB through mongoose). Services depend on this, never on an engine.
+ */
+
+/** Every stored document has a string `_id` chosen by the caller (ids are made in the domain). */
+export interface Doc {
+  _id: string;
+}
+
+/**
+ * Query filter. Supported: field equality (dotted paths allowed), and the operators
+ * `$eq $ne $in $nin $lt $lte $gt $gte $exists` on fields, plus top-level `$or` / `$and`.
+ */
+export type Filter = Record<string, unknown>;
+
+/** Update operators supported by both engines. */
+export interface Update {
+  $set?: Record<string, unknown>;
+  $unset?: Record<string, true | 1 | ''>;
+  $inc?: Record<string, number>;
+  $max?: Record<string, unknown>;
+  $min?: Record<string, unknown>;
+  $push?: Record<string, unknown>;
+  $pull?: Record<string, unknown>;
+  $addToSet?: Record<string, unknown>;
+  /** applied only when an upsert inserts */
+  $setOnInsert?: Record<string, unknown>;
+}
+
+export interface FindOptions {
+  sort?: Record<string, 1 | -1>;
+  limit?: number;
+  skip?: number;
+}
+
+export interface UpdateOptions {
+  upsert?: boolean;
+}
+
+export interface UpdateResult {
+  matched: number;
+  modified: number;
+  /** the new document's id when an upsert inserted one */
+  upsertedId?: string;
+}
+
+export interface IndexSpec {
+  fields: Record<string, 1 | -1>;
+  unique?: boolean;
+  /** documents whose first indexed field (a Date) is older than this are removed */
+  expireAfterSeconds?: number;
+}
+
+export interface Collection<T extends Doc> {
+  readonly name: string;
+  /** inserts; a unique-index violation throws DuplicateKeyError */
+  insertOne(doc: T): Promise<T>;
+  findOne(filter: Filter): Promise<T | null>;
+  find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  count(filter: Filter): Promise<number>;
+  updateOne(filter: Filter, update: Update, options?: UpdateOptions): Promise<UpdateResult>;
+  updateMany(filter: Filter, update: Update): Promise<UpdateResult>;
+  /** atomically updates one document and returns it as it is after the update (null when none matched) */
+  findOneAndUpdate(filter: Filter, update: Update, options?: UpdateOptions): Promise<T | null>;
+  deleteOne(filter: Filter): Promise<number>;
+  deleteMany(filter: Filter): Promise<number>;
+}
+
+export interface Store {
+  readonly engine: 'embedded' | 'mongodb';
+  /** a handle on a collection, creating its indexes once (idempotent) */
+  collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Collection<T>;
+  /** throws when the engine cannot serve */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A unique index refused a write. */
+export class DuplicateKeyError extends Error {
+  constructor(
+    readonly collection: string,
+    detail: string,
+  ) {
+    super(`Duplicate key in ${collection}: ${detail}`);
+    this.name = 'DuplicateKeyError';
+  }
+}

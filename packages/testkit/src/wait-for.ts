@@ -1,0 +1,28 @@
+/** Polls `probe` until it returns a truthy value or the deadline passes; tests never sleep blindly. */
+export async function waitFor<T>(
+  probe: () => T | Promise<T>,
+  { timeoutMs = 5_000, intervalMs = 20, what = 'condition' } = {},
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value as NonNullable<T>;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      const why = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** Milliseconds from now until `probe` holds, for tests that bound how fast something propagates. */
+export async function timeUntil(probe: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<number> {
+  const started = Date.now();
+  await waitFor(probe, { timeoutMs, intervalMs: 10 });
+  return Date.now() - started;
+}

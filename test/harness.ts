@@ -1,0 +1,37 @@
+import { type Clock, silentLogger } from '@platform/kernel';
+import { type Env, type RunningPlatform, startPlatform } from '@platform/standalone';
+import { tempDir } from '@platform/testkit';
+
+export interface TestPlatform extends RunningPlatform {
+  dataDir: string;
+}
+
+/**
+ * The whole platform as a user reaches it: every service behind a real edge on a loopback port,
+ * a fresh embedded data folder, and NATS when `natsUrl` is given (else the in-process bus).
+ */
+export async function startTestPlatform(
+  options: { env?: Env; clock?: Clock; natsUrl?: string; dataDir?: string } = {},
+): Promise<TestPlatform> {
+  const data = options.dataDir ? { dir: options.dataDir, remove: () => undefined } : tempDir('platform-e2e-');
+  const platform = await startPlatform({
+    env: {
+      DATA_DIR: data.dir,
+      LOG_LEVEL: 'silent',
+      ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}),
+      ...options.env,
+    },
+    clock: options.clock,
+    logger: silentLogger(),
+    port: 0,
+    host: '127.0.0.1',
+  });
+  return {
+    ...platform,
+    dataDir: data.dir,
+    stop: async () => {
+      await platform.stop();
+      data.remove();
+    },
+  };
+}
