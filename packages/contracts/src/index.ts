@@ -1,2 +1,3 @@
 export * from './principal';
 export * from './events';
+export * from './credential-formats';
