@@ -1,5 +1,12 @@
 import type { EventPayloads } from '@platform/contracts';
-import type { Bus, Consumer, DurableConsumerOptions, DurableMessage, EventSubject, StreamOptions } from './port';
+import type {
+  Bus,
+  Consumer,
+  DurableConsumerOptions,
+  DurableMessage,
+  EventSubject,
+  StreamOptions,
+} from './port';
 
 type Handler = (payload: unknown) => void | Promise<void>;
 

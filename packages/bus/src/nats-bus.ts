@@ -2,12 +2,12 @@ import type { EventPayloads } from '@platform/contracts';
 import {
   AckPolicy,
   type ConsumerMessages,
+  connect,
   DeliverPolicy,
   type NatsConnection,
+  nanos,
   StorageType,
   StringCodec,
-  connect,
-  nanos,
 } from 'nats';
 import type { Bus, Consumer, EventSubject } from './port';
 
@@ -76,7 +76,9 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       }
     },
     async publishDurable<S extends EventSubject>(subject: S, payload: EventPayloads[S], id?: string) {
-      await nc.jetstream().publish(subject, codec.encode(JSON.stringify(payload)), id ? { msgID: id } : undefined);
+      await nc
+        .jetstream()
+        .publish(subject, codec.encode(JSON.stringify(payload)), id ? { msgID: id } : undefined);
     },
     async consumeDurable(consumerOptions): Promise<Consumer> {
       const jsm = await nc.jetstreamManager();

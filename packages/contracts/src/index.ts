@@ -1,3 +1,3 @@
-export * from './principal';
-export * from './events';
 export * from './credential-formats';
+export * from './events';
+export * from './principal';

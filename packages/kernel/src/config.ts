@@ -24,7 +24,10 @@ export function loadConfig<S extends z.ZodObject>(
   const result = schema.safeParse(input);
   if (!result.success) {
     throw new ConfigError(
-      result.error.issues.map((issue) => ({ key: String(issue.path[0] ?? '(config)'), message: issue.message })),
+      result.error.issues.map((issue) => ({
+        key: String(issue.path[0] ?? '(config)'),
+        message: issue.message,
+      })),
     );
   }
   return Object.freeze(result.data);

@@ -1,8 +1,7 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { RequestListener } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Logger } from './logger';
 
 export interface RunningServer {
@@ -14,7 +13,11 @@ export interface RunningServer {
 }
 
 /** Listens on host:port (0 picks a free port) with keep-alive settings fit for sitting behind a proxy. */
-export async function listen(handler: RequestListener, port: number, host = '0.0.0.0'): Promise<RunningServer> {
+export async function listen(
+  handler: RequestListener,
+  port: number,
+  host = '0.0.0.0',
+): Promise<RunningServer> {
   const server = createServer({ keepAlive: true }, handler);
   // Longer than common load balancers' idle timeouts, so they close first and never hit a closed socket.
   server.keepAliveTimeout = 65_000;

@@ -16,7 +16,8 @@ interface SealBody {
   iat: number;
 }
 
-const mac = (secret: string, payload: string) => createHmac('sha256', secret).update(payload).digest('base64url');
+const mac = (secret: string, payload: string) =>
+  createHmac('sha256', secret).update(payload).digest('base64url');
 
 /**
  * Seals a principal as `base64url(json).hmac` with the secret only the edge and the services hold,

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
 import type { Logger } from '@platform/kernel';
-import { type Store, createEmbeddedStore, createMongoStore } from '@platform/store';
+import { createEmbeddedStore, createMongoStore, type Store } from '@platform/store';
 
 export interface InfrastructureSettings {
   service: string;
@@ -14,7 +14,10 @@ export interface InfrastructureSettings {
 export async function openStore(settings: InfrastructureSettings, logger: Logger): Promise<Store> {
   if (settings.MONGO_URL) {
     logger.info('store: MongoDB');
-    return createMongoStore({ url: settings.MONGO_URL, dbName: `platform_${settings.service.replace(/-/g, '_')}` });
+    return createMongoStore({
+      url: settings.MONGO_URL,
+      dbName: `platform_${settings.service.replace(/-/g, '_')}`,
+    });
   }
   const dataDir = path.resolve(settings.DATA_DIR, settings.service);
   logger.info({ dataDir }, 'store: embedded');

@@ -1,16 +1,16 @@
+import type { Bus } from '@platform/bus';
 import {
   type Clock,
   ConfigError,
-  type Logger,
-  type PlatformService,
   commonConfig,
   createLogger,
   handleProcessSignals,
+  type Logger,
   listen,
   loadConfig,
+  type PlatformService,
   systemClock,
 } from '@platform/kernel';
-import type { Bus } from '@platform/bus';
 import type { Store } from '@platform/store';
 import type { z } from 'zod';
 import { openBus, openStore } from './infrastructure';
@@ -23,7 +23,13 @@ export interface ServiceMainOptions<S extends z.ZodObject> {
   defaultPort: number;
   /** whether the service needs a store (the edge has none) */
   usesStore?: boolean;
-  create(deps: { config: Readonly<z.infer<S>>; logger: Logger; clock: Clock; store: Store; bus: Bus }): Promise<PlatformService>;
+  create(deps: {
+    config: Readonly<z.infer<S>>;
+    logger: Logger;
+    clock: Clock;
+    store: Store;
+    bus: Bus;
+  }): Promise<PlatformService>;
 }
 
 /**

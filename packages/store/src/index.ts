@@ -1,4 +1,4 @@
-export * from './port';
 export { createEmbeddedStore, type EmbeddedStoreOptions } from './embedded-store';
-export { createMongoStore, type MongoStoreOptions } from './mongo-store';
 export { createStoreFromEnv, type StoreSettings } from './from-settings';
+export { createMongoStore, type MongoStoreOptions } from './mongo-store';
+export * from './port';

@@ -1,8 +1,9 @@
-import mongoose from 'mongoose';
 import type { Collection as MongoCollection, Document as MongoDocument } from 'mongodb';
+import mongoose from 'mongoose';
 
 /** How documents look to the driver: string ids, anything else. */
 type Raw = { _id: string } & MongoDocument;
+
 import {
   type Collection,
   type Doc,
@@ -110,7 +111,9 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
 
   updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
     return this.run(async () => {
-      const r = await this.native.updateOne(filter, update as MongoDocument, { upsert: options.upsert ?? false });
+      const r = await this.native.updateOne(filter, update as MongoDocument, {
+        upsert: options.upsert ?? false,
+      });
       return {
         matched: r.matchedCount,
         modified: r.modifiedCount,

@@ -10,7 +10,9 @@ async function main() {
       { base_url: platform.baseUrl, gateway_url: platform.gatewayUrl, legacy_url: platform.legacyUrl },
       'platform ready',
     );
-    console.log(`\nPlatform ready:\n  {base_url}    ${platform.baseUrl}\n  {gateway_url} ${platform.gatewayUrl}\n  {legacy_url}  ${platform.legacyUrl}\n`);
+    console.log(
+      `\nPlatform ready:\n  {base_url}    ${platform.baseUrl}\n  {gateway_url} ${platform.gatewayUrl}\n  {legacy_url}  ${platform.legacyUrl}\n`,
+    );
     handleProcessSignals(logger, platform.stop);
   } catch (err) {
     if (err instanceof ConfigError) {

@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { type AuthConfig, authConfigSchema, createAuthService } from '@platform/auth';
 import type { Bus } from '@platform/bus';
-import { type EdgeConfig, createEdgeService, edgeConfigSchema } from '@platform/edge';
+import { createEdgeService, type EdgeConfig, edgeConfigSchema } from '@platform/edge';
 import {
   type Clock,
-  type Logger,
-  type PlatformService,
-  type RunningServer,
   createLogger,
+  type Logger,
   listen,
   loadConfig,
+  type PlatformService,
+  type RunningServer,
   systemClock,
 } from '@platform/kernel';
 import { createLegacyAgentService, legacyAgentConfigSchema } from '@platform/legacy-agent';
@@ -71,12 +71,20 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     stores.push(store);
     return store;
   };
-  const depsFor = <C>(name: string, config: C) => ({ config, logger: logger.child({ service: name }), clock, bus });
+  const depsFor = <C>(name: string, config: C) => ({
+    config,
+    logger: logger.child({ service: name }),
+    clock,
+    bus,
+  });
 
   try {
     const upstreams = {
       auth: await startService(
-        await createAuthService({ ...depsFor('auth', loadConfig(authConfigSchema, env)), store: await storeFor('auth') }),
+        await createAuthService({
+          ...depsFor('auth', loadConfig(authConfigSchema, env)),
+          store: await storeFor('auth'),
+        }),
       ),
       llmQuota: await startService(
         await createLlmQuotaService({

@@ -1,4 +1,4 @@
-import { AppError, PayloadTooLarge, statusOfKind, InvalidInput } from '../errors';
+import { AppError, InvalidInput, PayloadTooLarge, statusOfKind } from '../errors';
 
 /** The one error envelope of the platform and gateway roots (spec 2.3, DESIGN.md "Errors"). */
 export interface ErrorEnvelope {

@@ -1,5 +1,5 @@
 import type { Request, RequestHandler } from 'express';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
 export interface HttpMetrics {
   registry: Registry;

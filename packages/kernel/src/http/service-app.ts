@@ -61,7 +61,13 @@ export function createServiceApp(options: ServiceAppOptions): Express {
   });
   app.get('/metrics', metrics.handler);
   for (const handler of options.before ?? []) app.use(handler);
-  app.use(express.json({ limit: options.bodyLimit ?? '1mb', strict: true, type: ['application/json', 'application/*+json'] }));
+  app.use(
+    express.json({
+      limit: options.bodyLimit ?? '1mb',
+      strict: true,
+      type: ['application/json', 'application/*+json'],
+    }),
+  );
 
   const router = express.Router();
   options.routes(router);

@@ -1,0 +1,61 @@
+import { waitFor } from '@platform/testkit';
+import { createInProcessBus, subjectMatches } from './in-process-bus';
+
+describe('subject matching', () => {
+  it.each([
+    ['a.b', 'a.b', true],
+    ['a.*', 'a.b', true],
+    ['a.*', 'a.b.c', false],
+    ['a.>', 'a.b.c', true],
+    ['a.>', 'a', false],
+    ['a.b', 'a.c', false],
+  ])('%s matches %s: %s', (pattern, subject, expected) => {
+    expect(subjectMatches(pattern, subject)).toBe(expected);
+  });
+});
+
+describe('in-process bus', () => {
+  it('delivers to subscribers, and durable messages to a consumer attached later, retrying failures', async () => {
+    const bus = createInProcessBus();
+    const seen: unknown[] = [];
+    bus.subscribe('auth.membership.changed', (p) => {
+      seen.push(p);
+    });
+    await bus.publish('auth.membership.changed', { version: 1, orgSlug: 'acme', at: 'now' });
+    await waitFor(() => seen.length === 1);
+
+    await bus.ensureStream({ name: 'S', subjects: ['analytics.>'] });
+    const consumer0 = await bus.consumeDurable({
+      stream: 'S',
+      durable: 'd',
+      filterSubject: 'analytics.llm.completion',
+      handler: async () => undefined,
+    });
+    await consumer0.stop();
+    await bus.publishDurable('analytics.llm.completion.dead', { reason: 'x', raw: '{}', at: 'now' });
+    await bus.publishDurable('analytics.llm.completion', {
+      id: 'e1',
+      version: 1,
+      occurredAt: '2026-01-01T00:00:00Z',
+      orgSlug: 'acme',
+      model: 'm',
+      provider: 'p',
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      cost: 0,
+    });
+    const attempts: number[] = [];
+    await bus.consumeDurable({
+      stream: 'S',
+      durable: 'd',
+      filterSubject: 'analytics.llm.completion',
+      retryDelayMs: 10,
+      handler: async (m) => {
+        attempts.push(m.deliveryCount);
+        if (m.deliveryCount === 1) throw new Error('retry me');
+      },
+    });
+    await waitFor(() => attempts.length === 2);
+    expect(attempts).toEqual([1, 2]);
+    await bus.close();
+  });
+});

@@ -1,0 +1,101 @@
+import type { LlmCompletionEvent } from '@platform/contracts';
+import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
+import { type Bus, createNatsBus, type DurableMessage } from '../src';
+
+const completion = (id: string): LlmCompletionEvent => ({
+  id,
+  version: 1,
+  occurredAt: '2026-11-23T10:00:00Z',
+  orgSlug: 'acme',
+  model: 'm',
+  provider: 'p',
+  usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+  cost: 0.01,
+});
+
+describeWithNats('NATS bus on a real nats-server', () => {
+  let server: NatsServerHandle;
+  const buses: Bus[] = [];
+  const open = async (name: string) => {
+    const bus = await createNatsBus({ url: server.url, name });
+    buses.push(bus);
+    return bus;
+  };
+
+  beforeAll(async () => {
+    server = await startNatsServer();
+  });
+  afterEach(async () => {
+    await Promise.all(buses.splice(0).map((b) => b.close()));
+  });
+  afterAll(async () => {
+    await server.dispose();
+  });
+
+  it('delivers core messages between connections', async () => {
+    const a = await open('a');
+    const b = await open('b');
+    const seen: unknown[] = [];
+    b.subscribe('gateway.jwks.updated', (payload) => {
+      seen.push(payload);
+    });
+    await b.ping();
+    await a.publish('gateway.jwks.updated', { version: 1, created: ['k1'], deleted: [], at: 'now' });
+    await waitFor(() => seen.length === 1);
+    expect(seen[0]).toEqual({ version: 1, created: ['k1'], deleted: [], at: 'now' });
+  });
+
+  it('keeps stream messages for a durable consumer that starts later, de-duplicating by id', async () => {
+    const producer = await open('producer');
+    await producer.ensureStream({ name: 'TEST1', subjects: ['analytics.>'] });
+    await producer.publishDurable('analytics.llm.completion', completion('e1'), 'e1');
+    await producer.publishDurable('analytics.llm.completion', completion('e1'), 'e1');
+    await producer.publishDurable('analytics.llm.completion', completion('e2'), 'e2');
+
+    const consumerBus = await open('consumer');
+    const got: string[] = [];
+    const consumer = await consumerBus.consumeDurable({
+      stream: 'TEST1',
+      durable: 'test-consumer',
+      filterSubject: 'analytics.llm.completion',
+      handler: async (m) => {
+        got.push((JSON.parse(m.data) as LlmCompletionEvent).id);
+      },
+    });
+    await waitFor(() => got.length >= 2);
+    expect(got).toEqual(['e1', 'e2']);
+    await consumer.stop();
+  });
+
+  it('redelivers a message whose handler failed', async () => {
+    const bus = await open('retry');
+    // The stream of the previous test: this consumer sees its messages too, and keeps only its own.
+    await bus.ensureStream({ name: 'TEST1', subjects: ['analytics.>'] });
+    const deliveries: DurableMessage[] = [];
+    const consumer = await bus.consumeDurable({
+      stream: 'TEST1',
+      durable: 'retrying',
+      filterSubject: 'analytics.llm.completion',
+      retryDelayMs: 50,
+      handler: async (m) => {
+        if ((JSON.parse(m.data) as LlmCompletionEvent).id !== 'r1') return;
+        deliveries.push(m);
+        if (deliveries.length === 1) throw new Error('first attempt fails');
+      },
+    });
+    await bus.publishDurable('analytics.llm.completion', completion('r1'));
+    await waitFor(() => deliveries.length === 2);
+    expect(deliveries.map((d) => d.deliveryCount)).toEqual([1, 2]);
+    await consumer.stop();
+  });
+
+  it('tells listeners when the connection comes back after the server restarts', async () => {
+    const bus = await open('reconnect');
+    let reconnects = 0;
+    bus.onReconnect(() => reconnects++);
+    await server.stop();
+    await server.start();
+    await waitFor(() => reconnects > 0, { timeoutMs: 10_000, what: 'reconnect' });
+    await expect(bus.ping()).resolves.toBeUndefined();
+  });
+});

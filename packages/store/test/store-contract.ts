@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import { type Collection, DuplicateKeyError, type Store } from '../src';
+
+interface Item {
+  _id: string;
+  group: string;
+  n: number;
+  tags?: string[];
+  nested?: { a?: number; b?: string };
+  at?: Date;
+}
+
+/**
+ * The behaviour every store engine must show. Run against the embedded engine always, and against
+ * MongoDB whenever MONGO_URL is set, so services can rely on the port rather than on an engine.
+ */
+export function storeContract(engine: string, open: () => Promise<Store>, cleanup?: () => Promise<void>) {
+  describe(`store contract: ${engine}`, () => {
+    let store: Store;
+    let items: Collection<Item>;
+    const col = () =>
+      store.collection<Item>(`items_${suffix}`, [{ fields: { group: 1, n: 1 }, unique: true }]);
+    let suffix = '';
+
+    beforeEach(async () => {
+      suffix = randomUUID().slice(0, 8);
+      store = await open();
+      items = col();
+    });
+    afterEach(async () => {
+      await store.close();
+      await cleanup?.();
+    });
+
+    it('inserts and finds documents by equality, dotted paths and operators', async () => {
+      await items.insertOne({ _id: 'a', group: 'g1', n: 1, nested: { a: 5 }, tags: ['x'] });
+      await items.insertOne({ _id: 'b', group: 'g1', n: 2, nested: { a: 7 } });
+      await items.insertOne({ _id: 'c', group: 'g2', n: 3 });
+      expect((await items.findOne({ _id: 'a' }))?.n).toBe(1);
+      expect((await items.findOne({ 'nested.a': 7 }))?._id).toBe('b');
+      expect((await items.find({ n: { $gte: 2 } }, { sort: { n: 1 } })).map((d) => d._id)).toEqual([
+        'b',
+        'c',
+      ]);
+      expect((await items.find({ group: { $in: ['g2'] } })).map((d) => d._id)).toEqual(['c']);
+      expect((await items.find({ n: { $eq: 2 } })).map((d) => d._id)).toEqual(['b']);
+      expect((await items.find({ n: { $ne: 2 } }, { sort: { n: -1 } })).map((d) => d._id)).toEqual([
+        'c',
+        'a',
+      ]);
+      expect((await items.find({ $or: [{ n: 1 }, { group: 'g2' }] }, { sort: { n: 1 } })).length).toBe(2);
+      expect((await items.find({ tags: { $exists: true } })).map((d) => d._id)).toEqual(['a']);
+      expect(await items.count({ group: 'g1' })).toBe(2);
+      expect(await items.findOne({ _id: 'missing' })).toBeNull();
+    });
+
+    it('sorts, skips and limits', async () => {
+      for (let n = 0; n < 10; n++) await items.insertOne({ _id: `d${n}`, group: 'g', n });
+      const page = await items.find({}, { sort: { n: -1 }, skip: 2, limit: 3 });
+      expect(page.map((d) => d.n)).toEqual([7, 6, 5]);
+    });
+
+    it('refuses a duplicate _id or unique index value with DuplicateKeyError, keeping the first', async () => {
+      await items.insertOne({ _id: 'a', group: 'g', n: 1 });
+      await expect(items.insertOne({ _id: 'a', group: 'other', n: 9 })).rejects.toBeInstanceOf(
+        DuplicateKeyError,
+      );
+      await expect(items.insertOne({ _id: 'b', group: 'g', n: 1 })).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await items.find({})).toHaveLength(1);
+      expect((await items.findOne({ _id: 'a' }))?.group).toBe('g');
+    });
+
+    it('updates with $set, $inc, $unset, $push, $pull, $addToSet, $max and $min', async () => {
+      await items.insertOne({ _id: 'a', group: 'g', n: 1, tags: ['x'], nested: { a: 1, b: 'keep' } });
+      const r = await items.updateOne({ _id: 'a' }, { $set: { 'nested.a': 2 }, $inc: { n: 5 } });
+      expect(r).toMatchObject({ matched: 1 });
+      await items.updateOne({ _id: 'a' }, { $push: { tags: 'y' }, $unset: { 'nested.b': true } });
+      await items.updateOne({ _id: 'a' }, { $addToSet: { tags: 'x' } });
+      await items.updateOne({ _id: 'a' }, { $pull: { tags: 'x' } });
+      await items.updateOne({ _id: 'a' }, { $max: { n: 3 } });
+      await items.updateOne({ _id: 'a' }, { $min: { 'nested.a': 0 } });
+      const doc = await items.findOne({ _id: 'a' });
+      expect(doc).toMatchObject({ n: 6, tags: ['y'], nested: { a: 0 } });
+      expect(doc?.nested?.b).toBeUndefined();
+      expect(await items.updateOne({ _id: 'none' }, { $set: { n: 1 } })).toMatchObject({ matched: 0 });
+    });
+
+    it('upserts: inserts from the filter and $setOnInsert once, then only updates', async () => {
+      const first = await items.findOneAndUpdate(
+        { _id: 'k', group: 'g' },
+        { $inc: { n: 1 }, $setOnInsert: { tags: ['new'] } },
+        { upsert: true },
+      );
+      expect(first).toMatchObject({ _id: 'k', group: 'g', n: 1, tags: ['new'] });
+      const second = await items.findOneAndUpdate(
+        { _id: 'k', group: 'g' },
+        { $inc: { n: 1 }, $setOnInsert: { tags: ['again'] } },
+        { upsert: true },
+      );
+      expect(second).toMatchObject({ n: 2, tags: ['new'] });
+      const r = await items.updateOne({ _id: 'z', group: 'g2' }, { $set: { n: 7 } }, { upsert: true });
+      expect(r.upsertedId).toBe('z');
+    });
+
+    it('applies concurrent increments exactly once each', async () => {
+      await Promise.all(
+        Array.from({ length: 50 }, () =>
+          items.updateOne({ _id: 'counter', group: 'c' }, { $inc: { n: 1 } }, { upsert: true }),
+        ),
+      );
+      expect((await items.findOne({ _id: 'counter' }))?.n).toBe(50);
+    });
+
+    it('compare-and-set lets exactly one of many racers win', async () => {
+      await items.insertOne({ _id: 'lock', group: 'l', n: 0 });
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () => items.findOneAndUpdate({ _id: 'lock', n: 0 }, { $set: { n: 1 } })),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('updates and deletes many, and deletes one', async () => {
+      for (let n = 0; n < 5; n++) await items.insertOne({ _id: `m${n}`, group: n < 3 ? 'a' : 'b', n });
+      expect((await items.updateMany({ group: 'a' }, { $set: { tags: ['t'] } })).matched).toBe(3);
+      expect(await items.count({ tags: 't' })).toBe(3);
+      expect(await items.deleteOne({ group: 'b' })).toBe(1);
+      expect(await items.deleteMany({ group: 'a' })).toBe(3);
+      expect(await items.count({})).toBe(1);
+    });
+
+    it('round-trips dates as dates', async () => {
+      const at = new Date('2026-01-02T03:04:05.678Z');
+      await items.insertOne({ _id: 'd', group: 'g', n: 1, at });
+      const doc = await items.findOne({ at: { $lt: new Date('2027-01-01T00:00:00Z') } });
+      expect(doc?.at).toBeInstanceOf(Date);
+      expect(doc?.at?.toISOString()).toBe(at.toISOString());
+    });
+
+    it('returns copies: mutating a result never changes what is stored', async () => {
+      await items.insertOne({ _id: 'a', group: 'g', n: 1, tags: ['x'] });
+      const doc = await items.findOne({ _id: 'a' });
+      doc!.tags!.push('mutated');
+      expect((await items.findOne({ _id: 'a' }))?.tags).toEqual(['x']);
+    });
+
+    it('answers ping while open', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+}
