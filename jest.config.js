@@ -3,9 +3,12 @@ const swc = [
   '@swc/jest',
   { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
 ];
+// Packages that ship ES modules only: Node loads them natively, jest needs them compiled to CommonJS.
+const esmOnly = ['jose', '@seriousme/openapi-schema-validator'];
 const base = {
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': swc },
+  transform: { '^.+\\.ts$': swc, '^.+\\.m?js$': swc },
+  transformIgnorePatterns: [`/node_modules/(?!(\\.pnpm/[^/]+/node_modules/)?(${esmOnly.join('|')})/)`],
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
 

@@ -7,6 +7,7 @@ export * from './errors';
 export * from './http/envelope';
 export * from './http/error-middleware';
 export * from './http/metrics';
+export * from './http/openapi';
 export * from './http/request-id';
 export * from './http/service-app';
 export * from './http/validate';
