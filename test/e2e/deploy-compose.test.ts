@@ -1,0 +1,195 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '@platform/kernel';
+import { DCLinter } from 'dclint';
+import { parse } from 'yaml';
+import { interpolate, interpolateDocument } from '../deploy/compose-interpolation';
+import {
+  DEPLOYED_SERVICES,
+  REPO_ROOT,
+  schemaKeys,
+  TEST_INTERNAL_SECRET,
+  VARIABLES_OUTSIDE_SCHEMAS,
+} from '../deploy/services';
+
+interface ComposeService {
+  image?: string;
+  build?: { context: string; dockerfile: string };
+  environment?: Record<string, string | number | boolean | null>;
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[]; interval?: string };
+  ports?: string[];
+  expose?: string[];
+  networks?: string[];
+}
+interface ComposeFile {
+  services: Record<string, ComposeService>;
+  networks?: Record<string, { internal?: boolean }>;
+  volumes?: Record<string, unknown>;
+}
+
+const COMPOSE_PATH = path.join(REPO_ROOT, 'docker-compose.yml');
+const source = readFileSync(COMPOSE_PATH, 'utf8');
+/** What an operator provides (.env): the two secrets; everything else has a default. */
+const operatorEnv = { PLATFORM_INTERNAL_SECRET: TEST_INTERNAL_SECRET, MONGO_PASSWORD: 'test-only-password' };
+const raw = parse(source, { merge: true }) as ComposeFile;
+const compose = interpolateDocument(raw, operatorEnv);
+const services = compose.services;
+
+const envOf = (name: string): Record<string, string> =>
+  Object.fromEntries(Object.entries(services[name]?.environment ?? {}).map(([k, v]) => [k, String(v ?? '')]));
+const portOf = (name: string) => Number(envOf(name).PORT);
+
+describe('docker-compose.yml', () => {
+  it('is valid under the Compose Specification and clean for dclint', () => {
+    const linter = new DCLinter({
+      rules: {
+        // image + build is how compose tags what it builds (`docker compose build && docker compose push`)
+        'no-build-and-image': 0,
+        // the edge's host interface is interpolated (default 127.0.0.1), which dclint cannot read; checked below
+        'no-unbound-port-interfaces': 0,
+        'require-quotes-in-ports': [2, { quoteType: 'double' }],
+      },
+      quiet: true,
+      debug: false,
+      exclude: [],
+    });
+    const [result] = linter.lintFiles([COMPOSE_PATH], false);
+    const messages = result!.messages.map((m) => `${m.line}: ${m.rule}: ${m.message}`);
+    expect(messages).toEqual([]);
+  });
+
+  it('refuses to start without the internal secret and the MongoDB password', () => {
+    expect(() => interpolateDocument(raw, {})).toThrow(/MONGO_PASSWORD[\s\S]*PLATFORM_INTERNAL_SECRET/);
+    expect(() => interpolateDocument(raw, { ...operatorEnv, PLATFORM_INTERNAL_SECRET: '' })).toThrow(
+      /PLATFORM_INTERNAL_SECRET/,
+    );
+  });
+
+  it('runs MongoDB 7, NATS with JetStream on a volume, and every service', () => {
+    expect(services.mongo?.image).toBe('mongo:7');
+    expect(services.nats?.image).toMatch(/^nats:2\.10(-alpine)?$/);
+    const nats = raw.services.nats as ComposeService & { command: string[]; volumes: string[] };
+    expect(nats.command.join(' ')).toContain('-js -sd /data');
+    expect(nats.volumes).toContain('nats-data:/data');
+    for (const { name } of DEPLOYED_SERVICES) {
+      expect(services[name]).toBeDefined();
+      const dockerfile = services[name]!.build!.dockerfile;
+      expect(services[name]!.build!.context).toBe('.');
+      expect(dockerfile).toBe(`services/${name}/Dockerfile`);
+      expect(existsSync(path.join(REPO_ROOT, dockerfile))).toBe(true);
+    }
+  });
+
+  it('gives every container a health check, and starts each after what it needs is healthy', () => {
+    for (const [name, service] of Object.entries(services)) {
+      expect({ name, test: service.healthcheck?.test?.[0] }).toEqual({ name, test: 'CMD' });
+      for (const [dependency, { condition }] of Object.entries(service.depends_on ?? {})) {
+        expect({ name, dependency, exists: dependency in services }).toEqual({
+          name,
+          dependency,
+          exists: true,
+        });
+        expect({ name, dependency, condition }).toEqual({ name, dependency, condition: 'service_healthy' });
+      }
+    }
+    for (const { name } of DEPLOYED_SERVICES) {
+      expect(Object.keys(services[name]!.depends_on ?? {})).toEqual(
+        expect.arrayContaining(['mongo', 'nats']),
+      );
+    }
+    const upstreams = DEPLOYED_SERVICES.filter((s) => s.name !== 'edge').map((s) => s.name);
+    expect(Object.keys(services.edge!.depends_on ?? {})).toEqual(expect.arrayContaining(upstreams));
+  });
+
+  it('health-checks each service on its own port, /readyz', () => {
+    for (const { name } of DEPLOYED_SERVICES) {
+      const check = services[name]!.healthcheck!.test.join(' ');
+      expect(check).toContain(`http://127.0.0.1:${portOf(name)}/readyz`);
+    }
+  });
+
+  it('publishes only the edge, on loopback unless told otherwise', () => {
+    const publishing = Object.entries(services).filter(([, s]) => (s.ports ?? []).length > 0);
+    expect(publishing.map(([name]) => name)).toEqual(['edge']);
+    expect(services.edge!.ports).toEqual([`127.0.0.1:8080:${portOf('edge')}`]);
+    expect(
+      interpolate(raw.services.edge!.ports![0]!, { EDGE_BIND_ADDRESS: '0.0.0.0', EDGE_PORT: '80' }),
+    ).toBe(`0.0.0.0:80:${portOf('edge')}`);
+    // only the edge is on a network with a route off the host
+    expect(compose.networks?.backend?.internal).toBe(true);
+    for (const [name, service] of Object.entries(services)) {
+      if (name !== 'edge')
+        expect({ name, networks: service.networks }).toEqual({ name, networks: ['backend'] });
+    }
+  });
+
+  it("points the edge's upstream URLs at existing services and the ports they listen on", () => {
+    const edge = envOf('edge');
+    const upstreams = { AUTH_URL: 'auth', LLM_QUOTA_URL: 'llm-quota', LEGACY_AGENT_URL: 'legacy-agent' };
+    for (const [key, target] of Object.entries(upstreams)) {
+      const url = new URL(edge[key]!);
+      expect({ key, host: url.hostname }).toEqual({ key, host: target });
+      expect({ key, port: Number(url.port) }).toEqual({ key, port: portOf(target) });
+      expect(services[target]!.expose).toContain(String(portOf(target)));
+    }
+  });
+
+  it("listens on each service's own default port", () => {
+    for (const { name, defaultPort } of DEPLOYED_SERVICES) {
+      expect({ name, port: portOf(name) }).toEqual({ name, port: defaultPort });
+    }
+  });
+
+  it("passes each service's environment through that service's own configuration schema", () => {
+    for (const { name, schema } of DEPLOYED_SERVICES) {
+      const env = envOf(name);
+      let problems: string[] = [];
+      try {
+        loadConfig(schema, env);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        problems = err.issues.map((i) => `${i.key}: ${i.message}`);
+      }
+      expect({ name, problems }).toEqual({ name, problems: [] });
+    }
+  });
+
+  it('sets no variable that the service does not read (a typo would go unnoticed)', () => {
+    for (const { name, schema } of DEPLOYED_SERVICES) {
+      const known = schemaKeys(schema);
+      const unknown = Object.keys(envOf(name)).filter(
+        (k) => !known.has(k) && !VARIABLES_OUTSIDE_SCHEMAS.has(k),
+      );
+      expect({ name, unknown }).toEqual({ name, unknown: [] });
+    }
+  });
+
+  it('gives every instance the same secret, NATS and JWT issuer and audience, and each service its own database', () => {
+    const envs = DEPLOYED_SERVICES.map((s) => envOf(s.name));
+    expect(new Set(envs.map((e) => e.PLATFORM_INTERNAL_SECRET))).toEqual(new Set([TEST_INTERNAL_SECRET]));
+    expect(new Set(envs.map((e) => e.NATS_URL))).toEqual(new Set(['nats://nats:4222']));
+    expect(envOf('auth').JWT_ISSUER).toBe(envOf('edge').JWT_ISSUER);
+    expect(envOf('auth').JWT_AUDIENCE).toBe(envOf('edge').JWT_AUDIENCE);
+    for (const { name, database } of DEPLOYED_SERVICES) {
+      const url = new URL(envOf(name).MONGO_URL!);
+      expect({ name, host: url.host, database: url.pathname.slice(1) }).toEqual({
+        name,
+        host: 'mongo:27017',
+        database,
+      });
+      expect(url.password).toBe(operatorEnv.MONGO_PASSWORD);
+    }
+    expect(envOf('edge').RATE_LIMIT_MONGO_DB).toBe('platform_edge');
+  });
+
+  it('documents every variable it reads in deploy/compose/env.example', () => {
+    const example = readFileSync(path.join(REPO_ROOT, 'deploy/compose/env.example'), 'utf8');
+    const documented = new Set([...example.matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]));
+    const used = new Set([...source.matchAll(/\$\{([A-Z_]+)/g)].map((m) => m[1]));
+    expect([...used].filter((v) => !documented.has(v))).toEqual([]);
+    // the example never carries a usable secret
+    expect(example).toMatch(/^PLATFORM_INTERNAL_SECRET=$/m);
+    expect(example).toMatch(/^MONGO_PASSWORD=$/m);
+  });
+});

@@ -1,0 +1,152 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import ignore from '@balena/dockerignore';
+import { tempDir } from '@platform/testkit';
+import { DockerfileParser, type Healthcheck, type Instruction } from 'dockerfile-ast';
+import { validate } from 'dockerfile-utils';
+import { parse } from 'yaml';
+import { buildService, SERVICES, workspacePackageDirs } from '../../scripts/build-services';
+import { defaultPortOf, REPO_ROOT } from '../deploy/services';
+
+/** standalone's main.ts has no defaultPort: startPlatform listens on PORT, else 8080 */
+const portOf = (service: string) => (service === 'standalone' ? 8080 : defaultPortOf(service));
+
+interface Stage {
+  name: string | null;
+  image: string;
+  instructions: Instruction[];
+}
+
+function readDockerfile(service: string) {
+  const text = readFileSync(path.join(REPO_ROOT, 'services', service, 'Dockerfile'), 'utf8');
+  const dockerfile = DockerfileParser.parse(text);
+  const args = new Map<string, string>();
+  for (const arg of dockerfile.getInitialARGs()) {
+    const [name, value] = arg.getArgumentsContent()?.split('=') ?? [];
+    if (name && value !== undefined) args.set(name, value);
+  }
+  const resolve = (s: string) => s.replace(/\$\{(\w+)\}/g, (_m, name: string) => args.get(name) ?? '');
+  const stages: Stage[] = [];
+  for (const instruction of dockerfile.getInstructions()) {
+    if (instruction.getKeyword() === 'FROM') {
+      const from = dockerfile
+        .getFROMs()
+        .find((f) => f.getRange().start.line === instruction.getRange().start.line)!;
+      stages.push({
+        name: from.getBuildStage(),
+        image: resolve(from.getImageName() ?? ''),
+        instructions: [],
+      });
+      const tag = from.getImageTag();
+      if (tag) stages[stages.length - 1]!.image += `:${resolve(tag)}`;
+    } else stages.at(-1)?.instructions.push(instruction);
+  }
+  return { text, args, stages };
+}
+
+const content = (i: Instruction) => (i.getArgumentsContent() ?? '').replace(/\s+/g, ' ').trim();
+const byKeyword = (stage: Stage, keyword: string) =>
+  stage.instructions.filter((i) => i.getKeyword() === keyword);
+const envOf = (stage: Stage) =>
+  Object.fromEntries(
+    byKeyword(stage, 'ENV').flatMap((i) =>
+      [...content(i).matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1], m[2]] as [string, string]),
+    ),
+  );
+
+describe.each([...SERVICES])('services/%s/Dockerfile', (service) => {
+  const { text, args, stages } = readDockerfile(service);
+  const runtime = stages.at(-1)!;
+  const build = stages.find((s) => s.name === 'build')!;
+
+  it('has no errors or warnings for the Dockerfile language server', () => {
+    const diagnostics = validate(text).map((d) => `${d.range.start.line + 1}: ${d.message}`);
+    expect(diagnostics).toEqual([]);
+  });
+
+  it('builds in stages (deps, build) and runs on a slim Node 20 image', () => {
+    expect(stages.map((s) => s.name)).toEqual(['deps', 'build', 'runtime']);
+    expect(runtime.image).toMatch(/^node:20(\.\d+)*-(slim|alpine)$/);
+    expect(args.get('NODE_VERSION')).toBe('20');
+  });
+
+  it('installs from the frozen lockfile and bundles the service with its production dependencies', () => {
+    const runs = byKeyword(build, 'RUN').map(content).join(' && ');
+    expect(runs).toContain('pnpm install --frozen-lockfile');
+    expect(runs).toContain(`pnpm build ${service} --deploy /deploy`);
+  });
+
+  it('ships only the deploy folder (bundle + production node_modules): no sources, no dev dependencies', () => {
+    const copies = byKeyword(runtime, 'COPY').map(content);
+    expect(copies).toEqual(['/deploy ./']);
+    expect(text).toMatch(/COPY --from=build \/deploy \.\//);
+  });
+
+  it('runs as a non-root user, in production mode, on the service port, with a /healthz health check', () => {
+    const users = byKeyword(runtime, 'USER').map(content);
+    expect(users).toHaveLength(1);
+    expect(users[0]).toMatch(/^[1-9]\d*(:[1-9]\d*)?$/); // numeric, so runAsNonRoot can verify it
+    const env = envOf(runtime);
+    expect(env.NODE_ENV).toBe('production');
+    expect(Number(env.PORT)).toBe(portOf(service));
+    expect(byKeyword(runtime, 'EXPOSE').map(content)).toEqual([String(portOf(service))]);
+    const healthchecks = byKeyword(runtime, 'HEALTHCHECK') as Healthcheck[];
+    expect(healthchecks).toHaveLength(1);
+    expect(healthchecks[0]!.getFlags().map((f) => f.getName())).toEqual(
+      expect.arrayContaining(['interval', 'timeout', 'start-period', 'retries']),
+    );
+    const healthcheck = content(healthchecks[0]!);
+    expect(healthcheck).toMatch(/^CMD \["node", "-e"/);
+    expect(healthcheck).toContain("process.env.PORT + '/healthz'");
+    expect(byKeyword(runtime, 'CMD').map(content)).toEqual(['["node", "dist/main.js"]']);
+  });
+
+  it('uses the pnpm and Node versions that CI uses', () => {
+    const workflow = parse(readFileSync(path.join(REPO_ROOT, '.github/workflows/ci.yml'), 'utf8')) as {
+      env: Record<string, string>;
+    };
+    expect(args.get('PNPM_VERSION')).toBe(workflow.env.PNPM_VERSION);
+    expect(args.get('NODE_VERSION')).toBe(workflow.env.NODE_VERSION);
+  });
+});
+
+describe('.dockerignore', () => {
+  const rules = ignore().add(readFileSync(path.join(REPO_ROOT, '.dockerignore'), 'utf8'));
+  const ignored = (file: string) => rules.ignores(path.relative(REPO_ROOT, file));
+
+  it('keeps every file the image build reads in the build context', async () => {
+    const out = tempDir('deploy-context-');
+    try {
+      const needed = new Set<string>(
+        ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'tsconfig.json', 'tsconfig.base.json']
+          .map((f) => path.join(REPO_ROOT, f))
+          .concat(path.join(REPO_ROOT, 'scripts/build-services.ts'))
+          .concat(workspacePackageDirs().map((dir) => path.join(dir, 'package.json'))),
+      );
+      for (const service of SERVICES) {
+        const result = await buildService({ service, outDir: path.join(out.dir, service), quiet: true });
+        for (const input of result.inputs) needed.add(input);
+      }
+      const missing = [...needed]
+        .filter((f) => !existsSync(f) || ignored(f))
+        .map((f) => path.relative(REPO_ROOT, f));
+      expect(missing).toEqual([]);
+    } finally {
+      out.remove();
+    }
+  });
+
+  it('leaves out what must never reach an image or the build cache', () => {
+    const excluded = [
+      'node_modules/jest/package.json',
+      'services/auth/node_modules/express/package.json',
+      'services/auth/dist/main.js',
+      '.git/HEAD',
+      '.env',
+      'data/auth/users.db',
+      'services/auth/test/routes.test.ts',
+      'services/auth/src/domain/keys.test.ts',
+    ];
+    expect(excluded.filter((f) => !rules.ignores(f))).toEqual([]);
+  });
+});
