@@ -1,0 +1,687 @@
+/**
+ * Entity extraction = dictionary matching (values, synonyms, misspellings for extensible entities) + a linear-chain
+ * CRF learnt from the tagged parts of the training utterances.
+ *
+ * The CRF labels each token O / B-entity / I-entity, for the entities that occur in tagged parts. Its features are
+ * the word, the words around it (±2, with their position), the word's shape and suffix, how often the word was seen
+ * outside / inside tagged parts of the *other* training utterances, and which entities' dictionaries hold the phrase
+ * covering it (learnt leave-one-out, so that list membership is weighed against the context instead of trusted
+ * blindly). Tokens of dictionary phrases are seen as "@", so the decision comes from the context, not the value.
+ * So it learns, from the training data only, which context makes a span a given entity ("from X" vs "to X").
+ * The slot of each occurrence then comes from a small per-entity classifier over the words around it.
+ *
+ * At parse time every dictionary match is forced to be an entity (one of its candidates, or an extensible entity
+ * when the context says so), and is never extended; outside dictionary matches the CRF may only propose
+ * automatically extensible entities, which is how values outside the list are picked up.
+ */
+import { decodeFloat32, decodeFloat32Array, encodeFloat32, roundToFloat32 } from './float-codec';
+import { DictionaryMatch, Gazetteer } from './gazetteer';
+import { createRng, Rng, shuffleInPlace } from './random';
+import {
+  beginLabel,
+  classOfLabel,
+  DEFAULT_TAGGER_OPTIONS,
+  insideLabel,
+  LinearChainCrf,
+  TaggedSequence,
+  TaggerOptions,
+} from './sequence-tagger';
+import { SerializedSlotClassifier, SlotClassifier, SlotExample } from './slot-classifier';
+import { Token, tokenize } from './tokenize';
+import type { NluEntityDef, NluEntityMatch, NluUtterancePart } from './types';
+
+export interface EntityExtractorOptions {
+  /** extra training sequences per tagged utterance, with the tagged values swapped for other values of the entity */
+  augmentations: number;
+  /** cap on the number of training sequences (originals + augmented) */
+  maxSequences: number;
+  /** in augmented copies, the share of entity words / other words shown as never seen */
+  unseenEntityWordRate: number;
+  unseenWordRate: number;
+  /** values outside the dictionaries are returned only when the CRF is at least this sure of them */
+  minNewValueConfidence: number;
+  /** confidence lost per edit of an approximate dictionary match */
+  editPenalty: number;
+  tagger: TaggerOptions;
+  seed: number;
+}
+
+export const DEFAULT_ENTITY_OPTIONS: EntityExtractorOptions = {
+  augmentations: 2,
+  maxSequences: 3000,
+  unseenEntityWordRate: 0.5,
+  unseenWordRate: 0.1,
+  minNewValueConfidence: 0.5,
+  editPenalty: 0.1,
+  tagger: DEFAULT_TAGGER_OPTIONS,
+  seed: 11,
+};
+
+interface EntityInfo {
+  name: string;
+  extensible: boolean;
+}
+
+interface Phrase {
+  entity: number;
+  value: string;
+  /** the phrase as written in the definitions (value, synonym or tagged text) */
+  text: string;
+}
+
+export interface SerializedEntityExtractor {
+  entities: Array<[name: string, extensible: boolean]>;
+  phrases: Array<[entity: number, value: string, text: string]>;
+  /** entity index of each CRF class */
+  classes: number[];
+  features: string[];
+  wordStats: Array<[word: string, outside: number, inside: number]>;
+  minNewValueConfidence: number;
+  editPenalty: number;
+  crf: { weights: string; transitions: string; start: string; end: string };
+  slots: SerializedSlotClassifier;
+}
+
+type WordStats = Map<string, { o: number; e: number }>;
+
+const bucket = (n: number): string => (n >= 3 ? '3' : String(n));
+
+function shapeOf(w: string): string {
+  const hasDigit = /\p{N}/u.test(w);
+  const hasLetter = /\p{L}/u.test(w);
+  return hasDigit && hasLetter ? 'x' : hasDigit ? 'd' : 'a';
+}
+
+/** What the CRF sees of a token: its word, or "@" when a dictionary phrase covers it (with the phrase's entities). */
+interface TokenView {
+  word: string;
+  raw: string;
+  /** entity indices of the dictionary match covering the token (empty when none) */
+  cands: readonly number[];
+  /** training only: show the token as a word never seen before (no word or suffix feature, zero counts) */
+  unseen?: boolean;
+}
+
+/**
+ * Feature strings of token i. `count(w)` gives how often w was seen outside (o) / inside (e) tagged parts of the
+ * training utterances — excluding the utterance itself while training.
+ */
+function tokenFeatures(
+  views: readonly TokenView[],
+  i: number,
+  entityNames: readonly string[],
+  count: (w: string) => { o: number; e: number },
+): string[] {
+  const v = views[i]!;
+  const word = (k: number): string =>
+    k < 0 ? '<s>' : k >= views.length ? '</s>' : views[k]!.unseen ? '<unseen>' : views[k]!.word;
+  const p1 = word(i - 1);
+  const p2 = word(i - 2);
+  const n1 = word(i + 1);
+  const n2 = word(i + 2);
+  const zero = { o: 0, e: 0 };
+  const c = v.unseen ? zero : count(v.raw);
+  const f = [
+    'b',
+    `w:${v.unseen ? '<unseen>' : v.word}`,
+    `p1:${p1}`,
+    `p2:${p2}`,
+    `n1:${n1}`,
+    `n2:${n2}`,
+    `p2p1:${p2} ${p1}`,
+    `n1n2:${n1} ${n2}`,
+    `sh:${shapeOf(v.raw)}`,
+    `oc:${bucket(c.o)}`,
+    `ec:${bucket(c.e)}`,
+    `oc-1:${i >= 1 ? bucket((views[i - 1]!.unseen ? zero : count(views[i - 1]!.raw)).o) : 's'}`,
+    `oc+1:${i + 1 < views.length ? bucket((views[i + 1]!.unseen ? zero : count(views[i + 1]!.raw)).o) : 's'}`,
+  ];
+  if (v.cands.length === 0 && v.raw.length >= 5 && !v.unseen) f.push(`suf:${v.raw.slice(-3)}`);
+  for (const e of v.cands) f.push(`cand:${entityNames[e]!}`);
+  return f;
+}
+
+/** Views of a token sequence given the dictionary matches to show. */
+function viewsOf(
+  tokens: readonly Token[],
+  matches: ReadonlyArray<{ start: number; end: number; cands: readonly number[] }>,
+): TokenView[] {
+  const views: TokenView[] = tokens.map((t) => ({ word: t.norm, raw: t.norm, cands: [] }));
+  for (const m of matches) {
+    if (m.cands.length === 0) continue;
+    for (let k = m.start; k < m.end; k++) views[k] = { word: '@', raw: tokens[k]!.norm, cands: m.cands };
+  }
+  return views;
+}
+
+/** Words for the slot classifier: entity occurrences other than the one classified become "@<entity>". */
+function slotWords(
+  tokens: readonly Token[],
+  spans: ReadonlyArray<{ start: number; end: number; entity: string }>,
+): string[] {
+  const words = tokens.map((t) => t.norm);
+  for (const s of spans) for (let k = s.start; k < s.end; k++) words[k] = `@${s.entity}`;
+  return words;
+}
+
+interface TaggedPart {
+  text: string;
+  /** entity index, -1 for plain text */
+  entity: number;
+  slot: string;
+}
+
+interface LabelledUtterance {
+  tokens: Token[];
+  /** entity index per token, -1 outside tagged parts */
+  entityOf: number[];
+  /** tagged occurrences as token ranges */
+  spans: Array<{ start: number; end: number; entity: number; slot: string }>;
+}
+
+/** Tokenise an utterance given as parts; tokens starting inside a tagged part belong to it. */
+function labelUtterance(parts: readonly TaggedPart[]): LabelledUtterance {
+  let text = '';
+  const ranges: Array<{ start: number; end: number; part: TaggedPart }> = [];
+  for (const p of parts) {
+    ranges.push({ start: text.length, end: text.length + p.text.length, part: p });
+    text += p.text;
+  }
+  const tokens = tokenize(text);
+  const entityOf: number[] = [];
+  const spans: LabelledUtterance['spans'] = [];
+  let prevRange = -1;
+  tokens.forEach((t, i) => {
+    const r = ranges.findIndex((g) => t.start >= g.start && t.start < g.end);
+    const part = r >= 0 ? ranges[r]!.part : null;
+    const entity = part ? part.entity : -1;
+    entityOf.push(entity);
+    if (entity >= 0) {
+      const last = spans[spans.length - 1];
+      if (last && r === prevRange && last.end === i) last.end = i + 1;
+      else spans.push({ start: i, end: i + 1, entity, slot: part!.slot });
+    }
+    prevRange = r;
+  });
+  return { tokens, entityOf, spans };
+}
+
+const phraseKey = (text: string): string =>
+  tokenize(text)
+    .map((t) => t.norm)
+    .join(' ');
+
+export class EntityExtractor {
+  private readonly gazetteer: Gazetteer;
+  private readonly featureIndex = new Map<string, number>();
+  /** CRF class of each entity, -1 when the entity never occurs in tagged parts */
+  private readonly classOfEntity: number[];
+  private readonly extensibleClasses: number[];
+  /** per entity: the CRF classes a phrase of its dictionary may be read as (its own and related extensible ones) */
+  private readonly readableAs: number[][];
+  private readonly entityNames: string[];
+
+  private constructor(
+    private readonly entities: readonly EntityInfo[],
+    private readonly phrases: readonly Phrase[],
+    private readonly classes: readonly number[],
+    features: readonly string[],
+    private readonly wordStats: WordStats,
+    private readonly crf: LinearChainCrf,
+    private readonly slots: SlotClassifier,
+    private readonly minNewValueConfidence: number,
+    private readonly editPenalty: number,
+  ) {
+    features.forEach((f, i) => {
+      this.featureIndex.set(f, i);
+    });
+    this.gazetteer = EntityExtractor.buildGazetteer(entities, phrases);
+    this.classOfEntity = entities.map(() => -1);
+    classes.forEach((e, k) => {
+      this.classOfEntity[e] = k;
+    });
+    this.extensibleClasses = classes.map((e, k) => (entities[e]!.extensible ? k : -1)).filter((k) => k >= 0);
+    this.entityNames = entities.map((e) => e.name);
+    // entities whose dictionaries share a phrase hold the same kind of values (e.g. departure and arrival
+    // stations): a phrase listed for one may be read as the other when it is extensible and the context says so
+    const keysOf = entities.map(() => new Set<string>());
+    for (const p of phrases) keysOf[p.entity]!.add(phraseKey(p.text));
+    this.readableAs = entities.map((_, e) => {
+      const out: number[] = [];
+      if (this.classOfEntity[e]! >= 0) out.push(this.classOfEntity[e]!);
+      for (const k of this.extensibleClasses) {
+        const other = classes[k]!;
+        if (other === e || out.includes(k)) continue;
+        for (const key of keysOf[e]!) {
+          if (keysOf[other]!.has(key)) {
+            out.push(k);
+            break;
+          }
+        }
+      }
+      return out;
+    });
+  }
+
+  private static buildGazetteer(entities: readonly EntityInfo[], phrases: readonly Phrase[]): Gazetteer {
+    return new Gazetteer(
+      phrases.map((p) => ({ entity: p.entity, value: p.value, tokens: tokenize(p.text).map((t) => t.norm) })),
+      entities.map((e) => e.extensible),
+    );
+  }
+
+  static train(
+    entityDefs: readonly NluEntityDef[],
+    utterances: ReadonlyArray<ReadonlyArray<NluUtterancePart>>,
+    options: EntityExtractorOptions = DEFAULT_ENTITY_OPTIONS,
+  ): EntityExtractor {
+    // entities: the defined ones, then any entity named only in tagged parts (treated as extensible, no list)
+    const entities: EntityInfo[] = entityDefs.map((e) => ({
+      name: e.name,
+      extensible: e.automaticallyExtensible,
+    }));
+    const entityIndex = new Map<string, number>();
+    entities.forEach((e, i) => {
+      if (!entityIndex.has(e.name)) entityIndex.set(e.name, i);
+    });
+    for (const u of utterances) {
+      for (const p of u) {
+        if (p.entity && !entityIndex.has(p.entity)) {
+          entityIndex.set(p.entity, entities.length);
+          entities.push({ name: p.entity, extensible: true });
+        }
+      }
+    }
+    const entityNames = entities.map((e) => e.name);
+    const parts: TaggedPart[][] = utterances.map((u) =>
+      u.map((p) => ({
+        text: p.text ?? '',
+        entity: p.entity ? entityIndex.get(p.entity)! : -1,
+        slot: p.slot_name && p.slot_name.length > 0 ? p.slot_name : (p.entity ?? ''),
+      })),
+    );
+
+    // dictionary phrases: values, synonyms; for extensible entities also the tagged texts
+    const phrases: Phrase[] = [];
+    const phraseKeys = new Set<string>();
+    const resolve: Array<Map<string, string>> = entities.map(() => new Map());
+    const defined = new Set<string>();
+    const addPhrase = (entity: number, value: string, text: string): string | null => {
+      const key = phraseKey(text);
+      if (!key) return null;
+      const k = `${entity}\u0000${key}`;
+      if (!phraseKeys.has(k)) {
+        phraseKeys.add(k);
+        phrases.push({ entity, value, text });
+        resolve[entity]!.set(key, value);
+      }
+      return k;
+    };
+    entityDefs.forEach((def, i) => {
+      if (entityIndex.get(def.name) !== i) return; // duplicate name: the first definition wins
+      for (const v of def.values) {
+        const k = addPhrase(i, v.value, v.value);
+        if (k) defined.add(k);
+        if (def.useSynonyms) {
+          for (const syn of v.synonyms ?? []) {
+            const ks = addPhrase(i, v.value, syn);
+            if (ks) defined.add(ks);
+          }
+        }
+      }
+    });
+    // how many utterances tag each (entity, phrase); which ones each utterance tags
+    const tagCount = new Map<string, number>();
+    const taggedIn: Array<Set<string>> = parts.map((u) => {
+      const own = new Set<string>();
+      for (const p of u) {
+        if (p.entity < 0) continue;
+        const key = phraseKey(p.text);
+        if (!key) continue;
+        own.add(`${p.entity}\u0000${key}`);
+        if (entities[p.entity]!.extensible)
+          addPhrase(p.entity, resolve[p.entity]!.get(key) ?? p.text.trim(), p.text);
+      }
+      for (const k of own) tagCount.set(k, (tagCount.get(k) ?? 0) + 1);
+      return own;
+    });
+    const gazetteer = EntityExtractor.buildGazetteer(entities, phrases);
+    /** leave-one-out: is the phrase known as this entity without utterance u? */
+    const knownWithout = (entity: number, key: string, u: number): boolean => {
+      const k = `${entity}\u0000${key}`;
+      const n = tagCount.get(k) ?? 0;
+      if (n === 0) return defined.has(k);
+      return n - (taggedIn[u]!.has(k) ? 1 : 0) > 0;
+    };
+
+    const labelled = parts.map(labelUtterance);
+    // CRF classes: the entities that occur in tagged parts, in order of first occurrence
+    const classes: number[] = [];
+    for (const lu of labelled)
+      for (const s of lu.spans) if (!classes.includes(s.entity)) classes.push(s.entity);
+    const classOf = new Map(classes.map((e, k) => [e, k] as const));
+
+    // slots: per entity, from the words around its tagged occurrences
+    const slotExamples: SlotExample[][] = entities.map(() => []);
+    for (const lu of labelled) {
+      for (const s of lu.spans) {
+        const others = lu.spans.filter((o) => o !== s).map((o) => ({ ...o, entity: entityNames[o.entity]! }));
+        slotExamples[s.entity]!.push({
+          words: slotWords(lu.tokens, others),
+          start: s.start,
+          end: s.end,
+          slot: s.slot,
+        });
+      }
+    }
+    const slots = SlotClassifier.train(slotExamples, options.seed);
+
+    if (classes.length === 0) {
+      return new EntityExtractor(
+        entities,
+        phrases,
+        classes,
+        [],
+        new Map(),
+        new LinearChainCrf(0, 0),
+        slots,
+        options.minNewValueConfidence,
+        options.editPenalty,
+      );
+    }
+
+    // document frequencies of words outside / inside tagged parts
+    const stats: WordStats = new Map();
+    const own = labelled.map(({ tokens, entityOf }) => {
+      const o = new Set<string>();
+      const e = new Set<string>();
+      tokens.forEach((t, i) => {
+        (entityOf[i]! < 0 ? o : e).add(t.norm);
+      });
+      for (const w of o) {
+        const st = stats.get(w) ?? { o: 0, e: 0 };
+        st.o++;
+        stats.set(w, st);
+      }
+      for (const w of e) {
+        const st = stats.get(w) ?? { o: 0, e: 0 };
+        st.e++;
+        stats.set(w, st);
+      }
+      return { o, e };
+    });
+    const bio = (lu: LabelledUtterance): number[] => {
+      const labels = lu.tokens.map(() => 0);
+      for (const s of lu.spans) {
+        const k = classOf.get(s.entity)!;
+        labels[s.start] = beginLabel(k);
+        for (let t = s.start + 1; t < s.end; t++) labels[t] = insideLabel(k);
+      }
+      return labels;
+    };
+
+    // training sequences: the utterances as the parser will see them (dictionary matches known without the
+    // utterance itself), then augmented copies with other values of the same entities, seen without dictionary
+    const featureIndex = new Map<string, number>();
+    const featureNames: string[] = [];
+    const sequences: TaggedSequence[] = [];
+    const toSequence = (
+      views: TokenView[],
+      labels: number[],
+      self: { o: Set<string>; e: Set<string> },
+    ): TaggedSequence => {
+      const count = (w: string): { o: number; e: number } => {
+        const st = stats.get(w);
+        if (!st) return { o: 0, e: 0 };
+        return { o: st.o - (self.o.has(w) ? 1 : 0), e: st.e - (self.e.has(w) ? 1 : 0) };
+      };
+      const features = views.map((_, i) =>
+        Int32Array.from(
+          tokenFeatures(views, i, entityNames, count).map((f) => {
+            let id = featureIndex.get(f);
+            if (id === undefined) {
+              id = featureNames.length;
+              featureIndex.set(f, id);
+              featureNames.push(f);
+            }
+            return id;
+          }),
+        ),
+      );
+      return { features, labels };
+    };
+    labelled.forEach((lu, u) => {
+      const matches = gazetteer.match(lu.tokens).map((m) => ({
+        start: m.start,
+        end: m.end,
+        cands: m.candidates.filter((c) => knownWithout(c.entity, c.key, u)).map((c) => c.entity),
+      }));
+      sequences.push(toSequence(viewsOf(lu.tokens, matches), bio(lu), own[u]!));
+    });
+    if (options.augmentations > 0) {
+      const phrasesOf: Phrase[][] = entities.map(() => []);
+      for (const p of phrases) phrasesOf[p.entity]!.push(p);
+      const tagged = labelled.map((_, i) => i).filter((i) => labelled[i]!.spans.length > 0);
+      const rng: Rng = createRng(options.seed);
+      // up to `augmentations` copies of each tagged utterance, fewer (a seeded subset) when the cap is near
+      const room = Math.max(
+        0,
+        Math.min(options.augmentations * tagged.length, options.maxSequences - sequences.length),
+      );
+      const order = shuffleInPlace([...tagged], rng);
+      for (let n = 0; n < room; n++) {
+        const i = order[n % order.length]!;
+        const swapped = parts[i]!.map((p) => {
+          if (p.entity < 0) return p;
+          const choices = phrasesOf[p.entity]!;
+          if (choices.length === 0) return p;
+          return { ...p, text: choices[Math.floor(rng() * choices.length)]!.text };
+        });
+        const lu = labelUtterance(swapped);
+        // unknown-word dropout: some tokens are shown as never seen (entity tokens more often), so that the CRF
+        // also learns to find values it has never seen from their context
+        const views = viewsOf(lu.tokens, []).map((v, t) =>
+          rng() < (lu.entityOf[t]! >= 0 ? options.unseenEntityWordRate : options.unseenWordRate)
+            ? { ...v, unseen: true }
+            : v,
+        );
+        sequences.push(toSequence(views, bio(lu), own[i]!));
+      }
+    }
+
+    const crf = LinearChainCrf.train(sequences, featureNames.length, classes.length, options.tagger);
+    roundToFloat32(crf.transitions);
+    roundToFloat32(crf.startWeights);
+    roundToFloat32(crf.endWeights);
+    return new EntityExtractor(
+      entities,
+      phrases,
+      classes,
+      featureNames,
+      stats,
+      crf,
+      slots,
+      options.minNewValueConfidence,
+      options.editPenalty,
+    );
+  }
+
+  /** Entities of an input, given its tokens (from `tokenize(text)`). */
+  extract(text: string, tokens: readonly Token[]): NluEntityMatch[] {
+    if (tokens.length === 0 || this.entities.length === 0) return [];
+    const matches = this.gazetteer.match(tokens);
+    const found: Array<{
+      start: number;
+      end: number;
+      entity: number;
+      value: string | null;
+      confidence: number;
+    }> = [];
+    const editFactor = (edits: number): number => Math.max(0, 1 - this.editPenalty * edits);
+
+    // dictionary matches of entities that never occur in tagged parts are taken as they are
+    const forCrf: DictionaryMatch[] = [];
+    for (const m of matches) {
+      if (m.candidates.some((c) => this.classOfEntity[c.entity]! >= 0)) {
+        forCrf.push(m);
+        continue;
+      }
+      const c = m.candidates[0]!;
+      found.push({
+        start: m.start,
+        end: m.end,
+        entity: c.entity,
+        value: c.value,
+        confidence: editFactor(c.edits),
+      });
+    }
+
+    const K = this.classes.length;
+    if (K > 0) {
+      const L = 1 + 2 * K;
+      const inMatch = new Int32Array(tokens.length).fill(-1);
+      matches.forEach((m, i) => {
+        for (let k = m.start; k < m.end; k++) inMatch[k] = i;
+      });
+      const crfMatch = new Set(forCrf);
+      // allowed labels: outside dictionary matches, O or an extensible entity; a dictionary match must be one of
+      // its candidates (or an extensible entity related to one), and is never extended
+      const masks: Uint8Array[] = tokens.map((_, t) => {
+        const mask = new Uint8Array(L);
+        mask[0] = 1;
+        const mi = inMatch[t]!;
+        if (mi >= 0 && !crfMatch.has(matches[mi]!)) return mask; // taken above; O for the CRF
+        const afterMatch = t > 0 && inMatch[t - 1]! >= 0 && inMatch[t - 1] !== mi;
+        for (const k of this.extensibleClasses) {
+          mask[beginLabel(k)] = 1;
+          if (!afterMatch) mask[insideLabel(k)] = 1;
+        }
+        return mask;
+      });
+      for (const m of forCrf) {
+        const allowed = new Set<number>();
+        for (const c of m.candidates) for (const k of this.readableAs[c.entity]!) allowed.add(k);
+        for (let t = m.start; t < m.end; t++) {
+          const mask = masks[t]!;
+          mask.fill(0);
+          for (const k of allowed) mask[t === m.start ? beginLabel(k) : insideLabel(k)] = 1;
+        }
+      }
+      const views = viewsOf(
+        tokens,
+        matches.map((m) => ({ start: m.start, end: m.end, cands: m.candidates.map((c) => c.entity) })),
+      );
+      const features = this.featuresOf(views);
+      const path = this.crf.viterbi(features, masks);
+      // marginals (for the confidences) only when something was tagged
+      const marg = path.some((y) => y !== 0) ? this.crf.marginals(features, masks) : [];
+      const matchAt = new Map<number, DictionaryMatch>();
+      for (const m of forCrf) matchAt.set(m.start, m);
+      for (let a = 0; a < path.length; ) {
+        const label = path[a]!;
+        if (label === 0) {
+          a++;
+          continue;
+        }
+        const k = classOfLabel(label);
+        let b = a + 1;
+        while (b < path.length && path[b] === insideLabel(k)) b++;
+        let conf = 0;
+        for (let t = a; t < b; t++) conf += marg[t]![path[t]!]!;
+        conf /= b - a;
+        const entity = this.classes[k]!;
+        const m = matchAt.get(a);
+        if (m && m.end === b) {
+          // a phrase listed for another entity, taken as a new value of this (extensible) one, keeps its text
+          const own = m.candidates.find((c) => c.entity === entity);
+          const edits = own ? own.edits : m.candidates[0]!.edits;
+          found.push({
+            start: a,
+            end: b,
+            entity,
+            value: own ? own.value : null,
+            confidence: conf * editFactor(edits),
+          });
+        } else if (conf >= this.minNewValueConfidence) {
+          found.push({ start: a, end: b, entity, value: null, confidence: conf });
+        }
+        a = b;
+      }
+    }
+
+    found.sort((x, y) => x.start - y.start || x.end - y.end);
+    const named = found.map((f) => ({ ...f, entity: this.entityNames[f.entity]!, index: f.entity }));
+    return named.map((f) => {
+      const start = tokens[f.start]!.start;
+      const end = tokens[f.end - 1]!.end;
+      const surface = text.slice(start, end);
+      const words = slotWords(
+        tokens,
+        named.filter((o) => o !== f),
+      );
+      const slot = this.slots.predict(f.index, words, f.start, f.end);
+      return {
+        entity: f.entity,
+        slot: slot ? slot.slot : f.entity,
+        value: f.value ?? surface,
+        text: surface,
+        start,
+        end,
+        confidence: f.confidence,
+      };
+    });
+  }
+
+  private featuresOf(views: readonly TokenView[]): Int32Array[] {
+    const count = (w: string): { o: number; e: number } => this.wordStats.get(w) ?? { o: 0, e: 0 };
+    return views.map((_, i) => {
+      const ids: number[] = [];
+      for (const f of tokenFeatures(views, i, this.entityNames, count)) {
+        const id = this.featureIndex.get(f);
+        if (id !== undefined) ids.push(id);
+      }
+      return Int32Array.from(ids);
+    });
+  }
+
+  toJSON(): SerializedEntityExtractor {
+    return {
+      entities: this.entities.map((e) => [e.name, e.extensible]),
+      phrases: this.phrases.map((p) => [p.entity, p.value, p.text]),
+      classes: [...this.classes],
+      features: [...this.featureIndex.keys()],
+      wordStats: [...this.wordStats].map(([w, st]) => [w, st.o, st.e]),
+      minNewValueConfidence: this.minNewValueConfidence,
+      editPenalty: this.editPenalty,
+      crf: {
+        weights: encodeFloat32(this.crf.weights),
+        transitions: encodeFloat32(this.crf.transitions),
+        start: encodeFloat32(this.crf.startWeights),
+        end: encodeFloat32(this.crf.endWeights),
+      },
+      slots: this.slots.toJSON(),
+    };
+  }
+
+  static fromJSON(json: SerializedEntityExtractor): EntityExtractor {
+    const crf = new LinearChainCrf(
+      json.features.length,
+      json.classes.length,
+      decodeFloat32Array(json.crf.weights),
+      decodeFloat32(json.crf.transitions),
+      decodeFloat32(json.crf.start),
+      decodeFloat32(json.crf.end),
+    );
+    return new EntityExtractor(
+      json.entities.map(([name, extensible]) => ({ name, extensible })),
+      json.phrases.map(([entity, value, text]) => ({ entity, value, text })),
+      json.classes,
+      json.features,
+      new Map(json.wordStats.map(([w, o, e]) => [w, { o, e }])),
+      crf,
+      SlotClassifier.fromJSON(json.slots),
+      json.minNewValueConfidence,
+      json.editPenalty,
+    );
+  }
+}

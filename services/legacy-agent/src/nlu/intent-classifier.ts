@@ -1,0 +1,490 @@
+/**
+ * Intent classifier: TF-IDF over word unigrams + bigrams and character n-grams, multinomial logistic regression
+ * trained by seeded SGD, plus an "in-domain" factor from the nearest training utterance so that confidences of
+ * unrelated text stay low even when there are few intents.
+ */
+import { decodeFloat32, decodeFloat32Array, encodeFloat32, roundToFloat32 } from './float-codec';
+import { createRng, shuffleInPlace } from './random';
+
+export interface IntentClassifierOptions {
+  /** word unigram block */
+  words: boolean;
+  /** word bigram block (with sentence-boundary markers) */
+  bigrams: boolean;
+  /** character n-grams of each word padded with spaces, min..max length (0 disables) */
+  charMin: number;
+  charMax: number;
+  /** relative weights of the word and character blocks (each block is L2-normalised first) */
+  wordWeight: number;
+  charWeight: number;
+  useIdf: boolean;
+  sublinearTf: boolean;
+  /** L2 regularisation strength */
+  lambda: number;
+  /** exponent of the inverse class-frequency sample weights (0 = unweighted, 1 = fully balanced) */
+  classBalance: number;
+  /** passes over the data; 0 = chosen from the data size (see epochsFor) */
+  epochs: number;
+  learningRate: number;
+  seed: number;
+}
+
+export const DEFAULT_INTENT_OPTIONS: IntentClassifierOptions = {
+  words: true,
+  bigrams: false,
+  charMin: 3,
+  charMax: 5,
+  wordWeight: 1,
+  charWeight: 2,
+  useIdf: true,
+  sublinearTf: true,
+  lambda: 1e-4,
+  classBalance: 0,
+  epochs: 0,
+  learningRate: 0.5,
+  seed: 42,
+};
+
+export interface SparseVector {
+  idx: Int32Array;
+  val: Float64Array;
+}
+
+/** Feature strings of a tokenised utterance, split in the word block and the character block. */
+export function featureStrings(
+  tokens: readonly string[],
+  o: IntentClassifierOptions,
+): { word: string[]; char: string[] } {
+  const word: string[] = [];
+  const char: string[] = [];
+  if (o.words) for (const t of tokens) word.push(`w ${t}`);
+  if (o.bigrams) {
+    const padded = ['<s>', ...tokens, '</s>'];
+    for (let i = 0; i + 1 < padded.length; i++) word.push(`b ${padded[i]} ${padded[i + 1]}`);
+  }
+  if (o.charMin > 0) {
+    for (const t of tokens) {
+      if (t.startsWith('@')) continue; // entity markers ("@city") are word features only
+      const s = ` ${t} `;
+      for (let n = o.charMin; n <= o.charMax; n++) {
+        if (n > s.length) break;
+        for (let i = 0; i + n <= s.length; i++) char.push(`c${s.slice(i, i + n)}`);
+      }
+    }
+  }
+  return { word, char };
+}
+
+/** Vocabulary with IDF weights; turns feature strings into L2-normalised sparse vectors per block. */
+export class Vectorizer {
+  readonly index = new Map<string, number>();
+  readonly idf: number[] = [];
+  /** 0 = word block, 1 = char block */
+  readonly block: number[] = [];
+  private readonly tokenCache = new Map<string, Int32Array>();
+
+  constructor(
+    readonly options: IntentClassifierOptions,
+    vocab?: { features: string[]; idf: number[]; block: number[] },
+  ) {
+    if (vocab) {
+      vocab.features.forEach((f, i) => {
+        this.index.set(f, i);
+      });
+      this.idf.push(...vocab.idf);
+      this.block.push(...vocab.block);
+    }
+  }
+
+  fit(docs: ReadonlyArray<readonly string[]>): void {
+    const df = new Map<string, number>();
+    const blockOf = new Map<string, number>();
+    for (const doc of docs) {
+      const { word, char } = featureStrings(doc, this.options);
+      for (const f of new Set(word)) {
+        df.set(f, (df.get(f) ?? 0) + 1);
+        blockOf.set(f, 0);
+      }
+      for (const f of new Set(char)) {
+        df.set(f, (df.get(f) ?? 0) + 1);
+        blockOf.set(f, 1);
+      }
+    }
+    const n = docs.length;
+    for (const [f, d] of df) {
+      this.index.set(f, this.idf.length);
+      this.idf.push(this.options.useIdf ? Math.log((1 + n) / (1 + d)) + 1 : 1);
+      this.block.push(blockOf.get(f) ?? 0);
+    }
+  }
+
+  get size(): number {
+    return this.idf.length;
+  }
+
+  /** known feature ids of one word (its unigram and character n-grams), cached */
+  private wordFeatures(token: string): Int32Array {
+    let ids = this.tokenCache.get(token);
+    if (ids) return ids;
+    const { word, char } = featureStrings([token], { ...this.options, bigrams: false });
+    const found: number[] = [];
+    for (const f of word) {
+      const i = this.index.get(f);
+      if (i !== undefined) found.push(i);
+    }
+    for (const f of char) {
+      const i = this.index.get(f);
+      if (i !== undefined) found.push(i);
+    }
+    ids = Int32Array.from(found);
+    if (this.tokenCache.size >= 20_000) this.tokenCache.clear();
+    this.tokenCache.set(token, ids);
+    return ids;
+  }
+
+  transform(tokens: readonly string[]): SparseVector {
+    const counts = new Map<number, number>();
+    for (const t of tokens) for (const i of this.wordFeatures(t)) counts.set(i, (counts.get(i) ?? 0) + 1);
+    if (this.options.bigrams) {
+      const padded = ['<s>', ...tokens, '</s>'];
+      for (let k = 0; k + 1 < padded.length; k++) {
+        const i = this.index.get(`b ${padded[k]} ${padded[k + 1]}`);
+        if (i !== undefined) counts.set(i, (counts.get(i) ?? 0) + 1);
+      }
+    }
+    const idx = Int32Array.from(counts.keys()).sort();
+    const val = new Float64Array(idx.length);
+    const norm2 = [0, 0];
+    for (let k = 0; k < idx.length; k++) {
+      const i = idx[k]!;
+      const c = counts.get(i)!;
+      const v = (this.options.sublinearTf ? 1 + Math.log(c) : c) * this.idf[i]!;
+      val[k] = v;
+      norm2[this.block[i]!]! += v * v;
+    }
+    const scale = [
+      norm2[0]! > 0 ? this.options.wordWeight / Math.sqrt(norm2[0]!) : 0,
+      norm2[1]! > 0 ? this.options.charWeight / Math.sqrt(norm2[1]!) : 0,
+    ];
+    for (let k = 0; k < idx.length; k++) val[k]! *= scale[this.block[idx[k]!]!]!;
+    return { idx, val };
+  }
+
+  toJSON(): { features: string[]; idf: number[]; block: number[] } {
+    return { features: [...this.index.keys()], idf: [...this.idf], block: [...this.block] };
+  }
+}
+
+/**
+ * Multinomial logistic regression over sparse inputs. Weights (float32, which halves the memory traffic of
+ * training and the model size) laid out feature-major: w[f * C + c].
+ */
+export class SoftmaxRegression {
+  constructor(
+    readonly numFeatures: number,
+    readonly numClasses: number,
+    readonly weights: Float32Array = new Float32Array(numFeatures * numClasses),
+    readonly bias: Float64Array = new Float64Array(numClasses),
+  ) {}
+
+  logits(x: SparseVector, out: Float64Array = new Float64Array(this.numClasses)): Float64Array {
+    const C = this.numClasses;
+    out.set(this.bias);
+    const w = this.weights;
+    for (let k = 0; k < x.idx.length; k++) {
+      const base = x.idx[k]! * C;
+      const v = x.val[k]!;
+      for (let c = 0; c < C; c++) out[c]! += v * w[base + c]!;
+    }
+    return out;
+  }
+
+  static softmaxInPlace(z: Float64Array): Float64Array {
+    let max = -Infinity;
+    for (let c = 0; c < z.length; c++) if (z[c]! > max) max = z[c]!;
+    let sum = 0;
+    for (let c = 0; c < z.length; c++) {
+      const e = Math.exp(z[c]! - max);
+      z[c] = e;
+      sum += e;
+    }
+    for (let c = 0; c < z.length; c++) z[c]! /= sum;
+    return z;
+  }
+
+  /** SGD on the L2-regularised log loss; the weight matrix is kept as scale * V so that decay costs O(1). */
+  static train(
+    xs: readonly SparseVector[],
+    ys: readonly number[],
+    numFeatures: number,
+    numClasses: number,
+    o: Pick<IntentClassifierOptions, 'lambda' | 'epochs' | 'learningRate' | 'seed' | 'classBalance'>,
+  ): SoftmaxRegression {
+    const C = numClasses;
+    const v = new Float32Array(numFeatures * C);
+    const bias = new Float64Array(C);
+    let scale = 1;
+    const rng = createRng(o.seed);
+    const order = xs.map((_, i) => i);
+    const z = new Float64Array(C);
+    const activeClasses = new Int32Array(C);
+    let t = 0;
+    const counts = new Float64Array(C);
+    for (const y of ys) counts[y]! += 1;
+    const sampleWeight = new Float64Array(C);
+    for (let c = 0; c < C; c++)
+      sampleWeight[c] = counts[c]! > 0 ? (xs.length / (C * counts[c]!)) ** o.classBalance : 0;
+    const epochs = o.epochs > 0 ? o.epochs : epochsFor(xs.length, C);
+    for (let epoch = 0; epoch < epochs; epoch++) {
+      shuffleInPlace(order, rng);
+      for (const i of order) {
+        const x = xs[i]!;
+        const y = ys[i]!;
+        const eta = o.learningRate / (1 + o.learningRate * o.lambda * t);
+        t++;
+        // logits with the current scale
+        z.set(bias);
+        for (let k = 0; k < x.idx.length; k++) {
+          const base = x.idx[k]! * C;
+          const xv = x.val[k]! * scale;
+          for (let c = 0; c < C; c++) z[c]! += xv * v[base + c]!;
+        }
+        SoftmaxRegression.softmaxInPlace(z);
+        z[y]! -= 1; // gradient of the log loss w.r.t. the logits
+        const sw = sampleWeight[y]!;
+        if (sw !== 1) for (let c = 0; c < C; c++) z[c]! *= sw;
+        // weight decay first (w <- (1 - eta*lambda) w), then the gradient step on V = w / scale
+        scale *= 1 - eta * o.lambda;
+        const step = eta / scale;
+        // classes whose gradient is negligible are skipped (most of them once the model fits)
+        let active = 0;
+        for (let c = 0; c < C; c++) if (z[c]! > 1e-6 || z[c]! < -1e-6) activeClasses[active++] = c;
+        for (let k = 0; k < x.idx.length; k++) {
+          const base = x.idx[k]! * C;
+          const g = x.val[k]! * step;
+          for (let a = 0; a < active; a++) {
+            const c = activeClasses[a]!;
+            v[base + c]! -= g * z[c]!;
+          }
+        }
+        for (let a = 0; a < active; a++) bias[activeClasses[a]!]! -= eta * z[activeClasses[a]!]!;
+        if (scale < 1e-6) {
+          for (let j = 0; j < v.length; j++) v[j]! *= scale;
+          scale = 1;
+        }
+      }
+    }
+    for (let j = 0; j < v.length; j++) v[j]! *= scale;
+    return new SoftmaxRegression(numFeatures, C, v, bias);
+  }
+}
+
+/** Inverted index of the training vectors: highest cosine similarity of an input to any training utterance. */
+export class NearestNeighbourIndex {
+  private readonly postingStart = new Map<number, number>();
+  private readonly postingDocs: Int32Array;
+  private readonly postingVals: Float64Array;
+  private readonly postingLen = new Map<number, number>();
+  private readonly norms: Float64Array;
+  private readonly acc: Float64Array;
+
+  constructor(docs: readonly SparseVector[]) {
+    this.norms = new Float64Array(docs.length);
+    this.acc = new Float64Array(docs.length);
+    let total = 0;
+    const counts = new Map<number, number>();
+    docs.forEach((d, doc) => {
+      let n2 = 0;
+      for (let k = 0; k < d.idx.length; k++) {
+        const v = d.val[k]!;
+        n2 += v * v;
+        counts.set(d.idx[k]!, (counts.get(d.idx[k]!) ?? 0) + 1);
+        total++;
+      }
+      this.norms[doc] = Math.sqrt(n2);
+    });
+    let offset = 0;
+    for (const [f, n] of counts) {
+      this.postingStart.set(f, offset);
+      offset += n;
+    }
+    this.postingDocs = new Int32Array(total);
+    this.postingVals = new Float64Array(total);
+    docs.forEach((d, doc) => {
+      for (let k = 0; k < d.idx.length; k++) {
+        const f = d.idx[k]!;
+        const at = this.postingStart.get(f)! + (this.postingLen.get(f) ?? 0);
+        this.postingLen.set(f, (this.postingLen.get(f) ?? 0) + 1);
+        this.postingDocs[at] = doc;
+        this.postingVals[at] = d.val[k]!;
+      }
+    });
+  }
+
+  /** max cosine similarity and the document reaching it (`exclude`: a document to leave out) */
+  nearest(x: SparseVector, exclude = -1): { sim: number; doc: number } {
+    const acc = this.acc;
+    acc.fill(0);
+    let n2 = 0;
+    const docs = this.postingDocs;
+    const vals = this.postingVals;
+    for (let k = 0; k < x.idx.length; k++) {
+      const f = x.idx[k]!;
+      const v = x.val[k]!;
+      n2 += v * v;
+      const start = this.postingStart.get(f);
+      if (start === undefined) continue;
+      const end = start + this.postingLen.get(f)!;
+      for (let p = start; p < end; p++) acc[docs[p]!]! += v * vals[p]!;
+    }
+    const nx = Math.sqrt(n2);
+    if (nx === 0) return { sim: 0, doc: -1 };
+    let best = 0;
+    let arg = -1;
+    for (let d = 0; d < acc.length; d++) {
+      if (d === exclude || acc[d] === 0) continue;
+      const s = acc[d]! / (nx * this.norms[d]!);
+      if (s > best) {
+        best = s;
+        arg = d;
+      }
+    }
+    return { sim: Math.min(1, best), doc: arg };
+  }
+}
+
+/**
+ * In-domain factor = min(1, sim / ref) ^ DOMAIN_EXPONENT, where sim is the cosine similarity of the input to the
+ * nearest training utterance of the predicted intent and ref = max(DOMAIN_REFERENCE_FLOOR, median similarity of
+ * training utterances to their nearest sibling). Chosen on the Braun corpora against the other corpora's sentences
+ * and unrelated text (see docs/decisions/0005-nlu-engine.md).
+ */
+const DOMAIN_REFERENCE_FLOOR = 0.5;
+const DOMAIN_EXPONENT = 1.5;
+
+export interface SerializedIntentClassifier {
+  options: IntentClassifierOptions;
+  numClasses: number;
+  vocab: { features: string[]; idf: number[]; block: number[] };
+  weights: string;
+  bias: string;
+  /** the training utterances as folded tokens (for the nearest-neighbour index) */
+  docs: string[][];
+  labels: number[];
+  domainReference: number;
+}
+
+export interface IntentPrediction {
+  /** softmax probabilities per class */
+  probabilities: Float64Array;
+  /** 0..1: how close the input is to the training utterances (1 = as close as a typical training utterance) */
+  inDomain: number;
+}
+
+/**
+ * Passes over the data for n utterances and C intents: many over small sets (to converge), few over large ones
+ * (the cost of a pass grows with n * C); bounded between 3 and 200.
+ */
+export function epochsFor(n: number, numClasses: number): number {
+  return Math.max(3, Math.min(200, Math.floor(600_000 / Math.max(1, n * numClasses))));
+}
+
+export class IntentClassifier {
+  /** one nearest-neighbour index per class, over that class's training utterances */
+  private readonly indexes: NearestNeighbourIndex[];
+
+  private constructor(
+    private readonly vectorizer: Vectorizer,
+    private readonly model: SoftmaxRegression,
+    private readonly docs: readonly string[][],
+    private readonly labels: readonly number[],
+    private readonly domainReference: number,
+    xs: readonly SparseVector[] = docs.map((d) => vectorizer.transform(d)),
+  ) {
+    this.indexes = IntentClassifier.classIndexes(xs, labels, model.numClasses);
+  }
+
+  private static classIndexes(
+    xs: readonly SparseVector[],
+    labels: readonly number[],
+    numClasses: number,
+  ): NearestNeighbourIndex[] {
+    const byClass: SparseVector[][] = Array.from({ length: numClasses }, () => []);
+    xs.forEach((x, i) => {
+      byClass[labels[i]!]!.push(x);
+    });
+    return byClass.map((list) => new NearestNeighbourIndex(list));
+  }
+
+  static train(
+    docs: readonly string[][],
+    labels: readonly number[],
+    numClasses: number,
+    options: IntentClassifierOptions = DEFAULT_INTENT_OPTIONS,
+  ): IntentClassifier {
+    const vectorizer = new Vectorizer(options);
+    vectorizer.fit(docs);
+    const xs = docs.map((d) => vectorizer.transform(d));
+    const model = SoftmaxRegression.train(xs, labels, vectorizer.size, numClasses, options);
+    roundToFloat32(model.bias);
+    // reference similarity: median similarity of a training utterance to the nearest other utterance of its intent
+    // (on a seeded sample of at most 256 utterances: the median is stable and this stays cheap on large sets)
+    const byClass: number[][] = Array.from({ length: numClasses }, () => []);
+    labels.forEach((y, i) => {
+      byClass[y]!.push(i);
+    });
+    const indexes = IntentClassifier.classIndexes(xs, labels, numClasses);
+    const sample = xs.map((_, i) => i).filter((i) => byClass[labels[i]!]!.length > 1);
+    if (sample.length > 256) shuffleInPlace(sample, createRng(options.seed)).length = 256;
+    const loo = sample
+      .map((i) => indexes[labels[i]!]!.nearest(xs[i]!, byClass[labels[i]!]!.indexOf(i)).sim)
+      .sort((a, b) => a - b);
+    const median = loo.length > 0 ? loo[Math.floor((loo.length - 1) / 2)]! : DOMAIN_REFERENCE_FLOOR;
+    const domainReference = Math.fround(Math.min(0.9, Math.max(DOMAIN_REFERENCE_FLOOR, median)));
+    return new IntentClassifier(
+      vectorizer,
+      model,
+      docs.map((d) => [...d]),
+      [...labels],
+      domainReference,
+      xs,
+    );
+  }
+
+  /**
+   * Class probabilities, and how close the input is to the training utterances of the most probable class
+   * (relative to how close those utterances are to each other): unrelated text gets a low `inDomain`.
+   */
+  predict(tokens: readonly string[]): IntentPrediction {
+    const x = this.vectorizer.transform(tokens);
+    const probabilities = SoftmaxRegression.softmaxInPlace(this.model.logits(x));
+    let top = 0;
+    for (let c = 1; c < probabilities.length; c++) if (probabilities[c]! > probabilities[top]!) top = c;
+    const { sim } = this.indexes[top]!.nearest(x);
+    return { probabilities, inDomain: Math.min(1, sim / this.domainReference) ** DOMAIN_EXPONENT };
+  }
+
+  toJSON(): SerializedIntentClassifier {
+    return {
+      options: this.vectorizer.options,
+      numClasses: this.model.numClasses,
+      vocab: this.vectorizer.toJSON(),
+      weights: encodeFloat32(this.model.weights),
+      bias: encodeFloat32(this.model.bias),
+      docs: this.docs.map((d) => [...d]),
+      labels: [...this.labels],
+      domainReference: this.domainReference,
+    };
+  }
+
+  static fromJSON(json: SerializedIntentClassifier): IntentClassifier {
+    const vectorizer = new Vectorizer(json.options, json.vocab);
+    const model = new SoftmaxRegression(
+      json.vocab.features.length,
+      json.numClasses,
+      decodeFloat32Array(json.weights),
+      decodeFloat32(json.bias),
+    );
+    return new IntentClassifier(vectorizer, model, json.docs, json.labels, json.domainReference);
+  }
+}

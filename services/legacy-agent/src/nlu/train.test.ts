@@ -1,0 +1,202 @@
+import { frenchAssistant, metroAssistant, travelAssistant } from './example-assistants';
+import { loadModel, trainModel } from './train';
+import type { NluModel, NluResult } from './types';
+
+const top = (r: NluResult) => r.intents[0]!;
+const slots = (r: NluResult) =>
+  Object.fromEntries(r.entities.map((e) => [e.slot, { entity: e.entity, value: e.value, text: e.text }]));
+
+describe('trainModel / parse', () => {
+  let travel: NluModel;
+  beforeAll(() => {
+    travel = trainModel(travelAssistant());
+  });
+
+  it('classifies new phrasings of the trained intents', () => {
+    const cases: Array<[string, string]> = [
+      ['book a train from lyon to paris', 'book-train'],
+      ['i need a ticket from marseille to bordeaux', 'book-train'],
+      ['is it cold outside', 'weather'],
+      ['will it snow in lille tomorrow', 'weather'],
+      ['order a pizza for me', 'order-food'],
+      ['hey there', 'greeting'],
+      ['good morning to you', 'greeting'],
+      ['cancel the order please', 'cancel'],
+    ];
+    for (const [text, id] of cases) expect([text, top(travel.parse(text)).id]).toEqual([text, id]);
+  });
+
+  it('returns every intent, best first, with confidences in 0..1', () => {
+    const r = travel.parse('what is the weather in nice');
+    expect(r.intents.map((i) => i.id).sort()).toEqual([
+      'book-train',
+      'cancel',
+      'greeting',
+      'order-food',
+      'weather',
+    ]);
+    for (let i = 0; i < r.intents.length; i++) {
+      expect(r.intents[i]!.confidence).toBeGreaterThanOrEqual(0);
+      expect(r.intents[i]!.confidence).toBeLessThanOrEqual(1);
+      if (i > 0) expect(r.intents[i]!.confidence).toBeLessThanOrEqual(r.intents[i - 1]!.confidence);
+    }
+    expect(top(r)).toMatchObject({ id: 'weather', name: 'weather' });
+  });
+
+  it('gives out-of-domain text clearly lower confidences than in-domain text', () => {
+    const inDomain = [
+      'book a train from lyon to paris',
+      'is it cold outside',
+      'order a pizza for me',
+      'hey there',
+    ];
+    const unrelated = [
+      'purple elephants dance quietly',
+      'my cat likes fish',
+      'the stock market crashed yesterday',
+    ];
+    const gibberish = ['asdf qwerty zxcv', 'blorp', 'xkcd zzzz qqq'];
+    const conf = (t: string) => top(travel.parse(t)).confidence;
+    const minIn = Math.min(...inDomain.map(conf));
+    expect(minIn).toBeGreaterThan(0.8);
+    for (const t of unrelated) expect([t, conf(t) < 0.3]).toEqual([t, true]);
+    for (const t of gibberish) expect([t, conf(t) < 0.05]).toEqual([t, true]);
+    expect(top(travel.parse('')).confidence).toBe(0);
+  });
+
+  it('extracts listed values and resolves synonyms to the canonical value, with offsets', () => {
+    const text = 'Order a Hamburger and an espresso';
+    const r = travel.parse(text);
+    expect(r.entities.map((e) => [e.entity, e.slot, e.value, e.text])).toEqual([
+      ['food', 'food', 'burger', 'Hamburger'],
+      ['food', 'food', 'coffee', 'espresso'],
+    ]);
+    for (const e of r.entities) {
+      expect(text.slice(e.start, e.end)).toBe(e.text);
+      expect(e.confidence).toBeGreaterThan(0.5);
+    }
+    expect(slots(travel.parse('train from paname to nice')).from_city?.value).toBe('Paris');
+  });
+
+  it('takes the longest listed phrase', () => {
+    expect(travel.parse('two scoops of ice cream').entities.map((e) => e.text)).toEqual(['ice cream']);
+  });
+
+  it('tolerates misspellings only for automatically extensible entities', () => {
+    // city is extensible: "Pariss" is Paris
+    expect(slots(travel.parse('a train from Pariss to lyon')).from_city).toEqual({
+      entity: 'city',
+      value: 'Paris',
+      text: 'Pariss',
+    });
+    // food is not: "piza" / "hamburgr" are not food
+    expect(travel.parse('order a piza').entities).toEqual([]);
+    expect(travel.parse('order a hamburgr').entities).toEqual([]);
+  });
+
+  it('picks up values outside the list of an extensible entity from the learnt context', () => {
+    expect(slots(travel.parse('train from grenoble to paris'))).toMatchObject({
+      from_city: { entity: 'city', value: 'grenoble', text: 'grenoble' },
+      to_city: { entity: 'city', value: 'Paris' },
+    });
+  });
+
+  it('learns the slot of each occurrence from the words around it', () => {
+    expect(slots(travel.parse('book a train from lyon to paris'))).toMatchObject({
+      from_city: { value: 'Lyon' },
+      to_city: { value: 'Paris' },
+    });
+    expect(slots(travel.parse('get me a train to paris from lille'))).toMatchObject({
+      from_city: { value: 'Lille' },
+      to_city: { value: 'Paris' },
+    });
+    // a part tagged without slot_name fills the slot named after its entity
+    expect(travel.parse('weather in lyon').entities.map((e) => e.slot)).toEqual(['city']);
+  });
+
+  it('tells apart two entities that share their values from the context', () => {
+    const metro = trainModel(metroAssistant());
+    const ents = (t: string) => metro.parse(t).entities.map((e) => `${e.entity}=${e.text}`);
+    expect(ents('from airport to central')).toEqual(['departure=airport', 'arrival=central']);
+    expect(ents('from central to airport')).toEqual(['departure=central', 'arrival=airport']);
+    expect(ents('how can i get to stadium from old town')).toEqual(['arrival=stadium', 'departure=old town']);
+    expect(ents('next train from harbour')).toEqual(['departure=harbour']);
+  });
+
+  it('works for other languages (French: accents folded, elisions)', () => {
+    const fr = trainModel(frenchAssistant());
+    expect(fr.lang).toBe('fr');
+    const r = fr.parse('un train de saint etienne à paris');
+    expect(top(r).id).toBe('reserver-train');
+    expect(slots(r)).toMatchObject({
+      depart: { entity: 'ville', value: 'Saint-Étienne', text: 'saint etienne' },
+      arrivee: { entity: 'ville', value: 'Paris' },
+    });
+    expect(top(fr.parse('quel temps fait-il à nimes')).id).toBe('meteo');
+    expect(fr.parse('quel temps fait-il à nimes').entities[0]).toMatchObject({
+      value: 'Nîmes',
+      text: 'nimes',
+    });
+    expect(top(fr.parse('bonjour !')).id).toBe('salutation');
+  });
+
+  it('handles sets without entities, without utterances, and empty input', () => {
+    const m = trainModel({
+      lang: 'en',
+      entities: [],
+      intents: [
+        { id: 'a', name: 'yes', utterances: [[{ text: 'yes' }], [{ text: 'sure' }]] },
+        { id: 'b', name: 'no', utterances: [[{ text: 'no' }], [{ text: 'nope' }]] },
+        { id: 'c', name: 'empty', utterances: [] },
+      ],
+    });
+    expect(top(m.parse('yes')).id).toBe('a');
+    expect(m.parse('no').intents.map((i) => i.id)).toEqual(['b', 'a']);
+    expect(m.parse('   ').intents.every((i) => i.confidence === 0)).toBe(true);
+    const empty = trainModel({ lang: 'en', entities: [], intents: [] });
+    expect(empty.parse('hello')).toEqual({ intents: [], entities: [] });
+  });
+});
+
+describe('serialization', () => {
+  it('loadModel(toJSON()) gives identical answers, through JSON text too', () => {
+    for (const set of [travelAssistant(), metroAssistant(), frenchAssistant()]) {
+      const model = trainModel(set);
+      const loaded = loadModel(JSON.parse(JSON.stringify(model.toJSON())));
+      expect(loaded.lang).toBe(model.lang);
+      const texts = [
+        'book a train from lyon to paris',
+        'train from grenoble to pariss',
+        'order a hamburger and an espresso',
+        'from airport to central',
+        'un train de saint etienne à paris',
+        'asdf',
+        '',
+      ];
+      for (const t of texts) expect(loaded.parse(t)).toEqual(model.parse(t));
+      expect(loaded.toJSON()).toEqual(model.toJSON());
+    }
+  });
+
+  it('training is deterministic', () => {
+    expect(JSON.stringify(trainModel(travelAssistant()).toJSON())).toBe(
+      JSON.stringify(trainModel(travelAssistant()).toJSON()),
+    );
+  });
+
+  it('rejects what is not a serialized model', () => {
+    expect(() => loadModel({} as never)).toThrow(/not a serialized NLU model/);
+  });
+});
+
+describe('robustness', () => {
+  it('parses long and odd inputs quickly', () => {
+    const model = trainModel(travelAssistant());
+    const long = `${'book a train from lyon to paris '.repeat(300)}${'x'.repeat(5000)}`;
+    const t0 = Date.now();
+    const r = model.parse(long);
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(r.entities.length).toBeGreaterThan(100);
+    expect(model.parse('🙂🙂 !!! ???').intents[0]!.confidence).toBe(0);
+  });
+});

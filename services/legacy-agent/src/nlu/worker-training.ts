@@ -1,0 +1,73 @@
+/**
+ * `trainModelInWorker`: trains in a worker_threads Worker so that the caller's event loop is never blocked.
+ *
+ * The worker is started with `eval: true` and a two-line CommonJS program that requires `train-worker` next to this
+ * file. In compiled JavaScript that is `train-worker.js` and nothing else is needed. When this file is TypeScript
+ * (tsx in development, @swc/jest in tests), the worker first requires `tsx/cjs`, which registers tsx's CommonJS
+ * loader in that thread, so `train-worker.ts` and its imports load the same way.
+ */
+import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { loadModel } from './train';
+import { TRAIN_WORKER_KIND, TrainWorkerData, TrainWorkerMessage } from './train-worker';
+import type { NluModel, NluTrainingSet, SerializedModel } from './types';
+
+function workerProgram(): string {
+  const isTypeScript = /\.[cm]?tsx?$/.test(__filename);
+  const entry = path.join(__dirname, isTypeScript ? 'train-worker.ts' : 'train-worker.js');
+  const lines: string[] = [];
+  if (isTypeScript) {
+    let loader: string;
+    try {
+      loader = require.resolve('tsx/cjs');
+    } catch {
+      throw new Error(
+        'trainModelInWorker: running from TypeScript sources needs the "tsx" package (tsx/cjs) to load the worker',
+      );
+    }
+    lines.push(`require(${JSON.stringify(loader)});`);
+  }
+  lines.push(`require(${JSON.stringify(entry)});`);
+  return lines.join('\n');
+}
+
+export function trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
+  return new Promise<NluModel>((resolve, reject) => {
+    let settled = false;
+    const finish = (fn: () => void): void => {
+      if (settled) return;
+      settled = true;
+      fn();
+    };
+    let worker: Worker;
+    try {
+      const workerData: TrainWorkerData = { kind: TRAIN_WORKER_KIND, set };
+      worker = new Worker(workerProgram(), {
+        eval: true,
+        workerData,
+        execArgv: [],
+        stdout: false,
+        stderr: false,
+      });
+    } catch (err) {
+      reject(err instanceof Error ? err : new Error(String(err)));
+      return;
+    }
+    worker.once('message', (msg: TrainWorkerMessage) => {
+      finish(() => {
+        if (msg.ok) {
+          try {
+            resolve(loadModel(msg.model as SerializedModel));
+          } catch (err) {
+            reject(err instanceof Error ? err : new Error(String(err)));
+          }
+        } else reject(new Error(`trainModelInWorker: training failed in the worker: ${msg.error}`));
+      });
+      void worker.terminate();
+    });
+    worker.once('error', (err) => finish(() => reject(err)));
+    worker.once('exit', (code) =>
+      finish(() => reject(new Error(`trainModelInWorker: worker exited with code ${code} before answering`))),
+    );
+  });
+}
