@@ -1,3 +1,4 @@
 export * from './credential-formats';
 export * from './events';
+export * from './permissions';
 export * from './principal';

@@ -121,6 +121,12 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return this.write(() => this.ds.insertAsync(doc));
   }
 
+  insertMany(docs: T[]): Promise<T[]> {
+    if (docs.length === 0) return Promise.resolve([]);
+    // NeDB inserts an array all or nothing, in one append to the file.
+    return this.write(() => this.ds.insertAsync(docs) as unknown as Promise<T[]>);
+  }
+
   async findOne(filter: Filter): Promise<T | null> {
     await this.loaded;
     return (await this.ds.findOneAsync(toNedbQuery(filter))) ?? null;
@@ -199,15 +205,32 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 }
 
-/** NeDB has no `$eq`; rewrite it (recursively, through `$or`/`$and`) as plain equality. */
+const RANGE_OPERATORS = ['$lt', '$lte', '$gt', '$gte'];
+
+/**
+ * Brings NeDB's query semantics to MongoDB's, recursively through `$or`/`$and`: `$eq` becomes plain
+ * equality (NeDB has none), and range operators never match a missing or null field (NeDB orders
+ * null and undefined before everything, so `{at: {$lte: date}}` would match documents without `at`).
+ */
 export function toNedbQuery(filter: Filter): Filter {
   const out: Filter = {};
   for (const [key, value] of Object.entries(filter)) {
     if ((key === '$or' || key === '$and') && Array.isArray(value)) {
       out[key] = value.map((f) => toNedbQuery(f as Filter));
-    } else if (isOperatorObject(value) && '$eq' in value) {
-      const { $eq, ...rest } = value as Record<string, unknown>;
-      out[key] = Object.keys(rest).length ? { ...rest, $in: [$eq] } : $eq;
+    } else if (isOperatorObject(value)) {
+      let ops: Record<string, unknown> = { ...value };
+      if ('$eq' in ops) {
+        const { $eq, ...rest } = ops;
+        if (Object.keys(rest).length === 0) {
+          out[key] = $eq;
+          continue;
+        }
+        ops = { ...rest, $in: [$eq] };
+      }
+      if (RANGE_OPERATORS.some((op) => op in ops && ops[op] !== null && ops[op] !== undefined)) {
+        ops = { $exists: true, ...ops, ...('$ne' in ops ? {} : { $ne: null }) };
+      }
+      out[key] = ops;
     } else {
       out[key] = value;
     }

@@ -91,6 +91,17 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
     });
   }
 
+  insertMany(docs: T[]): Promise<T[]> {
+    if (docs.length === 0) return Promise.resolve([]);
+    return this.run(async () => {
+      await this.native.insertMany(
+        docs.map((doc) => ({ ...doc }) as Raw),
+        { ordered: true },
+      );
+      return docs;
+    });
+  }
+
   findOne(filter: Filter): Promise<T | null> {
     return this.run(async () => (await this.native.findOne(filter)) as unknown as T | null);
   }

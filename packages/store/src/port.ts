@@ -56,6 +56,13 @@ export interface Collection<T extends Doc> {
   readonly name: string;
   /** inserts; a unique-index violation throws DuplicateKeyError */
   insertOne(doc: T): Promise<T>;
+  /**
+   * Inserts several documents in one write (one append or one round trip). A unique-index violation
+   * throws DuplicateKeyError, after which any subset of the documents may be stored (embedded: none;
+   * MongoDB: those before the offending one). Optional so that other implementations of the port stay
+   * valid; both engines here have it.
+   */
+  insertMany?(docs: T[]): Promise<T[]>;
   findOne(filter: Filter): Promise<T | null>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
   count(filter: Filter): Promise<number>;

@@ -54,6 +54,15 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect(await items.findOne({ _id: 'missing' })).toBeNull();
     });
 
+    it('never matches a missing or null field with a range operator', async () => {
+      await items.insertOne({ _id: 'dated', group: 'g', n: 1, at: new Date('2026-01-01T00:00:00Z') });
+      await items.insertOne({ _id: 'undated', group: 'g', n: 2 });
+      await items.insertOne({ _id: 'null', group: 'g', n: 3, at: null as unknown as Date });
+      const before = await items.find({ at: { $lte: new Date('2027-01-01T00:00:00Z') } });
+      expect(before.map((d) => d._id)).toEqual(['dated']);
+      expect(await items.count({ at: { $lt: new Date('2020-01-01T00:00:00Z') } })).toBe(0);
+    });
+
     it('sorts, skips and limits', async () => {
       for (let n = 0; n < 10; n++) await items.insertOne({ _id: `d${n}`, group: 'g', n });
       const page = await items.find({}, { sort: { n: -1 }, skip: 2, limit: 3 });
@@ -68,6 +77,20 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       await expect(items.insertOne({ _id: 'b', group: 'g', n: 1 })).rejects.toBeInstanceOf(DuplicateKeyError);
       expect(await items.find({})).toHaveLength(1);
       expect((await items.findOne({ _id: 'a' }))?.group).toBe('g');
+    });
+
+    it('inserts many in one call, refusing a duplicate with DuplicateKeyError', async () => {
+      const many = Array.from({ length: 5 }, (_, n) => ({ _id: `m${n}`, group: 'many', n }));
+      expect(await items.insertMany!(many)).toHaveLength(5);
+      expect(await items.count({ group: 'many' })).toBe(5);
+      expect(await items.insertMany!([])).toEqual([]);
+      await expect(
+        items.insertMany!([
+          { _id: 'fresh', group: 'many', n: 10 },
+          { _id: 'm2', group: 'many', n: 11 },
+        ]),
+      ).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect((await items.findOne({ _id: 'm2' }))?.n).toBe(2);
     });
 
     it('updates with $set, $inc, $unset, $push, $pull, $addToSet, $max and $min', async () => {

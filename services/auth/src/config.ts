@@ -1,8 +1,87 @@
-import { commonConfig } from '@platform/kernel';
+import { commonConfig, env } from '@platform/kernel';
 import { z } from 'zod';
 
+/** Signature algorithms per key family; the size of an EC key is fixed by its curve. */
+export const SUPPORTED_SIGNING = {
+  RSA: { algs: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'], sizes: [2048, 3072, 4096] },
+  EC: { algs: ['ES256', 'ES384', 'ES512'], sizes: [256, 384, 521] },
+} as const;
+
+/** EC algorithm -> (curve, size in bits). */
+export const EC_CURVES: Record<string, { curve: string; size: number }> = {
+  ES256: { curve: 'P-256', size: 256 },
+  ES384: { curve: 'P-384', size: 384 },
+  ES512: { curve: 'P-521', size: 521 },
+};
+
 /** auth's configuration; every key is an environment variable, documented in the README. */
-export const authConfigSchema = z.object({
-  ...commonConfig,
-});
+export const authConfigSchema = z
+  .object({
+    ...commonConfig,
+    /** `iss` of session JWTs (shared with the edge, which checks it) */
+    JWT_ISSUER: z.string().min(1).default('http://localhost:8080'),
+    /** `aud` of session JWTs (shared with the edge, which checks it) */
+    JWT_AUDIENCE: z.string().min(1).default('platform-api'),
+    /** lifetime of session JWTs in seconds; also how long a rotated key keeps verifying (spec 8) */
+    ACCESS_TOKENS_MAX_AGE: env.int(2_592_000, 60),
+    /** `client_id` claim of tokens issued by the anonymous login */
+    ANONYMOUS_CLIENT_ID: z.string().min(1).default('platform-anonymous'),
+    /** `scope` claim (space-separated) of tokens issued by the anonymous login */
+    ANONYMOUS_SCOPE: z.string().min(1).default('openid'),
+    /** anonymous logins allowed per client address per window */
+    ANONYMOUS_LOGIN_RATE_LIMIT: env.int(20, 1),
+    /** the rate-limit window of the anonymous login, seconds */
+    ANONYMOUS_LOGIN_RATE_WINDOW_SECONDS: env.int(60, 1),
+    /** which proxies' X-Forwarded-For is believed (express `trust proxy`); the client address is the first untrusted hop */
+    TRUSTED_PROXIES: z.string().min(1).default('loopback, linklocal, uniquelocal'),
+    /** signing-key family (spec 8) */
+    JWKS_KTY: z.enum(['RSA', 'EC']).default('RSA'),
+    /** signature algorithm (spec 8) */
+    JWKS_ALG: z.string().default('RS256'),
+    /** key size in bits (spec 8); for EC it must match the curve of JWKS_ALG (256, 384, 521) */
+    JWKS_SIZE: z.coerce.number().int().default(2048),
+    /** a new signing key is made every this many days (spec 8) */
+    JWKS_ROTATION_DAYS: z.coerce.number().positive().default(30),
+    /** seconds a new key is published in the JWKS before it signs, so every edge knows it first */
+    JWKS_PUBLISH_DELAY_SECONDS: env.int(120, 0),
+    /** seconds added to a retired key's retention beyond ACCESS_TOKENS_MAX_AGE (clock skew, slow instances) */
+    JWKS_RETENTION_SKEW_SECONDS: env.int(300, 0),
+    /** how often each instance re-checks rotation, activation and removal, ms */
+    JWKS_CHECK_INTERVAL_MS: env.int(30_000, 10),
+    /** optional secret (32+ characters) encrypting private signing keys at rest (AES-256-GCM) */
+    SIGNING_KEYS_ENCRYPTION_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+    /** seconds the edge may cache an answer of POST /internal/principal (at most 60) */
+    PRINCIPAL_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).max(60).default(30),
+    /** longest lifetime a user access token may be given, days */
+    ACCESS_TOKEN_MAX_LIFETIME_DAYS: env.int(366, 1),
+    /** most live access tokens one user may hold */
+    ACCESS_TOKENS_PER_USER_LIMIT: env.int(100, 1),
+    /** the platform name shown by GET / */
+    PLATFORM_NAME: z.string().min(1).default('ai-platform'),
+  })
+  .superRefine((config, ctx) => {
+    const family = SUPPORTED_SIGNING[config.JWKS_KTY];
+    if (!(family.algs as readonly string[]).includes(config.JWKS_ALG)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWKS_ALG'],
+        message: `unsupported with JWKS_KTY=${config.JWKS_KTY}; use one of ${family.algs.join(', ')}`,
+      });
+      return;
+    }
+    if (config.JWKS_KTY === 'RSA' && !(family.sizes as readonly number[]).includes(config.JWKS_SIZE)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWKS_SIZE'],
+        message: `RSA keys must be one of ${family.sizes.join(', ')}`,
+      });
+    }
+    if (config.JWKS_KTY === 'EC' && EC_CURVES[config.JWKS_ALG]!.size !== config.JWKS_SIZE) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWKS_SIZE'],
+        message: `${config.JWKS_ALG} needs JWKS_SIZE=${EC_CURVES[config.JWKS_ALG]!.size}`,
+      });
+    }
+  });
 export type AuthConfig = z.infer<typeof authConfigSchema>;

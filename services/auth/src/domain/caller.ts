@@ -1,0 +1,72 @@
+import type { Principal } from '@platform/contracts';
+import { type Clock, Forbidden, requirePrincipal, Unauthenticated } from '@platform/kernel';
+import type {
+  AccessTokenDoc,
+  AuthCollections,
+  OrgApiKeyDoc,
+  SessionDoc,
+  UserDoc,
+  WorkspaceApiKeyDoc,
+} from '../data/collections';
+
+/**
+ * Who is calling one of auth's own routes. The edge-sealed principal says which credential was used;
+ * auth reloads that credential's record from its own store (one lookup by id), so its routes act on
+ * current data, never on an edge cache that may be a few seconds old.
+ */
+export type Caller =
+  | { kind: 'user'; via: 'session'; credentialId: string; user: UserDoc; holder: SessionDoc }
+  | { kind: 'user'; via: 'access_token'; credentialId: string; user: UserDoc; holder: AccessTokenDoc }
+  | { kind: 'org_api_key'; key: OrgApiKeyDoc }
+  | { kind: 'workspace_api_key'; key: WorkspaceApiKeyDoc };
+
+export type UserCaller = Extract<Caller, { kind: 'user' }>;
+
+const live = (doc: { revokedAt: Date | null; expiresAt: Date | null } | null, now: Date) =>
+  doc !== null && doc.revokedAt === null && (doc.expiresAt === null || doc.expiresAt > now);
+
+export async function loadCaller(
+  collections: AuthCollections,
+  clock: Clock,
+  req: { principal?: Principal | null },
+): Promise<Caller> {
+  const principal = requirePrincipal(req);
+  const now = clock.now();
+  const { kind, id } = principal.credential;
+  switch (kind) {
+    case 'session':
+    case 'access_token': {
+      const holder =
+        kind === 'session'
+          ? await collections.sessions.findOne({ _id: id })
+          : await collections.accessTokens.findOne({ _id: id });
+      if (!live(holder, now) || holder!.userId !== principal.user.id) throw new Unauthenticated();
+      const user = await collections.users.findOne({ _id: holder!.userId });
+      if (!user) throw new Unauthenticated();
+      return { kind: 'user', via: kind, credentialId: id, user, holder: holder as never };
+    }
+    case 'org_api_key': {
+      const key = await collections.orgApiKeys.findOne({ _id: id });
+      if (!live(key, now)) throw new Unauthenticated();
+      return { kind: 'org_api_key', key: key! };
+    }
+    case 'workspace_api_key': {
+      const key = await collections.workspaceApiKeys.findOne({ _id: id });
+      if (!live(key, now)) throw new Unauthenticated();
+      return { kind: 'workspace_api_key', key: key! };
+    }
+  }
+}
+
+/** Routes about "me" need a user; API keys carry none. */
+export function requireUser(caller: Caller): UserCaller {
+  if (caller.kind !== 'user') throw new Forbidden('This route needs a user credential, not an API key');
+  return caller;
+}
+
+/** Minting or listing credentials needs an interactive session, not a long-lived token or key. */
+export function requireSession(caller: Caller): Extract<Caller, { via: 'session' }> {
+  const user = requireUser(caller);
+  if (user.via !== 'session') throw new Forbidden('This route needs a session, not an access token');
+  return user;
+}

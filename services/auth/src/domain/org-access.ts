@@ -1,0 +1,75 @@
+import type { PermissionName } from '@platform/contracts';
+import { Forbidden, NotFound } from '@platform/kernel';
+import type { AuthCollections, MembershipDoc, OrgDoc } from '../data/collections';
+import type { Caller } from './caller';
+import { findRole, NO_ROLE, type RoleDefinition } from './roles';
+
+/** What a caller may do in one organization, read fresh from the store. */
+export interface OrgAccess {
+  org: OrgDoc;
+  caller: Caller;
+  /** the caller's membership (users only) */
+  membership: MembershipDoc | null;
+  /** the caller's role (users) or the key's grant (organization API keys) */
+  role: RoleDefinition;
+  can(permission: PermissionName): boolean;
+  /** throws Forbidden naming the missing permission */
+  require(permission: PermissionName): void;
+}
+
+/**
+ * Organization routes: unknown slug 404; a user who is not a member, a key of another organization,
+ * a project-restricted key (organization routes are not about one project) or a workspace key: 403.
+ */
+export async function orgAccess(
+  collections: AuthCollections,
+  caller: Caller,
+  slug: string,
+): Promise<OrgAccess> {
+  const org = await collections.orgs.findOne({ slug });
+  if (!org) throw new NotFound(`Organization ${slug} does not exist`, { error: 'OrgNotFound' });
+  let membership: MembershipDoc | null = null;
+  let role: RoleDefinition;
+  switch (caller.kind) {
+    case 'user': {
+      membership = await collections.memberships.findOne({ orgId: org._id, userId: caller.user._id });
+      if (!membership) throw new Forbidden(`Not a member of ${slug}`, { error: 'NotAMember' });
+      role = (await findRole(collections, org, membership.role)) ?? NO_ROLE;
+      break;
+    }
+    case 'org_api_key': {
+      if (caller.key.orgId !== org._id) throw new Forbidden('This API key belongs to another organization');
+      if (caller.key.projectId) {
+        throw new Forbidden(`This API key is restricted to project ${caller.key.projectId}`, {
+          error: 'ProjectRestricted',
+        });
+      }
+      role = {
+        slug: 'api-key',
+        description: '',
+        permissions: caller.key.permissions,
+        scopes: caller.key.scopes,
+        builtIn: false,
+      };
+      break;
+    }
+    default:
+      throw new Forbidden('A workspace API key grants only its workspace rules');
+  }
+  const granted = new Set(role.permissions);
+  return {
+    org,
+    caller,
+    membership,
+    role,
+    can: (permission) => granted.has(permission),
+    require(permission) {
+      if (!granted.has(permission)) {
+        throw new Forbidden(`Needs the ${permission} permission in ${slug}`, {
+          error: 'MissingPermission',
+          details: { permission, orgSlug: slug },
+        });
+      }
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createPrivateKey,
+  generateKeyPair,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
+import { promisify } from 'node:util';
+import { EC_CURVES } from '../config';
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+export interface KeyParameters {
+  kty: 'RSA' | 'EC';
+  alg: string;
+  size: number;
+}
+
+export interface GeneratedKey {
+  kid: string;
+  publicJwk: Record<string, string>;
+  /** PKCS#8 PEM */
+  privatePem: string;
+}
+
+/**
+ * Makes a signing key pair off the event loop (2048-bit RSA takes 100 ms or more). The kid is the
+ * RFC 7638 thumbprint of the public key, so it names the key itself.
+ */
+export async function generateSigningKey(params: KeyParameters): Promise<GeneratedKey> {
+  const pair =
+    params.kty === 'RSA'
+      ? await generateKeyPairAsync('rsa', { modulusLength: params.size, publicExponent: 0x10001 })
+      : await generateKeyPairAsync('ec', { namedCurve: EC_CURVES[params.alg]!.curve });
+  const jwk = pair.publicKey.export({ format: 'jwk' }) as Record<string, string>;
+  const kid = thumbprint(jwk);
+  const publicJwk: Record<string, string> =
+    params.kty === 'RSA'
+      ? { kty: 'RSA', kid, alg: params.alg, use: 'sig', n: jwk.n!, e: jwk.e! }
+      : { kty: 'EC', kid, alg: params.alg, use: 'sig', crv: jwk.crv!, x: jwk.x!, y: jwk.y! };
+  const privatePem = pair.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+  return { kid, publicJwk, privatePem };
+}
+
+/** RFC 7638 JWK thumbprint (sha256, base64url) over the required members in lexicographic order. */
+export function thumbprint(jwk: Record<string, string>): string {
+  const members =
+    jwk.kty === 'RSA' ? { e: jwk.e, kty: 'RSA', n: jwk.n } : { crv: jwk.crv, kty: 'EC', x: jwk.x, y: jwk.y };
+  return createHash('sha256').update(JSON.stringify(members)).digest('base64url');
+}
+
+/**
+ * Private keys at rest: plain PKCS#8 PEM, or AES-256-GCM under a key derived from
+ * SIGNING_KEYS_ENCRYPTION_KEY when one is configured.
+ */
+export class PrivateKeyCodec {
+  private readonly key: Buffer | null;
+
+  constructor(secret: string | undefined) {
+    this.key = secret ? createHash('sha256').update(`platform-auth-signing-keys:${secret}`).digest() : null;
+  }
+
+  seal(pem: string): string {
+    if (!this.key) return pem;
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const body = Buffer.concat([cipher.update(pem, 'utf8'), cipher.final()]);
+    return `enc:v1:${iv.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}.${body.toString('base64url')}`;
+  }
+
+  open(stored: string): KeyObject {
+    if (!stored.startsWith('enc:v1:')) return createPrivateKey(stored);
+    if (!this.key) throw new Error('a signing key is encrypted but SIGNING_KEYS_ENCRYPTION_KEY is not set');
+    const [iv, tag, body] = stored.slice('enc:v1:'.length).split('.');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv!, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag!, 'base64url'));
+    const pem = Buffer.concat([decipher.update(Buffer.from(body!, 'base64url')), decipher.final()]).toString(
+      'utf8',
+    );
+    return createPrivateKey(pem);
+  }
+}

@@ -1,0 +1,88 @@
+import { Conflict, Forbidden, NotFound, parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { AuthContext } from '../context';
+import type { AccessTokenDoc } from '../data/collections';
+import { loadCaller, requireSession, requireUser } from '../domain/caller';
+import { newAccessToken, newId, sha256Hex } from '../domain/secrets';
+import { checkExpiry, IsoDateTime, iso, Name } from './common';
+
+export const CreateAccessTokenBody = z
+  .object({
+    name: Name,
+    expiresAt: IsoDateTime.meta({ description: 'ISO 8601 date-time in the future' }),
+  })
+  .meta({ description: 'POST /v2/user/accessTokens (spec 2.6)' });
+
+const listed = (t: AccessTokenDoc) => ({
+  _id: t._id,
+  name: t.name,
+  userId: t.userId,
+  expiresAt: iso(t.expiresAt),
+  createdAt: iso(t.createdAt),
+});
+
+/** User access tokens (spec 2.6, 4.2): shown once, stored as sha256 only. */
+export function mountAccessTokenRoutes(router: Router, c: AuthContext): void {
+  router.post('/v2/user/accessTokens', async (req, res) => {
+    const caller = requireSession(await loadCaller(c.collections, c.clock, req));
+    const body = parseInput(CreateAccessTokenBody, req.body);
+    const now = c.clock.now();
+    const expiresAt = checkExpiry(
+      'expiresAt',
+      body.expiresAt,
+      now,
+      c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS * 86_400_000,
+    )!;
+    const live = await c.collections.accessTokens.count({
+      userId: caller.user._id,
+      revokedAt: null,
+      expiresAt: { $gt: now },
+    });
+    if (live >= c.config.ACCESS_TOKENS_PER_USER_LIMIT) {
+      throw new Conflict(`At most ${c.config.ACCESS_TOKENS_PER_USER_LIMIT} live access tokens per user`, {
+        error: 'TooManyAccessTokens',
+      });
+    }
+    const token = newAccessToken();
+    const doc: AccessTokenDoc = {
+      _id: newId(),
+      userId: caller.user._id,
+      name: body.name,
+      tokenHash: sha256Hex(token),
+      activeOrgSlug: null,
+      createdAt: now,
+      expiresAt,
+      revokedAt: null,
+    };
+    await c.collections.accessTokens.insertOne(doc);
+    res
+      .status(201)
+      .json({ name: doc.name, expiresAt: iso(doc.expiresAt), userId: doc.userId, token, _id: doc._id });
+  });
+
+  router.get('/v2/user/accessTokens', async (req, res) => {
+    const caller = requireSession(await loadCaller(c.collections, c.clock, req));
+    const tokens = await c.collections.accessTokens.find(
+      { userId: caller.user._id, revokedAt: null },
+      { sort: { createdAt: -1 } },
+    );
+    res.json(tokens.map(listed));
+  });
+
+  router.delete('/v2/user/accessTokens/:id', async (req, res) => {
+    const caller = requireUser(await loadCaller(c.collections, c.clock, req));
+    const id = String(req.params.id);
+    // An access token may revoke itself (clean-up by automation), never its siblings.
+    if (caller.via === 'access_token' && caller.credentialId !== id) {
+      throw new Forbidden('An access token may revoke only itself; use a session to revoke others');
+    }
+    const revoked = await c.collections.accessTokens.findOneAndUpdate(
+      { _id: id, userId: caller.user._id, revokedAt: null },
+      { $set: { revokedAt: c.clock.now() } },
+    );
+    if (!revoked) throw new NotFound(`No access token ${id}`, { error: 'AccessTokenNotFound' });
+    await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
+    res.status(204).end();
+  });
+}

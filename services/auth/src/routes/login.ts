@@ -1,0 +1,45 @@
+import { RateLimited } from '@platform/kernel';
+import type { Router } from 'express';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { AuthContext } from '../context';
+import { loadCaller, requireSession } from '../domain/caller';
+import { anonymousLogin } from '../domain/sessions';
+
+/**
+ * POST /v2/login/anonymous (spec 2.4), rate limited per client address, and POST /v2/logout.
+ * The client address is `req.ip`: express walks X-Forwarded-For from the right past TRUSTED_PROXIES
+ * (the edge, a load balancer), so the first untrusted hop is the client and a client cannot spoof it.
+ */
+export function mountLoginRoutes(router: Router, c: AuthContext): void {
+  const limiter = new RateLimiterMemory({
+    keyPrefix: 'anonymous-login',
+    points: c.config.ANONYMOUS_LOGIN_RATE_LIMIT,
+    duration: c.config.ANONYMOUS_LOGIN_RATE_WINDOW_SECONDS,
+  });
+
+  router.post('/v2/login/anonymous', async (req, res) => {
+    try {
+      await limiter.consume(req.ip ?? 'unknown');
+    } catch (err) {
+      if (err instanceof RateLimiterRes) {
+        throw new RateLimited(
+          Math.max(1, Math.ceil(err.msBeforeNext / 1000)),
+          'Too many anonymous logins from this address',
+        );
+      }
+      throw err;
+    }
+    const issued = await anonymousLogin(c);
+    res.status(200).json({ userId: issued.userId, sessionId: issued.sessionId, token: issued.token });
+  });
+
+  router.post('/v2/logout', async (req, res) => {
+    const caller = requireSession(await loadCaller(c.collections, c.clock, req));
+    await c.collections.sessions.updateOne(
+      { _id: caller.credentialId, revokedAt: null },
+      { $set: { revokedAt: c.clock.now() } },
+    );
+    await c.events.credentialRevoked('session', caller.credentialId);
+    res.status(204).end();
+  });
+}

@@ -1,0 +1,67 @@
+import { Forbidden, parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { AuthContext } from '../context';
+import { activeOrgOfUser } from '../domain/active-org';
+import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
+
+export const ActiveOrgBody = z
+  .object({
+    orgSlug: z.string().min(1).max(63).nullable().meta({
+      description: 'organization to make active; null clears the choice (first membership applies)',
+    }),
+  })
+  .meta({ description: 'PUT /v2/user/active-org' });
+
+async function describeMe(c: AuthContext, caller: UserCaller) {
+  const { active, memberships } = await activeOrgOfUser(
+    c.collections,
+    caller.user._id,
+    caller.holder.activeOrgSlug,
+  );
+  const orgs = memberships.length
+    ? await c.collections.orgs.find({ _id: { $in: memberships.map((m) => m.orgId) } })
+    : [];
+  const nameOf = new Map(orgs.map((o) => [o._id, o.name]));
+  return {
+    id: caller.user._id,
+    anonymous: caller.user.anonymous,
+    email: caller.user.email,
+    createdAt: caller.user.createdAt.toISOString(),
+    activeOrgSlug: active?.membership.orgSlug ?? null,
+    activeOrgSource: active?.source ?? null,
+    memberships: memberships.map((m) => ({
+      orgSlug: m.orgSlug,
+      orgName: nameOf.get(m.orgId) ?? null,
+      role: m.role,
+      joinedAt: m.createdAt.toISOString(),
+    })),
+    credential: { kind: caller.via, id: caller.credentialId },
+  };
+}
+
+/** GET /v2/me and PUT /v2/user/active-org (spec 5.2 rule 7). */
+export function mountMeRoutes(router: Router, c: AuthContext): void {
+  router.get('/v2/me', async (req, res) => {
+    const caller = requireUser(await loadCaller(c.collections, c.clock, req));
+    res.json(await describeMe(c, caller));
+  });
+
+  router.put('/v2/user/active-org', async (req, res) => {
+    const caller = requireUser(await loadCaller(c.collections, c.clock, req));
+    const { orgSlug } = parseInput(ActiveOrgBody, req.body);
+    if (orgSlug !== null) {
+      const member = await c.collections.memberships.findOne({ orgSlug, userId: caller.user._id });
+      if (!member) throw new Forbidden(`Not a member of ${orgSlug}`, { error: 'NotAMember' });
+    }
+    // Persisted on the session (or on the access token, which has no session).
+    const target = caller.via === 'session' ? c.collections.sessions : c.collections.accessTokens;
+    await target.updateOne({ _id: caller.credentialId }, { $set: { activeOrgSlug: orgSlug } });
+    const previous = caller.holder.activeOrgSlug;
+    caller.holder.activeOrgSlug = orgSlug;
+    // Edge caches hold principals with the old active organization: drop this user's.
+    const named = orgSlug ?? previous;
+    if (named) await c.events.membershipChanged(named, caller.user._id);
+    res.json(await describeMe(c, caller));
+  });
+}

@@ -1,0 +1,107 @@
+import { Forbidden, NotFound, parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { AuthContext } from '../context';
+import type { OrgApiKeyDoc } from '../data/collections';
+import { loadCaller, requireUser } from '../domain/caller';
+import { orgAccess } from '../domain/org-access';
+import { newId, newOrgApiKey, sha256Hex } from '../domain/secrets';
+import { checkExpiry, IsoDateTime, iso, Name } from './common';
+import { PermissionList, ScopeList } from './roles';
+
+/** How a request names a project: `/v2/orgs/:orgSlug/projects/:projectId/...` (docs/spec-decisions/auth.md). */
+export const PROJECT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+
+export const CreateOrgApiKeyBody = z
+  .object({
+    name: Name,
+    permissions: PermissionList.meta({
+      description: 'permission names the key holds; at most the creator’s own',
+    }),
+    scopes: ScopeList.default([]),
+    projectId: z
+      .string()
+      .regex(PROJECT_ID_PATTERN, 'letters, digits, _ and -, up to 100 characters')
+      .nullable()
+      .default(null)
+      .meta({ description: 'restricts the key to one project; it is refused everywhere else' }),
+    expiresAt: IsoDateTime.nullable()
+      .default(null)
+      .meta({ description: 'optional expiry; null never expires' }),
+  })
+  .meta({ description: 'POST /v2/orgs/:orgSlug/apikeys' });
+
+const keyView = (k: OrgApiKeyDoc) => ({
+  _id: k._id,
+  name: k.name,
+  orgSlug: k.orgSlug,
+  permissions: k.permissions,
+  scopes: k.scopes,
+  projectId: k.projectId,
+  createdBy: k.createdBy,
+  createdAt: iso(k.createdAt),
+  expiresAt: iso(k.expiresAt),
+});
+
+/** Organization API keys `iak_{orgSlug}_{uuid}` (spec 2.7, 5.1): no user identity, stored as sha256 only. */
+export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
+  const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
+
+  router.post('/v2/orgs/:orgSlug/apikeys', async (req, res) => {
+    const who = await caller(req);
+    // Keys are minted by people, so every key traces back to a user.
+    const user = requireUser(who);
+    const access = await orgAccess(c.collections, user, String(req.params.orgSlug));
+    access.require('apikeys:manage');
+    const body = parseInput(CreateOrgApiKeyBody, req.body);
+    const now = c.clock.now();
+    const expiresAt = checkExpiry('expiresAt', body.expiresAt, now);
+    const beyond = body.permissions.filter((p) => !access.can(p as never));
+    if (beyond.length) {
+      throw new Forbidden('A key may not hold permissions its creator does not hold', {
+        error: 'PermissionEscalation',
+        details: { permissions: beyond },
+      });
+    }
+    const apiKey = newOrgApiKey(access.org.slug);
+    const doc: OrgApiKeyDoc = {
+      _id: newId(),
+      orgId: access.org._id,
+      orgSlug: access.org.slug,
+      name: body.name,
+      keyHash: sha256Hex(apiKey),
+      permissions: body.permissions,
+      scopes: body.scopes,
+      projectId: body.projectId,
+      createdBy: user.user._id,
+      createdAt: now,
+      expiresAt,
+      revokedAt: null,
+    };
+    await c.collections.orgApiKeys.insertOne(doc);
+    res.status(201).json({ ...keyView(doc), apiKey });
+  });
+
+  router.get('/v2/orgs/:orgSlug/apikeys', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    access.require('apikeys:read');
+    const keys = await c.collections.orgApiKeys.find(
+      { orgId: access.org._id, revokedAt: null },
+      { sort: { createdAt: -1 } },
+    );
+    res.json(keys.map(keyView));
+  });
+
+  router.delete('/v2/orgs/:orgSlug/apikeys/:id', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    access.require('apikeys:manage');
+    const id = String(req.params.id);
+    const revoked = await c.collections.orgApiKeys.findOneAndUpdate(
+      { _id: id, orgId: access.org._id, revokedAt: null },
+      { $set: { revokedAt: c.clock.now() } },
+    );
+    if (!revoked) throw new NotFound(`No API key ${id} in ${access.org.slug}`, { error: 'ApiKeyNotFound' });
+    await c.events.credentialRevoked('org_api_key', revoked._id, revoked.keyHash);
+    res.status(204).end();
+  });
+}

@@ -1,0 +1,212 @@
+import { ORG_SLUG_PATTERN } from '@platform/contracts';
+import { Conflict, Forbidden, InvalidInput, NotFound, parseInput } from '@platform/kernel';
+import { DuplicateKeyError } from '@platform/store';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { AuthContext } from '../context';
+import type { MembershipDoc, OrgDoc } from '../data/collections';
+import { loadCaller, requireUser } from '../domain/caller';
+import { orgAccess } from '../domain/org-access';
+import { findRole } from '../domain/roles';
+import { newId } from '../domain/secrets';
+import { iso } from './common';
+
+export const CreateOrgBody = z
+  .object({
+    slug: z
+      .string()
+      .regex(
+        ORG_SLUG_PATTERN,
+        'lowercase letters, digits and dashes, 2-63 characters, no dash at either end',
+      ),
+    name: z.string().trim().min(1).max(200),
+  })
+  .meta({ description: 'POST /v2/orgs' });
+
+export const AddMemberBody = z
+  .object({
+    userId: z.string().min(1).max(200),
+    role: z.string().min(1).max(40),
+  })
+  .meta({ description: 'POST /v2/orgs/:orgSlug/members: adds a member or changes their role' });
+
+const orgView = (org: OrgDoc, role: string | null) => ({
+  id: org._id,
+  slug: org.slug,
+  name: org.name,
+  createdAt: iso(org.createdAt),
+  role,
+});
+
+const memberView = (m: MembershipDoc) => ({ userId: m.userId, role: m.role, joinedAt: iso(m.createdAt) });
+
+/** Organizations and their members. */
+export function mountOrgRoutes(router: Router, c: AuthContext): void {
+  const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
+
+  router.post('/v2/orgs', async (req, res) => {
+    const user = requireUser(await caller(req));
+    const body = parseInput(CreateOrgBody, req.body);
+    const now = c.clock.now();
+    const org: OrgDoc = {
+      _id: newId(),
+      slug: body.slug,
+      name: body.name,
+      createdAt: now,
+      createdBy: user.user._id,
+      settings: {},
+      subscription: null,
+    };
+    try {
+      await c.collections.orgs.insertOne(org);
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) {
+        throw new Conflict(`Organization slug ${body.slug} is taken`, {
+          error: 'OrgSlugTaken',
+          details: { slug: body.slug },
+        });
+      }
+      throw err;
+    }
+    try {
+      await c.collections.memberships.insertOne({
+        _id: newId(),
+        orgId: org._id,
+        orgSlug: org.slug,
+        userId: user.user._id,
+        role: 'owner',
+        createdAt: now,
+      });
+    } catch (err) {
+      await c.collections.orgs.deleteOne({ _id: org._id });
+      throw err;
+    }
+    await c.events.membershipChanged(org.slug, user.user._id);
+    res.status(201).json(orgView(org, 'owner'));
+  });
+
+  router.get('/v2/orgs', async (req, res) => {
+    const user = requireUser(await caller(req));
+    const memberships = await c.collections.memberships.find({ userId: user.user._id });
+    const orgs = memberships.length
+      ? await c.collections.orgs.find(
+          { _id: { $in: memberships.map((m) => m.orgId) } },
+          { sort: { slug: 1 } },
+        )
+      : [];
+    const roleOf = new Map(memberships.map((m) => [m.orgId, m.role]));
+    res.json(orgs.map((o) => orgView(o, roleOf.get(o._id) ?? null)));
+  });
+
+  router.get('/v2/orgs/:orgSlug', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    res.json({
+      ...orgView(access.org, access.membership?.role ?? null),
+      permissions: access.role.permissions,
+      settings: access.org.settings,
+      subscription: access.org.subscription,
+    });
+  });
+
+  router.get('/v2/orgs/:orgSlug/members', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    access.require('members:read');
+    const members = await c.collections.memberships.find(
+      { orgId: access.org._id },
+      { sort: { createdAt: 1 } },
+    );
+    res.json(members.map(memberView));
+  });
+
+  router.post('/v2/orgs/:orgSlug/members', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    access.require('members:manage');
+    const body = parseInput(AddMemberBody, req.body);
+    const role = await findRole(c.collections, access.org, body.role);
+    if (!role)
+      throw new InvalidInput(`Unknown role ${body.role}`, {
+        details: { issues: [{ field: 'role', message: 'unknown role' }] },
+      });
+    const target = await c.collections.users.findOne({ _id: body.userId });
+    if (!target) throw new NotFound(`No user ${body.userId}`, { error: 'UserNotFound' });
+    const existing = await c.collections.memberships.findOne({ orgId: access.org._id, userId: body.userId });
+    // Ownership is granted and taken only by owners.
+    if ((body.role === 'owner' || existing?.role === 'owner') && access.membership?.role !== 'owner') {
+      throw new Forbidden('Only an owner may grant or change the owner role', { error: 'OwnerOnly' });
+    }
+    // Nobody hands out a role holding more than they hold (not even to themselves).
+    const beyond = role.permissions.filter((p) => !access.can(p as never));
+    if (beyond.length) {
+      throw new Forbidden(`Role ${role.slug} holds permissions the caller does not hold`, {
+        error: 'PermissionEscalation',
+        details: { permissions: beyond },
+      });
+    }
+    if (existing) {
+      if (existing.role !== body.role) {
+        await c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: body.role } });
+        await keepAnOwner(c, access.org, existing, () =>
+          c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: existing.role } }),
+        );
+        await c.events.membershipChanged(access.org.slug, body.userId);
+      }
+      res.status(200).json(memberView({ ...existing, role: body.role }));
+      return;
+    }
+    const membership: MembershipDoc = {
+      _id: newId(),
+      orgId: access.org._id,
+      orgSlug: access.org.slug,
+      userId: body.userId,
+      role: body.role,
+      createdAt: c.clock.now(),
+    };
+    try {
+      await c.collections.memberships.insertOne(membership);
+    } catch (err) {
+      if (err instanceof DuplicateKeyError)
+        throw new Conflict('This user was added concurrently', { error: 'AlreadyAMember' });
+      throw err;
+    }
+    await c.events.membershipChanged(access.org.slug, body.userId);
+    res.status(201).json(memberView(membership));
+  });
+
+  router.delete('/v2/orgs/:orgSlug/members/:userId', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    const userId = String(req.params.userId);
+    const leaving = access.membership?.userId === userId;
+    // Any member may leave; removing someone else needs members:manage.
+    if (!leaving) access.require('members:manage');
+    const existing = await c.collections.memberships.findOne({ orgId: access.org._id, userId });
+    if (!existing)
+      throw new NotFound(`${userId} is not a member of ${access.org.slug}`, { error: 'MemberNotFound' });
+    if (existing.role === 'owner' && !leaving && access.membership?.role !== 'owner') {
+      throw new Forbidden('Only an owner may remove an owner', { error: 'OwnerOnly' });
+    }
+    await c.collections.memberships.deleteOne({ _id: existing._id });
+    await keepAnOwner(c, access.org, existing, () => c.collections.memberships.insertOne(existing));
+    // Workspace roles in this organization's workspaces go with the membership.
+    const workspaces = await c.collections.workspaces.find({ orgId: access.org._id });
+    if (workspaces.length) {
+      await c.collections.workspaceMembers.deleteMany({
+        userId,
+        workspaceId: { $in: workspaces.map((w) => w._id) },
+      });
+    }
+    await c.events.membershipChanged(access.org.slug, userId);
+    res.status(204).end();
+  });
+}
+
+/**
+ * The last owner cannot be removed or demoted. Checked after the write and undone when it left no
+ * owner, so two owners demoting each other at once cannot both succeed.
+ */
+async function keepAnOwner(c: AuthContext, org: OrgDoc, before: MembershipDoc, undo: () => Promise<unknown>) {
+  if (before.role !== 'owner') return;
+  const owners = await c.collections.memberships.count({ orgId: org._id, role: 'owner' });
+  if (owners > 0) return;
+  await undo();
+  throw new Conflict(`The last owner of ${org.slug} cannot be removed or demoted`, { error: 'LastOwner' });
+}

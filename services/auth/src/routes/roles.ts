@@ -1,0 +1,115 @@
+import { isPermissionName, PERMISSIONS } from '@platform/contracts';
+import { Conflict, Forbidden, NotFound, parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { AuthContext } from '../context';
+import type { RoleDoc } from '../data/collections';
+import { loadCaller } from '../domain/caller';
+import { orgAccess } from '../domain/org-access';
+import {
+  BUILT_IN_ROLES,
+  isBuiltInRole,
+  ROLE_SLUG_PATTERN,
+  SCOPE_PATTERN,
+  toRoleDefinition,
+} from '../domain/roles';
+import { newId } from '../domain/secrets';
+
+export const PermissionList = z
+  .array(
+    z.string().refine(isPermissionName, {
+      message: `unknown permission; known: ${Object.keys(PERMISSIONS).join(', ')}`,
+    }),
+  )
+  .max(100)
+  .transform((list) => [...new Set(list)]);
+
+export const ScopeList = z
+  .array(z.string().regex(SCOPE_PATTERN, 'letters, digits and :._/- only, up to 100 characters'))
+  .max(50)
+  .transform((list) => [...new Set(list)]);
+
+export const PutRoleBody = z
+  .object({
+    description: z.string().max(500).default(''),
+    permissions: PermissionList.meta({
+      description: 'permission names from the catalogue, e.g. models:read',
+    }),
+    scopes: ScopeList.default([]),
+  })
+  .meta({ description: 'PUT /v2/orgs/:orgSlug/roles/:role: creates or replaces a custom role' });
+
+/** Organization roles: built-ins (owner, member, guest) from code, custom roles as data. */
+export function mountRoleRoutes(router: Router, c: AuthContext): void {
+  const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
+
+  router.get('/v2/orgs/:orgSlug/roles', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    access.require('roles:read');
+    const custom = await c.collections.roles.find({ orgId: access.org._id }, { sort: { slug: 1 } });
+    res.json([...Object.values(BUILT_IN_ROLES), ...custom.map(toRoleDefinition)]);
+  });
+
+  router.put('/v2/orgs/:orgSlug/roles/:role', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    access.require('roles:manage');
+    const slug = String(req.params.role);
+    if (isBuiltInRole(slug))
+      throw new Forbidden(`The built-in role ${slug} cannot be changed`, { error: 'BuiltInRole' });
+    parseInput(
+      z.string().regex(ROLE_SLUG_PATTERN, 'lowercase, 2-40 characters, starting with a letter'),
+      slug,
+      'role',
+    );
+    const body = parseInput(PutRoleBody, req.body);
+    // Nobody hands out more than they hold.
+    const beyond = body.permissions.filter((p) => !access.can(p as never));
+    if (beyond.length) {
+      throw new Forbidden('A role may not grant permissions the caller does not hold', {
+        error: 'PermissionEscalation',
+        details: { permissions: beyond },
+      });
+    }
+    const now = c.clock.now();
+    const existing = await c.collections.roles.findOne({ orgId: access.org._id, slug });
+    const doc: RoleDoc = {
+      _id: existing?._id ?? newId(),
+      orgId: access.org._id,
+      slug,
+      description: body.description,
+      permissions: body.permissions,
+      scopes: body.scopes,
+      createdAt: existing?.createdAt ?? now,
+      updatedAt: now,
+    };
+    await c.collections.roles.updateOne(
+      { orgId: access.org._id, slug },
+      {
+        $set: {
+          description: doc.description,
+          permissions: doc.permissions,
+          scopes: doc.scopes,
+          updatedAt: now,
+        },
+        $setOnInsert: { _id: doc._id, createdAt: doc.createdAt },
+      },
+      { upsert: true },
+    );
+    // Members holding this role have cached principals with the old permissions.
+    if (existing) await c.events.membershipChanged(access.org.slug);
+    res.status(existing ? 200 : 201).json(toRoleDefinition(doc));
+  });
+
+  router.delete('/v2/orgs/:orgSlug/roles/:role', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    access.require('roles:manage');
+    const slug = String(req.params.role);
+    if (isBuiltInRole(slug))
+      throw new Forbidden(`The built-in role ${slug} cannot be deleted`, { error: 'BuiltInRole' });
+    const inUse = await c.collections.memberships.count({ orgId: access.org._id, role: slug });
+    if (inUse > 0) throw new Conflict(`Role ${slug} is held by ${inUse} member(s)`, { error: 'RoleInUse' });
+    const deleted = await c.collections.roles.deleteOne({ orgId: access.org._id, slug });
+    if (!deleted) throw new NotFound(`No role ${slug}`, { error: 'RoleNotFound' });
+    res.status(204).end();
+  });
+}

@@ -1,0 +1,18 @@
+import { checkReadiness } from '@platform/kernel';
+import type { Router } from 'express';
+import packageJson from '../../package.json';
+import type { AuthContext } from '../context';
+
+/** GET {base_url}/ — platform status: name, version, and the health of the store and the bus (503 when one fails). */
+export function mountStatusRoutes(router: Router, c: AuthContext): void {
+  router.get('/', async (_req, res) => {
+    const { ready, checks } = await checkReadiness({ store: () => c.store.ping(), bus: () => c.bus.ping() });
+    res.status(ready ? 200 : 503).json({
+      name: c.config.PLATFORM_NAME,
+      version: packageJson.version,
+      status: ready ? 'ok' : 'degraded',
+      checks,
+      time: c.clock.now().toISOString(),
+    });
+  });
+}

@@ -1,0 +1,109 @@
+import { WORKSPACE_RULE_ACTIONS, WORKSPACE_RULE_SUBJECTS } from '@platform/contracts';
+import { Forbidden, NotFound, parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { AuthContext } from '../context';
+import type { WorkspaceApiKeyDoc } from '../data/collections';
+import { loadCaller, requireUser } from '../domain/caller';
+import { newId, newWorkspaceApiKey, sha256Hex } from '../domain/secrets';
+import { storedRule, workspaceAccess } from '../domain/workspace-access';
+import { checkExpiry, IsoDateTime, iso, Name } from './common';
+
+const Action = z.enum(WORKSPACE_RULE_ACTIONS);
+
+export const WorkspaceKeyRule = z
+  .object({
+    action: z.union([Action, z.array(Action).min(1).max(WORKSPACE_RULE_ACTIONS.length)]),
+    subject: z.enum(WORKSPACE_RULE_SUBJECTS),
+    conditions: z
+      .never({ error: 'conditions are set by the service (they scope the rule to the workspace)' })
+      .optional(),
+  })
+  .meta({ description: 'one permission rule: action(s) on a subject of the workspace' });
+
+export const CreateWorkspaceKeyBody = z
+  .object({
+    name: Name,
+    rules: z.array(WorkspaceKeyRule).min(1).max(50),
+    expiresAt: IsoDateTime.nullable()
+      .default(null)
+      .meta({ description: 'optional expiry; null never expires' }),
+  })
+  .meta({ description: 'POST /v2/workspaces/:id/security/apikeys (spec 2.7)' });
+
+const keyView = (k: WorkspaceApiKeyDoc) => ({
+  _id: k._id,
+  name: k.name,
+  rules: k.rules,
+  subjectId: k.workspaceId,
+  subjectType: 'workspaces' as const,
+  createdBy: k.createdBy,
+  createdAt: iso(k.createdAt),
+  expiresAt: iso(k.expiresAt),
+});
+
+/** Workspace API keys (spec 2.7): explicit rules scoped to the workspace, enforced with CASL. */
+export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void {
+  const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
+
+  router.post('/v2/workspaces/:id/security/apikeys', async (req, res) => {
+    const user = requireUser(await caller(req));
+    const access = await workspaceAccess(c.collections, user, String(req.params.id));
+    access.require('create', 'apikey');
+    const body = parseInput(CreateWorkspaceKeyBody, req.body);
+    const now = c.clock.now();
+    const expiresAt = checkExpiry('expiresAt', body.expiresAt, now);
+    const rules = body.rules.map((r) => storedRule(r.action, r.subject, access.workspace._id));
+    // A key never holds more than its creator: an admin cannot mint a key that deletes the workspace.
+    const beyond = rules.flatMap((r) =>
+      r.action.filter((a) => !access.can(a, r.subject)).map((a) => ({ action: a, subject: r.subject })),
+    );
+    if (beyond.length) {
+      throw new Forbidden('A key may not hold rights its creator does not hold', {
+        error: 'PermissionEscalation',
+        details: { rules: beyond },
+      });
+    }
+    const apiKey = newWorkspaceApiKey();
+    const doc: WorkspaceApiKeyDoc = {
+      _id: newId(),
+      workspaceId: access.workspace._id,
+      orgId: access.workspace.orgId,
+      name: body.name,
+      keyHash: sha256Hex(apiKey),
+      rules,
+      createdBy: user.user._id,
+      createdAt: now,
+      expiresAt,
+      revokedAt: null,
+    };
+    await c.collections.workspaceApiKeys.insertOne(doc);
+    res.status(201).json({ apiKey, ...keyView(doc) });
+  });
+
+  router.get('/v2/workspaces/:id/security/apikeys', async (req, res) => {
+    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+    access.require('read', 'apikey');
+    const keys = await c.collections.workspaceApiKeys.find(
+      { workspaceId: access.workspace._id, revokedAt: null },
+      { sort: { createdAt: -1 } },
+    );
+    res.json(keys.map(keyView));
+  });
+
+  router.delete('/v2/workspaces/:id/security/apikeys/:keyId', async (req, res) => {
+    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+    access.require('delete', 'apikey');
+    const id = String(req.params.keyId);
+    const revoked = await c.collections.workspaceApiKeys.findOneAndUpdate(
+      { _id: id, workspaceId: access.workspace._id, revokedAt: null },
+      { $set: { revokedAt: c.clock.now() } },
+    );
+    if (!revoked)
+      throw new NotFound(`No API key ${id} in workspace ${access.workspace._id}`, {
+        error: 'ApiKeyNotFound',
+      });
+    await c.events.credentialRevoked('workspace_api_key', revoked._id, revoked.keyHash);
+    res.status(204).end();
+  });
+}

@@ -1,0 +1,269 @@
+import { createMongoAbility } from '@casl/ability';
+import { Conflict, Forbidden, InvalidInput, NotFound, parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { AuthContext } from '../context';
+import type { WorkspaceDoc, WorkspaceMemberDoc } from '../data/collections';
+import { activeOrgOfUser } from '../domain/active-org';
+import { type Caller, loadCaller } from '../domain/caller';
+import { orgAccess } from '../domain/org-access';
+import { findRole } from '../domain/roles';
+import { newId } from '../domain/secrets';
+import {
+  WORKSPACE_ROLES,
+  workspaceAccess,
+  workspaceRules,
+  workspaceSubject,
+} from '../domain/workspace-access';
+import { iso } from './common';
+
+export const WorkspaceName = z.string().trim().min(1).max(200);
+
+export const CreateWorkspaceBody = z.object({ name: WorkspaceName }).meta({
+  description: 'POST /v2/workspaces: the workspace belongs to the caller’s active organization',
+});
+export const UpdateWorkspaceBody = z
+  .object({ name: WorkspaceName })
+  .meta({ description: 'PATCH /v2/workspaces/:id' });
+export const PutWorkspaceMemberBody = z.object({ role: z.enum(WORKSPACE_ROLES) }).meta({
+  description: 'PUT /v2/workspaces/:id/members/:userId: adds a member or changes their workspace role',
+});
+
+const workspaceView = (w: WorkspaceDoc, role: string | null) => ({
+  id: w._id,
+  name: w.name,
+  orgSlug: w.orgSlug,
+  createdBy: w.createdBy,
+  createdAt: iso(w.createdAt),
+  role,
+});
+
+const memberView = (m: WorkspaceMemberDoc) => ({
+  userId: m.userId,
+  role: m.role,
+  joinedAt: iso(m.createdAt),
+});
+
+/** The organization a new workspace goes to: the user's active one, or an organization key's own. */
+async function activeOrgSlugOf(c: AuthContext, caller: Caller): Promise<string | null> {
+  if (caller.kind === 'user') {
+    return (
+      (await activeOrgOfUser(c.collections, caller.user._id, caller.holder.activeOrgSlug)).active?.membership
+        .orgSlug ?? null
+    );
+  }
+  if (caller.kind === 'org_api_key') return caller.key.orgSlug;
+  return null;
+}
+
+/** Workspaces (spec 4.2) with their own role-based access control, authorized with CASL. */
+export function mountWorkspaceRoutes(router: Router, c: AuthContext): void {
+  const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
+
+  router.post('/v2/workspaces', async (req, res) => {
+    const who = await caller(req);
+    const body = parseInput(CreateWorkspaceBody, req.body);
+    const orgSlug = await activeOrgSlugOf(c, who);
+    if (!orgSlug) {
+      throw new InvalidInput(
+        'A workspace belongs to an organization; the caller has no active organization',
+        {
+          error: 'NO_ORG_CONTEXT',
+          code: 'NO_ORG_CONTEXT',
+        },
+      );
+    }
+    const access = await orgAccess(c.collections, who, orgSlug);
+    access.require('workspaces:create');
+    const now = c.clock.now();
+    const createdBy =
+      who.kind === 'user' ? who.user._id : `apikey:${who.kind === 'org_api_key' ? who.key._id : ''}`;
+    const workspace: WorkspaceDoc = {
+      _id: newId(),
+      name: body.name,
+      orgId: access.org._id,
+      orgSlug: access.org.slug,
+      createdBy,
+      createdAt: now,
+    };
+    await c.collections.workspaces.insertOne(workspace);
+    if (who.kind === 'user') {
+      await c.collections.workspaceMembers.insertOne({
+        _id: newId(),
+        workspaceId: workspace._id,
+        orgId: workspace.orgId,
+        userId: who.user._id,
+        role: 'owner',
+        createdAt: now,
+      });
+    }
+    res.status(201).json(workspaceView(workspace, who.kind === 'user' ? 'owner' : null));
+  });
+
+  router.get('/v2/workspaces', async (req, res) => {
+    const who = await caller(req);
+    if (who.kind === 'workspace_api_key') {
+      const own = await c.collections.workspaces.findOne({ _id: who.key.workspaceId });
+      const { rules } = own ? await workspaceRules(c.collections, who, own) : { rules: [] };
+      const readable = own && createMongoAbility(rules).can('read', workspaceSubject('workspace', own._id));
+      res.json(readable ? [workspaceView(own, null)] : []);
+      return;
+    }
+    const orgSlug = await activeOrgSlugOf(c, who);
+    if (!orgSlug) {
+      res.json([]);
+      return;
+    }
+    const org = await c.collections.orgs.findOne({ slug: orgSlug });
+    if (!org) {
+      res.json([]);
+      return;
+    }
+    let orgAdmin = false;
+    if (who.kind === 'user') {
+      const membership = await c.collections.memberships.findOne({ orgId: org._id, userId: who.user._id });
+      const role = membership ? await findRole(c.collections, org, membership.role) : null;
+      orgAdmin = role?.permissions.includes('workspaces:manage') ?? false;
+    } else {
+      orgAdmin = !who.key.projectId && who.key.permissions.includes('workspaces:manage');
+    }
+    const inOrg = await c.collections.workspaces.find({ orgId: org._id }, { sort: { createdAt: 1 } });
+    if (who.kind !== 'user') {
+      res.json(orgAdmin ? inOrg.map((w) => workspaceView(w, null)) : []);
+      return;
+    }
+    const mine = await c.collections.workspaceMembers.find({ userId: who.user._id, orgId: org._id });
+    const roleOf = new Map(mine.map((m) => [m.workspaceId, m.role]));
+    res.json(
+      inOrg
+        .filter((w) => orgAdmin || roleOf.has(w._id))
+        .map((w) => workspaceView(w, roleOf.get(w._id) ?? null)),
+    );
+  });
+
+  router.get('/v2/workspaces/:id', async (req, res) => {
+    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+    access.require('read', 'workspace');
+    res.json(workspaceView(access.workspace, access.role));
+  });
+
+  router.patch('/v2/workspaces/:id', async (req, res) => {
+    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+    access.require('update', 'workspace');
+    const body = parseInput(UpdateWorkspaceBody, req.body);
+    await c.collections.workspaces.updateOne({ _id: access.workspace._id }, { $set: { name: body.name } });
+    res.json(workspaceView({ ...access.workspace, name: body.name }, access.role));
+  });
+
+  router.delete('/v2/workspaces/:id', async (req, res) => {
+    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+    access.require('delete', 'workspace');
+    const id = access.workspace._id;
+    const keys = await c.collections.workspaceApiKeys.find({ workspaceId: id, revokedAt: null });
+    await c.collections.workspaces.deleteOne({ _id: id });
+    await c.collections.workspaceMembers.deleteMany({ workspaceId: id });
+    await c.collections.workspaceApiKeys.updateMany(
+      { workspaceId: id, revokedAt: null },
+      { $set: { revokedAt: c.clock.now() } },
+    );
+    for (const key of keys) await c.events.credentialRevoked('workspace_api_key', key._id, key.keyHash);
+    res.status(204).end();
+  });
+
+  router.get('/v2/workspaces/:id/members', async (req, res) => {
+    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+    access.require('read', 'member');
+    const members = await c.collections.workspaceMembers.find(
+      { workspaceId: access.workspace._id },
+      { sort: { createdAt: 1 } },
+    );
+    res.json(members.map(memberView));
+  });
+
+  router.put('/v2/workspaces/:id/members/:userId', async (req, res) => {
+    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+    const userId = String(req.params.userId);
+    const { role } = parseInput(PutWorkspaceMemberBody, req.body);
+    const existing = await c.collections.workspaceMembers.findOne({
+      workspaceId: access.workspace._id,
+      userId,
+    });
+    access.require(existing ? 'update' : 'create', 'member', { userId, role });
+    // Owners are made and unmade only by those who hold every right on the workspace.
+    if ((role === 'owner' || existing?.role === 'owner') && !access.can('manage', 'all')) {
+      throw new Forbidden('Only a workspace owner may grant or change the owner role', {
+        error: 'OwnerOnly',
+      });
+    }
+    const orgMember = await c.collections.memberships.findOne({ orgId: access.workspace.orgId, userId });
+    if (!orgMember) {
+      throw new InvalidInput(`${userId} is not a member of ${access.workspace.orgSlug}`, {
+        error: 'NotAnOrgMember',
+        details: {
+          issues: [{ field: 'userId', message: 'must be a member of the workspace’s organization' }],
+        },
+      });
+    }
+    if (existing) {
+      await c.collections.workspaceMembers.updateOne({ _id: existing._id }, { $set: { role } });
+      await keepAWorkspaceOwner(c, access.workspace, existing, () =>
+        c.collections.workspaceMembers.updateOne({ _id: existing._id }, { $set: { role: existing.role } }),
+      );
+      res.status(200).json(memberView({ ...existing, role }));
+      return;
+    }
+    const member: WorkspaceMemberDoc = {
+      _id: newId(),
+      workspaceId: access.workspace._id,
+      orgId: access.workspace.orgId,
+      userId,
+      role,
+      createdAt: c.clock.now(),
+    };
+    await c.collections.workspaceMembers.insertOne(member);
+    res.status(201).json(memberView(member));
+  });
+
+  router.delete('/v2/workspaces/:id/members/:userId', async (req, res) => {
+    const who = await caller(req);
+    const access = await workspaceAccess(c.collections, who, String(req.params.id));
+    const userId = String(req.params.userId);
+    const existing = await c.collections.workspaceMembers.findOne({
+      workspaceId: access.workspace._id,
+      userId,
+    });
+    if (!existing) {
+      access.require('read', 'member');
+      throw new NotFound(`${userId} is not a member of workspace ${access.workspace._id}`, {
+        error: 'MemberNotFound',
+      });
+    }
+    const leaving = who.kind === 'user' && who.user._id === userId;
+    if (!leaving) {
+      access.require('delete', 'member', { userId, role: existing.role });
+      if (existing.role === 'owner' && !access.can('manage', 'all')) {
+        throw new Forbidden('Only a workspace owner may remove an owner', { error: 'OwnerOnly' });
+      }
+    }
+    await c.collections.workspaceMembers.deleteOne({ _id: existing._id });
+    await keepAWorkspaceOwner(c, access.workspace, existing, () =>
+      c.collections.workspaceMembers.insertOne(existing),
+    );
+    res.status(204).end();
+  });
+}
+
+async function keepAWorkspaceOwner(
+  c: AuthContext,
+  workspace: WorkspaceDoc,
+  before: WorkspaceMemberDoc,
+  undo: () => Promise<unknown>,
+) {
+  if (before.role !== 'owner') return;
+  const owners = await c.collections.workspaceMembers.count({ workspaceId: workspace._id, role: 'owner' });
+  if (owners > 0) return;
+  await undo();
+  throw new Conflict(`The last owner of workspace ${workspace._id} cannot be removed or demoted`, {
+    error: 'LastOwner',
+  });
+}

@@ -1,0 +1,275 @@
+import { ALL_PERMISSIONS, Subjects } from '@platform/contracts';
+import { waitFor } from '@platform/testkit';
+import { type AuthHarness, recordEvents, startAuth, type UserActor } from './helpers';
+
+let counter = 0;
+const slug = (prefix = 'org') => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 6)}`;
+
+describe('organizations, members and roles', () => {
+  let h: AuthHarness;
+  let owner: UserActor;
+  beforeAll(async () => {
+    h = await startAuth();
+    owner = await h.newUser();
+  });
+  afterAll(() => h.stop());
+
+  async function orgWith(...members: Array<[UserActor, string]>) {
+    const s = slug();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: s, name: `Org ${s}` })).status).toBe(201);
+    for (const [user, role] of members) {
+      expect(
+        (await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: user.userId, role })).status,
+      ).toBe(201);
+    }
+    return s;
+  }
+
+  it('creates an organization (201) whose creator is its owner, and publishes the membership', async () => {
+    const events = recordEvents(h.bus, [Subjects.membershipChanged]);
+    const s = slug();
+    const res = await h.call(owner, 'post', '/v2/orgs', { slug: s, name: 'Acme' });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ id: expect.any(String), slug: s, name: 'Acme', role: 'owner' });
+    const members = await h.call(owner, 'get', `/v2/orgs/${s}/members`);
+    expect(members.body).toEqual([{ userId: owner.userId, role: 'owner', joinedAt: expect.any(String) }]);
+    await waitFor(() => events.seen.length >= 1, { what: 'membership event' });
+    expect(events.seen[0]!.payload).toMatchObject({ version: 1, orgSlug: s, userId: owner.userId });
+    events.stop();
+  });
+
+  it('a taken slug is 409; a malformed slug is 400', async () => {
+    const s = await orgWith();
+    const taken = await h.call(owner, 'post', '/v2/orgs', { slug: s, name: 'Again' });
+    expect(taken.status).toBe(409);
+    expect(taken.body).toMatchObject({ error: 'OrgSlugTaken', status: 409 });
+    for (const bad of ['A-Upper', '-dash', 'dash-', 'x', 'under_score', 'a'.repeat(64)]) {
+      const res = await h.call(owner, 'post', '/v2/orgs', { slug: bad, name: 'Bad' });
+      expect(res.status).toBe(400);
+      expect(res.body.details.issues[0].field).toBe('slug');
+    }
+  });
+
+  it('lists the caller’s organizations and reads one (members only)', async () => {
+    const outsider = await h.newUser();
+    const s = await orgWith();
+    const list = await h.call(owner, 'get', '/v2/orgs');
+    expect(list.body.map((o: { slug: string }) => o.slug)).toContain(s);
+    expect((await h.call(outsider, 'get', '/v2/orgs')).body).toEqual([]);
+    const read = await h.call(owner, 'get', `/v2/orgs/${s}`);
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ slug: s, role: 'owner', permissions: ALL_PERMISSIONS });
+    expect((await h.call(outsider, 'get', `/v2/orgs/${s}`)).status).toBe(403);
+    expect((await h.call(owner, 'get', '/v2/orgs/no-such-org')).status).toBe(404);
+  });
+
+  it('adds members, changes roles (200), removes them; each change publishes auth.membership.changed', async () => {
+    const user = await h.newUser();
+    const s = await orgWith();
+    const events = recordEvents(h.bus, [Subjects.membershipChanged]);
+    expect(
+      (await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: user.userId, role: 'guest' })).status,
+    ).toBe(201);
+    const changed = await h.call(owner, 'post', `/v2/orgs/${s}/members`, {
+      userId: user.userId,
+      role: 'member',
+    });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ userId: user.userId, role: 'member' });
+    expect((await h.call(owner, 'delete', `/v2/orgs/${s}/members/${user.userId}`)).status).toBe(204);
+    await waitFor(() => events.seen.length === 3, { what: 'three membership events' });
+    expect(events.seen.map((e) => e.payload)).toEqual(
+      Array(3).fill({ version: 1, orgSlug: s, userId: user.userId, at: expect.any(String) }),
+    );
+    events.stop();
+  });
+
+  it('refuses unknown users (404) and unknown roles (400)', async () => {
+    const s = await orgWith();
+    expect(
+      (await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: 'nobody', role: 'member' })).status,
+    ).toBe(404);
+    const user = await h.newUser();
+    const res = await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: user.userId, role: 'wizard' });
+    expect(res.status).toBe(400);
+    expect(res.body.details.issues[0].field).toBe('role');
+  });
+
+  it('the last owner cannot be removed nor demoted (409); with two owners one may go', async () => {
+    const s = await orgWith();
+    const leave = await h.call(owner, 'delete', `/v2/orgs/${s}/members/${owner.userId}`);
+    expect(leave.status).toBe(409);
+    expect(leave.body.error).toBe('LastOwner');
+    const demote = await h.call(owner, 'post', `/v2/orgs/${s}/members`, {
+      userId: owner.userId,
+      role: 'member',
+    });
+    expect(demote.status).toBe(409);
+    expect((await h.call(owner, 'get', `/v2/orgs/${s}/members`)).body[0].role).toBe('owner');
+    const second = await h.newUser();
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: second.userId, role: 'owner' });
+    expect((await h.call(second, 'delete', `/v2/orgs/${s}/members/${owner.userId}`)).status).toBe(204);
+  });
+
+  it('two owners demoting each other at once leave at least one owner', async () => {
+    const other = await h.newUser();
+    const s = await orgWith([other, 'owner']);
+    const results = await Promise.all([
+      h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: other.userId, role: 'member' }),
+      h.call(other, 'post', `/v2/orgs/${s}/members`, { userId: owner.userId, role: 'member' }),
+    ]);
+    const members = (await h.call(owner, 'get', `/v2/orgs/${s}/members`)).body.concat(
+      (await h.call(other, 'get', `/v2/orgs/${s}/members`)).body,
+    );
+    expect(members.some((m: { role: string }) => m.role === 'owner')).toBe(true);
+    // Whichever lands second finds its caller no longer an owner (403) or would leave none (409).
+    for (const r of results) expect([200, 403, 409]).toContain(r.status);
+    expect(results.filter((r) => r.status === 200).length).toBeLessThanOrEqual(1);
+  });
+
+  it('only owners grant or take the owner role; any member may leave', async () => {
+    const admin = await h.newUser();
+    const target = await h.newUser();
+    const s = await orgWith([admin, 'member']);
+    await h.call(owner, 'put', `/v2/orgs/${s}/roles/people-admin`, {
+      permissions: ['members:read', 'members:manage'],
+    });
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: admin.userId, role: 'people-admin' });
+    expect(
+      (await h.call(admin, 'post', `/v2/orgs/${s}/members`, { userId: target.userId, role: 'guest' })).status,
+    ).toBe(201);
+    const grant = await h.call(admin, 'post', `/v2/orgs/${s}/members`, {
+      userId: target.userId,
+      role: 'owner',
+    });
+    expect(grant.status).toBe(403);
+    expect((await h.call(admin, 'delete', `/v2/orgs/${s}/members/${owner.userId}`)).status).toBe(403);
+    expect((await h.call(target, 'delete', `/v2/orgs/${s}/members/${target.userId}`)).status).toBe(204);
+  });
+
+  it('members:manage cannot hand out (even to oneself) a role holding more than the caller holds', async () => {
+    const admin = await h.newUser();
+    const target = await h.newUser();
+    const s = await orgWith();
+    await h.call(owner, 'put', `/v2/orgs/${s}/roles/people-admin`, {
+      permissions: ['members:read', 'members:manage'],
+    });
+    await h.call(owner, 'put', `/v2/orgs/${s}/roles/key-master`, {
+      permissions: ['members:read', 'apikeys:manage'],
+    });
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: admin.userId, role: 'people-admin' });
+    const self = await h.call(admin, 'post', `/v2/orgs/${s}/members`, {
+      userId: admin.userId,
+      role: 'key-master',
+    });
+    expect(self.status).toBe(403);
+    expect(self.body).toMatchObject({
+      error: 'PermissionEscalation',
+      details: { permissions: ['apikeys:manage'] },
+    });
+    expect(
+      (await h.call(admin, 'post', `/v2/orgs/${s}/members`, { userId: target.userId, role: 'key-master' }))
+        .status,
+    ).toBe(403);
+    expect(
+      (await h.call(admin, 'post', `/v2/orgs/${s}/members`, { userId: target.userId, role: 'guest' })).status,
+    ).toBe(201);
+  });
+
+  describe('roles', () => {
+    it('lists the built-ins: owner (every permission), member (includes models:read), guest (none)', async () => {
+      const s = await orgWith();
+      const res = await h.call(owner, 'get', `/v2/orgs/${s}/roles`);
+      expect(res.status).toBe(200);
+      const bySlug = Object.fromEntries(res.body.map((r: { slug: string }) => [r.slug, r]));
+      expect(bySlug.owner).toMatchObject({ builtIn: true, permissions: ALL_PERMISSIONS });
+      expect(bySlug.member.permissions).toContain('models:read');
+      expect(bySlug.guest.permissions).toEqual([]);
+    });
+
+    it('custom roles are data: create (201), replace (200, publishes for all members), delete', async () => {
+      const s = await orgWith();
+      const events = recordEvents(h.bus, [Subjects.membershipChanged]);
+      const created = await h.call(owner, 'put', `/v2/orgs/${s}/roles/analyst`, {
+        description: 'reads models',
+        permissions: ['models:read'],
+        scopes: ['reports'],
+      });
+      expect(created.status).toBe(201);
+      expect(created.body).toEqual({
+        slug: 'analyst',
+        description: 'reads models',
+        permissions: ['models:read'],
+        scopes: ['reports'],
+        builtIn: false,
+      });
+      const replaced = await h.call(owner, 'put', `/v2/orgs/${s}/roles/analyst`, {
+        permissions: ['models:read', 'members:read'],
+      });
+      expect(replaced.status).toBe(200);
+      await waitFor(() => events.seen.some((e) => e.payload.orgSlug === s && !('userId' in e.payload)), {
+        what: 'org-wide membership event',
+      });
+      const listed = (await h.call(owner, 'get', `/v2/orgs/${s}/roles`)).body;
+      expect(listed.find((r: { slug: string }) => r.slug === 'analyst').permissions).toEqual([
+        'models:read',
+        'members:read',
+      ]);
+      expect((await h.call(owner, 'delete', `/v2/orgs/${s}/roles/analyst`)).status).toBe(204);
+      expect((await h.call(owner, 'delete', `/v2/orgs/${s}/roles/analyst`)).status).toBe(404);
+      events.stop();
+    });
+
+    it('built-in roles are not editable; unknown permissions and bad slugs are 400; roles in use are 409', async () => {
+      const user = await h.newUser();
+      const s = await orgWith();
+      expect((await h.call(owner, 'put', `/v2/orgs/${s}/roles/owner`, { permissions: [] })).status).toBe(403);
+      expect((await h.call(owner, 'delete', `/v2/orgs/${s}/roles/member`)).status).toBe(403);
+      const unknown = await h.call(owner, 'put', `/v2/orgs/${s}/roles/x-role`, {
+        permissions: ['models:fly'],
+      });
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.details.issues[0].field).toBe('permissions.0');
+      expect((await h.call(owner, 'put', `/v2/orgs/${s}/roles/Bad_Slug`, { permissions: [] })).status).toBe(
+        400,
+      );
+      await h.call(owner, 'put', `/v2/orgs/${s}/roles/used`, { permissions: [] });
+      await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: user.userId, role: 'used' });
+      expect((await h.call(owner, 'delete', `/v2/orgs/${s}/roles/used`)).status).toBe(409);
+    });
+
+    it('nobody grants a role more than they hold', async () => {
+      const manager = await h.newUser();
+      const s = await orgWith();
+      await h.call(owner, 'put', `/v2/orgs/${s}/roles/role-manager`, {
+        permissions: ['roles:read', 'roles:manage'],
+      });
+      await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: manager.userId, role: 'role-manager' });
+      const res = await h.call(manager, 'put', `/v2/orgs/${s}/roles/sneaky`, {
+        permissions: ['members:manage'],
+      });
+      expect(res.status).toBe(403);
+      expect(res.body.details.permissions).toEqual(['members:manage']);
+      expect(
+        (await h.call(manager, 'put', `/v2/orgs/${s}/roles/fine`, { permissions: ['roles:read'] })).status,
+      ).toBe(201);
+    });
+
+    it('a custom role’s permissions reach the principal', async () => {
+      const user = await h.newUser();
+      const s = await orgWith();
+      await h.call(owner, 'put', `/v2/orgs/${s}/roles/modeler`, {
+        permissions: ['models:read', 'models:manage'],
+        scopes: ['lab'],
+      });
+      await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: user.userId, role: 'modeler' });
+      const { principal } = await h.service.context.resolver.resolve(user.credential, s, 'r');
+      expect(principal.session.org).toMatchObject({
+        slug: s,
+        role: { slug: 'modeler', permissions: ['models:read', 'models:manage'], scopes: ['lab'] },
+      });
+      expect(principal.run.permissions).toEqual({ llm: { models: { read: true, manage: true } } });
+      expect(principal.run.scopes).toEqual(['lab']);
+    });
+  });
+});
