@@ -135,6 +135,11 @@ class DurableQueue {
 
   private async drain(): Promise<void> {
     while (this.pending.length && this.handler && !this.stopped) {
+      const concurrency = this.handler.concurrency ?? 1;
+      if (concurrency > 1) {
+        await this.deliverSome(this.handler, concurrency);
+        continue;
+      }
       const message = this.pending[0]!;
       message.deliveryCount++;
       const delivered: DurableMessage = { ...message };
@@ -146,5 +151,25 @@ class DurableQueue {
       }
     }
     this.running = false;
+  }
+
+  /** Up to `concurrency` messages handled at once; the failed ones wait `retryDelayMs`, then come first again. */
+  private async deliverSome(handler: DurableConsumerOptions, concurrency: number): Promise<void> {
+    const taken = this.pending.splice(0, concurrency);
+    const failed: QueuedMessage[] = [];
+    await Promise.all(
+      taken.map(async (message) => {
+        message.deliveryCount++;
+        try {
+          await handler.handler({ ...message });
+        } catch {
+          failed.push(message);
+        }
+      }),
+    );
+    if (failed.length) {
+      this.pending.unshift(...failed);
+      await new Promise((r) => setTimeout(r, handler.retryDelayMs ?? 1000));
+    }
   }
 }

@@ -4,6 +4,7 @@ import {
   type ConsumerMessages,
   connect,
   DeliverPolicy,
+  type JsMsg,
   type NatsConnection,
   nanos,
   StorageType,
@@ -92,19 +93,30 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       const consumer = await nc.jetstream().consumers.get(consumerOptions.stream, consumerOptions.durable);
       const messages = await consumer.consume({ max_messages: 512 });
       consumers.add(messages);
+      const handle = async (m: JsMsg) => {
+        try {
+          await consumerOptions.handler({
+            subject: m.subject,
+            data: m.string(),
+            deliveryCount: m.info.redeliveryCount,
+          });
+          m.ack();
+        } catch (err) {
+          report(err, `durable ${consumerOptions.durable}`);
+          m.nak(consumerOptions.retryDelayMs ?? 1000);
+        }
+      };
+      const limit = Math.max(1, consumerOptions.concurrency ?? 1);
+      const inFlight = new Set<Promise<void>>();
       const loop = (async () => {
-        for await (const m of messages) {
-          try {
-            await consumerOptions.handler({
-              subject: m.subject,
-              data: m.string(),
-              deliveryCount: m.info.redeliveryCount,
-            });
-            m.ack();
-          } catch (err) {
-            report(err, `durable ${consumerOptions.durable}`);
-            m.nak(consumerOptions.retryDelayMs ?? 1000);
+        try {
+          for await (const m of messages) {
+            const task: Promise<void> = handle(m).finally(() => inFlight.delete(task));
+            inFlight.add(task);
+            if (inFlight.size >= limit) await Promise.race(inFlight);
           }
+        } finally {
+          await Promise.all(inFlight);
         }
       })().catch((err) => report(err, `durable ${consumerOptions.durable} loop`));
       return {

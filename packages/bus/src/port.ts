@@ -20,6 +20,12 @@ export interface DurableConsumerOptions {
   handler: (message: DurableMessage) => Promise<void>;
   /** how long a failed message waits before redelivery (ms) */
   retryDelayMs?: number;
+  /**
+   * How many messages the handler may be running at once (default 1: one after the other). Messages
+   * are still acknowledged one by one, each when its own handler returns (NATS), or in waves of up to
+   * this many (in-process).
+   */
+  concurrency?: number;
 }
 
 export interface StreamOptions {

@@ -209,11 +209,13 @@ const RANGE_OPERATORS = ['$lt', '$lte', '$gt', '$gte'];
 
 /**
  * Brings NeDB's query semantics to MongoDB's, recursively through `$or`/`$and`: `$eq` becomes plain
- * equality (NeDB has none), and range operators never match a missing or null field (NeDB orders
- * null and undefined before everything, so `{at: {$lte: date}}` would match documents without `at`).
+ * equality (NeDB has none), `$ne` on an array means no element equals, and range operators never
+ * match a missing or null field (NeDB orders null and undefined before everything, so
+ * `{at: {$lte: date}}` would match documents without `at`).
  */
 export function toNedbQuery(filter: Filter): Filter {
   const out: Filter = {};
+  const notEqual: Filter[] = [];
   for (const [key, value] of Object.entries(filter)) {
     if ((key === '$or' || key === '$and') && Array.isArray(value)) {
       out[key] = value.map((f) => toNedbQuery(f as Filter));
@@ -227,14 +229,22 @@ export function toNedbQuery(filter: Filter): Filter {
         }
         ops = { ...rest, $in: [$eq] };
       }
-      if (RANGE_OPERATORS.some((op) => op in ops && ops[op] !== null && ops[op] !== undefined)) {
-        ops = { $exists: true, ...ops, ...('$ne' in ops ? {} : { $ne: null }) };
+      if ('$ne' in ops) {
+        // MongoDB's `$ne` on an array field means "no element equals"; NeDB's means "some element differs".
+        const { $ne, ...rest } = ops;
+        notEqual.push({ $not: { [key]: $ne } });
+        ops = rest;
       }
-      out[key] = ops;
+      if (RANGE_OPERATORS.some((op) => op in ops && ops[op] !== null && ops[op] !== undefined)) {
+        ops = { $exists: true, ...ops };
+        notEqual.push({ $not: { [key]: null } });
+      }
+      if (Object.keys(ops).length) out[key] = ops;
     } else {
       out[key] = value;
     }
   }
+  if (notEqual.length) out.$and = [...((out.$and as Filter[] | undefined) ?? []), ...notEqual];
   return out;
 }
 

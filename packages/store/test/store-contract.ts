@@ -63,6 +63,15 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect(await items.count({ at: { $lt: new Date('2020-01-01T00:00:00Z') } })).toBe(0);
     });
 
+    it('matches $ne on an array field only when no element equals the value', async () => {
+      await items.insertOne({ _id: 'with', group: 'g', n: 1, tags: ['x', 'y'] });
+      await items.insertOne({ _id: 'without', group: 'g', n: 2, tags: ['y'] });
+      await items.insertOne({ _id: 'none', group: 'g', n: 3 });
+      const ids = (await items.find({ tags: { $ne: 'x' } }, { sort: { n: 1 } })).map((d) => d._id);
+      expect(ids).toEqual(['without', 'none']);
+      expect((await items.find({ n: { $ne: 2, $gte: 2 } })).map((d) => d._id)).toEqual(['none']);
+    });
+
     it('sorts, skips and limits', async () => {
       for (let n = 0; n < 10; n++) await items.insertOne({ _id: `d${n}`, group: 'g', n });
       const page = await items.find({}, { sort: { n: -1 }, skip: 2, limit: 3 });

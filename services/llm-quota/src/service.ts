@@ -1,19 +1,131 @@
 import type { Bus } from '@platform/bus';
-import { type BaseDeps, type PlatformService, createServiceApp } from '@platform/kernel';
+import {
+  type BaseDeps,
+  type Clock,
+  createHttpMetrics,
+  createServiceApp,
+  edgePrincipal,
+  type PlatformService,
+  systemClock,
+} from '@platform/kernel';
 import type { Store } from '@platform/store';
-import type { LlmQuotaConfig } from './config';
+import { Counter, Histogram } from 'prom-client';
+import { type LlmQuotaConfig, planCatalogOf } from './config';
+import { quotaCollections } from './data/collections';
+import { SettingsRepository } from './data/settings-repo';
+import { planInForce } from './domain/usage-report';
+import { Maintenance } from './ingest/maintenance';
+import { UsageBatcher } from './ingest/usage-batcher';
+import { UsageConsumer } from './ingest/usage-consumer';
+import { UsageWriter } from './ingest/usage-writer';
+import type { RouteDeps } from './routes/deps';
+import { mountInternalRoutes } from './routes/internal';
+import { mountSettingsRoutes } from './routes/settings';
+import { mountUsageRoute } from './routes/usage';
 
 export interface LlmQuotaDeps extends BaseDeps<LlmQuotaConfig> {
   store: Store;
   bus: Bus;
+  /** real time for batch leases between instances; tests of recovery move it (default: the system clock) */
+  leaseClock?: Clock;
 }
 
+const HOUR = 3_600_000;
+
+/**
+ * llm-quota: plans and organizations' quota settings, usage counters fed by the LLM gateway's
+ * `analytics.llm.completion` events, and `GET /v1/quotas/usage`.
+ */
 export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<PlatformService> {
+  const { config, logger, clock, store, bus } = deps;
+  const catalog = planCatalogOf(config);
+  const collections = quotaCollections(store);
+  const settings = new SettingsRepository(collections, clock, config.LLM_QUOTA_DEFAULT_PLAN);
+
+  const metrics = createHttpMetrics('llm-quota');
+  const events = new Counter({
+    name: 'llm_quota_events_total',
+    help: 'analytics.llm.completion messages handled, by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [metrics.registry],
+  });
+  const batchSize = new Histogram({
+    name: 'llm_quota_batch_events',
+    help: 'events per counting batch',
+    buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500],
+    registers: [metrics.registry],
+  });
+
+  const writer = new UsageWriter({
+    collections,
+    clock,
+    leaseClock: deps.leaseClock ?? systemClock,
+    leaseMs: config.LLM_QUOTA_BATCH_LEASE_MS,
+    logger,
+  });
+  const batcher = new UsageBatcher(writer, config.LLM_QUOTA_BATCH_MAX, (size) => batchSize.observe(size));
+  const consumer = new UsageConsumer({
+    bus,
+    batcher,
+    settings,
+    clock,
+    logger,
+    stream: config.LLM_QUOTA_STREAM,
+    durable: config.LLM_QUOTA_DURABLE,
+    streamMaxAgeMs: config.LLM_QUOTA_STREAM_MAX_AGE_HOURS * HOUR,
+    maxEventAgeMs: config.LLM_QUOTA_MAX_EVENT_AGE_HOURS * HOUR,
+    concurrency: config.LLM_QUOTA_CONSUMER_CONCURRENCY,
+    retryDelayMs: config.LLM_QUOTA_RETRY_DELAY_MS,
+    onOutcome: (outcome) => events.inc({ outcome }),
+  });
+  const maintenance = new Maintenance({
+    collections,
+    writer,
+    clock,
+    logger,
+    intervalMs: config.LLM_QUOTA_SWEEP_INTERVAL_MS,
+    eventIdRetentionMs: config.LLM_QUOTA_EVENT_ID_RETENTION_HOURS * HOUR,
+    minuteRetentionMs: config.LLM_QUOTA_MINUTE_BUCKET_RETENTION_HOURS * HOUR,
+  });
+
+  const routeDeps: RouteDeps = {
+    config,
+    clock,
+    logger,
+    collections,
+    settings,
+    catalog,
+    planOf: (doc) => planInForce(doc, catalog, config.LLM_QUOTA_DEFAULT_PLAN, logger),
+  };
   const app = createServiceApp({
     name: 'llm-quota',
-    logger: deps.logger,
-    readiness: { store: () => deps.store.ping(), bus: () => deps.bus.ping() },
-    routes: () => {},
+    logger,
+    metrics,
+    bodyLimit: config.LLM_QUOTA_BODY_LIMIT_BYTES,
+    readiness: { store: () => store.ping(), bus: () => bus.ping() },
+    before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
+    routes: (router) => {
+      mountUsageRoute(router, routeDeps);
+      mountSettingsRoutes(router, routeDeps);
+      mountInternalRoutes(router, routeDeps);
+    },
   });
-  return { name: 'llm-quota', handler: app, start: async () => {}, stop: async () => {} };
+
+  let started = false;
+  return {
+    name: 'llm-quota',
+    handler: app,
+    async start() {
+      if (started) return;
+      await consumer.start();
+      maintenance.start();
+      started = true;
+    },
+    async stop() {
+      if (!started) return;
+      started = false;
+      await consumer.stop();
+      await maintenance.stop();
+    },
+  };
 }

@@ -1,0 +1,148 @@
+import type { Logger } from '@platform/kernel';
+import type { CounterDoc, OrgSettingsDoc, QuotaCollections } from '../data/collections';
+import type { QuotaGauge, UsageResponse } from '../routes/schemas';
+import { microsToCost, percentOf } from './gauges';
+import { LIMIT_KEYS, type LimitKey, type Plan, type PlanCatalog } from './plans';
+import { effectiveUserLimit } from './user-limits';
+import { type CounterScope, counterId, type WindowKind, windowEnd, windowStart } from './windows';
+
+const WINDOW_OF: Record<LimitKey, WindowKind> = {
+  'llm.rpm': 'minute',
+  'llm.tpm': 'minute',
+  'llm.monthly_tokens': 'month',
+  'llm.monthly_cost': 'month',
+};
+
+/** What a gauge measures in a counter. */
+function usedOf(key: LimitKey, counter: CounterDoc | undefined): number {
+  if (!counter) return 0;
+  switch (key) {
+    case 'llm.rpm':
+      return counter.requests;
+    case 'llm.tpm':
+    case 'llm.monthly_tokens':
+      return counter.tokens;
+    case 'llm.monthly_cost':
+      return microsToCost(counter.cost_micros);
+  }
+}
+
+export interface PlanInForce {
+  name: string;
+  plan: Plan;
+}
+
+/** The organization's plan; an assigned plan missing from the catalogue falls back to the default. */
+export function planInForce(
+  settings: OrgSettingsDoc,
+  catalog: PlanCatalog,
+  defaultPlan: string,
+  logger: Logger,
+): PlanInForce {
+  const assigned = catalog[settings.plan];
+  if (assigned) return { name: settings.plan, plan: assigned };
+  logger.error(
+    { orgSlug: settings._id, plan: settings.plan, defaultPlan },
+    'organization assigned to a plan that is not in the catalogue; reporting the default plan',
+  );
+  return { name: defaultPlan, plan: catalog[defaultPlan]! };
+}
+
+export interface ReportInput {
+  settings: OrgSettingsDoc;
+  plan: PlanInForce;
+  now: Date;
+  /** the caller, when the credential carries a user */
+  user: { id: string; role: string | null } | null;
+}
+
+/** The ids of the few counters a report reads (all by primary key). */
+export function countersToRead(orgSlug: string, now: Date, userId: string | null): string[] {
+  const org: CounterScope = { orgSlug };
+  const ids = [
+    counterId(org, 'minute', windowStart('minute', now)),
+    counterId(org, 'month', windowStart('month', now)),
+  ];
+  if (userId !== null) {
+    const user: CounterScope = { orgSlug, userId };
+    ids.push(
+      counterId(user, 'minute', windowStart('minute', now)),
+      counterId(user, 'month', windowStart('month', now)),
+    );
+  }
+  return ids;
+}
+
+/** Spec 2.1 from the settings, the plan and the current counters. */
+export function buildUsageReport(input: ReportInput, counters: Map<string, CounterDoc>): UsageResponse {
+  const { settings, plan, now, user } = input;
+  const orgSlug = settings._id;
+  const read = (scope: CounterScope, window: WindowKind) =>
+    counters.get(counterId(scope, window, windowStart(window, now)));
+  const gauge = (
+    key: LimitKey,
+    scope: CounterScope,
+    limit: number,
+    source: QuotaGauge['source'],
+  ): QuotaGauge => {
+    const window = WINDOW_OF[key];
+    const used = usedOf(key, read(scope, window));
+    const out: QuotaGauge = {
+      key,
+      source,
+      scope: scope.userId === undefined ? 'org' : 'user',
+      window,
+      limit,
+      used,
+      percent: percentOf(used, limit),
+    };
+    if (window === 'minute') {
+      // The time of the last request recorded this month, for the organization or the user.
+      const last = read(scope, 'month')?.lastRequestAt;
+      if (last) out.as_of = new Date(last).toISOString();
+    }
+    out.resets_at = windowEnd(window, now).toISOString();
+    return out;
+  };
+
+  const org: CounterScope = { orgSlug };
+  const enforced: QuotaGauge[] = [];
+  for (const key of LIMIT_KEYS) {
+    const limit = plan.plan.limits[key];
+    if (typeof limit === 'number') enforced.push(gauge(key, org, limit, 'plan'));
+  }
+  const month = read(org, 'month');
+  const report: UsageResponse = {
+    orgSlug,
+    computed_at: now.toISOString(),
+    usage_refreshed_at: month?.refreshedAt ? new Date(month.refreshedAt).toISOString() : null,
+    policy: settings.policy,
+    enforced,
+    included: { ...plan.plan.included },
+    per_user_defaults: { ...plan.plan.per_user_defaults },
+    org_user_quotas: settings.org_user_quotas,
+    plan: { name: plan.name, currency: plan.plan.currency },
+  };
+  if (user) {
+    const scope: CounterScope = { orgSlug, userId: user.id };
+    const userGauges: QuotaGauge[] = [];
+    for (const [key, field] of [
+      ['llm.rpm', 'rpm'],
+      ['llm.tpm', 'tpm'],
+    ] as const) {
+      const limit = effectiveUserLimit(field, settings.org_user_quotas, plan.plan, user.id, user.role);
+      if (limit) userGauges.push(gauge(key, scope, limit.limit, limit.source));
+    }
+    report.user = { userId: user.id, role: user.role, enforced: userGauges };
+  }
+  return report;
+}
+
+/** Reads the counters of a report in one index-backed query. */
+export async function readCounters(
+  collections: QuotaCollections,
+  ids: string[],
+): Promise<Map<string, CounterDoc>> {
+  const docs = await collections.counters.find({ _id: { $in: ids } });
+  return new Map(docs.map((doc) => [doc._id, doc]));
+}

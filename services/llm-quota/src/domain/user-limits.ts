@@ -1,0 +1,42 @@
+import type { Plan } from './plans';
+
+export interface UserQuota {
+  rpm?: number;
+  tpm?: number;
+}
+
+/** An organization's per-user settings (spec 2.1 `org_user_quotas`). */
+export interface OrgUserQuotas {
+  /** by user id */
+  overrides: Record<string, UserQuota>;
+  /** by organization role slug */
+  by_role: Record<string, UserQuota>;
+}
+
+export type UserLimitSource = 'override' | 'role' | 'plan';
+
+export interface EffectiveUserLimit {
+  limit: number;
+  source: UserLimitSource;
+}
+
+/**
+ * A user's per-user limit for `rpm` or `tpm`, field by field: the user's override, else the entry of
+ * the user's organization role, else the plan's per-user default; none when no level sets it.
+ */
+export function effectiveUserLimit(
+  field: keyof UserQuota,
+  quotas: OrgUserQuotas,
+  plan: Plan,
+  userId: string,
+  roleSlug: string | null,
+): EffectiveUserLimit | null {
+  const override = Object.hasOwn(quotas.overrides, userId) ? quotas.overrides[userId]?.[field] : undefined;
+  if (typeof override === 'number') return { limit: override, source: 'override' };
+  const byRole =
+    roleSlug && Object.hasOwn(quotas.by_role, roleSlug) ? quotas.by_role[roleSlug]?.[field] : undefined;
+  if (typeof byRole === 'number') return { limit: byRole, source: 'role' };
+  const fallback = plan.per_user_defaults[field];
+  if (typeof fallback === 'number') return { limit: fallback, source: 'plan' };
+  return null;
+}

@@ -1,0 +1,70 @@
+import { ManualClock, silentLogger } from '@platform/kernel';
+import { createEmbeddedStore } from '@platform/store';
+import { quotaCollections } from '../data/collections';
+import { counterId } from '../domain/windows';
+import { Maintenance } from './maintenance';
+
+const HOUR = 3_600_000;
+
+describe('Maintenance', () => {
+  it('recovers batches, then forgets event ids and minute counters past retention, keeping month counters', async () => {
+    const store = createEmbeddedStore();
+    const c = quotaCollections(store);
+    const clock = new ManualClock('2025-03-15T12:00:00Z');
+    const recover = jest.fn().mockResolvedValueOnce(2).mockResolvedValue(0);
+    const sweepMarkers = jest.fn().mockResolvedValue(0);
+    const counter = (kind: 'minute' | 'month', at: string) => ({
+      _id: counterId({ orgSlug: 'acme' }, kind, new Date(at)),
+      orgSlug: 'acme',
+      userId: null,
+      window: kind,
+      start: new Date(at),
+      requests: 1,
+      tokens: 1,
+      prompt_tokens: 1,
+      completion_tokens: 0,
+      cost_micros: 0,
+      lastRequestAt: new Date(at),
+      refreshedAt: new Date(at),
+    });
+    await c.counters.insertOne(counter('minute', '2025-03-13T11:00:00Z')); // 49 h old
+    await c.counters.insertOne(counter('minute', '2025-03-13T13:00:00Z')); // 47 h old
+    await c.counters.insertOne(counter('month', '2025-01-01T00:00:00Z'));
+    const ledger = (id: string, receivedAt: string) =>
+      ({ _id: id, batch: 'b', receivedAt: new Date(receivedAt) }) as never;
+    await c.ledger.insertOne(ledger('old', '2025-03-07T11:00:00Z')); // 8 days + 1 h
+    await c.ledger.insertOne(ledger('recent', '2025-03-07T13:00:00Z'));
+    await c.finishedBatches.insertOne({
+      _id: 'old-batch',
+      countedAt: new Date('2025-03-07T10:00:00Z'),
+      events: 1,
+    });
+    await c.finishedBatches.insertOne({
+      _id: 'recent-batch',
+      countedAt: new Date('2025-03-07T11:30:00Z'),
+      events: 1,
+    });
+
+    const maintenance = new Maintenance({
+      collections: c,
+      writer: { recover, sweepMarkers },
+      clock,
+      logger: silentLogger(),
+      intervalMs: 60_000,
+      eventIdRetentionMs: 8 * 24 * HOUR,
+      minuteRetentionMs: 48 * HOUR,
+    });
+    await maintenance.runOnce();
+    expect(recover).toHaveBeenCalledTimes(2); // again while there was a backlog
+    expect(sweepMarkers).toHaveBeenCalled();
+    expect((await c.counters.find({})).map((d) => d._id).sort()).toEqual([
+      'minute|2025-03-13T13:00|org|acme',
+      'month|2025-01|org|acme',
+    ]);
+    expect((await c.ledger.find({})).map((d) => d._id)).toEqual(['recent']);
+    // batches are kept an hour longer than the claims pointing to them
+    expect((await c.finishedBatches.find({})).map((d) => d._id)).toEqual(['recent-batch']);
+    await maintenance.stop();
+    await store.close();
+  });
+});

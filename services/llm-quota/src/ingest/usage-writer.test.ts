@@ -1,0 +1,215 @@
+import { ManualClock, silentLogger } from '@platform/kernel';
+import { type Collection, createEmbeddedStore, type Doc, type Store } from '@platform/store';
+import { type CounterDoc, type QuotaCollections, quotaCollections } from '../data/collections';
+import { counterId } from '../domain/windows';
+import type { CountableEvent } from './intake';
+import { UsageWriter } from './usage-writer';
+
+const NOW = new Date('2025-03-15T12:00:30Z');
+const LEASE_MS = 60_000;
+
+let n = 0;
+function event(overrides: Partial<CountableEvent> = {}): CountableEvent {
+  n++;
+  const at = new Date('2025-03-15T12:00:10Z');
+  return {
+    id: `e-${n}`,
+    orgSlug: 'acme',
+    userId: 'u1',
+    model: 'm',
+    provider: 'p',
+    occurredAt: at,
+    countedAt: at,
+    receivedAt: NOW,
+    prompt_tokens: 7,
+    completion_tokens: 3,
+    total_tokens: 10,
+    cost_micros: 1_500,
+    ...overrides,
+  };
+}
+
+/** Wraps a collection so a chosen call fails, as if the process died or the store went away there. */
+function failing<T extends Doc>(inner: Collection<T>, method: keyof Collection<T>, failOnCall: number) {
+  let calls = 0;
+  return new Proxy(inner, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop !== method || typeof value !== 'function')
+        return typeof value === 'function' ? value.bind(target) : value;
+      return (...args: unknown[]) => {
+        calls++;
+        if (calls === failOnCall) return Promise.reject(new Error(`injected failure of ${String(method)}`));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+describe('UsageWriter: exactly-once counting on a store without transactions', () => {
+  let store: Store;
+  let c: QuotaCollections;
+  let lease: ManualClock;
+  const writerWith = (collections: QuotaCollections, id = 'w1') =>
+    new UsageWriter({
+      collections,
+      clock: new ManualClock(NOW),
+      leaseClock: lease,
+      leaseMs: LEASE_MS,
+      logger: silentLogger(),
+      instanceId: id,
+    });
+  const orgMonth = () =>
+    c.counters.findOne({ _id: counterId({ orgSlug: 'acme' }, 'month', new Date('2025-03-01Z')) });
+  const orgMinute = () =>
+    c.counters.findOne({ _id: counterId({ orgSlug: 'acme' }, 'minute', new Date('2025-03-15T12:00:00Z')) });
+  const userMinute = () =>
+    c.counters.findOne({
+      _id: counterId({ orgSlug: 'acme', userId: 'u1' }, 'minute', new Date('2025-03-15T12:00:00Z')),
+    });
+
+  beforeEach(() => {
+    store = createEmbeddedStore();
+    c = quotaCollections(store);
+    lease = new ManualClock('2025-01-01T00:00:00Z');
+  });
+  afterEach(() => store.close());
+
+  it('counts a batch into the org and user counters of its minute and month', async () => {
+    const writer = writerWith(c);
+    const outcomes = await writer.apply([event(), event({ userId: null }), event({ userId: 'u2' })]);
+    expect([...outcomes.values()]).toEqual(['counted', 'counted', 'counted']);
+    const month = (await orgMonth()) as CounterDoc;
+    expect(month).toMatchObject({
+      requests: 3,
+      tokens: 30,
+      prompt_tokens: 21,
+      completion_tokens: 9,
+      cost_micros: 4_500,
+    });
+    expect(month.refreshedAt).toEqual(NOW);
+    expect(month.lastRequestAt).toEqual(new Date('2025-03-15T12:00:10Z'));
+    // The batch's marker stays a few seconds (for a late write of a writer that lost its lease)...
+    expect(Object.keys(month.applied ?? {})).toHaveLength(1);
+    lease.advance(20_000);
+    await writer.sweepMarkers();
+    expect((await orgMonth())?.applied).toEqual({});
+    expect(await orgMinute()).toMatchObject({ requests: 3, tokens: 30 });
+    expect(await userMinute()).toMatchObject({ requests: 1, tokens: 10 });
+    expect(await c.batches.count({})).toBe(0);
+    expect(await c.ledger.count({})).toBe(3);
+    expect(await c.finishedBatches.count({})).toBe(1);
+  });
+
+  it('never counts an event id twice, in later batches or by another instance', async () => {
+    const e = event();
+    expect((await writerWith(c).apply([e])).get(e.id)).toBe('counted');
+    expect((await writerWith(c).apply([e, event()])).get(e.id)).toBe('duplicate');
+    expect((await writerWith(c, 'w2').apply([{ ...e, total_tokens: 999 }])).get(e.id)).toBe('duplicate');
+    expect(await orgMonth()).toMatchObject({ requests: 2, tokens: 20 });
+  });
+
+  it('asks for a retry while another unfinished batch holds the event, then sees it as a duplicate', async () => {
+    const e = event();
+    // w1 dies right after journaling and claiming (before moving the batch to applying).
+    const dying = { ...c, batches: failing(c.batches, 'findOneAndUpdate', 1) };
+    await expect(writerWith(dying).apply([e])).rejects.toThrow('injected');
+    expect(await c.ledger.count({ _id: e.id })).toBe(1);
+    expect(await c.batches.count({ state: 'claiming' })).toBe(1);
+    expect((await writerWith(c, 'w2').apply([e])).get(e.id)).toBe('retry');
+    // The recovery sweep undoes the dead batch; the redelivered message is then counted, once.
+    lease.advance(LEASE_MS + 1);
+    expect(await writerWith(c, 'w2').recover()).toBe(1);
+    expect((await writerWith(c, 'w2').apply([e])).get(e.id)).toBe('counted');
+    expect((await writerWith(c, 'w2').apply([e])).get(e.id)).toBe('duplicate');
+    expect(await orgMonth()).toMatchObject({ requests: 1, tokens: 10 });
+  });
+
+  it('takes over the claim of an undone batch whose leftovers are still there', async () => {
+    const e = event();
+    const dying = { ...c, batches: failing(c.batches, 'findOneAndUpdate', 1) };
+    await expect(writerWith(dying).apply([e])).rejects.toThrow('injected');
+    // Only the journal went away (say an operator removed it): the claim points to no batch.
+    await c.batches.deleteMany({});
+    expect((await writerWith(c, 'w2').apply([e])).get(e.id)).toBe('counted');
+    expect(await orgMonth()).toMatchObject({ requests: 1 });
+  });
+
+  it('finishes a batch that died half-way through its counters, without counting anything twice', async () => {
+    const events = [event(), event({ userId: 'u2' }), event({ userId: null })];
+    // The third counter update fails: some counters have the batch, others not.
+    const dying = { ...c, counters: failing(c.counters, 'updateOne', 3) };
+    const outcomes = await writerWith(dying).apply(events);
+    // Journaled as applying: the messages may be acknowledged, the sweep will finish the batch.
+    expect([...outcomes.values()]).toEqual(['counted', 'counted', 'counted']);
+    expect(await c.batches.count({ state: 'applying' })).toBe(1);
+    expect(await writerWith(c, 'w2').recover()).toBe(1);
+    expect(await orgMonth()).toMatchObject({ requests: 3, tokens: 30, cost_micros: 4_500 });
+    expect(await orgMinute()).toMatchObject({ requests: 3 });
+    expect(await userMinute()).toMatchObject({ requests: 1 });
+    expect(await c.batches.count({})).toBe(0);
+    expect(await c.finishedBatches.count({})).toBe(1);
+    // Every event of it is now a duplicate.
+    const again = await writerWith(c).apply(events);
+    expect([...again.values()]).toEqual(['duplicate', 'duplicate', 'duplicate']);
+    expect(await orgMonth()).toMatchObject({ requests: 3 });
+  });
+
+  it('re-applying a batch whose writer stalled past its lease changes nothing', async () => {
+    const e = event();
+    // w1 stalls after the counters (its tombstone write fails) and keeps its lease until it runs out.
+    const stalled = { ...c, finishedBatches: failing(c.finishedBatches, 'insertOne', 1) };
+    const leaseless = { ...stalled, batches: failing(c.batches, 'updateOne', 1) };
+    await writerWith(leaseless).apply([e]);
+    expect(await orgMonth()).toMatchObject({ requests: 1 });
+    expect(await writerWith(c, 'w2').recover()).toBe(0); // the lease is still w1's
+    lease.advance(LEASE_MS + 1);
+    expect(await writerWith(c, 'w2').recover()).toBe(1);
+    expect(await orgMonth()).toMatchObject({ requests: 1 });
+    expect(await c.batches.count({})).toBe(0);
+    expect(await c.finishedBatches.count({})).toBe(1);
+  });
+
+  it('leaves the batch to the recovery when its lease ran out before the counters', async () => {
+    const e = event();
+    const slowClaims = {
+      ...c,
+      ledger: new Proxy(c.ledger, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (prop === 'insertOne') {
+            return async (doc: never) => {
+              const r = await target.insertOne(doc);
+              lease.advance(LEASE_MS); // the claim took the whole lease
+              return r;
+            };
+          }
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      }),
+    };
+    expect((await writerWith(slowClaims).apply([e])).get(e.id)).toBe('retry');
+    expect(await orgMonth()).toBeNull();
+    lease.advance(1);
+    await writerWith(c, 'w2').recover();
+    expect((await writerWith(c, 'w2').apply([e])).get(e.id)).toBe('counted');
+    expect(await orgMonth()).toMatchObject({ requests: 1 });
+  });
+
+  it('sums many events of one counter into one update, which also drops old markers', async () => {
+    const writer = writerWith(c);
+    const updates = jest.spyOn(c.counters, 'updateOne');
+    await writer.apply(Array.from({ length: 50 }, () => event()));
+    // org minute + org month + user minute + user month
+    expect(updates).toHaveBeenCalledTimes(4);
+    expect(await orgMonth()).toMatchObject({ requests: 50, tokens: 500, cost_micros: 75_000 });
+    lease.advance(6_000);
+    await writer.apply([event()]);
+    expect(updates).toHaveBeenCalledTimes(8);
+    const month = (await orgMonth()) as CounterDoc;
+    expect(month).toMatchObject({ requests: 51 });
+    // the first batch's marker went with the second batch's update; only the second's is left
+    expect(Object.keys(month.applied ?? {})).toHaveLength(1);
+    expect(await writer.sweepMarkers()).toBe(0);
+  });
+});

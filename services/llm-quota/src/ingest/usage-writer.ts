@@ -1,0 +1,385 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock, Logger } from '@platform/kernel';
+import { DuplicateKeyError } from '@platform/store';
+import type { BatchDoc, CounterIncrement, LedgerDoc, QuotaCollections } from '../data/collections';
+import { type CounterScope, counterId, type WindowKind, windowStart } from '../domain/windows';
+import type { CountableEvent } from './intake';
+
+/**
+ * What became of an event handed to the writer:
+ * - `counted`: this batch counts it (it is durably journaled; its counters are written or will be);
+ * - `duplicate`: an earlier delivery of the same event id counts it;
+ * - `retry`: it cannot be decided now (another batch holds it and has not finished); deliver it again later.
+ */
+export type Outcome = 'counted' | 'duplicate' | 'retry';
+
+export interface UsageWriterOptions {
+  collections: QuotaCollections;
+  /** business time: the counters' refresh time */
+  clock: Clock;
+  /** real time for leases between instances (never a manual clock: leases are about live processes) */
+  leaseClock: Clock;
+  leaseMs: number;
+  logger: Logger;
+  /** this instance, as the owner of its batches */
+  instanceId?: string;
+}
+
+class LeaseLost extends Error {}
+
+/** A finished batch's marker is removed from a counter only after this long (see `staleMarkers`). */
+const MARKER_GRACE_MS = 5_000;
+
+/**
+ * Counts events exactly once, in batches, on a store whose only atomic unit is one document.
+ *
+ * 1. An open batch document is written (`claiming`, with a lease).
+ * 2. The events are claimed by inserting their ledger documents, whose `_id` is the event id: a
+ *    second delivery of an id fails the insert and is recognised as a duplicate.
+ * 3. The increments of the claimed events, summed by counter, are stored in the batch as it moves
+ *    to `applying`. From then on anyone can finish the batch, so its messages may be acknowledged.
+ * 4. Each counter is incremented only if it does not carry the batch's marker yet, and the marker is
+ *    set in the same atomic update: applying a batch twice (a retry, a crash, another instance
+ *    recovering it) changes nothing the second time.
+ * 5. A tombstone records the batch as done (what later duplicates are checked against), the open
+ *    batch is deleted, and the markers are removed later, with other updates of the same counters.
+ * A batch whose lease ran out is taken over by the recovery sweep: `claiming` becomes `aborted` (its
+ * messages, never acknowledged, come again and take its claims over), `applying` is finished.
+ */
+export class UsageWriter {
+  readonly instanceId: string;
+  private readonly c: QuotaCollections;
+  /**
+   * Markers of batches this instance finished, by counter, with the (real) time they finished. They
+   * are removed by the next update of the same counter once MARKER_GRACE_MS old (no extra write), or
+   * by `sweepMarkers`. The grace leaves time to any write of the batch still in flight from a writer
+   * that lost its lease. Lost on a crash: a leftover marker costs a few bytes, never a wrong count.
+   */
+  private readonly staleMarkers = new Map<string, Map<string, number>>();
+
+  constructor(private readonly options: UsageWriterOptions) {
+    this.c = options.collections;
+    this.instanceId = options.instanceId ?? randomUUID();
+  }
+
+  /** Counts a batch of events with distinct ids. */
+  async apply(events: CountableEvent[]): Promise<Map<string, Outcome>> {
+    const outcomes = new Map<string, Outcome>();
+    if (events.length === 0) return outcomes;
+    const batchId = `${Date.now().toString(36)}-${randomUUID()}`;
+    const leaseUntil = this.now() + this.options.leaseMs;
+    await this.c.batches.insertOne({
+      _id: batchId,
+      state: 'claiming',
+      owner: this.instanceId,
+      leaseUntil,
+      countedAt: this.options.clock.now(),
+      events: events.length,
+      increments: [],
+    });
+
+    let applying: BatchDoc | null = null;
+    let claimed: CountableEvent[];
+    try {
+      claimed = await this.claimAll(events, batchId, outcomes);
+      if (claimed.length === 0) {
+        await this.c.batches.deleteOne({ _id: batchId, owner: this.instanceId, state: 'claiming' });
+        return outcomes;
+      }
+      if (this.leaseHeld(leaseUntil)) {
+        applying = await this.c.batches.findOneAndUpdate(
+          { _id: batchId, state: 'claiming', owner: this.instanceId },
+          { $set: { state: 'applying', increments: sumIncrements(claimed), events: claimed.length } },
+        );
+      }
+    } catch (err) {
+      await this.releaseLease(batchId);
+      throw err;
+    }
+    if (!applying) {
+      // Too slow, or undone by a recovery: nothing was counted; the messages will come again.
+      for (const event of claimed) outcomes.set(event.id, 'retry');
+      return outcomes;
+    }
+    for (const event of claimed) outcomes.set(event.id, 'counted');
+
+    try {
+      await this.finish(applying, leaseUntil);
+    } catch (err) {
+      // The batch holds its increments: the recovery sweep finishes it; the events are safe.
+      if (!(err instanceof LeaseLost)) {
+        this.options.logger.warn({ err, batchId }, 'batch not finished; the recovery sweep will finish it');
+        await this.releaseLease(batchId);
+      }
+    }
+    return outcomes;
+  }
+
+  /**
+   * Finishes or undoes the batches whose lease ran out (their writer died or stalled). Returns how
+   * many it handled.
+   */
+  async recover(limit = 100): Promise<number> {
+    const now = this.now();
+    let handled = 0;
+    const stuck = await this.c.batches.find(
+      { state: { $in: ['claiming', 'applying'] }, leaseUntil: { $lt: now } },
+      { limit },
+    );
+    for (const batch of stuck) {
+      const leaseUntil = now + this.options.leaseMs;
+      const taken = await this.c.batches.findOneAndUpdate(
+        { _id: batch._id, state: batch.state, leaseUntil: batch.leaseUntil },
+        { $set: { owner: this.instanceId, leaseUntil } },
+      );
+      if (!taken) continue;
+      handled++;
+      if (taken.state === 'claiming') {
+        await this.c.batches.updateOne(
+          { _id: taken._id, owner: this.instanceId, state: 'claiming' },
+          { $set: { state: 'aborted' } },
+        );
+        this.options.logger.info({ batchId: taken._id }, 'undid an unfinished batch: its events come again');
+      } else {
+        await this.finish(taken, leaseUntil);
+        this.options.logger.info({ batchId: taken._id }, 'finished a batch left unfinished');
+      }
+    }
+    return handled;
+  }
+
+  /** Removes the markers of finished batches older than `olderThanMs` that no update took along. */
+  async sweepMarkers(olderThanMs = MARKER_GRACE_MS): Promise<number> {
+    const cutoff = this.now() - olderThanMs;
+    let removed = 0;
+    for (const [id, markers] of [...this.staleMarkers]) {
+      const $unset: Record<string, ''> = {};
+      for (const [batchId, at] of markers) if (at <= cutoff) $unset[`applied.${batchId}`] = '';
+      if (!Object.keys($unset).length) continue;
+      await this.c.counters.updateOne({ _id: id }, { $unset });
+      removed += this.forgetMarkers(id, $unset);
+    }
+    return removed;
+  }
+
+  /**
+   * Step 2: claims the events, in one write when none was seen before (the usual case), else one by
+   * one to tell the duplicates apart.
+   */
+  private async claimAll(
+    events: CountableEvent[],
+    batchId: string,
+    outcomes: Map<string, Outcome>,
+  ): Promise<CountableEvent[]> {
+    if (this.c.ledger.insertMany && events.length > 1) {
+      try {
+        await this.c.ledger.insertMany(events.map((event) => ledgerDoc(event, batchId)));
+        return events;
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
+    }
+    const results = await Promise.all(events.map((event) => this.claim(event, batchId)));
+    const claimed: CountableEvent[] = [];
+    events.forEach((event, i) => {
+      const result = results[i]!;
+      if (result === 'claimed') claimed.push(event);
+      else outcomes.set(event.id, result);
+    });
+    return claimed;
+  }
+
+  /** Claims one event for the batch, or says why not. */
+  private async claim(event: CountableEvent, batchId: string): Promise<'claimed' | 'duplicate' | 'retry'> {
+    const doc = ledgerDoc(event, batchId);
+    try {
+      await this.c.ledger.insertOne(doc);
+      return 'claimed';
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    }
+    const existing = await this.c.ledger.findOne({ _id: event.id });
+    if (!existing) return 'retry';
+    // A multi-insert that failed half-way (MongoDB) may have stored this batch's own claim already.
+    if (existing.batch === batchId) return 'claimed';
+    const holder = await this.c.batches.findOne({ _id: existing.batch });
+    if (holder?.state === 'applying') return 'duplicate';
+    if (holder?.state === 'claiming') return 'retry';
+    if (!holder && (await this.c.finishedBatches.findOne({ _id: existing.batch }))) return 'duplicate';
+    // The batch that claimed it was undone (or is long gone): take the claim over.
+    const { _id: _ignored, ...fields } = doc;
+    const taken = await this.c.ledger.findOneAndUpdate(
+      { _id: event.id, batch: existing.batch },
+      { $set: fields },
+    );
+    return taken ? 'claimed' : 'retry';
+  }
+
+  /** Steps 4 and 5. */
+  private async finish(batch: BatchDoc, leaseUntil: number): Promise<void> {
+    await Promise.all(batch.increments.map((increment) => this.applyIncrement(batch, increment, leaseUntil)));
+    try {
+      await this.c.finishedBatches.insertOne({
+        _id: batch._id,
+        countedAt: batch.countedAt,
+        events: batch.events,
+      });
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err; // finished by a recovery at the same time
+    }
+    const deleted = await this.c.batches.deleteOne({ _id: batch._id, state: 'applying' });
+    if (deleted === 0) return;
+    const finishedAt = this.now();
+    for (const inc of batch.increments) {
+      let markers = this.staleMarkers.get(inc.counterId);
+      if (!markers) {
+        markers = new Map();
+        this.staleMarkers.set(inc.counterId, markers);
+      }
+      markers.set(batch._id, finishedAt);
+    }
+  }
+
+  private async applyIncrement(batch: BatchDoc, inc: CounterIncrement, leaseUntil: number): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      if (!this.leaseHeld(leaseUntil)) throw new LeaseLost();
+      const dropped = this.markersToDrop(inc.counterId);
+      try {
+        await this.c.counters.updateOne(
+          // A map, not an array: `{ $ne }` on arrays differs between the engines, `$exists` does not.
+          { _id: inc.counterId, [`applied.${batch._id}`]: { $exists: false } },
+          {
+            $inc: {
+              requests: inc.requests,
+              tokens: inc.tokens,
+              prompt_tokens: inc.prompt_tokens,
+              completion_tokens: inc.completion_tokens,
+              cost_micros: inc.cost_micros,
+            },
+            $max: { lastRequestAt: new Date(inc.lastRequestAt), refreshedAt: new Date(batch.countedAt) },
+            $set: { [`applied.${batch._id}`]: true },
+            ...(dropped ? { $unset: dropped } : {}),
+            $setOnInsert: {
+              orgSlug: inc.orgSlug,
+              userId: inc.userId,
+              window: inc.window,
+              start: new Date(inc.start),
+            },
+          },
+          { upsert: true },
+        );
+        if (dropped) this.forgetMarkers(inc.counterId, dropped);
+        return;
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+        // Either the counter already carries this batch (nothing to do), or another upsert created it
+        // at the same moment (try again: it now exists).
+        const current = await this.c.counters.findOne({ _id: inc.counterId });
+        if (current?.applied?.[batch._id]) return;
+        if (attempt >= 3) throw err;
+      }
+    }
+  }
+
+  /** The `$unset` of a counter's markers that are old enough to go with its next update. */
+  private markersToDrop(id: string): Record<string, ''> | undefined {
+    const markers = this.staleMarkers.get(id);
+    if (!markers) return undefined;
+    const cutoff = this.now() - MARKER_GRACE_MS;
+    let $unset: Record<string, ''> | undefined;
+    for (const [batchId, at] of markers) {
+      if (at > cutoff) continue;
+      $unset ??= {};
+      $unset[`applied.${batchId}`] = '';
+    }
+    return $unset;
+  }
+
+  private forgetMarkers(id: string, dropped: Record<string, ''>): number {
+    const markers = this.staleMarkers.get(id);
+    if (!markers) return 0;
+    const names = Object.keys(dropped);
+    for (const name of names) markers.delete(name.slice('applied.'.length));
+    if (!markers.size) this.staleMarkers.delete(id);
+    return names.length;
+  }
+
+  /** Lets the recovery sweep take the batch at once (after a failure of its writer). */
+  private async releaseLease(batchId: string): Promise<void> {
+    await this.c.batches
+      .updateOne({ _id: batchId, owner: this.instanceId }, { $set: { leaseUntil: 0 } })
+      .catch(() => undefined);
+  }
+
+  private now(): number {
+    return this.options.leaseClock.now().getTime();
+  }
+
+  /** Whether a lease ending at `leaseUntil` still has a safety margin left. */
+  private leaseHeld(leaseUntil: number): boolean {
+    const margin = Math.min(5_000, this.options.leaseMs / 10);
+    return this.now() < leaseUntil - margin;
+  }
+}
+
+/** The ledger document that claims an event for a batch. */
+function ledgerDoc(event: CountableEvent, batchId: string): LedgerDoc {
+  return {
+    _id: event.id,
+    batch: batchId,
+    orgSlug: event.orgSlug,
+    userId: event.userId,
+    model: event.model,
+    provider: event.provider,
+    occurredAt: event.occurredAt,
+    countedAt: event.countedAt,
+    receivedAt: event.receivedAt,
+    prompt_tokens: event.prompt_tokens,
+    completion_tokens: event.completion_tokens,
+    total_tokens: event.total_tokens,
+    cost_micros: event.cost_micros,
+  };
+}
+
+/** The batch's increments, one per counter: the organization's and each user's minute and month. */
+export function sumIncrements(events: CountableEvent[]): CounterIncrement[] {
+  const byId = new Map<string, CounterIncrement>();
+  const add = (scope: CounterScope, window: WindowKind, event: CountableEvent) => {
+    const start = windowStart(window, event.countedAt);
+    const id = counterId(scope, window, start);
+    let inc = byId.get(id);
+    if (!inc) {
+      inc = {
+        counterId: id,
+        orgSlug: scope.orgSlug,
+        userId: scope.userId ?? null,
+        window,
+        start,
+        requests: 0,
+        tokens: 0,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        cost_micros: 0,
+        lastRequestAt: event.countedAt,
+      };
+      byId.set(id, inc);
+    }
+    inc.requests += 1;
+    inc.tokens += event.total_tokens;
+    inc.prompt_tokens += event.prompt_tokens;
+    inc.completion_tokens += event.completion_tokens;
+    inc.cost_micros += event.cost_micros;
+    if (event.countedAt > inc.lastRequestAt) inc.lastRequestAt = event.countedAt;
+  };
+  for (const event of events) {
+    const org: CounterScope = { orgSlug: event.orgSlug };
+    add(org, 'minute', event);
+    add(org, 'month', event);
+    if (event.userId !== null) {
+      const user: CounterScope = { orgSlug: event.orgSlug, userId: event.userId };
+      add(user, 'minute', event);
+      add(user, 'month', event);
+    }
+  }
+  return [...byId.values()];
+}

@@ -1,0 +1,116 @@
+import { z } from 'zod';
+import { LIMIT_KEYS, PlanNameSchema } from '../domain/plans';
+
+/** Spec 2.2, plus the optional `resets_at`. */
+export const QuotaGaugeSchema = z
+  .object({
+    key: z.enum(LIMIT_KEYS),
+    source: z
+      .enum(['plan', 'override', 'role'])
+      .meta({ description: 'where the limit comes from: always `plan` for organization gauges' }),
+    scope: z.enum(['user', 'org']),
+    window: z.enum(['minute', 'month']),
+    limit: z.number().meta({ description: 'requests, tokens or cost (plan currency) depending on `key`' }),
+    used: z
+      .number()
+      .meta({ description: 'usage in the current window; 0 until a first request is recorded' }),
+    percent: z
+      .number()
+      .int()
+      .meta({ description: 'used / limit, rounded; 100 only once the limit is reached' }),
+    as_of: z.iso
+      .datetime()
+      .optional()
+      .meta({ description: 'rate gauges: time of the last recorded request this month' }),
+    resets_at: z.iso
+      .datetime()
+      .optional()
+      .meta({ description: 'extension: when the current window ends (UTC minute or month boundary)' }),
+  })
+  .meta({ id: 'QuotaGauge' });
+export type QuotaGauge = z.infer<typeof QuotaGaugeSchema>;
+
+const UserQuotaSchema = z.object({
+  rpm: z.number().int().nonnegative().optional(),
+  tpm: z.number().int().nonnegative().optional(),
+});
+
+export const OrgUserQuotasSchema = z.object({
+  overrides: z.record(z.string(), UserQuotaSchema).meta({ description: 'per-user limits by user id' }),
+  by_role: z
+    .record(z.string(), UserQuotaSchema)
+    .meta({ description: 'per-user limits by organization role' }),
+});
+
+/** Spec 2.1, plus the optional `plan` and `user` extensions. */
+export const UsageResponseSchema = z
+  .object({
+    orgSlug: z.string(),
+    computed_at: z.iso.datetime(),
+    usage_refreshed_at: z.iso.datetime().nullable(),
+    policy: z.enum(['hard_block', 'soft_downgrade']),
+    enforced: z.array(QuotaGaugeSchema),
+    included: z.record(z.string(), z.unknown()),
+    per_user_defaults: z.record(z.string(), z.unknown()),
+    org_user_quotas: OrgUserQuotasSchema,
+    plan: z
+      .object({ name: z.string(), currency: z.string() })
+      .optional()
+      .meta({ description: 'extension: the plan in force and the currency of cost gauges' }),
+    user: z
+      .object({
+        userId: z.string(),
+        role: z.string().nullable(),
+        enforced: z.array(QuotaGaugeSchema),
+      })
+      .optional()
+      .meta({
+        description:
+          "extension: the caller's own per-user rate gauges (scope `user`), for credentials that carry a user",
+      }),
+  })
+  .meta({ id: 'OrgQuotaUsage' });
+export type UsageResponse = z.infer<typeof UsageResponseSchema>;
+
+/** Keys of `overrides` and `by_role` become field names in the store: no `.` nor `$`. */
+export const QuotaKeySchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_:@+-]{1,200}$/, 'use 1-200 letters, digits or _ : @ + -');
+
+const UserQuotaPatchSchema = z
+  .object({
+    rpm: z.number().int().nonnegative().max(1e12).nullable().optional(),
+    tpm: z.number().int().nonnegative().max(1e15).nullable().optional(),
+  })
+  .strict()
+  .nullable();
+
+/** `PATCH /v1/quotas/settings`: a JSON merge patch (RFC 7396); `null` removes an entry or a limit. */
+export const SettingsPatchSchema = z
+  .object({
+    policy: z.enum(['hard_block', 'soft_downgrade']).optional(),
+    org_user_quotas: z
+      .object({
+        overrides: z.record(QuotaKeySchema, UserQuotaPatchSchema).optional(),
+        by_role: z.record(QuotaKeySchema, UserQuotaPatchSchema).optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .meta({ id: 'OrgQuotaSettingsPatch' });
+
+export const SettingsResponseSchema = z
+  .object({
+    orgSlug: z.string(),
+    plan: z.string(),
+    policy: z.enum(['hard_block', 'soft_downgrade']),
+    org_user_quotas: OrgUserQuotasSchema,
+    updated_at: z.iso.datetime(),
+    updated_by: z.string().nullable(),
+  })
+  .meta({ id: 'OrgQuotaSettings' });
+export type SettingsResponse = z.infer<typeof SettingsResponseSchema>;
+
+/** `PUT /internal/orgs/:orgSlug/plan` */
+export const AssignPlanSchema = z.object({ plan: PlanNameSchema }).strict();

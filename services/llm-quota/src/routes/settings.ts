@@ -1,0 +1,58 @@
+import type { Principal } from '@platform/contracts';
+import { InvalidInput, parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import type { OrgSettingsDoc } from '../data/collections';
+import { TooManyEntries } from '../data/settings-repo';
+import { authorizeOrgRequest, MANAGE_PERMISSION } from '../domain/authorize';
+import type { RouteDeps } from './deps';
+import { SettingsPatchSchema, type SettingsResponse } from './schemas';
+
+export const settingsView = (doc: OrgSettingsDoc): SettingsResponse => ({
+  orgSlug: doc._id,
+  plan: doc.plan,
+  policy: doc.policy,
+  org_user_quotas: doc.org_user_quotas,
+  updated_at: new Date(doc.updatedAt).toISOString(),
+  updated_by: doc.updatedBy ?? null,
+});
+
+/** Who made a change, for the settings' `updated_by`. */
+export const actorOf = (principal: Principal): string =>
+  principal.user.id !== null
+    ? `user:${principal.user.id}`
+    : `${principal.credential.kind}:${principal.credential.id}`;
+
+/**
+ * The organization administrators' quota settings: `GET` and `PATCH /v1/quotas/settings`, both
+ * with the `quotas:manage` permission in the active organization. The plan is not theirs to change
+ * (an operator assigns it through the internal API).
+ */
+export function mountSettingsRoutes(router: Router, deps: RouteDeps): void {
+  router.get('/v1/quotas/settings', async (req, res) => {
+    const { org } = authorizeOrgRequest(req.principal, MANAGE_PERMISSION);
+    res.setHeader('cache-control', 'no-store');
+    res.json(settingsView(await deps.settings.get(org.slug)));
+  });
+
+  router.patch('/v1/quotas/settings', async (req, res) => {
+    const { principal, org } = authorizeOrgRequest(req.principal, MANAGE_PERMISSION);
+    const patch = parseInput(SettingsPatchSchema, req.body ?? {});
+    try {
+      const updated = await deps.settings.patch(
+        org.slug,
+        patch,
+        actorOf(principal),
+        deps.config.LLM_QUOTA_MAX_USER_OVERRIDES,
+      );
+      deps.logger.info({ orgSlug: org.slug, by: actorOf(principal), patch }, 'quota settings changed');
+      res.json(settingsView(updated));
+    } catch (err) {
+      if (err instanceof TooManyEntries) {
+        throw new InvalidInput(err.message, {
+          details: { issues: [{ field: `org_user_quotas.${err.field}`, message: err.message }] },
+        });
+      }
+      throw err;
+    }
+  });
+}

@@ -1,0 +1,29 @@
+import type { Router } from 'express';
+import { authorizeOrgRequest, READ_PERMISSION } from '../domain/authorize';
+import { buildUsageReport, countersToRead, readCounters } from '../domain/usage-report';
+import type { RouteDeps } from './deps';
+
+/**
+ * `GET /v1/quotas/usage` (spec 4.1): the active organization's enforced limits and live usage. It
+ * reads the organization's settings and at most four counters, each by primary key.
+ */
+export function mountUsageRoute(router: Router, deps: RouteDeps): void {
+  router.get('/v1/quotas/usage', async (req, res) => {
+    const { principal, org } = authorizeOrgRequest(req.principal, READ_PERMISSION);
+    const now = deps.clock.now();
+    const settings = await deps.settings.get(org.slug);
+    const userId = principal.user.id;
+    const counters = await readCounters(deps.collections, countersToRead(org.slug, now, userId));
+    const report = buildUsageReport(
+      {
+        settings,
+        plan: deps.planOf(settings),
+        now,
+        user: userId === null ? null : { id: userId, role: org.role.slug ?? null },
+      },
+      counters,
+    );
+    res.setHeader('cache-control', 'no-store');
+    res.json(report);
+  });
+}

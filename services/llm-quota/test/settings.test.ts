@@ -1,0 +1,224 @@
+import { type Bus, createInProcessBus } from '@platform/bus';
+import { ManualClock } from '@platform/kernel';
+import { tempDir } from '@platform/testkit';
+import request from 'supertest';
+import { INTERNAL_SECRET_HEADER } from '../src/routes/internal';
+import { edgeHeaders, principal, type QuotaServiceHandle, SECRET, startQuotaService } from './support';
+
+describe('quota settings: administrators (PATCH /v1/quotas/settings) and operators (internal API)', () => {
+  let bus: Bus;
+  let clock: ManualClock;
+  let quota: QuotaServiceHandle;
+  const admin = () =>
+    edgeHeaders(
+      principal({ userId: 'admin-1', role: 'owner', permissions: ['models:read', 'quotas:manage'] }),
+      clock,
+    );
+  const patch = (body: unknown, headers = admin()) =>
+    request(quota.service.handler)
+      .patch('/v1/quotas/settings')
+      .set(headers)
+      .send(body as object);
+  const usage = (headers = edgeHeaders(principal(), clock)) =>
+    request(quota.service.handler).get('/v1/quotas/usage').set(headers);
+  const internal = () => ({ [INTERNAL_SECRET_HEADER]: SECRET });
+
+  beforeEach(async () => {
+    bus = createInProcessBus();
+    clock = new ManualClock('2025-03-15T12:00:30Z');
+    quota = await startQuotaService({ bus, clock });
+  });
+  afterEach(async () => {
+    await quota.stop();
+    await bus.close();
+  });
+
+  describe('administrators', () => {
+    it('need quotas:manage in the active organization (400 without one, 403 without the permission)', async () => {
+      const member = edgeHeaders(principal({ permissions: ['models:read'] }), clock);
+      expect((await patch({ policy: 'soft_downgrade' }, member)).status).toBe(403);
+      expect((await request(quota.service.handler).get('/v1/quotas/settings').set(member)).status).toBe(403);
+      const noOrg = edgeHeaders(principal({ org: null }), clock);
+      expect((await patch({ policy: 'soft_downgrade' }, noOrg)).body.error).toBe('NO_ORG_CONTEXT');
+      expect((await patch({ policy: 'soft_downgrade' }, {})).status).toBe(401);
+      expect((await usage()).body.policy).toBe('hard_block');
+    });
+
+    it('set the policy and per-user quotas, which the usage report then shows', async () => {
+      const res = await patch({
+        policy: 'soft_downgrade',
+        org_user_quotas: {
+          overrides: { 'user-1': { rpm: 5, tpm: 5_000 } },
+          by_role: { member: { rpm: 10 } },
+        },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        orgSlug: 'acme',
+        plan: 'free',
+        policy: 'soft_downgrade',
+        org_user_quotas: {
+          overrides: { 'user-1': { rpm: 5, tpm: 5_000 } },
+          by_role: { member: { rpm: 10 } },
+        },
+        updated_at: '2025-03-15T12:00:30.000Z',
+        updated_by: 'user:admin-1',
+      });
+      const report = (await usage()).body;
+      expect(report).toMatchObject({ policy: 'soft_downgrade', org_user_quotas: res.body.org_user_quotas });
+      expect(report.user.enforced).toEqual([
+        expect.objectContaining({ key: 'llm.rpm', scope: 'user', source: 'override', limit: 5 }),
+        expect.objectContaining({ key: 'llm.tpm', scope: 'user', source: 'override', limit: 5_000 }),
+      ]);
+      // another member: the role's rpm, the plan's tpm
+      const other = (await usage(edgeHeaders(principal({ userId: 'user-2' }), clock))).body;
+      expect(other.user.enforced).toEqual([
+        expect.objectContaining({ key: 'llm.rpm', source: 'role', limit: 10 }),
+        expect.objectContaining({ key: 'llm.tpm', source: 'plan', limit: 10_000 }),
+      ]);
+    });
+
+    it('merge their changes (JSON merge patch): null removes an entry or one limit, the rest stays', async () => {
+      await patch({
+        org_user_quotas: {
+          overrides: { a: { rpm: 1, tpm: 2 }, b: { rpm: 3 } },
+          by_role: { guest: { rpm: 0 } },
+        },
+      });
+      await patch({ org_user_quotas: { overrides: { c: { tpm: 9 } } } });
+      const res = await patch({
+        org_user_quotas: { overrides: { a: { tpm: null }, b: null }, by_role: { guest: { rpm: null } } },
+      });
+      expect(res.body.org_user_quotas).toEqual({ overrides: { a: { rpm: 1 }, c: { tpm: 9 } }, by_role: {} });
+      expect(res.body.policy).toBe('hard_block');
+      const read = await request(quota.service.handler).get('/v1/quotas/settings').set(admin());
+      expect(read.body).toEqual(res.body);
+    });
+
+    it('get a 400 naming the fields for an invalid change, and nothing is stored', async () => {
+      const bad = [
+        { policy: 'block_everything' },
+        { org_user_quotas: { overrides: { 'user.with.dot': { rpm: 1 } } } },
+        { org_user_quotas: { overrides: { u: { rpm: -1 } } } },
+        { org_user_quotas: { overrides: { u: { rpm: 1.5 } } } },
+        { org_user_quotas: { overrides: { u: { rpd: 1 } } } },
+        { plan: 'enterprise' },
+        [],
+      ];
+      for (const body of bad) {
+        const res = await patch(body);
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ status: 400, code: 'INVALID_BODY' });
+        expect(res.body.details.issues.length).toBeGreaterThan(0);
+      }
+      const bodyNotJson = await request(quota.service.handler)
+        .patch('/v1/quotas/settings')
+        .set({ ...admin(), 'content-type': 'application/json' })
+        .send('{"policy":');
+      expect(bodyNotJson.status).toBe(400);
+      expect((await usage()).body).toMatchObject({
+        policy: 'hard_block',
+        org_user_quotas: { overrides: {}, by_role: {} },
+      });
+    });
+
+    it('cannot hold more overrides than the configured maximum', async () => {
+      await quota.stop();
+      quota = await startQuotaService({ bus, clock, env: { LLM_QUOTA_MAX_USER_OVERRIDES: '2' } });
+      expect((await patch({ org_user_quotas: { overrides: { a: { rpm: 1 }, b: { rpm: 1 } } } })).status).toBe(
+        200,
+      );
+      const res = await patch({ org_user_quotas: { overrides: { c: { rpm: 1 } } } });
+      expect(res.status).toBe(400);
+      expect(res.body.details.issues[0].field).toBe('org_user_quotas.overrides');
+      // replacing one is fine
+      expect((await patch({ org_user_quotas: { overrides: { a: null, c: { rpm: 1 } } } })).status).toBe(200);
+    });
+
+    it('through an organization key holding quotas:manage are recorded by the key id', async () => {
+      const key = principal({ userId: null, permissions: ['quotas:manage'] });
+      const res = await patch({ policy: 'soft_downgrade' }, edgeHeaders(key, clock));
+      expect(res.status).toBe(200);
+      expect(res.body.updated_by).toBe(`org_api_key:${key.credential.id}`);
+    });
+  });
+
+  describe('operators', () => {
+    it('need the internal secret', async () => {
+      for (const headers of [{}, { [INTERNAL_SECRET_HEADER]: 'wrong' }, admin()]) {
+        const res = await request(quota.service.handler)
+          .put('/internal/orgs/acme/plan')
+          .set(headers)
+          .send({ plan: 'team' });
+        expect(res.status).toBe(401);
+      }
+      expect((await request(quota.service.handler).get('/internal/plans')).status).toBe(401);
+    });
+
+    it('list the plans and assign one to an organization, which its usage report then shows', async () => {
+      const plans = await request(quota.service.handler).get('/internal/plans').set(internal());
+      expect(plans.body.default).toBe('free');
+      expect(Object.keys(plans.body.plans)).toEqual(['free', 'team', 'enterprise']);
+      expect(
+        (await request(quota.service.handler).get('/internal/orgs/acme/quota-settings').set(internal()))
+          .status,
+      ).toBe(404);
+
+      const res = await request(quota.service.handler)
+        .put('/internal/orgs/acme/plan')
+        .set(internal())
+        .send({ plan: 'team' });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        orgSlug: 'acme',
+        plan: 'team',
+        policy: 'hard_block',
+        updated_by: 'operator',
+      });
+      const report = (await usage()).body;
+      expect(report.plan.name).toBe('team');
+      expect(report.enforced.map((g: { limit: number }) => g.limit)).toEqual([600, 400_000, 50_000_000, 500]);
+      expect(report.per_user_defaults).toEqual({ rpm: 60, tpm: 60_000 });
+      const read = await request(quota.service.handler)
+        .get('/internal/orgs/acme/quota-settings')
+        .set(internal());
+      expect(read.body.plan).toBe('team');
+    });
+
+    it('get a 400 for an unknown plan or a malformed organization slug', async () => {
+      const unknown = await request(quota.service.handler)
+        .put('/internal/orgs/acme/plan')
+        .set(internal())
+        .send({ plan: 'platinum' });
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.details.issues[0]).toMatchObject({ field: 'plan' });
+      const slug = await request(quota.service.handler)
+        .put('/internal/orgs/Not_A_Slug/plan')
+        .set(internal())
+        .send({ plan: 'team' });
+      expect(slug.status).toBe(400);
+    });
+
+    it('keep an organization on its plan when the default plan changes later', async () => {
+      const data = tempDir('llm-quota-default-');
+      try {
+        await quota.stop();
+        quota = await startQuotaService({ bus, clock, dataDir: data.dir });
+        expect((await usage()).body.plan.name).toBe('free');
+        await quota.stop();
+        quota = await startQuotaService({
+          bus,
+          clock,
+          dataDir: data.dir,
+          env: { LLM_QUOTA_DEFAULT_PLAN: 'team' },
+        });
+        expect((await usage()).body.plan.name).toBe('free');
+        expect((await usage(edgeHeaders(principal({ org: 'newco' }), clock))).body.plan.name).toBe('team');
+      } finally {
+        await quota.stop();
+        quota = await startQuotaService({ bus, clock });
+        data.remove();
+      }
+    });
+  });
+});
