@@ -1,11 +1,21 @@
+import { randomBytes } from 'node:crypto';
 import { ConfigError, createLogger, handleProcessSignals } from '@platform/kernel';
+import { writeOperatorHints } from './operator-hints';
 import { startPlatform } from './platform';
 
 /** `pnpm start`: the whole platform in one process, on embedded defaults unless told otherwise. */
 async function main() {
   const logger = createLogger({ name: 'platform', level: process.env.LOG_LEVEL ?? 'info' });
   try {
-    const platform = await startPlatform({ env: process.env, logger });
+    const env = { ...process.env };
+    env.PLATFORM_INTERNAL_SECRET ??= randomBytes(32).toString('base64url');
+    const platform = await startPlatform({ env, logger });
+    const removeHints = writeOperatorHints(env.DATA_DIR ?? './data', {
+      authUrl: platform.upstreams.auth,
+      llmQuotaUrl: platform.upstreams.llmQuota,
+      legacyAgentUrl: platform.upstreams.legacyAgent,
+      internalSecret: env.PLATFORM_INTERNAL_SECRET,
+    });
     logger.info(
       { base_url: platform.baseUrl, gateway_url: platform.gatewayUrl, legacy_url: platform.legacyUrl },
       'platform ready',
@@ -13,7 +23,10 @@ async function main() {
     console.log(
       `\nPlatform ready:\n  {base_url}    ${platform.baseUrl}\n  {gateway_url} ${platform.gatewayUrl}\n  {legacy_url}  ${platform.legacyUrl}\n`,
     );
-    handleProcessSignals(logger, platform.stop);
+    handleProcessSignals(logger, async () => {
+      removeHints();
+      await platform.stop();
+    });
   } catch (err) {
     if (err instanceof ConfigError) {
       for (const issue of err.issues) console.error(`config error: ${issue.key}: ${issue.message}`);

@@ -101,6 +101,42 @@ export class KeyRotation {
     return this.running;
   }
 
+  /**
+   * An operator's "rotate now": the next check starts a rotation at once, published before it signs
+   * like any other. While a new key is already pending nothing more happens, so calling it twice does
+   * not stack keys.
+   */
+  async rotateNow(): Promise<{
+    started: boolean;
+    activeKid: string | null;
+    pendingKid: string | null;
+    activatesAt: Date | null;
+  }> {
+    await this.running;
+    const before = await this.rotationDoc();
+    let started = false;
+    if (!before.pendingKid) {
+      const moved = await this.o.collections.rotation.findOneAndUpdate(
+        { _id: ROTATION_ID, version: before.version, pendingKid: null },
+        { $set: { version: before.version + 1, nextRotationAt: this.o.clock.now() } },
+      );
+      started = moved !== null;
+    }
+    await this.tick();
+    let after = await this.rotationDoc();
+    if (started && !after.pendingKid) {
+      // A check that began before the request may have run first: one more picks the rotation up.
+      await this.tick();
+      after = await this.rotationDoc();
+    }
+    return {
+      started: started && after.pendingKid !== null,
+      activeKid: after.activeKid,
+      pendingKid: after.pendingKid,
+      activatesAt: after.pendingActivatesAt,
+    };
+  }
+
   /** The key to sign with now: the pending key once its activation instant has passed. */
   async signingKey(): Promise<SigningKey> {
     const now = this.o.clock.now().getTime();

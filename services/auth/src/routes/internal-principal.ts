@@ -52,4 +52,14 @@ export function mountInternalRoutes(router: Router, c: AuthContext): void {
       });
     },
   );
+
+  // Operators (the `pnpm platform keys rotate` command) rotate the signing keys now.
+  router.post(
+    '/internal/signing-keys/rotate',
+    requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
+    async (_req, res) => {
+      const outcome = await c.keys.rotateNow();
+      res.json({ ...outcome, activatesAt: outcome.activatesAt?.toISOString() ?? null });
+    },
+  );
 }

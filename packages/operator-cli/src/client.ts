@@ -1,0 +1,83 @@
+/** What the CLI needs to reach the platform: the public API through the edge, and internal routes. */
+export interface CliSettings {
+  /** the edge's {base_url} */
+  url: string;
+  /** an operator's session JWT or `at:` access token, for the public API */
+  token?: string;
+  /** where auth listens (internal route: rotate signing keys) */
+  authUrl?: string;
+  /** where llm-quota listens (internal route: assign a plan) */
+  llmQuotaUrl?: string;
+  /** PLATFORM_INTERNAL_SECRET, for internal routes */
+  internalSecret?: string;
+}
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}
+
+export interface ApiAnswer {
+  status: number;
+  body: unknown;
+}
+
+async function call(url: string, init: RequestInit): Promise<ApiAnswer> {
+  let response: Response;
+  try {
+    response = await fetch(url, init);
+  } catch (err) {
+    throw new CliError(`Cannot reach ${new URL(url).origin}: ${(err as Error).message}`);
+  }
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, body };
+}
+
+const json = (body: unknown) => (body === undefined ? undefined : JSON.stringify(body));
+
+/** A call to the public API with the operator's credential. */
+export function api(settings: CliSettings, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+  if (!settings.token)
+    throw new CliError('This command needs an operator credential: --token or PLATFORM_TOKEN', 2);
+  return call(`${settings.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${settings.token}`, 'content-type': 'application/json' },
+    body: json(body),
+  });
+}
+
+/** A call to a service's internal route with the shared secret. */
+export function internal(
+  settings: CliSettings,
+  service: 'auth' | 'llm-quota',
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<ApiAnswer> {
+  const base = service === 'auth' ? settings.authUrl : settings.llmQuotaUrl;
+  const flag = service === 'auth' ? '--auth-url or AUTH_URL' : '--llm-quota-url or LLM_QUOTA_URL';
+  if (!base) throw new CliError(`This command talks to ${service} directly: ${flag}`, 2);
+  if (!settings.internalSecret) throw new CliError('This command needs PLATFORM_INTERNAL_SECRET', 2);
+  return call(`${base}${path}`, {
+    method,
+    headers: { 'x-platform-internal-secret': settings.internalSecret, 'content-type': 'application/json' },
+    body: json(body),
+  });
+}
+
+/** The envelope's message, or the status, for an answer that failed. */
+export function failure(what: string, answer: ApiAnswer): CliError {
+  const body = answer.body as { message?: string; error?: string } | null;
+  const reason = body && typeof body === 'object' ? (body.message ?? body.error) : undefined;
+  return new CliError(`${what} failed (${answer.status})${reason ? `: ${reason}` : ''}`);
+}

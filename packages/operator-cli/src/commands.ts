@@ -1,0 +1,69 @@
+import { api, CliError, type CliSettings, failure, internal } from './client';
+
+/** A command's outcome: what it did, and the data to print. */
+export interface Outcome {
+  /** `created`, `exists`, `updated`, `started`, `pending` */
+  result: string;
+  data: unknown;
+}
+
+export async function createOrg(s: CliSettings, slug: string, name: string): Promise<Outcome> {
+  const created = await api(s, 'POST', '/v2/orgs', { slug, name });
+  if (created.status === 201) return { result: 'created', data: created.body };
+  if (created.status === 409) {
+    // Idempotent: the organization is already there, and the operator is one of its members.
+    const existing = await api(s, 'GET', `/v2/orgs/${encodeURIComponent(slug)}`);
+    if (existing.status === 200) return { result: 'exists', data: existing.body };
+    throw new CliError(`The slug ${slug} is taken by an organization you are not a member of`);
+  }
+  throw failure('Creating the organization', created);
+}
+
+export async function addMember(s: CliSettings, org: string, userId: string, role: string): Promise<Outcome> {
+  const added = await api(s, 'POST', `/v2/orgs/${encodeURIComponent(org)}/members`, { userId, role });
+  if (added.status === 201) return { result: 'created', data: added.body };
+  if (added.status === 200) return { result: 'exists', data: added.body };
+  throw failure('Adding the member', added);
+}
+
+export async function assignPlan(s: CliSettings, org: string, plan: string): Promise<Outcome> {
+  const assigned = await internal(s, 'llm-quota', 'PUT', `/internal/orgs/${encodeURIComponent(org)}/plan`, {
+    plan,
+  });
+  if (assigned.status === 200) return { result: 'updated', data: assigned.body };
+  throw failure('Assigning the plan', assigned);
+}
+
+interface KeyView {
+  id?: string;
+  _id?: string;
+  name: string;
+}
+
+export async function issueOrgApiKey(
+  s: CliSettings,
+  org: string,
+  options: { name: string; permissions: string[]; scopes: string[]; projectId?: string },
+): Promise<Outcome> {
+  const path = `/v2/orgs/${encodeURIComponent(org)}/apikeys`;
+  const listed = await api(s, 'GET', path);
+  if (listed.status !== 200) throw failure('Listing the API keys', listed);
+  // Idempotent by name: a live key of that name is reported, never minted twice (its secret was shown once).
+  const existing = (listed.body as KeyView[]).find((k) => k.name === options.name);
+  if (existing) return { result: 'exists', data: existing };
+  const created = await api(s, 'POST', path, {
+    name: options.name,
+    permissions: options.permissions,
+    scopes: options.scopes,
+    ...(options.projectId ? { projectId: options.projectId } : {}),
+  });
+  if (created.status === 201) return { result: 'created', data: created.body };
+  throw failure('Issuing the API key', created);
+}
+
+export async function rotateKeys(s: CliSettings): Promise<Outcome> {
+  const rotated = await internal(s, 'auth', 'POST', '/internal/signing-keys/rotate');
+  if (rotated.status !== 200) throw failure('Rotating the signing keys', rotated);
+  const body = rotated.body as { started: boolean };
+  return { result: body.started ? 'started' : 'pending', data: body };
+}

@@ -1,0 +1,1 @@
+export { HELP, type Io, runCli } from './cli';
