@@ -1,0 +1,185 @@
+import type { ApiKeyRule } from '@platform/contracts';
+import type { Collection, Doc, Store } from '@platform/store';
+
+/** Documents of auth's own database. Ids are made in the domain (UUIDs); secrets are stored as hashes only. */
+
+export interface UserDoc extends Doc {
+  anonymous: boolean;
+  email: string | null;
+  createdAt: Date;
+}
+
+/** A login session; the JWT's `platformSessionId`. */
+export interface SessionDoc extends Doc {
+  userId: string;
+  clientId: string;
+  /** spec 5.2 rule 7 (b): the organization chosen with PUT /v2/user/active-org */
+  activeOrgSlug: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+  revokedAt: Date | null;
+}
+
+export interface SigningKeyDoc extends Doc {
+  /** `_id` is the kid */
+  kty: 'RSA' | 'EC';
+  alg: string;
+  size: number;
+  /** public JWK with kid, alg and use (what GET /oidc/jwks serves) */
+  publicJwk: Record<string, string>;
+  /** PKCS#8 PEM, or `enc:v1:...` when SIGNING_KEYS_ENCRYPTION_KEY is set; never leaves auth */
+  privateKey: string;
+  createdAt: Date;
+  /** when it starts (or started) signing */
+  activatesAt: Date;
+  /** when its successor took over; null while it is current or pending */
+  retiredAt: Date | null;
+  /** when it leaves the JWKS: retiredAt + ACCESS_TOKENS_MAX_AGE + skew */
+  removeAfter: Date | null;
+}
+
+/** The one document every instance compares-and-sets to agree on rotation. `_id` = 'rotation'. */
+export interface RotationDoc extends Doc {
+  version: number;
+  activeKid: string | null;
+  pendingKid: string | null;
+  /** when the pending key takes over signing */
+  pendingActivatesAt: Date | null;
+  nextRotationAt: Date | null;
+  /** an instance generating a key holds this until it commits (or the lease runs out) */
+  lease: { owner: string; until: Date } | null;
+  /** how many keys were committed so far */
+  rotations: number;
+}
+
+export interface AccessTokenDoc extends Doc {
+  userId: string;
+  name: string;
+  /** sha256 hex of the full token (`at:...`) */
+  tokenHash: string;
+  /** the access token's own active organization (it has no session) */
+  activeOrgSlug: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+  revokedAt: Date | null;
+}
+
+export interface OrgDoc extends Doc {
+  slug: string;
+  name: string;
+  createdAt: Date;
+  createdBy: string;
+  settings: Record<string, unknown>;
+  subscription: Record<string, unknown> | null;
+}
+
+/** A custom role of an organization (built-in roles live in code). */
+export interface RoleDoc extends Doc {
+  orgId: string;
+  slug: string;
+  description: string;
+  permissions: string[];
+  scopes: string[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface MembershipDoc extends Doc {
+  orgId: string;
+  /** denormalised (slugs never change) so principal resolution needs no join */
+  orgSlug: string;
+  userId: string;
+  role: string;
+  createdAt: Date;
+}
+
+export interface OrgApiKeyDoc extends Doc {
+  orgId: string;
+  orgSlug: string;
+  name: string;
+  /** sha256 hex of the full key */
+  keyHash: string;
+  permissions: string[];
+  scopes: string[];
+  projectId: string | null;
+  createdBy: string;
+  createdAt: Date;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export interface WorkspaceDoc extends Doc {
+  name: string;
+  orgId: string;
+  orgSlug: string;
+  createdBy: string;
+  createdAt: Date;
+}
+
+export interface WorkspaceMemberDoc extends Doc {
+  workspaceId: string;
+  orgId: string;
+  userId: string;
+  role: string;
+  createdAt: Date;
+}
+
+export interface WorkspaceApiKeyDoc extends Doc {
+  workspaceId: string;
+  orgId: string;
+  name: string;
+  keyHash: string;
+  rules: ApiKeyRule[];
+  createdBy: string;
+  createdAt: Date;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export interface AuthCollections {
+  users: Collection<UserDoc>;
+  sessions: Collection<SessionDoc>;
+  signingKeys: Collection<SigningKeyDoc>;
+  rotation: Collection<RotationDoc>;
+  accessTokens: Collection<AccessTokenDoc>;
+  orgs: Collection<OrgDoc>;
+  roles: Collection<RoleDoc>;
+  memberships: Collection<MembershipDoc>;
+  orgApiKeys: Collection<OrgApiKeyDoc>;
+  workspaces: Collection<WorkspaceDoc>;
+  workspaceMembers: Collection<WorkspaceMemberDoc>;
+  workspaceApiKeys: Collection<WorkspaceApiKeyDoc>;
+}
+
+/** Collection handles with the indexes the hot paths need (credential hashes, memberships). */
+export function openCollections(store: Store): AuthCollections {
+  return {
+    users: store.collection<UserDoc>('users'),
+    sessions: store.collection<SessionDoc>('sessions', [{ fields: { userId: 1 } }]),
+    signingKeys: store.collection<SigningKeyDoc>('signing_keys', [{ fields: { removeAfter: 1 } }]),
+    rotation: store.collection<RotationDoc>('signing_rotation'),
+    accessTokens: store.collection<AccessTokenDoc>('access_tokens', [
+      { fields: { tokenHash: 1 }, unique: true },
+      { fields: { userId: 1 } },
+    ]),
+    orgs: store.collection<OrgDoc>('orgs', [{ fields: { slug: 1 }, unique: true }]),
+    roles: store.collection<RoleDoc>('roles', [{ fields: { orgId: 1, slug: 1 }, unique: true }]),
+    memberships: store.collection<MembershipDoc>('memberships', [
+      { fields: { orgId: 1, userId: 1 }, unique: true },
+      { fields: { userId: 1 } },
+    ]),
+    orgApiKeys: store.collection<OrgApiKeyDoc>('org_api_keys', [
+      { fields: { keyHash: 1 }, unique: true },
+      { fields: { orgId: 1 } },
+    ]),
+    workspaces: store.collection<WorkspaceDoc>('workspaces', [{ fields: { orgId: 1 } }]),
+    workspaceMembers: store.collection<WorkspaceMemberDoc>('workspace_members', [
+      { fields: { workspaceId: 1, userId: 1 }, unique: true },
+      { fields: { userId: 1 } },
+    ]),
+    workspaceApiKeys: store.collection<WorkspaceApiKeyDoc>('workspace_api_keys', [
+      { fields: { keyHash: 1 }, unique: true },
+      { fields: { workspaceId: 1 } },
+    ]),
+  };
+}

@@ -1,0 +1,114 @@
+import type { Collection, Doc, Store } from '@platform/store';
+import type { OrgUserQuotas } from '../domain/user-limits';
+import type { WindowKind } from '../domain/windows';
+
+export type QuotaPolicy = 'hard_block' | 'soft_downgrade';
+
+/** One organization's quota settings; `_id` is the org slug. */
+export interface OrgSettingsDoc extends Doc {
+  plan: string;
+  policy: QuotaPolicy;
+  org_user_quotas: OrgUserQuotas;
+  createdAt: Date;
+  updatedAt: Date;
+  /** who changed the settings last: `user:<id>`, `<credential kind>:<credential id>` or `operator` */
+  updatedBy: string | null;
+}
+
+/** A usage counter for one window: of an organization, or of one user in it. */
+export interface CounterDoc extends Doc {
+  orgSlug: string;
+  userId: string | null;
+  window: WindowKind;
+  start: Date;
+  requests: number;
+  tokens: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** millionths of the plan currency */
+  cost_micros: number;
+  /** the latest time of a request counted here */
+  lastRequestAt: Date;
+  /** when a batch last changed this counter (the "refresh" of a monthly aggregate) */
+  refreshedAt: Date;
+  /** ids of the batches applied here and not yet cleaned up: what makes re-applying a batch a no-op */
+  applied?: Record<string, true>;
+}
+
+/** One event of the usage ledger; `_id` is the event id, so an event is claimed at most once. */
+export interface LedgerDoc extends Doc {
+  /** the batch that claimed it: whether the event counts is that batch's state */
+  batch: string;
+  orgSlug: string;
+  userId: string | null;
+  model: string;
+  provider: string;
+  occurredAt: Date;
+  /** the time the event counts at: its occurredAt, or its arrival when occurredAt is in the future */
+  countedAt: Date;
+  receivedAt: Date;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cost_micros: number;
+}
+
+export type BatchState = 'claiming' | 'applying' | 'aborted';
+
+/** One counter increment of a batch, already summed over the batch's events. */
+export interface CounterIncrement {
+  counterId: string;
+  orgSlug: string;
+  userId: string | null;
+  window: WindowKind;
+  start: Date;
+  requests: number;
+  tokens: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_micros: number;
+  lastRequestAt: Date;
+}
+
+/** A batch being counted (or undone); finished batches leave a FinishedBatchDoc instead. */
+export interface BatchDoc extends Doc {
+  state: BatchState;
+  owner: string;
+  /** real time (ms) after which another instance may take the batch over */
+  leaseUntil: number;
+  /** the business time of the batch (the counters' refreshedAt) */
+  countedAt: Date;
+  events: number;
+  /** the increments it applies, once `applying` */
+  increments: CounterIncrement[];
+}
+
+/** The tombstone of a finished batch: its claims are counted. Kept as long as event ids are. */
+export interface FinishedBatchDoc extends Doc {
+  countedAt: Date;
+  events: number;
+}
+
+export interface QuotaCollections {
+  settings: Collection<OrgSettingsDoc>;
+  counters: Collection<CounterDoc>;
+  ledger: Collection<LedgerDoc>;
+  batches: Collection<BatchDoc>;
+  finishedBatches: Collection<FinishedBatchDoc>;
+}
+
+/** The service's collections and their indexes. */
+export function quotaCollections(store: Store): QuotaCollections {
+  return {
+    settings: store.collection<OrgSettingsDoc>('org_quota_settings'),
+    // Counter ids start with their window and its start, so retention deletes by _id range: no
+    // secondary index (on the embedded engine, a low-cardinality index makes every update slower).
+    counters: store.collection<CounterDoc>('usage_counters'),
+    ledger: store.collection<LedgerDoc>('usage_ledger', [{ fields: { receivedAt: 1 } }]),
+    // Only open batches (a handful at any time): read by scanning, no index to keep up.
+    batches: store.collection<BatchDoc>('usage_batches'),
+    finishedBatches: store.collection<FinishedBatchDoc>('usage_batches_finished', [
+      { fields: { countedAt: 1 } },
+    ]),
+  };
+}

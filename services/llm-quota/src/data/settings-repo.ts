@@ -1,0 +1,159 @@
+import type { Clock } from '@platform/kernel';
+import type { Update } from '@platform/store';
+import type { OrgUserQuotas, UserQuota } from '../domain/user-limits';
+import type { OrgSettingsDoc, QuotaCollections, QuotaPolicy } from './collections';
+
+/** A JSON merge patch (RFC 7396) of an organization's settings: null removes, objects merge. */
+export interface SettingsPatch {
+  policy?: QuotaPolicy;
+  org_user_quotas?: {
+    overrides?: Record<string, { rpm?: number | null; tpm?: number | null } | null>;
+    by_role?: Record<string, { rpm?: number | null; tpm?: number | null } | null>;
+  };
+}
+
+export class TooManyEntries extends Error {
+  constructor(
+    readonly field: 'overrides' | 'by_role',
+    readonly max: number,
+  ) {
+    super(`org_user_quotas.${field} may hold at most ${max} entries`);
+  }
+}
+
+/**
+ * Organizations' quota settings. An organization llm-quota has never seen gets the default plan the
+ * first time it is seen (a usage event, a read or a change), and keeps that plan until an operator
+ * assigns another, even if the default changes later.
+ */
+export class SettingsRepository {
+  constructor(
+    private readonly collections: QuotaCollections,
+    private readonly clock: Clock,
+    private readonly defaultPlan: string,
+  ) {}
+
+  /** The settings of an organization, created with the defaults the first time. */
+  async get(orgSlug: string): Promise<OrgSettingsDoc> {
+    const found = await this.collections.settings.findOne({ _id: orgSlug });
+    if (found) return normalise(found);
+    const created = await this.collections.settings.findOneAndUpdate(
+      { _id: orgSlug },
+      { $setOnInsert: this.initial() },
+      { upsert: true },
+    );
+    return normalise(created!);
+  }
+
+  /** The settings of an organization, or null when llm-quota has not seen it yet. */
+  async find(orgSlug: string): Promise<OrgSettingsDoc | null> {
+    const found = await this.collections.settings.findOne({ _id: orgSlug });
+    return found ? normalise(found) : null;
+  }
+
+  /** Makes sure the organization has settings (first sight through a usage event). */
+  async ensure(orgSlug: string): Promise<void> {
+    await this.collections.settings.updateOne(
+      { _id: orgSlug },
+      { $setOnInsert: this.initial() },
+      { upsert: true },
+    );
+  }
+
+  async assignPlan(orgSlug: string, plan: string, by: string): Promise<OrgSettingsDoc> {
+    await this.get(orgSlug);
+    const updated = await this.collections.settings.findOneAndUpdate(
+      { _id: orgSlug },
+      { $set: { plan, updatedAt: this.clock.now(), updatedBy: by } },
+    );
+    return normalise(updated!);
+  }
+
+  /**
+   * Applies a merge patch field by field ($set / $unset on each changed path), so two administrators
+   * changing different users never overwrite each other.
+   */
+  async patch(
+    orgSlug: string,
+    patch: SettingsPatch,
+    by: string,
+    maxEntries: number,
+  ): Promise<OrgSettingsDoc> {
+    const current = await this.get(orgSlug);
+    const $set: Record<string, unknown> = { updatedAt: this.clock.now(), updatedBy: by };
+    const $unset: Record<string, ''> = {};
+    if (patch.policy) $set.policy = patch.policy;
+    for (const field of ['overrides', 'by_role'] as const) {
+      const entries = patch.org_user_quotas?.[field];
+      if (!entries) continue;
+      const keys = new Set(Object.keys(current.org_user_quotas[field]));
+      for (const [key, value] of Object.entries(entries)) {
+        const path = `org_user_quotas.${field}.${key}`;
+        if (value === null) {
+          $unset[path] = '';
+          keys.delete(key);
+          continue;
+        }
+        const merged: UserQuota = { ...current.org_user_quotas[field][key] };
+        for (const limit of ['rpm', 'tpm'] as const) {
+          if (!(limit in value)) continue;
+          const v = value[limit];
+          if (v === null || v === undefined) {
+            $unset[`${path}.${limit}`] = '';
+            delete merged[limit];
+          } else {
+            $set[`${path}.${limit}`] = v;
+            merged[limit] = v;
+          }
+        }
+        if (merged.rpm === undefined && merged.tpm === undefined) {
+          // An entry left with no limit is removed rather than kept empty.
+          for (const limit of ['rpm', 'tpm']) {
+            delete $set[`${path}.${limit}`];
+            delete $unset[`${path}.${limit}`];
+          }
+          $unset[path] = '';
+          keys.delete(key);
+        } else {
+          keys.add(key);
+        }
+      }
+      if (keys.size > maxEntries) throw new TooManyEntries(field, maxEntries);
+    }
+    const update: Update = { $set };
+    if (Object.keys($unset).length) update.$unset = $unset;
+    const updated = await this.collections.settings.findOneAndUpdate({ _id: orgSlug }, update);
+    return normalise(updated!);
+  }
+
+  private initial() {
+    const now = this.clock.now();
+    return {
+      plan: this.defaultPlan,
+      policy: 'hard_block' as QuotaPolicy,
+      org_user_quotas: { overrides: {}, by_role: {} },
+      createdAt: now,
+      updatedAt: now,
+      updatedBy: null,
+    };
+  }
+}
+
+/** Fills what an older document may lack and drops entries with no limit left. */
+function normalise(doc: OrgSettingsDoc): OrgSettingsDoc {
+  const clean = (entries: Record<string, UserQuota> | undefined) => {
+    const out: Record<string, UserQuota> = {};
+    for (const [key, value] of Object.entries(entries ?? {})) {
+      const quota: UserQuota = {};
+      if (typeof value?.rpm === 'number') quota.rpm = value.rpm;
+      if (typeof value?.tpm === 'number') quota.tpm = value.tpm;
+      if (quota.rpm !== undefined || quota.tpm !== undefined) out[key] = quota;
+    }
+    return out;
+  };
+  const quotas: OrgUserQuotas = {
+    overrides: clean(doc.org_user_quotas?.overrides),
+    by_role: clean(doc.org_user_quotas?.by_role),
+  };
+  return { ...doc, policy: doc.policy ?? 'hard_block', org_user_quotas: quotas };
+}
