@@ -1,8 +1,62 @@
-import { commonConfig } from '@platform/kernel';
+import { commonConfig, env } from '@platform/kernel';
 import { z } from 'zod';
 
 /** legacy-agent's configuration; every key is an environment variable, documented in the README. */
 export const legacyAgentConfigSchema = z.object({
   ...commonConfig,
+  /** scrypt cost N of new password hashes (a power of two); existing hashes keep their own */
+  LEGACY_PASSWORD_SCRYPT_COST: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1_048_576)
+    .refine((n) => (n & (n - 1)) === 0, 'must be a power of two')
+    .default(32_768),
+  /** lifetime of a legacy session token made by signup or login */
+  LEGACY_SESSION_TTL_SECONDS: env.int(30 * 24 * 3600, 60),
+  /** longest lifetime a legacy access token may be given (its `expiresAt`) */
+  LEGACY_ACCESS_TOKEN_MAX_TTL_SECONDS: env.int(2 * 365 * 24 * 3600, 60),
+  /** failed logins of one username within LEGACY_LOGIN_FAILURE_WINDOW_SECONDS before login answers 429 */
+  LEGACY_LOGIN_MAX_FAILURES: env.int(10, 1),
+  LEGACY_LOGIN_FAILURE_WINDOW_SECONDS: env.int(15 * 60, 1),
+  /**
+   * 32 bytes, base64 or base64url: AES-256-GCM key that encrypts developer tokens at rest so the owning
+   * account can read them again. Unset: derived from PLATFORM_INTERNAL_SECRET with HKDF.
+   */
+  LEGACY_TOKEN_ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes in base64')
+    .optional(),
+  /** intent confidence (0..1) below which the fallback intent answers */
+  LEGACY_NLU_THRESHOLD: z.coerce.number().min(0).max(1).default(0.3),
+  /** quiet time after the last intent or entity change before a model is retrained */
+  LEGACY_RETRAIN_DEBOUNCE_MS: env.int(500, 0),
+  /** a burst of changes never delays retraining by more than this after its first change */
+  LEGACY_RETRAIN_MAX_DELAY_MS: env.int(5_000, 0),
+  /** how long a Messages call waits for an assistant's first model before answering with the fallback */
+  LEGACY_FIRST_MODEL_WAIT_MS: env.int(10_000, 0),
+  /** trained models kept in memory (one per assistant and language); others load from the store on use */
+  LEGACY_MODEL_CACHE_SIZE: env.int(500, 1),
+  /** train in a worker thread (true) or on the main thread (false; only for debugging) */
+  LEGACY_TRAIN_IN_WORKER: env.bool(true),
+  /** how much lower (Linux nice, 0-19) the training thread runs than the thread answering Messages */
+  LEGACY_TRAINING_NICE: z.coerce.number().int().min(0).max(19).default(10),
+  /** a conversation idle for longer than this ends; the user's next message starts a new session */
+  LEGACY_CONVERSATION_IDLE_SECONDS: env.int(30 * 60, 1),
+  /** turns an output context stays active when its intent does not say */
+  LEGACY_DEFAULT_CONTEXT_LIFESPAN: env.int(5, 1),
+  /** what the built-in fallback says when the assistant has no fallback intent of its own */
+  LEGACY_BUILTIN_FALLBACK_TEXT: z
+    .string()
+    .min(1)
+    .default("Sorry, I didn't get that. Could you say it another way?"),
+  /** largest JSON request body */
+  LEGACY_BODY_LIMIT_BYTES: env.int(2 * 1024 * 1024, 1024),
+  /** most intents one assistant may hold */
+  LEGACY_MAX_INTENTS: env.int(2_000, 1),
+  /** most entities one assistant may hold */
+  LEGACY_MAX_ENTITIES: env.int(1_000, 1),
+  /** the name answered in the assistant's `nlu` field */
+  LEGACY_NLU_NAME: z.string().min(1).default('platform-nlu'),
 });
 export type LegacyAgentConfig = z.infer<typeof legacyAgentConfigSchema>;

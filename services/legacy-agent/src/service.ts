@@ -1,19 +1,95 @@
 import type { Bus } from '@platform/bus';
-import { type BaseDeps, type PlatformService, createServiceApp } from '@platform/kernel';
+import { type BaseDeps, createServiceApp, type PlatformService } from '@platform/kernel';
 import type { Store } from '@platform/store';
+import type { Express } from 'express';
 import type { LegacyAgentConfig } from './config';
+import type { LegacyDomain } from './domain';
+import { Accounts } from './domain/accounts';
+import { Assistants } from './domain/assistants';
+import type { LegacyContext } from './domain/context';
+import { Conversations } from './domain/conversations';
+import { Dialogue } from './domain/dialogue';
+import { Entities } from './domain/entities';
+import { Intents } from './domain/intents';
+import { TokenSealer } from './domain/tokens';
+import { type NluEngine, Understanding } from './domain/understanding';
+import * as nluEngine from './nlu';
+import { openCollections } from './persistence/collections';
+import { mountAccountRoutes } from './routes/accounts';
+import { mountBotRoutes } from './routes/bots';
+import { mountEntityRoutes } from './routes/entities';
+import { mountIntentRoutes } from './routes/intents';
+import { messagesBodyParser, mountMessageRoutes } from './routes/messages';
 
 export interface LegacyAgentDeps extends BaseDeps<LegacyAgentConfig> {
   store: Store;
   bus: Bus;
+  /** the NLU engine; src/nlu by default */
+  nlu?: NluEngine;
+  /** uniform in [0, 1), picks text alternatives; Math.random by default */
+  random?: () => number;
 }
 
-export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<PlatformService> {
+export interface LegacyAgentService extends PlatformService {
+  readonly app: Express;
+  readonly domain: LegacyDomain;
+}
+
+/** Builds the use cases over the store; nothing runs until `start()`. */
+export function createLegacyDomain(deps: LegacyAgentDeps): LegacyDomain {
+  const ctx: LegacyContext = {
+    config: deps.config,
+    logger: deps.logger,
+    clock: deps.clock,
+    cols: openCollections(deps.store),
+    sealer: TokenSealer.fromConfig(deps.config),
+    random: deps.random ?? Math.random,
+  };
+  const understanding = new Understanding(ctx, deps.nlu ?? nluEngine);
+  const accounts = new Accounts(ctx);
+  const assistants = new Assistants(ctx);
+  const onDataChange = async (assistantId: string) => {
+    await assistants.bumpRevision(assistantId);
+    understanding.schedule(assistantId);
+  };
+  const dialogue = new Dialogue(ctx, understanding, new Conversations(ctx));
+  assistants.onRemoved((id) => {
+    understanding.forget(id);
+    dialogue.forget(id);
+  });
+  return {
+    ctx,
+    accounts,
+    assistants,
+    intents: new Intents(ctx, onDataChange),
+    entities: new Entities(ctx, onDataChange),
+    understanding,
+    dialogue,
+  };
+}
+
+export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<LegacyAgentService> {
+  const domain = createLegacyDomain(deps);
   const app = createServiceApp({
     name: 'legacy-agent',
     logger: deps.logger,
+    bodyLimit: deps.config.LEGACY_BODY_LIMIT_BYTES,
     readiness: { store: () => deps.store.ping(), bus: () => deps.bus.ping() },
-    routes: () => {},
+    before: [messagesBodyParser(deps.config.LEGACY_BODY_LIMIT_BYTES, deps.logger)],
+    routes: (router) => {
+      mountAccountRoutes(router, domain);
+      mountBotRoutes(router, domain);
+      mountIntentRoutes(router, domain);
+      mountEntityRoutes(router, domain);
+      mountMessageRoutes(router, domain);
+    },
   });
-  return { name: 'legacy-agent', handler: app, start: async () => {}, stop: async () => {} };
+  return {
+    name: 'legacy-agent',
+    handler: app,
+    app,
+    domain,
+    start: () => domain.understanding.start(),
+    stop: () => domain.understanding.stop(),
+  };
 }

@@ -1,0 +1,195 @@
+/**
+ * Latency of POST {legacy_url}/v1/Messages through the edge, and retraining time, for an assistant with
+ * 100 intents and 2,000 utterances (bench/nlu-engine/synthetic.ts) created through the API.
+ *
+ *   flock /tmp/bench.lock npx tsx bench/nlu/latency.ts [rate=200] [seconds=30] [split|standalone]
+ *
+ * The platform runs in processes of its own (`split`, the default: one per service as deployed;
+ * `standalone`: `pnpm start`'s single process), embedded store; this process is an open-loop load generator: requests leave on a fixed schedule whatever the answers do,
+ * and each latency is measured from its scheduled start (no coordinated omission). Phases: warm-up,
+ * steady load, then the same load while a retraining runs.
+ */
+import http from 'node:http';
+import { loadavg, setPriority } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { syntheticAssistant } from '../nlu-engine/synthetic';
+import { cpuTimeMs, LegacyClient, startBenchPlatform, type Topology } from './api';
+
+const RATE = Number(process.argv[2] ?? 200);
+const SECONDS = Number(process.argv[3] ?? 30);
+const TOPOLOGY = (process.argv[4] ?? 'split') as Topology;
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? Number.NaN;
+};
+const ms = (x: number) => x.toFixed(1);
+
+interface LoadResult {
+  latencies: number[];
+  errors: number;
+  correct: number;
+  fallbacks: number;
+  sent: number;
+}
+
+/** Sends `rate` requests per second for `seconds`, open loop, over keep-alive connections. */
+async function load(
+  url: URL,
+  clientToken: string,
+  tests: Array<{ text: string; intent: string }>,
+  names: Map<string, string>,
+  rate: number,
+  seconds: number,
+  during?: () => Promise<void>,
+): Promise<LoadResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const total = Math.round(rate * seconds);
+  const result: LoadResult = { latencies: [], errors: 0, correct: 0, fallbacks: 0, sent: 0 };
+  const pending: Array<Promise<void>> = [];
+  const start = performance.now();
+  const side = during?.();
+  for (let i = 0; i < total; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    const test = tests[i % tests.length]!;
+    const body = JSON.stringify({ userId: `user-${i % 500}`, platform: 'bench', text: test.text });
+    result.sent++;
+    pending.push(
+      new Promise<void>((resolve) => {
+        const req = http.request(
+          url,
+          {
+            method: 'POST',
+            agent,
+            headers: {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(body),
+              authorization: `Bearer ${clientToken}`,
+            },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => {
+              result.latencies.push(performance.now() - due);
+              if (res.statusCode !== 200) result.errors++;
+              else {
+                const top = JSON.parse(Buffer.concat(chunks).toString()).intents[0];
+                if (top?.name === names.get(test.intent)) result.correct++;
+                if (top?.isFallback) result.fallbacks++;
+              }
+              resolve();
+            });
+          },
+        );
+        req.on('error', () => {
+          result.errors++;
+          resolve();
+        });
+        req.end(body);
+      }),
+    );
+  }
+  await Promise.all(pending);
+  await side;
+  agent.destroy();
+  return result;
+}
+
+function print(label: string, r: LoadResult, seconds: number) {
+  const l = r.latencies;
+  console.log(
+    `${label.padEnd(28)} ${String(r.sent).padStart(6)} req in ${seconds}s  errors ${r.errors}  ` +
+      `p50 ${ms(pct(l, 0.5))}  p90 ${ms(pct(l, 0.9))}  p99 ${ms(pct(l, 0.99))}  max ${ms(Math.max(...l))} ms  ` +
+      `accuracy ${(r.correct / Math.max(1, r.sent - r.errors)).toFixed(3)} (fallbacks ${r.fallbacks})`,
+  );
+}
+
+async function main() {
+  if (process.env.BENCH_NICE) setPriority(0, Number(process.env.BENCH_NICE));
+  const platform = await startBenchPlatform({}, TOPOLOGY);
+  console.log(`topology: ${TOPOLOGY}, ${RATE} req/s, priority ${process.env.BENCH_NICE ?? 'normal'}`);
+  const api = new LegacyClient(platform.legacyUrl);
+  try {
+    const { set, tests } = syntheticAssistant(100, 2000, 1000);
+    const bot = await api.newAssistant('Synthetic 100x2000');
+    const t0 = performance.now();
+    const ids = await api.load(bot.developerToken, set);
+    const loadMs = performance.now() - t0;
+    await api.trained(bot.developerToken, 300_000);
+    const first = await api.training(bot.developerToken);
+    console.log(
+      `assistant: ${set.intents.length} intents, ${set.intents.reduce((a, i) => a + i.utterances.length, 0)} utterances, ` +
+        `${set.entities.length} entities, created through the API in ${Math.round(loadMs)} ms; ` +
+        `first training ${first.languages.en?.trainingMs} ms`,
+    );
+    const names = new Map(
+      [...ids].map(([syntheticId]) => [syntheticId, set.intents.find((i) => i.id === syntheticId)!.name]),
+    );
+
+    // Retraining: one intent changes; measured from the change's answer until the new model answers.
+    const auth = { authorization: `Bearer ${bot.developerToken}` };
+    const intentId = ids.get(set.intents[0]!.id)!;
+    const retrain = async (n: number) => {
+      const current = await api.call<{ utterances: { en: unknown[] } }>(
+        'GET',
+        `/v1/intents/${intentId}`,
+        undefined,
+        auth,
+      );
+      await api.call(
+        'POST',
+        `/v1/intents/${intentId}`,
+        {
+          utterances: { en: [...current.utterances.en, { data: [{ text: `one more way to say it ${n}` }] }] },
+        },
+        auth,
+      );
+      const wall = await api.trained(bot.developerToken);
+      const status = await api.training(bot.developerToken);
+      return { wall, training: status.languages.en!.trainingMs! };
+    };
+    const retrains = [];
+    for (let i = 0; i < 3; i++) retrains.push(await retrain(i));
+    console.log(
+      `retraining after a change (idle): wall until the new model answers ${retrains.map((r) => Math.round(r.wall)).join(', ')} ms ` +
+        `(includes the 500 ms debounce); training in the worker ${retrains.map((r) => r.training).join(', ')} ms`,
+    );
+
+    const url = new URL(`${platform.legacyUrl}/v1/Messages`);
+    const warm = await load(url, bot.clientToken, tests, names, RATE, 5);
+    print('warm-up', warm, 5);
+    const cpuBefore = platform.processes.map((p) => cpuTimeMs(p.pid));
+    const steady = await load(url, bot.clientToken, tests, names, RATE, SECONDS);
+    print(`steady ${RATE} req/s`, steady, SECONDS);
+    // CPU per message, by process: what the machine's load cannot blur (10 ms clock ticks).
+    console.log(
+      `CPU per message during the steady phase: ${platform.processes
+        .map((p, i) => `${p.name} ${((cpuTimeMs(p.pid) - cpuBefore[i]!) / steady.sent).toFixed(2)} ms`)
+        .join(', ')}`,
+    );
+    let retrainDuringLoad = { wall: 0, training: 0 };
+    const busy = await load(url, bot.clientToken, tests, names, RATE, 15, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      retrainDuringLoad = await retrain(99);
+    });
+    print(`${RATE} req/s while retraining`, busy, 15);
+    console.log(
+      `retraining under load: wall ${Math.round(retrainDuringLoad.wall)} ms, training in the worker ${retrainDuringLoad.training} ms`,
+    );
+    console.log(
+      `load average at the end: ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')} (2 cores, shared)`,
+    );
+  } finally {
+    await platform.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

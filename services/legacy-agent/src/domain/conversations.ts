@@ -1,0 +1,110 @@
+import type { ConversationContext, ConversationDoc } from '../persistence/collections';
+import type { LegacyContext } from './context';
+import { newId } from './ids';
+import type { OutputContext } from './model-types';
+
+/**
+ * One user's conversation with one assistant. A session lasts while the user keeps talking (it ends
+ * after LEGACY_CONVERSATION_IDLE_SECONDS of silence); a conversation ends earlier when an intent
+ * flagged `endConversation` answers. Either way the next message starts afresh: new conversation id,
+ * no contexts, no remembered slots.
+ */
+/** A conversation as read for one message; `stored` is false for one this message starts. */
+export interface Conversation {
+  doc: ConversationDoc;
+  stored: boolean;
+}
+
+export class Conversations {
+  constructor(private readonly ctx: LegacyContext) {}
+
+  /** The conversation the message continues, or a new one. */
+  async current(assistantId: string, userId: string): Promise<Conversation> {
+    const now = this.ctx.clock.now();
+    const stored = await this.ctx.cols.conversations.findOne({ _id: conversationKey(assistantId, userId) });
+    if (stored && now.getTime() - stored.lastActivityAt.getTime() <= this.idleMs())
+      return { doc: stored, stored: true };
+    return {
+      doc: {
+        _id: conversationKey(assistantId, userId),
+        assistantId,
+        userId,
+        sessionId: newId(),
+        conversationId: newId(),
+        contexts: [],
+        slots: {},
+        startedAt: now,
+        lastActivityAt: now,
+      },
+      stored: false,
+    };
+  }
+
+  /**
+   * Records a turn: every active context loses one turn of life, then the answering intent's output
+   * contexts are set (lifespan 0 clears one). An ended conversation keeps its session but forgets the rest.
+   * A turn that changes nothing but the time is not written unless the stored time is getting old
+   * (a tenth of the idle time, at most a minute): busy conversations cost no write per message.
+   */
+  async recordTurn(
+    { doc, stored }: Conversation,
+    turn: { outputContexts: OutputContext[]; slots: Record<string, string>; ended: boolean },
+  ): Promise<void> {
+    const now = this.ctx.clock.now();
+    const next: Pick<ConversationDoc, 'conversationId' | 'contexts' | 'slots' | 'startedAt'> = turn.ended
+      ? { conversationId: newId(), contexts: [], slots: {}, startedAt: now }
+      : {
+          conversationId: doc.conversationId,
+          contexts: advanceContexts(doc.contexts, turn.outputContexts),
+          slots: { ...doc.slots, ...turn.slots },
+          startedAt: doc.startedAt,
+        };
+    const unchanged =
+      stored &&
+      next.conversationId === doc.conversationId &&
+      sameContexts(next.contexts, doc.contexts) &&
+      sameSlots(next.slots, doc.slots) &&
+      now.getTime() - doc.lastActivityAt.getTime() < Math.min(60_000, this.idleMs() / 10);
+    if (unchanged) return;
+    await this.ctx.cols.conversations.updateOne(
+      { _id: doc._id },
+      {
+        $set: {
+          assistantId: doc.assistantId,
+          userId: doc.userId,
+          sessionId: doc.sessionId,
+          ...next,
+          lastActivityAt: now,
+        },
+      },
+      { upsert: true },
+    );
+  }
+
+  private idleMs(): number {
+    return this.ctx.config.LEGACY_CONVERSATION_IDLE_SECONDS * 1000;
+  }
+}
+
+const sameContexts = (a: ConversationContext[], b: ConversationContext[]) =>
+  a.length === b.length && a.every((c, i) => c.name === b[i]!.name && c.lifespan === b[i]!.lifespan);
+
+function sameSlots(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+}
+
+export const conversationKey = (assistantId: string, userId: string) => `${assistantId}:${userId}`;
+
+export function advanceContexts(
+  active: ConversationContext[],
+  outputs: OutputContext[],
+): ConversationContext[] {
+  const next = new Map<string, number>();
+  for (const context of active) if (context.lifespan > 1) next.set(context.name, context.lifespan - 1);
+  for (const output of outputs) {
+    if (output.lifespan > 0) next.set(output.name, output.lifespan);
+    else next.delete(output.name);
+  }
+  return [...next].map(([name, lifespan]) => ({ name, lifespan }));
+}

@@ -1,0 +1,125 @@
+import { Conflict, NotFound } from '@platform/kernel';
+import { DuplicateKeyError } from '@platform/store';
+import type { AssistantDoc, EntityDoc, IntentDoc } from '../persistence/collections';
+import type { EntityInput } from '../routes/schemas';
+import type { LegacyContext } from './context';
+import { newId } from './ids';
+import type { DataChangeListener } from './intents';
+import { languageIssues, throwIfIssues } from './issues';
+
+const nameKey = (name: string) => name.normalize('NFKC').toLowerCase();
+
+/** Entities of one assistant (spec 2.10). */
+export class Entities {
+  constructor(
+    private readonly ctx: LegacyContext,
+    private readonly onChange: DataChangeListener,
+  ) {}
+
+  async list(assistant: AssistantDoc): Promise<EntityDoc[]> {
+    return this.ctx.cols.entities.find({ assistantId: assistant._id }, { sort: { createdAt: 1, _id: 1 } });
+  }
+
+  async get(assistant: AssistantDoc, id: string): Promise<EntityDoc> {
+    const doc = await this.ctx.cols.entities.findOne({ _id: id, assistantId: assistant._id });
+    if (!doc) throw new NotFound(`No entity ${id} in this assistant`, { error: 'EntityNotFound' });
+    return doc;
+  }
+
+  async create(assistant: AssistantDoc, input: EntityInput): Promise<EntityDoc> {
+    const { cols, clock, config } = this.ctx;
+    if ((await cols.entities.count({ assistantId: assistant._id })) >= config.LEGACY_MAX_ENTITIES)
+      throw new Conflict(`An assistant holds at most ${config.LEGACY_MAX_ENTITIES} entities`, {
+        error: 'LimitExceeded',
+      });
+    const now = clock.now();
+    const doc: EntityDoc = {
+      _id: newId(),
+      assistantId: assistant._id,
+      ...input,
+      nameKey: nameKey(input.name),
+      createdAt: now,
+      updatedAt: now,
+    };
+    this.check(assistant, doc);
+    await this.write(() => cols.entities.insertOne(doc));
+    await this.onChange(assistant._id);
+    return doc;
+  }
+
+  /** The complete entity after merging the present fields; a renamed entity must not be in use. */
+  async update(assistant: AssistantDoc, id: string, merged: EntityInput): Promise<EntityDoc> {
+    const current = await this.get(assistant, id);
+    if (merged.name !== current.name) await this.refuseWhenUsed(assistant, current, 'renamed');
+    const doc: EntityDoc = {
+      ...current,
+      ...merged,
+      nameKey: nameKey(merged.name),
+      updatedAt: this.ctx.clock.now(),
+    };
+    this.check(assistant, doc);
+    const { _id, ...fields } = doc;
+    await this.write(() =>
+      this.ctx.cols.entities.updateOne({ _id, assistantId: assistant._id }, { $set: fields }),
+    );
+    await this.onChange(assistant._id);
+    return doc;
+  }
+
+  async remove(assistant: AssistantDoc, id: string): Promise<{ id: string; deleted: true }> {
+    const current = await this.get(assistant, id);
+    await this.refuseWhenUsed(assistant, current, 'deleted');
+    await this.ctx.cols.entities.deleteOne({ _id: id, assistantId: assistant._id });
+    await this.onChange(assistant._id);
+    return { id, deleted: true };
+  }
+
+  view(doc: EntityDoc) {
+    return {
+      id: doc._id,
+      name: doc.name,
+      automaticallyExtensible: doc.automaticallyExtensible,
+      useSynonyms: doc.useSynonyms,
+      data: doc.data,
+      createdAt: doc.createdAt.toISOString(),
+      updatedAt: doc.updatedAt.toISOString(),
+    };
+  }
+
+  private check(assistant: AssistantDoc, doc: EntityDoc): void {
+    throwIfIssues([
+      ...languageIssues('automaticallyExtensible', doc.automaticallyExtensible, assistant.languages),
+      ...languageIssues('useSynonyms', doc.useSynonyms, assistant.languages),
+      ...languageIssues('data', doc.data, assistant.languages),
+    ]);
+  }
+
+  /** Utterances tag entities by name: removing or renaming a tagged entity would orphan them. */
+  private async refuseWhenUsed(assistant: AssistantDoc, entity: EntityDoc, what: string): Promise<void> {
+    const intents = await this.ctx.cols.intents.find({ assistantId: assistant._id });
+    const users = intents.filter((intent) => tags(intent, entity.name));
+    if (users.length > 0)
+      throw new Conflict(`Entity "${entity.name}" is used by intents and cannot be ${what}`, {
+        error: 'EntityInUse',
+        details: { intents: users.map((i) => ({ id: i._id, name: i.name })) },
+      });
+  }
+
+  private async write(task: () => Promise<unknown>): Promise<void> {
+    try {
+      await task();
+    } catch (err) {
+      if (err instanceof DuplicateKeyError)
+        throw new Conflict('An entity with this name already exists in the assistant', {
+          error: 'EntityNameTaken',
+        });
+      throw err;
+    }
+  }
+}
+
+function tags(intent: IntentDoc, entityName: string): boolean {
+  return Object.values(intent.utterances).some((utterances) =>
+    utterances.some((u) => u.data.some((part) => part.entity === entityName)),
+  );
+}

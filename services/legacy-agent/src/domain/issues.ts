@@ -1,0 +1,30 @@
+import { InvalidInput } from '@platform/kernel';
+
+export interface Issue {
+  field: string;
+  message: string;
+}
+
+/** The same 400 parseInput gives, for rules that need stored state (languages, entity names). */
+export function throwIfIssues(issues: Issue[]): void {
+  if (issues.length === 0) return;
+  throw new InvalidInput(`Invalid body: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`, {
+    code: 'INVALID_BODY',
+    details: { issues },
+  });
+}
+
+/** Issues for every language key of a language-keyed map that the assistant does not speak. */
+export function languageIssues(
+  field: string,
+  map: Record<string, unknown> | undefined,
+  languages: readonly string[],
+): Issue[] {
+  if (!map) return [];
+  return Object.keys(map)
+    .filter((lang) => !languages.includes(lang))
+    .map((lang) => ({
+      field: `${field}.${lang}`,
+      message: `language ${lang} is not one of the assistant's languages (${languages.join(', ')})`,
+    }));
+}

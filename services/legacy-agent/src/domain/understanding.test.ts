@@ -1,0 +1,67 @@
+import type { EntityDoc, IntentDoc } from '../persistence/collections';
+import { fingerprintOf, toTrainingSet } from './understanding';
+
+const base = { assistantId: 'a', createdAt: new Date(0), updatedAt: new Date(0) };
+
+describe('training sets', () => {
+  const intents = [
+    {
+      ...base,
+      _id: 'i1',
+      name: 'Trip',
+      utterances: {
+        en: [{ data: [{ text: 'to ' }, { text: 'Paris', entity: 'City' }, { text: ' now' }] }],
+        fr: [{ data: [{ text: 'à ' }, { text: 'Paris', entity: 'City', slot_name: 'dest' }] }],
+      },
+    },
+    { ...base, _id: 'i2', name: 'Fallback', isFallback: true, utterances: {} },
+  ] as unknown as IntentDoc[];
+  const entities = [
+    {
+      ...base,
+      _id: 'e1',
+      name: 'City',
+      automaticallyExtensible: { en: true, fr: false },
+      useSynonyms: { en: true, fr: false },
+      data: {
+        en: [{ value: 'Paris', synonyms: ['city of light'] }, { value: 'Rome' }],
+        fr: [{ value: 'Paris', synonyms: ['x'] }],
+      },
+    },
+  ] as unknown as EntityDoc[];
+
+  it('takes one language: intents with sentences in it, slot names defaulting to the entity, its entity values', () => {
+    expect(toTrainingSet('en', intents, entities)).toEqual({
+      lang: 'en',
+      intents: [
+        {
+          id: 'i1',
+          name: 'Trip',
+          utterances: [
+            [{ text: 'to ' }, { text: 'Paris', entity: 'City', slot_name: 'City' }, { text: ' now' }],
+          ],
+        },
+      ],
+      entities: [
+        {
+          name: 'City',
+          automaticallyExtensible: true,
+          useSynonyms: true,
+          values: [
+            { value: 'Paris', synonyms: ['city of light'] },
+            { value: 'Rome', synonyms: [] },
+          ],
+        },
+      ],
+    });
+  });
+
+  it('ignores synonyms where useSynonyms is false, and changes its fingerprint only with the set', () => {
+    const fr = toTrainingSet('fr', intents, entities);
+    expect(fr.entities[0]!.values).toEqual([{ value: 'Paris', synonyms: [] }]);
+    expect(fr.intents[0]!.utterances[0]![1]).toEqual({ text: 'Paris', entity: 'City', slot_name: 'dest' });
+    expect(fingerprintOf(fr)).toBe(fingerprintOf(toTrainingSet('fr', intents, entities)));
+    expect(fingerprintOf(fr)).not.toBe(fingerprintOf(toTrainingSet('en', intents, entities)));
+    expect(toTrainingSet('de', intents, entities)).toEqual({ lang: 'de', intents: [], entities: [] });
+  });
+});

@@ -1,0 +1,440 @@
+import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
+import type { NluModel, NluResult, NluTrainingSet, SerializedModel } from '../nlu';
+import type { AssistantDoc, EntityDoc, IntentDoc, ModelDoc } from '../persistence/collections';
+import type { LegacyContext } from './context';
+
+/**
+ * The adapter between the legacy resources and the NLU engine (src/nlu): it turns an assistant's
+ * intents and entities into one training set per language, trains in a worker after changes
+ * (debounced), persists the serialized models, and hands the current model to Messages. The previous
+ * model keeps answering while a new one trains.
+ */
+
+// ---- the engine (src/nlu) ------------------------------------------------------------------------
+
+export type { NluEntityMatch, NluIntentScore, NluModel, NluTrainingSet } from '../nlu';
+export type NluParse = NluResult;
+
+/** What the service needs of the engine; src/nlu in production, a scripted one in some tests. */
+export interface NluEngine {
+  trainModel(set: NluTrainingSet): NluModel | Promise<NluModel>;
+  trainModelInWorker(set: NluTrainingSet): Promise<NluModel>;
+  loadModel(json: SerializedModel): NluModel;
+}
+
+// ---- training sets ------------------------------------------------------------------------------
+
+/** One language's training set: intents with sentences in that language, entities with values in it. */
+export function toTrainingSet(lang: string, intents: IntentDoc[], entities: EntityDoc[]): NluTrainingSet {
+  return {
+    lang,
+    intents: intents
+      .filter((intent) => (intent.utterances[lang]?.length ?? 0) > 0)
+      .map((intent) => ({
+        id: intent._id,
+        name: intent.name,
+        utterances: intent.utterances[lang]!.map((u) =>
+          u.data.map((part) =>
+            part.entity
+              ? { text: part.text, entity: part.entity, slot_name: part.slot_name ?? part.entity }
+              : { text: part.text },
+          ),
+        ),
+      })),
+    entities: entities
+      .filter((entity) => entity.data[lang] !== undefined)
+      .map((entity) => ({
+        name: entity.name,
+        automaticallyExtensible: entity.automaticallyExtensible[lang] ?? false,
+        useSynonyms: entity.useSynonyms[lang] ?? false,
+        values: entity.data[lang]!.map((occ) => ({
+          value: occ.value,
+          synonyms: entity.useSynonyms[lang] ? (occ.synonyms ?? []) : [],
+        })),
+      })),
+  };
+}
+
+export const fingerprintOf = (set: NluTrainingSet): string =>
+  createHash('sha256').update(JSON.stringify(set)).digest('hex');
+
+// ---- models -------------------------------------------------------------------------------------
+
+/** Pieces small enough for any store document. */
+const CHUNK_CHARS = 4 * 1024 * 1024;
+
+interface CachedModel {
+  model: NluModel | null;
+  revision: number;
+  fingerprint: string;
+  /** when the store was last asked for a newer model (ms), for models that fell behind */
+  checkedAt: number;
+}
+
+interface TrainingState {
+  timer?: NodeJS.Timeout;
+  /** when the first change of the current burst arrived (ms) */
+  burstStart?: number;
+  running?: Promise<void>;
+  /** a change arrived while training: train again afterwards */
+  again: boolean;
+  /** resolved after each training of the assistant */
+  waiters: Array<() => void>;
+}
+
+const modelKey = (assistantId: string, lang: string) => `${assistantId}:${lang}`;
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Starts `task` and lowers the scheduling priority of the threads it created (the training worker) by
+ * `nice`, so that on a busy host training takes the CPU Messages leave over. Linux only: a thread's nice
+ * value is its own there, and `new Worker()` creates its thread synchronously. Elsewhere, or without
+ * /proc, the task simply runs at normal priority.
+ */
+function withLowerPriority<T>(nice: number, task: () => Promise<T>): Promise<T> {
+  if (nice <= 0 || process.platform !== 'linux') return task();
+  let before: Set<string>;
+  try {
+    before = new Set(readdirSync('/proc/self/task'));
+  } catch {
+    return task();
+  }
+  const running = task();
+  try {
+    for (const tid of readdirSync('/proc/self/task'))
+      if (!before.has(tid)) setPriority(Number(tid), Math.min(19, getPriority(Number(tid)) + nice));
+  } catch {
+    // the thread may already be gone, or the priority may not be changed: training still runs
+  }
+  return running;
+}
+
+export interface TrainingStatus {
+  upToDate: boolean;
+  /** the revision of the intents and entities (bumped by every change) */
+  revision: number;
+  /** per language: the revision its current model learnt */
+  languages: Record<
+    string,
+    { revision: number; hasModel: boolean; trainedAt: string | null; trainingMs: number | null }
+  >;
+}
+
+export class Understanding {
+  private readonly cache = new Map<string, CachedModel>();
+  private readonly training = new Map<string, TrainingState>();
+  /** assistants whose last training failed: Messages stop waiting for them until one succeeds */
+  private readonly failures = new Set<string>();
+  /** one training at a time: the machine's cores also answer Messages */
+  private queue: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly ctx: LegacyContext,
+    private readonly engine: NluEngine,
+  ) {}
+
+  /** Retrains assistants whose stored models are behind their data (a crash before training, say). */
+  async start(): Promise<void> {
+    const { cols } = this.ctx;
+    const assistants = await cols.assistants.find({ dataRevision: { $gt: 0 } });
+    const models = await cols.models.find({});
+    const trained = new Map(models.map((m) => [m._id, m.revision]));
+    for (const assistant of assistants) {
+      const behind = assistant.languages.some(
+        (lang) => (trained.get(modelKey(assistant._id, lang)) ?? -1) < assistant.dataRevision,
+      );
+      if (behind) this.schedule(assistant._id, 0);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const state of this.training.values()) clearTimeout(state.timer);
+    await Promise.all([...this.training.values()].map((s) => s.running?.catch(() => undefined)));
+    for (const state of this.training.values()) for (const wake of state.waiters.splice(0)) wake();
+  }
+
+  /**
+   * Where training stands: `upToDate` once every language's model learnt the current intents and
+   * entities (until then the previous model answers).
+   */
+  async status(assistant: AssistantDoc): Promise<TrainingStatus> {
+    const models = await this.ctx.cols.models.find({ assistantId: assistant._id });
+    const languages: TrainingStatus['languages'] = {};
+    for (const lang of assistant.languages) {
+      const model = models.find((m) => m.lang === lang);
+      languages[lang] = model
+        ? {
+            revision: model.revision,
+            hasModel: model.hasModel,
+            trainedAt: model.trainedAt.toISOString(),
+            trainingMs: model.trainingMs,
+          }
+        : { revision: 0, hasModel: false, trainedAt: null, trainingMs: null };
+    }
+    const upToDate = Object.values(languages).every((l) => l.revision >= assistant.dataRevision);
+    return { upToDate, revision: assistant.dataRevision, languages };
+  }
+
+  /** After intents or entities change: train once the burst of changes is over. */
+  schedule(assistantId: string, debounceMs = this.ctx.config.LEGACY_RETRAIN_DEBOUNCE_MS): void {
+    if (this.stopped) return;
+    const state = this.stateOf(assistantId);
+    if (state.running) {
+      state.again = true;
+      return;
+    }
+    const now = Date.now();
+    state.burstStart ??= now;
+    const latest = state.burstStart + this.ctx.config.LEGACY_RETRAIN_MAX_DELAY_MS;
+    clearTimeout(state.timer);
+    state.timer = setTimeout(() => this.run(assistantId), Math.max(0, Math.min(debounceMs, latest - now)));
+    state.timer.unref?.();
+  }
+
+  /** Whether the assistant has a training scheduled or running in this process. */
+  isTraining(assistantId: string): boolean {
+    const state = this.training.get(assistantId);
+    return !!state && (state.timer !== undefined || state.running !== undefined);
+  }
+
+  /** Resolves after the assistant's current or next training (or after `timeoutMs`). */
+  async trained(assistantId: string, timeoutMs: number): Promise<void> {
+    if (!this.isTraining(assistantId)) return;
+    const state = this.stateOf(assistantId);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      state.waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** Drops everything held for a removed assistant. */
+  forget(assistantId: string): void {
+    const state = this.training.get(assistantId);
+    if (state) clearTimeout(state.timer);
+    this.training.delete(assistantId);
+    this.failures.delete(assistantId);
+    for (const key of this.cache.keys()) if (key.startsWith(`${assistantId}:`)) this.cache.delete(key);
+  }
+
+  /**
+   * The model that answers for the assistant in `lang`: the newest one available, even while a newer
+   * one trains. Before the assistant's first model exists it waits up to LEGACY_FIRST_MODEL_WAIT_MS for
+   * it; null means there is nothing to classify with (no sentences in that language, or still training).
+   */
+  async modelFor(assistant: AssistantDoc, lang: string): Promise<NluModel | null> {
+    const key = modelKey(assistant._id, lang);
+    let cached = this.cached(key) ?? (await this.loadStored(assistant._id, lang));
+    if (cached && cached.revision < assistant.dataRevision)
+      cached = await this.catchUp(assistant, lang, cached);
+    if (cached?.model) return cached.model;
+    if (assistant.dataRevision === 0 || (cached && cached.revision >= assistant.dataRevision)) return null;
+    // No model yet (a brand-new assistant, or a language that just got its first sentences): wait for
+    // the training that makes one, scheduling it if this process has none (after a restart, say).
+    const deadline = Date.now() + this.ctx.config.LEGACY_FIRST_MODEL_WAIT_MS;
+    for (;;) {
+      if (!this.isTraining(assistant._id)) this.schedule(assistant._id, 0);
+      await this.trained(assistant._id, deadline - Date.now());
+      cached = this.cached(key) ?? (await this.loadStored(assistant._id, lang));
+      if (cached?.model) return cached.model;
+      if (cached && cached.revision >= assistant.dataRevision) return null;
+      if (Date.now() >= deadline || this.stopped || this.failures.has(assistant._id)) return null;
+    }
+  }
+
+  private cached(key: string): CachedModel | undefined {
+    const cached = this.cache.get(key);
+    if (cached) this.remember(key, cached);
+    return cached;
+  }
+
+  /** A model behind the data: if another instance trained a newer one, load it; if nobody will, train. */
+  private async catchUp(assistant: AssistantDoc, lang: string, cached: CachedModel): Promise<CachedModel> {
+    if (this.isTraining(assistant._id)) return cached;
+    const now = Date.now();
+    if (now - cached.checkedAt < 1_000) return cached;
+    cached.checkedAt = now;
+    const stored = await this.ctx.cols.models.findOne({ _id: modelKey(assistant._id, lang) });
+    if (stored && stored.revision > cached.revision) {
+      if (stored.fingerprint === cached.fingerprint) {
+        cached.revision = stored.revision; // retrained to the same set: nothing to load
+        return cached;
+      }
+      return (await this.loadStored(assistant._id, lang)) ?? cached;
+    }
+    const quietMs = this.ctx.clock.now().getTime() - assistant.updatedAt.getTime();
+    if (quietMs > this.ctx.config.LEGACY_RETRAIN_MAX_DELAY_MS + 30_000) this.schedule(assistant._id, 0);
+    return cached;
+  }
+
+  private stateOf(assistantId: string): TrainingState {
+    let state = this.training.get(assistantId);
+    if (!state) {
+      state = { again: false, waiters: [] };
+      this.training.set(assistantId, state);
+    }
+    return state;
+  }
+
+  private run(assistantId: string): void {
+    const state = this.stateOf(assistantId);
+    state.timer = undefined;
+    state.burstStart = undefined;
+    state.again = false;
+    const task = this.queue.then(() => (this.stopped ? undefined : this.train(assistantId)));
+    this.queue = task.catch(() => undefined);
+    state.running = task
+      .then(() => {
+        this.failures.delete(assistantId);
+      })
+      .catch((err) => {
+        this.failures.add(assistantId);
+        this.ctx.logger.error({ err, assistantId }, 'training failed');
+      })
+      .finally(() => {
+        state.running = undefined;
+        for (const wake of state.waiters.splice(0)) wake();
+        if (state.again) this.schedule(assistantId, 0);
+        else if (this.training.get(assistantId) === state && !state.timer) this.training.delete(assistantId);
+      });
+  }
+
+  private async train(assistantId: string): Promise<void> {
+    const { cols, logger } = this.ctx;
+    const assistant = await cols.assistants.findOne({ _id: assistantId });
+    if (!assistant) return this.forget(assistantId);
+    // Read the revision before the data: a change made meanwhile bumps it and trains again.
+    const revision = assistant.dataRevision;
+    const [intents, entities] = await Promise.all([
+      cols.intents.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
+      cols.entities.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
+    ]);
+    for (const lang of assistant.languages) {
+      const set = toTrainingSet(lang, intents, entities);
+      const fingerprint = fingerprintOf(set);
+      const key = modelKey(assistantId, lang);
+      const stored = await cols.models.findOne({ _id: key });
+      if (stored && stored.fingerprint === fingerprint) {
+        if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
+        const cached = this.cache.get(key);
+        if (cached) cached.revision = Math.max(cached.revision, revision);
+        continue;
+      }
+      const started = Date.now();
+      const model =
+        set.intents.length === 0
+          ? null
+          : this.ctx.config.LEGACY_TRAIN_IN_WORKER
+            ? await withLowerPriority(this.ctx.config.LEGACY_TRAINING_NICE, () =>
+                this.engine.trainModelInWorker(set),
+              )
+            : await this.engine.trainModel(set);
+      const trainingMs = Date.now() - started;
+      // Loading, serializing and storing a large model each hold the event loop for a while: let the
+      // Messages queued meanwhile through between the steps.
+      await yieldToEventLoop();
+      if (this.stopped || !(await cols.assistants.findOne({ _id: assistantId })))
+        return this.forget(assistantId);
+      await this.persist(assistantId, lang, { revision, fingerprint, model, trainingMs }, stored);
+      this.remember(key, { model, revision, fingerprint, checkedAt: Date.now() });
+      logger.info({ assistantId, lang, revision, trainingMs, intents: set.intents.length }, 'model trained');
+    }
+  }
+
+  /** Writes the new chunks, then points the model record at them, then drops the old chunks. */
+  private async persist(
+    assistantId: string,
+    lang: string,
+    trained: { revision: number; fingerprint: string; model: NluModel | null; trainingMs: number },
+    previous: ModelDoc | null,
+  ): Promise<void> {
+    const { cols, clock } = this.ctx;
+    const key = modelKey(assistantId, lang);
+    const serialized = trained.model ? JSON.stringify(trained.model) : '';
+    await yieldToEventLoop();
+    const chunks = Math.ceil(serialized.length / CHUNK_CHARS);
+    for (let index = 0; index < chunks; index++) {
+      const doc = {
+        assistantId,
+        modelKey: key,
+        fingerprint: trained.fingerprint,
+        index,
+        data: serialized.slice(index * CHUNK_CHARS, (index + 1) * CHUNK_CHARS),
+      };
+      await cols.modelChunks.updateOne(
+        { _id: `${key}:${trained.fingerprint}:${index}` },
+        { $set: doc },
+        { upsert: true },
+      );
+      await yieldToEventLoop();
+    }
+    await cols.models.updateOne(
+      { _id: key },
+      {
+        $set: {
+          assistantId,
+          lang,
+          revision: trained.revision,
+          fingerprint: trained.fingerprint,
+          hasModel: trained.model !== null,
+          chunks,
+          trainedAt: clock.now(),
+          trainingMs: trained.trainingMs,
+        },
+      },
+      { upsert: true },
+    );
+    if (previous && previous.fingerprint !== trained.fingerprint)
+      await cols.modelChunks.deleteMany({ modelKey: key, fingerprint: previous.fingerprint });
+  }
+
+  private async loadStored(assistantId: string, lang: string, attempt = 1): Promise<CachedModel | null> {
+    const { cols, logger } = this.ctx;
+    const key = modelKey(assistantId, lang);
+    const stored = await cols.models.findOne({ _id: key });
+    if (!stored) return null;
+    let model: NluModel | null = null;
+    if (stored.hasModel) {
+      const chunks = await cols.modelChunks.find(
+        { modelKey: key, fingerprint: stored.fingerprint },
+        { sort: { index: 1 } },
+      );
+      if (chunks.length !== stored.chunks) {
+        // Another instance may have just replaced this model: read the record again once.
+        if (attempt === 1) return this.loadStored(assistantId, lang, 2);
+        logger.warn({ assistantId, lang }, 'stored model is incomplete; retraining');
+        return null;
+      }
+      try {
+        model = this.engine.loadModel(JSON.parse(chunks.map((c) => c.data).join('')));
+      } catch (err) {
+        logger.warn({ err, assistantId, lang }, 'stored model cannot be loaded; retraining');
+        return null;
+      }
+    }
+    const cached: CachedModel = {
+      model,
+      revision: stored.revision,
+      fingerprint: stored.fingerprint,
+      checkedAt: Date.now(),
+    };
+    this.remember(key, cached);
+    return cached;
+  }
+
+  /** A small LRU: the most recently used models stay in memory. */
+  private remember(key: string, cached: CachedModel): void {
+    this.cache.delete(key);
+    this.cache.set(key, cached);
+    while (this.cache.size > this.ctx.config.LEGACY_MODEL_CACHE_SIZE) {
+      const oldest = this.cache.keys().next().value as string;
+      this.cache.delete(oldest);
+    }
+  }
+}

@@ -1,0 +1,192 @@
+import type { Collection, Store } from '@platform/store';
+import type {
+  ConditionalResponse,
+  EntityOccurrence,
+  IntentSettings,
+  OutputContext,
+  Utterance,
+} from '../domain/model-types';
+
+/** A legacy account (signup/login). */
+export interface AccountDoc {
+  _id: string;
+  username: string;
+  /** lower-cased username: uniqueness ignores letter case */
+  usernameKey: string;
+  password: { algorithm: 'scrypt'; N: number; r: number; p: number; salt: string; hash: string };
+  createdAt: Date;
+}
+
+/**
+ * A legacy session (signup/login) or access token; both are Parse-style session records (spec 2.8),
+ * stored by the sha256 of their value.
+ */
+export interface SessionDoc {
+  _id: string;
+  kind: 'session' | 'access_token';
+  tokenHash: string;
+  /** first characters of the token, shown in lists so an owner can tell tokens apart */
+  hint: string;
+  userId: string;
+  createdWith: { action: string; authProvider: string };
+  restricted: boolean;
+  expiresAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Failed logins of one username in the current window. */
+export interface LoginFailureDoc {
+  _id: string;
+  count: number;
+  windowStart: Date;
+}
+
+export interface AssistantDoc {
+  _id: string;
+  ownerId: string;
+  /** the owning account's username at creation (spec 2.11 `developer`) */
+  developer: string;
+  name: string;
+  description: string;
+  lang: string;
+  languages: string[];
+  photo: { url: string } | null;
+  satisfactionOption: boolean | null;
+  /** public: shown as is */
+  clientToken: string;
+  clientTokenHash: string;
+  developerTokenHash: string;
+  /** AES-256-GCM ciphertext of the developer token, readable by the owning account */
+  developerTokenSealed: string;
+  /** bumped on every change of the assistant's intents or entities; models record the one they learnt */
+  dataRevision: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface IntentDoc {
+  _id: string;
+  assistantId: string;
+  name: string;
+  nameKey: string;
+  isWelcome: boolean;
+  isFallback: boolean;
+  endConversation: boolean;
+  events: string[];
+  disambiguationSentence: Record<string, string>;
+  inputContexts: string[];
+  outputContexts: Record<string, OutputContext[]>;
+  utterances: Record<string, Utterance[]>;
+  parameters: Record<string, Array<Record<string, unknown>>>;
+  conditionalResponses: Record<string, ConditionalResponse>;
+  settings: Record<string, IntentSettings>;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface EntityDoc {
+  _id: string;
+  assistantId: string;
+  name: string;
+  nameKey: string;
+  automaticallyExtensible: Record<string, boolean>;
+  useSynonyms: Record<string, boolean>;
+  data: Record<string, EntityOccurrence[]>;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/**
+ * What was last trained for one assistant and language (`_id` = `assistantId:lang`). The serialized
+ * model itself lives in ModelChunkDoc pieces (a model may exceed MongoDB's 16 MB document limit).
+ */
+export interface ModelDoc {
+  _id: string;
+  assistantId: string;
+  lang: string;
+  /** the assistant's dataRevision the model was trained from */
+  revision: number;
+  /** sha256 of the training set; an unchanged set is not retrained */
+  fingerprint: string;
+  /** false when the language has no training sentences: there is no model to load */
+  hasModel: boolean;
+  chunks: number;
+  trainedAt: Date;
+  trainingMs: number;
+}
+
+/** One piece of a serialized model, `_id` = `assistantId:lang:fingerprint:index`. */
+export interface ModelChunkDoc {
+  _id: string;
+  assistantId: string;
+  modelKey: string;
+  fingerprint: string;
+  index: number;
+  data: string;
+}
+
+export interface ConversationContext {
+  name: string;
+  /** turns left, counting the next one */
+  lifespan: number;
+}
+
+/** The state of one user's conversation with one assistant. */
+export interface ConversationDoc {
+  _id: string;
+  assistantId: string;
+  userId: string;
+  sessionId: string;
+  conversationId: string;
+  contexts: ConversationContext[];
+  /** slots filled so far in this conversation, latest value wins */
+  slots: Record<string, string>;
+  startedAt: Date;
+  /** refreshed at least every tenth of the idle time while the user talks */
+  lastActivityAt: Date;
+}
+
+export interface LegacyCollections {
+  accounts: Collection<AccountDoc>;
+  sessions: Collection<SessionDoc>;
+  loginFailures: Collection<LoginFailureDoc>;
+  assistants: Collection<AssistantDoc>;
+  intents: Collection<IntentDoc>;
+  entities: Collection<EntityDoc>;
+  models: Collection<ModelDoc>;
+  modelChunks: Collection<ModelChunkDoc>;
+  conversations: Collection<ConversationDoc>;
+}
+
+export function openCollections(store: Store): LegacyCollections {
+  return {
+    accounts: store.collection<AccountDoc>('legacy_accounts', [{ fields: { usernameKey: 1 }, unique: true }]),
+    sessions: store.collection<SessionDoc>('legacy_sessions', [
+      { fields: { tokenHash: 1 }, unique: true },
+      { fields: { userId: 1 } },
+    ]),
+    loginFailures: store.collection<LoginFailureDoc>('legacy_login_failures'),
+    assistants: store.collection<AssistantDoc>('legacy_assistants', [
+      { fields: { clientTokenHash: 1 }, unique: true },
+      { fields: { developerTokenHash: 1 }, unique: true },
+      { fields: { ownerId: 1 } },
+    ]),
+    intents: store.collection<IntentDoc>('legacy_intents', [
+      { fields: { assistantId: 1 } },
+      { fields: { assistantId: 1, nameKey: 1 }, unique: true },
+    ]),
+    entities: store.collection<EntityDoc>('legacy_entities', [
+      { fields: { assistantId: 1 } },
+      { fields: { assistantId: 1, nameKey: 1 }, unique: true },
+    ]),
+    models: store.collection<ModelDoc>('legacy_models', [{ fields: { assistantId: 1 } }]),
+    modelChunks: store.collection<ModelChunkDoc>('legacy_model_chunks', [
+      { fields: { assistantId: 1 } },
+      { fields: { modelKey: 1 } },
+    ]),
+    conversations: store.collection<ConversationDoc>('legacy_conversations', [
+      { fields: { assistantId: 1 } },
+    ]),
+  };
+}

@@ -1,0 +1,43 @@
+import { parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import type { LegacyDomain } from '../domain';
+import { bearerToken } from './credentials';
+import { entityBody, entityPatchBody } from './schemas';
+
+/** Spec 4.3 entities (2.10), authenticated by the developer token. */
+export function mountEntityRoutes(router: Router, { assistants, entities }: LegacyDomain): void {
+  router.get('/v1/entities', async (req, res) => {
+    const assistant = await assistants.byDeveloperToken(bearerToken(req));
+    res.json((await entities.list(assistant)).map((doc) => entities.view(doc)));
+  });
+
+  router.post('/v1/entities', async (req, res) => {
+    const assistant = await assistants.byDeveloperToken(bearerToken(req));
+    res.json(entities.view(await entities.create(assistant, parseInput(entityBody, req.body))));
+  });
+
+  router.get('/v1/entities/:id', async (req, res) => {
+    const assistant = await assistants.byDeveloperToken(bearerToken(req));
+    res.json(entities.view(await entities.get(assistant, String(req.params.id))));
+  });
+
+  /** Fields present in the body replace the stored ones; the result must be a complete, valid entity. */
+  router.post('/v1/entities/:id', async (req, res) => {
+    const assistant = await assistants.byDeveloperToken(bearerToken(req));
+    const current = await entities.get(assistant, String(req.params.id));
+    const patch = parseInput(entityPatchBody, req.body ?? {});
+    const merged = parseInput(entityBody, {
+      name: current.name,
+      automaticallyExtensible: current.automaticallyExtensible,
+      useSynonyms: current.useSynonyms,
+      data: current.data,
+      ...patch,
+    });
+    res.json(entities.view(await entities.update(assistant, current._id, merged)));
+  });
+
+  router.delete('/v1/entities/:id', async (req, res) => {
+    const assistant = await assistants.byDeveloperToken(bearerToken(req));
+    res.json(await entities.remove(assistant, String(req.params.id)));
+  });
+}

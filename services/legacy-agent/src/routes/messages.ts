@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { type ErrorKind, envelopeOf, type Logger, parseInput, toAppError } from '@platform/kernel';
+import express, { type RequestHandler, type Response, type Router } from 'express';
+import type { LegacyDomain } from '../domain';
+import { bearerToken } from './credentials';
+import { messageBody } from './schemas';
+
+/** `status.errorType` of a failed Messages call, by kind of error (documented in the README). */
+export const MESSAGES_ERROR_TYPES: Record<ErrorKind | 'internal', string> = {
+  invalid_input: 'invalid_request',
+  unauthenticated: 'unauthorized',
+  forbidden: 'forbidden',
+  not_found: 'not_found',
+  conflict: 'conflict',
+  gone: 'gone',
+  payload_too_large: 'payload_too_large',
+  rate_limited: 'rate_limited',
+  unavailable: 'unavailable',
+  bad_gateway: 'internal_error',
+  timeout: 'internal_error',
+  internal: 'internal_error',
+};
+
+/** Messages keep the legacy reply shape even when they fail: `status: {code, errorType, errorDetails}`. */
+export function sendMessagesError(
+  res: Response,
+  err: unknown,
+  requestId: string | undefined,
+  logger: Logger,
+) {
+  const envelope = envelopeOf(err, requestId);
+  const appError = toAppError(err);
+  if (envelope.status >= 500) logger.error({ err }, 'message failed');
+  if (envelope.retryAfter !== undefined) res.setHeader('retry-after', String(envelope.retryAfter));
+  res.status(envelope.status).json({
+    id: randomUUID(),
+    timestamp: new Date().toISOString(),
+    status: {
+      code: envelope.status,
+      errorType: MESSAGES_ERROR_TYPES[appError?.kind ?? 'internal'],
+      errorDetails: envelope.message,
+      ...(envelope.details ? { details: envelope.details } : {}),
+    },
+    requestId,
+  });
+}
+
+const MESSAGES_PATH = /^\/v1\/messages\/?$/i;
+
+/**
+ * Parses the body of `/v1/Messages` before the app's own parser, so a malformed or oversized body is
+ * answered in the Messages shape rather than the platform envelope.
+ */
+export function messagesBodyParser(limit: number, logger: Logger): RequestHandler {
+  const json = express.json({ limit, strict: true, type: ['application/json', 'application/*+json'] });
+  return (req, res, next) => {
+    if (req.method !== 'POST' || !MESSAGES_PATH.test(req.path)) return next();
+    json(req, res, (err?: unknown) => (err ? sendMessagesError(res, err, req.id, logger) : next()));
+  };
+}
+
+/** Spec 4.4: `POST /v1/Messages` with the client token. */
+export function mountMessageRoutes(router: Router, { assistants, dialogue, ctx }: LegacyDomain): void {
+  router.post('/v1/Messages', async (req, res) => {
+    try {
+      const assistant = await assistants.byClientToken(bearerToken(req));
+      const input = parseInput(messageBody, req.body ?? {});
+      res.json(await dialogue.reply(assistant, input));
+    } catch (err) {
+      sendMessagesError(res, err, req.id, ctx.logger);
+    }
+  });
+}

@@ -1,0 +1,259 @@
+import { z } from 'zod';
+import { DEFAULT_SETTINGS } from '../domain/model-types';
+
+/**
+ * Request schemas of every legacy route, kept beside the routes so OpenAPI documents can be generated
+ * from them. Unknown fields are dropped (clients may post back what they read, ids included).
+ */
+
+export const LANG_PATTERN = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
+/** names of entities, slots, contexts and events: letters, digits, `_`, `.`, `-`, no spaces */
+export const SYMBOL_PATTERN = /^[\p{L}\p{N}_][\p{L}\p{N}_.-]{0,63}$/u;
+const CHANNEL_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export const langCode = z
+  .string()
+  .regex(LANG_PATTERN, 'must be a language code such as "en" or "pt-BR"')
+  .meta({ description: 'language code' });
+const symbol = (what: string) =>
+  z.string().regex(SYMBOL_PATTERN, `${what} must be 1-64 letters, digits, "_", "." or "-"`);
+const text = (max: number) => z.string().max(max);
+const nonEmptyText = (max: number) => z.string().trim().min(1).max(max);
+const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048);
+const byLang = <T extends z.ZodType>(value: T) => z.record(langCode, value);
+
+// ---- accounts and tokens ----------------------------------------------------------------------
+
+export const credentialsBody = z.object({
+  username: z
+    .string()
+    .trim()
+    .regex(/^[\p{L}\p{N}._@+-]{3,64}$/u, 'must be 3-64 letters, digits or ". _ @ + -"'),
+  password: z.string().min(8, 'must be at least 8 characters').max(256),
+});
+
+export const loginBody = z.object({
+  username: z.string().trim().min(1).max(64),
+  password: z.string().min(1).max(256),
+});
+
+export const accessTokenBody = z.object({
+  expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time' }),
+  restricted: z
+    .boolean()
+    .default(false)
+    .meta({ description: 'a restricted token cannot create or revoke access tokens' }),
+});
+
+// ---- assistants ---------------------------------------------------------------------------------
+
+export const createBotBody = z
+  .object({
+    name: nonEmptyText(100),
+    lang: langCode,
+    languages: z.array(langCode).min(1).max(20).optional(),
+    description: text(2000).default(''),
+    photo: z.object({ url }).nullable().default(null),
+    satisfactionOption: z.boolean().nullable().default(null),
+  })
+  .transform((bot) => ({ ...bot, languages: [...new Set(bot.languages ?? [bot.lang])] }))
+  .refine((bot) => bot.languages.includes(bot.lang), {
+    message: 'must include the default language `lang`',
+    path: ['languages'],
+  });
+
+// ---- intents (spec 2.9) ---------------------------------------------------------------------------
+
+const sentencePart = z
+  .object({
+    text: z.string().min(1).max(1000),
+    entity: symbol('entity').optional(),
+    slot_name: symbol('slot_name').optional(),
+  })
+  .refine((part) => part.entity !== undefined || part.slot_name === undefined, {
+    message: 'slot_name needs an entity',
+    path: ['slot_name'],
+  });
+
+const utterance = z.object({ data: z.array(sentencePart).min(1).max(100) });
+
+const linkValue = z.object({ text: nonEmptyText(500), value: url, openInPanel: z.boolean().optional() });
+const buttonValue = z.object({ text: nonEmptyText(500), value: nonEmptyText(1000) });
+const eventValue = z.object({ text: nonEmptyText(500), value: symbol('event') });
+
+const card = z.object({
+  title: text(500).optional(),
+  text: text(4000).optional(),
+  image: url.optional(),
+  links: z.array(linkValue).max(20).optional(),
+  buttons: z.array(buttonValue).max(20).optional(),
+  event: eventValue.optional(),
+});
+
+const responseElement = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('text'),
+    text: z
+      .union([nonEmptyText(4000).transform((t) => [t]), z.array(nonEmptyText(4000)).min(1).max(50)])
+      .meta({ description: 'alternatives; one is chosen at random for each reply' }),
+  }),
+  z.object({ type: z.literal('link'), ...linkValue.shape }),
+  z.object({ type: z.literal('button'), ...buttonValue.shape }),
+  z.object({ type: z.literal('event'), ...eventValue.shape }),
+  z.object({ type: z.literal('cards'), cards: z.array(card).min(1).max(20) }),
+  z.object({
+    type: z.literal('events'),
+    events: z
+      .array(z.object({ text: nonEmptyText(500), event: symbol('event') }))
+      .min(1)
+      .max(20),
+  }),
+  z.object({ type: z.literal('web'), web: nonEmptyText(20_000) }),
+  z.object({ type: z.literal('speaker'), speaker: nonEmptyText(20_000) }),
+  z.object({ type: z.literal('telephony'), telephony: nonEmptyText(20_000) }),
+]);
+
+const fulfillment = z
+  .record(
+    z.string().regex(CHANNEL_PATTERN, 'channel names are 1-64 letters, digits, "_", "." or "-"'),
+    z.array(responseElement).max(50),
+  )
+  .meta({ description: 'channel (the Messages `platform`, or "default") -> ordered stream of elements' });
+
+export const CONDITION_OPERATORS = [
+  '==',
+  '!=',
+  'exists',
+  'notExists',
+  'contains',
+  'notContains',
+  '>',
+  '>=',
+  '<',
+  '<=',
+] as const;
+
+const conditionVariable = z
+  .string()
+  .regex(
+    /^(?:(?:slots|context)\.)?[\p{L}\p{N}_][\p{L}\p{N}_.-]{0,63}$/u,
+    'must be slots.<name>, context.<name>, contexts, platform, query, event or a slot name',
+  );
+const condition = z.tuple([conditionVariable, z.enum(CONDITION_OPERATORS), z.string().max(1000)]).meta({
+  description:
+    '[variable, operator, value]; variables: slots.<name>, context.<name>, contexts, platform, query, event',
+});
+
+const conditionalResponse = z.object({
+  default: fulfillment.optional(),
+  if: z
+    .array(z.object({ conditions: z.array(condition).min(1).max(20), fulfillment }))
+    .max(50)
+    .optional()
+    .meta({ description: 'evaluated in order; the first whose conditions all hold answers' }),
+});
+
+const outputContext = z.union([
+  symbol('context').transform((name) => ({ name, lifespan: undefined as number | undefined })),
+  z.object({
+    name: symbol('context'),
+    lifespan: z.number().int().min(0).max(1000).optional().meta({ description: 'user turns; 0 clears it' }),
+  }),
+]);
+
+const settings = z.object({
+  placeholder: text(200).default(DEFAULT_SETTINGS.placeholder),
+  disableInput: z.boolean().default(DEFAULT_SETTINGS.disableInput),
+});
+
+/** Every field of an intent; on create all are optional, on update the present ones replace the stored ones. */
+export const intentFields = {
+  name: nonEmptyText(120),
+  isWelcome: z.boolean(),
+  isFallback: z.boolean(),
+  endConversation: z.boolean().meta({ description: 'answering this intent ends the conversation' }),
+  events: z.array(symbol('event')).max(50),
+  disambiguationSentence: byLang(text(1000)),
+  inputContexts: z.array(symbol('context')).max(20),
+  outputContexts: byLang(z.array(outputContext).max(20)),
+  utterances: byLang(z.array(utterance).max(5000)),
+  parameters: byLang(z.array(z.record(z.string(), z.unknown())).max(100)),
+  conditionalResponses: byLang(conditionalResponse),
+  settings: byLang(settings),
+};
+
+export const intentBody = z.object(intentFields).partial();
+export type IntentInput = z.infer<typeof intentBody>;
+
+// ---- entities (spec 2.10) -----------------------------------------------------------------------
+
+const occurrence = z.object({
+  value: nonEmptyText(200),
+  synonyms: z.array(nonEmptyText(200)).max(500).optional(),
+});
+
+export const entityFields = {
+  name: symbol('entity name'),
+  automaticallyExtensible: byLang(z.boolean()),
+  useSynonyms: byLang(z.boolean()),
+  data: byLang(z.array(occurrence).max(20_000)),
+};
+
+type EntityShape = { [K in keyof typeof entityFields]: z.infer<(typeof entityFields)[K]> };
+
+/** cross-field rules of a complete entity: flags for each language of `data`, synonyms where asked */
+export function checkEntity(entity: EntityShape, ctx: z.RefinementCtx): void {
+  for (const [lang, values] of Object.entries(entity.data)) {
+    if (entity.automaticallyExtensible[lang] === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['automaticallyExtensible', lang],
+        message: `required for language ${lang}`,
+      });
+    if (entity.useSynonyms[lang] === undefined)
+      ctx.addIssue({ code: 'custom', path: ['useSynonyms', lang], message: `required for language ${lang}` });
+    const seen = new Set<string>();
+    values.forEach((occ, i) => {
+      if (entity.useSynonyms[lang] && occ.synonyms === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['data', lang, i, 'synonyms'],
+          message: `required because useSynonyms.${lang} is true`,
+        });
+      if (seen.has(occ.value))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['data', lang, i, 'value'],
+          message: `duplicate value "${occ.value}"`,
+        });
+      seen.add(occ.value);
+    });
+  }
+}
+
+export const entityBody = z.object(entityFields).superRefine(checkEntity);
+export const entityPatchBody = z.object(entityFields).partial();
+export type EntityInput = z.infer<typeof entityBody>;
+
+// ---- messages (spec 4.4) ------------------------------------------------------------------------
+
+export const messageBody = z
+  .object({
+    userId: nonEmptyText(256),
+    platform: nonEmptyText(64),
+    text: z.preprocess((t) => (t === '' ? undefined : t), z.string().trim().min(1).max(4000).optional()),
+    event: z.preprocess((e) => (e === '' ? undefined : e), symbol('event').optional()),
+    payload: z.record(z.string(), z.unknown()).optional(),
+    lang: langCode
+      .optional()
+      .meta({ description: "addition: the language to understand; the assistant's lang by default" }),
+  })
+  .refine((m) => m.text !== undefined || m.event !== undefined, {
+    message: 'text or event is required',
+    path: ['text'],
+  })
+  .refine((m) => m.text === undefined || m.event === undefined, {
+    message: 'send either text or event, not both',
+    path: ['event'],
+  });
+export type MessageInput = z.infer<typeof messageBody>;

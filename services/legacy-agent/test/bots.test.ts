@@ -1,0 +1,125 @@
+import { accountWithBot, dev, signup } from './support/fixtures';
+import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
+
+describe('legacy assistants', () => {
+  let app: LegacyTestApp;
+  beforeAll(async () => {
+    app = await startLegacyApp();
+  });
+  afterAll(() => app.close());
+
+  it('creates an assistant of spec 2.11 with a public client token and a private developer token', async () => {
+    const { account, bot } = await accountWithBot(app.http, {
+      languages: ['en', 'fr'],
+      photo: { url: 'https://example.com/a.png' },
+    });
+    expect(bot).toEqual({
+      id: expect.any(String),
+      name: 'Travel helper',
+      photo: { url: 'https://example.com/a.png' },
+      developer: account.username,
+      clientToken: expect.stringMatching(/^lct_[A-Za-z0-9_-]{43}$/),
+      developerToken: expect.stringMatching(/^ldt_[A-Za-z0-9_-]{43}$/),
+      lang: 'en',
+      languages: ['en', 'fr'],
+      description: 'helps travellers',
+      nlu: 'platform-nlu',
+      satisfactionOption: null,
+    });
+    const read = await app.http.get('/v1/bots').set(dev(bot)).expect(200);
+    expect(read.body).toEqual({
+      ...bot,
+      training: {
+        upToDate: true,
+        revision: 0,
+        languages: {
+          en: { revision: 0, hasModel: false, trainedAt: null, trainingMs: null },
+          fr: { revision: 0, hasModel: false, trainedAt: null, trainingMs: null },
+        },
+      },
+    });
+  });
+
+  it('keeps the developer token only as a hash and a ciphertext, yet shows it to the owning account', async () => {
+    const { account, bot } = await accountWithBot(app.http);
+    const stored = await app.store.collection('legacy_assistants').findOne({ _id: bot.id });
+    expect(JSON.stringify(stored)).not.toContain(bot.developerToken);
+    const list = await app.http
+      .get('/v2/bots')
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .expect(200);
+    expect(list.body).toEqual([bot]);
+    const other = await signup(app.http);
+    await app.http.get(`/v2/bots/${bot.id}`).set('X-Legacy-Session-Token', other.sessionToken).expect(404);
+    await app.http
+      .get(`/v2/bots/${bot.id}`)
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .expect(200, bot);
+  });
+
+  it('needs an account credential, and a default language among the languages', async () => {
+    await app.http.post('/v2/bots').send({ name: 'x', lang: 'en' }).expect(401);
+    const account = await signup(app.http);
+    const res = await app.http
+      .post('/v2/bots')
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .send({ name: '', lang: 'english', languages: ['fr'] })
+      .expect(400);
+    const fields = res.body.details.issues.map((i: { field: string }) => i.field);
+    expect(fields).toEqual(expect.arrayContaining(['name', 'lang']));
+    const noLang = await app.http
+      .post('/v2/bots')
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .send({ name: 'x', lang: 'en', languages: ['fr'] })
+      .expect(400);
+    expect(noLang.body.details.issues).toEqual([{ field: 'languages', message: expect.any(String) }]);
+  });
+
+  it('refuses unknown tokens and the client token on management routes', async () => {
+    const { bot } = await accountWithBot(app.http);
+    await app.http.get('/v1/bots').expect(401);
+    await app.http.get('/v1/bots').set('Authorization', `Bearer ${bot.clientToken}`).expect(401);
+    await app.http
+      .get('/v1/bots')
+      .set('Authorization', `Bearer ldt_${'x'.repeat(43)}`)
+      .expect(401);
+    const res = await app.http.get('/v1/intents').set('Authorization', 'Bearer nonsense').expect(401);
+    expect(res.body).toMatchObject({ error: 'Unauthorized', status: 401, requestId: expect.any(String) });
+  });
+
+  it('rotates tokens: the old one stops working at once', async () => {
+    const { account, bot } = await accountWithBot(app.http);
+    const rotated = await app.http
+      .post(`/v2/bots/${bot.id}/developerToken`)
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .expect(200);
+    expect(rotated.body.developerToken).not.toBe(bot.developerToken);
+    await app.http.get('/v1/bots').set(dev(bot)).expect(401);
+    await app.http.get('/v1/bots').set('Authorization', `Bearer ${rotated.body.developerToken}`).expect(200);
+    const client = await app.http
+      .post(`/v2/bots/${bot.id}/clientToken`)
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .expect(200);
+    expect(client.body.clientToken).not.toBe(bot.clientToken);
+    await app.http
+      .post('/v1/Messages')
+      .set('Authorization', `Bearer ${bot.clientToken}`)
+      .send({ userId: 'u', platform: 'web', text: 'hi' })
+      .expect(401);
+  });
+
+  it('deletes an assistant with everything it holds', async () => {
+    const { account, bot } = await accountWithBot(app.http);
+    await app.http
+      .post('/v1/intents')
+      .set(dev(bot))
+      .send({ name: 'greet', utterances: { en: [{ data: [{ text: 'hello' }] }] } })
+      .expect(200);
+    await app.http
+      .delete(`/v2/bots/${bot.id}`)
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .expect(200);
+    await app.http.get('/v1/bots').set(dev(bot)).expect(401);
+    expect(await app.store.collection('legacy_intents').count({ assistantId: bot.id })).toBe(0);
+  });
+});

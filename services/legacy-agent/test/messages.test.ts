@@ -1,0 +1,302 @@
+import { ManualClock } from '@platform/kernel';
+import { accountWithBot, type Bot, client, dev, say, trained, utterance } from './support/fixtures';
+import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
+import { GIBBERISH, travelEntities, travelIntents } from './support/travel-assistant';
+
+describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
+  let app: LegacyTestApp;
+  let clock: ManualClock;
+  let bot: Bot;
+  let users = 0;
+
+  beforeAll(async () => {
+    clock = new ManualClock('2026-11-23T10:00:00Z');
+    // Pinned randomness: the first text alternative is always chosen.
+    app = await startLegacyApp({ clock, random: () => 0, env: { LEGACY_CONVERSATION_IDLE_SECONDS: '600' } });
+    ({ bot } = await accountWithBot(app.http));
+    for (const entity of travelEntities)
+      await app.http.post('/v1/entities').set(dev(bot)).send(entity).expect(200);
+    for (const intent of Object.values(travelIntents))
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent).expect(200);
+    await trained(app.http, bot);
+  });
+  afterAll(() => app.close());
+
+  const newUser = () => `user-${++users}`;
+  const send = (body: Record<string, unknown>, token = bot) =>
+    app.http
+      .post('/v1/Messages')
+      .set(client(token))
+      .send({ platform: 'web', ...body });
+  const ok = async (body: Record<string, unknown>) => {
+    const res = await send(body);
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+  const texts = (reply: { fulfillment: Array<{ items: Array<{ text?: string }> }> }) =>
+    reply.fulfillment.flatMap((f) => f.items.map((i) => i.text).filter(Boolean));
+
+  it('answers spec 2.12: ids, time, the query, ordered items and the matched intent with its slots', async () => {
+    const reply = await ok({ userId: newUser(), text: 'from Marienplatz to main station' });
+    expect(reply).toEqual({
+      id: expect.any(String),
+      timestamp: clock.now().toISOString(),
+      sessionId: expect.any(String),
+      conversationId: expect.any(String),
+      query: 'from Marienplatz to main station',
+      fulfillment: [
+        { source: 'Travel helper', items: [{ text: 'Here is a connection to the main station.' }] },
+      ],
+      intents: [
+        {
+          source: 'Travel helper',
+          name: 'FindConnection',
+          confidence: expect.any(Number),
+          isFallback: false,
+          endConversation: false,
+          slots: { from: 'Marienplatz', to: 'Hauptbahnhof' },
+          entities: [
+            expect.objectContaining({
+              entity: 'Station',
+              slot: 'from',
+              value: 'Marienplatz',
+              text: 'Marienplatz',
+            }),
+            expect.objectContaining({
+              entity: 'Station',
+              slot: 'to',
+              value: 'Hauptbahnhof',
+              text: 'main station',
+            }),
+          ],
+          settings: { placeholder: 'How can I help you?', disableInput: false },
+        },
+      ],
+      status: { code: 200, errorType: 'success' },
+    });
+    expect(reply.intents[0].confidence).toBeGreaterThan(0.5);
+    expect(reply.intents[0].confidence).toBeLessThanOrEqual(1);
+  });
+
+  it('fills slots from synonyms and small misspellings of extensible entities', async () => {
+    const reply = await ok({ userId: newUser(), text: 'i need a train from marienplats to hbf' });
+    expect(reply.intents[0]).toMatchObject({
+      name: 'FindConnection',
+      slots: { from: 'Marienplatz', to: 'Hauptbahnhof' },
+    });
+  });
+
+  it('evaluates conditional responses: conditions first, then the channel’s default stream', async () => {
+    const web = await ok({ userId: newUser(), text: 'how do i get to Odeonsplatz' });
+    expect(web.fulfillment[0].items).toEqual([
+      { text: 'Here is a connection.' },
+      { links: { text: 'Timetable', value: 'https://example.com/timetable' } },
+    ]);
+    const speaker = await ok({ userId: newUser(), platform: 'speaker', text: 'how do i get to Odeonsplatz' });
+    expect(speaker.fulfillment[0].items).toEqual([{ speaker: '<speak>Here is a connection.</speak>' }]);
+  });
+
+  it('answers the fallback intent below the confidence threshold', async () => {
+    const reply = await ok({ userId: newUser(), text: GIBBERISH });
+    expect(reply.intents[0]).toMatchObject({ name: 'Fallback', isFallback: true, slots: {} });
+    expect(texts(reply)).toEqual(['Sorry, I did not get that.']);
+  });
+
+  it('triggers intents by event name, the welcome intent by WELCOME, and the fallback for an unknown event', async () => {
+    const userId = newUser();
+    const welcome = await ok({ userId, event: 'WELCOME' });
+    expect(welcome.intents[0]).toMatchObject({ name: 'Welcome', confidence: 1, isFallback: false });
+    expect(welcome.query).toBeUndefined();
+    expect(texts(welcome)).toEqual(['Hello! Where do you want to go?']);
+    const help = await ok({ userId, event: 'help' });
+    expect(help.intents[0]).toMatchObject({ name: 'Help', confidence: 1 });
+    expect(help.intents[0].settings).toEqual({ placeholder: 'Ask me anything', disableInput: true });
+    const unknown = await ok({ userId, event: 'NO_SUCH_EVENT' });
+    expect(unknown.intents[0]).toMatchObject({ name: 'Fallback', isFallback: true });
+  });
+
+  it('makes an intent with input contexts eligible only while they are active, for their lifespan', async () => {
+    const userId = newUser();
+    const early = await ok({ userId, text: 'yes please' });
+    expect(early.intents[0].name).not.toBe('Confirm');
+    await ok({ userId, text: 'connection to Odeonsplatz please' }); // sets booking for 2 turns
+    const help = await ok({ userId, text: 'what can you do' }); // turn 1 of 2: context condition holds
+    expect(texts(help)).toEqual(['Say yes to book it.']);
+    const another = await ok({ userId, text: 'i need help' }); // turn 2 of 2
+    expect(texts(another)).toEqual(['Say yes to book it.']);
+    const late = await ok({ userId, text: 'yes please' }); // booking has expired
+    expect(late.intents[0].name).not.toBe('Confirm');
+  });
+
+  it('continues a user’s conversation until an intent ends it, then starts a new one', async () => {
+    const userId = newUser();
+    const first = await ok({ userId, text: 'connection to Odeonsplatz please' });
+    const confirm = await ok({ userId, text: 'yes please' });
+    expect(confirm.sessionId).toBe(first.sessionId);
+    expect(confirm.conversationId).toBe(first.conversationId);
+    expect(confirm.intents[0]).toMatchObject({ name: 'Confirm', endConversation: true, isFallback: false });
+    expect(confirm.fulfillment[0].items).toEqual([
+      { text: 'Booked!' },
+      { button: { text: 'Book another', value: 'i need a train' } },
+      {
+        cards: [
+          {
+            title: 'Your ticket',
+            text: 'Valid today',
+            image: 'https://example.com/ticket.png',
+            links: [{ text: 'Print', value: 'https://example.com/print' }],
+            buttons: [{ text: 'Cancel', value: 'cancel my ticket' }],
+            event: { text: 'Help', value: 'HELP' },
+          },
+        ],
+      },
+      { events: [{ text: 'Start over', event: 'WELCOME' }] },
+      { event: { text: 'Need help?', value: 'HELP' } },
+    ]);
+    const next = await ok({ userId, text: 'yes please' });
+    expect(next.sessionId).toBe(first.sessionId);
+    expect(next.conversationId).not.toBe(first.conversationId);
+    expect(next.intents[0].name).not.toBe('Confirm'); // the booking context ended with the conversation
+    const other = await ok({ userId: newUser(), text: 'help' });
+    expect(other.sessionId).not.toBe(first.sessionId);
+  });
+
+  it('ends an idle conversation: after the idle time the next message starts a new session', async () => {
+    const userId = newUser();
+    const first = await ok({ userId, text: 'connection to Odeonsplatz please' });
+    clock.advance(599_000);
+    const still = await ok({ userId, text: 'help' });
+    expect(still.conversationId).toBe(first.conversationId);
+    clock.advance(601_000);
+    const later = await ok({ userId, text: 'help' });
+    expect(later.sessionId).not.toBe(first.sessionId);
+    expect(later.conversationId).not.toBe(first.conversationId);
+    expect(texts(later)).toEqual(['I find train connections.']); // no booking context any more
+  });
+
+  it('remembers slots within a conversation for conditions', async () => {
+    const { bot: memo } = await accountWithBot(app.http);
+    for (const entity of travelEntities)
+      await app.http.post('/v1/entities').set(dev(memo)).send(entity).expect(200);
+    await app.http
+      .post('/v1/intents')
+      .set(dev(memo))
+      .send({
+        name: 'Where',
+        utterances: {
+          en: [utterance('to [Marienplatz](Station:to)'), utterance('going to [Hauptbahnhof](Station:to)')],
+        },
+      })
+      .expect(200);
+    await app.http
+      .post('/v1/intents')
+      .set(dev(memo))
+      .send({
+        name: 'Price',
+        utterances: { en: ['how much is it', 'what does it cost', 'price'].map(utterance) },
+        conditionalResponses: {
+          en: {
+            default: { default: [say('Where to?')] },
+            if: [
+              {
+                conditions: [['to', '==', 'Marienplatz']],
+                fulfillment: { default: [say('3 euros to Marienplatz')] },
+              },
+            ],
+          },
+        },
+      })
+      .expect(200);
+    await trained(app.http, memo);
+    const userId = newUser();
+    const m = (text: string) =>
+      app.http.post('/v1/Messages').set(client(memo)).send({ userId, platform: 'web', text }).expect(200);
+    expect(texts((await m('how much is it')).body)).toEqual(['Where to?']);
+    await m('to Marienplatz');
+    expect(texts((await m('what does it cost')).body)).toEqual(['3 euros to Marienplatz']);
+  });
+
+  it('answers the built-in fallback when the assistant has no fallback intent, and waits for the first model', async () => {
+    const { bot: fresh } = await accountWithBot(app.http);
+    await app.http
+      .post('/v1/intents')
+      .set(dev(fresh))
+      .send({ name: 'Greet', utterances: { en: ['hello', 'hi there', 'good day'].map(utterance) } })
+      .expect(200);
+    // Sent at once: the first training is still under way, and the message waits for it.
+    const greet = await app.http
+      .post('/v1/Messages')
+      .set(client(fresh))
+      .send({ userId: 'u', platform: 'web', text: 'hi there' })
+      .expect(200);
+    expect(greet.body.intents[0]).toMatchObject({ name: 'Greet', isFallback: false });
+    const fallback = await app.http
+      .post('/v1/Messages')
+      .set(client(fresh))
+      .send({ userId: 'u', platform: 'web', text: GIBBERISH })
+      .expect(200);
+    expect(fallback.body.intents[0]).toMatchObject({
+      name: 'Default Fallback Intent',
+      isFallback: true,
+      confidence: 1,
+      slots: {},
+    });
+    expect(texts(fallback.body)).toEqual(["Sorry, I didn't get that. Could you say it another way?"]);
+  });
+
+  describe('errors keep the Messages shape', () => {
+    it('answers 400 invalid_request naming the missing fields', async () => {
+      const res = await app.http.post('/v1/Messages').set(client(bot)).send({ text: 'hi' }).expect(400);
+      expect(res.body).toEqual({
+        id: expect.any(String),
+        timestamp: expect.any(String),
+        status: {
+          code: 400,
+          errorType: 'invalid_request',
+          errorDetails: expect.any(String),
+          details: {
+            issues: expect.arrayContaining([
+              expect.objectContaining({ field: 'userId' }),
+              expect.objectContaining({ field: 'platform' }),
+            ]),
+          },
+        },
+        requestId: expect.any(String),
+      });
+      const neither = await send({ userId: 'u' }).expect(400);
+      expect(neither.body.status.details.issues[0].field).toBe('text');
+      const both = await send({ userId: 'u', text: 'hi', event: 'HELP' }).expect(400);
+      expect(both.body.status.details.issues[0].field).toBe('event');
+      const lang = await send({ userId: 'u', text: 'hi', lang: 'fr' }).expect(400);
+      expect(lang.body.status).toMatchObject({ code: 400, errorType: 'invalid_request' });
+    });
+
+    it('answers 400 to a body that is not JSON', async () => {
+      const res = await app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .set('Content-Type', 'application/json')
+        .send('{"userId": ')
+        .expect(400);
+      expect(res.body.status).toMatchObject({ code: 400, errorType: 'invalid_request' });
+    });
+
+    it('answers 401 unauthorized without a known client token, and to a developer token', async () => {
+      const none = await app.http
+        .post('/v1/Messages')
+        .send({ userId: 'u', platform: 'web', text: 'hi' })
+        .expect(401);
+      expect(none.body.status).toMatchObject({ code: 401, errorType: 'unauthorized' });
+      await app.http
+        .post('/v1/Messages')
+        .set(dev(bot))
+        .send({ userId: 'u', platform: 'web', text: 'hi' })
+        .expect(401);
+      await app.http
+        .post('/v1/Messages')
+        .set('Authorization', `Bearer lct_${'a'.repeat(43)}`)
+        .send({ userId: 'u', platform: 'web', text: 'hi' })
+        .expect(401);
+    });
+  });
+});

@@ -1,0 +1,176 @@
+import { createEmbeddedStore } from '@platform/store';
+import { waitFor } from '@platform/testkit';
+import { accountWithBot, client, dev, trained, utterance } from './support/fixtures';
+import { startLegacyApp } from './support/legacy-app';
+import { ScriptedNlu } from './support/scripted-nlu';
+
+const intent = (name: string, ...sentences: string[]) => ({
+  name,
+  utterances: { en: sentences.map(utterance) },
+  conditionalResponses: { en: { default: { default: [{ type: 'text', text: [`${name} answer`] }] } } },
+});
+
+describe('legacy models: retraining without blocking Messages', () => {
+  it('keeps answering with the previous model until the new one is ready', async () => {
+    const nlu = new ScriptedNlu();
+    const app = await startLegacyApp({ nlu });
+    try {
+      const { bot } = await accountWithBot(app.http);
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+      await trained(app.http, bot);
+      nlu.hold();
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Weather', 'weather today')).expect(200);
+      const during = await app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', text: 'hello there' })
+        .expect(200);
+      expect(during.body.intents[0].name).toBe('Greet');
+      const unknownYet = await app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', text: 'weather today' })
+        .expect(200);
+      expect(unknownYet.body.intents[0].isFallback).toBe(true);
+      expect((await app.http.get('/v1/bots').set(dev(bot))).body.training.upToDate).toBe(false);
+      nlu.release();
+      await trained(app.http, bot);
+      const after = await app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', text: 'weather today' })
+        .expect(200);
+      expect(after.body.intents[0].name).toBe('Weather');
+    } finally {
+      nlu.release();
+      await app.close();
+    }
+  });
+
+  it('trains once for a burst of changes, and only the languages that changed', async () => {
+    const nlu = new ScriptedNlu();
+    const app = await startLegacyApp({
+      nlu,
+      env: { LEGACY_RETRAIN_DEBOUNCE_MS: '300', LEGACY_RETRAIN_MAX_DELAY_MS: '10000' },
+    });
+    try {
+      const { bot } = await accountWithBot(app.http, { languages: ['en', 'fr'] });
+      for (let i = 0; i < 8; i++)
+        await app.http
+          .post('/v1/intents')
+          .set(dev(bot))
+          .send({
+            name: `I${i}`,
+            utterances: { en: [utterance(`sentence ${i}`)], fr: [utterance(`phrase ${i}`)] },
+          })
+          .expect(200);
+      await trained(app.http, bot);
+      expect(nlu.trainings.map((s) => s.lang).sort()).toEqual(['en', 'fr']);
+      expect(nlu.trainings[0]!.intents).toHaveLength(8);
+
+      const list = (await app.http.get('/v1/intents').set(dev(bot)).expect(200)).body;
+      await app.http
+        .post(`/v1/intents/${list[0].id}`)
+        .set(dev(bot))
+        .send({ utterances: { en: list[0].utterances.en, fr: [utterance('une autre phrase')] } })
+        .expect(200);
+      await trained(app.http, bot);
+      expect(nlu.trainings.map((s) => s.lang)).toEqual([expect.any(String), expect.any(String), 'fr']);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('makes a message to a brand-new assistant wait for its first model', async () => {
+    const nlu = new ScriptedNlu();
+    const app = await startLegacyApp({ nlu });
+    try {
+      const { bot } = await accountWithBot(app.http);
+      nlu.hold();
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+      let answered = false;
+      const pending = app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', text: 'hello there' })
+        .then((res) => {
+          answered = true;
+          return res;
+        });
+      await waitFor(() => nlu.started === 1, { what: 'the first training to begin' });
+      expect(answered).toBe(false); // it cannot answer before the held training ends
+      nlu.release();
+      const res = await pending;
+      expect(res.status).toBe(200);
+      expect(res.body.intents[0]).toMatchObject({ name: 'Greet', isFallback: false });
+    } finally {
+      nlu.release();
+      await app.close();
+    }
+  });
+
+  it('answers the fallback when the first model takes longer than LEGACY_FIRST_MODEL_WAIT_MS', async () => {
+    const nlu = new ScriptedNlu();
+    const app = await startLegacyApp({ nlu, env: { LEGACY_FIRST_MODEL_WAIT_MS: '50' } });
+    try {
+      const { bot } = await accountWithBot(app.http);
+      nlu.hold();
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+      const res = await app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', text: 'hello there' })
+        .expect(200);
+      expect(res.body.intents[0]).toMatchObject({ name: 'Default Fallback Intent', isFallback: true });
+    } finally {
+      nlu.release();
+      await app.close();
+    }
+  });
+
+  it('keeps trained models across a restart, and retrains at start what fell behind', async () => {
+    const first = new ScriptedNlu();
+    const app = await startLegacyApp({ nlu: first });
+    const { bot } = await accountWithBot(app.http);
+    await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+    await trained(app.http, bot);
+    await app.stop();
+
+    const second = new ScriptedNlu();
+    const again = await startLegacyApp({ nlu: second, dataDir: app.dataDir });
+    try {
+      const res = await again.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', text: 'hello there' })
+        .expect(200);
+      expect(res.body.intents[0].name).toBe('Greet');
+      expect(second.trainings).toHaveLength(0);
+      await again.stop();
+
+      // Changed data whose training never ran (a crash, say): the next start trains it.
+      const third = new ScriptedNlu();
+      const store = createEmbeddedStore({ dataDir: again.dataDir });
+      await store
+        .collection('legacy_intents')
+        .updateOne({ assistantId: bot.id }, { $set: { 'utterances.en': [utterance('good morning')] } });
+      await store.collection('legacy_assistants').updateOne({ _id: bot.id }, { $inc: { dataRevision: 1 } });
+      await store.close();
+      const restarted = await startLegacyApp({ nlu: third, dataDir: again.dataDir });
+      try {
+        await waitFor(() => third.trainings.length === 1, { what: 'retraining at start' });
+        await trained(restarted.http, bot);
+        const res2 = await restarted.http
+          .post('/v1/Messages')
+          .set(client(bot))
+          .send({ userId: 'u', platform: 'web', text: 'good morning' })
+          .expect(200);
+        expect(res2.body.intents[0].name).toBe('Greet');
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await again.stop().catch(() => undefined);
+    }
+  });
+});
