@@ -1,10 +1,12 @@
 /**
- * Intent classifier: TF-IDF over word unigrams + bigrams and character n-grams, multinomial logistic regression
- * trained by seeded SGD, plus an "in-domain" factor from the nearest training utterance so that confidences of
- * unrelated text stay low even when there are few intents.
+ * Intent classifier: TF-IDF over word unigrams + bigrams and character n-grams, plus (for languages with word
+ * vectors) the SIF-weighted mean of the utterance's word vectors, multinomial logistic regression trained by seeded
+ * SGD, plus an "in-domain" factor from the nearest training utterance so that confidences of unrelated text stay low
+ * even when there are few intents.
  */
 import { decodeFloat32, decodeFloat32Array, encodeFloat32, roundToFloat32 } from './float-codec';
 import { createRng, shuffleInPlace } from './random';
+import { ModelWordVectors, SerializedWordVectors, WordVectorTable } from './word-vectors';
 
 export interface IntentClassifierOptions {
   /** word unigram block */
@@ -27,6 +29,13 @@ export interface IntentClassifierOptions {
   epochs: number;
   learningRate: number;
   seed: number;
+  /**
+   * Length of the word-vector block (the L2-normalised weighted mean of the word vectors), next to the word and
+   * character blocks; 0 disables it. Used only when the model's language has word vectors.
+   */
+  vectorWeight: number;
+  /** SIF weight of a word, a / (a + p(word)), p from the word's frequency rank (Zipf): frequent words count less */
+  vectorSifA: number;
 }
 
 export const DEFAULT_INTENT_OPTIONS: IntentClassifierOptions = {
@@ -43,7 +52,18 @@ export const DEFAULT_INTENT_OPTIONS: IntentClassifierOptions = {
   epochs: 0,
   learningRate: 0.5,
   seed: 42,
+  vectorWeight: 2,
+  vectorSifA: 3e-5,
 };
+
+/** Options of models serialised before the word-vector block existed (they have none). */
+const LEGACY_OPTION_DEFAULTS: Pick<IntentClassifierOptions, 'vectorWeight' | 'vectorSifA'> = {
+  vectorWeight: 0,
+  vectorSifA: DEFAULT_INTENT_OPTIONS.vectorSifA,
+};
+
+/** Zipf estimate of a word's probability from its frequency rank (0 = most frequent). */
+const zipfProbability = (rank: number): number => 0.1 / (1 + rank);
 
 export interface SparseVector {
   idx: Int32Array;
@@ -83,9 +103,14 @@ export class Vectorizer {
   readonly block: number[] = [];
   private readonly tokenCache = new Map<string, Int32Array>();
 
+  /** pooled word vector (scratch) */
+  private readonly pooled: Float64Array;
+
   constructor(
     readonly options: IntentClassifierOptions,
     vocab?: { features: string[]; idf: number[]; block: number[] },
+    /** word vectors of the model's language (null: no word-vector block) */
+    readonly vectors: ModelWordVectors | null = null,
   ) {
     if (vocab) {
       vocab.features.forEach((f, i) => {
@@ -94,6 +119,8 @@ export class Vectorizer {
       this.idf.push(...vocab.idf);
       this.block.push(...vocab.block);
     }
+    const dim = vectors && options.vectorWeight > 0 ? vectors.dim : 0;
+    this.pooled = new Float64Array(dim);
   }
 
   fit(docs: ReadonlyArray<readonly string[]>): void {
@@ -118,8 +145,13 @@ export class Vectorizer {
     }
   }
 
-  get size(): number {
+  /** number of TF-IDF features; the word-vector block (if any) follows them */
+  get sparseSize(): number {
     return this.idf.length;
+  }
+
+  get size(): number {
+    return this.idf.length + this.pooled.length;
   }
 
   /** known feature ids of one word (its unigram and character n-grams), cached */
@@ -167,7 +199,44 @@ export class Vectorizer {
       norm2[1]! > 0 ? this.options.charWeight / Math.sqrt(norm2[1]!) : 0,
     ];
     for (let k = 0; k < idx.length; k++) val[k]! *= scale[this.block[idx[k]!]!]!;
-    return { idx, val };
+    if (this.pooled.length === 0 || !this.poolVectors(tokens)) return { idx, val };
+    const dim = this.pooled.length;
+    const allIdx = new Int32Array(idx.length + dim);
+    const allVal = new Float64Array(idx.length + dim);
+    allIdx.set(idx);
+    allVal.set(val);
+    for (let d = 0; d < dim; d++) allIdx[idx.length + d] = this.idf.length + d;
+    allVal.set(this.pooled, idx.length);
+    return { idx: allIdx, val: allVal };
+  }
+
+  /**
+   * SIF-weighted mean of the vectors of the words (entity markers aside) into `pooled`, scaled to `vectorWeight`;
+   * false when no word has a vector.
+   */
+  private poolVectors(tokens: readonly string[]): boolean {
+    const vectors = this.vectors!;
+    const out = this.pooled;
+    const dim = out.length;
+    const a = this.options.vectorSifA;
+    out.fill(0);
+    let found = false;
+    for (const t of tokens) {
+      if (t.startsWith('@')) continue;
+      const wv = vectors.find(t);
+      if (!wv) continue;
+      const w = a / (a + zipfProbability(wv.rank));
+      const v = wv.vector;
+      for (let d = 0; d < dim; d++) out[d]! += w * v[d]!;
+      found = true;
+    }
+    if (!found) return false;
+    let n2 = 0;
+    for (let d = 0; d < dim; d++) n2 += out[d]! * out[d]!;
+    if (!(n2 > 0)) return false;
+    const scale = this.options.vectorWeight / Math.sqrt(n2);
+    for (let d = 0; d < dim; d++) out[d]! *= scale;
+    return true;
   }
 
   toJSON(): { features: string[]; idf: number[]; block: number[] } {
@@ -372,6 +441,8 @@ export interface SerializedIntentClassifier {
   docs: string[][];
   labels: number[];
   domainReference: number;
+  /** vectors of the training vocabulary, when the language has word vectors (absent in older models) */
+  wordVectors?: SerializedWordVectors;
 }
 
 export interface IntentPrediction {
@@ -389,6 +460,13 @@ export function epochsFor(n: number, numClasses: number): number {
   return Math.max(3, Math.min(200, Math.floor(600_000 / Math.max(1, n * numClasses))));
 }
 
+/** The TF-IDF features of a vector (a view without the word-vector block, which comes last). */
+function sparsePart(x: SparseVector, sparseSize: number): SparseVector {
+  let n = x.idx.length;
+  while (n > 0 && x.idx[n - 1]! >= sparseSize) n--;
+  return n === x.idx.length ? x : { idx: x.idx.subarray(0, n), val: x.val.subarray(0, n) };
+}
+
 export class IntentClassifier {
   /** one nearest-neighbour index per class, over that class's training utterances */
   private readonly indexes: NearestNeighbourIndex[];
@@ -401,7 +479,11 @@ export class IntentClassifier {
     private readonly domainReference: number,
     xs: readonly SparseVector[] = docs.map((d) => vectorizer.transform(d)),
   ) {
-    this.indexes = IntentClassifier.classIndexes(xs, labels, model.numClasses);
+    this.indexes = IntentClassifier.classIndexes(
+      xs.map((x) => sparsePart(x, vectorizer.sparseSize)),
+      labels,
+      model.numClasses,
+    );
   }
 
   private static classIndexes(
@@ -421,8 +503,17 @@ export class IntentClassifier {
     labels: readonly number[],
     numClasses: number,
     options: IntentClassifierOptions = DEFAULT_INTENT_OPTIONS,
+    /** word vectors of the model's language, or null */
+    table: WordVectorTable | null = null,
   ): IntentClassifier {
-    const vectorizer = new Vectorizer(options);
+    const vectors =
+      table && options.vectorWeight > 0
+        ? ModelWordVectors.fromTable(
+            table,
+            docs.flatMap((d) => d.filter((t) => !t.startsWith('@'))),
+          )
+        : null;
+    const vectorizer = new Vectorizer(options, undefined, vectors);
     vectorizer.fit(docs);
     const xs = docs.map((d) => vectorizer.transform(d));
     const model = SoftmaxRegression.train(xs, labels, vectorizer.size, numClasses, options);
@@ -433,11 +524,13 @@ export class IntentClassifier {
     labels.forEach((y, i) => {
       byClass[y]!.push(i);
     });
-    const indexes = IntentClassifier.classIndexes(xs, labels, numClasses);
+    // the in-domain factor compares TF-IDF features only: the pooled vectors of any two sentences are rather alike
+    const sparse = xs.map((x) => sparsePart(x, vectorizer.sparseSize));
+    const indexes = IntentClassifier.classIndexes(sparse, labels, numClasses);
     const sample = xs.map((_, i) => i).filter((i) => byClass[labels[i]!]!.length > 1);
     if (sample.length > 256) shuffleInPlace(sample, createRng(options.seed)).length = 256;
     const loo = sample
-      .map((i) => indexes[labels[i]!]!.nearest(xs[i]!, byClass[labels[i]!]!.indexOf(i)).sim)
+      .map((i) => indexes[labels[i]!]!.nearest(sparse[i]!, byClass[labels[i]!]!.indexOf(i)).sim)
       .sort((a, b) => a - b);
     const median = loo.length > 0 ? loo[Math.floor((loo.length - 1) / 2)]! : DOMAIN_REFERENCE_FLOOR;
     const domainReference = Math.fround(Math.min(0.9, Math.max(DOMAIN_REFERENCE_FLOOR, median)));
@@ -460,7 +553,7 @@ export class IntentClassifier {
     const probabilities = SoftmaxRegression.softmaxInPlace(this.model.logits(x));
     let top = 0;
     for (let c = 1; c < probabilities.length; c++) if (probabilities[c]! > probabilities[top]!) top = c;
-    const { sim } = this.indexes[top]!.nearest(x);
+    const { sim } = this.indexes[top]!.nearest(sparsePart(x, this.vectorizer.sparseSize));
     return { probabilities, inDomain: Math.min(1, sim / this.domainReference) ** DOMAIN_EXPONENT };
   }
 
@@ -474,13 +567,17 @@ export class IntentClassifier {
       docs: this.docs.map((d) => [...d]),
       labels: [...this.labels],
       domainReference: this.domainReference,
+      ...(this.vectorizer.vectors ? { wordVectors: this.vectorizer.vectors.toJSON() } : {}),
     };
   }
 
-  static fromJSON(json: SerializedIntentClassifier): IntentClassifier {
-    const vectorizer = new Vectorizer(json.options, json.vocab);
+  /** `table`: the process-wide word vectors of the model's language, for words outside the training vocabulary */
+  static fromJSON(json: SerializedIntentClassifier, table: WordVectorTable | null = null): IntentClassifier {
+    const options = { ...LEGACY_OPTION_DEFAULTS, ...json.options };
+    const vectors = json.wordVectors ? ModelWordVectors.fromJSON(json.wordVectors, table) : null;
+    const vectorizer = new Vectorizer(options, json.vocab, vectors);
     const model = new SoftmaxRegression(
-      json.vocab.features.length,
+      vectorizer.size,
       json.numClasses,
       decodeFloat32Array(json.weights),
       decodeFloat32(json.bias),

@@ -13,6 +13,7 @@ import {
   IntentClassifierOptions,
   SerializedIntentClassifier,
 } from './intent-classifier';
+import { wordVectorsFor } from './language-resources';
 import { tokenize } from './tokenize';
 import type { NluModel, NluResult, NluTrainingSet, SerializedModel } from './types';
 
@@ -120,7 +121,15 @@ export function trainModel(
     }
   }
   const classifier =
-    classes.length > 0 ? IntentClassifier.train(docs, labels, classes.length, options.intents) : null;
+    classes.length > 0
+      ? IntentClassifier.train(
+          docs,
+          labels,
+          classes.length,
+          options.intents,
+          options.intents.vectorWeight > 0 ? wordVectorsFor(set.lang) : null,
+        )
+      : null;
   const extractor = EntityExtractor.train(
     set.entities,
     set.intents.flatMap((i) => i.utterances),
@@ -135,7 +144,12 @@ export function loadModel(json: SerializedModel): NluModel {
   if (json.version !== MODEL_VERSION)
     throw new Error(`loadModel: unsupported model version ${String(json.version)}`);
   const intents = json.intents as SerializedIntents;
-  const classifier = intents.classifier ? IntentClassifier.fromJSON(intents.classifier) : null;
+  const classifier = intents.classifier
+    ? IntentClassifier.fromJSON(
+        intents.classifier,
+        intents.classifier.wordVectors ? wordVectorsFor(json.lang) : null,
+      )
+    : null;
   const extractor = EntityExtractor.fromJSON(json.entities as SerializedEntityExtractor);
   return new TrainedModel(json.lang, intents.classes, classifier, extractor);
 }

@@ -1,4 +1,5 @@
 import { travelAssistant } from './example-assistants';
+import { loadedWordVectors } from './language-resources';
 import { trainModel } from './train';
 import { trainModelInWorker } from './worker-training';
 
@@ -10,7 +11,10 @@ describe('trainModelInWorker', () => {
       ticks++;
     }, 5);
     try {
+      expect(loadedWordVectors('en')).toBeNull();
       const model = await trainModelInWorker(set);
+      // the worker loaded the English word vectors and handed them over as shared memory
+      expect(loadedWordVectors('en')?.data.buffer).toBeInstanceOf(SharedArrayBuffer);
       const direct = trainModel(set);
       expect(model.toJSON()).toEqual(direct.toJSON());
       for (const t of ['book a train from lyon to paris', 'order a hamburger', 'hello']) {

@@ -8,6 +8,7 @@
  */
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { adoptWordVectors, loadedWordVectors } from './language-resources';
 import { loadModel } from './train';
 import { TRAIN_WORKER_KIND, TrainWorkerData, TrainWorkerMessage } from './train-worker';
 import type { NluModel, NluTrainingSet, SerializedModel } from './types';
@@ -41,7 +42,10 @@ export function trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
     };
     let worker: Worker;
     try {
-      const workerData: TrainWorkerData = { kind: TRAIN_WORKER_KIND, set };
+      const vectors = typeof set?.lang === 'string' ? loadedWordVectors(set.lang) : null;
+      const workerData: TrainWorkerData = vectors
+        ? { kind: TRAIN_WORKER_KIND, set, vectors }
+        : { kind: TRAIN_WORKER_KIND, set };
       worker = new Worker(workerProgram(), {
         eval: true,
         workerData,
@@ -57,6 +61,8 @@ export function trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
       finish(() => {
         if (msg.ok) {
           try {
+            // the vectors the worker loaded serve this thread too (shared memory, not read again)
+            if (msg.vectors) adoptWordVectors(msg.vectors);
             resolve(loadModel(msg.model as SerializedModel));
           } catch (err) {
             reject(err instanceof Error ? err : new Error(String(err)));
