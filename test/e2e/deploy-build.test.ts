@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, tempDir, waitFor } from '@platform/testkit';
 import {
@@ -216,6 +216,9 @@ export const squareInWorker = (n: number) =>
     const nlu = path.join(REPO_ROOT, 'services', 'legacy-agent', 'src', 'nlu');
     mkdirSync(path.join(pkg, 'src'), { recursive: true });
     writeFileSync(path.join(pkg, 'package.json'), '{ "name": "nlu-fixture", "private": true }\n');
+    // As in a deploy folder, the service's production dependencies (the word vectors among them) sit
+    // beside dist/: a worker that cannot find them warns, and the exact-output check below fails.
+    symlinkSync(path.join(REPO_ROOT, 'services', 'legacy-agent', 'node_modules'), path.join(pkg, 'node_modules'));
     writeFileSync(
       path.join(pkg, 'src', 'main.ts'),
       [
