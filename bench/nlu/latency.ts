@@ -27,6 +27,8 @@ const ms = (x: number) => x.toFixed(1);
 
 interface LoadResult {
   latencies: number[];
+  /** [scheduled start, latency] of every answered request */
+  samples: Array<[due: number, latency: number]>;
   errors: number;
   correct: number;
   fallbacks: number;
@@ -45,7 +47,7 @@ async function load(
 ): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const total = Math.round(rate * seconds);
-  const result: LoadResult = { latencies: [], errors: 0, correct: 0, fallbacks: 0, sent: 0 };
+  const result: LoadResult = { latencies: [], samples: [], errors: 0, correct: 0, fallbacks: 0, sent: 0 };
   const pending: Array<Promise<void>> = [];
   const start = performance.now();
   const side = during?.();
@@ -74,6 +76,7 @@ async function load(
             res.on('data', (c: Buffer) => chunks.push(c));
             res.on('end', () => {
               result.latencies.push(performance.now() - due);
+              result.samples.push([due, performance.now() - due]);
               if (res.statusCode !== 200) result.errors++;
               else {
                 const top = JSON.parse(Buffer.concat(chunks).toString()).intents[0];
@@ -171,11 +174,20 @@ async function main() {
         .join(', ')}`,
     );
     let retrainDuringLoad = { wall: 0, training: 0 };
+    let window = [0, 0];
     const busy = await load(url, bot.clientToken, tests, names, RATE, 15, async () => {
       await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const from = performance.now();
       retrainDuringLoad = await retrain(99);
+      window = [from, performance.now()];
     });
     print(`${RATE} req/s while retraining`, busy, 15);
+    // Only the requests sent between the change and the new model answering (training, adoption, storing).
+    const inWindow = busy.samples.filter(([due]) => due >= window[0]! && due <= window[1]!).map(([, l]) => l);
+    console.log(
+      `${'  of which in the retraining'.padEnd(28)} ${String(inWindow.length).padStart(6)} req in ${((window[1]! - window[0]!) / 1000).toFixed(1)}s  ` +
+        `p50 ${ms(pct(inWindow, 0.5))}  p90 ${ms(pct(inWindow, 0.9))}  p99 ${ms(pct(inWindow, 0.99))}  max ${ms(Math.max(...inWindow))} ms`,
+    );
     console.log(
       `retraining under load: wall ${Math.round(retrainDuringLoad.wall)} ms, training in the worker ${retrainDuringLoad.training} ms`,
     );

@@ -22,6 +22,8 @@ export interface NluEngine {
   trainModel(set: NluTrainingSet): NluModel | Promise<NluModel>;
   trainModelInWorker(set: NluTrainingSet): Promise<NluModel>;
   loadModel(json: SerializedModel): NluModel;
+  /** `loadModel` spread over event-loop turns (src/nlu has it); used when present */
+  loadModelAsync?(json: SerializedModel): Promise<NluModel>;
 }
 
 // ---- training sets ------------------------------------------------------------------------------
@@ -62,8 +64,11 @@ export const fingerprintOf = (set: NluTrainingSet): string =>
 
 // ---- models -------------------------------------------------------------------------------------
 
-/** Pieces small enough for any store document. */
-const CHUNK_CHARS = 4 * 1024 * 1024;
+/**
+ * Pieces small enough for any store document, and for one write to hold the event loop only briefly (the
+ * embedded store serializes each document on this thread). Pieces of older models may be larger (4 MB).
+ */
+const CHUNK_CHARS = 512 * 1024;
 
 interface CachedModel {
   model: NluModel | null;
@@ -124,6 +129,8 @@ export interface TrainingStatus {
 
 export class Understanding {
   private readonly cache = new Map<string, CachedModel>();
+  /** stored models being loaded, by model key */
+  private readonly loading = new Map<string, Promise<CachedModel | null>>();
   private readonly training = new Map<string, TrainingState>();
   /** assistants whose last training failed: Messages stop waiting for them until one succeeds */
   private readonly failures = new Set<string>();
@@ -356,7 +363,8 @@ export class Understanding {
   ): Promise<void> {
     const { cols, clock } = this.ctx;
     const key = modelKey(assistantId, lang);
-    const serialized = trained.model ? JSON.stringify(trained.model) : '';
+    // A model from the training worker comes with its JSON text: storing it costs no serialization here.
+    const serialized = trained.model ? (trained.model.serialize?.() ?? JSON.stringify(trained.model)) : '';
     await yieldToEventLoop();
     const chunks = Math.ceil(serialized.length / CHUNK_CHARS);
     for (let index = 0; index < chunks; index++) {
@@ -394,7 +402,21 @@ export class Understanding {
       await cols.modelChunks.deleteMany({ modelKey: key, fingerprint: previous.fingerprint });
   }
 
-  private async loadStored(assistantId: string, lang: string, attempt = 1): Promise<CachedModel | null> {
+  /**
+   * The stored model, loaded (asynchronously, in slices, with src/nlu): concurrent callers share one load, and
+   * a model trained here meanwhile is not replaced by an older stored one.
+   */
+  private loadStored(assistantId: string, lang: string): Promise<CachedModel | null> {
+    const key = modelKey(assistantId, lang);
+    let loading = this.loading.get(key);
+    if (!loading) {
+      loading = this.readStored(assistantId, lang).finally(() => this.loading.delete(key));
+      this.loading.set(key, loading);
+    }
+    return loading;
+  }
+
+  private async readStored(assistantId: string, lang: string, attempt = 1): Promise<CachedModel | null> {
     const { cols, logger } = this.ctx;
     const key = modelKey(assistantId, lang);
     const stored = await cols.models.findOne({ _id: key });
@@ -407,12 +429,15 @@ export class Understanding {
       );
       if (chunks.length !== stored.chunks) {
         // Another instance may have just replaced this model: read the record again once.
-        if (attempt === 1) return this.loadStored(assistantId, lang, 2);
+        if (attempt === 1) return this.readStored(assistantId, lang, 2);
         logger.warn({ assistantId, lang }, 'stored model is incomplete; retraining');
         return null;
       }
       try {
-        model = this.engine.loadModel(JSON.parse(chunks.map((c) => c.data).join('')));
+        const json = JSON.parse(chunks.map((c) => c.data).join('')) as SerializedModel;
+        model = this.engine.loadModelAsync
+          ? await this.engine.loadModelAsync(json)
+          : this.engine.loadModel(json);
       } catch (err) {
         logger.warn({ err, assistantId, lang }, 'stored model cannot be loaded; retraining');
         return null;
@@ -424,6 +449,8 @@ export class Understanding {
       fingerprint: stored.fingerprint,
       checkedAt: Date.now(),
     };
+    const current = this.cache.get(key);
+    if (current && current.revision > cached.revision) return current; // trained here while this loaded
     this.remember(key, cached);
     return cached;
   }

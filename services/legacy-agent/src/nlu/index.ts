@@ -3,7 +3,8 @@
  * See docs/decisions/0005-nlu-engine.md.
  */
 
-export { loadModel, trainModel } from './train';
+export type { LoadModelAsyncOptions } from './train';
+export { loadModel, loadModelAsync, trainModel } from './train';
 export type {
   NluEntityDef,
   NluEntityMatch,

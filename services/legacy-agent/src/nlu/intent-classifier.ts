@@ -468,23 +468,15 @@ function sparsePart(x: SparseVector, sparseSize: number): SparseVector {
 }
 
 export class IntentClassifier {
-  /** one nearest-neighbour index per class, over that class's training utterances */
-  private readonly indexes: NearestNeighbourIndex[];
-
   private constructor(
     private readonly vectorizer: Vectorizer,
     private readonly model: SoftmaxRegression,
     private readonly docs: readonly string[][],
     private readonly labels: readonly number[],
     private readonly domainReference: number,
-    xs: readonly SparseVector[] = docs.map((d) => vectorizer.transform(d)),
-  ) {
-    this.indexes = IntentClassifier.classIndexes(
-      xs.map((x) => sparsePart(x, vectorizer.sparseSize)),
-      labels,
-      model.numClasses,
-    );
-  }
+    /** one nearest-neighbour index per class, over that class's training utterances */
+    private readonly indexes: readonly NearestNeighbourIndex[],
+  ) {}
 
   private static classIndexes(
     xs: readonly SparseVector[],
@@ -540,7 +532,7 @@ export class IntentClassifier {
       docs.map((d) => [...d]),
       [...labels],
       domainReference,
-      xs,
+      indexes,
     );
   }
 
@@ -573,15 +565,47 @@ export class IntentClassifier {
 
   /** `table`: the process-wide word vectors of the model's language, for words outside the training vocabulary */
   static fromJSON(json: SerializedIntentClassifier, table: WordVectorTable | null = null): IntentClassifier {
+    return runSteps(IntentClassifier.fromJSONSteps(json, table));
+  }
+
+  /**
+   * `fromJSON` as resumable steps: the generator yields between small units of work (one utterance vectorised, one
+   * class index built) so that a caller can spread the loading over several event-loop turns (see loadModelAsync).
+   */
+  static *fromJSONSteps(
+    json: SerializedIntentClassifier,
+    table: WordVectorTable | null = null,
+  ): Generator<void, IntentClassifier, void> {
     const options = { ...LEGACY_OPTION_DEFAULTS, ...json.options };
     const vectors = json.wordVectors ? ModelWordVectors.fromJSON(json.wordVectors, table) : null;
     const vectorizer = new Vectorizer(options, json.vocab, vectors);
+    yield;
     const model = new SoftmaxRegression(
       vectorizer.size,
       json.numClasses,
       decodeFloat32Array(json.weights),
       decodeFloat32(json.bias),
     );
-    return new IntentClassifier(vectorizer, model, json.docs, json.labels, json.domainReference);
+    yield;
+    // the training utterances of each class, vectorised (TF-IDF part only), then one index per class
+    const byClass: SparseVector[][] = Array.from({ length: json.numClasses }, () => []);
+    for (let i = 0; i < json.docs.length; i++) {
+      byClass[json.labels[i]!]!.push(sparsePart(vectorizer.transform(json.docs[i]!), vectorizer.sparseSize));
+      yield;
+    }
+    const indexes: NearestNeighbourIndex[] = [];
+    for (const list of byClass) {
+      indexes.push(new NearestNeighbourIndex(list));
+      yield;
+    }
+    return new IntentClassifier(vectorizer, model, json.docs, json.labels, json.domainReference, indexes);
+  }
+}
+
+/** Runs resumable loading steps to the end, synchronously. */
+export function runSteps<T>(steps: Generator<void, T, void>): T {
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
   }
 }

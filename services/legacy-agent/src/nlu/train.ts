@@ -1,6 +1,8 @@
 /**
  * Training and loading of a language model of the NLU engine: intent classifier + entity extractor.
  */
+
+import { performance } from 'node:perf_hooks';
 import {
   DEFAULT_ENTITY_OPTIONS,
   EntityExtractor,
@@ -11,6 +13,7 @@ import {
   DEFAULT_INTENT_OPTIONS,
   IntentClassifier,
   IntentClassifierOptions,
+  runSteps,
   SerializedIntentClassifier,
 } from './intent-classifier';
 import { wordVectorsFor } from './language-resources';
@@ -42,6 +45,8 @@ class TrainedModel implements NluModel {
     private readonly classes: ReadonlyArray<{ id: string; name: string }>,
     private readonly classifier: IntentClassifier | null,
     private readonly extractor: EntityExtractor,
+    /** JSON text of toJSON() when it is already known (made by the training worker) */
+    private serialized?: string,
   ) {}
 
   parse(text: string): NluResult {
@@ -77,6 +82,12 @@ class TrainedModel implements NluModel {
       intents,
       entities: this.extractor.toJSON(),
     };
+  }
+
+  serialize(): string {
+    // kept once made: a model never changes, and its text is what gets stored
+    this.serialized ??= JSON.stringify(this.toJSON());
+    return this.serialized;
   }
 }
 
@@ -140,16 +151,51 @@ export function trainModel(
 
 /** Rebuild a model from `model.toJSON()` (gives the same answers as the trained model). */
 export function loadModel(json: SerializedModel): NluModel {
+  return runSteps(loadModelSteps(json));
+}
+
+export interface LoadModelAsyncOptions {
+  /** longest stretch of work between two yields to the event loop (ms); default 3 */
+  sliceMs?: number;
+  /** JSON text of `json` when the caller has it (kept for `serialize()`, so storing it costs nothing more) */
+  serialized?: string;
+}
+
+/**
+ * Same as `loadModel`, spread over event-loop turns: the work runs in slices of about `sliceMs` with a
+ * `setImmediate` between them, so that requests served meanwhile (by the previous model) wait at most one slice.
+ * A 100-intent, 2,000-utterance model takes ~100 ms of work, i.e. some 30–50 slices.
+ */
+export async function loadModelAsync(
+  json: SerializedModel,
+  options: LoadModelAsyncOptions = {},
+): Promise<NluModel> {
+  const sliceMs = options.sliceMs ?? 3;
+  const steps = loadModelSteps(json, options.serialized);
+  let sliceStart = performance.now();
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
+    if (performance.now() - sliceStart >= sliceMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+  }
+}
+
+/** The loading as resumable steps (see IntentClassifier.fromJSONSteps). */
+function* loadModelSteps(json: SerializedModel, serialized?: string): Generator<void, NluModel, void> {
   if (!json || json.format !== MODEL_FORMAT) throw new Error('loadModel: not a serialized NLU model');
   if (json.version !== MODEL_VERSION)
     throw new Error(`loadModel: unsupported model version ${String(json.version)}`);
   const intents = json.intents as SerializedIntents;
   const classifier = intents.classifier
-    ? IntentClassifier.fromJSON(
+    ? yield* IntentClassifier.fromJSONSteps(
         intents.classifier,
         intents.classifier.wordVectors ? wordVectorsFor(json.lang) : null,
       )
     : null;
+  yield;
   const extractor = EntityExtractor.fromJSON(json.entities as SerializedEntityExtractor);
-  return new TrainedModel(json.lang, intents.classes, classifier, extractor);
+  return new TrainedModel(json.lang, intents.classes, classifier, extractor, serialized);
 }

@@ -1,6 +1,8 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { travelAssistant } from './example-assistants';
 import { loadedWordVectors } from './language-resources';
-import { trainModel } from './train';
+import { loadModel, loadModelAsync, trainModel } from './train';
+import type { NluTrainingSet, NluUtterancePart } from './types';
 import { trainModelInWorker } from './worker-training';
 
 describe('trainModelInWorker', () => {
@@ -31,5 +33,85 @@ describe('trainModelInWorker', () => {
     await expect(trainModelInWorker({ lang: 'en', intents: null, entities: [] } as never)).rejects.toThrow(
       /training failed in the worker/,
     );
+  });
+});
+
+/** A generated assistant big enough for loading to be real work: 40 intents of 25 sentences, one entity. */
+function largerAssistant(): NluTrainingSet {
+  const verbs =
+    'book cancel change check order find show send open close track pay rent return reset renew'.split(' ');
+  const nouns =
+    'flight hotel ticket invoice card loan payment alarm timer song movie light printer parcel'.split(' ');
+  const prefixes = ['', 'i want to', 'can you', 'please', 'help me', 'i need to', 'how do i'];
+  const cities = ['paris', 'lyon', 'berlin', 'madrid', 'rome', 'new york'];
+  const intents: NluTrainingSet['intents'] = [];
+  for (let i = 0; i < 40; i++) {
+    const verb = verbs[i % verbs.length]!;
+    const noun = nouns[(i * 7) % nouns.length]!;
+    const utterances: NluUtterancePart[][] = [];
+    for (let k = 0; k < 25; k++) {
+      const prefix = prefixes[k % prefixes.length]!;
+      const text =
+        `${prefix} ${verb} the ${noun} ${['now', 'today', 'for me', 'quickly', 'again'][k % 5]} `.trimStart();
+      utterances.push(
+        k % 3 === 0
+          ? [{ text: `${text}in ` }, { text: cities[k % cities.length]!, entity: 'city' }]
+          : [{ text }],
+      );
+    }
+    intents.push({ id: `i${i}`, name: `${verb}_${noun}_${i}`, utterances });
+  }
+  const entities = [
+    {
+      name: 'city',
+      automaticallyExtensible: true,
+      useSynonyms: true,
+      values: cities.map((value) => ({ value, synonyms: [] })),
+    },
+  ];
+  return { lang: 'en', intents, entities };
+}
+
+describe('adopting a model trained in a worker', () => {
+  it('loads it in slices: other callbacks run meanwhile, and the model answers as trainModel', async () => {
+    const set = largerAssistant();
+    // the longest time the event loop was held, from a timer loop (reported, not asserted: the host is shared)
+    const lag = monitorEventLoopDelay({ resolution: 1 });
+    lag.enable();
+    const model = await trainModelInWorker(set);
+    lag.disable();
+    const direct = trainModel(set);
+    // its text is the trained model's, made in the worker (nothing left to serialize to store it)
+    expect(model.serialize?.()).toBe(JSON.stringify(direct.toJSON()));
+    for (const t of ['i want to book the flight in paris', 'pay the loan please', 'what is the weather']) {
+      expect(model.parse(t)).toEqual(direct.parse(t));
+    }
+    process.stdout.write(
+      `  adopting a ${set.intents.length}-intent model: longest event-loop stall ${(lag.max / 1e6).toFixed(1)} ms\n`,
+    );
+  });
+
+  it('loadModelAsync yields to the event loop between slices and equals loadModel', async () => {
+    const json = trainModel(largerAssistant()).toJSON();
+    let immediates = 0;
+    let loading = true;
+    const spin = () => {
+      immediates++;
+      if (loading) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const model = await loadModelAsync(json, { sliceMs: 0 });
+    loading = false;
+    // with slices of 0 ms, every unit of work (one sentence, one class index) is followed by a turn of the loop
+    expect(immediates).toBeGreaterThan(100);
+    const sync = loadModel(json);
+    expect(model.toJSON()).toEqual(sync.toJSON());
+    for (const t of ['cancel the hotel in lyon', 'reset the alarm', 'hello there']) {
+      expect(model.parse(t)).toEqual(sync.parse(t));
+    }
+  });
+
+  it('loadModelAsync rejects what loadModel rejects', async () => {
+    await expect(loadModelAsync({ format: 'other' } as never)).rejects.toThrow(/not a serialized NLU model/);
   });
 });

@@ -5,11 +5,15 @@
  * file. In compiled JavaScript that is `train-worker.js` and nothing else is needed. When this file is TypeScript
  * (tsx in development, @swc/jest in tests), the worker first requires `tsx/cjs`, which registers tsx's CommonJS
  * loader in that thread, so `train-worker.ts` and its imports load the same way.
+ *
+ * The worker posts the model's JSON form and its text; this thread then rebuilds the model with `loadModelAsync`
+ * (slices of ~3 ms between which other callbacks run) and keeps the text for `model.serialize()`: neither loading nor
+ * storing the new model holds the event loop for more than a few milliseconds at a time.
  */
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { adoptWordVectors, loadedWordVectors } from './language-resources';
-import { loadModel } from './train';
+import { loadModelAsync } from './train';
 import { TRAIN_WORKER_KIND, TrainWorkerData, TrainWorkerMessage } from './train-worker';
 import type { NluModel, NluTrainingSet, SerializedModel } from './types';
 
@@ -63,10 +67,15 @@ export function trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
           try {
             // the vectors the worker loaded serve this thread too (shared memory, not read again)
             if (msg.vectors) adoptWordVectors(msg.vectors);
-            resolve(loadModel(msg.model as SerializedModel));
           } catch (err) {
             reject(err instanceof Error ? err : new Error(String(err)));
+            return;
           }
+          // Loading a large model is ~100 ms of work on this thread: it runs in slices of a few ms so that the
+          // requests the previous model answers meanwhile are not held up (docs/decisions/0021).
+          loadModelAsync(msg.model as SerializedModel, { serialized: msg.serialized }).then(resolve, (err) =>
+            reject(err instanceof Error ? err : new Error(String(err))),
+          );
         } else reject(new Error(`trainModelInWorker: training failed in the worker: ${msg.error}`));
       });
       void worker.terminate();
