@@ -8,6 +8,7 @@ export * from './http/envelope';
 export * from './http/error-middleware';
 export * from './http/metrics';
 export * from './http/openapi';
+export * from './http/openapi-serve';
 export * from './http/request-id';
 export * from './http/service-app';
 export * from './http/validate';

@@ -1,281 +1,400 @@
-import { buildOpenApiDocument, ErrorEnvelopeSchema, type RouteDoc } from '@platform/kernel';
+import { buildOpenApiDocument, ErrorEnvelopeSchema, OPENAPI_ROUTE, type RouteDoc } from '@platform/kernel';
+import { z } from 'zod';
 import packageJson from '../package.json';
-import { CreateAccessTokenBody } from './routes/access-tokens';
-import { ActiveOrgBody } from './routes/me';
-import { CreateOrgApiKeyBody } from './routes/org-api-keys';
-import { AddMemberBody, CreateOrgBody } from './routes/orgs';
-import { PutRoleBody } from './routes/roles';
-import { CreateWorkspaceKeyBody } from './routes/workspace-api-keys';
-import { CreateWorkspaceBody, PutWorkspaceMemberBody, UpdateWorkspaceBody } from './routes/workspaces';
+import {
+  AccessTokenSummarySchema,
+  CreateAccessTokenBody,
+  CreatedAccessTokenSchema,
+} from './routes/access-tokens';
+import { JwksSchema } from './routes/jwks';
+import { AnonymousSessionSchema } from './routes/login';
+import { ActiveOrgBody, MeSchema } from './routes/me';
+import { CreatedOrgApiKeySchema, CreateOrgApiKeyBody, OrgApiKeySchema } from './routes/org-api-keys';
+import { AddMemberBody, CreateOrgBody, OrgDetailSchema, OrgMemberSchema, OrgSchema } from './routes/orgs';
+import { PutRoleBody, RoleSchema } from './routes/roles';
+import { PlatformStatusSchema } from './routes/status';
+import {
+  CreatedWorkspaceApiKeySchema,
+  CreateWorkspaceKeyBody,
+  WorkspaceApiKeySchema,
+} from './routes/workspace-api-keys';
+import {
+  CreateWorkspaceBody,
+  PutWorkspaceMemberBody,
+  UpdateWorkspaceBody,
+  WorkspaceMemberSchema,
+  WorkspaceSchema,
+} from './routes/workspaces';
 
 const USER = ['sessionJwt', 'accessToken'];
 const SESSION = ['sessionJwt'];
 const ANY = ['sessionJwt', 'accessToken', 'apiKey'];
 const error = (description: string) => ({ description, schema: ErrorEnvelopeSchema });
-const denied = { 401: error('missing or invalid credentials'), 403: error('not allowed') };
+const ok = (description: string, schema: z.ZodType) => ({ description, schema });
+const list = (description: string, item: z.ZodType) => ({ description, schema: z.array(item) });
+const none = (description: string) => ({ description });
+const denied = {
+  401: error('missing, invalid, expired or revoked credentials'),
+  403: error('the credential does not allow this'),
+};
+const invalid = { 400: error('invalid body: `details.issues` names the fields') };
+const unknown = (what: string) => ({ 404: error(`unknown ${what}`) });
 
 /** auth's public routes as the same zod schemas that validate them (served under {base_url}). */
 export const AUTH_ROUTES: RouteDoc[] = [
+  OPENAPI_ROUTE,
   {
     method: 'get',
     path: '/',
     summary: 'Platform status',
+    tags: ['status'],
     security: [],
-    responses: { 200: { description: 'healthy' }, 503: { description: 'degraded' } },
+    responses: {
+      200: ok('healthy', PlatformStatusSchema),
+      503: ok('degraded: a dependency fails', PlatformStatusSchema),
+    },
   },
   {
     method: 'get',
     path: '/oidc/jwks',
     summary: 'Public signing keys (JWKS)',
+    description:
+      'Every key that may verify a live session JWT: the pending, active and retired-but-kept ones.',
+    tags: ['sessions'],
     security: [],
-    responses: { 200: { description: 'JWKS' } },
+    responses: { 200: ok('JWKS', JwksSchema) },
   },
   {
     method: 'post',
     path: '/v2/login/anonymous',
     summary: 'Anonymous session (spec 2.4)',
+    tags: ['sessions'],
     security: [],
-    responses: { 200: { description: '{userId, sessionId, token}' }, 429: error('RATE_LIMITED') },
+    responses: {
+      200: ok('a new anonymous user and session', AnonymousSessionSchema),
+      429: error('RATE_LIMITED: too many anonymous logins from this address'),
+    },
   },
   {
     method: 'post',
     path: '/v2/logout',
     summary: 'Revoke the current session',
+    tags: ['sessions'],
     security: SESSION,
-    responses: { 204: { description: 'revoked' }, ...denied },
+    responses: { 204: none('revoked'), ...denied },
   },
   {
     method: 'get',
     path: '/v2/me',
     summary: 'The current user',
+    tags: ['sessions'],
     security: USER,
-    responses: { 200: { description: 'user' }, ...denied },
+    responses: { 200: ok('the user, their memberships and active organization', MeSchema), ...denied },
   },
   {
     method: 'put',
     path: '/v2/user/active-org',
     summary: 'Switch the active organization',
+    tags: ['sessions'],
     security: USER,
     body: ActiveOrgBody,
-    responses: { 200: { description: 'the /v2/me document' }, 400: error('invalid body'), ...denied },
+    responses: { 200: ok('the /v2/me document', MeSchema), ...invalid, ...denied },
   },
   {
     method: 'post',
     path: '/v2/user/accessTokens',
     summary: 'Create a user access token (spec 2.6)',
+    tags: ['access tokens'],
     security: SESSION,
     body: CreateAccessTokenBody,
     responses: {
-      201: { description: 'the token, shown once' },
-      400: error('invalid body'),
-      409: error('too many tokens'),
+      201: ok('the token, shown once', CreatedAccessTokenSchema),
+      ...invalid,
       ...denied,
+      409: error('TooManyAccessTokens'),
     },
   },
   {
     method: 'get',
     path: '/v2/user/accessTokens',
     summary: 'List access tokens',
+    tags: ['access tokens'],
     security: SESSION,
-    responses: { 200: { description: 'tokens' }, ...denied },
+    responses: {
+      200: list('live tokens, newest first, without secrets', AccessTokenSummarySchema),
+      ...denied,
+    },
   },
   {
     method: 'delete',
     path: '/v2/user/accessTokens/:id',
     summary: 'Revoke an access token',
+    tags: ['access tokens'],
     security: USER,
-    responses: { 204: { description: 'revoked' }, 404: error('unknown token'), ...denied },
+    responses: { 204: none('revoked'), ...denied, ...unknown('token') },
   },
   {
     method: 'post',
     path: '/v2/orgs',
     summary: 'Create an organization',
+    tags: ['organizations'],
     security: USER,
     body: CreateOrgBody,
     responses: {
-      201: { description: 'created' },
-      400: error('invalid body'),
-      409: error('slug taken'),
+      201: ok('created; the caller is its owner', OrgSchema),
+      ...invalid,
       ...denied,
+      409: error('OrgSlugTaken'),
     },
   },
   {
     method: 'get',
     path: '/v2/orgs',
     summary: 'The caller’s organizations',
+    tags: ['organizations'],
     security: USER,
-    responses: { 200: { description: 'organizations' }, ...denied },
+    responses: { 200: list('organizations by slug', OrgSchema), ...denied },
   },
   {
     method: 'get',
     path: '/v2/orgs/:orgSlug',
     summary: 'One organization',
+    tags: ['organizations'],
     security: ANY,
-    responses: { 200: { description: 'organization' }, 404: error('unknown'), ...denied },
+    responses: { 200: ok('organization', OrgDetailSchema), ...denied, ...unknown('organization') },
   },
   {
     method: 'get',
     path: '/v2/orgs/:orgSlug/members',
     summary: 'Members',
+    tags: ['organizations'],
     security: ANY,
-    responses: { 200: { description: 'members' }, ...denied },
+    responses: { 200: list('members', OrgMemberSchema), ...denied, ...unknown('organization') },
   },
   {
     method: 'post',
     path: '/v2/orgs/:orgSlug/members',
     summary: 'Add a member or change a role',
+    tags: ['organizations'],
     security: ANY,
     body: AddMemberBody,
     responses: {
-      200: { description: 'role changed' },
-      201: { description: 'added' },
-      400: error('invalid body'),
-      409: error('last owner'),
+      200: ok('role changed', OrgMemberSchema),
+      201: ok('added', OrgMemberSchema),
+      ...invalid,
       ...denied,
+      ...unknown('organization or user'),
+      409: error('LastOwner or AlreadyAMember'),
     },
   },
   {
     method: 'delete',
     path: '/v2/orgs/:orgSlug/members/:userId',
     summary: 'Remove a member',
+    tags: ['organizations'],
     security: ANY,
-    responses: { 204: { description: 'removed' }, 409: error('last owner'), ...denied },
+    responses: {
+      204: none('removed'),
+      ...denied,
+      ...unknown('organization or member'),
+      409: error('LastOwner'),
+    },
   },
   {
     method: 'get',
     path: '/v2/orgs/:orgSlug/roles',
     summary: 'Roles',
+    tags: ['roles'],
     security: ANY,
-    responses: { 200: { description: 'roles' }, ...denied },
+    responses: {
+      200: list('built-in roles, then custom ones', RoleSchema),
+      ...denied,
+      ...unknown('organization'),
+    },
   },
   {
     method: 'put',
     path: '/v2/orgs/:orgSlug/roles/:role',
     summary: 'Create or replace a custom role',
+    tags: ['roles'],
     security: ANY,
     body: PutRoleBody,
     responses: {
-      200: { description: 'replaced' },
-      201: { description: 'created' },
-      400: error('invalid body'),
+      200: ok('replaced', RoleSchema),
+      201: ok('created', RoleSchema),
+      ...invalid,
       ...denied,
+      ...unknown('organization'),
     },
   },
   {
     method: 'delete',
     path: '/v2/orgs/:orgSlug/roles/:role',
     summary: 'Delete a custom role',
+    tags: ['roles'],
     security: ANY,
-    responses: { 204: { description: 'deleted' }, 409: error('in use'), ...denied },
+    responses: {
+      204: none('deleted'),
+      ...denied,
+      ...unknown('organization or role'),
+      409: error('RoleInUse'),
+    },
   },
   {
     method: 'post',
     path: '/v2/orgs/:orgSlug/apikeys',
     summary: 'Create an organization API key',
+    tags: ['organization API keys'],
     security: USER,
     body: CreateOrgApiKeyBody,
-    responses: { 201: { description: 'the key, shown once' }, 400: error('invalid body'), ...denied },
+    responses: {
+      201: ok('the key, shown once', CreatedOrgApiKeySchema),
+      ...invalid,
+      ...denied,
+      ...unknown('organization'),
+    },
   },
   {
     method: 'get',
     path: '/v2/orgs/:orgSlug/apikeys',
     summary: 'Organization API keys',
+    tags: ['organization API keys'],
     security: ANY,
-    responses: { 200: { description: 'keys' }, ...denied },
+    responses: {
+      200: list('live keys, newest first, without secrets', OrgApiKeySchema),
+      ...denied,
+      ...unknown('organization'),
+    },
   },
   {
     method: 'delete',
     path: '/v2/orgs/:orgSlug/apikeys/:id',
     summary: 'Revoke an organization API key',
+    tags: ['organization API keys'],
     security: ANY,
-    responses: { 204: { description: 'revoked' }, 404: error('unknown key'), ...denied },
+    responses: { 204: none('revoked'), ...denied, ...unknown('organization or key') },
   },
   {
     method: 'post',
     path: '/v2/workspaces',
     summary: 'Create a workspace in the active organization',
+    tags: ['workspaces'],
     security: ANY,
     body: CreateWorkspaceBody,
-    responses: { 201: { description: 'created' }, 400: error('invalid body or NO_ORG_CONTEXT'), ...denied },
+    responses: {
+      201: ok('created; a user creator is its owner', WorkspaceSchema),
+      400: error('invalid body, or NO_ORG_CONTEXT'),
+      ...denied,
+    },
   },
   {
     method: 'get',
     path: '/v2/workspaces',
-    summary: 'Readable workspaces',
+    summary: 'Readable workspaces of the active organization',
+    tags: ['workspaces'],
     security: ANY,
-    responses: { 200: { description: 'workspaces' }, ...denied },
+    responses: { 200: list('workspaces, oldest first', WorkspaceSchema), ...denied },
   },
   {
     method: 'get',
     path: '/v2/workspaces/:id',
     summary: 'One workspace',
+    tags: ['workspaces'],
     security: ANY,
-    responses: { 200: { description: 'workspace' }, 404: error('unknown'), ...denied },
+    responses: { 200: ok('workspace', WorkspaceSchema), ...denied, ...unknown('workspace') },
   },
   {
     method: 'patch',
     path: '/v2/workspaces/:id',
     summary: 'Rename a workspace',
+    tags: ['workspaces'],
     security: ANY,
     body: UpdateWorkspaceBody,
-    responses: { 200: { description: 'renamed' }, 400: error('invalid body'), ...denied },
+    responses: {
+      200: ok('renamed', WorkspaceSchema),
+      ...invalid,
+      ...denied,
+      ...unknown('workspace'),
+    },
   },
   {
     method: 'delete',
     path: '/v2/workspaces/:id',
     summary: 'Delete a workspace',
+    tags: ['workspaces'],
     security: ANY,
-    responses: { 204: { description: 'deleted' }, ...denied },
+    responses: { 204: none('deleted, with its members and keys'), ...denied, ...unknown('workspace') },
   },
   {
     method: 'get',
     path: '/v2/workspaces/:id/members',
     summary: 'Workspace members',
+    tags: ['workspaces'],
     security: ANY,
-    responses: { 200: { description: 'members' }, ...denied },
+    responses: { 200: list('members', WorkspaceMemberSchema), ...denied, ...unknown('workspace') },
   },
   {
     method: 'put',
     path: '/v2/workspaces/:id/members/:userId',
     summary: 'Add a workspace member or change their role',
+    tags: ['workspaces'],
     security: ANY,
     body: PutWorkspaceMemberBody,
     responses: {
-      200: { description: 'changed' },
-      201: { description: 'added' },
-      400: error('invalid body'),
-      409: error('last owner'),
+      200: ok('changed', WorkspaceMemberSchema),
+      201: ok('added', WorkspaceMemberSchema),
+      400: error('invalid body, or NotAnOrgMember'),
       ...denied,
+      ...unknown('workspace'),
+      409: error('LastOwner'),
     },
   },
   {
     method: 'delete',
     path: '/v2/workspaces/:id/members/:userId',
     summary: 'Remove a workspace member',
+    tags: ['workspaces'],
     security: ANY,
-    responses: { 204: { description: 'removed' }, 409: error('last owner'), ...denied },
+    responses: {
+      204: none('removed'),
+      ...denied,
+      ...unknown('workspace or member'),
+      409: error('LastOwner'),
+    },
   },
   {
     method: 'post',
     path: '/v2/workspaces/:id/security/apikeys',
     summary: 'Create a workspace API key (spec 2.7)',
+    tags: ['workspace API keys'],
     security: USER,
     body: CreateWorkspaceKeyBody,
-    responses: { 201: { description: 'the key, shown once' }, 400: error('invalid body'), ...denied },
+    responses: {
+      201: ok('the key, shown once', CreatedWorkspaceApiKeySchema),
+      ...invalid,
+      ...denied,
+      ...unknown('workspace'),
+    },
   },
   {
     method: 'get',
     path: '/v2/workspaces/:id/security/apikeys',
     summary: 'Workspace API keys',
+    tags: ['workspace API keys'],
     security: ANY,
-    responses: { 200: { description: 'keys' }, ...denied },
+    responses: {
+      200: list('live keys, newest first, without secrets', WorkspaceApiKeySchema),
+      ...denied,
+      ...unknown('workspace'),
+    },
   },
   {
     method: 'delete',
     path: '/v2/workspaces/:id/security/apikeys/:keyId',
     summary: 'Revoke a workspace API key',
+    tags: ['workspace API keys'],
     security: ANY,
-    responses: { 204: { description: 'revoked' }, 404: error('unknown key'), ...denied },
+    responses: { 204: none('revoked'), ...denied, ...unknown('workspace or key') },
   },
 ];
 
@@ -284,11 +403,18 @@ export function authApiDocument(serverUrl: string): Record<string, unknown> {
   return buildOpenApiDocument({
     title: 'AI platform: authentication, organizations and workspaces',
     version: packageJson.version,
+    description:
+      'The `{base_url}` root. Errors use the envelope `ErrorEnvelope`; the edge in front may also answer 413, 502, 503 and 504 in it.',
     serverUrl,
     securitySchemes: {
       sessionJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
       accessToken: { type: 'http', scheme: 'bearer', description: 'user access token `at:...`' },
-      apiKey: { type: 'apiKey', in: 'header', name: 'x-platform-api-key' },
+      apiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-platform-api-key',
+        description: 'workspace API key, or organization API key `iak_{orgSlug}_{uuid}`',
+      },
     },
     routes: AUTH_ROUTES,
   });

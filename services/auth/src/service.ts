@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@platform/bus';
 import { Subjects } from '@platform/contracts';
-import { type BaseDeps, createServiceApp, edgePrincipal, type PlatformService } from '@platform/kernel';
+import {
+  type BaseDeps,
+  createServiceApp,
+  edgePrincipal,
+  openApiHandler,
+  type PlatformService,
+} from '@platform/kernel';
 import type { Store } from '@platform/store';
 import type { AuthConfig } from './config';
 import type { AuthContext } from './context';
@@ -10,6 +16,7 @@ import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
 import { PrincipalResolver } from './domain/principal-resolver';
 import { PrivateKeyCodec } from './domain/signing-keys';
+import { authApiDocument } from './openapi';
 import { mountAccessTokenRoutes } from './routes/access-tokens';
 import { mountInternalRoutes } from './routes/internal-principal';
 import { mountJwksRoutes } from './routes/jwks';
@@ -68,6 +75,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
     readiness: { store: () => store.ping(), bus: () => bus.ping() },
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
     routes: (router) => {
+      router.get('/openapi.json', openApiHandler(authApiDocument));
       mountStatusRoutes(router, context);
       mountJwksRoutes(router, context);
       mountLoginRoutes(router, context);

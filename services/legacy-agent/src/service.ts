@@ -1,5 +1,5 @@
 import type { Bus } from '@platform/bus';
-import { type BaseDeps, createServiceApp, type PlatformService } from '@platform/kernel';
+import { type BaseDeps, createServiceApp, openApiHandler, type PlatformService } from '@platform/kernel';
 import type { Store } from '@platform/store';
 import type { Express } from 'express';
 import type { LegacyAgentConfig } from './config';
@@ -14,6 +14,7 @@ import { Intents } from './domain/intents';
 import { TokenSealer } from './domain/tokens';
 import { type NluEngine, Understanding } from './domain/understanding';
 import * as nluEngine from './nlu';
+import { legacyApiDocument } from './openapi';
 import { openCollections } from './persistence/collections';
 import { mountAccountRoutes } from './routes/accounts';
 import { mountBotRoutes } from './routes/bots';
@@ -77,6 +78,7 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     readiness: { store: () => deps.store.ping(), bus: () => deps.bus.ping() },
     before: [messagesBodyParser(deps.config.LEGACY_BODY_LIMIT_BYTES, deps.logger)],
     routes: (router) => {
+      router.get('/openapi.json', openApiHandler(legacyApiDocument));
       mountAccountRoutes(router, domain);
       mountBotRoutes(router, domain);
       mountIntentRoutes(router, domain);

@@ -5,6 +5,7 @@ import {
   createHttpMetrics,
   createServiceApp,
   edgePrincipal,
+  openApiHandler,
   type PlatformService,
   systemClock,
 } from '@platform/kernel';
@@ -18,6 +19,7 @@ import { Maintenance } from './ingest/maintenance';
 import { UsageBatcher } from './ingest/usage-batcher';
 import { UsageConsumer } from './ingest/usage-consumer';
 import { UsageWriter } from './ingest/usage-writer';
+import { llmQuotaApiDocument } from './openapi';
 import type { RouteDeps } from './routes/deps';
 import { mountInternalRoutes } from './routes/internal';
 import { mountSettingsRoutes } from './routes/settings';
@@ -105,6 +107,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     readiness: { store: () => store.ping(), bus: () => bus.ping() },
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
     routes: (router) => {
+      router.get('/openapi.json', openApiHandler(llmQuotaApiDocument));
       mountUsageRoute(router, routeDeps);
       mountSettingsRoutes(router, routeDeps);
       mountInternalRoutes(router, routeDeps);

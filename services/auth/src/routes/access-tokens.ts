@@ -14,6 +14,28 @@ export const CreateAccessTokenBody = z
   })
   .meta({ description: 'POST /v2/user/accessTokens (spec 2.6)' });
 
+/** 201 of POST /v2/user/accessTokens (spec 2.6): the only time the token is shown. */
+export const CreatedAccessTokenSchema = z
+  .looseObject({
+    name: z.string(),
+    expiresAt: z.iso.datetime(),
+    userId: z.string(),
+    token: z.string().regex(/^at:/).meta({ description: 'opaque, `at:` prefix; cannot be recovered later' }),
+    _id: z.string(),
+  })
+  .meta({ id: 'UserAccessToken', description: 'User access token (spec 2.6)' });
+
+/** An item of GET /v2/user/accessTokens: the record without its secret. */
+export const AccessTokenSummarySchema = z
+  .looseObject({
+    _id: z.string(),
+    name: z.string(),
+    userId: z.string(),
+    expiresAt: z.iso.datetime(),
+    createdAt: z.iso.datetime(),
+  })
+  .meta({ id: 'UserAccessTokenSummary' });
+
 const listed = (t: AccessTokenDoc) => ({
   _id: t._id,
   name: t.name,

@@ -1,5 +1,25 @@
 import type { Router } from 'express';
+import { z } from 'zod';
 import type { AuthContext } from '../context';
+
+/** One public signing key (RFC 7517): RSA keys carry `n` and `e`, EC keys `crv`, `x` and `y`. */
+export const PublicJwkSchema = z
+  .looseObject({
+    kty: z.enum(['RSA', 'EC']),
+    kid: z.string(),
+    alg: z.string(),
+    use: z.literal('sig'),
+    n: z.string().optional(),
+    e: z.string().optional(),
+    crv: z.string().optional(),
+    x: z.string().optional(),
+    y: z.string().optional(),
+  })
+  .meta({ id: 'PublicJwk' });
+
+export const JwksSchema = z
+  .looseObject({ keys: z.array(PublicJwkSchema) })
+  .meta({ id: 'Jwks', description: 'JSON Web Key Set (RFC 7517)' });
 
 /**
  * GET {base_url}/oidc/jwks — public parts of every key that may verify a live token (pending, active,

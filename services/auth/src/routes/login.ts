@@ -1,9 +1,19 @@
 import { RateLimited } from '@platform/kernel';
 import type { Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { z } from 'zod';
 import type { AuthContext } from '../context';
 import { loadCaller, requireSession } from '../domain/caller';
 import { anonymousLogin } from '../domain/sessions';
+
+/** 200 of POST /v2/login/anonymous (spec 2.4). */
+export const AnonymousSessionSchema = z
+  .looseObject({
+    userId: z.string(),
+    sessionId: z.string(),
+    token: z.string().meta({ description: 'session JWT (spec 2.5 claims)' }),
+  })
+  .meta({ id: 'AnonymousSession', description: 'Anonymous session (spec 2.4)' });
 
 /**
  * POST /v2/login/anonymous (spec 2.4), rate limited per client address, and POST /v2/logout.

@@ -13,6 +13,35 @@ export const ActiveOrgBody = z
   })
   .meta({ description: 'PUT /v2/user/active-org' });
 
+/** 200 of GET /v2/me and PUT /v2/user/active-org. */
+export const MeSchema = z
+  .looseObject({
+    id: z.string(),
+    anonymous: z.boolean(),
+    email: z.string().nullable(),
+    createdAt: z.iso.datetime(),
+    activeOrgSlug: z
+      .string()
+      .nullable()
+      .meta({ description: 'spec 5.2 rule 7; null when the user belongs to no organization' }),
+    activeOrgSource: z
+      .enum(['path', 'session', 'first_membership'])
+      .nullable()
+      .meta({ description: 'which rule chose the active organization' }),
+    memberships: z.array(
+      z.looseObject({
+        orgSlug: z.string(),
+        orgName: z.string().nullable(),
+        role: z.string(),
+        joinedAt: z.iso.datetime(),
+      }),
+    ),
+    credential: z
+      .looseObject({ kind: z.enum(['session', 'access_token']), id: z.string() })
+      .meta({ description: 'the credential this request was made with' }),
+  })
+  .meta({ id: 'Me', description: 'The current user' });
+
 async function describeMe(c: AuthContext, caller: UserCaller) {
   const { active, memberships } = await activeOrgOfUser(
     c.collections,

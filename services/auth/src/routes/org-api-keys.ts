@@ -1,3 +1,4 @@
+import { ORG_API_KEY_PATTERN } from '@platform/contracts';
 import { Forbidden, NotFound, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
@@ -30,6 +31,29 @@ export const CreateOrgApiKeyBody = z
       .meta({ description: 'optional expiry; null never expires' }),
   })
   .meta({ description: 'POST /v2/orgs/:orgSlug/apikeys' });
+
+/** An organization API key as listed: never its secret. */
+export const OrgApiKeySchema = z
+  .looseObject({
+    _id: z.string(),
+    name: z.string(),
+    orgSlug: z.string(),
+    permissions: z.array(z.string()),
+    scopes: z.array(z.string()),
+    projectId: z.string().nullable(),
+    createdBy: z.string(),
+    createdAt: z.iso.datetime(),
+    expiresAt: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'OrgApiKey' });
+
+/** 201 of POST /v2/orgs/:orgSlug/apikeys: the only time the key is shown. */
+export const CreatedOrgApiKeySchema = OrgApiKeySchema.extend({
+  apiKey: z
+    .string()
+    .regex(ORG_API_KEY_PATTERN)
+    .meta({ description: '`iak_{orgSlug}_{uuid}`, sent as `x-platform-api-key`' }),
+}).meta({ id: 'CreatedOrgApiKey' });
 
 const keyView = (k: OrgApiKeyDoc) => ({
   _id: k._id,

@@ -30,6 +30,27 @@ export const AddMemberBody = z
   })
   .meta({ description: 'POST /v2/orgs/:orgSlug/members: adds a member or changes their role' });
 
+export const OrgSchema = z
+  .looseObject({
+    id: z.string(),
+    slug: z.string(),
+    name: z.string(),
+    createdAt: z.iso.datetime(),
+    role: z.string().nullable().meta({ description: "the caller's role; null for an organization API key" }),
+  })
+  .meta({ id: 'Organization' });
+
+/** GET /v2/orgs/:orgSlug: the organization with the caller's grant in it. */
+export const OrgDetailSchema = OrgSchema.extend({
+  permissions: z.array(z.string()).meta({ description: "the caller's permissions in the organization" }),
+  settings: z.record(z.string(), z.unknown()),
+  subscription: z.record(z.string(), z.unknown()).nullable(),
+}).meta({ id: 'OrganizationDetail' });
+
+export const OrgMemberSchema = z
+  .looseObject({ userId: z.string(), role: z.string(), joinedAt: z.iso.datetime() })
+  .meta({ id: 'OrganizationMember' });
+
 const orgView = (org: OrgDoc, role: string | null) => ({
   id: org._id,
   slug: org.slug,

@@ -39,6 +39,16 @@ export const PutRoleBody = z
   })
   .meta({ description: 'PUT /v2/orgs/:orgSlug/roles/:role: creates or replaces a custom role' });
 
+export const RoleSchema = z
+  .looseObject({
+    slug: z.string(),
+    description: z.string(),
+    permissions: z.array(z.string()),
+    scopes: z.array(z.string()),
+    builtIn: z.boolean(),
+  })
+  .meta({ id: 'Role' });
+
 /** Organization roles: built-ins (owner, member, guest) from code, custom roles as data. */
 export function mountRoleRoutes(router: Router, c: AuthContext): void {
   const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);

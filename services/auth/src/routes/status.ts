@@ -1,7 +1,19 @@
 import { checkReadiness } from '@platform/kernel';
 import type { Router } from 'express';
+import { z } from 'zod';
 import packageJson from '../../package.json';
 import type { AuthContext } from '../context';
+
+/** GET {base_url}/: 200 when healthy, 503 (same shape) when the store or the bus fails. */
+export const PlatformStatusSchema = z
+  .looseObject({
+    name: z.string(),
+    version: z.string(),
+    status: z.enum(['ok', 'degraded']),
+    checks: z.record(z.string(), z.string()).meta({ description: 'per dependency: `ok`, or what failed' }),
+    time: z.iso.datetime(),
+  })
+  .meta({ id: 'PlatformStatus' });
 
 /** GET {base_url}/ — platform status: name, version, and the health of the store and the bus (503 when one fails). */
 export function mountStatusRoutes(router: Router, c: AuthContext): void {

@@ -31,6 +31,36 @@ export const CreateWorkspaceKeyBody = z
   })
   .meta({ description: 'POST /v2/workspaces/:id/security/apikeys (spec 2.7)' });
 
+/** A stored rule: `action` is always a list, `conditions` scope it to the workspace (spec 2.7). */
+export const StoredWorkspaceKeyRuleSchema = z
+  .looseObject({
+    action: z.array(z.string()),
+    subject: z.string(),
+    conditions: z.record(z.string(), z.unknown()).meta({
+      description: 'set by the service: `{id}` for the workspace itself, `{workspaceId}` inside it',
+    }),
+  })
+  .meta({ id: 'WorkspaceApiKeyRule' });
+
+/** A workspace API key as listed (spec 2.7 without the secret). */
+export const WorkspaceApiKeySchema = z
+  .looseObject({
+    _id: z.string(),
+    name: z.string(),
+    rules: z.array(StoredWorkspaceKeyRuleSchema),
+    subjectId: z.string().meta({ description: 'the workspace id' }),
+    subjectType: z.literal('workspaces'),
+    createdBy: z.string(),
+    createdAt: z.iso.datetime(),
+    expiresAt: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'WorkspaceApiKey' });
+
+/** 201 of POST /v2/workspaces/:id/security/apikeys (spec 2.7): the only time the key is shown. */
+export const CreatedWorkspaceApiKeySchema = WorkspaceApiKeySchema.extend({
+  apiKey: z.string().meta({ description: 'sent as `x-platform-api-key`' }),
+}).meta({ id: 'CreatedWorkspaceApiKey' });
+
 const keyView = (k: WorkspaceApiKeyDoc) => ({
   _id: k._id,
   name: k.name,

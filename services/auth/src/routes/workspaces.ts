@@ -29,6 +29,24 @@ export const PutWorkspaceMemberBody = z.object({ role: z.enum(WORKSPACE_ROLES) }
   description: 'PUT /v2/workspaces/:id/members/:userId: adds a member or changes their workspace role',
 });
 
+export const WorkspaceSchema = z
+  .looseObject({
+    id: z.string(),
+    name: z.string(),
+    orgSlug: z.string(),
+    createdBy: z.string().meta({ description: 'a user id, or `apikey:<id>` for an organization API key' }),
+    createdAt: z.iso.datetime(),
+    role: z
+      .enum(WORKSPACE_ROLES)
+      .nullable()
+      .meta({ description: "the caller's workspace role; null when access comes from the organization" }),
+  })
+  .meta({ id: 'Workspace' });
+
+export const WorkspaceMemberSchema = z
+  .looseObject({ userId: z.string(), role: z.enum(WORKSPACE_ROLES), joinedAt: z.iso.datetime() })
+  .meta({ id: 'WorkspaceMember' });
+
 const workspaceView = (w: WorkspaceDoc, role: string | null) => ({
   id: w._id,
   name: w.name,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type ErrorKind, envelopeOf, type Logger, parseInput, toAppError } from '@platform/kernel';
 import express, { type RequestHandler, type Response, type Router } from 'express';
+import { z } from 'zod';
 import type { LegacyDomain } from '../domain';
 import { bearerToken } from './credentials';
 import { messageBody } from './schemas';
@@ -20,6 +21,24 @@ export const MESSAGES_ERROR_TYPES: Record<ErrorKind | 'internal', string> = {
   timeout: 'internal_error',
   internal: 'internal_error',
 };
+
+/** A failed `/v1/Messages` call: the legacy reply shape, with the outcome in `status`. */
+export const MessagesErrorSchema = z
+  .looseObject({
+    id: z.string(),
+    timestamp: z.iso.datetime(),
+    status: z.looseObject({
+      code: z.number().int().meta({ description: 'the HTTP status' }),
+      errorType: z.enum([...new Set(Object.values(MESSAGES_ERROR_TYPES))] as [string, ...string[]]),
+      errorDetails: z.string().meta({ description: 'human-readable message' }),
+      details: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .meta({ description: 'structured context, e.g. `issues` naming the invalid fields' }),
+    }),
+    requestId: z.string().optional(),
+  })
+  .meta({ id: 'MessagesError', description: 'Messages error reply (legacy shape)' });
 
 /** Messages keep the legacy reply shape even when they fail: `status: {code, errorType, errorDetails}`. */
 export function sendMessagesError(

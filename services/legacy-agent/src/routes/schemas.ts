@@ -257,3 +257,224 @@ export const messageBody = z
     path: ['event'],
   });
 export type MessageInput = z.infer<typeof messageBody>;
+
+// ---- responses (published in the OpenAPI document) ----------------------------------------------
+// What the routes answer, every object open to fields added later; language-keyed maps are by code.
+
+const instant = z.iso.datetime();
+const byLangOut = <T extends z.ZodType>(value: T) => z.record(langCode, value);
+
+/** `POST /v2/auth/signup` and `/v2/auth/login`. */
+export const SessionGrantSchema = z
+  .looseObject({
+    userId: z.string(),
+    sessionToken: z.string().meta({ description: 'send as `X-Legacy-Session-Token`' }),
+  })
+  .meta({ id: 'LegacySession' });
+
+export const LoggedOutSchema = z.looseObject({ loggedOut: z.literal(true) }).meta({ id: 'LoggedOut' });
+
+/** Spec 2.8. */
+export const AccessTokenRecordSchema = z
+  .looseObject({
+    _id: z.string(),
+    _session_token: z.string().meta({
+      description: 'the access token: its value when created, only its first characters when listed',
+    }),
+    _p_user: z.string().meta({ description: 'the account' }),
+    createdWith: z.looseObject({ action: z.string(), authProvider: z.string() }),
+    restricted: z.boolean().meta({ description: 'a restricted token cannot create or revoke access tokens' }),
+    expiresAt: instant,
+    _created_at: instant,
+    _updated_at: instant,
+  })
+  .meta({ id: 'LegacyAccessToken', description: 'Legacy access-token record (spec 2.8)' });
+
+export const RevokedAccessTokenSchema = z
+  .looseObject({ _id: z.string(), revoked: z.literal(true) })
+  .meta({ id: 'RevokedAccessToken' });
+
+/** What a delete of an assistant, intent or entity answers. */
+export const DeletedSchema = z
+  .looseObject({ id: z.string(), deleted: z.literal(true) })
+  .meta({ id: 'Deleted' });
+
+/** Spec 2.11, plus the assistant's `id`. */
+export const AssistantSchema = z
+  .looseObject({
+    id: z.string(),
+    name: z.string(),
+    photo: z.looseObject({ url: z.string() }).nullable().meta({ description: 'holds `url` of the picture' }),
+    developer: z.string().meta({ description: "the account's username" }),
+    clientToken: z.string().meta({ description: 'calls the assistant (Messages)' }),
+    developerToken: z.string().meta({ description: 'manages the assistant' }),
+    lang: z.string().meta({ description: 'default language' }),
+    languages: z.array(z.string()),
+    description: z.string(),
+    nlu: z.string().meta({ description: 'language-understanding engine name' }),
+    satisfactionOption: z.boolean().nullable(),
+  })
+  .meta({ id: 'Assistant', description: 'Assistant (spec 2.11)' });
+
+/** `GET /v1/bots`: the assistant and where the training of its language models stands. */
+export const AssistantWithTrainingSchema = AssistantSchema.extend({
+  training: z.looseObject({
+    upToDate: z.boolean(),
+    revision: z.number().int().meta({ description: 'revision of the intents and entities' }),
+    languages: byLangOut(
+      z.looseObject({
+        revision: z.number().int().meta({ description: 'the revision its current model learnt' }),
+        hasModel: z.boolean(),
+        trainedAt: instant.nullable(),
+        trainingMs: z.number().nullable(),
+      }),
+    ),
+  }),
+}).meta({ id: 'AssistantWithTraining' });
+
+const sentencePartOut = z.looseObject({
+  text: z.string(),
+  entity: z.string().optional(),
+  slot_name: z.string().optional(),
+});
+const linkOut = z.looseObject({ text: z.string(), value: z.string(), openInPanel: z.boolean().optional() });
+const buttonOut = z.looseObject({ text: z.string(), value: z.string() });
+const eventOut = z.looseObject({ text: z.string(), value: z.string() });
+const eventChoiceOut = z.looseObject({ text: z.string(), event: z.string() });
+const cardOut = z
+  .looseObject({
+    title: z.string().optional(),
+    text: z.string().optional(),
+    image: z.string().optional(),
+    links: z.array(linkOut).optional(),
+    buttons: z.array(buttonOut).optional(),
+    event: eventOut.optional(),
+  })
+  .meta({ id: 'Card' });
+const responseElementOut = z
+  .discriminatedUnion('type', [
+    z.looseObject({ type: z.literal('text'), text: z.array(z.string()) }),
+    z.looseObject({ type: z.literal('link'), ...linkOut.shape }),
+    z.looseObject({ type: z.literal('button'), ...buttonOut.shape }),
+    z.looseObject({ type: z.literal('event'), ...eventOut.shape }),
+    z.looseObject({ type: z.literal('cards'), cards: z.array(cardOut) }),
+    z.looseObject({ type: z.literal('events'), events: z.array(eventChoiceOut) }),
+    z.looseObject({ type: z.literal('web'), web: z.string() }),
+    z.looseObject({ type: z.literal('speaker'), speaker: z.string() }),
+    z.looseObject({ type: z.literal('telephony'), telephony: z.string() }),
+  ])
+  .meta({ id: 'ResponseElement' });
+const fulfillmentOut = z
+  .record(z.string(), z.array(responseElementOut))
+  .meta({ description: 'channel -> ordered stream of response elements' });
+const settingsOut = z
+  .looseObject({ placeholder: z.string(), disableInput: z.boolean() })
+  .meta({ id: 'IntentSettings' });
+
+/** Spec 2.9, as stored: with `id`, text alternatives as lists, output contexts with their lifespan. */
+export const IntentSchema = z
+  .looseObject({
+    id: z.string(),
+    name: z.string(),
+    isWelcome: z.boolean(),
+    isFallback: z.boolean(),
+    endConversation: z
+      .boolean()
+      .meta({ description: 'addition: answering this intent ends the conversation' }),
+    events: z.array(z.string()),
+    disambiguationSentence: byLangOut(z.string()),
+    inputContexts: z.array(z.string()),
+    outputContexts: byLangOut(z.array(z.looseObject({ name: z.string(), lifespan: z.number().int() }))),
+    utterances: byLangOut(z.array(z.looseObject({ data: z.array(sentencePartOut) }))),
+    parameters: byLangOut(z.array(z.record(z.string(), z.unknown()))),
+    conditionalResponses: byLangOut(
+      z.looseObject({
+        default: fulfillmentOut.optional(),
+        if: z
+          .array(
+            z.looseObject({
+              conditions: z.array(z.tuple([z.string(), z.enum(CONDITION_OPERATORS), z.string()])),
+              fulfillment: fulfillmentOut,
+            }),
+          )
+          .optional(),
+      }),
+    ),
+    settings: byLangOut(settingsOut).meta({
+      description: 'for every language of the assistant, defaults filled',
+    }),
+    createdAt: instant,
+    updatedAt: instant,
+  })
+  .meta({ id: 'Intent', description: 'Intent (spec 2.9)' });
+
+/** Spec 2.10, with `id`. */
+export const EntitySchema = z
+  .looseObject({
+    id: z.string(),
+    name: z.string(),
+    automaticallyExtensible: byLangOut(z.boolean()),
+    useSynonyms: byLangOut(z.boolean()),
+    data: byLangOut(z.array(z.looseObject({ value: z.string(), synonyms: z.array(z.string()).optional() }))),
+    createdAt: instant,
+    updatedAt: instant,
+  })
+  .meta({ id: 'Entity', description: 'Entity (spec 2.10)' });
+
+/** Spec 2.12 "Item": what a response element becomes in a reply. */
+export const ReplyItemSchema = z
+  .looseObject({
+    text: z.string().optional(),
+    web: z.string().optional(),
+    speaker: z.string().optional(),
+    telephony: z.string().optional(),
+    links: linkOut.optional(),
+    button: buttonOut.optional(),
+    event: eventOut.optional(),
+    cards: z.array(cardOut).optional(),
+    events: z.array(eventChoiceOut).optional(),
+  })
+  .meta({ id: 'ReplyItem' });
+
+/** Spec 2.12 "Intent result", plus the entities behind the slots and the intent's settings. */
+export const IntentResultSchema = z
+  .looseObject({
+    source: z.string(),
+    name: z.string(),
+    confidence: z.number().min(0).max(1),
+    isFallback: z.boolean(),
+    endConversation: z.boolean(),
+    slots: z.record(z.string(), z.string()).meta({ description: 'slot name -> detected value' }),
+    entities: z
+      .array(
+        z.looseObject({
+          entity: z.string(),
+          slot: z.string(),
+          value: z.string().meta({ description: 'canonical value' }),
+          text: z.string().meta({ description: 'as the user typed it' }),
+          start: z.number().int(),
+          end: z.number().int(),
+          confidence: z.number().min(0).max(1),
+        }),
+      )
+      .meta({ description: 'addition: what was detected behind each slot' }),
+    settings: settingsOut.meta({ description: "addition: the intent's connector settings" }),
+  })
+  .meta({ id: 'IntentResult' });
+
+/** Spec 2.12 reply of `POST /v1/Messages`. */
+export const MessageReplySchema = z
+  .looseObject({
+    id: z.string(),
+    timestamp: instant,
+    sessionId: z.string(),
+    conversationId: z.string(),
+    query: z
+      .string()
+      .optional()
+      .meta({ description: 'the text received; present when the request had `text`' }),
+    fulfillment: z.array(z.looseObject({ source: z.string(), items: z.array(ReplyItemSchema) })),
+    intents: z.array(IntentResultSchema),
+    status: z.looseObject({ code: z.literal(200), errorType: z.literal('success') }),
+  })
+  .meta({ id: 'MessageReply', description: 'Messages reply (spec 2.12)' });

@@ -114,3 +114,103 @@ export type SettingsResponse = z.infer<typeof SettingsResponseSchema>;
 
 /** `PUT /internal/orgs/:orgSlug/plan` */
 export const AssignPlanSchema = z.object({ plan: PlanNameSchema }).strict();
+
+// ---- as published in the OpenAPI document ----------------------------------------------------------
+// The schemas above type what the code builds. The published ones below state the contract: spec 2.1 and
+// 2.2's required fields exactly, every object open to fields added later (spec 9.3).
+
+const gauge = QuotaGaugeSchema.shape;
+const POLICY = z
+  .enum(['hard_block', 'soft_downgrade'])
+  .meta({ description: 'quota policy; `hard_block` is the default' });
+const PublishedUserQuotaSchema = z.looseObject({
+  rpm: z.number().int().nonnegative().optional(),
+  tpm: z.number().int().nonnegative().optional(),
+});
+const PublishedOrgUserQuotasSchema = z
+  .looseObject({
+    overrides: z
+      .record(z.string(), PublishedUserQuotaSchema)
+      .meta({ description: 'per-user limits by user id' }),
+    by_role: z
+      .record(z.string(), PublishedUserQuotaSchema)
+      .meta({ description: 'per-user limits by organization role' }),
+  })
+  .meta({ id: 'OrgUserQuotas', description: "the organization's per-user quota settings" });
+
+/** Spec 2.2. */
+export const PublishedQuotaGaugeSchema = z
+  .looseObject({
+    key: gauge.key,
+    scope: gauge.scope,
+    window: gauge.window.meta({ description: '`minute` for rate keys, `month` for monthly keys' }),
+    limit: gauge.limit,
+    used: gauge.used,
+    percent: gauge.percent,
+    as_of: gauge.as_of,
+    source: gauge.source.optional(),
+    resets_at: gauge.resets_at,
+  })
+  .meta({ id: 'QuotaGauge', description: 'A limit and its usage in the current window (spec 2.2)' });
+
+/** An item of spec 2.1's `enforced`: a plan limit of the organization. */
+export const PublishedOrgQuotaGaugeSchema = PublishedQuotaGaugeSchema.extend({
+  source: z.literal('plan'),
+  scope: z.literal('org'),
+}).meta({ id: 'OrgQuotaGauge', description: 'A plan limit the gateway enforces for the organization' });
+
+/** `GET /v1/quotas/usage` (spec 2.1). */
+export const PublishedUsageResponseSchema = z
+  .looseObject({
+    orgSlug: z.string().meta({ description: 'organization identifier' }),
+    computed_at: z.iso.datetime().meta({ description: 'time the response was computed' }),
+    usage_refreshed_at: z.iso.datetime().nullable().optional().meta({
+      description: 'last refresh of the monthly usage aggregate; null when none this month',
+    }),
+    policy: POLICY,
+    enforced: z
+      .array(PublishedOrgQuotaGaugeSchema)
+      .meta({ description: 'plan limits enforced by the gateway, with usage' }),
+    included: z
+      .looseObject({
+        members: z.number().optional(),
+        agents: z.number().optional(),
+        interactions: z.number().optional(),
+        storage: z.number().optional().meta({ description: 'GB' }),
+      })
+      .optional()
+      .meta({ description: 'contractual limits of the plan, as configured, without usage (free-form)' }),
+    per_user_defaults: z
+      .looseObject({ rpm: z.number().optional(), tpm: z.number().optional() })
+      .optional()
+      .meta({ description: 'plan default per-user limits (free-form)' }),
+    org_user_quotas: PublishedOrgUserQuotasSchema.optional(),
+    plan: z
+      .looseObject({ name: z.string(), currency: z.string() })
+      .optional()
+      .meta({ description: 'addition: the plan in force and the currency of cost gauges' }),
+    user: z
+      .looseObject({
+        userId: z.string(),
+        role: z.string().nullable(),
+        enforced: z.array(PublishedQuotaGaugeSchema),
+      })
+      .optional()
+      .meta({
+        description:
+          "addition: the caller's own per-user rate gauges (scope `user`), for credentials that carry a user",
+      }),
+  })
+  .meta({ id: 'OrgQuotaUsage', description: 'Organization quota usage (spec 2.1)' });
+
+/** `GET` and `PATCH /v1/quotas/settings`. */
+export const PublishedSettingsResponseSchema = z
+  .looseObject({
+    orgSlug: z.string(),
+    plan: z.string(),
+    policy: POLICY,
+    org_user_quotas: PublishedOrgUserQuotasSchema,
+    updated_at: z.iso.datetime(),
+    updated_by: z.string().nullable().meta({ description: '`user:<id>` or `<credential kind>:<id>`' }),
+  })
+  .meta({ id: 'OrgQuotaSettings' });
