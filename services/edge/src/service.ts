@@ -1,17 +1,199 @@
 import type { Bus } from '@platform/bus';
-import { type BaseDeps, type PlatformService, createServiceApp } from '@platform/kernel';
+import {
+  CredentialRevokedEvent,
+  JwksUpdatedEvent,
+  MembershipChangedEvent,
+  Subjects,
+} from '@platform/contracts';
+import { type BaseDeps, checkReadiness, type PlatformService } from '@platform/kernel';
+import { MongoClient } from 'mongodb';
+import { PrincipalResolver } from './auth/principal-resolver';
+import { SessionJwtVerifier } from './auth/session-jwt';
+import { SigningKeys } from './auth/signing-keys';
 import type { EdgeConfig } from './config';
+import { createEdgeHandler } from './http/edge-handler';
+import { createEdgeMetrics } from './http/edge-metrics';
+import { sendJson } from './http/respond';
+import { createUndiciProxy } from './http/undici-proxy';
+import { createUpstreamProxy } from './http/upstream-proxy';
+import { createRateLimits } from './limits/rate-limits';
+import { createRootResolver } from './routing/roots';
+import { compileRoutes, ROUTES, type RouteRule } from './routing/route-table';
+import { buildVersionTable } from './versioning/lifecycle';
 
 export interface EdgeDeps extends BaseDeps<EdgeConfig> {
   bus: Bus;
+  /** the route table (defaults to ROUTES) */
+  routes?: RouteRule[];
 }
 
-export async function createEdgeService(deps: EdgeDeps): Promise<PlatformService> {
-  const app = createServiceApp({
-    name: 'edge',
-    logger: deps.logger,
-    readiness: { bus: () => deps.bus.ping() },
-    routes: () => {},
+export interface EdgeService extends PlatformService {
+  /** internals, for tests and benchmarks */
+  readonly internals: {
+    keys: SigningKeys;
+    jwt: SessionJwtVerifier;
+    principals: PrincipalResolver;
+    /** runs one JWKS reconciliation now */
+    reconcile(): Promise<void>;
+  };
+}
+
+/**
+ * The edge gateway: every public request goes through it (DESIGN.md "Identity"). `handler` is a plain
+ * node:http listener; `start` loads the JWKS, subscribes to key and credential events and starts the
+ * periodic reconciliation; `stop` ends them and closes upstream sockets.
+ */
+export async function createEdgeService(deps: EdgeDeps): Promise<EdgeService> {
+  const { config, logger, clock, bus } = deps;
+  const log = logger.child({ component: 'edge' });
+
+  // The key map tells the verifier which kids disappeared; the verifier is made right after it.
+  let jwt: SessionJwtVerifier | undefined;
+  const keys = new SigningKeys({
+    jwksUri: config.JWKS_URL ?? new URL('/oidc/jwks', config.AUTH_URL).toString(),
+    clock,
+    logger: log,
+    unknownKidCooldownMs: config.JWKS_UNKNOWN_KID_COOLDOWN_MS,
+    fetchTimeoutMs: config.JWKS_FETCH_TIMEOUT_MS,
+    algorithm: config.JWT_ALGORITHM,
+    onKeysRemoved: (kids) => jwt?.forgetKeys(kids),
   });
-  return { name: 'edge', handler: app, start: async () => {}, stop: async () => {} };
+  jwt = new SessionJwtVerifier({
+    keys,
+    clock,
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
+    algorithm: config.JWT_ALGORITHM,
+    clockSkewSeconds: config.JWT_CLOCK_SKEW_SECONDS,
+    cacheMaxEntries: config.JWT_CACHE_MAX_ENTRIES,
+  });
+  const principals = new PrincipalResolver({
+    authUrl: config.AUTH_URL,
+    secret: config.PLATFORM_INTERNAL_SECRET,
+    clock,
+    logger: log,
+    timeoutMs: config.PRINCIPAL_LOOKUP_TIMEOUT_MS,
+    maxEntries: config.PRINCIPAL_CACHE_MAX_ENTRIES,
+    maxTtlSeconds: config.PRINCIPAL_CACHE_MAX_TTL_SECONDS,
+    sessionSource: config.SESSION_PRINCIPAL_SOURCE,
+  });
+  const verifier = jwt;
+  const resolver = principals;
+
+  const mongo = config.MONGO_URL ? new MongoClient(config.MONGO_URL) : undefined;
+  const rateLimits = createRateLimits({ mongo, dbName: config.RATE_LIMIT_MONGO_DB, logger: log });
+  const proxy = (config.UPSTREAM_CLIENT === 'undici' ? createUndiciProxy : createUpstreamProxy)({
+    targets: { base: config.AUTH_URL, gateway: config.LLM_QUOTA_URL, legacy: config.LEGACY_AGENT_URL },
+    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    maxSockets: config.UPSTREAM_MAX_SOCKETS,
+    maxFreeSockets: config.UPSTREAM_MAX_FREE_SOCKETS,
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    logger: log,
+  });
+  const metrics = createEdgeMetrics({
+    jwksKeys: () => keys.kids.length,
+    jwtCacheEntries: () => verifier.size,
+    principalCacheEntries: () => resolver.size,
+  });
+
+  const readiness = {
+    jwks: async () => {
+      if (!keys.loaded) throw new Error('JWKS not loaded yet');
+    },
+    bus: () => bus.ping(),
+  };
+
+  const reconcile = async () => {
+    try {
+      await keys.refresh();
+    } catch {
+      metrics.jwksFetchFailures.inc();
+    }
+  };
+
+  const handler = createEdgeHandler({
+    clock,
+    logger: log,
+    roots: createRootResolver({
+      gatewayPrefix: config.GATEWAY_PATH_PREFIX,
+      legacyPrefix: config.LEGACY_PATH_PREFIX,
+      gatewayHosts: config.GATEWAY_HOSTS,
+      legacyHosts: config.LEGACY_HOSTS,
+    }),
+    routes: compileRoutes(deps.routes ?? ROUTES),
+    versions: buildVersionTable({
+      legacyV1DeprecatedAt: config.LEGACY_V1_DEPRECATION_DATE,
+      legacyV1RetiredAt: config.LEGACY_V1_RETIREMENT_DATE,
+      legacyV1MigrationDocUrl: config.LEGACY_V1_MIGRATION_DOC_URL,
+      rootPrefixes: { base: '', gateway: config.GATEWAY_PATH_PREFIX, legacy: config.LEGACY_PATH_PREFIX },
+      overrides: config.API_VERSIONS,
+    }),
+    jwt: verifier,
+    principals: resolver,
+    rateLimits,
+    proxy,
+    metrics,
+    bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    accessLogSampleRate: config.ACCESS_LOG_SAMPLE_RATE,
+    own: {
+      '/healthz': (_req, res) => sendJson(res, 200, { status: 'ok', service: 'edge' }),
+      '/readyz': async (_req, res) => {
+        const { ready, checks } = await checkReadiness(readiness);
+        sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks });
+      },
+      '/metrics': async (_req, res) => {
+        const text = await metrics.registry.metrics();
+        res.setHeader('content-type', metrics.registry.contentType);
+        res.end(text);
+      },
+    },
+  });
+
+  const unsubscribes: Array<() => void> = [];
+  let timer: NodeJS.Timeout | undefined;
+
+  return {
+    name: 'edge',
+    handler,
+    internals: { keys, jwt: verifier, principals: resolver, reconcile },
+    async start() {
+      unsubscribes.push(
+        bus.subscribe(Subjects.gatewayJwksUpdated, (payload) => {
+          const event = JwksUpdatedEvent.safeParse(payload);
+          if (!event.success)
+            return log.warn({ issues: event.error.issues }, 'malformed gateway.jwks.updated');
+          keys.remove(event.data.deleted);
+          return reconcile();
+        }),
+        bus.subscribe(Subjects.credentialRevoked, (payload) => {
+          const event = CredentialRevokedEvent.safeParse(payload);
+          if (!event.success)
+            return log.warn({ issues: event.error.issues }, 'malformed auth.credential.revoked');
+          resolver.onCredentialRevoked(event.data);
+          if (event.data.kind === 'session') verifier.forgetSession(event.data.id);
+        }),
+        bus.subscribe(Subjects.membershipChanged, (payload) => {
+          const event = MembershipChangedEvent.safeParse(payload);
+          if (!event.success)
+            return log.warn({ issues: event.error.issues }, 'malformed auth.membership.changed');
+          resolver.onMembershipChanged(event.data);
+        }),
+        // Whatever was published while the connection was down was missed: catch up.
+        bus.onReconnect(() => {
+          resolver.clear();
+          void reconcile();
+        }),
+      );
+      // A failed first fetch does not stop the edge: readiness reports the JWKS until one succeeds.
+      await reconcile();
+      timer = setInterval(() => void reconcile(), config.JWKS_RECONCILE_INTERVAL_MS);
+      timer.unref();
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      for (const unsubscribe of unsubscribes.splice(0)) unsubscribe();
+      proxy.close();
+      await mongo?.close();
+    },
+  };
 }

@@ -1,0 +1,74 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { classifyOpaqueCredential } from '@platform/contracts';
+import { readAccessTokenCookie } from '../http/header-hygiene';
+import type { RootName } from '../routing/roots';
+
+/** The one platform credential a request presents, by shape only (no lookup yet). */
+export type PresentedCredential =
+  | { kind: 'none' }
+  | { kind: 'invalid'; reason: string }
+  | { kind: 'jwt'; token: string }
+  | { kind: 'access_token'; token: string }
+  | { kind: 'api_key'; key: string };
+
+const NONE: PresentedCredential = { kind: 'none' };
+
+/** `Bearer <token>` (scheme in any case); the token's shape is checked by whoever reads it. */
+function bearerToken(authorization: string): string | null {
+  if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== 'bearer ') return null;
+  const token = authorization.slice(7).trim();
+  return token.length > 0 && !token.includes(' ') ? token : null;
+}
+
+function fromBearer(authorization: string): PresentedCredential {
+  const token = bearerToken(authorization);
+  if (!token) return { kind: 'invalid', reason: 'Authorization must use the Bearer scheme' };
+  if (token.startsWith('at:')) {
+    return classifyOpaqueCredential(token) === 'access_token'
+      ? { kind: 'access_token', token }
+      : { kind: 'invalid', reason: 'Malformed access token' };
+  }
+  if (token.startsWith('iak_')) {
+    return {
+      kind: 'invalid',
+      reason: 'Organization API keys carry no user and are not accepted as Bearer credentials',
+    };
+  }
+  if (token.startsWith('wak_')) {
+    return {
+      kind: 'invalid',
+      reason: 'Workspace API keys are accepted only in the x-platform-api-key header',
+    };
+  }
+  // Anything else can only be a session JWT: the verifier checks its shape on a cache miss.
+  return { kind: 'jwt', token };
+}
+
+function fromApiKeyHeader(value: string): PresentedCredential {
+  const kind = classifyOpaqueCredential(value);
+  if (kind === 'workspace_api_key' || kind === 'org_api_key') return { kind: 'api_key', key: value };
+  if (kind === 'access_token') {
+    return { kind: 'invalid', reason: 'Access tokens are accepted only as Bearer credentials' };
+  }
+  return { kind: 'invalid', reason: 'Malformed API key' };
+}
+
+/**
+ * Which credential a request presents. On the base and gateway roots: `Authorization: Bearer` (session
+ * JWT or `at:` token), or `x-platform-api-key` (workspace or organization key), or the `access-token`
+ * cookie; sending both a header credential and an API key is ambiguous and refused. On the legacy root
+ * `Authorization` belongs to legacy-agent, so only the API key and the cookie are platform credentials.
+ * Malformed values are refused here, without any lookup.
+ */
+export function presentedCredential(root: RootName, headers: IncomingHttpHeaders): PresentedCredential {
+  const apiKey = headers['x-platform-api-key'];
+  const authorization = root === 'legacy' ? undefined : headers.authorization;
+  if (authorization !== undefined && apiKey !== undefined) {
+    return { kind: 'invalid', reason: 'Send one credential: Authorization or x-platform-api-key, not both' };
+  }
+  if (authorization !== undefined) return fromBearer(authorization);
+  if (typeof apiKey === 'string') return fromApiKeyHeader(apiKey.trim());
+  const cookieToken = readAccessTokenCookie(headers.cookie);
+  if (cookieToken !== undefined) return { kind: 'jwt', token: cookieToken };
+  return NONE;
+}

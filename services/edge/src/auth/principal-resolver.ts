@@ -1,0 +1,238 @@
+import type { CredentialRevokedEvent, MembershipChangedEvent, Principal } from '@platform/contracts';
+import { type Clock, type Logger, sealPrincipal, Unavailable } from '@platform/kernel';
+import { LRUCache } from 'lru-cache';
+import { z } from 'zod';
+import { credentialHash } from './credential-hash';
+import type { VerifiedSession } from './session-jwt';
+
+/** A credential to turn into a principal (docs/internal-api.md "Principal resolution"). */
+export type CredentialInput =
+  | { kind: 'session'; session: VerifiedSession }
+  | { kind: 'access_token'; token: string }
+  | { kind: 'api_key'; key: string };
+
+/** A principal ready to hand to a service: the seal is built once per cache entry and renewed as it ages. */
+export interface ResolvedPrincipal {
+  principal: Principal;
+  userId: string | null;
+  sealed: string;
+}
+
+interface CacheEntry extends ResolvedPrincipal {
+  /** the credential's own expiry (ms), re-checked on every hit; null when it has none */
+  expiresAt: number | null;
+  /** end of this entry's life in the cache (ms) */
+  cachedUntil: number;
+  /** sha256 of the credential as sent (sessions: of the session id) */
+  hash: string;
+  sealedAt: number;
+}
+
+export interface PrincipalResolverOptions {
+  authUrl: string;
+  secret: string;
+  clock: Clock;
+  logger: Logger;
+  timeoutMs: number;
+  maxEntries: number;
+  maxTtlSeconds: number;
+  /** 'auth': sessions are introspected like other credentials; 'jwt': built from the verified JWT alone */
+  sessionSource: 'auth' | 'jwt';
+}
+
+/** Seals older than this are renewed (services accept seals up to 300 s old). */
+const RESEAL_AFTER_MS = 60_000;
+
+const principalAnswer = z.object({
+  principal: z.looseObject({
+    credential: z.looseObject({ kind: z.string(), id: z.string() }),
+    session: z.looseObject({
+      id: z.string().nullable(),
+      org: z.looseObject({ slug: z.string() }).nullable(),
+    }),
+    user: z.looseObject({ id: z.string().nullable(), orgSlugs: z.array(z.string()) }),
+    run: z.looseObject({}),
+  }),
+  expiresAt: z.string().nullable(),
+  cacheTtlSeconds: z.number().nonnegative(),
+});
+
+/**
+ * Resolves credentials to principals through `POST {AUTH_URL}/internal/principal`, with a bounded
+ * cache keyed by sha256(credential) + path org that holds only valid answers, for at most the answer's
+ * `cacheTtlSeconds` (≤ PRINCIPAL_CACHE_MAX_TTL_SECONDS), re-checking the credential's expiry on every
+ * hit. Concurrent misses of one key share one call. Revocation and membership events drop entries; a
+ * lookup that was in flight while an event arrived is answered but not cached.
+ */
+export class PrincipalResolver {
+  private readonly cache: LRUCache<string, CacheEntry>;
+  private readonly inFlight = new Map<string, Promise<CacheEntry | null>>();
+  private generation = 0;
+  private readonly endpoint: string;
+
+  constructor(private readonly options: PrincipalResolverOptions) {
+    this.cache = new LRUCache({ max: options.maxEntries });
+    this.endpoint = new URL('/internal/principal', options.authUrl).toString();
+  }
+
+  /** The principal, or null when auth says the credential is not valid. Throws Unavailable when auth cannot answer. */
+  async resolve(credential: CredentialInput, orgSlug: string | null): Promise<ResolvedPrincipal | null> {
+    const hash = this.hashOf(credential);
+    const key = orgSlug ? `${hash}|${orgSlug}` : hash;
+    const now = this.options.clock.now().getTime();
+    const hit = this.cache.get(key);
+    if (hit) {
+      if (hit.cachedUntil > now && (hit.expiresAt === null || hit.expiresAt > now)) {
+        if (now - hit.sealedAt > RESEAL_AFTER_MS) this.reseal(hit, now);
+        return hit;
+      }
+      this.cache.delete(key);
+    }
+    let pending = this.inFlight.get(key);
+    if (!pending) {
+      const generation = this.generation;
+      pending = this.lookup(credential, orgSlug, hash).then((entry) => {
+        if (entry && generation === this.generation) this.cache.set(key, entry);
+        return entry;
+      });
+      pending.finally(() => this.inFlight.delete(key)).catch(() => undefined);
+      this.inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** `auth.credential.revoked`: drop answers for that credential hash or (sessions) that session id. */
+  onCredentialRevoked(event: CredentialRevokedEvent): void {
+    this.generation++;
+    for (const [key, entry] of this.cache.entries()) {
+      const c = entry.principal.credential;
+      if (
+        (event.credentialHash && entry.hash === event.credentialHash) ||
+        (c.kind === event.kind && c.id === event.id) ||
+        (event.kind === 'session' && entry.principal.session.id === event.id)
+      ) {
+        this.cache.delete(key);
+      }
+    }
+  }
+
+  /** `auth.membership.changed`: drop answers of that user, or of every member of the organization. */
+  onMembershipChanged(event: MembershipChangedEvent): void {
+    this.generation++;
+    for (const [key, entry] of this.cache.entries()) {
+      const p = entry.principal;
+      const affected = event.userId
+        ? p.user.id === event.userId
+        : p.session.org?.slug === event.orgSlug || p.user.orgSlugs.includes(event.orgSlug);
+      if (affected) this.cache.delete(key);
+    }
+  }
+
+  /** After the bus reconnects, anything may have been missed: forget every answer. */
+  clear(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  private hashOf(credential: CredentialInput): string {
+    switch (credential.kind) {
+      case 'session':
+        return `session:${credential.session.sessionId}:${credential.session.userId}`;
+      case 'access_token':
+        return credentialHash(credential.token);
+      case 'api_key':
+        return credentialHash(credential.key);
+    }
+  }
+
+  private reseal(entry: CacheEntry, now: number): void {
+    entry.sealed = sealPrincipal(entry.principal, this.options.secret, this.options.clock);
+    entry.sealedAt = now;
+  }
+
+  private entryOf(principal: Principal, hash: string, expiresAt: number | null, ttlMs: number): CacheEntry {
+    const now = this.options.clock.now().getTime();
+    return {
+      principal,
+      userId: principal.user.id ?? null,
+      sealed: sealPrincipal(principal, this.options.secret, this.options.clock),
+      sealedAt: now,
+      expiresAt,
+      cachedUntil: now + ttlMs,
+      hash,
+    };
+  }
+
+  private async lookup(
+    credential: CredentialInput,
+    orgSlug: string | null,
+    hash: string,
+  ): Promise<CacheEntry | null> {
+    if (credential.kind === 'session' && this.options.sessionSource === 'jwt') {
+      const s = credential.session;
+      return this.entryOf(localSessionPrincipal(s), hash, s.exp * 1000, this.options.maxTtlSeconds * 1000);
+    }
+    const body = {
+      credential:
+        credential.kind === 'session'
+          ? { kind: 'session', userId: credential.session.userId, sessionId: credential.session.sessionId }
+          : credential.kind === 'access_token'
+            ? { kind: 'access_token', token: credential.token }
+            : { kind: 'api_key', key: credential.key },
+      ...(orgSlug ? { orgSlug } : {}),
+    };
+    let response: Response;
+    try {
+      response = await fetch(this.endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-platform-internal-secret': this.options.secret },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+    } catch (err) {
+      this.options.logger.warn({ err }, 'principal lookup failed');
+      throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
+    }
+    if (response.status === 401) {
+      await response.body?.cancel();
+      return null;
+    }
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      this.options.logger.warn({ status: response.status }, 'principal lookup answered an unexpected status');
+      throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
+    }
+    const parsed = principalAnswer.safeParse(await response.json().catch(() => null));
+    if (!parsed.success) {
+      this.options.logger.error(
+        { issues: parsed.error.issues },
+        'principal lookup answered a malformed body',
+      );
+      throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
+    }
+    const { expiresAt, cacheTtlSeconds } = parsed.data;
+    const principal = parsed.data.principal as unknown as Principal;
+    const expiry = expiresAt ? Date.parse(expiresAt) : null;
+    const ttl = Math.min(cacheTtlSeconds, this.options.maxTtlSeconds) * 1000;
+    return this.entryOf(principal, hash, expiry !== null && Number.isNaN(expiry) ? 0 : expiry, ttl);
+  }
+}
+
+/** A session's principal from its verified JWT alone (SESSION_PRINCIPAL_SOURCE=jwt): no organization. */
+export function localSessionPrincipal(s: VerifiedSession): Principal {
+  return {
+    credential: { kind: 'session', id: s.sessionId },
+    session: { id: s.sessionId, org: null },
+    user: { id: s.userId, email: null, anonymous: false, role: null, orgSlugs: [] },
+    run: {
+      permissions: {},
+      scopes: s.scope ? s.scope.split(' ') : [],
+      correlationId: s.sessionId,
+      sourceWorkspaceId: null,
+    },
+  };
+}

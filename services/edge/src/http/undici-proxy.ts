@@ -1,0 +1,165 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { BadGateway, PayloadTooLarge, Unavailable, UpstreamTimeout } from '@platform/kernel';
+import { type Dispatcher, Pool } from 'undici';
+import type { RootName } from '../routing/roots';
+import { sendError } from './respond';
+import type { UpstreamProxy, UpstreamProxyOptions } from './upstream-proxy';
+
+/** Request fields undici sets itself or refuses (hop-by-hop); the body's own framing is re-made. */
+const NOT_FORWARDED = [
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+  'te',
+  'trailer',
+  'proxy-connection',
+];
+/** Hop-by-hop fields of an upstream answer that must not reach the client. */
+const RESPONSE_HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'trailer',
+  'upgrade',
+  'transfer-encoding',
+]);
+
+const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+]);
+
+class BodyTooLarge extends Error {}
+
+/** Streams a chunked body on, failing once it passes the limit (Content-Length bodies were checked up front). */
+async function* limitedBody(req: IncomingMessage, limit: number): AsyncGenerator<Buffer> {
+  let received = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    received += chunk.length;
+    if (received > limit) throw new BodyTooLarge();
+    yield chunk;
+  }
+}
+
+/**
+ * The proxy on undici: one connection pool per upstream (keep-alive, no pipelining), the request body
+ * streamed up and the answer streamed down with backpressure. Same contract as the http-proxy engine:
+ * unreachable → 503, broken answer → 502, silent past UPSTREAM_TIMEOUT_MS → 504, chunked body past the
+ * limit → 413, each in the envelope.
+ */
+export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy {
+  const pools = {} as Record<RootName, Pool>;
+  for (const [root, url] of Object.entries(options.targets) as Array<[RootName, string]>) {
+    pools[root] = new Pool(new URL(url).origin, {
+      connections: options.maxSockets,
+      pipelining: 1,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connect: { timeout: Math.min(options.timeoutMs, 10_000) },
+    });
+  }
+
+  const fail = (
+    res: ServerResponse,
+    err: Error & { code?: string },
+    requestId: string,
+    url: string | undefined,
+  ) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    let failure: Error;
+    if (err instanceof BodyTooLarge) {
+      res.setHeader('connection', 'close');
+      failure = new PayloadTooLarge(`Request body exceeds ${options.bodyLimitBytes} bytes`);
+    } else if (err.code && TIMEOUTS.has(err.code)) failure = new UpstreamTimeout();
+    else if (err.code && UNREACHABLE.has(err.code))
+      failure = new Unavailable('Upstream service is unavailable');
+    else failure = new BadGateway();
+    if (!(err instanceof BodyTooLarge))
+      options.logger.warn({ err, requestId, url, code: err.code }, 'upstream request failed');
+    sendError(res, failure, requestId);
+  };
+
+  return {
+    forward(req, res, root, requestId) {
+      const headers: IncomingHttpHeaders = req.headers;
+      const chunked = headers['content-length'] === undefined && headers['transfer-encoding'] !== undefined;
+      for (const h of NOT_FORWARDED) if (headers[h] !== undefined) delete headers[h];
+      const remote = req.socket.remoteAddress;
+      const forwardedFor = headers['x-forwarded-for'];
+      headers['x-forwarded-for'] = forwardedFor ? `${forwardedFor},${remote}` : remote;
+      headers['x-forwarded-proto'] ??= 'http';
+      headers['x-forwarded-host'] ??= headers.host;
+
+      const method = req.method ?? 'GET';
+      const body = chunked
+        ? Readable.from(limitedBody(req, options.bodyLimitBytes))
+        : headers['content-length'] && headers['content-length'] !== '0'
+          ? req
+          : null;
+
+      // undici's own (raw) handler interface: its core calls these directly, so no header object is
+      // parsed and no wrapper is allocated per request.
+      let abort: ((err?: Error) => void) | null = null;
+      let done = false;
+      res.once('close', () => {
+        if (!done) abort?.(new Error('client went away'));
+      });
+      const handler = {
+        onConnect(abortRequest: (err?: Error) => void) {
+          abort = abortRequest;
+          if (res.destroyed) abortRequest(new Error('client went away'));
+        },
+        onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void) {
+          if (statusCode < 200) return true; // 1xx: the final answer follows
+          // setHeader for a name's first field, appendHeader for repeats (Set-Cookie): the edge's own
+          // fields (x-request-id, version headers) are already on the answer.
+          let seen: Set<string> | null = null;
+          for (let i = 0; i < rawHeaders.length; i += 2) {
+            const name = rawHeaders[i]!.toString('latin1');
+            const lower = name.toLowerCase();
+            if (RESPONSE_HOP_BY_HOP.has(lower)) continue;
+            const value = rawHeaders[i + 1]!.toString('latin1');
+            if (seen?.has(lower)) res.appendHeader(name, value);
+            else {
+              res.setHeader(name, value);
+              if (!seen) seen = new Set();
+              seen.add(lower);
+            }
+          }
+          res.writeHead(statusCode);
+          res.on('drain', resume);
+          return true;
+        },
+        onData(chunk: Buffer) {
+          return res.write(chunk);
+        },
+        onComplete() {
+          done = true;
+          res.end();
+        },
+        onError(err: Error) {
+          done = true;
+          fail(res, err, requestId, req.url);
+        },
+      };
+      pools[root].dispatch(
+        { origin: undefined, path: req.url ?? '/', method: method as Dispatcher.HttpMethod, headers, body },
+        handler,
+      );
+    },
+    close() {
+      for (const pool of Object.values(pools)) void pool.close();
+    },
+  };
+}

@@ -1,0 +1,143 @@
+import { ManualClock } from '@platform/kernel';
+import {
+  bearer,
+  makeSigningKey,
+  request,
+  signSession,
+  startEdge,
+  startFakeAuth,
+  startUpstream,
+  type TestEdge,
+} from './support';
+
+describe('API version lifecycle at the edge', () => {
+  const key = makeSigningKey();
+  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
+  let legacy: Awaited<ReturnType<typeof startUpstream>>;
+  let quota: Awaited<ReturnType<typeof startUpstream>>;
+  const edges: TestEdge[] = [];
+
+  beforeAll(async () => {
+    auth = await startFakeAuth();
+    auth.state.keys.push(key);
+    legacy = await startUpstream('legacy-agent');
+    quota = await startUpstream('llm-quota');
+  });
+  afterAll(async () => {
+    for (const e of edges) await e.close();
+    await Promise.all([auth.close(), legacy.close(), quota.close()]);
+  });
+
+  const edgeAt = async (clock: ManualClock, env: Record<string, string> = {}) => {
+    const e = await startEdge({
+      authUrl: auth.url,
+      legacyUrl: legacy.url,
+      llmQuotaUrl: quota.url,
+      clock,
+      env: { SESSION_PRINCIPAL_SOURCE: 'jwt', ...env },
+    });
+    edges.push(e);
+    return e;
+  };
+
+  it('retires legacy v1 at 2025-12-31T00:00:00Z by default: 410 with migration information, processing nothing', async () => {
+    const clock = new ManualClock('2025-12-30T23:59:59Z');
+    const edge = await edgeAt(clock);
+
+    const before = await request(edge.url, '/legacy/v1/bots', {
+      headers: { authorization: 'Bearer dev-token' },
+    });
+    expect(before.status).toBe(200);
+    expect(before.headers['x-platform-api-deprecation']).toMatch(/2025-12-31T00:00:00.000Z.*v2/);
+    expect(before.headers.deprecation).toBe(`@${Date.parse('2024-12-31T00:00:00Z') / 1000}`);
+    expect(before.headers.sunset).toBe('Wed, 31 Dec 2025 00:00:00 GMT');
+    expect(before.headers.link).toContain('</legacy/v2>; rel="successor-version"');
+    expect(before.headers.link).toContain('rel="deprecation"');
+
+    clock.set('2025-12-31T00:00:00Z');
+    const seen = legacy.received.length;
+    const after = await request(edge.url, '/legacy/v1/Messages', {
+      method: 'POST',
+      headers: { authorization: 'Bearer client-token', 'content-type': 'application/json' },
+      body: '{"userId":"u","platform":"web","text":"hi"}',
+    });
+    expect(after.status).toBe(410);
+    expect(after.json).toMatchObject({
+      error: 'ApiVersionRetired',
+      code: 'API_VERSION_RETIRED',
+      status: 410,
+      migration: {
+        retiredVersion: 'v1',
+        targetVersion: 'v2',
+        retiredAt: '2025-12-31T00:00:00.000Z',
+        targetPath: '/legacy/v2',
+      },
+    });
+    expect(after.json.migration.documentation).toMatch(/^https:\/\//);
+    expect(legacy.received.length).toBe(seen);
+    // Any spelling the service would route: case and trailing slashes too.
+    expect((await request(edge.url, '/legacy/V1/intents/')).status).toBe(410);
+  });
+
+  it('is retired today (2026-11-23) unless LEGACY_V1_RETIREMENT_DATE moves the instant', async () => {
+    const today = new ManualClock('2026-11-23T12:00:00Z');
+    expect((await request((await edgeAt(today)).url, '/legacy/v1/intents')).status).toBe(410);
+    const kept = await edgeAt(today, { LEGACY_V1_RETIREMENT_DATE: '2027-06-30' });
+    const open = await request(kept.url, '/legacy/v1/intents');
+    expect(open.status).toBe(200);
+    expect(open.headers.sunset).toBe('Wed, 30 Jun 2027 00:00:00 GMT');
+  });
+
+  it('never deprecates the legacy /v2 token paths, the gateway /v1 or the platform v2', async () => {
+    const edge = await edgeAt(new ManualClock('2026-11-23T12:00:00Z'));
+    const token = signSession(key, { now: new Date('2026-11-23T12:00:00Z') });
+    for (const [path, headers] of [
+      ['/legacy/v2/auth/accessToken', {}],
+      ['/legacy/v2/bots', {}],
+      ['/llm/v1/quotas/things', bearer(token)],
+      ['/v2/me', bearer(token)],
+    ] as const) {
+      const answer = await request(edge.url, path, { headers });
+      expect(answer.status).toBe(200);
+      expect(answer.headers['x-platform-api-deprecation']).toBeUndefined();
+      expect(answer.headers.sunset).toBeUndefined();
+      expect(answer.headers['x-platform-api-version-used']).toBe('2025-01-15');
+    }
+  });
+
+  it('selects the newest implementation date not after X-Platform-API-Version and names it', async () => {
+    const edge = await edgeAt(new ManualClock('2026-11-23T12:00:00Z'), {
+      API_VERSIONS: JSON.stringify({
+        'legacy/v2': { implementations: ['2025-01-15', '2025-09-01', '2027-01-01'] },
+      }),
+    });
+    const used = async (header?: string) => {
+      const answer = await request(edge.url, '/legacy/v2/bots', {
+        headers: header ? { 'x-platform-api-version': header } : {},
+      });
+      return {
+        status: answer.status,
+        used: answer.headers['x-platform-api-version-used'],
+        forwarded: answer.json?.headers?.['x-platform-api-version'],
+        json: answer.json,
+      };
+    };
+    expect(await used()).toMatchObject({ status: 200, used: '2025-09-01', forwarded: '2025-09-01' });
+    expect(await used('2025-08-31')).toMatchObject({ used: '2025-01-15', forwarded: '2025-01-15' });
+    expect(await used('2025-09-01')).toMatchObject({ used: '2025-09-01' });
+    // A date beyond today gets today's latest, never an unreleased implementation.
+    expect(await used('2030-01-01')).toMatchObject({ used: '2025-09-01' });
+    for (const bad of ['2025-13-01', '2025-02-30', 'yesterday', '2025-1-1', '2025-01-15T00:00:00Z']) {
+      const answer = await used(bad);
+      expect(answer.status).toBe(400);
+      expect(answer.json).toMatchObject({
+        error: 'InvalidApiVersion',
+        code: 'HEADER_POLICY_VIOLATION',
+        status: 400,
+      });
+    }
+    const early = await used('2024-01-01');
+    expect(early.status).toBe(400);
+    expect(early.json.details).toMatchObject({ earliest: '2025-01-15' });
+  });
+});

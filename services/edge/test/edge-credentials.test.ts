@@ -1,0 +1,233 @@
+import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
+import { Subjects } from '@platform/contracts';
+import { ManualClock, openPrincipal } from '@platform/kernel';
+import {
+  describeWithNats,
+  type NatsServerHandle,
+  startNatsServer,
+  timeUntil,
+  waitFor,
+} from '@platform/testkit';
+import { credentialHash } from '../src/auth/credential-hash';
+import {
+  accessToken,
+  bearer,
+  orgKey,
+  principalOf,
+  request,
+  SECRET,
+  startEdge,
+  startFakeAuth,
+  startUpstream,
+  type TestEdge,
+  workspaceKey,
+} from './support';
+
+type FakeAuth = Awaited<ReturnType<typeof startFakeAuth>>;
+
+describe('access tokens and API keys (introspected at auth)', () => {
+  let auth: FakeAuth;
+  let quota: Awaited<ReturnType<typeof startUpstream>>;
+  let clock: ManualClock;
+  let edge: TestEdge;
+
+  beforeEach(async () => {
+    auth = await startFakeAuth();
+    quota = await startUpstream('llm-quota');
+    clock = new ManualClock('2026-11-23T10:00:00Z');
+    edge = await startEdge({ authUrl: auth.url, llmQuotaUrl: quota.url, clock });
+  });
+  afterEach(async () => {
+    await edge.close();
+    await Promise.all([auth.close(), quota.close()]);
+  });
+
+  const valid = (
+    credential: string,
+    principal = principalOf({}),
+    ttl = 30,
+    expiresAt: string | null = null,
+  ) => auth.state.answers.set(credential, () => ({ principal, expiresAt, cacheTtlSeconds: ttl }));
+  const callsFor = (value: string) =>
+    auth.state.principalCalls.filter((c) => c.credential.token === value || c.credential.key === value)
+      .length;
+
+  it('introspects an at: token once, then answers from the cache until the TTL of the answer', async () => {
+    const token = accessToken();
+    valid(token, principalOf({ userId: 'u-at', kind: 'access_token', id: 'tok-1' }), 20);
+    const first = await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
+    expect(first.status).toBe(200);
+    expect(first.json.headers['x-platform-user-id']).toBe('u-at');
+    expect(
+      openPrincipal(first.json.headers['x-platform-principal'], SECRET, clock)?.credential,
+    ).toMatchObject({ kind: 'access_token', id: 'tok-1' });
+    expect(auth.state.principalCalls.at(-1)).toEqual({ credential: { kind: 'access_token', token } });
+    await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
+    expect(callsFor(token)).toBe(1);
+    clock.advance(20_001);
+    await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
+    expect(callsFor(token)).toBe(2);
+  });
+
+  it('never keeps an answer longer than 60 s, whatever auth says', async () => {
+    const key = workspaceKey();
+    valid(key, principalOf({ kind: 'workspace_api_key', userId: null }), 3600);
+    await request(edge.url, '/llm/v1/x', { headers: { 'x-platform-api-key': key } });
+    clock.advance(59_000);
+    await request(edge.url, '/llm/v1/x', { headers: { 'x-platform-api-key': key } });
+    expect(callsFor(key)).toBe(1);
+    clock.advance(1_001);
+    await request(edge.url, '/llm/v1/x', { headers: { 'x-platform-api-key': key } });
+    expect(callsFor(key)).toBe(2);
+  });
+
+  it('re-checks the credential expiry on every cache hit', async () => {
+    const token = accessToken();
+    valid(token, principalOf({}), 60, new Date(clock.now().getTime() + 10_000).toISOString());
+    expect((await request(edge.url, '/llm/v1/x', { headers: bearer(token) })).status).toBe(200);
+    clock.advance(10_001);
+    auth.state.answers.delete(token); // auth too now says it expired
+    expect((await request(edge.url, '/llm/v1/x', { headers: bearer(token) })).status).toBe(401);
+    expect(callsFor(token)).toBe(2);
+  });
+
+  it('caches only valid answers and keys the cache by the path organization too', async () => {
+    const token = accessToken();
+    expect((await request(edge.url, '/v2/me', { headers: bearer(token) })).status).toBe(401);
+    expect((await request(edge.url, '/v2/me', { headers: bearer(token) })).status).toBe(401);
+    expect(callsFor(token)).toBe(2);
+
+    auth.state.answers.set(token, (orgSlug) => ({
+      principal: principalOf({ org: orgSlug ? { slug: orgSlug } : null }),
+      expiresAt: null,
+      cacheTtlSeconds: 30,
+    }));
+    const acme = await request(edge.url, '/v2/orgs/acme/members', { headers: bearer(token) });
+    const globex = await request(edge.url, '/v2/orgs/globex/members', { headers: bearer(token) });
+    expect(openPrincipal(acme.json.headers['x-platform-principal'], SECRET, clock)?.session.org?.slug).toBe(
+      'acme',
+    );
+    expect(openPrincipal(globex.json.headers['x-platform-principal'], SECRET, clock)?.session.org?.slug).toBe(
+      'globex',
+    );
+    expect(auth.state.principalCalls.slice(-2).map((c) => c.orgSlug)).toEqual(['acme', 'globex']);
+    await request(edge.url, '/v2/orgs/acme/members', { headers: bearer(token) });
+    expect(callsFor(token)).toBe(4);
+    expect((await request(edge.url, '/v2/orgs/NOT_A_SLUG/members', { headers: bearer(token) })).status).toBe(
+      404,
+    );
+  });
+
+  it('shares one introspection call between concurrent requests of one credential', async () => {
+    const token = accessToken();
+    valid(token);
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => request(edge.url, '/llm/v1/x', { headers: bearer(token) })),
+    );
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(callsFor(token)).toBe(1);
+  });
+
+  it('answers 503 (not 401) when auth cannot answer', async () => {
+    const token = accessToken();
+    auth.state.internalStatus = 500;
+    const answer = await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
+    expect(answer.status).toBe(503);
+    expect(answer.json).toMatchObject({ error: 'AuthUnavailable', status: 503 });
+  });
+
+  it('drops a cached answer on auth.credential.revoked and auth.membership.changed', async () => {
+    const token = accessToken();
+    valid(token, principalOf({ userId: 'u-1', org: { slug: 'acme' } }));
+    const key = orgKey('acme');
+    valid(key, principalOf({ kind: 'org_api_key', userId: null, id: 'key-1', org: { slug: 'acme' } }));
+    const ok = async (headers: Record<string, string>) =>
+      (await request(edge.url, '/llm/v1/x', { headers })).status === 200;
+    expect(await ok(bearer(token))).toBe(true);
+    expect(await ok({ 'x-platform-api-key': key })).toBe(true);
+
+    auth.state.answers.delete(token);
+    await edge.bus.publish(Subjects.credentialRevoked, {
+      version: 1,
+      kind: 'access_token',
+      id: 'tok',
+      credentialHash: credentialHash(token),
+      at: '',
+    });
+    await waitFor(async () => !(await ok(bearer(token))));
+
+    // Membership change of the whole organization: every member and org key is re-resolved.
+    const before = callsFor(key);
+    await edge.bus.publish(Subjects.membershipChanged, { version: 1, orgSlug: 'acme', at: '' });
+    await waitFor(async () => (await ok({ 'x-platform-api-key': key })) && callsFor(key) === before + 1);
+  });
+});
+
+describeWithNats('revocation across edge instances', () => {
+  let nats: NatsServerHandle;
+  let auth: FakeAuth;
+  let quota: Awaited<ReturnType<typeof startUpstream>>;
+  const buses: Bus[] = [];
+  const edges: TestEdge[] = [];
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    auth = await startFakeAuth();
+    quota = await startUpstream('llm-quota');
+  });
+  afterAll(async () => {
+    for (const e of edges) await e.close();
+    for (const b of buses) await b.close();
+    await Promise.all([auth.close(), quota.close()]);
+    await nats.dispose();
+  });
+
+  it('a revoked token is refused by two edges on one NATS within 1 s, and by an edge cut off from NATS once the cache bound passes', async () => {
+    const clock = new ManualClock('2026-11-23T10:00:00Z');
+    const edgeOn = async (bus: Bus) => {
+      const e = await startEdge({ authUrl: auth.url, llmQuotaUrl: quota.url, clock, bus });
+      edges.push(e);
+      return e;
+    };
+    const natsBus = async () => {
+      const b = await createNatsBus({ url: nats.url, name: 'edge-test' });
+      buses.push(b);
+      return b;
+    };
+    const [a, b] = [await edgeOn(await natsBus()), await edgeOn(await natsBus())];
+    const cutOff = await edgeOn(createInProcessBus());
+    const publisher = await natsBus();
+
+    const token = accessToken();
+    auth.state.answers.set(token, () => ({
+      principal: principalOf({ id: 'tok-9' }),
+      expiresAt: null,
+      cacheTtlSeconds: 60,
+    }));
+    const status = async (e: TestEdge) =>
+      (await request(e.url, '/llm/v1/x', { headers: bearer(token) })).status;
+    for (const e of [a, b, cutOff]) expect(await status(e)).toBe(200);
+
+    auth.state.answers.delete(token);
+    await publisher.publish(Subjects.credentialRevoked, {
+      version: 1,
+      kind: 'access_token',
+      id: 'tok-9',
+      credentialHash: credentialHash(token),
+      at: new Date().toISOString(),
+    });
+    const [ta, tb] = await Promise.all([
+      timeUntil(async () => (await status(a)) === 401, 3_000),
+      timeUntil(async () => (await status(b)) === 401, 3_000),
+    ]);
+    expect(ta).toBeLessThan(1_000);
+    expect(tb).toBeLessThan(1_000);
+
+    // The cut-off edge still answers from its cache, until the 60 s bound.
+    expect(await status(cutOff)).toBe(200);
+    clock.advance(59_000);
+    expect(await status(cutOff)).toBe(200);
+    clock.advance(1_001);
+    expect(await status(cutOff)).toBe(401);
+  });
+});

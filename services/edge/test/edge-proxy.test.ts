@@ -1,0 +1,253 @@
+import { createServiceApp, listen, silentLogger } from '@platform/kernel';
+import { freePort, waitFor } from '@platform/testkit';
+import {
+  bearer,
+  makeSigningKey,
+  request,
+  signSession,
+  startEdge,
+  startFakeAuth,
+  startUpstream,
+  type TestEdge,
+} from './support';
+
+describe.each(['undici', 'http-proxy'])('edge routing and proxying (%s engine)', (engine) => {
+  const key = makeSigningKey();
+  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
+  let quota: Awaited<ReturnType<typeof startUpstream>>;
+  let legacy: Awaited<ReturnType<typeof startUpstream>>;
+  let edge: TestEdge;
+  let token: string;
+
+  beforeAll(async () => {
+    auth = await startFakeAuth();
+    auth.state.keys.push(key);
+    quota = await startUpstream('llm-quota', {
+      '/slow': () => true, // never answers
+      '/reset': (req) => {
+        req.socket.destroy();
+        return true;
+      },
+      '/cookies': (_req, res) => {
+        res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; Path=/']);
+        res.setHeader('x-upstream', 'yes');
+        res.setHeader('keep-alive', 'timeout=5');
+        res.end('{}');
+        return true;
+      },
+      '/stream': (_req, res) => {
+        res.setHeader('content-type', 'text/plain');
+        res.write('first ');
+        setTimeout(() => res.end('second'), 20);
+        return true;
+      },
+    });
+    legacy = await startUpstream('legacy-agent');
+    edge = await startEdge({
+      authUrl: auth.url,
+      llmQuotaUrl: quota.url,
+      legacyUrl: legacy.url,
+      env: {
+        UPSTREAM_CLIENT: engine,
+        SESSION_PRINCIPAL_SOURCE: 'jwt',
+        UPSTREAM_TIMEOUT_MS: '300',
+        BODY_LIMIT_BYTES: '1024',
+      },
+    });
+    token = signSession(key);
+  });
+  afterAll(async () => {
+    await edge.close();
+    await Promise.all([auth.close(), quota.close(), legacy.close()]);
+  });
+
+  it('sends each root to its service, stripping the gateway and legacy prefixes and keeping the query', async () => {
+    const base = await request(edge.url, '/v2/me?x=1', { headers: bearer(token) });
+    expect(base.json).toMatchObject({ upstream: 'auth', url: '/v2/me?x=1' });
+    const gateway = await request(edge.url, '/llm/v1/quotas/things?y=2', { headers: bearer(token) });
+    expect(gateway.json).toMatchObject({ upstream: 'llm-quota', url: '/v1/quotas/things?y=2' });
+    const legacyRoot = await request(edge.url, '/legacy/v2/auth/accessToken');
+    expect(legacyRoot.json).toMatchObject({ upstream: 'legacy-agent', url: '/v2/auth/accessToken' });
+    const bare = await request(edge.url, '/llm?z=3', { headers: bearer(token) });
+    expect(bare.json).toMatchObject({ upstream: 'llm-quota', url: '/?z=3' });
+    // A name that merely starts like a prefix is the base root's.
+    const lookalike = await request(edge.url, '/llmx/v2', { headers: bearer(token) });
+    expect(lookalike.json).toMatchObject({ upstream: 'auth', url: '/llmx/v2' });
+  });
+
+  it('answers its own /healthz, /readyz and /metrics, labelling proxied requests by root', async () => {
+    expect((await request(edge.url, '/healthz')).json).toEqual({ status: 'ok', service: 'edge' });
+    const ready = await request(edge.url, '/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.json.checks).toEqual({ jwks: 'ok', bus: 'ok' });
+    await request(edge.url, '/llm/v1/some/raw/path/123', { headers: bearer(token) });
+    const metrics = await request(edge.url, '/metrics');
+    expect(metrics.text).toMatch(/http_requests_total\{[^}]*route="gateway"[^}]*status="200"/);
+    expect(metrics.text).toMatch(/http_request_duration_seconds_bucket\{[^}]*route="gateway"/);
+    expect(metrics.text).not.toContain('/some/raw/path');
+  });
+
+  it('accepts, returns and forwards a request id, and makes one when there is none or it is malformed', async () => {
+    const given = await request(edge.url, '/llm/v1/x', {
+      headers: { ...bearer(token), 'x-request-id': 'abc-123' },
+    });
+    expect(given.headers['x-request-id']).toBe('abc-123');
+    expect(given.json.headers['x-request-id']).toBe('abc-123');
+    const made = await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
+    expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(made.json.headers['x-request-id']).toBe(made.headers['x-request-id']);
+    const bad = await request(edge.url, '/llm/v1/x', {
+      headers: { ...bearer(token), 'x-request-id': 'no spaces allowed' },
+    });
+    expect(bad.headers['x-request-id']).not.toBe('no spaces allowed');
+    const refused = await request(edge.url, '/v2/me');
+    expect(refused.json.requestId).toBe(refused.headers['x-request-id']);
+  });
+
+  it('reuses kept-alive upstream connections', async () => {
+    const before = legacy.connections();
+    for (let i = 0; i < 20; i++) await request(edge.url, '/legacy/v2/bots');
+    expect(legacy.connections() - before).toBeLessThanOrEqual(1);
+  });
+
+  it('passes the upstream answer headers through, repeated ones included, without hop-by-hop fields', async () => {
+    const answer = await request(edge.url, '/llm/cookies', { headers: bearer(token) });
+    expect(answer.headers['set-cookie']).toEqual(['a=1; Path=/', 'b=2; Path=/']);
+    expect(answer.headers['x-upstream']).toBe('yes');
+    expect(answer.headers['keep-alive']).toBeUndefined();
+  });
+
+  it('streams an upstream answer through as it comes', async () => {
+    const answer = await request(edge.url, '/llm/stream', { headers: bearer(token) });
+    expect(answer.status).toBe(200);
+    expect(answer.text).toBe('first second');
+  });
+
+  it('answers 504 in the envelope when the upstream stays silent', async () => {
+    const answer = await request(edge.url, '/llm/slow', { headers: bearer(token) });
+    expect(answer.status).toBe(504);
+    expect(answer.json).toMatchObject({
+      error: 'GatewayTimeout',
+      status: 504,
+      requestId: answer.headers['x-request-id'],
+    });
+  });
+
+  it('answers 502 when the upstream breaks the connection', async () => {
+    const answer = await request(edge.url, '/llm/reset', { headers: bearer(token) });
+    expect(answer.status).toBe(502);
+    expect(answer.json).toMatchObject({ error: 'BadGateway', status: 502 });
+  });
+
+  it('answers 503 in the envelope when the upstream is down', async () => {
+    const down = await startEdge({
+      authUrl: auth.url,
+      llmQuotaUrl: `http://127.0.0.1:${await freePort()}`,
+      env: { UPSTREAM_CLIENT: engine, SESSION_PRINCIPAL_SOURCE: 'jwt' },
+    });
+    try {
+      const answer = await request(down.url, '/llm/v1/quotas/x', { headers: bearer(token) });
+      expect(answer.status).toBe(503);
+      expect(answer.json).toMatchObject({ error: 'ServiceUnavailable', status: 503 });
+    } finally {
+      await down.close();
+    }
+  });
+
+  describe('request bodies', () => {
+    it('streams a body within the limit to the service unchanged', async () => {
+      const body = JSON.stringify({ hello: 'x'.repeat(500) });
+      const answer = await request(edge.url, '/legacy/v2/echo', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      expect(answer.json.body).toBe(body);
+      const chunked = await request(edge.url, '/legacy/v2/echo', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        chunked: [Buffer.from('{"a":'), Buffer.from('1}')],
+      });
+      expect(chunked.json.body).toBe('{"a":1}');
+      expect(chunked.json.headers['transfer-encoding']).toBe('chunked');
+    });
+
+    it('answers 413 PAYLOAD_TOO_LARGE from Content-Length without reaching the service', async () => {
+      const before = legacy.received.length;
+      const answer = await request(edge.url, '/legacy/v2/echo', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: 'x'.repeat(2048),
+      });
+      expect(answer.status).toBe(413);
+      expect(answer.json).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', status: 413 });
+      expect(legacy.received.length).toBe(before);
+    });
+
+    it('counts a chunked body as it streams and answers 413 past the limit', async () => {
+      const answer = await request(edge.url, '/legacy/v2/echo', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        chunked: [Buffer.alloc(600, 97), Buffer.alloc(600, 97)],
+      });
+      expect(answer.status).toBe(413);
+      expect(answer.json).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    });
+
+    it('lets a malformed JSON answer of the service (400 INVALID_BODY) reach the client unchanged', async () => {
+      const app = createServiceApp({
+        name: 'parser',
+        logger: silentLogger(),
+        routes: (r) => r.post('/v2/things', (req, res) => void res.json(req.body)),
+      });
+      const service = await listen(app, 0, '127.0.0.1');
+      const viaEdge = await startEdge({
+        authUrl: auth.url,
+        legacyUrl: service.url,
+        env: { UPSTREAM_CLIENT: engine, SESSION_PRINCIPAL_SOURCE: 'jwt' },
+      });
+      try {
+        const direct = await request(service.url, '/v2/things', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-request-id': 'r-1' },
+          body: '{"a":',
+        });
+        const proxied = await request(viaEdge.url, '/legacy/v2/things', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-request-id': 'r-1' },
+          body: '{"a":',
+        });
+        expect(proxied.status).toBe(400);
+        expect(proxied.json).toEqual(direct.json);
+        expect(proxied.json).toMatchObject({ code: 'INVALID_BODY', requestId: 'r-1' });
+      } finally {
+        await viaEdge.close();
+        await service.close(100);
+      }
+    });
+  });
+
+  it('drains an in-flight request on close', async () => {
+    let release: (() => void) | undefined;
+    const slow = await startUpstream('slow', {
+      '/wait': (_req, res) => {
+        release = () => res.end('{"done":true}');
+        return true;
+      },
+    });
+    const e = await startEdge({
+      authUrl: auth.url,
+      legacyUrl: slow.url,
+      env: { UPSTREAM_CLIENT: engine, SESSION_PRINCIPAL_SOURCE: 'jwt' },
+    });
+    const pending = request(e.url, '/legacy/wait');
+    await waitFor(() => release !== undefined);
+    const closing = e.server.close(5_000);
+    release!();
+    const answer = await pending;
+    await closing;
+    expect(answer.json).toEqual({ done: true });
+    await e.service.stop();
+    await slow.close();
+  });
+});

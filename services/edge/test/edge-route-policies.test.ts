@@ -1,0 +1,113 @@
+import {
+  accessToken,
+  bearer,
+  orgKey,
+  principalOf,
+  request,
+  startEdge,
+  startFakeAuth,
+  startUpstream,
+  type TestEdge,
+  workspaceKey,
+} from './support';
+
+describe('GET {gateway_url}/v1/quotas/usage: the edge route policy', () => {
+  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
+  let quota: Awaited<ReturnType<typeof startUpstream>>;
+  let edge: TestEdge;
+
+  beforeAll(async () => {
+    auth = await startFakeAuth();
+    quota = await startUpstream('llm-quota');
+    edge = await startEdge({ authUrl: auth.url, llmQuotaUrl: quota.url });
+  });
+  afterAll(async () => {
+    await edge.close();
+    await Promise.all([auth.close(), quota.close()]);
+  });
+
+  const token = (principal = principalOf({})) => {
+    const t = accessToken();
+    auth.state.answers.set(t, () => ({ principal, expiresAt: null, cacheTtlSeconds: 60 }));
+    return t;
+  };
+  const usage = (headers: Record<string, string>, path = '/llm/v1/quotas/usage') =>
+    request(edge.url, path, { headers });
+
+  it('needs credentials (401), then an active organization (400 NO_ORG_CONTEXT), then models:read (403)', async () => {
+    const none = await usage({});
+    expect(none.status).toBe(401);
+
+    // No organization and no permission: the organization check comes first.
+    const noOrg = await usage(bearer(token(principalOf({ org: null }))));
+    expect(noOrg.status).toBe(400);
+    expect(noOrg.json).toMatchObject({ error: 'NO_ORG_CONTEXT', code: 'NO_ORG_CONTEXT', status: 400 });
+
+    const noPermission = await usage(
+      bearer(token(principalOf({ org: { slug: 'acme', permissions: ['members:read'] } }))),
+    );
+    expect(noPermission.status).toBe(403);
+    expect(noPermission.json).toMatchObject({ error: 'Forbidden', status: 403 });
+
+    const allowed = await usage(
+      bearer(token(principalOf({ org: { slug: 'acme', permissions: ['models:read'] } }))),
+    );
+    expect(allowed.status).toBe(200);
+    expect(allowed.json).toMatchObject({ upstream: 'llm-quota', url: '/v1/quotas/usage' });
+  });
+
+  it('reads an organization API key permissions from its principal; a workspace key has no organization', async () => {
+    const key = orgKey('acme');
+    auth.state.answers.set(key, () => ({
+      principal: principalOf({
+        kind: 'org_api_key',
+        userId: null,
+        id: 'k-1',
+        org: { slug: 'acme', permissions: ['models:read'] },
+      }),
+      expiresAt: null,
+      cacheTtlSeconds: 60,
+    }));
+    expect((await usage({ 'x-platform-api-key': key })).status).toBe(200);
+    const wak = workspaceKey();
+    auth.state.answers.set(wak, () => ({
+      principal: principalOf({ kind: 'workspace_api_key', userId: null }),
+      expiresAt: null,
+      cacheTtlSeconds: 60,
+    }));
+    expect((await usage({ 'x-platform-api-key': wak })).json.code).toBe('NO_ORG_CONTEXT');
+  });
+
+  it('allows 60 requests per 60 s per consumer, then 429 RATE_LIMITED with retryAfter and Retry-After', async () => {
+    const principal = principalOf({
+      userId: 'busy-user',
+      org: { slug: 'acme', permissions: ['models:read'] },
+    });
+    // Two credentials of one user share the user's budget.
+    const [t1, t2] = [token(principal), token(principal)];
+    for (let i = 0; i < 60; i++) {
+      const answer = await usage(bearer(i % 2 ? t1 : t2));
+      expect(answer.status).toBe(200);
+    }
+    const limited = await usage(bearer(t1));
+    expect(limited.status).toBe(429);
+    expect(limited.json).toMatchObject({ error: 'RATE_LIMITED', code: 'RATE_LIMITED', status: 429 });
+    expect(limited.json.retryAfter).toBeGreaterThanOrEqual(1);
+    expect(limited.json.retryAfter).toBeLessThanOrEqual(60);
+    expect(limited.headers['retry-after']).toBe(String(limited.json.retryAfter));
+
+    // Another consumer is not affected; other routes are not rate limited.
+    const other = token(
+      principalOf({ userId: 'calm-user', org: { slug: 'acme', permissions: ['models:read'] } }),
+    );
+    expect((await usage(bearer(other))).status).toBe(200);
+    expect((await request(edge.url, '/llm/v1/models', { headers: bearer(t1) })).status).toBe(200);
+  });
+
+  it('applies the checks to spellings the service would also route there (case, trailing slash)', async () => {
+    const noPermission = token(principalOf({ org: { slug: 'acme', permissions: [] } }));
+    for (const path of ['/llm/v1/quotas/usage/', '/llm/V1/Quotas/Usage', '/llm/v1/quotas/usage?x=1']) {
+      expect((await usage(bearer(noPermission), path)).status).toBe(403);
+    }
+  });
+});
