@@ -218,7 +218,10 @@ export const squareInWorker = (n: number) =>
     writeFileSync(path.join(pkg, 'package.json'), '{ "name": "nlu-fixture", "private": true }\n');
     // As in a deploy folder, the service's production dependencies (the word vectors among them) sit
     // beside dist/: a worker that cannot find them warns, and the exact-output check below fails.
-    symlinkSync(path.join(REPO_ROOT, 'services', 'legacy-agent', 'node_modules'), path.join(pkg, 'node_modules'));
+    symlinkSync(
+      path.join(REPO_ROOT, 'services', 'legacy-agent', 'node_modules'),
+      path.join(pkg, 'node_modules'),
+    );
     writeFileSync(
       path.join(pkg, 'src', 'main.ts'),
       [

@@ -1,0 +1,142 @@
+import { waitFor } from '@platform/testkit';
+import { startTestPlatform, type TestPlatform } from '../harness';
+
+/** Organizations, roles, the active organization and membership changes, through the edge. */
+
+interface Reply {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: asserted field by field
+  body: any;
+}
+interface User {
+  userId: string;
+  token: string;
+}
+
+function client(p: TestPlatform) {
+  return async (method: string, path: string, as: User | null, body?: unknown): Promise<Reply> => {
+    const headers: Record<string, string> = {};
+    if (as) headers.authorization = `Bearer ${as.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${p.baseUrl}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  };
+}
+
+describe('organizations through the edge', () => {
+  let p: TestPlatform;
+  let api: ReturnType<typeof client>;
+  const users = {} as Record<'owner' | 'member' | 'guest' | 'outsider', User>;
+
+  beforeAll(async () => {
+    p = await startTestPlatform();
+    api = client(p);
+    for (const name of ['owner', 'member', 'guest', 'outsider'] as const) {
+      users[name] = (await api('POST', '/v2/login/anonymous', null)).body;
+    }
+    expect((await api('POST', '/v2/orgs', users.owner, { slug: 'edge-org', name: 'Edge Org' })).status).toBe(
+      201,
+    );
+    await api('POST', '/v2/orgs/edge-org/members', users.owner, {
+      userId: users.member.userId,
+      role: 'member',
+    });
+    await api('POST', '/v2/orgs/edge-org/members', users.owner, {
+      userId: users.guest.userId,
+      role: 'guest',
+    });
+  });
+  afterAll(() => p.stop());
+
+  const matrix: Array<[string, string, string, unknown, Record<keyof typeof users, number>]> = [
+    [
+      'read the org',
+      'GET',
+      '/v2/orgs/edge-org',
+      undefined,
+      { owner: 200, member: 200, guest: 200, outsider: 403 },
+    ],
+    [
+      'list members',
+      'GET',
+      '/v2/orgs/edge-org/members',
+      undefined,
+      { owner: 200, member: 200, guest: 403, outsider: 403 },
+    ],
+    [
+      'list roles',
+      'GET',
+      '/v2/orgs/edge-org/roles',
+      undefined,
+      { owner: 200, member: 200, guest: 403, outsider: 403 },
+    ],
+    [
+      'list API keys',
+      'GET',
+      '/v2/orgs/edge-org/apikeys',
+      undefined,
+      { owner: 200, member: 403, guest: 403, outsider: 403 },
+    ],
+    [
+      'write a custom role',
+      'PUT',
+      '/v2/orgs/edge-org/roles/readers',
+      { permissions: ['models:read'] },
+      { owner: 201, member: 403, guest: 403, outsider: 403 },
+    ],
+  ];
+
+  describe.each(matrix)('%s', (_name, method, path, body, expected) => {
+    it.each(Object.entries(expected) as Array<[keyof typeof users, number]>)(
+      'as %s → %i',
+      async (who, status) => {
+        expect((await api(method, path, users[who], body)).status).toBe(status);
+      },
+    );
+  });
+
+  it('a taken slug is 409', async () => {
+    expect((await api('POST', '/v2/orgs', users.outsider, { slug: 'edge-org', name: 'Mine' })).status).toBe(
+      409,
+    );
+  });
+
+  it('active organization: first membership, then the switch, then the path', async () => {
+    const user = (await api('POST', '/v2/login/anonymous', null)).body as User;
+    await api('POST', '/v2/orgs', user, { slug: 'alpha-co', name: 'Alpha' });
+    await api('POST', '/v2/orgs', user, { slug: 'beta-co', name: 'Beta' });
+    const first = (await api('GET', '/v2/me', user)).body.activeOrgSlug;
+    expect(['alpha-co', 'beta-co']).toContain(first);
+    const other = first === 'alpha-co' ? 'beta-co' : 'alpha-co';
+    expect((await api('GET', '/v2/me', user)).body.activeOrgSource).toBe('first_membership');
+
+    const switched = await api('PUT', '/v2/user/active-org', user, { orgSlug: other });
+    expect(switched.status).toBe(200);
+    expect((await api('GET', '/v2/me', user)).body).toMatchObject({
+      activeOrgSlug: other,
+      activeOrgSource: 'session',
+    });
+    // A workspace goes to the active organization.
+    expect((await api('POST', '/v2/workspaces', user, { name: 'Here' })).body.orgSlug).toBe(other);
+    // The path names the organization for its routes, whatever the persisted choice.
+    expect((await api('GET', `/v2/orgs/${first}`, user)).body.slug).toBe(first);
+    expect((await api('PUT', '/v2/user/active-org', user, { orgSlug: 'edge-org' })).status).toBe(403);
+  });
+
+  it('a member removed from the organization loses access at once (edge cache dropped by the event)', async () => {
+    const leaver = (await api('POST', '/v2/login/anonymous', null)).body as User;
+    await api('POST', '/v2/orgs/edge-org/members', users.owner, { userId: leaver.userId, role: 'member' });
+    expect((await api('GET', '/v2/orgs/edge-org/members', leaver)).status).toBe(200);
+    expect((await api('DELETE', `/v2/orgs/edge-org/members/${leaver.userId}`, users.owner)).status).toBe(204);
+    await waitFor(async () => (await api('GET', '/v2/orgs/edge-org/members', leaver)).status === 403, {
+      timeoutMs: 2000,
+      what: 'the removed member to be refused',
+    });
+    expect((await api('GET', '/v2/me', leaver)).body.memberships).toEqual([]);
+  });
+});

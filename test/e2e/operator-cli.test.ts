@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import { runCli } from '@platform/operator-cli';
+import { startTestPlatform, type TestPlatform } from '../harness';
+
+/** The operator CLI against the real platform: every command, twice, to show it is idempotent. */
+describe('operator CLI (pnpm platform)', () => {
+  let platform: TestPlatform;
+  let env: Record<string, string>;
+  const secret = randomBytes(32).toString('base64url');
+
+  const run = async (...argv: string[]) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli([...argv, '--json'], env, { out: (l) => out.push(l), err: (l) => err.push(l) });
+    return { code, outcome: out.length ? JSON.parse(out.join('\n')) : null, err: err.join('\n') };
+  };
+  const login = async () =>
+    (await (await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' })).json()) as {
+      token: string;
+      userId: string;
+    };
+
+  beforeAll(async () => {
+    platform = await startTestPlatform({ env: { PLATFORM_INTERNAL_SECRET: secret } });
+    const operator = await login();
+    env = {
+      PLATFORM_URL: platform.baseUrl,
+      PLATFORM_TOKEN: operator.token,
+      AUTH_URL: platform.upstreams.auth,
+      LLM_QUOTA_URL: platform.upstreams.llmQuota,
+      PLATFORM_INTERNAL_SECRET: secret,
+      DATA_DIR: platform.dataDir,
+    };
+  });
+  afterAll(async () => {
+    await platform.stop();
+  });
+
+  it('creates an organization once, then reports that it exists', async () => {
+    const first = await run('org', 'create', 'cli-org', '--name', 'CLI Org');
+    expect(first).toMatchObject({ code: 0, outcome: { result: 'created', data: { slug: 'cli-org' } } });
+    const again = await run('org', 'create', 'cli-org', '--name', 'CLI Org');
+    expect(again).toMatchObject({ code: 0, outcome: { result: 'exists', data: { slug: 'cli-org' } } });
+  });
+
+  it('adds a member once, then reports the membership', async () => {
+    const someone = await login();
+    const first = await run('member', 'add', 'cli-org', someone.userId, '--role', 'member');
+    expect(first).toMatchObject({ code: 0, outcome: { result: 'created' } });
+    expect((await run('member', 'add', 'cli-org', someone.userId)).outcome.result).toBe('exists');
+    const members = await fetch(`${platform.baseUrl}/v2/orgs/cli-org/members`, {
+      headers: { authorization: `Bearer ${env.PLATFORM_TOKEN}` },
+    });
+    expect(JSON.stringify(await members.json())).toContain(someone.userId);
+  });
+
+  it('assigns a plan, and refuses an unknown one', async () => {
+    const plans = (await (
+      await fetch(`${platform.upstreams.llmQuota}/internal/plans`, {
+        headers: { 'x-platform-internal-secret': secret },
+      })
+    ).json()) as { plans: Record<string, unknown> };
+    const plan = Object.keys(plans.plans).at(-1)!;
+    const assigned = await run('plan', 'assign', 'cli-org', plan);
+    expect(assigned.code).toBe(0);
+    expect(JSON.stringify(assigned.outcome.data)).toContain(plan);
+    expect((await run('plan', 'assign', 'cli-org', plan)).code).toBe(0);
+    const unknown = await run('plan', 'assign', 'cli-org', 'no-such-plan');
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toMatch(/no-such-plan/);
+  });
+
+  it('issues an organization API key once (shown once), then reports it exists without the secret', async () => {
+    const first = await run('apikey', 'issue', 'cli-org', '--name', 'ci', '--permission', 'models:read');
+    expect(first.code).toBe(0);
+    expect(first.outcome.data.apiKey).toMatch(/^iak_cli-org_/);
+    const again = await run('apikey', 'issue', 'cli-org', '--name', 'ci', '--permission', 'models:read');
+    expect(again.outcome.result).toBe('exists');
+    expect(JSON.stringify(again.outcome)).not.toContain('iak_');
+    const usage = await fetch(`${platform.gatewayUrl}/v1/quotas/usage`, {
+      headers: { 'x-platform-api-key': first.outcome.data.apiKey },
+    });
+    expect(usage.status).toBe(200);
+  });
+
+  it('rotates the signing keys: a new key is published at once, a second call does not stack keys', async () => {
+    const kids = async () =>
+      (
+        (await (await fetch(`${platform.baseUrl}/oidc/jwks`)).json()) as { keys: Array<{ kid: string }> }
+      ).keys.map((k) => k.kid);
+    const before = await kids();
+    const rotated = await run('keys', 'rotate');
+    expect(rotated).toMatchObject({ code: 0, outcome: { result: 'started' } });
+    const pending = rotated.outcome.data.pendingKid as string;
+    expect(before).not.toContain(pending);
+    expect(await kids()).toContain(pending);
+    const again = await run('keys', 'rotate');
+    expect(again.outcome).toMatchObject({ result: 'pending', data: { pendingKid: pending } });
+    expect((await kids()).length).toBe(before.length + 1);
+  });
+
+  it('explains usage errors and missing credentials with exit code 2', async () => {
+    expect(await runCli(['--help'], {}, { out: () => undefined, err: () => undefined })).toBe(0);
+    expect((await run('org', 'launch')).code).toBe(2);
+    const lines: string[] = [];
+    const code = await runCli(
+      ['org', 'create', 'x1'],
+      { PLATFORM_URL: platform.baseUrl, DATA_DIR: '/nonexistent' },
+      {
+        out: () => undefined,
+        err: (l) => lines.push(l),
+      },
+    );
+    expect(code).toBe(2);
+    expect(lines.join('\n')).toMatch(/PLATFORM_TOKEN/);
+  });
+});
