@@ -10,7 +10,7 @@ import { newId, newOrgApiKey, sha256Hex } from '../domain/secrets';
 import { checkExpiry, IsoDateTime, iso, Name } from './common';
 import { PermissionList, ScopeList } from './roles';
 
-/** How a request names a project: `/v2/orgs/:orgSlug/projects/:projectId/...` (docs/spec-decisions/auth.md). */
+/** How a request names a project: `/v2/orgs/:orgSlug/projects/:projectId/...` (docs/spec-decisions.md). */
 export const PROJECT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 
 export const CreateOrgApiKeyBody = z
