@@ -35,3 +35,28 @@ export async function startTestPlatform(
     },
   };
 }
+
+export interface JsonReply {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read answers of many shapes
+  body: any;
+}
+
+/** One JSON request as a client sends it: a Bearer credential or an API key, the answer parsed. */
+export async function callJson(
+  url: string,
+  method: string,
+  options: { bearer?: string; apiKey?: string; body?: unknown } = {},
+): Promise<JsonReply> {
+  const headers: Record<string, string> = {};
+  if (options.bearer) headers.authorization = `Bearer ${options.bearer}`;
+  if (options.apiKey) headers['x-platform-api-key'] = options.apiKey;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(url, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}

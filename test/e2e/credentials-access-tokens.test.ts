@@ -1,6 +1,6 @@
 import { ManualClock } from '@platform/kernel';
 import { waitFor } from '@platform/testkit';
-import { startTestPlatform, type TestPlatform } from '../harness';
+import { callJson, startTestPlatform, type TestPlatform } from '../harness';
 
 /** User access tokens as a client uses them: through the edge, as `Authorization: Bearer at:...`. */
 
@@ -11,18 +11,8 @@ interface Reply {
 }
 
 function client(p: TestPlatform) {
-  return async (method: string, path: string, bearer?: string, body?: unknown): Promise<Reply> => {
-    const headers: Record<string, string> = {};
-    if (bearer) headers.authorization = `Bearer ${bearer}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${p.baseUrl}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  return (method: string, path: string, bearer?: string, body?: unknown): Promise<Reply> =>
+    callJson(`${p.baseUrl}${path}`, method, { bearer, body });
 }
 
 describe('user access tokens through the edge', () => {

@@ -1,6 +1,6 @@
 import { ManualClock } from '@platform/kernel';
 import { waitFor } from '@platform/testkit';
-import { startTestPlatform, type TestPlatform } from '../harness';
+import { callJson, startTestPlatform, type TestPlatform } from '../harness';
 
 /** Workspace and organization API keys as clients send them: `x-platform-api-key`, through the edge. */
 
@@ -12,19 +12,12 @@ interface Reply {
 type Credential = { bearer: string } | { apiKey: string } | null;
 
 function client(p: TestPlatform) {
-  return async (method: string, path: string, as: Credential, body?: unknown): Promise<Reply> => {
-    const headers: Record<string, string> = {};
-    if (as && 'bearer' in as) headers.authorization = `Bearer ${as.bearer}`;
-    if (as && 'apiKey' in as) headers['x-platform-api-key'] = as.apiKey;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${p.baseUrl}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+  return (method: string, path: string, as: Credential, body?: unknown): Promise<Reply> =>
+    callJson(`${p.baseUrl}${path}`, method, {
+      bearer: as && 'bearer' in as ? as.bearer : undefined,
+      apiKey: as && 'apiKey' in as ? as.apiKey : undefined,
+      body,
     });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
 }
 
 describe('API keys through the edge', () => {

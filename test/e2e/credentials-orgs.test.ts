@@ -1,5 +1,5 @@
 import { waitFor } from '@platform/testkit';
-import { startTestPlatform, type TestPlatform } from '../harness';
+import { callJson, startTestPlatform, type TestPlatform } from '../harness';
 
 /** Organizations, roles, the active organization and membership changes, through the edge. */
 
@@ -14,18 +14,8 @@ interface User {
 }
 
 function client(p: TestPlatform) {
-  return async (method: string, path: string, as: User | null, body?: unknown): Promise<Reply> => {
-    const headers: Record<string, string> = {};
-    if (as) headers.authorization = `Bearer ${as.token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${p.baseUrl}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  return (method: string, path: string, as: User | null, body?: unknown): Promise<Reply> =>
+    callJson(`${p.baseUrl}${path}`, method, { bearer: as?.token, body });
 }
 
 describe('organizations through the edge', () => {
