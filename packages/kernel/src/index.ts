@@ -12,6 +12,7 @@ export * from './http/openapi-serve';
 export * from './http/request-id';
 export * from './http/service-app';
 export * from './http/validate';
+export * from './internal-secret';
 export * from './lifecycle';
 export * from './logger';
 export * from './principal-seal';

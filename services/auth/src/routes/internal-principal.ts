@@ -1,10 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
-import { parseInput, Unauthenticated } from '@platform/kernel';
-import type { RequestHandler, Router } from 'express';
+import { parseInput, requireInternalSecret } from '@platform/kernel';
+import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
 
-export const INTERNAL_SECRET_HEADER = 'x-platform-internal-secret';
+export { INTERNAL_SECRET_HEADER } from '@platform/kernel';
 
 export const PrincipalRequestBody = z
   .object({
@@ -20,18 +19,6 @@ export const PrincipalRequestBody = z
     orgSlug: z.string().min(1).max(63).nullable().optional(),
   })
   .meta({ description: 'POST /internal/principal (docs/internal-api.md)' });
-
-/** Internal routes accept only the shared secret, compared in constant time. */
-export function requireInternalSecret(secret: string): RequestHandler {
-  const expected = Buffer.from(secret);
-  return (req, _res, next) => {
-    const given = Buffer.from(String(req.headers[INTERNAL_SECRET_HEADER] ?? ''));
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      return next(new Unauthenticated('Internal route'));
-    }
-    next();
-  };
-}
 
 /** The edge's introspection call: credential -> principal, on the edge's cache-miss path. */
 export function mountInternalRoutes(router: Router, c: AuthContext): void {

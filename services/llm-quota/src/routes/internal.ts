@@ -1,26 +1,13 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { ORG_SLUG_PATTERN } from '@platform/contracts';
-import { InvalidInput, NotFound, parseInput, Unauthenticated } from '@platform/kernel';
-import type { RequestHandler, Router } from 'express';
+import { InvalidInput, NotFound, parseInput, requireInternalSecret } from '@platform/kernel';
+
+export { INTERNAL_SECRET_HEADER } from '@platform/kernel';
+
+import type { Router } from 'express';
 import { z } from 'zod';
 import type { RouteDeps } from './deps';
 import { AssignPlanSchema } from './schemas';
 import { settingsView } from './settings';
-
-export const INTERNAL_SECRET_HEADER = 'x-platform-internal-secret';
-
-const digest = (value: string) => createHash('sha256').update(value).digest();
-
-/** Internal routes answer only to the shared secret, compared in constant time. */
-export const requireInternalSecret =
-  (secret: string): RequestHandler =>
-  (req, _res, next) => {
-    const given = req.headers[INTERNAL_SECRET_HEADER];
-    if (typeof given !== 'string' || !timingSafeEqual(digest(given), digest(secret))) {
-      return next(new Unauthenticated('Internal route: missing or wrong internal secret'));
-    }
-    next();
-  };
 
 const OrgSlugParam = z.string().regex(ORG_SLUG_PATTERN, 'not an organization slug');
 
