@@ -1,5 +1,5 @@
 import { createInProcessBus } from '@platform/bus';
-import { type HttpMethod, loadConfig, ManualClock, silentLogger } from '@platform/kernel';
+import { type HttpMethod, loadConfig, ManualClock, mountedRoutes, silentLogger } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import request from 'supertest';
@@ -81,16 +81,7 @@ describe('auth OpenAPI coverage and serving', () => {
   });
 
   it('documents exactly the public routes the app mounts', async () => {
-    type Layer = { route?: { path: string; methods: Record<string, boolean> }; handle?: { stack?: Layer[] } };
-    const mounted: string[] = [];
-    const walk = (stack: Layer[]) => {
-      for (const layer of stack) {
-        if (layer.route)
-          for (const m of Object.keys(layer.route.methods)) mounted.push(`${m} ${layer.route.path}`);
-        else if (layer.handle?.stack) walk(layer.handle.stack);
-      }
-    };
-    walk(((await service).handler as unknown as { router: { stack: Layer[] } }).router.stack);
+    const mounted = mountedRoutes((await service).handler);
     // Operational routes and the internal API (guarded by the internal secret) are not the root's.
     const operational = ['get /healthz', 'get /readyz', 'get /metrics'];
     const publicRoutes = mounted

@@ -1,5 +1,5 @@
 import { createInProcessBus } from '@platform/bus';
-import { loadConfig, ManualClock, silentLogger } from '@platform/kernel';
+import { loadConfig, ManualClock, mountedRoutes, silentLogger } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import Ajv2020 from 'ajv/dist/2020';
@@ -98,16 +98,7 @@ describe('legacy-agent OpenAPI coverage and serving', () => {
   });
 
   it('documents exactly the routes the app mounts', async () => {
-    type Layer = { route?: { path: string; methods: Record<string, boolean> }; handle?: { stack?: Layer[] } };
-    const mounted: string[] = [];
-    const walk = (stack: Layer[]) => {
-      for (const layer of stack) {
-        if (layer.route)
-          for (const m of Object.keys(layer.route.methods)) mounted.push(`${m} ${layer.route.path}`);
-        else if (layer.handle?.stack) walk(layer.handle.stack);
-      }
-    };
-    walk(((await service).app as unknown as { router: { stack: Layer[] } }).router.stack);
+    const mounted = mountedRoutes((await service).app);
     const operational = ['get /healthz', 'get /readyz', 'get /metrics'];
     const routes = mounted.filter((r) => !operational.includes(r)).sort();
     expect(routes).toEqual(LEGACY_ROUTES.map((r) => `${r.method} ${r.path}`).sort());

@@ -4,6 +4,7 @@ import { type Principal, permissionTree } from '@platform/contracts';
 import {
   loadConfig,
   ManualClock,
+  mountedRoutes,
   PRINCIPAL_HEADER,
   sealPrincipal,
   silentLogger,
@@ -94,16 +95,7 @@ describe('llm-quota OpenAPI coverage and serving', () => {
   });
 
   it('documents exactly the public routes the app mounts', async () => {
-    type Layer = { route?: { path: string; methods: Record<string, boolean> }; handle?: { stack?: Layer[] } };
-    const mounted: string[] = [];
-    const walk = (stack: Layer[]) => {
-      for (const layer of stack) {
-        if (layer.route)
-          for (const m of Object.keys(layer.route.methods)) mounted.push(`${m} ${layer.route.path}`);
-        else if (layer.handle?.stack) walk(layer.handle.stack);
-      }
-    };
-    walk(((await service).handler as unknown as { router: { stack: Layer[] } }).router.stack);
+    const mounted = mountedRoutes((await service).handler);
     // Operational routes and the operators' internal API (guarded by the internal secret) are not the root's.
     const operational = ['get /healthz', 'get /readyz', 'get /metrics'];
     const publicRoutes = mounted

@@ -138,3 +138,25 @@ export function buildOpenApiDocument(options: ApiDocumentOptions): Record<string
     components: { securitySchemes: options.securitySchemes ?? {}, schemas },
   };
 }
+
+type RouterLayer = {
+  route?: { path: string; methods: Record<string, boolean> };
+  handle?: { stack?: RouterLayer[] };
+};
+
+/**
+ * Every route an express app mounts, as `method path` (nested routers included), so a test can hold a
+ * service's OpenAPI routes equal to what it really serves.
+ */
+export function mountedRoutes(app: unknown): string[] {
+  const mounted: string[] = [];
+  const walk = (stack: RouterLayer[]) => {
+    for (const layer of stack) {
+      if (layer.route)
+        for (const m of Object.keys(layer.route.methods)) mounted.push(`${m} ${layer.route.path}`);
+      else if (layer.handle?.stack) walk(layer.handle.stack);
+    }
+  };
+  walk((app as { router: { stack: RouterLayer[] } }).router.stack);
+  return mounted;
+}
