@@ -24,6 +24,7 @@ export async function startTestPlatform(
     clock: options.clock,
     logger: silentLogger(),
     port: 0,
+    adminPort: 0,
     host: '127.0.0.1',
   });
   return {

@@ -38,7 +38,6 @@ export function benchCredentials() {
       email: 'u@example.com',
       anonymous: false,
       role: null,
-      orgSlugs: ['bench'],
     },
     run: {
       permissions: permissionTree(['models:read']),

@@ -172,8 +172,7 @@ async function main() {
   writeBenchKey(path.join(dir, 'key.pem'));
   process.env.BENCH_KEY_FILE = path.join(dir, 'key.pem');
   const creds = benchCredentials();
-  const [upstreamPort, authPort, edgePort, nginxPort, hpmPort, edgeHpPort] = await Promise.all([
-    freePort(),
+  const [upstreamPort, authPort, edgePort, nginxPort, hpmPort] = await Promise.all([
     freePort(),
     freePort(),
     freePort(),
@@ -190,12 +189,6 @@ async function main() {
     [String(edgePort), `http://127.0.0.1:${authPort}`, upstream],
     profileArgs,
   );
-  const edgeHpChild = await start('edge', [
-    String(edgeHpPort),
-    `http://127.0.0.1:${authPort}`,
-    upstream,
-    'http-proxy',
-  ]);
   const hpmChild = await start('express-hpm', [String(hpmPort), upstream]);
   const nginxMaster = await startNginx(nginxPort, upstreamPort);
   const nginxWorker = Number(
@@ -213,12 +206,6 @@ async function main() {
     ['edge, session JWT', edgeUrl, jwtHeaders, edgeChild.pid],
     ['edge, at: access token', edgeUrl, { authorization: `Bearer ${ACCESS_TOKEN}` }, edgeChild.pid],
     ['edge, org API key', edgeUrl, { 'x-platform-api-key': ORG_KEY }, edgeChild.pid],
-    [
-      'edge on http-proxy engine, session JWT',
-      `http://127.0.0.1:${edgeHpPort}/llm/v1/bench`,
-      jwtHeaders,
-      edgeHpChild.pid,
-    ],
   ];
   console.log(
     `wrk -t1 -c${CONNECTIONS} -d${SECONDS}s --latency on loopback, ${os.cpus().length} CPUs; ${ROUNDS} interleaved rounds, median shown`,
@@ -289,7 +276,6 @@ async function main() {
     `edge (JWT) / nginx throughput, median of per-round ratios: ${ratio(JWT, NGINX).toFixed(2)}x (target >= 0.25x)`,
     `edge (JWT) / nginx by CPU per request (nginx µs / edge µs): ${cpuRatio(JWT, NGINX).toFixed(2)}x`,
     `express + hpm (no auth) / nginx: ${ratio('express + http-proxy-middleware (no auth)', NGINX).toFixed(2)}x throughput, ${cpuRatio('express + http-proxy-middleware (no auth)', NGINX).toFixed(2)}x by CPU`,
-    `edge on http-proxy engine (JWT) / nginx: ${ratio('edge on http-proxy engine, session JWT', NGINX).toFixed(2)}x throughput, ${cpuRatio('edge on http-proxy engine, session JWT', NGINX).toFixed(2)}x by CPU`,
     `edge (at:) / edge (JWT): ${ratio('edge, at: access token', JWT).toFixed(2)} throughput, ${cpuRatio('edge, at: access token', JWT).toFixed(2)} by CPU (target >= 0.90)`,
     `edge (org API key) / edge (JWT): ${ratio('edge, org API key', JWT).toFixed(2)} throughput, ${cpuRatio('edge, org API key', JWT).toFixed(2)} by CPU (target >= 0.90)`,
   ];

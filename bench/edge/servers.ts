@@ -2,20 +2,20 @@
  * Child processes of the edge benchmark (run.ts starts each with `tsx servers.ts <role> ...`):
  * - upstream <port>: a trivial node:http server answering a small JSON (the "service")
  * - auth <port>: JWKS + /internal/principal for the benchmark's credentials
- * - edge <port> <authUrl> <upstreamUrl> [undici|http-proxy]: the real edge service
+ * - edge <port> <authUrl> <upstreamUrl>: the real edge service
  * - express-hpm <port> <upstreamUrl>: express + http-proxy-middleware with a keep-alive agent, no auth
  * Each prints `ready` once listening.
  */
 import http from 'node:http';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
 import { listen, loadConfig, silentLogger } from '@platform/kernel';
+import express from 'express';
+import { createProxyMiddleware } from 'http-proxy-middleware';
 import { edgeConfigSchema } from '../../services/edge/src/config';
 import { createEdgeService } from '../../services/edge/src/service';
 import { BENCH_SECRET, benchCredentials } from './credentials';
 
-const [role, portText, a, b, engine] = process.argv.slice(2);
+const [role, portText, a, b] = process.argv.slice(2);
 const port = Number(portText);
 
 async function main() {
@@ -62,7 +62,6 @@ async function main() {
       LEGACY_AGENT_URL: b,
       LOG_LEVEL: 'error',
       ACCESS_LOG_SAMPLE_RATE: '0',
-      UPSTREAM_CLIENT: engine ?? 'undici',
     });
     const service = await createEdgeService({
       config,
@@ -77,9 +76,6 @@ async function main() {
     return;
   }
   if (role === 'express-hpm') {
-    const edgeRequire = createRequire(path.resolve(__dirname, '../../services/edge/package.json'));
-    const express = edgeRequire('express');
-    const { createProxyMiddleware } = edgeRequire('http-proxy-middleware');
     const app = express();
     app.use(
       createProxyMiddleware({

@@ -27,7 +27,7 @@ const reader: Principal = {
       subscription: null,
     },
   },
-  user: { id: null, email: null, anonymous: false, role: null, orgSlugs: [] },
+  user: { id: null, email: null, anonymous: false, role: null },
   run: {
     permissions: permissionTree(['models:read']),
     scopes: [],

@@ -18,16 +18,25 @@ import { REPO_ROOT, TEST_INTERNAL_SECRET } from '../deploy/services';
 /** A bundled service started with plain node from its deploy folder, with nothing inherited but PATH. */
 interface Running {
   url: string;
+  /** the admin listener (/healthz, /readyz, /metrics) */
+  admin: string;
   child: ChildProcess;
   output: () => string;
 }
 
 async function startBundle(dir: string, env: Record<string, string>): Promise<Running> {
   const port = await freePort();
+  const adminPort = await freePort();
   const child = spawn(process.execPath, ['dist/main.js'], {
     cwd: dir,
     // no NODE_PATH, no NODE_OPTIONS, no tsx: only what the image has
-    env: { PATH: process.env.PATH ?? '', PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -37,7 +46,12 @@ async function startBundle(dir: string, env: Record<string, string>): Promise<Ru
   child.stderr?.on('data', (chunk) => {
     output += chunk;
   });
-  return { url: `http://127.0.0.1:${port}`, child, output: () => output };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    admin: `http://127.0.0.1:${adminPort}`,
+    child,
+    output: () => output,
+  };
 }
 
 const status = async (url: string) => (await fetch(url)).status;
@@ -48,7 +62,7 @@ async function untilAnswers(running: Running, route: string, expected = 200) {
       if (running.child.exitCode !== null) {
         throw new Error(`exited with ${running.child.exitCode}: ${running.output()}`);
       }
-      return (await status(`${running.url}${route}`)) === expected;
+      return (await status(`${running.admin}${route}`)) === expected;
     },
     { timeoutMs: 15_000, what: `${route} = ${expected}` },
   );
@@ -135,7 +149,9 @@ describe('production build (pnpm build)', () => {
     });
     running.push(service);
     await untilAnswers(service, '/readyz');
-    expect(await status(`${service.url}/healthz`)).toBe(200);
+    expect(await status(`${service.admin}/healthz`)).toBe(200);
+    // Operational routes are on the admin port only.
+    expect(await status(`${service.url}/healthz`)).toBe(404);
     expect(existsSync(path.join(dataDir, 'auth'))).toBe(true);
     expect(await stop(service)).toEqual({ code: 0, signal: null });
   });

@@ -102,10 +102,10 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(services.edge!.depends_on ?? {})).toEqual(expect.arrayContaining(upstreams));
   });
 
-  it('health-checks each service on its own port, /readyz', () => {
+  it('health-checks each service on its admin port, /readyz', () => {
     for (const { name } of DEPLOYED_SERVICES) {
       const check = services[name]!.healthcheck!.test.join(' ');
-      expect(check).toContain(`http://127.0.0.1:${portOf(name)}/readyz`);
+      expect(check).toContain('http://127.0.0.1:9464/readyz');
     }
   });
 

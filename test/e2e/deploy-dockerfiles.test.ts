@@ -97,7 +97,7 @@ describe.each([...SERVICES])('services/%s/Dockerfile', (service) => {
     );
     const healthcheck = content(healthchecks[0]!);
     expect(healthcheck).toMatch(/^CMD \["node", "-e"/);
-    expect(healthcheck).toContain("process.env.PORT + '/healthz'");
+    expect(healthcheck).toContain("(process.env.ADMIN_PORT ?? 9464) + '/healthz'");
     expect(byKeyword(runtime, 'CMD').map(content)).toEqual(['["node", "dist/main.js"]']);
   });
 

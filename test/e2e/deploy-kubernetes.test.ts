@@ -223,7 +223,7 @@ describe('Kubernetes manifests (deploy/)', () => {
         const d = deployment(objects, name);
         const [container] = d.spec.template.spec.containers;
         const ports = container!.ports ?? [];
-        expect(ports.map((p) => p.containerPort)).toEqual([defaultPort]);
+        expect(ports.map((p) => p.containerPort)).toEqual([defaultPort, 9464]);
         expect(container!.env?.find((e) => e.name === 'PORT')?.value).toBe(String(defaultPort));
         const resolves = (port: string | number) =>
           ports.some((p) => p.name === port || p.containerPort === port);

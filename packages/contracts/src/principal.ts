@@ -1,5 +1,6 @@
 /**
- * The identity the edge hands to services. Its shape follows the automation context of spec 5.2
+ * The identity the edge hands to services. Bounded in size whatever the user's memberships: only the
+ * active organization is in it. Its shape follows the automation context of spec 5.2
  * rule 8 (`session.*`, `user.*`, `run.*`) so every service reads one well-known object.
  */
 export type CredentialKind = 'session' | 'access_token' | 'workspace_api_key' | 'org_api_key';
@@ -46,7 +47,9 @@ export interface Principal {
     anonymous: boolean;
     /** workspace role, not the organization role */
     role: string | null;
-    orgSlugs: string[];
+    // No list of the user's organizations: the seal's size must not grow with memberships (a user
+    // added to many organizations would otherwise be locked out by 431s). Services that need the list
+    // ask auth (GET /v2/orgs); the active organization is `session.org`.
   };
   run: {
     permissions: PermissionTree;

@@ -10,6 +10,7 @@ export type ErrorKind =
   | 'conflict'
   | 'gone'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'rate_limited'
   | 'unavailable'
   | 'bad_gateway'
@@ -81,6 +82,14 @@ export class PayloadTooLarge extends AppError {
     super('payload_too_large', 'PayloadTooLarge', message, { code: 'PAYLOAD_TOO_LARGE', ...options });
   }
 }
+export class UnsupportedMediaType extends AppError {
+  constructor(message: string, options: AppErrorOptions = {}) {
+    super('unsupported_media_type', 'UnsupportedMediaType', message, {
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      ...options,
+    });
+  }
+}
 export class RateLimited extends AppError {
   constructor(retryAfter: number, message = 'Too many requests', options: AppErrorOptions = {}) {
     super('rate_limited', 'RATE_LIMITED', message, { code: 'RATE_LIMITED', retryAfter, ...options });
@@ -110,6 +119,7 @@ export const statusOfKind: Record<ErrorKind, number> = {
   conflict: 409,
   gone: 410,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   rate_limited: 429,
   unavailable: 503,
   bad_gateway: 502,

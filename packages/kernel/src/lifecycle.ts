@@ -12,13 +12,20 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
+/**
+ * Largest request head a service accepts: well above the edge's own (Node's 16 KB) plus the principal
+ * the edge adds, so a service never answers 431 to a request the edge built and let through.
+ */
+export const SERVICE_MAX_HEADER_BYTES = 64 * 1024;
+
 /** Listens on host:port (0 picks a free port) with keep-alive settings fit for sitting behind a proxy. */
 export async function listen(
   handler: RequestListener,
   port: number,
   host = '0.0.0.0',
+  options: { maxHeaderSize?: number } = {},
 ): Promise<RunningServer> {
-  const server = createServer({ keepAlive: true }, handler);
+  const server = createServer({ keepAlive: true, maxHeaderSize: options.maxHeaderSize }, handler);
   // Longer than common load balancers' idle timeouts, so they close first and never hit a closed socket.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;

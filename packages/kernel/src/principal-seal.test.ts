@@ -5,7 +5,7 @@ import { openPrincipal, sealPrincipal } from './principal-seal';
 const principal: Principal = {
   credential: { kind: 'session', id: 's1' },
   session: { id: 's1', org: null },
-  user: { id: 'u1', email: null, anonymous: true, role: null, orgSlugs: [] },
+  user: { id: 'u1', email: null, anonymous: true, role: null },
   run: { permissions: {}, scopes: [], correlationId: 'r1', sourceWorkspaceId: null },
 };
 const secret = 'x'.repeat(32);

@@ -10,6 +10,8 @@ import type { Logger } from './logger';
 export interface PlatformService {
   readonly name: string;
   readonly handler: RequestListener;
+  /** the admin listener (/healthz, /readyz, /metrics), served on ADMIN_PORT apart from `handler` */
+  readonly admin: RequestListener;
   start(): Promise<void>;
   stop(): Promise<void>;
 }

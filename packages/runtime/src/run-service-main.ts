@@ -9,6 +9,7 @@ import {
   listen,
   loadConfig,
   type PlatformService,
+  SERVICE_MAX_HEADER_BYTES,
   systemClock,
 } from '@platform/kernel';
 import type { Store } from '@platform/store';
@@ -23,6 +24,8 @@ export interface ServiceMainOptions<S extends z.ZodObject> {
   defaultPort: number;
   /** whether the service needs a store (the edge has none) */
   usesStore?: boolean;
+  /** largest request head on the public port (default SERVICE_MAX_HEADER_BYTES: services face the edge, which adds headers) */
+  maxHeaderBytes?: number;
   create(deps: {
     config: Readonly<z.infer<S>>;
     logger: Logger;
@@ -56,10 +59,14 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   const service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
   await service.start();
   const port = Number(process.env.PORT ?? options.defaultPort);
-  const server = await listen(service.handler, port);
-  logger.info({ url: server.url }, `${options.name} listening`);
+  const server = await listen(service.handler, port, '0.0.0.0', {
+    maxHeaderSize: options.maxHeaderBytes ?? SERVICE_MAX_HEADER_BYTES,
+  });
+  const admin = await listen(service.admin, common.ADMIN_PORT, common.ADMIN_HOST);
+  logger.info({ url: server.url, admin: admin.url }, `${options.name} listening`);
   handleProcessSignals(logger, async () => {
     await server.close();
+    await admin.close(1_000);
     await service.stop();
     await bus.close();
     await store?.close();

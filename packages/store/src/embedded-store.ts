@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Datastore from '@seald-io/nedb';
 import { Mutex } from './mutex';
@@ -34,7 +34,7 @@ export interface EmbeddedStoreOptions {
  * One process owns a data folder; several instances in one process share the same Store.
  */
 export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
-  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const collections = new Map<string, EmbeddedCollection<Doc>>();
   let closed = false;
   return {
@@ -70,7 +70,13 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     options: EmbeddedStoreOptions,
   ) {
     const filename = options.dataDir ? path.join(options.dataDir, `${name}.db`) : undefined;
-    this.ds = new Datastore<T>({ filename, inMemoryOnly: !filename });
+    // Owner-only files and folders: collections hold secrets (signing keys, hashes, sessions).
+    this.ds = new Datastore<T>({
+      filename,
+      inMemoryOnly: !filename,
+      modes: { fileMode: 0o600, dirMode: 0o700 },
+    });
+    if (filename && existsSync(filename)) chmodSync(filename, 0o600);
     this.loaded = this.ds.loadDatabaseAsync();
     const interval = options.compactionIntervalMs ?? 10 * 60_000;
     if (filename && interval > 0) this.ds.setAutocompactionInterval(interval);

@@ -32,8 +32,6 @@ export const authConfigSchema = z
     ANONYMOUS_LOGIN_RATE_LIMIT: env.int(20, 1),
     /** the rate-limit window of the anonymous login, seconds */
     ANONYMOUS_LOGIN_RATE_WINDOW_SECONDS: env.int(60, 1),
-    /** which proxies' X-Forwarded-For is believed (express `trust proxy`); the client address is the first untrusted hop */
-    TRUSTED_PROXIES: z.string().min(1).default('loopback, linklocal, uniquelocal'),
     /** signing-key family (spec 8) */
     JWKS_KTY: z.enum(['RSA', 'EC']).default('RSA'),
     /** signature algorithm (spec 8) */

@@ -15,7 +15,7 @@ import { openCollections } from './data/collections';
 import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
 import { PrincipalResolver } from './domain/principal-resolver';
-import { PrivateKeyCodec } from './domain/signing-keys';
+import { encryptPlainPrivateKeys, localSigningKeysSecret, PrivateKeyCodec } from './domain/signing-keys';
 import { authApiDocument } from './openapi';
 import { mountAccessTokenRoutes } from './routes/access-tokens';
 import { mountInternalRoutes } from './routes/internal-principal';
@@ -43,12 +43,20 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
   const { config, clock, logger, store, bus } = deps;
   const collections = openCollections(store);
   const events = new AuthEvents(bus, clock, logger);
+  // Private keys are never stored in plain text: the configured secret, else (embedded store) one
+  // kept in a 0600 file in DATA_DIR. MongoDB deployments must configure one (shared by instances).
+  const keySecret =
+    config.SIGNING_KEYS_ENCRYPTION_KEY ??
+    (store.engine === 'embedded' ? localSigningKeysSecret(config.DATA_DIR) : undefined);
+  if (!keySecret)
+    logger.warn('SIGNING_KEYS_ENCRYPTION_KEY is not set: private signing keys are stored unencrypted');
+  const codec = new PrivateKeyCodec(keySecret);
   const keys = new KeyRotation({
     collections,
     clock,
     logger,
     events,
-    codec: new PrivateKeyCodec(config.SIGNING_KEYS_ENCRYPTION_KEY),
+    codec,
     params: { kty: config.JWKS_KTY, alg: config.JWKS_ALG, size: config.JWKS_SIZE },
     rotationDays: config.JWKS_ROTATION_DAYS,
     publishDelaySeconds: config.JWKS_PUBLISH_DELAY_SECONDS,
@@ -72,7 +80,9 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
   const app = createServiceApp({
     name: 'auth',
     logger,
-    readiness: { store: () => store.ping(), bus: () => bus.ping() },
+    // NATS down degrades (events wait or are retried), it never stops requests being served.
+    readiness: { required: { store: () => store.ping() }, reported: { bus: () => bus.ping() } },
+    trustProxy: config.TRUST_PROXY,
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(authApiDocument));
@@ -89,16 +99,17 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountInternalRoutes(router, context);
     },
   });
-  app.set('trust proxy', config.TRUSTED_PROXIES);
 
   let unsubscribe: (() => void) | undefined;
   return {
     name: 'auth',
     handler: app,
+    admin: app.admin,
     context,
     async start() {
       // A peer's key change shows here at once, not at this instance's next check.
       unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
+      await encryptPlainPrivateKeys(collections.signingKeys, codec);
       await keys.start();
     },
     async stop() {

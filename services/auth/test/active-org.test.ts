@@ -93,7 +93,7 @@ describe('active organization (spec 5.2 rule 7)', () => {
     expect(await activeOf(user)).toBe('first-org');
   });
 
-  it('the principal carries the active organization’s role, permissions and the user’s orgSlugs', async () => {
+  it('the principal carries the active organization’s role, permissions (never the list of memberships)', async () => {
     const { principal } = await h.service.context.resolver.resolve(user.credential, null, 'corr-1');
     expect(principal).toMatchObject({
       credential: { kind: 'session', id: user.sessionId },
@@ -108,7 +108,7 @@ describe('active organization (spec 5.2 rule 7)', () => {
           subscription: null,
         },
       },
-      user: { id: user.userId, anonymous: true, role: null, orgSlugs: ['first-org', 'second-org'] },
+      user: { id: user.userId, anonymous: true, role: null },
       run: { correlationId: 'corr-1', sourceWorkspaceId: null },
     });
     expect(principal.run.permissions.llm?.models?.read).toBe(true);

@@ -71,6 +71,12 @@ export interface HarnessOptions {
  * credential with auth's own resolver (as POST /internal/principal does), seals the principal with the
  * shared secret and sets the identity headers; an unresolvable credential is the edge's 401.
  */
+let shared: string | undefined;
+const sharedDataDir = () => {
+  shared ??= tempDir('auth-shared-').dir;
+  return shared;
+};
+
 export async function startAuth(options: HarnessOptions = {}): Promise<AuthHarness> {
   const clock = options.clock ?? new ManualClock('2025-03-01T00:00:00Z');
   const dir = options.store ? null : tempDir('auth-test-');
@@ -78,6 +84,8 @@ export async function startAuth(options: HarnessOptions = {}): Promise<AuthHarne
   const bus = options.bus ?? createInProcessBus();
   const config = loadConfig(authConfigSchema, {
     PLATFORM_INTERNAL_SECRET: INTERNAL_SECRET,
+    // where the embedded default keeps its signing-key secret: instances sharing a store share it
+    DATA_DIR: dir?.dir ?? sharedDataDir(),
     LOG_LEVEL: 'silent',
     JWKS_CHECK_INTERVAL_MS: '50',
     ...options.env,

@@ -163,10 +163,13 @@ describeWithNats('signing-key rotation: two auth instances, one store, one NATS'
     ).toHaveLength(1);
   });
 
-  it('keeps private keys in the store only: never in the JWKS, never in a response', async () => {
+  it('keeps private keys in the store only, encrypted: never in the JWKS, never in a response', async () => {
     const stored = await a.service.context.collections.signingKeys.find({});
     expect(stored.length).toBeGreaterThan(0);
-    for (const key of stored) expect(key.privateKey).toContain('PRIVATE KEY');
+    for (const key of stored) {
+      expect(key.privateKey).toMatch(/^enc:v1:/);
+      expect(key.privateKey).not.toContain('PRIVATE KEY');
+    }
     const jwksText = JSON.stringify((await a.http.get('/oidc/jwks')).body);
     for (const key of stored) expect(jwksText).not.toContain(key.privateKey.slice(40, 80));
   });

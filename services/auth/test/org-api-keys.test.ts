@@ -49,7 +49,7 @@ describe('organization API keys (spec 2.7, 5.1, 5.2 rule 1)', () => {
     expect(expiresAt).toBeNull();
     expect(principal).toMatchObject({
       credential: { kind: 'org_api_key', id: body._id, projectId: null },
-      user: { id: null, orgSlugs: ['keys-org'] },
+      user: { id: null },
       session: {
         id: null,
         org: { slug: 'keys-org', role: { slug: 'api-key', permissions: ['models:read'], scopes: ['batch'] } },

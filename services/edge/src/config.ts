@@ -1,4 +1,4 @@
-import { commonConfig, env } from '@platform/kernel';
+import { commonConfig, env, trustProxySetting } from '@platform/kernel';
 import { z } from 'zod';
 
 const jsonText = <S extends z.ZodType>(schema: S) =>
@@ -110,14 +110,10 @@ export const edgeConfigSchema = z.object({
 
   /** largest request body accepted (bytes); Content-Length is checked up front, chunked bodies as they stream */
   BODY_LIMIT_BYTES: env.int(10 * 1024 * 1024, 0),
-  /** the proxy engine: undici connection pools, or http-proxy (the engine of http-proxy-middleware) */
-  UPSTREAM_CLIENT: z.enum(['undici', 'http-proxy']).default('undici'),
   /** an upstream silent for this long answers 504 */
   UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
   /** most sockets the edge opens to one upstream (kept alive between requests) */
   UPSTREAM_MAX_SOCKETS: env.int(512, 1),
-  /** idle keep-alive sockets kept per upstream */
-  UPSTREAM_MAX_FREE_SOCKETS: env.int(128, 0),
 
   /** deprecation instant of {legacy_url}/v1 */
   LEGACY_V1_DEPRECATION_DATE: env.instant('2024-12-31T00:00:00Z'),
@@ -133,7 +129,14 @@ export const edgeConfigSchema = z.object({
     z.record(z.string().regex(/^(base|gateway|legacy)\/v\d+$/), apiVersionOverride),
   ).optional(),
 
-  /** fraction (0..1) of successful requests written to the access log; errors are always logged */
+  /**
+   * whose X-Forwarded-For/-Host/-Proto/-Prefix the edge believes: `false` (clients connect directly),
+   * or the load balancers in front of it (addresses, CIDRs, `loopback`, `linklocal`, `uniquelocal`)
+   */
+  TRUST_PROXY: trustProxySetting('false'),
+  /** Strict-Transport-Security max-age sent on answers to clients that came over TLS (0: never sent) */
+  HSTS_MAX_AGE_SECONDS: env.int(31_536_000, 0),
+  /** fraction (0..1) of successful requests written to the access log; answers >= 400 are always logged */
   ACCESS_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(0.01),
   /** MongoDB database holding the shared rate-limit counters (when MONGO_URL is set) */
   RATE_LIMIT_MONGO_DB: z.string().min(1).default('platform_edge'),

@@ -7,5 +7,7 @@ void runServiceMain({
   schema: edgeConfigSchema,
   defaultPort: 8080,
   usesStore: false,
+  // The edge faces clients: Node's default 16 KB head, well under what services accept.
+  maxHeaderBytes: 16 * 1024,
   create: (deps) => createEdgeService(deps),
 });

@@ -5,7 +5,7 @@ import {
   MembershipChangedEvent,
   Subjects,
 } from '@platform/contracts';
-import { type BaseDeps, checkReadiness, type PlatformService } from '@platform/kernel';
+import { type BaseDeps, compileTrustProxy, createAdminHandler, type PlatformService } from '@platform/kernel';
 import { MongoClient } from 'mongodb';
 import { PrincipalResolver } from './auth/principal-resolver';
 import { SessionJwtVerifier } from './auth/session-jwt';
@@ -13,9 +13,8 @@ import { SigningKeys } from './auth/signing-keys';
 import type { EdgeConfig } from './config';
 import { createEdgeHandler } from './http/edge-handler';
 import { createEdgeMetrics } from './http/edge-metrics';
-import { sendJson } from './http/respond';
+import { createSecurityHeaders } from './http/security-headers';
 import { createUndiciProxy } from './http/undici-proxy';
-import { createUpstreamProxy } from './http/upstream-proxy';
 import { createRateLimits } from './limits/rate-limits';
 import { createRootResolver } from './routing/roots';
 import { compileRoutes, ROUTES, type RouteRule } from './routing/route-table';
@@ -82,11 +81,10 @@ export async function createEdgeService(deps: EdgeDeps): Promise<EdgeService> {
 
   const mongo = config.MONGO_URL ? new MongoClient(config.MONGO_URL) : undefined;
   const rateLimits = createRateLimits({ mongo, dbName: config.RATE_LIMIT_MONGO_DB, logger: log });
-  const proxy = (config.UPSTREAM_CLIENT === 'undici' ? createUndiciProxy : createUpstreamProxy)({
+  const proxy = createUndiciProxy({
     targets: { base: config.AUTH_URL, gateway: config.LLM_QUOTA_URL, legacy: config.LEGACY_AGENT_URL },
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
     maxSockets: config.UPSTREAM_MAX_SOCKETS,
-    maxFreeSockets: config.UPSTREAM_MAX_FREE_SOCKETS,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     logger: log,
   });
@@ -96,12 +94,20 @@ export async function createEdgeService(deps: EdgeDeps): Promise<EdgeService> {
     principalCacheEntries: () => resolver.size,
   });
 
-  const readiness = {
-    jwks: async () => {
-      if (!keys.loaded) throw new Error('JWKS not loaded yet');
+  // Without NATS the edge keeps verifying with the keys it has (and refetches the JWKS periodically):
+  // the bus is reported, never a reason to leave the load balancer.
+  const admin = createAdminHandler({
+    name: 'edge',
+    readiness: {
+      required: {
+        jwks: () => {
+          if (!keys.loaded) throw new Error('JWKS not loaded yet');
+        },
+      },
+      reported: { bus: () => bus.ping() },
     },
-    bus: () => bus.ping(),
-  };
+    metrics: metrics.registry,
+  });
 
   const reconcile = async () => {
     try {
@@ -133,20 +139,10 @@ export async function createEdgeService(deps: EdgeDeps): Promise<EdgeService> {
     rateLimits,
     proxy,
     metrics,
+    securityHeaders: createSecurityHeaders({ hstsMaxAgeSeconds: config.HSTS_MAX_AGE_SECONDS }),
+    trustProxy: compileTrustProxy(config.TRUST_PROXY),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
     accessLogSampleRate: config.ACCESS_LOG_SAMPLE_RATE,
-    own: {
-      '/healthz': (_req, res) => sendJson(res, 200, { status: 'ok', service: 'edge' }),
-      '/readyz': async (_req, res) => {
-        const { ready, checks } = await checkReadiness(readiness);
-        sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks });
-      },
-      '/metrics': async (_req, res) => {
-        const text = await metrics.registry.metrics();
-        res.setHeader('content-type', metrics.registry.contentType);
-        res.end(text);
-      },
-    },
   });
 
   const unsubscribes: Array<() => void> = [];
@@ -155,6 +151,7 @@ export async function createEdgeService(deps: EdgeDeps): Promise<EdgeService> {
   return {
     name: 'edge',
     handler,
+    admin,
     internals: { keys, jwt: verifier, principals: resolver, reconcile },
     async start() {
       unsubscribes.push(

@@ -11,7 +11,7 @@ import {
   type TestEdge,
 } from './support';
 
-describe.each(['undici', 'http-proxy'])('edge routing and proxying (%s engine)', (engine) => {
+describe('edge routing and proxying', () => {
   const key = makeSigningKey();
   let auth: Awaited<ReturnType<typeof startFakeAuth>>;
   let quota: Awaited<ReturnType<typeof startUpstream>>;
@@ -48,7 +48,6 @@ describe.each(['undici', 'http-proxy'])('edge routing and proxying (%s engine)',
       llmQuotaUrl: quota.url,
       legacyUrl: legacy.url,
       env: {
-        UPSTREAM_CLIENT: engine,
         SESSION_PRINCIPAL_SOURCE: 'jwt',
         UPSTREAM_TIMEOUT_MS: '300',
         BODY_LIMIT_BYTES: '1024',
@@ -75,13 +74,13 @@ describe.each(['undici', 'http-proxy'])('edge routing and proxying (%s engine)',
     expect(lookalike.json).toMatchObject({ upstream: 'auth', url: '/llmx/v2' });
   });
 
-  it('answers its own /healthz, /readyz and /metrics, labelling proxied requests by root', async () => {
-    expect((await request(edge.url, '/healthz')).json).toEqual({ status: 'ok', service: 'edge' });
-    const ready = await request(edge.url, '/readyz');
+  it('answers /healthz, /readyz and /metrics on its admin listener, labelling proxied requests by root', async () => {
+    expect((await request(edge.adminUrl, '/healthz')).json).toEqual({ status: 'ok', service: 'edge' });
+    const ready = await request(edge.adminUrl, '/readyz');
     expect(ready.status).toBe(200);
     expect(ready.json.checks).toEqual({ jwks: 'ok', bus: 'ok' });
     await request(edge.url, '/llm/v1/some/raw/path/123', { headers: bearer(token) });
-    const metrics = await request(edge.url, '/metrics');
+    const metrics = await request(edge.adminUrl, '/metrics');
     expect(metrics.text).toMatch(/http_requests_total\{[^}]*route="gateway"[^}]*status="200"/);
     expect(metrics.text).toMatch(/http_request_duration_seconds_bucket\{[^}]*route="gateway"/);
     expect(metrics.text).not.toContain('/some/raw/path');
@@ -143,7 +142,7 @@ describe.each(['undici', 'http-proxy'])('edge routing and proxying (%s engine)',
     const down = await startEdge({
       authUrl: auth.url,
       llmQuotaUrl: `http://127.0.0.1:${await freePort()}`,
-      env: { UPSTREAM_CLIENT: engine, SESSION_PRINCIPAL_SOURCE: 'jwt' },
+      env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
     });
     try {
       const answer = await request(down.url, '/llm/v1/quotas/x', { headers: bearer(token) });
@@ -204,7 +203,7 @@ describe.each(['undici', 'http-proxy'])('edge routing and proxying (%s engine)',
       const viaEdge = await startEdge({
         authUrl: auth.url,
         legacyUrl: service.url,
-        env: { UPSTREAM_CLIENT: engine, SESSION_PRINCIPAL_SOURCE: 'jwt' },
+        env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
       });
       try {
         const direct = await request(service.url, '/v2/things', {
@@ -238,7 +237,7 @@ describe.each(['undici', 'http-proxy'])('edge routing and proxying (%s engine)',
     const e = await startEdge({
       authUrl: auth.url,
       legacyUrl: slow.url,
-      env: { UPSTREAM_CLIENT: engine, SESSION_PRINCIPAL_SOURCE: 'jwt' },
+      env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
     });
     const pending = request(e.url, '/legacy/wait');
     await waitFor(() => release !== undefined);

@@ -194,12 +194,12 @@ describe('session JWTs at the edge', () => {
     down.state.jwksDown = true;
     const cold = await startEdge({ authUrl: down.url, env: { SESSION_PRINCIPAL_SOURCE: 'jwt' } });
     try {
-      const notReady = await request(cold.url, '/readyz');
+      const notReady = await request(cold.adminUrl, '/readyz');
       expect(notReady.status).toBe(503);
       expect(notReady.json.checks.jwks).toMatch(/JWKS/);
       down.state.jwksDown = false;
       await cold.service.internals.reconcile();
-      expect((await request(cold.url, '/readyz')).status).toBe(200);
+      expect((await request(cold.adminUrl, '/readyz')).status).toBe(200);
     } finally {
       await cold.close();
       await down.close();

@@ -3,7 +3,14 @@ import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerRespon
 import { connect } from 'node:net';
 import { type Bus, createInProcessBus } from '@platform/bus';
 import { type Principal, permissionTree } from '@platform/contracts';
-import { type Clock, listen, loadConfig, type RunningServer, silentLogger } from '@platform/kernel';
+import {
+  type Clock,
+  type Logger,
+  listen,
+  loadConfig,
+  type RunningServer,
+  silentLogger,
+} from '@platform/kernel';
 import jwt from 'jsonwebtoken';
 import { edgeConfigSchema } from '../src/config';
 import { createEdgeService, type EdgeService } from '../src/service';
@@ -163,7 +170,6 @@ export function principalOf(overrides: {
   userId?: string | null;
   sessionId?: string | null;
   org?: { slug: string; permissions?: string[]; scopes?: string[] } | null;
-  orgSlugs?: string[];
   scopes?: string[];
 }): Principal {
   const org = overrides.org
@@ -188,7 +194,6 @@ export function principalOf(overrides: {
       email: null,
       anonymous: false,
       role: null,
-      orgSlugs: overrides.orgSlugs ?? (org ? [org.slug] : []),
     },
     run: {
       permissions: permissionTree(overrides.org?.permissions ?? []),
@@ -205,6 +210,8 @@ export const orgKey = (slug: string) => `iak_${slug}_${randomUUID()}`;
 
 export interface TestEdge {
   url: string;
+  /** the admin listener (/healthz, /readyz, /metrics) */
+  adminUrl: string;
   port: number;
   service: EdgeService;
   server: RunningServer;
@@ -219,6 +226,7 @@ export async function startEdge(options: {
   env?: Record<string, string>;
   clock?: Clock;
   bus?: Bus;
+  logger?: Logger;
 }): Promise<TestEdge> {
   const config = loadConfig(edgeConfigSchema, {
     PLATFORM_INTERNAL_SECRET: SECRET,
@@ -231,20 +239,23 @@ export async function startEdge(options: {
   const bus = options.bus ?? createInProcessBus();
   const service = await createEdgeService({
     config,
-    logger: silentLogger(),
+    logger: options.logger ?? silentLogger(),
     clock: options.clock ?? { now: () => new Date() },
     bus,
   });
   await service.start();
   const server = await listen(service.handler, 0, '127.0.0.1');
+  const admin = await listen(service.admin, 0, '127.0.0.1');
   return {
     url: server.url,
+    adminUrl: admin.url,
     port: server.port,
     service,
     server,
     bus,
     async close() {
       await server.close(100);
+      await admin.close(100);
       await service.stop();
       if (!options.bus) await bus.close();
     },

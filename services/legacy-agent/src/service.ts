@@ -75,7 +75,9 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     name: 'legacy-agent',
     logger: deps.logger,
     bodyLimit: deps.config.LEGACY_BODY_LIMIT_BYTES,
-    readiness: { store: () => deps.store.ping(), bus: () => deps.bus.ping() },
+    // NATS down degrades (events wait or are retried), it never stops requests being served.
+    readiness: { required: { store: () => deps.store.ping() }, reported: { bus: () => deps.bus.ping() } },
+    trustProxy: deps.config.TRUST_PROXY,
     before: [messagesBodyParser(deps.config.LEGACY_BODY_LIMIT_BYTES, deps.logger)],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(legacyApiDocument));
@@ -89,6 +91,7 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
   return {
     name: 'legacy-agent',
     handler: app,
+    admin: app.admin,
     app,
     domain,
     start: () => domain.understanding.start(),

@@ -42,7 +42,7 @@ function principal(permissions: string[]): Principal {
         subscription: null,
       },
     },
-    user: { id: 'user-1', email: null, anonymous: false, role: null, orgSlugs: ['acme'] },
+    user: { id: 'user-1', email: null, anonymous: false, role: null },
     run: {
       permissions: permissionTree(permissions),
       scopes: [],

@@ -104,7 +104,9 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     logger,
     metrics,
     bodyLimit: config.LLM_QUOTA_BODY_LIMIT_BYTES,
-    readiness: { store: () => store.ping(), bus: () => bus.ping() },
+    // NATS down degrades (events wait or are retried), it never stops requests being served.
+    readiness: { required: { store: () => store.ping() }, reported: { bus: () => bus.ping() } },
+    trustProxy: config.TRUST_PROXY,
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(llmQuotaApiDocument));
@@ -118,6 +120,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
   return {
     name: 'llm-quota',
     handler: app,
+    admin: app.admin,
     async start() {
       if (started) return;
       await consumer.start();

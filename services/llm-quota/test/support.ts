@@ -54,7 +54,6 @@ export function principal(options: PrincipalOptions = {}): Principal {
       email: userId ? `${userId}@example.test` : null,
       anonymous: false,
       role: null,
-      orgSlugs: org ? [org] : [],
     },
     run: { permissions: tree, scopes: [], correlationId: randomUUID(), sourceWorkspaceId: null },
   };

@@ -194,7 +194,7 @@ describe('GET /v1/quotas/usage', () => {
     });
     expect(userGauges['llm.tpm']).toMatchObject({ used: 1100, limit: 10_000, percent: 11 });
     expect(await orgRequests('other-org')).toBe(1);
-    const metrics = await request(quota.service.handler).get('/metrics');
+    const metrics = await request(quota.service.admin).get('/metrics');
     expect(metrics.text).toMatch(/llm_quota_events_total\{outcome="counted",service="llm-quota"\} 6/);
   });
 

@@ -10,6 +10,7 @@ import {
   loadConfig,
   type PlatformService,
   type RunningServer,
+  SERVICE_MAX_HEADER_BYTES,
   systemClock,
 } from '@platform/kernel';
 import { createLegacyAgentService, legacyAgentConfigSchema } from '@platform/legacy-agent';
@@ -27,6 +28,8 @@ export interface PlatformOptions {
   /** the edge's port (default: env PORT, else 8080; 0 picks a free one) */
   port?: number;
   host?: string;
+  /** the edge's admin port (/healthz, /readyz, /metrics; default: env ADMIN_PORT, else 9464; 0 picks one) */
+  adminPort?: number;
 }
 
 export interface RunningPlatform {
@@ -35,6 +38,8 @@ export interface RunningPlatform {
   legacyUrl: string;
   /** where each service listens (loopback), for tests that must bypass the edge */
   upstreams: Record<'auth' | 'llmQuota' | 'legacyAgent', string>;
+  /** each service's admin listener (/healthz, /readyz, /metrics); the edge's is on ADMIN_PORT */
+  admin: Record<'edge' | 'auth' | 'llmQuota' | 'legacyAgent', string>;
   bus: Bus;
   stop(): Promise<void>;
 }
@@ -59,11 +64,18 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const servers: RunningServer[] = [];
   const services: PlatformService[] = [];
 
-  const startService = async (service: PlatformService): Promise<string> => {
+  const admin = {} as RunningPlatform['admin'];
+  const startService = async (
+    key: Exclude<keyof RunningPlatform['admin'], 'edge'>,
+    service: PlatformService,
+  ): Promise<string> => {
     await service.start();
     services.push(service);
-    const server = await listen(service.handler, 0, '127.0.0.1');
+    const server = await listen(service.handler, 0, '127.0.0.1', { maxHeaderSize: SERVICE_MAX_HEADER_BYTES });
     servers.push(server);
+    const adminServer = await listen(service.admin, 0, '127.0.0.1');
+    servers.push(adminServer);
+    admin[key] = adminServer.url;
     return server.url;
   };
   const storeFor = async (name: string) => {
@@ -71,6 +83,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     stores.push(store);
     return store;
   };
+  // Services listen on loopback and only the edge calls them: they believe its X-Forwarded-*, whatever
+  // TRUST_PROXY the operator gave the edge (a load balancer in front of it).
+  const serviceEnv: Env = { ...env, TRUST_PROXY: 'loopback' };
   const depsFor = <C>(name: string, config: C) => ({
     config,
     logger: logger.child({ service: name }),
@@ -81,20 +96,23 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   try {
     const upstreams = {
       auth: await startService(
+        'auth',
         await createAuthService({
-          ...depsFor('auth', loadConfig(authConfigSchema, env)),
+          ...depsFor('auth', loadConfig(authConfigSchema, serviceEnv)),
           store: await storeFor('auth'),
         }),
       ),
       llmQuota: await startService(
+        'llmQuota',
         await createLlmQuotaService({
-          ...depsFor('llm-quota', loadConfig(llmQuotaConfigSchema, env)),
+          ...depsFor('llm-quota', loadConfig(llmQuotaConfigSchema, serviceEnv)),
           store: await storeFor('llm-quota'),
         }),
       ),
       legacyAgent: await startService(
+        'legacyAgent',
         await createLegacyAgentService({
-          ...depsFor('legacy-agent', loadConfig(legacyAgentConfigSchema, env)),
+          ...depsFor('legacy-agent', loadConfig(legacyAgentConfigSchema, serviceEnv)),
           store: await storeFor('legacy-agent'),
         }),
       ),
@@ -110,12 +128,20 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     services.push(edge);
     const edgeServer = await listen(edge.handler, port, host);
     servers.push(edgeServer);
+    const edgeAdmin = await listen(
+      edge.admin,
+      options.adminPort ?? edgeConfig.ADMIN_PORT,
+      edgeConfig.ADMIN_HOST,
+    );
+    servers.push(edgeAdmin);
+    admin.edge = edgeAdmin.url;
     const baseUrl = edgeServer.url;
     return {
       baseUrl,
       gatewayUrl: `${baseUrl}/llm`,
       legacyUrl: `${baseUrl}/legacy`,
       upstreams,
+      admin,
       bus,
       stop: () => stopAll(servers, services, bus, stores),
     };

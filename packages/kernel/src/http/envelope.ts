@@ -1,4 +1,4 @@
-import { AppError, InvalidInput, PayloadTooLarge, statusOfKind } from '../errors';
+import { AppError, InvalidInput, PayloadTooLarge, statusOfKind, UnsupportedMediaType } from '../errors';
 
 /** The one error envelope of the platform and gateway roots (spec 2.3, DESIGN.md "Errors"). */
 export interface ErrorEnvelope {
@@ -12,21 +12,43 @@ export interface ErrorEnvelope {
   [extra: string]: unknown;
 }
 
-interface BodyParserError {
+/** What body-parser, raw-body, zlib and the router attach to the errors they throw (http-errors style). */
+interface HttpLibraryError {
   type?: string;
   status?: number;
-  expose?: boolean;
+  name?: string;
 }
 
 /** Turns anything thrown into an AppError; unknown errors become a 500 that says nothing internal. */
 export function toAppError(err: unknown): AppError | null {
   if (err instanceof AppError) return err;
-  const e = err as BodyParserError;
-  if (e && typeof e === 'object') {
-    if (e.type === 'entity.too.large') return new PayloadTooLarge();
-    if (e.type === 'entity.parse.failed') return new InvalidInput('Request body is not valid JSON');
-    if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported')
-      return new InvalidInput('Unsupported request body encoding', { error: 'UnsupportedEncoding' });
+  const e = err as HttpLibraryError;
+  if (!e || typeof e !== 'object') return null;
+  switch (e.type) {
+    case 'entity.too.large':
+      return new PayloadTooLarge();
+    case 'entity.parse.failed':
+      return new InvalidInput('Request body is not valid JSON');
+    case 'encoding.unsupported':
+      return new UnsupportedMediaType('Unsupported Content-Encoding: send identity, gzip, deflate or br', {
+        error: 'UnsupportedEncoding',
+      });
+    case 'charset.unsupported':
+      return new UnsupportedMediaType('Unsupported charset: send UTF-8', { error: 'UnsupportedCharset' });
+  }
+  // The router's decodeURIComponent of a path parameter (`/v2/workspaces/%zz`).
+  if (e.name === 'URIError' && e.status === 400) {
+    return new InvalidInput('Malformed percent-encoding in the path', {
+      error: 'InvalidPath',
+      code: 'INVALID_PATH',
+    });
+  }
+  // Any other client error from the HTTP libraries (a body that does not decompress, a request
+  // aborted mid-body, a length that does not match): a 4xx in the envelope, never a 500.
+  if (typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+    if (e.status === 413) return new PayloadTooLarge();
+    if (e.status === 415) return new UnsupportedMediaType('Unsupported request body');
+    return new InvalidInput('Request body could not be read', { error: 'InvalidBody' });
   }
   return null;
 }

@@ -1,5 +1,6 @@
 import type { Request, RequestHandler } from 'express';
 import { z } from 'zod';
+import { forwardedViewOf } from './forwarding';
 import type { RouteDoc } from './openapi';
 
 /** A host as it may appear in a URL authority: a name or IPv4 address, or a bracketed IPv6 address, and a port. */
@@ -9,27 +10,21 @@ const PREFIX = /^(?:\/[A-Za-z0-9._~-]+)+$/;
 
 /**
  * The public URL of the root a request came through, for an OpenAPI document's `servers`.
- * Scheme and host are express's `req.protocol` and `req.host`, which read `X-Forwarded-Proto` and
- * `X-Forwarded-Host` (first value) only from a proxy the app's `trust proxy` setting trusts; the path
- * prefix the proxy stripped comes from `X-Forwarded-Prefix` under the same condition. A host that is
+ * Scheme, host and the path prefix a proxy stripped come from `forwardedViewOf` (X-Forwarded-* only
+ * from a peer TRUST_PROXY trusts). A host that is
  * not a plain authority gives a relative URL (the prefix, or `/`), which OpenAPI 3.1 resolves against
  * the document's own address.
  */
 export function publicRootUrl(req: Request): string {
-  const trust = req.app.get('trust proxy fn') as
-    | ((addr: string | undefined, i: number) => boolean)
-    | undefined;
-  const fromProxy = trust?.(req.socket.remoteAddress, 0) ?? false;
+  const view = forwardedViewOf(req);
   let prefix = '';
-  const forwarded = fromProxy ? req.get('x-forwarded-prefix') : undefined;
-  if (forwarded) {
-    const first = forwarded.split(',')[0]!.trim().replace(/\/+$/, '');
+  if (view.prefix) {
+    const first = view.prefix.replace(/\/+$/, '');
     if (PREFIX.test(first)) prefix = first;
   }
-  const host = req.host;
-  const protocol = req.protocol === 'https' ? 'https' : 'http';
+  const host = view.host;
   if (!host || !HOST.test(host)) return prefix || '/';
-  return `${protocol}://${host}${prefix}`;
+  return `${view.protocol}://${host}${prefix}`;
 }
 
 /**

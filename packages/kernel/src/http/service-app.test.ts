@@ -1,6 +1,8 @@
+import { gzipSync } from 'node:zlib';
 import request from 'supertest';
 import { z } from 'zod';
 import { Forbidden, RateLimited } from '../errors';
+import { listen } from '../lifecycle';
 import { silentLogger } from '../logger';
 import { createServiceApp } from './service-app';
 import { parseInput } from './validate';
@@ -9,8 +11,14 @@ const app = createServiceApp({
   name: 'test',
   logger: silentLogger(),
   bodyLimit: 100,
-  readiness: { db: async () => undefined, bus: async () => Promise.reject(new Error('bus down')) },
+  readiness: {
+    required: { db: async () => undefined },
+    reported: { bus: async () => Promise.reject(new Error('bus down')) },
+  },
   routes: (router) => {
+    router.get('/things/:id', (req, res) => {
+      res.json({ id: req.params.id });
+    });
     router.post('/echo', (req, res) => {
       const body = parseInput(z.object({ name: z.string().min(1) }), req.body);
       res.json(body);
@@ -28,22 +36,85 @@ const app = createServiceApp({
 });
 
 describe('the common service app', () => {
-  it('answers health, and readiness naming each failing check', async () => {
-    await request(app).get('/healthz').expect(200, { status: 'ok', service: 'test' });
-    const ready = await request(app).get('/readyz').expect(503);
+  it('serves health, readiness and metrics on the admin listener only, never on the public app', async () => {
+    await request(app.admin).get('/healthz').expect(200, { status: 'ok', service: 'test' });
+    for (const path of ['/healthz', '/readyz', '/metrics']) await request(app).get(path).expect(404);
+  });
+
+  it('stays ready when only a reported dependency (the bus) is down, naming it as degraded', async () => {
+    const ready = await request(app.admin).get('/readyz').expect(200);
+    expect(ready.body).toMatchObject({ status: 'degraded', degraded: ['bus'] });
     expect(ready.body.checks).toEqual({ db: 'ok', bus: 'bus down' });
+    const storeDown = createServiceApp({
+      name: 'down',
+      logger: silentLogger(),
+      readiness: { required: { store: () => Promise.reject(new Error('store down')) } },
+      routes: () => undefined,
+    });
+    const notReady = await request(storeDown.admin).get('/readyz').expect(503);
+    expect(notReady.body).toMatchObject({ status: 'not_ready', checks: { store: 'store down' } });
   });
 
   it('counts requests by route and status in /metrics', async () => {
     await request(app).post('/echo').send({ name: 'a' }).expect(200);
-    const metrics = await request(app).get('/metrics').expect(200);
+    const metrics = await request(app.admin).get('/metrics').expect(200);
     expect(metrics.text).toMatch(/http_requests_total\{[^}]*route="\/echo",status="200"[^}]*\} 1/);
   });
 
+  it('answers no-store by default: API answers are never cached unless a route says so', async () => {
+    const res = await request(app).post('/echo').send({ name: 'a' }).expect(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+  });
+
+  it('answers 415 in the envelope to an unsupported Content-Encoding, 400 to a body that does not decode', async () => {
+    const unsupported = await request(app)
+      .post('/echo')
+      .set('content-type', 'application/json')
+      .set('content-encoding', 'compress')
+      .send('{}');
+    expect(unsupported.status).toBe(415);
+    expect(unsupported.body).toMatchObject({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
+    const notGzip = await request(app)
+      .post('/echo')
+      .set('content-type', 'application/json')
+      .set('content-encoding', 'gzip')
+      .send('{}');
+    expect(notGzip.status).toBe(400);
+    expect(notGzip.body).toMatchObject({ status: 400, error: 'InvalidBody' });
+    // Real HTTP: supertest re-encodes a Buffer sent as JSON.
+    const server = await listen(app, 0, '127.0.0.1');
+    try {
+      const post = (body: Buffer) =>
+        fetch(`${server.url}/echo`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+          body,
+        });
+      const gzipped = await post(gzipSync(JSON.stringify({ name: 'zipped' })));
+      expect(gzipped.status).toBe(200);
+      expect(await gzipped.json()).toEqual({ name: 'zipped' });
+      // The limit counts decompressed bytes: a small gzip of a large body is refused.
+      const bomb = await post(gzipSync(JSON.stringify({ name: 'x'.repeat(10_000) })));
+      expect(bomb.status).toBe(413);
+    } finally {
+      await server.close(100);
+    }
+  });
+
+  it('answers 400 in the envelope to malformed percent-encoding in a path parameter', async () => {
+    const bad = await request(app).get('/things/%zz').expect(400);
+    expect(bad.body).toMatchObject({ status: 400, code: 'INVALID_PATH' });
+    await request(app).get('/things/%u0041').expect(400);
+    expect((await request(app).get('/things/a%20b').expect(200)).body).toEqual({ id: 'a b' });
+  });
+
   it('echoes a well-formed x-request-id and replaces a malformed one', async () => {
-    const ok = await request(app).get('/healthz').set('x-request-id', 'abc-123');
+    const ok = await request(app).post('/echo').send({ name: 'a' }).set('x-request-id', 'abc-123');
     expect(ok.headers['x-request-id']).toBe('abc-123');
-    const bad = await request(app).get('/healthz').set('x-request-id', 'bad id with spaces');
+    const bad = await request(app)
+      .post('/echo')
+      .send({ name: 'a' })
+      .set('x-request-id', 'bad id with spaces');
     expect(bad.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 

@@ -1,65 +1,60 @@
+import type { RequestListener } from 'node:http';
 import express, { type Express, type Router } from 'express';
 import type { Logger } from '../logger';
+import { createAdminHandler, type Readiness } from './admin-server';
 import { errorMiddleware, notFoundHandler } from './error-middleware';
+import { compileTrustProxy } from './forwarding';
 import { createHttpMetrics, type HttpMetrics } from './metrics';
 import { requestId } from './request-id';
-
-export type ReadinessCheck = () => Promise<void>;
 
 export interface ServiceAppOptions {
   name: string;
   logger: Logger;
   /** largest JSON body accepted (bytes or a string such as '1mb') */
   bodyLimit?: number | string;
-  /** named checks behind /readyz; each throws when its dependency is not ready */
-  readiness?: Record<string, ReadinessCheck>;
+  /** the checks behind the admin listener's /readyz */
+  readiness?: Readiness;
   metrics?: HttpMetrics;
+  /** TRUST_PROXY: whose X-Forwarded-* the app believes (default: loopback and private ranges, i.e. the edge) */
+  trustProxy?: string;
   /** mounts the service's own routes (after the common middleware, before the 404 and error handlers) */
   routes: (router: Router) => void;
   /** runs before body parsing (e.g. a principal check), after request id and metrics */
   before?: express.RequestHandler[];
 }
 
-/** Runs every readiness check; a map of name -> 'ok' or the failure message. */
-export async function checkReadiness(checks: Record<string, ReadinessCheck>) {
-  const results: Record<string, string> = {};
-  let ready = true;
-  await Promise.all(
-    Object.entries(checks).map(async ([name, check]) => {
-      try {
-        await check();
-        results[name] = 'ok';
-      } catch (err) {
-        ready = false;
-        results[name] = err instanceof Error ? err.message : String(err);
-      }
-    }),
-  );
-  return { ready, checks: results };
-}
+/** The public app and, apart, the admin listener (/healthz, /readyz, /metrics) for ADMIN_PORT. */
+export type ServiceApp = Express & { admin: RequestListener };
+
+/** Services sit behind the edge: by default they believe forwarding headers from loopback and private ranges only. */
+export const SERVICE_TRUST_PROXY = 'loopback, linklocal, uniquelocal';
 
 /**
  * The common shape of every service: request id and logging context, metrics, JSON body parsing with
- * limits, /healthz, /readyz, /metrics, the service's routes, then 404 and the one error middleware.
- * It never listens; main.ts or a test does.
+ * limits, the service's routes, then 404 and the one error middleware. /healthz, /readyz and /metrics
+ * are not on this app: they are on `app.admin`, served on the admin port. It never listens; main.ts
+ * or a test does.
  */
-export function createServiceApp(options: ServiceAppOptions): Express {
-  const app = express();
+export function createServiceApp(options: ServiceAppOptions): ServiceApp {
+  const app = express() as ServiceApp;
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  // One trust rule for req.ip, req.protocol and forwardedViewOf (kernel http/forwarding.ts).
+  app.set('trust proxy', compileTrustProxy(options.trustProxy ?? SERVICE_TRUST_PROXY));
   const metrics = options.metrics ?? createHttpMetrics(options.name, false);
+  app.admin = createAdminHandler({
+    name: options.name,
+    readiness: options.readiness ?? {},
+    metrics: metrics.registry,
+  });
 
   app.use(requestId());
+  // API answers carry identities and secrets: nothing is cached unless a route says so (JWKS, OpenAPI).
+  app.use((_req, res, next) => {
+    res.setHeader('cache-control', 'no-store');
+    next();
+  });
   app.use(metrics.middleware);
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok', service: options.name });
-  });
-  app.get('/readyz', async (_req, res) => {
-    const { ready, checks } = await checkReadiness(options.readiness ?? {});
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', checks });
-  });
-  app.get('/metrics', metrics.handler);
   for (const handler of options.before ?? []) app.use(handler);
   app.use(
     express.json({

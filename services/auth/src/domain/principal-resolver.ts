@@ -135,7 +135,6 @@ export class PrincipalResolver {
           email: user.email,
           anonymous: user.anonymous,
           role: null,
-          orgSlugs: memberships.map((m) => m.orgSlug),
         },
         run: {
           permissions: permissionTree(org?.role.permissions ?? []),
@@ -169,7 +168,7 @@ export class PrincipalResolver {
       principal: {
         credential: { kind: 'org_api_key', id: key._id, projectId: key.projectId },
         session: { id: null, org: elsewhere ? null : orgContext(orgDoc, role) },
-        user: { id: null, email: null, anonymous: false, role: null, orgSlugs: [orgDoc.slug] },
+        user: { id: null, email: null, anonymous: false, role: null },
         run: {
           permissions: elsewhere ? {} : permissionTree(key.permissions),
           scopes: elsewhere ? [] : [...key.scopes],
@@ -192,7 +191,7 @@ export class PrincipalResolver {
           workspaceId: key.workspaceId,
         },
         session: { id: null, org: null },
-        user: { id: null, email: null, anonymous: false, role: null, orgSlugs: [] },
+        user: { id: null, email: null, anonymous: false, role: null },
         run: { permissions: {}, scopes: [], correlationId, sourceWorkspaceId: null },
       },
       expiresAt: key.expiresAt,

@@ -7,8 +7,12 @@ import {
   type KeyObject,
   randomBytes,
 } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { promisify } from 'node:util';
+import type { Collection } from '@platform/store';
 import { EC_CURVES } from '../config';
+import type { SigningKeyDoc } from '../data/collections';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -62,6 +66,11 @@ export class PrivateKeyCodec {
     this.key = secret ? createHash('sha256').update(`platform-auth-signing-keys:${secret}`).digest() : null;
   }
 
+  /** whether keys are encrypted at rest */
+  get encrypts(): boolean {
+    return this.key !== null;
+  }
+
   seal(pem: string): string {
     if (!this.key) return pem;
     const iv = randomBytes(12);
@@ -81,4 +90,51 @@ export class PrivateKeyCodec {
     );
     return createPrivateKey(pem);
   }
+}
+
+/**
+ * The embedded default's encryption secret for private signing keys when SIGNING_KEYS_ENCRYPTION_KEY
+ * is not set: 32 random bytes in `DATA_DIR/signing-keys.secret` (mode 0600, beside standalone.json),
+ * created on first use and read on every start. Keep it with the data: without it the stored keys
+ * cannot be opened and auth does not start (it never falls back to plain text).
+ */
+export function localSigningKeysSecret(dataDir: string): string {
+  const file = path.resolve(dataDir, 'signing-keys.secret');
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  try {
+    const existing = readFileSync(file, 'utf8').trim();
+    if (existing.length >= 32) {
+      chmodSync(file, 0o600);
+      return existing;
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const secret = randomBytes(32).toString('base64url');
+  // `wx`: two processes starting at once never overwrite each other's secret.
+  try {
+    writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readFileSync(file, 'utf8').trim();
+    throw err;
+  }
+  return secret;
+}
+
+/** Private keys stored in plain text by an earlier version: encrypted in place (idempotent). */
+export async function encryptPlainPrivateKeys(
+  signingKeys: Collection<SigningKeyDoc>,
+  codec: PrivateKeyCodec,
+): Promise<number> {
+  if (!codec.encrypts) return 0;
+  let sealed = 0;
+  for (const doc of await signingKeys.find({})) {
+    if (doc.privateKey.startsWith('enc:v1:')) continue;
+    const done = await signingKeys.updateOne(
+      { _id: doc._id, privateKey: doc.privateKey },
+      { $set: { privateKey: codec.seal(doc.privateKey) } },
+    );
+    sealed += done.modified;
+  }
+  return sealed;
 }

@@ -1,8 +1,9 @@
-import { RateLimited } from '@platform/kernel';
+import { forwardedViewOf, RateLimited } from '@platform/kernel';
 import type { Router } from 'express';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
+import { createStoreRateLimiter } from '../data/store-rate-limiter';
 import { loadCaller, requireSession } from '../domain/caller';
 import { anonymousLogin } from '../domain/sessions';
 
@@ -17,19 +18,22 @@ export const AnonymousSessionSchema = z
 
 /**
  * POST /v2/login/anonymous (spec 2.4), rate limited per client address, and POST /v2/logout.
- * The client address is `req.ip`: express walks X-Forwarded-For from the right past TRUSTED_PROXIES
- * (the edge, a load balancer), so the first untrusted hop is the client and a client cannot spoof it.
+ * The client address is the kernel's forwarded view: X-Forwarded-For walked from the right past
+ * TRUST_PROXY (the edge, which itself believes a client's X-Forwarded-For only from its own trusted
+ * proxies), so a client cannot choose it. The counts live in the store: every auth instance shares them.
  */
 export function mountLoginRoutes(router: Router, c: AuthContext): void {
-  const limiter = new RateLimiterMemory({
+  const limiter = createStoreRateLimiter({
+    store: c.store,
+    clock: c.clock,
     keyPrefix: 'anonymous-login',
     points: c.config.ANONYMOUS_LOGIN_RATE_LIMIT,
-    duration: c.config.ANONYMOUS_LOGIN_RATE_WINDOW_SECONDS,
+    durationSeconds: c.config.ANONYMOUS_LOGIN_RATE_WINDOW_SECONDS,
   });
 
   router.post('/v2/login/anonymous', async (req, res) => {
     try {
-      await limiter.consume(req.ip ?? 'unknown');
+      await limiter.consume(forwardedViewOf(req).clientAddress || 'unknown');
     } catch (err) {
       if (err instanceof RateLimiterRes) {
         throw new RateLimited(

@@ -15,14 +15,20 @@ export const PlatformStatusSchema = z
   })
   .meta({ id: 'PlatformStatus' });
 
-/** GET {base_url}/ — platform status: name, version, and the health of the store and the bus (503 when one fails). */
+/**
+ * GET {base_url}/ — platform status: name, version, and the health of the store and the bus. 503 when
+ * the store fails (nothing can be served); the bus down is `degraded` with 200 (requests are served).
+ */
 export function mountStatusRoutes(router: Router, c: AuthContext): void {
   router.get('/', async (_req, res) => {
-    const { ready, checks } = await checkReadiness({ store: () => c.store.ping(), bus: () => c.bus.ping() });
+    const { ready, checks, degraded } = await checkReadiness({
+      required: { store: () => c.store.ping() },
+      reported: { bus: () => c.bus.ping() },
+    });
     res.status(ready ? 200 : 503).json({
       name: c.config.PLATFORM_NAME,
       version: packageJson.version,
-      status: ready ? 'ok' : 'degraded',
+      status: ready && degraded.length === 0 ? 'ok' : 'degraded',
       checks,
       time: c.clock.now().toISOString(),
     });

@@ -7,7 +7,7 @@ import type { RootName } from '../routing/roots';
 export type PresentedCredential =
   | { kind: 'none' }
   | { kind: 'invalid'; reason: string }
-  | { kind: 'jwt'; token: string }
+  | { kind: 'jwt'; token: string; fromCookie: boolean }
   | { kind: 'access_token'; token: string }
   | { kind: 'api_key'; key: string };
 
@@ -41,7 +41,7 @@ function fromBearer(authorization: string): PresentedCredential {
     };
   }
   // Anything else can only be a session JWT: the verifier checks its shape on a cache miss.
-  return { kind: 'jwt', token };
+  return { kind: 'jwt', token, fromCookie: false };
 }
 
 function fromApiKeyHeader(value: string): PresentedCredential {
@@ -69,6 +69,6 @@ export function presentedCredential(root: RootName, headers: IncomingHttpHeaders
   if (authorization !== undefined) return fromBearer(authorization);
   if (typeof apiKey === 'string') return fromApiKeyHeader(apiKey.trim());
   const cookieToken = readAccessTokenCookie(headers.cookie);
-  if (cookieToken !== undefined) return { kind: 'jwt', token: cookieToken };
+  if (cookieToken !== undefined) return { kind: 'jwt', token: cookieToken, fromCookie: true };
   return NONE;
 }

@@ -50,7 +50,7 @@ const principalAnswer = z.object({
       id: z.string().nullable(),
       org: z.looseObject({ slug: z.string() }).nullable(),
     }),
-    user: z.looseObject({ id: z.string().nullable(), orgSlugs: z.array(z.string()) }),
+    user: z.looseObject({ id: z.string().nullable() }),
     run: z.looseObject({}),
   }),
   expiresAt: z.string().nullable(),
@@ -123,7 +123,8 @@ export class PrincipalResolver {
       const p = entry.principal;
       const affected = event.userId
         ? p.user.id === event.userId
-        : p.session.org?.slug === event.orgSlug || p.user.orgSlugs.includes(event.orgSlug);
+        : // only the active organization's role is in a principal: other memberships cannot be stale in it
+          p.session.org?.slug === event.orgSlug;
       if (affected) this.cache.delete(key);
     }
   }
@@ -227,7 +228,7 @@ export function localSessionPrincipal(s: VerifiedSession): Principal {
   return {
     credential: { kind: 'session', id: s.sessionId },
     session: { id: s.sessionId, org: null },
-    user: { id: s.userId, email: null, anonymous: false, role: null, orgSlugs: [] },
+    user: { id: s.userId, email: null, anonymous: false, role: null },
     run: {
       permissions: {},
       scopes: s.scope ? s.scope.split(' ') : [],

@@ -1,24 +1,29 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { ORG_SLUG_PATTERN } from '@platform/contracts';
 import {
+  type AppError,
   type Clock,
   Forbidden,
+  type ForwardedView,
+  forwardedView,
   InvalidInput,
   type Logger,
   NotFound,
   PayloadTooLarge,
   RateLimited,
   resolveRequestId,
+  type TrustProxy,
   Unauthenticated,
   Unavailable,
 } from '@platform/kernel';
-import { presentedCredential } from '../auth/credentials';
+import { type PresentedCredential, presentedCredential } from '../auth/credentials';
+import { csrfError } from '../auth/csrf';
 import type { PrincipalResolver, ResolvedPrincipal } from '../auth/principal-resolver';
 import { consumerOf, hasPermission } from '../auth/route-checks';
 import type { SessionJwtVerifier } from '../auth/session-jwt';
 import type { RateLimits } from '../limits/rate-limits';
-import type { RootResolver } from '../routing/roots';
-import type { RouteLookup } from '../routing/route-table';
+import type { RootMatch, RootResolver } from '../routing/roots';
+import type { CompiledRoute, RouteLookup } from '../routing/route-table';
 import {
   deprecationHeaders,
   majorOf,
@@ -30,8 +35,10 @@ import {
 } from '../versioning/lifecycle';
 import type { EdgeMetrics } from './edge-metrics';
 import { scrubRequestHeaders, withoutAccessTokenCookie } from './header-hygiene';
+import { isPrivateServicePath, privatePathError, requestTargetError } from './request-target';
 import { sendError } from './respond';
-import type { UpstreamProxy } from './upstream-proxy';
+import type { SecurityHeaders } from './security-headers';
+import type { UpstreamProxy } from './undici-proxy';
 
 export interface EdgeHandlerDeps {
   clock: Clock;
@@ -44,29 +51,198 @@ export interface EdgeHandlerDeps {
   rateLimits: RateLimits;
   proxy: UpstreamProxy;
   metrics: EdgeMetrics;
+  securityHeaders: SecurityHeaders;
+  /** TRUST_PROXY: whose X-Forwarded-* the edge believes */
+  trustProxy: TrustProxy;
   bodyLimitBytes: number;
   accessLogSampleRate: number;
-  /** the edge's own endpoints (/healthz, /readyz, /metrics) */
-  own: Record<string, (req: IncomingMessage, res: ServerResponse) => void | Promise<void>>;
 }
 
-/** `.`/`..` segments, raw or percent-encoded: refused so no upstream normalizes a path past the edge's checks. */
-const DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
 const ORG_IN_PATH = /^\/v2\/orgs\/([^/]*)/i;
 
-const unauthenticated = (message?: string) => new Unauthenticated(message);
+/** One request as it moves through the steps. */
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  method: string;
+  view: ForwardedView;
+  match: RootMatch;
+  route: CompiledRoute;
+}
 
 /**
- * The edge's request listener: a plain node:http handler (no framework on the hot path). In order:
- * request id; the edge's own endpoints; root; path sanity; version lifecycle (410 for a retired version,
- * 400 for a malformed version header); header hygiene (401 for duplicated credentials); body limit;
- * credential → principal (401); the route's organization (400), permission (403) and rate limit (429);
- * identity headers; credentials the service does not need removed; proxy.
+ * Version lifecycle: a retired version processes nothing (410); the implementation date used is
+ * answered and forwarded; a malformed version header on a root without a table is a 400.
+ */
+function applyVersionLifecycle(
+  x: Exchange,
+  versions: Map<string, VersionEntry>,
+  clock: Clock,
+): AppError | unknown | null {
+  const { req, res, match } = x;
+  const versionHeader = req.headers['x-platform-api-version'];
+  const major = majorOf(match.path);
+  const entry = major ? versions.get(`${match.root}/${major}`) : undefined;
+  if (entry) {
+    const now = clock.now().getTime();
+    const phase = phaseAt(entry, now);
+    if (phase === 'retired') {
+      res.setHeader('connection', 'close');
+      for (const [name, value] of deprecationHeaders(entry)) if (name === 'link') res.setHeader(name, value);
+      return retiredError(entry);
+    }
+    let used: string;
+    try {
+      used = resolveImplementation(entry, typeof versionHeader === 'string' ? versionHeader : undefined, now);
+    } catch (err) {
+      return err;
+    }
+    res.setHeader('x-platform-api-version-used', used);
+    req.headers['x-platform-api-version'] = used;
+    if (phase === 'deprecated')
+      for (const [name, value] of deprecationHeaders(entry)) res.setHeader(name, value);
+    return null;
+  }
+  if (
+    versionHeader !== undefined &&
+    (typeof versionHeader !== 'string' || !parseVersionDate(versionHeader.trim()))
+  ) {
+    return new InvalidInput('X-Platform-API-Version must be a date in the form YYYY-MM-DD', {
+      error: 'InvalidApiVersion',
+      code: 'HEADER_POLICY_VIOLATION',
+    });
+  }
+  return null;
+}
+
+/** Header hygiene (client `x-platform-*` removed, duplicated credentials refused) and the body limit. */
+function checkHeaders(x: Exchange, bodyLimitBytes: number): AppError | null {
+  const { req, res } = x;
+  const scrubbed = scrubRequestHeaders(req.rawHeaders, req.headers);
+  if (scrubbed.authorizationCount > 1 || scrubbed.apiKeyCount > 1) {
+    return new Unauthenticated('Send each credential header once');
+  }
+  const contentLength = req.headers['content-length'];
+  if (contentLength !== undefined && Number(contentLength) > bodyLimitBytes) {
+    res.setHeader('connection', 'close');
+    return new PayloadTooLarge(`Request body exceeds ${bodyLimitBytes} bytes`);
+  }
+  return null;
+}
+
+/** The organization named by `/v2/orgs/:orgSlug/...` (not on the legacy root); a malformed slug is a 404. */
+function orgInPath(match: RootMatch): { orgSlug: string | null } | NotFound {
+  if (match.root === 'legacy') return { orgSlug: null };
+  const org = ORG_IN_PATH.exec(match.path);
+  if (!org) return { orgSlug: null };
+  if (!ORG_SLUG_PATTERN.test(org[1]!)) return new NotFound('No such organization', { error: 'OrgNotFound' });
+  return { orgSlug: org[1]! };
+}
+
+/** Credential → principal. Null: anonymous (allowed on public routes only). */
+async function authenticate(
+  presented: PresentedCredential,
+  orgSlug: string | null,
+  route: CompiledRoute,
+  deps: Pick<EdgeHandlerDeps, 'jwt' | 'principals'>,
+): Promise<ResolvedPrincipal | null | AppError | unknown> {
+  const required = route.access === 'authenticated';
+  if (presented.kind === 'none') return required ? new Unauthenticated() : null;
+  if (presented.kind === 'invalid') return required ? new Unauthenticated(presented.reason) : null;
+  let resolved: ResolvedPrincipal | null = null;
+  try {
+    if (presented.kind === 'jwt') {
+      const session = await deps.jwt.verify(presented.token);
+      if (session) resolved = await deps.principals.resolve({ kind: 'session', session }, orgSlug);
+    } else if (presented.kind === 'access_token') {
+      resolved = await deps.principals.resolve({ kind: 'access_token', token: presented.token }, orgSlug);
+    } else {
+      resolved = await deps.principals.resolve({ kind: 'api_key', key: presented.key }, orgSlug);
+    }
+  } catch (err) {
+    // Auth unreachable on a public route: serve the request anonymously rather than fail it.
+    if (required || !(err instanceof Unavailable)) return err;
+  }
+  if (!resolved && required) return new Unauthenticated();
+  return resolved;
+}
+
+/** The route's own checks, in this order: organization (400), permission (403), rate limit (429). */
+async function checkRoute(
+  route: CompiledRoute,
+  resolved: ResolvedPrincipal,
+  rateLimits: RateLimits,
+): Promise<AppError | null> {
+  const p = resolved.principal;
+  if (route.requireOrg && !p.session.org) {
+    return new InvalidInput('This endpoint needs an active organization', {
+      error: 'NO_ORG_CONTEXT',
+      code: 'NO_ORG_CONTEXT',
+    });
+  }
+  if (route.permission && !hasPermission(p, route.permission)) {
+    return new Forbidden(`The ${route.permission} permission is required`, {
+      details: { permission: route.permission },
+    });
+  }
+  if (route.rateLimit) {
+    const decision = await rateLimits.consume(route.name, route.rateLimit, consumerOf(p));
+    if (!decision.allowed) return new RateLimited(decision.retryAfterSeconds);
+  }
+  return null;
+}
+
+/**
+ * What the service receives: the sealed identity, no credential it does not need, the request id,
+ * and X-Forwarded-* as the edge saw the client (a client's own forwarding headers only when it is a
+ * trusted proxy), so services never believe what a client claims about its address, host or scheme.
+ */
+function prepareUpstreamRequest(x: Exchange, resolved: ResolvedPrincipal | null): void {
+  const { req, match, view, requestId } = x;
+  const headers = req.headers;
+  if (resolved) {
+    headers['x-platform-principal'] = resolved.sealed;
+    if (resolved.userId) headers['x-platform-user-id'] = resolved.userId;
+  }
+  if (match.root !== 'legacy') {
+    if (headers.authorization !== undefined) delete headers.authorization;
+    if (headers['x-legacy-session-token'] !== undefined) delete headers['x-legacy-session-token'];
+  }
+  if (headers['x-platform-api-key'] !== undefined) delete headers['x-platform-api-key'];
+  const cookie = headers.cookie;
+  if (cookie?.includes('access-token')) {
+    const rest = withoutAccessTokenCookie(cookie);
+    if (rest === undefined) delete headers.cookie;
+    else headers.cookie = rest;
+  }
+  headers['x-request-id'] = requestId;
+
+  const peer = req.socket.remoteAddress ?? '';
+  const forwardedFor = view.fromTrustedProxy ? headers['x-forwarded-for'] : undefined;
+  headers['x-forwarded-for'] = forwardedFor ? `${forwardedFor}, ${peer}` : peer;
+  headers['x-forwarded-proto'] = view.protocol;
+  if (view.host !== undefined) headers['x-forwarded-host'] = view.host;
+  else delete headers['x-forwarded-host'];
+  // Services name their public URLs (OpenAPI `servers`) from the prefixes removed before them.
+  const prefix = `${view.prefix.replace(/\/+$/, '')}${match.prefix}`;
+  if (prefix) headers['x-forwarded-prefix'] = prefix;
+  else if (headers['x-forwarded-prefix'] !== undefined) delete headers['x-forwarded-prefix'];
+  req.url = match.upstreamUrl;
+}
+
+/**
+ * The edge's request listener: a plain node:http handler (no framework on the hot path). Named steps,
+ * in order: request id and security headers; request target (400: no fragment, percent-encoded path,
+ * no dot segments); root and route; services' private paths (404); version lifecycle (410/400); header
+ * hygiene and body limit (401/413); credential → principal (401); CSRF for cookie sessions (403); the
+ * route's organization, permission and rate limit (400/403/429); the upstream request; proxy.
  */
 export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
-  const { clock, metrics } = deps;
+  const { clock, metrics, logger } = deps;
 
-  const finish = (
+  /** Metrics for every answer; a log line for every answer >= 400 and a sample of the others. */
+  const observe = (
     req: IncomingMessage,
     res: ServerResponse,
     route: string,
@@ -77,203 +253,72 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
       const status = res.writableFinished ? res.statusCode : 499;
       const seconds = (performance.now() - started) / 1000;
       metrics.observe(req.method ?? 'GET', route, status, seconds);
-      if (deps.accessLogSampleRate > 0 && Math.random() < deps.accessLogSampleRate) {
-        deps.logger.info(
-          { requestId, method: req.method, route, status, ms: Math.round(seconds * 1000) },
-          'request',
-        );
+      if (status >= 400 || (deps.accessLogSampleRate > 0 && Math.random() < deps.accessLogSampleRate)) {
+        const line = {
+          requestId,
+          method: req.method,
+          path: (req.url ?? '/').split('?', 1)[0],
+          route,
+          status,
+          ms: Math.round(seconds * 1000),
+        };
+        if (status >= 500) logger.warn(line, 'request');
+        else logger.info(line, 'request');
       }
     });
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> => {
     const started = performance.now();
-    const requestId = resolveRequestId(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
+    const view = forwardedView(req, deps.trustProxy);
+    deps.securityHeaders.apply(res, view.protocol === 'https');
     const url = req.url ?? '/';
 
-    if (url.charCodeAt(0) !== 47 /* / */) {
-      finish(req, res, 'edge:invalid', started, requestId);
-      return sendError(
-        res,
-        new InvalidInput('Request target must be a path', { error: 'InvalidPath', code: 'INVALID_PATH' }),
-        requestId,
-      );
+    const targetError = requestTargetError(url);
+    if (targetError) {
+      observe(req, res, 'edge:invalid', started, requestId);
+      return sendError(res, targetError, requestId);
     }
-    const ownPath = url.length <= 9 ? url : url.split('?', 1)[0]!;
-    const own = deps.own[ownPath];
-    if (own) {
-      finish(req, res, `edge:${ownPath}`, started, requestId);
-      return own(req, res);
-    }
-
     const match = deps.roots(url, req.headers.host);
     const method = req.method ?? 'GET';
     const route = deps.routes(match.root, method, match.path);
-    finish(req, res, route.name, started, requestId);
+    observe(req, res, route.name, started, requestId);
+    if (isPrivateServicePath(match.path)) return sendError(res, privatePathError(match.path), requestId);
 
-    if (match.path.includes('.') || match.path.includes('%')) {
-      if (DOT_SEGMENT.test(match.path)) {
-        return sendError(
-          res,
-          new InvalidInput('Dot segments are not allowed in the path', {
-            error: 'InvalidPath',
-            code: 'INVALID_PATH',
-          }),
-          requestId,
-        );
-      }
+    const x: Exchange = { req, res, requestId, method, view, match, route };
+    const versionError = applyVersionLifecycle(x, deps.versions, clock);
+    if (versionError) return sendError(res, versionError, requestId);
+    const headerError = checkHeaders(x, deps.bodyLimitBytes);
+    if (headerError) return sendError(res, headerError, requestId);
+    const org = orgInPath(match);
+    if (org instanceof NotFound) return sendError(res, org, requestId);
+
+    const presented = presentedCredential(match.root, req.headers);
+    const resolved = await authenticate(presented, org.orgSlug, route, deps);
+    if (resolved instanceof Error) return sendError(res, resolved, requestId);
+    const principal = resolved as ResolvedPrincipal | null;
+    if (principal && presented.kind === 'jwt' && presented.fromCookie) {
+      const csrf = csrfError(method, req.headers);
+      if (csrf) return sendError(res, csrf, requestId);
     }
-
-    // Version lifecycle: a retired version processes nothing.
-    const versionHeader = req.headers['x-platform-api-version'];
-    const major = majorOf(match.path);
-    const entry = major ? deps.versions.get(`${match.root}/${major}`) : undefined;
-    if (entry) {
-      const now = clock.now().getTime();
-      const phase = phaseAt(entry, now);
-      if (phase === 'retired') {
-        res.setHeader('connection', 'close');
-        for (const [name, value] of deprecationHeaders(entry))
-          if (name === 'link') res.setHeader(name, value);
-        return sendError(res, retiredError(entry), requestId);
-      }
-      let used: string;
-      try {
-        used = resolveImplementation(
-          entry,
-          typeof versionHeader === 'string' ? versionHeader : undefined,
-          now,
-        );
-      } catch (err) {
-        return sendError(res, err, requestId);
-      }
-      res.setHeader('x-platform-api-version-used', used);
-      req.headers['x-platform-api-version'] = used;
-      if (phase === 'deprecated')
-        for (const [name, value] of deprecationHeaders(entry)) res.setHeader(name, value);
-    } else if (
-      versionHeader !== undefined &&
-      (typeof versionHeader !== 'string' || !parseVersionDate(versionHeader.trim()))
-    ) {
-      return sendError(
-        res,
-        new InvalidInput('X-Platform-API-Version must be a date in the form YYYY-MM-DD', {
-          error: 'InvalidApiVersion',
-          code: 'HEADER_POLICY_VIOLATION',
-        }),
-        requestId,
-      );
+    if (principal && (route.requireOrg || route.permission || route.rateLimit)) {
+      const routeError = await checkRoute(route, principal, deps.rateLimits);
+      if (routeError) return sendError(res, routeError, requestId);
     }
 
-    const headers = req.headers;
-    const scrubbed = scrubRequestHeaders(req.rawHeaders, headers);
-    if (scrubbed.authorizationCount > 1 || scrubbed.apiKeyCount > 1) {
-      return sendError(res, unauthenticated('Send each credential header once'), requestId);
-    }
-
-    const contentLength = headers['content-length'];
-    if (contentLength !== undefined && Number(contentLength) > deps.bodyLimitBytes) {
-      res.setHeader('connection', 'close');
-      return sendError(
-        res,
-        new PayloadTooLarge(`Request body exceeds ${deps.bodyLimitBytes} bytes`),
-        requestId,
-      );
-    }
-
-    let orgSlug: string | null = null;
-    if (match.root !== 'legacy') {
-      const org = ORG_IN_PATH.exec(match.path);
-      if (org) {
-        if (!ORG_SLUG_PATTERN.test(org[1]!)) {
-          return sendError(res, new NotFound('No such organization', { error: 'OrgNotFound' }), requestId);
-        }
-        orgSlug = org[1]!;
-      }
-    }
-
-    // Credential → principal.
-    const required = route.access === 'authenticated';
-    const presented = presentedCredential(match.root, headers);
-    let resolved: ResolvedPrincipal | null = null;
-    if (presented.kind === 'invalid') {
-      if (required) return sendError(res, unauthenticated(presented.reason), requestId);
-    } else if (presented.kind !== 'none') {
-      try {
-        if (presented.kind === 'jwt') {
-          const session = await deps.jwt.verify(presented.token);
-          if (session) resolved = await deps.principals.resolve({ kind: 'session', session }, orgSlug);
-        } else if (presented.kind === 'access_token') {
-          resolved = await deps.principals.resolve({ kind: 'access_token', token: presented.token }, orgSlug);
-        } else {
-          resolved = await deps.principals.resolve({ kind: 'api_key', key: presented.key }, orgSlug);
-        }
-      } catch (err) {
-        if (required || !(err instanceof Unavailable)) return sendError(res, err, requestId);
-      }
-      if (!resolved && required) return sendError(res, unauthenticated(), requestId);
-    } else if (required) {
-      return sendError(res, unauthenticated(), requestId);
-    }
-
-    // The route's own checks, in this order: organization, permission, rate limit.
-    if (resolved && (route.requireOrg || route.permission || route.rateLimit)) {
-      const p = resolved.principal;
-      if (route.requireOrg && !p.session.org) {
-        return sendError(
-          res,
-          new InvalidInput('This endpoint needs an active organization', {
-            error: 'NO_ORG_CONTEXT',
-            code: 'NO_ORG_CONTEXT',
-          }),
-          requestId,
-        );
-      }
-      if (route.permission && !hasPermission(p, route.permission)) {
-        return sendError(
-          res,
-          new Forbidden(`The ${route.permission} permission is required`, {
-            details: { permission: route.permission },
-          }),
-          requestId,
-        );
-      }
-      if (route.rateLimit) {
-        const decision = await deps.rateLimits.consume(route.name, route.rateLimit, consumerOf(p));
-        if (!decision.allowed) return sendError(res, new RateLimited(decision.retryAfterSeconds), requestId);
-      }
-    }
-
-    // Identity for the service; credentials it does not need stay here.
-    if (resolved) {
-      headers['x-platform-principal'] = resolved.sealed;
-      if (resolved.userId) headers['x-platform-user-id'] = resolved.userId;
-    }
-    if (match.root !== 'legacy') {
-      if (headers.authorization !== undefined) delete headers.authorization;
-      if (headers['x-legacy-session-token'] !== undefined) delete headers['x-legacy-session-token'];
-    }
-    if (headers['x-platform-api-key'] !== undefined) delete headers['x-platform-api-key'];
-    const cookie = headers.cookie;
-    if (cookie?.includes('access-token')) {
-      const rest = withoutAccessTokenCookie(cookie);
-      if (rest === undefined) delete headers.cookie;
-      else headers.cookie = rest;
-    }
-    headers['x-request-id'] = requestId;
-    // Services name their public URLs (OpenAPI `servers`) from the prefix the edge removed.
-    if (match.prefix) headers['x-forwarded-prefix'] = match.prefix;
-    else if (headers['x-forwarded-prefix'] !== undefined) delete headers['x-forwarded-prefix'];
-
-    req.url = match.upstreamUrl;
+    prepareUpstreamRequest(x, principal);
     deps.proxy.forward(req, res, match.root, requestId);
   };
 
   return (req, res) => {
-    handle(req, res).catch((err) => {
-      deps.logger.error({ err, url: req.url }, 'edge request failed');
-      if (!res.headersSent) sendError(res, err, undefined);
+    const requestId = resolveRequestId(req.headers['x-request-id']);
+    handle(req, res, requestId).catch((err) => {
+      logger.error(
+        { err, requestId, method: req.method, path: req.url?.split('?', 1)[0] },
+        'edge request failed',
+      );
+      if (!res.headersSent) sendError(res, err, requestId);
       else res.destroy();
     });
   };

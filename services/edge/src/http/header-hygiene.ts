@@ -47,18 +47,21 @@ export function scrubRequestHeaders(rawHeaders: string[], headers: IncomingHttpH
 
 const ACCESS_TOKEN_COOKIE = 'access-token';
 
-/** The value of the `access-token` cookie (the browser session's JWT), if any. */
-export function readAccessTokenCookie(cookie: string | undefined): string | undefined {
-  if (!cookie?.includes(ACCESS_TOKEN_COOKIE)) return undefined;
+/** The value of one cookie (first occurrence), unquoted; undefined when absent or empty. */
+export function readCookie(cookie: string | undefined, name: string): string | undefined {
+  if (!cookie?.includes(name)) return undefined;
   for (const part of cookie.split(';')) {
     const eq = part.indexOf('=');
-    if (eq === -1 || part.slice(0, eq).trim() !== ACCESS_TOKEN_COOKIE) continue;
+    if (eq === -1 || part.slice(0, eq).trim() !== name) continue;
     let value = part.slice(eq + 1).trim();
     if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
     return value || undefined;
   }
   return undefined;
 }
+
+/** The value of the `access-token` cookie (the browser session's JWT), if any. */
+export const readAccessTokenCookie = (cookie: string | undefined) => readCookie(cookie, ACCESS_TOKEN_COOKIE);
 
 /** The Cookie header without the `access-token` cookie (other cookies still reach the service). */
 export function withoutAccessTokenCookie(cookie: string): string | undefined {

@@ -1,10 +1,24 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import type { Logger } from '@platform/kernel';
 import { BadGateway, PayloadTooLarge, Unavailable, UpstreamTimeout } from '@platform/kernel';
 import { type Dispatcher, Pool } from 'undici';
 import type { RootName } from '../routing/roots';
 import { sendError } from './respond';
-import type { UpstreamProxy, UpstreamProxyOptions } from './upstream-proxy';
+
+export interface UpstreamProxyOptions {
+  targets: Record<RootName, string>;
+  timeoutMs: number;
+  maxSockets: number;
+  bodyLimitBytes: number;
+  logger: Logger;
+}
+
+export interface UpstreamProxy {
+  /** streams the request (req.url and forwarding headers already set) to the root's service and its answer back */
+  forward(req: IncomingMessage, res: ServerResponse, root: RootName, requestId: string): void;
+  close(): void;
+}
 
 /** Request fields undici sets itself or refuses (hop-by-hop); the body's own framing is re-made. */
 const NOT_FORWARDED = [
@@ -51,9 +65,8 @@ async function* limitedBody(req: IncomingMessage, limit: number): AsyncGenerator
 
 /**
  * The proxy on undici: one connection pool per upstream (keep-alive, no pipelining), the request body
- * streamed up and the answer streamed down with backpressure. Same contract as the http-proxy engine:
- * unreachable → 503, broken answer → 502, silent past UPSTREAM_TIMEOUT_MS → 504, chunked body past the
- * limit → 413, each in the envelope.
+ * streamed up and the answer streamed down with backpressure. Unreachable → 503, broken answer → 502,
+ * silent past UPSTREAM_TIMEOUT_MS → 504, chunked body past the limit → 413, each in the envelope.
  */
 export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy {
   const pools = {} as Record<RootName, Pool>;
@@ -95,11 +108,6 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       const headers: IncomingHttpHeaders = req.headers;
       const chunked = headers['content-length'] === undefined && headers['transfer-encoding'] !== undefined;
       for (const h of NOT_FORWARDED) if (headers[h] !== undefined) delete headers[h];
-      const remote = req.socket.remoteAddress;
-      const forwardedFor = headers['x-forwarded-for'];
-      headers['x-forwarded-for'] = forwardedFor ? `${forwardedFor},${remote}` : remote;
-      headers['x-forwarded-proto'] ??= 'http';
-      headers['x-forwarded-host'] ??= headers.host;
 
       const method = req.method ?? 'GET';
       const body = chunked

@@ -15,6 +15,7 @@ export const MESSAGES_ERROR_TYPES: Record<ErrorKind | 'internal', string> = {
   conflict: 'conflict',
   gone: 'gone',
   payload_too_large: 'payload_too_large',
+  unsupported_media_type: 'unsupported_media_type',
   rate_limited: 'rate_limited',
   unavailable: 'unavailable',
   bad_gateway: 'internal_error',
