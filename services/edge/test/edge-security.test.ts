@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { createNatsBus } from '@platform/bus';
-import { createLogger } from '@platform/kernel';
+import { createLogger, listen } from '@platform/kernel';
 import { describeWithNats, startNatsServer, waitFor } from '@platform/testkit';
 import {
   accessToken,
@@ -248,6 +248,39 @@ describe('the edge against a black-box attacker', () => {
       expect((await request(edge.url, '/v2/me', { headers: cookieHeaders() })).json.upstream).toBe('auth');
       const withBearer = await request(edge.url, '/v2/logout', { method: 'POST', headers: bearer(token) });
       expect(withBearer.json.upstream).toBe('auth');
+    });
+  });
+
+  describe('item 6: a service that answers before reading a large body', () => {
+    it('has its answer forwarded, not a 502, for HEAD and POST alike', async () => {
+      // Answers at once, never reading the body, as a 404 or an early 401 does.
+      const early = await listen(
+        (_req, res) => {
+          res.statusCode = 401;
+          res.setHeader('content-type', 'application/json');
+          res.end('{"error":"Unauthorized"}');
+        },
+        0,
+        '127.0.0.1',
+      );
+      const e = await startEdge({ authUrl: auth.url, legacyUrl: early.url });
+      try {
+        const body = Buffer.alloc(1_100_000, 97);
+        const seen: Record<string, number> = {};
+        for (let i = 0; i < 20; i++) {
+          const method = i % 2 ? 'HEAD' : 'POST';
+          const answer = await rawRequest(
+            e.port,
+            `${method} /legacy/v2/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+            body,
+          );
+          seen[`${method} ${answer.status}`] = (seen[`${method} ${answer.status}`] ?? 0) + 1;
+        }
+        expect(seen).toEqual({ 'HEAD 401': 10, 'POST 401': 10 });
+      } finally {
+        await e.close();
+        await early.close(100);
+      }
     });
   });
 

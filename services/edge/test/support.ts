@@ -319,7 +319,11 @@ export function request(
 }
 
 /** Sends raw bytes and returns the status line's code and the raw answer (for header fields Node would fold). */
-export function rawRequest(port: number, text: string): Promise<{ status: number; raw: string }> {
+export function rawRequest(
+  port: number,
+  text: string,
+  body?: Buffer,
+): Promise<{ status: number; raw: string }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     let raw = '';
@@ -329,6 +333,7 @@ export function rawRequest(port: number, text: string): Promise<{ status: number
     socket.on('end', () => resolve({ status: Number(raw.slice(9, 12)), raw }));
     socket.on('error', reject);
     socket.write(text);
+    if (body) socket.write(body);
   });
 }
 

@@ -110,11 +110,21 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       for (const h of NOT_FORWARDED) if (headers[h] !== undefined) delete headers[h];
 
       const method = req.method ?? 'GET';
-      const body = chunked
-        ? Readable.from(limitedBody(req, options.bodyLimitBytes))
-        : headers['content-length'] && headers['content-length'] !== '0'
-          ? req
-          : null;
+      // A HEAD request's content has no meaning (RFC 9110 9.3.2) and undici closes the connection after
+      // a HEAD: a service answering before it read such a body would make the upload fail (EPIPE) and
+      // the client get a 502 instead of the answer. The edge reads and drops it instead.
+      const dropBody = method === 'HEAD' && (chunked || Number(headers['content-length'] ?? 0) > 0);
+      if (dropBody) {
+        delete headers['content-length'];
+        req.resume();
+      }
+      const body = dropBody
+        ? null
+        : chunked
+          ? Readable.from(limitedBody(req, options.bodyLimitBytes))
+          : headers['content-length'] && headers['content-length'] !== '0'
+            ? req
+            : null;
 
       // undici's own (raw) handler interface: its core calls these directly, so no header object is
       // parsed and no wrapper is allocated per request.
