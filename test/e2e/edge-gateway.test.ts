@@ -87,14 +87,21 @@ describe('the edge in front of the platform', () => {
     ).toBe(userId);
   });
 
-  it('answers its own health, readiness (JWKS loaded, bus) and metrics', async () => {
-    expect((await call(p.baseUrl, 'GET', '/healthz')).body).toMatchObject({ status: 'ok', service: 'edge' });
-    const ready = await call(p.baseUrl, 'GET', '/readyz');
+  it('answers its own health, readiness (JWKS loaded, bus) and metrics on its admin port only', async () => {
+    expect((await call(p.admin.edge, 'GET', '/healthz')).body).toMatchObject({
+      status: 'ok',
+      service: 'edge',
+    });
+    const ready = await call(p.admin.edge, 'GET', '/readyz');
     expect(ready.status).toBe(200);
     expect(ready.body.checks).toEqual({ jwks: 'ok', bus: 'ok' });
-    const metrics = await call(p.baseUrl, 'GET', '/metrics');
+    await call(p.baseUrl, 'GET', '/v2/me', { bearer: session });
+    const metrics = await call(p.admin.edge, 'GET', '/metrics');
     expect(metrics.body).toMatch(/edge_jwks_keys\{service="edge"\} [1-9]/);
     expect(metrics.body).toMatch(/http_requests_total\{[^}]*route="base"/);
+    for (const path of ['/healthz', '/readyz', '/metrics']) {
+      expect((await call(p.baseUrl, 'GET', path)).status).toBe(404);
+    }
   });
 
   it('guards the quota endpoint: 401, then 400 NO_ORG_CONTEXT, then it reaches llm-quota, then 429 past 60 a minute', async () => {
