@@ -293,9 +293,12 @@ describe('the edge against a black-box attacker', () => {
       const logged = lines.filter((l) => l.msg === 'request');
       expect(logged).toHaveLength(30);
       expect(logged[0]).toMatchObject({ method: 'GET', path: '/v2/me', status: 401, requestId: 'probe-0' });
+      // The path as the client sent it, prefix included.
+      await request(edge.url, '/llm/v1/quotas/usage');
+      await waitFor(() => lines.some((l) => l.path === '/llm/v1/quotas/usage' && l.status === 401));
       // Successes are sampled (0 here): none logged.
       await request(edge.url, '/legacy/v2/bots');
-      expect(lines.filter((l) => l.msg === 'request')).toHaveLength(30);
+      expect(lines.filter((l) => l.msg === 'request')).toHaveLength(31);
     });
   });
 });

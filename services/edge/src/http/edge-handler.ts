@@ -249,6 +249,10 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     started: number,
     requestId: string,
   ) => {
+    // The path as the client sent it: req.url is rewritten for the upstream before the answer ends.
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
     res.once('close', () => {
       const status = res.writableFinished ? res.statusCode : 499;
       const seconds = (performance.now() - started) / 1000;
@@ -257,7 +261,7 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
         const line = {
           requestId,
           method: req.method,
-          path: (req.url ?? '/').split('?', 1)[0],
+          path,
           route,
           status,
           ms: Math.round(seconds * 1000),
