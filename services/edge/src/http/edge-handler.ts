@@ -249,19 +249,18 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     started: number,
     requestId: string,
   ) => {
-    // The path as the client sent it: req.url is rewritten for the upstream before the answer ends.
+    // The target as the client sent it: req.url is rewritten for the upstream before the answer ends.
     const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
     res.once('close', () => {
       const status = res.writableFinished ? res.statusCode : 499;
       const seconds = (performance.now() - started) / 1000;
       metrics.observe(req.method ?? 'GET', route, status, seconds);
       if (status >= 400 || (deps.accessLogSampleRate > 0 && Math.random() < deps.accessLogSampleRate)) {
+        const q = url.indexOf('?');
         const line = {
           requestId,
           method: req.method,
-          path,
+          path: q === -1 ? url : url.slice(0, q),
           route,
           status,
           ms: Math.round(seconds * 1000),
