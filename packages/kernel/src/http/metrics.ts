@@ -2,18 +2,15 @@ import type { Request, RequestHandler } from 'express';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
 export interface HttpMetrics {
+  /** rendered by the admin listener's /metrics */
   registry: Registry;
   middleware: RequestHandler;
-  handler: RequestHandler;
 }
 
 /** The route template, never the raw path, so label cardinality stays bounded. */
 export function routeLabel(req: Request): string {
   const route = req.route?.path;
-  if (typeof route === 'string') return `${req.baseUrl}${route}`;
-  // Handlers that are not express routes (the edge's proxy) name themselves in res.locals.
-  const named = req.res?.locals.routeLabel;
-  return typeof named === 'string' ? named : 'unmatched';
+  return typeof route === 'string' ? `${req.baseUrl}${route}` : 'unmatched';
 }
 
 /** Prometheus request count and latency by route and status; one registry per app, no globals. */
@@ -43,13 +40,5 @@ export function createHttpMetrics(service: string, withDefaults = true): HttpMet
     });
     next();
   };
-  const handler: RequestHandler = async (_req, res, next) => {
-    try {
-      res.setHeader('content-type', registry.contentType);
-      res.end(await registry.metrics());
-    } catch (err) {
-      next(err);
-    }
-  };
-  return { registry, middleware, handler };
+  return { registry, middleware };
 }
