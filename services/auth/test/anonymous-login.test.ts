@@ -1,3 +1,5 @@
+import { createInProcessBus } from '@platform/bus';
+import { createEmbeddedStore } from '@platform/store';
 import jwt from 'jsonwebtoken';
 import { type AuthHarness, kidOf, startAuth, verifyWithJwks } from './helpers';
 
@@ -60,6 +62,28 @@ describe('anonymous login, JWKS, status and /v2/me', () => {
     // A client cannot dodge the limit by prepending its own X-Forwarded-For entry: the edge appends the
     // real address, and that untrusted hop is the one counted.
     expect((await from('10.9.9.9, 198.51.100.7')).status).toBe(429);
+  });
+
+  it('counts one limit across every auth instance on the same store', async () => {
+    const store = createEmbeddedStore();
+    const bus = createInProcessBus();
+    const env = { ANONYMOUS_LOGIN_RATE_LIMIT: '4', ANONYMOUS_LOGIN_RATE_WINDOW_SECONDS: '60' };
+    const a = await startAuth({ store, bus, env });
+    const b = await startAuth({ store, bus, env });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const instance = i % 2 ? a : b;
+        statuses.push(
+          (await instance.http.post('/v2/login/anonymous').set('x-forwarded-for', '192.0.2.44')).status,
+        );
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    } finally {
+      await a.stop();
+      await b.stop();
+      await store.close();
+    }
   });
 
   it('GET /v2/me shows the user, anonymous flag, creation time, active organization and memberships', async () => {
