@@ -248,6 +248,17 @@ describe('the edge against a black-box attacker', () => {
       expect((await request(edge.url, '/v2/me', { headers: cookieHeaders() })).json.upstream).toBe('auth');
       const withBearer = await request(edge.url, '/v2/logout', { method: 'POST', headers: bearer(token) });
       expect(withBearer.json.upstream).toBe('auth');
+      // On the legacy root Authorization is legacy-agent's token: with it, the cookie is not alone.
+      const legacyWithToken = await request(edge.url, '/legacy/v2/auth/accessToken', {
+        method: 'POST',
+        headers: cookieHeaders({ authorization: 'Bearer legacy-session-token' }),
+      });
+      expect(legacyWithToken.json.upstream).toBe('legacy-agent');
+      const legacyCookieOnly = await request(edge.url, '/legacy/v2/auth/accessToken', {
+        method: 'POST',
+        headers: cookieHeaders(),
+      });
+      expect(legacyCookieOnly.status).toBe(403);
     });
   });
 

@@ -301,7 +301,9 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     const resolved = await authenticate(presented, org.orgSlug, route, deps);
     if (resolved instanceof Error) return sendError(res, resolved, requestId);
     const principal = resolved as ResolvedPrincipal | null;
-    if (principal && presented.kind === 'jwt' && presented.fromCookie) {
+    // A cross-site page cannot add an Authorization header without a preflight: only a request the
+    // cookie alone authenticates needs the CSRF token (on the legacy root Authorization is legacy's).
+    if (principal && presented.kind === 'jwt' && presented.fromCookie && !req.headers.authorization) {
       const csrf = csrfError(method, req.headers);
       if (csrf) return sendError(res, csrf, requestId);
     }
