@@ -158,6 +158,24 @@ describe('production build (pnpm build)', () => {
     expect([...result.externals.keys()]).toEqual(['yaml']);
   });
 
+  it("ships the bundled packages' data/ files in dist/data/, where the inlined code finds them", async () => {
+    const pkg = path.join(work.dir, 'data-fixture');
+    mkdirSync(path.join(pkg, 'src'), { recursive: true });
+    mkdirSync(path.join(pkg, 'data'), { recursive: true });
+    writeFileSync(path.join(pkg, 'package.json'), '{ "name": "data-fixture", "private": true }\n');
+    writeFileSync(path.join(pkg, 'data', 'table.txt'), 'forty-two');
+    writeFileSync(
+      path.join(pkg, 'src', 'main.ts'),
+      "import fs from 'node:fs';\nimport path from 'node:path';\nconsole.log(fs.readFileSync(path.join(__dirname, 'data', 'table.txt'), 'utf8'));\n",
+    );
+    await bundleEntry({
+      entry: path.join(pkg, 'src', 'main.ts'),
+      outDir: path.join(pkg, 'dist'),
+      quiet: true,
+    });
+    expect(await runToEnd(pkg)).toEqual({ code: 0, output: 'forty-two' });
+  });
+
   it('refuses a layout where two inlined packages need different versions of one package', () => {
     const root = path.join(work.dir, 'conflict');
     for (const [importer, entry] of [
