@@ -208,7 +208,7 @@ export function buildArgs(project: ComposeProject, service: string, root: string
  * podman schedules checks through systemd, which these machines lack; logs use podman's own file
  * driver with the same size cap.
  */
-export function runArgs(project: ComposeProject, service: string): string[] {
+export function runArgs(project: ComposeProject, service: string, root: string): string[] {
   const s = project.services[service];
   if (!s) throw new Error(`no service ${service}`);
   const args = ['run', '--detach', '--name', objectName.container(project, service)];
@@ -225,9 +225,11 @@ export function runArgs(project: ComposeProject, service: string): string[] {
   }
   if (s.init) args.push('--init');
   for (const v of s.volumes ?? []) {
-    const [source, ...rest] = v.split(':');
-    const named = source && !source.startsWith('/') && !source.startsWith('.');
-    args.push('--volume', [named ? objectName.volume(project, source) : source, ...rest].join(':'));
+    const [source = '', ...rest] = v.split(':');
+    // a named volume of the project, or a bind mount of a path relative to the compose file
+    const named = !source.startsWith('/') && !source.startsWith('.');
+    const resolved = named ? objectName.volume(project, source) : path.resolve(root, source);
+    args.push('--volume', [resolved, ...rest].join(':'));
   }
   for (const p of s.ports ?? []) args.push('--publish', p);
   for (const e of s.expose ?? []) args.push('--expose', e);
