@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ignore from '@balena/dockerignore';
 import { tempDir } from '@platform/testkit';
@@ -143,8 +143,20 @@ describe('.dockerignore', () => {
       const needed = new Set<string>(
         ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'tsconfig.json', 'tsconfig.base.json']
           .map((f) => path.join(REPO_ROOT, f))
-          .concat(path.join(REPO_ROOT, 'scripts/build-services.ts'))
-          .concat(workspacePackageDirs().map((dir) => path.join(dir, 'package.json'))),
+          .concat(
+            ['build-services.ts', 'build/bundle.ts', 'build/deploy.ts'].map((f) =>
+              path.join(REPO_ROOT, 'scripts', f),
+            ),
+          )
+          .concat(workspacePackageDirs().map((dir) => path.join(dir, 'package.json')))
+          // the data files the bundles ship in dist/data/
+          .concat(
+            workspacePackageDirs().flatMap((dir) =>
+              existsSync(path.join(dir, 'data'))
+                ? readdirSync(path.join(dir, 'data')).map((f) => path.join(dir, 'data', f))
+                : [],
+            ),
+          ),
       );
       for (const service of SERVICES) {
         const result = await buildService({ service, outDir: path.join(out.dir, service), quiet: true });
