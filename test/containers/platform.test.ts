@@ -222,7 +222,15 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
     await up();
     for (const service of order) await untilHealthy(service);
     timings.push(`start (dependency order, health checks): ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    expect((await fetch(`${edge}/readyz`)).status).toBe(200);
+    const health = await Promise.all(
+      order.map(async (service) => ({
+        service,
+        health: await inspect(objectName.container(project, service), '{{.State.Health.Status}}'),
+      })),
+    );
+    expect(health).toEqual(order.map((service) => ({ service, health: 'healthy' })));
+    // and the published port reaches the edge: the public signing keys, served from auth
+    expect((await fetch(`${edge}/oidc/jwks`)).status).toBe(200);
   });
 
   it('runs every platform container non-root, on a read-only root, with no capabilities and no new privileges', async () => {
@@ -377,7 +385,7 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
         `127.0.0.1:${port}:8080`,
         image,
       ]);
-      // the image's HEALTHCHECK (GET /healthz on PORT), run as podman would
+      // the image's own HEALTHCHECK, run as podman would
       await waitFor(
         async () => (await podman(['healthcheck', 'run', container], { allowFailure: true })).code === 0,
         {
@@ -386,10 +394,11 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
           what: 'standalone healthy',
         },
       );
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, {
+      // serving through the published port once the edge has auth's signing keys
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/oidc/jwks`)).status === 200, {
         timeoutMs: 30_000,
         intervalMs: 200,
-        what: 'standalone ready',
+        what: 'standalone serving',
       });
     };
     await run();
