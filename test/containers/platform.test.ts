@@ -25,6 +25,11 @@ import {
 import { inspect, podman } from './podman';
 
 const ROOT = path.resolve(__dirname, '..', '..');
+/**
+ * This run's own compose project name and image tag, so that two runs on one machine (two checkouts in CI)
+ * neither remove each other's containers nor start each other's images.
+ */
+const RUN = `aip-ct-${process.pid}`;
 const COMPOSE_FILES = ['docker-compose.yml', 'deploy/compose/embedded-store.yml'];
 /** NATS from Debian's nats-server package (test/containers/nats.Dockerfile) instead of nats:2.10-alpine */
 const NATS_IMAGE = 'localhost/ai-platform-test/nats:debian';
@@ -35,6 +40,7 @@ const APP_LIMIT_MB: Record<string, number> = { 'legacy-agent': 100 };
 const DEFAULT_APP_LIMIT_MB = 60;
 /** The one-process platform's image: not in compose, built from the same Dockerfile. */
 const STANDALONE = 'standalone';
+const STANDALONE_IMAGE = `localhost/ai-platform/standalone:${RUN}`;
 /**
  * Packages another piece of work is removing, left out of the size limit (and named in the output) while
  * an image still holds them: the legacy agent's 294 MB word vectors, which a <= 20 MB table replaces.
@@ -48,9 +54,9 @@ function composeProject(edgePort: number, secret: string): ComposeProject {
     MONGO_PASSWORD: 'unused-with-the-embedded-store',
     EDGE_PORT: String(edgePort),
     PUBLIC_BASE_URL: `http://127.0.0.1:${edgePort}`,
+    IMAGE_TAG: RUN,
   });
-  // one fixed name, so that a run killed half-way is cleaned up by the next one
-  project.name = 'aip-container-test';
+  project.name = RUN;
   const nats = project.services.nats;
   if (!nats) throw new Error('docker-compose.yml has no nats service');
   nats.image = NATS_IMAGE;
@@ -139,14 +145,15 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
     order = startOrder(project);
     built = order.filter((s) => project.services[s]?.build);
     edge = `http://127.0.0.1:${edgePort}`;
-    await removeAll();
-    await removeVolumes();
   });
 
   afterAll(async () => {
     if (!process.env.KEEP_CONTAINERS && project) {
       await removeAll();
       await removeVolumes();
+      // this run's tags only; the layers stay in the build cache
+      const tags = built.map((service) => imageOf(project, service)).concat(STANDALONE_IMAGE);
+      await podman(['rmi', ...tags], { allowFailure: true });
     }
     if (timings.length > 0) process.stdout.write(`\ncontainer test:\n  ${timings.join('\n  ')}\n`);
   });
@@ -341,7 +348,7 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
   });
 
   it('builds the standalone image from the same Dockerfile; its own HEALTHCHECK passes; data survives on a volume', async () => {
-    const image = 'localhost/ai-platform/standalone:local';
+    const image = STANDALONE_IMAGE;
     const t0 = Date.now();
     await podman([
       'build',
