@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, tempDir, waitFor } from '@platform/testkit';
 import {
@@ -10,6 +10,7 @@ import {
   checkExternals,
   deployService,
   findWorkerEntries,
+  productionClosure,
   SERVICES,
   undeclaredExternals,
 } from '../../scripts/build-services';
@@ -127,6 +128,86 @@ describe('production build (pnpm build)', () => {
     expect(undeclaredExternals({ externals: new Map([['jest', new Set([kernel])]]) })).toEqual([
       'jest is imported by packages/kernel but is not in its dependencies',
     ]);
+  });
+
+  it("holds exactly the packages each bundle loads, not the rest of the workspace's production dependencies", () => {
+    for (const [service, result] of [
+      ['auth', auth],
+      ['edge', edge],
+    ] as const) {
+      const modules = path.join(work.dir, service, 'node_modules');
+      const linked = readdirSync(modules)
+        .filter((n) => !n.startsWith('.'))
+        .flatMap((n) =>
+          n.startsWith('@') ? readdirSync(path.join(modules, n)).map((m) => `${n}/${m}`) : [n],
+        )
+        .sort();
+      expect({ service, linked }).toEqual({ service, linked: [...result.externals.keys()].sort() });
+      // the legacy agent's word vectors (a dependency of the workspace, not of these services) stay out
+      const store = readdirSync(path.join(modules, '.pnpm'));
+      expect(store.filter((entry) => entry.startsWith('wink-'))).toEqual([]);
+    }
+  });
+
+  it('counts a package that code require.resolve()s as a dependency when the package declares it', async () => {
+    // as the legacy agent's NLU finds its word-vector file; tsx it looks for only when run from TypeScript
+    const pkg = path.join(work.dir, 'resolve-fixture');
+    mkdirSync(path.join(pkg, 'src'), { recursive: true });
+    writeFileSync(
+      path.join(pkg, 'package.json'),
+      '{ "name": "resolve-fixture", "private": true, "dependencies": { "yaml": "*" } }\n',
+    );
+    writeFileSync(
+      path.join(pkg, 'src', 'main.ts'),
+      [
+        "console.log(require.resolve('yaml/package.json'));",
+        "try { require.resolve('tsx/cjs'); } catch { /* not installed */ }",
+      ].join('\n'),
+    );
+    const result = await bundleEntry({
+      entry: path.join(pkg, 'src', 'main.ts'),
+      outDir: path.join(pkg, 'dist'),
+      quiet: true,
+    });
+    expect([...result.externals.keys()]).toEqual(['yaml']);
+  });
+
+  it("ships the bundled packages' data/ files in dist/data/, where the inlined code finds them", async () => {
+    const pkg = path.join(work.dir, 'data-fixture');
+    mkdirSync(path.join(pkg, 'src'), { recursive: true });
+    mkdirSync(path.join(pkg, 'data'), { recursive: true });
+    writeFileSync(path.join(pkg, 'package.json'), '{ "name": "data-fixture", "private": true }\n');
+    writeFileSync(path.join(pkg, 'data', 'table.txt'), 'forty-two');
+    writeFileSync(
+      path.join(pkg, 'src', 'main.ts'),
+      "import fs from 'node:fs';\nimport path from 'node:path';\nconsole.log(fs.readFileSync(path.join(__dirname, 'data', 'table.txt'), 'utf8'));\n",
+    );
+    await bundleEntry({
+      entry: path.join(pkg, 'src', 'main.ts'),
+      outDir: path.join(pkg, 'dist'),
+      quiet: true,
+    });
+    expect(await runToEnd(pkg)).toEqual({ code: 0, output: 'forty-two' });
+  });
+
+  it('refuses a layout where two inlined packages need different versions of one package', () => {
+    const root = path.join(work.dir, 'conflict');
+    for (const [importer, entry] of [
+      ['packages/one', 'left-pad@1.0.0'],
+      ['packages/two', 'left-pad@2.0.0'],
+    ] as const) {
+      const pkg = path.join(root, 'node_modules', '.pnpm', entry, 'node_modules', 'left-pad');
+      mkdirSync(pkg, { recursive: true });
+      writeFileSync(path.join(pkg, 'package.json'), `{"name":"left-pad","version":"${entry.split('@')[1]}"}`);
+      mkdirSync(path.join(root, importer, 'node_modules'), { recursive: true });
+      symlinkSync(pkg, path.join(root, importer, 'node_modules', 'left-pad'));
+    }
+    const externals = new Map([
+      ['left-pad', new Set([path.join(REPO_ROOT, 'packages/one'), path.join(REPO_ROOT, 'packages/two')])],
+    ]);
+    expect(() => productionClosure({ externals }, root)).toThrow(
+      /left-pad: needed both as left-pad@1\.0\.0 and as left-pad@2\.0\.0/,
+    );
   });
 
   it('bundles every service, each importing only packages its sources declare as production dependencies', async () => {

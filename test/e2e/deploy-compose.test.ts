@@ -3,6 +3,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig } from '@platform/kernel';
 import { DCLinter } from 'dclint';
 import { parse } from 'yaml';
+import { loadCompose } from '../containers/compose';
 import { interpolate, interpolateDocument } from '../deploy/compose-interpolation';
 import {
   DEPLOYED_SERVICES,
@@ -14,7 +15,7 @@ import {
 
 interface ComposeService {
   image?: string;
-  build?: { context: string; dockerfile: string };
+  build?: { context: string; dockerfile: string; args?: Record<string, string> };
   environment?: Record<string, string | number | boolean | null>;
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[]; interval?: string };
@@ -74,11 +75,15 @@ describe('docker-compose.yml', () => {
     expect(nats.volumes).toContain('nats-data:/data');
     for (const { name } of DEPLOYED_SERVICES) {
       expect(services[name]).toBeDefined();
-      const dockerfile = services[name]!.build!.dockerfile;
-      expect(services[name]!.build!.context).toBe('.');
-      expect(dockerfile).toBe(`services/${name}/Dockerfile`);
-      expect(existsSync(path.join(REPO_ROOT, dockerfile))).toBe(true);
+      // one Dockerfile for every service: SERVICE names it, PORT is its listening port
+      expect(services[name]!.build).toEqual({
+        context: '.',
+        dockerfile: 'Dockerfile',
+        args: { SERVICE: name, PORT: String(portOf(name)) },
+      });
+      expect(existsSync(path.join(REPO_ROOT, 'services', name, 'src', 'main.ts'))).toBe(true);
     }
+    expect(existsSync(path.join(REPO_ROOT, 'Dockerfile'))).toBe(true);
   });
 
   it('gives every container a health check, and starts each after what it needs is healthy', () => {
@@ -191,5 +196,42 @@ describe('docker-compose.yml', () => {
     // the example never carries a usable secret
     expect(example).toMatch(/^PLATFORM_INTERNAL_SECRET=$/m);
     expect(example).toMatch(/^MONGO_PASSWORD=$/m);
+  });
+});
+
+describe('deploy/compose/embedded-store.yml (compose without MongoDB)', () => {
+  const project = loadCompose(
+    REPO_ROOT,
+    ['docker-compose.yml', 'deploy/compose/embedded-store.yml'],
+    operatorEnv,
+  );
+  const envWith = (name: string): Record<string, string> =>
+    Object.fromEntries(
+      Object.entries(project.services[name]?.environment ?? {}).map(([k, v]) => [k, String(v ?? '')]),
+    );
+
+  it('leaves MongoDB out: mongo is not started and nothing waits for it', () => {
+    expect(Object.keys(project.services).sort()).toEqual([
+      'auth',
+      'edge',
+      'legacy-agent',
+      'llm-quota',
+      'nats',
+    ]);
+    for (const { name } of DEPLOYED_SERVICES) {
+      expect({ name, mongoUrl: envWith(name).MONGO_URL }).toEqual({ name, mongoUrl: '' });
+      expect(Object.keys(project.services[name]!.depends_on ?? {})).not.toContain('mongo');
+    }
+  });
+
+  it("keeps each stateful service's embedded store on a volume of its own, and passes every schema", () => {
+    for (const { name, schema } of DEPLOYED_SERVICES) {
+      const env = envWith(name);
+      expect(() => loadConfig(schema, env)).not.toThrow();
+      if (name === 'edge') continue;
+      expect({ name, dataDir: env.DATA_DIR }).toEqual({ name, dataDir: '/data' });
+      expect(project.services[name]!.volumes).toEqual([`${name}-data:/data`]);
+      expect(project.volumes).toHaveProperty(`${name}-data`);
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ignore from '@balena/dockerignore';
 import { tempDir } from '@platform/testkit';
@@ -6,10 +6,7 @@ import { DockerfileParser, type Healthcheck, type Instruction } from 'dockerfile
 import { validate } from 'dockerfile-utils';
 import { parse } from 'yaml';
 import { buildService, SERVICES, workspacePackageDirs } from '../../scripts/build-services';
-import { defaultPortOf, REPO_ROOT } from '../deploy/services';
-
-/** standalone's main.ts has no defaultPort: startPlatform listens on PORT, else 8080 */
-const portOf = (service: string) => (service === 'standalone' ? 8080 : defaultPortOf(service));
+import { REPO_ROOT } from '../deploy/services';
 
 interface Stage {
   name: string | null;
@@ -17,8 +14,8 @@ interface Stage {
   instructions: Instruction[];
 }
 
-function readDockerfile(service: string) {
-  const text = readFileSync(path.join(REPO_ROOT, 'services', service, 'Dockerfile'), 'utf8');
+function readDockerfile() {
+  const text = readFileSync(path.join(REPO_ROOT, 'Dockerfile'), 'utf8');
   const dockerfile = DockerfileParser.parse(text);
   const args = new Map<string, string>();
   for (const arg of dockerfile.getInitialARGs()) {
@@ -44,6 +41,8 @@ function readDockerfile(service: string) {
   return { text, args, stages };
 }
 
+/** `${NAME}` as the Dockerfile writes a variable reference */
+const ref = (name: string) => `\${${name}}`;
 const content = (i: Instruction) => (i.getArgumentsContent() ?? '').replace(/\s+/g, ' ').trim();
 const byKeyword = (stage: Stage, keyword: string) =>
   stage.instructions.filter((i) => i.getKeyword() === keyword);
@@ -54,42 +53,57 @@ const envOf = (stage: Stage) =>
     ),
   );
 
-describe.each([...SERVICES])('services/%s/Dockerfile', (service) => {
-  const { text, args, stages } = readDockerfile(service);
+describe('Dockerfile (every service: --build-arg SERVICE=<service> --build-arg PORT=<port>)', () => {
+  const { text, args, stages } = readDockerfile();
+  const stage = (name: string) => stages.find((s) => s.name === name)!;
   const runtime = stages.at(-1)!;
-  const build = stages.find((s) => s.name === 'build')!;
 
   it('has no errors or warnings for the Dockerfile language server', () => {
     const diagnostics = validate(text).map((d) => `${d.range.start.line + 1}: ${d.message}`);
     expect(diagnostics).toEqual([]);
   });
 
-  it('builds in stages (deps, build) and runs on a slim Node 20 image', () => {
-    expect(stages.map((s) => s.name)).toEqual(['deps', 'build', 'runtime']);
+  it('builds in stages (deps, workspace, build) and runs on a slim Node 20 image', () => {
+    expect(stages.map((s) => s.name)).toEqual(['deps', 'workspace', 'build', 'runtime']);
     expect(runtime.image).toMatch(/^node:20(\.\d+)*-(slim|alpine)$/);
     expect(args.get('NODE_VERSION')).toBe('20');
   });
 
-  it('installs from the frozen lockfile and bundles the service with its production dependencies', () => {
-    const runs = byKeyword(build, 'RUN').map(content).join(' && ');
-    expect(runs).toContain('pnpm install --frozen-lockfile');
-    expect(runs).toContain(`pnpm build ${service} --deploy /deploy`);
+  it('shares the download and workspace layers between services: SERVICE and PORT come after them', () => {
+    for (const shared of ['deps', 'workspace']) {
+      expect({ shared, args: byKeyword(stage(shared), 'ARG').map(content) }).toEqual({
+        shared,
+        args: shared === 'deps' ? ['PNPM_VERSION'] : [],
+      });
+    }
+    expect(byKeyword(stage('workspace'), 'RUN').map(content).join(' ')).toContain(
+      'pnpm install --frozen-lockfile',
+    );
+    const build = stage('build');
+    expect(byKeyword(build, 'ARG').map(content)).toEqual(['SERVICE', 'PORT']);
+    expect(byKeyword(build, 'RUN').map(content).join(' && ')).toContain(
+      `pnpm build "${ref('SERVICE')}" --deploy /deploy`,
+    );
+    // in the runtime, the per-service layer (the deploy folder) comes after the shared ones
+    const keywords = runtime.instructions.map((i) => i.getKeyword());
+    expect(keywords.indexOf('COPY')).toBeGreaterThan(keywords.indexOf('RUN'));
   });
 
-  it('ships only the deploy folder (bundle + production node_modules): no sources, no dev dependencies', () => {
+  it('ships only the deploy folder (bundle + the packages it loads): no sources, no dev dependencies', () => {
     const copies = byKeyword(runtime, 'COPY').map(content);
     expect(copies).toEqual(['/deploy ./']);
     expect(text).toMatch(/COPY --from=build \/deploy \.\//);
   });
 
-  it('runs as a non-root user, in production mode, on the service port, with a /healthz health check', () => {
+  it('runs as a non-root user, in production mode, on PORT, with a /healthz health check', () => {
     const users = byKeyword(runtime, 'USER').map(content);
     expect(users).toHaveLength(1);
     expect(users[0]).toMatch(/^[1-9]\d*(:[1-9]\d*)?$/); // numeric, so runAsNonRoot can verify it
     const env = envOf(runtime);
     expect(env.NODE_ENV).toBe('production');
-    expect(Number(env.PORT)).toBe(portOf(service));
-    expect(byKeyword(runtime, 'EXPOSE').map(content)).toEqual([String(portOf(service))]);
+    expect(env.PORT).toBe(ref('PORT'));
+    expect(byKeyword(runtime, 'ARG').map(content)).toEqual(['PORT']);
+    expect(byKeyword(runtime, 'EXPOSE').map(content)).toEqual([ref('PORT')]);
     const healthchecks = byKeyword(runtime, 'HEALTHCHECK') as Healthcheck[];
     expect(healthchecks).toHaveLength(1);
     expect(healthchecks[0]!.getFlags().map((f) => f.getName())).toEqual(
@@ -108,6 +122,15 @@ describe.each([...SERVICES])('services/%s/Dockerfile', (service) => {
     expect(args.get('PNPM_VERSION')).toBe(workflow.env.PNPM_VERSION);
     expect(args.get('NODE_VERSION')).toBe(workflow.env.NODE_VERSION);
   });
+
+  it('is the only Dockerfile: no per-service copies to drift apart', () => {
+    for (const service of SERVICES) {
+      expect({ service, own: existsSync(path.join(REPO_ROOT, 'services', service, 'Dockerfile')) }).toEqual({
+        service,
+        own: false,
+      });
+    }
+  });
 });
 
 describe('.dockerignore', () => {
@@ -120,8 +143,20 @@ describe('.dockerignore', () => {
       const needed = new Set<string>(
         ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', 'tsconfig.json', 'tsconfig.base.json']
           .map((f) => path.join(REPO_ROOT, f))
-          .concat(path.join(REPO_ROOT, 'scripts/build-services.ts'))
-          .concat(workspacePackageDirs().map((dir) => path.join(dir, 'package.json'))),
+          .concat(
+            ['build-services.ts', 'build/bundle.ts', 'build/deploy.ts'].map((f) =>
+              path.join(REPO_ROOT, 'scripts', f),
+            ),
+          )
+          .concat(workspacePackageDirs().map((dir) => path.join(dir, 'package.json')))
+          // the data files the bundles ship in dist/data/
+          .concat(
+            workspacePackageDirs().flatMap((dir) =>
+              existsSync(path.join(dir, 'data'))
+                ? readdirSync(path.join(dir, 'data')).map((f) => path.join(dir, 'data', f))
+                : [],
+            ),
+          ),
       );
       for (const service of SERVICES) {
         const result = await buildService({ service, outDir: path.join(out.dir, service), quiet: true });
