@@ -38,6 +38,8 @@ export interface SimulatedRequest {
   body: unknown;
   /** the model named by the body, or the Azure deployment */
   model: string | undefined;
+  /** the connection closed before the answer was complete: the client gave up (or a scripted disconnect) */
+  clientClosed: boolean;
 }
 
 export interface ProviderSimulator {
@@ -310,7 +312,11 @@ export async function startProviderSimulator(
           headers: flatHeaders(req),
           body: undefined,
           model: undefined,
+          clientClosed: false,
         };
+        res.once('close', () => {
+          if (!res.writableFinished) record.clientClosed = true;
+        });
         if (!found) {
           received.push(record);
           throw new SimulatedProviderError(
