@@ -240,6 +240,15 @@ describe('Anthropic Messages adapter', () => {
     });
   });
 
+  it('leaves the connection open for the next call after message_stop', async () => {
+    const ask = { model: 'x', messages: [{ role: 'user' as const, content: 'Hi' }] };
+    sim.script([{ endDelayMs: 30 }]); // the body ends a little after its last event
+    await collect(claude().chatStream(ask, call()));
+    const [stream] = sim.requests();
+    await claude().chat(ask, call()); // a full round trip: a torn-down socket would be gone by now
+    expect(sim.openConnections()).toContain(stream!.remotePort);
+  });
+
   it('streams tool_use blocks as indexed tool_calls deltas built from input_json_delta', async () => {
     sim.script([
       {

@@ -85,6 +85,14 @@ describe('OpenAI-protocol adapter', () => {
     expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop');
   });
 
+  it('leaves the connection open for the next call once a stream is complete', async () => {
+    sim.script([{ endDelayMs: 30 }]); // the body ends a little after its last event
+    await collect(adapter().chatStream(ask, call()));
+    const [stream] = sim.requests();
+    await adapter().chat(ask, call()); // a full round trip: a torn-down socket would be gone by now
+    expect(sim.openConnections()).toContain(stream!.remotePort);
+  });
+
   it('parses frames split across TCP reads with comments between them', async () => {
     sim.script([{ splitFramesBytes: 5, sseComments: true }]);
     const chunks = await collect(adapter().chatStream(ask, call()));
