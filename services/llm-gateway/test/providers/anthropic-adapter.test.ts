@@ -215,6 +215,22 @@ describe('Anthropic Messages adapter', () => {
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ providerErrorType: 'invalid_request_error', retryable: false });
     expect(sim.requests()).toHaveLength(0);
+    await expect(
+      claude().chat({ model: 'x', n: 2, messages: [{ role: 'user', content: 'Hi' }] }, call()),
+    ).rejects.toMatchObject({
+      providerErrorType: 'invalid_request_error',
+      message: expect.stringMatching(/n must be 1/),
+    });
+    await expect(
+      claude().chat(
+        {
+          model: 'x',
+          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'ftp://x/y.png' } }] }],
+        },
+        call(),
+      ),
+    ).rejects.toMatchObject({ providerErrorType: 'invalid_request_error' });
+    expect(sim.requests()).toHaveLength(0);
   });
 
   it('streams text deltas as chunks, the stop reason as finish_reason and the usage as a final chunk', async () => {

@@ -59,7 +59,7 @@ class CallGuard {
 const NETWORK_CODES =
   /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|UND_ERR_SOCKET|terminated|other side closed/i;
 
-function describe(err: unknown): string {
+function networkDetail(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
   return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
 }
@@ -109,7 +109,7 @@ function translate(
   if (err instanceof ProviderError || err instanceof ProviderTimeoutError) return err;
   if (guard.timedOut) return new ProviderTimeoutError(http.provider, call.model, call.timeoutMs, midStream);
   if (call.signal.aborted) return call.signal.reason ?? err;
-  const detail = describe(err);
+  const detail = networkDetail(err);
   return new ProviderError({
     provider: http.provider,
     model: call.model,
