@@ -35,6 +35,8 @@ export interface SimulatorRule {
     message?: string;
     /** sets `retry-after` (seconds) */
     retryAfterSeconds?: number;
+    /** more response headers (e.g. `x-should-retry`) */
+    headers?: Record<string, string>;
     /** a raw body to send instead of the provider's shape (e.g. HTML from a proxy) */
     rawBody?: string;
   };

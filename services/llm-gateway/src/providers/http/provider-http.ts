@@ -1,6 +1,6 @@
 import type { Clock } from '@platform/kernel';
 import { type ProviderCall, ProviderError, ProviderTimeoutError } from '../types';
-import { type SseEvent, SseParser } from './sse';
+import { type SseEvent, SseLineTooLong, SseParser } from './sse';
 
 /** How one provider family names its errors inside an error body. */
 export type ErrorTypeReader = (body: unknown) => { type: string | null; message: string | null };
@@ -79,6 +79,14 @@ export function retryAfterSeconds(headers: Headers, clock: Clock): number | null
 
 export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 
+/** The provider's own `x-should-retry` (OpenAI, Anthropic) overrides what its status suggests. */
+function shouldRetry(res: Response): boolean {
+  const hint = res.headers.get('x-should-retry');
+  if (hint === 'true') return true;
+  if (hint === 'false') return false;
+  return isRetryableStatus(res.status);
+}
+
 async function errorFromResponse(http: ProviderHttp, model: string, res: Response): Promise<ProviderError> {
   const text = await res.text().catch(() => '');
   let parsed: unknown;
@@ -93,7 +101,7 @@ async function errorFromResponse(http: ProviderHttp, model: string, res: Respons
     model,
     upstreamStatus: res.status,
     providerErrorType: type ?? `http_${res.status}`,
-    retryable: isRetryableStatus(res.status),
+    retryable: shouldRetry(res),
     retryAfterSeconds: retryAfterSeconds(res.headers, http.clock),
     message: message ?? (text.replace(/\s+/g, ' ').slice(0, 200) || `HTTP ${res.status}`),
   });
@@ -258,6 +266,7 @@ export async function* sendForEvents(
     }
     finished = true;
   } catch (err) {
+    if (err instanceof SseLineTooLong) throw invalidAnswer(http, call, err.message);
     throw translate(http, call, guard, err, yielded);
   } finally {
     guard.dispose(!finished);
