@@ -21,12 +21,15 @@ export interface ProviderRequest {
 
 /**
  * One attempt's lifetime: aborted by the caller's signal, or by the timer (then it is a timeout).
- * The timer can be re-armed, so a stream's silence is bounded too.
+ * The deadline moves with every read of a stream, so a stream's silence is bounded too. The timer is
+ * lazy: a read only moves the deadline, and the timer, when it fires early, sleeps again until it.
  */
 class CallGuard {
   readonly controller = new AbortController();
   timedOut = false;
   private timer: NodeJS.Timeout | undefined;
+  private deadline = 0;
+  private running = false;
   private readonly onAbort = () => this.controller.abort(this.call.signal.reason);
 
   constructor(private readonly call: ProviderCall) {
@@ -36,21 +39,35 @@ class CallGuard {
   }
 
   arm(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.controller.abort(new Error('provider timeout'));
-    }, this.call.timeoutMs);
+    this.deadline = performance.now() + this.call.timeoutMs;
+    this.running = true;
+    if (!this.timer) this.schedule(this.call.timeoutMs);
   }
 
   /** while the caller holds an event, the provider's silence is not counted */
   pause(): void {
-    clearTimeout(this.timer);
+    this.running = false;
+  }
+
+  private schedule(ms: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (!this.running) return;
+      const left = this.deadline - performance.now();
+      if (left > 1) {
+        this.schedule(left);
+        return;
+      }
+      this.timedOut = true;
+      this.controller.abort(new Error('provider timeout'));
+    }, ms);
   }
 
   /** stops the timer and the listener; with `cancel`, also ends the upstream request */
   dispose(cancel: boolean): void {
+    this.running = false;
     clearTimeout(this.timer);
+    this.timer = undefined;
     this.call.signal.removeEventListener('abort', this.onAbort);
     if (cancel && !this.controller.signal.aborted) this.controller.abort(new Error('provider call finished'));
   }
