@@ -63,7 +63,7 @@ export interface SimulatorRule {
     toolCalls?: SimulatorToolCall[];
     /** force usage figures instead of the counted ones */
     usage?: { prompt_tokens?: number; completion_tokens?: number };
-    /** streams: never send usage even when asked */
+    /** OpenAI streams: never send the usage chunk, even when asked (Anthropic always reports usage) */
     omitStreamUsage?: boolean;
   };
   /** embeddings: the dimensions when the request names none (default: the simulator's) */
