@@ -8,6 +8,7 @@ export const Subjects = {
   llmCompletionDeadLetter: 'analytics.llm.completion.dead',
   credentialRevoked: 'auth.credential.revoked',
   membershipChanged: 'auth.membership.changed',
+  llmCatalogueUpdated: 'llm.catalogue.updated',
 } as const;
 
 export type Subject = (typeof Subjects)[keyof typeof Subjects];
@@ -59,8 +60,31 @@ export const LlmCompletionEvent = z.object({
     total_tokens: z.number().int().nonnegative(),
   }),
   cost: z.number().nonnegative(),
+  // Optional fields added by the LLM gateway (issue 9); version 1 consumers ignore what they do not know.
+  /** request id of the inference call (the `x-request-id` the caller saw) */
+  requestId: z.string().max(200).optional(),
+  /** the gateway endpoint: chat completions, embeddings or rerank */
+  endpoint: z.enum(['chat.completions', 'embeddings', 'rerank', 'images', 'audio']).optional(),
+  /** how the request ended: a full answer, a provider error, a stream cut at the budget, a client gone */
+  outcome: z.enum(['success', 'provider_error', 'budget_cut', 'client_cancelled']).optional(),
+  stream: z.boolean().optional(),
+  /** the model the caller asked for when governance downgraded it */
+  requestedModel: z.string().max(200).optional(),
+  /** where the token counts come from: the provider's report or the gateway's tokenizer */
+  usageSource: z.enum(['provider', 'tokenizer']).optional(),
+  /** wall time of the request in the gateway (ms) */
+  durationMs: z.number().nonnegative().optional(),
+  currency: z.string().max(10).optional(),
+  /** EcoLogits-method estimate of the request's footprint (decision record 0047) */
+  carbon: z
+    .object({ energy_kwh: z.number().nonnegative(), gwp_kgco2eq: z.number().nonnegative() })
+    .optional(),
 });
 export type LlmCompletionEvent = z.infer<typeof LlmCompletionEvent>;
+
+/** `llm.catalogue.updated`, version 1: gateway instances reload their in-memory model catalogue. */
+export const LlmCatalogueUpdatedEvent = z.object({ version: z.literal(1), at: z.string() });
+export type LlmCatalogueUpdatedEvent = z.infer<typeof LlmCatalogueUpdatedEvent>;
 
 export interface EventPayloads {
   'gateway.jwks.updated': JwksUpdatedEvent;
@@ -69,4 +93,5 @@ export interface EventPayloads {
   'analytics.llm.completion.dead': { reason: string; raw: string; at: string };
   'auth.credential.revoked': CredentialRevokedEvent;
   'auth.membership.changed': MembershipChangedEvent;
+  'llm.catalogue.updated': LlmCatalogueUpdatedEvent;
 }

@@ -4,11 +4,23 @@ import type { WindowKind } from '../domain/windows';
 
 export type QuotaPolicy = 'hard_block' | 'soft_downgrade';
 
+/**
+ * Model governance as stored: the downgrade map as pairs, because model ids (`gpt-4.1`, `mock/chat`)
+ * may hold dots, which field names in the store cannot.
+ */
+export interface StoredModelGovernance {
+  allowed: string[] | null;
+  defaults: { completions?: string; embeddings?: string };
+  downgrade: Array<{ from: string; to: string }>;
+}
+
 /** One organization's quota settings; `_id` is the org slug. */
 export interface OrgSettingsDoc extends Doc {
   plan: string;
   policy: QuotaPolicy;
   org_user_quotas: OrgUserQuotas;
+  /** model governance; absent on documents written before it existed (= no restriction) */
+  models?: StoredModelGovernance;
   createdAt: Date;
   updatedAt: Date;
   /** who changed the settings last: `user:<id>`, `<credential kind>:<credential id>` or `operator` */

@@ -1,7 +1,48 @@
 import type { Clock } from '@platform/kernel';
 import type { Update } from '@platform/store';
 import type { OrgUserQuotas, UserQuota } from '../domain/user-limits';
-import type { OrgSettingsDoc, QuotaCollections, QuotaPolicy } from './collections';
+import type { OrgSettingsDoc, QuotaCollections, QuotaPolicy, StoredModelGovernance } from './collections';
+
+/** A merge patch of the model governance: null resets a member (or all of it). */
+export type ModelGovernancePatch = {
+  allowed?: string[] | null;
+  defaults?: { completions?: string | null; embeddings?: string | null } | null;
+  downgrade?: Record<string, string | null> | null;
+} | null;
+
+export const NO_GOVERNANCE: StoredModelGovernance = { allowed: null, defaults: {}, downgrade: [] };
+
+/** Applies a governance merge patch to the stored governance. */
+export function mergeGovernance(
+  current: StoredModelGovernance,
+  patch: ModelGovernancePatch,
+): StoredModelGovernance {
+  if (patch === null) return NO_GOVERNANCE;
+  const next: StoredModelGovernance = {
+    allowed: current.allowed,
+    defaults: { ...current.defaults },
+    downgrade: [...current.downgrade],
+  };
+  if (patch.allowed !== undefined) next.allowed = patch.allowed === null ? null : [...new Set(patch.allowed)];
+  if (patch.defaults === null) next.defaults = {};
+  else if (patch.defaults) {
+    for (const type of ['completions', 'embeddings'] as const) {
+      const value = patch.defaults[type];
+      if (value === null) delete next.defaults[type];
+      else if (value !== undefined) next.defaults[type] = value;
+    }
+  }
+  if (patch.downgrade === null) next.downgrade = [];
+  else if (patch.downgrade) {
+    const map = new Map(next.downgrade.map((d) => [d.from, d.to]));
+    for (const [from, to] of Object.entries(patch.downgrade)) {
+      if (to === null) map.delete(from);
+      else map.set(from, to);
+    }
+    next.downgrade = [...map].map(([from, to]) => ({ from, to }));
+  }
+  return next;
+}
 
 /** A JSON merge patch (RFC 7396) of an organization's settings: null removes, objects merge. */
 export interface SettingsPatch {
@@ -10,6 +51,7 @@ export interface SettingsPatch {
     overrides?: Record<string, { rpm?: number | null; tpm?: number | null } | null>;
     by_role?: Record<string, { rpm?: number | null; tpm?: number | null } | null>;
   };
+  models?: ModelGovernancePatch;
 }
 
 export class TooManyEntries extends Error {
@@ -83,6 +125,9 @@ export class SettingsRepository {
     const $set: Record<string, unknown> = { updatedAt: this.clock.now(), updatedBy: by };
     const $unset: Record<string, ''> = {};
     if (patch.policy) $set.policy = patch.policy;
+    // The governance is small and changed as a whole: a read-modify-write of one field.
+    if (patch.models !== undefined)
+      $set.models = mergeGovernance(current.models ?? NO_GOVERNANCE, patch.models);
     for (const field of ['overrides', 'by_role'] as const) {
       const entries = patch.org_user_quotas?.[field];
       if (!entries) continue;
@@ -155,5 +200,10 @@ function normalise(doc: OrgSettingsDoc): OrgSettingsDoc {
     overrides: clean(doc.org_user_quotas?.overrides),
     by_role: clean(doc.org_user_quotas?.by_role),
   };
-  return { ...doc, policy: doc.policy ?? 'hard_block', org_user_quotas: quotas };
+  return {
+    ...doc,
+    policy: doc.policy ?? 'hard_block',
+    org_user_quotas: quotas,
+    models: doc.models ?? NO_GOVERNANCE,
+  };
 }

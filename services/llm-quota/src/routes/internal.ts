@@ -5,9 +5,13 @@ export { INTERNAL_SECRET_HEADER } from '@platform/kernel';
 
 import type { Router } from 'express';
 import { z } from 'zod';
+import { NO_GOVERNANCE } from '../data/settings-repo';
+import { microsToCost } from '../domain/gauges';
+import { readCounters } from '../domain/usage-report';
+import { counterId, windowStart } from '../domain/windows';
 import type { RouteDeps } from './deps';
 import { AssignPlanSchema } from './schemas';
-import { settingsView } from './settings';
+import { governanceView, settingsView } from './settings';
 
 const OrgSlugParam = z.string().regex(ORG_SLUG_PATTERN, 'not an organization slug');
 
@@ -29,6 +33,34 @@ export function mountInternalRoutes(router: Router, deps: RouteDeps): void {
       throw new NotFound(`llm-quota has not seen organization ${orgSlug} yet: the default plan applies`);
     }
     res.json(settingsView(existing));
+  });
+
+  // The LLM gateway's read path: what it enforces for an organization before calling a provider (its
+  // policy, plan limits, per-user quotas and model governance) and the month's counted usage, which
+  // the gateway takes as a floor under its own counters. Seen for the first time = default plan.
+  router.get('/internal/orgs/:orgSlug/gateway-settings', guard, async (req, res) => {
+    const orgSlug = parseInput(OrgSlugParam, req.params.orgSlug, 'orgSlug');
+    const settings = await deps.settings.get(orgSlug);
+    const { name, plan } = deps.planOf(settings);
+    const now = deps.clock.now();
+    const monthStart = windowStart('month', now);
+    const monthId = counterId({ orgSlug }, 'month', monthStart);
+    const month = (await readCounters(deps.collections, [monthId])).get(monthId);
+    res.setHeader('cache-control', 'no-store');
+    res.json({
+      orgSlug,
+      plan: { name, currency: plan.currency },
+      policy: settings.policy,
+      limits: plan.limits,
+      per_user_defaults: plan.per_user_defaults,
+      org_user_quotas: settings.org_user_quotas,
+      models: governanceView(settings.models ?? NO_GOVERNANCE),
+      month: {
+        start: monthStart.toISOString(),
+        tokens: month?.tokens ?? 0,
+        cost: month ? microsToCost(month.cost_micros) : 0,
+      },
+    });
   });
 
   router.put('/internal/orgs/:orgSlug/plan', guard, async (req, res) => {

@@ -85,10 +85,49 @@ const UserQuotaPatchSchema = z
   .strict()
   .nullable();
 
+const ModelIdSchema = z.string().min(1).max(200);
+
+/** The organization's model governance as stored and returned (issue 9 item 3). */
+export const ModelGovernanceSchema = z
+  .object({
+    allowed: z
+      .array(ModelIdSchema)
+      .nullable()
+      .meta({ description: 'model ids the organization may use; null: every enabled model' }),
+    defaults: z
+      .object({ completions: ModelIdSchema.optional(), embeddings: ModelIdSchema.optional() })
+      .meta({ description: 'the model used when a request omits `model` or sends `"default"`' }),
+    downgrade: z
+      .record(ModelIdSchema, ModelIdSchema)
+      .meta({ description: '`soft_downgrade`: the model a refused or over-budget model is replaced with' }),
+  })
+  .meta({ id: 'ModelGovernance' });
+export type ModelGovernance = z.infer<typeof ModelGovernanceSchema>;
+
+const ModelGovernancePatchSchema = z
+  .object({
+    allowed: z.array(ModelIdSchema).max(10_000).nullable().optional(),
+    defaults: z
+      .object({
+        completions: ModelIdSchema.nullable().optional(),
+        embeddings: ModelIdSchema.nullable().optional(),
+      })
+      .strict()
+      .nullable()
+      .optional(),
+    downgrade: z.record(ModelIdSchema, ModelIdSchema.nullable()).nullable().optional(),
+  })
+  .strict()
+  .nullable();
+
 /** `PATCH /v1/quotas/settings`: a JSON merge patch (RFC 7396); `null` removes an entry or a limit. */
 export const SettingsPatchSchema = z
   .object({
     policy: z.enum(['hard_block', 'soft_downgrade']).optional(),
+    models: ModelGovernancePatchSchema.optional().meta({
+      description:
+        'model governance: `allowed` (null = every enabled model), `defaults` per type, `downgrade` map; `null` resets a member',
+    }),
     org_user_quotas: z
       .object({
         overrides: z.record(QuotaKeySchema, UserQuotaPatchSchema).optional(),
@@ -106,6 +145,7 @@ export const SettingsResponseSchema = z
     plan: z.string(),
     policy: z.enum(['hard_block', 'soft_downgrade']),
     org_user_quotas: OrgUserQuotasSchema,
+    models: ModelGovernanceSchema,
     updated_at: z.iso.datetime(),
     updated_by: z.string().nullable(),
   })
@@ -210,6 +250,17 @@ export const PublishedSettingsResponseSchema = z
     plan: z.string(),
     policy: POLICY,
     org_user_quotas: PublishedOrgUserQuotasSchema,
+    models: z
+      .looseObject({
+        allowed: z.array(z.string()).nullable(),
+        defaults: z.looseObject({ completions: z.string().optional(), embeddings: z.string().optional() }),
+        downgrade: z.record(z.string(), z.string()),
+      })
+      .optional()
+      .meta({
+        id: 'ModelGovernance',
+        description: "the organization's model governance (allowed, defaults, downgrade)",
+      }),
     updated_at: z.iso.datetime(),
     updated_by: z.string().nullable().meta({ description: '`user:<id>` or `<credential kind>:<id>`' }),
   })

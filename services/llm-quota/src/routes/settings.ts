@@ -1,17 +1,24 @@
 import type { Principal } from '@platform/contracts';
 import { InvalidInput, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
-import type { OrgSettingsDoc } from '../data/collections';
-import { TooManyEntries } from '../data/settings-repo';
+import type { OrgSettingsDoc, StoredModelGovernance } from '../data/collections';
+import { NO_GOVERNANCE, TooManyEntries } from '../data/settings-repo';
 import { authorizeOrgRequest, MANAGE_PERMISSION } from '../domain/authorize';
 import type { RouteDeps } from './deps';
-import { SettingsPatchSchema, type SettingsResponse } from './schemas';
+import { type ModelGovernance, SettingsPatchSchema, type SettingsResponse } from './schemas';
+
+export const governanceView = (stored: StoredModelGovernance): ModelGovernance => ({
+  allowed: stored.allowed,
+  defaults: stored.defaults,
+  downgrade: Object.fromEntries(stored.downgrade.map((d) => [d.from, d.to])),
+});
 
 export const settingsView = (doc: OrgSettingsDoc): SettingsResponse => ({
   orgSlug: doc._id,
   plan: doc.plan,
   policy: doc.policy,
   org_user_quotas: doc.org_user_quotas,
+  models: governanceView(doc.models ?? NO_GOVERNANCE),
   updated_at: new Date(doc.updatedAt).toISOString(),
   updated_by: doc.updatedBy ?? null,
 });

@@ -1,0 +1,45 @@
+import { commonConfig, env } from '@platform/kernel';
+import { z } from 'zod';
+import { BUILT_IN_GATEWAY_FILE, type GatewayFile, readGatewayFile } from './gateway-file';
+
+/** llm-gateway's configuration; every key is an environment variable, documented in the README. */
+export const llmGatewayConfigSchema = z.object({
+  ...commonConfig,
+  /** YAML or JSON file listing `providers` and `models`; unset: the built-in `mock/chat` and `mock/embeddings` */
+  LLM_GATEWAY_CONFIG: z
+    .string()
+    .transform((file, ctx): GatewayFile => {
+      try {
+        return readGatewayFile(file);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    })
+    .optional(),
+  /** secret the provider keys are encrypted with at rest (default: derived from PLATFORM_INTERNAL_SECRET) */
+  LLM_GATEWAY_ENCRYPTION_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** llm-quota's base URL: the gateway reads organizations' settings and budgets there */
+  LLM_QUOTA_URL: z.url().optional(),
+  /** largest JSON request body (bytes) */
+  LLM_GATEWAY_BODY_LIMIT_BYTES: env.int(10 * 1024 * 1024, 1024),
+  /** provider timeout of a model that names none (ms) */
+  LLM_GATEWAY_DEFAULT_TIMEOUT_MS: env.int(60_000, 100),
+  /** attempts on one model for a provider 429/5xx before failing over or answering the error */
+  LLM_GATEWAY_MAX_ATTEMPTS: env.int(3, 1),
+  /** first retry delay (ms); doubles each attempt, with jitter, capped by the provider's Retry-After */
+  LLM_GATEWAY_RETRY_BASE_MS: env.int(200, 0),
+  /** how long an organization's quota settings are cached by one instance (ms) */
+  LLM_GATEWAY_SETTINGS_TTL_MS: env.int(5_000, 0),
+  /** how often the outbox retries publishing events the bus refused (ms) */
+  LLM_GATEWAY_OUTBOX_INTERVAL_MS: env.int(1_000, 50),
+  /** grid emission factor for the carbon estimate (kgCO2eq per kWh; default: world average) */
+  LLM_GATEWAY_GRID_KGCO2_PER_KWH: z.coerce.number().positive().default(0.59),
+  /** data-centre power usage effectiveness for the carbon estimate */
+  LLM_GATEWAY_PUE: z.coerce.number().min(1).default(1.2),
+});
+export type LlmGatewayConfig = z.infer<typeof llmGatewayConfigSchema>;
+
+/** The gateway file in force: the configured one, else the built-in mock models. */
+export const gatewayFileOf = (config: LlmGatewayConfig): GatewayFile =>
+  config.LLM_GATEWAY_CONFIG ?? BUILT_IN_GATEWAY_FILE;

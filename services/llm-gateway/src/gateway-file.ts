@@ -1,0 +1,149 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+/**
+ * The operator's gateway file named by LLM_GATEWAY_CONFIG (YAML or JSON): the providers and the model
+ * catalogue the gateway starts from. Provider keys are given inline (`apiKey`) or by the name of an
+ * environment variable (`apiKeyEnv`); the gateway stores them encrypted and never returns them.
+ */
+const HeaderPolicyValueSchema = z.union([
+  z.string(),
+  z.object({ value: z.string(), required: z.boolean().optional() }).strict(),
+]);
+
+export const ProviderFileEntrySchema = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits, ".", "_" or "-"'),
+    type: z.enum(['openai', 'anthropic', 'mock']),
+    baseUrl: z.url().optional(),
+    apiKey: z.string().min(1).optional(),
+    apiKeyEnv: z.string().min(1).optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    azure: z
+      .object({ apiVersion: z.string().min(1) })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .refine((p) => !(p.apiKey && p.apiKeyEnv), { message: 'give apiKey or apiKeyEnv, not both' })
+  .refine((p) => p.type === 'mock' || p.baseUrl !== undefined, { message: 'baseUrl is required' });
+export type ProviderFileEntry = z.infer<typeof ProviderFileEntrySchema>;
+
+export const ModelFileEntrySchema = z
+  .object({
+    model_id: z.string().min(1).max(200),
+    type: z.enum(['completion', 'embeddings']),
+    enabled: z.boolean().default(true),
+    provider_config: z
+      .object({
+        provider: z.string().min(1),
+        model: z.string().min(1),
+        /** headers sent to the provider; values may name caller identity: {user.id}, {org.slug}, ... */
+        headers: z.record(z.string(), HeaderPolicyValueSchema).optional(),
+        /** client request headers (lower case) forwarded to the provider; every other one is dropped */
+        forward_headers: z.array(z.string().min(1)).optional(),
+      })
+      .strict(),
+    pricing: z
+      .object({ input_per_million: z.number().min(0), output_per_million: z.number().min(0) })
+      .strict()
+      .default({ input_per_million: 0, output_per_million: 0 }),
+    supported_dimensions: z.array(z.number().int().positive()).optional(),
+    timeout_ms: z.number().int().positive().max(600_000).optional(),
+    parameters_billion: z.number().positive().optional(),
+    /** a catalogue model tried when this one's provider keeps failing (429/5xx/no answer) */
+    failover: z.string().min(1).optional(),
+    /** rerank through the provider's native `/rerank` endpoint instead of chat scoring */
+    native_rerank: z.boolean().optional(),
+  })
+  .strict();
+export type ModelFileEntry = z.infer<typeof ModelFileEntrySchema>;
+
+export const GatewayFileSchema = z
+  .object({
+    providers: z.array(ProviderFileEntrySchema).default([]),
+    models: z.array(ModelFileEntrySchema).default([]),
+  })
+  .strict()
+  .superRefine((file, ctx) => {
+    const providers = new Set<string>();
+    file.providers.forEach((p, i) => {
+      if (providers.has(p.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['providers', i, 'name'],
+          message: `duplicate provider ${p.name}`,
+        });
+      providers.add(p.name);
+    });
+    const models = new Set(file.models.map((m) => m.model_id));
+    const seen = new Set<string>();
+    file.models.forEach((m, i) => {
+      if (seen.has(m.model_id))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['models', i, 'model_id'],
+          message: `duplicate model ${m.model_id}`,
+        });
+      seen.add(m.model_id);
+      if (!providers.has(m.provider_config.provider))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['models', i, 'provider_config', 'provider'],
+          message: `no provider named ${m.provider_config.provider}`,
+        });
+      if (m.failover !== undefined && !models.has(m.failover))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['models', i, 'failover'],
+          message: `no model named ${m.failover}`,
+        });
+    });
+  });
+export type GatewayFile = z.infer<typeof GatewayFileSchema>;
+
+/** What the gateway serves when LLM_GATEWAY_CONFIG is unset: the deterministic `mock` family. */
+export const BUILT_IN_GATEWAY_FILE: GatewayFile = GatewayFileSchema.parse({
+  providers: [{ name: 'mock', type: 'mock' }],
+  models: [
+    {
+      model_id: 'mock/chat',
+      type: 'completion',
+      provider_config: { provider: 'mock', model: 'mock-chat' },
+      pricing: { input_per_million: 0, output_per_million: 0 },
+      parameters_billion: 1,
+    },
+    {
+      model_id: 'mock/embeddings',
+      type: 'embeddings',
+      provider_config: { provider: 'mock', model: 'mock-embeddings' },
+      pricing: { input_per_million: 0, output_per_million: 0 },
+      supported_dimensions: [8, 16, 32, 64, 128, 256, 512, 768, 1024, 1536],
+    },
+  ],
+});
+
+const describe = (error: z.ZodError) =>
+  error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+
+/** Reads and validates the gateway file; throws an Error naming the file and the offending fields. */
+export function readGatewayFile(path: string): GatewayFile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read ${path} (${(err as Error).message})`);
+  }
+  let raw: unknown;
+  try {
+    raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new Error(
+      `${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'} (${(err as Error).message})`,
+    );
+  }
+  const parsed = GatewayFileSchema.safeParse(raw);
+  if (!parsed.success) throw new Error(`invalid gateway file ${path}: ${describe(parsed.error)}`);
+  return parsed.data;
+}

@@ -1,0 +1,3 @@
+export * from './config';
+export * from './gateway-file';
+export * from './service';
