@@ -82,11 +82,10 @@ describe('auth OpenAPI coverage and serving', () => {
 
   it('documents exactly the public routes the app mounts', async () => {
     const mounted = mountedRoutes((await service).handler);
-    // Operational routes and the internal API (guarded by the internal secret) are not the root's.
+    // Operational routes, the internal API (guarded by the internal secret) and the HTML pages are not the API's.
     const operational = ['get /healthz', 'get /readyz', 'get /metrics'];
-    const publicRoutes = mounted
-      .filter((r) => !operational.includes(r) && !r.split(' ')[1]!.startsWith('/internal/'))
-      .sort();
+    const notApi = (path: string) => path.startsWith('/internal/') || path.startsWith('/account');
+    const publicRoutes = mounted.filter((r) => !operational.includes(r) && !notApi(r.split(' ')[1]!)).sort();
     expect(publicRoutes).toEqual(AUTH_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
   });
 

@@ -9,6 +9,10 @@ import {
   type PlatformService,
 } from '@platform/kernel';
 import type { Store } from '@platform/store';
+import { Accounts } from './accounts/accounts';
+import { LoginThrottle } from './accounts/login-throttle';
+import { createMailer } from './accounts/mailer';
+import { RateLimiterStorePort } from './accounts/store-rate-limiter';
 import type { AuthConfig } from './config';
 import type { AuthContext } from './context';
 import { openCollections } from './data/collections';
@@ -17,7 +21,9 @@ import { KeyRotation } from './domain/key-rotation';
 import { PrincipalResolver } from './domain/principal-resolver';
 import { PrivateKeyCodec } from './domain/signing-keys';
 import { authApiDocument } from './openapi';
+import { mountMailLinkPages } from './pages/mail-link-pages';
 import { mountAccessTokenRoutes } from './routes/access-tokens';
+import { mountAccountRoutes } from './routes/accounts';
 import { mountInternalRoutes } from './routes/internal-principal';
 import { mountJwksRoutes } from './routes/jwks';
 import { mountLoginRoutes } from './routes/login';
@@ -69,6 +75,16 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
     resolver: new PrincipalResolver(collections, clock),
   };
 
+  const mailer = createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM }, logger);
+  const accounts = new Accounts(context, mailer, new LoginThrottle(collections.rateCounters, clock, config));
+  const mailLimiter = new RateLimiterStorePort({
+    collection: collections.rateCounters,
+    clock,
+    keyPrefix: 'account-mail',
+    points: config.ACCOUNT_MAIL_RATE_LIMIT,
+    duration: 3600,
+  });
+
   const app = createServiceApp({
     name: 'auth',
     logger,
@@ -79,6 +95,8 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountStatusRoutes(router, context);
       mountJwksRoutes(router, context);
       mountLoginRoutes(router, context);
+      mountAccountRoutes(router, context, accounts, mailLimiter);
+      mountMailLinkPages(router, context, accounts);
       mountMeRoutes(router, context);
       mountAccessTokenRoutes(router, context);
       mountOrgRoutes(router, context);

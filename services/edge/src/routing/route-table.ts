@@ -44,6 +44,17 @@ export const ROOT_ACCESS: Record<RootName, Access> = {
 export const ROUTES: RouteRule[] = [
   { root: 'base', method: 'POST', path: '/v2/login/anonymous', access: 'public' },
   { root: 'base', method: 'GET', path: '/oidc/jwks', access: 'public' },
+  // Password accounts (auth limits these per account and client address itself).
+  { root: 'base', method: 'POST', path: '/v2/signup', access: 'public' },
+  { root: 'base', method: 'POST', path: '/v2/login', access: 'public' },
+  { root: 'base', method: 'POST', path: '/v2/login/refresh', access: 'public' },
+  { root: 'base', method: 'POST', path: '/v2/email/verify', access: 'public' },
+  { root: 'base', method: 'POST', path: '/v2/password/forgot', access: 'public' },
+  { root: 'base', method: 'POST', path: '/v2/password/reset', access: 'public' },
+  // Sign-in pages: auth checks their session cookie and per-form CSRF tokens itself.
+  { root: 'base', method: 'GET', path: '/account/verify-email', access: 'public' },
+  { root: 'base', method: 'GET', path: '/account/reset-password', access: 'public' },
+  { root: 'base', method: 'POST', path: '/account/reset-password', access: 'public' },
   { root: 'base', method: 'GET', path: '/', access: 'public' },
   // Each root's OpenAPI document, served by the service behind it.
   { root: 'base', method: 'GET', path: '/openapi.json', access: 'public' },
