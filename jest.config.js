@@ -4,7 +4,13 @@ const swc = [
   { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
 ];
 // Packages that ship ES modules only: Node loads them natively, jest needs them compiled to CommonJS.
-const esmOnly = ['jose', '@seriousme/openapi-schema-validator'];
+const esmOnly = [
+  'jose',
+  '@seriousme/openapi-schema-validator',
+  'oidc-provider',
+  'openid-client',
+  'oauth4webapi',
+];
 const base = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': swc, '^.+\\.m?js$': swc },

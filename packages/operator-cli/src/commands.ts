@@ -67,3 +67,20 @@ export async function rotateKeys(s: CliSettings): Promise<Outcome> {
   const body = rotated.body as { started: boolean };
   return { result: body.started ? 'started' : 'pending', data: body };
 }
+
+export async function addOidcClient(
+  s: CliSettings,
+  clientId: string,
+  options: { name?: string; redirectUris: string[]; postLogoutRedirectUris: string[]; confidential: boolean },
+): Promise<Outcome> {
+  const saved = await internal(s, 'auth', 'PUT', `/internal/oidc-clients/${encodeURIComponent(clientId)}`, {
+    ...(options.name ? { name: options.name } : {}),
+    redirectUris: options.redirectUris,
+    postLogoutRedirectUris: options.postLogoutRedirectUris,
+    confidential: options.confidential,
+  });
+  if (saved.status !== 200 && saved.status !== 201)
+    throw failure('Registering the OpenID Connect client', saved);
+  const { result, ...data } = saved.body as { result: string };
+  return { result, data };
+}

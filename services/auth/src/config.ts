@@ -95,6 +95,10 @@ export const authConfigSchema = z
     SMTP_URL: z.string().min(1).optional(),
     /** sender of account mails */
     MAIL_FROM: z.string().min(1).default('AI Platform <no-reply@localhost>'),
+    /** lifetime of access tokens (session JWTs) issued by the OpenID Connect provider, seconds */
+    OIDC_ACCESS_TOKEN_TTL_SECONDS: env.int(3_600, 60),
+    /** redirect URIs (comma-separated) of the first-party client `platform-web`; default: {base_url}/account/callback */
+    OIDC_FIRST_PARTY_REDIRECT_URIS: z.string().optional(),
     /** the platform name shown by GET / */
     PLATFORM_NAME: z.string().min(1).default('ai-platform'),
   })

@@ -82,9 +82,13 @@ describe('auth OpenAPI coverage and serving', () => {
 
   it('documents exactly the public routes the app mounts', async () => {
     const mounted = mountedRoutes((await service).handler);
-    // Operational routes, the internal API (guarded by the internal secret) and the HTML pages are not the API's.
+    // Operational routes, the internal API (guarded by the internal secret), the HTML pages and the
+    // OpenID Connect endpoints (described by the provider's discovery document) are not the API's.
     const operational = ['get /healthz', 'get /readyz', 'get /metrics'];
-    const notApi = (path: string) => path.startsWith('/internal/') || path.startsWith('/account');
+    const notApi = (path: string) =>
+      path.startsWith('/internal/') ||
+      path.startsWith('/account') ||
+      (path.startsWith('/oidc/') && path !== '/oidc/jwks');
     const publicRoutes = mounted.filter((r) => !operational.includes(r) && !notApi(r.split(' ')[1]!)).sort();
     expect(publicRoutes).toEqual(AUTH_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
   });

@@ -20,7 +20,13 @@ import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
 import { PrincipalResolver } from './domain/principal-resolver';
 import { PrivateKeyCodec } from './domain/signing-keys';
+import { FIRST_PARTY_CLIENT_ID, openClients, registerClient } from './oidc/clients';
+import { mountInteractionPages } from './oidc/interaction-pages';
+import { mountInternalClientRoutes } from './oidc/internal-clients';
+import { OidcProviderHost, oidcIssuer } from './oidc/provider';
+import { mountOidcRoutes, providerPages } from './oidc/routes';
 import { authApiDocument } from './openapi';
+import { FormTokens } from './pages/csrf';
 import { mountMailLinkPages } from './pages/mail-link-pages';
 import { mountAccessTokenRoutes } from './routes/access-tokens';
 import { mountAccountRoutes } from './routes/accounts';
@@ -85,6 +91,9 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
     duration: 3600,
   });
 
+  const formTokens = new FormTokens(config.PLATFORM_INTERNAL_SECRET);
+  const oidc = new OidcProviderHost(context, openClients(store), providerPages(context));
+
   const app = createServiceApp({
     name: 'auth',
     logger,
@@ -97,6 +106,8 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountLoginRoutes(router, context);
       mountAccountRoutes(router, context, accounts, mailLimiter);
       mountMailLinkPages(router, context, accounts);
+      mountInteractionPages(router, context, oidc, accounts, formTokens, async () => false);
+      mountOidcRoutes(router, context, oidc);
       mountMeRoutes(router, context);
       mountAccessTokenRoutes(router, context);
       mountOrgRoutes(router, context);
@@ -105,6 +116,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountWorkspaceRoutes(router, context);
       mountWorkspaceApiKeyRoutes(router, context);
       mountInternalRoutes(router, context);
+      mountInternalClientRoutes(router, context, oidc);
     },
   });
   app.set('trust proxy', config.TRUSTED_PROXIES);
@@ -118,6 +130,21 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       // A peer's key change shows here at once, not at this instance's next check.
       unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
       await keys.start();
+      // The platform's own pages are a first-party public client from the start.
+      const { base } = oidcIssuer(context);
+      await registerClient(
+        oidc.clients,
+        {
+          clientId: FIRST_PARTY_CLIENT_ID,
+          name: config.PLATFORM_NAME,
+          redirectUris: config.OIDC_FIRST_PARTY_REDIRECT_URIS?.split(',').map((u) => u.trim()) ?? [
+            `${base}/account/callback`,
+          ],
+          postLogoutRedirectUris: [`${base}/account/login`],
+          firstParty: true,
+        },
+        clock.now(),
+      );
     },
     async stop() {
       unsubscribe?.();

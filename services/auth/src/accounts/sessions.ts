@@ -3,6 +3,7 @@ import type { AuthContext } from '../context';
 import type { SessionDoc, UserDoc } from '../data/collections';
 import { newId, sha256Hex } from '../domain/secrets';
 import { signSessionToken } from '../domain/sessions';
+import { deleteGrant } from '../oidc/store-adapter';
 
 /** What a password, signup or refresh answers: the anonymous session's fields plus a refresh token. */
 export interface IssuedLogin {
@@ -56,6 +57,8 @@ export async function revokeSession(c: AuthContext, sessionId: string): Promise<
     { $set: { revokedAt: c.clock.now() } },
   );
   await c.collections.refreshTokens.deleteMany({ sessionId });
+  // An OpenID Connect session is its grant: its refresh tokens end with it.
+  await deleteGrant(c.store, sessionId);
   if (modified > 0) await c.events.credentialRevoked('session', sessionId);
   return modified > 0;
 }

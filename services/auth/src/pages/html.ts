@@ -53,29 +53,41 @@ code,.secret{font-family:ui-monospace,monospace;word-break:break-all;background:
 .row{display:flex;gap:12px;align-items:flex-end}.row>*{flex:1}
 `;
 
+export interface PageSpec {
+  title: string;
+  body: Raw;
+  status?: number;
+  wide?: boolean;
+  platformName: string;
+  nav?: Raw;
+  /** origins a form may end up at through redirects (an OAuth client's callback) */
+  formTargets?: string[];
+}
+
 /**
  * Every page: one layout, no script, a strict Content-Security-Policy (styles by nonce; forms post only
  * to this origin; no framing), and no caching of pages that may hold secrets.
  */
-export function sendPage(
-  res: Response,
-  page: { title: string; body: Raw; status?: number; wide?: boolean; platformName: string; nav?: Raw },
-): void {
+export function renderPage(page: PageSpec): { headers: Record<string, string>; html: string } {
   const nonce = randomBytes(16).toString('base64');
-  res.setHeader(
-    'content-security-policy',
-    `default-src 'none'; style-src 'nonce-${nonce}'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-  );
-  res.setHeader('x-frame-options', 'DENY');
-  res.setHeader('referrer-policy', 'no-referrer');
-  res.setHeader('cache-control', 'no-store');
-  res.setHeader('x-content-type-options', 'nosniff');
-  res
-    .status(page.status ?? 200)
-    .type('html')
-    .send(
-      `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(page.title)} · ${esc(page.platformName)}</title><style nonce="${nonce}">${STYLE}</style></head><body><header><a class="brand" href="/account">${esc(page.platformName)}</a>${page.nav?.html ?? ''}</header><main${page.wide ? ' class="wide"' : ''}>${page.body.html}</main></body></html>`,
-    );
+  const formAction = ["'self'", ...(page.formTargets ?? [])].join(' ');
+  return {
+    headers: {
+      'content-security-policy': `default-src 'none'; style-src 'nonce-${nonce}'; img-src 'self' data:; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'no-referrer',
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      'content-type': 'text/html; charset=utf-8',
+    },
+    html: `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(page.title)} · ${esc(page.platformName)}</title><style nonce="${nonce}">${STYLE}</style></head><body><header><a class="brand" href="/account">${esc(page.platformName)}</a>${page.nav?.html ?? ''}</header><main${page.wide ? ' class="wide"' : ''}>${page.body.html}</main></body></html>`,
+  };
+}
+
+export function sendPage(res: Response, page: PageSpec): void {
+  const { headers, html: body } = renderPage(page);
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.status(page.status ?? 200).send(body);
 }
 
 export const alert = (kind: 'error' | 'ok', message: string | null | undefined): Raw =>
