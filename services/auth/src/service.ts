@@ -12,6 +12,7 @@ import type { Store } from '@platform/store';
 import { Accounts } from './accounts/accounts';
 import { LoginThrottle } from './accounts/login-throttle';
 import { createMailer } from './accounts/mailer';
+import { Mfa } from './accounts/mfa';
 import { RateLimiterStorePort } from './accounts/store-rate-limiter';
 import type { AuthConfig } from './config';
 import type { AuthContext } from './context';
@@ -26,8 +27,11 @@ import { mountInternalClientRoutes } from './oidc/internal-clients';
 import { OidcProviderHost, oidcIssuer } from './oidc/provider';
 import { mountOidcRoutes, providerPages } from './oidc/routes';
 import { authApiDocument } from './openapi';
+import { mountAccountPages } from './pages/account-pages';
 import { FormTokens } from './pages/csrf';
 import { mountMailLinkPages } from './pages/mail-link-pages';
+import { MfaChallenge } from './pages/page-session';
+import { mountSignInPages } from './pages/sign-in-pages';
 import { mountAccessTokenRoutes } from './routes/access-tokens';
 import { mountAccountRoutes } from './routes/accounts';
 import { mountInternalRoutes } from './routes/internal-principal';
@@ -82,7 +86,12 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
   };
 
   const mailer = createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM }, logger);
-  const accounts = new Accounts(context, mailer, new LoginThrottle(collections.rateCounters, clock, config));
+  const accounts = new Accounts(
+    context,
+    mailer,
+    new LoginThrottle(collections.rateCounters, clock, config),
+    new Mfa(context),
+  );
   const mailLimiter = new RateLimiterStorePort({
     collection: collections.rateCounters,
     clock,
@@ -106,7 +115,9 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountLoginRoutes(router, context);
       mountAccountRoutes(router, context, accounts, mailLimiter);
       mountMailLinkPages(router, context, accounts);
-      mountInteractionPages(router, context, oidc, accounts, formTokens, async () => false);
+      const signIn = mountSignInPages(router, context, accounts, formTokens, new MfaChallenge(context));
+      mountAccountPages(router, context, accounts, formTokens);
+      mountInteractionPages(router, context, oidc, accounts, formTokens, signIn.finishPassword);
       mountOidcRoutes(router, context, oidc);
       mountMeRoutes(router, context);
       mountAccessTokenRoutes(router, context);

@@ -7,6 +7,7 @@ import type { UserCaller } from '../domain/caller';
 import { newId, sha256Hex } from '../domain/secrets';
 import type { LoginThrottle } from './login-throttle';
 import type { Mailer } from './mailer';
+import type { Mfa } from './mfa';
 import { hashPassword, verifyPassword } from './passwords';
 import { type IssuedLogin, openUserSession, revokeSession } from './sessions';
 
@@ -34,6 +35,7 @@ export class Accounts {
     private readonly c: AuthContext,
     private readonly mailer: Mailer,
     private readonly throttle: LoginThrottle,
+    readonly mfa: Mfa,
   ) {}
 
   private get scrypt() {
@@ -113,7 +115,11 @@ export class Accounts {
     return openUserSession(c, user);
   }
 
-  async login(emailInput: string, password: string, address: string): Promise<IssuedLogin> {
+  /**
+   * Checks an email and password under the login throttle. The throttle's point is given back only by
+   * `signedIn`, so a wrong second factor spends the same budget as a wrong password.
+   */
+  async authenticate(emailInput: string, password: string, address: string): Promise<UserDoc> {
     const { c } = this;
     const email = normalizeEmail(emailInput);
     await this.throttle.attempt(email, address);
@@ -124,8 +130,32 @@ export class Accounts {
     if (!account || !ok) throw invalidCredentials();
     const user = await c.collections.users.findOne({ _id: account.userId });
     if (!user) throw invalidCredentials();
-    await this.throttle.succeeded(email, address);
-    return openUserSession(c, user);
+    return user;
+  }
+
+  /** Sign-in is complete (password and, when enrolled, the second factor): a new session. */
+  async signedIn(user: UserDoc, address: string, mfa: boolean): Promise<IssuedLogin> {
+    await this.throttle.succeeded(user.email!, address);
+    return openUserSession(this.c, user, { mfa });
+  }
+
+  /** POST /v2/login: the password, then `mfaCode` (TOTP or recovery code) when the user enrolled one. */
+  async login(emailInput: string, password: string, address: string, mfaCode?: string): Promise<IssuedLogin> {
+    const user = await this.authenticate(emailInput, password, address);
+    const needsMfa = await this.mfa.enabled(user._id);
+    if (needsMfa) {
+      if (!mfaCode) {
+        throw new Unauthenticated('This account needs a second factor: send mfaCode', {
+          error: 'MfaRequired',
+        });
+      }
+      if (!(await this.mfa.verify(user._id, mfaCode))) {
+        throw new Unauthenticated('The second-factor code is wrong or was used already', {
+          error: 'InvalidMfaCode',
+        });
+      }
+    }
+    return this.signedIn(user, address, needsMfa);
   }
 
   private async mailToken(kind: AccountTokenDoc['kind'], userId: string, email: string, ttlSeconds: number) {

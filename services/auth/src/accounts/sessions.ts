@@ -33,7 +33,11 @@ async function newRefreshToken(c: AuthContext, session: SessionDoc, now: Date) {
 }
 
 /** A new v2 session for a signed-in user: a session JWT (spec 2.5) and the first refresh token. */
-export async function openUserSession(c: AuthContext, user: UserDoc): Promise<IssuedLogin> {
+export async function openUserSession(
+  c: AuthContext,
+  user: UserDoc,
+  options: { mfa?: boolean } = {},
+): Promise<IssuedLogin> {
   const createdAt = wholeSeconds(c.clock.now());
   const session: SessionDoc = {
     _id: newId(),
@@ -43,6 +47,7 @@ export async function openUserSession(c: AuthContext, user: UserDoc): Promise<Is
     createdAt,
     expiresAt: new Date(createdAt.getTime() + c.config.ACCESS_TOKENS_MAX_AGE * 1000),
     revokedAt: null,
+    mfa: options.mfa ?? false,
   };
   const token = await signSessionToken(c, session, c.config.PASSWORD_SCOPE);
   await c.collections.sessions.insertOne(session);

@@ -52,6 +52,8 @@ export interface SessionDoc extends Doc {
   createdAt: Date;
   expiresAt: Date;
   revokedAt: Date | null;
+  /** signed in with a second factor (an organization may require it of its members) */
+  mfa?: boolean;
 }
 
 export interface SigningKeyDoc extends Doc {

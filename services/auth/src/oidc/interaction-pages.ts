@@ -2,12 +2,12 @@ import { AppError } from '@platform/kernel';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Accounts } from '../accounts/accounts';
 import { clientAddress } from '../accounts/client-address';
-import { setSessionCookies } from '../accounts/cookies';
 import type { AuthContext } from '../context';
+import type { UserDoc } from '../data/collections';
 import { loadCaller } from '../domain/caller';
 import type { FormTokens } from '../pages/csrf';
 import { alert, html, type Raw, sendPage } from '../pages/html';
-import { type OidcProviderHost, oidcIssuer } from './provider';
+import { type OidcProviderHost } from './provider';
 
 const SCOPE_TEXT: Record<string, string> = {
   openid: 'Know who you are (your user id)',
@@ -29,7 +29,7 @@ export function mountInteractionPages(
   host: OidcProviderHost,
   accounts: Accounts,
   tokens: FormTokens,
-  completeSignIn: (req: Request, res: Response, userId: string, next: string) => Promise<boolean>,
+  finishPassword: (req: Request, res: Response, user: UserDoc, next: string) => Promise<void>,
 ): void {
   const platformName = c.config.PLATFORM_NAME;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
@@ -122,26 +122,18 @@ ${alert('error', error)}
         403,
       );
     }
-    let userId: string;
+    let user: UserDoc;
     try {
-      const issued = await accounts.login(email, text(req.body?.password), clientAddress(req));
-      const base = oidcIssuer(c).base;
-      setSessionCookies(res, issued.token, issued.expiresAt, base);
-      userId = issued.userId;
+      user = await accounts.authenticate(email, text(req.body?.password), clientAddress(req));
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       const status = err.kind === 'rate_limited' ? 429 : 401;
       const message = err.kind === 'invalid_input' ? 'Enter your email and password.' : err.message;
       return page(res, clientId, 'Sign in', loginForm(details.uid, clientName, message, email), status);
     }
-    // A second factor, when the account has one, is asked before the interaction completes.
-    if (await completeSignIn(req, res, userId, `/oidc/interaction/${details.uid}`)) return;
-    return provider.interactionFinished(
-      req,
-      res,
-      { login: { accountId: userId } },
-      { mergeWithLastSubmission: false },
-    );
+    // The platform session (and the second factor, when enrolled) first; the interaction then resumes
+    // and sees the signed-in person.
+    await finishPassword(req, res, user, `/oidc/interaction/${details.uid}`);
   });
 
   router.post('/oidc/interaction/:uid/confirm', form, async (req, res) => {

@@ -33,7 +33,13 @@ export const SignupBody = z
   })
   .meta({ description: 'POST /v2/signup' });
 export const LoginBody = z
-  .object({ email: Email, password: Password })
+  .object({
+    email: Email,
+    password: Password,
+    mfaCode: z.string().max(20).optional().meta({
+      description: 'TOTP code or a recovery code; required when the account enrolled a second factor',
+    }),
+  })
   .meta({ description: 'POST /v2/login' });
 export const RefreshBody = z
   .object({ refreshToken: z.string().min(1).max(200) })
@@ -118,9 +124,9 @@ export function mountAccountRoutes(
   });
 
   router.post('/v2/login', async (req, res) => {
-    const { email, password } = parseInput(LoginBody, req.body);
+    const { email, password, mfaCode } = parseInput(LoginBody, req.body);
     const base = publicBaseUrl(c.config, req);
-    answer(res, base, await accounts.login(email, password, clientAddress(req)));
+    answer(res, base, await accounts.login(email, password, clientAddress(req), mfaCode));
   });
 
   router.post('/v2/login/refresh', async (req, res) => {
