@@ -1,4 +1,4 @@
-// Three projects so each kind of test can run alone: `pnpm test:unit`, `:integration`, `:e2e`.
+// Four projects so each kind of test can run alone: `pnpm test:unit`, `:integration`, `:e2e`, `:browser`.
 const swc = [
   '@swc/jest',
   { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
@@ -37,5 +37,7 @@ module.exports = {
       testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
     },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
+    // Pages in a real Chromium (Debian's package; never downloaded): see test/browser/chromium.ts.
+    { ...base, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'] },
   ],
 };

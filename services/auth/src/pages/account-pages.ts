@@ -127,6 +127,7 @@ ${accessTokens.map(
   (t) => html`<tr><td>${t.name}</td><td>${day(t.createdAt)}</td><td>${day(t.expiresAt)}</td>
 <td><form method="post" action="/account/tokens/${t._id}/revoke">${csrfField(s, `token:${t._id}`)}<button type="submit" class="small secondary" aria-label="Revoke ${t.name}">Revoke</button></form></td></tr>`,
 )}
+${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No access tokens yet.</td></tr>`}
 </tbody></table>
 <form method="post" action="/account/tokens">${csrfField(s, 'token-create')}
 <div class="row"><div><label for="token-name">Name</label><input id="token-name" name="name" type="text" required maxlength="100"></div>

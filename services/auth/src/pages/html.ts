@@ -51,6 +51,8 @@ button.secondary{background:transparent;color:var(--accent);border:1px solid var
 table{width:100%;border-collapse:collapse;font-size:.925rem}th,td{text-align:left;padding:8px 6px;border-bottom:1px solid var(--line);vertical-align:middle}
 code,.secret{font-family:ui-monospace,monospace;word-break:break-all;background:var(--bg);padding:2px 6px;border-radius:6px}
 .row{display:flex;gap:12px;align-items:flex-end}.row>*{flex:1}
+form button.small{margin-top:14px}td button.small,.row button.small,header button.small{margin-top:0}
+.card>h2:not(:first-child){margin-top:24px}td.empty{color:var(--muted)}
 header form.nav{display:flex;gap:12px;align-items:center;color:var(--muted);font-size:.925rem}
 .qr svg{width:200px;height:200px;display:block;margin:8px 0;border-radius:8px}
 ul.codes{columns:2;padding-left:1.2em}ul.codes li{margin:4px 0}
