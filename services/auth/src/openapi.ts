@@ -19,6 +19,7 @@ import { JwksSchema } from './routes/jwks';
 import { AnonymousSessionSchema } from './routes/login';
 import { ActiveOrgBody, MeSchema } from './routes/me';
 import { CreatedOrgApiKeySchema, CreateOrgApiKeyBody, OrgApiKeySchema } from './routes/org-api-keys';
+import { OrgSecurityBody, OrgSecuritySchema } from './routes/org-security';
 import { AddMemberBody, CreateOrgBody, OrgDetailSchema, OrgMemberSchema, OrgSchema } from './routes/orgs';
 import { PutRoleBody, RoleSchema } from './routes/roles';
 import { PlatformStatusSchema } from './routes/status';
@@ -258,6 +259,28 @@ export const AUTH_ROUTES: RouteDoc[] = [
     tags: ['organizations'],
     security: ANY,
     responses: { 200: ok('organization', OrgDetailSchema), ...denied, ...unknown('organization') },
+  },
+  {
+    method: 'get',
+    path: '/v2/orgs/:orgSlug/security',
+    summary: 'The organization’s security policy',
+    tags: ['organizations'],
+    security: ANY,
+    responses: { 200: ok('the policy', OrgSecuritySchema), ...denied, ...unknown('organization') },
+  },
+  {
+    method: 'put',
+    path: '/v2/orgs/:orgSlug/security',
+    summary: 'Require two-step verification of the members (members:manage)',
+    tags: ['organizations'],
+    security: USER,
+    body: OrgSecurityBody,
+    responses: {
+      200: ok('the policy', OrgSecuritySchema),
+      ...invalid,
+      ...denied,
+      ...unknown('organization'),
+    },
   },
   {
     method: 'get',

@@ -39,6 +39,7 @@ import { mountJwksRoutes } from './routes/jwks';
 import { mountLoginRoutes } from './routes/login';
 import { mountMeRoutes } from './routes/me';
 import { mountOrgApiKeyRoutes } from './routes/org-api-keys';
+import { mountOrgSecurityRoutes } from './routes/org-security';
 import { mountOrgRoutes } from './routes/orgs';
 import { mountRoleRoutes } from './routes/roles';
 import { mountStatusRoutes } from './routes/status';
@@ -122,6 +123,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountMeRoutes(router, context);
       mountAccessTokenRoutes(router, context);
       mountOrgRoutes(router, context);
+      mountOrgSecurityRoutes(router, context);
       mountRoleRoutes(router, context);
       mountOrgApiKeyRoutes(router, context);
       mountWorkspaceRoutes(router, context);

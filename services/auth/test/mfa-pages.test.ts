@@ -113,4 +113,51 @@ describe('two-step verification (TOTP) and page forms', () => {
     expect(withToken.status).toBe(401);
     expect(withToken.text).toContain('Email or password is incorrect');
   });
+
+  it('an organization can require two-step verification of its members', async () => {
+    const owner = await enrolled();
+    a.clock.advance(30_000);
+    const ownerLogin = await login(owner.email, owner.code());
+    const ownerActor = {
+      credential: {
+        kind: 'session' as const,
+        userId: ownerLogin.body.userId,
+        sessionId: ownerLogin.body.sessionId,
+      },
+    };
+    const slug = `mfa-org-${Date.now()}`;
+    expect((await a.call(ownerActor, 'post', '/v2/orgs', { name: 'Strict', slug })).status).toBe(201);
+
+    const memberEmail = `member-${Date.now()}@example.com`;
+    const member = await a.http
+      .post('/v2/signup')
+      .set('x-forwarded-for', randomAddress())
+      .send({ email: memberEmail, password: PASSWORD });
+    const memberActor = {
+      credential: { kind: 'session' as const, userId: member.body.userId, sessionId: member.body.sessionId },
+    };
+    expect(
+      (
+        await a.call(ownerActor, 'post', `/v2/orgs/${slug}/members`, {
+          userId: member.body.userId,
+          role: 'owner',
+        })
+      ).status,
+    ).toBe(201);
+    // The member has no second factor: it may not turn the rule on, and before the rule it may act.
+    const refused = await a.call(memberActor, 'put', `/v2/orgs/${slug}/security`, { requireMfa: true });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toBe('MfaRequired');
+    expect((await a.call(memberActor, 'get', `/v2/orgs/${slug}`)).status).toBe(200);
+
+    const on = await a.call(ownerActor, 'put', `/v2/orgs/${slug}/security`, { requireMfa: true });
+    expect(on.status).toBe(200);
+    expect(on.body).toEqual({ orgSlug: slug, requireMfa: true });
+    const blocked = await a.call(memberActor, 'get', `/v2/orgs/${slug}`);
+    expect(blocked.status).toBe(403);
+    expect(blocked.body.error).toBe('MfaRequired');
+    const principal = await a.service.context.resolver.resolve(memberActor.credential, slug, 't');
+    expect(principal.principal.session.org).toBeNull();
+    expect((await a.call(ownerActor, 'get', `/v2/orgs/${slug}`)).status).toBe(200);
+  });
 });

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Collection } from '@platform/store';
 import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type { MfaDoc } from '../accounts/mfa';
 import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import type { SigningKey } from '../domain/key-rotation';
@@ -117,6 +118,8 @@ function configuration(
                 activeOrgSlug: null,
                 createdAt: c.clock.now(),
                 revokedAt: null,
+                // Sign-in asks for the second factor whenever the account has one.
+                mfa: Boolean((await c.store.collection<MfaDoc>('mfa').findOne({ _id: t.accountId }))?.secret),
               },
               $max: { expiresAt: new Date(exp * 1000) },
             },
