@@ -5,6 +5,7 @@ import { CliError, type CliSettings } from './client';
 import {
   addMember,
   addOidcClient,
+  addSsoProvider,
   assignPlan,
   createOrg,
   issueOrgApiKey,
@@ -26,11 +27,14 @@ Operator commands. Each is idempotent: running it again reports what exists inst
                   [--name NAME] [--confidential]
                                                register an OpenID Connect client (public, PKCE, unless
                                                --confidential: then its secret is shown once)
+  sso add <slug> --issuer URL --client-id ID [--client-secret S] [--name NAME] [--org ORG]
+                                               name an external OpenID Connect identity provider
+                                               (with --org: a company's, whose users join ORG)
 
 Connection (flags win over the environment):
   --url URL            the edge's base URL           PLATFORM_URL   (default http://localhost:8080)
   --token TOKEN        operator session JWT or at:   PLATFORM_TOKEN
-  --auth-url URL       auth, for keys rotate, oidc-client add   AUTH_URL
+  --auth-url URL       auth, for keys rotate, oidc-client add, sso add   AUTH_URL
   --llm-quota-url URL  llm-quota, for plan assign    LLM_QUOTA_URL
                        the shared internal secret    PLATFORM_INTERNAL_SECRET
   Against a local \`pnpm start\`, the last three are read from DATA_DIR/standalone.json.
@@ -115,6 +119,10 @@ function parse(argv: string[]) {
       'redirect-uri': { type: 'string', multiple: true },
       'post-logout-redirect-uri': { type: 'string', multiple: true },
       confidential: { type: 'boolean' },
+      issuer: { type: 'string' },
+      'client-id': { type: 'string' },
+      'client-secret': { type: 'string' },
+      org: { type: 'string' },
     },
   });
 }
@@ -156,6 +164,17 @@ function dispatch(positionals: string[], values: Values, s: CliSettings): Promis
         redirectUris: values['redirect-uri'],
         postLogoutRedirectUris: values['post-logout-redirect-uri'] ?? [],
         confidential: values.confidential ?? false,
+      });
+    case 'sso add':
+      need(1, 'sso add <slug> --issuer URL --client-id ID [--client-secret S] [--name NAME] [--org ORG]');
+      if (!values.issuer || !values['client-id'])
+        throw new CliError('sso add needs --issuer and --client-id', 2);
+      return addSsoProvider(s, args[0]!, {
+        name: values.name ?? args[0]!,
+        issuer: values.issuer,
+        clientId: values['client-id'],
+        ...(values['client-secret'] ? { clientSecret: values['client-secret'] } : {}),
+        ...(values.org ? { orgSlug: values.org } : {}),
       });
     default:
       throw new CliError(`Unknown command: ${positionals.join(' ')}`, 2);

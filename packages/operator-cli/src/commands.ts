@@ -84,3 +84,20 @@ export async function addOidcClient(
   const { result, ...data } = saved.body as { result: string };
   return { result, data };
 }
+
+export async function addSsoProvider(
+  s: CliSettings,
+  slug: string,
+  options: { name: string; issuer: string; clientId: string; clientSecret?: string; orgSlug?: string },
+): Promise<Outcome> {
+  const saved = await internal(
+    s,
+    'auth',
+    'PUT',
+    `/internal/sso-providers/${encodeURIComponent(slug)}`,
+    options,
+  );
+  if (saved.status !== 200 && saved.status !== 201) throw failure('Naming the identity provider', saved);
+  const { result, ...data } = saved.body as { result: string };
+  return { result, data };
+}

@@ -45,6 +45,9 @@ import { mountRoleRoutes } from './routes/roles';
 import { mountStatusRoutes } from './routes/status';
 import { mountWorkspaceApiKeyRoutes } from './routes/workspace-api-keys';
 import { mountWorkspaceRoutes } from './routes/workspaces';
+import { mountInternalSsoRoutes } from './sso/internal-providers';
+import { openSsoCollections, SsoClients } from './sso/providers';
+import { mountSsoPages } from './sso/sign-in';
 
 export interface AuthDeps extends BaseDeps<AuthConfig> {
   store: Store;
@@ -102,6 +105,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
   });
 
   const formTokens = new FormTokens(config.PLATFORM_INTERNAL_SECRET);
+  const sso = new SsoClients(openSsoCollections(store));
   const oidc = new OidcProviderHost(context, openClients(store), providerPages(context));
 
   const app = createServiceApp({
@@ -116,7 +120,8 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountLoginRoutes(router, context);
       mountAccountRoutes(router, context, accounts, mailLimiter);
       mountMailLinkPages(router, context, accounts);
-      const signIn = mountSignInPages(router, context, accounts, formTokens, new MfaChallenge(context));
+      const signIn = mountSignInPages(router, context, accounts, formTokens, new MfaChallenge(context), sso);
+      mountSsoPages(router, context, sso, signIn.finishPassword);
       mountAccountPages(router, context, accounts, formTokens);
       mountInteractionPages(router, context, oidc, accounts, formTokens, signIn.finishPassword);
       mountOidcRoutes(router, context, oidc);
@@ -130,6 +135,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountWorkspaceApiKeyRoutes(router, context);
       mountInternalRoutes(router, context);
       mountInternalClientRoutes(router, context, oidc);
+      mountInternalSsoRoutes(router, context, sso);
     },
   });
   app.set('trust proxy', config.TRUSTED_PROXIES);

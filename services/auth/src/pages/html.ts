@@ -45,6 +45,7 @@ input[type=email],input[type=password],input[type=text]{width:100%;padding:10px 
 input:focus-visible,button:focus-visible,a:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .hint{color:var(--muted);font-size:.875rem;margin-top:4px}
 button{margin-top:20px;width:100%;padding:11px 16px;border:0;border-radius:8px;background:var(--accent);color:var(--accent-fg);font:inherit;font-weight:600;cursor:pointer}
+a.button{display:block;text-align:center;text-decoration:none;margin-top:12px;padding:11px 16px;border-radius:8px;font-weight:600;border:1px solid var(--line);color:var(--accent)}
 button.secondary{background:transparent;color:var(--accent);border:1px solid var(--line)}button.small{width:auto;margin:0;padding:6px 12px;font-size:.875rem}
 .alert{border-radius:8px;padding:10px 12px;margin:0 0 16px;border:1px solid}.alert.error{color:var(--danger);border-color:var(--danger)}.alert.ok{color:var(--ok);border-color:var(--ok)}
 .links{margin-top:18px;font-size:.925rem;display:flex;justify-content:space-between;gap:12px;flex-wrap:wrap}a{color:var(--accent)}

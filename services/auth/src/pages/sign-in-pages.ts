@@ -6,6 +6,7 @@ import { setSessionCookies } from '../accounts/cookies';
 import { publicBaseUrl } from '../accounts/public-url';
 import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
+import type { SsoClients, SsoProviderDoc } from '../sso/providers';
 import type { FormTokens } from './csrf';
 import { alert, html, type Raw, sendPage } from './html';
 import { browserBinding, type MfaChallenge, pageSession, safeNext } from './page-session';
@@ -23,13 +24,20 @@ export function mountSignInPages(
   accounts: Accounts,
   tokens: FormTokens,
   challenge: MfaChallenge,
+  sso: SsoClients,
 ): { finishPassword: (req: Request, res: Response, user: UserDoc, next: string) => Promise<void> } {
   const platformName = c.config.PLATFORM_NAME;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
   const show = (res: Response, title: string, body: Raw, status = 200) =>
     sendPage(res, { platformName, title, body, status });
 
-  const loginForm = (csrf: string, next: string, error?: string, email = '') => html`<div class="card">
+  const loginForm = (
+    csrf: string,
+    next: string,
+    error?: string,
+    email = '',
+    providers: SsoProviderDoc[] = [],
+  ) => html`<div class="card">
 <h1>Sign in</h1><p class="lead">Welcome back to ${platformName}.</p>
 ${alert('error', error)}
 <form method="post" action="/account/login">
@@ -40,6 +48,7 @@ ${alert('error', error)}
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
 </form>
+${providers.map((p) => html`<a class="button secondary" href="/account/sso/${p._id}?next=${encodeURIComponent(next)}">Sign in with ${p.name}</a>`)}
 <div class="links"><a href="/account/signup">Create an account</a><a href="/account/forgot-password">Forgot your password?</a></div>
 </div>`;
 
@@ -101,7 +110,7 @@ ${alert('error', error)}
     const next = safeNext(req.query.next);
     if (await pageSession(c, req)) return res.redirect(303, next);
     const binding = browserBinding(req, res, publicBaseUrl(c.config, req));
-    show(res, 'Sign in', loginForm(tokens.issue(binding, 'login'), next));
+    show(res, 'Sign in', loginForm(tokens.issue(binding, 'login'), next, undefined, '', await sso.list()));
   });
 
   router.post('/account/login', form, async (req, res) => {

@@ -73,6 +73,8 @@ export const ROUTES: RouteRule[] = [
   { root: 'base', method: 'GET', path: '/account/mfa', access: 'public' },
   { root: 'base', method: 'POST', path: '/account/mfa', access: 'public' },
   { root: 'base', method: 'POST', path: '/account/mfa/disable', access: 'public' },
+  { root: 'base', method: 'GET', path: '/account/sso/:slug', access: 'public' },
+  { root: 'base', method: 'GET', path: '/account/sso/:slug/callback', access: 'public' },
   // The OpenID Connect provider ({base_url}/oidc): clients and browsers call it without a platform credential.
   { root: 'base', method: 'GET', path: '/oidc/.well-known/openid-configuration', access: 'public' },
   { root: 'base', method: 'GET', path: '/oidc/auth', access: 'public' },
