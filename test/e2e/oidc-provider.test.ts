@@ -164,4 +164,36 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     expect((await callJson(`${base}/v2/me`, 'GET', { bearer: tokens.access_token })).status).toBe(401);
     await expect(oidc.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toThrow();
   });
+
+  it('end session: the provider asks in the platform’s page, then signs the browser out', async () => {
+    const email = `end-${Date.now()}@example.com`;
+    await callJson(`${base}/v2/signup`, 'POST', { body: { email, password: PASSWORD } });
+    const browser = new BrowserAgent(base);
+    const tokens = await authorize(browser, email);
+    const ask = await browser.go(
+      `/oidc/session/end?client_id=notes-app&id_token_hint=${encodeURIComponent(tokens.id_token!)}`,
+    );
+    expect(ask.status).toBe(200);
+    expect(ask.text).toContain('Sign out?');
+    expect(ask.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
+    const action = /<form[^>]*action="([^"]+)"/.exec(ask.text)![1]!;
+    const done = await browser.go(action, {
+      method: 'POST',
+      form: { ...formFields(ask.text, action), logout: 'yes' },
+    });
+    expect(done.status).toBe(200);
+    // The provider's session is gone: a new authorization asks to sign in again (no platform cookie here).
+    browser.cookies.delete('access-token');
+    const again = await browser.go(
+      oidc
+        .buildAuthorizationUrl(config, {
+          redirect_uri: REDIRECT,
+          scope: 'openid',
+          code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+          code_challenge_method: 'S256',
+        })
+        .toString(),
+    );
+    expect(again.text).toContain('to continue to');
+  });
 });

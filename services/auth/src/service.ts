@@ -120,10 +120,18 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountLoginRoutes(router, context);
       mountAccountRoutes(router, context, accounts, mailLimiter);
       mountMailLinkPages(router, context, accounts);
-      const signIn = mountSignInPages(router, context, accounts, formTokens, new MfaChallenge(context), sso);
+      const signIn = mountSignInPages(
+        router,
+        context,
+        accounts,
+        formTokens,
+        new MfaChallenge(context),
+        sso,
+        mailLimiter,
+      );
       mountSsoPages(router, context, sso, signIn.finishPassword);
       mountAccountPages(router, context, accounts, formTokens);
-      mountInteractionPages(router, context, oidc, accounts, formTokens, signIn.finishPassword);
+      mountInteractionPages(router, context, oidc, accounts, formTokens, signIn.finishPassword, sso);
       mountOidcRoutes(router, context, oidc);
       mountMeRoutes(router, context);
       mountAccessTokenRoutes(router, context);

@@ -7,6 +7,7 @@ import type { UserDoc } from '../data/collections';
 import { loadCaller } from '../domain/caller';
 import type { FormTokens } from '../pages/csrf';
 import { alert, html, type Raw, sendPage } from '../pages/html';
+import type { SsoClients, SsoProviderDoc } from '../sso/providers';
 import { type OidcProviderHost } from './provider';
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -30,6 +31,7 @@ export function mountInteractionPages(
   accounts: Accounts,
   tokens: FormTokens,
   finishPassword: (req: Request, res: Response, user: UserDoc, next: string) => Promise<void>,
+  sso: SsoClients,
 ): void {
   const platformName = c.config.PLATFORM_NAME;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
@@ -52,7 +54,13 @@ export function mountInteractionPages(
     }
   };
 
-  const loginForm = (uid: string, clientName: string, error?: string, email = '') => html`<div class="card">
+  const loginForm = (
+    uid: string,
+    clientName: string,
+    error?: string,
+    email = '',
+    providers: SsoProviderDoc[] = [],
+  ) => html`<div class="card">
 <h1>Sign in</h1><p class="lead">to continue to <strong>${clientName}</strong></p>
 ${alert('error', error)}
 <form method="post" action="/oidc/interaction/${uid}/login" novalidate>
@@ -63,6 +71,7 @@ ${alert('error', error)}
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
 </form>
+${providers.map((p) => html`<a class="button secondary" href="/account/sso/${p._id}?next=${encodeURIComponent(`/oidc/interaction/${uid}`)}">Sign in with ${p.name}</a>`)}
 <div class="links"><a href="/account/signup">Create an account</a><a href="/account/forgot-password">Forgot your password?</a></div>
 </div>`;
 
@@ -99,7 +108,12 @@ ${alert('error', error)}
           { mergeWithLastSubmission: false },
         );
       }
-      return page(res, clientId, 'Sign in', loginForm(details.uid, clientName));
+      return page(
+        res,
+        clientId,
+        'Sign in',
+        loginForm(details.uid, clientName, undefined, '', await sso.list()),
+      );
     }
     const requested = String(details.params.scope ?? 'openid')
       .split(' ')

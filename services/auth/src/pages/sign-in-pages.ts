@@ -3,7 +3,9 @@ import express, { type Request, type Response, type Router } from 'express';
 import type { Accounts } from '../accounts/accounts';
 import { clientAddress } from '../accounts/client-address';
 import { setSessionCookies } from '../accounts/cookies';
+import { consumeOrThrow } from '../accounts/login-throttle';
 import { publicBaseUrl } from '../accounts/public-url';
+import type { RateLimiterStorePort } from '../accounts/store-rate-limiter';
 import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
 import type { SsoClients, SsoProviderDoc } from '../sso/providers';
@@ -25,6 +27,7 @@ export function mountSignInPages(
   tokens: FormTokens,
   challenge: MfaChallenge,
   sso: SsoClients,
+  mailLimiter: RateLimiterStorePort,
 ): { finishPassword: (req: Request, res: Response, user: UserDoc, next: string) => Promise<void> } {
   const platformName = c.config.PLATFORM_NAME;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
@@ -195,6 +198,11 @@ ${alert('error', error)}
       return show(res, 'Create account', signupForm(csrf, 'Enter a valid email address.', values), 400);
     }
     try {
+      await consumeOrThrow(
+        mailLimiter,
+        clientAddress(req),
+        'Too many sign-ups from this address; try again later.',
+      );
       const issued = await accounts.signup(
         {
           email: values.email,
@@ -239,6 +247,16 @@ ${alert('error', error)}
       );
     }
     const email = text(req.body?.email, 254).trim();
+    try {
+      await consumeOrThrow(
+        mailLimiter,
+        clientAddress(req),
+        'Too many requests from this address; try again later.',
+      );
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      return show(res, 'Reset password', forgotForm(tokens.issue(binding, 'forgot'), err.message), 429);
+    }
     if (/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) await accounts.requestPasswordReset(email, base);
     show(
       res,
