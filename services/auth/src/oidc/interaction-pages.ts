@@ -48,7 +48,10 @@ export function mountInteractionPages(
     if (!req.principal) return null;
     try {
       const caller = await loadCaller(c.collections, c.clock, req);
-      return caller.kind === 'user' && !caller.user.anonymous ? caller.user._id : null;
+      if (caller.kind !== 'user' || caller.via !== 'session' || caller.user.anonymous) return null;
+      // A session from before the person turned on two-step verification does not skip it.
+      if (!caller.holder.mfa && (await accounts.mfa.enabled(caller.user._id))) return null;
+      return caller.user._id;
     } catch {
       return null;
     }

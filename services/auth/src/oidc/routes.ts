@@ -9,8 +9,11 @@ import { loadCaller, requireUser } from '../domain/caller';
 import { html, raw, renderPage } from '../pages/html';
 import type { OidcProviderHost } from './provider';
 
-/** The platform session a JWT access token of ours names, when its signature and claims hold. */
-async function sessionOfAccessToken(c: AuthContext, token: string): Promise<string | null> {
+/** The platform session and client a JWT access token of ours names, when its signature and claims hold. */
+async function sessionOfAccessToken(
+  c: AuthContext,
+  token: string,
+): Promise<{ sessionId: string; clientId: unknown } | null> {
   const decoded = jwt.decode(token, { complete: true });
   const kid = decoded?.header.kid;
   if (!kid) return null;
@@ -23,7 +26,9 @@ async function sessionOfAccessToken(c: AuthContext, token: string): Promise<stri
       audience: c.config.JWT_AUDIENCE,
       clockTimestamp: Math.floor(c.clock.now().getTime() / 1000),
     }) as jwt.JwtPayload;
-    return typeof claims.platformSessionId === 'string' ? claims.platformSessionId : null;
+    return typeof claims.platformSessionId === 'string'
+      ? { sessionId: claims.platformSessionId, clientId: claims.client_id }
+      : null;
   } catch {
     return null;
   }
@@ -91,9 +96,10 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
   // JWT access tokens are the provider's blind spot: revoking one ends its platform session and grant.
   router.post('/oidc/token/revocation', form, async (req, res, next) => {
     const token = typeof req.body?.token === 'string' ? req.body.token : '';
-    const sessionId = token.split('.').length === 3 ? await sessionOfAccessToken(c, token) : null;
-    if (!sessionId) return next();
-    await revokeSession(c, sessionId);
+    const found = token.split('.').length === 3 ? await sessionOfAccessToken(c, token) : null;
+    // Only the client the token was issued to may revoke it here; anything else is the provider's to judge.
+    if (!found || found.clientId !== req.body?.client_id) return next();
+    await revokeSession(c, found.sessionId);
     res.status(200).end();
   });
 
