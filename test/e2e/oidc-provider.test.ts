@@ -1,6 +1,7 @@
 import { runCli } from '@platform/operator-cli';
 import { freePort } from '@platform/testkit';
 import * as oidc from 'openid-client';
+import * as OTPAuth from 'otpauth';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
 import { callJson, startTestPlatform, type TestPlatform } from '../harness';
 import { BrowserAgent, formFields } from '../support/browser-agent';
@@ -195,5 +196,34 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
         .toString(),
     );
     expect(again.text).toContain('to continue to');
+  });
+
+  it('a browser session from before two-step verification was turned on does not skip it', async () => {
+    const email = `late-mfa-${Date.now()}@example.com`;
+    const browser = new BrowserAgent(base);
+    // Sign up in the browser (a session without a second factor), then turn TOTP on.
+    let page = await browser.go('/account/signup');
+    page = await browser.go('/account/signup', {
+      method: 'POST',
+      form: { ...formFields(page.text, '/account/signup'), email, password: PASSWORD },
+    });
+    expect(page.url).toBe(`${base}/account?welcome=1`);
+    page = await browser.go('/account/mfa');
+    const secret = /id="totp-secret">([A-Z2-7]+)</.exec(page.text)![1]!;
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    page = await browser.go('/account/mfa', {
+      method: 'POST',
+      form: { ...formFields(page.text, '/account/mfa'), code: totp.generate() },
+    });
+    expect(page.text).toContain('Two-step verification is on');
+    // The old cookie session is not enough for the app: the sign-in form (and then the code) is asked.
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: REDIRECT,
+      scope: 'openid email',
+      code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+      code_challenge_method: 'S256',
+    });
+    const interaction = await browser.go(url.toString());
+    expect(interaction.text).toContain('to continue to');
   });
 });
