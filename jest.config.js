@@ -1,10 +1,16 @@
-// Three projects so each kind of test can run alone: `pnpm test:unit`, `:integration`, `:e2e`.
+// Four projects so each kind of test can run alone: `pnpm test:unit`, `:integration`, `:e2e`, `:browser`.
 const swc = [
   '@swc/jest',
   { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
 ];
 // Packages that ship ES modules only: Node loads them natively, jest needs them compiled to CommonJS.
-const esmOnly = ['jose', '@seriousme/openapi-schema-validator'];
+const esmOnly = [
+  'jose',
+  '@seriousme/openapi-schema-validator',
+  'oidc-provider',
+  'openid-client',
+  'oauth4webapi',
+];
 const base = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': swc, '^.+\\.m?js$': swc },
@@ -31,5 +37,7 @@ module.exports = {
       testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
     },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
+    // Pages in a real Chromium (Debian's package; never downloaded): see test/browser/chromium.ts.
+    { ...base, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'] },
   ],
 };

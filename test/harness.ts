@@ -11,7 +11,7 @@ export interface TestPlatform extends RunningPlatform {
  * a fresh embedded data folder, and NATS when `natsUrl` is given (else the in-process bus).
  */
 export async function startTestPlatform(
-  options: { env?: Env; clock?: Clock; natsUrl?: string; dataDir?: string } = {},
+  options: { env?: Env; clock?: Clock; natsUrl?: string; dataDir?: string; port?: number } = {},
 ): Promise<TestPlatform> {
   const data = options.dataDir ? { dir: options.dataDir, remove: () => undefined } : tempDir('platform-e2e-');
   const platform = await startPlatform({
@@ -23,7 +23,7 @@ export async function startTestPlatform(
     },
     clock: options.clock,
     logger: silentLogger(),
-    port: 0,
+    port: options.port ?? 0,
     adminPort: 0,
     host: '127.0.0.1',
   });

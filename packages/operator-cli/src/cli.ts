@@ -2,7 +2,16 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliError, type CliSettings } from './client';
-import { addMember, assignPlan, createOrg, issueOrgApiKey, type Outcome, rotateKeys } from './commands';
+import {
+  addMember,
+  addOidcClient,
+  addSsoProvider,
+  assignPlan,
+  createOrg,
+  issueOrgApiKey,
+  type Outcome,
+  rotateKeys,
+} from './commands';
 
 export const HELP = `Usage: pnpm platform <command> [options]
 
@@ -14,11 +23,18 @@ Operator commands. Each is idempotent: running it again reports what exists inst
   apikey issue <org> --name NAME [--permission P]... [--scope S]... [--project ID]
                                                issue an organization API key (shown once)
   keys rotate                                  rotate the signing keys now (published before it signs)
+  oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI]...
+                  [--name NAME] [--confidential]
+                                               register an OpenID Connect client (public, PKCE, unless
+                                               --confidential: then its secret is shown once)
+  sso add <slug> --issuer URL --client-id ID [--client-secret S] [--name NAME] [--org ORG]
+                                               name an external OpenID Connect identity provider
+                                               (with --org: a company's, whose users join ORG)
 
 Connection (flags win over the environment):
   --url URL            the edge's base URL           PLATFORM_URL   (default http://localhost:8080)
   --token TOKEN        operator session JWT or at:   PLATFORM_TOKEN
-  --auth-url URL       auth, for keys rotate         AUTH_URL
+  --auth-url URL       auth, for keys rotate, oidc-client add, sso add   AUTH_URL
   --llm-quota-url URL  llm-quota, for plan assign    LLM_QUOTA_URL
                        the shared internal secret    PLATFORM_INTERNAL_SECRET
   Against a local \`pnpm start\`, the last three are read from DATA_DIR/standalone.json.
@@ -100,6 +116,13 @@ function parse(argv: string[]) {
       permission: { type: 'string', multiple: true },
       scope: { type: 'string', multiple: true },
       project: { type: 'string' },
+      'redirect-uri': { type: 'string', multiple: true },
+      'post-logout-redirect-uri': { type: 'string', multiple: true },
+      confidential: { type: 'boolean' },
+      issuer: { type: 'string' },
+      'client-id': { type: 'string' },
+      'client-secret': { type: 'string' },
+      org: { type: 'string' },
     },
   });
 }
@@ -133,6 +156,26 @@ function dispatch(positionals: string[], values: Values, s: CliSettings): Promis
     case 'keys rotate':
       need(0, 'keys rotate');
       return rotateKeys(s);
+    case 'oidc-client add':
+      need(1, 'oidc-client add <clientId> --redirect-uri URI [--name NAME] [--confidential]');
+      if (!values['redirect-uri']?.length) throw new CliError('oidc-client add needs --redirect-uri', 2);
+      return addOidcClient(s, args[0]!, {
+        name: values.name,
+        redirectUris: values['redirect-uri'],
+        postLogoutRedirectUris: values['post-logout-redirect-uri'] ?? [],
+        confidential: values.confidential ?? false,
+      });
+    case 'sso add':
+      need(1, 'sso add <slug> --issuer URL --client-id ID [--client-secret S] [--name NAME] [--org ORG]');
+      if (!values.issuer || !values['client-id'])
+        throw new CliError('sso add needs --issuer and --client-id', 2);
+      return addSsoProvider(s, args[0]!, {
+        name: values.name ?? args[0]!,
+        issuer: values.issuer,
+        clientId: values['client-id'],
+        ...(values['client-secret'] ? { clientSecret: values['client-secret'] } : {}),
+        ...(values.org ? { orgSlug: values.org } : {}),
+      });
     default:
       throw new CliError(`Unknown command: ${positionals.join(' ')}`, 2);
   }

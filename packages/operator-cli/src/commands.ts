@@ -67,3 +67,37 @@ export async function rotateKeys(s: CliSettings): Promise<Outcome> {
   const body = rotated.body as { started: boolean };
   return { result: body.started ? 'started' : 'pending', data: body };
 }
+
+export async function addOidcClient(
+  s: CliSettings,
+  clientId: string,
+  options: { name?: string; redirectUris: string[]; postLogoutRedirectUris: string[]; confidential: boolean },
+): Promise<Outcome> {
+  const saved = await internal(s, 'auth', 'PUT', `/internal/oidc-clients/${encodeURIComponent(clientId)}`, {
+    ...(options.name ? { name: options.name } : {}),
+    redirectUris: options.redirectUris,
+    postLogoutRedirectUris: options.postLogoutRedirectUris,
+    confidential: options.confidential,
+  });
+  if (saved.status !== 200 && saved.status !== 201)
+    throw failure('Registering the OpenID Connect client', saved);
+  const { result, ...data } = saved.body as { result: string };
+  return { result, data };
+}
+
+export async function addSsoProvider(
+  s: CliSettings,
+  slug: string,
+  options: { name: string; issuer: string; clientId: string; clientSecret?: string; orgSlug?: string },
+): Promise<Outcome> {
+  const saved = await internal(
+    s,
+    'auth',
+    'PUT',
+    `/internal/sso-providers/${encodeURIComponent(slug)}`,
+    options,
+  );
+  if (saved.status !== 200 && saved.status !== 201) throw failure('Naming the identity provider', saved);
+  const { result, ...data } = saved.body as { result: string };
+  return { result, data };
+}

@@ -54,6 +54,49 @@ export const authConfigSchema = z
     ACCESS_TOKEN_MAX_LIFETIME_DAYS: env.int(366, 1),
     /** most live access tokens one user may hold */
     ACCESS_TOKENS_PER_USER_LIMIT: env.int(100, 1),
+    /** public root of the platform ({base_url}) used in mailed links; unset: taken from the request's forwarded host (set it in production) */
+    PUBLIC_BASE_URL: z.url().optional(),
+    /** `client_id` claim of sessions from POST /v2/login and /v2/signup */
+    PASSWORD_CLIENT_ID: z.string().min(1).default('platform-password'),
+    /** `scope` claim of sessions from POST /v2/login and /v2/signup */
+    PASSWORD_SCOPE: z.string().min(1).default('openid email profile'),
+    /** scrypt cost N of password hashes (a power of two); with r=8, p=3 the OWASP-equivalent of 2^17/8/1 */
+    PASSWORD_SCRYPT_N: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .refine((n) => (n & (n - 1)) === 0, 'must be a power of two')
+      .default(32_768),
+    /** scrypt block size r of password hashes */
+    PASSWORD_SCRYPT_R: env.int(8, 1),
+    /** scrypt parallelism p of password hashes */
+    PASSWORD_SCRYPT_P: env.int(3, 1),
+    /** shortest password accepted at signup and reset */
+    PASSWORD_MIN_LENGTH: env.int(10, 8),
+    /** failed logins allowed per account per LOGIN_FAILURE_WINDOW_SECONDS before it is locked */
+    LOGIN_ACCOUNT_MAX_FAILURES: env.int(10, 1),
+    /** failed logins allowed per client address per LOGIN_FAILURE_WINDOW_SECONDS before it is locked */
+    LOGIN_ADDRESS_MAX_FAILURES: env.int(100, 1),
+    /** the window failed logins are counted in, seconds */
+    LOGIN_FAILURE_WINDOW_SECONDS: env.int(900, 1),
+    /** how long a locked account or address stays locked, seconds */
+    LOGIN_LOCK_SECONDS: env.int(900, 1),
+    /** signups, password-reset and verification mails allowed per client address per hour */
+    ACCOUNT_MAIL_RATE_LIMIT: env.int(20, 1),
+    /** lifetime of an email-verification link, seconds */
+    EMAIL_VERIFICATION_TTL_SECONDS: env.int(172_800, 60),
+    /** lifetime of a password-reset link, seconds */
+    PASSWORD_RESET_TTL_SECONDS: env.int(3_600, 60),
+    /** lifetime of a v2 session's refresh token (each refresh rotates it), seconds */
+    REFRESH_TOKENS_MAX_AGE: env.int(7_776_000, 60),
+    /** SMTP server for account mails, e.g. smtp://user:pass@mail.example.com:587; unset: mails go to the log */
+    SMTP_URL: z.string().min(1).optional(),
+    /** sender of account mails */
+    MAIL_FROM: z.string().min(1).default('AI Platform <no-reply@localhost>'),
+    /** lifetime of access tokens (session JWTs) issued by the OpenID Connect provider, seconds */
+    OIDC_ACCESS_TOKEN_TTL_SECONDS: env.int(3_600, 60),
+    /** redirect URIs (comma-separated) of the first-party client `platform-web`; default: {base_url}/account/callback */
+    OIDC_FIRST_PARTY_REDIRECT_URIS: z.string().optional(),
     /** the platform name shown by GET / */
     PLATFORM_NAME: z.string().min(1).default('ai-platform'),
   })

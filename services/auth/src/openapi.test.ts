@@ -82,11 +82,14 @@ describe('auth OpenAPI coverage and serving', () => {
 
   it('documents exactly the public routes the app mounts', async () => {
     const mounted = mountedRoutes((await service).handler);
-    // Operational routes and the internal API (guarded by the internal secret) are not the root's.
+    // Operational routes, the internal API (guarded by the internal secret), the HTML pages and the
+    // OpenID Connect endpoints (described by the provider's discovery document) are not the API's.
     const operational = ['get /healthz', 'get /readyz', 'get /metrics'];
-    const publicRoutes = mounted
-      .filter((r) => !operational.includes(r) && !r.split(' ')[1]!.startsWith('/internal/'))
-      .sort();
+    const notApi = (path: string) =>
+      path.startsWith('/internal/') ||
+      path.startsWith('/account') ||
+      (path.startsWith('/oidc/') && path !== '/oidc/jwks');
+    const publicRoutes = mounted.filter((r) => !operational.includes(r) && !notApi(r.split(' ')[1]!)).sort();
     expect(publicRoutes).toEqual(AUTH_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
   });
 

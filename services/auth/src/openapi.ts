@@ -6,10 +6,20 @@ import {
   CreateAccessTokenBody,
   CreatedAccessTokenSchema,
 } from './routes/access-tokens';
+import {
+  EmailBody,
+  LoginBody,
+  RefreshBody,
+  ResetPasswordBody,
+  SignupBody,
+  TokenBody,
+  UserSessionSchema,
+} from './routes/accounts';
 import { JwksSchema } from './routes/jwks';
 import { AnonymousSessionSchema } from './routes/login';
 import { ActiveOrgBody, MeSchema } from './routes/me';
 import { CreatedOrgApiKeySchema, CreateOrgApiKeyBody, OrgApiKeySchema } from './routes/org-api-keys';
+import { OrgSecurityBody, OrgSecuritySchema } from './routes/org-security';
 import { AddMemberBody, CreateOrgBody, OrgDetailSchema, OrgMemberSchema, OrgSchema } from './routes/orgs';
 import { PutRoleBody, RoleSchema } from './routes/roles';
 import { PlatformStatusSchema } from './routes/status';
@@ -74,6 +84,93 @@ export const AUTH_ROUTES: RouteDoc[] = [
       200: ok('a new anonymous user and session', AnonymousSessionSchema),
       429: error('RATE_LIMITED: too many anonymous logins from this address'),
     },
+  },
+  {
+    method: 'post',
+    path: '/v2/signup',
+    summary: 'Create a password account (an anonymous caller keeps its user id, organizations and keys)',
+    tags: ['accounts'],
+    security: [],
+    body: SignupBody,
+    responses: {
+      201: ok('the account and its first session; a verification link is mailed', UserSessionSchema),
+      ...invalid,
+      409: error('SignupRefused: this email cannot be used; AlreadySignedUp: the caller has an account'),
+      429: error('RATE_LIMITED: too many account requests from this address'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v2/login',
+    summary: 'Sign in with email and password',
+    tags: ['accounts'],
+    security: [],
+    body: LoginBody,
+    responses: {
+      200: ok('a new session; also set as the access-token and csrf-token cookies', UserSessionSchema),
+      ...invalid,
+      401: error('InvalidCredentials: the email or the password is wrong (never says which)'),
+      429: error('RATE_LIMITED: too many failed attempts for this account or from this address'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v2/login/refresh',
+    summary: 'Exchange a refresh token for a new session JWT and refresh token',
+    tags: ['accounts'],
+    security: [],
+    body: RefreshBody,
+    responses: {
+      200: ok('the same session, renewed', UserSessionSchema),
+      ...invalid,
+      401: error('InvalidRefreshToken: unknown, expired or spent (a spent one revokes its session)'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v2/email/verify',
+    summary: 'Confirm an email address with the mailed token',
+    tags: ['accounts'],
+    security: [],
+    body: TokenBody,
+    responses: {
+      200: ok('verified', z.looseObject({ email: z.string(), emailVerified: z.boolean() })),
+      400: error('InvalidToken: unknown, used or expired'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v2/email/verification',
+    summary: 'Mail a new verification link to the caller',
+    tags: ['accounts'],
+    security: USER,
+    responses: {
+      202: ok('sent (false when already verified)', z.looseObject({ sent: z.boolean() })),
+      ...denied,
+      429: error('RATE_LIMITED'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v2/password/forgot',
+    summary: 'Mail a password-reset link (the answer never says whether the email has an account)',
+    tags: ['accounts'],
+    security: [],
+    body: EmailBody,
+    responses: {
+      202: ok('accepted', z.looseObject({ message: z.string() })),
+      ...invalid,
+      429: error('RATE_LIMITED'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v2/password/reset',
+    summary: 'Set a new password with the mailed token; every session of the user ends',
+    tags: ['accounts'],
+    security: [],
+    body: ResetPasswordBody,
+    responses: { 204: none('changed'), 400: error('InvalidToken, or a too short password') },
   },
   {
     method: 'post',
@@ -162,6 +259,28 @@ export const AUTH_ROUTES: RouteDoc[] = [
     tags: ['organizations'],
     security: ANY,
     responses: { 200: ok('organization', OrgDetailSchema), ...denied, ...unknown('organization') },
+  },
+  {
+    method: 'get',
+    path: '/v2/orgs/:orgSlug/security',
+    summary: 'The organization’s security policy',
+    tags: ['organizations'],
+    security: ANY,
+    responses: { 200: ok('the policy', OrgSecuritySchema), ...denied, ...unknown('organization') },
+  },
+  {
+    method: 'put',
+    path: '/v2/orgs/:orgSlug/security',
+    summary: 'Require two-step verification of the members (members:manage)',
+    tags: ['organizations'],
+    security: USER,
+    body: OrgSecurityBody,
+    responses: {
+      200: ok('the policy', OrgSecuritySchema),
+      ...invalid,
+      ...denied,
+      ...unknown('organization'),
+    },
   },
   {
     method: 'get',

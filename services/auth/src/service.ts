@@ -9,6 +9,11 @@ import {
   type PlatformService,
 } from '@platform/kernel';
 import type { Store } from '@platform/store';
+import { Accounts } from './accounts/accounts';
+import { LoginThrottle } from './accounts/login-throttle';
+import { createMailer } from './accounts/mailer';
+import { Mfa } from './accounts/mfa';
+import { RateLimiterStorePort } from './accounts/store-rate-limiter';
 import type { AuthConfig } from './config';
 import type { AuthContext } from './context';
 import { openCollections } from './data/collections';
@@ -16,18 +21,33 @@ import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
 import { PrincipalResolver } from './domain/principal-resolver';
 import { encryptPlainPrivateKeys, localSigningKeysSecret, PrivateKeyCodec } from './domain/signing-keys';
+import { FIRST_PARTY_CLIENT_ID, openClients, registerClient } from './oidc/clients';
+import { mountInteractionPages } from './oidc/interaction-pages';
+import { mountInternalClientRoutes } from './oidc/internal-clients';
+import { OidcProviderHost, oidcIssuer } from './oidc/provider';
+import { mountOidcRoutes, providerPages } from './oidc/routes';
 import { authApiDocument } from './openapi';
+import { mountAccountPages } from './pages/account-pages';
+import { FormTokens } from './pages/csrf';
+import { mountMailLinkPages } from './pages/mail-link-pages';
+import { MfaChallenge } from './pages/page-session';
+import { mountSignInPages } from './pages/sign-in-pages';
 import { mountAccessTokenRoutes } from './routes/access-tokens';
+import { mountAccountRoutes } from './routes/accounts';
 import { mountInternalRoutes } from './routes/internal-principal';
 import { mountJwksRoutes } from './routes/jwks';
 import { mountLoginRoutes } from './routes/login';
 import { mountMeRoutes } from './routes/me';
 import { mountOrgApiKeyRoutes } from './routes/org-api-keys';
+import { mountOrgSecurityRoutes } from './routes/org-security';
 import { mountOrgRoutes } from './routes/orgs';
 import { mountRoleRoutes } from './routes/roles';
 import { mountStatusRoutes } from './routes/status';
 import { mountWorkspaceApiKeyRoutes } from './routes/workspace-api-keys';
 import { mountWorkspaceRoutes } from './routes/workspaces';
+import { mountInternalSsoRoutes } from './sso/internal-providers';
+import { openSsoCollections, SsoClients } from './sso/providers';
+import { mountSsoPages } from './sso/sign-in';
 
 export interface AuthDeps extends BaseDeps<AuthConfig> {
   store: Store;
@@ -77,6 +97,25 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
     resolver: new PrincipalResolver(collections, clock),
   };
 
+  const mailer = createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM }, logger);
+  const accounts = new Accounts(
+    context,
+    mailer,
+    new LoginThrottle(collections.rateCounters, clock, config),
+    new Mfa(context),
+  );
+  const mailLimiter = new RateLimiterStorePort({
+    collection: collections.rateCounters,
+    clock,
+    keyPrefix: 'account-mail',
+    points: config.ACCOUNT_MAIL_RATE_LIMIT,
+    duration: 3600,
+  });
+
+  const formTokens = new FormTokens(config.PLATFORM_INTERNAL_SECRET);
+  const sso = new SsoClients(openSsoCollections(store));
+  const oidc = new OidcProviderHost(context, openClients(store), providerPages(context));
+
   const app = createServiceApp({
     name: 'auth',
     logger,
@@ -89,14 +128,32 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       mountStatusRoutes(router, context);
       mountJwksRoutes(router, context);
       mountLoginRoutes(router, context);
+      mountAccountRoutes(router, context, accounts, mailLimiter);
+      mountMailLinkPages(router, context, accounts);
+      const signIn = mountSignInPages(
+        router,
+        context,
+        accounts,
+        formTokens,
+        new MfaChallenge(context),
+        sso,
+        mailLimiter,
+      );
+      mountSsoPages(router, context, sso, signIn.finishPassword);
+      mountAccountPages(router, context, accounts, formTokens);
+      mountInteractionPages(router, context, oidc, accounts, formTokens, signIn.finishPassword, sso);
+      mountOidcRoutes(router, context, oidc);
       mountMeRoutes(router, context);
       mountAccessTokenRoutes(router, context);
       mountOrgRoutes(router, context);
+      mountOrgSecurityRoutes(router, context);
       mountRoleRoutes(router, context);
       mountOrgApiKeyRoutes(router, context);
       mountWorkspaceRoutes(router, context);
       mountWorkspaceApiKeyRoutes(router, context);
       mountInternalRoutes(router, context);
+      mountInternalClientRoutes(router, context, oidc);
+      mountInternalSsoRoutes(router, context, sso);
     },
   });
 
@@ -111,6 +168,21 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
       await encryptPlainPrivateKeys(collections.signingKeys, codec);
       await keys.start();
+      // The platform's own pages are a first-party public client from the start.
+      const { base } = oidcIssuer(context);
+      await registerClient(
+        oidc.clients,
+        {
+          clientId: FIRST_PARTY_CLIENT_ID,
+          name: config.PLATFORM_NAME,
+          redirectUris: config.OIDC_FIRST_PARTY_REDIRECT_URIS?.split(',').map((u) => u.trim()) ?? [
+            `${base}/account/callback`,
+          ],
+          postLogoutRedirectUris: [`${base}/account/login`],
+          firstParty: true,
+        },
+        clock.now(),
+      );
     },
     async stop() {
       unsubscribe?.();

@@ -1,5 +1,6 @@
 import type { ApiKeyRule } from '@platform/contracts';
 import type { Collection, Doc, Store } from '@platform/store';
+import type { RateCounterDoc } from '../accounts/store-rate-limiter';
 
 /** Documents of auth's own database. Ids are made in the domain (UUIDs); secrets are stored as hashes only. */
 
@@ -7,6 +8,39 @@ export interface UserDoc extends Doc {
   anonymous: boolean;
   email: string | null;
   createdAt: Date;
+  /** set when the user proved the email (a verification link or a verified identity provider claim) */
+  emailVerifiedAt?: Date | null;
+  firstName?: string | null;
+  lastName?: string | null;
+}
+
+/** A password account. `_id` is the normalised email (trimmed, lower case): one account per address. */
+export interface AccountDoc extends Doc {
+  userId: string;
+  /** `scrypt$N$r$p$salt$hash` */
+  passwordHash: string;
+  createdAt: Date;
+  passwordChangedAt: Date;
+}
+
+/** A mailed one-time link (email verification, password reset). `_id` is the sha256 of the token. */
+export interface AccountTokenDoc extends Doc {
+  kind: 'verify_email' | 'reset_password';
+  userId: string;
+  email: string;
+  createdAt: Date;
+  expiresAt: Date;
+  usedAt: Date | null;
+}
+
+/** A v2 session's refresh token. `_id` is its sha256; every token of a session is one family. */
+export interface RefreshTokenDoc extends Doc {
+  sessionId: string;
+  userId: string;
+  createdAt: Date;
+  expiresAt: Date;
+  /** set when it was exchanged; presenting it again revokes the session (reuse detection) */
+  usedAt: Date | null;
 }
 
 /** A login session; the JWT's `platformSessionId`. */
@@ -18,6 +52,8 @@ export interface SessionDoc extends Doc {
   createdAt: Date;
   expiresAt: Date;
   revokedAt: Date | null;
+  /** signed in with a second factor (an organization may require it of its members) */
+  mfa?: boolean;
 }
 
 export interface SigningKeyDoc extends Doc {
@@ -149,6 +185,11 @@ export interface AuthCollections {
   workspaces: Collection<WorkspaceDoc>;
   workspaceMembers: Collection<WorkspaceMemberDoc>;
   workspaceApiKeys: Collection<WorkspaceApiKeyDoc>;
+  accounts: Collection<AccountDoc>;
+  accountTokens: Collection<AccountTokenDoc>;
+  refreshTokens: Collection<RefreshTokenDoc>;
+  /** counters of the login and account-mail limiters, shared by every instance */
+  rateCounters: Collection<RateCounterDoc>;
 }
 
 /** Collection handles with the indexes the hot paths need (credential hashes, memberships). */
@@ -181,5 +222,10 @@ export function openCollections(store: Store): AuthCollections {
       { fields: { keyHash: 1 }, unique: true },
       { fields: { workspaceId: 1 } },
     ]),
+    accounts: store.collection<AccountDoc>('accounts', [{ fields: { userId: 1 } }]),
+    // No TTL indexes: expiry follows the injected clock; expired documents are removed as users act.
+    accountTokens: store.collection<AccountTokenDoc>('account_tokens', [{ fields: { userId: 1 } }]),
+    refreshTokens: store.collection<RefreshTokenDoc>('refresh_tokens', [{ fields: { sessionId: 1 } }]),
+    rateCounters: store.collection<RateCounterDoc>('rate_counters'),
   };
 }

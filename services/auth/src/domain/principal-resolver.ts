@@ -9,6 +9,7 @@ import type {
   WorkspaceApiKeyDoc,
 } from '../data/collections';
 import { membershipsOf, resolveActiveOrg } from './active-org';
+import { meetsMfaPolicy } from './org-access';
 import { findRole, NO_ROLE, type RoleDefinition } from './roles';
 import { sha256Hex } from './secrets';
 
@@ -120,7 +121,8 @@ export class PrincipalResolver {
     let org: OrgContext | null = null;
     if (active) {
       const orgDoc = await this.collections.orgs.findOne({ _id: active.membership.orgId });
-      if (orgDoc)
+      // An organization that requires two-step verification gives no context to a session without it.
+      if (orgDoc && meetsMfaPolicy(orgDoc, kind, holder))
         org = orgContext(
           orgDoc,
           (await findRole(this.collections, orgDoc, active.membership.role)) ?? NO_ROLE,

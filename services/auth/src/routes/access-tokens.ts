@@ -1,11 +1,11 @@
-import { Conflict, Forbidden, NotFound, parseInput } from '@platform/kernel';
+import { Forbidden, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { AccessTokenDoc } from '../data/collections';
+import { createAccessToken, revokeAccessToken } from '../domain/access-tokens';
 import { loadCaller, requireSession, requireUser } from '../domain/caller';
-import { newAccessToken, newId, sha256Hex } from '../domain/secrets';
-import { checkExpiry, IsoDateTime, iso, Name } from './common';
+import { IsoDateTime, iso, Name } from './common';
 
 export const CreateAccessTokenBody = z
   .object({
@@ -49,35 +49,7 @@ export function mountAccessTokenRoutes(router: Router, c: AuthContext): void {
   router.post('/v2/user/accessTokens', async (req, res) => {
     const caller = requireSession(await loadCaller(c.collections, c.clock, req));
     const body = parseInput(CreateAccessTokenBody, req.body);
-    const now = c.clock.now();
-    const expiresAt = checkExpiry(
-      'expiresAt',
-      body.expiresAt,
-      now,
-      c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS * 86_400_000,
-    )!;
-    const live = await c.collections.accessTokens.count({
-      userId: caller.user._id,
-      revokedAt: null,
-      expiresAt: { $gt: now },
-    });
-    if (live >= c.config.ACCESS_TOKENS_PER_USER_LIMIT) {
-      throw new Conflict(`At most ${c.config.ACCESS_TOKENS_PER_USER_LIMIT} live access tokens per user`, {
-        error: 'TooManyAccessTokens',
-      });
-    }
-    const token = newAccessToken();
-    const doc: AccessTokenDoc = {
-      _id: newId(),
-      userId: caller.user._id,
-      name: body.name,
-      tokenHash: sha256Hex(token),
-      activeOrgSlug: null,
-      createdAt: now,
-      expiresAt,
-      revokedAt: null,
-    };
-    await c.collections.accessTokens.insertOne(doc);
+    const { doc, token } = await createAccessToken(c, caller.user._id, body.name, body.expiresAt);
     res
       .status(201)
       .json({ name: doc.name, expiresAt: iso(doc.expiresAt), userId: doc.userId, token, _id: doc._id });
@@ -99,12 +71,7 @@ export function mountAccessTokenRoutes(router: Router, c: AuthContext): void {
     if (caller.via === 'access_token' && caller.credentialId !== id) {
       throw new Forbidden('An access token may revoke only itself; use a session to revoke others');
     }
-    const revoked = await c.collections.accessTokens.findOneAndUpdate(
-      { _id: id, userId: caller.user._id, revokedAt: null },
-      { $set: { revokedAt: c.clock.now() } },
-    );
-    if (!revoked) throw new NotFound(`No access token ${id}`, { error: 'AccessTokenNotFound' });
-    await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
+    await revokeAccessToken(c, caller.user._id, id);
     res.status(204).end();
   });
 }

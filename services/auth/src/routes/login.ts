@@ -2,6 +2,8 @@ import { forwardedViewOf, RateLimited } from '@platform/kernel';
 import type { Router } from 'express';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { z } from 'zod';
+import { clearSessionCookies } from '../accounts/cookies';
+import { publicBaseUrl } from '../accounts/public-url';
 import type { AuthContext } from '../context';
 import { createStoreRateLimiter } from '../data/store-rate-limiter';
 import { loadCaller, requireSession } from '../domain/caller';
@@ -53,7 +55,9 @@ export function mountLoginRoutes(router: Router, c: AuthContext): void {
       { _id: caller.credentialId, revokedAt: null },
       { $set: { revokedAt: c.clock.now() } },
     );
+    await c.collections.refreshTokens.deleteMany({ sessionId: caller.credentialId });
     await c.events.credentialRevoked('session', caller.credentialId);
+    clearSessionCookies(res, publicBaseUrl(c.config, req));
     res.status(204).end();
   });
 }

@@ -303,7 +303,14 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     const principal = resolved as ResolvedPrincipal | null;
     // A cross-site page cannot add an Authorization header without a preflight: only a request the
     // cookie alone authenticates needs the CSRF token (on the legacy root Authorization is legacy's).
-    if (principal && presented.kind === 'jwt' && presented.fromCookie && !req.headers.authorization) {
+    // Public routes (auth's pages and OIDC endpoints) check their own per-form tokens.
+    if (
+      principal &&
+      route.access === 'authenticated' &&
+      presented.kind === 'jwt' &&
+      presented.fromCookie &&
+      !req.headers.authorization
+    ) {
       const csrf = csrfError(method, req.headers);
       if (csrf) return sendError(res, csrf, requestId);
     }

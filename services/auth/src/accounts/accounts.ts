@@ -1,0 +1,252 @@
+import { randomBytes } from 'node:crypto';
+import { Conflict, InvalidInput, Unauthenticated } from '@platform/kernel';
+import { DuplicateKeyError } from '@platform/store';
+import type { AuthContext } from '../context';
+import type { AccountTokenDoc, UserDoc } from '../data/collections';
+import type { UserCaller } from '../domain/caller';
+import { newId, sha256Hex } from '../domain/secrets';
+import type { LoginThrottle } from './login-throttle';
+import type { Mailer } from './mailer';
+import type { Mfa } from './mfa';
+import { hashPassword, verifyPassword } from './passwords';
+import { type IssuedLogin, openUserSession, revokeSession } from './sessions';
+
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+export interface SignupInput {
+  email: string;
+  password: string;
+  firstName?: string;
+  lastName?: string;
+}
+
+/** The one answer to a wrong email or a wrong password: it never says which. */
+const invalidCredentials = () =>
+  new Unauthenticated('Email or password is incorrect', { error: 'InvalidCredentials' });
+
+/**
+ * Password accounts: signup (an anonymous caller keeps its user id, organizations and keys), login,
+ * email verification and password reset by mail.
+ */
+export class Accounts {
+  private dummyHash: Promise<string> | null = null;
+
+  constructor(
+    private readonly c: AuthContext,
+    private readonly mailer: Mailer,
+    private readonly throttle: LoginThrottle,
+    readonly mfa: Mfa,
+  ) {}
+
+  private get scrypt() {
+    const { PASSWORD_SCRYPT_N: N, PASSWORD_SCRYPT_R: r, PASSWORD_SCRYPT_P: p } = this.c.config;
+    return { N, r, p };
+  }
+
+  private checkPassword(password: string): void {
+    if (password.length < this.c.config.PASSWORD_MIN_LENGTH) {
+      throw new InvalidInput(
+        `Invalid body: password: must be at least ${this.c.config.PASSWORD_MIN_LENGTH} characters`,
+        {
+          details: {
+            issues: [
+              {
+                field: 'password',
+                message: `must be at least ${this.c.config.PASSWORD_MIN_LENGTH} characters`,
+              },
+            ],
+          },
+        },
+      );
+    }
+  }
+
+  async signup(input: SignupInput, caller: UserCaller | null, baseUrl: string): Promise<IssuedLogin> {
+    const { c } = this;
+    if (caller && !caller.user.anonymous) {
+      throw new Conflict('You are signed in to an account already; sign out first', {
+        error: 'AlreadySignedUp',
+      });
+    }
+    this.checkPassword(input.password);
+    const email = normalizeEmail(input.email);
+    const now = c.clock.now();
+    const userId = caller?.user._id ?? newId();
+    const passwordHash = await hashPassword(input.password, this.scrypt);
+    try {
+      await c.collections.accounts.insertOne({
+        _id: email,
+        userId,
+        passwordHash,
+        createdAt: now,
+        passwordChangedAt: now,
+      });
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      throw new Conflict('An account cannot be created with this email. Sign in, or reset your password.', {
+        error: 'SignupRefused',
+      });
+    }
+    const profile = {
+      email,
+      firstName: input.firstName ?? null,
+      lastName: input.lastName ?? null,
+      emailVerifiedAt: null,
+    };
+    let user: UserDoc;
+    if (caller) {
+      // Same user id: its memberships, keys and workspaces stay. Only an anonymous user may be claimed.
+      const claimed = await c.collections.users.findOneAndUpdate(
+        { _id: userId, anonymous: true },
+        { $set: { anonymous: false, ...profile } },
+      );
+      if (!claimed) {
+        await c.collections.accounts.deleteOne({ _id: email, userId });
+        throw new Conflict('This session signed up already', { error: 'AlreadySignedUp' });
+      }
+      user = claimed;
+      // The anonymous session ends; the account's own session replaces it.
+      await revokeSession(c, caller.credentialId);
+    } else {
+      user = { _id: userId, anonymous: false, createdAt: now, ...profile };
+      await c.collections.users.insertOne(user);
+    }
+    await this.sendVerification(user._id, email, baseUrl);
+    return openUserSession(c, user);
+  }
+
+  /**
+   * Checks an email and password under the login throttle. The throttle's point is given back only by
+   * `signedIn`, so a wrong second factor spends the same budget as a wrong password.
+   */
+  async authenticate(emailInput: string, password: string, address: string): Promise<UserDoc> {
+    const { c } = this;
+    const email = normalizeEmail(emailInput);
+    await this.throttle.attempt(email, address);
+    const account = await c.collections.accounts.findOne({ _id: email });
+    // An unknown email costs the same hash as a known one: timing does not tell them apart.
+    this.dummyHash ??= hashPassword(randomBytes(16).toString('hex'), this.scrypt);
+    const ok = await verifyPassword(password, account?.passwordHash ?? (await this.dummyHash));
+    if (!account || !ok) throw invalidCredentials();
+    const user = await c.collections.users.findOne({ _id: account.userId });
+    if (!user) throw invalidCredentials();
+    return user;
+  }
+
+  /** Sign-in is complete (password and, when enrolled, the second factor): a new session. */
+  async signedIn(user: UserDoc, address: string, mfa: boolean): Promise<IssuedLogin> {
+    await this.throttle.succeeded(user.email!, address);
+    return openUserSession(this.c, user, { mfa });
+  }
+
+  /** POST /v2/login: the password, then `mfaCode` (TOTP or recovery code) when the user enrolled one. */
+  async login(emailInput: string, password: string, address: string, mfaCode?: string): Promise<IssuedLogin> {
+    const user = await this.authenticate(emailInput, password, address);
+    const needsMfa = await this.mfa.enabled(user._id);
+    if (needsMfa) {
+      if (!mfaCode) {
+        throw new Unauthenticated('This account needs a second factor: send mfaCode', {
+          error: 'MfaRequired',
+        });
+      }
+      if (!(await this.mfa.verify(user._id, mfaCode))) {
+        throw new Unauthenticated('The second-factor code is wrong or was used already', {
+          error: 'InvalidMfaCode',
+        });
+      }
+    }
+    return this.signedIn(user, address, needsMfa);
+  }
+
+  private async mailToken(kind: AccountTokenDoc['kind'], userId: string, email: string, ttlSeconds: number) {
+    const token = randomBytes(32).toString('base64url');
+    const now = this.c.clock.now();
+    await this.c.collections.accountTokens.deleteMany({ userId, expiresAt: { $lte: now } });
+    await this.c.collections.accountTokens.insertOne({
+      _id: sha256Hex(token),
+      kind,
+      userId,
+      email,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + ttlSeconds * 1000),
+      usedAt: null,
+    });
+    return token;
+  }
+
+  async sendVerification(userId: string, email: string, baseUrl: string): Promise<void> {
+    const token = await this.mailToken(
+      'verify_email',
+      userId,
+      email,
+      this.c.config.EMAIL_VERIFICATION_TTL_SECONDS,
+    );
+    await this.mailer.send({
+      to: email,
+      subject: 'Confirm your email address',
+      text: `Confirm your email address for ${this.c.config.PLATFORM_NAME} by opening this link:\n\n${baseUrl}/account/verify-email?token=${token}\n\nIf you did not sign up, ignore this mail.\n`,
+    });
+  }
+
+  /** Spends a mailed token of `kind`; null when unknown, spent, expired or for an email no longer the user's. */
+  private async spend(kind: AccountTokenDoc['kind'], token: string): Promise<AccountTokenDoc | null> {
+    const now = this.c.clock.now();
+    return this.c.collections.accountTokens.findOneAndUpdate(
+      { _id: sha256Hex(token), kind, usedAt: null, expiresAt: { $gt: now } },
+      { $set: { usedAt: now } },
+    );
+  }
+
+  async verifyEmail(token: string): Promise<UserDoc> {
+    const spent = await this.spend('verify_email', token);
+    const user = spent
+      ? await this.c.collections.users.findOneAndUpdate(
+          { _id: spent.userId, email: spent.email },
+          { $set: { emailVerifiedAt: this.c.clock.now() } },
+        )
+      : null;
+    if (!user) throw new InvalidInput('This link is invalid or has expired', { error: 'InvalidToken' });
+    return user;
+  }
+
+  /** Always succeeds from the caller's point of view: whether the email has an account is not told. */
+  async requestPasswordReset(emailInput: string, baseUrl: string): Promise<void> {
+    const email = normalizeEmail(emailInput);
+    const account = await this.c.collections.accounts.findOne({ _id: email });
+    if (!account) return;
+    const token = await this.mailToken(
+      'reset_password',
+      account.userId,
+      email,
+      this.c.config.PASSWORD_RESET_TTL_SECONDS,
+    );
+    await this.mailer.send({
+      to: email,
+      subject: 'Reset your password',
+      text: `Someone asked to reset the password of your ${this.c.config.PLATFORM_NAME} account. To choose a new one, open this link within ${Math.round(this.c.config.PASSWORD_RESET_TTL_SECONDS / 60)} minutes:\n\n${baseUrl}/account/reset-password?token=${token}\n\nIf it was not you, ignore this mail: your password stays as it is.\n`,
+    });
+  }
+
+  /** Sets a new password, signs the user out everywhere and ends any lock of the account. */
+  async resetPassword(token: string, password: string): Promise<void> {
+    this.checkPassword(password);
+    const spent = await this.spend('reset_password', token);
+    if (!spent) throw new InvalidInput('This link is invalid or has expired', { error: 'InvalidToken' });
+    const now = this.c.clock.now();
+    const passwordHash = await hashPassword(password, this.scrypt);
+    const { matched } = await this.c.collections.accounts.updateOne(
+      { _id: spent.email, userId: spent.userId },
+      { $set: { passwordHash, passwordChangedAt: now } },
+    );
+    if (matched === 0)
+      throw new InvalidInput('This link is invalid or has expired', { error: 'InvalidToken' });
+    // Opening the link proves the mailbox: the address counts as verified.
+    await this.c.collections.users.updateOne(
+      { _id: spent.userId, email: spent.email, emailVerifiedAt: null },
+      { $set: { emailVerifiedAt: now } },
+    );
+    const sessions = await this.c.collections.sessions.find({ userId: spent.userId, revokedAt: null });
+    for (const s of sessions) await revokeSession(this.c, s._id);
+    await this.throttle.unlock(spent.email);
+  }
+}

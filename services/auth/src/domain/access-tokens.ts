@@ -1,0 +1,50 @@
+import { Conflict, NotFound } from '@platform/kernel';
+import type { AuthContext } from '../context';
+import type { AccessTokenDoc } from '../data/collections';
+import { checkExpiry } from '../routes/common';
+import { newAccessToken, newId, sha256Hex } from './secrets';
+
+/** A new user access token (spec 2.6); the secret is answered once and stored as a hash. */
+export async function createAccessToken(
+  c: AuthContext,
+  userId: string,
+  name: string,
+  expiresAtIso: string,
+): Promise<{ doc: AccessTokenDoc; token: string }> {
+  const now = c.clock.now();
+  const expiresAt = checkExpiry(
+    'expiresAt',
+    expiresAtIso,
+    now,
+    c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS * 86_400_000,
+  )!;
+  const live = await c.collections.accessTokens.count({ userId, revokedAt: null, expiresAt: { $gt: now } });
+  if (live >= c.config.ACCESS_TOKENS_PER_USER_LIMIT) {
+    throw new Conflict(`At most ${c.config.ACCESS_TOKENS_PER_USER_LIMIT} live access tokens per user`, {
+      error: 'TooManyAccessTokens',
+    });
+  }
+  const token = newAccessToken();
+  const doc: AccessTokenDoc = {
+    _id: newId(),
+    userId,
+    name,
+    tokenHash: sha256Hex(token),
+    activeOrgSlug: null,
+    createdAt: now,
+    expiresAt,
+    revokedAt: null,
+  };
+  await c.collections.accessTokens.insertOne(doc);
+  return { doc, token };
+}
+
+/** Revokes one of the user's live access tokens and tells every edge. */
+export async function revokeAccessToken(c: AuthContext, userId: string, id: string): Promise<void> {
+  const revoked = await c.collections.accessTokens.findOneAndUpdate(
+    { _id: id, userId, revokedAt: null },
+    { $set: { revokedAt: c.clock.now() } },
+  );
+  if (!revoked) throw new NotFound(`No access token ${id}`, { error: 'AccessTokenNotFound' });
+  await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
+}

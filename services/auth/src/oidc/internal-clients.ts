@@ -1,0 +1,71 @@
+import { randomBytes } from 'node:crypto';
+import { parseInput, requireInternalSecret } from '@platform/kernel';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { AuthContext } from '../context';
+import { registerClient } from './clients';
+import type { OidcProviderHost } from './provider';
+
+const RedirectUri = z
+  .url()
+  .max(2000)
+  .refine((u) => !u.includes('#'), 'must not have a fragment');
+
+export const OidcClientBody = z
+  .object({
+    name: z.string().trim().min(1).max(100).optional(),
+    redirectUris: z.array(RedirectUri).min(1).max(20),
+    postLogoutRedirectUris: z.array(RedirectUri).max(20).optional(),
+    confidential: z.boolean().optional(),
+  })
+  .meta({ description: 'PUT /internal/oidc-clients/:clientId' });
+
+/**
+ * Operators register relying parties (`pnpm platform oidc-client add`). Idempotent: the same call again
+ * answers `exists`; a changed one `updated`. A confidential client's secret is made once and shown once.
+ */
+export function mountInternalClientRoutes(router: Router, c: AuthContext, host: OidcProviderHost): void {
+  router.put(
+    '/internal/oidc-clients/:clientId',
+    requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
+    async (req, res) => {
+      const clientId = parseInput(
+        z.string().regex(/^[A-Za-z0-9._-]{3,100}$/, 'letters, digits, dot, dash, underscore (3-100)'),
+        req.params.clientId,
+        'clientId',
+      );
+      const body = parseInput(OidcClientBody, req.body);
+      const existing = await host.clients.findOne({ _id: clientId });
+      const secret =
+        existing?.metadata.client_secret ??
+        (body.confidential ? randomBytes(32).toString('base64url') : undefined);
+      const saved = await registerClient(
+        host.clients,
+        {
+          clientId,
+          name: body.name,
+          redirectUris: body.redirectUris,
+          postLogoutRedirectUris: body.postLogoutRedirectUris,
+          clientSecret: body.confidential ? secret : undefined,
+          firstParty: existing?.firstParty ?? false,
+        },
+        c.clock.now(),
+      );
+      const view = {
+        clientId,
+        name: saved.metadata.client_name ?? null,
+        redirectUris: saved.metadata.redirect_uris,
+        postLogoutRedirectUris: saved.metadata.post_logout_redirect_uris ?? [],
+        tokenEndpointAuthMethod: saved.metadata.token_endpoint_auth_method,
+      };
+      if (!existing) {
+        res
+          .status(201)
+          .json({ result: 'created', ...view, ...(body.confidential ? { clientSecret: secret } : {}) });
+        return;
+      }
+      const same = JSON.stringify(existing.metadata) === JSON.stringify(saved.metadata);
+      res.status(200).json({ result: same ? 'exists' : 'updated', ...view });
+    },
+  );
+}

@@ -1,0 +1,215 @@
+import { createHmac } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Collection } from '@platform/store';
+import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type { MfaDoc } from '../accounts/mfa';
+import { revokeSession } from '../accounts/sessions';
+import type { AuthContext } from '../context';
+import type { SigningKey } from '../domain/key-rotation';
+import type { OidcClientDoc } from './clients';
+import { storeAdapterFactory } from './store-adapter';
+
+export const OIDC_SCOPES = ['openid', 'email', 'profile', 'offline_access'];
+
+/** `{base_url}` and the issuer `{base_url}/oidc`. */
+export function oidcIssuer(c: Pick<AuthContext, 'config'>): { base: string; issuer: string } {
+  const base = (c.config.PUBLIC_BASE_URL ?? c.config.JWT_ISSUER).replace(/\/+$/, '');
+  return { base, issuer: `${base}/oidc` };
+}
+
+const derivedSecret = (secret: string, purpose: string) =>
+  createHmac('sha256', secret).update(purpose).digest('base64url');
+
+function configuration(
+  c: AuthContext,
+  key: SigningKey,
+  clients: Collection<OidcClientDoc>,
+  renderError: NonNullable<Configuration['renderError']>,
+  logoutSource: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource'],
+): Configuration {
+  const { config } = c;
+  const { base } = oidcIssuer(c);
+  const privateJwk = {
+    ...(key.key.export({ format: 'jwk' }) as Record<string, string>),
+    kid: key.kid,
+    alg: key.alg,
+    use: 'sig',
+  };
+  const user = (id: string) => c.collections.users.findOne({ _id: id });
+  return {
+    adapter: storeAdapterFactory(c.store, c.clock, clients) as never,
+    jwks: { keys: [privateJwk as never] },
+    cookies: {
+      keys: [derivedSecret(config.PLATFORM_INTERNAL_SECRET, 'oidc-provider-cookies')],
+      long: { signed: true, sameSite: 'lax' },
+      short: { signed: true, sameSite: 'lax' },
+    },
+    scopes: OIDC_SCOPES,
+    claims: {
+      openid: ['sub'],
+      email: ['email', 'email_verified'],
+      profile: ['name', 'given_name', 'family_name'],
+    },
+    conformIdTokenClaims: false,
+    async findAccount(_ctx, sub) {
+      const u = await user(sub);
+      if (!u || u.anonymous || !u.email) return undefined;
+      return {
+        accountId: u._id,
+        async claims() {
+          const name = [u.firstName, u.lastName].filter(Boolean).join(' ');
+          return {
+            sub: u._id,
+            email: u.email!,
+            email_verified: Boolean(u.emailVerifiedAt),
+            ...(name ? { name } : {}),
+            ...(u.firstName ? { given_name: u.firstName } : {}),
+            ...(u.lastName ? { family_name: u.lastName } : {}),
+          };
+        },
+      };
+    },
+    clientDefaults: {
+      id_token_signed_response_alg: key.alg as never,
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    },
+    // PKCE for every client (public ones above all); S256 only.
+    pkce: { required: () => true },
+    interactions: { url: (_ctx, interaction) => `/oidc/interaction/${interaction.uid}` },
+    features: {
+      devInteractions: { enabled: false },
+      revocation: { enabled: true },
+      userinfo: { enabled: true },
+      rpInitiatedLogout: { enabled: true, logoutSource },
+      resourceIndicators: {
+        enabled: true,
+        // Every access token is for the platform API: a session JWT the edge accepts everywhere.
+        defaultResource: () => `${base}/`,
+        useGrantedResource: () => true,
+        getResourceServerInfo: () => ({
+          scope: 'api',
+          audience: config.JWT_AUDIENCE,
+          accessTokenTTL: config.OIDC_ACCESS_TOKEN_TTL_SECONDS,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: key.alg as never, kid: key.kid } },
+        }),
+      },
+    },
+    formats: {
+      customizers: {
+        // spec 2.5 claims: the platform's issuer, a platform session per grant (what logout and
+        // revocation end), and the OIDC scopes the user granted.
+        async jwt(_ctx, token, jwt) {
+          const t = token as unknown as {
+            grantId: string;
+            accountId: string;
+            clientId: string;
+            scope?: string;
+          };
+          const exp = jwt.payload.exp as number;
+          await c.collections.sessions.updateOne(
+            { _id: t.grantId },
+            {
+              $setOnInsert: {
+                userId: t.accountId,
+                clientId: t.clientId,
+                activeOrgSlug: null,
+                createdAt: c.clock.now(),
+                revokedAt: null,
+                // Sign-in asks for the second factor whenever the account has one.
+                mfa: Boolean((await c.store.collection<MfaDoc>('mfa').findOne({ _id: t.accountId }))?.secret),
+              },
+              $max: { expiresAt: new Date(exp * 1000) },
+            },
+            { upsert: true },
+          );
+          jwt.payload.iss = config.JWT_ISSUER;
+          jwt.payload.platformSessionId = t.grantId;
+          const grant = await (_ctx as KoaContextWithOIDC).oidc.provider.Grant.find(t.grantId);
+          jwt.payload.scope = grant?.getOIDCScope() || 'openid';
+        },
+      },
+    },
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    // Every refresh answers a new refresh token; presenting a spent one revokes the grant (the family).
+    rotateRefreshToken: true,
+    ttl: {
+      AccessToken: config.OIDC_ACCESS_TOKEN_TTL_SECONDS,
+      AuthorizationCode: 60,
+      IdToken: config.OIDC_ACCESS_TOKEN_TTL_SECONDS,
+      Interaction: 3600,
+      Session: config.REFRESH_TOKENS_MAX_AGE,
+      Grant: config.REFRESH_TOKENS_MAX_AGE,
+      RefreshToken: config.REFRESH_TOKENS_MAX_AGE,
+    },
+    async loadExistingGrant(ctx) {
+      const grantId =
+        ctx.oidc.result?.consent?.grantId || ctx.oidc.session!.grantIdFor(ctx.oidc.client!.clientId);
+      if (grantId) return ctx.oidc.provider.Grant.find(grantId);
+      // The platform's own pages need no consent screen.
+      const doc = await clients.findOne({ _id: ctx.oidc.client!.clientId });
+      if (!doc?.firstParty) return undefined;
+      const grant = new ctx.oidc.provider.Grant({
+        clientId: doc._id,
+        accountId: ctx.oidc.session!.accountId!,
+      });
+      grant.addOIDCScope(OIDC_SCOPES.join(' '));
+      grant.addResourceScope(`${base}/`, 'api');
+      await grant.save();
+      return grant;
+    },
+    renderError,
+  };
+}
+
+/**
+ * node-oidc-provider signing with auth's current rotating key (the one set `/oidc/jwks` publishes).
+ * The provider is rebuilt when the signing key changes; all of its state lives in the store, so a
+ * rebuild (or another instance) carries on every code, session and refresh token.
+ */
+export class OidcProviderHost {
+  private current: {
+    kid: string;
+    provider: Provider;
+    callback: (req: IncomingMessage, res: ServerResponse) => void;
+  } | null = null;
+
+  constructor(
+    private readonly c: AuthContext,
+    readonly clients: Collection<OidcClientDoc>,
+    private readonly hooks: {
+      renderError: NonNullable<Configuration['renderError']>;
+      logoutSource: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource'];
+    },
+  ) {}
+
+  async provider(): Promise<Provider> {
+    const key = await this.c.keys.signingKey();
+    if (this.current?.kid !== key.kid) {
+      const provider = new Provider(
+        oidcIssuer(this.c).issuer,
+        configuration(this.c, key, this.clients, this.hooks.renderError, this.hooks.logoutSource),
+      );
+      provider.proxy = true;
+      // A revoked grant (logout, RFC 7009, a reused refresh token) ends its platform session at every edge.
+      provider.on('grant.revoked', (_ctx: unknown, grantId: string) => {
+        revokeSession(this.c, grantId).catch((err) =>
+          this.c.logger.error({ err }, 'session revocation failed'),
+        );
+      });
+      provider.on('server_error', (_ctx: unknown, err: Error) =>
+        this.c.logger.error({ err }, 'oidc-provider error'),
+      );
+      this.current = { kid: key.kid, provider, callback: provider.callback() as never };
+    }
+    return this.current!.provider;
+  }
+
+  /** The express handler for `/oidc/*` (mounted after auth's own `/oidc` routes). */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    await this.provider();
+    this.current!.callback(req, res);
+  }
+}

@@ -1,0 +1,109 @@
+import { createPublicKey } from 'node:crypto';
+import { Unauthenticated } from '@platform/kernel';
+import express, { type Router } from 'express';
+import jwt from 'jsonwebtoken';
+import type { Configuration } from 'oidc-provider';
+import { revokeSession } from '../accounts/sessions';
+import type { AuthContext } from '../context';
+import { loadCaller, requireUser } from '../domain/caller';
+import { html, raw, renderPage } from '../pages/html';
+import type { OidcProviderHost } from './provider';
+
+/** The platform session and client a JWT access token of ours names, when its signature and claims hold. */
+async function sessionOfAccessToken(
+  c: AuthContext,
+  token: string,
+): Promise<{ sessionId: string; clientId: unknown } | null> {
+  const decoded = jwt.decode(token, { complete: true });
+  const kid = decoded?.header.kid;
+  if (!kid) return null;
+  const jwk = (await c.keys.publicKeys()).find((k) => k.kid === kid);
+  if (!jwk) return null;
+  try {
+    const claims = jwt.verify(token, createPublicKey({ key: jwk as never, format: 'jwk' }), {
+      algorithms: [jwk.alg as jwt.Algorithm],
+      issuer: c.config.JWT_ISSUER,
+      audience: c.config.JWT_AUDIENCE,
+      clockTimestamp: Math.floor(c.clock.now().getTime() / 1000),
+    }) as jwt.JwtPayload;
+    return typeof claims.platformSessionId === 'string'
+      ? { sessionId: claims.platformSessionId, clientId: claims.client_id }
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Pages oidc-provider renders itself (errors, the end-session confirmation), in the platform's layout. */
+export function providerPages(c: AuthContext): {
+  renderError: NonNullable<Configuration['renderError']>;
+  logoutSource: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource'];
+} {
+  const platformName = c.config.PLATFORM_NAME;
+  const respond = (
+    ctx: { set(h: Record<string, string>): void; body: unknown },
+    title: string,
+    body: string,
+  ) => {
+    const page = renderPage({ platformName, title, body: raw(body) });
+    ctx.set(page.headers);
+    ctx.body = page.html;
+  };
+  return {
+    async renderError(ctx, out) {
+      respond(
+        ctx as never,
+        'Sign-in problem',
+        html`<div class="card"><h1>Something went wrong</h1><p class="lead">${out.error_description ?? out.error}</p><a href="/account">Go to your account</a></div>`
+          .html,
+      );
+    },
+    async logoutSource(ctx, form) {
+      respond(
+        ctx as never,
+        'Sign out',
+        `<div class="card"><h1>Sign out?</h1><p class="lead">Do you want to sign out of ${html`${platformName}`.html}?</p>${form}<button type="submit" form="op.logoutForm" name="logout" value="yes">Yes, sign me out</button><button type="submit" form="op.logoutForm" class="secondary">No, stay signed in</button></div>`,
+      );
+    },
+  };
+}
+
+/**
+ * `{base_url}/oidc`: auth's own routes first (userinfo from the edge-verified access token, RFC 7009
+ * revocation of JWT access tokens), then node-oidc-provider for the rest.
+ */
+export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProviderHost): void {
+  const form = express.urlencoded({ extended: false, limit: '16kb' });
+
+  // The edge verified the Bearer access token (a session JWT) and sealed its principal.
+  const userinfo: express.RequestHandler = async (req, res) => {
+    if (!req.principal) throw new Unauthenticated('A Bearer access token is required');
+    const caller = requireUser(await loadCaller(c.collections, c.clock, req));
+    const u = caller.user;
+    const name = [u.firstName, u.lastName].filter(Boolean).join(' ');
+    res.setHeader('cache-control', 'no-store');
+    res.json({
+      sub: u._id,
+      ...(u.email ? { email: u.email, email_verified: Boolean(u.emailVerifiedAt) } : {}),
+      ...(name ? { name } : {}),
+      ...(u.firstName ? { given_name: u.firstName } : {}),
+      ...(u.lastName ? { family_name: u.lastName } : {}),
+    });
+  };
+  router.get('/oidc/me', userinfo);
+  router.post('/oidc/me', userinfo);
+
+  // JWT access tokens are the provider's blind spot: revoking one ends its platform session and grant.
+  router.post('/oidc/token/revocation', form, async (req, res, next) => {
+    const token = typeof req.body?.token === 'string' ? req.body.token : '';
+    const found = token.split('.').length === 3 ? await sessionOfAccessToken(c, token) : null;
+    // Only the client the token was issued to may revoke it here; anything else is the provider's to judge.
+    if (!found || found.clientId !== req.body?.client_id) return next();
+    await revokeSession(c, found.sessionId);
+    res.status(200).end();
+  });
+
+  router.use('/oidc', (req, res, next) => {
+    host.handle(req, res).catch(next);
+  });
+}

@@ -1,0 +1,274 @@
+import { AppError } from '@platform/kernel';
+import express, { type Request, type Response, type Router } from 'express';
+import type { Accounts } from '../accounts/accounts';
+import { clearSessionCookies } from '../accounts/cookies';
+import { publicBaseUrl } from '../accounts/public-url';
+import { revokeSession } from '../accounts/sessions';
+import type { AuthContext } from '../context';
+import { createAccessToken, revokeAccessToken } from '../domain/access-tokens';
+import type { FormTokens } from './csrf';
+import { alert, html, type Raw, raw, sendPage } from './html';
+import { type PageSession, pageSession } from './page-session';
+
+const text = (v: unknown, max = 256) => (typeof v === 'string' ? v.slice(0, max) : '');
+const day = (d: Date) => d.toISOString().slice(0, 16).replace('T', ' ');
+
+/**
+ * The account page and its forms: profile, email verification, two-step verification (TOTP with
+ * recovery codes), active sessions with sign-out, access tokens (create, see once, revoke), sign out.
+ * Every form's CSRF token is bound to the page's session id.
+ */
+export function mountAccountPages(
+  router: Router,
+  c: AuthContext,
+  accounts: Accounts,
+  tokens: FormTokens,
+): void {
+  const platformName = c.config.PLATFORM_NAME;
+  const form = express.urlencoded({ extended: false, limit: '16kb' });
+
+  const nav = (s: PageSession, csrf: string) =>
+    html`<form method="post" action="/account/logout" class="nav"><input type="hidden" name="csrf" value="${csrf}"><span>${s.user.email}</span> <button type="submit" class="small secondary">Sign out</button></form>`;
+
+  const show = (res: Response, s: PageSession, title: string, body: Raw, status = 200) =>
+    sendPage(res, {
+      platformName,
+      title,
+      body,
+      status,
+      wide: true,
+      nav: nav(s, tokens.issue(s.session._id, 'logout')),
+    });
+
+  /** The page's session, or a redirect to sign-in (answers null then). */
+  const requireSession = async (req: Request, res: Response): Promise<PageSession | null> => {
+    const s = await pageSession(c, req);
+    if (!s)
+      res.redirect(
+        303,
+        `/account/login?next=${encodeURIComponent(req.method === 'GET' ? req.originalUrl : '/account')}`,
+      );
+    return s;
+  };
+
+  /** A POST of this page: signed in, and the form's CSRF token bound to the session. */
+  const posted = async (req: Request, res: Response, purpose: string): Promise<PageSession | null> => {
+    const s = await requireSession(req, res);
+    if (!s) return null;
+    if (!tokens.valid(s.session._id, purpose, req.body?.csrf)) {
+      show(
+        res,
+        s,
+        'Form expired',
+        html`<div class="card"><h1>The form expired</h1><p class="lead">Nothing was changed.</p><a href="/account">Back to your account</a></div>`,
+        403,
+      );
+      return null;
+    }
+    return s;
+  };
+
+  const csrfField = (s: PageSession, purpose: string) =>
+    html`<input type="hidden" name="csrf" value="${tokens.issue(s.session._id, purpose)}">`;
+
+  async function home(s: PageSession, notice?: Raw) {
+    const { user, session } = s;
+    const now = c.clock.now();
+    const [sessions, accessTokens, mfaOn, recoveryLeft] = await Promise.all([
+      c.collections.sessions.find(
+        { userId: user._id, revokedAt: null, expiresAt: { $gt: now } },
+        { sort: { createdAt: -1 } },
+      ),
+      c.collections.accessTokens.find(
+        { userId: user._id, revokedAt: null, expiresAt: { $gt: now } },
+        { sort: { createdAt: -1 } },
+      ),
+      accounts.mfa.enabled(user._id),
+      accounts.mfa.remainingRecoveryCodes(user._id),
+    ]);
+    const verified = Boolean(user.emailVerifiedAt);
+    return html`${notice ?? raw('')}
+<div class="card"><h1>Your account</h1>
+<p class="lead">${user.email} · ${verified ? 'email confirmed' : 'email not confirmed yet'}</p>
+${
+  verified
+    ? raw('')
+    : html`<form method="post" action="/account/verification">${csrfField(s, 'verification')}<button type="submit" class="small secondary">Send the confirmation link again</button></form>`
+}
+<h2>Profile</h2>
+<form method="post" action="/account/profile">${csrfField(s, 'profile')}
+<div class="row"><div><label for="firstName">First name</label><input id="firstName" name="firstName" type="text" maxlength="100" autocomplete="given-name" value="${user.firstName ?? ''}"></div>
+<div><label for="lastName">Last name</label><input id="lastName" name="lastName" type="text" maxlength="100" autocomplete="family-name" value="${user.lastName ?? ''}"></div></div>
+<button type="submit" class="small">Save profile</button></form>
+</div>
+<div class="card"><h2>Two-step verification</h2>
+${
+  mfaOn
+    ? html`<p>On: sign-in asks for a code from your authenticator app. ${recoveryLeft} recovery codes left.</p>
+<form method="post" action="/account/mfa/disable">${csrfField(s, 'mfa-disable')}
+<label for="disable-code">Code from your app, to turn it off</label>
+<div class="row"><input id="disable-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="20"><button type="submit" class="small secondary">Turn off</button></div></form>`
+    : html`<p>Off. Protect your account with an authenticator app (TOTP).</p><a href="/account/mfa">Set up two-step verification</a>`
+}
+</div>
+<div class="card"><h2>Active sessions</h2>
+<table><thead><tr><th scope="col">Signed in</th><th scope="col">Through</th><th scope="col">Expires</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>
+${sessions.map(
+  (
+    x,
+  ) => html`<tr><td>${day(x.createdAt)}${x._id === session._id ? ' (this browser)' : ''}</td><td>${x.clientId}</td><td>${day(x.expiresAt)}</td>
+<td><form method="post" action="/account/sessions/${x._id}/revoke">${csrfField(s, `session:${x._id}`)}<button type="submit" class="small secondary" aria-label="Sign out the session of ${day(x.createdAt)}">Sign out</button></form></td></tr>`,
+)}
+</tbody></table></div>
+<div class="card"><h2>Access tokens</h2>
+<p class="hint">Long-lived tokens for scripts and tools: <code>Authorization: Bearer at:…</code></p>
+<table><thead><tr><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>
+${accessTokens.map(
+  (t) => html`<tr><td>${t.name}</td><td>${day(t.createdAt)}</td><td>${day(t.expiresAt)}</td>
+<td><form method="post" action="/account/tokens/${t._id}/revoke">${csrfField(s, `token:${t._id}`)}<button type="submit" class="small secondary" aria-label="Revoke ${t.name}">Revoke</button></form></td></tr>`,
+)}
+${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No access tokens yet.</td></tr>`}
+</tbody></table>
+<form method="post" action="/account/tokens">${csrfField(s, 'token-create')}
+<div class="row"><div><label for="token-name">Name</label><input id="token-name" name="name" type="text" required maxlength="100"></div>
+<div><label for="token-days">Valid for (days)</label><input id="token-days" name="days" type="text" inputmode="numeric" required value="30" maxlength="3"></div></div>
+<button type="submit" class="small">Create token</button></form>
+</div>`;
+  }
+
+  router.get('/account', async (req, res) => {
+    const s = await requireSession(req, res);
+    if (!s) return;
+    const welcome = req.query.welcome
+      ? alert('ok', 'Welcome! Your account is ready. We sent you a link to confirm your email.')
+      : undefined;
+    show(res, s, 'Your account', await home(s, welcome));
+  });
+
+  router.post('/account/logout', form, async (req, res) => {
+    const s = await posted(req, res, 'logout');
+    if (!s) return;
+    await revokeSession(c, s.session._id);
+    clearSessionCookies(res, publicBaseUrl(c.config, req));
+    res.redirect(303, '/account/login');
+  });
+
+  router.post('/account/profile', form, async (req, res) => {
+    const s = await posted(req, res, 'profile');
+    if (!s) return;
+    const firstName = text(req.body?.firstName, 100).trim() || null;
+    const lastName = text(req.body?.lastName, 100).trim() || null;
+    await c.collections.users.updateOne({ _id: s.user._id }, { $set: { firstName, lastName } });
+    Object.assign(s.user, { firstName, lastName });
+    show(res, s, 'Your account', await home(s, alert('ok', 'Profile saved.')));
+  });
+
+  router.post('/account/verification', form, async (req, res) => {
+    const s = await posted(req, res, 'verification');
+    if (!s) return;
+    if (!s.user.emailVerifiedAt)
+      await accounts.sendVerification(s.user._id, s.user.email!, publicBaseUrl(c.config, req));
+    show(res, s, 'Your account', await home(s, alert('ok', 'We sent a new confirmation link.')));
+  });
+
+  router.post('/account/sessions/:id/revoke', form, async (req, res) => {
+    const id = String(req.params.id);
+    const s = await posted(req, res, `session:${id}`);
+    if (!s) return;
+    const target = await c.collections.sessions.findOne({ _id: id, userId: s.user._id });
+    if (target) await revokeSession(c, id);
+    if (id === s.session._id) {
+      clearSessionCookies(res, publicBaseUrl(c.config, req));
+      return res.redirect(303, '/account/login');
+    }
+    show(res, s, 'Your account', await home(s, alert('ok', 'That session is signed out.')));
+  });
+
+  router.post('/account/tokens', form, async (req, res) => {
+    const s = await posted(req, res, 'token-create');
+    if (!s) return;
+    const name = text(req.body?.name, 100).trim();
+    const days = Number(text(req.body?.days, 4));
+    if (!name || !Number.isInteger(days) || days < 1 || days > c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS) {
+      const msg = `Give the token a name and a validity of 1 to ${c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS} days.`;
+      return show(res, s, 'Your account', await home(s, alert('error', msg)), 400);
+    }
+    try {
+      const expiresAt = new Date(c.clock.now().getTime() + days * 86_400_000).toISOString();
+      const { token } = await createAccessToken(c, s.user._id, name, expiresAt);
+      const once = html`<div class="alert ok" role="status"><strong>Token "${name}" created.</strong> Copy it now: it is shown only once.<p><code class="secret" id="new-token">${token}</code></p></div>`;
+      show(res, s, 'Your account', await home(s, once), 201);
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      show(res, s, 'Your account', await home(s, alert('error', err.message)), 400);
+    }
+  });
+
+  router.post('/account/tokens/:id/revoke', form, async (req, res) => {
+    const id = String(req.params.id);
+    const s = await posted(req, res, `token:${id}`);
+    if (!s) return;
+    await revokeAccessToken(c, s.user._id, id).catch(() => undefined);
+    show(res, s, 'Your account', await home(s, alert('ok', 'The token is revoked.')));
+  });
+
+  const enrolPage = async (s: PageSession, error?: string) => {
+    const { secret, qrSvg } = await accounts.mfa.begin(s.user._id, s.user.email!);
+    return html`<div class="card"><h1>Set up two-step verification</h1>
+<p class="lead">Scan the code with an authenticator app (for example Google Authenticator, 1Password or Aegis), then enter the 6-digit code it shows.</p>
+${alert('error', error)}
+<div class="qr" role="img" aria-label="QR code of your two-step verification secret">${raw(qrSvg)}</div>
+<p class="hint">Cannot scan? Enter this key in the app: <code id="totp-secret">${secret}</code></p>
+<form method="post" action="/account/mfa">${csrfField(s, 'mfa-enrol')}
+<label for="code">Code from the app</label>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="6" autofocus>
+<button type="submit">Turn on</button></form>
+<div class="links"><a href="/account">Cancel</a></div></div>`;
+  };
+
+  router.get('/account/mfa', async (req, res) => {
+    const s = await requireSession(req, res);
+    if (!s) return;
+    if (await accounts.mfa.enabled(s.user._id)) return res.redirect(303, '/account');
+    show(res, s, 'Two-step verification', await enrolPage(s));
+  });
+
+  router.post('/account/mfa', form, async (req, res) => {
+    const s = await posted(req, res, 'mfa-enrol');
+    if (!s) return;
+    const codes = await accounts.mfa.confirm(s.user._id, text(req.body?.code, 20));
+    if (!codes)
+      return show(
+        res,
+        s,
+        'Two-step verification',
+        await enrolPage(s, 'That code is not right. Try the newest one.'),
+        400,
+      );
+    show(
+      res,
+      s,
+      'Recovery codes',
+      html`<div class="card"><h1>Two-step verification is on</h1>
+<p class="lead">Keep these recovery codes somewhere safe. Each one signs you in once if you lose your phone. They are shown only now.</p>
+<ul class="codes" id="recovery-codes">${codes.map((k) => html`<li><code>${k}</code></li>`)}</ul>
+<a href="/account">Done</a></div>`,
+    );
+  });
+
+  router.post('/account/mfa/disable', form, async (req, res) => {
+    const s = await posted(req, res, 'mfa-disable');
+    if (!s) return;
+    if (!(await accounts.mfa.verify(s.user._id, text(req.body?.code, 20)))) {
+      return show(
+        res,
+        s,
+        'Your account',
+        await home(s, alert('error', 'That code is not right; two-step verification stays on.')),
+        400,
+      );
+    }
+    await accounts.mfa.disable(s.user._id);
+    show(res, s, 'Your account', await home(s, alert('ok', 'Two-step verification is off.')));
+  });
+}

@@ -1,0 +1,73 @@
+import { AppError } from '@platform/kernel';
+import express, { type Router } from 'express';
+import type { Accounts } from '../accounts/accounts';
+import type { AuthContext } from '../context';
+import { alert, html, sendPage } from './html';
+
+const MAX_TOKEN = 200;
+const tokenOf = (value: unknown): string =>
+  typeof value === 'string' && value.length > 0 && value.length <= MAX_TOKEN ? value : '';
+
+/**
+ * The pages mailed links open: email verification (the link itself proves the mailbox) and the
+ * password-reset form. The mailed token is the secret that authorises each, so they need no session.
+ */
+export function mountMailLinkPages(router: Router, c: AuthContext, accounts: Accounts): void {
+  const platformName = c.config.PLATFORM_NAME;
+  const form = express.urlencoded({ extended: false, limit: '16kb' });
+
+  router.get('/account/verify-email', async (req, res) => {
+    try {
+      const user = await accounts.verifyEmail(tokenOf(req.query.token));
+      sendPage(res, {
+        platformName,
+        title: 'Email confirmed',
+        body: html`<div class="card"><h1>Email confirmed</h1><p class="lead">${user.email} is confirmed. Thank you.</p><a href="/account/login">Continue to sign in</a></div>`,
+      });
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      sendPage(res, {
+        platformName,
+        status: 400,
+        title: 'Link expired',
+        body: html`<div class="card"><h1>This link has expired</h1><p class="lead">The link is invalid, was used already, or is too old. Sign in and ask for a new one from your account page.</p><a href="/account/login">Sign in</a></div>`,
+      });
+    }
+  });
+
+  const resetForm = (token: string, error?: string) => html`<div class="card">
+<h1>Choose a new password</h1><p class="lead">After the change, you are signed out everywhere.</p>
+${alert('error', error)}
+<form method="post" action="/account/reset-password">
+<input type="hidden" name="token" value="${token}">
+<label for="password">New password</label>
+<input id="password" name="password" type="password" autocomplete="new-password" required minlength="${c.config.PASSWORD_MIN_LENGTH}" maxlength="256" aria-describedby="password-hint">
+<div class="hint" id="password-hint">At least ${c.config.PASSWORD_MIN_LENGTH} characters.</div>
+<button type="submit">Set new password</button>
+</form></div>`;
+
+  router.get('/account/reset-password', (req, res) => {
+    sendPage(res, { platformName, title: 'New password', body: resetForm(tokenOf(req.query.token)) });
+  });
+
+  router.post('/account/reset-password', form, async (req, res) => {
+    const token = tokenOf(req.body?.token);
+    const password = typeof req.body?.password === 'string' ? req.body.password.slice(0, 256) : '';
+    try {
+      await accounts.resetPassword(token, password);
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      return sendPage(res, {
+        platformName,
+        status: 400,
+        title: 'New password',
+        body: resetForm(token, err.message),
+      });
+    }
+    sendPage(res, {
+      platformName,
+      title: 'Password changed',
+      body: html`<div class="card"><h1>Password changed</h1><p class="lead">Sign in with your new password.</p><a href="/account/login">Sign in</a></div>`,
+    });
+  });
+}

@@ -1,0 +1,113 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Request, Response } from 'express';
+import { CSRF_COOKIE, secureCookies } from '../accounts/cookies';
+import type { AuthContext } from '../context';
+import type { SessionDoc, UserDoc } from '../data/collections';
+import { loadCaller } from '../domain/caller';
+
+/** The signed-in person of a page: the edge resolved the `access-token` cookie into a session. */
+export interface PageSession {
+  user: UserDoc;
+  session: SessionDoc;
+}
+
+export async function pageSession(c: AuthContext, req: Request): Promise<PageSession | null> {
+  if (!req.principal) return null;
+  try {
+    const caller = await loadCaller(c.collections, c.clock, req);
+    if (caller.kind !== 'user' || caller.via !== 'session' || caller.user.anonymous) return null;
+    return { user: caller.user, session: caller.holder };
+  } catch {
+    return null;
+  }
+}
+
+export function readCookie(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+  }
+  return undefined;
+}
+
+/**
+ * Before sign-in a form is bound to the browser's random `csrf-token` cookie (set here when absent);
+ * after sign-in the same cookie accompanies the session. Answers the binding for FormTokens.
+ */
+export function browserBinding(req: Request, res: Response, base: string): string {
+  const existing = readCookie(req, CSRF_COOKIE);
+  if (existing && /^[A-Za-z0-9_-]{20,100}$/.test(existing)) return existing;
+  const fresh = randomBytes(32).toString('base64url');
+  res.cookie(CSRF_COOKIE, fresh, {
+    sameSite: 'lax',
+    secure: secureCookies(base),
+    path: '/',
+    httpOnly: false,
+  });
+  return fresh;
+}
+
+/** Only a path on this site: never `//host` or an absolute URL (no open redirect). */
+export function safeNext(value: unknown, fallback = '/account'): string {
+  return typeof value === 'string' && /^\/(?!\/)[\x21-\x7e]*$/.test(value) && !value.includes('\\')
+    ? value
+    : fallback;
+}
+
+const MFA_PENDING_COOKIE = 'mfa-pending';
+const MFA_PENDING_SECONDS = 300;
+
+/**
+ * Between a right password and the second factor: a short-lived signed cookie naming the user, so the
+ * password is not asked again and no session exists until the code is right.
+ */
+export class MfaChallenge {
+  private readonly key: Buffer;
+
+  constructor(private readonly c: AuthContext) {
+    this.key = createHmac('sha256', c.config.PLATFORM_INTERNAL_SECRET).update('mfa-pending').digest();
+  }
+
+  private sign(body: string): string {
+    return createHmac('sha256', this.key).update(body).digest('base64url');
+  }
+
+  start(res: Response, userId: string, base: string): string {
+    const exp = Math.floor(this.c.clock.now().getTime() / 1000) + MFA_PENDING_SECONDS;
+    const body = `${userId}.${exp}.${randomBytes(8).toString('base64url')}`;
+    const value = `${body}.${this.sign(body)}`;
+    res.cookie(MFA_PENDING_COOKIE, value, {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: secureCookies(base),
+      path: '/account/login',
+      maxAge: MFA_PENDING_SECONDS * 1000,
+    });
+    return value;
+  }
+
+  /** The pending user id and the cookie's value (the binding of the code form), when valid. */
+  read(req: Request): { userId: string; value: string } | null {
+    const value = readCookie(req, MFA_PENDING_COOKIE);
+    if (!value) return null;
+    const parts = value.split('.');
+    if (parts.length !== 4) return null;
+    const body = parts.slice(0, 3).join('.');
+    const expected = Buffer.from(this.sign(body));
+    const given = Buffer.from(parts[3]!);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
+    if (Number(parts[1]) < this.c.clock.now().getTime() / 1000) return null;
+    return { userId: parts[0]!, value };
+  }
+
+  end(res: Response, base: string): void {
+    res.clearCookie(MFA_PENDING_COOKIE, {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: secureCookies(base),
+      path: '/account/login',
+    });
+  }
+}

@@ -1,0 +1,269 @@
+import { AppError } from '@platform/kernel';
+import express, { type Request, type Response, type Router } from 'express';
+import type { Accounts } from '../accounts/accounts';
+import { clientAddress } from '../accounts/client-address';
+import { setSessionCookies } from '../accounts/cookies';
+import { consumeOrThrow } from '../accounts/login-throttle';
+import { publicBaseUrl } from '../accounts/public-url';
+import type { RateLimiterStorePort } from '../accounts/store-rate-limiter';
+import type { AuthContext } from '../context';
+import type { UserDoc } from '../data/collections';
+import type { SsoClients, SsoProviderDoc } from '../sso/providers';
+import type { FormTokens } from './csrf';
+import { alert, html, type Raw, sendPage } from './html';
+import { browserBinding, type MfaChallenge, pageSession, safeNext } from './page-session';
+
+const text = (v: unknown, max = 256) => (typeof v === 'string' ? v.slice(0, max) : '');
+
+/**
+ * Sign-in pages without JavaScript: sign in (then the second factor when enrolled), sign up, forgot
+ * password. Forms carry a CSRF token bound to the browser's `csrf-token` cookie (or, for the second
+ * factor, to the pending-challenge cookie). Success sets the session cookies and goes to `next`.
+ */
+export function mountSignInPages(
+  router: Router,
+  c: AuthContext,
+  accounts: Accounts,
+  tokens: FormTokens,
+  challenge: MfaChallenge,
+  sso: SsoClients,
+  mailLimiter: RateLimiterStorePort,
+): { finishPassword: (req: Request, res: Response, user: UserDoc, next: string) => Promise<void> } {
+  const platformName = c.config.PLATFORM_NAME;
+  const form = express.urlencoded({ extended: false, limit: '16kb' });
+  const show = (res: Response, title: string, body: Raw, status = 200) =>
+    sendPage(res, { platformName, title, body, status });
+
+  const loginForm = (
+    csrf: string,
+    next: string,
+    error?: string,
+    email = '',
+    providers: SsoProviderDoc[] = [],
+  ) => html`<div class="card">
+<h1>Sign in</h1><p class="lead">Welcome back to ${platformName}.</p>
+${alert('error', error)}
+<form method="post" action="/account/login">
+<input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="next" value="${next}">
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="username" required value="${email}" autofocus>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button>
+</form>
+${providers.map((p) => html`<a class="button secondary" href="/account/sso/${p._id}?next=${encodeURIComponent(next)}">Sign in with ${p.name}</a>`)}
+<div class="links"><a href="/account/signup">Create an account</a><a href="/account/forgot-password">Forgot your password?</a></div>
+</div>`;
+
+  const mfaForm = (csrf: string, next: string, error?: string) => html`<div class="card">
+<h1>Two-step verification</h1><p class="lead">Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
+${alert('error', error)}
+<form method="post" action="/account/login/mfa">
+<input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="next" value="${next}">
+<label for="code">Code</label>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="20" autofocus>
+<button type="submit">Verify</button>
+</form>
+<div class="links"><a href="/account/login">Start over</a></div>
+</div>`;
+
+  const signupForm = (csrf: string, error?: string, v: Record<string, string> = {}) => html`<div class="card">
+<h1>Create your account</h1><p class="lead">It takes a minute. We will send you a link to confirm your email.</p>
+${alert('error', error)}
+<form method="post" action="/account/signup">
+<input type="hidden" name="csrf" value="${csrf}">
+<div class="row"><div><label for="firstName">First name</label><input id="firstName" name="firstName" type="text" autocomplete="given-name" maxlength="100" value="${v.firstName ?? ''}"></div>
+<div><label for="lastName">Last name</label><input id="lastName" name="lastName" type="text" autocomplete="family-name" maxlength="100" value="${v.lastName ?? ''}"></div></div>
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="email" required value="${v.email ?? ''}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="new-password" required minlength="${c.config.PASSWORD_MIN_LENGTH}" maxlength="256" aria-describedby="password-hint">
+<div class="hint" id="password-hint">At least ${c.config.PASSWORD_MIN_LENGTH} characters. A few unrelated words make a strong one.</div>
+<button type="submit">Create account</button>
+</form>
+<div class="links"><span>Have an account? <a href="/account/login">Sign in</a></span></div>
+</div>`;
+
+  const forgotForm = (csrf: string, error?: string) => html`<div class="card">
+<h1>Reset your password</h1><p class="lead">We will email you a link to choose a new one.</p>
+${alert('error', error)}
+<form method="post" action="/account/forgot-password">
+<input type="hidden" name="csrf" value="${csrf}">
+<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="email" required autofocus>
+<button type="submit">Send the link</button>
+</form>
+<div class="links"><a href="/account/login">Back to sign in</a></div>
+</div>`;
+
+  /** After a right password: the second factor when enrolled, else the session. */
+  async function finishPassword(req: Request, res: Response, user: UserDoc, next: string): Promise<void> {
+    const base = publicBaseUrl(c.config, req);
+    if (await accounts.mfa.enabled(user._id)) {
+      challenge.start(res, user._id, base);
+      res.redirect(303, `/account/login/mfa?next=${encodeURIComponent(next)}`);
+      return;
+    }
+    const issued = await accounts.signedIn(user, clientAddress(req), false);
+    setSessionCookies(res, issued.token, issued.expiresAt, base);
+    res.redirect(303, next);
+  }
+
+  router.get('/account/login', async (req, res) => {
+    const next = safeNext(req.query.next);
+    if (await pageSession(c, req)) return res.redirect(303, next);
+    const binding = browserBinding(req, res, publicBaseUrl(c.config, req));
+    show(res, 'Sign in', loginForm(tokens.issue(binding, 'login'), next, undefined, '', await sso.list()));
+  });
+
+  router.post('/account/login', form, async (req, res) => {
+    const base = publicBaseUrl(c.config, req);
+    const binding = browserBinding(req, res, base);
+    const next = safeNext(req.body?.next);
+    const email = text(req.body?.email, 254);
+    const csrf = tokens.issue(binding, 'login');
+    if (!tokens.valid(binding, 'login', req.body?.csrf)) {
+      return show(res, 'Sign in', loginForm(csrf, next, 'The form expired. Please try again.', email), 403);
+    }
+    let user: UserDoc;
+    try {
+      user = await accounts.authenticate(email, text(req.body?.password), clientAddress(req));
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      const status = err.kind === 'rate_limited' ? 429 : 401;
+      return show(res, 'Sign in', loginForm(csrf, next, err.message, email), status);
+    }
+    await finishPassword(req, res, user, next);
+  });
+
+  router.get('/account/login/mfa', (req, res) => {
+    const pending = challenge.read(req);
+    if (!pending) return res.redirect(303, '/account/login');
+    show(res, 'Two-step verification', mfaForm(tokens.issue(pending.value, 'mfa'), safeNext(req.query.next)));
+  });
+
+  router.post('/account/login/mfa', form, async (req, res) => {
+    const base = publicBaseUrl(c.config, req);
+    const pending = challenge.read(req);
+    if (!pending) return res.redirect(303, '/account/login');
+    const next = safeNext(req.body?.next);
+    const csrf = tokens.issue(pending.value, 'mfa');
+    if (!tokens.valid(pending.value, 'mfa', req.body?.csrf)) {
+      return show(
+        res,
+        'Two-step verification',
+        mfaForm(csrf, next, 'The form expired. Please try again.'),
+        403,
+      );
+    }
+    const user = await c.collections.users.findOne({ _id: pending.userId });
+    if (!user || !(await accounts.mfa.verify(user._id, text(req.body?.code, 20)))) {
+      return show(
+        res,
+        'Two-step verification',
+        mfaForm(csrf, next, 'That code is not right, or was used already.'),
+        401,
+      );
+    }
+    challenge.end(res, base);
+    const issued = await accounts.signedIn(user, clientAddress(req), true);
+    setSessionCookies(res, issued.token, issued.expiresAt, base);
+    res.redirect(303, next);
+  });
+
+  router.get('/account/signup', async (req, res) => {
+    if (await pageSession(c, req)) return res.redirect(303, '/account');
+    const binding = browserBinding(req, res, publicBaseUrl(c.config, req));
+    show(res, 'Create account', signupForm(tokens.issue(binding, 'signup')));
+  });
+
+  router.post('/account/signup', form, async (req, res) => {
+    const base = publicBaseUrl(c.config, req);
+    const binding = browserBinding(req, res, base);
+    const values = {
+      email: text(req.body?.email, 254).trim(),
+      firstName: text(req.body?.firstName, 100).trim(),
+      lastName: text(req.body?.lastName, 100).trim(),
+    };
+    const csrf = tokens.issue(binding, 'signup');
+    if (!tokens.valid(binding, 'signup', req.body?.csrf)) {
+      return show(
+        res,
+        'Create account',
+        signupForm(csrf, 'The form expired. Please try again.', values),
+        403,
+      );
+    }
+    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(values.email)) {
+      return show(res, 'Create account', signupForm(csrf, 'Enter a valid email address.', values), 400);
+    }
+    try {
+      await consumeOrThrow(
+        mailLimiter,
+        clientAddress(req),
+        'Too many sign-ups from this address; try again later.',
+      );
+      const issued = await accounts.signup(
+        {
+          email: values.email,
+          password: text(req.body?.password),
+          ...(values.firstName ? { firstName: values.firstName } : {}),
+          ...(values.lastName ? { lastName: values.lastName } : {}),
+        },
+        null,
+        base,
+      );
+      setSessionCookies(res, issued.token, issued.expiresAt, base);
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      const message =
+        err.kind === 'invalid_input'
+          ? err.message.replace(/^Invalid body: password: /, 'Password: ')
+          : err.message;
+      return show(
+        res,
+        'Create account',
+        signupForm(csrf, message, values),
+        err.kind === 'conflict' ? 409 : 400,
+      );
+    }
+    res.redirect(303, '/account?welcome=1');
+  });
+
+  router.get('/account/forgot-password', (req, res) => {
+    const binding = browserBinding(req, res, publicBaseUrl(c.config, req));
+    show(res, 'Reset password', forgotForm(tokens.issue(binding, 'forgot')));
+  });
+
+  router.post('/account/forgot-password', form, async (req, res) => {
+    const base = publicBaseUrl(c.config, req);
+    const binding = browserBinding(req, res, base);
+    if (!tokens.valid(binding, 'forgot', req.body?.csrf)) {
+      return show(
+        res,
+        'Reset password',
+        forgotForm(tokens.issue(binding, 'forgot'), 'The form expired. Please try again.'),
+        403,
+      );
+    }
+    const email = text(req.body?.email, 254).trim();
+    try {
+      await consumeOrThrow(
+        mailLimiter,
+        clientAddress(req),
+        'Too many requests from this address; try again later.',
+      );
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      return show(res, 'Reset password', forgotForm(tokens.issue(binding, 'forgot'), err.message), 429);
+    }
+    if (/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) await accounts.requestPasswordReset(email, base);
+    show(
+      res,
+      'Check your email',
+      html`<div class="card"><h1>Check your email</h1><p class="lead">If an account uses this address, a link to choose a new password is on its way. It works for ${Math.round(c.config.PASSWORD_RESET_TTL_SECONDS / 60)} minutes.</p><a href="/account/login">Back to sign in</a></div>`,
+    );
+  });
+
+  return { finishPassword };
+}

@@ -1,0 +1,66 @@
+import { parseInput, requireInternalSecret } from '@platform/kernel';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { AuthContext } from '../context';
+import type { SsoClients } from './providers';
+
+export const SsoProviderBody = z
+  .object({
+    name: z.string().trim().min(1).max(100),
+    issuer: z.url().max(2000),
+    clientId: z.string().min(1).max(200),
+    clientSecret: z.string().min(1).max(500).optional(),
+    orgSlug: z.string().min(1).max(63).optional(),
+  })
+  .meta({ description: 'PUT /internal/sso-providers/:slug' });
+
+/**
+ * A platform admin (the operator CLI, with the internal secret) names an external identity provider for
+ * the platform or, with `orgSlug`, for one organization. Idempotent; the secret is never answered.
+ */
+export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoClients): void {
+  router.put(
+    '/internal/sso-providers/:slug',
+    requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
+    async (req, res) => {
+      const slug = parseInput(
+        z.string().regex(/^[a-z0-9-]{2,40}$/, 'lower-case letters, digits, dashes'),
+        req.params.slug,
+        'slug',
+      );
+      const body = parseInput(SsoProviderBody, req.body);
+      if (body.orgSlug && !(await c.collections.orgs.findOne({ slug: body.orgSlug }))) {
+        return res
+          .status(404)
+          .json({ error: 'OrgNotFound', message: `Organization ${body.orgSlug} does not exist` });
+      }
+      const now = c.clock.now();
+      const existing = await sso.collections.providers.findOne({ _id: slug });
+      const fields = {
+        name: body.name,
+        issuer: body.issuer,
+        clientId: body.clientId,
+        clientSecret: body.clientSecret ?? null,
+        orgSlug: body.orgSlug ?? null,
+      };
+      const same =
+        existing && Object.entries(fields).every(([k, v]) => existing[k as keyof typeof fields] === v);
+      if (!same) {
+        await sso.collections.providers.updateOne(
+          { _id: slug },
+          { $set: { ...fields, updatedAt: now }, $setOnInsert: { createdAt: now } },
+          { upsert: true },
+        );
+      }
+      res.status(existing ? 200 : 201).json({
+        result: existing ? (same ? 'exists' : 'updated') : 'created',
+        slug,
+        name: fields.name,
+        issuer: fields.issuer,
+        clientId: fields.clientId,
+        orgSlug: fields.orgSlug,
+        redirectUri: `${(c.config.PUBLIC_BASE_URL ?? c.config.JWT_ISSUER).replace(/\/+$/, '')}/account/sso/${slug}/callback`,
+      });
+    },
+  );
+}

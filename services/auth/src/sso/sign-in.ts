@@ -1,0 +1,208 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { AppError, Forbidden } from '@platform/kernel';
+import { DuplicateKeyError } from '@platform/store';
+import type { Request, Response, Router } from 'express';
+import * as oidc from 'openid-client';
+import { normalizeEmail } from '../accounts/accounts';
+import { secureCookies } from '../accounts/cookies';
+import { publicBaseUrl } from '../accounts/public-url';
+import type { AuthContext } from '../context';
+import type { UserDoc } from '../data/collections';
+import { newId } from '../domain/secrets';
+import { html, sendPage } from '../pages/html';
+import { readCookie, safeNext } from '../pages/page-session';
+import type { SsoClients, SsoProviderDoc } from './providers';
+
+const STATE_COOKIE = 'sso-state';
+const STATE_SECONDS = 600;
+
+interface PendingSso {
+  slug: string;
+  state: string;
+  nonce: string;
+  verifier: string;
+  next: string;
+  exp: number;
+}
+
+/**
+ * Which local user an external identity signs in as: the one it was linked to before; else the user
+ * whose email it proves (the provider says `email_verified`, and the local address was verified too,
+ * so nobody can pre-register someone else's address and wait); else a new user. A company provider's
+ * users become members of its organization.
+ */
+export async function userForIdentity(
+  c: AuthContext,
+  sso: SsoClients,
+  provider: SsoProviderDoc,
+  claims: {
+    sub: string;
+    email?: unknown;
+    email_verified?: unknown;
+    given_name?: unknown;
+    family_name?: unknown;
+  },
+): Promise<UserDoc> {
+  const identities = sso.collections.identities;
+  const id = `${provider._id}:${claims.sub}`;
+  const linked = await identities.findOne({ _id: id });
+  let user = linked ? await c.collections.users.findOne({ _id: linked.userId }) : null;
+  if (!user) {
+    if (typeof claims.email !== 'string' || claims.email_verified !== true) {
+      throw new Forbidden(`${provider.name} did not confirm an email address for this account`, {
+        error: 'SsoEmailUnverified',
+      });
+    }
+    const email = normalizeEmail(claims.email);
+    const now = c.clock.now();
+    const existing = await c.collections.users.findOne({ email, anonymous: false });
+    if (existing && !existing.emailVerifiedAt) {
+      throw new Forbidden(
+        `An account with ${email} exists but its email is not confirmed: confirm it (or reset its password) first`,
+        { error: 'SsoLinkRefused' },
+      );
+    }
+    user = existing ?? {
+      _id: newId(),
+      anonymous: false,
+      email,
+      emailVerifiedAt: now,
+      firstName: typeof claims.given_name === 'string' ? claims.given_name.slice(0, 100) : null,
+      lastName: typeof claims.family_name === 'string' ? claims.family_name.slice(0, 100) : null,
+      createdAt: now,
+    };
+    if (!existing) await c.collections.users.insertOne(user);
+    try {
+      await identities.insertOne({
+        _id: id,
+        provider: provider._id,
+        sub: claims.sub,
+        userId: user._id,
+        linkedAt: now,
+      });
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    }
+  }
+  if (provider.orgSlug) {
+    const org = await c.collections.orgs.findOne({ slug: provider.orgSlug });
+    if (org) {
+      await c.collections.memberships.updateOne(
+        { orgId: org._id, userId: user._id },
+        { $setOnInsert: { _id: newId(), orgSlug: org.slug, role: 'member', createdAt: c.clock.now() } },
+        { upsert: true },
+      );
+    }
+  }
+  return user;
+}
+
+/**
+ * Sign-in with an external provider (authorization code, PKCE, state and nonce, through openid-client):
+ * `/account/sso/:slug` goes to the provider; its callback signs the person in (then the local second
+ * factor, when enrolled). The pending request lives in a signed, HttpOnly, ten-minute cookie.
+ */
+export function mountSsoPages(
+  router: Router,
+  c: AuthContext,
+  sso: SsoClients,
+  finish: (req: Request, res: Response, user: UserDoc, next: string) => Promise<void>,
+): void {
+  const key = createHmac('sha256', c.config.PLATFORM_INTERNAL_SECRET).update('sso-state').digest();
+  const sign = (body: string) => createHmac('sha256', key).update(body).digest('base64url');
+  const failed = (res: Response, message: string, status = 400) =>
+    sendPage(res, {
+      platformName: c.config.PLATFORM_NAME,
+      status,
+      title: 'Sign-in failed',
+      body: html`<div class="card"><h1>Sign-in failed</h1><p class="lead">${message}</p><a href="/account/login">Back to sign in</a></div>`,
+    });
+
+  router.get('/account/sso/:slug', async (req, res) => {
+    const slug = String(req.params.slug);
+    const found = await sso.get(slug).catch((err) => {
+      c.logger.warn({ err, slug }, 'identity provider discovery failed');
+      return undefined;
+    });
+    if (found === null) return failed(res, 'There is no such sign-in provider.', 404);
+    if (!found) return failed(res, 'The sign-in provider cannot be reached right now. Try again later.', 502);
+    const base = publicBaseUrl(c.config, req);
+    const pending: PendingSso = {
+      slug,
+      state: oidc.randomState(),
+      nonce: oidc.randomNonce(),
+      verifier: oidc.randomPKCECodeVerifier(),
+      next: safeNext(req.query.next),
+      exp: Math.floor(c.clock.now().getTime() / 1000) + STATE_SECONDS,
+    };
+    const body = Buffer.from(JSON.stringify(pending)).toString('base64url');
+    res.cookie(STATE_COOKIE, `${body}.${sign(body)}`, {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: secureCookies(base),
+      path: '/account/sso',
+      maxAge: STATE_SECONDS * 1000,
+    });
+    const url = oidc.buildAuthorizationUrl(found.config, {
+      redirect_uri: `${base}/account/sso/${slug}/callback`,
+      scope: 'openid email profile',
+      code_challenge: await oidc.calculatePKCECodeChallenge(pending.verifier),
+      code_challenge_method: 'S256',
+      state: pending.state,
+      nonce: pending.nonce,
+    });
+    res.redirect(303, url.toString());
+  });
+
+  router.get('/account/sso/:slug/callback', async (req, res) => {
+    const slug = String(req.params.slug);
+    const base = publicBaseUrl(c.config, req);
+    const raw = readCookie(req, STATE_COOKIE);
+    res.clearCookie(STATE_COOKIE, {
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: secureCookies(base),
+      path: '/account/sso',
+    });
+    const [body, mac] = (raw ?? '').split('.');
+    const expected = Buffer.from(sign(body ?? ''));
+    if (!body || !mac || expected.length !== mac.length || !timingSafeEqual(expected, Buffer.from(mac))) {
+      return failed(res, 'The sign-in took too long or was started elsewhere. Please start again.');
+    }
+    const pending = JSON.parse(Buffer.from(body, 'base64url').toString()) as PendingSso;
+    if (pending.slug !== slug || pending.exp < c.clock.now().getTime() / 1000) {
+      return failed(res, 'The sign-in took too long. Please start again.');
+    }
+    const found = await sso.get(slug);
+    if (!found) return failed(res, 'There is no such sign-in provider.', 404);
+    let claims: Parameters<typeof userForIdentity>[3];
+    try {
+      const tokens = await oidc.authorizationCodeGrant(found.config, new URL(req.originalUrl, base), {
+        pkceCodeVerifier: pending.verifier,
+        expectedState: pending.state,
+        expectedNonce: pending.nonce,
+        idTokenExpected: true,
+      });
+      const idToken = tokens.claims()!;
+      // Many providers put email and profile claims only in userinfo (OIDC Core 5.4).
+      claims =
+        idToken.email === undefined
+          ? {
+              ...(await oidc.fetchUserInfo(found.config, tokens.access_token, idToken.sub)),
+              sub: idToken.sub,
+            }
+          : idToken;
+    } catch (err) {
+      c.logger.warn({ err, slug }, 'external sign-in refused');
+      return failed(res, `${found.provider.name} did not complete the sign-in.`);
+    }
+    let user: UserDoc;
+    try {
+      user = await userForIdentity(c, sso, found.provider, claims);
+    } catch (err) {
+      if (err instanceof AppError) return failed(res, err.message, 403);
+      throw err;
+    }
+    await finish(req, res, user, pending.next);
+  });
+}

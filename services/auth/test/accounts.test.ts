@@ -1,0 +1,245 @@
+import { Subjects } from '@platform/contracts';
+import { ManualClock } from '@platform/kernel';
+import { createEmbeddedStore } from '@platform/store';
+import { tempDir } from '@platform/testkit';
+import { type AuthHarness, randomAddress, recordEvents, startAuth } from './helpers';
+import { startMailCatcher } from './mail-catcher';
+
+/** Password accounts at the service: signup, login, throttling, mail links, refresh. */
+
+const FAST_HASH = { PASSWORD_SCRYPT_N: '1024', PASSWORD_SCRYPT_P: '1' };
+const PASSWORD = 'correct horse battery';
+let emailCounter = 0;
+const newEmail = () => `person${++emailCounter}-${Date.now()}@example.com`;
+
+function login(a: AuthHarness, email: string, password: string, address = randomAddress()) {
+  return a.http.post('/v2/login').set('x-forwarded-for', address).send({ email, password });
+}
+
+function signup(a: AuthHarness, body: Record<string, unknown>) {
+  return a.http.post('/v2/signup').set('x-forwarded-for', randomAddress()).send(body);
+}
+
+describe('password accounts', () => {
+  let mail: Awaited<ReturnType<typeof startMailCatcher>>;
+  let a: AuthHarness;
+  beforeAll(async () => {
+    mail = await startMailCatcher();
+    a = await startAuth({ env: { ...FAST_HASH, SMTP_URL: mail.url } });
+  });
+  afterAll(async () => {
+    await a.stop();
+    await mail.close();
+  });
+
+  it('signup answers a session with a refresh token and sets the session and CSRF cookies', async () => {
+    const email = newEmail();
+    const res = await signup(a, { email: email.toUpperCase(), password: PASSWORD, firstName: 'Ada' });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      userId: expect.any(String),
+      sessionId: expect.any(String),
+      token: expect.any(String),
+      refreshToken: expect.stringMatching(/^rt:/),
+      user: { email, emailVerified: false, firstName: 'Ada', lastName: null },
+    });
+    const cookies = res.headers['set-cookie'] as unknown as string[];
+    const session = cookies.find((c) => c.startsWith('access-token='))!;
+    const csrf = cookies.find((c) => c.startsWith('csrf-token='))!;
+    expect(session).toMatch(/HttpOnly/);
+    expect(session).toMatch(/SameSite=Lax/);
+    expect(session).not.toMatch(/Secure/); // loopback base URL
+    expect(csrf).not.toMatch(/HttpOnly/);
+    expect(csrf).toMatch(/SameSite=Lax/);
+    expect(csrf).toMatch(/csrf-token=[A-Za-z0-9_-]{40,}/);
+  });
+
+  it('refuses a short password, a bad email and a second account on the same email (any case)', async () => {
+    expect((await signup(a, { email: newEmail(), password: 'short' })).status).toBe(400);
+    expect((await signup(a, { email: 'not-an-email', password: PASSWORD })).status).toBe(400);
+    const email = newEmail();
+    expect((await signup(a, { email, password: PASSWORD })).status).toBe(201);
+    const again = await signup(a, { email: ` ${email.toUpperCase()} `, password: PASSWORD });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toBe('SignupRefused');
+  });
+
+  it('the verification link in the mail confirms the email', async () => {
+    const email = newEmail();
+    await signup(a, { email, password: PASSWORD });
+    const link = await mail.linkFor(email, '/account/verify-email');
+    const page = await a.http.get(new URL(link).pathname + new URL(link).search);
+    expect(page.status).toBe(200);
+    expect(page.headers['content-security-policy']).toMatch(/default-src 'none'/);
+    expect(page.text).toContain('Email confirmed');
+    const res = await login(a, email, PASSWORD);
+    expect(res.body.user.emailVerified).toBe(true);
+    // single use
+    expect((await a.http.get(new URL(link).pathname + new URL(link).search)).status).toBe(400);
+  });
+
+  it('a wrong password and an unknown email get the same answer', async () => {
+    const email = newEmail();
+    await signup(a, { email, password: PASSWORD });
+    const wrong = await login(a, email, 'wrong password!');
+    const unknown = await login(a, newEmail(), 'wrong password!');
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    const strip = (b: Record<string, unknown>) => ({ ...b, requestId: undefined });
+    expect(strip(wrong.body)).toEqual(strip(unknown.body));
+    expect(wrong.body.error).toBe('InvalidCredentials');
+  });
+
+  it('an anonymous user who signs up keeps its user id and organizations', async () => {
+    const anon = await a.newUser();
+    const slug = `keepers-${Date.now()}`;
+    const org = await a.call(anon, 'post', '/v2/orgs', { name: 'Keepers', slug });
+    expect(org.status).toBe(201);
+    const email = newEmail();
+    const res = await a.call(anon, 'post', '/v2/signup', { email, password: PASSWORD });
+    expect(res.status).toBe(201);
+    expect(res.body.userId).toBe(anon.userId);
+    // the anonymous session ended; the account's session sees the org
+    expect((await a.call(anon, 'get', '/v2/me')).status).toBe(401);
+    const signedIn = await login(a, email, PASSWORD);
+    const me = await a.call(
+      { credential: { kind: 'session', userId: signedIn.body.userId, sessionId: signedIn.body.sessionId } },
+      'get',
+      '/v2/me',
+    );
+    expect(me.body).toMatchObject({ id: anon.userId, anonymous: false, email });
+    expect(me.body.memberships.map((m: { orgSlug: string }) => m.orgSlug)).toEqual([slug]);
+  });
+
+  it('password reset by mail: the same answer for unknown emails, old sessions end, the new password works', async () => {
+    const email = newEmail();
+    const first = await signup(a, { email, password: PASSWORD });
+    const events = recordEvents(a.bus, [Subjects.credentialRevoked]);
+    const unknown = await a.http.post('/v2/password/forgot').send({ email: newEmail() });
+    const known = await a.http.post('/v2/password/forgot').send({ email });
+    expect(unknown.status).toBe(202);
+    expect(known.status).toBe(202);
+    expect(known.body).toEqual(unknown.body);
+    const link = new URL(await mail.linkFor(email, '/account/reset-password'));
+    const form = await a.http.get(link.pathname + link.search);
+    expect(form.text).toContain('name="token"');
+    const token = link.searchParams.get('token')!;
+    expect((await a.http.post('/v2/password/reset').send({ token, password: 'x' })).status).toBe(400);
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token, password: 'a brand new secret' })).status,
+    ).toBe(204);
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token, password: 'another new secret' })).status,
+    ).toBe(400);
+    expect(events.seen.map((e) => (e.payload as { id: string }).id)).toContain(first.body.sessionId);
+    events.stop();
+    expect((await login(a, email, PASSWORD)).status).toBe(401);
+    expect((await login(a, email, 'a brand new secret')).status).toBe(200);
+  });
+
+  it('refresh rotates the refresh token; reusing a spent one revokes the session', async () => {
+    const email = newEmail();
+    const s = await signup(a, { email, password: PASSWORD });
+    const r1 = await a.http.post('/v2/login/refresh').send({ refreshToken: s.body.refreshToken });
+    expect(r1.status).toBe(200);
+    expect(r1.body.sessionId).toBe(s.body.sessionId);
+    expect(r1.body.refreshToken).not.toBe(s.body.refreshToken);
+    const r2 = await a.http.post('/v2/login/refresh').send({ refreshToken: r1.body.refreshToken });
+    expect(r2.status).toBe(200);
+    const reuse = await a.http.post('/v2/login/refresh').send({ refreshToken: s.body.refreshToken });
+    expect(reuse.status).toBe(401);
+    expect(reuse.body.error).toBe('InvalidRefreshToken');
+    // the family is revoked: the newest refresh token and the session are dead
+    expect((await a.http.post('/v2/login/refresh').send({ refreshToken: r2.body.refreshToken })).status).toBe(
+      401,
+    );
+    const me = await a.call(
+      { credential: { kind: 'session', userId: s.body.userId, sessionId: s.body.sessionId } },
+      'get',
+      '/v2/me',
+    );
+    expect(me.status).toBe(401);
+  });
+
+  it('cookies are Secure when the public base URL is not loopback', async () => {
+    const b = await startAuth({ env: { ...FAST_HASH, PUBLIC_BASE_URL: 'https://api.example.com' } });
+    try {
+      const res = await signup(b, { email: newEmail(), password: PASSWORD });
+      const cookies = res.headers['set-cookie'] as unknown as string[];
+      for (const c of cookies) expect(c).toMatch(/; Secure/);
+    } finally {
+      await b.stop();
+    }
+  });
+});
+
+describe('login throttling shared by every auth instance', () => {
+  it('1,000 wrong passwords from 20 addresses across two instances: only the configured failures are checked, then the lock ends', async () => {
+    const dir = tempDir('auth-throttle-');
+    const store = createEmbeddedStore({ dataDir: dir.dir, compactionIntervalMs: 0 });
+    const clock = new ManualClock('2025-03-01T00:00:00Z');
+    const env = {
+      ...FAST_HASH,
+      LOGIN_ACCOUNT_MAX_FAILURES: '10',
+      LOGIN_ADDRESS_MAX_FAILURES: '500',
+      LOGIN_FAILURE_WINDOW_SECONDS: '900',
+      LOGIN_LOCK_SECONDS: '600',
+    };
+    const one = await startAuth({ env, store, clock });
+    const two = await startAuth({ env, store, clock });
+    try {
+      const email = newEmail();
+      expect((await signup(one, { email, password: PASSWORD })).status).toBe(201);
+      const addresses = Array.from({ length: 20 }, (_, i) => `198.51.100.${i + 1}`);
+      const statuses: number[] = [];
+      for (let batch = 0; batch < 20; batch++) {
+        const replies = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => {
+            const n = batch * 50 + i;
+            return login(n % 2 ? one : two, email, `guess-${n}`, addresses[n % 20]);
+          }),
+        );
+        statuses.push(...replies.map((r) => r.status));
+        for (const r of replies)
+          if (r.status === 429) expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+      }
+      const count = (s: number) => statuses.filter((x) => x === s).length;
+      expect(statuses).toHaveLength(1000);
+      expect(count(401)).toBe(10);
+      expect(count(429)).toBe(990);
+
+      // Locked: the right password too, on either instance.
+      const locked = await login(two, email, PASSWORD, addresses[3]);
+      expect(locked.status).toBe(429);
+      expect(locked.body.retryAfter).toBeGreaterThan(0);
+      expect(locked.body.retryAfter).toBeLessThanOrEqual(600);
+
+      clock.advance(601_000);
+      expect((await login(one, email, PASSWORD, addresses[3])).status).toBe(200);
+    } finally {
+      await one.stop();
+      await two.stop();
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it('one address that guesses at many accounts is locked for all of them', async () => {
+    const a = await startAuth({
+      env: { ...FAST_HASH, LOGIN_ADDRESS_MAX_FAILURES: '5', LOGIN_ACCOUNT_MAX_FAILURES: '100' },
+    });
+    try {
+      const victims = [newEmail(), newEmail()];
+      for (const email of victims) await signup(a, { email, password: PASSWORD });
+      const address = '192.0.2.77';
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++)
+        statuses.push((await login(a, victims[i % 2]!, 'nope nope nope', address)).status);
+      expect(statuses).toEqual([401, 401, 401, 401, 401, 429, 429, 429]);
+      expect((await login(a, victims[0]!, PASSWORD, address)).status).toBe(429);
+      expect((await login(a, victims[0]!, PASSWORD, '192.0.2.78')).status).toBe(200);
+    } finally {
+      await a.stop();
+    }
+  });
+});

@@ -1,0 +1,163 @@
+import { sealPrincipal } from '@platform/kernel';
+import * as OTPAuth from 'otpauth';
+import { type AuthHarness, INTERNAL_SECRET, randomAddress, startAuth } from './helpers';
+
+/** Two-step verification and the pages' CSRF tokens, at the service (the edge's part is played here). */
+
+const PASSWORD = 'correct horse battery';
+
+describe('two-step verification (TOTP) and page forms', () => {
+  let a: AuthHarness;
+  beforeAll(async () => {
+    a = await startAuth({ env: { PASSWORD_SCRYPT_N: '1024', PASSWORD_SCRYPT_P: '1' } });
+  });
+  afterAll(() => a.stop());
+
+  /** The headers the edge adds for a session. */
+  async function asSession(userId: string, sessionId: string) {
+    const { principal } = await a.service.context.resolver.resolve(
+      { kind: 'session', userId, sessionId },
+      null,
+      't',
+    );
+    return {
+      'x-platform-principal': sealPrincipal(principal, INTERNAL_SECRET, a.clock),
+      'x-platform-user-id': userId,
+    };
+  }
+
+  const csrfOf = (html: string, action: string) =>
+    new RegExp(`action="${action}"[^]*?name="csrf" value="([^"]+)"`).exec(html)![1]!;
+
+  async function enrolled() {
+    const email = `mfa-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`;
+    const s = await a.http
+      .post('/v2/signup')
+      .set('x-forwarded-for', randomAddress())
+      .send({ email, password: PASSWORD });
+    const headers = await asSession(s.body.userId, s.body.sessionId);
+    const setup = await a.http.get('/account/mfa').set(headers);
+    expect(setup.status).toBe(200);
+    expect(setup.text).toContain('<svg');
+    const secret = /id="totp-secret">([A-Z2-7]+)</.exec(setup.text)![1]!;
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    const code = (offsetMs = 0) => totp.generate({ timestamp: a.clock.now().getTime() + offsetMs });
+
+    const forged = await a.http
+      .post('/account/mfa')
+      .set(headers)
+      .type('form')
+      .send({ code: code(), csrf: 'forged' });
+    expect(forged.status).toBe(403);
+    const on = await a.http
+      .post('/account/mfa')
+      .set(headers)
+      .type('form')
+      .send({ code: code(), csrf: csrfOf(setup.text, '/account/mfa') });
+    expect(on.status).toBe(200);
+    const recovery = [...on.text.matchAll(/<li><code>([0-9a-f]{5}-[0-9a-f]{5})<\/code><\/li>/g)].map(
+      (m) => m[1]!,
+    );
+    expect(recovery).toHaveLength(10);
+    return { email, code, recovery };
+  }
+
+  const login = (email: string, mfaCode?: string) =>
+    a.http
+      .post('/v2/login')
+      .set('x-forwarded-for', randomAddress())
+      .send({ email, password: PASSWORD, ...(mfaCode ? { mfaCode } : {}) });
+
+  it('a password alone is not enough once TOTP is on; each code works once', async () => {
+    const { email, code } = await enrolled();
+    const bare = await login(email);
+    expect(bare.status).toBe(401);
+    expect(bare.body.error).toBe('MfaRequired');
+    expect((await login(email, '000000')).body.error).toBe('InvalidMfaCode');
+    a.clock.advance(30_000);
+    const ok = await login(email, code());
+    expect(ok.status).toBe(200);
+    // the same code (same time step) again: refused
+    expect((await login(email, code())).status).toBe(401);
+  });
+
+  it('a recovery code signs in once', async () => {
+    const { email, recovery } = await enrolled();
+    expect((await login(email, recovery[0])).status).toBe(200);
+    expect((await login(email, recovery[0])).status).toBe(401);
+    expect((await login(email, recovery[1]!.toUpperCase())).status).toBe(200);
+  });
+
+  it('sign-in forms refuse a post without their CSRF token, and pages carry a strict CSP', async () => {
+    const page = await a.http.get('/account/login');
+    expect(page.headers['content-security-policy']).toMatch(
+      /default-src 'none'.*form-action 'self'.*frame-ancestors 'none'/,
+    );
+    expect(page.headers['content-security-policy']).not.toMatch(/unsafe-inline|script-src/);
+    const cookie = (page.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]).join('; ');
+    const noToken = await a.http
+      .post('/account/login')
+      .set('cookie', cookie)
+      .type('form')
+      .send({ email: 'x@y.z', password: 'p' });
+    expect(noToken.status).toBe(403);
+    const withToken = await a.http
+      .post('/account/login')
+      .set('cookie', cookie)
+      .type('form')
+      .send({
+        email: 'nobody@example.com',
+        password: 'wrong password',
+        csrf: csrfOf(page.text, '/account/login'),
+      });
+    expect(withToken.status).toBe(401);
+    expect(withToken.text).toContain('Email or password is incorrect');
+  });
+
+  it('an organization can require two-step verification of its members', async () => {
+    const owner = await enrolled();
+    a.clock.advance(30_000);
+    const ownerLogin = await login(owner.email, owner.code());
+    const ownerActor = {
+      credential: {
+        kind: 'session' as const,
+        userId: ownerLogin.body.userId,
+        sessionId: ownerLogin.body.sessionId,
+      },
+    };
+    const slug = `mfa-org-${Date.now()}`;
+    expect((await a.call(ownerActor, 'post', '/v2/orgs', { name: 'Strict', slug })).status).toBe(201);
+
+    const memberEmail = `member-${Date.now()}@example.com`;
+    const member = await a.http
+      .post('/v2/signup')
+      .set('x-forwarded-for', randomAddress())
+      .send({ email: memberEmail, password: PASSWORD });
+    const memberActor = {
+      credential: { kind: 'session' as const, userId: member.body.userId, sessionId: member.body.sessionId },
+    };
+    expect(
+      (
+        await a.call(ownerActor, 'post', `/v2/orgs/${slug}/members`, {
+          userId: member.body.userId,
+          role: 'owner',
+        })
+      ).status,
+    ).toBe(201);
+    // The member has no second factor: it may not turn the rule on, and before the rule it may act.
+    const refused = await a.call(memberActor, 'put', `/v2/orgs/${slug}/security`, { requireMfa: true });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toBe('MfaRequired');
+    expect((await a.call(memberActor, 'get', `/v2/orgs/${slug}`)).status).toBe(200);
+
+    const on = await a.call(ownerActor, 'put', `/v2/orgs/${slug}/security`, { requireMfa: true });
+    expect(on.status).toBe(200);
+    expect(on.body).toEqual({ orgSlug: slug, requireMfa: true });
+    const blocked = await a.call(memberActor, 'get', `/v2/orgs/${slug}`);
+    expect(blocked.status).toBe(403);
+    expect(blocked.body.error).toBe('MfaRequired');
+    const principal = await a.service.context.resolver.resolve(memberActor.credential, slug, 't');
+    expect(principal.principal.session.org).toBeNull();
+    expect((await a.call(ownerActor, 'get', `/v2/orgs/${slug}`)).status).toBe(200);
+  });
+});

@@ -1,0 +1,47 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+
+/** Debian's chromium package (`apt-get install -y chromium`); a browser is never downloaded. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const SCREENSHOTS = path.resolve(__dirname, 'screenshots');
+
+/**
+ * Whether browser tests can run. Without Chromium they say so loudly and skip, unless
+ * PLATFORM_REQUIRE_BROWSER=1 (CI), which makes the missing browser a failure.
+ */
+export function chromiumAvailable(): boolean {
+  if (existsSync(CHROMIUM)) return true;
+  const message = `Chromium not found at ${CHROMIUM}: browser tests SKIPPED. Install it with: apt-get install -y chromium`;
+  if (process.env.PLATFORM_REQUIRE_BROWSER === '1')
+    throw new Error(`${message} (PLATFORM_REQUIRE_BROWSER=1)`);
+  console.warn(`\n*** ${message} ***\n`);
+  return false;
+}
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--headless',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+}
+
+/** Runs one step of a flow; when it fails, the page's screenshot is kept in test/browser/screenshots. */
+export async function step<T>(page: Page, name: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    const file = path.join(SCREENSHOTS, `${name.replace(/[^a-z0-9-]+/gi, '-')}-failed.png`);
+    await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
+    throw new Error(`step "${name}" failed (screenshot: ${file}): ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,162 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { runCli } from '@platform/operator-cli';
+import { freePort } from '@platform/testkit';
+import Provider from 'oidc-provider';
+import { startMailCatcher } from '../../services/auth/test/mail-catcher';
+import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+import { BrowserAgent } from '../support/browser-agent';
+
+/**
+ * Single sign-on: a second oidc-provider plays a company's identity provider (its development login
+ * accepts any name; `<name>@acme.example` is its verified email). Through the edge.
+ */
+describe('sign-in with an external OpenID Connect provider', () => {
+  let p: TestPlatform;
+  let mail: Awaited<ReturnType<typeof startMailCatcher>>;
+  let idp: Server;
+  let idpUrl: string;
+  let base: string;
+  let cliEnv: Record<string, string>;
+
+  beforeAll(async () => {
+    mail = await startMailCatcher();
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    idp = createServer();
+    idp.listen(0, '127.0.0.1');
+    await once(idp, 'listening');
+    idpUrl = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
+    const provider = new Provider(idpUrl, {
+      clients: [
+        {
+          client_id: 'platform',
+          client_secret: 'company-secret-for-the-platform',
+          redirect_uris: [`${base}/account/sso/acme/callback`],
+          token_endpoint_auth_method: 'client_secret_post',
+        },
+      ],
+      claims: { email: ['email', 'email_verified'], profile: ['given_name'] },
+      async findAccount(_ctx, sub) {
+        return {
+          accountId: sub,
+          claims: async () => ({
+            sub,
+            email: `${sub}@acme.example`,
+            email_verified: !sub.startsWith('unverified'),
+            given_name: sub,
+          }),
+        };
+      },
+      pkce: { required: () => true },
+    });
+    idp.on('request', provider.callback());
+
+    const secret = 'sso-e2e-internal-secret-0123456789abcdef';
+    p = await startTestPlatform({
+      port,
+      env: {
+        PLATFORM_INTERNAL_SECRET: secret,
+        PUBLIC_BASE_URL: base,
+        JWT_ISSUER: base,
+        SMTP_URL: mail.url,
+        PASSWORD_SCRYPT_N: '1024',
+        PASSWORD_SCRYPT_P: '1',
+        ANONYMOUS_LOGIN_RATE_LIMIT: '1000',
+      },
+    });
+    cliEnv = { AUTH_URL: p.upstreams.auth, PLATFORM_INTERNAL_SECRET: secret };
+  });
+  afterAll(async () => {
+    await p.stop();
+    await mail.close();
+    idp.close();
+  });
+
+  async function addProvider(org?: string) {
+    const out: string[] = [];
+    const io = { out: (l: string) => out.push(l), err: (l: string) => out.push(l) };
+    const argv = ['sso', 'add', 'acme', '--issuer', idpUrl, '--client-id', 'platform'];
+    argv.push('--client-secret', 'company-secret-for-the-platform', '--name', 'Acme Corp', '--json');
+    if (org) argv.push('--org', org);
+    expect(await runCli(argv, cliEnv, io)).toBe(0);
+    return JSON.parse(out.pop()!);
+  }
+
+  /** Signs in at the company's provider as `name`; answers the agent (its platform cookies) and the last page. */
+  async function signInWithAcme(name: string) {
+    const browser = new BrowserAgent(base, { stopAt: [`${base}/account?`, `${base}/account/login/mfa`] });
+    let page = await browser.go(`${base}/account/login`);
+    expect(page.text).toContain('Sign in with Acme Corp');
+    page = await browser.go(`${base}/account/sso/acme?next=/account`);
+    for (let i = 0; i < 3 && page.url.startsWith(idpUrl); i++) {
+      const action = /action="([^"]+)"/.exec(page.text)![1]!;
+      const prompt = /name="prompt" value="([^"]+)"/.exec(page.text)![1]!;
+      page = await browser.go(new URL(action, idpUrl).toString(), {
+        method: 'POST',
+        form: prompt === 'login' ? { prompt, login: name, password: 'anything' } : { prompt },
+      });
+    }
+    return { browser, page };
+  }
+
+  const cookieOf = (browser: BrowserAgent) => `access-token=${browser.cookies.get('access-token')}`;
+
+  it('a new person signs in through the company provider; a company provider makes them a member', async () => {
+    const owner = await callJson(`${base}/v2/login/anonymous`, 'POST');
+    const slug = `acme-${Date.now()}`;
+    expect(
+      (await callJson(`${base}/v2/orgs`, 'POST', { bearer: owner.body.token, body: { name: 'Acme', slug } }))
+        .status,
+    ).toBe(201);
+    const added = await addProvider(slug);
+    expect(added).toMatchObject({
+      result: 'created',
+      data: { redirectUri: `${base}/account/sso/acme/callback` },
+    });
+
+    const { browser, page } = await signInWithAcme('grace');
+    expect(page.url).toBe(`${base}/account`);
+    const me = await fetch(`${base}/v2/me`, { headers: { cookie: cookieOf(browser) } });
+    expect(me.status).toBe(200);
+    expect(await me.json()).toMatchObject({
+      email: 'grace@acme.example',
+      anonymous: false,
+      memberships: [expect.objectContaining({ orgSlug: slug, role: 'member' })],
+    });
+  });
+
+  it('an existing account with the same verified email is linked, not duplicated', async () => {
+    const email = 'linus@acme.example';
+    const signup = await callJson(`${base}/v2/signup`, 'POST', {
+      body: { email, password: 'a long password here' },
+    });
+    expect(signup.status).toBe(201);
+    // Not linked while the local address is unconfirmed (nobody may pre-register someone else's email).
+    const early = await signInWithAcme('linus');
+    expect(early.page.status).toBe(403);
+    expect(early.page.text).toContain('not confirmed');
+    await fetch(await mail.linkFor(email, '/account/verify-email'));
+
+    const { browser } = await signInWithAcme('linus');
+    const me = await fetch(`${base}/v2/me`, { headers: { cookie: cookieOf(browser) } });
+    expect(((await me.json()) as { id: string }).id).toBe(signup.body.userId);
+    // And again: the identity is remembered.
+    const again = await signInWithAcme('linus');
+    const me2 = await fetch(`${base}/v2/me`, { headers: { cookie: cookieOf(again.browser) } });
+    expect(((await me2.json()) as { id: string }).id).toBe(signup.body.userId);
+  });
+
+  it('a provider that does not confirm the email is refused', async () => {
+    const { page } = await signInWithAcme('unverified-eve');
+    expect(page.status).toBe(403);
+    expect(page.text).toContain('did not confirm an email address');
+  });
+
+  it('a forged or replayed callback is refused', async () => {
+    const res = await fetch(`${base}/account/sso/acme/callback?code=forged&state=forged`);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('Please start again');
+  });
+});
