@@ -259,6 +259,12 @@ describe('the edge against a black-box attacker', () => {
         headers: cookieHeaders(),
       });
       expect(legacyCookieOnly.status).toBe(403);
+      // A route the table lists as public (auth's forms) checks its own per-form token instead.
+      const pageForm = await request(edge.url, '/account/logout', {
+        method: 'POST',
+        headers: cookieHeaders(),
+      });
+      expect(pageForm.json).toMatchObject({ upstream: 'auth', method: 'POST' });
     });
   });
 

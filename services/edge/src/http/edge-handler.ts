@@ -303,10 +303,10 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     const principal = resolved as ResolvedPrincipal | null;
     // A cross-site page cannot add an Authorization header without a preflight: only a request the
     // cookie alone authenticates needs the CSRF token (on the legacy root Authorization is legacy's).
-    // Public routes (auth's pages and OIDC endpoints) check their own per-form tokens.
+    // Routes the table lists as public (auth's pages, OIDC endpoints) check their own per-form tokens.
     if (
       principal &&
-      route.access === 'authenticated' &&
+      route.csrfHeader &&
       presented.kind === 'jwt' &&
       presented.fromCookie &&
       !req.headers.authorization

@@ -31,6 +31,11 @@ export interface CompiledRoute {
   requireOrg: boolean;
   permission: string | null;
   rateLimit: RateLimitRule | null;
+  /**
+   * whether a request the `access-token` cookie alone authenticates needs the CSRF header: every
+   * route but those the table lists as public (auth's forms and OIDC endpoints check their own tokens)
+   */
+  csrfHeader: boolean;
 }
 
 /** Default access per root when no rule matches: the legacy root validates its own credentials. */
@@ -130,6 +135,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       requireOrg: false,
       permission: null,
       rateLimit: null,
+      csrfHeader: true,
     };
   }
   for (const rule of rules) {
@@ -141,6 +147,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       requireOrg: rule.requireOrg ?? false,
       permission: rule.permission ?? null,
       rateLimit: rule.rateLimit ?? null,
+      csrfHeader: rule.access !== 'public',
     };
     if (path.includes('/:')) patterns.push({ root: rule.root, method, segments: path.split('/'), route });
     else exact.set(`${rule.root} ${method} ${path}`, route);
