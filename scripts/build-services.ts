@@ -163,6 +163,7 @@ export async function buildService(options: BuildOptions): Promise<BuildResult> 
  * package and of the workspace packages it inlines into `<outDir>/<basename>.js`: after bundling,
  * `__dirname` of the code that spawns a worker is `<outDir>`, so
  * `path.join(__dirname, 'train-worker' + path.extname(__filename))` finds it (and the .ts under tsx).
+ * The packages' `data/` files go to `<outDir>/data/`.
  */
 export async function bundleEntry(options: {
   entry: string;
@@ -210,6 +211,7 @@ export async function bundleEntry(options: {
     throw new Error(`production dependencies missing:\n  ${undeclared.join('\n  ')}`);
   }
   const files = outputs.flatMap((o) => Object.keys(o).map((f) => path.resolve(REPO_ROOT, f)));
+  files.push(...copyDataFiles([packageDirOf(entry), ...inlinedPackageDirs(main.metafile)], outDir));
   const inputs = [main.metafile, ...(workerMetafile ? [workerMetafile] : [])]
     .flatMap((m) => Object.keys(m.inputs).map((f) => path.resolve(REPO_ROOT, f)))
     .filter((f) => !f.includes(`${path.sep}node_modules${path.sep}`));
@@ -231,6 +233,27 @@ export async function bundleEntry(options: {
     externals,
     inputs: [...new Set(inputs)].sort(),
   };
+}
+
+/**
+ * The `data/` files of the bundled workspace packages (e.g. @platform/nlu's word-vector table), copied into
+ * `<outDir>/data/`, where the inlined code looks for them (`path.join(__dirname, 'data')`).
+ */
+function copyDataFiles(packageDirs: string[], outDir: string): string[] {
+  const copied: string[] = [];
+  for (const dir of new Set(packageDirs)) {
+    const data = path.join(dir, 'data');
+    if (!existsSync(data)) continue;
+    for (const entry of readdirSync(data, { withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const target = path.join(outDir, 'data', entry.name);
+      if (copied.includes(target)) throw new Error(`data file ${entry.name} is shipped by two packages`);
+      mkdirSync(path.dirname(target), { recursive: true });
+      cpSync(path.join(data, entry.name), target);
+      copied.push(target);
+    }
+  }
+  return copied;
 }
 
 /** The workspace's package folders, as pnpm-workspace.yaml lists them (only `dir/*` patterns). */
