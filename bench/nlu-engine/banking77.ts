@@ -56,7 +56,9 @@ export function parseCsv(text: string): LabelledSentence[] {
   if (field || row.length > 0) rows.push([...row, field]);
   const [header, ...body] = rows;
   if (header?.[0] !== 'text' || header[1] !== 'category') throw new Error('BANKING77: unexpected CSV header');
-  return body.filter((r) => r.length >= 2 && r[0]).map(([text, intent]) => ({ text: text!, intent: intent! }));
+  return body
+    .filter((r) => r.length >= 2 && r[0])
+    .map(([text, intent]) => ({ text: text!, intent: intent! }));
 }
 
 export function loadBanking77(dir: string = defaultBanking77Dir()): Banking77 {
