@@ -3,6 +3,7 @@
  */
 
 import { performance } from 'node:perf_hooks';
+import { backgroundSentences, type CalibrationExample, Calibrator, calibrationRounds } from './calibration';
 import {
   DEFAULT_ENTITY_OPTIONS,
   EntityExtractor,
@@ -19,6 +20,7 @@ import {
 import { wordVectorsFor } from './language-resources';
 import { tokenize } from './tokenize';
 import type { NluModel, NluResult, NluTrainingSet, SerializedModel } from './types';
+import type { WordVectorTable } from './word-vectors';
 
 export const MODEL_FORMAT = 'legacy-agent-nlu' as const;
 export const MODEL_VERSION = 1;
@@ -26,17 +28,22 @@ export const MODEL_VERSION = 1;
 export interface NluEngineOptions {
   intents: IntentClassifierOptions;
   entities: EntityExtractorOptions;
+  /** fit the confidence calibrator (calibration.ts); off: confidence = probability × in-domain factor */
+  calibrate: boolean;
 }
 
 export const DEFAULT_ENGINE_OPTIONS: NluEngineOptions = {
   intents: DEFAULT_INTENT_OPTIONS,
   entities: DEFAULT_ENTITY_OPTIONS,
+  calibrate: true,
 };
 
 interface SerializedIntents {
   /** intents that can be predicted (those with at least one non-empty utterance), in class order */
   classes: Array<{ id: string; name: string }>;
   classifier: SerializedIntentClassifier | null;
+  /** weights of the confidence calibrator (absent in models made before it: they answer as they did) */
+  calibrator?: number[];
 }
 
 class TrainedModel implements NluModel {
@@ -45,6 +52,7 @@ class TrainedModel implements NluModel {
     private readonly classes: ReadonlyArray<{ id: string; name: string }>,
     private readonly classifier: IntentClassifier | null,
     private readonly extractor: EntityExtractor,
+    private readonly calibrator: Calibrator | null,
     /** JSON text of toJSON() when it is already known (made by the training worker) */
     private serialized?: string,
   ) {}
@@ -55,14 +63,34 @@ class TrainedModel implements NluModel {
     const entities = this.extractor.extract(input, tokens);
     const intents: NluResult['intents'] = [];
     if (this.classifier) {
-      const { probabilities, inDomain } = this.classifier.predict(
+      const prediction = this.classifier.predict(
         intentTokens(
           tokens.map((t) => t.norm),
           entities,
         ),
       );
+      const { probabilities } = prediction;
+      // calibrated: the top intent's confidence is the probability that it is right; the others keep their share
+      // of the softmax relative to it. Models without a calibrator answer as they always did.
+      let factor = prediction.inDomain;
+      if (tokens.length === 0)
+        factor = 0; // nothing was said: no intent is meant
+      else if (this.calibrator) {
+        const { top, second } = topTwo(probabilities);
+        factor =
+          top > 0
+            ? this.calibrator.confidence({
+                top,
+                second,
+                similarity: prediction.similarity,
+                energy: prediction.energy,
+                coverage: prediction.coverage,
+                single: probabilities.length < 2,
+              }) / top
+            : 0;
+      }
       this.classes.forEach((c, i) => {
-        intents.push({ id: c.id, name: c.name, confidence: clamp01(probabilities[i]! * inDomain) });
+        intents.push({ id: c.id, name: c.name, confidence: clamp01(probabilities[i]! * factor) });
       });
       // stable: equal confidences keep the training order
       intents.sort((a, b) => b.confidence - a.confidence);
@@ -74,6 +102,7 @@ class TrainedModel implements NluModel {
     const intents: SerializedIntents = {
       classes: this.classes.map((c) => ({ ...c })),
       classifier: this.classifier?.toJSON() ?? null,
+      ...(this.calibrator ? { calibrator: this.calibrator.toJSON() } : {}),
     };
     return {
       format: MODEL_FORMAT,
@@ -97,18 +126,109 @@ function intentTokens(words: string[], entities: ReadonlyArray<{ entity: string 
   return words;
 }
 
+function topTwo(p: ArrayLike<number>): { top: number; second: number; arg: number } {
+  let top = -1;
+  let second = 0;
+  let arg = -1;
+  for (let c = 0; c < p.length; c++) {
+    const v = p[c]!;
+    if (v > top) {
+      second = Math.max(second, top);
+      top = v;
+      arg = c;
+    } else if (v > second) second = v;
+  }
+  return { top: Math.max(0, top), second, arg };
+}
+
+/**
+ * The calibrator of a classifier trained on `docs`/`labels`: auxiliary classifiers trained on part of the data with
+ * some intents left out (see calibration.ts) give right, wrong and out-of-scope examples of the features.
+ */
+function calibrationExamples(
+  docs: readonly string[][],
+  labels: readonly number[],
+  numClasses: number,
+  options: NluEngineOptions['intents'],
+  table: WordVectorTable | null,
+): CalibrationExample[] {
+  const examples: CalibrationExample[] = [];
+  const background = backgroundSentences(table, BACKGROUND_SENTENCES, options.seed);
+  for (const round of calibrationRounds(labels, numClasses, options.seed)) {
+    const compact = new Map<number, number>();
+    for (const i of round.train) if (!compact.has(labels[i]!)) compact.set(labels[i]!, compact.size);
+    const aux = IntentClassifier.train(
+      round.train.map((i) => docs[i]!),
+      round.train.map((i) => compact.get(labels[i]!)!),
+      compact.size,
+      options,
+      table,
+    );
+    const original = [...compact.keys()];
+    const inScope: CalibrationExample[] = [];
+    const outOfScope: CalibrationExample[] = [];
+    for (const [list, into] of [
+      [round.inScope, inScope],
+      [round.outOfScope, outOfScope],
+    ] as const) {
+      for (const i of list) {
+        const p = aux.predict(docs[i]!);
+        const { top, second, arg } = topTwo(p.probabilities);
+        into.push({
+          features: {
+            top,
+            second,
+            similarity: p.similarity,
+            energy: p.energy,
+            coverage: p.coverage,
+            single: compact.size < 2,
+          },
+          correct: original[arg] === labels[i],
+        });
+      }
+    }
+    const unrelated: CalibrationExample[] = background.map((words) => {
+      const p = aux.predict(words);
+      const { top, second } = topTwo(p.probabilities);
+      return {
+        features: {
+          top,
+          second,
+          similarity: p.similarity,
+          energy: p.energy,
+          coverage: p.coverage,
+          single: compact.size < 2,
+        },
+        correct: false,
+      };
+    });
+    // out-of-scope examples weigh, all together, a share of the in-scope ones
+    const n = Math.max(1, inScope.length);
+    for (const e of outOfScope) e.weight = (OUT_OF_SCOPE_SHARE * n) / outOfScope.length;
+    for (const e of unrelated) e.weight = (BACKGROUND_SHARE * n) / unrelated.length;
+    examples.push(...inScope, ...outOfScope, ...unrelated);
+  }
+  return examples;
+}
+
+/** generic sentences (from the language's word list) scored as unrelated text in each calibration round */
+const BACKGROUND_SENTENCES = 200;
+
+/** total weight of the sentences of left-out intents, relative to the in-scope examples */
+const OUT_OF_SCOPE_SHARE = 0.1;
+/** total weight of the background sentences, relative to the in-scope examples */
+const BACKGROUND_SHARE = 1;
+
 function clamp01(v: number): number {
   return v < 0 ? 0 : v > 1 ? 1 : Number.isFinite(v) ? v : 0;
 }
 
-/**
- * Train a model for one language. Synchronous and deterministic (same set, same options => same model).
- * `options` is for benchmarks and tests; the defaults are the tuned configuration.
- */
-export function trainModel(
-  set: NluTrainingSet,
-  options: NluEngineOptions = DEFAULT_ENGINE_OPTIONS,
-): NluModel {
+/** The training utterances of the intent classifier: tokens (with entity markers) and class of each. */
+function intentDocuments(set: NluTrainingSet): {
+  classes: Array<{ id: string; name: string }>;
+  docs: string[][];
+  labels: number[];
+} {
   const classes: Array<{ id: string; name: string }> = [];
   const docs: string[][] = [];
   const labels: number[] = [];
@@ -131,22 +251,45 @@ export function trainModel(
       labels.push(cls);
     }
   }
+  return { classes, docs, labels };
+}
+
+/**
+ * The calibration examples a training would fit its calibrator on (benchmarks use them to fit the prior, see
+ * bench/nlu-engine/calibration.ts --prior).
+ */
+export function calibrationExamplesOf(
+  set: NluTrainingSet,
+  options: NluEngineOptions = DEFAULT_ENGINE_OPTIONS,
+): CalibrationExample[] {
+  const { classes, docs, labels } = intentDocuments(set);
+  if (classes.length === 0) return [];
+  const table = options.intents.vectorWeight > 0 ? wordVectorsFor(set.lang) : null;
+  return calibrationExamples(docs, labels, classes.length, options.intents, table);
+}
+
+/**
+ * Train a model for one language. Synchronous and deterministic (same set, same options => same model).
+ * `options` is for benchmarks and tests; the defaults are the tuned configuration.
+ */
+export function trainModel(
+  set: NluTrainingSet,
+  options: NluEngineOptions = DEFAULT_ENGINE_OPTIONS,
+): NluModel {
+  const { classes, docs, labels } = intentDocuments(set);
+  const table = options.intents.vectorWeight > 0 ? wordVectorsFor(set.lang) : null;
   const classifier =
-    classes.length > 0
-      ? IntentClassifier.train(
-          docs,
-          labels,
-          classes.length,
-          options.intents,
-          options.intents.vectorWeight > 0 ? wordVectorsFor(set.lang) : null,
-        )
+    classes.length > 0 ? IntentClassifier.train(docs, labels, classes.length, options.intents, table) : null;
+  const calibrator =
+    classifier && options.calibrate
+      ? Calibrator.fit(calibrationExamples(docs, labels, classes.length, options.intents, table))
       : null;
   const extractor = EntityExtractor.train(
     set.entities,
     set.intents.flatMap((i) => i.utterances),
     options.entities,
   );
-  return new TrainedModel(set.lang, classes, classifier, extractor);
+  return new TrainedModel(set.lang, classes, classifier, extractor, calibrator);
 }
 
 /** Rebuild a model from `model.toJSON()` (gives the same answers as the trained model). */
@@ -197,5 +340,6 @@ function* loadModelSteps(json: SerializedModel, serialized?: string): Generator<
     : null;
   yield;
   const extractor = EntityExtractor.fromJSON(json.entities as SerializedEntityExtractor);
-  return new TrainedModel(json.lang, intents.classes, classifier, extractor, serialized);
+  const calibrator = intents.calibrator ? Calibrator.fromJSON(intents.calibrator) : null;
+  return new TrainedModel(json.lang, intents.classes, classifier, extractor, calibrator, serialized);
 }

@@ -17,6 +17,8 @@ export interface WordVectorTable {
   rowOf(word: string): number;
   /** vector of a row (a view; do not modify) */
   row(r: number): Float32Array;
+  /** word of a row (its folded form) */
+  wordAt(r: number): string;
   /** the table in a form that can be posted to a worker thread (see SharedWordVectorTable) */
   share(): SharedWordVectorTable;
 }
@@ -35,6 +37,13 @@ export class DenseWordVectorTable implements WordVectorTable {
 
   rowOf(word: string): number {
     return this.rows.get(word) ?? -1;
+  }
+
+  private words?: string[];
+
+  wordAt(r: number): string {
+    this.words ??= [...this.rows.keys()];
+    return this.words[r] ?? '';
   }
 
   row(r: number): Float32Array {
