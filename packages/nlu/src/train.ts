@@ -215,9 +215,9 @@ function calibrationExamples(
 const BACKGROUND_SENTENCES = 200;
 
 /** total weight of the sentences of left-out intents, relative to the in-scope examples */
-const OUT_OF_SCOPE_SHARE = 0.1;
+const OUT_OF_SCOPE_SHARE = 0.03;
 /** total weight of the background sentences, relative to the in-scope examples */
-const BACKGROUND_SHARE = 1;
+const BACKGROUND_SHARE = 2;
 
 function clamp01(v: number): number {
   return v < 0 ? 0 : v > 1 ? 1 : Number.isFinite(v) ? v : 0;
