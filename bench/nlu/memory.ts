@@ -1,7 +1,7 @@
 /**
  * Memory and training time of a large assistant through the platform (issue 12 item 3): 150 intents and 15,000
  * sentences (bench/nlu-engine/synthetic.ts, with its entities) created through the edge, trained once, a few
- * messages answered, then the resident memory (VmRSS, VmHWM) of each platform process and the service's
+ * messages answered, then the resident memory (VmRSS right after and after 20 s idle, VmHWM) of each platform process and the service's
  * training time (`GET /v1/bots` training.languages.en.trainingMs: worker start to model stored).
  *
  *   npx tsx bench/nlu/memory.ts              pnpm start's single process (standalone)
@@ -53,9 +53,13 @@ async function main() {
     console.log(
       `held-out accuracy at the defaults: ${(right / tests.length).toFixed(3)} (${right}/${tests.length})`,
     );
+    const after = Object.fromEntries(platform.processes.map((p) => [p.name, status(p.pid, 'VmRSS')]));
+    // idle for a while: V8 gives back the heap that training and adoption grew (its memory reducer)
+    await new Promise((resolve) => setTimeout(resolve, 20_000));
     for (const p of platform.processes)
       console.log(
-        `${p.name}: RSS ${Math.round(status(p.pid, 'VmRSS'))} MiB (before the assistant ${Math.round(before[p.name]!)} MiB; peak ${Math.round(status(p.pid, 'VmHWM'))} MiB)`,
+        `${p.name}: RSS ${Math.round(after[p.name]!)} MiB right after, ${Math.round(status(p.pid, 'VmRSS'))} MiB after 20 s idle ` +
+          `(before the assistant ${Math.round(before[p.name]!)} MiB; peak ${Math.round(status(p.pid, 'VmHWM'))} MiB)`,
       );
   } finally {
     await platform.stop();
