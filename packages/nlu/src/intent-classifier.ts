@@ -385,7 +385,8 @@ export class SoftmaxRegression {
 export class NearestNeighbourIndex {
   private readonly postingStart = new Map<number, number>();
   private readonly postingDocs: Int32Array;
-  private readonly postingVals: Float64Array;
+  /** float32: half the memory of the largest part of a loaded model, and cosines within 1e-6 */
+  private readonly postingVals: Float32Array;
   private readonly postingLen = new Map<number, number>();
   private readonly norms: Float64Array;
   private readonly acc: Float64Array;
@@ -411,7 +412,7 @@ export class NearestNeighbourIndex {
       offset += n;
     }
     this.postingDocs = new Int32Array(total);
-    this.postingVals = new Float64Array(total);
+    this.postingVals = new Float32Array(total);
     docs.forEach((d, doc) => {
       for (let k = 0; k < d.idx.length; k++) {
         const f = d.idx[k]!;
