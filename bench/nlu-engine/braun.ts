@@ -6,7 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { NluEntityDef, NluIntentDef, NluTrainingSet } from '../../services/legacy-agent/src/nlu';
+import type { NluEntityDef, NluIntentDef, NluTrainingSet } from '../../packages/nlu/src';
 
 export interface BraunEntity {
   entity: string;
@@ -33,7 +33,10 @@ export type BraunCorpusName = (typeof BRAUN_CORPORA)[number];
 
 /** Default location: <workspace>/../shared/data/nlu/braun2017 (override with NLU_BRAUN_DIR). */
 export function defaultBraunDir(): string {
-  return process.env.NLU_BRAUN_DIR ?? path.resolve(__dirname, '../../../shared/data/nlu/braun2017');
+  if (process.env.NLU_BRAUN_DIR) return process.env.NLU_BRAUN_DIR;
+  // beside the workspace, or beside its parent (a git worktree under <root>/wt/<name>)
+  const near = path.resolve(__dirname, '../../../shared/data/nlu/braun2017');
+  return fs.existsSync(near) ? near : path.resolve(__dirname, '../../../../shared/data/nlu/braun2017');
 }
 
 export function loadBraunCorpus(name: BraunCorpusName, dir: string = defaultBraunDir()): BraunCorpus {

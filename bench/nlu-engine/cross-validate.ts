@@ -14,11 +14,11 @@ import {
   DEFAULT_INTENT_OPTIONS,
   IntentClassifier,
   type IntentClassifierOptions,
-} from '../../services/legacy-agent/src/nlu/intent-classifier';
-import { wordVectorsFor } from '../../services/legacy-agent/src/nlu/language-resources';
-import { tokenize } from '../../services/legacy-agent/src/nlu/tokenize';
-import { trainModel } from '../../services/legacy-agent/src/nlu/train';
-import type { NluModel } from '../../services/legacy-agent/src/nlu/types';
+} from '../../packages/nlu/src/intent-classifier';
+import { wordVectorsFor } from '../../packages/nlu/src/language-resources';
+import { tokenize } from '../../packages/nlu/src/tokenize';
+import { trainModel } from '../../packages/nlu/src/train';
+import type { NluModel } from '../../packages/nlu/src/types';
 import { BRAUN_CORPORA, corpusToTrainingSet, loadBraunCorpus, sentenceToParts, testSentences } from './braun';
 
 interface Item {

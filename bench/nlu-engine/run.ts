@@ -11,10 +11,10 @@
  */
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { loadModel, trainModel, trainModelInWorker } from '../../services/legacy-agent/src/nlu';
-import { DEFAULT_INTENT_OPTIONS } from '../../services/legacy-agent/src/nlu/intent-classifier';
-import { wordVectorsFor } from '../../services/legacy-agent/src/nlu/language-resources';
-import { DEFAULT_ENGINE_OPTIONS, type NluEngineOptions } from '../../services/legacy-agent/src/nlu/train';
+import { loadModel, trainModel, trainModelInWorker } from '../../packages/nlu/src';
+import { DEFAULT_INTENT_OPTIONS } from '../../packages/nlu/src/intent-classifier';
+import { wordVectorsFor } from '../../packages/nlu/src/language-resources';
+import { DEFAULT_ENGINE_OPTIONS, type NluEngineOptions } from '../../packages/nlu/src/train';
 import {
   addCounts,
   BRAUN_CORPORA,

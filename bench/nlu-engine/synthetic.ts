@@ -2,7 +2,7 @@
  * Deterministic synthetic assistant for the latency and training-time figures: N intents, M utterances, a dozen
  * entities (lists, synonyms, multi-word values, extensible or not) used in "<preposition> <value>" slots.
  */
-import type { NluEntityDef, NluIntentDef, NluTrainingSet } from '../../services/legacy-agent/src/nlu';
+import type { NluEntityDef, NluIntentDef, NluTrainingSet } from '../../packages/nlu/src';
 
 function rng(seed: number): () => number {
   let a = seed >>> 0;

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import path from 'node:path';
 import { freePort, tempDir, waitFor } from '@platform/testkit';
-import type { NluTrainingSet } from '../../services/legacy-agent/src/nlu';
+import type { NluTrainingSet } from '../../packages/nlu/src';
 
 export interface BenchPlatform {
   legacyUrl: string;

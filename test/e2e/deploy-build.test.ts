@@ -310,11 +310,11 @@ export const squareInWorker = (n: number) =>
 
   it("of legacy-agent's NLU: training in a worker thread works from the bundle", async () => {
     const pkg = path.join(work.dir, 'nlu-fixture');
-    const nlu = path.join(REPO_ROOT, 'services', 'legacy-agent', 'src', 'nlu');
+    const nlu = path.join(REPO_ROOT, 'packages', 'nlu', 'src');
     mkdirSync(path.join(pkg, 'src'), { recursive: true });
     writeFileSync(path.join(pkg, 'package.json'), '{ "name": "nlu-fixture", "private": true }\n');
-    // As in a deploy folder, the service's production dependencies (the word vectors among them) sit
-    // beside dist/: a worker that cannot find them warns, and the exact-output check below fails.
+    // As in a deploy folder, the service's production dependencies sit beside dist/, and the word-vector
+    // table in dist/data/: a worker that cannot find it warns, and the exact-output check below fails.
     symlinkSync(
       path.join(REPO_ROOT, 'services', 'legacy-agent', 'node_modules'),
       path.join(pkg, 'node_modules'),

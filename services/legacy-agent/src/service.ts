@@ -1,5 +1,6 @@
 import type { Bus } from '@platform/bus';
 import { type BaseDeps, createServiceApp, openApiHandler, type PlatformService } from '@platform/kernel';
+import * as nluEngine from '@platform/nlu';
 import type { Store } from '@platform/store';
 import type { Express } from 'express';
 import type { LegacyAgentConfig } from './config';
@@ -13,7 +14,6 @@ import { Entities } from './domain/entities';
 import { Intents } from './domain/intents';
 import { TokenSealer } from './domain/tokens';
 import { type NluEngine, Understanding } from './domain/understanding';
-import * as nluEngine from './nlu';
 import { legacyApiDocument } from './openapi';
 import { openCollections } from './persistence/collections';
 import { mountAccountRoutes } from './routes/accounts';
@@ -25,7 +25,7 @@ import { messagesBodyParser, mountMessageRoutes } from './routes/messages';
 export interface LegacyAgentDeps extends BaseDeps<LegacyAgentConfig> {
   store: Store;
   bus: Bus;
-  /** the NLU engine; src/nlu by default */
+  /** the NLU engine; @platform/nlu by default */
   nlu?: NluEngine;
   /** uniform in [0, 1), picks text alternatives; Math.random by default */
   random?: () => number;

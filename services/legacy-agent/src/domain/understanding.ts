@@ -1,28 +1,28 @@
 import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
-import type { NluModel, NluResult, NluTrainingSet, SerializedModel } from '../nlu';
+import type { NluModel, NluResult, NluTrainingSet, SerializedModel } from '@platform/nlu';
 import type { AssistantDoc, EntityDoc, IntentDoc, ModelDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
 
 /**
- * The adapter between the legacy resources and the NLU engine (src/nlu): it turns an assistant's
+ * The adapter between the legacy resources and the NLU engine (@platform/nlu): it turns an assistant's
  * intents and entities into one training set per language, trains in a worker after changes
  * (debounced), persists the serialized models, and hands the current model to Messages. The previous
  * model keeps answering while a new one trains.
  */
 
-// ---- the engine (src/nlu) ------------------------------------------------------------------------
+// ---- the engine (@platform/nlu) ------------------------------------------------------------------------
 
-export type { NluEntityMatch, NluIntentScore, NluModel, NluTrainingSet } from '../nlu';
+export type { NluEntityMatch, NluIntentScore, NluModel, NluTrainingSet } from '@platform/nlu';
 export type NluParse = NluResult;
 
-/** What the service needs of the engine; src/nlu in production, a scripted one in some tests. */
+/** What the service needs of the engine; @platform/nlu in production, a scripted one in some tests. */
 export interface NluEngine {
   trainModel(set: NluTrainingSet): NluModel | Promise<NluModel>;
   trainModelInWorker(set: NluTrainingSet): Promise<NluModel>;
   loadModel(json: SerializedModel): NluModel;
-  /** `loadModel` spread over event-loop turns (src/nlu has it); used when present */
+  /** `loadModel` spread over event-loop turns (@platform/nlu has it); used when present */
   loadModelAsync?(json: SerializedModel): Promise<NluModel>;
 }
 
@@ -403,7 +403,7 @@ export class Understanding {
   }
 
   /**
-   * The stored model, loaded (asynchronously, in slices, with src/nlu): concurrent callers share one load, and
+   * The stored model, loaded (asynchronously, in slices, with @platform/nlu): concurrent callers share one load, and
    * a model trained here meanwhile is not replaced by an older stored one.
    */
   private loadStored(assistantId: string, lang: string): Promise<CachedModel | null> {

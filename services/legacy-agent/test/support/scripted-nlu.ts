@@ -1,3 +1,4 @@
+import type { SerializedModel } from '@platform/nlu';
 import type {
   NluEngine,
   NluEntityMatch,
@@ -5,7 +6,6 @@ import type {
   NluParse,
   NluTrainingSet,
 } from '../../src/domain/understanding';
-import type { SerializedModel } from '../../src/nlu';
 
 /**
  * A small, predictable NLU engine for tests of the service's own rules (retraining, contexts, slots,

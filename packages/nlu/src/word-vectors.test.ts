@@ -3,9 +3,9 @@ import * as path from 'node:path';
 import { tempDir } from '@platform/testkit';
 import { IntentClassifier } from './intent-classifier';
 import { foldText } from './tokenize';
+import { readWinkEmbeddings } from './wink-embeddings';
 import {
   ModelWordVectors,
-  readWinkEmbeddings,
   WordVectorTable,
   wordVectorTable,
   wordVectorTableFromShared,

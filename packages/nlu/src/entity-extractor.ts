@@ -211,6 +211,295 @@ const phraseKey = (text: string): string =>
     .map((t) => t.norm)
     .join(' ');
 
+/** The defined entities, then any entity named only in tagged parts (treated as extensible, no list). */
+function collectEntities(
+  entityDefs: readonly NluEntityDef[],
+  utterances: ReadonlyArray<ReadonlyArray<NluUtterancePart>>,
+): { entities: EntityInfo[]; entityIndex: Map<string, number> } {
+  const entities: EntityInfo[] = entityDefs.map((e) => ({
+    name: e.name,
+    extensible: e.automaticallyExtensible,
+  }));
+  const entityIndex = new Map<string, number>();
+  entities.forEach((e, i) => {
+    if (!entityIndex.has(e.name)) entityIndex.set(e.name, i);
+  });
+  for (const u of utterances) {
+    for (const p of u) {
+      if (p.entity && !entityIndex.has(p.entity)) {
+        entityIndex.set(p.entity, entities.length);
+        entities.push({ name: p.entity, extensible: true });
+      }
+    }
+  }
+  return { entities, entityIndex };
+}
+
+/** The utterances' parts with entity indices and slots (the slot defaults to the entity name). */
+function taggedParts(
+  utterances: ReadonlyArray<ReadonlyArray<NluUtterancePart>>,
+  entityIndex: ReadonlyMap<string, number>,
+): TaggedPart[][] {
+  return utterances.map((u) =>
+    u.map((p) => ({
+      text: p.text ?? '',
+      entity: p.entity ? entityIndex.get(p.entity)! : -1,
+      slot: p.slot_name && p.slot_name.length > 0 ? p.slot_name : (p.entity ?? ''),
+    })),
+  );
+}
+
+function gazetteerOf(entities: readonly EntityInfo[], phrases: readonly Phrase[]): Gazetteer {
+  return new Gazetteer(
+    phrases.map((p) => ({ entity: p.entity, value: p.value, tokens: tokenize(p.text).map((t) => t.norm) })),
+    entities.map((e) => e.extensible),
+  );
+}
+
+interface Dictionary {
+  phrases: Phrase[];
+  gazetteer: Gazetteer;
+  /** leave-one-out: is the phrase known as this entity without utterance u? */
+  knownWithout(entity: number, key: string, u: number): boolean;
+}
+
+/** Dictionary phrases: values, synonyms (when `useSynonyms`); for extensible entities also the tagged texts. */
+function buildDictionary(
+  entityDefs: readonly NluEntityDef[],
+  entities: readonly EntityInfo[],
+  entityIndex: ReadonlyMap<string, number>,
+  parts: readonly TaggedPart[][],
+): Dictionary {
+  const phrases: Phrase[] = [];
+  const phraseKeys = new Set<string>();
+  const resolve: Array<Map<string, string>> = entities.map(() => new Map());
+  const defined = new Set<string>();
+  const addPhrase = (entity: number, value: string, text: string): string | null => {
+    const key = phraseKey(text);
+    if (!key) return null;
+    const k = `${entity}\u0000${key}`;
+    if (!phraseKeys.has(k)) {
+      phraseKeys.add(k);
+      phrases.push({ entity, value, text });
+      resolve[entity]!.set(key, value);
+    }
+    return k;
+  };
+  entityDefs.forEach((def, i) => {
+    if (entityIndex.get(def.name) !== i) return; // duplicate name: the first definition wins
+    for (const v of def.values) {
+      const k = addPhrase(i, v.value, v.value);
+      if (k) defined.add(k);
+      if (def.useSynonyms) {
+        for (const syn of v.synonyms ?? []) {
+          const ks = addPhrase(i, v.value, syn);
+          if (ks) defined.add(ks);
+        }
+      }
+    }
+  });
+  // how many utterances tag each (entity, phrase); which ones each utterance tags
+  const tagCount = new Map<string, number>();
+  const taggedIn: Array<Set<string>> = parts.map((u) => {
+    const own = new Set<string>();
+    for (const p of u) {
+      if (p.entity < 0) continue;
+      const key = phraseKey(p.text);
+      if (!key) continue;
+      own.add(`${p.entity}\u0000${key}`);
+      if (entities[p.entity]!.extensible)
+        addPhrase(p.entity, resolve[p.entity]!.get(key) ?? p.text.trim(), p.text);
+    }
+    for (const k of own) tagCount.set(k, (tagCount.get(k) ?? 0) + 1);
+    return own;
+  });
+  return {
+    phrases,
+    gazetteer: gazetteerOf(entities, phrases),
+    knownWithout(entity, key, u) {
+      const k = `${entity}\u0000${key}`;
+      const n = tagCount.get(k) ?? 0;
+      if (n === 0) return defined.has(k);
+      return n - (taggedIn[u]!.has(k) ? 1 : 0) > 0;
+    },
+  };
+}
+
+/** CRF classes: the entities that occur in tagged parts, in order of first occurrence. */
+function crfClasses(labelled: readonly LabelledUtterance[]): number[] {
+  const classes: number[] = [];
+  for (const lu of labelled)
+    for (const s of lu.spans) if (!classes.includes(s.entity)) classes.push(s.entity);
+  return classes;
+}
+
+/** Slot examples per entity: the words around each tagged occurrence, and its slot. */
+function slotExamples(
+  labelled: readonly LabelledUtterance[],
+  entities: readonly EntityInfo[],
+): SlotExample[][] {
+  const examples: SlotExample[][] = entities.map(() => []);
+  for (const lu of labelled) {
+    for (const s of lu.spans) {
+      const others = lu.spans.filter((o) => o !== s).map((o) => ({ ...o, entity: entities[o.entity]!.name }));
+      examples[s.entity]!.push({
+        words: slotWords(lu.tokens, others),
+        start: s.start,
+        end: s.end,
+        slot: s.slot,
+      });
+    }
+  }
+  return examples;
+}
+
+interface WordStatistics {
+  /** document frequencies of words outside (o) / inside (e) tagged parts */
+  stats: WordStats;
+  /** per utterance, its own words outside / inside tagged parts (left out of its counts) */
+  own: Array<{ o: Set<string>; e: Set<string> }>;
+}
+
+function wordStatistics(labelled: readonly LabelledUtterance[]): WordStatistics {
+  const stats: WordStats = new Map();
+  const own = labelled.map(({ tokens, entityOf }) => {
+    const o = new Set<string>();
+    const e = new Set<string>();
+    tokens.forEach((t, i) => {
+      (entityOf[i]! < 0 ? o : e).add(t.norm);
+    });
+    for (const w of o) {
+      const st = stats.get(w) ?? { o: 0, e: 0 };
+      st.o++;
+      stats.set(w, st);
+    }
+    for (const w of e) {
+      const st = stats.get(w) ?? { o: 0, e: 0 };
+      st.e++;
+      stats.set(w, st);
+    }
+    return { o, e };
+  });
+  return { stats, own };
+}
+
+/** Turns token views and BIO labels into the CRF's training sequences, numbering feature strings as it goes. */
+class SequenceBuilder {
+  readonly featureNames: string[] = [];
+  readonly sequences: TaggedSequence[] = [];
+  private readonly featureIndex = new Map<string, number>();
+  private readonly classOf: Map<number, number>;
+  private readonly entityNames: string[];
+
+  constructor(
+    entities: readonly EntityInfo[],
+    classes: readonly number[],
+    private readonly words: WordStatistics,
+  ) {
+    this.classOf = new Map(classes.map((e, k) => [e, k] as const));
+    this.entityNames = entities.map((e) => e.name);
+  }
+
+  get length(): number {
+    return this.sequences.length;
+  }
+
+  /** BIO labels of a labelled utterance */
+  bio(lu: LabelledUtterance): number[] {
+    const labels = lu.tokens.map(() => 0);
+    for (const s of lu.spans) {
+      const k = this.classOf.get(s.entity)!;
+      labels[s.start] = beginLabel(k);
+      for (let t = s.start + 1; t < s.end; t++) labels[t] = insideLabel(k);
+    }
+    return labels;
+  }
+
+  /** add the sequence of utterance `u` (whose own words are left out of the word counts) */
+  add(views: TokenView[], labels: number[], u: number): void {
+    const self = this.words.own[u]!;
+    const stats = this.words.stats;
+    const count = (w: string): { o: number; e: number } => {
+      const st = stats.get(w);
+      if (!st) return { o: 0, e: 0 };
+      return { o: st.o - (self.o.has(w) ? 1 : 0), e: st.e - (self.e.has(w) ? 1 : 0) };
+    };
+    const features = views.map((_, i) =>
+      Int32Array.from(tokenFeatures(views, i, this.entityNames, count).map((f) => this.featureId(f))),
+    );
+    this.sequences.push({ features, labels });
+  }
+
+  private featureId(f: string): number {
+    let id = this.featureIndex.get(f);
+    if (id === undefined) {
+      id = this.featureNames.length;
+      this.featureIndex.set(f, id);
+      this.featureNames.push(f);
+    }
+    return id;
+  }
+}
+
+/** The utterances as the parser will see them: dictionary matches known without the utterance itself. */
+function addTrainingSequences(
+  builder: SequenceBuilder,
+  labelled: readonly LabelledUtterance[],
+  dictionary: Dictionary,
+): void {
+  labelled.forEach((lu, u) => {
+    const matches = dictionary.gazetteer.match(lu.tokens).map((m) => ({
+      start: m.start,
+      end: m.end,
+      cands: m.candidates.filter((c) => dictionary.knownWithout(c.entity, c.key, u)).map((c) => c.entity),
+    }));
+    builder.add(viewsOf(lu.tokens, matches), builder.bio(lu), u);
+  });
+}
+
+/**
+ * Augmented copies of the tagged utterances with other values of the same entities, seen without dictionary and
+ * with some words shown as never seen: up to `augmentations` per tagged utterance, fewer (a seeded subset) when
+ * `maxSequences` is near.
+ */
+function addAugmentedSequences(
+  builder: SequenceBuilder,
+  parts: readonly TaggedPart[][],
+  labelled: readonly LabelledUtterance[],
+  phrases: readonly Phrase[],
+  entityCount: number,
+  options: EntityExtractorOptions,
+): void {
+  if (options.augmentations <= 0) return;
+  const phrasesOf: Phrase[][] = Array.from({ length: entityCount }, () => []);
+  for (const p of phrases) phrasesOf[p.entity]!.push(p);
+  const tagged = labelled.map((_, i) => i).filter((i) => labelled[i]!.spans.length > 0);
+  const rng: Rng = createRng(options.seed);
+  const room = Math.max(
+    0,
+    Math.min(options.augmentations * tagged.length, options.maxSequences - builder.length),
+  );
+  const order = shuffleInPlace([...tagged], rng);
+  for (let n = 0; n < room; n++) {
+    const i = order[n % order.length]!;
+    const swapped = parts[i]!.map((p) => {
+      if (p.entity < 0) return p;
+      const choices = phrasesOf[p.entity]!;
+      if (choices.length === 0) return p;
+      return { ...p, text: choices[Math.floor(rng() * choices.length)]!.text };
+    });
+    const lu = labelUtterance(swapped);
+    // unknown-word dropout: some tokens are shown as never seen (entity tokens more often), so that the CRF
+    // also learns to find values it has never seen from their context
+    const views = viewsOf(lu.tokens, []).map((v, t) =>
+      rng() < (lu.entityOf[t]! >= 0 ? options.unseenEntityWordRate : options.unseenWordRate)
+        ? { ...v, unseen: true }
+        : v,
+    );
+    builder.add(views, builder.bio(lu), i);
+  }
+}
+
 export class EntityExtractor {
   private readonly gazetteer: Gazetteer;
   private readonly featureIndex = new Map<string, number>();
@@ -235,7 +524,7 @@ export class EntityExtractor {
     features.forEach((f, i) => {
       this.featureIndex.set(f, i);
     });
-    this.gazetteer = EntityExtractor.buildGazetteer(entities, phrases);
+    this.gazetteer = gazetteerOf(entities, phrases);
     this.classOfEntity = entities.map(() => -1);
     classes.forEach((e, k) => {
       this.classOfEntity[e] = k;
@@ -263,247 +552,49 @@ export class EntityExtractor {
     });
   }
 
-  private static buildGazetteer(entities: readonly EntityInfo[], phrases: readonly Phrase[]): Gazetteer {
-    return new Gazetteer(
-      phrases.map((p) => ({ entity: p.entity, value: p.value, tokens: tokenize(p.text).map((t) => t.norm) })),
-      entities.map((e) => e.extensible),
-    );
-  }
-
+  /**
+   * Learn an extractor from the entity definitions and the tagged training utterances, in named steps: the entity
+   * list, the dictionaries, the slot classifiers, then (when some utterance tags an entity) the CRF's training
+   * sequences and the CRF itself.
+   */
   static train(
     entityDefs: readonly NluEntityDef[],
     utterances: ReadonlyArray<ReadonlyArray<NluUtterancePart>>,
     options: EntityExtractorOptions = DEFAULT_ENTITY_OPTIONS,
   ): EntityExtractor {
-    // entities: the defined ones, then any entity named only in tagged parts (treated as extensible, no list)
-    const entities: EntityInfo[] = entityDefs.map((e) => ({
-      name: e.name,
-      extensible: e.automaticallyExtensible,
-    }));
-    const entityIndex = new Map<string, number>();
-    entities.forEach((e, i) => {
-      if (!entityIndex.has(e.name)) entityIndex.set(e.name, i);
-    });
-    for (const u of utterances) {
-      for (const p of u) {
-        if (p.entity && !entityIndex.has(p.entity)) {
-          entityIndex.set(p.entity, entities.length);
-          entities.push({ name: p.entity, extensible: true });
-        }
-      }
-    }
-    const entityNames = entities.map((e) => e.name);
-    const parts: TaggedPart[][] = utterances.map((u) =>
-      u.map((p) => ({
-        text: p.text ?? '',
-        entity: p.entity ? entityIndex.get(p.entity)! : -1,
-        slot: p.slot_name && p.slot_name.length > 0 ? p.slot_name : (p.entity ?? ''),
-      })),
-    );
-
-    // dictionary phrases: values, synonyms; for extensible entities also the tagged texts
-    const phrases: Phrase[] = [];
-    const phraseKeys = new Set<string>();
-    const resolve: Array<Map<string, string>> = entities.map(() => new Map());
-    const defined = new Set<string>();
-    const addPhrase = (entity: number, value: string, text: string): string | null => {
-      const key = phraseKey(text);
-      if (!key) return null;
-      const k = `${entity}\u0000${key}`;
-      if (!phraseKeys.has(k)) {
-        phraseKeys.add(k);
-        phrases.push({ entity, value, text });
-        resolve[entity]!.set(key, value);
-      }
-      return k;
-    };
-    entityDefs.forEach((def, i) => {
-      if (entityIndex.get(def.name) !== i) return; // duplicate name: the first definition wins
-      for (const v of def.values) {
-        const k = addPhrase(i, v.value, v.value);
-        if (k) defined.add(k);
-        if (def.useSynonyms) {
-          for (const syn of v.synonyms ?? []) {
-            const ks = addPhrase(i, v.value, syn);
-            if (ks) defined.add(ks);
-          }
-        }
-      }
-    });
-    // how many utterances tag each (entity, phrase); which ones each utterance tags
-    const tagCount = new Map<string, number>();
-    const taggedIn: Array<Set<string>> = parts.map((u) => {
-      const own = new Set<string>();
-      for (const p of u) {
-        if (p.entity < 0) continue;
-        const key = phraseKey(p.text);
-        if (!key) continue;
-        own.add(`${p.entity}\u0000${key}`);
-        if (entities[p.entity]!.extensible)
-          addPhrase(p.entity, resolve[p.entity]!.get(key) ?? p.text.trim(), p.text);
-      }
-      for (const k of own) tagCount.set(k, (tagCount.get(k) ?? 0) + 1);
-      return own;
-    });
-    const gazetteer = EntityExtractor.buildGazetteer(entities, phrases);
-    /** leave-one-out: is the phrase known as this entity without utterance u? */
-    const knownWithout = (entity: number, key: string, u: number): boolean => {
-      const k = `${entity}\u0000${key}`;
-      const n = tagCount.get(k) ?? 0;
-      if (n === 0) return defined.has(k);
-      return n - (taggedIn[u]!.has(k) ? 1 : 0) > 0;
-    };
-
+    const { entities, entityIndex } = collectEntities(entityDefs, utterances);
+    const parts = taggedParts(utterances, entityIndex);
+    const dictionary = buildDictionary(entityDefs, entities, entityIndex, parts);
     const labelled = parts.map(labelUtterance);
-    // CRF classes: the entities that occur in tagged parts, in order of first occurrence
-    const classes: number[] = [];
-    for (const lu of labelled)
-      for (const s of lu.spans) if (!classes.includes(s.entity)) classes.push(s.entity);
-    const classOf = new Map(classes.map((e, k) => [e, k] as const));
-
-    // slots: per entity, from the words around its tagged occurrences
-    const slotExamples: SlotExample[][] = entities.map(() => []);
-    for (const lu of labelled) {
-      for (const s of lu.spans) {
-        const others = lu.spans.filter((o) => o !== s).map((o) => ({ ...o, entity: entityNames[o.entity]! }));
-        slotExamples[s.entity]!.push({
-          words: slotWords(lu.tokens, others),
-          start: s.start,
-          end: s.end,
-          slot: s.slot,
-        });
-      }
-    }
-    const slots = SlotClassifier.train(slotExamples, options.seed);
-
-    if (classes.length === 0) {
-      return new EntityExtractor(
+    const classes = crfClasses(labelled);
+    const slots = SlotClassifier.train(slotExamples(labelled, entities), options.seed);
+    const stats = wordStatistics(labelled);
+    const make = (featureNames: string[], wordStats: WordStats, crf: LinearChainCrf): EntityExtractor =>
+      new EntityExtractor(
         entities,
-        phrases,
+        dictionary.phrases,
         classes,
-        [],
-        new Map(),
-        new LinearChainCrf(0, 0),
+        featureNames,
+        wordStats,
+        crf,
         slots,
         options.minNewValueConfidence,
         options.editPenalty,
       );
-    }
-
-    // document frequencies of words outside / inside tagged parts
-    const stats: WordStats = new Map();
-    const own = labelled.map(({ tokens, entityOf }) => {
-      const o = new Set<string>();
-      const e = new Set<string>();
-      tokens.forEach((t, i) => {
-        (entityOf[i]! < 0 ? o : e).add(t.norm);
-      });
-      for (const w of o) {
-        const st = stats.get(w) ?? { o: 0, e: 0 };
-        st.o++;
-        stats.set(w, st);
-      }
-      for (const w of e) {
-        const st = stats.get(w) ?? { o: 0, e: 0 };
-        st.e++;
-        stats.set(w, st);
-      }
-      return { o, e };
-    });
-    const bio = (lu: LabelledUtterance): number[] => {
-      const labels = lu.tokens.map(() => 0);
-      for (const s of lu.spans) {
-        const k = classOf.get(s.entity)!;
-        labels[s.start] = beginLabel(k);
-        for (let t = s.start + 1; t < s.end; t++) labels[t] = insideLabel(k);
-      }
-      return labels;
-    };
-
-    // training sequences: the utterances as the parser will see them (dictionary matches known without the
-    // utterance itself), then augmented copies with other values of the same entities, seen without dictionary
-    const featureIndex = new Map<string, number>();
-    const featureNames: string[] = [];
-    const sequences: TaggedSequence[] = [];
-    const toSequence = (
-      views: TokenView[],
-      labels: number[],
-      self: { o: Set<string>; e: Set<string> },
-    ): TaggedSequence => {
-      const count = (w: string): { o: number; e: number } => {
-        const st = stats.get(w);
-        if (!st) return { o: 0, e: 0 };
-        return { o: st.o - (self.o.has(w) ? 1 : 0), e: st.e - (self.e.has(w) ? 1 : 0) };
-      };
-      const features = views.map((_, i) =>
-        Int32Array.from(
-          tokenFeatures(views, i, entityNames, count).map((f) => {
-            let id = featureIndex.get(f);
-            if (id === undefined) {
-              id = featureNames.length;
-              featureIndex.set(f, id);
-              featureNames.push(f);
-            }
-            return id;
-          }),
-        ),
-      );
-      return { features, labels };
-    };
-    labelled.forEach((lu, u) => {
-      const matches = gazetteer.match(lu.tokens).map((m) => ({
-        start: m.start,
-        end: m.end,
-        cands: m.candidates.filter((c) => knownWithout(c.entity, c.key, u)).map((c) => c.entity),
-      }));
-      sequences.push(toSequence(viewsOf(lu.tokens, matches), bio(lu), own[u]!));
-    });
-    if (options.augmentations > 0) {
-      const phrasesOf: Phrase[][] = entities.map(() => []);
-      for (const p of phrases) phrasesOf[p.entity]!.push(p);
-      const tagged = labelled.map((_, i) => i).filter((i) => labelled[i]!.spans.length > 0);
-      const rng: Rng = createRng(options.seed);
-      // up to `augmentations` copies of each tagged utterance, fewer (a seeded subset) when the cap is near
-      const room = Math.max(
-        0,
-        Math.min(options.augmentations * tagged.length, options.maxSequences - sequences.length),
-      );
-      const order = shuffleInPlace([...tagged], rng);
-      for (let n = 0; n < room; n++) {
-        const i = order[n % order.length]!;
-        const swapped = parts[i]!.map((p) => {
-          if (p.entity < 0) return p;
-          const choices = phrasesOf[p.entity]!;
-          if (choices.length === 0) return p;
-          return { ...p, text: choices[Math.floor(rng() * choices.length)]!.text };
-        });
-        const lu = labelUtterance(swapped);
-        // unknown-word dropout: some tokens are shown as never seen (entity tokens more often), so that the CRF
-        // also learns to find values it has never seen from their context
-        const views = viewsOf(lu.tokens, []).map((v, t) =>
-          rng() < (lu.entityOf[t]! >= 0 ? options.unseenEntityWordRate : options.unseenWordRate)
-            ? { ...v, unseen: true }
-            : v,
-        );
-        sequences.push(toSequence(views, bio(lu), own[i]!));
-      }
-    }
-
-    const crf = LinearChainCrf.train(sequences, featureNames.length, classes.length, options.tagger);
+    if (classes.length === 0) return make([], new Map(), new LinearChainCrf(0, 0));
+    const builder = new SequenceBuilder(entities, classes, stats);
+    addTrainingSequences(builder, labelled, dictionary);
+    addAugmentedSequences(builder, parts, labelled, dictionary.phrases, entities.length, options);
+    const crf = LinearChainCrf.train(
+      builder.sequences,
+      builder.featureNames.length,
+      classes.length,
+      options.tagger,
+    );
     roundToFloat32(crf.transitions);
     roundToFloat32(crf.startWeights);
     roundToFloat32(crf.endWeights);
-    return new EntityExtractor(
-      entities,
-      phrases,
-      classes,
-      featureNames,
-      stats,
-      crf,
-      slots,
-      options.minNewValueConfidence,
-      options.editPenalty,
-    );
+    return make(builder.featureNames, stats.stats, crf);
   }
 
   /** Entities of an input, given its tokens (from `tokenize(text)`). */

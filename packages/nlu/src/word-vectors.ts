@@ -1,0 +1,186 @@
+/**
+ * Pre-trained word vectors, a language resource of the NLU engine (see language-resources.ts).
+ *
+ * - `WordVectorTable`: the process-wide table of a language, read once from the compact table file the package
+ *   ships (see vector-table-file.ts).
+ * - `ModelWordVectors`: what a trained model keeps: the vectors of its training vocabulary (serialised with it, so
+ *   `loadModel` does not need the table), and the process-wide table for words it has not seen.
+ */
+import { decodeFloat32Array, encodeFloat32 } from './float-codec';
+
+export interface WordVectorTable {
+  /** where the vectors come from (package, version, vocabulary size) */
+  readonly source: string;
+  readonly dim: number;
+  readonly size: number;
+  /** row of a word (folded form), or -1; rows are in frequency order, so the row is also the word's rank */
+  rowOf(word: string): number;
+  /** vector of a row (a view; do not modify) */
+  row(r: number): Float32Array;
+  /** word of a row (its folded form) */
+  wordAt(r: number): string;
+  /** the table in a form that can be posted to a worker thread (see SharedWordVectorTable) */
+  share(): SharedWordVectorTable;
+}
+
+export class DenseWordVectorTable implements WordVectorTable {
+  constructor(
+    readonly source: string,
+    readonly dim: number,
+    private readonly rows: Map<string, number>,
+    private readonly data: Float32Array,
+  ) {}
+
+  get size(): number {
+    return this.rows.size;
+  }
+
+  rowOf(word: string): number {
+    return this.rows.get(word) ?? -1;
+  }
+
+  private words?: string[];
+
+  wordAt(r: number): string {
+    this.words ??= [...this.rows.keys()];
+    return this.words[r] ?? '';
+  }
+
+  row(r: number): Float32Array {
+    return this.data.subarray(r * this.dim, (r + 1) * this.dim);
+  }
+
+  share(): SharedWordVectorTable {
+    let data = this.data;
+    if (!(data.buffer instanceof SharedArrayBuffer)) {
+      data = new Float32Array(new SharedArrayBuffer(this.data.byteLength));
+      data.set(this.data);
+    }
+    return { source: this.source, dim: this.dim, words: [...this.rows.keys()], data };
+  }
+}
+
+/**
+ * A table in a form that can be posted to or from a worker thread without copying the vectors: they live in a
+ * SharedArrayBuffer, so the threads of a process share one copy.
+ */
+export interface SharedWordVectorTable {
+  source: string;
+  dim: number;
+  /** in row order */
+  words: string[];
+  data: Float32Array;
+}
+
+export function wordVectorTableFromShared(shared: SharedWordVectorTable): WordVectorTable {
+  const rows = new Map<string, number>();
+  shared.words.forEach((w, i) => {
+    rows.set(w, i);
+  });
+  return new DenseWordVectorTable(shared.source, shared.dim, rows, shared.data);
+}
+
+/** A table from explicit vectors, most frequent word first (tests, small resources). */
+export function wordVectorTable(
+  source: string,
+  dim: number,
+  entries: Iterable<[string, ArrayLike<number>]>,
+): WordVectorTable {
+  const rows = new Map<string, number>();
+  const values: number[] = [];
+  for (const [word, vec] of entries) {
+    if (rows.has(word) || vec.length < dim) continue;
+    rows.set(word, rows.size);
+    for (let i = 0; i < dim; i++) values.push(vec[i]!);
+  }
+  return new DenseWordVectorTable(source, dim, rows, Float32Array.from(values));
+}
+
+/** A word's vector and its frequency rank in the corpus the vectors were learnt from (0 = most frequent). */
+export interface WordVector {
+  vector: ArrayLike<number>;
+  rank: number;
+}
+
+export interface SerializedWordVectors {
+  source: string;
+  dim: number;
+  words: string[];
+  ranks: number[];
+  /** float32 little-endian, base64, one row of `dim` values per word */
+  vectors: string;
+}
+
+/** The word vectors a model uses: its own (training vocabulary), then the process-wide table, if any. */
+export class ModelWordVectors {
+  private readonly rows = new Map<string, number>();
+
+  private constructor(
+    readonly source: string,
+    readonly dim: number,
+    private readonly words: string[],
+    private readonly ranks: number[],
+    private readonly data: Float32Array,
+    private readonly table: WordVectorTable | null,
+  ) {
+    words.forEach((w, i) => {
+      this.rows.set(w, i);
+    });
+  }
+
+  /** keep the vectors of `vocabulary` found in `table` */
+  static fromTable(table: WordVectorTable, vocabulary: Iterable<string>): ModelWordVectors {
+    const words: string[] = [];
+    const ranks: number[] = [];
+    const values: number[] = [];
+    for (const w of new Set(vocabulary)) {
+      const r = table.rowOf(w);
+      if (r < 0) continue;
+      words.push(w);
+      ranks.push(r);
+      for (const v of table.row(r)) values.push(v);
+    }
+    return new ModelWordVectors(table.source, table.dim, words, ranks, Float32Array.from(values), table);
+  }
+
+  /** `table`: the process-wide table of the model's language when it is available (for words not stored) */
+  static fromJSON(json: SerializedWordVectors, table: WordVectorTable | null): ModelWordVectors {
+    const usable = table && table.source === json.source && table.dim === json.dim ? table : null;
+    return new ModelWordVectors(
+      json.source,
+      json.dim,
+      [...json.words],
+      [...json.ranks],
+      decodeFloat32Array(json.vectors),
+      usable,
+    );
+  }
+
+  /** whether words outside the training vocabulary can be looked up (the table was available) */
+  get hasTable(): boolean {
+    return this.table !== null;
+  }
+
+  get storedWords(): number {
+    return this.words.length;
+  }
+
+  find(word: string): WordVector | undefined {
+    const i = this.rows.get(word);
+    if (i !== undefined)
+      return { vector: this.data.subarray(i * this.dim, (i + 1) * this.dim), rank: this.ranks[i]! };
+    if (!this.table) return undefined;
+    const r = this.table.rowOf(word);
+    return r < 0 ? undefined : { vector: this.table.row(r), rank: r };
+  }
+
+  toJSON(): SerializedWordVectors {
+    return {
+      source: this.source,
+      dim: this.dim,
+      words: [...this.words],
+      ranks: [...this.ranks],
+      vectors: encodeFloat32(this.data),
+    };
+  }
+}
