@@ -1,4 +1,5 @@
 export * from './free-port';
 export * from './nats-server';
+export * from './provider-simulator';
 export * from './temp-dir';
 export * from './wait-for';

@@ -1,0 +1,209 @@
+import { anthropicErrorBody, type SimulatedAnswer, SimulatedProviderError, sseEvent } from './answers';
+import { argumentPieces, decideTurn } from './chat-script';
+import {
+  countSimulatorTokens,
+  SIMULATOR_IMAGE_TOKENS,
+  SIMULATOR_MESSAGE_OVERHEAD,
+  streamPieces,
+} from './content';
+import type { ExchangeContext } from './openai';
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function bad(message: string): never {
+  throw new SimulatedProviderError(400, 'invalid_request_error', message);
+}
+
+function blocks(content: unknown): Json[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  return Array.isArray(content) ? content.filter(isObject) : [];
+}
+
+function blockText(content: unknown): string {
+  return blocks(content)
+    .filter((b) => b.type === 'text')
+    .map((b) => String(b.text))
+    .join(' ');
+}
+
+/** The simulator's input-token count of an Anthropic Messages request. */
+export function anthropicInputTokens(body: {
+  system?: unknown;
+  messages: unknown[];
+  tools?: unknown[];
+}): number {
+  let total = SIMULATOR_MESSAGE_OVERHEAD + countSimulatorTokens(blockText(body.system ?? ''));
+  for (const message of body.messages) {
+    if (!isObject(message)) continue;
+    total += SIMULATOR_MESSAGE_OVERHEAD;
+    for (const block of blocks(message.content)) {
+      if (block.type === 'text') total += countSimulatorTokens(String(block.text));
+      if (block.type === 'image') total += SIMULATOR_IMAGE_TOKENS;
+      if (block.type === 'tool_use')
+        total += countSimulatorTokens(`${block.name} ${JSON.stringify(block.input ?? {})}`);
+      if (block.type === 'tool_result') total += countSimulatorTokens(blockText(block.content));
+    }
+  }
+  if (Array.isArray(body.tools) && body.tools.length > 0)
+    total += countSimulatorTokens(JSON.stringify(body.tools));
+  return total;
+}
+
+/** Refuses what the real API refuses, so a wrong translation fails loudly in tests. */
+function validate(body: Json): Json[] {
+  if (typeof body.model !== 'string' || !body.model) bad('model: Field required');
+  if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1)
+    bad('max_tokens: Field required');
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) bad('messages: at least one message is required');
+  const toolUseIds = new Set<string>();
+  for (const message of messages) {
+    if (!isObject(message) || (message.role !== 'user' && message.role !== 'assistant'))
+      bad(
+        `messages: Unexpected role. The roles are "user" and "assistant"; use the top-level "system" field`,
+      );
+    for (const block of blocks(message.content)) {
+      if (!['text', 'image', 'tool_use', 'tool_result', 'document'].includes(String(block.type)))
+        bad(`messages: unknown content block type '${String(block.type)}'`);
+      if (block.type === 'image') {
+        const source = isObject(block.source) ? block.source : {};
+        const ok =
+          (source.type === 'base64' &&
+            typeof source.media_type === 'string' &&
+            typeof source.data === 'string') ||
+          (source.type === 'url' && typeof source.url === 'string');
+        if (!ok) bad('messages: image source must be base64 (media_type, data) or url');
+      }
+      if (block.type === 'tool_use') {
+        if (message.role !== 'assistant') bad('messages: tool_use blocks belong to assistant turns');
+        toolUseIds.add(String(block.id));
+      }
+      if (block.type === 'tool_result' && !toolUseIds.has(String(block.tool_use_id)))
+        bad(
+          `messages: tool_result block(s) provided with id '${String(block.tool_use_id)}' with no tool_use before`,
+        );
+    }
+  }
+  if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system))
+    bad('system: must be a string or an array of text blocks');
+  for (const tool of Array.isArray(body.tools) ? body.tools : []) {
+    if (!isObject(tool) || typeof tool.name !== 'string' || !isObject(tool.input_schema))
+      bad('tools: each tool needs a name and an input_schema');
+  }
+  return messages as Json[];
+}
+
+const stopReason = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use' } as const;
+
+export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAnswer {
+  const messages = validate(body);
+  const tools = (Array.isArray(body.tools) ? (body.tools as Json[]) : []).map((t) => ({
+    name: String(t.name),
+    parameters: t.input_schema,
+  }));
+  const choice = isObject(body.tool_choice) ? body.tool_choice : { type: 'auto' };
+  const toolChoice =
+    choice.type === 'tool' ? String(choice.name) : choice.type === 'any' ? 'required' : String(choice.type);
+  const last = messages[messages.length - 1]!;
+  const lastUser = [...messages].reverse().find((m) => m.role === 'user');
+  const turn = decideTurn(
+    {
+      lastUserText: blockText(lastUser?.content),
+      userSpokeLast: last.role === 'user' && !blocks(last.content).some((b) => b.type === 'tool_result'),
+      tools,
+      toolChoice,
+      maxTokens: body.max_tokens as number,
+    },
+    ctx.rule,
+  );
+  const inputTokens = ctx.rule.reply?.usage?.prompt_tokens ?? anthropicInputTokens(body as never);
+  const id = `msg_sim${ctx.seq}`;
+  const toolUses = turn.toolCalls.map((call, i) => ({
+    type: 'tool_use',
+    id: `toolu_sim${ctx.seq}_${i}`,
+    name: call.name,
+    input: JSON.parse(call.arguments || '{}') as unknown,
+    raw: call.arguments,
+  }));
+  const content = [
+    ...(turn.text ? [{ type: 'text', text: turn.text }] : []),
+    ...toolUses.map(({ raw: _raw, ...block }) => block),
+  ];
+  const usage = {
+    input_tokens: inputTokens,
+    output_tokens: turn.completionTokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
+  const message = {
+    id,
+    type: 'message',
+    role: 'assistant',
+    model: body.model,
+    stop_reason: stopReason[turn.finish],
+    stop_sequence: null,
+  };
+
+  if (body.stream !== true) return { kind: 'json', body: { ...message, content, usage } };
+
+  const frames = [
+    sseEvent('message_start', {
+      type: 'message_start',
+      message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } },
+    }),
+  ];
+  let index = 0;
+  if (turn.text) {
+    frames.push(
+      sseEvent('content_block_start', {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'text', text: '' },
+      }),
+    );
+    frames.push(sseEvent('ping', { type: 'ping' }));
+    for (const piece of streamPieces(turn.text))
+      frames.push(
+        sseEvent('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'text_delta', text: piece },
+        }),
+      );
+    frames.push(sseEvent('content_block_stop', { type: 'content_block_stop', index }));
+    index += 1;
+  }
+  for (const use of toolUses) {
+    frames.push(
+      sseEvent('content_block_start', {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'tool_use', id: use.id, name: use.name, input: {} },
+      }),
+    );
+    for (const piece of argumentPieces(use.raw))
+      frames.push(
+        sseEvent('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'input_json_delta', partial_json: piece },
+        }),
+      );
+    frames.push(sseEvent('content_block_stop', { type: 'content_block_stop', index }));
+    index += 1;
+  }
+  frames.push(
+    sseEvent('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: stopReason[turn.finish], stop_sequence: null },
+      usage: { output_tokens: turn.completionTokens },
+    }),
+  );
+  frames.push(sseEvent('message_stop', { type: 'message_stop' }));
+  return {
+    kind: 'sse',
+    frames,
+    errorFrame: (type, messageText) => sseEvent('error', anthropicErrorBody(type, messageText)),
+  };
+}

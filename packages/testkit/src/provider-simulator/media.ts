@@ -1,0 +1,176 @@
+import { createHash } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
+import { type SimulatedAnswer, SimulatedProviderError } from './answers';
+import { countSimulatorTokens } from './content';
+import type { ExchangeContext } from './openai';
+
+const crcTable = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(bytes: Buffer): number {
+  let c = 0xffffffff;
+  for (const b of bytes) c = crcTable[(c ^ b) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+function pngChunk(type: string, data: Buffer): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(data.length);
+  const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(body));
+  return Buffer.concat([length, body, crc]);
+}
+
+/** A valid 8×8 RGB PNG of one colour derived from the prompt. */
+export function simulatedPng(prompt: string): Buffer {
+  const [r, g, b] = createHash('sha256').update(prompt).digest();
+  const size = 8;
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header.set([8, 2, 0, 0, 0], 8); // 8-bit depth, truecolour, deflate, no filter, no interlace
+  const row = Buffer.from([0, ...Array.from({ length: size }, () => [r!, g!, b!]).flat()]);
+  const raw = Buffer.concat(Array.from({ length: size }, () => row));
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk('IHDR', header),
+    pngChunk('IDAT', deflateSync(raw)),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+type Json = Record<string, unknown>;
+
+export function openaiImages(
+  body: Json,
+  ctx: ExchangeContext,
+  publish: (png: Buffer) => string,
+): SimulatedAnswer {
+  if (typeof body.prompt !== 'string' || !body.prompt)
+    throw new SimulatedProviderError(400, 'invalid_request_error', "'prompt' is required");
+  const n = typeof body.n === 'number' ? body.n : 1;
+  if (!Number.isInteger(n) || n < 1 || n > 10)
+    throw new SimulatedProviderError(400, 'invalid_request_error', "'n' must be between 1 and 10");
+  const asUrl = body.response_format === 'url';
+  const data = Array.from({ length: n }, (_, i) => {
+    const png = simulatedPng(`${body.prompt}#${i}`);
+    return asUrl ? { url: publish(png) } : { b64_json: png.toString('base64') };
+  });
+  const inputTokens = countSimulatorTokens(body.prompt);
+  return {
+    kind: 'json',
+    body: {
+      created: ctx.created,
+      data,
+      usage: { input_tokens: inputTokens, output_tokens: 0, total_tokens: inputTokens },
+    },
+  };
+}
+
+/** Seconds of audio in a PCM WAV file (from its header), or null when it is not one. */
+export function wavDuration(file: Buffer): number | null {
+  if (file.length < 12 || file.toString('ascii', 0, 4) !== 'RIFF' || file.toString('ascii', 8, 12) !== 'WAVE')
+    return null;
+  let byteRate = 0;
+  for (let at = 12; at + 8 <= file.length; ) {
+    const id = file.toString('ascii', at, at + 4);
+    const size = file.readUInt32LE(at + 4);
+    if (id === 'fmt ' && at + 16 <= file.length) byteRate = file.readUInt32LE(at + 16);
+    if (id === 'data') {
+      if (!byteRate) return null;
+      const dataBytes = Math.min(size, file.length - at - 8);
+      return dataBytes / byteRate;
+    }
+    at += 8 + size + (size % 2);
+  }
+  return null;
+}
+
+const clockTime = (seconds: number, separator: string) => {
+  const ms = Math.round(seconds * 1000);
+  const pad = (v: number, w = 2) => String(v).padStart(w, '0');
+  return `${pad(Math.floor(ms / 3_600_000))}:${pad(Math.floor(ms / 60_000) % 60)}:${pad(Math.floor(ms / 1000) % 60)}${separator}${pad(ms % 1000, 3)}`;
+};
+
+/** OpenAI's `/audio/transcriptions`: multipart in, json | text | verbose_json | srt | vtt out. */
+export async function openaiTranscription(
+  raw: Buffer,
+  contentType: string,
+  ctx: ExchangeContext,
+): Promise<{
+  answer: SimulatedAnswer;
+  fields: Record<string, string>;
+  file: { filename: string; size: number };
+}> {
+  let form: FormData;
+  try {
+    form = await new Response(raw, { headers: { 'content-type': contentType } }).formData();
+  } catch {
+    throw new SimulatedProviderError(400, 'invalid_request_error', 'expected a multipart/form-data body');
+  }
+  const fields: Record<string, string> = {};
+  let file: File | undefined;
+  for (const [name, value] of form.entries()) {
+    if (typeof value === 'string') fields[name] = value;
+    else if (name === 'file') file = value as File;
+  }
+  if (!file) throw new SimulatedProviderError(400, 'invalid_request_error', "'file' is required");
+  if (!fields.model) throw new SimulatedProviderError(400, 'invalid_request_error', "'model' is required");
+  const bytes = Buffer.from(await file.arrayBuffer());
+  const duration = Math.round((wavDuration(bytes) ?? bytes.length / 32_000) * 1000) / 1000;
+  const text = ctx.rule.transcript ?? `Simulated transcription of ${file.name} (${bytes.length} bytes).`;
+  const format = fields.response_format ?? 'json';
+  const meta = { fields, file: { filename: file.name, size: bytes.length } };
+  switch (format) {
+    case 'json':
+      return {
+        ...meta,
+        answer: { kind: 'json', body: { text, usage: { type: 'duration', seconds: Math.ceil(duration) } } },
+      };
+    case 'text':
+      return {
+        ...meta,
+        answer: { kind: 'text', body: `${text}\n`, contentType: 'text/plain; charset=utf-8' },
+      };
+    case 'verbose_json':
+      return {
+        ...meta,
+        answer: {
+          kind: 'json',
+          body: {
+            task: 'transcribe',
+            language: fields.language ?? 'english',
+            duration,
+            text,
+            segments: [{ id: 0, seek: 0, start: 0, end: duration, text, tokens: [], temperature: 0 }],
+          },
+        },
+      };
+    case 'srt':
+      return {
+        ...meta,
+        answer: {
+          kind: 'text',
+          body: `1\n${clockTime(0, ',')} --> ${clockTime(duration, ',')}\n${text}\n\n`,
+          contentType: 'text/plain; charset=utf-8',
+        },
+      };
+    case 'vtt':
+      return {
+        ...meta,
+        answer: {
+          kind: 'text',
+          body: `WEBVTT\n\n${clockTime(0, '.')} --> ${clockTime(duration, '.')}\n${text}\n\n`,
+          contentType: 'text/vtt; charset=utf-8',
+        },
+      };
+    default:
+      throw new SimulatedProviderError(
+        400,
+        'invalid_request_error',
+        `unsupported response_format '${format}'`,
+      );
+  }
+}

@@ -1,0 +1,232 @@
+import { openaiErrorBody, type SimulatedAnswer, SimulatedProviderError, sseData } from './answers';
+import { argumentPieces, decideTurn } from './chat-script';
+import {
+  countSimulatorTokens,
+  embeddingToBase64,
+  lexicalRelevance,
+  SIMULATOR_IMAGE_TOKENS,
+  SIMULATOR_MESSAGE_OVERHEAD,
+  simulatedEmbedding,
+  streamPieces,
+} from './content';
+import type { SimulatorRule } from './script';
+
+export interface ExchangeContext {
+  rule: SimulatorRule;
+  /** unix seconds */
+  created: number;
+  /** a per-simulator request number, for ids */
+  seq: number;
+  defaultEmbeddingDimensions: number;
+}
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function bad(message: string): never {
+  throw new SimulatedProviderError(400, 'invalid_request_error', message);
+}
+
+function messageText(content: unknown): { text: string; images: number } {
+  if (typeof content === 'string') return { text: content, images: 0 };
+  if (!Array.isArray(content)) return { text: '', images: 0 };
+  let text = '';
+  let images = 0;
+  for (const part of content) {
+    if (!isObject(part)) continue;
+    if (part.type === 'text' && typeof part.text === 'string') text += (text ? ' ' : '') + part.text;
+    if (part.type === 'image_url') images += 1;
+  }
+  return { text, images };
+}
+
+/** The simulator's prompt-token count of an OpenAI chat request (see `countSimulatorTokens`). */
+export function openaiPromptTokens(body: { messages: unknown[]; tools?: unknown[] }): number {
+  let total = SIMULATOR_MESSAGE_OVERHEAD;
+  for (const message of body.messages) {
+    if (!isObject(message)) continue;
+    const { text, images } = messageText(message.content);
+    total += SIMULATOR_MESSAGE_OVERHEAD + countSimulatorTokens(text) + images * SIMULATOR_IMAGE_TOKENS;
+    for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
+      const fn = isObject(call) && isObject(call.function) ? call.function : {};
+      total += countSimulatorTokens(`${fn.name ?? ''} ${fn.arguments ?? ''}`);
+    }
+  }
+  if (Array.isArray(body.tools) && body.tools.length > 0)
+    total += countSimulatorTokens(JSON.stringify(body.tools));
+  return total;
+}
+
+export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) bad("'messages' must be a non-empty array");
+  if (typeof body.model !== 'string' || !body.model) bad("'model' is required");
+  for (const m of messages) {
+    if (!isObject(m) || !['system', 'developer', 'user', 'assistant', 'tool'].includes(String(m.role)))
+      bad('each message needs a valid role');
+  }
+  const tools = (Array.isArray(body.tools) ? body.tools : [])
+    .filter(isObject)
+    .map((t) => (isObject(t.function) ? t.function : {}))
+    .map((fn) => ({ name: String(fn.name ?? ''), parameters: fn.parameters }));
+  const choice = body.tool_choice;
+  const toolChoice =
+    typeof choice === 'string'
+      ? choice
+      : isObject(choice) && isObject(choice.function)
+        ? String(choice.function.name)
+        : 'auto';
+  const last = messages[messages.length - 1] as Json;
+  const lastUser = [...messages].reverse().find((m) => (m as Json).role === 'user') as Json | undefined;
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens;
+  const turn = decideTurn(
+    {
+      lastUserText: messageText(lastUser?.content).text,
+      userSpokeLast: last.role === 'user',
+      tools,
+      toolChoice,
+      maxTokens: typeof maxTokens === 'number' ? maxTokens : undefined,
+    },
+    ctx.rule,
+  );
+  const promptTokens = ctx.rule.reply?.usage?.prompt_tokens ?? openaiPromptTokens(body as never);
+  const usage = {
+    prompt_tokens: promptTokens,
+    completion_tokens: turn.completionTokens,
+    total_tokens: promptTokens + turn.completionTokens,
+  };
+  const id = `chatcmpl-sim${ctx.seq}`;
+  const toolCalls = turn.toolCalls.map((call, i) => ({
+    id: `call_sim${ctx.seq}_${i}`,
+    type: 'function',
+    function: { name: call.name, arguments: call.arguments },
+  }));
+  const head = { id, created: ctx.created, model: body.model, system_fingerprint: 'fp_simulator' };
+
+  if (body.stream !== true) {
+    return {
+      kind: 'json',
+      body: {
+        ...head,
+        object: 'chat.completion',
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: turn.text || (toolCalls.length > 0 ? null : ''),
+              refusal: null,
+              ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+            },
+            logprobs: null,
+            finish_reason: turn.finish,
+          },
+        ],
+        usage,
+      },
+    };
+  }
+
+  const includeUsage =
+    isObject(body.stream_options) &&
+    body.stream_options.include_usage === true &&
+    !ctx.rule.reply?.omitStreamUsage;
+  const chunk = (delta: Json, finish: string | null) =>
+    sseData({
+      ...head,
+      object: 'chat.completion.chunk',
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...(includeUsage ? { usage: null } : {}),
+    });
+  const frames = [chunk({ role: 'assistant', content: '', refusal: null }, null)];
+  for (const piece of streamPieces(turn.text)) frames.push(chunk({ content: piece }, null));
+  toolCalls.forEach((call, index) => {
+    frames.push(
+      chunk(
+        {
+          tool_calls: [
+            { index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } },
+          ],
+        },
+        null,
+      ),
+    );
+    for (const piece of argumentPieces(call.function.arguments))
+      frames.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }, null));
+  });
+  frames.push(chunk({}, turn.finish));
+  if (includeUsage) frames.push(sseData({ ...head, object: 'chat.completion.chunk', choices: [], usage }));
+  frames.push('data: [DONE]\n\n');
+  return {
+    kind: 'sse',
+    frames,
+    errorFrame: (type, message) => sseData(openaiErrorBody(type, message, null)),
+  };
+}
+
+export function openaiEmbeddings(body: Json, ctx: ExchangeContext): SimulatedAnswer {
+  const input = body.input;
+  const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input : undefined;
+  if (!texts || texts.length === 0 || !texts.every((t) => typeof t === 'string'))
+    bad("'input' must be a string or a non-empty array of strings");
+  if (
+    body.dimensions !== undefined &&
+    (!Number.isInteger(body.dimensions) || (body.dimensions as number) < 1)
+  )
+    bad("'dimensions' must be a positive integer");
+  const dimensions =
+    (body.dimensions as number | undefined) ?? ctx.rule.embeddingDimensions ?? ctx.defaultEmbeddingDimensions;
+  const base64 = body.encoding_format === 'base64';
+  const promptTokens = (texts as string[]).reduce((sum, t) => sum + countSimulatorTokens(t), 0);
+  return {
+    kind: 'json',
+    body: {
+      object: 'list',
+      model: body.model,
+      data: (texts as string[]).map((text, index) => {
+        const vector = simulatedEmbedding(text, dimensions);
+        return { object: 'embedding', index, embedding: base64 ? embeddingToBase64(vector) : vector };
+      }),
+      usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+    },
+  };
+}
+
+/** Cohere / Jina / vLLM `/rerank` shape. */
+export function openaiRerank(body: Json, ctx: ExchangeContext): SimulatedAnswer {
+  const { query, documents } = body;
+  if (typeof query !== 'string') bad("'query' must be a string");
+  if (!Array.isArray(documents) || !documents.every((d) => typeof d === 'string'))
+    bad("'documents' must be an array of strings");
+  const docs = documents as string[];
+  const scored = docs
+    .map((text, index) => ({
+      index,
+      relevance_score: lexicalRelevance(query as string, text),
+      document: { text },
+    }))
+    .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index);
+  const topN = typeof body.top_n === 'number' ? body.top_n : scored.length;
+  const tokens =
+    countSimulatorTokens(query as string) * docs.length +
+    docs.reduce((s, d) => s + countSimulatorTokens(d), 0);
+  return {
+    kind: 'json',
+    body: {
+      id: `rerank-sim${ctx.seq}`,
+      model: body.model,
+      results: scored.slice(0, topN),
+      usage: { total_tokens: tokens },
+    },
+  };
+}
+
+export function openaiModels(models: string[]): SimulatedAnswer {
+  return {
+    kind: 'json',
+    body: {
+      object: 'list',
+      data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'simulator' })),
+    },
+  };
+}

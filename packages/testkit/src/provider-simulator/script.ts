@@ -1,0 +1,110 @@
+/** What a test can make the simulator do; see `ProviderSimulator.script`. */
+
+export type SimulatorApi = 'openai' | 'anthropic';
+export type SimulatorEndpoint =
+  | 'chat'
+  | 'messages'
+  | 'embeddings'
+  | 'rerank'
+  | 'images'
+  | 'transcriptions'
+  | 'models';
+
+export interface SimulatorToolCall {
+  name: string;
+  /** an object (serialised as JSON) or the raw arguments text */
+  arguments: string | Record<string, unknown>;
+}
+
+export interface SimulatorRule {
+  /** which requests the rule applies to: every given field must match (absent = any) */
+  match?: { api?: SimulatorApi; endpoint?: SimulatorEndpoint; model?: string; stream?: boolean };
+  /** how many matching requests the rule serves before it is spent (absent = all of them) */
+  times?: number;
+  /** wait before answering (before the status line) */
+  latencyMs?: number;
+  /** wait between two stream frames */
+  chunkDelayMs?: number;
+  /** answer this error instead, in the provider's own error shape */
+  error?: {
+    status: number;
+    /** the provider's error type (OpenAI `error.type`, Anthropic `error.type`); a default per status */
+    type?: string;
+    /** OpenAI `error.code` (default per status, e.g. `rate_limit_exceeded` for 429) */
+    code?: string | null;
+    message?: string;
+    /** sets `retry-after` (seconds) */
+    retryAfterSeconds?: number;
+    /** a raw body to send instead of the provider's shape (e.g. HTML from a proxy) */
+    rawBody?: string;
+  };
+  /** accept the request and never answer (until the client gives up or the simulator closes) */
+  hang?: boolean;
+  /** streams: after `afterChunks` frames, fail in one of three ways */
+  streamFailure?: {
+    afterChunks: number;
+    /** `error-event`: the provider's in-stream error frame, then the end; `disconnect`: the socket is
+     *  destroyed; `hang`: nothing more is sent and the connection stays open */
+    mode: 'error-event' | 'disconnect' | 'hang';
+    type?: string;
+    message?: string;
+  };
+  /** streams: write the bytes in pieces of this many bytes, so frames straddle TCP reads */
+  splitFramesBytes?: number;
+  /** streams: send SSE comment lines (`: keep-alive`) between frames */
+  sseComments?: boolean;
+  /** what the model answers instead of the default derived from the prompt */
+  reply?: {
+    content?: string;
+    toolCalls?: SimulatorToolCall[];
+    /** force usage figures instead of the counted ones */
+    usage?: { prompt_tokens?: number; completion_tokens?: number };
+    /** streams: never send usage even when asked */
+    omitStreamUsage?: boolean;
+  };
+  /** embeddings: the dimensions when the request names none (default: the simulator's) */
+  embeddingDimensions?: number;
+  /** transcriptions: the text heard */
+  transcript?: string;
+}
+
+export interface MatchKey {
+  api: SimulatorApi;
+  endpoint: SimulatorEndpoint;
+  model: string | undefined;
+  stream: boolean;
+}
+
+interface LiveRule {
+  rule: SimulatorRule;
+  left: number;
+}
+
+/** Rules in order; the first that matches serves the request and uses one of its `times`. */
+export class RuleBook {
+  private rules: LiveRule[] = [];
+
+  replace(rules: SimulatorRule[]): void {
+    this.rules = rules.map((rule) => ({ rule, left: rule.times ?? Number.POSITIVE_INFINITY }));
+  }
+
+  take(key: MatchKey): SimulatorRule {
+    for (const live of this.rules) {
+      if (live.left <= 0 || !matches(live.rule, key)) continue;
+      live.left -= 1;
+      return live.rule;
+    }
+    return {};
+  }
+}
+
+function matches(rule: SimulatorRule, key: MatchKey): boolean {
+  const m = rule.match;
+  if (!m) return true;
+  return (
+    (m.api === undefined || m.api === key.api) &&
+    (m.endpoint === undefined || m.endpoint === key.endpoint) &&
+    (m.model === undefined || m.model === key.model) &&
+    (m.stream === undefined || m.stream === key.stream)
+  );
+}
