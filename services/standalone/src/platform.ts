@@ -13,6 +13,7 @@ import {
   systemClock,
 } from '@platform/kernel';
 import { createLegacyAgentService, legacyAgentConfigSchema } from '@platform/legacy-agent';
+import { createLlmGatewayService, llmGatewayConfigSchema } from '@platform/llm-gateway';
 import { createLlmQuotaService, llmQuotaConfigSchema } from '@platform/llm-quota';
 import { openBus, openStore } from '@platform/runtime';
 import type { Store } from '@platform/store';
@@ -34,7 +35,7 @@ export interface RunningPlatform {
   gatewayUrl: string;
   legacyUrl: string;
   /** where each service listens (loopback), for tests that must bypass the edge */
-  upstreams: Record<'auth' | 'llmQuota' | 'legacyAgent', string>;
+  upstreams: Record<'auth' | 'llmQuota' | 'llmGateway' | 'legacyAgent', string>;
   bus: Bus;
   stop(): Promise<void>;
 }
@@ -79,17 +80,26 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   });
 
   try {
+    const auth = await startService(
+      await createAuthService({
+        ...depsFor('auth', loadConfig(authConfigSchema, env)),
+        store: await storeFor('auth'),
+      }),
+    );
+    const llmQuota = await startService(
+      await createLlmQuotaService({
+        ...depsFor('llm-quota', loadConfig(llmQuotaConfigSchema, env)),
+        store: await storeFor('llm-quota'),
+      }),
+    );
     const upstreams = {
-      auth: await startService(
-        await createAuthService({
-          ...depsFor('auth', loadConfig(authConfigSchema, env)),
-          store: await storeFor('auth'),
-        }),
-      ),
-      llmQuota: await startService(
-        await createLlmQuotaService({
-          ...depsFor('llm-quota', loadConfig(llmQuotaConfigSchema, env)),
-          store: await storeFor('llm-quota'),
+      auth,
+      llmQuota,
+      llmGateway: await startService(
+        await createLlmGatewayService({
+          ...depsFor('llm-gateway', loadConfig(llmGatewayConfigSchema, { ...env, LLM_QUOTA_URL: llmQuota })),
+          store: await storeFor('llm-gateway'),
+          env,
         }),
       ),
       legacyAgent: await startService(
@@ -103,6 +113,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       ...env,
       AUTH_URL: upstreams.auth,
       LLM_QUOTA_URL: upstreams.llmQuota,
+      LLM_GATEWAY_URL: upstreams.llmGateway,
       LEGACY_AGENT_URL: upstreams.legacyAgent,
     });
     const edge = await createEdgeService(depsFor('edge', edgeConfig));

@@ -17,7 +17,7 @@ import type { PrincipalResolver, ResolvedPrincipal } from '../auth/principal-res
 import { consumerOf, hasPermission } from '../auth/route-checks';
 import type { SessionJwtVerifier } from '../auth/session-jwt';
 import type { RateLimits } from '../limits/rate-limits';
-import type { RootResolver } from '../routing/roots';
+import { type RootResolver, upstreamOf } from '../routing/roots';
 import type { RouteLookup } from '../routing/route-table';
 import {
   deprecationHeaders,
@@ -267,7 +267,7 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     else if (headers['x-forwarded-prefix'] !== undefined) delete headers['x-forwarded-prefix'];
 
     req.url = match.upstreamUrl;
-    deps.proxy.forward(req, res, match.root, requestId);
+    deps.proxy.forward(req, res, upstreamOf(match.root, match.path), requestId);
   };
 
   return (req, res) => {

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { Readable } from 'node:stream';
 import { BadGateway, PayloadTooLarge, Unavailable, UpstreamTimeout } from '@platform/kernel';
 import { type Dispatcher, Pool } from 'undici';
-import type { RootName } from '../routing/roots';
+import type { UpstreamName } from '../routing/roots';
 import { sendError } from './respond';
 import type { UpstreamProxy, UpstreamProxyOptions } from './upstream-proxy';
 
@@ -56,8 +56,8 @@ async function* limitedBody(req: IncomingMessage, limit: number): AsyncGenerator
  * limit → 413, each in the envelope.
  */
 export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy {
-  const pools = {} as Record<RootName, Pool>;
-  for (const [root, url] of Object.entries(options.targets) as Array<[RootName, string]>) {
+  const pools = {} as Record<UpstreamName, Pool>;
+  for (const [root, url] of Object.entries(options.targets) as Array<[UpstreamName, string]>) {
     pools[root] = new Pool(new URL(url).origin, {
       connections: options.maxSockets,
       pipelining: 1,

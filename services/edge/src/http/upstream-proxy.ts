@@ -1,7 +1,7 @@
 import http, { type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { BadGateway, type Logger, PayloadTooLarge, Unavailable, UpstreamTimeout } from '@platform/kernel';
 import httpProxy from 'http-proxy';
-import type { RootName } from '../routing/roots';
+import type { UpstreamName } from '../routing/roots';
 import { sendError } from './respond';
 
 /** Per-request state the proxy's events need; lives on the request under a symbol. */
@@ -29,7 +29,7 @@ const UNREACHABLE = new Set([
 const RESPONSE_HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'trailer', 'upgrade'];
 
 export interface UpstreamProxyOptions {
-  targets: Record<RootName, string>;
+  targets: Record<UpstreamName, string>;
   timeoutMs: number;
   maxSockets: number;
   maxFreeSockets: number;
@@ -39,7 +39,7 @@ export interface UpstreamProxyOptions {
 
 export interface UpstreamProxy {
   /** streams the request (req.url already rewritten) to the root's service and its answer back */
-  forward(req: IncomingMessage, res: ServerResponse, root: RootName, requestId: string): void;
+  forward(req: IncomingMessage, res: ServerResponse, root: UpstreamName, requestId: string): void;
   close(): void;
 }
 
@@ -62,8 +62,8 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
     // The client's Connection field stays on req (for the answer); upstream sockets are always reused.
     headers: { connection: 'keep-alive' },
   });
-  const targets = {} as Record<RootName, httpProxy.ServerOptions['target']>;
-  for (const [root, url] of Object.entries(options.targets) as Array<[RootName, string]>) {
+  const targets = {} as Record<UpstreamName, httpProxy.ServerOptions['target']>;
+  for (const [root, url] of Object.entries(options.targets) as Array<[UpstreamName, string]>) {
     const u = new URL(url);
     targets[root] = {
       protocol: u.protocol,
@@ -72,8 +72,8 @@ export function createUpstreamProxy(options: UpstreamProxyOptions): UpstreamProx
       port: u.port || '80',
     } as never;
   }
-  const optionsByRoot = {} as Record<RootName, httpProxy.ServerOptions>;
-  for (const root of Object.keys(targets) as RootName[]) optionsByRoot[root] = { target: targets[root] };
+  const optionsByRoot = {} as Record<UpstreamName, httpProxy.ServerOptions>;
+  for (const root of Object.keys(targets) as UpstreamName[]) optionsByRoot[root] = { target: targets[root] };
 
   proxy.on('proxyReq', (proxyReq, req) => {
     const state = (req as WithState)[STATE];

@@ -46,7 +46,10 @@ export class Outbox {
         this.deps.onPublished?.('published');
       } catch (err) {
         this.deps.onPublished?.('deferred');
-        this.deps.logger.warn({ err, eventId: event.id }, 'usage event kept in the outbox: the bus refused it');
+        this.deps.logger.warn(
+          { err, eventId: event.id },
+          'usage event kept in the outbox: the bus refused it',
+        );
       }
     })();
     this.pending.add(work);

@@ -42,7 +42,8 @@ export async function seedCatalogue(
   const now = deps.clock.now();
   for (const p of file.providers) {
     const key = p.apiKey ?? (p.apiKeyEnv ? deps.env[p.apiKeyEnv] : undefined);
-    if (p.apiKeyEnv && !key) throw new Error(`provider ${p.name}: environment variable ${p.apiKeyEnv} is not set`);
+    if (p.apiKeyEnv && !key)
+      throw new Error(`provider ${p.name}: environment variable ${p.apiKeyEnv} is not set`);
     const doc: Omit<ProviderDoc, '_id'> = { type: p.type, updatedAt: now };
     if (p.baseUrl) doc.baseUrl = p.baseUrl;
     if (key) doc.apiKeySealed = deps.box.seal(key);

@@ -61,10 +61,19 @@ export class Catalogue {
     for (const { _id, updatedAt: _u, source: _s, ...m } of models) {
       const adapter = adapters.get(m.provider_config.provider);
       if (!adapter) {
-        this.deps.logger.error({ model: _id, provider: m.provider_config.provider }, 'model names no known provider');
+        this.deps.logger.error(
+          { model: _id, provider: m.provider_config.provider },
+          'model names no known provider',
+        );
         continue;
       }
-      next.set(_id, { ...m, model_id: _id, enabled: m.enabled !== false, adapter, providerName: adapter.name });
+      next.set(_id, {
+        ...m,
+        model_id: _id,
+        enabled: m.enabled !== false,
+        adapter,
+        providerName: adapter.name,
+      });
     }
     this.models = next;
   }
@@ -76,6 +85,8 @@ export class Catalogue {
   }
 
   list(): CatalogueModel[] {
-    return [...this.models.values()].filter((m) => m.enabled).sort((a, b) => a.model_id.localeCompare(b.model_id));
+    return [...this.models.values()]
+      .filter((m) => m.enabled)
+      .sort((a, b) => a.model_id.localeCompare(b.model_id));
   }
 }

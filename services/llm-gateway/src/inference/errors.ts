@@ -16,7 +16,11 @@ export const modelNotAllowed = (model: string) =>
   });
 
 export const invalidBody = (message: string, issues?: Array<{ field: string; message: string }>) =>
-  new InvalidInput(message, { error: 'INVALID_BODY', code: 'INVALID_BODY', details: issues ? { issues } : undefined });
+  new InvalidInput(message, {
+    error: 'INVALID_BODY',
+    code: 'INVALID_BODY',
+    details: issues ? { issues } : undefined,
+  });
 
 /** A provider answered an error: 502 with who and what (spec 2.3 `provider`, `model`, `provider_error_type`). */
 export class ProviderErrorAnswer extends AppError {
@@ -32,10 +36,15 @@ export class ProviderErrorAnswer extends AppError {
 /** No answer within the model's timeout: 504 PROVIDER_NO_RESPONSE. */
 export class ProviderNoResponse extends AppError {
   constructor(provider: string, model: string, timeoutMs: number) {
-    super('timeout', 'PROVIDER_NO_RESPONSE', `The provider ${provider} did not answer within ${timeoutMs} ms`, {
-      code: 'PROVIDER_NO_RESPONSE',
-      details: { timeout_ms: timeoutMs },
-      extra: { provider, model, provider_error_type: 'timeout' },
-    });
+    super(
+      'timeout',
+      'PROVIDER_NO_RESPONSE',
+      `The provider ${provider} did not answer within ${timeoutMs} ms`,
+      {
+        code: 'PROVIDER_NO_RESPONSE',
+        details: { timeout_ms: timeoutMs },
+        extra: { provider, model, provider_error_type: 'timeout' },
+      },
+    );
   }
 }

@@ -11,8 +11,8 @@ import type { LlmGatewayConfig } from '../config';
 import { type Admission, type Caller, MonthlyBudgetExhausted, type Ticket } from '../quota/admission';
 import type { OrgGatewaySettings, OrgSettingsSource } from '../quota/org-settings';
 import { budgetDowngrade, type ModelType, resolveModel } from './governance';
-import type { Usage } from './provider-port';
 import type { RetryPolicy } from './provider-calls';
+import type { Usage } from './provider-port';
 
 export interface GatewayContext {
   config: LlmGatewayConfig;
@@ -113,7 +113,12 @@ export interface Figures {
 }
 
 /** The figures an answer reports and the event carries: cost from the pricing, duration, carbon. */
-export function figuresOf(ctx: GatewayContext, prepared: Prepared, model: CatalogueModel, usage: Usage): Figures {
+export function figuresOf(
+  ctx: GatewayContext,
+  prepared: Prepared,
+  model: CatalogueModel,
+  usage: Usage,
+): Figures {
   const micros = costMicros(usage, model.pricing);
   const durationMs = Math.round((performance.now() - prepared.startedAt) * 100) / 100;
   return {

@@ -1,6 +1,6 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Principal } from '@platform/contracts';
 import { Forbidden } from '@platform/kernel';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { CatalogueModel } from '../catalogue/catalogue';
 
 /** What `{...}` placeholders of a model's header policy may name. */
@@ -59,11 +59,14 @@ export function providerHeaders(
     out[name.toLowerCase()] = value;
   }
   if (missing.length > 0) {
-    throw new Forbidden(`The model ${model.model_id} requires caller identity this credential does not carry`, {
-      error: 'HEADER_POLICY_VIOLATION',
-      code: 'HEADER_POLICY_VIOLATION',
-      details: { missing },
-    });
+    throw new Forbidden(
+      `The model ${model.model_id} requires caller identity this credential does not carry`,
+      {
+        error: 'HEADER_POLICY_VIOLATION',
+        code: 'HEADER_POLICY_VIOLATION',
+        details: { missing },
+      },
+    );
   }
   return out;
 }

@@ -94,6 +94,11 @@ export async function withResilience<T>(
 export function toAnswer(err: unknown, model: CatalogueModel, timeoutMs: number): unknown {
   if (isProviderTimeout(err)) return new ProviderNoResponse(model.providerName, model.model_id, timeoutMs);
   if (isProviderFailure(err))
-    return new ProviderErrorAnswer(model.providerName, model.model_id, err.providerErrorType, err.upstreamStatus);
+    return new ProviderErrorAnswer(
+      model.providerName,
+      model.model_id,
+      err.providerErrorType,
+      err.upstreamStatus,
+    );
   return err;
 }

@@ -20,7 +20,10 @@ export interface ProviderCall {
 export type ChatRequest = Record<string, unknown> & { model?: string; stream?: boolean; messages: unknown[] };
 export type ChatCompletion = Record<string, unknown> & { usage?: Record<string, unknown> | null };
 export type ChatChunk = Record<string, unknown> & {
-  choices?: Array<{ delta?: { content?: string | null; tool_calls?: unknown }; finish_reason?: string | null }>;
+  choices?: Array<{
+    delta?: { content?: string | null; tool_calls?: unknown };
+    finish_reason?: string | null;
+  }>;
   usage?: Usage | null;
 };
 export type EmbeddingsRequest = Record<string, unknown> & { input: unknown; dimensions?: number };

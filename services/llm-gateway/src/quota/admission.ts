@@ -34,12 +34,19 @@ export interface Caller {
 }
 
 /** A user's limit: override, else role entry, else plan default (same rule as llm-quota's report). */
-export function userLimit(field: keyof UserQuota, settings: OrgGatewaySettings, caller: Caller): number | null {
+export function userLimit(
+  field: keyof UserQuota,
+  settings: OrgGatewaySettings,
+  caller: Caller,
+): number | null {
   if (caller.userId === null) return null;
   const { overrides, by_role } = settings.org_user_quotas;
   const o = Object.hasOwn(overrides, caller.userId) ? overrides[caller.userId]?.[field] : undefined;
   if (typeof o === 'number') return o;
-  const r = caller.roleSlug && Object.hasOwn(by_role, caller.roleSlug) ? by_role[caller.roleSlug]?.[field] : undefined;
+  const r =
+    caller.roleSlug && Object.hasOwn(by_role, caller.roleSlug)
+      ? by_role[caller.roleSlug]?.[field]
+      : undefined;
   if (typeof r === 'number') return r;
   const d = settings.per_user_defaults[field];
   return typeof d === 'number' ? d : null;
@@ -87,7 +94,9 @@ export class Ticket {
     const delta = actual.totalTokens - this.reservedTokens;
     await Promise.all([
       ...this.tokenKeys.map((key) =>
-        delta >= 0 ? this.deps.limiters.tokens.penalty(key, delta) : this.deps.limiters.tokens.reward(key, -delta),
+        delta >= 0
+          ? this.deps.limiters.tokens.penalty(key, delta)
+          : this.deps.limiters.tokens.reward(key, -delta),
       ),
       this.deps.months.add(this.caller.orgSlug, actual.totalTokens - this.monthTokens, actual.costMicros),
     ]);
@@ -114,13 +123,28 @@ export class Admission {
     const rollback = () => Promise.all(undo.map((u) => u()));
     const userKey = caller.userId === null ? null : `${caller.orgSlug}|${caller.userId}`;
     const windows: Array<{ limiter: StoreRateLimiter; key: string; points: number; limit: number | null }> = [
-      { limiter: limiters.requests, key: caller.orgSlug, points: 1, limit: settings.limits['llm.rpm'] ?? null },
-      { limiter: limiters.tokens, key: caller.orgSlug, points: promptTokens, limit: settings.limits['llm.tpm'] ?? null },
+      {
+        limiter: limiters.requests,
+        key: caller.orgSlug,
+        points: 1,
+        limit: settings.limits['llm.rpm'] ?? null,
+      },
+      {
+        limiter: limiters.tokens,
+        key: caller.orgSlug,
+        points: promptTokens,
+        limit: settings.limits['llm.tpm'] ?? null,
+      },
     ];
     if (userKey) {
       windows.push(
         { limiter: limiters.requests, key: userKey, points: 1, limit: userLimit('rpm', settings, caller) },
-        { limiter: limiters.tokens, key: userKey, points: promptTokens, limit: userLimit('tpm', settings, caller) },
+        {
+          limiter: limiters.tokens,
+          key: userKey,
+          points: promptTokens,
+          limit: userLimit('tpm', settings, caller),
+        },
       );
     }
     const tokenKeys: string[] = [];

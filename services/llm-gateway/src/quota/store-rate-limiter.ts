@@ -16,7 +16,13 @@ export class StoreRateLimiter extends RateLimiterStoreAbstract {
   private readonly windows: Collection<WindowDoc>;
   private readonly now: () => number;
 
-  constructor(options: { store: Store; clock: Clock; keyPrefix: string; durationSeconds: number; points?: number }) {
+  constructor(options: {
+    store: Store;
+    clock: Clock;
+    keyPrefix: string;
+    durationSeconds: number;
+    points?: number;
+  }) {
     super({
       storeClient: options.store,
       keyPrefix: options.keyPrefix,
@@ -70,11 +76,11 @@ export class StoreRateLimiter extends RateLimiterStoreAbstract {
   }
 
   _getRateLimiterRes(_key: string, changedPoints: number, doc: WindowDoc): RateLimiterRes {
-    const res = new RateLimiterRes();
-    res.consumedPoints = doc.points;
-    res.isFirstInDuration = doc.points === changedPoints;
-    res.remainingPoints = Math.max(this.points - doc.points, 0);
-    res.msBeforeNext = Math.max(new Date(doc.expire).getTime() - this.now(), 0);
-    return res;
+    return new RateLimiterRes(
+      Math.max(this.points - doc.points, 0),
+      Math.max(new Date(doc.expire).getTime() - this.now(), 0),
+      doc.points,
+      doc.points === changedPoints,
+    );
   }
 }

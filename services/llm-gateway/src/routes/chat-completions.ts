@@ -1,6 +1,5 @@
 import { envelopeOf, parseInput, RateLimited } from '@platform/kernel';
 import type { Request, Response, Router } from 'express';
-import { MONTHLY_QUOTA_EXCEEDED } from '../quota/admission';
 import {
   account,
   figuresOf,
@@ -11,9 +10,10 @@ import {
 } from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
 import { countChatPromptTokens, countText } from '../inference/prompt-tokens';
-import type { ChatChunk, ChatRequest, Usage } from '../inference/provider-port';
 import { failoverChain, toAnswer, withResilience } from '../inference/provider-calls';
-import { abortOnClose } from './client-abort';
+import type { ChatChunk, ChatRequest, Usage } from '../inference/provider-port';
+import { MONTHLY_QUOTA_EXCEEDED } from '../quota/admission';
+import { abortOnClose, requestIdOf } from './client-abort';
 import { ChatRequestSchema } from './schemas';
 import { endEventStream, startEventStream, writeEvent } from './sse';
 
@@ -28,7 +28,6 @@ function providerBody(body: ChatRequest, stream: boolean): ChatRequest {
   return stream ? { ...rest, stream: true } : rest;
 }
 
-
 /** `POST /v1/chat/completions`: OpenAI's chat completions, plain or streamed, on the catalogue's providers. */
 export function mountChatCompletions(router: Router, ctx: GatewayContext): void {
   router.post('/v1/chat/completions', async (req, res) => {
@@ -40,8 +39,11 @@ export function mountChatCompletions(router: Router, ctx: GatewayContext): void 
 
     const abort = abortOnClose(req, res);
     const chain = failoverChain(prepared.model, prepared.settings, ctx.catalogue);
-    const headersFor = (m: Prepared['model']) => providerHeaders(m, prepared.principal, req.headers, req.id);
-    let answered: Awaited<ReturnType<typeof withResilience<Awaited<ReturnType<Prepared['model']['adapter']['chat']>>>>>;
+    const headersFor = (m: Prepared['model']) =>
+      providerHeaders(m, prepared.principal, req.headers, requestIdOf(req));
+    let answered: Awaited<
+      ReturnType<typeof withResilience<Awaited<ReturnType<Prepared['model']['adapter']['chat']>>>>
+    >;
     try {
       answered = await withResilience(chain, ctx.retry, abort.signal, headersFor, (m, call) =>
         m.adapter.chat(providerBody(body, false), call),
@@ -49,7 +51,12 @@ export function mountChatCompletions(router: Router, ctx: GatewayContext): void 
     } catch (err) {
       const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
       const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-      void account(ctx, prepared, stamp(prepared, usage, outcome, false, req.id), figuresOf(ctx, prepared, prepared.model, usage));
+      void account(
+        ctx,
+        prepared,
+        stamp(prepared, usage, outcome, false, requestIdOf(req)),
+        figuresOf(ctx, prepared, prepared.model, usage),
+      );
       throw err;
     }
     const { result, model } = answered;
@@ -70,7 +77,10 @@ export function mountChatCompletions(router: Router, ctx: GatewayContext): void 
     void account(
       ctx,
       prepared,
-      { ...stamp({ ...prepared, model }, usage, 'success', false, req.id), usageSource: result.usage ? 'provider' : 'tokenizer' },
+      {
+        ...stamp({ ...prepared, model }, usage, 'success', false, requestIdOf(req)),
+        usageSource: result.usage ? 'provider' : 'tokenizer',
+      },
       figures,
     );
   });
@@ -94,7 +104,10 @@ const fallbackUsage = (prompt: number, completionText: string): Usage => {
 function completionText(body: Record<string, unknown>): string {
   const choices = (body.choices ?? []) as Array<{ message?: { content?: unknown; tool_calls?: unknown } }>;
   return choices
-    .map((c) => `${typeof c.message?.content === 'string' ? c.message.content : ''}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`)
+    .map(
+      (c) =>
+        `${typeof c.message?.content === 'string' ? c.message.content : ''}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`,
+    )
     .join('');
 }
 
@@ -112,10 +125,17 @@ function chunkText(chunk: ChatChunk): string {
  * first chunk, forwards each chunk as it arrives, counts completion tokens as they stream (so a
  * `hard_block` org's monthly token budget ends the stream at the crossing), and ends with `[DONE]`.
  */
-async function streamChat(ctx: GatewayContext, req: Request, res: Response, body: ChatRequest & { stream_options?: { include_usage?: boolean } | null }, prepared: Prepared) {
+async function streamChat(
+  ctx: GatewayContext,
+  req: Request,
+  res: Response,
+  body: ChatRequest & { stream_options?: { include_usage?: boolean } | null },
+  prepared: Prepared,
+) {
   const abort = abortOnClose(req, res);
   const chain = failoverChain(prepared.model, prepared.settings, ctx.catalogue);
-  const headersFor = (m: Prepared['model']) => providerHeaders(m, prepared.principal, req.headers, req.id);
+  const headersFor = (m: Prepared['model']) =>
+    providerHeaders(m, prepared.principal, req.headers, requestIdOf(req));
   const wantsUsage = body.stream_options?.include_usage === true;
   let first: { iterator: AsyncIterator<ChatChunk>; chunk: IteratorResult<ChatChunk> };
   let model = prepared.model;
@@ -129,7 +149,12 @@ async function streamChat(ctx: GatewayContext, req: Request, res: Response, body
   } catch (err) {
     const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
     const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
-    void account(ctx, prepared, stamp(prepared, usage, outcome, true, req.id), figuresOf(ctx, prepared, model, usage));
+    void account(
+      ctx,
+      prepared,
+      stamp(prepared, usage, outcome, true, requestIdOf(req)),
+      figuresOf(ctx, prepared, model, usage),
+    );
     throw err;
   }
   const served = { ...prepared, model };
@@ -144,7 +169,12 @@ async function streamChat(ctx: GatewayContext, req: Request, res: Response, body
       const chunk = result.value;
       if (chunk.usage) providerUsage = chunk.usage;
       const isUsageOnly = chunk.usage && (chunk.choices?.length ?? 0) === 0;
-      if (!isUsageOnly) writeEvent(res, { ...chunk, model: model.model_id, usage: wantsUsage ? chunk.usage ?? null : undefined });
+      if (!isUsageOnly)
+        writeEvent(res, {
+          ...chunk,
+          model: model.model_id,
+          usage: wantsUsage ? (chunk.usage ?? null) : undefined,
+        });
       const tokens = countText(chunkText(chunk));
       completionTokens += tokens;
       if (!(await prepared.ticket.streamed(tokens))) {
@@ -157,7 +187,7 @@ async function streamChat(ctx: GatewayContext, req: Request, res: Response, body
               code: MONTHLY_QUOTA_EXCEEDED,
               details: { key: 'llm.monthly_tokens', limit, window: 'month' },
             }),
-            req.id,
+            requestIdOf(req),
           ),
         });
         abort.abort();
@@ -170,7 +200,12 @@ async function streamChat(ctx: GatewayContext, req: Request, res: Response, body
     if (abort.signal.aborted) outcome = 'client_cancelled';
     else {
       outcome = 'provider_error';
-      writeEvent(res, { error: envelopeOf(toAnswer(err, model, model.timeout_ms ?? ctx.retry.defaultTimeoutMs), req.id) });
+      writeEvent(res, {
+        error: envelopeOf(
+          toAnswer(err, model, model.timeout_ms ?? ctx.retry.defaultTimeoutMs),
+          requestIdOf(req),
+        ),
+      });
     }
   }
   if (outcome === 'success' && abort.signal.aborted) outcome = 'client_cancelled';
@@ -188,7 +223,7 @@ async function streamChat(ctx: GatewayContext, req: Request, res: Response, body
   const figures = figuresOf(ctx, prepared, model, usage);
   if (wantsUsage && outcome === 'success') {
     writeEvent(res, {
-      id: `chatcmpl-usage-${req.id}`,
+      id: `chatcmpl-usage-${requestIdOf(req)}`,
       object: 'chat.completion.chunk',
       created: Math.floor(ctx.clock.now().getTime() / 1000),
       model: model.model_id,
@@ -200,7 +235,10 @@ async function streamChat(ctx: GatewayContext, req: Request, res: Response, body
   void account(
     ctx,
     served,
-    { ...stamp(served, usage, outcome, true, req.id), usageSource: providerUsage && outcome === 'success' ? 'provider' : 'tokenizer' },
+    {
+      ...stamp(served, usage, outcome, true, requestIdOf(req)),
+      usageSource: providerUsage && outcome === 'success' ? 'provider' : 'tokenizer',
+    },
     figures,
   );
 }

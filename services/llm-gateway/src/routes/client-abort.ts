@@ -9,3 +9,6 @@ export function abortOnClose(req: Request, res: Response): AbortController {
   req.on('aborted', () => controller.abort());
   return controller;
 }
+
+/** The request id the kernel's middleware gave the request (`x-request-id`). */
+export const requestIdOf = (req: Request): string => req.id ?? 'unknown';

@@ -1,14 +1,20 @@
 import { InvalidInput, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
-import { abortOnClose } from './client-abort';
-import { account, figuresOf, type GatewayContext, type Outcome, prepareInference } from '../inference/gateway-context';
+import {
+  account,
+  figuresOf,
+  type GatewayContext,
+  type Outcome,
+  prepareInference,
+} from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
 import { countInputTokens } from '../inference/prompt-tokens';
-import type { EmbeddingsRequest, Usage } from '../inference/provider-port';
 import { failoverChain, withResilience } from '../inference/provider-calls';
+import type { EmbeddingsRequest, Usage } from '../inference/provider-port';
+import { abortOnClose, requestIdOf } from './client-abort';
 import { EmbeddingsRequestSchema } from './schemas';
 
-function promptTokensOf(input: EmbeddingsRequest['input']): number {
+function promptTokensOf(input: unknown): number {
   if (Array.isArray(input) && input.length > 0 && typeof input[0] === 'number') return input.length;
   if (Array.isArray(input) && input.length > 0 && Array.isArray(input[0]))
     return (input as number[][]).reduce((n, a) => n + a.length, 0);
@@ -18,7 +24,7 @@ function promptTokensOf(input: EmbeddingsRequest['input']): number {
 /** `POST /v1/embeddings`: string or array input; `dimensions` checked against the model's list. */
 export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
   router.post('/v1/embeddings', async (req, res) => {
-    const body = parseInput(EmbeddingsRequestSchema, req.body ?? {}) as EmbeddingsRequest;
+    const body = parseInput(EmbeddingsRequestSchema, req.body ?? {});
     const promptTokens = promptTokensOf(body.input);
     const prepared = await prepareInference(ctx, req, 'embeddings', body.model, promptTokens, (model) => {
       const supported = model.supported_dimensions;
@@ -37,10 +43,14 @@ export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
         failoverChain(prepared.model, prepared.settings, ctx.catalogue),
         ctx.retry,
         abort.signal,
-        (m) => providerHeaders(m, prepared.principal, req.headers, req.id),
+        (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
         (_m2, call) => _m2.adapter.embeddings(rest as EmbeddingsRequest, call),
       );
-      const usage: Usage = result.usage ?? { prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: promptTokens };
+      const usage: Usage = result.usage ?? {
+        prompt_tokens: promptTokens,
+        completion_tokens: 0,
+        total_tokens: promptTokens,
+      };
       const figures = figuresOf(ctx, prepared, model, usage);
       const headers: Record<string, string> = prepared.downgradedFrom
         ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${model.model_id}` }
@@ -48,7 +58,12 @@ export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
       res.set(headers).json({
         ...result.body,
         model: model.model_id,
-        usage: { ...(result.body.usage ?? {}), ...usage, cost: figures.cost, duration_ms: figures.durationMs },
+        usage: {
+          ...(result.body.usage ?? {}),
+          ...usage,
+          cost: figures.cost,
+          duration_ms: figures.durationMs,
+        },
       });
       void account(
         ctx,
@@ -60,7 +75,7 @@ export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
           outcome: 'success',
           endpoint: 'embeddings',
           stream: false,
-          requestId: req.id,
+          requestId: requestIdOf(req),
         },
         figures,
       );
@@ -70,7 +85,15 @@ export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
       void account(
         ctx,
         prepared,
-        { model: prepared.model, usage, usageSource: 'tokenizer', outcome, endpoint: 'embeddings', stream: false, requestId: req.id },
+        {
+          model: prepared.model,
+          usage,
+          usageSource: 'tokenizer',
+          outcome,
+          endpoint: 'embeddings',
+          stream: false,
+          requestId: requestIdOf(req),
+        },
         figuresOf(ctx, prepared, prepared.model, usage),
       );
       throw err;

@@ -1,12 +1,18 @@
 import { parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
-import { account, figuresOf, type GatewayContext, type Outcome, prepareInference } from '../inference/gateway-context';
+import {
+  account,
+  figuresOf,
+  type GatewayContext,
+  type Outcome,
+  prepareInference,
+} from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
 import { countText } from '../inference/prompt-tokens';
-import type { ProviderCall, Usage } from '../inference/provider-port';
 import { failoverChain, withResilience } from '../inference/provider-calls';
-import { abortOnClose } from './client-abort';
+import type { ProviderCall, Usage } from '../inference/provider-port';
+import { abortOnClose, requestIdOf } from './client-abort';
 import { RerankRequestSchema } from './schemas';
 
 const SCORING_PROMPT =
@@ -49,7 +55,10 @@ async function scoreByChat(model: CatalogueModel, call: ProviderCall, query: str
       const choice = (body.choices as Array<{ message?: { content?: unknown } }> | undefined)?.[0];
       const text = typeof choice?.message?.content === 'string' ? choice.message.content : '';
       scores[i] = scoreOf(text);
-      usage = addUsage(usage, u ?? { prompt_tokens: 0, completion_tokens: countText(text), total_tokens: countText(text) });
+      usage = addUsage(
+        usage,
+        u ?? { prompt_tokens: 0, completion_tokens: countText(text), total_tokens: countText(text) },
+      );
     }
   };
   await Promise.all(Array.from({ length: Math.min(SCORING_CONCURRENCY, documents.length) }, worker));
@@ -73,11 +82,15 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
         failoverChain(prepared.model, prepared.settings, ctx.catalogue),
         ctx.retry,
         abort.signal,
-        (m) => providerHeaders(m, prepared.principal, req.headers, req.id),
+        (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
         async (m, call) => {
           if (m.native_rerank && m.adapter.rerank) {
             const r = await m.adapter.rerank({ query: body.query, documents }, call);
-            const usage = r.usage ?? { prompt_tokens: estimate, completion_tokens: 0, total_tokens: estimate };
+            const usage = r.usage ?? {
+              prompt_tokens: estimate,
+              completion_tokens: 0,
+              total_tokens: estimate,
+            };
             return { results: r.results, usage, native: true };
           }
           return { ...(await scoreByChat(m, call, body.query, documents)), native: false };
@@ -104,7 +117,7 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
           outcome: 'success',
           endpoint: 'rerank',
           stream: false,
-          requestId: req.id,
+          requestId: requestIdOf(req),
         },
         figures,
       );
@@ -114,7 +127,15 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
       void account(
         ctx,
         prepared,
-        { model: prepared.model, usage, usageSource: 'tokenizer', outcome, endpoint: 'rerank', stream: false, requestId: req.id },
+        {
+          model: prepared.model,
+          usage,
+          usageSource: 'tokenizer',
+          outcome,
+          endpoint: 'rerank',
+          stream: false,
+          requestId: requestIdOf(req),
+        },
         figuresOf(ctx, prepared, prepared.model, usage),
       );
       throw err;
