@@ -1,6 +1,11 @@
 import type { Clock } from '@platform/kernel';
 import { type Collection, type Doc, DuplicateKeyError, type Store } from '@platform/store';
-import { RateLimiterRes, RateLimiterStoreAbstract } from 'rate-limiter-flexible';
+import { RateLimiterRes, type RateLimiterStoreAbstract as StoreAbstractType } from 'rate-limiter-flexible';
+
+// The library's base class for storage engines is not exported from its index (its own Mongo, Redis
+// and SQL limiters extend it from the file): take it from there, typed by the index's declaration.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const RateLimiterStoreAbstract = require('rate-limiter-flexible/lib/RateLimiterStoreAbstract') as typeof StoreAbstractType;
 
 interface WindowDoc extends Doc {
   points: number;
