@@ -5,7 +5,8 @@ import { RateLimiterRes, type RateLimiterStoreAbstract as StoreAbstractType } fr
 // The library's base class for storage engines is not exported from its index (its own Mongo, Redis
 // and SQL limiters extend it from the file): take it from there, typed by the index's declaration.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const RateLimiterStoreAbstract = require('rate-limiter-flexible/lib/RateLimiterStoreAbstract') as typeof StoreAbstractType;
+const RateLimiterStoreAbstract =
+  require('rate-limiter-flexible/lib/RateLimiterStoreAbstract') as typeof StoreAbstractType;
 
 interface WindowDoc extends Doc {
   points: number;
