@@ -1,0 +1,93 @@
+import type { Clock } from '@platform/kernel';
+import { mergeHeaders } from '../http/headers';
+import { type ErrorTypeReader, invalidAnswer, type ProviderHttp, sendForJson } from '../http/provider-http';
+import {
+  type ChatCompletionRequest,
+  type ProviderAdapter,
+  type ProviderCall,
+  ProviderError,
+  type ProviderSpec,
+  ProviderUnsupportedError,
+} from '../types';
+import { anthropicChunks } from './anthropic-stream';
+import { fromAnthropicResponse, toAnthropicRequest, UntranslatableRequest } from './anthropic-translate';
+import type { AnthropicResponse } from './anthropic-wire';
+
+const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
+export const ANTHROPIC_VERSION = '2023-06-01';
+
+const readAnthropicError: ErrorTypeReader = (body) => {
+  const error = (body as { error?: { type?: unknown; message?: unknown } })?.error;
+  return {
+    type: typeof error?.type === 'string' ? error.type : null,
+    message: typeof error?.message === 'string' ? error.message : null,
+  };
+};
+
+/**
+ * Anthropic's Messages API behind the OpenAI chat shape. The base URL is the Anthropic SDK's
+ * (`https://api.anthropic.com`, the adapter adds `/v1/messages`); one that already ends in `/v1` is
+ * taken as is. Extra headers (e.g. `anthropic-beta`) come from the provider entry.
+ */
+export function createAnthropicAdapter(
+  spec: ProviderSpec,
+  deps: { fetch: typeof fetch; clock: Clock },
+): ProviderAdapter {
+  const base = (spec.baseUrl ?? ANTHROPIC_BASE_URL).replace(/\/+$/, '');
+  const url = /\/v1$/.test(base) ? `${base}/messages` : `${base}/v1/messages`;
+  const http: ProviderHttp = {
+    provider: spec.name,
+    fetch: deps.fetch,
+    clock: deps.clock,
+    readError: readAnthropicError,
+  };
+  const created = () => Math.floor(deps.clock.now().getTime() / 1000);
+  const headers = (call: ProviderCall, accept: string) =>
+    mergeHeaders(
+      { 'content-type': 'application/json', accept, 'anthropic-version': ANTHROPIC_VERSION },
+      spec.headers,
+      call.headers,
+      spec.apiKey ? { 'x-api-key': spec.apiKey } : {},
+    );
+
+  const translate = (body: ChatCompletionRequest, call: ProviderCall, stream: boolean) => {
+    try {
+      return JSON.stringify(toAnthropicRequest(body, call.model, stream));
+    } catch (err) {
+      if (!(err instanceof UntranslatableRequest)) throw err;
+      throw new ProviderError({
+        provider: spec.name,
+        model: call.model,
+        upstreamStatus: null,
+        providerErrorType: 'invalid_request_error',
+        retryable: false,
+        message: err.message,
+      });
+    }
+  };
+
+  return {
+    name: spec.name,
+
+    async chat(body, call) {
+      const answer = await sendForJson<AnthropicResponse>(http, call, {
+        url,
+        headers: headers(call, 'application/json'),
+        body: translate(body, call, false),
+      });
+      if (answer?.type !== 'message' || !Array.isArray(answer.content))
+        throw invalidAnswer(http, call, 'a Messages answer without content');
+      const completion = fromAnthropicResponse(answer, created());
+      return { body: completion, usage: completion.usage ?? null };
+    },
+
+    chatStream(body, call) {
+      const request = { url, headers: headers(call, 'text/event-stream'), body: translate(body, call, true) };
+      return anthropicChunks(http, call, request, created());
+    },
+
+    async embeddings(_body, call) {
+      throw new ProviderUnsupportedError(spec.name, call.model, 'embeddings');
+    },
+  };
+}

@@ -1,0 +1,137 @@
+import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
+import { invalidAnswer, sendForEvents } from '../http/provider-http';
+import { type ChatCompletionChunk, type ProviderCall, ProviderError } from '../types';
+import { finishReason, promptTokens, toUsageFigures } from './anthropic-translate';
+import type { AnthropicUsage } from './anthropic-wire';
+
+type Delta = ChatCompletionChunk['choices'][number]['delta'];
+
+interface StreamEvent {
+  type?: string;
+  index?: number;
+  message?: { id?: string; model?: string; usage?: AnthropicUsage };
+  content_block?: { type?: string; id?: string; name?: string; text?: string };
+  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  usage?: AnthropicUsage;
+  error?: { type?: string; message?: string };
+}
+
+/** Errors Anthropic says a retry may cure. */
+const TRANSIENT = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 'timeout_error']);
+
+/**
+ * Anthropic's stream events translated one by one into OpenAI chunks: text deltas to `content`,
+ * `tool_use` blocks and their `input_json_delta` to indexed `tool_calls` deltas, `message_delta`'s
+ * stop reason to `finish_reason`, and the usage (input from `message_start`, output from
+ * `message_delta`) to a final usage chunk. The role rides on the first chunk that says something, so
+ * a failure before any content leaves nothing sent (the gateway may still fail over).
+ */
+export async function* anthropicChunks(
+  http: ProviderHttp,
+  call: ProviderCall,
+  request: ProviderRequest,
+  created: number,
+): AsyncGenerator<ChatCompletionChunk> {
+  let id = '';
+  let model = call.model;
+  let usage: AnthropicUsage = {};
+  let stopped = false;
+  let rolePending = true;
+  let yielded = false;
+  const toolIndexByBlock = new Map<number, number>();
+
+  const chunk = (delta: Delta, finish: ChatCompletionChunk['choices'][number]['finish_reason'] = null) => {
+    const withRole = rolePending ? { role: 'assistant' as const, ...delta } : delta;
+    rolePending = false;
+    yielded = true;
+    return {
+      id,
+      object: 'chat.completion.chunk' as const,
+      created,
+      model,
+      choices: [{ index: 0, delta: withRole, finish_reason: finish, logprobs: null }],
+    };
+  };
+
+  for await (const sse of sendForEvents(http, call, request)) {
+    let event: StreamEvent;
+    try {
+      event = JSON.parse(sse.data) as StreamEvent;
+    } catch {
+      throw invalidAnswer(http, call, 'a stream event that is not JSON');
+    }
+    switch (event.type ?? sse.event) {
+      case 'message_start':
+        id = event.message?.id ?? id;
+        model = event.message?.model ?? model;
+        usage = { ...event.message?.usage };
+        break;
+      case 'content_block_start':
+        if (event.content_block?.type === 'tool_use') {
+          const index = toolIndexByBlock.size;
+          toolIndexByBlock.set(event.index ?? 0, index);
+          yield chunk({
+            tool_calls: [
+              {
+                index,
+                id: event.content_block.id,
+                type: 'function',
+                function: { name: event.content_block.name, arguments: '' },
+              },
+            ],
+          });
+        } else if (event.content_block?.type === 'text' && event.content_block.text) {
+          yield chunk({ content: event.content_block.text });
+        }
+        break;
+      case 'content_block_delta':
+        if (event.delta?.type === 'text_delta' && event.delta.text)
+          yield chunk({ content: event.delta.text });
+        if (event.delta?.type === 'input_json_delta' && event.delta.partial_json) {
+          const index = toolIndexByBlock.get(event.index ?? 0) ?? 0;
+          yield chunk({ tool_calls: [{ index, function: { arguments: event.delta.partial_json } }] });
+        }
+        break;
+      case 'message_delta':
+        // message_delta's usage is cumulative; newer answers repeat the input figures there too
+        usage = { ...usage, ...event.usage };
+        if (event.delta?.stop_reason) yield chunk({}, finishReason(event.delta.stop_reason));
+        break;
+      case 'message_stop':
+        stopped = true;
+        break;
+      case 'error': {
+        const type = event.error?.type ?? 'stream_error';
+        throw new ProviderError({
+          provider: http.provider,
+          model: call.model,
+          upstreamStatus: null,
+          providerErrorType: type,
+          retryable: !yielded && TRANSIENT.has(type),
+          message: event.error?.message ?? 'the provider reported an error in the stream',
+        });
+      }
+      default:
+        break; // ping, content_block_stop, thinking deltas: nothing to say in OpenAI's terms
+    }
+    if (stopped) break;
+  }
+  if (!stopped) {
+    throw new ProviderError({
+      provider: http.provider,
+      model: call.model,
+      upstreamStatus: null,
+      providerErrorType: 'incomplete_stream',
+      retryable: !yielded,
+      message: 'the stream ended before message_stop',
+    });
+  }
+  yield {
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    choices: [],
+    usage: toUsageFigures(promptTokens(usage), usage.output_tokens ?? 0),
+  };
+}

@@ -1,0 +1,207 @@
+import type {
+  ChatCompletion,
+  ChatCompletionRequest,
+  ChatContentPart,
+  ChatMessage,
+  ChatToolCall,
+  FinishReason,
+  Usage,
+} from '../types';
+import type {
+  AnthropicBlock,
+  AnthropicMessage,
+  AnthropicRequest,
+  AnthropicResponse,
+  AnthropicUsage,
+} from './anthropic-wire';
+
+/** Anthropic requires `max_tokens`; OpenAI does not. Used when the request names none. */
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+
+/** A request that cannot be said in Anthropic's terms (the adapter turns it into a ProviderError). */
+export class UntranslatableRequest extends Error {}
+
+function textOf(content: ChatMessage['content']): string {
+  if (typeof content === 'string') return content;
+  return (content ?? [])
+    .filter((p) => p.type === 'text')
+    .map((p) => String((p as { text: unknown }).text))
+    .join('\n');
+}
+
+function imageBlock(part: Extract<ChatContentPart, { type: 'image_url' }>): AnthropicBlock {
+  const url = part.image_url?.url ?? '';
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (data) return { type: 'image', source: { type: 'base64', media_type: data[1]!, data: data[2]! } };
+  if (/^https?:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } };
+  throw new UntranslatableRequest('an image_url must be an http(s) URL or a base64 data URL');
+}
+
+function userBlocks(content: ChatMessage['content']): AnthropicBlock[] {
+  if (typeof content === 'string') return content ? [{ type: 'text', text: content }] : [];
+  const blocks: AnthropicBlock[] = [];
+  for (const part of content ?? []) {
+    if (part.type === 'text') {
+      const text = String((part as { text: unknown }).text ?? '');
+      if (text) blocks.push({ type: 'text', text });
+    } else if (part.type === 'image_url')
+      blocks.push(imageBlock(part as Extract<ChatContentPart, { type: 'image_url' }>));
+    else throw new UntranslatableRequest(`Anthropic does not accept '${part.type}' content parts`);
+  }
+  return blocks;
+}
+
+function toolUse(call: ChatToolCall): AnthropicBlock {
+  let input: unknown = {};
+  if (call.function.arguments) {
+    try {
+      input = JSON.parse(call.function.arguments);
+    } catch {
+      throw new UntranslatableRequest(`tool call ${call.id} has arguments that are not JSON`);
+    }
+  }
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new UntranslatableRequest(`tool call ${call.id} must have a JSON object as arguments`);
+  return { type: 'tool_use', id: call.id, name: call.function.name, input };
+}
+
+/** Appends blocks to the conversation, merging into the last message when the role repeats. */
+function push(messages: AnthropicMessage[], role: AnthropicMessage['role'], blocks: AnthropicBlock[]): void {
+  if (blocks.length === 0) return;
+  const last = messages[messages.length - 1];
+  if (last?.role === role) last.content.push(...blocks);
+  else messages.push({ role, content: blocks });
+}
+
+/** OpenAI chat request -> Anthropic Messages request. */
+export function toAnthropicRequest(
+  body: ChatCompletionRequest,
+  model: string,
+  stream: boolean,
+): AnthropicRequest {
+  const system: string[] = [];
+  const messages: AnthropicMessage[] = [];
+  for (const m of body.messages) {
+    switch (m.role) {
+      case 'system':
+      case 'developer':
+        system.push(textOf(m.content));
+        break;
+      case 'user':
+        push(messages, 'user', userBlocks(m.content));
+        break;
+      case 'assistant': {
+        const text = textOf(m.content);
+        push(messages, 'assistant', [
+          ...(text ? [{ type: 'text' as const, text }] : []),
+          ...(m.tool_calls ?? []).map(toolUse),
+        ]);
+        break;
+      }
+      case 'tool':
+        push(messages, 'user', [
+          { type: 'tool_result', tool_use_id: String(m.tool_call_id ?? ''), content: textOf(m.content) },
+        ]);
+        break;
+      default:
+        throw new UntranslatableRequest(`unknown message role '${String(m.role)}'`);
+    }
+  }
+  if (messages.length === 0)
+    throw new UntranslatableRequest('a conversation needs at least one user or assistant message');
+
+  const out: AnthropicRequest = {
+    model,
+    max_tokens: body.max_completion_tokens ?? body.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+    messages,
+    ...(stream ? { stream: true } : {}),
+  };
+  const systemText = system.filter(Boolean).join('\n\n');
+  if (systemText) out.system = systemText;
+  // OpenAI's temperature goes to 2, Anthropic's to 1
+  if (typeof body.temperature === 'number') out.temperature = Math.min(body.temperature, 1);
+  if (typeof body.top_p === 'number') out.top_p = body.top_p;
+  if (body.stop) out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
+  if (body.user) out.metadata = { user_id: body.user };
+  if (body.tools?.length) {
+    out.tools = body.tools.map((t) => ({
+      name: t.function.name,
+      ...(t.function.description ? { description: t.function.description } : {}),
+      input_schema: t.function.parameters ?? { type: 'object', properties: {} },
+    }));
+    const choice = body.tool_choice;
+    const noParallel = body.parallel_tool_calls === false ? { disable_parallel_tool_use: true } : {};
+    if (choice === 'none') out.tool_choice = { type: 'none' };
+    else if (choice === 'required') out.tool_choice = { type: 'any', ...noParallel };
+    else if (typeof choice === 'object')
+      out.tool_choice = { type: 'tool', name: choice.function.name, ...noParallel };
+    else if (body.parallel_tool_calls === false) out.tool_choice = { type: 'auto', ...noParallel };
+  }
+  return out;
+}
+
+export function finishReason(stop: string | null | undefined): FinishReason | null {
+  switch (stop) {
+    case 'end_turn':
+    case 'stop_sequence':
+    case 'pause_turn':
+      return 'stop';
+    case 'max_tokens':
+      return 'length';
+    case 'tool_use':
+      return 'tool_calls';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return stop ? 'stop' : null;
+  }
+}
+
+/** Input tokens including the cached ones, which Anthropic reports apart. */
+export function promptTokens(usage: AnthropicUsage | undefined): number {
+  return (
+    (usage?.input_tokens ?? 0) +
+    (usage?.cache_creation_input_tokens ?? 0) +
+    (usage?.cache_read_input_tokens ?? 0)
+  );
+}
+
+export function toUsageFigures(prompt: number, completion: number): Usage {
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+/** Anthropic message -> OpenAI chat completion. */
+export function fromAnthropicResponse(answer: AnthropicResponse, created: number): ChatCompletion {
+  const text = answer.content
+    .filter((b): b is Extract<AnthropicBlock, { type: 'text' }> => b.type === 'text')
+    .map((b) => b.text)
+    .join('');
+  const toolCalls: ChatToolCall[] = answer.content
+    .filter((b): b is Extract<AnthropicBlock, { type: 'tool_use' }> => b.type === 'tool_use')
+    .map((b) => ({
+      id: b.id,
+      type: 'function',
+      function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) },
+    }));
+  const usage = toUsageFigures(promptTokens(answer.usage), answer.usage?.output_tokens ?? 0);
+  return {
+    id: answer.id,
+    object: 'chat.completion',
+    created,
+    model: answer.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: text || (toolCalls.length > 0 ? null : ''),
+          refusal: null,
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+        },
+        finish_reason: finishReason(answer.stop_reason),
+        logprobs: null,
+      },
+    ],
+    usage,
+  };
+}

@@ -1,0 +1,232 @@
+import type { Clock } from '@platform/kernel';
+import { type ProviderCall, ProviderError, ProviderTimeoutError } from '../types';
+import { type SseEvent, SseParser } from './sse';
+
+/** How one provider family names its errors inside an error body. */
+export type ErrorTypeReader = (body: unknown) => { type: string | null; message: string | null };
+
+export interface ProviderHttp {
+  provider: string;
+  fetch: typeof fetch;
+  clock: Clock;
+  readError: ErrorTypeReader;
+}
+
+export interface ProviderRequest {
+  url: string;
+  headers: Record<string, string>;
+  body?: string | FormData;
+  method?: 'GET' | 'POST';
+}
+
+/**
+ * One attempt's lifetime: aborted by the caller's signal, or by the timer (then it is a timeout).
+ * The timer can be re-armed, so a stream's silence is bounded too.
+ */
+class CallGuard {
+  readonly controller = new AbortController();
+  timedOut = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly onAbort = () => this.controller.abort(this.call.signal.reason);
+
+  constructor(private readonly call: ProviderCall) {
+    if (call.signal.aborted) this.controller.abort(call.signal.reason);
+    else call.signal.addEventListener('abort', this.onAbort, { once: true });
+    this.arm();
+  }
+
+  arm(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.controller.abort(new Error('provider timeout'));
+    }, this.call.timeoutMs);
+  }
+
+  /** while the caller holds an event, the provider's silence is not counted */
+  pause(): void {
+    clearTimeout(this.timer);
+  }
+
+  /** stops the timer and the listener; with `cancel`, also ends the upstream request */
+  dispose(cancel: boolean): void {
+    clearTimeout(this.timer);
+    this.call.signal.removeEventListener('abort', this.onAbort);
+    if (cancel && !this.controller.signal.aborted) this.controller.abort(new Error('provider call finished'));
+  }
+}
+
+const NETWORK_CODES =
+  /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|UND_ERR_SOCKET|terminated|other side closed/i;
+
+function describe(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+}
+
+/** Seconds from `retry-after-ms` (OpenAI) or `retry-after` (seconds or an HTTP date). */
+export function retryAfterSeconds(headers: Headers, clock: Clock): number | null {
+  const ms = Number(headers.get('retry-after-ms'));
+  if (headers.get('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1000);
+  const value = headers.get('retry-after');
+  if (!value) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
+  const date = Date.parse(value);
+  if (Number.isNaN(date)) return null;
+  return Math.max(0, Math.ceil((date - clock.now().getTime()) / 1000));
+}
+
+export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
+
+async function errorFromResponse(http: ProviderHttp, model: string, res: Response): Promise<ProviderError> {
+  const text = await res.text().catch(() => '');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const { type, message } = parsed === undefined ? { type: null, message: null } : http.readError(parsed);
+  return new ProviderError({
+    provider: http.provider,
+    model,
+    upstreamStatus: res.status,
+    providerErrorType: type ?? `http_${res.status}`,
+    retryable: isRetryableStatus(res.status),
+    retryAfterSeconds: retryAfterSeconds(res.headers, http.clock),
+    message: message ?? (text.replace(/\s+/g, ' ').slice(0, 200) || `HTTP ${res.status}`),
+  });
+}
+
+function translate(
+  http: ProviderHttp,
+  call: ProviderCall,
+  guard: CallGuard,
+  err: unknown,
+  midStream: boolean,
+): unknown {
+  if (err instanceof ProviderError || err instanceof ProviderTimeoutError) return err;
+  if (guard.timedOut) return new ProviderTimeoutError(http.provider, call.model, call.timeoutMs, midStream);
+  if (call.signal.aborted) return call.signal.reason ?? err;
+  const detail = describe(err);
+  return new ProviderError({
+    provider: http.provider,
+    model: call.model,
+    upstreamStatus: null,
+    providerErrorType: 'connection_error',
+    // before any byte reached the caller another attempt is safe; after, the caller has half an answer
+    retryable: !midStream,
+    message: `${midStream ? 'connection lost in the middle of the stream' : 'could not reach the provider'} (${NETWORK_CODES.test(detail) ? detail : 'network error'})`,
+  });
+}
+
+/** Sends one request and reads the whole answer; the timeout covers both. */
+export async function sendForAnswer(
+  http: ProviderHttp,
+  call: ProviderCall,
+  request: ProviderRequest,
+): Promise<{ res: Response; text: string }> {
+  const guard = new CallGuard(call);
+  try {
+    const res = await http.fetch(request.url, {
+      method: request.method ?? 'POST',
+      headers: request.headers,
+      body: request.body,
+      signal: guard.controller.signal,
+    });
+    if (!res.ok) throw await errorFromResponse(http, call.model, res);
+    return { res, text: await res.text() };
+  } catch (err) {
+    throw translate(http, call, guard, err, false);
+  } finally {
+    guard.dispose(false);
+  }
+}
+
+/** `sendForAnswer` for a JSON answer: a body that is not JSON is the provider's error. */
+export async function sendForJson<T>(
+  http: ProviderHttp,
+  call: ProviderCall,
+  request: ProviderRequest,
+): Promise<T> {
+  const { text, res } = await sendForAnswer(http, call, request);
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw invalidAnswer(
+      http,
+      call,
+      `expected JSON, got ${res.headers.get('content-type') ?? 'no content type'}`,
+      res.status,
+    );
+  }
+}
+
+export function invalidAnswer(
+  http: ProviderHttp,
+  call: ProviderCall,
+  why: string,
+  status: number | null = null,
+) {
+  return new ProviderError({
+    provider: http.provider,
+    model: call.model,
+    upstreamStatus: status,
+    providerErrorType: 'invalid_response',
+    retryable: false,
+    message: `the provider's answer is not its API: ${why}`,
+  });
+}
+
+/**
+ * Sends one request and yields its server-sent events. The timeout bounds the wait for the first event
+ * and then every silence between two events. Ending the iteration early cancels the upstream request.
+ */
+export async function* sendForEvents(
+  http: ProviderHttp,
+  call: ProviderCall,
+  request: ProviderRequest,
+): AsyncGenerator<SseEvent> {
+  const guard = new CallGuard(call);
+  let yielded = false;
+  let finished = false;
+  try {
+    const res = await http.fetch(request.url, {
+      method: 'POST',
+      headers: request.headers,
+      body: request.body,
+      signal: guard.controller.signal,
+    });
+    if (!res.ok) throw await errorFromResponse(http, call.model, res);
+    const type = res.headers.get('content-type') ?? '';
+    if (!type.includes('text/event-stream')) {
+      await res.body?.cancel().catch(() => undefined);
+      throw invalidAnswer(
+        http,
+        call,
+        `expected an event stream, got ${type || 'no content type'}`,
+        res.status,
+      );
+    }
+    if (!res.body) throw invalidAnswer(http, call, 'an event stream without a body', res.status);
+    const parser = new SseParser();
+    for await (const bytes of res.body) {
+      for (const event of parser.push(bytes)) {
+        guard.pause();
+        yielded = true;
+        yield event;
+      }
+      guard.arm();
+    }
+    for (const event of parser.end()) {
+      yielded = true;
+      yield event;
+    }
+    finished = true;
+  } catch (err) {
+    throw translate(http, call, guard, err, yielded);
+  } finally {
+    guard.dispose(!finished);
+  }
+}

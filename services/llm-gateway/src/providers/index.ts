@@ -1,0 +1,25 @@
+import { type Clock, systemClock } from '@platform/kernel';
+import { createAnthropicAdapter } from './anthropic/anthropic-adapter';
+import { createMockAdapter } from './mock/mock-adapter';
+import { createOpenAiAdapter } from './openai/openai-adapter';
+import type { ProviderAdapter, ProviderSpec } from './types';
+
+export { MOCK_EMBEDDING_DIMENSIONS } from './mock/mock-adapter';
+export * from './types';
+
+/** The adapter for one configured provider. Adapters hold no state besides their spec. */
+export function createProviderAdapter(
+  spec: ProviderSpec,
+  deps: { fetch?: typeof fetch; clock?: Clock } = {},
+): ProviderAdapter {
+  const clock = deps.clock ?? systemClock;
+  const fetchImpl = deps.fetch ?? globalThis.fetch;
+  switch (spec.type) {
+    case 'openai':
+      return createOpenAiAdapter(spec, { fetch: fetchImpl, clock });
+    case 'anthropic':
+      return createAnthropicAdapter(spec, { fetch: fetchImpl, clock });
+    case 'mock':
+      return createMockAdapter(spec, { clock });
+  }
+}

@@ -1,0 +1,215 @@
+import type { Clock } from '@platform/kernel';
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionRequest,
+  EmbeddingsResponse,
+  ProviderAdapter,
+  ProviderCall,
+  ProviderSpec,
+  TranscriptionResult,
+  Usage,
+} from '../types';
+import { ProviderError } from '../types';
+import { wavDurationSeconds } from '../wav';
+import {
+  hashOf,
+  lexicalScore,
+  mockEmbedding,
+  mockPromptTokens,
+  mockTokens,
+  mockTurn,
+  tokenPieces,
+} from './mock-model';
+import { solidPng } from './png';
+
+/** Dimensions of a mock embedding when the request names none. */
+export const MOCK_EMBEDDING_DIMENSIONS = 256;
+
+const usageOf = (prompt: number, completion: number): Usage => ({
+  prompt_tokens: prompt,
+  completion_tokens: completion,
+  total_tokens: prompt + completion,
+});
+
+function abortIfNeeded(call: ProviderCall): void {
+  if (call.signal.aborted) throw call.signal.reason ?? new Error('aborted');
+}
+
+/** The built-in `mock` provider: deterministic answers computed in process, no network. */
+export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): ProviderAdapter {
+  const created = () => Math.floor(deps.clock.now().getTime() / 1000);
+  const idFor = (prefix: string, body: unknown) => `${prefix}${hashOf(body).toString('hex').slice(0, 24)}`;
+
+  function answer(body: ChatCompletionRequest, call: ProviderCall) {
+    abortIfNeeded(call);
+    const turn = mockTurn(body);
+    const id = idFor('chatcmpl-mock-', body.messages);
+    const usage = usageOf(mockPromptTokens(body), turn.completionTokens);
+    const toolCalls = turn.toolCall
+      ? [{ id: `call_${id.slice(-16)}`, type: 'function' as const, function: turn.toolCall }]
+      : undefined;
+    return { turn, id, usage, toolCalls };
+  }
+
+  return {
+    name: spec.name,
+
+    async chat(body, call) {
+      const { turn, id, usage, toolCalls } = answer(body, call);
+      const completion: ChatCompletion = {
+        id,
+        object: 'chat.completion',
+        created: created(),
+        model: call.model,
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: turn.text,
+              refusal: null,
+              ...(toolCalls ? { tool_calls: toolCalls } : {}),
+            },
+            finish_reason: turn.finish,
+            logprobs: null,
+          },
+        ],
+        usage,
+      };
+      return { body: completion, usage };
+    },
+
+    async *chatStream(body, call) {
+      const { turn, id, usage, toolCalls } = answer(body, call);
+      const head = { id, object: 'chat.completion.chunk' as const, created: created(), model: call.model };
+      const chunk = (
+        delta: ChatCompletionChunk['choices'][number]['delta'],
+        finish: ChatCompletion['choices'][number]['finish_reason'] = null,
+      ): ChatCompletionChunk => ({
+        ...head,
+        choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+      });
+      yield chunk({ role: 'assistant', content: '' });
+      for (const piece of tokenPieces(turn.text ?? '')) {
+        abortIfNeeded(call);
+        yield chunk({ content: piece });
+      }
+      for (const [index, tool] of (toolCalls ?? []).entries()) {
+        yield chunk({
+          tool_calls: [
+            { index, id: tool.id, type: 'function', function: { name: tool.function.name, arguments: '' } },
+          ],
+        });
+        for (let at = 0; at < tool.function.arguments.length; at += 16)
+          yield chunk({
+            tool_calls: [{ index, function: { arguments: tool.function.arguments.slice(at, at + 16) } }],
+          });
+      }
+      yield chunk({}, turn.finish);
+      yield { ...head, choices: [], usage };
+    },
+
+    async embeddings(body, call) {
+      abortIfNeeded(call);
+      const inputs: unknown[] =
+        typeof body.input === 'string' || (Array.isArray(body.input) && typeof body.input[0] === 'number')
+          ? [body.input]
+          : (body.input as unknown[]);
+      const dimensions = body.dimensions ?? MOCK_EMBEDDING_DIMENSIONS;
+      let prompt = 0;
+      const data = inputs.map((input, index) => {
+        prompt += typeof input === 'string' ? mockTokens(input) : Array.isArray(input) ? input.length : 0;
+        const vector = mockEmbedding(input, dimensions);
+        const embedding =
+          body.encoding_format === 'base64'
+            ? Buffer.from(new Float32Array(vector).buffer).toString('base64')
+            : vector;
+        return { object: 'embedding' as const, index, embedding };
+      });
+      const response: EmbeddingsResponse = {
+        object: 'list',
+        data,
+        model: call.model,
+        usage: { prompt_tokens: prompt, total_tokens: prompt },
+      };
+      return { body: response, usage: usageOf(prompt, 0) };
+    },
+
+    async rerank(body, call) {
+      abortIfNeeded(call);
+      const results = body.documents
+        .map((document, index) => ({ index, relevance_score: lexicalScore(body.query, document) }))
+        .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
+        .slice(0, body.top_n ?? body.documents.length);
+      const tokens = body.documents.reduce((s, d) => s + mockTokens(body.query) + mockTokens(d), 0);
+      return { results, usage: usageOf(tokens, 0) };
+    },
+
+    async images(body, call) {
+      abortIfNeeded(call);
+      const n = body.n ?? 1;
+      const data = Array.from({ length: n }, (_, i) => {
+        const png = solidPng(`${body.prompt}#${i}`).toString('base64');
+        return body.response_format === 'url' ? { url: `data:image/png;base64,${png}` } : { b64_json: png };
+      });
+      return { body: { created: created(), data } };
+    },
+
+    async transcriptions(upload, call): Promise<TranscriptionResult> {
+      abortIfNeeded(call);
+      const duration = wavDurationSeconds(upload.file);
+      const text = `Mock transcription of ${upload.filename}: ${upload.file.length} bytes${
+        duration === null ? '' : `, ${duration.toFixed(2)} seconds`
+      }.`;
+      const seconds = duration ?? 0;
+      const stamp = (s: number, sep: string) => {
+        const ms = Math.round(s * 1000);
+        const p = (v: number, w = 2) => String(v).padStart(w, '0');
+        return `${p(Math.floor(ms / 3_600_000))}:${p(Math.floor(ms / 60_000) % 60)}:${p(Math.floor(ms / 1000) % 60)}${sep}${p(ms % 1000, 3)}`;
+      };
+      const format = upload.fields.response_format ?? 'json';
+      const result = (body: unknown, contentType: string) => ({
+        body,
+        contentType,
+        durationSeconds: duration,
+      });
+      switch (format) {
+        case 'json':
+          return result({ text }, 'application/json');
+        case 'verbose_json':
+          return result(
+            {
+              task: 'transcribe',
+              language: upload.fields.language ?? 'english',
+              duration: seconds,
+              text,
+              segments: [{ id: 0, start: 0, end: seconds, text }],
+            },
+            'application/json',
+          );
+        case 'text':
+          return result(`${text}\n`, 'text/plain; charset=utf-8');
+        case 'srt':
+          return result(
+            `1\n${stamp(0, ',')} --> ${stamp(seconds, ',')}\n${text}\n\n`,
+            'text/plain; charset=utf-8',
+          );
+        case 'vtt':
+          return result(
+            `WEBVTT\n\n${stamp(0, '.')} --> ${stamp(seconds, '.')}\n${text}\n\n`,
+            'text/vtt; charset=utf-8',
+          );
+        default:
+          throw new ProviderError({
+            provider: spec.name,
+            model: call.model,
+            upstreamStatus: 400,
+            providerErrorType: 'invalid_request_error',
+            retryable: false,
+            message: `response_format must be json, text, srt, verbose_json or vtt`,
+          });
+      }
+    },
+  };
+}

@@ -1,0 +1,136 @@
+import { createHash } from 'node:crypto';
+import type { ChatCompletionRequest, ChatContentPart, ChatMessage, FinishReason } from '../types';
+
+/**
+ * What the built-in mock model "thinks": deterministic functions of the request, so users' CI and
+ * load tests get stable answers and usage figures. A token is a run of word characters or one other
+ * non-space character, close enough to real tokenizers for realistic figures.
+ */
+export function mockTokens(text: string): number {
+  return text.match(/\w+|[^\w\s]/g)?.length ?? 0;
+}
+
+/** One token each, with the spaces before it: the stream's pieces. */
+export function tokenPieces(text: string): string[] {
+  return text.match(/\s*(?:\w+|[^\w\s])/g) ?? [];
+}
+
+export const hashOf = (value: unknown) =>
+  createHash('sha256')
+    .update(typeof value === 'string' ? value : JSON.stringify(value))
+    .digest();
+
+export function contentText(content: ChatMessage['content']): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .filter(
+      (p): p is Extract<ChatContentPart, { type: 'text' }> => p.type === 'text' && typeof p.text === 'string',
+    )
+    .map((p) => p.text)
+    .join(' ');
+}
+
+const IMAGE_TOKENS = 85;
+const MESSAGE_OVERHEAD = 3;
+
+export function mockPromptTokens(body: ChatCompletionRequest): number {
+  let total = MESSAGE_OVERHEAD;
+  for (const m of body.messages) {
+    const images = Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image_url').length : 0;
+    const calls = (m.tool_calls ?? []).map((c) => `${c.function.name} ${c.function.arguments}`).join(' ');
+    total +=
+      MESSAGE_OVERHEAD + mockTokens(contentText(m.content)) + images * IMAGE_TOKENS + mockTokens(calls);
+  }
+  if (body.tools?.length) total += mockTokens(JSON.stringify(body.tools));
+  return total;
+}
+
+export interface MockTurn {
+  text: string | null;
+  toolCall: { name: string; arguments: string } | null;
+  finish: FinishReason;
+  completionTokens: number;
+}
+
+function argumentsFor(schema: unknown): Record<string, unknown> {
+  const props =
+    (schema as { properties?: Record<string, { type?: string; enum?: unknown[] }> })?.properties ?? {};
+  const out: Record<string, unknown> = {};
+  for (const [name, p] of Object.entries(props)) {
+    if (Array.isArray(p?.enum) && p.enum.length > 0) out[name] = p.enum[0];
+    else if (p?.type === 'number' || p?.type === 'integer') out[name] = 1;
+    else if (p?.type === 'boolean') out[name] = true;
+    else if (p?.type === 'array') out[name] = [];
+    else if (p?.type === 'object') out[name] = {};
+    else out[name] = `example ${name}`;
+  }
+  return out;
+}
+
+/**
+ * The mock calls a tool when tools are offered, the user spoke last, and either `tool_choice` demands
+ * one or the user's words name a tool (or say "tool"); otherwise it answers from the prompt.
+ */
+export function mockTurn(body: ChatCompletionRequest): MockTurn {
+  const last = body.messages[body.messages.length - 1];
+  const lastUser = [...body.messages].reverse().find((m) => m.role === 'user');
+  const userText = contentText(lastUser?.content);
+  const tools = body.tools ?? [];
+  const choice = body.tool_choice;
+  if (tools.length > 0 && choice !== 'none' && last?.role === 'user') {
+    const named =
+      typeof choice === 'object' ? tools.find((t) => t.function.name === choice.function.name) : undefined;
+    const mentioned = tools.find((t) => userText.toLowerCase().includes(t.function.name.toLowerCase()));
+    const tool =
+      named ?? mentioned ?? (choice === 'required' || /\btools?\b/i.test(userText) ? tools[0] : undefined);
+    if (tool) {
+      const args = JSON.stringify(argumentsFor(tool.function.parameters));
+      return {
+        text: null,
+        toolCall: { name: tool.function.name, arguments: args },
+        finish: 'tool_calls',
+        completionTokens: mockTokens(`${tool.function.name} ${args}`),
+      };
+    }
+  }
+  const words = userText.trim().split(/\s+/).filter(Boolean).slice(0, 24).join(' ');
+  const full =
+    last?.role === 'tool'
+      ? `Mock answer from the tool result: ${contentText(last.content)}`
+      : `Mock answer to: ${words}`;
+  const limit = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+  const pieces = tokenPieces(full);
+  const kept =
+    typeof limit === 'number' && limit >= 0 && pieces.length > limit ? pieces.slice(0, limit) : pieces;
+  return {
+    text: kept.join(''),
+    toolCall: null,
+    finish: kept.length < pieces.length ? 'length' : 'stop',
+    completionTokens: kept.length,
+  };
+}
+
+/** A unit vector derived from the input alone. */
+export function mockEmbedding(input: unknown, dimensions: number): number[] {
+  const values: number[] = [];
+  for (let block = 0; values.length < dimensions; block += 1) {
+    const digest = hashOf(`${block}:${typeof input === 'string' ? input : JSON.stringify(input)}`);
+    for (let i = 0; i + 4 <= digest.length && values.length < dimensions; i += 4)
+      values.push(digest.readUInt32BE(i) / 0xffffffff - 0.5);
+  }
+  const norm = Math.sqrt(values.reduce((s, v) => s + v * v, 0)) || 1;
+  return values.map((v) => v / norm);
+}
+
+const wordsOf = (text: string) => new Set(text.toLowerCase().match(/\w+/g) ?? []);
+
+/** Share of the query's distinct words present in the document. */
+export function lexicalScore(query: string, document: string): number {
+  const wanted = wordsOf(query);
+  if (wanted.size === 0) return 0;
+  const present = wordsOf(document);
+  let hits = 0;
+  for (const w of wanted) if (present.has(w)) hits += 1;
+  return hits / wanted.size;
+}

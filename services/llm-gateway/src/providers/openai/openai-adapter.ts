@@ -1,0 +1,173 @@
+import type { Clock } from '@platform/kernel';
+import { mergeHeaders } from '../http/headers';
+import { invalidAnswer, type ProviderHttp, sendForAnswer, sendForJson } from '../http/provider-http';
+import type {
+  ChatCompletion,
+  EmbeddingsResponse,
+  ImagesResponse,
+  ProviderAdapter,
+  ProviderCall,
+  ProviderSpec,
+  TranscriptionResult,
+  TranscriptionUpload,
+} from '../types';
+import { toUsage } from '../usage';
+import { wavDurationSeconds } from '../wav';
+import { readOpenAiError } from './openai-errors';
+import { openAiChunks } from './openai-stream';
+
+const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
+/**
+ * The OpenAI protocol: OpenAI itself, Azure OpenAI (deployment URLs, `api-key`, `api-version`) and the
+ * compatible servers (Mistral, Groq, vLLM, Ollama, llama.cpp server, LM Studio), which differ only by
+ * base URL, key and extra headers.
+ */
+export function createOpenAiAdapter(
+  spec: ProviderSpec,
+  deps: { fetch: typeof fetch; clock: Clock },
+): ProviderAdapter {
+  const base = (spec.baseUrl ?? OPENAI_BASE_URL).replace(/\/+$/, '');
+  const http: ProviderHttp = {
+    provider: spec.name,
+    fetch: deps.fetch,
+    clock: deps.clock,
+    readError: readOpenAiError,
+  };
+  const azure = spec.azure;
+
+  const url = (model: string, path: string) =>
+    azure
+      ? `${base}/openai/deployments/${encodeURIComponent(model)}/${path}?api-version=${encodeURIComponent(azure.apiVersion)}`
+      : `${base}/${path}`;
+  const auth: Record<string, string> = spec.apiKey
+    ? azure
+      ? { 'api-key': spec.apiKey }
+      : { authorization: `Bearer ${spec.apiKey}` }
+    : {};
+  // the provider's key comes last: a forwarded header can never replace it
+  const headers = (call: ProviderCall, accept: string, json = true) =>
+    mergeHeaders(
+      json ? { 'content-type': 'application/json' } : {},
+      { accept },
+      spec.headers,
+      call.headers,
+      auth,
+    );
+
+  const adapter: ProviderAdapter = {
+    name: spec.name,
+
+    async chat(body, call) {
+      const { stream_options: _options, ...rest } = body;
+      const answer = await sendForJson<ChatCompletion>(http, call, {
+        url: url(call.model, 'chat/completions'),
+        headers: headers(call, 'application/json'),
+        body: JSON.stringify({ ...rest, model: call.model, stream: false }),
+      });
+      if (!Array.isArray(answer?.choices))
+        throw invalidAnswer(http, call, 'a chat completion without choices');
+      return { body: answer, usage: toUsage(answer.usage) };
+    },
+
+    chatStream(body, call) {
+      return openAiChunks(http, call, {
+        url: url(call.model, 'chat/completions'),
+        headers: headers(call, 'text/event-stream'),
+        body: JSON.stringify({
+          ...body,
+          model: call.model,
+          stream: true,
+          stream_options: { ...body.stream_options, include_usage: true },
+        }),
+      });
+    },
+
+    async embeddings(body, call) {
+      const answer = await sendForJson<EmbeddingsResponse>(http, call, {
+        url: url(call.model, 'embeddings'),
+        headers: headers(call, 'application/json'),
+        body: JSON.stringify({ ...body, model: call.model }),
+      });
+      if (!Array.isArray(answer?.data)) throw invalidAnswer(http, call, 'embeddings without data');
+      return { body: answer, usage: toUsage(answer.usage) };
+    },
+
+    async images(body, call) {
+      const answer = await sendForJson<ImagesResponse>(http, call, {
+        url: url(call.model, 'images/generations'),
+        headers: headers(call, 'application/json'),
+        body: JSON.stringify({ ...body, model: call.model }),
+      });
+      if (!Array.isArray(answer?.data)) throw invalidAnswer(http, call, 'an image answer without data');
+      return { body: answer };
+    },
+
+    async transcriptions(upload, call) {
+      return transcribe(upload, call);
+    },
+  };
+
+  async function transcribe(upload: TranscriptionUpload, call: ProviderCall): Promise<TranscriptionResult> {
+    const form = new FormData();
+    for (const [name, value] of Object.entries(upload.fields)) if (name !== 'model') form.append(name, value);
+    form.append('model', call.model);
+    form.append('file', new Blob([upload.file], { type: upload.mimeType }), upload.filename);
+    const { res, text } = await sendForAnswer(http, call, {
+      url: url(call.model, 'audio/transcriptions'),
+      headers: headers(call, '*/*', false),
+      body: form,
+    });
+    const contentType = res.headers.get('content-type') ?? 'text/plain';
+    let body: unknown = text;
+    if (contentType.includes('json')) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw invalidAnswer(http, call, 'a transcription that is not JSON', res.status);
+      }
+    }
+    const reported = body as { duration?: unknown; usage?: { type?: unknown; seconds?: unknown } };
+    const duration =
+      typeof reported?.duration === 'number'
+        ? reported.duration
+        : reported?.usage?.type === 'duration' && typeof reported.usage.seconds === 'number'
+          ? reported.usage.seconds
+          : wavDurationSeconds(upload.file);
+    return { body, contentType, durationSeconds: duration };
+  }
+
+  // Azure OpenAI has no rerank; the other OpenAI-protocol servers may (vLLM, Jina, Cohere-compatible)
+  if (!azure) {
+    adapter.rerank = async (body, call) => {
+      const answer = await sendForJson<{
+        results?: Array<{ index?: unknown; relevance_score?: unknown }>;
+        usage?: unknown;
+        meta?: { billed_units?: { input_tokens?: unknown } };
+      }>(http, call, {
+        url: `${base}/rerank`,
+        headers: headers(call, 'application/json'),
+        body: JSON.stringify({
+          model: call.model,
+          query: body.query,
+          documents: body.documents,
+          top_n: body.top_n,
+        }),
+      });
+      if (!Array.isArray(answer?.results)) throw invalidAnswer(http, call, 'a rerank answer without results');
+      const results = answer.results
+        .filter((r) => typeof r.index === 'number' && typeof r.relevance_score === 'number')
+        .map((r) => ({ index: r.index as number, relevance_score: r.relevance_score as number }))
+        .sort((a, b) => b.relevance_score - a.relevance_score);
+      const raw = answer.usage as { total_tokens?: unknown } | undefined;
+      const tokens =
+        typeof raw?.total_tokens === 'number' ? raw.total_tokens : answer.meta?.billed_units?.input_tokens;
+      const usage =
+        typeof tokens === 'number'
+          ? { prompt_tokens: tokens, completion_tokens: 0, total_tokens: tokens }
+          : null;
+      return { results, usage };
+    };
+  }
+  return adapter;
+}

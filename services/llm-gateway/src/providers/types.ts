@@ -1,0 +1,296 @@
+/**
+ * The provider layer's contract with the rest of the gateway: OpenAI-shaped bodies in and out, typed
+ * errors with no HTTP in them. One adapter per provider entry; each call makes exactly one attempt
+ * (retries, backoff and failover are the gateway's).
+ */
+
+// ---------- OpenAI wire format (the fields the gateway reads; everything else passes through) ----------
+
+export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+export type ChatContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } }
+  | { type: string; [key: string]: unknown };
+
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface ChatMessage {
+  role: ChatRole;
+  content?: string | ChatContentPart[] | null;
+  name?: string;
+  tool_calls?: ChatToolCall[];
+  tool_call_id?: string;
+  [key: string]: unknown;
+}
+
+export interface ChatTool {
+  type: 'function';
+  function: {
+    name: string;
+    description?: string;
+    parameters?: Record<string, unknown>;
+    strict?: boolean | null;
+  };
+}
+
+export type ChatToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+
+export interface ChatCompletionRequest {
+  model: string;
+  messages: ChatMessage[];
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean } | null;
+  tools?: ChatTool[];
+  tool_choice?: ChatToolChoice;
+  parallel_tool_calls?: boolean;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  stop?: string | string[] | null;
+  response_format?: { type: string; [key: string]: unknown };
+  user?: string;
+  [key: string]: unknown;
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call';
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    message: {
+      role: 'assistant';
+      content: string | null;
+      tool_calls?: ChatToolCall[];
+      refusal?: string | null;
+      [key: string]: unknown;
+    };
+    finish_reason: FinishReason | null;
+    logprobs?: unknown;
+  }>;
+  usage?: Usage;
+  [key: string]: unknown;
+}
+
+export interface ChatToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    delta: {
+      role?: 'assistant';
+      content?: string | null;
+      tool_calls?: ChatToolCallDelta[];
+      refusal?: string | null;
+      [key: string]: unknown;
+    };
+    finish_reason: FinishReason | null;
+    logprobs?: unknown;
+  }>;
+  /** set on the final usage chunk only (its `choices` is empty) */
+  usage?: Usage | null;
+  [key: string]: unknown;
+}
+
+export interface EmbeddingsRequest {
+  model: string;
+  input: string | string[] | number[] | number[][];
+  dimensions?: number;
+  encoding_format?: 'float' | 'base64';
+  user?: string;
+  [key: string]: unknown;
+}
+
+export interface EmbeddingsResponse {
+  object: 'list';
+  data: Array<{ object: 'embedding'; index: number; embedding: number[] | string }>;
+  model: string;
+  usage?: { prompt_tokens: number; total_tokens: number };
+  [key: string]: unknown;
+}
+
+export interface ImagesRequest {
+  model?: string;
+  prompt: string;
+  n?: number | null;
+  size?: string | null;
+  response_format?: 'url' | 'b64_json' | null;
+  [key: string]: unknown;
+}
+
+export interface ImagesResponse {
+  created: number;
+  data: Array<{ b64_json?: string; url?: string; revised_prompt?: string }>;
+  [key: string]: unknown;
+}
+
+export interface RerankRequest {
+  query: string;
+  documents: string[];
+  top_n?: number;
+}
+
+export interface RerankResult {
+  results: Array<{ index: number; relevance_score: number }>;
+  usage: Usage | null;
+}
+
+export interface TranscriptionUpload {
+  file: Buffer;
+  filename: string;
+  mimeType: string;
+  /** the other multipart fields (response_format, language, prompt, temperature, ...); `model` is replaced */
+  fields: Record<string, string>;
+}
+
+export interface TranscriptionResult {
+  /** parsed JSON for json/verbose_json, the text for text/srt/vtt */
+  body: unknown;
+  contentType: string;
+  /** seconds of audio, from the provider's answer or the WAV header; null when unknown */
+  durationSeconds: number | null;
+}
+
+// ---------- adapters ----------
+
+export interface ProviderSpec {
+  name: string;
+  type: 'openai' | 'anthropic' | 'mock';
+  /** e.g. https://api.openai.com/v1, http://127.0.0.1:PORT/v1; Anthropic: https://api.anthropic.com */
+  baseUrl?: string;
+  /** already decrypted by the gateway */
+  apiKey?: string;
+  /** extra static headers */
+  headers?: Record<string, string>;
+  /** Azure OpenAI form: {baseUrl}/openai/deployments/{model}/...?api-version= */
+  azure?: { apiVersion: string };
+}
+
+export interface ProviderCall {
+  /** the provider's own model name (provider_config.model) */
+  model: string;
+  /** per-request headers resolved by the gateway's header policy */
+  headers: Record<string, string>;
+  /** no answer (or no first chunk, or a stream silent this long) -> ProviderTimeoutError */
+  timeoutMs: number;
+  /** aborting it (client disconnect) cancels the provider call */
+  signal: AbortSignal;
+}
+
+export interface ProviderAdapter {
+  readonly name: string;
+  chat(
+    body: ChatCompletionRequest,
+    call: ProviderCall,
+  ): Promise<{ body: ChatCompletion; usage: Usage | null }>;
+  /** OpenAI-shaped chunks; asks the provider for usage and yields a final usage chunk (`choices: []`,
+   *  `usage` set) when the provider reports one, whether or not the client asked for it. */
+  chatStream(body: ChatCompletionRequest, call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
+  embeddings(
+    body: EmbeddingsRequest,
+    call: ProviderCall,
+  ): Promise<{ body: EmbeddingsResponse; usage: Usage | null }>;
+  /** present only when the provider has a native rerank endpoint (Cohere/Jina/vLLM `/rerank` shape) */
+  rerank?(body: RerankRequest, call: ProviderCall): Promise<RerankResult>;
+  images?(body: ImagesRequest, call: ProviderCall): Promise<{ body: ImagesResponse }>;
+  transcriptions?(upload: TranscriptionUpload, call: ProviderCall): Promise<TranscriptionResult>;
+}
+
+// ---------- errors (no HTTP in them; the gateway maps them to the envelope) ----------
+
+export interface ProviderErrorFields {
+  provider: string;
+  model: string;
+  /** the provider's HTTP status; null when there was none (connection failure, error inside a stream) */
+  upstreamStatus: number | null;
+  /** the provider's own error class/type, e.g. 'rate_limit_error', 'overloaded_error', 'server_error' */
+  providerErrorType: string;
+  /** 429, 5xx, and connection failures before any byte of the answer */
+  retryable: boolean;
+  retryAfterSeconds?: number | null;
+  message: string;
+}
+
+/** The provider answered an error (4xx/5xx, an error inside a stream, or a body that is not its API). */
+export class ProviderError extends Error {
+  readonly provider: string;
+  readonly model: string;
+  readonly upstreamStatus: number | null;
+  readonly providerErrorType: string;
+  readonly retryable: boolean;
+  readonly retryAfterSeconds: number | null;
+
+  constructor(fields: ProviderErrorFields) {
+    super(fields.message);
+    this.name = 'ProviderError';
+    this.provider = fields.provider;
+    this.model = fields.model;
+    this.upstreamStatus = fields.upstreamStatus;
+    this.providerErrorType = fields.providerErrorType;
+    this.retryable = fields.retryable;
+    this.retryAfterSeconds = fields.retryAfterSeconds ?? null;
+  }
+}
+
+/** The provider type cannot do this at all (Anthropic has no embeddings); never retryable. */
+export class ProviderUnsupportedError extends ProviderError {
+  constructor(
+    provider: string,
+    model: string,
+    readonly operation: string,
+  ) {
+    super({
+      provider,
+      model,
+      upstreamStatus: null,
+      providerErrorType: 'unsupported_operation',
+      retryable: false,
+      message: `provider ${provider} has no ${operation} endpoint`,
+    });
+    this.name = 'ProviderUnsupportedError';
+  }
+}
+
+/** No answer (or no first chunk, or a stream went silent) within the call's timeoutMs. */
+export class ProviderTimeoutError extends Error {
+  readonly provider: string;
+  readonly model: string;
+  /** whether some of a stream had already been yielded */
+  readonly midStream: boolean;
+
+  constructor(provider: string, model: string, timeoutMs: number, midStream = false) {
+    super(
+      midStream
+        ? `provider ${provider} went silent for ${timeoutMs} ms in the middle of a stream`
+        : `provider ${provider} did not answer within ${timeoutMs} ms`,
+    );
+    this.name = 'ProviderTimeoutError';
+    this.provider = provider;
+    this.model = model;
+    this.midStream = midStream;
+  }
+}
