@@ -60,7 +60,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
   const catalogue = new Catalogue({
     collections: catalogueCollections(store),
     box,
-    createAdapter: deps.createAdapter ?? defaultAdapterFactory({ fetch: doFetch }),
+    createAdapter: deps.createAdapter ?? defaultAdapterFactory({ fetch: doFetch, clock }),
     logger,
   });
   const limiter = (name: string) =>

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type GatewayWorld, gauge, startGatewayWorld } from './support';
+import { type GatewayWorld, gauge, type Reply, startGatewayWorld } from './support';
 
 /**
  * Governance and quota refusals as callers see them through the edge: each in the gateway envelope
@@ -24,11 +24,7 @@ describe('governance, header policy and quotas at the gateway', () => {
     });
   const patch = (as: { bearer: string }, body: unknown) =>
     w.call('gateway', 'PATCH', '/v1/quotas/settings', as, body);
-  const expectEnvelope = (
-    reply: { status: number; body: any; headers: Headers },
-    status: number,
-    code: string,
-  ) => {
+  const expectEnvelope = (reply: Reply, status: number, code: string) => {
     expect({ status: reply.status, code: reply.body?.code }).toEqual({ status, code });
     expect(reply.body).toMatchObject({ error: expect.any(String), message: expect.any(String), status });
     expect(reply.body.requestId).toBe(reply.headers.get('x-request-id'));
@@ -181,7 +177,7 @@ describe('governance, header policy and quotas at the gateway', () => {
     w.sim.script([
       {
         match: { model: 'gpt-sim', stream: true },
-        reply: { content: Array.from({ length: 120 }, (_, i) => `word${i}`).join(' ') },
+        reply: { content: Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ') },
       },
     ]);
     try {

@@ -110,10 +110,24 @@ describe('OpenAI-compatible inference through the edge', () => {
       .embeddings.create({ model: 'sim/embed', input: 'x', dimensions: 100 })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(APIError);
+    // the SDK reads the envelope's `error` member (spec 2.3: a string identifier)
     expect((err as APIError).status).toBe(400);
-    expect((err as APIError).error).toMatchObject({
+    expect((err as APIError).error).toBe('INVALID_DIMENSIONS');
+    const raw = await w.call(
+      'gateway',
+      'POST',
+      '/v1/embeddings',
+      { bearer: owner.token },
+      {
+        model: 'sim/embed',
+        input: 'x',
+        dimensions: 100,
+      },
+    );
+    expect(raw.body).toMatchObject({
       code: 'INVALID_DIMENSIONS',
-      details: { supported_dimensions: [64, 256] },
+      status: 400,
+      details: { dimensions: 100, supported_dimensions: [64, 256] },
     });
   });
 
