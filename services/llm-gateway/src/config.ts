@@ -35,6 +35,8 @@ export const llmGatewayConfigSchema = z.object({
   LLM_GATEWAY_SETTINGS_TTL_MS: env.int(5_000, 0),
   /** how often the outbox retries publishing events the bus refused (ms) */
   LLM_GATEWAY_OUTBOX_INTERVAL_MS: env.int(1_000, 50),
+  /** a usage event the bus has not acknowledged within this stays in the outbox for a later try (ms) */
+  LLM_GATEWAY_PUBLISH_TIMEOUT_MS: env.int(2_000, 10),
   /** grid emission factor for the carbon estimate (kgCO2eq per kWh; default: world average) */
   LLM_GATEWAY_GRID_KGCO2_PER_KWH: z.coerce.number().positive().default(0.59),
   /** data-centre power usage effectiveness for the carbon estimate */

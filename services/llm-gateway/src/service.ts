@@ -89,6 +89,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       clock,
       logger,
       intervalMs: config.LLM_GATEWAY_OUTBOX_INTERVAL_MS,
+      publishTimeoutMs: config.LLM_GATEWAY_PUBLISH_TIMEOUT_MS,
       onPublished: (outcome) => events.inc({ outcome }),
     }),
     retry: {

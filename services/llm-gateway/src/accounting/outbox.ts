@@ -30,10 +30,28 @@ export class Outbox {
       clock: Clock;
       logger: Logger;
       intervalMs: number;
+      /** a publication not acknowledged within this is left to the outbox (it may still land: ids de-duplicate) */
+      publishTimeoutMs: number;
       onPublished?: (outcome: 'published' | 'deferred' | 'republished') => void;
     },
   ) {
     this.docs = deps.store.collection<OutboxDoc>('outbox', [{ fields: { createdAt: 1 } }]);
+  }
+
+  /** JetStream's acknowledgement, or a rejection after publishTimeoutMs. */
+  private async publish(event: LlmCompletionEvent): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error('no acknowledgement from the bus in time')),
+        this.deps.publishTimeoutMs,
+      );
+    });
+    try {
+      await Promise.race([this.deps.bus.publishDurable(Subjects.llmCompletion, event, event.id), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Stores the event, then tries to publish it at once; resolves when it is durable in the store. */
@@ -41,7 +59,7 @@ export class Outbox {
     const work = (async () => {
       await this.docs.insertOne({ _id: event.id, event, createdAt: this.deps.clock.now(), attempts: 0 });
       try {
-        await this.deps.bus.publishDurable(Subjects.llmCompletion, event, event.id);
+        await this.publish(event);
         await this.docs.deleteOne({ _id: event.id });
         this.deps.onPublished?.('published');
       } catch (err) {
@@ -91,7 +109,7 @@ export class Outbox {
       if (batch.length === 0) return;
       const results = await Promise.allSettled(
         batch.map(async (doc) => {
-          await this.deps.bus.publishDurable(Subjects.llmCompletion, doc.event, doc._id);
+          await this.publish(doc.event);
           await this.docs.deleteOne({ _id: doc._id });
           this.deps.onPublished?.('republished');
         }),
