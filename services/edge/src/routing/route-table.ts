@@ -67,7 +67,6 @@ export const ROUTES: RouteRule[] = [
   },
   { root: 'gateway', method: 'POST', path: '/v1/embeddings', requireOrg: true, permission: 'models:read' },
   { root: 'gateway', method: 'POST', path: '/v1/rerank', requireOrg: true, permission: 'models:read' },
-  { root: 'gateway', method: 'GET', path: '/v1/models', requireOrg: true, permission: 'models:read' },
 ];
 
 /**
