@@ -28,6 +28,8 @@ export function mountModels(router: Router, ctx: GatewayContext): void {
     res.json({ object: 'list', data });
   });
 
+  // `/v1/models/{id}`: ids hold slashes (`mock/chat`); the SDKs send them encoded (`mock%2Fchat`),
+  // and the unencoded form is accepted too.
   router.get('/v1/models/*id', async (req, res) => {
     const { orgSlug } = authorizeInference(req);
     const id = (req.params as { id: string[] }).id.join('/');
