@@ -84,7 +84,3 @@ export function argumentsFromSchema(schema: unknown): Record<string, unknown> {
   }
   return out;
 }
-
-export function shortId(prefix: string, seed: string): string {
-  return `${prefix}${createHash('sha256').update(seed).digest('hex').slice(0, 24)}`;
-}

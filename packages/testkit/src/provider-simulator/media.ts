@@ -24,7 +24,7 @@ function pngChunk(type: string, data: Buffer): Buffer {
 }
 
 /** A valid 8×8 RGB PNG of one colour derived from the prompt. */
-export function simulatedPng(prompt: string): Buffer {
+function simulatedPng(prompt: string): Buffer {
   const [r, g, b] = createHash('sha256').update(prompt).digest();
   const size = 8;
   const header = Buffer.alloc(13);
@@ -70,7 +70,7 @@ export function openaiImages(
 }
 
 /** Seconds of audio in a PCM WAV file (from its header), or null when it is not one. */
-export function wavDuration(file: Buffer): number | null {
+function wavDuration(file: Buffer): number | null {
   if (file.length < 12 || file.toString('ascii', 0, 4) !== 'RIFF' || file.toString('ascii', 8, 12) !== 'WAVE')
     return null;
   let byteRate = 0;

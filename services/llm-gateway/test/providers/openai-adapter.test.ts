@@ -103,6 +103,14 @@ describe('OpenAI-protocol adapter', () => {
     expect(sim.openConnections()).toContain(stream!.remotePort);
   });
 
+  it('yields no usage chunk when the provider reports none (the gateway then counts itself)', async () => {
+    sim.script([{ reply: { omitStreamUsage: true } }]);
+    const chunks = await collect(adapter().chatStream(ask, call()));
+    expect(textOf(chunks)).toBe(expectedAnswer);
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+    expect(chunks.some((c) => c.usage)).toBe(false);
+  });
+
   it('parses frames split across TCP reads with comments between them', async () => {
     sim.script([{ splitFramesBytes: 5, sseComments: true }]);
     const chunks = await collect(adapter().chatStream(ask, call()));

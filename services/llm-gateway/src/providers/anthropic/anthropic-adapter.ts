@@ -14,7 +14,7 @@ import { fromAnthropicResponse, toAnthropicRequest, UntranslatableRequest } from
 import type { AnthropicResponse } from './anthropic-wire';
 
 const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
-export const ANTHROPIC_VERSION = '2023-06-01';
+const ANTHROPIC_VERSION = '2023-06-01';
 
 const readAnthropicError: ErrorTypeReader = (body) => {
   const error = (body as { error?: { type?: unknown; message?: unknown } })?.error;

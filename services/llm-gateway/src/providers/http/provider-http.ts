@@ -82,7 +82,7 @@ function networkDetail(err: unknown): string {
 }
 
 /** Seconds from `retry-after-ms` (OpenAI) or `retry-after` (seconds or an HTTP date). */
-export function retryAfterSeconds(headers: Headers, clock: Clock): number | null {
+function retryAfterSeconds(headers: Headers, clock: Clock): number | null {
   const ms = Number(headers.get('retry-after-ms'));
   if (headers.get('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1000);
   const value = headers.get('retry-after');
@@ -94,7 +94,7 @@ export function retryAfterSeconds(headers: Headers, clock: Clock): number | null
   return Math.max(0, Math.ceil((date - clock.now().getTime()) / 1000));
 }
 
-export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
+const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 
 /** The provider's own `x-should-retry` (OpenAI, Anthropic) overrides what its status suggests. */
 function shouldRetry(res: Response): boolean {
