@@ -61,8 +61,10 @@ export const edgeConfigSchema = z.object({
   ...commonConfig,
   /** where auth listens */
   AUTH_URL: z.url(),
-  /** where llm-quota listens */
+  /** where llm-quota listens ({gateway_url}/v1/quotas/...) */
   LLM_QUOTA_URL: z.url(),
+  /** where llm-gateway listens (the rest of {gateway_url}); unset: the whole root goes to llm-quota */
+  LLM_GATEWAY_URL: z.url().optional(),
   /** where legacy-agent listens */
   LEGACY_AGENT_URL: z.url(),
 

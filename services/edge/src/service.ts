@@ -82,7 +82,12 @@ export async function createEdgeService(deps: EdgeDeps): Promise<EdgeService> {
   const mongo = config.MONGO_URL ? new MongoClient(config.MONGO_URL) : undefined;
   const rateLimits = createRateLimits({ mongo, dbName: config.RATE_LIMIT_MONGO_DB, logger: log });
   const proxy = createUndiciProxy({
-    targets: { base: config.AUTH_URL, gateway: config.LLM_QUOTA_URL, legacy: config.LEGACY_AGENT_URL },
+    targets: {
+      base: config.AUTH_URL,
+      gateway: config.LLM_GATEWAY_URL ?? config.LLM_QUOTA_URL,
+      quota: config.LLM_QUOTA_URL,
+      legacy: config.LEGACY_AGENT_URL,
+    },
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
     maxSockets: config.UPSTREAM_MAX_SOCKETS,
     bodyLimitBytes: config.BODY_LIMIT_BYTES,

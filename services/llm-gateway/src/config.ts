@@ -20,7 +20,7 @@ export const llmGatewayConfigSchema = z.object({
   /** secret the provider keys are encrypted with at rest (default: derived from PLATFORM_INTERNAL_SECRET) */
   LLM_GATEWAY_ENCRYPTION_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   /** llm-quota's base URL: the gateway reads organizations' settings and budgets there */
-  LLM_QUOTA_URL: z.url().optional(),
+  LLM_QUOTA_URL: z.url(),
   /** largest JSON request body (bytes) */
   LLM_GATEWAY_BODY_LIMIT_BYTES: env.int(10 * 1024 * 1024, 1024),
   /** provider timeout of a model that names none (ms) */
@@ -29,10 +29,14 @@ export const llmGatewayConfigSchema = z.object({
   LLM_GATEWAY_MAX_ATTEMPTS: env.int(3, 1),
   /** first retry delay (ms); doubles each attempt, with jitter, capped by the provider's Retry-After */
   LLM_GATEWAY_RETRY_BASE_MS: env.int(200, 0),
+  /** a provider's Retry-After longer than this is not waited for: failover (or the error) comes first (ms) */
+  LLM_GATEWAY_RETRY_MAX_WAIT_MS: env.int(5_000, 0),
   /** how long an organization's quota settings are cached by one instance (ms) */
   LLM_GATEWAY_SETTINGS_TTL_MS: env.int(5_000, 0),
   /** how often the outbox retries publishing events the bus refused (ms) */
   LLM_GATEWAY_OUTBOX_INTERVAL_MS: env.int(1_000, 50),
+  /** a usage event the bus has not acknowledged within this stays in the outbox for a later try (ms) */
+  LLM_GATEWAY_PUBLISH_TIMEOUT_MS: env.int(2_000, 10),
   /** grid emission factor for the carbon estimate (kgCO2eq per kWh; default: world average) */
   LLM_GATEWAY_GRID_KGCO2_PER_KWH: z.coerce.number().positive().default(0.59),
   /** data-centre power usage effectiveness for the carbon estimate */

@@ -1,47 +1,173 @@
 import type { Bus } from '@platform/bus';
+import { LlmCatalogueUpdatedEvent, Subjects } from '@platform/contracts';
 import {
   type BaseDeps,
   createHttpMetrics,
   createServiceApp,
   edgePrincipal,
+  openApiHandler,
   type PlatformService,
+  type ServiceApp,
 } from '@platform/kernel';
 import type { Store } from '@platform/store';
 import type { Express } from 'express';
-import type { LlmGatewayConfig } from './config';
+import { Counter } from 'prom-client';
+import { Outbox } from './accounting/outbox';
+import { type AdapterFactory, Catalogue } from './catalogue/catalogue';
+import { catalogueCollections, seedCatalogue } from './catalogue/catalogue-store';
+import { SecretBox } from './catalogue/secret-box';
+import { gatewayFileOf, type LlmGatewayConfig } from './config';
+import type { GatewayContext } from './inference/gateway-context';
+import { llmGatewayApiDocument } from './openapi';
+import { defaultAdapterFactory } from './provider-factory';
+import { Admission } from './quota/admission';
+import { counterStoreFor } from './quota/counter-store';
+import { MonthCounters } from './quota/month-counters';
+import { OrgSettingsSource } from './quota/org-settings';
+import { StoreRateLimiter } from './quota/store-rate-limiter';
+import { mountChatCompletions } from './routes/chat-completions';
+import { mountEmbeddings } from './routes/embeddings';
+import { mountMethodNotAllowed } from './routes/method-not-allowed';
+import { mountModels } from './routes/models';
+import { mountRerank } from './routes/rerank';
 
 export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
   store: Store;
   bus: Bus;
-  /** the provider HTTP client (tests may inject one); default: global fetch */
+  /** HTTP client for providers and llm-quota (tests may inject one); default: global fetch */
   fetch?: typeof fetch;
+  /** builds provider adapters (default: the provider layer's factory) */
+  createAdapter?: AdapterFactory;
+  /** where rate windows and month counters live (default: see counterStoreFor) */
+  counterStore?: Store;
+  /** environment read for providers' `apiKeyEnv` (default: process.env) */
+  env?: Record<string, string | undefined>;
 }
 
-/** Builds the gateway's express app; it never listens. */
-export function createApp(deps: LlmGatewayDeps): Express {
-  const { config, logger, clock } = deps;
+export interface LlmGatewayParts {
+  app: ServiceApp;
+  context: GatewayContext;
+}
+
+/** Builds the gateway's parts: the catalogue, quota enforcement, accounting and the express app (never listens). */
+export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
+  const { config, logger, clock, store, bus } = deps;
+  const doFetch = deps.fetch ?? fetch;
   const metrics = createHttpMetrics('llm-gateway');
-  return createServiceApp({
+  const events = new Counter({
+    name: 'llm_gateway_usage_events_total',
+    help: 'analytics.llm.completion events, by what happened on the bus',
+    labelNames: ['outcome'] as const,
+    registers: [metrics.registry],
+  });
+  const box = new SecretBox(config.LLM_GATEWAY_ENCRYPTION_KEY ?? config.PLATFORM_INTERNAL_SECRET);
+  const catalogue = new Catalogue({
+    collections: catalogueCollections(store),
+    box,
+    createAdapter: deps.createAdapter ?? defaultAdapterFactory({ fetch: doFetch, clock }),
+    logger,
+  });
+  const counters = deps.counterStore ?? counterStoreFor(store);
+  const limiter = (name: string) =>
+    new StoreRateLimiter({ store: counters, clock, keyPrefix: `llm:${name}`, durationSeconds: 60 });
+  const context: GatewayContext = {
+    config,
+    clock,
+    logger,
+    catalogue,
+    orgSettings: new OrgSettingsSource({
+      quotaUrl: config.LLM_QUOTA_URL,
+      secret: config.PLATFORM_INTERNAL_SECRET,
+      ttlMs: config.LLM_GATEWAY_SETTINGS_TTL_MS,
+      clock,
+      logger,
+      fetch: doFetch,
+    }),
+    admission: new Admission({
+      limiters: { requests: limiter('rpm'), tokens: limiter('tpm') },
+      months: new MonthCounters(counters, clock),
+      clock,
+    }),
+    outbox: new Outbox({
+      store,
+      bus,
+      clock,
+      logger,
+      intervalMs: config.LLM_GATEWAY_OUTBOX_INTERVAL_MS,
+      publishTimeoutMs: config.LLM_GATEWAY_PUBLISH_TIMEOUT_MS,
+      onPublished: (outcome) => events.inc({ outcome }),
+    }),
+    retry: {
+      maxAttempts: config.LLM_GATEWAY_MAX_ATTEMPTS,
+      baseDelayMs: config.LLM_GATEWAY_RETRY_BASE_MS,
+      maxWaitMs: config.LLM_GATEWAY_RETRY_MAX_WAIT_MS,
+      defaultTimeoutMs: config.LLM_GATEWAY_DEFAULT_TIMEOUT_MS,
+    },
+  };
+  const app = createServiceApp({
     name: 'llm-gateway',
     logger,
     metrics,
     bodyLimit: config.LLM_GATEWAY_BODY_LIMIT_BYTES,
-    readiness: { store: () => deps.store.ping(), bus: () => deps.bus.ping() },
+    readiness: { required: { store: () => store.ping() }, reported: { bus: () => bus.ping() } },
+    trustProxy: config.TRUST_PROXY,
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
-    routes: () => {},
+    routes: (router) => {
+      router.get('/openapi.json', openApiHandler(llmGatewayApiDocument));
+      mountChatCompletions(router, context);
+      mountEmbeddings(router, context);
+      mountRerank(router, context);
+      mountModels(router, context);
+      mountMethodNotAllowed(router);
+    },
   });
+  return { app, context };
+}
+
+/** The gateway's express app alone (tests of routes); the catalogue is loaded by the service's start. */
+export function createApp(deps: LlmGatewayDeps): Express {
+  return createGatewayParts(deps).app;
 }
 
 /**
  * llm-gateway: the OpenAI-compatible proxy over the configured providers, applying each
  * organization's governance and quotas and emitting `analytics.llm.completion` for every request.
  */
-export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<PlatformService> {
-  const app = createApp(deps);
+export async function createLlmGatewayService(
+  deps: LlmGatewayDeps,
+): Promise<PlatformService & { context: GatewayContext }> {
+  const { app, context } = createGatewayParts(deps);
+  const box = new SecretBox(deps.config.LLM_GATEWAY_ENCRYPTION_KEY ?? deps.config.PLATFORM_INTERNAL_SECRET);
+  const unsubscribes: Array<() => void> = [];
+  let started = false;
   return {
     name: 'llm-gateway',
     handler: app,
-    async start() {},
-    async stop() {},
+    admin: app.admin,
+    context,
+    async start() {
+      if (started) return;
+      await seedCatalogue(catalogueCollections(deps.store), gatewayFileOf(deps.config), {
+        box,
+        clock: deps.clock,
+        env: deps.env ?? process.env,
+      });
+      await context.catalogue.reload();
+      unsubscribes.push(
+        deps.bus.subscribe(Subjects.llmCatalogueUpdated, (payload) => {
+          if (!LlmCatalogueUpdatedEvent.safeParse(payload).success) return;
+          context.catalogue.reload().catch((err) => deps.logger.error({ err }, 'catalogue reload failed'));
+        }),
+      );
+      context.outbox.start();
+      void context.outbox.flush();
+      started = true;
+    },
+    async stop() {
+      if (!started) return;
+      started = false;
+      for (const u of unsubscribes.splice(0)) u();
+      await context.outbox.stop();
+    },
   };
 }

@@ -44,6 +44,60 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       expect((await usage()).body.policy).toBe('hard_block');
     });
 
+    it('model governance is a merge patch: members merge, null resets one member or all of it', async () => {
+      const first = await patch({
+        models: {
+          allowed: ['gpt-4.1', 'mock/chat'],
+          defaults: { completions: 'gpt-4.1' },
+          downgrade: { 'gpt-4.1': 'gpt-4.1-mini', 'o3.pro': 'gpt-4.1' },
+        },
+      });
+      expect(first.status).toBe(200);
+      // model ids with dots and slashes are kept as given
+      expect(first.body.models).toEqual({
+        allowed: ['gpt-4.1', 'mock/chat'],
+        defaults: { completions: 'gpt-4.1' },
+        downgrade: { 'gpt-4.1': 'gpt-4.1-mini', 'o3.pro': 'gpt-4.1' },
+      });
+      const second = await patch({
+        models: { defaults: { embeddings: 'mock/embeddings' }, downgrade: { 'o3.pro': null } },
+      });
+      expect(second.body.models).toEqual({
+        allowed: ['gpt-4.1', 'mock/chat'],
+        defaults: { completions: 'gpt-4.1', embeddings: 'mock/embeddings' },
+        downgrade: { 'gpt-4.1': 'gpt-4.1-mini' },
+      });
+      expect((await patch({ models: { allowed: null } })).body.models.allowed).toBeNull();
+      expect((await patch({ models: null })).body.models).toEqual({
+        allowed: null,
+        defaults: {},
+        downgrade: {},
+      });
+      const bad = await patch({ models: { allowed: 'everything' } });
+      expect(bad.status).toBe(400);
+      expect(bad.body.code).toBe('INVALID_BODY');
+    });
+
+    it('the gateway reads policy, limits, per-user quotas, governance and the month through the internal API', async () => {
+      await patch({ models: { allowed: ['mock/chat'] }, policy: 'soft_downgrade' });
+      const res = await request(quota.service.handler)
+        .get('/internal/orgs/acme/gateway-settings')
+        .set(INTERNAL_SECRET_HEADER, SECRET);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        orgSlug: 'acme',
+        policy: 'soft_downgrade',
+        plan: { name: 'free', currency: 'USD' },
+        limits: { 'llm.rpm': expect.any(Number), 'llm.monthly_tokens': expect.any(Number) },
+        per_user_defaults: { rpm: expect.any(Number) },
+        models: { allowed: ['mock/chat'] },
+        month: { tokens: 0, cost: 0 },
+      });
+      expect((await request(quota.service.handler).get('/internal/orgs/acme/gateway-settings')).status).toBe(
+        401,
+      );
+    });
+
     it('set the policy and per-user quotas, which the usage report then shows', async () => {
       const res = await patch({
         policy: 'soft_downgrade',
@@ -61,6 +115,7 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
           overrides: { 'user-1': { rpm: 5, tpm: 5_000 } },
           by_role: { member: { rpm: 10 } },
         },
+        models: { allowed: null, defaults: {}, downgrade: {} },
         updated_at: '2025-03-15T12:00:30.000Z',
         updated_by: 'user:admin-1',
       });

@@ -14,6 +14,7 @@ import {
   systemClock,
 } from '@platform/kernel';
 import { createLegacyAgentService, legacyAgentConfigSchema } from '@platform/legacy-agent';
+import { createLlmGatewayService, llmGatewayConfigSchema } from '@platform/llm-gateway';
 import { createLlmQuotaService, llmQuotaConfigSchema } from '@platform/llm-quota';
 import { openBus, openStore } from '@platform/runtime';
 import type { Store } from '@platform/store';
@@ -37,9 +38,9 @@ export interface RunningPlatform {
   gatewayUrl: string;
   legacyUrl: string;
   /** where each service listens (loopback), for tests that must bypass the edge */
-  upstreams: Record<'auth' | 'llmQuota' | 'legacyAgent', string>;
+  upstreams: Record<'auth' | 'llmQuota' | 'llmGateway' | 'legacyAgent', string>;
   /** each service's admin listener (/healthz, /readyz, /metrics); the edge's is on ADMIN_PORT */
-  admin: Record<'edge' | 'auth' | 'llmQuota' | 'legacyAgent', string>;
+  admin: Record<'edge' | 'auth' | 'llmQuota' | 'llmGateway' | 'legacyAgent', string>;
   bus: Bus;
   stop(): Promise<void>;
 }
@@ -94,19 +95,32 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   });
 
   try {
+    const auth = await startService(
+      'auth',
+      await createAuthService({
+        ...depsFor('auth', loadConfig(authConfigSchema, serviceEnv)),
+        store: await storeFor('auth'),
+      }),
+    );
+    const llmQuota = await startService(
+      'llmQuota',
+      await createLlmQuotaService({
+        ...depsFor('llm-quota', loadConfig(llmQuotaConfigSchema, serviceEnv)),
+        store: await storeFor('llm-quota'),
+      }),
+    );
     const upstreams = {
-      auth: await startService(
-        'auth',
-        await createAuthService({
-          ...depsFor('auth', loadConfig(authConfigSchema, serviceEnv)),
-          store: await storeFor('auth'),
-        }),
-      ),
-      llmQuota: await startService(
-        'llmQuota',
-        await createLlmQuotaService({
-          ...depsFor('llm-quota', loadConfig(llmQuotaConfigSchema, serviceEnv)),
-          store: await storeFor('llm-quota'),
+      auth,
+      llmQuota,
+      llmGateway: await startService(
+        'llmGateway',
+        await createLlmGatewayService({
+          ...depsFor(
+            'llm-gateway',
+            loadConfig(llmGatewayConfigSchema, { ...serviceEnv, LLM_QUOTA_URL: llmQuota }),
+          ),
+          store: await storeFor('llm-gateway'),
+          env,
         }),
       ),
       legacyAgent: await startService(
@@ -121,6 +135,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       ...env,
       AUTH_URL: upstreams.auth,
       LLM_QUOTA_URL: upstreams.llmQuota,
+      LLM_GATEWAY_URL: upstreams.llmGateway,
       LEGACY_AGENT_URL: upstreams.legacyAgent,
     });
     const edge = await createEdgeService(depsFor('edge', edgeConfig));

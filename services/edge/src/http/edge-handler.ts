@@ -22,7 +22,7 @@ import type { PrincipalResolver, ResolvedPrincipal } from '../auth/principal-res
 import { consumerOf, hasPermission } from '../auth/route-checks';
 import type { SessionJwtVerifier } from '../auth/session-jwt';
 import type { RateLimits } from '../limits/rate-limits';
-import type { RootMatch, RootResolver } from '../routing/roots';
+import { type RootMatch, type RootResolver, upstreamOf } from '../routing/roots';
 import type { CompiledRoute, RouteLookup } from '../routing/route-table';
 import {
   deprecationHeaders,
@@ -320,7 +320,7 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     }
 
     prepareUpstreamRequest(x, principal);
-    deps.proxy.forward(req, res, match.root, requestId);
+    deps.proxy.forward(req, res, upstreamOf(match.root, match.path), requestId);
   };
 
   return (req, res) => {

@@ -3,11 +3,11 @@ import { Readable } from 'node:stream';
 import type { Logger } from '@platform/kernel';
 import { BadGateway, PayloadTooLarge, Unavailable, UpstreamTimeout } from '@platform/kernel';
 import { type Dispatcher, Pool } from 'undici';
-import type { RootName } from '../routing/roots';
+import type { UpstreamName } from '../routing/roots';
 import { sendError } from './respond';
 
 export interface UpstreamProxyOptions {
-  targets: Record<RootName, string>;
+  targets: Record<UpstreamName, string>;
   timeoutMs: number;
   maxSockets: number;
   bodyLimitBytes: number;
@@ -16,7 +16,7 @@ export interface UpstreamProxyOptions {
 
 export interface UpstreamProxy {
   /** streams the request (req.url and forwarding headers already set) to the root's service and its answer back */
-  forward(req: IncomingMessage, res: ServerResponse, root: RootName, requestId: string): void;
+  forward(req: IncomingMessage, res: ServerResponse, root: UpstreamName, requestId: string): void;
   close(): void;
 }
 
@@ -69,8 +69,8 @@ async function* limitedBody(req: IncomingMessage, limit: number): AsyncGenerator
  * silent past UPSTREAM_TIMEOUT_MS → 504, chunked body past the limit → 413, each in the envelope.
  */
 export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy {
-  const pools = {} as Record<RootName, Pool>;
-  for (const [root, url] of Object.entries(options.targets) as Array<[RootName, string]>) {
+  const pools = {} as Record<UpstreamName, Pool>;
+  for (const [root, url] of Object.entries(options.targets) as Array<[UpstreamName, string]>) {
     pools[root] = new Pool(new URL(url).origin, {
       connections: options.maxSockets,
       pipelining: 1,

@@ -5,6 +5,19 @@
  */
 export type RootName = 'base' | 'gateway' | 'legacy';
 
+/**
+ * The services behind the roots: `{gateway_url}` is shared by llm-gateway (`gateway`, inference) and
+ * llm-quota (`quota`, the `/v1/quotas/...` routes).
+ */
+export type UpstreamName = RootName | 'quota';
+
+/** Which service serves a path of a root (the path inside the root, as matched). */
+export function upstreamOf(root: RootName, path: string): UpstreamName {
+  if (root !== 'gateway') return root;
+  const p = path.toLowerCase();
+  return p === '/v1/quotas' || p.startsWith('/v1/quotas/') ? 'quota' : 'gateway';
+}
+
 export interface RootMatch {
   root: RootName;
   /** the path inside the root (always starts with `/`), query excluded */

@@ -110,6 +110,16 @@ export const ROUTES: RouteRule[] = [
     permission: 'models:read',
     rateLimit: { points: 60, durationSeconds: 60 },
   },
+  // llm-gateway's inference (its own quotas are the gateway's, enforced per organization and user).
+  {
+    root: 'gateway',
+    method: 'POST',
+    path: '/v1/chat/completions',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  { root: 'gateway', method: 'POST', path: '/v1/embeddings', requireOrg: true, permission: 'models:read' },
+  { root: 'gateway', method: 'POST', path: '/v1/rerank', requireOrg: true, permission: 'models:read' },
 ];
 
 /**

@@ -1,0 +1,198 @@
+import { randomUUID } from 'node:crypto';
+import type { LlmCompletionEvent, Principal } from '@platform/contracts';
+import { hasPermission } from '@platform/contracts';
+import { type Clock, Forbidden, InvalidInput, type Logger, Unauthenticated } from '@platform/kernel';
+import type { Request } from 'express';
+import { estimateCarbon } from '../accounting/carbon';
+import { costMicros } from '../accounting/cost';
+import type { Outbox } from '../accounting/outbox';
+import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
+import type { LlmGatewayConfig } from '../config';
+import { type Admission, type Caller, MonthlyBudgetExhausted, type Ticket } from '../quota/admission';
+import type { OrgGatewaySettings, OrgSettingsSource } from '../quota/org-settings';
+import { budgetDowngrade, type ModelType, resolveModel } from './governance';
+import type { RetryPolicy } from './provider-calls';
+import type { Usage } from './provider-port';
+
+export interface GatewayContext {
+  config: LlmGatewayConfig;
+  clock: Clock;
+  logger: Logger;
+  catalogue: Catalogue;
+  orgSettings: OrgSettingsSource;
+  admission: Admission;
+  outbox: Outbox;
+  retry: RetryPolicy;
+}
+
+/** Inference needs a caller with `models:read` in an active organization (org API keys: by their scopes). */
+export function authorizeInference(req: Request): { principal: Principal; orgSlug: string } {
+  const principal = req.principal;
+  if (!principal) throw new Unauthenticated();
+  const org = principal.session.org;
+  if (!org) {
+    throw new InvalidInput('No active organization: choose one (PUT {base_url}/v2/user/active-org)', {
+      error: 'NO_ORG_CONTEXT',
+      code: 'NO_ORG_CONTEXT',
+    });
+  }
+  if (!hasPermission(principal, 'models:read')) {
+    throw new Forbidden('The models:read permission is needed in the active organization', {
+      details: { permission: 'models:read', orgSlug: org.slug },
+    });
+  }
+  return { principal, orgSlug: org.slug };
+}
+
+export interface Prepared {
+  principal: Principal;
+  caller: Caller;
+  settings: OrgGatewaySettings;
+  model: CatalogueModel;
+  /** the model the caller asked for, when governance or a budget replaced it */
+  downgradedFrom: string | null;
+  ticket: Ticket;
+  promptTokens: number;
+  startedAt: number;
+}
+
+/** Governance, then quotas: what every inference route does before calling a provider. */
+export async function prepareInference(
+  ctx: GatewayContext,
+  req: Request,
+  type: ModelType,
+  requestedModel: string | undefined,
+  promptTokens: number,
+  /** a check of the resolved model before any quota is consumed (e.g. supported dimensions) */
+  checkModel?: (model: CatalogueModel) => void,
+): Promise<Prepared> {
+  const startedAt = performance.now();
+  const { principal, orgSlug } = authorizeInference(req);
+  const settings = await ctx.orgSettings.get(orgSlug);
+  const resolved = resolveModel(requestedModel, type, settings, ctx.catalogue);
+  const caller: Caller = {
+    orgSlug,
+    userId: principal.user.id,
+    roleSlug: principal.session.org?.role.slug ?? null,
+  };
+  checkModel?.(resolved.model);
+  let model = resolved.model;
+  let downgradedFrom = resolved.downgradedFrom;
+  let ticket: Ticket;
+  try {
+    ticket = await ctx.admission.admit(settings, caller, promptTokens, { checkMonth: true });
+  } catch (err) {
+    if (!(err instanceof MonthlyBudgetExhausted)) throw err;
+    const cheaper = budgetDowngrade(model, settings, ctx.catalogue);
+    if (!cheaper) throw err.toRateLimited();
+    downgradedFrom = downgradedFrom ?? model.model_id;
+    checkModel?.(cheaper);
+    model = cheaper;
+    ticket = await ctx.admission.admit(settings, caller, promptTokens, { checkMonth: false });
+  }
+  return { principal, caller, settings, model, downgradedFrom, ticket, promptTokens, startedAt };
+}
+
+export type Outcome = NonNullable<LlmCompletionEvent['outcome']>;
+
+export interface Finished {
+  model: CatalogueModel;
+  usage: Usage;
+  usageSource: 'provider' | 'tokenizer';
+  outcome: Outcome;
+  endpoint: NonNullable<LlmCompletionEvent['endpoint']>;
+  stream: boolean;
+  requestId: string;
+}
+
+export interface Figures {
+  cost: number;
+  costMicros: number;
+  durationMs: number;
+  carbon: { energy_kwh: number; gwp_kgco2eq: number } | null;
+}
+
+/** The figures an answer reports and the event carries: cost from the pricing, duration, carbon. */
+export function figuresOf(
+  ctx: GatewayContext,
+  prepared: Prepared,
+  model: CatalogueModel,
+  usage: Usage,
+): Figures {
+  const micros = costMicros(usage, model.pricing);
+  const durationMs = Math.round((performance.now() - prepared.startedAt) * 100) / 100;
+  return {
+    cost: micros / 1_000_000,
+    costMicros: micros,
+    durationMs,
+    carbon: estimateCarbon({
+      outputTokens: usage.completion_tokens,
+      parametersBillion: model.parameters_billion,
+      requestSeconds: durationMs / 1000,
+      pue: ctx.config.LLM_GATEWAY_PUE,
+      gridKgCo2PerKwh: ctx.config.LLM_GATEWAY_GRID_KGCO2_PER_KWH,
+    }),
+  };
+}
+
+/**
+ * Ends a request's accounting: settles its quota reservation with what was really consumed and
+ * records one `analytics.llm.completion` in the outbox. Runs after the answer has gone out.
+ */
+export async function account(ctx: GatewayContext, prepared: Prepared, done: Finished, figures: Figures) {
+  try {
+    await prepared.ticket.settle({ totalTokens: done.usage.total_tokens, costMicros: figures.costMicros });
+  } catch (err) {
+    ctx.logger.error({ err }, 'could not settle a quota reservation');
+  }
+  const event: LlmCompletionEvent = {
+    id: randomUUID(),
+    version: 1,
+    occurredAt: ctx.clock.now().toISOString(),
+    orgSlug: prepared.caller.orgSlug,
+    model: done.model.model_id,
+    provider: done.model.providerName,
+    usage: done.usage,
+    cost: figures.cost,
+    requestId: done.requestId,
+    endpoint: done.endpoint,
+    outcome: done.outcome,
+    stream: done.stream,
+    usageSource: done.usageSource,
+    durationMs: figures.durationMs,
+    currency: prepared.settings.plan.currency,
+  };
+  if (prepared.caller.userId !== null) event.userId = prepared.caller.userId;
+  if (prepared.downgradedFrom) event.requestedModel = prepared.downgradedFrom;
+  if (figures.carbon) event.carbon = figures.carbon;
+  try {
+    await ctx.outbox.record(event);
+  } catch (err) {
+    ctx.logger.error({ err, event }, 'usage event could not be stored in the outbox');
+  }
+}
+
+export const zeroUsage = (): Usage => ({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+
+/** The event of a request whose provider call failed or whose client left before any answer: nothing consumed. */
+export function accountFailure(
+  ctx: GatewayContext,
+  prepared: Prepared,
+  call: { endpoint: Finished['endpoint']; stream: boolean; requestId: string; aborted: boolean },
+): void {
+  const usage = zeroUsage();
+  void account(
+    ctx,
+    prepared,
+    {
+      model: prepared.model,
+      usage,
+      usageSource: 'tokenizer',
+      outcome: call.aborted ? 'client_cancelled' : 'provider_error',
+      endpoint: call.endpoint,
+      stream: call.stream,
+      requestId: call.requestId,
+    },
+    figuresOf(ctx, prepared, prepared.model, usage),
+  );
+}

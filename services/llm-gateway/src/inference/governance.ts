@@ -1,0 +1,70 @@
+import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
+import type { OrgGatewaySettings } from '../quota/org-settings';
+import { invalidBody, modelNotAllowed, modelNotFound } from './errors';
+
+export type ModelType = CatalogueModel['type'];
+
+export interface ResolvedModel {
+  model: CatalogueModel;
+  /** the model the caller asked for, when governance replaced it */
+  downgradedFrom: string | null;
+}
+
+const DEFAULT_KEY = { completion: 'completions', embeddings: 'embeddings' } as const;
+
+/**
+ * Which catalogue model serves a request, by the organization's governance: `model` omitted or
+ * `"default"` uses the org's default of that type; an unknown model is MODEL_NOT_FOUND; a model
+ * outside `allowed` is MODEL_NOT_ALLOWED under `hard_block`, and under `soft_downgrade` goes to its
+ * mapped model, else the org's default, when that one is allowed.
+ */
+export function resolveModel(
+  requested: string | undefined,
+  type: ModelType,
+  settings: OrgGatewaySettings,
+  catalogue: Catalogue,
+): ResolvedModel {
+  const gov = settings.models;
+  let id = requested;
+  if (id === undefined || id === '' || id === 'default') {
+    id = gov.defaults[DEFAULT_KEY[type]];
+    if (!id) {
+      throw invalidBody(
+        `model is required: the organization has no default ${DEFAULT_KEY[type]} model (PATCH /v1/quotas/settings models.defaults)`,
+        [{ field: 'model', message: 'required' }],
+      );
+    }
+  }
+  const model = catalogue.get(id);
+  if (!model) throw modelNotFound(id);
+  if (model.type !== type) {
+    throw invalidBody(`${id} is ${model.type === 'embeddings' ? 'an embeddings' : 'a completion'} model`, [
+      { field: 'model', message: `a ${type} model is needed` },
+    ]);
+  }
+  if (isAllowed(id, settings)) return { model, downgradedFrom: null };
+  if (settings.policy === 'soft_downgrade') {
+    for (const candidate of [gov.downgrade[id], gov.defaults[DEFAULT_KEY[type]]]) {
+      if (!candidate || candidate === id || !isAllowed(candidate, settings)) continue;
+      const target = catalogue.get(candidate);
+      if (target && target.type === type) return { model: target, downgradedFrom: id };
+    }
+  }
+  throw modelNotAllowed(id);
+}
+
+export const isAllowed = (id: string, settings: OrgGatewaySettings): boolean =>
+  settings.models.allowed === null || settings.models.allowed.includes(id);
+
+/** `soft_downgrade` over a monthly budget: the mapped model, when there is one and it is usable. */
+export function budgetDowngrade(
+  from: CatalogueModel,
+  settings: OrgGatewaySettings,
+  catalogue: Catalogue,
+): CatalogueModel | null {
+  if (settings.policy !== 'soft_downgrade') return null;
+  const to = settings.models.downgrade[from.model_id];
+  if (!to || to === from.model_id || !isAllowed(to, settings)) return null;
+  const target = catalogue.get(to);
+  return target && target.type === from.type ? target : null;
+}

@@ -1,0 +1,61 @@
+/**
+ * What the gateway needs from the provider layer (`src/providers`, contract in the provider-interface
+ * brief). Declared here structurally so the gateway's own modules depend on the shape, not on an
+ * implementation; the adapters satisfy it.
+ */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface ProviderCall {
+  model: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  signal: AbortSignal;
+}
+
+// OpenAI wire objects are passed through as they are; the gateway reads a few members only.
+export type ChatRequest = Record<string, unknown> & { model?: string; stream?: boolean; messages: unknown[] };
+export type ChatCompletion = Record<string, unknown> & { usage?: Record<string, unknown> | null };
+export type ChatChunk = Record<string, unknown> & {
+  choices?: Array<{
+    delta?: { content?: string | null; tool_calls?: unknown };
+    finish_reason?: string | null;
+  }>;
+  usage?: Usage | null;
+};
+export type EmbeddingsRequest = Record<string, unknown> & { input: unknown; dimensions?: number };
+export type EmbeddingsResponse = Record<string, unknown> & { usage?: Record<string, unknown> | null };
+
+export interface ProviderAdapterPort {
+  readonly name: string;
+  chat(body: ChatRequest, call: ProviderCall): Promise<{ body: ChatCompletion; usage: Usage | null }>;
+  chatStream(body: ChatRequest, call: ProviderCall): AsyncIterable<ChatChunk>;
+  embeddings(
+    body: EmbeddingsRequest,
+    call: ProviderCall,
+  ): Promise<{ body: EmbeddingsResponse; usage: Usage | null }>;
+  rerank?(
+    body: { query: string; documents: string[]; top_n?: number },
+    call: ProviderCall,
+  ): Promise<{ results: Array<{ index: number; relevance_score: number }>; usage: Usage | null }>;
+}
+
+/** A provider's error answer, as the adapters throw it (`ProviderError`). */
+export interface ProviderFailure extends Error {
+  provider: string;
+  model: string;
+  upstreamStatus: number | null;
+  providerErrorType: string;
+  retryable: boolean;
+  retryAfterSeconds: number | null;
+}
+
+export const isProviderFailure = (err: unknown): err is ProviderFailure =>
+  err instanceof Error && 'providerErrorType' in err && 'retryable' in err;
+
+/** No answer (or no first chunk) within the model's timeout (`ProviderTimeoutError`). */
+export const isProviderTimeout = (err: unknown): err is Error & { provider: string; model: string } =>
+  err instanceof Error && err.name === 'ProviderTimeoutError';

@@ -1,0 +1,211 @@
+import { buildOpenApiDocument, ErrorEnvelopeSchema, type RouteDoc } from '@platform/kernel';
+import { LLM_QUOTA_ROUTES } from '@platform/llm-quota';
+import { z } from 'zod';
+import packageJson from '../package.json';
+import { ChatRequestSchema, EmbeddingsRequestSchema, RerankRequestSchema } from './routes/schemas';
+
+const CALLER = ['sessionJwt', 'accessToken', 'apiKey'];
+
+/** The gateway's error envelope (spec 2.3) with its provider members. */
+const GatewayErrorSchema = ErrorEnvelopeSchema.extend({
+  provider: z.string().optional(),
+  model: z.string().optional(),
+  provider_error_type: z.string().optional(),
+}).meta({ id: 'GatewayErrorEnvelope', description: 'Error envelope (spec 2.3), with the provider members' });
+const error = (description: string) => ({ description, schema: GatewayErrorSchema });
+
+const UsageSchema = z
+  .looseObject({
+    prompt_tokens: z.number().int(),
+    completion_tokens: z.number().int(),
+    total_tokens: z.number().int(),
+    prompt_tokens_details: z.record(z.string(), z.unknown()).nullable().optional(),
+    completion_tokens_details: z.record(z.string(), z.unknown()).nullable().optional(),
+    cost: z.number().meta({ description: "addition: the request's cost from the catalogue's pricing" }),
+    duration_ms: z.number().meta({ description: 'addition: time spent in the gateway, provider included' }),
+    carbon: z.object({ energy_kwh: z.number(), gwp_kgco2eq: z.number() }).nullable().optional().meta({
+      description: 'addition: EcoLogits-method estimate; null when the model has no parameter count',
+    }),
+  })
+  .meta({ id: 'GatewayUsage' });
+
+/** Provider answers pass through: documented by their well-known members, open to the rest. */
+const ChatCompletionSchema = z
+  .looseObject({
+    id: z.string(),
+    object: z.literal('chat.completion'),
+    created: z.number().int(),
+    model: z.string().meta({ description: 'the catalogue model that answered' }),
+    choices: z.array(
+      z.looseObject({
+        index: z.number().int(),
+        message: z.looseObject({
+          role: z.string(),
+          content: z.string().nullable().optional(),
+          refusal: z.string().nullable().optional(),
+          tool_calls: z.array(z.record(z.string(), z.unknown())).optional(),
+          function_call: z.record(z.string(), z.unknown()).nullable().optional(),
+          annotations: z.array(z.unknown()).optional(),
+          audio: z.record(z.string(), z.unknown()).nullable().optional(),
+        }),
+        finish_reason: z.string().nullable(),
+        logprobs: z.record(z.string(), z.unknown()).nullable().optional(),
+      }),
+    ),
+    usage: UsageSchema,
+    system_fingerprint: z.string().nullable().optional(),
+    service_tier: z.string().nullable().optional(),
+  })
+  .meta({
+    id: 'ChatCompletion',
+    description: 'OpenAI chat completion (as the provider answered it) with the gateway usage',
+  });
+
+const EmbeddingsResponseSchema = z
+  .looseObject({
+    object: z.literal('list'),
+    data: z.array(z.looseObject({ object: z.string(), index: z.number().int(), embedding: z.unknown() })),
+    model: z.string(),
+    usage: UsageSchema,
+  })
+  .meta({ id: 'EmbeddingsResponse' });
+
+const RerankResponseSchema = z
+  .object({
+    object: z.literal('rerank'),
+    model: z.string(),
+    results: z.array(
+      z.object({
+        index: z.number().int(),
+        relevance_score: z.number(),
+        document: z.object({ text: z.string() }).optional(),
+      }),
+    ),
+    usage: z.object({
+      prompt_tokens: z.number().int(),
+      completion_tokens: z.number().int(),
+      total_tokens: z.number().int(),
+      cost: z.number(),
+      duration_ms: z.number(),
+    }),
+  })
+  .meta({ id: 'RerankResponse' });
+
+const ModelSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('model'),
+    created: z.number().int(),
+    owned_by: z.string().meta({ description: 'the provider serving it' }),
+    type: z.enum(['completion', 'embeddings']),
+    pricing: z.object({ input_per_million: z.number(), output_per_million: z.number() }),
+    supported_dimensions: z.array(z.number().int()).optional(),
+  })
+  .meta({ id: 'Model' });
+
+const inference = {
+  400: error('INVALID_BODY (`details.issues`), NO_ORG_CONTEXT, or the model is of the wrong type'),
+  401: error('missing or invalid credentials'),
+  403: error('`models:read` missing; MODEL_NOT_ALLOWED; HEADER_POLICY_VIOLATION (`details.missing`)'),
+  404: error('MODEL_NOT_FOUND'),
+  405: error('METHOD_NOT_ALLOWED (`Allow` names the methods)'),
+  413: error('PAYLOAD_TOO_LARGE'),
+  429: error(
+    'RATE_LIMITED (org or user rpm/tpm; `retryAfter` and Retry-After), or MONTHLY_QUOTA_EXCEEDED (the month budget; `retryAfter` = seconds to the next month)',
+  ),
+  502: error('PROVIDER_ERROR with `provider`, `model`, `provider_error_type`'),
+  503: error('quota settings unavailable'),
+  504: error('PROVIDER_NO_RESPONSE: no answer within the model timeout'),
+};
+
+export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
+  {
+    method: 'post',
+    path: '/v1/chat/completions',
+    summary: 'Chat completions (OpenAI wire format), plain or streamed',
+    description:
+      'With `stream: true` the answer is `text/event-stream`: `data:` chunks, then `data: [DONE]`; a provider error or the monthly token budget ends it with a `data: {"error": ...}` chunk first. `model` omitted or `"default"` uses the organization default. Under `soft_downgrade` the answer may carry `x-platform-model-downgraded: <from> -> <to>`.',
+    tags: ['completions'],
+    security: CALLER,
+    body: ChatRequestSchema,
+    responses: { 200: { description: 'the completion', schema: ChatCompletionSchema }, ...inference },
+  },
+  {
+    method: 'post',
+    path: '/v1/embeddings',
+    summary: 'Embeddings (OpenAI wire format)',
+    tags: ['embeddings'],
+    security: CALLER,
+    body: EmbeddingsRequestSchema,
+    responses: {
+      200: { description: 'the embeddings', schema: EmbeddingsResponseSchema },
+      ...inference,
+      400: error('INVALID_BODY, NO_ORG_CONTEXT, or INVALID_DIMENSIONS (`details.supported_dimensions`)'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/rerank',
+    summary: 'Rerank documents by relevance to a query (best first)',
+    description:
+      'At most 200 documents. A native rerank provider when the model has one, else chat scoring at temperature 0.',
+    tags: ['rerank'],
+    security: CALLER,
+    body: RerankRequestSchema,
+    responses: { 200: { description: 'the ranking', schema: RerankResponseSchema }, ...inference },
+  },
+  {
+    method: 'get',
+    path: '/v1/models',
+    summary: 'The models the active organization may use',
+    tags: ['model catalogue'],
+    security: CALLER,
+    responses: {
+      200: {
+        description: 'OpenAI model list',
+        schema: z.object({ object: z.literal('list'), data: z.array(ModelSchema) }).meta({ id: 'ModelList' }),
+      },
+      400: inference[400],
+      401: inference[401],
+      403: inference[403],
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/models/:id',
+    summary: 'One model the active organization may use',
+    description: 'Model ids hold slashes: send them encoded (`mock%2Fchat`), as the SDKs do.',
+    tags: ['model catalogue'],
+    security: CALLER,
+    responses: {
+      200: { description: 'the model', schema: ModelSchema },
+      400: inference[400],
+      401: inference[401],
+      403: inference[403],
+      404: inference[404],
+    },
+  },
+];
+
+/** The whole `{gateway_url}` root in one document: the gateway's routes and llm-quota's. */
+export function llmGatewayApiDocument(serverUrl: string): Record<string, unknown> {
+  return buildOpenApiDocument({
+    title: 'AI platform: LLM gateway',
+    version: packageJson.version,
+    description:
+      'The `{gateway_url}` root: OpenAI-compatible inference (served by llm-gateway) and the organization quota routes (served by llm-quota). Errors use the envelope (spec 2.3).',
+    serverUrl,
+    securitySchemes: {
+      sessionJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      accessToken: { type: 'http', scheme: 'bearer', description: 'user access token `at:...`' },
+      apiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-platform-api-key',
+        description:
+          'workspace API key, or organization API key `iak_{orgSlug}_{uuid}` (never as a Bearer credential)',
+      },
+    },
+    routes: [...LLM_QUOTA_ROUTES, ...LLM_GATEWAY_ROUTES],
+  });
+}

@@ -1,0 +1,128 @@
+import { ManualClock, RateLimited } from '@platform/kernel';
+import { createEmbeddedStore, type Store } from '@platform/store';
+import { Admission, MonthlyBudgetExhausted } from './admission';
+import { MonthCounters } from './month-counters';
+import type { OrgGatewaySettings } from './org-settings';
+import { StoreRateLimiter } from './store-rate-limiter';
+
+const settings = (
+  limits: OrgGatewaySettings['limits'],
+  extra: Partial<OrgGatewaySettings> = {},
+): OrgGatewaySettings => ({
+  orgSlug: 'acme',
+  plan: { name: 'test', currency: 'USD' },
+  policy: 'hard_block',
+  limits,
+  per_user_defaults: {},
+  org_user_quotas: { overrides: {}, by_role: {} },
+  models: { allowed: null, defaults: {}, downgrade: {} },
+  month: { start: '2026-11-01T00:00:00.000Z', tokens: 0, cost: 0 },
+  ...extra,
+});
+
+// Rate windows carry a TTL index the store applies on the real clock: tests that use them run at the
+// real time (the manual clock still moves windows forward).
+
+/** One gateway instance's admission over a store shared with the others. */
+const instance = (store: Store, clock: ManualClock) =>
+  new Admission({
+    limiters: {
+      requests: new StoreRateLimiter({ store, clock, keyPrefix: 'rpm', durationSeconds: 60 }),
+      tokens: new StoreRateLimiter({ store, clock, keyPrefix: 'tpm', durationSeconds: 60 }),
+    },
+    months: new MonthCounters(store, clock),
+    clock,
+  });
+
+const caller = { orgSlug: 'acme', userId: 'u1', roleSlug: 'member' };
+
+describe('quota admission on the shared store', () => {
+  it('two instances sharing one store admit exactly the org rpm out of 200 concurrent requests', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock(Date.now());
+    const [a, b] = [instance(store, clock), instance(store, clock)];
+    const s = settings({ 'llm.rpm': 50 });
+    const results = await Promise.allSettled(
+      Array.from({ length: 200 }, (_, i) =>
+        (i % 2 ? a : b).admit(s, { ...caller, userId: `u${i}` }, 10, { checkMonth: true }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(50);
+    const refusals = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(refusals).toHaveLength(150);
+    for (const r of refusals) expect(r.reason).toBeInstanceOf(RateLimited);
+    // the next minute opens a new window
+    clock.advance(61_000);
+    await expect(a.admit(s, caller, 10, { checkMonth: true })).resolves.toBeDefined();
+  });
+
+  it('per-user rpm: the override beats the role entry, which beats the plan default', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock(Date.now());
+    const adm = instance(store, clock);
+    const s = settings(
+      {},
+      {
+        per_user_defaults: { rpm: 5 },
+        org_user_quotas: { overrides: { vip: { rpm: 3 } }, by_role: { member: { rpm: 2 } } },
+      },
+    );
+    const admitted = async (c: typeof caller) => {
+      let n = 0;
+      for (let i = 0; i < 10; i++) {
+        try {
+          await adm.admit(s, c, 1, { checkMonth: true });
+          n++;
+        } catch (err) {
+          expect(err).toMatchObject({ code: 'RATE_LIMITED', details: { scope: 'user', key: 'llm.rpm' } });
+        }
+      }
+      return n;
+    };
+    expect(await admitted({ orgSlug: 'acme', userId: 'vip', roleSlug: 'member' })).toBe(3);
+    expect(await admitted({ orgSlug: 'acme', userId: 'm', roleSlug: 'member' })).toBe(2);
+    expect(await admitted({ orgSlug: 'acme', userId: 'g', roleSlug: 'guest' })).toBe(5);
+  });
+
+  it('a refusal gives back what earlier windows counted', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock(Date.now());
+    const adm = instance(store, clock);
+    const s = settings({ 'llm.rpm': 10, 'llm.tpm': 100 });
+    await expect(adm.admit(s, caller, 150, { checkMonth: true })).rejects.toMatchObject({
+      details: { key: 'llm.tpm' },
+    });
+    // 10 requests of 10 tokens still fit: the refused one left nothing behind
+    for (let i = 0; i < 10; i++) await adm.admit(s, caller, 10, { checkMonth: true });
+  });
+
+  it('the monthly token budget refuses with its own code, and settles to real usage', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const adm = instance(store, clock);
+    const s = settings({ 'llm.monthly_tokens': 100 });
+    const t = await adm.admit(s, caller, 30, { checkMonth: true });
+    await t.settle({ totalTokens: 90, costMicros: 0 });
+    const err = await adm.admit(s, caller, 20, { checkMonth: true }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MonthlyBudgetExhausted);
+    const answer = (err as MonthlyBudgetExhausted).toRateLimited();
+    expect(answer).toMatchObject({
+      code: 'MONTHLY_QUOTA_EXCEEDED',
+      details: { key: 'llm.monthly_tokens', used: 90 },
+    });
+    // 6 days, 14 hours to December
+    expect(answer.retryAfter).toBe(6 * 86_400 + 14 * 3_600);
+    await expect(adm.admit(s, caller, 10, { checkMonth: true })).resolves.toBeDefined();
+  });
+
+  it("a stream's ticket reports the crossing of the month's token limit", async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock(Date.now());
+    const t = await instance(store, clock).admit(settings({ 'llm.monthly_tokens': 50 }), caller, 20, {
+      checkMonth: true,
+    });
+    expect(await t.streamed(20)).toBe(true);
+    expect(await t.streamed(10)).toBe(true);
+    expect(await t.streamed(1)).toBe(false);
+  });
+});

@@ -1,0 +1,196 @@
+import { type Clock, RateLimited } from '@platform/kernel';
+import type { RateLimiterRes } from 'rate-limiter-flexible';
+import { type MonthCounters, secondsToNextMonth } from './month-counters';
+import type { OrgGatewaySettings, UserQuota } from './org-settings';
+import type { StoreRateLimiter } from './store-rate-limiter';
+
+export const COST_SCALE = 1_000_000;
+
+/** The monthly-budget refusal's code (distinct from RATE_LIMITED: waiting a minute does not help). */
+export const MONTHLY_QUOTA_EXCEEDED = 'MONTHLY_QUOTA_EXCEEDED';
+
+export class MonthlyBudgetExhausted extends Error {
+  constructor(
+    readonly key: 'llm.monthly_tokens' | 'llm.monthly_cost',
+    readonly limit: number,
+    readonly used: number,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`The organization's monthly budget (${key}) is exhausted`);
+  }
+  toRateLimited(): RateLimited {
+    return new RateLimited(this.retryAfterSeconds, this.message, {
+      error: MONTHLY_QUOTA_EXCEEDED,
+      code: MONTHLY_QUOTA_EXCEEDED,
+      details: { key: this.key, limit: this.limit, used: this.used, window: 'month' },
+    });
+  }
+}
+
+export interface Caller {
+  orgSlug: string;
+  userId: string | null;
+  roleSlug: string | null;
+}
+
+/** A user's limit: override, else role entry, else plan default (same rule as llm-quota's report). */
+export function userLimit(
+  field: keyof UserQuota,
+  settings: OrgGatewaySettings,
+  caller: Caller,
+): number | null {
+  if (caller.userId === null) return null;
+  const { overrides, by_role } = settings.org_user_quotas;
+  const o = Object.hasOwn(overrides, caller.userId) ? overrides[caller.userId]?.[field] : undefined;
+  if (typeof o === 'number') return o;
+  const r =
+    caller.roleSlug && Object.hasOwn(by_role, caller.roleSlug)
+      ? by_role[caller.roleSlug]?.[field]
+      : undefined;
+  if (typeof r === 'number') return r;
+  const d = settings.per_user_defaults[field];
+  return typeof d === 'number' ? d : null;
+}
+
+export interface Limiters {
+  requests: StoreRateLimiter;
+  tokens: StoreRateLimiter;
+}
+
+/** What an admitted request holds until it settles: the tokens it reserved in every window. */
+export class Ticket {
+  private settled = false;
+  /** month tokens already added for this request (prompt reservation + streamed chunks) */
+  private monthTokens: number;
+
+  constructor(
+    private readonly deps: { limiters: Limiters; months: MonthCounters },
+    readonly caller: Caller,
+    private readonly reservedTokens: number,
+    private readonly tokenKeys: string[],
+    /** the month token limit under hard_block, or null when a stream needs no cut */
+    readonly monthTokenLimit: number | null,
+    private readonly monthFloor: number,
+  ) {
+    this.monthTokens = reservedTokens;
+  }
+
+  /**
+   * Counts tokens a stream has produced so far in the month; true while the month stays within its
+   * limit. Called per chunk, it lets a stream end at the crossing (at most one chunk over).
+   */
+  async streamed(tokens: number): Promise<boolean> {
+    // Without a limit to enforce, the stream's tokens reach the month once, when the ticket settles.
+    if (tokens <= 0 || this.monthTokenLimit === null) return true;
+    this.monthTokens += tokens;
+    const month = await this.deps.months.add(this.caller.orgSlug, tokens, 0);
+    return Math.max(month.tokens, this.monthFloor) <= this.monthTokenLimit;
+  }
+
+  /** replaces the reservation with what was really consumed (zero when nothing was) */
+  async settle(actual: { totalTokens: number; costMicros: number }): Promise<void> {
+    if (this.settled) return;
+    this.settled = true;
+    const delta = actual.totalTokens - this.reservedTokens;
+    await Promise.all([
+      ...this.tokenKeys.map((key) =>
+        delta >= 0
+          ? this.deps.limiters.tokens.penalty(key, delta)
+          : this.deps.limiters.tokens.reward(key, -delta),
+      ),
+      this.deps.months.add(this.caller.orgSlug, actual.totalTokens - this.monthTokens, actual.costMicros),
+    ]);
+  }
+}
+
+/**
+ * Quota enforcement before a provider is called: the organization's and the user's request and
+ * token windows (a minute), then the organization's month. Each counter is consumed atomically in
+ * the shared store and given back when a later check refuses, so instances together never admit
+ * more than a limit.
+ */
+export class Admission {
+  constructor(private readonly deps: { limiters: Limiters; months: MonthCounters; clock: Clock }) {}
+
+  async admit(
+    settings: OrgGatewaySettings,
+    caller: Caller,
+    promptTokens: number,
+    options: { checkMonth: boolean },
+  ): Promise<Ticket> {
+    const { limiters } = this.deps;
+    const undo: Array<() => Promise<unknown>> = [];
+    const rollback = () => Promise.all(undo.map((u) => u()));
+    const userKey = caller.userId === null ? null : `${caller.orgSlug}|${caller.userId}`;
+    const windows: Array<{ limiter: StoreRateLimiter; key: string; points: number; limit: number | null }> = [
+      {
+        limiter: limiters.requests,
+        key: caller.orgSlug,
+        points: 1,
+        limit: settings.limits['llm.rpm'] ?? null,
+      },
+      {
+        limiter: limiters.tokens,
+        key: caller.orgSlug,
+        points: promptTokens,
+        limit: settings.limits['llm.tpm'] ?? null,
+      },
+    ];
+    if (userKey) {
+      windows.push(
+        { limiter: limiters.requests, key: userKey, points: 1, limit: userLimit('rpm', settings, caller) },
+        {
+          limiter: limiters.tokens,
+          key: userKey,
+          points: promptTokens,
+          limit: userLimit('tpm', settings, caller),
+        },
+      );
+    }
+    const tokenKeys: string[] = [];
+    try {
+      for (const w of windows) {
+        // Token windows are counted even without a limit: a limit set later then sees the minute's use.
+        if (w.limit === null && w.limiter === limiters.requests) continue;
+        const res: RateLimiterRes = await w.limiter.consume(w.key, w.points);
+        undo.push(() => w.limiter.reward(w.key, w.points));
+        if (w.limiter === limiters.tokens) tokenKeys.push(w.key);
+        if (w.limit !== null && res.consumedPoints > w.limit) {
+          throw new RateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)), 'Rate limit exceeded', {
+            details: {
+              key: w.limiter === limiters.requests ? 'llm.rpm' : 'llm.tpm',
+              scope: w.key === caller.orgSlug ? 'org' : 'user',
+              limit: w.limit,
+              window: 'minute',
+            },
+          });
+        }
+      }
+      const monthTokenLimit = settings.limits['llm.monthly_tokens'] ?? null;
+      const monthCostLimit = settings.limits['llm.monthly_cost'] ?? null;
+      const month = await this.deps.months.add(caller.orgSlug, promptTokens, 0);
+      undo.push(() => this.deps.months.add(caller.orgSlug, -promptTokens, 0));
+      if (options.checkMonth) {
+        const retry = secondsToNextMonth(this.deps.clock.now());
+        const usedBefore = Math.max(month.tokens - promptTokens, settings.month.tokens);
+        if (monthTokenLimit !== null && usedBefore + promptTokens > monthTokenLimit)
+          throw new MonthlyBudgetExhausted('llm.monthly_tokens', monthTokenLimit, usedBefore, retry);
+        const cost = Math.max(month.costMicros / COST_SCALE, settings.month.cost);
+        if (monthCostLimit !== null && cost >= monthCostLimit)
+          throw new MonthlyBudgetExhausted('llm.monthly_cost', monthCostLimit, cost, retry);
+      }
+      const streamLimit = options.checkMonth && settings.policy === 'hard_block' ? monthTokenLimit : null;
+      return new Ticket(
+        { limiters, months: this.deps.months },
+        caller,
+        promptTokens,
+        tokenKeys,
+        streamLimit,
+        settings.month.tokens,
+      );
+    } catch (err) {
+      await rollback();
+      throw err;
+    }
+  }
+}

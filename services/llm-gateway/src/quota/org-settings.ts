@@ -1,0 +1,89 @@
+import { type Clock, INTERNAL_SECRET_HEADER, type Logger, Unavailable } from '@platform/kernel';
+
+export type QuotaPolicy = 'hard_block' | 'soft_downgrade';
+
+export interface UserQuota {
+  rpm?: number;
+  tpm?: number;
+}
+
+/** What llm-quota says the gateway enforces for one organization (`/internal/orgs/:slug/gateway-settings`). */
+export interface OrgGatewaySettings {
+  orgSlug: string;
+  plan: { name: string; currency: string };
+  policy: QuotaPolicy;
+  limits: {
+    'llm.rpm'?: number | null;
+    'llm.tpm'?: number | null;
+    'llm.monthly_tokens'?: number | null;
+    'llm.monthly_cost'?: number | null;
+  };
+  per_user_defaults: UserQuota;
+  org_user_quotas: { overrides: Record<string, UserQuota>; by_role: Record<string, UserQuota> };
+  models: {
+    allowed: string[] | null;
+    defaults: { completions?: string; embeddings?: string };
+    downgrade: Record<string, string>;
+  };
+  /** the month's usage llm-quota has counted (a floor under the gateway's own month counters) */
+  month: { start: string; tokens: number; cost: number };
+}
+
+/**
+ * Organizations' settings read from llm-quota, the one owner of quota settings, cached per instance
+ * for a short TTL so the hot path seldom leaves the process. When llm-quota cannot answer, the last
+ * known settings keep serving; an organization never seen answers 503.
+ */
+export class OrgSettingsSource {
+  private readonly cache = new Map<string, { at: number; value: OrgGatewaySettings }>();
+  private readonly inflight = new Map<string, Promise<OrgGatewaySettings>>();
+
+  constructor(
+    private readonly deps: {
+      quotaUrl: string;
+      secret: string;
+      ttlMs: number;
+      clock: Clock;
+      logger: Logger;
+      fetch: typeof fetch;
+    },
+  ) {}
+
+  async get(orgSlug: string): Promise<OrgGatewaySettings> {
+    const now = this.deps.clock.now().getTime();
+    const cached = this.cache.get(orgSlug);
+    if (cached && now - cached.at < this.deps.ttlMs) return cached.value;
+    let pending = this.inflight.get(orgSlug);
+    if (!pending) {
+      pending = this.fetchSettings(orgSlug).finally(() => this.inflight.delete(orgSlug));
+      this.inflight.set(orgSlug, pending);
+    }
+    try {
+      const value = await pending;
+      this.cache.set(orgSlug, { at: this.deps.clock.now().getTime(), value });
+      return value;
+    } catch (err) {
+      if (cached) {
+        this.deps.logger.warn({ err, orgSlug }, 'llm-quota unreachable; using the last known settings');
+        return cached.value;
+      }
+      this.deps.logger.error({ err, orgSlug }, 'llm-quota unreachable; no settings known');
+      throw new Unavailable('Quota settings are unavailable; try again shortly', { retryAfter: 1 });
+    }
+  }
+
+  /** forgets an organization's cached settings (after the gateway learns they changed) */
+  forget(orgSlug: string): void {
+    this.cache.delete(orgSlug);
+  }
+
+  private async fetchSettings(orgSlug: string): Promise<OrgGatewaySettings> {
+    const url = `${this.deps.quotaUrl.replace(/\/$/, '')}/internal/orgs/${encodeURIComponent(orgSlug)}/gateway-settings`;
+    const res = await this.deps.fetch(url, {
+      headers: { [INTERNAL_SECRET_HEADER]: this.deps.secret, accept: 'application/json' },
+      signal: AbortSignal.timeout(5_000),
+    });
+    if (!res.ok) throw new Error(`llm-quota answered ${res.status}`);
+    return (await res.json()) as OrgGatewaySettings;
+  }
+}

@@ -1,0 +1,21 @@
+import type { ServerResponse } from 'node:http';
+
+/** Starts an OpenAI-style server-sent events answer (no buffering by proxies). */
+export function startEventStream(res: ServerResponse, headers: Record<string, string>): void {
+  res.writeHead(200, {
+    ...headers,
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.flushHeaders();
+}
+
+export const writeEvent = (res: ServerResponse, data: unknown): void => {
+  if (!res.writableEnded) res.write(`data: ${JSON.stringify(data)}\n\n`);
+};
+
+export function endEventStream(res: ServerResponse): void {
+  if (!res.writableEnded) res.end('data: [DONE]\n\n');
+}

@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import { type GatewayWorld, gauge, type Reply, startGatewayWorld } from './support';
+
+/**
+ * Governance and quota refusals as callers see them through the edge: each in the gateway envelope
+ * with its spec code, decided before any provider is called.
+ */
+describe('governance, header policy and quotas at the gateway', () => {
+  let w: GatewayWorld;
+  beforeAll(async () => {
+    w = await startGatewayWorld();
+  });
+  afterAll(() => w?.stop());
+
+  const chat = (
+    as: { bearer: string } | { apiKey: string },
+    model: string | undefined,
+    extra: Record<string, unknown> = {},
+  ) =>
+    w.call('gateway', 'POST', '/v1/chat/completions', as, {
+      ...(model === undefined ? {} : { model }),
+      messages: [{ role: 'user', content: 'hello' }],
+      ...extra,
+    });
+  const patch = (as: { bearer: string }, body: unknown) =>
+    w.call('gateway', 'PATCH', '/v1/quotas/settings', as, body);
+  const expectEnvelope = (reply: Reply, status: number, code: string) => {
+    expect({ status: reply.status, code: reply.body?.code }).toEqual({ status, code });
+    expect(reply.body).toMatchObject({ error: expect.any(String), message: expect.any(String), status });
+    expect(reply.body.requestId).toBe(reply.headers.get('x-request-id'));
+  };
+
+  it('MODEL_NOT_FOUND for a model outside the catalogue', async () => {
+    const { owner } = await w.org('gov-notfound');
+    const reply = await chat({ bearer: owner.token }, 'no/such-model');
+    expectEnvelope(reply, 404, 'MODEL_NOT_FOUND');
+  });
+
+  it('MODEL_NOT_ALLOWED under hard_block; soft_downgrade answers from the mapped model and says so', async () => {
+    const { owner } = await w.org('gov-allowed');
+    const as = { bearer: owner.token };
+    const set = await patch(as, {
+      models: {
+        allowed: ['sim/cheap', 'mock/chat'],
+        defaults: { completions: 'mock/chat' },
+        downgrade: { 'sim/gpt': 'sim/cheap' },
+      },
+    });
+    expect(set.status).toBe(200);
+    expect(set.body.models).toEqual({
+      allowed: ['sim/cheap', 'mock/chat'],
+      defaults: { completions: 'mock/chat' },
+      downgrade: { 'sim/gpt': 'sim/cheap' },
+    });
+    const before = w.sim.requests().length;
+    expectEnvelope(await chat(as, 'sim/gpt'), 403, 'MODEL_NOT_ALLOWED');
+    expect(w.sim.requests().length).toBe(before);
+
+    expect((await patch(as, { policy: 'soft_downgrade' })).status).toBe(200);
+    const mapped = await chat(as, 'sim/gpt');
+    expect(mapped.status).toBe(200);
+    expect(mapped.headers.get('x-platform-model-downgraded')).toBe('sim/gpt -> sim/cheap');
+    expect(mapped.body.model).toBe('sim/cheap');
+    expect(w.sim.requests().at(-1)?.model).toBe('cheap-sim');
+    // no mapping: the org's default
+    const toDefault = await chat(as, 'sim/identity');
+    expect(toDefault.headers.get('x-platform-model-downgraded')).toBe('sim/identity -> mock/chat');
+  });
+
+  it('a request without a model, or with "default", uses the org default', async () => {
+    const { owner } = await w.org('gov-default');
+    const as = { bearer: owner.token };
+    expectEnvelope(await chat(as, undefined), 400, 'INVALID_BODY');
+    await patch(as, { models: { defaults: { completions: 'sim/cheap' } } });
+    for (const model of [undefined, 'default']) {
+      const reply = await chat(as, model);
+      expect(reply.status).toBe(200);
+      expect(reply.body.model).toBe('sim/cheap');
+    }
+  });
+
+  it('HEADER_POLICY_VIOLATION for an org API key on a model that requires the user id; a user passes it on', async () => {
+    const { owner } = await w.org('gov-headers');
+    const key = await w.call(
+      'base',
+      'POST',
+      '/v2/orgs/gov-headers/apikeys',
+      { bearer: owner.token },
+      {
+        name: `k-${randomUUID()}`,
+        permissions: ['models:read'],
+      },
+    );
+    expect(key.status).toBe(201);
+    const refused = await chat({ apiKey: key.body.apiKey }, 'sim/identity');
+    expectEnvelope(refused, 403, 'HEADER_POLICY_VIOLATION');
+    expect(refused.body.details).toEqual({ missing: ['x-user-id'] });
+
+    expect((await chat({ bearer: owner.token }, 'sim/identity')).status).toBe(200);
+    const seen = w.sim.requests().at(-1)!;
+    expect(seen.headers['x-user-id']).toBe(owner.userId);
+    expect(seen.headers['x-org']).toBe('gov-headers');
+  });
+
+  it('inference needs models:read: an org key without it is refused', async () => {
+    const { owner } = await w.org('gov-perm');
+    const key = await w.call(
+      'base',
+      'POST',
+      '/v2/orgs/gov-perm/apikeys',
+      { bearer: owner.token },
+      {
+        name: `k-${randomUUID()}`,
+        permissions: ['members:read'],
+      },
+    );
+    const reply = await chat({ apiKey: key.body.apiKey }, 'sim/cheap');
+    expect(reply.status).toBe(403);
+  });
+
+  it('RATE_LIMITED on the org rpm, on the user rpm, and on a role override, with Retry-After', async () => {
+    const { owner } = await w.org('gov-rpm', 'tight');
+    const as = { bearer: owner.token };
+    // user rpm 3 (plan default)
+    const statuses: number[] = [];
+    let last: Awaited<ReturnType<typeof chat>> | null = null;
+    for (let i = 0; i < 4; i++) {
+      last = await chat(as, 'sim/cheap');
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expectEnvelope(last!, 429, 'RATE_LIMITED');
+    expect(last!.body.details).toMatchObject({ key: 'llm.rpm', scope: 'user', limit: 3 });
+    expect(last!.body.retryAfter).toBeGreaterThan(0);
+    expect(last!.headers.get('retry-after')).toBe(String(last!.body.retryAfter));
+
+    // a role entry gives members 1 request a minute
+    const member = await w.login();
+    await w.call('base', 'POST', '/v2/orgs/gov-rpm/members', as, { userId: member.userId, role: 'member' });
+    await patch(as, { org_user_quotas: { by_role: { member: { rpm: 1 } } } });
+    expect((await chat({ bearer: member.token }, 'sim/cheap')).status).toBe(200);
+    const byRole = await chat({ bearer: member.token }, 'sim/cheap');
+    expectEnvelope(byRole, 429, 'RATE_LIMITED');
+    expect(byRole.body.details).toMatchObject({ scope: 'user', limit: 1 });
+
+    // the org's 5 per minute: owner 3 + member 1 so far; one more, then the org refuses
+    const other = await w.login();
+    await w.call('base', 'POST', '/v2/orgs/gov-rpm/members', as, { userId: other.userId, role: 'owner' });
+    expect((await chat({ bearer: other.token }, 'sim/cheap')).status).toBe(200);
+    const orgWide = await chat({ bearer: other.token }, 'sim/cheap');
+    expectEnvelope(orgWide, 429, 'RATE_LIMITED');
+    expect(orgWide.body.details).toMatchObject({ key: 'llm.rpm', scope: 'org', limit: 5 });
+  });
+
+  it('the monthly budget answers 429 MONTHLY_QUOTA_EXCEEDED; soft_downgrade sends it to the mapped model', async () => {
+    const { owner } = await w.org('gov-budget', 'budget');
+    const as = { bearer: owner.token };
+    let reply = await chat(as, 'sim/gpt');
+    let n = 0;
+    while (reply.status === 200 && n++ < 50)
+      reply = await chat(as, 'sim/gpt', {
+        messages: [{ role: 'user', content: 'use up the budget with a longer prompt please' }],
+      });
+    expectEnvelope(reply, 429, 'MONTHLY_QUOTA_EXCEEDED');
+    expect(reply.body.details).toMatchObject({ key: 'llm.monthly_tokens', limit: 400 });
+    expect(reply.body.retryAfter).toBeGreaterThan(0);
+
+    await patch(as, { policy: 'soft_downgrade', models: { downgrade: { 'sim/gpt': 'sim/cheap' } } });
+    const downgraded = await chat(as, 'sim/gpt');
+    expect(downgraded.status).toBe(200);
+    expect(downgraded.headers.get('x-platform-model-downgraded')).toBe('sim/gpt -> sim/cheap');
+  });
+
+  it('a hard_block stream is cut at the monthly token budget, at most one chunk over', async () => {
+    const { owner } = await w.org('gov-cut', 'budget');
+    const as = { bearer: owner.token };
+    w.sim.script([
+      {
+        match: { model: 'gpt-sim', stream: true },
+        reply: { content: Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ') },
+      },
+    ]);
+    try {
+      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'sim/gpt',
+          stream: true,
+          messages: [{ role: 'user', content: 'long answer' }],
+        }),
+      });
+      const frames = (await res.text()).split('\n\n').filter(Boolean);
+      expect(frames.at(-1)).toBe('data: [DONE]');
+      const error = JSON.parse(frames.at(-2)!.slice(6));
+      expect(error.error).toMatchObject({ code: 'MONTHLY_QUOTA_EXCEEDED' });
+    } finally {
+      w.sim.script([]);
+    }
+    const usage = await w.counted('gov-cut', as, 1);
+    const used = gauge(usage, 'llm.monthly_tokens').used;
+    expect(used).toBeGreaterThan(400);
+    // one simulator chunk holds a few words: far fewer than 40 tokens
+    expect(used).toBeLessThan(440);
+  });
+});

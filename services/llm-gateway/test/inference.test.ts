@@ -1,0 +1,269 @@
+import { APIError } from 'openai';
+import { type GatewayWorld, gauge, startGatewayWorld } from './support';
+
+/**
+ * The gateway as a new user meets it: the official `openai` SDK pointed at `{gateway_url}/v1`
+ * through the real edge, with a session JWT, answered by the provider simulator; then the quota
+ * endpoint reports exactly the tokens and cost of those calls.
+ */
+describe('OpenAI-compatible inference through the edge', () => {
+  let w: GatewayWorld;
+  let owner: { userId: string; token: string };
+
+  beforeAll(async () => {
+    w = await startGatewayWorld();
+    ({ owner } = await w.org('infer-e2e'));
+  });
+  afterAll(() => w?.stop());
+
+  it('chat, stream, embeddings and rerank with the openai SDK; usage then shows exactly their tokens and cost', async () => {
+    const client = w.client({ bearer: owner.token });
+    let tokens = 0;
+    let cost = 0;
+
+    const plain = await client.chat.completions.create({
+      model: 'sim/gpt',
+      messages: [{ role: 'user', content: 'Say hello to the gateway' }],
+    });
+    expect(plain.choices[0]?.message.content).toEqual(expect.any(String));
+    expect(plain.model).toBe('sim/gpt');
+    const u = plain.usage as unknown as Record<string, number>;
+    expect(u.total_tokens).toBe(u.prompt_tokens! + u.completion_tokens!);
+    expect(u.cost).toBeCloseTo((u.prompt_tokens! * 2 + u.completion_tokens! * 8) / 1e6, 12);
+    expect(u.duration_ms).toBeGreaterThan(0);
+    expect(plain.usage).toMatchObject({
+      carbon: { energy_kwh: expect.any(Number), gwp_kgco2eq: expect.any(Number) },
+    });
+    tokens += u.total_tokens!;
+    cost += u.cost!;
+
+    const stream = await client.chat.completions.create({
+      model: 'sim/gpt',
+      messages: [{ role: 'user', content: 'Stream a few words please' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let streamUsage: Record<string, number> | null = null;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.usage) streamUsage = chunk.usage as unknown as Record<string, number>;
+    }
+    expect(chunks).toBeGreaterThan(2);
+    expect(text.length).toBeGreaterThan(0);
+    expect(streamUsage).toMatchObject({ prompt_tokens: expect.any(Number), cost: expect.any(Number) });
+    tokens += streamUsage!.total_tokens!;
+    cost += streamUsage!.cost!;
+
+    const embeddings = await client.embeddings.create({
+      model: 'sim/embed',
+      input: ['first text', 'second text'],
+      dimensions: 64,
+    });
+    expect(embeddings.data).toHaveLength(2);
+    expect(embeddings.data[0]?.embedding).toHaveLength(64);
+    const eu = embeddings.usage as unknown as Record<string, number>;
+    tokens += eu.total_tokens!;
+    cost += eu.cost!;
+
+    const ranked = (await client.post('/rerank', {
+      body: {
+        model: 'sim/rerank',
+        query: 'capital of France',
+        documents: ['Berlin is in Germany', 'Paris is the capital of France', 'bananas'],
+      },
+    })) as { results: Array<{ index: number; relevance_score: number }>; usage: Record<string, number> };
+    expect(ranked.results).toHaveLength(3);
+    const scores = ranked.results.map((r) => r.relevance_score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    tokens += ranked.usage.total_tokens!;
+    cost += ranked.usage.cost!;
+
+    const usage = await w.counted('infer-e2e', { bearer: owner.token }, 4);
+    expect(gauge(usage, 'llm.rpm').used).toBe(4);
+    expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
+    expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(cost, 9);
+  });
+
+  it('a stream without include_usage carries no usage chunk and still ends with [DONE]', async () => {
+    const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'sim/gpt',
+        stream: true,
+        messages: [{ role: 'user', content: 'hi there' }],
+      }),
+    });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const body = await res.text();
+    const frames = body.split('\n\n').filter(Boolean);
+    expect(frames.at(-1)).toBe('data: [DONE]');
+    for (const frame of frames.slice(0, -1)) expect(JSON.parse(frame.slice(6)).usage ?? null).toBeNull();
+  });
+
+  it('INVALID_DIMENSIONS for a dimensions value the model does not support', async () => {
+    const err = await w
+      .client({ bearer: owner.token })
+      .embeddings.create({ model: 'sim/embed', input: 'x', dimensions: 100 })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(APIError);
+    // the SDK reads the envelope's `error` member (spec 2.3: a string identifier)
+    expect((err as APIError).status).toBe(400);
+    expect((err as APIError).error).toBe('INVALID_DIMENSIONS');
+    const raw = await w.call(
+      'gateway',
+      'POST',
+      '/v1/embeddings',
+      { bearer: owner.token },
+      {
+        model: 'sim/embed',
+        input: 'x',
+        dimensions: 100,
+      },
+    );
+    expect(raw.body).toMatchObject({
+      code: 'INVALID_DIMENSIONS',
+      status: 400,
+      details: { dimensions: 100, supported_dimensions: [64, 256] },
+    });
+  });
+
+  it('rerank refuses more than 200 documents with INVALID_BODY', async () => {
+    const res = await w.call(
+      'gateway',
+      'POST',
+      '/v1/rerank',
+      { bearer: owner.token },
+      {
+        model: 'sim/rerank',
+        query: 'q',
+        documents: Array.from({ length: 201 }, (_, i) => `doc ${i}`),
+      },
+    );
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'INVALID_BODY', status: 400, requestId: expect.any(String) });
+  });
+
+  it('405 METHOD_NOT_ALLOWED with Allow for a wrong method', async () => {
+    const res = await w.call('gateway', 'GET', '/v1/chat/completions', { bearer: owner.token });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST');
+    expect(res.body).toMatchObject({ error: 'METHOD_NOT_ALLOWED', code: 'METHOD_NOT_ALLOWED', status: 405 });
+  });
+
+  it('lists the models the organization may use, never a provider key', async () => {
+    const list = await w.client({ bearer: owner.token }).models.list();
+    const ids = list.data.map((m) => m.id);
+    expect(ids).toEqual(expect.arrayContaining(['sim/gpt', 'sim/embed', 'mock/chat']));
+    expect(JSON.stringify(list.data)).not.toContain('sk-sim-secret');
+  });
+
+  it('provider requests carry only the allow-listed client headers, never the caller credentials', async () => {
+    await w
+      .client({ bearer: owner.token })
+      .chat.completions.create(
+        { model: 'sim/gpt', messages: [{ role: 'user', content: 'header check' }] },
+        { headers: { 'x-trace-id': 'trace-1', 'x-secret-thing': 'nope' } },
+      );
+    const seen = w.sim.requests().at(-1)!;
+    expect(seen.headers['x-trace-id']).toBe('trace-1');
+    expect(seen.headers['x-secret-thing']).toBeUndefined();
+    expect(seen.headers.authorization).toBe('Bearer sk-sim-secret');
+    expect(JSON.stringify(seen.headers)).not.toContain(owner.token);
+  });
+
+  it('an Anthropic model answers the OpenAI wire format, plain, streamed and with a tool call', async () => {
+    const client = w.client({ bearer: owner.token });
+    const plain = await client.chat.completions.create({
+      model: 'sim/claude',
+      messages: [
+        { role: 'system', content: 'Be brief' },
+        { role: 'user', content: 'Hello Claude' },
+      ],
+    });
+    expect(plain.choices[0]?.message.content).toEqual(expect.any(String));
+    const u = plain.usage as unknown as Record<string, number>;
+    expect(u.cost).toBeCloseTo((u.prompt_tokens! * 3 + u.completion_tokens! * 15) / 1e6, 12);
+    const sent = w.sim.requests().at(-1)!;
+    expect(sent).toMatchObject({ api: 'anthropic', model: 'claude-sim' });
+    expect(sent.headers['x-api-key']).toBe('sk-ant-secret');
+
+    let text = '';
+    let usage: Record<string, number> | null = null;
+    const stream = await client.chat.completions.create({
+      model: 'sim/claude',
+      messages: [{ role: 'user', content: 'Stream from Claude' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.usage) usage = chunk.usage as unknown as Record<string, number>;
+    }
+    expect(text.length).toBeGreaterThan(0);
+    expect(usage?.total_tokens).toBeGreaterThan(0);
+
+    w.sim.script([
+      {
+        match: { api: 'anthropic' },
+        reply: { toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+      },
+    ]);
+    try {
+      const tool = await client.chat.completions.create({
+        model: 'sim/claude',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [
+          {
+            type: 'function',
+            function: {
+              name: 'get_weather',
+              parameters: { type: 'object', properties: { city: { type: 'string' } } },
+            },
+          },
+        ],
+      });
+      const call = tool.choices[0]?.message.tool_calls?.[0];
+      expect(call).toMatchObject({ type: 'function', function: { name: 'get_weather' } });
+      expect(JSON.parse((call as { function: { arguments: string } }).function.arguments)).toEqual({
+        city: 'Paris',
+      });
+    } finally {
+      w.sim.reset();
+    }
+  });
+
+  it('the SDK works with an `at:` access token and with an org API key in defaultHeaders', async () => {
+    const at = await w.call(
+      'base',
+      'POST',
+      '/v2/user/accessTokens',
+      { bearer: owner.token },
+      {
+        name: 'sdk',
+        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      },
+    );
+    expect(at.body.token).toMatch(/^at:/);
+    const key = await w.call(
+      'base',
+      'POST',
+      '/v2/orgs/infer-e2e/apikeys',
+      { bearer: owner.token },
+      {
+        name: 'sdk-key',
+        permissions: ['models:read'],
+      },
+    );
+    for (const as of [{ bearer: at.body.token as string }, { apiKey: key.body.apiKey as string }]) {
+      const answer = await w.client(as).chat.completions.create({
+        model: 'mock/chat',
+        messages: [{ role: 'user', content: 'credential check' }],
+      });
+      expect(answer.choices[0]?.message.content).toEqual(expect.any(String));
+    }
+  });
+});

@@ -1,0 +1,53 @@
+import OpenAI from 'openai';
+import { startTestPlatform, type TestPlatform } from '../../../test/harness';
+
+/** `pnpm start` as a newcomer finds it: no LLM_GATEWAY_CONFIG, the built-in mock models answer. */
+describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
+  let p: TestPlatform;
+  let client: OpenAI;
+  beforeAll(async () => {
+    p = await startTestPlatform();
+    const login = await fetch(`${p.baseUrl}/v2/login/anonymous`, { method: 'POST' });
+    const { token } = (await login.json()) as { token: string };
+    await fetch(`${p.baseUrl}/v2/orgs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ slug: 'newcomer', name: 'Newcomer' }),
+    });
+    client = new OpenAI({ baseURL: `${p.gatewayUrl}/v1`, apiKey: token, maxRetries: 0 });
+  });
+  afterAll(() => p?.stop());
+
+  it('lists mock/chat and mock/embeddings', async () => {
+    const ids = (await client.models.list()).data.map((m) => m.id);
+    expect(ids).toEqual(['mock/chat', 'mock/embeddings']);
+  });
+
+  it('mock/chat answers deterministically, plain and streamed', async () => {
+    const ask = () =>
+      client.chat.completions.create({
+        model: 'mock/chat',
+        messages: [{ role: 'user', content: 'Hello mock' }],
+      });
+    const [a, b] = [await ask(), await ask()];
+    expect(a.choices[0]?.message.content).toBe(b.choices[0]?.message.content);
+    expect(a.usage?.total_tokens).toBeGreaterThan(0);
+    let streamed = '';
+    const stream = await client.chat.completions.create({
+      model: 'mock/chat',
+      messages: [{ role: 'user', content: 'Hello mock' }],
+      stream: true,
+    });
+    for await (const chunk of stream) streamed += chunk.choices[0]?.delta?.content ?? '';
+    expect(streamed).toBe(a.choices[0]?.message.content);
+  });
+
+  it('mock/embeddings answers vectors of the requested dimensions', async () => {
+    const res = await client.embeddings.create({
+      model: 'mock/embeddings',
+      input: ['a', 'b'],
+      dimensions: 256,
+    });
+    expect(res.data.map((d) => d.embedding.length)).toEqual([256, 256]);
+  });
+});

@@ -1,0 +1,74 @@
+import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
+import { type GatewayWorld, gauge, startGatewayWorld } from './support';
+
+/**
+ * The durable outbox against a real nats-server: NATS is stopped while 1,000 completions go through
+ * the gateway and started again; llm-quota then counts every one of them exactly once.
+ */
+describeWithNats('usage events survive a NATS outage', () => {
+  let nats: NatsServerHandle;
+  let w: GatewayWorld;
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    w = await startGatewayWorld({
+      natsUrl: nats.url,
+      env: { LLM_GATEWAY_OUTBOX_INTERVAL_MS: '200', LLM_GATEWAY_PUBLISH_TIMEOUT_MS: '300' },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await w?.stop();
+    await nats?.dispose();
+  });
+
+  it('NATS stopped during 1,000 completions and restarted: each is counted exactly once', async () => {
+    const { owner } = await w.org('nats-outage');
+    const as = { bearer: owner.token };
+    const total = 1_000;
+    const metric = async (outcome: string) => {
+      const text = await (await fetch(`${w.p.upstreams.llmGateway}/metrics`)).text();
+      const m = new RegExp(`llm_gateway_usage_events_total\\{outcome="${outcome}"[^}]*\\} (\\d+)`).exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    let sent = 0;
+    let tokens = 0;
+    let failures = 0;
+    const worker = async () => {
+      while (sent < total) {
+        const i = sent++;
+        if (i === 300) await nats.stop();
+        if (i === 700) {
+          // the outage lasts until the bus has refused some events for good
+          await waitFor(async () => (await metric('deferred')) > 0, {
+            timeoutMs: 20_000,
+            what: 'deferred events',
+          });
+          await nats.start();
+        }
+        const reply = await w.call('gateway', 'POST', '/v1/chat/completions', as, {
+          model: 'mock/chat',
+          messages: [{ role: 'user', content: `request number ${i}` }],
+        });
+        if (reply.status !== 200) failures++;
+        else tokens += reply.body.usage.total_tokens;
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    expect(failures).toBe(0);
+
+    // The outage was real: the bus refused some events, which waited in the outbox.
+    expect(await metric('deferred')).toBeGreaterThan(0);
+    // every event left the outbox: the first publication or a later one reached the stream
+    await waitFor(async () => (await metric('published')) + (await metric('republished')) >= total, {
+      timeoutMs: 60_000,
+      what: 'the outbox to deliver every event',
+    });
+    const usage = await waitFor(
+      async () => {
+        const reply = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
+        return reply.status === 200 && gauge(reply, 'llm.monthly_tokens').used >= tokens ? reply : null;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: 'llm-quota to count every completion' },
+    );
+    expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
+  }, 180_000);
+});

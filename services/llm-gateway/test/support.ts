@@ -1,0 +1,235 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { type ProviderSimulator, startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
+import OpenAI from 'openai';
+import { startTestPlatform, type TestPlatform } from '../../../test/harness';
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
+  body: any;
+}
+export type Caller = { bearer: string } | { apiKey: string } | null;
+
+export const INTERNAL_SECRET = 'gateway-tests-internal-secret-0123456789abcdef';
+
+/** Plans for the tests: `roomy` (the default) and `tight`, assigned per organization by the operator API. */
+export const TEST_PLANS = {
+  roomy: {
+    limits: {
+      'llm.rpm': 100_000,
+      'llm.tpm': 100_000_000,
+      'llm.monthly_tokens': 1_000_000_000,
+      'llm.monthly_cost': 1_000_000,
+    },
+    per_user_defaults: { rpm: 100_000, tpm: 100_000_000 },
+  },
+  tight: {
+    limits: {
+      'llm.rpm': 5,
+      'llm.tpm': 100_000_000,
+      'llm.monthly_tokens': 1_000_000_000,
+      'llm.monthly_cost': 1_000_000,
+    },
+    per_user_defaults: { rpm: 3 },
+  },
+  budget: {
+    limits: {
+      'llm.rpm': 100_000,
+      'llm.tpm': 100_000_000,
+      'llm.monthly_tokens': 400,
+      'llm.monthly_cost': 1_000_000,
+    },
+    per_user_defaults: {},
+  },
+};
+
+/** The gateway file the tests run on: the simulator's OpenAI and Anthropic faces, and the mock provider. */
+export function gatewayFile(sim: ProviderSimulator) {
+  return {
+    providers: [
+      { name: 'sim', type: 'openai', baseUrl: sim.openaiBaseUrl, apiKey: 'sk-sim-secret' },
+      { name: 'mock', type: 'mock' },
+      { name: 'claude', type: 'anthropic', baseUrl: sim.anthropicBaseUrl, apiKey: 'sk-ant-secret' },
+    ],
+    models: [
+      {
+        model_id: 'sim/gpt',
+        type: 'completion',
+        provider_config: { provider: 'sim', model: 'gpt-sim', forward_headers: ['x-trace-id'] },
+        pricing: { input_per_million: 2, output_per_million: 8 },
+        parameters_billion: 8,
+        timeout_ms: 2_000,
+      },
+      {
+        model_id: 'sim/cheap',
+        type: 'completion',
+        provider_config: { provider: 'sim', model: 'cheap-sim' },
+        pricing: { input_per_million: 0.1, output_per_million: 0.2 },
+      },
+      {
+        model_id: 'sim/identity',
+        type: 'completion',
+        provider_config: {
+          provider: 'sim',
+          model: 'identity-sim',
+          headers: { 'x-user-id': { value: '{user.id}', required: true }, 'x-org': '{org.slug}' },
+        },
+        pricing: { input_per_million: 1, output_per_million: 1 },
+      },
+      {
+        model_id: 'sim/flaky',
+        type: 'completion',
+        provider_config: { provider: 'sim', model: 'flaky-sim' },
+        pricing: { input_per_million: 1, output_per_million: 1 },
+        timeout_ms: 300,
+        failover: 'sim/cheap',
+      },
+      {
+        model_id: 'sim/slow',
+        type: 'completion',
+        provider_config: { provider: 'sim', model: 'slow-sim' },
+        pricing: { input_per_million: 1, output_per_million: 1 },
+        timeout_ms: 300,
+      },
+      {
+        model_id: 'sim/embed',
+        type: 'embeddings',
+        provider_config: { provider: 'sim', model: 'embed-sim' },
+        pricing: { input_per_million: 0.5, output_per_million: 0 },
+        supported_dimensions: [64, 256],
+      },
+      {
+        model_id: 'sim/rerank',
+        type: 'completion',
+        provider_config: { provider: 'sim', model: 'rerank-sim' },
+        pricing: { input_per_million: 1, output_per_million: 0 },
+        native_rerank: true,
+      },
+      {
+        model_id: 'sim/claude',
+        type: 'completion',
+        provider_config: { provider: 'claude', model: 'claude-sim' },
+        pricing: { input_per_million: 3, output_per_million: 15 },
+        parameters_billion: 70,
+      },
+      {
+        model_id: 'mock/chat',
+        type: 'completion',
+        provider_config: { provider: 'mock', model: 'mock-chat' },
+        pricing: { input_per_million: 1, output_per_million: 2 },
+      },
+    ],
+  };
+}
+
+export interface GatewayWorld {
+  p: TestPlatform;
+  sim: ProviderSimulator;
+  call(
+    base: 'base' | 'gateway',
+    method: string,
+    path: string,
+    as: Caller,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<Reply>;
+  login(): Promise<{ userId: string; token: string }>;
+  /** a new organization owned by a new user, on a plan */
+  org(slug: string, plan?: keyof typeof TEST_PLANS): Promise<{ owner: { userId: string; token: string } }>;
+  client(as: { bearer: string } | { apiKey: string }): OpenAI;
+  /** the org's month gauges once llm-quota has counted `requests` requests */
+  counted(slug: string, as: Caller, requests: number): Promise<Reply>;
+  stop(): Promise<void>;
+}
+
+export async function startGatewayWorld(
+  options: { natsUrl?: string; env?: Record<string, string> } = {},
+): Promise<GatewayWorld> {
+  const sim = await startProviderSimulator({ port: 0 });
+  const dir = tempDir('gateway-file-');
+  const file = path.join(dir.dir, 'gateway.json');
+  writeFileSync(file, JSON.stringify(gatewayFile(sim)));
+  const p = await startTestPlatform({
+    natsUrl: options.natsUrl,
+    env: {
+      PLATFORM_INTERNAL_SECRET: INTERNAL_SECRET,
+      LLM_GATEWAY_CONFIG: file,
+      LLM_GATEWAY_SETTINGS_TTL_MS: '0',
+      LLM_GATEWAY_RETRY_BASE_MS: '5',
+      LLM_QUOTA_PLANS: JSON.stringify(TEST_PLANS),
+      LLM_QUOTA_DEFAULT_PLAN: 'roomy',
+      ...options.env,
+    },
+  });
+  const call: GatewayWorld['call'] = async (base, method, urlPath, as, body, extra = {}) => {
+    const headers: Record<string, string> = { ...extra };
+    if (as && 'bearer' in as) headers.authorization = `Bearer ${as.bearer}`;
+    if (as && 'apiKey' in as) headers['x-platform-api-key'] = as.apiKey;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${base === 'base' ? p.baseUrl : p.gatewayUrl}${urlPath}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {}
+    return { status: res.status, headers: res.headers, body: parsed };
+  };
+  const login = async () =>
+    (await call('base', 'POST', '/v2/login/anonymous', null)).body as { userId: string; token: string };
+  return {
+    p,
+    sim,
+    call,
+    login,
+    async org(slug, plan = 'roomy') {
+      const owner = await login();
+      const made = await call('base', 'POST', '/v2/orgs', { bearer: owner.token }, { slug, name: slug });
+      if (made.status !== 201) throw new Error(`org ${slug}: ${made.status} ${JSON.stringify(made.body)}`);
+      if (plan !== 'roomy') {
+        const res = await fetch(`${p.upstreams.llmQuota}/internal/orgs/${slug}/plan`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json', 'x-platform-internal-secret': INTERNAL_SECRET },
+          body: JSON.stringify({ plan }),
+        });
+        if (res.status !== 200) throw new Error(`plan of ${slug}: ${res.status}`);
+      }
+      return { owner };
+    },
+    client(as) {
+      return 'bearer' in as
+        ? new OpenAI({ baseURL: `${p.gatewayUrl}/v1`, apiKey: as.bearer, maxRetries: 0 })
+        : new OpenAI({
+            baseURL: `${p.gatewayUrl}/v1`,
+            apiKey: 'unused',
+            maxRetries: 0,
+            defaultHeaders: { 'x-platform-api-key': as.apiKey, authorization: null as unknown as string },
+          });
+    },
+    async counted(slug, as, requests) {
+      let last: Reply | null = null;
+      await waitFor(
+        async () => {
+          last = await call('gateway', 'GET', '/v1/quotas/usage', as);
+          const rpm = last.body?.enforced?.find((g: { key: string }) => g.key === 'llm.rpm');
+          return last.status === 200 && rpm !== undefined && rpm.used >= requests;
+        },
+        { what: `llm-quota to count ${requests} requests of ${slug}` },
+      );
+      return last!;
+    },
+    async stop() {
+      await p.stop();
+      await sim.close();
+      dir.remove();
+    },
+  };
+}
+
+export const gauge = (reply: Reply, key: string): { used: number; limit: number } =>
+  reply.body.enforced.find((g: { key: string }) => g.key === key);
