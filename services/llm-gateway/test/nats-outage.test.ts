@@ -25,7 +25,7 @@ describeWithNats('usage events survive a NATS outage', () => {
     const as = { bearer: owner.token };
     const total = 1_000;
     const metric = async (outcome: string) => {
-      const text = await (await fetch(`${w.p.upstreams.llmGateway}/metrics`)).text();
+      const text = await (await fetch(`${w.p.admin.llmGateway}/metrics`)).text();
       const m = new RegExp(`llm_gateway_usage_events_total\\{outcome="${outcome}"[^}]*\\} (\\d+)`).exec(text);
       return m ? Number(m[1]) : 0;
     };
