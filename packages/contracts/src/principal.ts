@@ -47,6 +47,8 @@ export interface Principal {
     /** workspace role, not the organization role */
     role: string | null;
     orgSlugs: string[];
+    /** a platform administrator (`pnpm platform admin grant <userId>`): manages the LLM model catalogue */
+    platformAdmin?: true;
   };
   run: {
     permissions: PermissionTree;

@@ -13,6 +13,7 @@ import type { Express } from 'express';
 import { Counter } from 'prom-client';
 import { Outbox } from './accounting/outbox';
 import { type AdapterFactory, Catalogue } from './catalogue/catalogue';
+import { CatalogueAdmin } from './catalogue/catalogue-admin';
 import { catalogueCollections, seedCatalogue } from './catalogue/catalogue-store';
 import { SecretBox } from './catalogue/secret-box';
 import { gatewayFileOf, type LlmGatewayConfig } from './config';
@@ -23,6 +24,7 @@ import { Admission } from './quota/admission';
 import { MonthCounters } from './quota/month-counters';
 import { OrgSettingsSource } from './quota/org-settings';
 import { StoreRateLimiter } from './quota/store-rate-limiter';
+import { mountCatalogueAdmin } from './routes/catalogue-admin';
 import { mountChatCompletions } from './routes/chat-completions';
 import { mountEmbeddings } from './routes/embeddings';
 import { mountMethodNotAllowed } from './routes/method-not-allowed';
@@ -43,6 +45,7 @@ export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
 export interface LlmGatewayParts {
   app: Express;
   context: GatewayContext;
+  admin: CatalogueAdmin;
 }
 
 /** Builds the gateway's parts: the catalogue, quota enforcement, accounting and the express app (never listens). */
@@ -62,6 +65,24 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
     box,
     createAdapter: deps.createAdapter ?? defaultAdapterFactory({ fetch: doFetch, clock }),
     logger,
+    defaults: gatewayFileOf(config).defaults,
+  });
+  const admin = new CatalogueAdmin({
+    store,
+    collections: catalogueCollections(store),
+    clock,
+    logger,
+    changed: async () => {
+      await catalogue.reload();
+      try {
+        await bus.publish(Subjects.llmCatalogueUpdated, { version: 1, at: clock.now().toISOString() });
+      } catch (err) {
+        logger.error(
+          { err },
+          'llm.catalogue.updated could not be published; other instances reload at start',
+        );
+      }
+    },
   });
   const limiter = (name: string) =>
     new StoreRateLimiter({ store, clock, keyPrefix: `llm:${name}`, durationSeconds: 60 });
@@ -112,10 +133,19 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       mountEmbeddings(router, context);
       mountRerank(router, context);
       mountModels(router, context);
+      mountCatalogueAdmin(router, context, {
+        admin,
+        bulkLimiter: new StoreRateLimiter({
+          store,
+          clock,
+          keyPrefix: 'llm:catalogue-bulk',
+          durationSeconds: 3600,
+        }),
+      });
       mountMethodNotAllowed(router);
     },
   });
-  return { app, context };
+  return { app, context, admin };
 }
 
 /** The gateway's express app alone (tests of routes); the catalogue is loaded by the service's start. */
@@ -130,7 +160,7 @@ export function createApp(deps: LlmGatewayDeps): Express {
 export async function createLlmGatewayService(
   deps: LlmGatewayDeps,
 ): Promise<PlatformService & { context: GatewayContext }> {
-  const { app, context } = createGatewayParts(deps);
+  const { app, context, admin } = createGatewayParts(deps);
   const box = new SecretBox(deps.config.LLM_GATEWAY_ENCRYPTION_KEY ?? deps.config.PLATFORM_INTERNAL_SECRET);
   const unsubscribes: Array<() => void> = [];
   let started = false;
@@ -140,11 +170,18 @@ export async function createLlmGatewayService(
     context,
     async start() {
       if (started) return;
-      await seedCatalogue(catalogueCollections(deps.store), gatewayFileOf(deps.config), {
-        box,
-        clock: deps.clock,
-        env: deps.env ?? process.env,
-      });
+      await admin.recover();
+      // Once the catalogue has been changed through the API, the store is the truth: the file is not re-applied.
+      if (await admin.managedByApi())
+        deps.logger.info(
+          'the model catalogue is managed through the API; LLM_GATEWAY_CONFIG models are not re-applied',
+        );
+      else
+        await seedCatalogue(catalogueCollections(deps.store), gatewayFileOf(deps.config), {
+          box,
+          clock: deps.clock,
+          env: deps.env ?? process.env,
+        });
       await context.catalogue.reload();
       unsubscribes.push(
         deps.bus.subscribe(Subjects.llmCatalogueUpdated, (payload) => {

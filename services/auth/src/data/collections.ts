@@ -7,6 +7,8 @@ export interface UserDoc extends Doc {
   anonymous: boolean;
   email: string | null;
   createdAt: Date;
+  /** platform-level role granted by an operator (`pnpm platform admin grant`) */
+  platformAdmin?: boolean;
 }
 
 /** A login session; the JWT's `platformSessionId`. */

@@ -136,6 +136,7 @@ export class PrincipalResolver {
           anonymous: user.anonymous,
           role: null,
           orgSlugs: memberships.map((m) => m.orgSlug),
+          ...(user.platformAdmin ? { platformAdmin: true as const } : {}),
         },
         run: {
           permissions: permissionTree(org?.role.permissions ?? []),

@@ -5,8 +5,8 @@ const METHODS: Record<string, string[]> = {
   '/v1/chat/completions': ['POST'],
   '/v1/embeddings': ['POST'],
   '/v1/rerank': ['POST'],
-  '/v1/models': ['GET', 'HEAD'],
-  '/v1/models/*id': ['GET', 'HEAD'],
+  '/v1/models': ['GET', 'HEAD', 'POST', 'PUT'],
+  '/v1/models/*id': ['GET', 'HEAD', 'PATCH', 'DELETE'],
 };
 
 export function mountMethodNotAllowed(router: Router): void {
