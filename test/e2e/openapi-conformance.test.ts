@@ -194,7 +194,7 @@ describe('OpenAPI documents of the three roots, against real answers through the
     };
     const upstream: Record<RootName, string> = {
       base: p.upstreams.auth,
-      gateway: p.upstreams.llmQuota,
+      gateway: p.upstreams.llmGateway,
       legacy: p.upstreams.legacyAgent,
     };
     // The documents are public: the edge serves them without credentials once its route table opens
@@ -377,6 +377,39 @@ describe('OpenAPI documents of the three roots, against real answers through the
     expect(memberTries.status).toBe(403);
   });
 
+  it('{gateway_url}: inference on the built-in mock models, and its refusals', async () => {
+    const owner = bearer(state.owner.token);
+    const messages = [{ role: 'user', content: 'Hello from the conformance test' }];
+    const chat = await call('gateway', 'POST', '/v1/chat/completions', {
+      headers: owner,
+      body: { model: 'mock/chat', messages },
+    });
+    expect(chat.status).toBe(200);
+    const embeddings = await call('gateway', 'POST', '/v1/embeddings', {
+      headers: owner,
+      body: { model: 'mock/embeddings', input: ['one', 'two'], dimensions: 64 },
+    });
+    expect(embeddings.status).toBe(200);
+    const rerank = await call('gateway', 'POST', '/v1/rerank', {
+      headers: owner,
+      body: { model: 'mock/chat', query: 'trains', documents: ['trains run', 'boats float'], top_n: 1 },
+    });
+    expect(rerank.status).toBe(200);
+    expect((await call('gateway', 'GET', '/v1/models', { headers: owner })).status).toBe(200);
+    expect((await call('gateway', 'GET', '/v1/models/mock%2Fchat', { headers: owner })).status).toBe(200);
+    expect((await call('gateway', 'GET', '/v1/models/no-such-model', { headers: owner })).status).toBe(404);
+    const unknown = await call('gateway', 'POST', '/v1/chat/completions', {
+      headers: owner,
+      body: { model: 'no/such-model', messages },
+    });
+    expect(unknown.body.code).toBe('MODEL_NOT_FOUND');
+    const dims = await call('gateway', 'POST', '/v1/embeddings', {
+      headers: owner,
+      body: { model: 'mock/embeddings', input: 'x', dimensions: 7 },
+    });
+    expect(dims.body.code).toBe('INVALID_DIMENSIONS');
+  });
+
   it('{legacy_url}: accounts, tokens, assistants, entities, intents and Messages', async () => {
     const credentials = { username: `dev-${randomUUID().slice(0, 8)}`, password: 'correct horse battery' };
     expect((await call('legacy', 'POST', '/v2/auth/signup', { body: credentials })).status).toBe(200);
@@ -530,6 +563,14 @@ describe('OpenAPI documents of the three roots, against real answers through the
         '401 GET /v1/quotas/usage',
         '400 GET /v1/quotas/usage',
         '200 PATCH /v1/quotas/settings',
+        '200 POST /v1/chat/completions',
+        '200 POST /v1/embeddings',
+        '200 POST /v1/rerank',
+        '200 GET /v1/models',
+        '200 GET /v1/models/{id}',
+        '400 POST /v1/embeddings',
+        '404 POST /v1/chat/completions',
+        '404 GET /v1/models/{id}',
       ]),
     );
     expect(exercised('legacy')).toEqual(

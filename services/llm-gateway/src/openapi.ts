@@ -19,6 +19,8 @@ const UsageSchema = z
     prompt_tokens: z.number().int(),
     completion_tokens: z.number().int(),
     total_tokens: z.number().int(),
+    prompt_tokens_details: z.record(z.string(), z.unknown()).nullable().optional(),
+    completion_tokens_details: z.record(z.string(), z.unknown()).nullable().optional(),
     cost: z.number().meta({ description: "addition: the request's cost from the catalogue's pricing" }),
     duration_ms: z.number().meta({ description: 'addition: time spent in the gateway, provider included' }),
     carbon: z.object({ energy_kwh: z.number(), gwp_kgco2eq: z.number() }).nullable().optional().meta({
@@ -37,11 +39,22 @@ const ChatCompletionSchema = z
     choices: z.array(
       z.looseObject({
         index: z.number().int(),
-        message: z.looseObject({}),
+        message: z.looseObject({
+          role: z.string(),
+          content: z.string().nullable().optional(),
+          refusal: z.string().nullable().optional(),
+          tool_calls: z.array(z.record(z.string(), z.unknown())).optional(),
+          function_call: z.record(z.string(), z.unknown()).nullable().optional(),
+          annotations: z.array(z.unknown()).optional(),
+          audio: z.record(z.string(), z.unknown()).nullable().optional(),
+        }),
         finish_reason: z.string().nullable(),
+        logprobs: z.record(z.string(), z.unknown()).nullable().optional(),
       }),
     ),
     usage: UsageSchema,
+    system_fingerprint: z.string().nullable().optional(),
+    service_tier: z.string().nullable().optional(),
   })
   .meta({
     id: 'ChatCompletion',
@@ -161,6 +174,7 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     method: 'get',
     path: '/v1/models/:id',
     summary: 'One model the active organization may use',
+    description: 'Model ids hold slashes: send them encoded (`mock%2Fchat`), as the SDKs do.',
     tags: ['model catalogue'],
     security: CALLER,
     responses: {

@@ -49,6 +49,8 @@ export interface SimulatorRule {
     type?: string;
     message?: string;
   };
+  /** streams: wait this long between the last frame and the end of the body */
+  endDelayMs?: number;
   /** streams: write the bytes in pieces of this many bytes, so frames straddle TCP reads */
   splitFramesBytes?: number;
   /** streams: send SSE comment lines (`: keep-alive`) between frames */

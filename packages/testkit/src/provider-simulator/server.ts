@@ -38,6 +38,10 @@ export interface SimulatedRequest {
   body: unknown;
   /** the model named by the body, or the Azure deployment */
   model: string | undefined;
+  /** the connection closed before the answer was complete: the client gave up (or a scripted disconnect) */
+  clientClosed: boolean;
+  /** the client's TCP port: two requests with the same one came over one kept-alive connection */
+  remotePort: number | undefined;
 }
 
 export interface ProviderSimulator {
@@ -50,6 +54,8 @@ export interface ProviderSimulator {
   script(rules: SimulatorRule[]): void;
   /** every request received so far, oldest first */
   requests(): SimulatedRequest[];
+  /** the client ports of the connections open now (a kept-alive connection stays in this list) */
+  openConnections(): number[];
   /** forgets rules and recorded requests */
   reset(): void;
   /** closes the server, cutting hanging and open connections */
@@ -176,6 +182,7 @@ export async function startProviderSimulator(
         if (res.destroyed) return;
       }
     }
+    if (rule.endDelayMs) await sleep(rule.endDelayMs);
     res.end();
   }
 
@@ -310,7 +317,12 @@ export async function startProviderSimulator(
           headers: flatHeaders(req),
           body: undefined,
           model: undefined,
+          clientClosed: false,
+          remotePort: req.socket.remotePort,
         };
+        res.once('close', () => {
+          if (!res.writableFinished) record.clientClosed = true;
+        });
         if (!found) {
           received.push(record);
           throw new SimulatedProviderError(
@@ -330,6 +342,11 @@ export async function startProviderSimulator(
         sendError(res, api, error);
       });
   });
+  const sockets = new Set<import('node:net').Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   // A simulated provider must not keep jest alive between its own requests.
   server.keepAliveTimeout = 5_000;
   server.listen(options.port ?? 0, '127.0.0.1');
@@ -342,6 +359,7 @@ export async function startProviderSimulator(
     anthropicBaseUrl: url,
     script: (next) => rules.replace(next),
     requests: () => received.slice(),
+    openConnections: () => [...sockets].map((socket) => socket.remotePort ?? 0),
     reset() {
       rules.replace([]);
       received = [];

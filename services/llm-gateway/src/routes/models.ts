@@ -117,6 +117,8 @@ export function mountModels(router: Router, ctx: GatewayContext): void {
     res.json({ object: 'list', data, total: all.length, page: q.page, limit: q.limit });
   });
 
+  // `/v1/models/{id}`: ids hold slashes (`mock/chat`); the SDKs send them encoded (`mock%2Fchat`),
+  // and the unencoded form is accepted too.
   router.get('/v1/models/*id', async (req, res) => {
     const id = (req.params as { id: string[] }).id.join('/');
     const orgSlug = typeof req.query.orgSlug === 'string' ? req.query.orgSlug : undefined;

@@ -16,6 +16,9 @@ interface StreamEvent {
   error?: { type?: string; message?: string };
 }
 
+const isMessageStop = (e: { event: string; data: string }) =>
+  e.event === 'message_stop' || e.data.startsWith('{"type":"message_stop"');
+
 /** Errors Anthropic says a retry may cure. */
 const TRANSIENT = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 'timeout_error']);
 
@@ -53,7 +56,7 @@ export async function* anthropicChunks(
     };
   };
 
-  for await (const sse of sendForEvents(http, call, request)) {
+  for await (const sse of sendForEvents(http, call, request, isMessageStop)) {
     let event: StreamEvent;
     try {
       event = JSON.parse(sse.data) as StreamEvent;

@@ -109,6 +109,8 @@ export function toAnthropicRequest(
   }
   if (messages.length === 0)
     throw new UntranslatableRequest('a conversation needs at least one user or assistant message');
+  if (typeof body.n === 'number' && body.n > 1)
+    throw new UntranslatableRequest('Anthropic answers one choice: n must be 1');
 
   const out: AnthropicRequest = {
     model,

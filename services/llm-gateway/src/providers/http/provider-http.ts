@@ -59,7 +59,7 @@ class CallGuard {
 const NETWORK_CODES =
   /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|UND_ERR_SOCKET|terminated|other side closed/i;
 
-function describe(err: unknown): string {
+function networkDetail(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
   return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
 }
@@ -109,7 +109,7 @@ function translate(
   if (err instanceof ProviderError || err instanceof ProviderTimeoutError) return err;
   if (guard.timedOut) return new ProviderTimeoutError(http.provider, call.model, call.timeoutMs, midStream);
   if (call.signal.aborted) return call.signal.reason ?? err;
-  const detail = describe(err);
+  const detail = networkDetail(err);
   return new ProviderError({
     provider: http.provider,
     model: call.model,
@@ -179,18 +179,45 @@ export function invalidAnswer(
   });
 }
 
+/** How long the end of a body may lag behind its last event before the connection is dropped. */
+const DRAIN_MS = 250;
+
 /**
- * Sends one request and yields its server-sent events. The timeout bounds the wait for the first event
- * and then every silence between two events. Ending the iteration early cancels the upstream request.
+ * Reads what follows the last event (normally just the end of the body, already on its way) so the
+ * connection goes back to the pool for the next call instead of being torn down.
+ */
+async function drain(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  controller: AbortController,
+): Promise<void> {
+  const cap = setTimeout(
+    () => controller.abort(new Error('stream did not end after its last event')),
+    DRAIN_MS,
+  );
+  try {
+    for (;;) if ((await reader.read()).done) break;
+  } catch {
+    // the connection is dropped instead; nothing was lost
+  } finally {
+    clearTimeout(cap);
+  }
+}
+
+/**
+ * Sends one request and yields its server-sent events, up to and including the one `isLast` names.
+ * The timeout bounds the wait for the first bytes and then every silence in between. Ending the
+ * iteration early cancels the upstream request.
  */
 export async function* sendForEvents(
   http: ProviderHttp,
   call: ProviderCall,
   request: ProviderRequest,
+  isLast: (event: SseEvent) => boolean,
 ): AsyncGenerator<SseEvent> {
   const guard = new CallGuard(call);
   let yielded = false;
   let finished = false;
+  let rest: ReadableStreamDefaultReader<Uint8Array> | undefined;
   try {
     const res = await http.fetch(request.url, {
       method: 'POST',
@@ -210,23 +237,30 @@ export async function* sendForEvents(
       );
     }
     if (!res.body) throw invalidAnswer(http, call, 'an event stream without a body', res.status);
+    const reader = res.body.getReader();
     const parser = new SseParser();
-    for await (const bytes of res.body) {
-      for (const event of parser.push(bytes)) {
+    for (;;) {
+      const { done, value } = await reader.read();
+      const events = done ? parser.end() : parser.push(value);
+      for (const event of events) {
         guard.pause();
         yielded = true;
+        if (isLast(event)) {
+          finished = true;
+          rest = reader;
+          yield event;
+          return;
+        }
         yield event;
       }
+      if (done) break;
       guard.arm();
-    }
-    for (const event of parser.end()) {
-      yielded = true;
-      yield event;
     }
     finished = true;
   } catch (err) {
     throw translate(http, call, guard, err, yielded);
   } finally {
     guard.dispose(!finished);
+    if (rest) await drain(rest, guard.controller);
   }
 }

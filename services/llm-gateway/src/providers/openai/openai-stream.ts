@@ -22,7 +22,7 @@ export async function* openAiChunks(
   let finished = false;
   let done = false;
   let yielded = false;
-  for await (const event of sendForEvents(http, call, request)) {
+  for await (const event of sendForEvents(http, call, request, (e) => e.data === '[DONE]')) {
     if (event.data === '[DONE]') {
       done = true;
       break;
