@@ -24,12 +24,16 @@ import { Admission } from './quota/admission';
 import { MonthCounters } from './quota/month-counters';
 import { OrgSettingsSource } from './quota/org-settings';
 import { StoreRateLimiter } from './quota/store-rate-limiter';
+import { mountAudio } from './routes/audio';
 import { mountCatalogueAdmin } from './routes/catalogue-admin';
 import { mountChatCompletions } from './routes/chat-completions';
+import { mountDefaults } from './routes/defaults';
 import { mountEmbeddings } from './routes/embeddings';
+import { mountImages } from './routes/images';
 import { mountMethodNotAllowed } from './routes/method-not-allowed';
 import { mountModels } from './routes/models';
 import { mountRerank } from './routes/rerank';
+import { mountSmokeTest } from './routes/smoke-test';
 
 export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
   store: Store;
@@ -133,6 +137,13 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       mountEmbeddings(router, context);
       mountRerank(router, context);
       mountModels(router, context);
+      mountDefaults(router, context);
+      mountSmokeTest(router, context, {
+        store,
+        limiter: new StoreRateLimiter({ store, clock, keyPrefix: 'llm:smoke', durationSeconds: 60 }),
+      });
+      mountImages(router, context);
+      mountAudio(router, context);
       mountCatalogueAdmin(router, context, {
         admin,
         bulkLimiter: new StoreRateLimiter({

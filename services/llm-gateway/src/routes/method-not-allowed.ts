@@ -7,6 +7,10 @@ const METHODS: Record<string, string[]> = {
   '/v1/rerank': ['POST'],
   '/v1/models': ['GET', 'HEAD', 'POST', 'PUT'],
   '/v1/models/*id': ['GET', 'HEAD', 'PATCH', 'DELETE'],
+  '/v1/defaults': ['GET', 'HEAD'],
+  '/v1/test': ['POST'],
+  '/v1/images/generations': ['POST'],
+  '/v1/audio/transcriptions': ['POST'],
 };
 
 export function mountMethodNotAllowed(router: Router): void {
