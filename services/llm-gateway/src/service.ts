@@ -21,6 +21,7 @@ import type { GatewayContext } from './inference/gateway-context';
 import { llmGatewayApiDocument } from './openapi';
 import { defaultAdapterFactory } from './provider-factory';
 import { Admission } from './quota/admission';
+import { counterStoreFor } from './quota/counter-store';
 import { MonthCounters } from './quota/month-counters';
 import { OrgSettingsSource } from './quota/org-settings';
 import { StoreRateLimiter } from './quota/store-rate-limiter';
@@ -42,6 +43,8 @@ export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
   fetch?: typeof fetch;
   /** builds provider adapters (default: the provider layer's factory) */
   createAdapter?: AdapterFactory;
+  /** where rate windows and month counters live (default: see counterStoreFor) */
+  counterStore?: Store;
   /** environment read for providers' `apiKeyEnv` (default: process.env) */
   env?: Record<string, string | undefined>;
 }
@@ -88,8 +91,9 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       }
     },
   });
+  const counters = deps.counterStore ?? counterStoreFor(store);
   const limiter = (name: string) =>
-    new StoreRateLimiter({ store, clock, keyPrefix: `llm:${name}`, durationSeconds: 60 });
+    new StoreRateLimiter({ store: counters, clock, keyPrefix: `llm:${name}`, durationSeconds: 60 });
   const context: GatewayContext = {
     config,
     clock,
@@ -105,7 +109,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
     }),
     admission: new Admission({
       limiters: { requests: limiter('rpm'), tokens: limiter('tpm') },
-      months: new MonthCounters(store, clock),
+      months: new MonthCounters(counters, clock),
       clock,
     }),
     outbox: new Outbox({

@@ -174,4 +174,96 @@ describe('OpenAI-compatible inference through the edge', () => {
     expect(seen.headers.authorization).toBe('Bearer sk-sim-secret');
     expect(JSON.stringify(seen.headers)).not.toContain(owner.token);
   });
+
+  it('an Anthropic model answers the OpenAI wire format, plain, streamed and with a tool call', async () => {
+    const client = w.client({ bearer: owner.token });
+    const plain = await client.chat.completions.create({
+      model: 'sim/claude',
+      messages: [
+        { role: 'system', content: 'Be brief' },
+        { role: 'user', content: 'Hello Claude' },
+      ],
+    });
+    expect(plain.choices[0]?.message.content).toEqual(expect.any(String));
+    const u = plain.usage as unknown as Record<string, number>;
+    expect(u.cost).toBeCloseTo((u.prompt_tokens! * 3 + u.completion_tokens! * 15) / 1e6, 12);
+    const sent = w.sim.requests().at(-1)!;
+    expect(sent).toMatchObject({ api: 'anthropic', model: 'claude-sim' });
+    expect(sent.headers['x-api-key']).toBe('sk-ant-secret');
+
+    let text = '';
+    let usage: Record<string, number> | null = null;
+    const stream = await client.chat.completions.create({
+      model: 'sim/claude',
+      messages: [{ role: 'user', content: 'Stream from Claude' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.usage) usage = chunk.usage as unknown as Record<string, number>;
+    }
+    expect(text.length).toBeGreaterThan(0);
+    expect(usage?.total_tokens).toBeGreaterThan(0);
+
+    w.sim.script([
+      {
+        match: { api: 'anthropic' },
+        reply: { toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+      },
+    ]);
+    try {
+      const tool = await client.chat.completions.create({
+        model: 'sim/claude',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [
+          {
+            type: 'function',
+            function: {
+              name: 'get_weather',
+              parameters: { type: 'object', properties: { city: { type: 'string' } } },
+            },
+          },
+        ],
+      });
+      const call = tool.choices[0]?.message.tool_calls?.[0];
+      expect(call).toMatchObject({ type: 'function', function: { name: 'get_weather' } });
+      expect(JSON.parse((call as { function: { arguments: string } }).function.arguments)).toEqual({
+        city: 'Paris',
+      });
+    } finally {
+      w.sim.reset();
+    }
+  });
+
+  it('the SDK works with an `at:` access token and with an org API key in defaultHeaders', async () => {
+    const at = await w.call(
+      'base',
+      'POST',
+      '/v2/user/accessTokens',
+      { bearer: owner.token },
+      {
+        name: 'sdk',
+        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      },
+    );
+    expect(at.body.token).toMatch(/^at:/);
+    const key = await w.call(
+      'base',
+      'POST',
+      '/v2/orgs/infer-e2e/apikeys',
+      { bearer: owner.token },
+      {
+        name: 'sdk-key',
+        permissions: ['models:read'],
+      },
+    );
+    for (const as of [{ bearer: at.body.token as string }, { apiKey: key.body.apiKey as string }]) {
+      const answer = await w.client(as).chat.completions.create({
+        model: 'mock/chat',
+        messages: [{ role: 'user', content: 'credential check' }],
+      });
+      expect(answer.choices[0]?.message.content).toEqual(expect.any(String));
+    }
+  });
 });

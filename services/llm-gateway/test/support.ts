@@ -51,6 +51,7 @@ export function gatewayFile(sim: ProviderSimulator) {
     providers: [
       { name: 'sim', type: 'openai', baseUrl: sim.openaiBaseUrl, apiKey: 'sk-sim-secret' },
       { name: 'mock', type: 'mock' },
+      { name: 'claude', type: 'anthropic', baseUrl: sim.anthropicBaseUrl, apiKey: 'sk-ant-secret' },
     ],
     models: [
       {
@@ -105,6 +106,13 @@ export function gatewayFile(sim: ProviderSimulator) {
         provider_config: { provider: 'sim', model: 'rerank-sim' },
         pricing: { input_per_million: 1, output_per_million: 0 },
         native_rerank: true,
+      },
+      {
+        model_id: 'sim/claude',
+        type: 'completion',
+        provider_config: { provider: 'claude', model: 'claude-sim' },
+        pricing: { input_per_million: 3, output_per_million: 15 },
+        parameters_billion: 70,
       },
       {
         model_id: 'mock/chat',

@@ -35,6 +35,8 @@ export interface SimulatorRule {
     message?: string;
     /** sets `retry-after` (seconds) */
     retryAfterSeconds?: number;
+    /** more response headers (e.g. `x-should-retry`) */
+    headers?: Record<string, string>;
     /** a raw body to send instead of the provider's shape (e.g. HTML from a proxy) */
     rawBody?: string;
   };
@@ -61,7 +63,7 @@ export interface SimulatorRule {
     toolCalls?: SimulatorToolCall[];
     /** force usage figures instead of the counted ones */
     usage?: { prompt_tokens?: number; completion_tokens?: number };
-    /** streams: never send usage even when asked */
+    /** OpenAI streams: never send the usage chunk, even when asked (Anthropic always reports usage) */
     omitStreamUsage?: boolean;
   };
   /** embeddings: the dimensions when the request names none (default: the simulator's) */

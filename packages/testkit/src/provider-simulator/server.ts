@@ -244,7 +244,7 @@ export async function startProviderSimulator(
     if (rule.hang) return; // never answers; close() or the client ends it
     if (rule.error) {
       const error = scriptedError(found.api, rule.error);
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string> = { ...rule.error.headers };
       if (rule.error.retryAfterSeconds !== undefined)
         headers['retry-after'] = String(rule.error.retryAfterSeconds);
       if (rule.error.rawBody !== undefined) {

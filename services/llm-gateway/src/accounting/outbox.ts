@@ -54,25 +54,58 @@ export class Outbox {
     }
   }
 
-  /** Stores the event, then tries to publish it at once; resolves when it is durable in the store. */
+  /**
+   * Stores the event, then tries to publish it at once; resolves when it has been published or left
+   * in the outbox. Events recorded in the same tick are stored together (one write for the group).
+   */
   record(event: LlmCompletionEvent): Promise<void> {
-    const work = (async () => {
-      await this.docs.insertOne({ _id: event.id, event, createdAt: this.deps.clock.now(), attempts: 0 });
-      try {
-        await this.publish(event);
-        await this.docs.deleteOne({ _id: event.id });
-        this.deps.onPublished?.('published');
-      } catch (err) {
-        this.deps.onPublished?.('deferred');
-        this.deps.logger.warn(
-          { err, eventId: event.id },
-          'usage event kept in the outbox: the bus refused it',
-        );
-      }
-    })();
+    const work = new Promise<void>((resolve, reject) => {
+      this.group.push({ event, resolve, reject });
+      if (this.group.length === 1) setImmediate(() => void this.commitGroup());
+    });
     this.pending.add(work);
     void work.finally(() => this.pending.delete(work)).catch(() => undefined);
     return work;
+  }
+
+  private group: Array<{ event: LlmCompletionEvent; resolve: () => void; reject: (err: unknown) => void }> =
+    [];
+
+  private async commitGroup(): Promise<void> {
+    const group = this.group;
+    this.group = [];
+    const now = this.deps.clock.now();
+    const docs = group.map(({ event }) => ({ _id: event.id, event, createdAt: now, attempts: 0 }));
+    try {
+      if (this.docs.insertMany) await this.docs.insertMany(docs);
+      else for (const doc of docs) await this.docs.insertOne(doc);
+    } catch (err) {
+      for (const g of group) g.reject(err);
+      return;
+    }
+    const published: string[] = [];
+    await Promise.all(
+      group.map(async ({ event }) => {
+        try {
+          await this.publish(event);
+          published.push(event.id);
+          this.deps.onPublished?.('published');
+        } catch (err) {
+          this.deps.onPublished?.('deferred');
+          this.deps.logger.warn(
+            { err, eventId: event.id },
+            'usage event kept in the outbox: the bus refused it',
+          );
+        }
+      }),
+    );
+    try {
+      if (published.length > 0) await this.docs.deleteMany({ _id: { $in: published } });
+    } catch (err) {
+      // Left in the outbox: published again later under the same id, which is refused as a duplicate.
+      this.deps.logger.warn({ err }, 'outbox: published events could not be removed yet');
+    }
+    for (const g of group) g.resolve();
   }
 
   start(): void {
@@ -110,10 +143,12 @@ export class Outbox {
       const results = await Promise.allSettled(
         batch.map(async (doc) => {
           await this.publish(doc.event);
-          await this.docs.deleteOne({ _id: doc._id });
           this.deps.onPublished?.('republished');
+          return doc._id;
         }),
       );
+      const done = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      if (done.length > 0) await this.docs.deleteMany({ _id: { $in: done } });
       const failed = results.filter((r) => r.status === 'rejected').length;
       if (failed > 0) {
         await this.docs.updateMany({ _id: { $in: batch.map((d) => d._id) } }, { $inc: { attempts: 1 } });

@@ -21,5 +21,7 @@ export function createProviderAdapter(
       return createAnthropicAdapter(spec, { fetch: fetchImpl, clock });
     case 'mock':
       return createMockAdapter(spec, { clock });
+    default:
+      throw new Error(`unknown provider type '${String((spec as { type: unknown }).type)}'`);
   }
 }

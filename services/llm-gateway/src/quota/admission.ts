@@ -80,10 +80,10 @@ export class Ticket {
    * limit. Called per chunk, it lets a stream end at the crossing (at most one chunk over).
    */
   async streamed(tokens: number): Promise<boolean> {
-    if (tokens <= 0) return true;
+    // Without a limit to enforce, the stream's tokens reach the month once, when the ticket settles.
+    if (tokens <= 0 || this.monthTokenLimit === null) return true;
     this.monthTokens += tokens;
     const month = await this.deps.months.add(this.caller.orgSlug, tokens, 0);
-    if (this.monthTokenLimit === null) return true;
     return Math.max(month.tokens, this.monthFloor) <= this.monthTokenLimit;
   }
 

@@ -326,6 +326,8 @@ describe('Anthropic Messages adapter', () => {
       providerErrorType: 'invalid_request_error',
       retryable: false,
     });
+    sim.script([{ times: 1, error: { status: 500, headers: { 'x-should-retry': 'false' } } }]);
+    await expect(a.chat(ask, call())).rejects.toMatchObject({ upstreamStatus: 500, retryable: false });
     const wrongKey = createProviderAdapter(
       { name: 'anthropic', type: 'anthropic', baseUrl: sim.anthropicBaseUrl, apiKey: 'nope' },
       { clock },

@@ -57,7 +57,15 @@ describe('OpenAI-protocol adapter', () => {
   it('sends the provider model, its key and the extra and per-request headers; returns body and usage', async () => {
     const { body, usage } = await adapter().chat(
       ask,
-      call({ headers: { 'x-user-id': 'u1', Authorization: 'Bearer stolen' } }),
+      call({
+        headers: {
+          'x-user-id': 'u1',
+          Authorization: 'Bearer stolen',
+          'Content-Type': 'text/plain',
+          Connection: 'close',
+          'content-length': '1',
+        },
+      }),
     );
     expect(body.choices[0]!.message.content).toBe(expectedAnswer);
     expect(usage).toEqual(body.usage);
@@ -67,6 +75,8 @@ describe('OpenAI-protocol adapter', () => {
     expect(seen!.headers.authorization).toBe('Bearer sk-test');
     expect(seen!.headers['x-team']).toBe('search');
     expect(seen!.headers['x-user-id']).toBe('u1');
+    expect(seen!.headers['content-type']).toBe('application/json');
+    expect(seen!.headers.connection).toBe('keep-alive');
     expect((seen!.body as { stream: boolean }).stream).toBe(false);
   });
 

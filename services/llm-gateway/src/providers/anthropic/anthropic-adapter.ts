@@ -42,13 +42,13 @@ export function createAnthropicAdapter(
     readError: readAnthropicError,
   };
   const created = () => Math.floor(deps.clock.now().getTime() / 1000);
+  // the version may be pinned per provider entry; the body's type and the key can never be replaced
   const headers = (call: ProviderCall, accept: string) =>
-    mergeHeaders(
-      { 'content-type': 'application/json', accept, 'anthropic-version': ANTHROPIC_VERSION },
-      spec.headers,
-      call.headers,
-      spec.apiKey ? { 'x-api-key': spec.apiKey } : {},
-    );
+    mergeHeaders({ 'anthropic-version': ANTHROPIC_VERSION }, spec.headers, call.headers, {
+      'content-type': 'application/json',
+      accept,
+      ...(spec.apiKey ? { 'x-api-key': spec.apiKey } : {}),
+    });
 
   const translate = (body: ChatCompletionRequest, call: ProviderCall, stream: boolean) => {
     try {

@@ -1,6 +1,6 @@
 import type { Clock } from '@platform/kernel';
 import { type ProviderCall, ProviderError, ProviderTimeoutError } from '../types';
-import { type SseEvent, SseParser } from './sse';
+import { type SseEvent, SseLineTooLong, SseParser } from './sse';
 
 /** How one provider family names its errors inside an error body. */
 export type ErrorTypeReader = (body: unknown) => { type: string | null; message: string | null };
@@ -21,12 +21,15 @@ export interface ProviderRequest {
 
 /**
  * One attempt's lifetime: aborted by the caller's signal, or by the timer (then it is a timeout).
- * The timer can be re-armed, so a stream's silence is bounded too.
+ * The deadline moves with every read of a stream, so a stream's silence is bounded too. The timer is
+ * lazy: a read only moves the deadline, and the timer, when it fires early, sleeps again until it.
  */
 class CallGuard {
   readonly controller = new AbortController();
   timedOut = false;
   private timer: NodeJS.Timeout | undefined;
+  private deadline = 0;
+  private running = false;
   private readonly onAbort = () => this.controller.abort(this.call.signal.reason);
 
   constructor(private readonly call: ProviderCall) {
@@ -36,21 +39,35 @@ class CallGuard {
   }
 
   arm(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.controller.abort(new Error('provider timeout'));
-    }, this.call.timeoutMs);
+    this.deadline = performance.now() + this.call.timeoutMs;
+    this.running = true;
+    if (!this.timer) this.schedule(this.call.timeoutMs);
   }
 
   /** while the caller holds an event, the provider's silence is not counted */
   pause(): void {
-    clearTimeout(this.timer);
+    this.running = false;
+  }
+
+  private schedule(ms: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (!this.running) return;
+      const left = this.deadline - performance.now();
+      if (left > 1) {
+        this.schedule(left);
+        return;
+      }
+      this.timedOut = true;
+      this.controller.abort(new Error('provider timeout'));
+    }, ms);
   }
 
   /** stops the timer and the listener; with `cancel`, also ends the upstream request */
   dispose(cancel: boolean): void {
+    this.running = false;
     clearTimeout(this.timer);
+    this.timer = undefined;
     this.call.signal.removeEventListener('abort', this.onAbort);
     if (cancel && !this.controller.signal.aborted) this.controller.abort(new Error('provider call finished'));
   }
@@ -79,6 +96,14 @@ export function retryAfterSeconds(headers: Headers, clock: Clock): number | null
 
 export const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 
+/** The provider's own `x-should-retry` (OpenAI, Anthropic) overrides what its status suggests. */
+function shouldRetry(res: Response): boolean {
+  const hint = res.headers.get('x-should-retry');
+  if (hint === 'true') return true;
+  if (hint === 'false') return false;
+  return isRetryableStatus(res.status);
+}
+
 async function errorFromResponse(http: ProviderHttp, model: string, res: Response): Promise<ProviderError> {
   const text = await res.text().catch(() => '');
   let parsed: unknown;
@@ -93,7 +118,7 @@ async function errorFromResponse(http: ProviderHttp, model: string, res: Respons
     model,
     upstreamStatus: res.status,
     providerErrorType: type ?? `http_${res.status}`,
-    retryable: isRetryableStatus(res.status),
+    retryable: shouldRetry(res),
     retryAfterSeconds: retryAfterSeconds(res.headers, http.clock),
     message: message ?? (text.replace(/\s+/g, ' ').slice(0, 200) || `HTTP ${res.status}`),
   });
@@ -258,6 +283,7 @@ export async function* sendForEvents(
     }
     finished = true;
   } catch (err) {
+    if (err instanceof SseLineTooLong) throw invalidAnswer(http, call, err.message);
     throw translate(http, call, guard, err, yielded);
   } finally {
     guard.dispose(!finished);

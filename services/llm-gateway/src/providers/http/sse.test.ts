@@ -1,4 +1,4 @@
-import { SseParser } from './sse';
+import { SseLineTooLong, SseParser } from './sse';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -39,5 +39,13 @@ describe('SSE parser', () => {
       { event: 'message', data: 'complete' },
     ]);
     expect(parser.end()).toEqual([]);
+  });
+
+  it('refuses a line that never ends instead of buffering without bound', () => {
+    const parser = new SseParser();
+    const piece = bytes(`data: ${'x'.repeat(1024 * 1024)}`);
+    expect(() => {
+      for (let i = 0; i < 10; i += 1) parser.push(piece);
+    }).toThrow(SseLineTooLong);
   });
 });

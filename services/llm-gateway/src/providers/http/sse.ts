@@ -5,6 +5,11 @@ export interface SseEvent {
   data: string;
 }
 
+/** A line longer than any sane event: the stream is not what it claims to be (and memory is bounded). */
+export class SseLineTooLong extends Error {}
+
+const MAX_PENDING_CHARS = 8 * 1024 * 1024;
+
 /**
  * An incremental parser of `text/event-stream` (WHATWG HTML §9.2): bytes may arrive split anywhere —
  * inside a frame, a line, a CRLF pair or a multi-byte UTF-8 character. Comments (`:` lines) and `id`/`retry`
@@ -45,6 +50,8 @@ export class SseParser {
       at = end + (end === cr && buffer[cr + 1] === '\n' ? 2 : 1);
     }
     this.pending = buffer.slice(at);
+    if (this.pending.length > MAX_PENDING_CHARS)
+      throw new SseLineTooLong(`an event stream line longer than ${MAX_PENDING_CHARS} characters`);
     if (final && this.pending) {
       this.line(this.pending, out);
       this.pending = '';

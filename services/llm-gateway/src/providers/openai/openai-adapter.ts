@@ -45,15 +45,13 @@ export function createOpenAiAdapter(
       ? { 'api-key': spec.apiKey }
       : { authorization: `Bearer ${spec.apiKey}` }
     : {};
-  // the provider's key comes last: a forwarded header can never replace it
+  // the body's type and the provider's key come last: a forwarded header can never replace them
   const headers = (call: ProviderCall, accept: string, json = true) =>
-    mergeHeaders(
-      json ? { 'content-type': 'application/json' } : {},
-      { accept },
-      spec.headers,
-      call.headers,
-      auth,
-    );
+    mergeHeaders(spec.headers, call.headers, {
+      ...(json ? { 'content-type': 'application/json' } : {}),
+      accept,
+      ...auth,
+    });
 
   const adapter: ProviderAdapter = {
     name: spec.name,
