@@ -15,6 +15,7 @@ import { Outbox } from './accounting/outbox';
 import { type AdapterFactory, Catalogue } from './catalogue/catalogue';
 import { CatalogueAdmin } from './catalogue/catalogue-admin';
 import { catalogueCollections, seedCatalogue } from './catalogue/catalogue-store';
+import { ProviderAdmin } from './catalogue/provider-admin';
 import { SecretBox } from './catalogue/secret-box';
 import { gatewayFileOf, type LlmGatewayConfig } from './config';
 import type { GatewayContext } from './inference/gateway-context';
@@ -26,7 +27,7 @@ import { MonthCounters } from './quota/month-counters';
 import { OrgSettingsSource } from './quota/org-settings';
 import { StoreRateLimiter } from './quota/store-rate-limiter';
 import { mountAudio } from './routes/audio';
-import { mountCatalogueAdmin } from './routes/catalogue-admin';
+import { mountCatalogueAdmin, mountProviderAdmin } from './routes/catalogue-admin';
 import { mountChatCompletions } from './routes/chat-completions';
 import { mountDefaults } from './routes/defaults';
 import { mountEmbeddings } from './routes/embeddings';
@@ -148,6 +149,11 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       });
       mountImages(router, context);
       mountAudio(router, context);
+      mountProviderAdmin(
+        router,
+        context,
+        new ProviderAdmin({ collections: catalogueCollections(store), box, catalogue: admin }),
+      );
       mountCatalogueAdmin(router, context, {
         admin,
         bulkLimiter: new StoreRateLimiter({

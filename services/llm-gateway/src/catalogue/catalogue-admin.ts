@@ -15,7 +15,8 @@ export interface Actor {
 export interface AuditDoc extends Doc {
   at: Date;
   actor: Actor;
-  action: 'create' | 'update' | 'delete' | 'replace';
+  action: 'create' | 'update' | 'delete' | 'replace' | 'provider.put' | 'provider.delete';
+  /** the model (or, for provider actions, the provider) changed; null for a whole replace */
   model_id: string | null;
   before: unknown;
   after: unknown;
@@ -296,6 +297,18 @@ export class CatalogueAdmin {
         details: { issues },
       });
     return entry;
+  }
+
+  /** audits and announces a change made elsewhere (providers) */
+  recordChange(
+    actor: Actor,
+    action: AuditDoc['action'],
+    id: string,
+    before: unknown,
+    after: unknown,
+    requestId: string | null,
+  ): Promise<void> {
+    return this.committed(actor, action, id, before, after, requestId);
   }
 
   private async committed(

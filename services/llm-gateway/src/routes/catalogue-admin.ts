@@ -7,6 +7,7 @@ import {
   type CatalogueAdmin,
   MAX_BULK_ITEMS,
 } from '../catalogue/catalogue-admin';
+import type { ProviderAdmin } from '../catalogue/provider-admin';
 import type { GatewayContext } from '../inference/gateway-context';
 import type { StoreRateLimiter } from '../quota/store-rate-limiter';
 import { requestIdOf } from './client-abort';
@@ -79,6 +80,30 @@ export function mountCatalogueAdmin(
   router.delete('/v1/models/*id', async (req, res) => {
     const actor = requireCatalogueAdmin(req, secret);
     await deps.admin.remove(idOf(req), actor, requestIdOf(req));
+    res.status(204).end();
+  });
+}
+
+/** `GET /v1/providers`, `PUT`/`DELETE /v1/providers/{name}`: providers at run time (keys never shown). */
+export function mountProviderAdmin(router: Router, ctx: GatewayContext, providers: ProviderAdmin): void {
+  const secret = ctx.config.PLATFORM_INTERNAL_SECRET;
+  router.get('/v1/providers', async (req, res) => {
+    requireCatalogueAdmin(req, secret);
+    res.json({ object: 'list', data: await providers.list() });
+  });
+  router.put('/v1/providers/:name', async (req, res) => {
+    const actor = requireCatalogueAdmin(req, secret);
+    const { created, provider } = await providers.put(
+      String(req.params.name),
+      req.body,
+      actor,
+      requestIdOf(req),
+    );
+    res.status(created ? 201 : 200).json(provider);
+  });
+  router.delete('/v1/providers/:name', async (req, res) => {
+    const actor = requireCatalogueAdmin(req, secret);
+    await providers.remove(String(req.params.name), actor, requestIdOf(req));
     res.status(204).end();
   });
 }

@@ -1,6 +1,7 @@
 import type { RouteDoc } from '@platform/kernel';
 import { z } from 'zod';
 import { ModelEntrySchema, ModelPatchSchema } from '../catalogue/model-entry';
+import { ProviderBodySchema } from '../catalogue/provider-admin';
 import { ImagesRequestSchema } from './images';
 import { ModelListQuerySchema } from './models';
 import { SmokeTestRequestSchema } from './smoke-test';
@@ -100,6 +101,18 @@ const TranscriptionSchema = z
     id: 'Transcription',
     description: '`json` and `verbose_json` formats (`text`, `srt`, `vtt` are text/plain)',
   });
+
+const ProviderViewSchema = z
+  .object({
+    name: z.string(),
+    type: z.enum(['openai', 'anthropic', 'mock']),
+    baseUrl: z.string().optional(),
+    has_api_key: z.boolean(),
+    header_names: z.array(z.string()).optional(),
+    azure: z.object({ apiVersion: z.string() }).optional(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Provider', description: 'A provider; its key is never shown' });
 
 /** The catalogue, defaults, smoke-test, images and audio routes of `{gateway_url}`. */
 export function catalogueRouteDocs(error: ErrorDoc, caller: string[]): RouteDoc[] {
@@ -225,6 +238,49 @@ export function catalogueRouteDocs(error: ErrorDoc, caller: string[]): RouteDoc[
       tags: ['model catalogue'],
       security: admin,
       responses: { 204: { description: 'removed' }, ...writes, 404: error('MODEL_NOT_FOUND') },
+    },
+    {
+      method: 'get',
+      path: '/v1/providers',
+      summary: 'The providers (keys never shown)',
+      tags: ['model catalogue'],
+      security: admin,
+      responses: {
+        200: {
+          description: 'the providers',
+          schema: z
+            .object({ object: z.literal('list'), data: z.array(ProviderViewSchema) })
+            .meta({ id: 'ProviderList' }),
+        },
+        ...writes,
+      },
+    },
+    {
+      method: 'put',
+      path: '/v1/providers/:name',
+      summary: 'Add or replace a provider (its key is sealed at rest)',
+      tags: ['model catalogue'],
+      security: admin,
+      body: ProviderBodySchema,
+      responses: {
+        200: { description: 'replaced', schema: ProviderViewSchema },
+        201: { description: 'added', schema: ProviderViewSchema },
+        400: error('INVALID_BODY (`details.issues`)'),
+        ...writes,
+      },
+    },
+    {
+      method: 'delete',
+      path: '/v1/providers/:name',
+      summary: 'Remove a provider no model uses',
+      tags: ['model catalogue'],
+      security: admin,
+      responses: {
+        204: { description: 'removed' },
+        ...writes,
+        404: error('PROVIDER_NOT_FOUND'),
+        409: error('PROVIDER_IN_USE (`details.models`)'),
+      },
     },
     {
       method: 'get',

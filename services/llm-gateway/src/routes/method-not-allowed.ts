@@ -8,6 +8,8 @@ const METHODS: Record<string, string[]> = {
   '/v1/models': ['GET', 'HEAD', 'POST', 'PUT'],
   '/v1/models/*id': ['GET', 'HEAD', 'PATCH', 'DELETE'],
   '/v1/defaults': ['GET', 'HEAD'],
+  '/v1/providers': ['GET', 'HEAD'],
+  '/v1/providers/:name': ['PUT', 'DELETE'],
   '/v1/test': ['POST'],
   '/v1/images/generations': ['POST'],
   '/v1/audio/transcriptions': ['POST'],
