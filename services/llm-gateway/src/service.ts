@@ -210,6 +210,22 @@ export async function createLlmGatewayService(
           context.catalogue.reload().catch((err) => deps.logger.error({ err }, 'catalogue reload failed'));
         }),
       );
+      // A change announced while this instance was away from the bus is picked up from the store.
+      let seen = await admin.version();
+      if (deps.config.LLM_GATEWAY_CATALOGUE_POLL_MS > 0) {
+        const poll = setInterval(() => {
+          admin
+            .version()
+            .then(async (v) => {
+              if (v === seen) return;
+              seen = v;
+              await context.catalogue.reload();
+            })
+            .catch((err) => deps.logger.warn({ err }, 'catalogue version check failed'));
+        }, deps.config.LLM_GATEWAY_CATALOGUE_POLL_MS);
+        poll.unref();
+        unsubscribes.push(() => clearInterval(poll));
+      }
       context.outbox.start();
       void context.outbox.flush();
       started = true;

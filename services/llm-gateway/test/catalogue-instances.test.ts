@@ -11,11 +11,12 @@ import { createLlmGatewayService } from '../src/service';
 import { INTERNAL_SECRET } from './support';
 
 /** One gateway instance on a loopback port, over a given store and bus (instances share the store). */
-async function startInstance(store: Store, bus: Bus) {
+async function startInstance(store: Store, bus: Bus, env: Record<string, string> = {}) {
   const config = loadConfig(llmGatewayConfigSchema, {
     PLATFORM_INTERNAL_SECRET: INTERNAL_SECRET,
     LLM_QUOTA_URL: 'http://127.0.0.1:9',
     LOG_LEVEL: 'silent',
+    ...env,
   });
   const service = await createLlmGatewayService({
     config,
@@ -149,6 +150,25 @@ describe('catalogue bulk replace is all or nothing', () => {
   });
 });
 
+describe('an instance that missed the bus notice', () => {
+  it('picks the change up from the store at its next catalogue check', async () => {
+    const store = createEmbeddedStore();
+    // two buses that do not meet: the notice never reaches the second instance
+    const a = await startInstance(store, createInProcessBus());
+    const b = await startInstance(store, createInProcessBus(), { LLM_GATEWAY_CATALOGUE_POLL_MS: '50' });
+    try {
+      expect((await a.call('POST', '/v1/models', entry('missed/notice'))).status).toBe(201);
+      await waitFor(async () => (await b.call('GET', '/v1/models/missed/notice')).status === 200, {
+        timeoutMs: 2_000,
+        what: 'the second instance to reload from the store',
+      });
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  });
+});
+
 describeWithNats('a catalogue change reaches every instance over NATS', () => {
   let nats: NatsServerHandle;
   beforeAll(async () => {
@@ -161,8 +181,9 @@ describeWithNats('a catalogue change reaches every instance over NATS', () => {
     const buses = await Promise.all(
       ['a', 'b'].map((n) => createNatsBus({ url: nats.url, name: `gateway-${n}` })),
     );
-    const a = await startInstance(store, buses[0]!);
-    const b = await startInstance(store, buses[1]!);
+    // no store polling: only the bus can carry the change in time
+    const a = await startInstance(store, buses[0]!, { LLM_GATEWAY_CATALOGUE_POLL_MS: '0' });
+    const b = await startInstance(store, buses[1]!, { LLM_GATEWAY_CATALOGUE_POLL_MS: '0' });
     try {
       const seenByB = async (expectStatus: number, enabled?: boolean) =>
         waitFor(

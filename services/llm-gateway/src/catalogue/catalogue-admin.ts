@@ -32,6 +32,8 @@ interface JournalDoc extends Doc {
 /** Set once the catalogue has been changed through the API: from then on the store is the truth. */
 interface MetaDoc extends Doc {
   managedSince: Date;
+  /** bumped by every committed change: instances that missed the bus notice compare it */
+  version?: number;
 }
 
 export const MAX_BULK_ITEMS = 500;
@@ -97,6 +99,11 @@ export class CatalogueAdmin {
   /** whether the catalogue is managed through the API (the gateway file is then not re-applied at start) */
   async managedByApi(): Promise<boolean> {
     return (await this.meta.findOne({ _id: 'models' })) !== null;
+  }
+
+  /** the catalogue's change counter (0 before any API change) */
+  async version(): Promise<number> {
+    return (await this.meta.findOne({ _id: 'models' }))?.version ?? 0;
   }
 
   /** Puts back the catalogue a bulk replace was replacing when its process died. */
@@ -320,7 +327,11 @@ export class CatalogueAdmin {
     requestId: string | null,
   ): Promise<void> {
     const at = this.deps.clock.now();
-    await this.meta.updateOne({ _id: 'models' }, { $setOnInsert: { managedSince: at } }, { upsert: true });
+    await this.meta.updateOne(
+      { _id: 'models' },
+      { $setOnInsert: { managedSince: at }, $inc: { version: 1 } },
+      { upsert: true },
+    );
     await this.audit.insertOne({
       _id: randomUUID(),
       at,
