@@ -10,5 +10,3 @@ export function costMicros(
     usage.prompt_tokens * pricing.input_per_million + usage.completion_tokens * pricing.output_per_million,
   );
 }
-
-export const microsToAmount = (micros: number): number => micros / 1_000_000;

@@ -173,3 +173,26 @@ export async function account(ctx: GatewayContext, prepared: Prepared, done: Fin
 }
 
 export const zeroUsage = (): Usage => ({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+
+/** The event of a request whose provider call failed or whose client left before any answer: nothing consumed. */
+export function accountFailure(
+  ctx: GatewayContext,
+  prepared: Prepared,
+  call: { endpoint: Finished['endpoint']; stream: boolean; requestId: string; aborted: boolean },
+): void {
+  const usage = zeroUsage();
+  void account(
+    ctx,
+    prepared,
+    {
+      model: prepared.model,
+      usage,
+      usageSource: 'tokenizer',
+      outcome: call.aborted ? 'client_cancelled' : 'provider_error',
+      endpoint: call.endpoint,
+      stream: call.stream,
+      requestId: call.requestId,
+    },
+    figuresOf(ctx, prepared, prepared.model, usage),
+  );
+}

@@ -20,6 +20,9 @@ const settings = (
   ...extra,
 });
 
+// Rate windows carry a TTL index the store applies on the real clock: tests that use them run at the
+// real time (the manual clock still moves windows forward).
+
 /** One gateway instance's admission over a store shared with the others. */
 const instance = (store: Store, clock: ManualClock) =>
   new Admission({
@@ -36,7 +39,7 @@ const caller = { orgSlug: 'acme', userId: 'u1', roleSlug: 'member' };
 describe('quota admission on the shared store', () => {
   it('two instances sharing one store admit exactly the org rpm out of 200 concurrent requests', async () => {
     const store = createEmbeddedStore();
-    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const clock = new ManualClock(Date.now());
     const [a, b] = [instance(store, clock), instance(store, clock)];
     const s = settings({ 'llm.rpm': 50 });
     const results = await Promise.allSettled(
@@ -55,7 +58,7 @@ describe('quota admission on the shared store', () => {
 
   it('per-user rpm: the override beats the role entry, which beats the plan default', async () => {
     const store = createEmbeddedStore();
-    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const clock = new ManualClock(Date.now());
     const adm = instance(store, clock);
     const s = settings(
       {},
@@ -83,7 +86,7 @@ describe('quota admission on the shared store', () => {
 
   it('a refusal gives back what earlier windows counted', async () => {
     const store = createEmbeddedStore();
-    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const clock = new ManualClock(Date.now());
     const adm = instance(store, clock);
     const s = settings({ 'llm.rpm': 10, 'llm.tpm': 100 });
     await expect(adm.admit(s, caller, 150, { checkMonth: true })).rejects.toMatchObject({
@@ -114,7 +117,7 @@ describe('quota admission on the shared store', () => {
 
   it("a stream's ticket reports the crossing of the month's token limit", async () => {
     const store = createEmbeddedStore();
-    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const clock = new ManualClock(Date.now());
     const t = await instance(store, clock).admit(settings({ 'llm.monthly_tokens': 50 }), caller, 20, {
       checkMonth: true,
     });

@@ -38,7 +38,8 @@ export class StoreRateLimiter extends RateLimiterStoreAbstract {
       inMemoryBlockOnConsumed: 0,
     });
     this.windows = options.store.collection<WindowDoc>('rate_windows', [
-      { fields: { expire: 1 }, expireAfterSeconds: 60 },
+      // an hour after a window's end (the store's clock; instances' clocks may differ a little)
+      { fields: { expire: 1 }, expireAfterSeconds: 3_600 },
     ]);
     this.now = () => options.clock.now().getTime();
   }

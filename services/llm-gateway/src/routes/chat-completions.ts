@@ -2,6 +2,7 @@ import { envelopeOf, parseInput, RateLimited } from '@platform/kernel';
 import type { Request, Response, Router } from 'express';
 import {
   account,
+  accountFailure,
   figuresOf,
   type GatewayContext,
   type Outcome,
@@ -41,24 +42,17 @@ export function mountChatCompletions(router: Router, ctx: GatewayContext): void 
     const chain = failoverChain(prepared.model, prepared.settings, ctx.catalogue);
     const headersFor = (m: Prepared['model']) =>
       providerHeaders(m, prepared.principal, req.headers, requestIdOf(req));
-    let answered: Awaited<
-      ReturnType<typeof withResilience<Awaited<ReturnType<Prepared['model']['adapter']['chat']>>>>
-    >;
-    try {
-      answered = await withResilience(chain, ctx.retry, abort.signal, headersFor, (m, call) =>
-        m.adapter.chat(providerBody(body, false), call),
-      );
-    } catch (err) {
-      const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
-      const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-      void account(
-        ctx,
-        prepared,
-        stamp(prepared, usage, outcome, false, requestIdOf(req)),
-        figuresOf(ctx, prepared, prepared.model, usage),
-      );
+    const answered = await withResilience(chain, ctx.retry, abort.signal, headersFor, (m, call) =>
+      m.adapter.chat(providerBody(body, false), call),
+    ).catch((err: unknown) => {
+      accountFailure(ctx, prepared, {
+        endpoint: 'chat.completions',
+        stream: false,
+        requestId: requestIdOf(req),
+        aborted: abort.signal.aborted,
+      });
       throw err;
-    }
+    });
     const { result, model } = answered;
     const usage = result.usage ?? fallbackUsage(prepared.promptTokens, completionText(result.body));
     const figures = figuresOf(ctx, prepared, model, usage);
@@ -147,14 +141,12 @@ async function streamChat(
     first = opened.result;
     model = opened.model;
   } catch (err) {
-    const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-    const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
-    void account(
-      ctx,
-      prepared,
-      stamp(prepared, usage, outcome, true, requestIdOf(req)),
-      figuresOf(ctx, prepared, model, usage),
-    );
+    accountFailure(ctx, prepared, {
+      endpoint: 'chat.completions',
+      stream: true,
+      requestId: requestIdOf(req),
+      aborted: abort.signal.aborted,
+    });
     throw err;
   }
   const served = { ...prepared, model };
@@ -217,7 +209,7 @@ async function streamChat(
       ? providerUsage
       : {
           prompt_tokens: providerUsage?.prompt_tokens ?? prepared.promptTokens,
-          completion_tokens: Math.max(completionTokens, outcome === 'success' ? 0 : 0),
+          completion_tokens: completionTokens,
           total_tokens: (providerUsage?.prompt_tokens ?? prepared.promptTokens) + completionTokens,
         };
   const figures = figuresOf(ctx, prepared, model, usage);

@@ -2,9 +2,9 @@ import { InvalidInput, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import {
   account,
+  accountFailure,
   figuresOf,
   type GatewayContext,
-  type Outcome,
   prepareInference,
 } from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
@@ -80,22 +80,12 @@ export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
         figures,
       );
     } catch (err) {
-      const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-      const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
-      void account(
-        ctx,
-        prepared,
-        {
-          model: prepared.model,
-          usage,
-          usageSource: 'tokenizer',
-          outcome,
-          endpoint: 'embeddings',
-          stream: false,
-          requestId: requestIdOf(req),
-        },
-        figuresOf(ctx, prepared, prepared.model, usage),
-      );
+      accountFailure(ctx, prepared, {
+        endpoint: 'embeddings',
+        stream: false,
+        requestId: requestIdOf(req),
+        aborted: abort.signal.aborted,
+      });
       throw err;
     }
   });

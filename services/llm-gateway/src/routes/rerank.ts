@@ -3,9 +3,9 @@ import type { Router } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
+  accountFailure,
   figuresOf,
   type GatewayContext,
-  type Outcome,
   prepareInference,
 } from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
@@ -122,22 +122,12 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
         figures,
       );
     } catch (err) {
-      const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-      const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
-      void account(
-        ctx,
-        prepared,
-        {
-          model: prepared.model,
-          usage,
-          usageSource: 'tokenizer',
-          outcome,
-          endpoint: 'rerank',
-          stream: false,
-          requestId: requestIdOf(req),
-        },
-        figuresOf(ctx, prepared, prepared.model, usage),
-      );
+      accountFailure(ctx, prepared, {
+        endpoint: 'rerank',
+        stream: false,
+        requestId: requestIdOf(req),
+        aborted: abort.signal.aborted,
+      });
       throw err;
     }
   });
