@@ -40,9 +40,15 @@ describe('model catalogue API', () => {
     expect(raw.status).toBe(200);
     expect(raw.body).toMatchObject({ object: 'list', total: ids.length, page: 1, limit: 2 });
     expect(raw.body.data.map((m: { id: string }) => m.id)).toEqual(ids.slice(2, 4));
-    expect(raw.body.data[0]).toMatchObject({ object: 'model', owned_by: 'sim' });
+    const one = await w.call('gateway', 'GET', '/v1/models?model_ids=sim/gpt', { bearer: member.token });
+    expect(one.body.data[0]).toMatchObject({
+      id: 'sim/gpt',
+      object: 'model',
+      owned_by: 'sim',
+      type: 'completion',
+    });
     // provider details are for administrators only
-    expect(raw.body.data[0].provider_config).toBeUndefined();
+    expect(one.body.data[0].provider_config).toBeUndefined();
     const tooMany = await w.call('gateway', 'GET', '/v1/models?limit=101', { bearer: member.token });
     expect(tooMany.status).toBe(400);
   });
