@@ -247,11 +247,6 @@ export class CatalogueAdmin {
     return { deleted: previous.length, inserted: entries.length };
   }
 
-  /** the audit trail, newest first */
-  history(limit = 100): Promise<AuditDoc[]> {
-    return this.audit.find({}, { sort: { at: -1 }, limit });
-  }
-
   private async takeJournalSlot(): Promise<void> {
     const doc: JournalDoc = { _id: 'models', previous: [], startedAt: this.deps.clock.now() };
     try {
@@ -359,5 +354,3 @@ function removed(before: ModelEntry, after: ModelEntry): Record<string, true> {
   for (const k of Object.keys(before)) if (!(k in after)) out[k] = true;
   return out;
 }
-
-export const BulkBodySchema = z.object({ models: z.array(z.unknown()) });

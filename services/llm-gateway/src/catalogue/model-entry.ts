@@ -6,7 +6,6 @@ import { z } from 'zod';
  * be imported again with `PUT /v1/models`.
  */
 export const MODEL_TYPES = ['completion', 'embeddings', 'image_generation', 'audio_transcription'] as const;
-export type ModelType = (typeof MODEL_TYPES)[number];
 
 /** ids may carry slashes, colons and dots (`bedrock/anthropic.claude-3-haiku`, `eu.anthropic.…-v1:0`) */
 export const ModelIdSchema = z

@@ -16,7 +16,6 @@ export const DEFAULT_KEY = {
   image_generation: 'image_generation',
   audio_transcription: 'audio_transcription',
 } as const;
-export type DefaultConcern = (typeof DEFAULT_KEY)[ModelType];
 
 /**
  * Which catalogue model serves a request, by the organization's governance: `model` omitted or
