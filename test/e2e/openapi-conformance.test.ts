@@ -142,6 +142,8 @@ class DocumentedRoot {
   }
 }
 
+const OPERATOR_SECRET = 'conformance-internal-secret-0123456789abcdef';
+
 describe('OpenAPI documents of the three roots, against real answers through the edge', () => {
   let p: TestPlatform;
   const roots = {} as Record<RootName, DocumentedRoot>;
@@ -184,6 +186,7 @@ describe('OpenAPI documents of the three roots, against real answers through the
         LEGACY_PASSWORD_SCRYPT_COST: '1024',
         LEGACY_RETRAIN_DEBOUNCE_MS: '10',
         LEGACY_RETRAIN_MAX_DELAY_MS: '200',
+        PLATFORM_INTERNAL_SECRET: OPERATOR_SECRET,
       },
     });
     const edge = new URL(p.baseUrl);
@@ -410,6 +413,97 @@ describe('OpenAPI documents of the three roots, against real answers through the
     expect(dims.body.code).toBe('INVALID_DIMENSIONS');
   });
 
+  it('{gateway_url}: model catalogue, defaults, smoke tests, images and audio', async () => {
+    const owner = bearer(state.owner.token);
+    const admin = (await call('base', 'POST', '/v2/login/anonymous')).body as {
+      userId: string;
+      token: string;
+    };
+    const granted = await fetch(`${p.upstreams.auth}/internal/users/${admin.userId}/platform-admin`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', 'x-platform-internal-secret': OPERATOR_SECRET },
+      body: JSON.stringify({ granted: true }),
+    });
+    expect(granted.status).toBe(200);
+    const as = bearer(admin.token);
+    const entry = (model_id: string, type: string, model: string) => ({
+      model_id,
+      type,
+      provider_config: { provider: 'mock', model },
+      display: { name: model_id, brand: 'Mock' },
+      pricing: { per_image: 0.01, per_audio_minute: 0.006 },
+    });
+    expect((await call('gateway', 'GET', '/v1/models?limit=1&page=0', { headers: as })).status).toBe(200);
+    const image = entry('conformance-image', 'image_generation', 'mock-image');
+    expect((await call('gateway', 'POST', '/v1/models', { headers: as, body: image })).status).toBe(201);
+    expect((await call('gateway', 'POST', '/v1/models', { headers: as, body: image })).status).toBe(409);
+    const whisper = entry('conformance-whisper', 'audio_transcription', 'mock-whisper');
+    expect((await call('gateway', 'POST', '/v1/models', { headers: as, body: whisper })).status).toBe(201);
+    const { type: _t, ...noType } = image;
+    expect((await call('gateway', 'POST', '/v1/models', { headers: as, body: noType })).status).toBe(400);
+    expect((await call('gateway', 'POST', '/v1/models', { headers: owner, body: image })).status).toBe(403);
+    const patched = await call('gateway', 'PATCH', '/v1/models/conformance-image', {
+      headers: as,
+      body: { tags: ['conformance'] },
+    });
+    expect(patched.status).toBe(200);
+    expect((await call('gateway', 'GET', '/v1/models/conformance-image', { headers: as })).status).toBe(200);
+    const throwaway = entry('conformance-throwaway', 'completion', 'mock-chat');
+    await call('gateway', 'POST', '/v1/models', { headers: as, body: throwaway });
+    expect(
+      (await call('gateway', 'DELETE', '/v1/models/conformance-throwaway', { headers: as })).status,
+    ).toBe(204);
+    expect(
+      (await call('gateway', 'DELETE', '/v1/models/conformance-throwaway', { headers: as })).status,
+    ).toBe(404);
+    const items = await call('gateway', 'PUT', '/v1/models', {
+      headers: as,
+      body: { models: [{ model_id: 'x' }] },
+    });
+    expect(items.body.code).toBe('INVALID_ITEMS');
+    const many = await call('gateway', 'PUT', '/v1/models', {
+      headers: as,
+      body: { models: Array.from({ length: 501 }, (_, i) => ({ ...throwaway, model_id: `bulk-${i}` })) },
+    });
+    expect(many.status).toBe(413);
+    const all = await call('gateway', 'GET', '/v1/models?orgSlug=all', { headers: as });
+    const exported = all.body.data.map(
+      ({ id: _i, object: _o, created: _c, owned_by: _b, ...e }: Record<string, unknown>) => e,
+    );
+    const replaced = await call('gateway', 'PUT', '/v1/models', { headers: as, body: { models: exported } });
+    expect(replaced.body).toEqual({ deleted: exported.length, inserted: exported.length });
+
+    expect((await call('gateway', 'GET', '/v1/defaults', { headers: owner })).status).toBe(200);
+    const smoke = await call('gateway', 'POST', '/v1/test', {
+      headers: owner,
+      body: { modelId: 'mock/embeddings' },
+    });
+    expect(smoke.body.ok).toBe(true);
+    const images = await call('gateway', 'POST', '/v1/images/generations', {
+      headers: owner,
+      body: { model: 'conformance-image', prompt: 'a kite', response_format: 'b64_json' },
+    });
+    expect(images.status).toBe(200);
+    // multipart is not JSON: sent here, checked against the document the same way
+    const form = new FormData();
+    form.append('model', 'conformance-whisper');
+    form.append('file', new Blob([Buffer.alloc(32_044)], { type: 'audio/wav' }), 'a.wav');
+    const res = await fetch(`${p.gatewayUrl}/v1/audio/transcriptions`, {
+      method: 'POST',
+      headers: owner,
+      body: form,
+    });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    roots.gateway.check(
+      'POST',
+      '/v1/audio/transcriptions',
+      { status: res.status, headers: res.headers, body: JSON.parse(text) },
+      undefined,
+      text,
+    );
+  });
+
   it('{legacy_url}: accounts, tokens, assistants, entities, intents and Messages', async () => {
     const credentials = { username: `dev-${randomUUID().slice(0, 8)}`, password: 'correct horse battery' };
     expect((await call('legacy', 'POST', '/v2/auth/signup', { body: credentials })).status).toBe(200);
@@ -571,6 +665,20 @@ describe('OpenAPI documents of the three roots, against real answers through the
         '400 POST /v1/embeddings',
         '404 POST /v1/chat/completions',
         '404 GET /v1/models/{id}',
+        '201 POST /v1/models',
+        '409 POST /v1/models',
+        '400 POST /v1/models',
+        '403 POST /v1/models',
+        '200 PATCH /v1/models/{id}',
+        '204 DELETE /v1/models/{id}',
+        '404 DELETE /v1/models/{id}',
+        '400 PUT /v1/models',
+        '413 PUT /v1/models',
+        '200 PUT /v1/models',
+        '200 GET /v1/defaults',
+        '200 POST /v1/test',
+        '200 POST /v1/images/generations',
+        '200 POST /v1/audio/transcriptions',
       ]),
     );
     expect(exercised('legacy')).toEqual(

@@ -50,6 +50,8 @@ export interface Principal {
     // No list of the user's organizations: the seal's size must not grow with memberships (a user
     // added to many organizations would otherwise be locked out by 431s). Services that need the list
     // ask auth (GET /v2/orgs); the active organization is `session.org`.
+    /** a platform administrator (`pnpm platform admin grant <userId>`): manages the LLM model catalogue */
+    platformAdmin?: true;
   };
   run: {
     permissions: PermissionTree;

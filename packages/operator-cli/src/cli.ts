@@ -12,6 +12,19 @@ import {
   type Outcome,
   rotateKeys,
 } from './commands';
+import {
+  addProvider,
+  allowModels,
+  exportModels,
+  grantPlatformAdmin,
+  importModels,
+  listProviders,
+  removeProvider,
+  setDowngrade,
+  setModelEnabled,
+  setOrgDefault,
+  testProvider,
+} from './llm-commands';
 
 export const HELP = `Usage: pnpm platform <command> [options]
 
@@ -30,9 +43,24 @@ Operator commands. Each is idempotent: running it again reports what exists inst
   sso add <slug> --issuer URL --client-id ID [--client-secret S] [--name NAME] [--org ORG]
                                                name an external OpenID Connect identity provider
                                                (with --org: a company's, whose users join ORG)
+  admin grant|revoke <userId>                  make a user a platform administrator (or not)
+
+LLM gateway (a platform administrator's token):
+  providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY]
+                [--header NAME=VALUE]... [--azure-api-version V]   add or replace a provider
+  providers list                               the providers (keys are never shown)
+  providers remove <name>                      remove a provider no model uses
+  providers test <name> --org ORG              smoke-test each model of a provider, as ORG
+  models import <file>                         replace the whole catalogue (JSON/YAML, {models: [...]})
+  models export [--out FILE]                   the catalogue, as \`models import\` takes it
+  models enable|disable <modelId>              turn a model on or off
+  org allow <org> <modelId>... | --all         the models an organization may use (--all: every one)
+  org default <org> completions|embeddings <modelId|none>
+  org downgrade <org> <fromModel> <toModel|none>   soft_downgrade mapping
 
 Connection (flags win over the environment):
   --url URL            the edge's base URL           PLATFORM_URL   (default http://localhost:8080)
+  --gateway-url URL    the edge's gateway root       PLATFORM_GATEWAY_URL (default {url}/llm)
   --token TOKEN        operator session JWT or at:   PLATFORM_TOKEN
   --auth-url URL       auth, for keys rotate, oidc-client add, sso add   AUTH_URL
   --llm-quota-url URL  llm-quota, for plan assign    LLM_QUOTA_URL
@@ -80,6 +108,7 @@ export async function runCli(
   const hints = standaloneHints(env);
   const settings: CliSettings = {
     url: (values.url ?? env.PLATFORM_URL ?? 'http://localhost:8080').replace(/\/$/, ''),
+    gatewayUrl: (values['gateway-url'] ?? env.PLATFORM_GATEWAY_URL)?.replace(/\/$/, ''),
     token: values.token ?? env.PLATFORM_TOKEN,
     authUrl: values['auth-url'] ?? env.AUTH_URL ?? hints.authUrl,
     llmQuotaUrl: values['llm-quota-url'] ?? env.LLM_QUOTA_URL ?? hints.llmQuotaUrl,
@@ -123,6 +152,14 @@ function parse(argv: string[]) {
       'client-id': { type: 'string' },
       'client-secret': { type: 'string' },
       org: { type: 'string' },
+      'gateway-url': { type: 'string' },
+      type: { type: 'string' },
+      'base-url': { type: 'string' },
+      'api-key': { type: 'string' },
+      header: { type: 'string', multiple: true },
+      'azure-api-version': { type: 'string' },
+      out: { type: 'string' },
+      all: { type: 'boolean' },
     },
   });
 }
@@ -176,6 +213,54 @@ function dispatch(positionals: string[], values: Values, s: CliSettings): Promis
         ...(values['client-secret'] ? { clientSecret: values['client-secret'] } : {}),
         ...(values.org ? { orgSlug: values.org } : {}),
       });
+    case 'admin grant':
+    case 'admin revoke':
+      need(1, `admin ${verb} <userId>`);
+      return grantPlatformAdmin(s, args[0]!, verb === 'grant');
+    case 'providers add':
+      need(1, 'providers add <name> --type TYPE [--base-url URL] [--api-key KEY]');
+      if (!values.type) throw new CliError('providers add needs --type', 2);
+      return addProvider(s, args[0]!, {
+        type: values.type,
+        baseUrl: values['base-url'],
+        apiKey: values['api-key'],
+        headers: values.header ?? [],
+        azureApiVersion: values['azure-api-version'],
+      });
+    case 'providers list':
+      need(0, 'providers list');
+      return listProviders(s);
+    case 'providers remove':
+      need(1, 'providers remove <name>');
+      return removeProvider(s, args[0]!);
+    case 'providers test':
+      need(1, 'providers test <name> --org ORG');
+      if (!values.org)
+        throw new CliError('providers test needs --org (smoke tests run as an organization)', 2);
+      return testProvider(s, args[0]!, values.org);
+    case 'models import':
+      need(1, 'models import <file>');
+      return importModels(s, args[0]!);
+    case 'models export':
+      need(0, 'models export [--out FILE]');
+      return exportModels(s, values.out);
+    case 'models enable':
+    case 'models disable':
+      need(1, `models ${verb} <modelId>`);
+      return setModelEnabled(s, args[0]!, verb === 'enable');
+    case 'org allow':
+      if (values.all) {
+        need(1, 'org allow <org> --all');
+        return allowModels(s, args[0]!, null);
+      }
+      if (args.length < 2) throw new CliError('Usage: pnpm platform org allow <org> <modelId>... | --all', 2);
+      return allowModels(s, args[0]!, args.slice(1));
+    case 'org default':
+      need(3, 'org default <org> completions|embeddings <modelId|none>');
+      return setOrgDefault(s, args[0]!, args[1]!, args[2]!);
+    case 'org downgrade':
+      need(3, 'org downgrade <org> <fromModel> <toModel|none>');
+      return setDowngrade(s, args[0]!, args[1]!, args[2]!);
     default:
       throw new CliError(`Unknown command: ${positionals.join(' ')}`, 2);
   }

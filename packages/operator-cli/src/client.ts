@@ -2,6 +2,8 @@
 export interface CliSettings {
   /** the edge's {base_url} */
   url: string;
+  /** the edge's {gateway_url} (default: {base_url}/llm) */
+  gatewayUrl?: string;
   /** an operator's session JWT or `at:` access token, for the public API */
   token?: string;
   /** where auth listens (internal route: rotate signing keys) */

@@ -1,17 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { type ModelEntry, ModelEntrySchema, PlatformDefaultsSchema } from './catalogue/model-entry';
 
 /**
  * The operator's gateway file named by LLM_GATEWAY_CONFIG (YAML or JSON): the providers and the model
  * catalogue the gateway starts from. Provider keys are given inline (`apiKey`) or by the name of an
  * environment variable (`apiKeyEnv`); the gateway stores them encrypted and never returns them.
  */
-const HeaderPolicyValueSchema = z.union([
-  z.string(),
-  z.object({ value: z.string(), required: z.boolean().optional() }).strict(),
-]);
-
 export const ProviderFileEntrySchema = z
   .object({
     name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits, ".", "_" or "-"'),
@@ -30,40 +26,16 @@ export const ProviderFileEntrySchema = z
   .refine((p) => p.type === 'mock' || p.baseUrl !== undefined, { message: 'baseUrl is required' });
 export type ProviderFileEntry = z.infer<typeof ProviderFileEntrySchema>;
 
-export const ModelFileEntrySchema = z
-  .object({
-    model_id: z.string().min(1).max(200),
-    type: z.enum(['completion', 'embeddings']),
-    enabled: z.boolean().default(true),
-    provider_config: z
-      .object({
-        provider: z.string().min(1),
-        model: z.string().min(1),
-        /** headers sent to the provider; values may name caller identity: {user.id}, {org.slug}, ... */
-        headers: z.record(z.string(), HeaderPolicyValueSchema).optional(),
-        /** client request headers (lower case) forwarded to the provider; every other one is dropped */
-        forward_headers: z.array(z.string().min(1)).optional(),
-      })
-      .strict(),
-    pricing: z
-      .object({ input_per_million: z.number().min(0), output_per_million: z.number().min(0) })
-      .strict()
-      .default({ input_per_million: 0, output_per_million: 0 }),
-    supported_dimensions: z.array(z.number().int().positive()).optional(),
-    timeout_ms: z.number().int().positive().max(600_000).optional(),
-    parameters_billion: z.number().positive().optional(),
-    /** a catalogue model tried when this one's provider keeps failing (429/5xx/no answer) */
-    failover: z.string().min(1).optional(),
-    /** rerank through the provider's native `/rerank` endpoint instead of chat scoring */
-    native_rerank: z.boolean().optional(),
-  })
-  .strict();
-export type ModelFileEntry = z.infer<typeof ModelFileEntrySchema>;
+/** a model entry of the file: the catalogue's entry schema (src/catalogue/model-entry.ts) */
+export const ModelFileEntrySchema = ModelEntrySchema;
+export type ModelFileEntry = ModelEntry;
 
 export const GatewayFileSchema = z
   .object({
     providers: z.array(ProviderFileEntrySchema).default([]),
     models: z.array(ModelFileEntrySchema).default([]),
+    /** the platform's default model per concern; an organization's own defaults win */
+    defaults: PlatformDefaultsSchema.optional(),
   })
   .strict()
   .superRefine((file, ctx) => {
@@ -120,8 +92,10 @@ export const BUILT_IN_GATEWAY_FILE: GatewayFile = GatewayFileSchema.parse({
       provider_config: { provider: 'mock', model: 'mock-embeddings' },
       pricing: { input_per_million: 0, output_per_million: 0 },
       supported_dimensions: [8, 16, 32, 64, 128, 256, 512, 768, 1024, 1536],
+      dimensions: 256,
     },
   ],
+  defaults: { completions: 'mock/chat', embeddings: 'mock/embeddings' },
 });
 
 const describe = (error: z.ZodError) =>

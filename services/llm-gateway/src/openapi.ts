@@ -2,6 +2,7 @@ import { buildOpenApiDocument, ErrorEnvelopeSchema, type RouteDoc } from '@platf
 import { LLM_QUOTA_ROUTES } from '@platform/llm-quota';
 import { z } from 'zod';
 import packageJson from '../package.json';
+import { catalogueRouteDocs } from './routes/catalogue-openapi';
 import { ChatRequestSchema, EmbeddingsRequestSchema, RerankRequestSchema } from './routes/schemas';
 
 const CALLER = ['sessionJwt', 'accessToken', 'apiKey'];
@@ -91,18 +92,6 @@ const RerankResponseSchema = z
   })
   .meta({ id: 'RerankResponse' });
 
-const ModelSchema = z
-  .object({
-    id: z.string(),
-    object: z.literal('model'),
-    created: z.number().int(),
-    owned_by: z.string().meta({ description: 'the provider serving it' }),
-    type: z.enum(['completion', 'embeddings']),
-    pricing: z.object({ input_per_million: z.number(), output_per_million: z.number() }),
-    supported_dimensions: z.array(z.number().int()).optional(),
-  })
-  .meta({ id: 'Model' });
-
 const inference = {
   400: error('INVALID_BODY (`details.issues`), NO_ORG_CONTEXT, or the model is of the wrong type'),
   401: error('missing or invalid credentials'),
@@ -154,37 +143,7 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     body: RerankRequestSchema,
     responses: { 200: { description: 'the ranking', schema: RerankResponseSchema }, ...inference },
   },
-  {
-    method: 'get',
-    path: '/v1/models',
-    summary: 'The models the active organization may use',
-    tags: ['model catalogue'],
-    security: CALLER,
-    responses: {
-      200: {
-        description: 'OpenAI model list',
-        schema: z.object({ object: z.literal('list'), data: z.array(ModelSchema) }).meta({ id: 'ModelList' }),
-      },
-      400: inference[400],
-      401: inference[401],
-      403: inference[403],
-    },
-  },
-  {
-    method: 'get',
-    path: '/v1/models/:id',
-    summary: 'One model the active organization may use',
-    description: 'Model ids hold slashes: send them encoded (`mock%2Fchat`), as the SDKs do.',
-    tags: ['model catalogue'],
-    security: CALLER,
-    responses: {
-      200: { description: 'the model', schema: ModelSchema },
-      400: inference[400],
-      401: inference[401],
-      403: inference[403],
-      404: inference[404],
-    },
-  },
+  ...catalogueRouteDocs(error, CALLER),
 ];
 
 /** The whole `{gateway_url}` root in one document: the gateway's routes and llm-quota's. */
@@ -198,6 +157,12 @@ export function llmGatewayApiDocument(serverUrl: string): Record<string, unknown
     securitySchemes: {
       sessionJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
       accessToken: { type: 'http', scheme: 'bearer', description: 'user access token `at:...`' },
+      operatorSecret: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-platform-internal-secret',
+        description: "the operator's credential (PLATFORM_INTERNAL_SECRET), for catalogue administration",
+      },
       apiKey: {
         type: 'apiKey',
         in: 'header',

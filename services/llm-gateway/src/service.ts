@@ -14,7 +14,9 @@ import type { Express } from 'express';
 import { Counter } from 'prom-client';
 import { Outbox } from './accounting/outbox';
 import { type AdapterFactory, Catalogue } from './catalogue/catalogue';
+import { CatalogueAdmin } from './catalogue/catalogue-admin';
 import { catalogueCollections, seedCatalogue } from './catalogue/catalogue-store';
+import { ProviderAdmin } from './catalogue/provider-admin';
 import { SecretBox } from './catalogue/secret-box';
 import { gatewayFileOf, type LlmGatewayConfig } from './config';
 import type { GatewayContext } from './inference/gateway-context';
@@ -25,11 +27,16 @@ import { counterStoreFor } from './quota/counter-store';
 import { MonthCounters } from './quota/month-counters';
 import { OrgSettingsSource } from './quota/org-settings';
 import { StoreRateLimiter } from './quota/store-rate-limiter';
+import { mountAudio } from './routes/audio';
+import { mountCatalogueAdmin, mountProviderAdmin } from './routes/catalogue-admin';
 import { mountChatCompletions } from './routes/chat-completions';
+import { mountDefaults } from './routes/defaults';
 import { mountEmbeddings } from './routes/embeddings';
+import { mountImages } from './routes/images';
 import { mountMethodNotAllowed } from './routes/method-not-allowed';
 import { mountModels } from './routes/models';
 import { mountRerank } from './routes/rerank';
+import { mountSmokeTest } from './routes/smoke-test';
 
 export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
   store: Store;
@@ -47,6 +54,7 @@ export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
 export interface LlmGatewayParts {
   app: ServiceApp;
   context: GatewayContext;
+  admin: CatalogueAdmin;
 }
 
 /** Builds the gateway's parts: the catalogue, quota enforcement, accounting and the express app (never listens). */
@@ -66,6 +74,24 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
     box,
     createAdapter: deps.createAdapter ?? defaultAdapterFactory({ fetch: doFetch, clock }),
     logger,
+    defaults: gatewayFileOf(config).defaults,
+  });
+  const admin = new CatalogueAdmin({
+    store,
+    collections: catalogueCollections(store),
+    clock,
+    logger,
+    changed: async () => {
+      await catalogue.reload();
+      try {
+        await bus.publish(Subjects.llmCatalogueUpdated, { version: 1, at: clock.now().toISOString() });
+      } catch (err) {
+        logger.error(
+          { err },
+          'llm.catalogue.updated could not be published; other instances reload at start',
+        );
+      }
+    },
   });
   const counters = deps.counterStore ?? counterStoreFor(store);
   const limiter = (name: string) =>
@@ -118,10 +144,31 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       mountEmbeddings(router, context);
       mountRerank(router, context);
       mountModels(router, context);
+      mountDefaults(router, context);
+      mountSmokeTest(router, context, {
+        store,
+        limiter: new StoreRateLimiter({ store, clock, keyPrefix: 'llm:smoke', durationSeconds: 60 }),
+      });
+      mountImages(router, context);
+      mountAudio(router, context);
+      mountProviderAdmin(
+        router,
+        context,
+        new ProviderAdmin({ collections: catalogueCollections(store), box, catalogue: admin }),
+      );
+      mountCatalogueAdmin(router, context, {
+        admin,
+        bulkLimiter: new StoreRateLimiter({
+          store,
+          clock,
+          keyPrefix: 'llm:catalogue-bulk',
+          durationSeconds: 3600,
+        }),
+      });
       mountMethodNotAllowed(router);
     },
   });
-  return { app, context };
+  return { app, context, admin };
 }
 
 /** The gateway's express app alone (tests of routes); the catalogue is loaded by the service's start. */
@@ -136,7 +183,7 @@ export function createApp(deps: LlmGatewayDeps): Express {
 export async function createLlmGatewayService(
   deps: LlmGatewayDeps,
 ): Promise<PlatformService & { context: GatewayContext }> {
-  const { app, context } = createGatewayParts(deps);
+  const { app, context, admin } = createGatewayParts(deps);
   const box = new SecretBox(deps.config.LLM_GATEWAY_ENCRYPTION_KEY ?? deps.config.PLATFORM_INTERNAL_SECRET);
   const unsubscribes: Array<() => void> = [];
   let started = false;
@@ -147,11 +194,18 @@ export async function createLlmGatewayService(
     context,
     async start() {
       if (started) return;
-      await seedCatalogue(catalogueCollections(deps.store), gatewayFileOf(deps.config), {
-        box,
-        clock: deps.clock,
-        env: deps.env ?? process.env,
-      });
+      await admin.recover();
+      // Once the catalogue has been changed through the API, the store is the truth: the file is not re-applied.
+      if (await admin.managedByApi())
+        deps.logger.info(
+          'the model catalogue is managed through the API; LLM_GATEWAY_CONFIG models are not re-applied',
+        );
+      else
+        await seedCatalogue(catalogueCollections(deps.store), gatewayFileOf(deps.config), {
+          box,
+          clock: deps.clock,
+          env: deps.env ?? process.env,
+        });
       await context.catalogue.reload();
       unsubscribes.push(
         deps.bus.subscribe(Subjects.llmCatalogueUpdated, (payload) => {
@@ -159,6 +213,22 @@ export async function createLlmGatewayService(
           context.catalogue.reload().catch((err) => deps.logger.error({ err }, 'catalogue reload failed'));
         }),
       );
+      // A change announced while this instance was away from the bus is picked up from the store.
+      let seen = await admin.version();
+      if (deps.config.LLM_GATEWAY_CATALOGUE_POLL_MS > 0) {
+        const poll = setInterval(() => {
+          admin
+            .version()
+            .then(async (v) => {
+              if (v === seen) return;
+              seen = v;
+              await context.catalogue.reload();
+            })
+            .catch((err) => deps.logger.warn({ err }, 'catalogue version check failed'));
+        }, deps.config.LLM_GATEWAY_CATALOGUE_POLL_MS);
+        poll.unref();
+        unsubscribes.push(() => clearInterval(poll));
+      }
       context.outbox.start();
       void context.outbox.flush();
       started = true;

@@ -145,12 +145,17 @@ export interface GatewayWorld {
 }
 
 export async function startGatewayWorld(
-  options: { natsUrl?: string; env?: Record<string, string> } = {},
+  options: {
+    natsUrl?: string;
+    env?: Record<string, string>;
+    /** changes the tests' gateway file (more models, platform defaults) */
+    file?: (base: ReturnType<typeof gatewayFile>) => unknown;
+  } = {},
 ): Promise<GatewayWorld> {
   const sim = await startProviderSimulator({ port: 0 });
   const dir = tempDir('gateway-file-');
   const file = path.join(dir.dir, 'gateway.json');
-  writeFileSync(file, JSON.stringify(gatewayFile(sim)));
+  writeFileSync(file, JSON.stringify(options.file ? options.file(gatewayFile(sim)) : gatewayFile(sim)));
   const p = await startTestPlatform({
     natsUrl: options.natsUrl,
     env: {

@@ -12,6 +12,8 @@ export interface UserDoc extends Doc {
   emailVerifiedAt?: Date | null;
   firstName?: string | null;
   lastName?: string | null;
+  /** platform-level role granted by an operator (`pnpm platform admin grant`) */
+  platformAdmin?: boolean;
 }
 
 /** A password account. `_id` is the normalised email (trimmed, lower case): one account per address. */

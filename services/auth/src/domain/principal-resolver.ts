@@ -137,6 +137,7 @@ export class PrincipalResolver {
           email: user.email,
           anonymous: user.anonymous,
           role: null,
+          ...(user.platformAdmin ? { platformAdmin: true as const } : {}),
         },
         run: {
           permissions: permissionTree(org?.role.permissions ?? []),

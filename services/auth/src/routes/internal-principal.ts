@@ -1,4 +1,4 @@
-import { parseInput, requireInternalSecret } from '@platform/kernel';
+import { NotFound, parseInput, requireInternalSecret } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -37,6 +37,24 @@ export function mountInternalRoutes(router: Router, c: AuthContext): void {
         expiresAt: expiresAt ? expiresAt.toISOString() : null,
         cacheTtlSeconds: c.config.PRINCIPAL_CACHE_TTL_SECONDS,
       });
+    },
+  );
+
+  // Operators (`pnpm platform admin grant|revoke <userId>`) make a user a platform administrator.
+  router.put(
+    '/internal/users/:userId/platform-admin',
+    requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
+    async (req, res) => {
+      const { granted } = parseInput(z.object({ granted: z.boolean() }).strict(), req.body ?? {});
+      const userId = String(req.params.userId);
+      const updated = await c.collections.users.updateOne(
+        { _id: userId },
+        granted ? { $set: { platformAdmin: true } } : { $unset: { platformAdmin: true } },
+      );
+      if (updated.matched === 0) throw new NotFound(`No user ${userId}`, { error: 'UserNotFound' });
+      // the edges drop their cached principals of that user
+      await c.events.membershipChanged('', userId);
+      res.json({ userId, platformAdmin: granted });
     },
   );
 

@@ -2,6 +2,7 @@ import type { Logger } from '@platform/kernel';
 import type { ModelFileEntry } from '../gateway-file';
 import type { ProviderAdapterPort } from '../inference/provider-port';
 import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
+import type { PlatformDefaults } from './model-entry';
 import type { SecretBox } from './secret-box';
 
 /** A catalogue model with its provider's adapter, as requests use it. */
@@ -35,6 +36,8 @@ export class Catalogue {
       box: SecretBox;
       createAdapter: AdapterFactory;
       logger: Logger;
+      /** the platform's default model per concern (the gateway file's `defaults`) */
+      defaults?: PlatformDefaults;
     },
   ) {}
 
@@ -82,6 +85,17 @@ export class Catalogue {
   get(modelId: string): CatalogueModel | undefined {
     const m = this.models.get(modelId);
     return m?.enabled ? m : undefined;
+  }
+
+  /** every model, disabled ones included, by id (catalogue administration) */
+  all(): CatalogueModel[] {
+    return [...this.models.values()].sort((a, b) => a.model_id.localeCompare(b.model_id));
+  }
+
+  /** The platform's default of a concern (the gateway file's `defaults`), when that model is enabled. */
+  platformDefault(concern: keyof PlatformDefaults): string | undefined {
+    const named = this.deps.defaults?.[concern];
+    return named && this.get(named) ? named : undefined;
   }
 
   list(): CatalogueModel[] {

@@ -10,7 +10,12 @@ export interface ResolvedModel {
   downgradedFrom: string | null;
 }
 
-const DEFAULT_KEY = { completion: 'completions', embeddings: 'embeddings' } as const;
+export const DEFAULT_KEY = {
+  completion: 'completions',
+  embeddings: 'embeddings',
+  image_generation: 'image_generation',
+  audio_transcription: 'audio_transcription',
+} as const;
 
 /**
  * Which catalogue model serves a request, by the organization's governance: `model` omitted or
@@ -27,7 +32,7 @@ export function resolveModel(
   const gov = settings.models;
   let id = requested;
   if (id === undefined || id === '' || id === 'default') {
-    id = gov.defaults[DEFAULT_KEY[type]];
+    id = gov.defaults[DEFAULT_KEY[type]] ?? catalogue.platformDefault(DEFAULT_KEY[type]);
     if (!id) {
       throw invalidBody(
         `model is required: the organization has no default ${DEFAULT_KEY[type]} model (PATCH /v1/quotas/settings models.defaults)`,
@@ -36,9 +41,9 @@ export function resolveModel(
     }
   }
   const model = catalogue.get(id);
-  if (!model) throw modelNotFound(id);
+  if (!model || !visibleTo(model, settings.orgSlug)) throw modelNotFound(id);
   if (model.type !== type) {
-    throw invalidBody(`${id} is ${model.type === 'embeddings' ? 'an embeddings' : 'a completion'} model`, [
+    throw invalidBody(`${id} is a model of type ${model.type}`, [
       { field: 'model', message: `a ${type} model is needed` },
     ]);
   }
@@ -47,11 +52,16 @@ export function resolveModel(
     for (const candidate of [gov.downgrade[id], gov.defaults[DEFAULT_KEY[type]]]) {
       if (!candidate || candidate === id || !isAllowed(candidate, settings)) continue;
       const target = catalogue.get(candidate);
-      if (target && target.type === type) return { model: target, downgradedFrom: id };
+      if (target && target.type === type && visibleTo(target, settings.orgSlug))
+        return { model: target, downgradedFrom: id };
     }
   }
   throw modelNotAllowed(id);
 }
+
+/** a model restricted to some organizations (`org_slugs`) does not exist for the others */
+export const visibleTo = (model: { org_slugs?: string[] }, orgSlug: string): boolean =>
+  model.org_slugs === undefined || model.org_slugs.includes(orgSlug);
 
 export const isAllowed = (id: string, settings: OrgGatewaySettings): boolean =>
   settings.models.allowed === null || settings.models.allowed.includes(id);

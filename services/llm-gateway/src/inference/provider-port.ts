@@ -41,7 +41,22 @@ export interface ProviderAdapterPort {
     body: { query: string; documents: string[]; top_n?: number },
     call: ProviderCall,
   ): Promise<{ results: Array<{ index: number; relevance_score: number }>; usage: Usage | null }>;
+  /** image generation (OpenAI `images/generations`); absent when the provider type has none */
+  images?(
+    body: Record<string, unknown> & { prompt: string },
+    call: ProviderCall,
+  ): Promise<{ body: ImagesAnswer }>;
+  /** audio transcription (OpenAI `audio/transcriptions`, multipart); absent when the provider type has none */
+  transcriptions?(
+    upload: { file: Buffer; filename: string; mimeType: string; fields: Record<string, string> },
+    call: ProviderCall,
+  ): Promise<{ body: unknown; contentType: string; durationSeconds: number | null }>;
 }
+
+export type ImagesAnswer = Record<string, unknown> & {
+  created: number;
+  data: Array<{ b64_json?: string; url?: string; revised_prompt?: string }>;
+};
 
 /** A provider's error answer, as the adapters throw it (`ProviderError`). */
 export interface ProviderFailure extends Error {

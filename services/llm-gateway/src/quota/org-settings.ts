@@ -22,7 +22,12 @@ export interface OrgGatewaySettings {
   org_user_quotas: { overrides: Record<string, UserQuota>; by_role: Record<string, UserQuota> };
   models: {
     allowed: string[] | null;
-    defaults: { completions?: string; embeddings?: string };
+    defaults: {
+      completions?: string;
+      embeddings?: string;
+      image_generation?: string;
+      audio_transcription?: string;
+    };
     downgrade: Record<string, string>;
   };
   /** the month's usage llm-quota has counted (a floor under the gateway's own month counters) */

@@ -5,8 +5,14 @@ const METHODS: Record<string, string[]> = {
   '/v1/chat/completions': ['POST'],
   '/v1/embeddings': ['POST'],
   '/v1/rerank': ['POST'],
-  '/v1/models': ['GET', 'HEAD'],
-  '/v1/models/*id': ['GET', 'HEAD'],
+  '/v1/models': ['GET', 'HEAD', 'POST', 'PUT'],
+  '/v1/models/*id': ['GET', 'HEAD', 'PATCH', 'DELETE'],
+  '/v1/defaults': ['GET', 'HEAD'],
+  '/v1/providers': ['GET', 'HEAD'],
+  '/v1/providers/:name': ['PUT', 'DELETE'],
+  '/v1/test': ['POST'],
+  '/v1/images/generations': ['POST'],
+  '/v1/audio/transcriptions': ['POST'],
 };
 
 export function mountMethodNotAllowed(router: Router): void {

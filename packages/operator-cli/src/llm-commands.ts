@@ -1,0 +1,179 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { type ApiAnswer, api, CliError, type CliSettings, failure, internal } from './client';
+import type { Outcome } from './commands';
+
+/** The gateway root (`{gateway_url}`): --gateway-url, PLATFORM_GATEWAY_URL, else {base_url}/llm. */
+const gw = (s: CliSettings, path: string) => `${s.gatewayUrl ?? `${s.url}/llm`}${path}`;
+
+/** A failed answer as an error naming its code and, when the envelope has them, its details. */
+function failed(what: string, answer: ApiAnswer): CliError {
+  const body = answer.body as { code?: string; message?: string; details?: unknown } | null;
+  const err = failure(what, answer);
+  if (body && typeof body === 'object') {
+    if (body.code) err.message = err.message.replace(`(${answer.status})`, `(${answer.status} ${body.code})`);
+    if (body.details) err.message += `\n${JSON.stringify(body.details, null, 2)}`;
+  }
+  return err;
+}
+
+/** A call to `{gateway_url}` with the operator's credential (a platform administrator's token). */
+function gateway(s: CliSettings, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+  return api({ ...s, url: '' }, method, gw(s, path), body);
+}
+
+export async function grantPlatformAdmin(s: CliSettings, userId: string, granted: boolean): Promise<Outcome> {
+  const answer = await internal(
+    s,
+    'auth',
+    'PUT',
+    `/internal/users/${encodeURIComponent(userId)}/platform-admin`,
+    {
+      granted,
+    },
+  );
+  if (answer.status !== 200)
+    throw failed(granted ? 'Granting platform admin' : 'Revoking platform admin', answer);
+  return { result: 'updated', data: answer.body };
+}
+
+export async function addProvider(
+  s: CliSettings,
+  name: string,
+  options: { type: string; baseUrl?: string; apiKey?: string; headers: string[]; azureApiVersion?: string },
+): Promise<Outcome> {
+  const headers: Record<string, string> = {};
+  for (const h of options.headers) {
+    const at = h.indexOf('=');
+    if (at <= 0) throw new CliError(`--header wants name=value, not ${h}`, 2);
+    headers[h.slice(0, at)] = h.slice(at + 1);
+  }
+  const answer = await gateway(s, 'PUT', `/v1/providers/${encodeURIComponent(name)}`, {
+    type: options.type,
+    ...(options.baseUrl ? { baseUrl: options.baseUrl } : {}),
+    ...(options.apiKey ? { apiKey: options.apiKey } : {}),
+    ...(options.headers.length ? { headers } : {}),
+    ...(options.azureApiVersion ? { azure: { apiVersion: options.azureApiVersion } } : {}),
+  });
+  if (answer.status === 201) return { result: 'created', data: answer.body };
+  if (answer.status === 200) return { result: 'updated', data: answer.body };
+  throw failed('Adding the provider', answer);
+}
+
+export async function listProviders(s: CliSettings): Promise<Outcome> {
+  const answer = await gateway(s, 'GET', '/v1/providers');
+  if (answer.status !== 200) throw failed('Listing the providers', answer);
+  return { result: 'listed', data: (answer.body as { data: unknown[] }).data };
+}
+
+export async function removeProvider(s: CliSettings, name: string): Promise<Outcome> {
+  const answer = await gateway(s, 'DELETE', `/v1/providers/${encodeURIComponent(name)}`);
+  if (answer.status === 204) return { result: 'deleted', data: { name } };
+  if (answer.status === 404) return { result: 'absent', data: { name } };
+  throw failed('Removing the provider', answer);
+}
+
+interface ModelItem {
+  id: string;
+  provider_config?: { provider: string };
+  [k: string]: unknown;
+}
+
+async function allModels(s: CliSettings): Promise<ModelItem[]> {
+  const out: ModelItem[] = [];
+  for (let page = 0; ; page++) {
+    const answer = await gateway(s, 'GET', `/v1/models?orgSlug=all&limit=100&page=${page}`);
+    if (answer.status !== 200) throw failed('Reading the catalogue', answer);
+    const body = answer.body as { data: ModelItem[]; total: number };
+    out.push(...body.data);
+    if (out.length >= body.total || body.data.length === 0) return out;
+  }
+}
+
+async function useOrg(s: CliSettings, org: string): Promise<void> {
+  const answer = await api(s, 'PUT', '/v2/user/active-org', { orgSlug: org });
+  if (answer.status !== 200) throw failed(`Switching to the organization ${org}`, answer);
+}
+
+/** Smoke-tests every model of a provider, as the organization `org` (whose quota is not billed). */
+export async function testProvider(s: CliSettings, name: string, org: string): Promise<Outcome> {
+  const models = (await allModels(s)).filter(
+    (m) => m.provider_config?.provider === name && m.enabled !== false,
+  );
+  if (models.length === 0) throw new CliError(`No enabled model uses the provider ${name}`);
+  await useOrg(s, org);
+  const results = [];
+  for (const m of models) {
+    const answer = await gateway(s, 'POST', '/v1/test', { modelId: m.id });
+    const body = answer.body as { ok?: boolean; latency_ms?: number; response?: { code?: string } };
+    results.push({
+      model: m.id,
+      ok: answer.status === 200 && body.ok === true,
+      latency_ms: body.latency_ms ?? null,
+      ...(body.ok
+        ? {}
+        : { error: body.response?.code ?? (answer.body as { code?: string })?.code ?? answer.status }),
+    });
+  }
+  const failed = results.filter((r) => !r.ok).length;
+  if (failed) throw new CliError(`${failed} of ${results.length} models failed: ${JSON.stringify(results)}`);
+  return { result: 'passed', data: results };
+}
+
+/** Reads a catalogue file: JSON or YAML, `{models: [...]}` or a bare list. */
+function readCatalogue(file: string): unknown[] {
+  let raw: unknown;
+  try {
+    const text = readFileSync(file, 'utf8');
+    raw = /\.json$/i.test(file) ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new CliError(`Cannot read ${file}: ${(err as Error).message}`);
+  }
+  const models = Array.isArray(raw) ? raw : (raw as { models?: unknown })?.models;
+  if (!Array.isArray(models)) throw new CliError(`${file} holds no list of models`);
+  return models;
+}
+
+export async function importModels(s: CliSettings, file: string): Promise<Outcome> {
+  const answer = await gateway(s, 'PUT', '/v1/models', { models: readCatalogue(file) });
+  if (answer.status === 200) return { result: 'replaced', data: answer.body };
+  throw failed('Importing the catalogue', answer);
+}
+
+/** The whole catalogue as entries `models import` takes back. */
+export async function exportModels(s: CliSettings, out?: string): Promise<Outcome> {
+  const models = (await allModels(s)).map(
+    ({ id: _i, object: _o, created: _c, owned_by: _b, ...entry }) => entry,
+  );
+  if (out) {
+    writeFileSync(out, `${JSON.stringify({ models }, null, 2)}\n`);
+    return { result: 'exported', data: { file: out, models: models.length } };
+  }
+  return { result: 'exported', data: { models } };
+}
+
+export async function setModelEnabled(s: CliSettings, id: string, enabled: boolean): Promise<Outcome> {
+  const answer = await gateway(s, 'PATCH', `/v1/models/${id}`, { enabled });
+  if (answer.status === 200) return { result: 'updated', data: answer.body };
+  throw failed(enabled ? 'Enabling the model' : 'Disabling the model', answer);
+}
+
+/** Changes an organization's model governance (PATCH {gateway_url}/v1/quotas/settings as that org). */
+async function patchGovernance(s: CliSettings, org: string, models: unknown): Promise<Outcome> {
+  await useOrg(s, org);
+  const answer = await gateway(s, 'PATCH', '/v1/quotas/settings', { models });
+  if (answer.status !== 200) throw failed('Changing the organization governance', answer);
+  return { result: 'updated', data: (answer.body as { models: unknown }).models };
+}
+
+export const allowModels = (s: CliSettings, org: string, models: string[] | null) =>
+  patchGovernance(s, org, { allowed: models });
+
+export function setOrgDefault(s: CliSettings, org: string, concern: string, model: string) {
+  if (concern !== 'completions' && concern !== 'embeddings')
+    throw new CliError('org default <org> <completions|embeddings> <model>', 2);
+  return patchGovernance(s, org, { defaults: { [concern]: model === 'none' ? null : model } });
+}
+
+export const setDowngrade = (s: CliSettings, org: string, from: string, to: string) =>
+  patchGovernance(s, org, { downgrade: { [from]: to === 'none' ? null : to } });

@@ -1,0 +1,356 @@
+import { randomUUID } from 'node:crypto';
+import { type Clock, Conflict, InvalidInput, type Logger, NotFound } from '@platform/kernel';
+import { type Collection, type Doc, DuplicateKeyError, type Store } from '@platform/store';
+import { z } from 'zod';
+import type { CatalogueCollections, ModelDoc } from './catalogue-store';
+import { type ModelEntry, ModelEntrySchema, mergePatch } from './model-entry';
+
+/** Who changed the catalogue: a platform administrator, or the operator's credential (internal secret). */
+export interface Actor {
+  kind: 'platform_admin' | 'operator';
+  userId: string | null;
+}
+
+/** One catalogue change, kept in the store (`llm_catalogue_audit`). */
+export interface AuditDoc extends Doc {
+  at: Date;
+  actor: Actor;
+  action: 'create' | 'update' | 'delete' | 'replace' | 'provider.put' | 'provider.delete';
+  /** the model (or, for provider actions, the provider) changed; null for a whole replace */
+  model_id: string | null;
+  before: unknown;
+  after: unknown;
+  requestId: string | null;
+}
+
+/** A bulk replace under way: the catalogue before it (restored at start if the process died midway). */
+interface JournalDoc extends Doc {
+  previous: ModelDoc[];
+  startedAt: Date;
+}
+
+/** Set once the catalogue has been changed through the API: from then on the store is the truth. */
+interface MetaDoc extends Doc {
+  managedSince: Date;
+  /** bumped by every committed change: instances that missed the bus notice compare it */
+  version?: number;
+}
+
+export const MAX_BULK_ITEMS = 500;
+/** a journal older than this belongs to a process that died: it is restored before the next replace */
+const STALE_JOURNAL_MS = 10 * 60_000;
+
+export const modelExists = (id: string) =>
+  new Conflict(`The catalogue already has a model ${id}`, {
+    error: 'MODEL_EXISTS',
+    code: 'MODEL_EXISTS',
+    extra: { model: id },
+  });
+
+/** The bulk replace could not complete; the previous catalogue is whole. Answered as 500. */
+export class BulkReplaceFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super('The catalogue could not be replaced; the previous catalogue is unchanged');
+    this.name = 'BulkReplaceFailed';
+  }
+}
+
+export const docOf = ({ model_id, ...entry }: ModelEntry, now: Date): ModelDoc => ({
+  _id: model_id,
+  ...entry,
+  source: 'api',
+  updatedAt: now,
+});
+
+export const entryOf = ({ _id, updatedAt: _u, source: _s, ...rest }: ModelDoc): ModelEntry => ({
+  model_id: _id,
+  ...rest,
+});
+
+const issuesOf = (error: z.ZodError) =>
+  error.issues.map((i) => ({ field: i.path.length ? i.path.join('.') : 'entry', message: i.message }));
+
+/**
+ * The catalogue's write side. Every change is written to the store, audited (who, when, before and
+ * after), then announced with `llm.catalogue.updated` so every instance reloads its in-memory
+ * catalogue. A bulk replace is all or nothing: the previous catalogue is journalled first and put
+ * back when any write fails.
+ */
+export class CatalogueAdmin {
+  private readonly audit: Collection<AuditDoc>;
+  private readonly journal: Collection<JournalDoc>;
+  private readonly meta: Collection<MetaDoc>;
+
+  constructor(
+    private readonly deps: {
+      store: Store;
+      collections: CatalogueCollections;
+      clock: Clock;
+      logger: Logger;
+      /** reloads this instance and tells the others (called after every committed change) */
+      changed: () => Promise<void>;
+    },
+  ) {
+    this.audit = deps.store.collection<AuditDoc>('llm_catalogue_audit', [{ fields: { at: -1 } }]);
+    this.journal = deps.store.collection<JournalDoc>('llm_catalogue_journal');
+    this.meta = deps.store.collection<MetaDoc>('llm_catalogue_meta');
+  }
+
+  /** whether the catalogue is managed through the API (the gateway file is then not re-applied at start) */
+  async managedByApi(): Promise<boolean> {
+    return (await this.meta.findOne({ _id: 'models' })) !== null;
+  }
+
+  /** the catalogue's change counter (0 before any API change) */
+  async version(): Promise<number> {
+    return (await this.meta.findOne({ _id: 'models' }))?.version ?? 0;
+  }
+
+  /** Puts back the catalogue a bulk replace was replacing when its process died. */
+  async recover(): Promise<boolean> {
+    const journal = await this.journal.findOne({ _id: 'models' });
+    if (!journal) return false;
+    await this.restore(journal.previous);
+    await this.journal.deleteOne({ _id: 'models' });
+    this.deps.logger.warn({ models: journal.previous.length }, 'an interrupted bulk replace was rolled back');
+    return true;
+  }
+
+  async create(body: unknown, actor: Actor, requestId: string | null): Promise<ModelEntry> {
+    const raw = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+    if (raw.model_id === undefined || raw.model_id === null || raw.model_id === '')
+      throw new InvalidInput('model_id is required', { error: 'MISSING_MODEL_ID', code: 'MISSING_MODEL_ID' });
+    if (raw.type === undefined || raw.type === null || raw.type === '')
+      throw new InvalidInput('type is required', { error: 'MISSING_TYPE', code: 'MISSING_TYPE' });
+    const entry = await this.validate(raw);
+    const doc = docOf(entry, this.deps.clock.now());
+    try {
+      await this.deps.collections.models.insertOne(doc);
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) throw modelExists(entry.model_id);
+      throw err;
+    }
+    await this.committed(actor, 'create', entry.model_id, null, entry, requestId);
+    return entry;
+  }
+
+  async update(id: string, patch: unknown, actor: Actor, requestId: string | null): Promise<ModelEntry> {
+    const current = await this.deps.collections.models.findOne({ _id: id });
+    if (!current) throw modelMissing(id);
+    if (!patch || typeof patch !== 'object' || Array.isArray(patch))
+      throw new InvalidInput('The body must be a JSON object of the members to change');
+    const p = patch as Record<string, unknown>;
+    if ('model_id' in p && p.model_id !== id)
+      throw new InvalidInput('model_id cannot change; create the new id and delete this one', {
+        details: { issues: [{ field: 'model_id', message: 'cannot change' }] },
+      });
+    const before = entryOf(current);
+    const entry = await this.validate(mergePatch(before, p));
+    const { _id, ...doc } = docOf(entry, this.deps.clock.now());
+    const gone = removed(before, entry);
+    await this.deps.collections.models.updateOne(
+      { _id: id },
+      Object.keys(gone).length ? { $set: doc, $unset: gone } : { $set: doc },
+    );
+    await this.committed(actor, 'update', id, before, entry, requestId);
+    return entry;
+  }
+
+  async remove(id: string, actor: Actor, requestId: string | null): Promise<void> {
+    const current = await this.deps.collections.models.findOne({ _id: id });
+    if (!current) throw modelMissing(id);
+    await this.deps.collections.models.deleteOne({ _id: id });
+    await this.committed(actor, 'delete', id, entryOf(current), null, requestId);
+  }
+
+  /** Validates a whole catalogue: INVALID_ITEMS with each bad entry's index, id and issues. */
+  async validateAll(items: unknown[]): Promise<ModelEntry[]> {
+    const providers = new Set((await this.deps.collections.providers.find({})).map((p) => p._id));
+    const bad: Array<{
+      index: number;
+      model_id: unknown;
+      issues: Array<{ field: string; message: string }>;
+    }> = [];
+    const entries: ModelEntry[] = [];
+    const seen = new Set<string>();
+    items.forEach((item, index) => {
+      const parsed = ModelEntrySchema.safeParse(item);
+      const id = item && typeof item === 'object' ? (item as { model_id?: unknown }).model_id : undefined;
+      if (!parsed.success) {
+        bad.push({ index, model_id: id ?? null, issues: issuesOf(parsed.error) });
+        return;
+      }
+      const issues = [];
+      if (seen.has(parsed.data.model_id))
+        issues.push({ field: 'model_id', message: 'duplicate in the list' });
+      if (!providers.has(parsed.data.provider_config.provider))
+        issues.push({
+          field: 'provider_config.provider',
+          message: `no provider named ${parsed.data.provider_config.provider}`,
+        });
+      seen.add(parsed.data.model_id);
+      if (issues.length) bad.push({ index, model_id: parsed.data.model_id, issues });
+      else entries.push(parsed.data);
+    });
+    entries.forEach((e) => {
+      if (e.failover !== undefined && !seen.has(e.failover))
+        bad.push({
+          index: items.indexOf(items.find((i) => (i as { model_id?: string }).model_id === e.model_id)),
+          model_id: e.model_id,
+          issues: [{ field: 'failover', message: `no model named ${e.failover} in the list` }],
+        });
+    });
+    if (bad.length) {
+      bad.sort((a, b) => a.index - b.index);
+      throw new InvalidInput(`${bad.length} of ${items.length} entries are invalid`, {
+        error: 'INVALID_ITEMS',
+        code: 'INVALID_ITEMS',
+        details: { items: bad },
+      });
+    }
+    return entries;
+  }
+
+  /** Replaces the whole catalogue; all or nothing. */
+  async replaceAll(
+    entries: ModelEntry[],
+    actor: Actor,
+    requestId: string | null,
+  ): Promise<{ deleted: number; inserted: number }> {
+    const models = this.deps.collections.models;
+    await this.takeJournalSlot();
+    let previous: ModelDoc[];
+    try {
+      previous = await models.find({});
+      await this.journal.updateOne({ _id: 'models' }, { $set: { previous } });
+    } catch (err) {
+      await this.journal.deleteOne({ _id: 'models' }).catch(() => undefined);
+      throw new BulkReplaceFailed(err);
+    }
+    const now = this.deps.clock.now();
+    try {
+      await models.deleteMany({});
+      for (const entry of entries) await models.insertOne(docOf(entry, now));
+    } catch (err) {
+      this.deps.logger.error({ err }, 'bulk replace failed midway; restoring the previous catalogue');
+      try {
+        await this.restore(previous);
+        await this.journal.deleteOne({ _id: 'models' });
+      } catch (restoreErr) {
+        // the journal stays: the next start (or the next replace) puts the previous catalogue back
+        this.deps.logger.error({ err: restoreErr }, 'could not restore the catalogue; the journal keeps it');
+      }
+      throw new BulkReplaceFailed(err);
+    }
+    await this.journal.deleteOne({ _id: 'models' });
+    await this.committed(actor, 'replace', null, previous.map(entryOf), entries, requestId);
+    return { deleted: previous.length, inserted: entries.length };
+  }
+
+  private async takeJournalSlot(): Promise<void> {
+    const doc: JournalDoc = { _id: 'models', previous: [], startedAt: this.deps.clock.now() };
+    try {
+      await this.journal.insertOne(doc);
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw new BulkReplaceFailed(err);
+      const existing = await this.journal.findOne({ _id: 'models' });
+      if (existing && this.deps.clock.now().getTime() - existing.startedAt.getTime() < STALE_JOURNAL_MS)
+        throw new Conflict('Another bulk replace of the catalogue is under way; try again shortly', {
+          error: 'BULK_REPLACE_IN_PROGRESS',
+          code: 'BULK_REPLACE_IN_PROGRESS',
+        });
+      await this.recover();
+      await this.journal.insertOne(doc);
+    }
+  }
+
+  private async restore(previous: ModelDoc[]): Promise<void> {
+    const models = this.deps.collections.models;
+    await models.deleteMany({});
+    if (previous.length === 0) return;
+    if (models.insertMany) await models.insertMany(previous);
+    else for (const doc of previous) await models.insertOne(doc);
+  }
+
+  /** checks an entry against the stored providers and models (references must exist) */
+  private async validate(raw: unknown): Promise<ModelEntry> {
+    const parsed = ModelEntrySchema.safeParse(raw);
+    if (!parsed.success) {
+      const issues = issuesOf(parsed.error);
+      throw new InvalidInput(`Invalid model: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`, {
+        details: { issues },
+      });
+    }
+    const entry = parsed.data;
+    const issues: Array<{ field: string; message: string }> = [];
+    if (!(await this.deps.collections.providers.findOne({ _id: entry.provider_config.provider })))
+      issues.push({
+        field: 'provider_config.provider',
+        message: `no provider named ${entry.provider_config.provider}`,
+      });
+    if (
+      entry.failover !== undefined &&
+      entry.failover !== entry.model_id &&
+      !(await this.deps.collections.models.findOne({ _id: entry.failover }))
+    )
+      issues.push({ field: 'failover', message: `no model named ${entry.failover}` });
+    if (issues.length)
+      throw new InvalidInput(`Invalid model: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`, {
+        details: { issues },
+      });
+    return entry;
+  }
+
+  /** audits and announces a change made elsewhere (providers) */
+  recordChange(
+    actor: Actor,
+    action: AuditDoc['action'],
+    id: string,
+    before: unknown,
+    after: unknown,
+    requestId: string | null,
+  ): Promise<void> {
+    return this.committed(actor, action, id, before, after, requestId);
+  }
+
+  private async committed(
+    actor: Actor,
+    action: AuditDoc['action'],
+    modelId: string | null,
+    before: unknown,
+    after: unknown,
+    requestId: string | null,
+  ): Promise<void> {
+    const at = this.deps.clock.now();
+    await this.meta.updateOne(
+      { _id: 'models' },
+      { $setOnInsert: { managedSince: at }, $inc: { version: 1 } },
+      { upsert: true },
+    );
+    await this.audit.insertOne({
+      _id: randomUUID(),
+      at,
+      actor,
+      action,
+      model_id: modelId,
+      before,
+      after,
+      requestId,
+    });
+    await this.deps.changed();
+  }
+}
+
+const modelMissing = (id: string) =>
+  new NotFound(`No model named ${id} in the catalogue`, {
+    error: 'MODEL_NOT_FOUND',
+    code: 'MODEL_NOT_FOUND',
+    extra: { model: id },
+  });
+
+/** members the patch removed (a merge patch's `null`), for `$unset` */
+function removed(before: ModelEntry, after: ModelEntry): Record<string, true> {
+  const out: Record<string, true> = {};
+  for (const k of Object.keys(before)) if (!(k in after)) out[k] = true;
+  return out;
+}

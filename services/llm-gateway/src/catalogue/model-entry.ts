@@ -1,0 +1,116 @@
+import { z } from 'zod';
+
+/**
+ * A catalogue model entry, as the operator's gateway file and the catalogue API (`POST/PUT/PATCH
+ * {gateway_url}/v1/models`) give it. One schema for both, so a file exported by `GET /v1/models` can
+ * be imported again with `PUT /v1/models`.
+ */
+export const MODEL_TYPES = ['completion', 'embeddings', 'image_generation', 'audio_transcription'] as const;
+
+/** ids may carry slashes, colons and dots (`bedrock/anthropic.claude-3-haiku`, `eu.anthropic.…-v1:0`) */
+export const ModelIdSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, 'letters, digits and . _ : / @ + -')
+  .refine((id) => !id.includes('//') && !id.endsWith('/'), 'no empty path segment');
+
+const HeaderPolicyValueSchema = z.union([
+  z.string(),
+  z.object({ value: z.string(), required: z.boolean().optional() }).strict(),
+]);
+
+export const ProviderConfigSchema = z
+  .object({
+    provider: z.string().min(1),
+    model: z.string().min(1),
+    /** headers sent to the provider; values may name caller identity: {user.id}, {org.slug}, ... */
+    headers: z.record(z.string(), HeaderPolicyValueSchema).optional(),
+    /** client request headers (lower case) forwarded to the provider; every other one is dropped */
+    forward_headers: z.array(z.string().min(1)).optional(),
+  })
+  .strict();
+
+export const PricingSchema = z
+  .object({
+    input_per_million: z.number().min(0).default(0),
+    output_per_million: z.number().min(0).default(0),
+    /** image generation: price of one image */
+    per_image: z.number().min(0).optional(),
+    /** audio transcription: price of one minute of audio (billed by the second) */
+    per_audio_minute: z.number().min(0).optional(),
+  })
+  .strict();
+
+const entryFields = {
+  model_id: ModelIdSchema,
+  type: z.enum(MODEL_TYPES),
+  enabled: z.boolean().default(true),
+  display: z
+    .object({
+      name: z.string().max(200).optional(),
+      brand: z.string().max(100).optional(),
+      /** hidden models are served but left out of `visible_only=true` lists (pickers) */
+      hidden: z.boolean().optional(),
+    })
+    .strict()
+    .optional(),
+  /** what the model can do: vision, audio, tools, json_mode, streaming, ... */
+  capabilities: z.record(z.string().regex(/^[a-z][a-z0-9_]*$/), z.boolean()).optional(),
+  limits: z
+    .object({
+      context_window: z.number().int().positive().optional(),
+      max_output_tokens: z.number().int().positive().optional(),
+    })
+    .strict()
+    .optional(),
+  region: z.string().max(64).optional(),
+  /** embeddings: the default output size */
+  dimensions: z.number().int().positive().optional(),
+  supported_dimensions: z.array(z.number().int().positive()).optional(),
+  provider_config: ProviderConfigSchema,
+  pricing: PricingSchema.default({ input_per_million: 0, output_per_million: 0 }),
+  tags: z.array(z.string().min(1).max(64)).max(50).optional(),
+  /** the organizations that may see and use it; absent: every organization */
+  org_slugs: z.array(z.string().min(1)).optional(),
+  timeout_ms: z.number().int().positive().max(600_000).optional(),
+  parameters_billion: z.number().positive().optional(),
+  /** a catalogue model tried when this one's provider keeps failing (429/5xx/no answer) */
+  failover: ModelIdSchema.optional(),
+  /** rerank through the provider's native `/rerank` endpoint instead of chat scoring */
+  native_rerank: z.boolean().optional(),
+};
+
+export const ModelEntrySchema = z.object(entryFields).strict();
+export type ModelEntry = z.infer<typeof ModelEntrySchema>;
+
+/** `PATCH /v1/models/{id}`: a JSON merge patch (RFC 7396) of the entry, validated once merged. */
+export const ModelPatchSchema = z.record(z.string(), z.unknown()).meta({
+  description:
+    'members of a model entry to change; `null` removes an optional member; `model_id` cannot change',
+});
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** RFC 7396 merge: objects merge member by member, `null` removes, anything else replaces. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isPlainObject(patch)) return patch;
+  const out: Record<string, unknown> = isPlainObject(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+/** The platform's default model per concern (`GET /v1/defaults` merges the organization's over them). */
+export const PlatformDefaultsSchema = z
+  .object({
+    completions: ModelIdSchema.optional(),
+    embeddings: ModelIdSchema.optional(),
+    image_generation: ModelIdSchema.optional(),
+    audio_transcription: ModelIdSchema.optional(),
+  })
+  .strict();
+export type PlatformDefaults = z.infer<typeof PlatformDefaultsSchema>;

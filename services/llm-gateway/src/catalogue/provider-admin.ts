@@ -1,0 +1,100 @@
+import { Conflict, InvalidInput, NotFound, parseInput } from '@platform/kernel';
+import { z } from 'zod';
+import { ProviderFileEntrySchema } from '../gateway-file';
+import type { Actor, CatalogueAdmin } from './catalogue-admin';
+import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
+import type { SecretBox } from './secret-box';
+
+/** `PUT /v1/providers/{name}`: a provider as the gateway file gives one, its key inline (sealed at rest). */
+export const ProviderBodySchema = z
+  .object({
+    type: z.enum(['openai', 'anthropic', 'mock']),
+    baseUrl: z.url().optional(),
+    apiKey: z.string().min(1).optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    azure: z
+      .object({ apiVersion: z.string().min(1) })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .meta({ id: 'ProviderInput' });
+
+/** A provider as the API shows it: never its key. */
+export const providerView = (p: ProviderDoc) => ({
+  name: p._id,
+  type: p.type,
+  ...(p.baseUrl ? { baseUrl: p.baseUrl } : {}),
+  has_api_key: p.apiKeySealed !== undefined,
+  ...(p.headers ? { header_names: Object.keys(p.headers) } : {}),
+  ...(p.azure ? { azure: p.azure } : {}),
+  updatedAt: p.updatedAt.toISOString(),
+});
+
+/** Providers at run time (platform administrators): added or replaced, listed without keys, removed when unused. */
+export class ProviderAdmin {
+  constructor(
+    private readonly deps: { collections: CatalogueCollections; box: SecretBox; catalogue: CatalogueAdmin },
+  ) {}
+
+  async list() {
+    return (await this.deps.collections.providers.find({}, { sort: { _id: 1 } })).map(providerView);
+  }
+
+  async put(name: string, body: unknown, actor: Actor, requestId: string | null) {
+    const input = parseInput(ProviderBodySchema, body ?? {});
+    const checked = ProviderFileEntrySchema.safeParse({ name, ...input });
+    if (!checked.success)
+      throw new InvalidInput(checked.error.issues.map((i) => i.message).join('; '), {
+        details: {
+          issues: checked.error.issues.map((i) => ({
+            field: i.path.join('.') || 'body',
+            message: i.message,
+          })),
+        },
+      });
+    const providers = this.deps.collections.providers;
+    const before = await providers.findOne({ _id: name });
+    const doc: ProviderDoc = { _id: name, type: input.type, updatedAt: new Date() };
+    if (input.baseUrl) doc.baseUrl = input.baseUrl;
+    if (input.apiKey) doc.apiKeySealed = this.deps.box.seal(input.apiKey);
+    if (input.headers) doc.headers = input.headers;
+    if (input.azure) doc.azure = input.azure;
+    await providers.deleteOne({ _id: name });
+    await providers.insertOne(doc);
+    await this.deps.catalogue.recordChange(
+      actor,
+      'provider.put',
+      name,
+      before ? providerView(before) : null,
+      providerView(doc),
+      requestId,
+    );
+    return { created: before === null, provider: providerView(doc) };
+  }
+
+  async remove(name: string, actor: Actor, requestId: string | null) {
+    const before = await this.deps.collections.providers.findOne({ _id: name });
+    if (!before)
+      throw new NotFound(`No provider named ${name}`, {
+        error: 'PROVIDER_NOT_FOUND',
+        code: 'PROVIDER_NOT_FOUND',
+      });
+    const users = await this.deps.collections.models.find({ 'provider_config.provider': name });
+    if (users.length)
+      throw new Conflict(`Models still use the provider ${name}; remove or move them first`, {
+        error: 'PROVIDER_IN_USE',
+        code: 'PROVIDER_IN_USE',
+        details: { models: users.map((m) => m._id) },
+      });
+    await this.deps.collections.providers.deleteOne({ _id: name });
+    await this.deps.catalogue.recordChange(
+      actor,
+      'provider.delete',
+      name,
+      providerView(before),
+      null,
+      requestId,
+    );
+  }
+}

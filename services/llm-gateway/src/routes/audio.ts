@@ -1,0 +1,144 @@
+import { InvalidInput, PayloadTooLarge } from '@platform/kernel';
+import type { Request, Router } from 'express';
+import type { CatalogueModel } from '../catalogue/catalogue';
+import { account, type GatewayContext, type Outcome, prepareInference } from '../inference/gateway-context';
+import { providerHeaders } from '../inference/header-policy';
+import { failoverChain, withResilience } from '../inference/provider-calls';
+import { abortOnClose, requestIdOf } from './client-abort';
+import { noMediaEndpoint } from './images';
+import { mediaFigures } from './media-figures';
+
+export const TRANSCRIPTION_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
+
+const tooLarge = (limit: number) =>
+  new PayloadTooLarge(`The upload is larger than ${limit} bytes`, { details: { max_bytes: limit } });
+
+/** The raw multipart body, refused with 413 as soon as it is known to be larger than `limit`. */
+async function readBody(req: Request, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    throw tooLarge(limit);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      req.resume();
+      throw tooLarge(limit);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+interface Upload {
+  file: Buffer;
+  filename: string;
+  mimeType: string;
+  model: string | undefined;
+  fields: Record<string, string>;
+}
+
+/** OpenAI's multipart form: `file` (required), `model`, `response_format`, `language`, `prompt`, ... */
+async function parseUpload(req: Request, limit: number): Promise<Upload> {
+  const type = req.headers['content-type'] ?? '';
+  if (!/^multipart\/form-data\s*;/i.test(type))
+    throw new InvalidInput('Send the audio as multipart/form-data with a `file` part', {
+      details: { issues: [{ field: 'content-type', message: 'multipart/form-data is required' }] },
+    });
+  const raw = await readBody(req, limit);
+  let form: FormData;
+  try {
+    form = await new Response(raw, { headers: { 'content-type': type } }).formData();
+  } catch {
+    throw new InvalidInput('The multipart body cannot be read', {
+      details: { issues: [{ field: 'body', message: 'malformed multipart/form-data' }] },
+    });
+  }
+  const file = form.get('file');
+  if (!(file instanceof Blob) || file.size === 0)
+    throw new InvalidInput('A non-empty `file` part is required', {
+      details: { issues: [{ field: 'file', message: 'required' }] },
+    });
+  const fields: Record<string, string> = {};
+  for (const [name, value] of form.entries())
+    if (name !== 'file' && name !== 'model' && typeof value === 'string') fields[name] = value;
+  const format = fields.response_format ?? 'json';
+  if (!(TRANSCRIPTION_FORMATS as readonly string[]).includes(format))
+    throw new InvalidInput(`response_format must be one of ${TRANSCRIPTION_FORMATS.join(', ')}`, {
+      details: { issues: [{ field: 'response_format', message: 'unsupported format' }] },
+    });
+  const model = form.get('model');
+  return {
+    file: Buffer.from(await file.arrayBuffer()),
+    filename: (file as File).name || 'audio',
+    mimeType: file.type || 'application/octet-stream',
+    model: typeof model === 'string' && model !== '' ? model : undefined,
+    fields,
+  };
+}
+
+/**
+ * `POST /v1/audio/transcriptions`: OpenAI's multipart upload (`json`, `text`, `verbose_json`, `srt`,
+ * `vtt`); an upload over LLM_GATEWAY_AUDIO_MAX_BYTES is 413 PAYLOAD_TOO_LARGE. Governance and quotas as
+ * chat; priced per minute of audio (`pricing.per_audio_minute`, by the second).
+ */
+export function mountAudio(router: Router, ctx: GatewayContext): void {
+  router.post('/v1/audio/transcriptions', async (req, res) => {
+    const upload = await parseUpload(req, ctx.config.LLM_GATEWAY_AUDIO_MAX_BYTES);
+    const prepared = await prepareInference(ctx, req, 'audio_transcription', upload.model, 0, (m) => {
+      if (!m.adapter.transcriptions) throw noMediaEndpoint(m, 'audio transcription');
+    });
+    const abort = abortOnClose(req, res);
+    const stamp = (model: CatalogueModel, outcome: Outcome) => ({
+      model,
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      usageSource: 'provider' as const,
+      outcome,
+      endpoint: 'audio' as const,
+      stream: false,
+      requestId: requestIdOf(req),
+    });
+    try {
+      const { result, model } = await withResilience(
+        failoverChain(prepared.model, prepared.settings, ctx.catalogue),
+        ctx.retry,
+        abort.signal,
+        (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
+        (m, call) => m.adapter.transcriptions!(upload, call),
+      );
+      const seconds = result.durationSeconds;
+      if (seconds === null)
+        ctx.logger.warn({ model: model.model_id }, 'transcription of unknown duration: not priced');
+      const figures = mediaFigures(prepared, ((seconds ?? 0) / 60) * (model.pricing.per_audio_minute ?? 0));
+      res.set({
+        'x-platform-audio-seconds': String(seconds ?? ''),
+        'x-platform-cost': String(figures.cost),
+        ...(prepared.downgradedFrom
+          ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${model.model_id}` }
+          : {}),
+      });
+      if (result.body !== null && typeof result.body === 'object') {
+        const body = result.body as Record<string, unknown>;
+        res.json({
+          ...body,
+          usage: {
+            ...((body.usage as Record<string, unknown> | undefined) ?? { type: 'duration' }),
+            seconds: seconds,
+            cost: figures.cost,
+            duration_ms: figures.durationMs,
+          },
+        });
+      } else {
+        res.type(result.contentType).send(String(result.body));
+      }
+      void account(ctx, { ...prepared, model }, stamp(model, 'success'), figures);
+    } catch (err) {
+      const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
+      void account(ctx, prepared, stamp(prepared.model, outcome), mediaFigures(prepared, 0));
+      throw err;
+    }
+  });
+}

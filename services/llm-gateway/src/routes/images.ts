@@ -1,0 +1,88 @@
+import { InvalidInput, parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { CatalogueModel } from '../catalogue/catalogue';
+import { account, type GatewayContext, type Outcome, prepareInference } from '../inference/gateway-context';
+import { providerHeaders } from '../inference/header-policy';
+import { countText } from '../inference/prompt-tokens';
+import { failoverChain, withResilience } from '../inference/provider-calls';
+import { abortOnClose, requestIdOf } from './client-abort';
+import { mediaFigures } from './media-figures';
+
+export const ImagesRequestSchema = z.looseObject({
+  model: z.string().max(200).optional(),
+  prompt: z.string().min(1).max(32_000),
+  n: z.number().int().min(1).max(10).nullable().optional(),
+  size: z.string().max(20).nullable().optional(),
+  response_format: z.enum(['url', 'b64_json']).nullable().optional(),
+  quality: z.string().max(20).optional(),
+  style: z.string().max(20).optional(),
+  user: z.string().optional(),
+});
+
+export const noMediaEndpoint = (model: CatalogueModel, what: string) =>
+  new InvalidInput(`The provider of ${model.model_id} has no ${what} endpoint`, {
+    details: { provider: model.providerName },
+  });
+
+/**
+ * `POST /v1/images/generations` (OpenAI's shape, `b64_json` or `url`): governance and quotas as chat,
+ * priced per image (`pricing.per_image`) and accounted like every inference request.
+ */
+export function mountImages(router: Router, ctx: GatewayContext): void {
+  router.post('/v1/images/generations', async (req, res) => {
+    const body = parseInput(ImagesRequestSchema, req.body ?? {});
+    const promptTokens = countText(body.prompt);
+    const prepared = await prepareInference(ctx, req, 'image_generation', body.model, promptTokens, (m) => {
+      if (!m.adapter.images) throw noMediaEndpoint(m, 'image generation');
+    });
+    const abort = abortOnClose(req, res);
+    const { model: _m, ...rest } = body;
+    const usage = { prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: promptTokens };
+    const stamp = (model: CatalogueModel, outcome: Outcome) => ({
+      model,
+      usage,
+      usageSource: 'tokenizer' as const,
+      outcome,
+      endpoint: 'images' as const,
+      stream: false,
+      requestId: requestIdOf(req),
+    });
+    try {
+      const { result, model } = await withResilience(
+        failoverChain(prepared.model, prepared.settings, ctx.catalogue),
+        ctx.retry,
+        abort.signal,
+        (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
+        (m, call) => m.adapter.images!(rest, call),
+      );
+      const images = result.body.data.length;
+      const figures = mediaFigures(prepared, images * (model.pricing.per_image ?? 0));
+      const headers: Record<string, string> = prepared.downgradedFrom
+        ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${model.model_id}` }
+        : {};
+      res.set(headers).json({
+        ...result.body,
+        model: model.model_id,
+        usage: {
+          ...((result.body.usage as Record<string, unknown> | undefined) ?? {}),
+          images,
+          cost: figures.cost,
+          duration_ms: figures.durationMs,
+        },
+      });
+      void account(ctx, { ...prepared, model }, stamp(model, 'success'), figures);
+    } catch (err) {
+      const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
+      void account(
+        ctx,
+        prepared,
+        { ...stamp(prepared.model, outcome), usage: zero },
+        mediaFigures(prepared, 0),
+      );
+      throw err;
+    }
+  });
+}
+
+const zero = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };

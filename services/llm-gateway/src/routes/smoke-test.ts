@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import { envelopeOf, InvalidInput, parseInput, RateLimited } from '@platform/kernel';
+import type { Collection, Doc, Store } from '@platform/store';
+import type { Router } from 'express';
+import { z } from 'zod';
+import type { CatalogueModel } from '../catalogue/catalogue';
+import { modelNotAllowed, modelNotFound } from '../inference/errors';
+import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
+import { resolveModel } from '../inference/governance';
+import { providerHeaders } from '../inference/header-policy';
+import { withResilience } from '../inference/provider-calls';
+import type { StoreRateLimiter } from '../quota/store-rate-limiter';
+import { abortOnClose, requestIdOf } from './client-abort';
+import { silentWav } from './wav-fixture';
+
+/** smoke tests an organization may run per minute (they are not billed to its quota) */
+export const SMOKE_TESTS_PER_MINUTE = 20;
+
+export const SmokeTestRequestSchema = z.object({ modelId: z.string().min(1).max(200) }).strict();
+
+/** A smoke test as recorded (`llm_smoke_tests`); never counted as usage. */
+interface SmokeTestDoc extends Doc {
+  at: Date;
+  orgSlug: string;
+  userId: string | null;
+  model_id: string;
+  ok: boolean;
+  latency_ms: number;
+  error: string | null;
+  requestId: string;
+}
+
+const TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'The current weather of a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+    },
+  },
+};
+
+/** What a smoke test sends for each model type, and what it reports of the answer. */
+async function probe(model: CatalogueModel, call: Parameters<CatalogueModel['adapter']['chat']>[1]) {
+  switch (model.type) {
+    case 'embeddings': {
+      const { body } = await model.adapter.embeddings({ input: 'smoke test' }, call);
+      const first = (body.data as Array<{ embedding: number[] | string }> | undefined)?.[0]?.embedding;
+      return { response: body, extra: { dimensions: Array.isArray(first) ? first.length : null } };
+    }
+    case 'completion': {
+      const { body } = await model.adapter.chat(
+        {
+          messages: [{ role: 'user', content: 'What is the weather in Paris? Call the get_weather tool.' }],
+          tools: [TOOL],
+          max_tokens: 64,
+        },
+        call,
+      );
+      const choice = (
+        body.choices as Array<{ message?: { tool_calls?: Array<{ function?: { name?: string } }> } }>
+      )?.[0];
+      const toolCalled =
+        choice?.message?.tool_calls?.some((t) => t.function?.name === 'get_weather') ?? false;
+      return { response: body, extra: { tool_called: toolCalled } };
+    }
+    case 'image_generation': {
+      if (!model.adapter.images) throw unsupported(model, 'image generation');
+      const { body } = await model.adapter.images({ prompt: 'a red circle', n: 1, size: '256x256' }, call);
+      return { response: body, extra: { images: body.data.length } };
+    }
+    case 'audio_transcription': {
+      if (!model.adapter.transcriptions) throw unsupported(model, 'audio transcription');
+      const { body } = await model.adapter.transcriptions(
+        {
+          file: silentWav(1),
+          filename: 'smoke.wav',
+          mimeType: 'audio/wav',
+          fields: { response_format: 'json' },
+        },
+        call,
+      );
+      return { response: body, extra: {} };
+    }
+  }
+}
+
+const unsupported = (model: CatalogueModel, what: string) =>
+  new InvalidInput(`The provider of ${model.model_id} has no ${what}`, {
+    details: { provider: model.providerName },
+  });
+
+/**
+ * `POST /v1/test {modelId}`: calls the model once through the gateway's own provider path (its
+ * header policy and timeout; no retries, no failover) and reports what happened. A failure is
+ * `{ok: false, response: <error envelope>}` with status 200. Not billed to the organization's quota;
+ * each run is recorded in `llm_smoke_tests`.
+ */
+export function mountSmokeTest(
+  router: Router,
+  ctx: GatewayContext,
+  deps: { store: Store; limiter: StoreRateLimiter },
+): void {
+  const runs: Collection<SmokeTestDoc> = deps.store.collection<SmokeTestDoc>('llm_smoke_tests', [
+    { fields: { at: 1 }, expireAfterSeconds: 90 * 24 * 3600 },
+  ]);
+  router.post('/v1/test', async (req, res) => {
+    const { principal, orgSlug } = authorizeInference(req);
+    const { modelId } = parseInput(SmokeTestRequestSchema, req.body ?? {});
+    const settings = await ctx.orgSettings.get(orgSlug);
+    const found = ctx.catalogue.get(modelId);
+    if (!found) throw modelNotFound(modelId);
+    const { model } = resolveModel(modelId, found.type, settings, ctx.catalogue);
+    if (model.model_id !== modelId) throw modelNotAllowed(modelId); // a smoke test never tests a stand-in
+    const window = await deps.limiter.consume(orgSlug, 1);
+    if (window.consumedPoints > SMOKE_TESTS_PER_MINUTE)
+      throw new RateLimited(Math.max(1, Math.ceil(window.msBeforeNext / 1000)), 'Too many smoke tests', {
+        details: { limit: SMOKE_TESTS_PER_MINUTE, window: 'minute' },
+      });
+    const abort = abortOnClose(req, res);
+    const started = performance.now();
+    let answer: Record<string, unknown>;
+    try {
+      const { result } = await withResilience(
+        [model],
+        { ...ctx.retry, maxAttempts: 1 },
+        abort.signal,
+        (m) => providerHeaders(m, principal, {}, requestIdOf(req)),
+        (m, call) => probe(m, call),
+      );
+      answer = { ok: true, model: model.model_id, ...result.extra, response: result.response };
+    } catch (err) {
+      answer = { ok: false, model: model.model_id, response: envelopeOf(err, requestIdOf(req)) };
+    }
+    const latency = Math.round((performance.now() - started) * 100) / 100;
+    const envelope = answer.ok ? null : (answer.response as { code?: string; error?: string });
+    await runs.insertOne({
+      _id: randomUUID(),
+      at: ctx.clock.now(),
+      orgSlug,
+      userId: principal.user.id,
+      model_id: model.model_id,
+      ok: answer.ok === true,
+      latency_ms: latency,
+      error: envelope ? (envelope.code ?? envelope.error ?? 'error') : null,
+      requestId: requestIdOf(req),
+    });
+    res.json({ ...answer, latency_ms: latency });
+  });
+}

@@ -1,0 +1,225 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { tempDir } from '@platform/testkit';
+import { toFile } from 'openai';
+import { type GatewayWorld, gauge, startGatewayWorld } from './support';
+
+/** Debian's espeak-ng speaks a sentence to a real WAV; without it the audio tests skip loudly. */
+const ESPEAK = spawnSync('espeak-ng', ['--version']).status === 0;
+if (!ESPEAK) {
+  const message =
+    'espeak-ng is not installed (apt-get install -y espeak-ng): the audio transcription tests skip';
+  if (process.env.PLATFORM_REQUIRE_ESPEAK === '1')
+    throw new Error(`${message}, and PLATFORM_REQUIRE_ESPEAK=1`);
+  console.warn(`\n\n*** ${message} ***\n`);
+}
+const itWithEspeak = ESPEAK ? it : it.skip;
+
+const AUDIO_MAX_BYTES = 200_000;
+
+/** Default models, smoke tests, images and audio through the edge against the provider simulator. */
+describe('defaults, smoke tests, images and audio transcriptions', () => {
+  let w: GatewayWorld;
+  const dir = tempDir('gateway-media-');
+  beforeAll(async () => {
+    // the tests' gateway file with image and audio models and the platform's defaults
+    w = await startGatewayWorld({
+      env: { LLM_GATEWAY_AUDIO_MAX_BYTES: String(AUDIO_MAX_BYTES) },
+      file: (base) => ({
+        ...base,
+        models: [
+          ...base.models,
+          {
+            model_id: 'sim/image',
+            type: 'image_generation',
+            provider_config: { provider: 'sim', model: 'image-sim' },
+            pricing: { per_image: 0.04 },
+          },
+          {
+            model_id: 'sim/whisper',
+            type: 'audio_transcription',
+            provider_config: { provider: 'sim', model: 'whisper-sim' },
+            pricing: { per_audio_minute: 0.006 },
+          },
+        ],
+        defaults: {
+          completions: 'sim/gpt',
+          embeddings: 'sim/embed',
+          image_generation: 'sim/image',
+          audio_transcription: 'sim/whisper',
+        },
+      }),
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await w?.stop();
+    dir.remove();
+  });
+
+  it('GET /v1/defaults answers the platform defaults merged with the organization overrides', async () => {
+    const { owner } = await w.org('defaults-org');
+    const as = { bearer: owner.token };
+    const first = await w.call('gateway', 'GET', '/v1/defaults', as);
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({
+      completions: { model_id: 'sim/gpt', source: 'platform' },
+      embeddings: {
+        model_id: 'sim/embed',
+        source: 'platform',
+        dimensions: null,
+        supported_dimensions: [64, 256],
+      },
+      image_generation: { model_id: 'sim/image', source: 'platform' },
+      audio_transcription: { model_id: 'sim/whisper', source: 'platform' },
+    });
+    const patched = await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      models: { defaults: { completions: 'sim/cheap' } },
+    });
+    expect(patched.status).toBe(200);
+    const merged = await w.call('gateway', 'GET', '/v1/defaults', as);
+    expect(merged.body.completions).toEqual({ model_id: 'sim/cheap', source: 'org' });
+    expect(merged.body.embeddings.source).toBe('platform');
+    // a model the organization does not allow is no default of it
+    await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      models: { allowed: ['sim/cheap', 'sim/embed'] },
+    });
+    const governed = await w.call('gateway', 'GET', '/v1/defaults', as);
+    expect(governed.body.image_generation).toBeNull();
+    expect(governed.body.completions.model_id).toBe('sim/cheap');
+  });
+
+  it('POST /v1/test smoke-tests embeddings and completions (tool call reported), failures as {ok:false}, never billed', async () => {
+    const { owner } = await w.org('smoke-org');
+    const as = { bearer: owner.token };
+    const embed = await w.call('gateway', 'POST', '/v1/test', as, { modelId: 'sim/embed' });
+    expect(embed.status).toBe(200);
+    expect(embed.body).toMatchObject({ ok: true, model: 'sim/embed', dimensions: expect.any(Number) });
+    expect(embed.body.latency_ms).toBeGreaterThanOrEqual(0);
+    expect(embed.body.response.object).toBe('list');
+
+    const tool = await w.call('gateway', 'POST', '/v1/test', as, { modelId: 'mock/chat' });
+    expect(tool.body).toMatchObject({ ok: true, tool_called: true });
+    const sent = w.sim.requests().length;
+    w.sim.script([
+      {
+        match: { model: 'gpt-sim' },
+        reply: { toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+      },
+    ]);
+    const chat = await w.call('gateway', 'POST', '/v1/test', as, { modelId: 'sim/gpt' });
+    expect(chat.body).toMatchObject({ ok: true, model: 'sim/gpt', tool_called: true });
+    const asked = w.sim.requests().slice(sent).at(-1) as {
+      body: { tools: Array<{ function: { name: string } }> };
+    };
+    expect(asked.body.tools[0]!.function.name).toBe('get_weather');
+
+    w.sim.script([{ match: { model: 'cheap-sim' }, error: { status: 500, type: 'server_error' } }]);
+    const failed = await w.call('gateway', 'POST', '/v1/test', as, { modelId: 'sim/cheap' });
+    expect(failed.status).toBe(200);
+    expect(failed.body).toMatchObject({
+      ok: false,
+      response: { code: 'PROVIDER_ERROR', status: 502, provider: 'sim', provider_error_type: 'server_error' },
+    });
+    w.sim.script([]);
+    const unknown = await w.call('gateway', 'POST', '/v1/test', as, { modelId: 'no/such' });
+    expect([unknown.status, unknown.body.code]).toEqual([404, 'MODEL_NOT_FOUND']);
+
+    // not billed: one real completion afterwards, and the org's count is exactly that one
+    await w.call('gateway', 'POST', '/v1/chat/completions', as, {
+      model: 'sim/cheap',
+      messages: [{ role: 'user', content: 'count me' }],
+    });
+    const usage = await w.counted('smoke-org', as, 1);
+    expect(gauge(usage, 'llm.rpm').used).toBe(1);
+  });
+
+  it('images.generate() of the openai SDK, b64_json and url, priced per image and counted', async () => {
+    const { owner } = await w.org('images-org');
+    const client = w.client({ bearer: owner.token });
+    const b64 = await client.images.generate({
+      model: 'sim/image',
+      prompt: 'a lighthouse',
+      n: 2,
+      response_format: 'b64_json',
+    });
+    expect(b64.data).toHaveLength(2);
+    expect(Buffer.from(b64.data![0]!.b64_json!, 'base64').subarray(1, 4).toString('ascii')).toBe('PNG');
+    const url = await client.images.generate({ prompt: 'a harbour', response_format: 'url' }); // the default model
+    expect(url.data![0]!.url).toMatch(/^https?:\/\//);
+    expect((b64 as unknown as { usage: { cost: number; images: number } }).usage).toMatchObject({
+      images: 2,
+      cost: 0.08,
+    });
+    const usage = await w.counted('images-org', { bearer: owner.token }, 2);
+    expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(0.12, 6);
+    const wrongType = await w.call(
+      'gateway',
+      'POST',
+      '/v1/images/generations',
+      { bearer: owner.token },
+      {
+        model: 'sim/gpt',
+        prompt: 'x',
+      },
+    );
+    expect(wrongType.status).toBe(400);
+  });
+
+  itWithEspeak(
+    'audio.transcriptions.create() of the openai SDK with a real WAV: json, text and verbose_json; 413 over the size',
+    async () => {
+      const { owner } = await w.org('audio-org');
+      const client = w.client({ bearer: owner.token });
+      const wavPath = path.join(dir.dir, 'hello.wav');
+      execFileSync('espeak-ng', ['-w', wavPath, 'Hello from the platform test']);
+      const wav = readFileSync(wavPath);
+      w.sim.script([{ match: { endpoint: 'transcriptions' }, transcript: 'Hello from the platform test' }]);
+      const json = await client.audio.transcriptions.create({
+        model: 'sim/whisper',
+        file: await toFile(wav, 'hello.wav', { type: 'audio/wav' }),
+      });
+      expect(json.text).toBe('Hello from the platform test');
+      const text = await client.audio.transcriptions.create({
+        model: 'sim/whisper',
+        file: await toFile(wav, 'hello.wav', { type: 'audio/wav' }),
+        response_format: 'text',
+      });
+      expect(String(text).trim()).toBe('Hello from the platform test');
+      const verbose = await client.audio.transcriptions.create({
+        file: await toFile(wav, 'hello.wav', { type: 'audio/wav' }), // the default model
+        model: 'default',
+        response_format: 'verbose_json',
+      });
+      expect(verbose.duration).toBeGreaterThan(1);
+      // what reached the provider: the real file, under the provider's model name
+      const last = w.sim.requests().at(-1) as unknown as { model?: string; file?: { size: number } };
+      expect(JSON.stringify(last)).toContain('whisper-sim');
+      const usage = await w.counted('audio-org', { bearer: owner.token }, 3);
+      // priced per audio minute, by the second (the simulator rounds json durations up to whole seconds)
+      const seconds = wav.readUInt32LE(40) / wav.readUInt32LE(28); // data bytes / byte rate
+      const expected = ((Math.ceil(seconds) + seconds + seconds) / 60) * 0.006;
+      expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(expected, 5);
+
+      const big = Buffer.concat([wav, Buffer.alloc(AUDIO_MAX_BYTES)]);
+      const refused = await client.audio.transcriptions
+        .create({ model: 'sim/whisper', file: await toFile(big, 'big.wav', { type: 'audio/wav' }) })
+        .catch((e: { status: number }) => e);
+      expect((refused as { status: number }).status).toBe(413);
+      const form = new FormData();
+      form.append('model', 'sim/whisper');
+      form.append('file', new Blob([big], { type: 'audio/wav' }), 'big.wav');
+      const raw = await fetch(`${w.p.gatewayUrl}/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${owner.token}` },
+        body: form,
+      });
+      expect(raw.status).toBe(413);
+      expect(await raw.json()).toMatchObject({
+        code: 'PAYLOAD_TOO_LARGE',
+        details: { max_bytes: AUDIO_MAX_BYTES },
+      });
+      w.sim.script([]);
+    },
+  );
+});

@@ -1,0 +1,186 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { runCli } from '@platform/operator-cli';
+import type { ProviderSimulator } from '@platform/testkit';
+import { startProviderSimulator, tempDir } from '@platform/testkit';
+import { startTestPlatform, type TestPlatform } from '../harness';
+
+const SECRET = 'operator-cli-llm-internal-secret-0123456789';
+
+/** The operator CLI's LLM gateway commands against the real platform, through the edge. */
+describe('operator CLI: providers, models and org governance (pnpm platform)', () => {
+  let platform: TestPlatform;
+  let sim: ProviderSimulator;
+  let env: Record<string, string>;
+  const dir = tempDir('cli-llm-');
+  let operator: { userId: string; token: string };
+
+  const run = async (...argv: string[]) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli([...argv, '--json'], env, { out: (l) => out.push(l), err: (l) => err.push(l) });
+    return { code, outcome: out.length ? JSON.parse(out.join('\n')) : null, err: err.join('\n') };
+  };
+  const gateway = async (method: string, p: string, body?: unknown) => {
+    const res = await fetch(`${platform.gatewayUrl}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${operator.token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
+    const answer: any = await res.json().catch(() => null);
+    return { status: res.status, body: answer };
+  };
+
+  beforeAll(async () => {
+    sim = await startProviderSimulator({ port: 0 });
+    platform = await startTestPlatform({
+      env: { PLATFORM_INTERNAL_SECRET: SECRET, LLM_GATEWAY_SETTINGS_TTL_MS: '0' },
+    });
+    operator = (await (await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' })).json()) as {
+      token: string;
+      userId: string;
+    };
+    env = {
+      PLATFORM_URL: platform.baseUrl,
+      PLATFORM_GATEWAY_URL: platform.gatewayUrl,
+      PLATFORM_TOKEN: operator.token,
+      AUTH_URL: platform.upstreams.auth,
+      LLM_QUOTA_URL: platform.upstreams.llmQuota,
+      PLATFORM_INTERNAL_SECRET: SECRET,
+      DATA_DIR: platform.dataDir,
+    };
+  }, 60_000);
+  afterAll(async () => {
+    await platform?.stop();
+    await sim?.close();
+    dir.remove();
+  });
+
+  it('admin grant makes the operator a platform administrator; before it, catalogue writes are refused', async () => {
+    expect((await run('providers', 'list')).code).toBe(1);
+    expect(await run('admin', 'grant', operator.userId)).toMatchObject({
+      code: 0,
+      outcome: { result: 'updated' },
+    });
+    expect((await run('admin', 'grant', operator.userId)).code).toBe(0);
+    expect((await run('admin', 'grant', 'no-such-user')).code).toBe(1);
+  });
+
+  it('providers add, list, test and remove; the key is never shown', async () => {
+    const added = await run(
+      'providers',
+      'add',
+      'sim',
+      '--type',
+      'openai',
+      '--base-url',
+      sim.openaiBaseUrl,
+      '--api-key',
+      'sk-cli-secret',
+    );
+    expect(added).toMatchObject({
+      code: 0,
+      outcome: { result: 'created', data: { name: 'sim', has_api_key: true } },
+    });
+    expect(
+      (
+        await run(
+          'providers',
+          'add',
+          'sim',
+          '--type',
+          'openai',
+          '--base-url',
+          sim.openaiBaseUrl,
+          '--api-key',
+          'sk-cli-secret',
+        )
+      ).outcome.result,
+    ).toBe('updated');
+    const listed = await run('providers', 'list');
+    expect(listed.outcome.data.map((p: { name: string }) => p.name)).toEqual(['mock', 'sim']);
+    expect(JSON.stringify(listed)).not.toContain('sk-cli-secret');
+
+    const created = await gateway('POST', '/v1/models', {
+      model_id: 'cli/gpt',
+      type: 'completion',
+      provider_config: { provider: 'sim', model: 'gpt-cli' },
+    });
+    expect(created.status).toBe(201);
+    expect((await run('org', 'create', 'cli-llm-org')).code).toBe(0);
+    sim.script([
+      {
+        match: { model: 'gpt-cli' },
+        reply: { toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }] },
+      },
+    ]);
+    const tested = await run('providers', 'test', 'sim', '--org', 'cli-llm-org');
+    expect(tested).toMatchObject({
+      code: 0,
+      outcome: { result: 'passed', data: [{ model: 'cli/gpt', ok: true }] },
+    });
+    // the key reached the provider, sealed at rest but opened for the call
+    expect(JSON.stringify(sim.requests().at(-1))).toContain('sk-cli-secret');
+    sim.script([{ match: { model: 'gpt-cli' }, error: { status: 500 } }]);
+    const failing = await run('providers', 'test', 'sim', '--org', 'cli-llm-org');
+    expect(failing.code).toBe(1);
+    expect(failing.err).toContain('PROVIDER_ERROR');
+    sim.script([]);
+
+    const inUse = await run('providers', 'remove', 'sim');
+    expect(inUse.code).toBe(1);
+    expect(inUse.err).toContain('cli/gpt');
+    await gateway('DELETE', '/v1/models/cli/gpt');
+    expect((await run('providers', 'remove', 'sim')).outcome.result).toBe('deleted');
+    expect((await run('providers', 'remove', 'sim')).outcome.result).toBe('absent');
+  });
+
+  it('models export, import (a bulk replace), enable and disable', async () => {
+    const file = path.join(dir.dir, 'catalogue.json');
+    const exported = await run('models', 'export', '--out', file);
+    expect(exported).toMatchObject({ code: 0, outcome: { data: { models: 2 } } });
+    const catalogue = JSON.parse(readFileSync(file, 'utf8')) as { models: Array<Record<string, unknown>> };
+    expect(catalogue.models.map((m) => m.model_id)).toEqual(['mock/chat', 'mock/embeddings']);
+    catalogue.models.push({ ...catalogue.models[0]!, model_id: 'mock/chat-2' });
+    writeFileSync(file, JSON.stringify(catalogue));
+    expect(await run('models', 'import', file)).toMatchObject({
+      code: 0,
+      outcome: { data: { deleted: 2, inserted: 3 } },
+    });
+    expect((await gateway('GET', '/v1/models/mock/chat-2')).status).toBe(200);
+
+    const yamlFile = path.join(dir.dir, 'bad.yaml');
+    writeFileSync(yamlFile, 'models:\n  - model_id: broken\n');
+    const bad = await run('models', 'import', yamlFile);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('INVALID_ITEMS');
+    expect(bad.err).toContain('provider_config');
+
+    expect((await run('models', 'disable', 'mock/chat-2')).outcome.data.enabled).toBe(false);
+    expect((await gateway('GET', '/v1/models/mock/chat-2?orgSlug=all')).body.enabled).toBe(false);
+    expect((await run('models', 'enable', 'mock/chat-2')).outcome.data.enabled).toBe(true);
+  });
+
+  it("org allow, default and downgrade change the organization's governance", async () => {
+    expect((await run('org', 'create', 'cli-gov')).code).toBe(0);
+    const allowed = await run('org', 'allow', 'cli-gov', 'mock/chat', 'mock/embeddings');
+    expect(allowed.outcome.data.allowed).toEqual(['mock/chat', 'mock/embeddings']);
+    const ids = (await gateway('GET', '/v1/models?orgSlug=cli-gov')).body.data.map(
+      (m: { id: string }) => m.id,
+    );
+    expect(ids).toEqual(['mock/chat', 'mock/embeddings']);
+    expect(
+      (await run('org', 'default', 'cli-gov', 'completions', 'mock/chat')).outcome.data.defaults,
+    ).toEqual({
+      completions: 'mock/chat',
+    });
+    expect(
+      (await run('org', 'downgrade', 'cli-gov', 'mock/chat-2', 'mock/chat')).outcome.data.downgrade,
+    ).toEqual({
+      'mock/chat-2': 'mock/chat',
+    });
+    expect((await run('org', 'allow', 'cli-gov', '--all')).outcome.data.allowed).toBeNull();
+    expect((await run('org', 'default', 'cli-gov', 'images', 'x')).code).toBe(2);
+  });
+});
