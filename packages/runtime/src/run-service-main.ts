@@ -23,6 +23,12 @@ export interface ServiceMainOptions<S extends z.ZodObject> {
   defaultPort: number;
   /** whether the service needs a store (the edge has none) */
   usesStore?: boolean;
+  /** the listening address (default: env HOST, else 0.0.0.0) */
+  host?: string;
+  /** the bus when NATS_URL is unset (default: the in-process bus); standalone children pass the IPC bus */
+  localBus?: () => Bus;
+  /** called once the service listens (standalone children tell their parent) */
+  onListening?: (url: string) => void;
   create(deps: {
     config: Readonly<z.infer<S>>;
     logger: Logger;
@@ -52,12 +58,13 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   const logger = createLogger({ name: options.name, level: common.LOG_LEVEL });
   const settings = { service: options.name, ...common };
   const store = options.usesStore === false ? undefined : await openStore(settings, logger);
-  const bus = await openBus(settings, logger);
+  const bus = await openBus(settings, logger, options.localBus);
   const service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
   await service.start();
   const port = Number(process.env.PORT ?? options.defaultPort);
-  const server = await listen(service.handler, port);
+  const server = await listen(service.handler, port, options.host ?? process.env.HOST ?? '0.0.0.0');
   logger.info({ url: server.url }, `${options.name} listening`);
+  options.onListening?.(server.url);
   handleProcessSignals(logger, async () => {
     await server.close();
     await service.stop();

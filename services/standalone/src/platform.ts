@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type AuthConfig, authConfigSchema, createAuthService } from '@platform/auth';
+import { type AuthConfig, authConfigSchema } from '@platform/auth';
 import type { Bus } from '@platform/bus';
 import { createEdgeService, type EdgeConfig, edgeConfigSchema } from '@platform/edge';
 import {
@@ -12,10 +12,9 @@ import {
   type RunningServer,
   systemClock,
 } from '@platform/kernel';
-import { createLegacyAgentService, legacyAgentConfigSchema } from '@platform/legacy-agent';
-import { createLlmQuotaService, llmQuotaConfigSchema } from '@platform/llm-quota';
 import { openBus, openStore } from '@platform/runtime';
 import type { Store } from '@platform/store';
+import { platformServices, rootsOf } from './services';
 
 export type Env = Record<string, string | undefined>;
 
@@ -23,6 +22,7 @@ export interface PlatformOptions {
   /** the environment every service reads its configuration from */
   env: Env;
   clock?: Clock;
+  /** the base of every service's logger, without a `service` binding (each adds its own) */
   logger?: Logger;
   /** the edge's port (default: env PORT, else 8080; 0 picks a free one) */
   port?: number;
@@ -33,8 +33,8 @@ export interface RunningPlatform {
   baseUrl: string;
   gatewayUrl: string;
   legacyUrl: string;
-  /** where each service listens (loopback), for tests that must bypass the edge */
-  upstreams: Record<'auth' | 'llmQuota' | 'legacyAgent', string>;
+  /** where each service listens (loopback) by camel-cased name (`llmQuota`), for tests that bypass the edge */
+  upstreams: Record<string, string>;
   bus: Bus;
   stop(): Promise<void>;
 }
@@ -49,7 +49,11 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     ...options.env,
   };
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger({ name: 'platform', level: env.LOG_LEVEL ?? 'info' });
+  const level = env.LOG_LEVEL ?? 'info';
+  // each line carries one `service`: the given logger must not bind one (tests pass a silent logger)
+  const loggerFor = (name: string) =>
+    options.logger ? options.logger.child({ service: name }) : createLogger({ name, level });
+  const logger = loggerFor('standalone');
   const port = options.port ?? Number(env.PORT ?? 8080);
   const host = options.host ?? env.HOST ?? '0.0.0.0';
 
@@ -73,48 +77,32 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   };
   const depsFor = <C>(name: string, config: C) => ({
     config,
-    logger: logger.child({ service: name }),
+    logger: loggerFor(name),
     clock,
     bus,
   });
 
   try {
-    const upstreams = {
-      auth: await startService(
-        await createAuthService({
-          ...depsFor('auth', loadConfig(authConfigSchema, env)),
-          store: await storeFor('auth'),
+    const upstreamUrls: Record<string, string> = {};
+    const upstreams: Record<string, string> = {};
+    for (const entry of platformServices) {
+      const url = await startService(
+        await entry.create({
+          ...depsFor(entry.name, loadConfig(entry.schema, env)),
+          store: await storeFor(entry.name),
         }),
-      ),
-      llmQuota: await startService(
-        await createLlmQuotaService({
-          ...depsFor('llm-quota', loadConfig(llmQuotaConfigSchema, env)),
-          store: await storeFor('llm-quota'),
-        }),
-      ),
-      legacyAgent: await startService(
-        await createLegacyAgentService({
-          ...depsFor('legacy-agent', loadConfig(legacyAgentConfigSchema, env)),
-          store: await storeFor('legacy-agent'),
-        }),
-      ),
-    };
-    const edgeConfig: EdgeConfig = loadConfig(edgeConfigSchema, {
-      ...env,
-      AUTH_URL: upstreams.auth,
-      LLM_QUOTA_URL: upstreams.llmQuota,
-      LEGACY_AGENT_URL: upstreams.legacyAgent,
-    });
+      );
+      upstreamUrls[entry.upstreamKey] = url;
+      upstreams[camelCase(entry.name)] = url;
+    }
+    const edgeConfig: EdgeConfig = loadConfig(edgeConfigSchema, { ...env, ...upstreamUrls });
     const edge = await createEdgeService(depsFor('edge', edgeConfig));
     await edge.start();
     services.push(edge);
     const edgeServer = await listen(edge.handler, port, host);
     servers.push(edgeServer);
-    const baseUrl = edgeServer.url;
     return {
-      baseUrl,
-      gatewayUrl: `${baseUrl}/llm`,
-      legacyUrl: `${baseUrl}/legacy`,
+      ...rootsOf(edgeServer.url, edgeConfig),
       upstreams,
       bus,
       stop: () => stopAll(servers, services, bus, stores),
@@ -124,6 +112,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     throw err;
   }
 }
+
+const camelCase = (name: string) => name.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
 
 /** Edge first (it was started last), then the services, then the bus and the stores. */
 async function stopAll(servers: RunningServer[], services: PlatformService[], bus: Bus, stores: Store[]) {
