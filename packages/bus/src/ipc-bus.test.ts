@@ -32,6 +32,7 @@ const completion = (id: string) => ({
   model: 'm',
   provider: 'p',
   usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  cost: 0,
 });
 
 describe('IPC bus: services in child processes share the parent hub', () => {

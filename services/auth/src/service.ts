@@ -72,7 +72,8 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
   const app = createServiceApp({
     name: 'auth',
     logger,
-    readiness: { store: () => store.ping(), bus: () => bus.ping() },
+    // publishing is best effort (caches heal by their TTL): NATS down does not stop auth serving
+    readiness: { store: () => store.ping(), bus: { check: () => bus.ping(), required: false } },
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(authApiDocument));

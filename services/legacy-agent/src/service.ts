@@ -75,7 +75,8 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     name: 'legacy-agent',
     logger: deps.logger,
     bodyLimit: deps.config.LEGACY_BODY_LIMIT_BYTES,
-    readiness: { store: () => deps.store.ping(), bus: () => deps.bus.ping() },
+    // legacy-agent publishes nothing: only its store can stop it serving
+    readiness: { store: () => deps.store.ping() },
     before: [messagesBodyParser(deps.config.LEGACY_BODY_LIMIT_BYTES, deps.logger)],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(legacyApiDocument));

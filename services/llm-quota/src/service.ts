@@ -104,7 +104,8 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     logger,
     metrics,
     bodyLimit: config.LLM_QUOTA_BODY_LIMIT_BYTES,
-    readiness: { store: () => store.ping(), bus: () => bus.ping() },
+    // requests read the store; with NATS away, usage waits in the stream and is counted on its return
+    readiness: { store: () => store.ping(), bus: { check: () => bus.ping(), required: false } },
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(llmQuotaApiDocument));

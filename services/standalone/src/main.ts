@@ -14,7 +14,7 @@ async function main() {
   try {
     const env = { ...process.env };
     env.PLATFORM_INTERNAL_SECRET ??= randomBytes(32).toString('base64url');
-    let removeHints = () => undefined as void;
+    let removeHints: () => void = () => undefined;
     const writeHints = () => {
       removeHints = writeOperatorHints(env.DATA_DIR ?? './data', {
         authUrl: platform.upstreams.auth!,

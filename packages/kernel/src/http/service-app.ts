@@ -5,14 +5,22 @@ import { createHttpMetrics, type HttpMetrics } from './metrics';
 import { requestId } from './request-id';
 
 export type ReadinessCheck = () => Promise<void>;
+/** A dependency reported by /readyz that does not make the service unready: requests are served without it. */
+export interface ReportedCheck {
+  check: ReadinessCheck;
+  required: false;
+}
 
 export interface ServiceAppOptions {
   name: string;
   logger: Logger;
   /** largest JSON body accepted (bytes or a string such as '1mb') */
   bodyLimit?: number | string;
-  /** named checks behind /readyz; each throws when its dependency is not ready */
-  readiness?: Record<string, ReadinessCheck>;
+  /**
+   * named checks behind /readyz; each throws when its dependency is not ready. Only what a request
+   * cannot be served without makes the service unready; the others are `{check, required: false}`.
+   */
+  readiness?: Record<string, ReadinessCheck | ReportedCheck>;
   metrics?: HttpMetrics;
   /** mounts the service's own routes (after the common middleware, before the 404 and error handlers) */
   routes: (router: Router) => void;
@@ -21,17 +29,19 @@ export interface ServiceAppOptions {
 }
 
 /** Runs every readiness check; a map of name -> 'ok' or the failure message. */
-export async function checkReadiness(checks: Record<string, ReadinessCheck>) {
+export async function checkReadiness(checks: Record<string, ReadinessCheck | ReportedCheck>) {
   const results: Record<string, string> = {};
   let ready = true;
   await Promise.all(
-    Object.entries(checks).map(async ([name, check]) => {
+    Object.entries(checks).map(async ([name, entry]) => {
+      const required = typeof entry === 'function';
       try {
-        await check();
+        await (required ? entry : entry.check)();
         results[name] = 'ok';
       } catch (err) {
-        ready = false;
-        results[name] = err instanceof Error ? err.message : String(err);
+        if (required) ready = false;
+        const message = err instanceof Error ? err.message : String(err);
+        results[name] = required ? message : `degraded: ${message}`;
       }
     }),
   );
