@@ -18,7 +18,7 @@ module.exports = {
   // Known leak: after the NATS-reconnect test in services/edge/test/edge-session-jwt.test.ts restarts
   // its nats-server, a handle stays open and the in-band run (2 cores) would never exit. Results are
   // complete when this applies; remove it once that handle is found.
-  forceExit: true,
+  forceExit: false,
   projects: [
     {
       ...base,

@@ -11,6 +11,7 @@ import { Conversations } from './domain/conversations';
 import { Dialogue } from './domain/dialogue';
 import { Entities } from './domain/entities';
 import { Intents } from './domain/intents';
+import { type RetrainTimers, systemTimers } from './domain/timers';
 import { TokenSealer } from './domain/tokens';
 import { type NluEngine, Understanding } from './domain/understanding';
 import * as nluEngine from './nlu';
@@ -29,6 +30,8 @@ export interface LegacyAgentDeps extends BaseDeps<LegacyAgentConfig> {
   nlu?: NluEngine;
   /** uniform in [0, 1), picks text alternatives; Math.random by default */
   random?: () => number;
+  /** retraining's debounce timers; real ones by default */
+  timers?: RetrainTimers;
 }
 
 export interface LegacyAgentService extends PlatformService {
@@ -45,6 +48,7 @@ export function createLegacyDomain(deps: LegacyAgentDeps): LegacyDomain {
     cols: openCollections(deps.store),
     sealer: TokenSealer.fromConfig(deps.config),
     random: deps.random ?? Math.random,
+    timers: deps.timers ?? systemTimers,
   };
   const understanding = new Understanding(ctx, deps.nlu ?? nluEngine);
   const accounts = new Accounts(ctx);
