@@ -30,6 +30,10 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
     },
-    { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
+    {
+      ...base,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/chaos/**/*.test.ts'],
+    },
   ],
 };
