@@ -23,7 +23,11 @@ module.exports = {
     {
       ...base,
       displayName: 'unit',
-      testMatch: ['<rootDir>/packages/*/src/**/*.test.ts', '<rootDir>/services/*/src/**/*.test.ts'],
+      testMatch: [
+        '<rootDir>/packages/*/src/**/*.test.ts',
+        '<rootDir>/services/*/src/**/*.test.ts',
+        '<rootDir>/scripts/**/*.test.ts',
+      ],
     },
     {
       ...base,
