@@ -34,6 +34,8 @@ function call(
       res.on('error', reject);
     });
     req.on('error', reject);
+    // an answer before the whole body was sent (413) resets the socket under the write: not a crash
+    req.on('socket', (socket) => socket.on('error', () => undefined));
     req.end(init.body);
   });
 }
@@ -480,7 +482,12 @@ export async function fuzz(total: number, log = console.log): Promise<FuzzFigure
                 : await fuzzedRequest(platform.baseUrl, credentials);
             statuses[r.status] = (statuses[r.status] ?? 0) + 1;
             if (r.status >= 500 && fiveXxSamples.length < 20) fiveXxSamples.push(`${r.status} ${r.what}`);
-            if (sent % 10_000 === 0) log(`  fuzz: ${sent}/${total}`);
+            if (sent % 10_000 === 0) {
+              const bad = Object.entries(statuses).filter(([k]) => Number(k) >= 500);
+              log(
+                `  fuzz: ${sent}/${total}, 5xx so far ${JSON.stringify(Object.fromEntries(bad))}, edge RSS ${(rssOf(edgePid) / 1e6).toFixed(1)} MB`,
+              );
+            }
           }
         }),
       );
