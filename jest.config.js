@@ -15,10 +15,6 @@ const base = {
 /** @type {import('jest').Config} */
 module.exports = {
   testTimeout: 30_000,
-  // Known leak: after the NATS-reconnect test in services/edge/test/edge-session-jwt.test.ts restarts
-  // its nats-server, a handle stays open and the in-band run (2 cores) would never exit. Results are
-  // complete when this applies; remove it once that handle is found.
-  forceExit: false,
   projects: [
     {
       ...base,

@@ -21,6 +21,7 @@ interface Answer {
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+const guarded = new WeakSet<object>();
 
 function call(
   url: string,
@@ -35,7 +36,11 @@ function call(
     });
     req.on('error', reject);
     // an answer before the whole body was sent (413) resets the socket under the write: not a crash
-    req.on('socket', (socket) => socket.on('error', () => undefined));
+    req.on('socket', (socket) => {
+      if (guarded.has(socket)) return;
+      guarded.add(socket);
+      socket.on('error', () => undefined);
+    });
     req.end(init.body);
   });
 }
