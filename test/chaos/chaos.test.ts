@@ -8,19 +8,19 @@ import { fuzz, killDuringWrites, natsRestartDuringUsage, rotationsUnderLoad } fr
 const quiet = () => undefined;
 
 describe('chaos, short form', () => {
-  it('kill -9 during concurrent writes loses no acknowledged write (2 rounds)', async () => {
-    const f = await killDuringWrites(2, quiet);
+  it('kill -9 during concurrent writes loses no acknowledged write (1 round)', async () => {
+    const f = await killDuringWrites(1, quiet);
     expect(f.acknowledged).toBeGreaterThan(0);
     expect(f.lost).toBe(0);
   }, 120_000);
 
-  it('forced key rotations under session-JWT load answer only 200 (2 rotations)', async () => {
-    const f = await rotationsUnderLoad(2, 200, 2, quiet);
+  it('a forced key rotation under session-JWT load answers only 200', async () => {
+    const f = await rotationsUnderLoad(1, 200, 2, quiet);
     expect(f.statuses).toEqual({ 200: f.requests });
   }, 120_000);
 
-  it('2,000 fuzzed requests across all roots get no 5xx', async () => {
-    const f = await fuzz(2_000, quiet);
+  it('1,000 fuzzed requests across all roots get no 5xx', async () => {
+    const f = await fuzz(1_000, quiet);
     // Known, and fixed on helper sec's branch (kernel error middleware): a body with a Content-Encoding
     // it cannot decode (should be 415) and a malformed percent-encoding (should be 400) answer 500.
     // Remove this filter once that branch is merged.
@@ -30,8 +30,8 @@ describe('chaos, short form', () => {
 });
 
 describeWithNats('chaos with NATS, short form', () => {
-  it('nats-server restarted while usage flows: nothing lost or counted twice (300 events)', async () => {
-    const f = await natsRestartDuringUsage(300, quiet);
-    expect(f).toMatchObject({ counted: 300, lost: 0, countedTwice: 0 });
+  it('nats-server restarted while usage flows: nothing lost or counted twice (200 events)', async () => {
+    const f = await natsRestartDuringUsage(200, quiet);
+    expect(f).toMatchObject({ counted: 200, lost: 0, countedTwice: 0 });
   }, 180_000);
 });
