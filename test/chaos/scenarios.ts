@@ -193,9 +193,10 @@ export async function natsRestartDuringUsage(events: number, log = console.log):
       )!.used;
     };
     // settled: the consumer has nothing pending, then read once (the endpoint allows 60 a minute)
-    const jsm = await nc.jetstreamManager();
+    // (JetStream may still be recovering from the last restart: each probe asks again)
     await waitFor(
       async () => {
+        const jsm = await nc.jetstreamManager({ timeout: 2_000 });
         const info = await jsm.consumers.info('ANALYTICS', 'llm-quota');
         return info.num_pending + info.num_ack_pending === 0;
       },
