@@ -12,9 +12,9 @@ import type { Store } from '@platform/store';
 import type { AuthConfig } from './config';
 import type { AuthContext } from './context';
 import { openCollections } from './data/collections';
+import { CredentialIntrospection } from './domain/credential-introspection';
 import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
-import { PrincipalResolver } from './domain/principal-resolver';
 import { PrivateKeyCodec } from './domain/signing-keys';
 import { authApiDocument } from './openapi';
 import { mountAccessTokenRoutes } from './routes/access-tokens';
@@ -66,7 +66,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
     collections,
     events,
     keys,
-    resolver: new PrincipalResolver(collections, clock),
+    introspection: new CredentialIntrospection(collections, clock),
   };
 
   const app = createServiceApp({

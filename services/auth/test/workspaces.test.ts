@@ -86,7 +86,7 @@ describe('workspaces and workspace API keys (spec 2.7)', () => {
     const listed = await h.call(key, 'get', '/v2/workspaces');
     expect(listed.body.map((w: { id: string }) => w.id)).toEqual([workspaceId]);
     // Its principal carries no user, no organization and no permission: only its rules.
-    const { principal } = await h.service.context.resolver.resolve(key.credential, null, 'r');
+    const { principal } = await h.service.context.introspection.resolve(key.credential, null, 'r');
     expect(principal).toMatchObject({
       credential: { kind: 'workspace_api_key', workspaceId, rules: body.rules },
       user: { id: null },
