@@ -18,6 +18,12 @@ export interface PlatformProcesses {
   stop(): Promise<void>;
 }
 
+/** platforms still running: a harness that dies (even on an uncaught error) takes them with it */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -41,11 +47,17 @@ export async function startPlatformProcesses(
       stdio: ['ignore', 'ignore', 'pipe'],
     },
   );
+  running.add(child);
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
     stderr += d.toString();
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      running.delete(child);
+      resolve();
+    }),
+  );
   await waitFor(() => stderr.includes('{legacy_url}') || child.exitCode !== null, {
     timeoutMs: 60_000,
     what: 'the platform banner',
