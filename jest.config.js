@@ -21,22 +21,26 @@ const base = {
 /** @type {import('jest').Config} */
 module.exports = {
   testTimeout: 30_000,
-  // Known leak: after the NATS-reconnect test in services/edge/test/edge-session-jwt.test.ts restarts
-  // its nats-server, a handle stays open and the in-band run (2 cores) would never exit. Results are
-  // complete when this applies; remove it once that handle is found.
-  forceExit: true,
   projects: [
     {
       ...base,
       displayName: 'unit',
-      testMatch: ['<rootDir>/packages/*/src/**/*.test.ts', '<rootDir>/services/*/src/**/*.test.ts'],
+      testMatch: [
+        '<rootDir>/packages/*/src/**/*.test.ts',
+        '<rootDir>/services/*/src/**/*.test.ts',
+        '<rootDir>/scripts/**/*.test.ts',
+      ],
     },
     {
       ...base,
       displayName: 'integration',
       testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/services/*/test/**/*.test.ts'],
     },
-    { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
+    {
+      ...base,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/chaos/**/*.test.ts'],
+    },
     // Pages in a real Chromium (Debian's package; never downloaded): see test/browser/chromium.ts.
     { ...base, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'] },
   ],

@@ -9,7 +9,7 @@ import { createInProcessBus } from '@platform/bus';
 import { loadConfig, silentLogger, systemClock } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
 import { authConfigSchema, createAuthService } from '../../services/auth/src';
-import type { CredentialToResolve } from '../../services/auth/src/domain/principal-resolver';
+import type { CredentialToResolve } from '../../services/auth/src/domain/credential-introspection';
 import { newAccessToken, sha256Hex } from '../../services/auth/src/domain/secrets';
 import { signSessionToken } from '../../services/auth/src/domain/sessions';
 
@@ -91,10 +91,10 @@ async function scenario(users: number) {
   const last = users - 1;
   const session: CredentialToResolve = { kind: 'session', userId: `u${last}`, sessionId: `s${last}` };
   await timeIt(`resolve session, path org (${users} users)`, ITERATIONS, () =>
-    service.context.resolver.resolve(session, `org-${last % orgs}`, 'r'),
+    service.context.introspection.resolve(session, `org-${last % orgs}`, 'r'),
   );
   await timeIt(`resolve access token, active org (${users} users)`, ITERATIONS, () =>
-    service.context.resolver.resolve({ kind: 'access_token', token }, null, 'r'),
+    service.context.introspection.resolve({ kind: 'access_token', token }, null, 'r'),
   );
   const sessionDoc = (await c.sessions.findOne({ _id: `s${last}` }))!;
   await timeIt('sign a session JWT (RS256, cached KeyObject)', ITERATIONS, () =>

@@ -13,6 +13,8 @@ import {
 import type { Bus, Consumer, EventSubject } from './port';
 
 const codec = StringCodec();
+/** how long close() lets a connection drain before closing it outright */
+const DRAIN_TIMEOUT_MS = 2_000;
 
 export interface NatsBusOptions {
   url: string;
@@ -136,8 +138,18 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       await nc.flush();
     },
     async close() {
-      for (const messages of consumers) await messages.close();
-      if (!nc.isClosed()) await nc.drain();
+      for (const messages of consumers) await messages.close().catch(() => undefined);
+      if (nc.isClosed()) return;
+      // Drain delivers what is pending, but a connection that is away (reconnecting, or its server gone)
+      // cannot: past a short wait it is closed outright, else its reconnect loop and heartbeat timers
+      // would keep the process alive for ever.
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
+      });
+      await Promise.race([nc.drain().catch(() => undefined), waited]);
+      clearTimeout(timer);
+      if (!nc.isClosed()) await nc.close().catch(() => undefined);
     },
   };
 }

@@ -46,7 +46,7 @@ export interface Consumer {
  * nats-server) and in-process (standalone mode).
  */
 export interface Bus {
-  readonly kind: 'nats' | 'in-process';
+  readonly kind: 'nats' | 'in-process' | 'ipc';
   /** fire-and-forget (core NATS) */
   publish<S extends EventSubject>(subject: S, payload: EventPayloads[S]): Promise<void>;
   /** receives every message on the subject; the payload is parsed JSON, to be validated by the handler */

@@ -123,7 +123,23 @@ export const WORKSPACE_RULE_SUBJECTS = [
   'apikey',
   'page',
   'file',
+  'app',
+  'event',
   'automation',
 ] as const;
 export type WorkspaceRuleAction = (typeof WORKSPACE_RULE_ACTIONS)[number];
 export type WorkspaceRuleSubject = (typeof WORKSPACE_RULE_SUBJECTS)[number];
+
+/**
+ * The plural names Prisme.ai clients send for the same subjects (`workspaces`, `pages`, ...). Rules are
+ * accepted under either name and stored and answered in the canonical, singular one.
+ */
+export const WORKSPACE_RULE_SUBJECT_PLURALS: Record<string, WorkspaceRuleSubject> = Object.fromEntries(
+  WORKSPACE_RULE_SUBJECTS.map((s) => [`${s}s`, s]),
+);
+
+/** The canonical name of a rule subject given in either form; undefined when it is none. */
+export function canonicalWorkspaceSubject(name: string): WorkspaceRuleSubject | undefined {
+  if ((WORKSPACE_RULE_SUBJECTS as readonly string[]).includes(name)) return name as WorkspaceRuleSubject;
+  return WORKSPACE_RULE_SUBJECT_PLURALS[name];
+}

@@ -194,12 +194,11 @@ describe('serialization', () => {
 });
 
 describe('robustness', () => {
-  it('parses long and odd inputs quickly', () => {
+  // how fast is measured by bench/nlu (latency), not asserted here: a busy machine is not a bug
+  it('parses long and odd inputs', () => {
     const model = trainModel(travelAssistant());
     const long = `${'book a train from lyon to paris '.repeat(300)}${'x'.repeat(5000)}`;
-    const t0 = Date.now();
     const r = model.parse(long);
-    expect(Date.now() - t0).toBeLessThan(2000);
     expect(r.entities.length).toBeGreaterThan(100);
     expect(model.parse('🙂🙂 !!! ???').intents[0]!.confidence).toBe(0);
   });

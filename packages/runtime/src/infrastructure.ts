@@ -24,8 +24,15 @@ export async function openStore(settings: InfrastructureSettings, logger: Logger
   return createEmbeddedStore({ dataDir });
 }
 
-/** NATS when NATS_URL is set, else the in-process bus (only meaningful when all services share one process). */
-export async function openBus(settings: InfrastructureSettings, logger: Logger): Promise<Bus> {
+/**
+ * NATS when NATS_URL is set, else `local` (standalone children: the IPC bus to their parent), else the
+ * in-process bus (only meaningful when all services share one process).
+ */
+export async function openBus(
+  settings: InfrastructureSettings,
+  logger: Logger,
+  local?: () => Bus,
+): Promise<Bus> {
   if (settings.NATS_URL) {
     logger.info({ url: settings.NATS_URL }, 'bus: NATS');
     return createNatsBus({
@@ -33,6 +40,11 @@ export async function openBus(settings: InfrastructureSettings, logger: Logger):
       name: settings.service,
       onError: (err, context) => logger.warn({ err, context }, 'bus error'),
     });
+  }
+  if (local) {
+    const bus = local();
+    logger.info({ kind: bus.kind }, 'bus: local');
+    return bus;
   }
   logger.info('bus: in-process');
   return createInProcessBus();

@@ -26,6 +26,12 @@ export interface ServiceMainOptions<S extends z.ZodObject> {
   usesStore?: boolean;
   /** largest request head on the public port (default SERVICE_MAX_HEADER_BYTES: services face the edge, which adds headers) */
   maxHeaderBytes?: number;
+  /** the listening address (default: env HOST, else 0.0.0.0) */
+  host?: string;
+  /** the bus when NATS_URL is unset (default: the in-process bus); standalone children pass the IPC bus */
+  localBus?: () => Bus;
+  /** called once the service listens (standalone children tell their parent) */
+  onListening?: (url: string) => void;
   create(deps: {
     config: Readonly<z.infer<S>>;
     logger: Logger;
@@ -55,15 +61,16 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   const logger = createLogger({ name: options.name, level: common.LOG_LEVEL });
   const settings = { service: options.name, ...common };
   const store = options.usesStore === false ? undefined : await openStore(settings, logger);
-  const bus = await openBus(settings, logger);
+  const bus = await openBus(settings, logger, options.localBus);
   const service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
   await service.start();
   const port = Number(process.env.PORT ?? options.defaultPort);
-  const server = await listen(service.handler, port, '0.0.0.0', {
+  const server = await listen(service.handler, port, options.host ?? process.env.HOST ?? '0.0.0.0', {
     maxHeaderSize: options.maxHeaderBytes ?? SERVICE_MAX_HEADER_BYTES,
   });
   const admin = await listen(service.admin, common.ADMIN_PORT, common.ADMIN_HOST);
   logger.info({ url: server.url, admin: admin.url }, `${options.name} listening`);
+  options.onListening?.(server.url);
   handleProcessSignals(logger, async () => {
     await server.close();
     await admin.close(1_000);

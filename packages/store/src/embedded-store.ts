@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { appendFile } from 'node:fs/promises';
 import path from 'node:path';
+import { Unavailable } from '@platform/kernel';
 import Datastore from '@seald-io/nedb';
 import { Mutex } from './mutex';
 import {
@@ -51,6 +53,8 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
     },
     async ping() {
       if (closed) throw new Error('store is closed');
+      // a real check: every collection's file takes an (empty) append, and a broken one is recovered
+      await Promise.all([...collections.values()].map((c) => c.ping()));
     },
     async close() {
       closed = true;
@@ -64,6 +68,13 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private readonly loaded: Promise<void>;
   private readonly writes = new Mutex();
   private readonly indexKeys = new Set<string>();
+  private readonly filename?: string;
+  /**
+   * Set when a write reached memory but not the file (disk full, unwritable, removed): NeDB changes its
+   * memory before it appends. Until the collection is reloaded from its file, nothing is served from it,
+   * so no unacknowledged write is ever read and nothing read is lost at the next start.
+   */
+  private broken: unknown = null;
 
   constructor(
     readonly name: string,
@@ -71,6 +82,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   ) {
     const filename = options.dataDir ? path.join(options.dataDir, `${name}.db`) : undefined;
     // Owner-only files and folders: collections hold secrets (signing keys, hashes, sessions).
+    this.filename = filename;
     this.ds = new Datastore<T>({
       filename,
       inMemoryOnly: !filename,
@@ -109,12 +121,62 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private write<R>(task: () => Promise<R>): Promise<R> {
     return this.writes.run(async () => {
       await this.loaded;
+      await this.recover();
       try {
         return await task();
       } catch (err) {
+        if (isFileSystemError(err)) {
+          this.broken = err;
+          throw this.unavailable(err);
+        }
         throw this.translate(err);
       }
     });
+  }
+
+  /** Before a read: a collection whose last write failed is reloaded first (or the read fails too). */
+  private async readable(): Promise<void> {
+    await this.loaded;
+    if (this.broken) await this.writes.run(() => this.recover());
+  }
+
+  /** Under the write lock: reload a broken collection from its file; Unavailable while that fails. */
+  private async recover(): Promise<void> {
+    if (!this.broken) return;
+    try {
+      // NeDB's loader hangs on some read errors: only reload a file that takes an append again
+      if (this.filename) await appendFile(this.filename, '');
+      await this.ds.loadDatabaseAsync();
+      this.broken = null;
+    } catch (err) {
+      this.broken = err;
+      throw this.unavailable(err);
+    }
+  }
+
+  private unavailable(cause: unknown): Unavailable {
+    const code = (cause as { code?: string }).code ?? 'unknown';
+    const err = new Unavailable('The service cannot reach its data right now; try again shortly', {
+      error: 'StoreUnavailable',
+      retryAfter: 1,
+    });
+    // for the log line only (the answer's body says nothing internal)
+    return Object.assign(err, { cause: new Error(`${this.name}: ${code}`) });
+  }
+
+  /** The file takes an append (of nothing), and a broken collection comes back. */
+  async ping(): Promise<void> {
+    try {
+      await this.readable();
+      if (this.filename) await appendFile(this.filename, '');
+    } catch (err) {
+      const cause = (err as { cause?: unknown }).cause ?? err;
+      throw new Error(
+        cause instanceof Error && cause.message.startsWith(this.name)
+          ? cause.message
+          : `${this.name}: ${(cause as { code?: string }).code ?? String(cause)}`,
+      );
+    }
   }
 
   private translate(err: unknown): unknown {
@@ -134,12 +196,12 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    await this.loaded;
+    await this.readable();
     return (await this.ds.findOneAsync(toNedbQuery(filter))) ?? null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    await this.loaded;
+    await this.readable();
     let cursor = this.ds.findAsync(toNedbQuery(filter));
     if (options.sort) cursor = cursor.sort(options.sort);
     if (options.skip) cursor = cursor.skip(options.skip);
@@ -148,7 +210,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   async count(filter: Filter): Promise<number> {
-    await this.loaded;
+    await this.readable();
     return this.ds.countAsync(toNedbQuery(filter));
   }
 
@@ -210,6 +272,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return { doc: inserted, upsertedId: inserted._id };
   }
 }
+
+/** An error from the file system (it names its system call), as opposed to one about the data. */
+const isFileSystemError = (err: unknown): boolean =>
+  typeof (err as { syscall?: unknown } | null)?.syscall === 'string';
 
 const RANGE_OPERATORS = ['$lt', '$lte', '$gt', '$gte'];
 

@@ -3,9 +3,9 @@ import type { Clock, Logger } from '@platform/kernel';
 import type { Store } from '@platform/store';
 import type { AuthConfig } from './config';
 import type { AuthCollections } from './data/collections';
+import type { CredentialIntrospection } from './domain/credential-introspection';
 import type { AuthEvents } from './domain/events';
 import type { KeyRotation } from './domain/key-rotation';
-import type { PrincipalResolver } from './domain/principal-resolver';
 
 /** Everything a route of auth needs, built once by createAuthService. */
 export interface AuthContext {
@@ -17,5 +17,5 @@ export interface AuthContext {
   collections: AuthCollections;
   events: AuthEvents;
   keys: KeyRotation;
-  resolver: PrincipalResolver;
+  introspection: CredentialIntrospection;
 }

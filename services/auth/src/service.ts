@@ -17,9 +17,9 @@ import { RateLimiterStorePort } from './accounts/store-rate-limiter';
 import type { AuthConfig } from './config';
 import type { AuthContext } from './context';
 import { openCollections } from './data/collections';
+import { CredentialIntrospection } from './domain/credential-introspection';
 import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
-import { PrincipalResolver } from './domain/principal-resolver';
 import { encryptPlainPrivateKeys, localSigningKeysSecret, PrivateKeyCodec } from './domain/signing-keys';
 import { FIRST_PARTY_CLIENT_ID, openClients, registerClient } from './oidc/clients';
 import { mountInteractionPages } from './oidc/interaction-pages';
@@ -94,7 +94,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
     collections,
     events,
     keys,
-    resolver: new PrincipalResolver(collections, clock),
+    introspection: new CredentialIntrospection(collections, clock),
   };
 
   const mailer = createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM }, logger);

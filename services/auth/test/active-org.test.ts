@@ -19,8 +19,8 @@ describe('active organization (spec 5.2 rule 7)', () => {
     actor: UserActor | ReturnType<AuthHarness['accessToken']>,
     pathOrg: string | null = null,
   ) =>
-    (await h.service.context.resolver.resolve(actor.credential, pathOrg, 'r')).principal.session.org?.slug ??
-    null;
+    (await h.service.context.introspection.resolve(actor.credential, pathOrg, 'r')).principal.session.org
+      ?.slug ?? null;
 
   it('(c) without a choice, the first membership is active', async () => {
     expect(await activeOf(user)).toBe('first-org');
@@ -94,7 +94,7 @@ describe('active organization (spec 5.2 rule 7)', () => {
   });
 
   it('the principal carries the active organization’s role, permissions (never the list of memberships)', async () => {
-    const { principal } = await h.service.context.resolver.resolve(user.credential, null, 'corr-1');
+    const { principal } = await h.service.context.introspection.resolve(user.credential, null, 'corr-1');
     expect(principal).toMatchObject({
       credential: { kind: 'session', id: user.sessionId },
       session: {

@@ -16,7 +16,7 @@ import { tempDir } from '@platform/testkit';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { type AuthConfig, type AuthService, authConfigSchema, createAuthService } from '../src';
-import type { CredentialToResolve } from '../src/domain/principal-resolver';
+import type { CredentialToResolve } from '../src/domain/credential-introspection';
 
 export const INTERNAL_SECRET = 'test-internal-secret-0123456789abcdefghij';
 
@@ -100,7 +100,7 @@ export async function startAuth(options: HarnessOptions = {}): Promise<AuthHarne
     if (actor) {
       const orgSlug = /^\/v2\/orgs\/([^/?]+)/.exec(path)?.[1] ?? null;
       try {
-        const { principal } = await service.context.resolver.resolve(actor.credential, orgSlug, 'test');
+        const { principal } = await service.context.introspection.resolve(actor.credential, orgSlug, 'test');
         req = req.set('x-platform-principal', sealPrincipal(principal, INTERNAL_SECRET, clock));
         if (principal.user.id) req = req.set(USER_ID_HEADER, principal.user.id);
       } catch (err) {

@@ -15,7 +15,7 @@ describe('two-step verification (TOTP) and page forms', () => {
 
   /** The headers the edge adds for a session. */
   async function asSession(userId: string, sessionId: string) {
-    const { principal } = await a.service.context.resolver.resolve(
+    const { principal } = await a.service.context.introspection.resolve(
       { kind: 'session', userId, sessionId },
       null,
       't',
@@ -156,7 +156,7 @@ describe('two-step verification (TOTP) and page forms', () => {
     const blocked = await a.call(memberActor, 'get', `/v2/orgs/${slug}`);
     expect(blocked.status).toBe(403);
     expect(blocked.body.error).toBe('MfaRequired');
-    const principal = await a.service.context.resolver.resolve(memberActor.credential, slug, 't');
+    const principal = await a.service.context.introspection.resolve(memberActor.credential, slug, 't');
     expect(principal.principal.session.org).toBeNull();
     expect((await a.call(ownerActor, 'get', `/v2/orgs/${slug}`)).status).toBe(200);
   });

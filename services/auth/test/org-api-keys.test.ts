@@ -41,7 +41,7 @@ describe('organization API keys (spec 2.7, 5.1, 5.2 rule 1)', () => {
 
   it('its principal has no user; its organization and permissions come from the stored record', async () => {
     const { body } = await create({ permissions: ['models:read'], scopes: ['batch'] });
-    const { principal, expiresAt } = await h.service.context.resolver.resolve(
+    const { principal, expiresAt } = await h.service.context.introspection.resolve(
       h.apiKey(body.apiKey).credential,
       null,
       'r',
@@ -67,7 +67,7 @@ describe('organization API keys (spec 2.7, 5.1, 5.2 rule 1)', () => {
     const key = h.apiKey(body.apiKey);
     expect((await h.call(key, 'get', '/v2/orgs/keys-org/members')).status).toBe(200);
     expect((await h.call(key, 'get', '/v2/orgs/other-org/members')).status).toBe(403);
-    const { principal } = await h.service.context.resolver.resolve(key.credential, 'other-org', 'r');
+    const { principal } = await h.service.context.introspection.resolve(key.credential, 'other-org', 'r');
     expect(principal.session.org).toBeNull();
     expect(principal.run.permissions).toEqual({});
   });
@@ -90,7 +90,7 @@ describe('organization API keys (spec 2.7, 5.1, 5.2 rule 1)', () => {
     const res = await h.call(key, 'get', '/v2/orgs/keys-org/members');
     expect(res.status).toBe(403);
     expect(res.body.error).toBe('ProjectRestricted');
-    const { principal } = await h.service.context.resolver.resolve(key.credential, null, 'r');
+    const { principal } = await h.service.context.introspection.resolve(key.credential, null, 'r');
     expect(principal.credential.projectId).toBe('proj-a');
     expect(hasPermission(principal, 'models:read')).toBe(false);
     expect(hasPermission(principal, 'models:read', { projectId: 'proj-b' })).toBe(false);

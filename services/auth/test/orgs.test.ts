@@ -263,7 +263,7 @@ describe('organizations, members and roles', () => {
         scopes: ['lab'],
       });
       await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: user.userId, role: 'modeler' });
-      const { principal } = await h.service.context.resolver.resolve(user.credential, s, 'r');
+      const { principal } = await h.service.context.introspection.resolve(user.credential, s, 'r');
       expect(principal.session.org).toMatchObject({
         slug: s,
         role: { slug: 'modeler', permissions: ['models:read', 'models:manage'], scopes: ['lab'] },

@@ -86,13 +86,34 @@ describe('workspaces and workspace API keys (spec 2.7)', () => {
     const listed = await h.call(key, 'get', '/v2/workspaces');
     expect(listed.body.map((w: { id: string }) => w.id)).toEqual([workspaceId]);
     // Its principal carries no user, no organization and no permission: only its rules.
-    const { principal } = await h.service.context.resolver.resolve(key.credential, null, 'r');
+    const { principal } = await h.service.context.introspection.resolve(key.credential, null, 'r');
     expect(principal).toMatchObject({
       credential: { kind: 'workspace_api_key', workspaceId, rules: body.rules },
       user: { id: null },
       session: { id: null, org: null },
       run: { permissions: {} },
     });
+  });
+
+  it('accepts the plural subject names clients send, and stores and answers the singular ones', async () => {
+    const res = await createKey([
+      { action: ['read', 'update'], subject: 'workspaces' },
+      { action: 'read', subject: 'pages' },
+      { action: 'read', subject: 'files' },
+      { action: 'read', subject: 'apps' },
+      { action: 'read', subject: 'events' },
+      { action: 'manage', subject: 'automations' },
+    ]);
+    expect(res.status).toBe(201);
+    const subjects = ['workspace', 'page', 'file', 'app', 'event', 'automation'];
+    expect(res.body.rules.map((r: { subject: string }) => r.subject)).toEqual(subjects);
+    const listed = await h.call(owner, 'get', `/v2/workspaces/${workspaceId}/security/apikeys`);
+    const stored = listed.body.find((k: { _id: string }) => k._id === res.body._id);
+    expect(stored.rules.map((r: { subject: string }) => r.subject)).toEqual(subjects);
+    // the plural rule grants what the singular one does
+    const key = h.apiKey(res.body.apiKey);
+    expect((await h.call(key, 'patch', `/v2/workspaces/${workspaceId}`, { name: 'Main' })).status).toBe(200);
+    expect((await createKey([{ action: 'read', subject: 'widgets' }])).status).toBe(400);
   });
 
   it('a key with update rights may rename, and one with member rights may read members', async () => {

@@ -18,6 +18,7 @@ export const legacyAgentConfigSchema = z.object({
   LEGACY_ACCESS_TOKEN_MAX_TTL_SECONDS: env.int(2 * 365 * 24 * 3600, 60),
   /** failed logins of one username within LEGACY_LOGIN_FAILURE_WINDOW_SECONDS before login answers 429 */
   LEGACY_LOGIN_MAX_FAILURES: env.int(10, 1),
+  /** the window (seconds) in which LEGACY_LOGIN_MAX_FAILURES failed logins are counted */
   LEGACY_LOGIN_FAILURE_WINDOW_SECONDS: env.int(15 * 60, 1),
   /**
    * 32 bytes, base64 or base64url: AES-256-GCM key that encrypts developer tokens at rest so the owning

@@ -12,6 +12,7 @@ import { Conversations } from './domain/conversations';
 import { Dialogue } from './domain/dialogue';
 import { Entities } from './domain/entities';
 import { Intents } from './domain/intents';
+import { type RetrainTimers, systemTimers } from './domain/timers';
 import { TokenSealer } from './domain/tokens';
 import { type NluEngine, Understanding } from './domain/understanding';
 import { legacyApiDocument } from './openapi';
@@ -29,6 +30,8 @@ export interface LegacyAgentDeps extends BaseDeps<LegacyAgentConfig> {
   nlu?: NluEngine;
   /** uniform in [0, 1), picks text alternatives; Math.random by default */
   random?: () => number;
+  /** retraining's debounce timers; real ones by default */
+  timers?: RetrainTimers;
 }
 
 export interface LegacyAgentService extends PlatformService {
@@ -45,6 +48,7 @@ export function createLegacyDomain(deps: LegacyAgentDeps): LegacyDomain {
     cols: openCollections(deps.store),
     sealer: TokenSealer.fromConfig(deps.config),
     random: deps.random ?? Math.random,
+    timers: deps.timers ?? systemTimers,
   };
   const understanding = new Understanding(ctx, deps.nlu ?? nluEngine);
   const accounts = new Accounts(ctx);
@@ -75,8 +79,8 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     name: 'legacy-agent',
     logger: deps.logger,
     bodyLimit: deps.config.LEGACY_BODY_LIMIT_BYTES,
-    // NATS down degrades (events wait or are retried), it never stops requests being served.
-    readiness: { required: { store: () => deps.store.ping() }, reported: { bus: () => deps.bus.ping() } },
+    // legacy-agent publishes nothing: only its store can stop it serving
+    readiness: { required: { store: () => deps.store.ping() } },
     trustProxy: deps.config.TRUST_PROXY,
     before: [messagesBodyParser(deps.config.LEGACY_BODY_LIMIT_BYTES, deps.logger)],
     routes: (router) => {

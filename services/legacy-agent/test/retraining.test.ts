@@ -2,6 +2,7 @@ import { createEmbeddedStore } from '@platform/store';
 import { waitFor } from '@platform/testkit';
 import { accountWithBot, client, dev, trained, utterance } from './support/fixtures';
 import { startLegacyApp } from './support/legacy-app';
+import { ManualTimers } from './support/manual-timers';
 import { ScriptedNlu } from './support/scripted-nlu';
 
 const intent = (name: string, ...sentences: string[]) => ({
@@ -49,13 +50,15 @@ describe('legacy models: retraining without blocking Messages', () => {
 
   it('trains once for a burst of changes, and only the languages that changed', async () => {
     const nlu = new ScriptedNlu();
+    const timers = new ManualTimers();
     const app = await startLegacyApp({
       nlu,
+      timers,
       env: { LEGACY_RETRAIN_DEBOUNCE_MS: '300', LEGACY_RETRAIN_MAX_DELAY_MS: '10000' },
     });
     try {
       const { bot } = await accountWithBot(app.http, { languages: ['en', 'fr'] });
-      for (let i = 0; i < 8; i++)
+      for (let i = 0; i < 8; i++) {
         await app.http
           .post('/v1/intents')
           .set(dev(bot))
@@ -64,6 +67,10 @@ describe('legacy models: retraining without blocking Messages', () => {
             utterances: { en: [utterance(`sentence ${i}`)], fr: [utterance(`phrase ${i}`)] },
           })
           .expect(200);
+        timers.advance(299); // each change inside the quiet time restarts it
+      }
+      expect(nlu.trainings).toHaveLength(0);
+      timers.advance(1);
       await trained(app.http, bot);
       expect(nlu.trainings.map((s) => s.lang).sort()).toEqual(['en', 'fr']);
       expect(nlu.trainings[0]!.intents).toHaveLength(8);
@@ -74,8 +81,34 @@ describe('legacy models: retraining without blocking Messages', () => {
         .set(dev(bot))
         .send({ utterances: { en: list[0].utterances.en, fr: [utterance('une autre phrase')] } })
         .expect(200);
+      timers.advance(300);
       await trained(app.http, bot);
       expect(nlu.trainings.map((s) => s.lang)).toEqual([expect.any(String), expect.any(String), 'fr']);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('never delays a long burst of changes past LEGACY_RETRAIN_MAX_DELAY_MS', async () => {
+    const nlu = new ScriptedNlu();
+    const timers = new ManualTimers();
+    const app = await startLegacyApp({
+      nlu,
+      timers,
+      env: { LEGACY_RETRAIN_DEBOUNCE_MS: '300', LEGACY_RETRAIN_MAX_DELAY_MS: '1000' },
+    });
+    try {
+      const { bot } = await accountWithBot(app.http);
+      for (let i = 0; i < 4; i++) {
+        await app.http
+          .post('/v1/intents')
+          .set(dev(bot))
+          .send(intent(`I${i}`, `sentence ${i}`))
+          .expect(200);
+        timers.advance(250);
+      }
+      // 1,000 ms after the first change, though the last one was 250 ms ago
+      await waitFor(() => nlu.trainings.length === 1, { what: 'training at the burst deadline' });
     } finally {
       await app.close();
     }

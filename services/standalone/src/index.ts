@@ -1,1 +1,3 @@
 export * from './platform';
+export * from './process-platform';
+export * from './services';

@@ -1,27 +1,41 @@
 import { randomBytes } from 'node:crypto';
 import { ConfigError, createLogger, handleProcessSignals } from '@platform/kernel';
+import { runStandaloneChild } from './child';
 import { writeOperatorHints } from './operator-hints';
-import { startPlatform } from './platform';
+import { startProcessPlatform } from './process-platform';
+import { CHILD_SERVICE_ENV } from './service-process';
 
-/** `pnpm start`: the whole platform in one process, on embedded defaults unless told otherwise. */
+/**
+ * `pnpm start`: the whole platform on embedded defaults unless told otherwise, each service in its own
+ * process. The same program is each child, told which service to be by PLATFORM_STANDALONE_SERVICE.
+ */
 async function main() {
-  const logger = createLogger({ name: 'platform', level: process.env.LOG_LEVEL ?? 'info' });
+  const logger = createLogger({ name: 'standalone', level: process.env.LOG_LEVEL ?? 'info' });
   try {
     const env = { ...process.env };
     env.PLATFORM_INTERNAL_SECRET ??= randomBytes(32).toString('base64url');
-    const platform = await startPlatform({ env, logger });
-    const removeHints = writeOperatorHints(env.DATA_DIR ?? './data', {
-      authUrl: platform.upstreams.auth,
-      llmQuotaUrl: platform.upstreams.llmQuota,
-      legacyAgentUrl: platform.upstreams.legacyAgent,
-      internalSecret: env.PLATFORM_INTERNAL_SECRET,
-    });
-    logger.info(
-      { base_url: platform.baseUrl, gateway_url: platform.gatewayUrl, legacy_url: platform.legacyUrl },
-      'platform ready',
-    );
-    console.log(
-      `\nPlatform ready:\n  {base_url}    ${platform.baseUrl}\n  {gateway_url} ${platform.gatewayUrl}\n  {legacy_url}  ${platform.legacyUrl}\n`,
+    let removeHints: () => void = () => undefined;
+    const writeHints = () => {
+      removeHints = writeOperatorHints(env.DATA_DIR ?? './data', {
+        authUrl: platform.upstreams.auth!,
+        llmQuotaUrl: platform.upstreams['llm-quota']!,
+        legacyAgentUrl: platform.upstreams['legacy-agent']!,
+        internalSecret: env.PLATFORM_INTERNAL_SECRET!,
+        admin: platform.admin,
+        pids: platform.pids(),
+      });
+    };
+    const platform = await startProcessPlatform({ env, logger, onRestart: () => writeHints() });
+    writeHints();
+    const roots = {
+      base_url: platform.baseUrl,
+      gateway_url: platform.gatewayUrl,
+      legacy_url: platform.legacyUrl,
+    };
+    logger.info({ ...roots, admin: platform.admin }, 'platform ready');
+    // for people: stderr, so stdout stays one JSON log line per line
+    console.error(
+      `\nPlatform ready:\n  {base_url}    ${roots.base_url}\n  {gateway_url} ${roots.gateway_url}\n  {legacy_url}  ${roots.legacy_url}\n`,
     );
     handleProcessSignals(logger, async () => {
       removeHints();
@@ -37,4 +51,6 @@ async function main() {
   }
 }
 
-void main();
+const childService = process.env[CHILD_SERVICE_ENV];
+if (childService) runStandaloneChild(childService);
+else void main();

@@ -6,6 +6,10 @@ export interface OperatorHints {
   llmQuotaUrl: string;
   legacyAgentUrl: string;
   internalSecret: string;
+  /** each process's admin listener, by service name */
+  admin?: Record<string, string>;
+  /** each service's process id, by service name */
+  pids?: Record<string, number | undefined>;
 }
 
 /**

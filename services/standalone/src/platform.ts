@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type AuthConfig, authConfigSchema, createAuthService } from '@platform/auth';
+import { type AuthConfig, authConfigSchema } from '@platform/auth';
 import type { Bus } from '@platform/bus';
 import { createEdgeService, type EdgeConfig, edgeConfigSchema } from '@platform/edge';
 import {
@@ -13,11 +13,9 @@ import {
   SERVICE_MAX_HEADER_BYTES,
   systemClock,
 } from '@platform/kernel';
-import { createLegacyAgentService, legacyAgentConfigSchema } from '@platform/legacy-agent';
-import { createLlmGatewayService, llmGatewayConfigSchema } from '@platform/llm-gateway';
-import { createLlmQuotaService, llmQuotaConfigSchema } from '@platform/llm-quota';
 import { openBus, openStore } from '@platform/runtime';
 import type { Store } from '@platform/store';
+import { platformServices, rootsOf, SERVICE_TRUST_PROXY_IN_STANDALONE } from './services';
 
 export type Env = Record<string, string | undefined>;
 
@@ -25,6 +23,7 @@ export interface PlatformOptions {
   /** the environment every service reads its configuration from */
   env: Env;
   clock?: Clock;
+  /** the base of every service's logger, without a `service` binding (each adds its own) */
   logger?: Logger;
   /** the edge's port (default: env PORT, else 8080; 0 picks a free one) */
   port?: number;
@@ -37,10 +36,10 @@ export interface RunningPlatform {
   baseUrl: string;
   gatewayUrl: string;
   legacyUrl: string;
-  /** where each service listens (loopback), for tests that must bypass the edge */
-  upstreams: Record<'auth' | 'llmQuota' | 'llmGateway' | 'legacyAgent', string>;
-  /** each service's admin listener (/healthz, /readyz, /metrics); the edge's is on ADMIN_PORT */
-  admin: Record<'edge' | 'auth' | 'llmQuota' | 'llmGateway' | 'legacyAgent', string>;
+  /** where each service listens (loopback) by camel-cased name (`llmQuota`), for tests that bypass the edge */
+  upstreams: Record<string, string>;
+  /** each process's admin listener (/healthz, /readyz, /metrics) by camel-cased name, `edge` included */
+  admin: Record<string, string>;
   bus: Bus;
   stop(): Promise<void>;
 }
@@ -55,7 +54,11 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     ...options.env,
   };
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger({ name: 'platform', level: env.LOG_LEVEL ?? 'info' });
+  const level = env.LOG_LEVEL ?? 'info';
+  // each line carries one `service`: the given logger must not bind one (tests pass a silent logger)
+  const loggerFor = (name: string) =>
+    options.logger ? options.logger.child({ service: name }) : createLogger({ name, level });
+  const logger = loggerFor('standalone');
   const port = options.port ?? Number(env.PORT ?? 8080);
   const host = options.host ?? env.HOST ?? '0.0.0.0';
 
@@ -64,19 +67,16 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const stores: Store[] = [];
   const servers: RunningServer[] = [];
   const services: PlatformService[] = [];
+  const admin: Record<string, string> = {};
 
-  const admin = {} as RunningPlatform['admin'];
-  const startService = async (
-    key: Exclude<keyof RunningPlatform['admin'], 'edge'>,
-    service: PlatformService,
-  ): Promise<string> => {
+  const startService = async (name: string, service: PlatformService): Promise<string> => {
     await service.start();
     services.push(service);
     const server = await listen(service.handler, 0, '127.0.0.1', { maxHeaderSize: SERVICE_MAX_HEADER_BYTES });
     servers.push(server);
     const adminServer = await listen(service.admin, 0, '127.0.0.1');
     servers.push(adminServer);
-    admin[key] = adminServer.url;
+    admin[camelCase(name)] = adminServer.url;
     return server.url;
   };
   const storeFor = async (name: string) => {
@@ -86,58 +86,30 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   };
   // Services listen on loopback and only the edge calls them: they believe its X-Forwarded-*, whatever
   // TRUST_PROXY the operator gave the edge (a load balancer in front of it).
-  const serviceEnv: Env = { ...env, TRUST_PROXY: 'loopback' };
+  const serviceEnv: Env = { ...env, TRUST_PROXY: SERVICE_TRUST_PROXY_IN_STANDALONE };
   const depsFor = <C>(name: string, config: C) => ({
     config,
-    logger: logger.child({ service: name }),
+    logger: loggerFor(name),
     clock,
     bus,
   });
 
   try {
-    const auth = await startService(
-      'auth',
-      await createAuthService({
-        ...depsFor('auth', loadConfig(authConfigSchema, serviceEnv)),
-        store: await storeFor('auth'),
-      }),
-    );
-    const llmQuota = await startService(
-      'llmQuota',
-      await createLlmQuotaService({
-        ...depsFor('llm-quota', loadConfig(llmQuotaConfigSchema, serviceEnv)),
-        store: await storeFor('llm-quota'),
-      }),
-    );
-    const upstreams = {
-      auth,
-      llmQuota,
-      llmGateway: await startService(
-        'llmGateway',
-        await createLlmGatewayService({
-          ...depsFor(
-            'llm-gateway',
-            loadConfig(llmGatewayConfigSchema, { ...serviceEnv, LLM_QUOTA_URL: llmQuota }),
-          ),
-          store: await storeFor('llm-gateway'),
-          env,
+    const upstreamUrls: Record<string, string> = {};
+    const upstreams: Record<string, string> = {};
+    for (const entry of platformServices) {
+      // each service sees where the ones started before it listen (the gateway reads llm-quota)
+      const url = await startService(
+        entry.name,
+        await entry.create({
+          ...depsFor(entry.name, loadConfig(entry.schema, { ...serviceEnv, ...upstreamUrls })),
+          store: await storeFor(entry.name),
         }),
-      ),
-      legacyAgent: await startService(
-        'legacyAgent',
-        await createLegacyAgentService({
-          ...depsFor('legacy-agent', loadConfig(legacyAgentConfigSchema, serviceEnv)),
-          store: await storeFor('legacy-agent'),
-        }),
-      ),
-    };
-    const edgeConfig: EdgeConfig = loadConfig(edgeConfigSchema, {
-      ...env,
-      AUTH_URL: upstreams.auth,
-      LLM_QUOTA_URL: upstreams.llmQuota,
-      LLM_GATEWAY_URL: upstreams.llmGateway,
-      LEGACY_AGENT_URL: upstreams.legacyAgent,
-    });
+      );
+      upstreamUrls[entry.upstreamKey] = url;
+      upstreams[camelCase(entry.name)] = url;
+    }
+    const edgeConfig: EdgeConfig = loadConfig(edgeConfigSchema, { ...env, ...upstreamUrls });
     const edge = await createEdgeService(depsFor('edge', edgeConfig));
     await edge.start();
     services.push(edge);
@@ -150,11 +122,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     );
     servers.push(edgeAdmin);
     admin.edge = edgeAdmin.url;
-    const baseUrl = edgeServer.url;
     return {
-      baseUrl,
-      gatewayUrl: `${baseUrl}/llm`,
-      legacyUrl: `${baseUrl}/legacy`,
+      ...rootsOf(edgeServer.url, edgeConfig),
       upstreams,
       admin,
       bus,
@@ -165,6 +134,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     throw err;
   }
 }
+
+const camelCase = (name: string) => name.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
 
 /** Edge first (it was started last), then the services, then the bus and the stores. */
 async function stopAll(servers: RunningServer[], services: PlatformService[], bus: Bus, stores: Store[]) {

@@ -27,7 +27,7 @@ export function mountInternalRoutes(router: Router, c: AuthContext): void {
     requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
     async (req, res) => {
       const body = parseInput(PrincipalRequestBody, req.body);
-      const { principal, expiresAt } = await c.resolver.resolve(
+      const { principal, expiresAt } = await c.introspection.resolve(
         body.credential,
         body.orgSlug ?? null,
         req.id ?? '',

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import packageJson from '../../package.json';
 import type { AuthContext } from '../context';
 
-/** GET {base_url}/: 200 when healthy, 503 (same shape) when the store or the bus fails. */
+/** GET {base_url}/: 200 while the platform can serve (`degraded` when NATS is away), 503 (same shape) when the store fails. */
 export const PlatformStatusSchema = z
   .looseObject({
     name: z.string(),

@@ -1,4 +1,9 @@
-import { WORKSPACE_RULE_ACTIONS, WORKSPACE_RULE_SUBJECTS } from '@platform/contracts';
+import {
+  canonicalWorkspaceSubject,
+  WORKSPACE_RULE_ACTIONS,
+  WORKSPACE_RULE_SUBJECT_PLURALS,
+  WORKSPACE_RULE_SUBJECTS,
+} from '@platform/contracts';
 import { Forbidden, NotFound, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
@@ -14,7 +19,10 @@ const Action = z.enum(WORKSPACE_RULE_ACTIONS);
 export const WorkspaceKeyRule = z
   .object({
     action: z.union([Action, z.array(Action).min(1).max(WORKSPACE_RULE_ACTIONS.length)]),
-    subject: z.enum(WORKSPACE_RULE_SUBJECTS),
+    subject: z
+      .enum([...WORKSPACE_RULE_SUBJECTS, ...Object.keys(WORKSPACE_RULE_SUBJECT_PLURALS)])
+      .transform((name) => canonicalWorkspaceSubject(name)!)
+      .meta({ description: 'singular or plural (`pages`, `workspaces`, ...); stored and answered singular' }),
     conditions: z
       .never({ error: 'conditions are set by the service (they scope the rule to the workspace)' })
       .optional(),

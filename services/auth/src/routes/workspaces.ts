@@ -1,6 +1,6 @@
 import { createMongoAbility } from '@casl/ability';
 import { Conflict, Forbidden, InvalidInput, NotFound, parseInput } from '@platform/kernel';
-import type { Router } from 'express';
+import type { RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { WorkspaceDoc, WorkspaceMemberDoc } from '../data/collections';
@@ -76,10 +76,24 @@ async function activeOrgSlugOf(c: AuthContext, caller: Caller): Promise<string |
 
 /** Workspaces (spec 4.2) with their own role-based access control, authorized with CASL. */
 export function mountWorkspaceRoutes(router: Router, c: AuthContext): void {
-  const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
+  router.post('/v2/workspaces', createWorkspace(c));
+  router.get('/v2/workspaces', listWorkspaces(c));
+  router.get('/v2/workspaces/:id', getWorkspace(c));
+  router.patch('/v2/workspaces/:id', renameWorkspace(c));
+  router.delete('/v2/workspaces/:id', deleteWorkspace(c));
+  router.get('/v2/workspaces/:id/members', listWorkspaceMembers(c));
+  router.put('/v2/workspaces/:id/members/:userId', putWorkspaceMember(c));
+  router.delete('/v2/workspaces/:id/members/:userId', removeWorkspaceMember(c));
+}
 
-  router.post('/v2/workspaces', async (req, res) => {
-    const who = await caller(req);
+const callerOf = (c: AuthContext, req: Parameters<typeof loadCaller>[2]) =>
+  loadCaller(c.collections, c.clock, req);
+
+/** POST /v2/workspaces: a workspace in the caller's active organization; a user creator is its owner. */
+const createWorkspace =
+  (c: AuthContext): RequestHandler =>
+  async (req, res) => {
+    const who = await callerOf(c, req);
     const body = parseInput(CreateWorkspaceBody, req.body);
     const orgSlug = await activeOrgSlugOf(c, who);
     if (!orgSlug) {
@@ -116,10 +130,13 @@ export function mountWorkspaceRoutes(router: Router, c: AuthContext): void {
       });
     }
     res.status(201).json(workspaceView(workspace, who.kind === 'user' ? 'owner' : null));
-  });
+  };
 
-  router.get('/v2/workspaces', async (req, res) => {
-    const who = await caller(req);
+/** GET /v2/workspaces: what the caller may see in its active organization (a workspace key: its own). */
+const listWorkspaces =
+  (c: AuthContext): RequestHandler =>
+  async (req, res) => {
+    const who = await callerOf(c, req);
     if (who.kind === 'workspace_api_key') {
       const own = await c.collections.workspaces.findOne({ _id: who.key.workspaceId });
       const { rules } = own ? await workspaceRules(c.collections, who, own) : { rules: [] };
@@ -157,24 +174,33 @@ export function mountWorkspaceRoutes(router: Router, c: AuthContext): void {
         .filter((w) => orgAdmin || roleOf.has(w._id))
         .map((w) => workspaceView(w, roleOf.get(w._id) ?? null)),
     );
-  });
+  };
 
-  router.get('/v2/workspaces/:id', async (req, res) => {
-    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+/** GET /v2/workspaces/:id */
+const getWorkspace =
+  (c: AuthContext): RequestHandler =>
+  async (req, res) => {
+    const access = await workspaceAccess(c.collections, await callerOf(c, req), String(req.params.id));
     access.require('read', 'workspace');
     res.json(workspaceView(access.workspace, access.role));
-  });
+  };
 
-  router.patch('/v2/workspaces/:id', async (req, res) => {
-    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+/** PATCH /v2/workspaces/:id */
+const renameWorkspace =
+  (c: AuthContext): RequestHandler =>
+  async (req, res) => {
+    const access = await workspaceAccess(c.collections, await callerOf(c, req), String(req.params.id));
     access.require('update', 'workspace');
     const body = parseInput(UpdateWorkspaceBody, req.body);
     await c.collections.workspaces.updateOne({ _id: access.workspace._id }, { $set: { name: body.name } });
     res.json(workspaceView({ ...access.workspace, name: body.name }, access.role));
-  });
+  };
 
-  router.delete('/v2/workspaces/:id', async (req, res) => {
-    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+/** DELETE /v2/workspaces/:id: the workspace, its members, and its keys (revoked, edges told). */
+const deleteWorkspace =
+  (c: AuthContext): RequestHandler =>
+  async (req, res) => {
+    const access = await workspaceAccess(c.collections, await callerOf(c, req), String(req.params.id));
     access.require('delete', 'workspace');
     const id = access.workspace._id;
     const keys = await c.collections.workspaceApiKeys.find({ workspaceId: id, revokedAt: null });
@@ -186,20 +212,26 @@ export function mountWorkspaceRoutes(router: Router, c: AuthContext): void {
     );
     for (const key of keys) await c.events.credentialRevoked('workspace_api_key', key._id, key.keyHash);
     res.status(204).end();
-  });
+  };
 
-  router.get('/v2/workspaces/:id/members', async (req, res) => {
-    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+/** GET /v2/workspaces/:id/members */
+const listWorkspaceMembers =
+  (c: AuthContext): RequestHandler =>
+  async (req, res) => {
+    const access = await workspaceAccess(c.collections, await callerOf(c, req), String(req.params.id));
     access.require('read', 'member');
     const members = await c.collections.workspaceMembers.find(
       { workspaceId: access.workspace._id },
       { sort: { createdAt: 1 } },
     );
     res.json(members.map(memberView));
-  });
+  };
 
-  router.put('/v2/workspaces/:id/members/:userId', async (req, res) => {
-    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+/** PUT /v2/workspaces/:id/members/:userId: adds or re-roles a member of the organization; owners only by owners. */
+const putWorkspaceMember =
+  (c: AuthContext): RequestHandler =>
+  async (req, res) => {
+    const access = await workspaceAccess(c.collections, await callerOf(c, req), String(req.params.id));
     const userId = String(req.params.userId);
     const { role } = parseInput(PutWorkspaceMemberBody, req.body);
     const existing = await c.collections.workspaceMembers.findOne({
@@ -240,10 +272,13 @@ export function mountWorkspaceRoutes(router: Router, c: AuthContext): void {
     };
     await c.collections.workspaceMembers.insertOne(member);
     res.status(201).json(memberView(member));
-  });
+  };
 
-  router.delete('/v2/workspaces/:id/members/:userId', async (req, res) => {
-    const who = await caller(req);
+/** DELETE /v2/workspaces/:id/members/:userId: a member leaves or is removed; the last owner stays. */
+const removeWorkspaceMember =
+  (c: AuthContext): RequestHandler =>
+  async (req, res) => {
+    const who = await callerOf(c, req);
     const access = await workspaceAccess(c.collections, who, String(req.params.id));
     const userId = String(req.params.userId);
     const existing = await c.collections.workspaceMembers.findOne({
@@ -268,8 +303,7 @@ export function mountWorkspaceRoutes(router: Router, c: AuthContext): void {
       c.collections.workspaceMembers.insertOne(existing),
     );
     res.status(204).end();
-  });
-}
+  };
 
 async function keepAWorkspaceOwner(
   c: AuthContext,

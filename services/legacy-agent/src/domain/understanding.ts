@@ -79,7 +79,7 @@ interface CachedModel {
 }
 
 interface TrainingState {
-  timer?: NodeJS.Timeout;
+  timer?: unknown;
   /** when the first change of the current burst arrived (ms) */
   burstStart?: number;
   running?: Promise<void>;
@@ -159,7 +159,7 @@ export class Understanding {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const state of this.training.values()) clearTimeout(state.timer);
+    for (const state of this.training.values()) this.ctx.timers.clear(state.timer);
     await Promise.all([...this.training.values()].map((s) => s.running?.catch(() => undefined)));
     for (const state of this.training.values()) for (const wake of state.waiters.splice(0)) wake();
   }
@@ -194,12 +194,12 @@ export class Understanding {
       state.again = true;
       return;
     }
-    const now = Date.now();
+    const timers = this.ctx.timers;
+    const now = timers.now();
     state.burstStart ??= now;
     const latest = state.burstStart + this.ctx.config.LEGACY_RETRAIN_MAX_DELAY_MS;
-    clearTimeout(state.timer);
-    state.timer = setTimeout(() => this.run(assistantId), Math.max(0, Math.min(debounceMs, latest - now)));
-    state.timer.unref?.();
+    timers.clear(state.timer);
+    state.timer = timers.set(() => this.run(assistantId), Math.max(0, Math.min(debounceMs, latest - now)));
   }
 
   /** Whether the assistant has a training scheduled or running in this process. */
@@ -224,7 +224,7 @@ export class Understanding {
   /** Drops everything held for a removed assistant. */
   forget(assistantId: string): void {
     const state = this.training.get(assistantId);
-    if (state) clearTimeout(state.timer);
+    if (state) this.ctx.timers.clear(state.timer);
     this.training.delete(assistantId);
     this.failures.delete(assistantId);
     for (const key of this.cache.keys()) if (key.startsWith(`${assistantId}:`)) this.cache.delete(key);

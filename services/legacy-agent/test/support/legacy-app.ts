@@ -4,6 +4,7 @@ import { createEmbeddedStore, type Store } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import supertest from 'supertest';
 import { legacyAgentConfigSchema } from '../../src/config';
+import type { RetrainTimers } from '../../src/domain/timers';
 import type { NluEngine } from '../../src/domain/understanding';
 import { createLegacyAgentService, type LegacyAgentService } from '../../src/service';
 
@@ -29,6 +30,8 @@ export async function startLegacyApp(
     nlu?: NluEngine;
     dataDir?: string;
     random?: () => number;
+    /** retraining's debounce timers (default: real ones) */
+    timers?: RetrainTimers;
     /** another app's store: two instances of the service over one database */
     store?: Store;
   } = {},
@@ -58,6 +61,7 @@ export async function startLegacyApp(
       bus,
       nlu: options.nlu,
       random: options.random,
+      timers: options.timers,
     });
     await service.start();
   } catch (err) {

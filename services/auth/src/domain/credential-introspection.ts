@@ -41,7 +41,7 @@ export const orgContext = (org: OrgDoc, role: RoleDefinition): OrgContext => ({
  * (spec 5.2 rule 8). Every lookup is by a unique index (session id, credential hash, org slug,
  * membership by user); unknown, expired or revoked credentials are Unauthenticated.
  */
-export class PrincipalResolver {
+export class CredentialIntrospection {
   constructor(
     private readonly collections: AuthCollections,
     private readonly clock: Clock,

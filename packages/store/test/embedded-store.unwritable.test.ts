@@ -1,0 +1,52 @@
+import { mkdirSync, renameSync, rmdirSync } from 'node:fs';
+import path from 'node:path';
+import { AppError } from '@platform/kernel';
+import { tempDir } from '@platform/testkit';
+import { createEmbeddedStore } from '../src';
+
+/** The disk under a collection fails (here: its file turned into a folder, which even root cannot append to). */
+function breakFile(dir: string, name: string) {
+  const file = path.join(dir, `${name}.db`);
+  renameSync(file, `${file}.away`);
+  mkdirSync(file);
+  return () => {
+    rmdirSync(file);
+    renameSync(`${file}.away`, file);
+  };
+}
+
+describe('embedded store when its file cannot be written', () => {
+  it('fails writes and reads as Unavailable, never serves the failed write, and recovers by itself', async () => {
+    const data = tempDir('store-unwritable-');
+    const store = createEmbeddedStore({ dataDir: data.dir });
+    const docs = store.collection<{ _id: string; n: number }>('docs');
+    try {
+      await docs.insertOne({ _id: 'kept', n: 1 });
+      const repair = breakFile(data.dir, 'docs');
+
+      const failed = await docs.insertOne({ _id: 'lost', n: 2 }).catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(AppError);
+      expect(failed).toMatchObject({ kind: 'unavailable', error: 'StoreUnavailable' });
+      await expect(docs.findOne({ _id: 'kept' })).rejects.toMatchObject({ kind: 'unavailable' });
+      await expect(store.ping()).rejects.toThrow(/docs/);
+
+      repair();
+      await store.ping();
+      // the write that was refused is nowhere; the acknowledged one is there; new writes land
+      expect(await docs.findOne({ _id: 'lost' })).toBeNull();
+      expect(await docs.findOne({ _id: 'kept' })).toMatchObject({ n: 1 });
+      await docs.updateOne({ _id: 'kept' }, { $inc: { n: 1 } });
+    } finally {
+      await store.close();
+    }
+    const reopened = createEmbeddedStore({ dataDir: data.dir });
+    try {
+      expect(await reopened.collection<{ _id: string; n: number }>('docs').find({})).toEqual([
+        { _id: 'kept', n: 2 },
+      ]);
+    } finally {
+      await reopened.close();
+      data.remove();
+    }
+  });
+});

@@ -1,0 +1,27 @@
+import { createIpcBusClient, parentProcessChannel } from '@platform/bus';
+import { runServiceMain } from '@platform/runtime';
+import type { ListeningMessage } from './service-process';
+import { edgeEntry, platformServices } from './services';
+
+/**
+ * One service of `pnpm start`, in a process of its own: the production entry (configuration, store,
+ * listen, graceful SIGTERM) with the IPC bus to the parent when no NATS_URL is set. It stops when its
+ * parent goes away, whatever the way.
+ */
+export function runStandaloneChild(name: string): void {
+  const service = name === edgeEntry.name ? undefined : platformServices.find((s) => s.name === name);
+  if (!service && name !== edgeEntry.name) {
+    console.error(`unknown service "${name}"`);
+    process.exit(1);
+  }
+  process.on('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+  const common = {
+    name,
+    defaultPort: 0,
+    localBus: () => createIpcBusClient(parentProcessChannel()),
+    onListening: (url: string) => process.send?.({ platform: 'listening', url } satisfies ListeningMessage),
+  };
+  void (service
+    ? runServiceMain({ ...common, schema: service.schema, create: service.create })
+    : runServiceMain({ ...common, schema: edgeEntry.schema, usesStore: false, create: edgeEntry.create }));
+}

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import { createIpcBusHub } from '@platform/bus';
+import { type Logger, loadConfig } from '@platform/kernel';
+import type { Env } from './platform';
+import { type ChildEntry, ServiceProcess } from './service-process';
+import { edgeEntry, platformServices, rootsOf, SERVICE_TRUST_PROXY_IN_STANDALONE } from './services';
+
+export interface ProcessPlatformOptions {
+  /** the environment every service reads its configuration from */
+  env: Env;
+  /** the supervisor's own logger */
+  logger: Logger;
+  /** how a child is started (default: this program again, with the same Node flags) */
+  entry?: ChildEntry;
+  /** how long a stopping service may drain before SIGKILL */
+  stopGraceMs?: number;
+  /** called after a service was restarted (its process id changed) */
+  onRestart?: () => void;
+}
+
+export interface RunningProcessPlatform {
+  baseUrl: string;
+  gatewayUrl: string;
+  legacyUrl: string;
+  /** where each service behind the edge listens (loopback), by service name */
+  upstreams: Record<string, string>;
+  /** each process's admin listener (`/healthz`, `/readyz`, `/metrics`), by service name, edge included */
+  admin: Record<string, string>;
+  /** the process id of each service, edge included (for operators and the chaos harness) */
+  pids(): Record<string, number | undefined>;
+  stop(): Promise<void>;
+}
+
+/** A free loopback port, for a child that must come back on the same one after a restart. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * `pnpm start`: each service in its own process, as in production, so the platform uses every core.
+ * Each owns its data folder (`DATA_DIR/<service>`); with no NATS_URL, events travel through an IPC bus
+ * hub held by this process (docs/decisions/0037). The services listen on loopback ports, the edge on
+ * PORT; each process gets its own ADMIN_PORT. A service that dies is restarted on the same port.
+ */
+export async function startProcessPlatform(options: ProcessPlatformOptions): Promise<RunningProcessPlatform> {
+  const { logger } = options;
+  const env: Env = { ...options.env };
+  env.PLATFORM_INTERNAL_SECRET ??= randomBytes(32).toString('base64url');
+  // A bad value stops here, once, naming the key, before any process starts.
+  const placeholders = Object.fromEntries(platformServices.map((s) => [s.upstreamKey, 'http://127.0.0.1:1']));
+  for (const service of platformServices) loadConfig(service.schema, { ...env, ...placeholders });
+  const edgeConfig = loadConfig(edgeEntry.schema, { ...env, ...placeholders });
+
+  const hub = createIpcBusHub();
+  const entry = options.entry ?? { file: process.argv[1]!, execArgv: process.execArgv };
+  const graceMs = options.stopGraceMs ?? 15_000;
+  const processes: ServiceProcess[] = [];
+  const admin: Record<string, string> = {};
+  const stop = async () => {
+    // the edge first (started last), so no request reaches a service that is already gone
+    for (const p of [...processes].reverse()) await p.stop(graceMs);
+    await hub.close();
+  };
+
+  try {
+    // Ports first, so every service knows where the others listen (the gateway reads llm-quota);
+    // then the services at once, then the edge, which needs their URLs.
+    const planned = await Promise.all(
+      platformServices.map(async (service) => {
+        const [port, adminPort] = await Promise.all([freePort(), freePort()]);
+        return { service, port, adminPort };
+      }),
+    );
+    const upstreamEnv = Object.fromEntries(
+      planned.map(({ service, port }) => [service.upstreamKey, `http://127.0.0.1:${port}`]),
+    );
+    const services = await Promise.all(
+      planned.map(async ({ service, port, adminPort }) => {
+        const child = new ServiceProcess(
+          service.name,
+          {
+            ...env,
+            ...upstreamEnv,
+            TRUST_PROXY: SERVICE_TRUST_PROXY_IN_STANDALONE,
+            PORT: String(port),
+            ADMIN_PORT: String(adminPort),
+            HOST: '127.0.0.1',
+          },
+          { hub, logger, entry, onRestart: options.onRestart },
+        );
+        processes.push(child);
+        admin[service.name] = `http://127.0.0.1:${adminPort}`;
+        return { service, url: await child.start() };
+      }),
+    );
+    const upstreams = Object.fromEntries(services.map(({ service, url }) => [service.name, url]));
+    const edgeAdminPort =
+      env.ADMIN_PORT && env.ADMIN_PORT !== '0' ? Number(env.ADMIN_PORT) : await freePort();
+    const edge = new ServiceProcess(
+      'edge',
+      {
+        ...env,
+        ...upstreamEnv,
+        PORT: env.PORT ?? '8080',
+        HOST: env.HOST ?? '0.0.0.0',
+        ADMIN_PORT: String(edgeAdminPort),
+      },
+      { hub, logger, entry, onRestart: options.onRestart },
+    );
+    processes.push(edge);
+    admin.edge = `http://127.0.0.1:${edgeAdminPort}`;
+    const baseUrl = await edge.start();
+    return {
+      ...rootsOf(baseUrl, edgeConfig),
+      upstreams,
+      admin,
+      pids: () => Object.fromEntries(processes.map((p) => [p.name, p.pid])),
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,126 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { once } from 'node:events';
+import type { BusHub } from '@platform/bus';
+import type { Logger } from '@platform/kernel';
+
+/** How a child is started: this very program again (`node [execArgv] file`), told which service to be. */
+export interface ChildEntry {
+  file: string;
+  execArgv: string[];
+}
+
+/** The message a child sends its parent once it listens. */
+export interface ListeningMessage {
+  platform: 'listening';
+  url: string;
+}
+
+const isListening = (m: unknown): m is ListeningMessage =>
+  typeof m === 'object' && m !== null && (m as { platform?: unknown }).platform === 'listening';
+
+/** The environment variable that makes this program run one service instead of the whole platform. */
+export const CHILD_SERVICE_ENV = 'PLATFORM_STANDALONE_SERVICE';
+
+const RESTART_MIN_MS = 250;
+const RESTART_MAX_MS = 5_000;
+/** a child that lived this long starts its restart delays from the minimum again */
+const HEALTHY_AFTER_MS = 30_000;
+
+/**
+ * One service in its own process, supervised: started with the IPC bus to the parent's hub, restarted
+ * with a growing delay when it dies unasked (same port, same data folder), stopped with SIGTERM so it
+ * drains, then SIGKILL after a grace period.
+ */
+export class ServiceProcess {
+  private child?: ChildProcess;
+  private stopping = false;
+  private restarts = 0;
+  private restartTimer?: NodeJS.Timeout;
+  private startedAt = 0;
+  /** where the service listens, once it said so */
+  url?: string;
+
+  constructor(
+    readonly name: string,
+    private readonly env: Record<string, string | undefined>,
+    private readonly deps: { hub: BusHub; logger: Logger; entry: ChildEntry; onRestart?: () => void },
+  ) {}
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Starts the process; resolves with its URL once it listens, rejects if it exits first. */
+  start(): Promise<string> {
+    const child = fork(this.deps.entry.file, [], {
+      env: { ...this.env, [CHILD_SERVICE_ENV]: this.name },
+      execArgv: this.deps.entry.execArgv,
+      // its own process group: a terminal's Ctrl-C reaches the parent only, which stops children in order
+      detached: true,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.child = child;
+    this.startedAt = Date.now();
+    const detach = this.deps.hub.attach({
+      send: (message) => {
+        if (child.connected) child.send(message);
+      },
+      onMessage: (listener) => {
+        child.on('message', listener);
+        return () => child.off('message', listener);
+      },
+    });
+    const listening = new Promise<string>((resolve, reject) => {
+      const onMessage = (message: unknown) => {
+        if (!isListening(message)) return;
+        child.off('message', onMessage);
+        this.url = message.url;
+        resolve(message.url);
+      };
+      child.on('message', onMessage);
+      child.once('exit', (code, signal) =>
+        reject(new Error(`${this.name} exited (${signal ?? code}) before listening`)),
+      );
+      child.once('error', reject);
+    });
+    child.once('exit', (code, signal) => {
+      detach();
+      if (this.child === child) this.child = undefined;
+      if (!this.stopping) this.restartAfterCrash(code, signal);
+    });
+    return listening;
+  }
+
+  private restartAfterCrash(code: number | null, signal: NodeJS.Signals | null): void {
+    if (Date.now() - this.startedAt > HEALTHY_AFTER_MS) this.restarts = 0;
+    const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** this.restarts++);
+    this.deps.logger.error({ child: this.name, code, signal, restartInMs: delay }, 'service process died');
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.stopping) return;
+      this.start().then(
+        (url) => {
+          this.deps.logger.info({ child: this.name, url, pid: this.pid }, 'service process restarted');
+          this.deps.onRestart?.();
+        },
+        (err) => this.deps.logger.error({ child: this.name, err }, 'service process failed to restart'),
+      );
+    }, delay);
+  }
+
+  /** SIGTERM (the service drains in-flight requests), SIGKILL after `graceMs`; resolves once it exited. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    try {
+      await exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,98 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { waitFor } from '@platform/testkit';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+export interface PlatformProcesses {
+  baseUrl: string;
+  gatewayUrl: string;
+  /** process ids by service (edge included), and `standalone` for the parent */
+  pids: Record<string, number>;
+  authUrl: string;
+  internalSecret: string;
+  /** SIGKILL every process of the platform at once: a crash, nothing drains */
+  kill9(): Promise<void>;
+  /** SIGTERM the parent: everything drains */
+  stop(): Promise<void>;
+}
+
+/** platforms still running: a harness that dies (even on an uncaught error) takes them with it */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** `pnpm start` in a child process on `dataDir` (loopback only, a free port), as an operator runs it. */
+export async function startPlatformProcesses(
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<PlatformProcesses> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'services/standalone/src/main.ts'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  running.add(child);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      running.delete(child);
+      resolve();
+    }),
+  );
+  await waitFor(() => stderr.includes('{legacy_url}') || child.exitCode !== null, {
+    timeoutMs: 60_000,
+    what: 'the platform banner',
+  });
+  if (child.exitCode !== null) throw new Error(`platform exited: ${stderr}`);
+  const baseUrl = /\{base_url\}\s+(\S+)/.exec(stderr)![1]!;
+  const gatewayUrl = /\{gateway_url\}\s+(\S+)/.exec(stderr)![1]!;
+  const hints = JSON.parse(readFileSync(path.join(dataDir, 'standalone.json'), 'utf8'));
+  const pids: Record<string, number> = { ...hints.pids, standalone: child.pid! };
+  return {
+    baseUrl,
+    gatewayUrl,
+    pids,
+    authUrl: hints.authUrl,
+    internalSecret: hints.internalSecret,
+    async kill9() {
+      for (const pid of Object.values(pids)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      await exited;
+      await waitFor(() => Object.values(pids).every((pid) => !alive(pid)), { what: 'every process gone' });
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** The resident memory of a process, in bytes (Linux). */
+export function rssOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)\s+kB/.exec(status)![1]) * 1024;
+}

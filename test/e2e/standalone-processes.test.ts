@@ -1,0 +1,125 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { tempDir, waitFor } from '@platform/testkit';
+import { callJson } from '../harness';
+
+/**
+ * `pnpm start` as a newcomer runs it: one command, each service in its own process, events between
+ * them over the parent's IPC bus, a dead service restarted, SIGTERM draining everything.
+ */
+
+const ROOT = path.resolve(__dirname, '../..');
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('pnpm start: every service in its own process', () => {
+  const data = tempDir('standalone-processes-');
+  let platform: ChildProcess;
+  let stdout = '';
+  let stderr = '';
+  let baseUrl = '';
+  const hints = () => JSON.parse(readFileSync(path.join(data.dir, 'standalone.json'), 'utf8'));
+
+  beforeAll(async () => {
+    platform = spawn(process.execPath, ['--import', 'tsx', 'services/standalone/src/main.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: data.dir,
+        GATEWAY_PATH_PREFIX: '/gw',
+        // long enough that only the revocation event (not the cache's expiry) can explain a quick 401
+        PRINCIPAL_CACHE_TTL_SECONDS: '60',
+        PRINCIPAL_CACHE_MAX_TTL_SECONDS: '60',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    platform.stdout!.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    platform.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const base = await waitFor(() => /\{base_url\}\s+(\S+)/.exec(stderr)?.[1], {
+      timeoutMs: 45_000,
+      what: 'the banner',
+    });
+    baseUrl = base;
+  }, 60_000);
+
+  afterAll(async () => {
+    if (platform.exitCode === null) platform.kill('SIGKILL');
+    data.remove();
+  });
+
+  it('prints the roots from configuration on stderr, and only JSON lines with one service each on stdout', () => {
+    expect(stderr).toContain(`{gateway_url} ${baseUrl}/gw`);
+    expect(stderr).toContain(`{legacy_url}  ${baseUrl}/legacy`);
+    const lines = stdout.split('\n').filter(Boolean);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) {
+      const parsed = JSON.parse(line);
+      expect(typeof parsed.service).toBe('string');
+      expect(line.match(/"service":/g)).toHaveLength(1);
+    }
+    const services = new Set(lines.map((l) => JSON.parse(l).service));
+    expect([...services].sort()).toEqual(['auth', 'edge', 'legacy-agent', 'llm-quota', 'standalone']);
+  });
+
+  it('runs each service in a process of its own', () => {
+    const pids: Record<string, number> = hints().pids;
+    expect(Object.keys(pids).sort()).toEqual(['auth', 'edge', 'legacy-agent', 'llm-quota']);
+    expect(new Set(Object.values(pids)).size).toBe(4);
+    for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
+  });
+
+  it('carries auth events to the edge in another process: a revoked token is refused at once', async () => {
+    const login = await callJson(`${baseUrl}/v2/login/anonymous`, 'POST');
+    expect(login.status).toBe(200);
+    const created = await callJson(`${baseUrl}/v2/user/accessTokens`, 'POST', {
+      bearer: login.body.token,
+      body: { name: 'ipc', expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
+    });
+    expect(created.status).toBe(201);
+    const token: string = created.body.token;
+    // llm-quota trusts the edge's principal: only the edge's cache decides here
+    const before = await callJson(`${baseUrl}/gw/v1/quotas/usage`, 'GET', { bearer: token });
+    expect(before.status).not.toBe(401);
+    const revoked = await fetch(`${baseUrl}/v2/user/accessTokens/${created.body._id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${login.body.token}` },
+    });
+    expect(revoked.status).toBeLessThan(300);
+    await waitFor(
+      async () => (await callJson(`${baseUrl}/gw/v1/quotas/usage`, 'GET', { bearer: token })).status === 401,
+      { timeoutMs: 5_000, what: 'the revoked token refused' },
+    );
+  });
+
+  it('restarts a service that dies, on the same address, with its data', async () => {
+    const login = await callJson(`${baseUrl}/v2/login/anonymous`, 'POST');
+    const before: number = hints().pids.auth;
+    process.kill(before, 'SIGKILL');
+    await waitFor(
+      async () => (await callJson(`${baseUrl}/v2/me`, 'GET', { bearer: login.body.token })).status === 200,
+      { timeoutMs: 30_000, intervalMs: 100, what: 'auth back' },
+    );
+    expect(stdout).toContain('service process died');
+  });
+
+  it('SIGTERM stops every process and exits 0', async () => {
+    const { pids } = hints();
+    const exited = new Promise<number | null>((resolve) => platform.once('exit', (code) => resolve(code)));
+    platform.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    for (const pid of Object.values(pids) as number[]) expect(alive(pid)).toBe(false);
+  }, 30_000);
+});
