@@ -62,8 +62,14 @@ describe('accounts through the edge', () => {
     expect(me.status).toBe(200);
     expect(await me.json()).toMatchObject({ email, anonymous: false, credential: { kind: 'session' } });
 
-    // Sign out with the cookie (and the CSRF header a page's script sends): the cookie stops working.
+    // A cross-site form can make the browser send both cookies but not the header: refused, nothing changes.
     const cookie = `access-token=${cookies['access-token']}; csrf-token=${cookies['csrf-token']}`;
+    const forged = await fetch(`${p.baseUrl}/v2/logout`, { method: 'POST', headers: { cookie } });
+    expect(forged.status).toBe(403);
+    expect(await forged.json()).toMatchObject({ code: 'CSRF_TOKEN_INVALID' });
+    expect((await fetch(`${p.baseUrl}/v2/me`, { headers: { cookie } })).status).toBe(200);
+
+    // Sign out with the cookie (and the CSRF header a page's script sends): the cookie stops working.
     const logout = await fetch(`${p.baseUrl}/v2/logout`, {
       method: 'POST',
       headers: { cookie, 'x-csrf-token': cookies['csrf-token']! },
