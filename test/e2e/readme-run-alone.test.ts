@@ -9,7 +9,7 @@ import { tempDir, waitFor } from '@platform/testkit';
  * so the test takes a free port and a fresh folder.)
  */
 const ROOT = path.resolve(__dirname, '../..');
-const SERVICES = ['auth', 'llm-quota', 'legacy-agent'];
+const SERVICES = ['auth', 'llm-quota', 'legacy-agent', 'llm-gateway'];
 
 function runAloneCommand(service: string): string {
   const readme = readFileSync(path.join(ROOT, 'services', service, 'README.md'), 'utf8');
@@ -25,7 +25,7 @@ describe("each service's README command runs it alone", () => {
       const data = tempDir(`run-alone-${service}-`);
       const child = spawn('sh', ['-c', runAloneCommand(service)], {
         cwd: ROOT,
-        env: { ...process.env, PORT: '0', DATA_DIR: data.dir, NATS_URL: '', MONGO_URL: '' },
+        env: { ...process.env, PORT: '0', ADMIN_PORT: '0', DATA_DIR: data.dir, NATS_URL: '', MONGO_URL: '' },
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
       });
@@ -39,7 +39,7 @@ describe("each service's README command runs it alone", () => {
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       try {
         const url = await waitFor(
-          () => /"url":"(http:\/\/[^"]+)","msg":"[\w-]+ listening"/.exec(output)?.[1],
+          () => /"url":"(http:\/\/[^"]+)",[^}]*"msg":"[\w-]+ listening"/.exec(output)?.[1],
           {
             timeoutMs: 45_000,
             what: `${service} listening (output so far: ${output.slice(-500)})`,

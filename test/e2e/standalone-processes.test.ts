@@ -71,13 +71,20 @@ describe('pnpm start: every service in its own process', () => {
       expect(line.match(/"service":/g)).toHaveLength(1);
     }
     const services = new Set(lines.map((l) => JSON.parse(l).service));
-    expect([...services].sort()).toEqual(['auth', 'edge', 'legacy-agent', 'llm-quota', 'standalone']);
+    expect([...services].sort()).toEqual([
+      'auth',
+      'edge',
+      'legacy-agent',
+      'llm-gateway',
+      'llm-quota',
+      'standalone',
+    ]);
   });
 
   it('runs each service in a process of its own', () => {
     const pids: Record<string, number> = hints().pids;
-    expect(Object.keys(pids).sort()).toEqual(['auth', 'edge', 'legacy-agent', 'llm-quota']);
-    expect(new Set(Object.values(pids)).size).toBe(4);
+    expect(Object.keys(pids).sort()).toEqual(['auth', 'edge', 'legacy-agent', 'llm-gateway', 'llm-quota']);
+    expect(new Set(Object.values(pids)).size).toBe(5);
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
   });
 

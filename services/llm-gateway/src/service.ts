@@ -19,7 +19,7 @@ import { catalogueCollections, seedCatalogue } from './catalogue/catalogue-store
 import { ProviderAdmin } from './catalogue/provider-admin';
 import { SecretBox } from './catalogue/secret-box';
 import { gatewayFileOf, type LlmGatewayConfig } from './config';
-import type { GatewayContext } from './inference/gateway-context';
+import { authorizeInference, type GatewayContext } from './inference/gateway-context';
 import { llmGatewayApiDocument } from './openapi';
 import { defaultAdapterFactory } from './provider-factory';
 import { Admission } from './quota/admission';
@@ -56,6 +56,15 @@ export interface LlmGatewayParts {
   context: GatewayContext;
   admin: CatalogueAdmin;
 }
+
+/** The inference routes: each needs `models:read` in an active organization. */
+const INFERENCE_PATHS = [
+  '/v1/chat/completions',
+  '/v1/embeddings',
+  '/v1/rerank',
+  '/v1/images/generations',
+  '/v1/audio/transcriptions',
+];
 
 /** Builds the gateway's parts: the catalogue, quota enforcement, accounting and the express app (never listens). */
 export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
@@ -140,6 +149,13 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(llmGatewayApiDocument));
+      // who may call inference is settled before the body is read: 401, 400 NO_ORG_CONTEXT, 403, then 400
+      for (const path of INFERENCE_PATHS) {
+        router.post(path, (req, _res, next) => {
+          authorizeInference(req);
+          next();
+        });
+      }
       mountChatCompletions(router, context);
       mountEmbeddings(router, context);
       mountRerank(router, context);
