@@ -131,7 +131,12 @@ describe('docker-compose.yml', () => {
 
   it("points the edge's upstream URLs at existing services and the ports they listen on", () => {
     const edge = envOf('edge');
-    const upstreams = { AUTH_URL: 'auth', LLM_QUOTA_URL: 'llm-quota', LEGACY_AGENT_URL: 'legacy-agent' };
+    const upstreams = {
+      AUTH_URL: 'auth',
+      LLM_QUOTA_URL: 'llm-quota',
+      LLM_GATEWAY_URL: 'llm-gateway',
+      LEGACY_AGENT_URL: 'legacy-agent',
+    };
     for (const [key, target] of Object.entries(upstreams)) {
       const url = new URL(edge[key]!);
       expect({ key, host: url.hostname }).toEqual({ key, host: target });
@@ -215,6 +220,7 @@ describe('deploy/compose/embedded-store.yml (compose without MongoDB)', () => {
       'auth',
       'edge',
       'legacy-agent',
+      'llm-gateway',
       'llm-quota',
       'nats',
     ]);
