@@ -193,6 +193,19 @@ describe('docker-compose.yml', () => {
     expect(envOf('edge').RATE_LIMIT_MONGO_DB).toBe('platform_edge');
   });
 
+  it('points llm-gateway at llm-quota, and takes its provider-key encryption secret from .env', () => {
+    const gateway = envOf('llm-gateway');
+    expect(new URL(gateway.LLM_QUOTA_URL!).host).toBe(`llm-quota:${portOf('llm-quota')}`);
+    expect(Object.keys(services['llm-gateway']!.depends_on ?? {})).toContain('llm-quota');
+    // unset: the service derives one from PLATFORM_INTERNAL_SECRET (empty means unset to loadConfig)
+    expect(gateway.LLM_GATEWAY_ENCRYPTION_KEY).toBe('');
+    const key = 'k'.repeat(48);
+    const withKey = interpolateDocument(raw, { ...operatorEnv, LLM_GATEWAY_ENCRYPTION_KEY: key });
+    expect(withKey.services['llm-gateway']!.environment!.LLM_GATEWAY_ENCRYPTION_KEY).toBe(key);
+    // without LLM_GATEWAY_CONFIG the gateway serves the built-in mock models
+    expect(gateway.LLM_GATEWAY_CONFIG).toBeUndefined();
+  });
+
   it('documents every variable it reads in deploy/compose/env.example', () => {
     const example = readFileSync(path.join(REPO_ROOT, 'deploy/compose/env.example'), 'utf8');
     const documented = new Set([...example.matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]));
