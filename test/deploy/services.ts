@@ -4,6 +4,7 @@ import type { loadConfig } from '@platform/kernel';
 import { authConfigSchema } from '../../services/auth/src/config';
 import { edgeConfigSchema } from '../../services/edge/src/config';
 import { legacyAgentConfigSchema } from '../../services/legacy-agent/src/config';
+import { llmGatewayConfigSchema } from '../../services/llm-gateway/src/config';
 import { llmQuotaConfigSchema } from '../../services/llm-quota/src/config';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -42,6 +43,7 @@ export const DEPLOYED_SERVICES: DeployedService[] = [
   service('auth', authConfigSchema),
   service('llm-quota', llmQuotaConfigSchema),
   service('legacy-agent', legacyAgentConfigSchema),
+  service('llm-gateway', llmGatewayConfigSchema),
 ];
 
 /** Variables a service reads outside its schema (runServiceMain reads PORT itself; Node reads NODE_*). */

@@ -10,6 +10,7 @@ import {
   checkExternals,
   deployService,
   findWorkerEntries,
+  INLINED_PACKAGES,
   productionClosure,
   SERVICES,
   undeclaredExternals,
@@ -257,6 +258,27 @@ describe('production build (pnpm build)', () => {
     expect(await stop(edgeService)).toEqual({ code: 0, signal: null });
     expect(await stop(authService)).toEqual({ code: 0, signal: null });
   });
+
+  it('inlines the tokenizer into llm-gateway instead of shipping it whole; the gateway runs with plain node', async () => {
+    const dir = path.join(work.dir, 'llm-gateway');
+    const gateway = await deployService({ service: 'llm-gateway', dir, quiet: true });
+    // gpt-tokenizer is 28 MB installed (every encoding, three builds); the bundle carries the one it uses
+    expect(INLINED_PACKAGES.has('gpt-tokenizer')).toBe(true);
+    expect(gateway.externals.has('gpt-tokenizer')).toBe(false);
+    expect(existsSync(path.join(dir, 'node_modules', 'gpt-tokenizer'))).toBe(false);
+    expect(readdirSync(path.join(dir, 'node_modules', '.pnpm')).filter((e) => e.startsWith('gpt-'))).toEqual(
+      [],
+    );
+    expect(readFileSync(path.join(dir, 'dist', 'main.js'), 'utf8')).not.toMatch(/require\(["']gpt-tokenizer/);
+    const service = await startBundle(dir, {
+      PLATFORM_INTERNAL_SECRET: TEST_INTERNAL_SECRET,
+      DATA_DIR: path.join(work.dir, 'llm-gateway-data'),
+      LLM_QUOTA_URL: 'http://127.0.0.1:9',
+    });
+    running.push(service);
+    await untilAnswers(service, '/readyz');
+    expect(await stop(service)).toEqual({ code: 0, signal: null });
+  }, 60_000);
 });
 
 describe('worker-thread entries', () => {

@@ -131,7 +131,12 @@ describe('docker-compose.yml', () => {
 
   it("points the edge's upstream URLs at existing services and the ports they listen on", () => {
     const edge = envOf('edge');
-    const upstreams = { AUTH_URL: 'auth', LLM_QUOTA_URL: 'llm-quota', LEGACY_AGENT_URL: 'legacy-agent' };
+    const upstreams = {
+      AUTH_URL: 'auth',
+      LLM_QUOTA_URL: 'llm-quota',
+      LLM_GATEWAY_URL: 'llm-gateway',
+      LEGACY_AGENT_URL: 'legacy-agent',
+    };
     for (const [key, target] of Object.entries(upstreams)) {
       const url = new URL(edge[key]!);
       expect({ key, host: url.hostname }).toEqual({ key, host: target });
@@ -188,6 +193,19 @@ describe('docker-compose.yml', () => {
     expect(envOf('edge').RATE_LIMIT_MONGO_DB).toBe('platform_edge');
   });
 
+  it('points llm-gateway at llm-quota, and takes its provider-key encryption secret from .env', () => {
+    const gateway = envOf('llm-gateway');
+    expect(new URL(gateway.LLM_QUOTA_URL!).host).toBe(`llm-quota:${portOf('llm-quota')}`);
+    expect(Object.keys(services['llm-gateway']!.depends_on ?? {})).toContain('llm-quota');
+    // unset: the service derives one from PLATFORM_INTERNAL_SECRET (empty means unset to loadConfig)
+    expect(gateway.LLM_GATEWAY_ENCRYPTION_KEY).toBe('');
+    const key = 'k'.repeat(48);
+    const withKey = interpolateDocument(raw, { ...operatorEnv, LLM_GATEWAY_ENCRYPTION_KEY: key });
+    expect(withKey.services['llm-gateway']!.environment!.LLM_GATEWAY_ENCRYPTION_KEY).toBe(key);
+    // without LLM_GATEWAY_CONFIG the gateway serves the built-in mock models
+    expect(gateway.LLM_GATEWAY_CONFIG).toBeUndefined();
+  });
+
   it('documents every variable it reads in deploy/compose/env.example', () => {
     const example = readFileSync(path.join(REPO_ROOT, 'deploy/compose/env.example'), 'utf8');
     const documented = new Set([...example.matchAll(/^([A-Z_]+)=/gm)].map((m) => m[1]));
@@ -215,6 +233,7 @@ describe('deploy/compose/embedded-store.yml (compose without MongoDB)', () => {
       'auth',
       'edge',
       'legacy-agent',
+      'llm-gateway',
       'llm-quota',
       'nats',
     ]);

@@ -263,13 +263,17 @@ describe('Kubernetes manifests (deploy/)', () => {
       }
     });
 
-    it('autoscales the edge and llm-quota, whose Deployments leave replicas to the autoscaler', () => {
+    it('autoscales the edge, llm-quota and llm-gateway, whose Deployments leave replicas to the autoscaler', () => {
       const hpas = ofKind<{
         scaleTargetRef: { kind: string; name: string };
         minReplicas: number;
         maxReplicas: number;
       }>(objects, 'HorizontalPodAutoscaler');
-      expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual(['edge', 'llm-quota']);
+      expect(hpas.map((h) => h.spec.scaleTargetRef.name).sort()).toEqual([
+        'edge',
+        'llm-gateway',
+        'llm-quota',
+      ]);
       for (const hpa of hpas) {
         const target = deployment(objects, hpa.spec.scaleTargetRef.name);
         expect(hpa.spec.scaleTargetRef.kind).toBe('Deployment');
@@ -304,6 +308,7 @@ describe('Kubernetes manifests (deploy/)', () => {
       for (const [key, target] of Object.entries({
         AUTH_URL: 'auth',
         LLM_QUOTA_URL: 'llm-quota',
+        LLM_GATEWAY_URL: 'llm-gateway',
         LEGACY_AGENT_URL: 'legacy-agent',
       })) {
         const url = new URL(edge[key]!);
@@ -320,7 +325,7 @@ describe('Kubernetes manifests (deploy/)', () => {
       expect(envOf('auth').JWT_AUDIENCE).toBe(edge.JWT_AUDIENCE);
     });
 
-    it('lets only the edge reach the services, and every platform pod reach DNS, MongoDB and NATS', () => {
+    it('lets only the edge reach the services (and llm-gateway llm-quota), every pod DNS, MongoDB and NATS, only llm-gateway HTTPS', () => {
       const policies = ofKind(objects, 'NetworkPolicy');
       const pod = (name: string): Endpoint => ({ pod: pods(name) });
       const stranger: Endpoint = { pod: { app: 'something-else' } };
@@ -344,7 +349,8 @@ describe('Kubernetes manifests (deploy/)', () => {
           }).toEqual({
             from: other.name,
             to: name,
-            allowed: false,
+            // the one service-to-service call: the gateway reads quota settings and budgets
+            allowed: other.name === 'llm-gateway' && name === 'llm-quota',
           });
         }
       }
@@ -368,7 +374,15 @@ describe('Kubernetes manifests (deploy/)', () => {
             allowed: true,
           });
         }
-        expect(connectionAllowed(policies, pod(name), { external: 'the internet' }, 443)).toBe(false);
+        // only the gateway calls out: the model providers, over HTTPS, and nothing else
+        expect({
+          name,
+          https: connectionAllowed(policies, pod(name), { external: 'the internet' }, 443),
+        }).toEqual({
+          name,
+          https: name === 'llm-gateway',
+        });
+        expect(connectionAllowed(policies, pod(name), { external: 'the internet' }, 80)).toBe(false);
       }
     });
   });
