@@ -41,7 +41,7 @@ async function main() {
     );
   }
   if (wanted('slow')) {
-    const f = await slowClients(n('CHAOS_SLOW', 500), 10);
+    const f = await slowClients(n('CHAOS_SLOW', 500), 15);
     report(
       'slow clients (bounded sockets, others served)',
       f,

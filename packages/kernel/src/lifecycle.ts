@@ -18,17 +18,29 @@ export interface RunningServer {
  */
 export const SERVICE_MAX_HEADER_BYTES = 64 * 1024;
 
+/** How long a request head may take to arrive in full (nginx and HAProxy allow 10 to 60 s). */
+export const HEADERS_TIMEOUT_MS = 10_000;
+
 /** Listens on host:port (0 picks a free port) with keep-alive settings fit for sitting behind a proxy. */
 export async function listen(
   handler: RequestListener,
   port: number,
   host = '0.0.0.0',
-  options: { maxHeaderSize?: number } = {},
+  options: { maxHeaderSize?: number; headersTimeoutMs?: number } = {},
 ): Promise<RunningServer> {
-  const server = createServer({ keepAlive: true, maxHeaderSize: options.maxHeaderSize }, handler);
+  const server = createServer(
+    {
+      keepAlive: true,
+      maxHeaderSize: options.maxHeaderSize,
+      // A client that trickles its request head holds a socket at most HEADERS_TIMEOUT_MS (checked each
+      // second): slow clients cannot pile up sockets (issue 13).
+      headersTimeout: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: 1_000,
+    },
+    handler,
+  );
   // Longer than common load balancers' idle timeouts, so they close first and never hit a closed socket.
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
   server.listen(port, host);
   await once(server, 'listening');
   const address = server.address() as AddressInfo;
