@@ -18,9 +18,11 @@ import { legacyApiDocument } from './openapi';
 import { openCollections } from './persistence/collections';
 import { mountAccountRoutes } from './routes/accounts';
 import { mountBotRoutes } from './routes/bots';
+import { corsPreflight } from './routes/cors';
 import { mountEntityRoutes } from './routes/entities';
 import { mountIntentRoutes } from './routes/intents';
 import { messagesBodyParser, mountMessageRoutes } from './routes/messages';
+import { mountWidgetRoutes } from './routes/widget';
 
 export interface LegacyAgentDeps extends BaseDeps<LegacyAgentConfig> {
   store: Store;
@@ -76,7 +78,10 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     logger: deps.logger,
     bodyLimit: deps.config.LEGACY_BODY_LIMIT_BYTES,
     readiness: { store: () => deps.store.ping(), bus: () => deps.bus.ping() },
-    before: [messagesBodyParser(deps.config.LEGACY_BODY_LIMIT_BYTES, deps.logger)],
+    before: [
+      corsPreflight(domain.assistants),
+      messagesBodyParser(deps.config.LEGACY_BODY_LIMIT_BYTES, deps.logger),
+    ],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(legacyApiDocument));
       mountAccountRoutes(router, domain);
@@ -84,6 +89,7 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
       mountIntentRoutes(router, domain);
       mountEntityRoutes(router, domain);
       mountMessageRoutes(router, domain);
+      mountWidgetRoutes(router, domain);
     },
   });
   return {
