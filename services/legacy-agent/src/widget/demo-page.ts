@@ -50,6 +50,7 @@ export function demoPage(token: string | undefined): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
 <title>Web chat demo</title>
 <style>${PAGE_STYLE}</style>
 </head>

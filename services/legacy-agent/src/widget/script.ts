@@ -78,6 +78,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     '.close{border:0;background:transparent;color:#fff;width:36px;height:36px;border-radius:50%;cursor:pointer;font-size:22px;line-height:1}',
     '.close:hover{background:rgba(255,255,255,.18)}',
     '.log{flex:1;overflow-y:auto;padding:16px 14px;display:flex;flex-direction:column;gap:8px;background:#fafbfe}',
+    '.log>*{flex:none}',
     '.msg{max-width:85%;padding:9px 13px;border-radius:16px;white-space:pre-wrap;overflow-wrap:anywhere}',
     '.bot{align-self:flex-start;background:var(--muted);border-bottom-left-radius:5px}',
     '.user{align-self:flex-end;background:var(--c);color:#fff;border-bottom-right-radius:5px}',
@@ -139,11 +140,12 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
 
   function applyTexts() {
     var t = texts();
-    var name = (state.config && state.config.name) || t.title;
+    var known = state.config && state.config.name;
+    var name = known || t.title;
     var lang = state.config && state.config.lang;
     if (lang) panel.setAttribute('lang', lang);
     title.textContent = name;
-    launcher.setAttribute('aria-label', t.open + ': ' + name);
+    launcher.setAttribute('aria-label', known ? t.open + ': ' + name : t.open);
     closeBtn.setAttribute('aria-label', t.close);
     inputLabel.textContent = t.input;
     if (!input.getAttribute('data-placeholder')) input.placeholder = t.input + '…';
@@ -174,7 +176,8 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     var actions = (c.buttons || []).map(valueChip);
     if (c.event) actions.push(eventChip(c.event, c.event.value));
     if (actions.length) body.appendChild(h('div', { 'class': 'chips' }, actions));
-    return h('article', { 'class': 'card' }, [img ? h('img', { src: img, alt: c.title || '' }) : null, body]);
+    var picture = img ? h('img', { src: img, alt: c.title || '', onload: keepScrolled }) : null;
+    return h('article', { 'class': 'card' }, [picture, body]);
   }
 
   /** One reply of the assistant: its items in order, buttons and events gathered as quick replies. */
@@ -196,6 +199,9 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     flush();
     return nodes;
   }
+
+  /** Keeps the newest message in view while a reply renders (images load after it). */
+  function keepScrolled() { log.scrollTop = log.scrollHeight; }
 
   function renderEntry(entry) {
     if (entry.who === 'user') {
