@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -251,11 +252,10 @@ ${scriptTag()}</body></html>`);
     await log.getByText("Here is today's menu:").waitFor();
     await log.getByRole('heading', { name: 'Flat white' }).waitFor();
     await log.getByRole('img', { name: 'Cinnamon bun' }).waitFor();
-    await page.waitForFunction(() =>
-      [
-        ...(document.querySelector('[data-platform-chat]')?.shadowRoot?.querySelectorAll('.card img') ?? []),
-      ].every((img) => (img as HTMLImageElement).complete && (img as HTMLImageElement).naturalWidth > 0),
-    );
+    await page.waitForFunction(() => {
+      const images = document.querySelector('[data-platform-chat]')?.shadowRoot?.querySelectorAll('img');
+      return Array.from(images ?? []).every((img) => img.complete && img.naturalWidth > 0);
+    });
     await page.screenshot({ path: path.join(OUTPUT, '1-menu.png') });
     await log.getByRole('button', { name: 'Order one' }).click();
     await log.getByText('Great choice! Pick it up at the counter.').waitFor();
