@@ -79,6 +79,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     '.close:hover{background:rgba(255,255,255,.18)}',
     '.log{flex:1;overflow-y:auto;padding:16px 14px;display:flex;flex-direction:column;gap:8px;background:#fafbfe}',
     '.log>*{flex:none}',
+    'p{margin:0}',
     '.msg{max-width:85%;padding:9px 13px;border-radius:16px;white-space:pre-wrap;overflow-wrap:anywhere}',
     '.bot{align-self:flex-start;background:var(--muted);border-bottom-left-radius:5px}',
     '.user{align-self:flex-end;background:var(--c);color:#fff;border-bottom-right-radius:5px}',
@@ -148,7 +149,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     launcher.setAttribute('aria-label', known ? t.open + ': ' + name : t.open);
     closeBtn.setAttribute('aria-label', t.close);
     inputLabel.textContent = t.input;
-    if (!input.getAttribute('data-placeholder')) input.placeholder = t.input + '…';
+    input.placeholder = state.placeholder || t.input + '…';
     sendBtn.textContent = t.send;
     avatar.textContent = '';
     var photo = state.config && state.config.photo && safeUrl(state.config.photo.url);
@@ -255,8 +256,8 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
         (reply.fulfillment || []).forEach(function (f) { items = items.concat(f.items || []); });
         var settings = reply.intents && reply.intents[0] && reply.intents[0].settings;
         input.disabled = !!(settings && settings.disableInput);
-        if (settings && settings.placeholder) { input.placeholder = settings.placeholder; input.setAttribute('data-placeholder', '1'); }
-        else { input.removeAttribute('data-placeholder'); applyTexts(); }
+        state.placeholder = (settings && settings.placeholder) || null;
+        applyTexts();
         typing.remove();
         push({ who: 'bot', items: items });
       }).catch(function (err) {
@@ -292,6 +293,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     state.open = open;
     save();
     if (!open) { launcher.focus(); return; }
+    keepScrolled();
     input.focus();
     if (!token) { showError(texts().noToken); return; }
     loadConfig().then(function () {
@@ -306,6 +308,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     if (state.open) {
       panel.hidden = false;
       launcher.setAttribute('aria-expanded', 'true');
+      keepScrolled();
       loadConfig();
     }
   }
