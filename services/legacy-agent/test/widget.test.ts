@@ -160,6 +160,7 @@ describe('legacy web chat: origins, CORS, script and demo page', () => {
     expect(res.headers['cache-control']).toContain('max-age=86400');
     expect(res.headers['x-content-type-options']).toBe('nosniff');
     expect(res.headers['cross-origin-resource-policy']).toBe('cross-origin');
+    expect(res.headers['access-control-allow-origin']).toBe('*');
     expect(res.text).toContain('/v1/Messages');
     expect(Buffer.byteLength(res.text)).toBeLessThan(24 * 1024);
     // It parses as a script.

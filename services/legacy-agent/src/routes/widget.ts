@@ -20,6 +20,8 @@ export function mountWidgetRoutes(router: Router, { assistants }: LegacyDomain):
     res.setHeader('etag', SCRIPT_ETAG);
     // Any site may load the script; what it may call is decided by the assistant's allowedOrigins.
     res.setHeader('cross-origin-resource-policy', 'cross-origin');
+    // A site may load it with `crossorigin` (e.g. for Subresource Integrity): a public file, readable by all.
+    res.setHeader('access-control-allow-origin', '*');
     res.setHeader('x-content-type-options', 'nosniff');
     if (req.headers['if-none-match']?.split(',').some((tag) => tag.trim() === SCRIPT_ETAG)) {
       res.status(304).end();
