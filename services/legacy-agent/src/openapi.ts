@@ -21,6 +21,8 @@ import {
   messageBody,
   RevokedAccessTokenSchema,
   SessionGrantSchema,
+  updateBotBody,
+  WidgetConfigSchema,
 } from './routes/schemas';
 
 const ACCOUNT = ['legacySession', 'legacyAccessToken'];
@@ -302,6 +304,62 @@ export const LEGACY_ROUTES: RouteDoc[] = [
     },
   },
   {
+    method: 'patch',
+    path: '/v1/bots',
+    summary: "Change the developer token's assistant (addition)",
+    description:
+      'Present fields replace the stored ones. `allowedOrigins` lists the web origins whose pages may call `/v1/Messages` from a browser (CORS; none by default); a cross-origin page of any other origin gets no CORS headers and 403.',
+    tags: ['v1'],
+    security: DEVELOPER,
+    body: updateBotBody,
+    responses: {
+      200: ok('the assistant as it now stands', AssistantSchema),
+      ...invalid,
+      ...developer,
+      ...retired,
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/widget.js',
+    summary: 'The web chat script (addition)',
+    description:
+      'Embed with `<script src="{legacy_url}/v1/widget.js" data-token="CLIENT_TOKEN" defer></script>`. JavaScript, cached a day then revalidated by ETag.',
+    tags: ['v1'],
+    security: [],
+    responses: {
+      200: { description: 'the script (text/javascript)' },
+      304: { description: 'not modified' },
+      ...retired,
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/widget/config',
+    summary: 'What the web chat shows of the assistant: name, language, photo (addition)',
+    tags: ['v1'],
+    security: CLIENT,
+    responses: {
+      200: ok('the public face of the assistant', WidgetConfigSchema),
+      401: error('missing or unknown client token'),
+      403: error("OriginNotAllowed: a browser page whose origin is not in the assistant's `allowedOrigins`"),
+      ...retired,
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/widget-demo',
+    summary: 'A page showing the web chat of the assistant of `token` (addition)',
+    tags: ['v1'],
+    security: [],
+    query: z.object({ token: z.string().meta({ description: "the assistant's client token" }) }),
+    responses: {
+      200: { description: 'the page (text/html)' },
+      400: { description: 'no token: the page says how to give one (text/html)' },
+      ...retired,
+    },
+  },
+  {
     method: 'post',
     path: '/v1/Messages',
     summary: 'Send a text or an event to the assistant (spec 4.4)',
@@ -314,6 +372,10 @@ export const LEGACY_ROUTES: RouteDoc[] = [
       200: ok('the reply (spec 2.12)', MessageReplySchema),
       400: ok('invalid_request: `status.details.issues` names the fields', MessagesErrorSchema),
       401: ok('unauthorized: missing or unknown client token', MessagesErrorSchema),
+      403: ok(
+        "forbidden (OriginNotAllowed): a browser page whose origin is not in the assistant's `allowedOrigins`",
+        MessagesErrorSchema,
+      ),
       413: ok('payload_too_large', MessagesErrorSchema),
       500: ok('internal_error', MessagesErrorSchema),
       ...retired,

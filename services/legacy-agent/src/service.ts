@@ -19,9 +19,11 @@ import { legacyApiDocument } from './openapi';
 import { openCollections } from './persistence/collections';
 import { mountAccountRoutes } from './routes/accounts';
 import { mountBotRoutes } from './routes/bots';
+import { corsPreflight } from './routes/cors';
 import { mountEntityRoutes } from './routes/entities';
 import { mountIntentRoutes } from './routes/intents';
 import { messagesBodyParser, mountMessageRoutes } from './routes/messages';
+import { mountWidgetRoutes } from './routes/widget';
 
 export interface LegacyAgentDeps extends BaseDeps<LegacyAgentConfig> {
   store: Store;
@@ -82,7 +84,10 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     // legacy-agent publishes nothing: only its store can stop it serving
     readiness: { required: { store: () => deps.store.ping() } },
     trustProxy: deps.config.TRUST_PROXY,
-    before: [messagesBodyParser(deps.config.LEGACY_BODY_LIMIT_BYTES, deps.logger)],
+    before: [
+      corsPreflight(domain.assistants),
+      messagesBodyParser(deps.config.LEGACY_BODY_LIMIT_BYTES, deps.logger),
+    ],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(legacyApiDocument));
       mountAccountRoutes(router, domain);
@@ -90,6 +95,7 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
       mountIntentRoutes(router, domain);
       mountEntityRoutes(router, domain);
       mountMessageRoutes(router, domain);
+      mountWidgetRoutes(router, domain);
     },
   });
   return {

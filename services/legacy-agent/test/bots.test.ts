@@ -25,6 +25,7 @@ describe('legacy assistants', () => {
       description: 'helps travellers',
       nlu: 'platform-nlu',
       satisfactionOption: null,
+      allowedOrigins: [],
     });
     const read = await app.http.get('/v1/bots').set(dev(bot)).expect(200);
     expect(read.body).toEqual({

@@ -14,6 +14,15 @@ export interface NewAssistant {
   satisfactionOption: boolean | null;
 }
 
+/** What a developer token may change of its assistant (`PATCH /v1/bots`); absent fields stay. */
+export interface AssistantChanges {
+  name?: string;
+  description?: string;
+  photo?: { url: string } | null;
+  satisfactionOption?: boolean | null;
+  allowedOrigins?: string[];
+}
+
 /** Spec 2.11, plus the assistant's `id`. */
 export interface AssistantView {
   id: string;
@@ -27,6 +36,8 @@ export interface AssistantView {
   description: string;
   nlu: string;
   satisfactionOption: boolean | null;
+  /** addition: web origins allowed to call Messages from a browser (CORS); none by default */
+  allowedOrigins: string[];
 }
 
 /** Called when an assistant is removed, so derived state (models, timers) can be dropped. */
@@ -50,6 +61,7 @@ export class Assistants {
       ownerId: auth.account._id,
       developer: auth.account.username,
       ...input,
+      allowedOrigins: [],
       clientToken,
       clientTokenHash: hashToken(clientToken),
       developerTokenHash: hashToken(developerToken),
@@ -98,6 +110,18 @@ export class Assistants {
     const set = { clientToken: token, clientTokenHash: hashToken(token), updatedAt: now };
     await this.ctx.cols.assistants.updateOne({ _id: doc._id }, { $set: set });
     return this.view({ ...doc, ...set });
+  }
+
+  /** Applies a developer token's changes; answers the assistant as it now stands. */
+  async update(doc: AssistantDoc, changes: AssistantChanges): Promise<AssistantDoc> {
+    const set = { ...changes, updatedAt: this.ctx.clock.now() };
+    await this.ctx.cols.assistants.updateOne({ _id: doc._id }, { $set: set });
+    return { ...doc, ...set };
+  }
+
+  /** Whether some assistant lets pages of `origin` call it (answers CORS preflights, which carry no token). */
+  async originAllowedByAny(origin: string): Promise<boolean> {
+    return (await this.ctx.cols.assistants.findOne({ allowedOrigins: origin })) !== null;
   }
 
   /** Deletes the assistant with its intents, entities, models and conversations. */
@@ -160,6 +184,7 @@ export class Assistants {
       description: doc.description,
       nlu: this.ctx.config.LEGACY_NLU_NAME,
       satisfactionOption: doc.satisfactionOption,
+      allowedOrigins: doc.allowedOrigins ?? [],
     };
   }
 }

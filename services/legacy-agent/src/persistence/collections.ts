@@ -53,6 +53,8 @@ export interface AssistantDoc {
   languages: string[];
   photo: { url: string } | null;
   satisfactionOption: boolean | null;
+  /** web origins whose pages may call the assistant from a browser (CORS); absent on older documents */
+  allowedOrigins?: string[];
   /** public: shown as is */
   clientToken: string;
   clientTokenHash: string;
@@ -171,6 +173,7 @@ export function openCollections(store: Store): LegacyCollections {
       { fields: { clientTokenHash: 1 }, unique: true },
       { fields: { developerTokenHash: 1 }, unique: true },
       { fields: { ownerId: 1 } },
+      { fields: { allowedOrigins: 1 } },
     ]),
     intents: store.collection<IntentDoc>('legacy_intents', [
       { fields: { assistantId: 1 } },

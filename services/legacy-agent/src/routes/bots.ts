@@ -2,7 +2,7 @@ import { parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { LegacyDomain } from '../domain';
 import { accountToken, bearerToken } from './credentials';
-import { createBotBody } from './schemas';
+import { createBotBody, updateBotBody } from './schemas';
 
 /**
  * Assistants. `/v2/bots` (an addition) is the account's: create, list, read, rotate tokens, delete.
@@ -43,5 +43,14 @@ export function mountBotRoutes(router: Router, { accounts, assistants, understan
     const token = bearerToken(req);
     const assistant = await assistants.byDeveloperToken(token);
     res.json({ ...assistants.view(assistant, token), training: await understanding.status(assistant) });
+  });
+
+  // Addition: the developer token changes its assistant's name, description, photo, satisfaction option
+  // and the web origins allowed to call it from a browser (lang and languages shape models: not here).
+  router.patch('/v1/bots', async (req, res) => {
+    const token = bearerToken(req);
+    const assistant = await assistants.byDeveloperToken(token);
+    const updated = await assistants.update(assistant, parseInput(updateBotBody, req.body ?? {}));
+    res.json(assistants.view(updated, token));
   });
 }

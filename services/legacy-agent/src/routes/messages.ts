@@ -3,6 +3,7 @@ import { type ErrorKind, envelopeOf, type Logger, parseInput, toAppError } from 
 import express, { type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { LegacyDomain } from '../domain';
+import { allowOrigin } from './cors';
 import { bearerToken } from './credentials';
 import { messageBody } from './schemas';
 
@@ -84,6 +85,7 @@ export function mountMessageRoutes(router: Router, { assistants, dialogue, ctx }
   router.post('/v1/Messages', async (req, res) => {
     try {
       const assistant = await assistants.byClientToken(bearerToken(req));
+      allowOrigin(req, res, assistant);
       const input = parseInput(messageBody, req.body ?? {});
       res.json(await dialogue.reply(assistant, input));
     } catch (err) {

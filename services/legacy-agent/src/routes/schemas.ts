@@ -62,6 +62,59 @@ export const createBotBody = z
     path: ['languages'],
   });
 
+/**
+ * A web origin as a browser sends it in `Origin`: scheme, host and port (when not the default), nothing
+ * else; lower-cased. No wildcards: each site is named.
+ */
+export const webOrigin = z
+  .string()
+  .max(300)
+  .transform((value, ctx) => {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(value);
+    } catch {
+      parsed = undefined;
+    }
+    const bare =
+      parsed &&
+      /^https?:$/.test(parsed.protocol) &&
+      parsed.pathname === '/' &&
+      !parsed.search &&
+      !parsed.hash &&
+      !parsed.username &&
+      !parsed.password &&
+      !value.includes('*') &&
+      !/[?#]$/.test(value);
+    if (!parsed || !bare) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be an origin: http(s)://host[:port], without path, query or wildcard',
+      });
+      return z.NEVER;
+    }
+    return parsed.origin;
+  });
+
+/** `PATCH /v1/bots`: the fields a developer token may change; absent ones stay as they are. */
+export const updateBotBody = z
+  .object({
+    name: nonEmptyText(100),
+    description: text(2000),
+    photo: z.object({ url }).nullable(),
+    satisfactionOption: z.boolean().nullable(),
+    allowedOrigins: z
+      .array(webOrigin)
+      .max(50)
+      .transform((origins) => [...new Set(origins)])
+      .meta({
+        description:
+          'web origins (`https://shop.example`) whose pages may call Messages from a browser (CORS); none by default',
+      }),
+  })
+  .partial()
+  .strict();
+
 // ---- intents (spec 2.9) ---------------------------------------------------------------------------
 
 const sentencePart = z
@@ -313,8 +366,20 @@ export const AssistantSchema = z
     description: z.string(),
     nlu: z.string().meta({ description: 'language-understanding engine name' }),
     satisfactionOption: z.boolean().nullable(),
+    allowedOrigins: z
+      .array(z.string())
+      .meta({ description: 'addition: web origins whose pages may call Messages from a browser (CORS)' }),
   })
   .meta({ id: 'Assistant', description: 'Assistant (spec 2.11)' });
+
+/** `GET /v1/widget/config`: what the web chat shows of an assistant, read with its client token. */
+export const WidgetConfigSchema = z
+  .looseObject({
+    name: z.string(),
+    lang: z.string().meta({ description: 'the language the chat speaks' }),
+    photo: z.looseObject({ url: z.string() }).nullable(),
+  })
+  .meta({ id: 'WidgetConfig', description: 'the public face of an assistant, for the web chat' });
 
 /** `GET /v1/bots`: the assistant and where the training of its language models stands. */
 export const AssistantWithTrainingSchema = AssistantSchema.extend({

@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import type { Router } from 'express';
+import type { LegacyDomain } from '../domain';
+import { DEMO_PAGE_CSP, demoPage } from '../widget/demo-page';
+import { WIDGET_SCRIPT } from '../widget/script';
+import { allowOrigin } from './cors';
+import { bearerToken } from './credentials';
+
+const SCRIPT_ETAG = `"${createHash('sha256').update(WIDGET_SCRIPT).digest('base64url').slice(0, 27)}"`;
+/**
+ * Sites embed the script by a fixed address, so it cannot be cached forever: a day fresh, then a week
+ * served stale while the browser revalidates it with its ETag (a 304 costs a few bytes).
+ */
+const SCRIPT_CACHE = 'public, max-age=86400, stale-while-revalidate=604800';
+
+/** The web chat: its script, the assistant's public face for it, and a demo page (issue 12 item 5). */
+export function mountWidgetRoutes(router: Router, { assistants }: LegacyDomain): void {
+  router.get('/v1/widget.js', (req, res) => {
+    res.setHeader('cache-control', SCRIPT_CACHE);
+    res.setHeader('etag', SCRIPT_ETAG);
+    // Any site may load the script; what it may call is decided by the assistant's allowedOrigins.
+    res.setHeader('cross-origin-resource-policy', 'cross-origin');
+    // A site may load it with `crossorigin` (e.g. for Subresource Integrity): a public file, readable by all.
+    res.setHeader('access-control-allow-origin', '*');
+    res.setHeader('x-content-type-options', 'nosniff');
+    if (req.headers['if-none-match']?.split(',').some((tag) => tag.trim() === SCRIPT_ETAG)) {
+      res.status(304).end();
+      return;
+    }
+    res.type('text/javascript; charset=utf-8').send(WIDGET_SCRIPT);
+  });
+
+  router.get('/v1/widget/config', async (req, res) => {
+    const assistant = await assistants.byClientToken(bearerToken(req));
+    allowOrigin(req, res, assistant);
+    res.setHeader('cache-control', 'no-store');
+    res.json({ name: assistant.name, lang: assistant.lang, photo: assistant.photo });
+  });
+
+  router.get('/v1/widget-demo', (req, res) => {
+    const token =
+      typeof req.query.token === 'string' && req.query.token.trim() ? req.query.token.trim() : undefined;
+    res.setHeader('content-security-policy', DEMO_PAGE_CSP);
+    res.setHeader('x-content-type-options', 'nosniff');
+    res.setHeader('referrer-policy', 'no-referrer');
+    res.setHeader('cache-control', 'no-store');
+    res
+      .status(token ? 200 : 400)
+      .type('text/html; charset=utf-8')
+      .send(demoPage(token));
+  });
+}

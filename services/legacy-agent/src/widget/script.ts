@@ -1,0 +1,318 @@
+/**
+ * The web chat a site embeds (`{legacy_url}/v1/widget.js`): plain browser JavaScript, no framework, no
+ * build step. Kept as a string here so the service bundle carries it; it must not contain backticks
+ * or dollar-brace sequences. Styles are adopted into a shadow root, so the host page's CSS cannot
+ * reach the chat and a strict Content-Security-Policy on the host page does not block them.
+ */
+export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src="{legacy_url}/v1/widget.js" data-token="CLIENT_TOKEN" defer></script> */
+(function () {
+  'use strict';
+  var script = document.currentScript;
+  if (!script || window.__platformChatLoaded) return;
+  window.__platformChatLoaded = true;
+  var token = script.getAttribute('data-token') || '';
+  var base = script.src.replace(/\/v1\/widget\.js(?:[?#].*)?$/, '');
+
+  var TEXTS = {
+    en: { open: 'Open chat', close: 'Close chat', title: 'Chat', input: 'Your message', send: 'Send', typing: 'Typing…', you: 'You said', unreachable: 'The assistant cannot be reached from this page. Please try again later.', failed: 'Your message could not be sent.', noToken: 'This chat is not set up: the page gives no assistant token.', opens: '(opens in a new tab)' },
+    fr: { open: 'Ouvrir la discussion', close: 'Fermer la discussion', title: 'Discussion', input: 'Votre message', send: 'Envoyer', typing: 'Écrit…', you: 'Vous avez dit', unreachable: "L'assistant est injoignable depuis cette page. Réessayez plus tard.", failed: "Votre message n'a pas pu être envoyé.", noToken: "Cette discussion n'est pas configurée : la page ne donne pas de jeton d'assistant.", opens: '(nouvel onglet)' },
+    de: { open: 'Chat öffnen', close: 'Chat schließen', title: 'Chat', input: 'Ihre Nachricht', send: 'Senden', typing: 'Schreibt…', you: 'Sie sagten', unreachable: 'Der Assistent ist von dieser Seite aus nicht erreichbar. Bitte später erneut versuchen.', failed: 'Ihre Nachricht konnte nicht gesendet werden.', noToken: 'Dieser Chat ist nicht eingerichtet: die Seite nennt kein Assistenten-Token.', opens: '(neuer Tab)' },
+    es: { open: 'Abrir chat', close: 'Cerrar chat', title: 'Chat', input: 'Tu mensaje', send: 'Enviar', typing: 'Escribiendo…', you: 'Dijiste', unreachable: 'No se puede contactar con el asistente desde esta página. Inténtalo más tarde.', failed: 'No se pudo enviar tu mensaje.', noToken: 'Este chat no está configurado: la página no indica el token del asistente.', opens: '(nueva pestaña)' },
+    it: { open: 'Apri chat', close: 'Chiudi chat', title: 'Chat', input: 'Il tuo messaggio', send: 'Invia', typing: 'Sta scrivendo…', you: 'Hai detto', unreachable: "Impossibile raggiungere l'assistente da questa pagina. Riprova più tardi.", failed: 'Impossibile inviare il messaggio.', noToken: "Questa chat non è configurata: la pagina non indica il token dell'assistente.", opens: '(nuova scheda)' },
+    pt: { open: 'Abrir conversa', close: 'Fechar conversa', title: 'Conversa', input: 'A sua mensagem', send: 'Enviar', typing: 'A escrever…', you: 'Você disse', unreachable: 'Não é possível contactar o assistente a partir desta página. Tente mais tarde.', failed: 'Não foi possível enviar a mensagem.', noToken: 'Esta conversa não está configurada: a página não indica o token do assistente.', opens: '(novo separador)' },
+    nl: { open: 'Chat openen', close: 'Chat sluiten', title: 'Chat', input: 'Uw bericht', send: 'Verstuur', typing: 'Typt…', you: 'U zei', unreachable: 'De assistent is vanaf deze pagina niet bereikbaar. Probeer het later opnieuw.', failed: 'Uw bericht kon niet worden verstuurd.', noToken: 'Deze chat is niet ingesteld: de pagina geeft geen assistent-token.', opens: '(nieuw tabblad)' }
+  };
+  var MAX_ENTRIES = 200;
+  var KEY = 'platform-chat:' + token;
+
+  function load() {
+    try { return JSON.parse(window.localStorage.getItem(KEY) || 'null'); } catch (e) { return null; }
+  }
+  function newId() {
+    if (window.crypto && window.crypto.randomUUID) return window.crypto.randomUUID();
+    return 'u' + Date.now().toString(36) + Math.random().toString(36).slice(2);
+  }
+  var state = load() || {};
+  if (typeof state.userId !== 'string') state.userId = newId();
+  if (!Array.isArray(state.entries)) state.entries = [];
+  function save() {
+    state.entries = state.entries.slice(-MAX_ENTRIES);
+    try { window.localStorage.setItem(KEY, JSON.stringify(state)); } catch (e) { /* storage full or disabled: the chat still works */ }
+  }
+  save();
+
+  function texts() {
+    var lang = String((state.config && state.config.lang) || document.documentElement.lang || 'en').toLowerCase().split('-')[0];
+    return TEXTS[lang] || TEXTS.en;
+  }
+
+  function h(tag, attrs, children) {
+    var el = document.createElement(tag);
+    for (var k in attrs || {}) {
+      var v = attrs[k];
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'text') el.textContent = v;
+      else if (k.slice(0, 2) === 'on') el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : v);
+    }
+    (children || []).forEach(function (c) { if (c) el.appendChild(c); });
+    return el;
+  }
+  var safeUrl = function (u) { return typeof u === 'string' && /^https?:\/\//i.test(u) ? u : null; };
+
+  var CSS = [
+    ':host{all:initial}',
+    '*{box-sizing:border-box}',
+    '.root{--c:#4338ca;--c2:#3730a3;--bg:#fff;--muted:#f1f3f8;--ink:#1f2330;--soft:#5b6172;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink)}',
+    '.sr{position:absolute;width:1px;height:1px;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}',
+    'button,input{font:inherit}',
+    ':focus-visible{outline:3px solid #f59e0b;outline-offset:2px}',
+    '.launcher{position:fixed;right:20px;bottom:20px;z-index:2147483000;width:60px;height:60px;border-radius:50%;border:0;background:var(--c);color:#fff;cursor:pointer;box-shadow:0 8px 24px rgba(30,27,75,.35);display:grid;place-items:center;transition:transform .15s}',
+    '.launcher:hover{transform:scale(1.06);background:var(--c2)}',
+    '.launcher svg{width:28px;height:28px}',
+    '.panel{position:fixed;right:20px;bottom:92px;z-index:2147483000;width:380px;max-width:calc(100vw - 24px);height:580px;max-height:calc(100vh - 112px);background:var(--bg);border-radius:18px;box-shadow:0 18px 50px rgba(15,23,42,.28);display:flex;flex-direction:column;overflow:hidden}',
+    '.panel[hidden]{display:none}',
+    'header{display:flex;align-items:center;gap:12px;padding:14px 14px 14px 18px;background:linear-gradient(135deg,var(--c),#6d28d9);color:#fff}',
+    '.avatar{width:38px;height:38px;border-radius:50%;background:rgba(255,255,255,.22);display:grid;place-items:center;font-weight:700;flex:none;object-fit:cover}',
+    'h2{margin:0;font-size:16px;font-weight:650;flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}',
+    '.close{border:0;background:transparent;color:#fff;width:36px;height:36px;border-radius:50%;cursor:pointer;font-size:22px;line-height:1}',
+    '.close:hover{background:rgba(255,255,255,.18)}',
+    '.log{flex:1;overflow-y:auto;padding:16px 14px;display:flex;flex-direction:column;gap:8px;background:#fafbfe}',
+    '.log>*{flex:none}',
+    'p{margin:0}',
+    '.msg{max-width:85%;padding:9px 13px;border-radius:16px;white-space:pre-wrap;overflow-wrap:anywhere}',
+    '.bot{align-self:flex-start;background:var(--muted);border-bottom-left-radius:5px}',
+    '.user{align-self:flex-end;background:var(--c);color:#fff;border-bottom-right-radius:5px}',
+    '.link{align-self:flex-start;color:var(--c2);font-weight:600;text-decoration:underline;text-underline-offset:3px;padding:2px 4px}',
+    '.chips{align-self:flex-start;display:flex;flex-wrap:wrap;gap:6px;max-width:95%}',
+    '.chip{border:1.5px solid var(--c);background:#fff;color:var(--c2);border-radius:999px;padding:6px 14px;cursor:pointer;font-weight:600;font-size:14px}',
+    '.chip:hover{background:var(--c);color:#fff}',
+    '.cards{align-self:stretch;display:flex;gap:10px;overflow-x:auto;padding-bottom:4px}',
+    '.card{flex:0 0 220px;border:1px solid #e3e6ef;border-radius:14px;background:#fff;overflow:hidden;display:flex;flex-direction:column}',
+    '.card img{width:100%;height:120px;object-fit:cover;display:block}',
+    '.card-body{padding:10px 12px;display:flex;flex-direction:column;gap:6px}',
+    '.card h3{margin:0;font-size:15px}',
+    '.card p{margin:0;color:var(--soft);font-size:14px}',
+    '.typing{align-self:flex-start;color:var(--soft);font-style:italic;font-size:14px}',
+    '.error{margin:0;padding:8px 14px;background:#fef2f2;color:#991b1b;font-size:14px;border-top:1px solid #fecaca}',
+    '.error:empty{display:none}',
+    'form{display:flex;gap:8px;padding:12px;border-top:1px solid #e8eaf2;background:#fff}',
+    'input{flex:1;min-width:0;border:1.5px solid #d5d9e4;border-radius:999px;padding:10px 16px;color:var(--ink);background:#fff}',
+    'input:focus{border-color:var(--c);outline:none;box-shadow:0 0 0 3px rgba(67,56,202,.2)}',
+    '.send{border:0;border-radius:999px;background:var(--c);color:#fff;padding:0 18px;font-weight:650;cursor:pointer}',
+    '.send:hover{background:var(--c2)}',
+    'button:disabled,input:disabled{opacity:.55;cursor:not-allowed}',
+    '@media (max-width:480px){.panel{right:0;bottom:0;width:100vw;max-width:none;height:100vh;max-height:none;border-radius:0}}',
+    '@media (prefers-reduced-motion:reduce){.launcher{transition:none}}'
+  ].join('\n');
+
+  var hostEl = h('div', { 'data-platform-chat': '' });
+  var shadow = hostEl.attachShadow({ mode: 'open' });
+  if (shadow.adoptedStyleSheets !== undefined && window.CSSStyleSheet && CSSStyleSheet.prototype.replaceSync) {
+    var sheet = new CSSStyleSheet();
+    sheet.replaceSync(CSS);
+    shadow.adoptedStyleSheets = [sheet];
+  } else {
+    shadow.appendChild(h('style', { text: CSS }));
+  }
+
+  var icon = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  icon.setAttribute('viewBox', '0 0 24 24');
+  icon.setAttribute('aria-hidden', 'true');
+  icon.setAttribute('focusable', 'false');
+  var path = document.createElementNS('http://www.w3.org/2000/svg', 'path');
+  path.setAttribute('fill', 'currentColor');
+  path.setAttribute('d', 'M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4H4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2zm3 6.5a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01z');
+  icon.appendChild(path);
+
+  var launcher = h('button', { type: 'button', 'class': 'launcher', 'aria-expanded': 'false', 'aria-controls': 'chat-panel', onclick: function () { setOpen(panel.hidden); } }, [icon]);
+  var title = h('h2', { id: 'chat-title' });
+  var avatar = h('span', { 'class': 'avatar', 'aria-hidden': 'true' });
+  var closeBtn = h('button', { type: 'button', 'class': 'close', text: '×', onclick: function () { setOpen(false); } });
+  var log = h('div', { 'class': 'log', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-labelledby': 'chat-title', tabindex: '0' });
+  var errorLine = h('p', { 'class': 'error', role: 'alert' });
+  var inputLabel = h('label', { 'for': 'chat-input', 'class': 'sr' });
+  var input = h('input', { id: 'chat-input', type: 'text', autocomplete: 'off', maxlength: '4000', enterkeyhint: 'send' });
+  var sendBtn = h('button', { type: 'submit', 'class': 'send' });
+  var form = h('form', { onsubmit: function (e) { e.preventDefault(); var t = input.value.trim(); if (!t) return; input.value = ''; sendText(t, t); } }, [inputLabel, input, sendBtn]);
+  var panel = h('section', { id: 'chat-panel', 'class': 'panel', role: 'dialog', 'aria-labelledby': 'chat-title', hidden: true, onkeydown: function (e) { if (e.key === 'Escape') { e.stopPropagation(); setOpen(false); } } },
+    [h('header', {}, [avatar, title, closeBtn]), log, errorLine, form]);
+  shadow.appendChild(h('div', { 'class': 'root' }, [panel, launcher]));
+
+  function applyTexts() {
+    var t = texts();
+    var known = state.config && state.config.name;
+    var name = known || t.title;
+    var lang = state.config && state.config.lang;
+    if (lang) panel.setAttribute('lang', lang);
+    title.textContent = name;
+    launcher.setAttribute('aria-label', known ? t.open + ': ' + name : t.open);
+    closeBtn.setAttribute('aria-label', t.close);
+    inputLabel.textContent = t.input;
+    input.placeholder = state.placeholder || t.input + '…';
+    sendBtn.textContent = t.send;
+    avatar.textContent = '';
+    var photo = state.config && state.config.photo && safeUrl(state.config.photo.url);
+    if (photo) avatar.appendChild(h('img', { 'class': 'avatar', src: photo, alt: '' }));
+    else avatar.textContent = name.charAt(0).toUpperCase();
+  }
+
+  function chip(text, onclick) {
+    return h('button', { type: 'button', 'class': 'chip', text: text, onclick: onclick });
+  }
+  function valueChip(b) { return chip(b.text, function () { sendText(b.value, b.text); }); }
+  function eventChip(e, name) { return chip(e.text, function () { sendEvent(name, e.text); }); }
+  function linkEl(l, cls) {
+    var href = safeUrl(l.value);
+    if (!href) return h('span', { 'class': cls, text: l.text });
+    return h('a', { 'class': cls, href: href, target: '_blank', rel: 'noopener noreferrer' }, [document.createTextNode(l.text + ' '), h('span', { 'class': 'sr', text: texts().opens })]);
+  }
+  function cardEl(c) {
+    var img = safeUrl(c.image);
+    var body = h('div', { 'class': 'card-body' }, [
+      c.title ? h('h3', { text: c.title }) : null,
+      c.text ? h('p', { text: c.text }) : null
+    ]);
+    (c.links || []).forEach(function (l) { body.appendChild(linkEl(l, 'link')); });
+    var actions = (c.buttons || []).map(valueChip);
+    if (c.event) actions.push(eventChip(c.event, c.event.value));
+    if (actions.length) body.appendChild(h('div', { 'class': 'chips' }, actions));
+    var picture = img ? h('img', { src: img, alt: c.title || '', onload: keepScrolled }) : null;
+    return h('article', { 'class': 'card' }, [picture, body]);
+  }
+
+  /** One reply of the assistant: its items in order, buttons and events gathered as quick replies. */
+  function renderReply(items) {
+    var nodes = [];
+    var chips = null;
+    function flush() { if (chips) { nodes.push(h('div', { 'class': 'chips' }, chips)); chips = null; } }
+    function addChip(node) { (chips = chips || []).push(node); }
+    items.forEach(function (item) {
+      if (item.button) return addChip(valueChip(item.button));
+      if (item.event) return addChip(eventChip(item.event, item.event.value));
+      if (item.events) return item.events.forEach(function (e) { addChip(eventChip(e, e.event)); });
+      flush();
+      var text = typeof item.text === 'string' ? item.text : typeof item.web === 'string' ? item.web : null;
+      if (text !== null) nodes.push(h('p', { 'class': 'msg bot', text: text }));
+      else if (item.links) nodes.push(linkEl(item.links, 'link'));
+      else if (item.cards) nodes.push(h('div', { 'class': 'cards' }, item.cards.map(cardEl)));
+    });
+    flush();
+    return nodes;
+  }
+
+  /** Keeps the newest message in view while a reply renders (images load after it). */
+  function keepScrolled() { log.scrollTop = log.scrollHeight; }
+
+  function renderEntry(entry) {
+    if (entry.who === 'user') {
+      var you = h('p', { 'class': 'msg user' }, [h('span', { 'class': 'sr', text: texts().you + ': ' }), document.createTextNode(entry.text)]);
+      log.appendChild(you);
+    } else {
+      renderReply(entry.items || []).forEach(function (n) { log.appendChild(n); });
+    }
+    log.scrollTop = log.scrollHeight;
+  }
+  function renderAll() {
+    log.textContent = '';
+    state.entries.forEach(renderEntry);
+  }
+  function push(entry) {
+    state.entries.push(entry);
+    save();
+    renderEntry(entry);
+  }
+
+  function showError(message) { errorLine.textContent = message || ''; }
+
+  function call(method, path, body) {
+    return fetch(base + path, {
+      method: method,
+      headers: body ? { 'content-type': 'application/json', authorization: 'Bearer ' + token } : { authorization: 'Bearer ' + token },
+      body: body ? JSON.stringify(body) : undefined,
+      credentials: 'omit'
+    }).then(function (res) {
+      return res.json().catch(function () { return null; }).then(function (data) {
+        if (!res.ok) {
+          var detail = data && ((data.status && data.status.errorDetails) || data.message);
+          throw new Error(detail ? texts().failed + ' ' + detail : texts().failed);
+        }
+        return data;
+      });
+    }, function () { throw new Error(texts().unreachable); });
+  }
+
+  var queue = Promise.resolve();
+  var typing = h('p', { 'class': 'typing', 'aria-hidden': 'true' });
+  function send(body) {
+    queue = queue.then(function () {
+      showError('');
+      typing.textContent = texts().typing;
+      log.appendChild(typing);
+      log.setAttribute('aria-busy', 'true');
+      log.scrollTop = log.scrollHeight;
+      return call('POST', '/v1/Messages', Object.assign({ userId: state.userId, platform: 'web' }, body)).then(function (reply) {
+        var items = [];
+        (reply.fulfillment || []).forEach(function (f) { items = items.concat(f.items || []); });
+        var settings = reply.intents && reply.intents[0] && reply.intents[0].settings;
+        input.disabled = !!(settings && settings.disableInput);
+        state.placeholder = (settings && settings.placeholder) || null;
+        applyTexts();
+        typing.remove();
+        push({ who: 'bot', items: items });
+      }).catch(function (err) {
+        typing.remove();
+        showError(err.message);
+      }).then(function () { log.removeAttribute('aria-busy'); });
+    });
+    return queue;
+  }
+  function sendText(text, shown) {
+    push({ who: 'user', text: shown });
+    return send({ text: text });
+  }
+  function sendEvent(name, shown) {
+    if (shown) push({ who: 'user', text: shown });
+    return send({ event: name });
+  }
+
+  var configLoaded = false;
+  function loadConfig() {
+    if (configLoaded) return Promise.resolve();
+    return call('GET', '/v1/widget/config').then(function (config) {
+      configLoaded = true;
+      state.config = { name: config.name, lang: config.lang, photo: config.photo || null };
+      save();
+      applyTexts();
+    }, function () { /* the Messages call that follows says what is wrong */ });
+  }
+
+  function setOpen(open) {
+    panel.hidden = !open;
+    launcher.setAttribute('aria-expanded', String(open));
+    state.open = open;
+    save();
+    if (!open) { launcher.focus(); return; }
+    keepScrolled();
+    input.focus();
+    if (!token) { showError(texts().noToken); return; }
+    loadConfig().then(function () {
+      if (state.entries.length === 0) sendEvent('WELCOME');
+    });
+  }
+
+  function start() {
+    document.body.appendChild(hostEl);
+    applyTexts();
+    renderAll();
+    if (state.open) {
+      panel.hidden = false;
+      launcher.setAttribute('aria-expanded', 'true');
+      keepScrolled();
+      loadConfig();
+    }
+  }
+  if (document.body) start();
+  else document.addEventListener('DOMContentLoaded', start);
+})();
+`;

@@ -1,0 +1,101 @@
+import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+
+/**
+ * The web chat's HTTP side through the real edge (the browser test drives it in Chromium): preflights
+ * reach legacy-agent and come back with or without CORS headers, the script and demo page keep their
+ * headers, and everything retires with legacy v1.
+ */
+describe('web chat through the edge', () => {
+  let platform: TestPlatform;
+  let bot: { clientToken: string; developerToken: string };
+  const SHOP = 'https://shop.example';
+
+  beforeAll(async () => {
+    platform = await startTestPlatform({ env: { LEGACY_V1_RETIREMENT_DATE: '2099-01-01' } });
+    const legacy = platform.legacyUrl;
+    const signup = await callJson(`${legacy}/v2/auth/signup`, 'POST', {
+      body: { username: 'shopkeeper', password: 'open all hours' },
+    });
+    const created = await fetch(`${legacy}/v2/bots`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-legacy-session-token': signup.body.sessionToken },
+      body: JSON.stringify({ name: 'Shop', lang: 'fr' }),
+    });
+    bot = (await created.json()) as typeof bot;
+    const patched = await callJson(`${legacy}/v1/bots`, 'PATCH', {
+      bearer: bot.developerToken,
+      body: { allowedOrigins: [SHOP] },
+    });
+    expect(patched.status).toBe(200);
+  });
+  afterAll(() => platform.stop());
+
+  const preflight = (origin: string) =>
+    fetch(`${platform.legacyUrl}/v1/Messages`, {
+      method: 'OPTIONS',
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    });
+
+  it('passes preflights through to legacy-agent: CORS headers for an allowed origin only', async () => {
+    const ok = await preflight(SHOP);
+    expect(ok.status).toBe(204);
+    expect(ok.headers.get('access-control-allow-origin')).toBe(SHOP);
+    expect(ok.headers.get('access-control-allow-headers')).toContain('authorization');
+    const refused = await preflight('https://evil.example');
+    expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('answers Messages and the widget config to the allowed origin, and 403 to another', async () => {
+    const headers = { authorization: `Bearer ${bot.clientToken}`, 'content-type': 'application/json' };
+    const body = JSON.stringify({ userId: 'v1', platform: 'web', event: 'WELCOME' });
+    const ok = await fetch(`${platform.legacyUrl}/v1/Messages`, {
+      method: 'POST',
+      headers: { ...headers, origin: SHOP },
+      body,
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('access-control-allow-origin')).toBe(SHOP);
+    const config = await fetch(`${platform.legacyUrl}/v1/widget/config`, {
+      headers: { ...headers, origin: SHOP },
+    });
+    expect(await config.json()).toEqual({ name: 'Shop', lang: 'fr', photo: null });
+    const refused = await fetch(`${platform.legacyUrl}/v1/Messages`, {
+      method: 'POST',
+      headers: { ...headers, origin: 'https://evil.example' },
+      body,
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('serves the script and the demo page with their own headers, untouched by the edge', async () => {
+    const script = await fetch(`${platform.legacyUrl}/v1/widget.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(script.headers.get('cache-control')).toContain('max-age=86400');
+    expect(script.headers.get('content-security-policy')).toBeNull();
+    const demo = await fetch(`${platform.legacyUrl}/v1/widget-demo?token=${bot.clientToken}`);
+    expect(demo.status).toBe(200);
+    expect(demo.headers.get('content-security-policy')).toContain("script-src 'self'");
+  });
+});
+
+describe('web chat after legacy v1 retires (the default date, 2025-12-31)', () => {
+  let platform: TestPlatform;
+  beforeAll(async () => {
+    platform = await startTestPlatform();
+  });
+  afterAll(() => platform.stop());
+
+  it('answers 410 for the script, the demo page and the config: the chat retires with v1', async () => {
+    for (const path of ['/v1/widget.js', '/v1/widget-demo?token=x', '/v1/widget/config']) {
+      const res = await fetch(`${platform.legacyUrl}${path}`);
+      expect(res.status).toBe(410);
+      expect(((await res.json()) as { error?: string }).error).toBeDefined();
+    }
+  });
+});
