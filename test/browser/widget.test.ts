@@ -260,6 +260,7 @@ ${scriptTag()}</body></html>`);
     await log.getByRole('img', { name: 'Cinnamon bun' }).waitFor();
     await page.waitForFunction(() => {
       const images = document.querySelector('[data-platform-chat]')?.shadowRoot?.querySelectorAll('img');
+      // biome-ignore lint/suspicious/noExplicitAny: browser-side code, checked by the browser
       return Array.from(images ?? []).every((img: any) => img.complete && img.naturalWidth > 0);
     });
     await page.screenshot({ path: path.join(OUTPUT, '1-menu.png') });
