@@ -246,7 +246,7 @@ describe('edge routing and proxying', () => {
     const answer = await pending;
     await closing;
     expect(answer.json).toEqual({ done: true });
-    await e.service.stop();
+    await e.close(); // the admin listener and the service (the public server is already closed)
     await slow.close();
   });
 });
