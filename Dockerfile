@@ -40,7 +40,7 @@ WORKDIR /app
 # Owned by root and read-only for the service: the code cannot be changed by the process running it.
 COPY --from=build /deploy ./
 ARG PORT
-ENV PORT=${PORT}
+ENV PORT=${PORT} ADMIN_PORT=9464
 EXPOSE ${PORT}
 # the image's `node` user, numerically so that Kubernetes' runAsNonRoot can verify it
 USER 1000:1000
