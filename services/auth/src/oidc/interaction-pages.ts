@@ -6,7 +6,8 @@ import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
 import { loadCaller } from '../domain/caller';
 import type { FormTokens } from '../pages/csrf';
-import { alert, html, type Raw, sendPage } from '../pages/html';
+import { html, type Raw, sendPage } from '../pages/html';
+import { signInForm } from '../pages/sign-in-form';
 import type { SsoClients, SsoProviderDoc } from '../sso/providers';
 import { type OidcProviderHost } from './provider';
 
@@ -63,20 +64,17 @@ export function mountInteractionPages(
     error?: string,
     email = '',
     providers: SsoProviderDoc[] = [],
-  ) => html`<div class="card">
-<h1>Sign in</h1><p class="lead">to continue to <strong>${clientName}</strong></p>
-${alert('error', error)}
-<form method="post" action="/oidc/interaction/${uid}/login" novalidate>
-<input type="hidden" name="csrf" value="${tokens.issue(uid, 'interaction-login')}">
-<label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required value="${email}" autofocus>
-<label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required>
-<button type="submit">Sign in</button>
-</form>
-${providers.map((p) => html`<a class="button secondary" href="/account/sso/${p._id}?next=${encodeURIComponent(`/oidc/interaction/${uid}`)}">Sign in with ${p.name}</a>`)}
-<div class="links"><a href="/account/signup">Create an account</a><a href="/account/forgot-password">Forgot your password?</a></div>
-</div>`;
+  ) =>
+    signInForm({
+      lead: html`to continue to <strong>${clientName}</strong>`,
+      action: `/oidc/interaction/${uid}/login`,
+      hidden: { csrf: tokens.issue(uid, 'interaction-login') },
+      ssoNext: `/oidc/interaction/${uid}`,
+      novalidate: true,
+      error,
+      email,
+      providers,
+    });
 
   const consentForm = (uid: string, clientName: string, scopes: string[]) => html`<div class="card">
 <h1>Allow access?</h1><p class="lead"><strong>${clientName}</strong> asks to:</p>

@@ -12,6 +12,7 @@ import type { SsoClients, SsoProviderDoc } from '../sso/providers';
 import type { FormTokens } from './csrf';
 import { alert, html, type Raw, sendPage } from './html';
 import { browserBinding, type MfaChallenge, pageSession, safeNext } from './page-session';
+import { signInForm } from './sign-in-form';
 
 const text = (v: unknown, max = 256) => (typeof v === 'string' ? v.slice(0, max) : '');
 
@@ -40,20 +41,16 @@ export function mountSignInPages(
     error?: string,
     email = '',
     providers: SsoProviderDoc[] = [],
-  ) => html`<div class="card">
-<h1>Sign in</h1><p class="lead">Welcome back to ${platformName}.</p>
-${alert('error', error)}
-<form method="post" action="/account/login">
-<input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="next" value="${next}">
-<label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required value="${email}" autofocus>
-<label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required>
-<button type="submit">Sign in</button>
-</form>
-${providers.map((p) => html`<a class="button secondary" href="/account/sso/${p._id}?next=${encodeURIComponent(next)}">Sign in with ${p.name}</a>`)}
-<div class="links"><a href="/account/signup">Create an account</a><a href="/account/forgot-password">Forgot your password?</a></div>
-</div>`;
+  ) =>
+    signInForm({
+      lead: html`Welcome back to ${platformName}.`,
+      action: '/account/login',
+      hidden: { csrf, next },
+      ssoNext: next,
+      error,
+      email,
+      providers,
+    });
 
   const mfaForm = (csrf: string, next: string, error?: string) => html`<div class="card">
 <h1>Two-step verification</h1><p class="lead">Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
