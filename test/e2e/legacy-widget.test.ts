@@ -73,15 +73,30 @@ describe('web chat through the edge', () => {
   });
 
   it('serves the script and the demo page with their own caching and CSP through the edge', async () => {
-    const script = await fetch(`${platform.legacyUrl}/v1/widget.js`);
+    const script = await fetch(`${platform.legacyUrl}/v1/widget.js`, {
+      headers: { 'accept-encoding': 'gzip, br' },
+    });
     expect(script.status).toBe(200);
     expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(script.headers.get('cache-control')).toContain('max-age=86400');
     // the edge's own headers (a CSP on a script answer does not apply to the script) leave it working
     expect(script.headers.get('x-content-type-options')).toBe('nosniff');
+    // sent compressed to a browser that takes brotli, whole to one that takes nothing
+    expect(script.headers.get('content-encoding')).toBe('br');
+    expect(script.headers.get('vary')).toMatch(/accept-encoding/i);
+    const text = await script.text();
+    expect(text).toMatch(/^\/\* Platform web chat/);
+    const plain = await fetch(`${platform.legacyUrl}/v1/widget.js`, {
+      headers: { 'accept-encoding': 'identity' },
+    });
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    expect(await plain.text()).toBe(text);
+    expect(plain.headers.get('etag')).not.toBe(script.headers.get('etag'));
     const demo = await fetch(`${platform.legacyUrl}/v1/widget-demo?token=${bot.clientToken}`);
     expect(demo.status).toBe(200);
     expect(demo.headers.get('content-security-policy')).toContain("script-src 'self'");
+    // the embed line names the script's real address, not a placeholder
+    expect(await demo.text()).toContain(`&lt;script src="${platform.legacyUrl}/v1/widget.js"`);
   });
 });
 

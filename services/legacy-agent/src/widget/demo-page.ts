@@ -35,12 +35,12 @@ const escapeHtml = (value: string) =>
   );
 
 /** `GET /v1/widget-demo?token=<client token>`: a page showing the web chat of that assistant. */
-export function demoPage(token: string | undefined): string {
+export function demoPage(token: string | undefined, scriptUrl: string): string {
   const body = token
     ? `<h1>Web chat demo</h1>
 <p>This page embeds the assistant's web chat. Open it with the button at the bottom right, or press Tab to reach it.</p>
 <p>To put the same chat on your site, add this line to your pages and allow your site's origin in the assistant's <code>allowedOrigins</code> (<code>PATCH /v1/bots</code> with the developer token):</p>
-<pre>&lt;script src="{legacy_url}/v1/widget.js" data-token="${escapeHtml(token)}" defer&gt;&lt;/script&gt;</pre>
+<pre>&lt;script src="${escapeHtml(scriptUrl)}" data-token="${escapeHtml(token)}" defer&gt;&lt;/script&gt;</pre>
 <script src="widget.js" data-token="${escapeHtml(token)}" defer></script>`
     : `<h1>Web chat demo</h1>
 <p class="note">Give an assistant's client token in the address: <code>/v1/widget-demo?token=CLIENT_TOKEN</code>.</p>`;
