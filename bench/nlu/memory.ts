@@ -82,6 +82,12 @@ async function main() {
       `${'platform (sum)'.padEnd(14)}          ${mib(sum(before, 'rss'))}   ${mib(sum(after, 'rss'))}  ${mib(sum(idle, 'rss'))}       |          ` +
         `${mib(sum(after, 'pss'))}  ${mib(sum(idle, 'pss'))}`,
     );
+    if (process.env.BENCH_HEAP_SNAPSHOT) {
+      // with NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2: the legacy-agent process writes a heap snapshot in its cwd
+      const legacy = platform.processes.find((p) => p.name === 'legacy-agent');
+      if (legacy) process.kill(legacy.pid, 'SIGUSR2');
+      await new Promise((resolve) => setTimeout(resolve, 30_000));
+    }
     console.log(
       `load average ${loadavg()
         .map((x) => x.toFixed(1))
