@@ -81,12 +81,14 @@ export async function startBenchPlatform(
     run('services/standalone/src/main.ts', port);
   } else {
     const [auth, legacy] = [await freePort(), await freePort()];
-    run('services/auth/src/main.ts', auth);
-    run('services/legacy-agent/src/main.ts', legacy);
+    // each process its own admin listener (the default port would be taken by the first)
+    run('services/auth/src/main.ts', auth, { ADMIN_PORT: String(await freePort()) });
+    run('services/legacy-agent/src/main.ts', legacy, { ADMIN_PORT: String(await freePort()) });
     run('services/edge/src/main.ts', port, {
       AUTH_URL: `http://127.0.0.1:${auth}`,
       LEGACY_AGENT_URL: `http://127.0.0.1:${legacy}`,
       LLM_QUOTA_URL: 'http://127.0.0.1:9',
+      ADMIN_PORT: String(await freePort()),
     });
   }
   const legacyUrl = `http://127.0.0.1:${port}/legacy`;

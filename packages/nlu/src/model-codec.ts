@@ -21,6 +21,7 @@
 import { endianness } from 'node:os';
 import { promisify } from 'node:util';
 import { gunzip, gzip, gzipSync } from 'node:zlib';
+import { decodeFloat32Array } from './float-codec';
 import type { DocTable, IntentClassifierParts, NearestNeighbourParts } from './intent-classifier';
 import { runSteps } from './intent-classifier';
 import { type ModelParts, modelFromPartsSteps, modelParts, runStepsInSlices } from './train';
@@ -85,6 +86,13 @@ export function encodeModel(model: NluModel, options: { indexes?: boolean } = {}
       [`${name}.text`, new Uint16Array(text.buffer, text.byteOffset, text.length / 2)],
     );
   };
+  // the CRF's weights (most of the entity extractor) as an array; the rest of the extractor stays in the header
+  const crfWeights = parts.entities.crf.weights;
+  const entities = {
+    ...parts.entities,
+    crf: { ...parts.entities.crf, weights: '' },
+  };
+  arrays.push(['crf.weights', typeof crfWeights === 'string' ? decodeFloat32Array(crfWeights) : crfWeights]);
   const c = parts.classifier;
   if (c) {
     strings('features', c.features);
@@ -102,7 +110,7 @@ export function encodeModel(model: NluModel, options: { indexes?: boolean } = {}
     lang: parts.lang,
     classes: parts.classes,
     ...(parts.calibrator ? { calibrator: parts.calibrator } : {}),
-    entities: parts.entities,
+    entities,
     classifier: c
       ? {
           options: c.options,
@@ -243,12 +251,16 @@ function* decodeModelSteps(input: Uint8Array): Generator<void, NluModel, void> {
     };
     yield;
   }
+  const entities = {
+    ...header.entities,
+    crf: { ...header.entities.crf, weights: section('crf.weights', Float32Array) },
+  };
   return yield* modelFromPartsSteps({
     lang: header.lang,
     classes: header.classes,
     classifier,
     ...(header.calibrator ? { calibrator: header.calibrator } : {}),
-    entities: header.entities,
+    entities,
   });
 }
 
