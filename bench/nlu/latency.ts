@@ -213,13 +213,18 @@ async function main() {
       `${'  of which in the retraining'.padEnd(28)} ${String(inWindow.length).padStart(6)} req in ${((window[1]! - window[0]!) / 1000).toFixed(1)}s  ` +
         `p50 ${ms(pct(inWindow, 0.5))}  p90 ${ms(pct(inWindow, 0.9))}  p99 ${ms(pct(inWindow, 0.99))}  max ${ms(Math.max(...inWindow))} ms`,
     );
+    // when the worker's exit was not seen (no /proc, LEGACY_URL, or another thread started at the same moment):
+    // the last second before the model was stored, which holds the adoption on this assistant (~0.1-0.6 s)
+    const adoptFrom = Number.isNaN(workerExit) ? storedAt - 1000 : workerExit - 50;
     const adoption = busy.samples
-      .filter(([due]) => due >= workerExit - 50 && due <= storedAt + 50)
+      .filter(([due]) => due >= adoptFrom && due <= storedAt + 50)
       .map(([, l]) => l);
     console.log(
-      `${'  of which in the adoption'.padEnd(28)} ${String(adoption.length).padStart(6)} req in ${((storedAt - workerExit + 100) / 1000).toFixed(2)}s  ` +
+      `${'  of which in the adoption'.padEnd(28)} ${String(adoption.length).padStart(6)} req in ${((storedAt + 50 - adoptFrom) / 1000).toFixed(2)}s  ` +
         `p50 ${ms(pct(adoption, 0.5))}  p90 ${ms(pct(adoption, 0.9))}  p99 ${ms(pct(adoption, 0.99))}  max ${ms(Math.max(...adoption))} ms` +
-        (Number.isNaN(workerExit) ? '  (worker exit not seen: no /proc, or LEGACY_URL)' : ''),
+        (Number.isNaN(workerExit)
+          ? '  (worker exit not seen: the last second before the model was stored)'
+          : ''),
     );
     console.log(
       `retraining under load: wall ${Math.round(retrainDuringLoad.wall)} ms, training in the worker ${retrainDuringLoad.training} ms`,
