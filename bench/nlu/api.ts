@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import path from 'node:path';
 import { freePort, tempDir, waitFor } from '@platform/testkit';
@@ -12,7 +12,10 @@ import type { NluTrainingSet } from '../../packages/nlu/src';
 
 export interface BenchPlatform {
   legacyUrl: string;
-  /** the platform's processes by name (empty when LEGACY_URL names a running platform) */
+  /**
+   * the platform's processes by name (empty when LEGACY_URL names a running platform); for `standalone`, the
+   * supervisor (`standalone`) and each service it forked (from DATA_DIR/standalone.json)
+   */
   processes: Array<{ name: string; pid: number }>;
   stop(): Promise<void>;
 }
@@ -28,8 +31,9 @@ export type Topology = 'standalone' | 'split';
 
 /**
  * The platform in processes of its own, so the load generator does not share their event loops:
- * `standalone` is `pnpm start` (edge and services in one process); `split` is the production shape, one
- * process per service (auth, legacy-agent, edge; llm-quota is not needed on the legacy root). Embedded
+ * `standalone` is `pnpm start` (a supervisor forking one process per service: auth, llm-quota, llm-gateway,
+ * legacy-agent, edge); `split` is the bare production shape for the legacy root, one process per service it needs
+ * (auth, legacy-agent, edge; no supervisor, llm-quota or llm-gateway). Embedded
  * store in a temp folder, legacy v1 kept open. BENCH_CPU_PROF=<dir> writes CPU profiles there;
  * BENCH_NICE=<n> runs the platform (and the load generator) at that scheduling priority, e.g. -10 on a
  * machine shared with unrelated work, to approximate a host of its own.
@@ -77,12 +81,14 @@ export async function startBenchPlatform(
     run('services/standalone/src/main.ts', port);
   } else {
     const [auth, legacy] = [await freePort(), await freePort()];
-    run('services/auth/src/main.ts', auth);
-    run('services/legacy-agent/src/main.ts', legacy);
+    // each process its own admin listener (the default port would be taken by the first)
+    run('services/auth/src/main.ts', auth, { ADMIN_PORT: String(await freePort()) });
+    run('services/legacy-agent/src/main.ts', legacy, { ADMIN_PORT: String(await freePort()) });
     run('services/edge/src/main.ts', port, {
       AUTH_URL: `http://127.0.0.1:${auth}`,
       LEGACY_AGENT_URL: `http://127.0.0.1:${legacy}`,
       LLM_QUOTA_URL: 'http://127.0.0.1:9',
+      ADMIN_PORT: String(await freePort()),
     });
   }
   const legacyUrl = `http://127.0.0.1:${port}/legacy`;
@@ -96,6 +102,14 @@ export async function startBenchPlatform(
     ),
     ...exits,
   ]);
+  if (topology === 'standalone') {
+    // the services pnpm start forked, from the operator hints it writes (docs/decisions/0037)
+    const file = path.join(data.dir, 'standalone.json');
+    await waitFor(() => existsSync(file), { timeoutMs: 10_000, intervalMs: 50, what: 'standalone.json' });
+    const hints = JSON.parse(readFileSync(file, 'utf8')) as { pids?: Record<string, number | undefined> };
+    processes[0]!.name = 'standalone';
+    for (const [name, pid] of Object.entries(hints.pids ?? {})) if (pid) processes.push({ name, pid });
+  }
   return {
     legacyUrl,
     processes,

@@ -1,14 +1,20 @@
 /**
  * Latency of POST {legacy_url}/v1/Messages through the edge, and retraining time, for an assistant with
- * 100 intents and 2,000 utterances (bench/nlu-engine/synthetic.ts) created through the API.
+ * 100 intents and 2,000 utterances (bench/nlu-engine/synthetic.ts) created through the API (issue 12 item 4).
  *
  *   flock /tmp/bench.lock npx tsx bench/nlu/latency.ts [rate=200] [seconds=30] [split|standalone]
  *
  * The platform runs in processes of its own (`split`, the default: one per service as deployed;
- * `standalone`: `pnpm start`'s single process), embedded store; this process is an open-loop load generator: requests leave on a fixed schedule whatever the answers do,
- * and each latency is measured from its scheduled start (no coordinated omission). Phases: warm-up,
- * steady load, then the same load while a retraining runs.
+ * `standalone`: `pnpm start`, a supervisor and one process per service), embedded store; this process is an
+ * open-loop load generator: requests leave on a fixed schedule whatever the answers do, and each latency is measured
+ * from its scheduled start (no coordinated omission). Phases: warm-up, steady load, then the same load while a
+ * retraining runs. Printed: p50/p90/p99/max of the steady phase, of the whole retraining phase, of the requests sent
+ * between the change and the new model answering, and of the **adoption window**: from the training worker's exit
+ * (seen as the legacy-agent process losing a thread, sampled every 2 ms from /proc; the worker is terminated as soon
+ * as it has handed the model over) until the new model answers (`trainedAt` of the stored model, which is adopted
+ * right after it is stored), plus 50 ms either side. Also the load average and CPU per message.
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { loadavg, setPriority } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -175,11 +181,30 @@ async function main() {
     );
     let retrainDuringLoad = { wall: 0, training: 0 };
     let window = [0, 0];
+    // the training worker's exit: the legacy-agent process's thread count falls (sampled from /proc)
+    const legacyPid = platform.processes.find((p) => p.name === 'legacy-agent')?.pid;
+    const threads = () =>
+      legacyPid
+        ? Number(/^Threads:\s+(\d+)/m.exec(readFileSync(`/proc/${legacyPid}/status`, 'utf8'))?.[1])
+        : 0;
+    let workerExit = Number.NaN;
+    let storedAt = Number.NaN;
     const busy = await load(url, bot.clientToken, tests, names, RATE, 15, async () => {
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       const from = performance.now();
+      let last = threads();
+      let peak = last;
+      const sampler = setInterval(() => {
+        const now = threads();
+        peak = Math.max(peak, now);
+        if (now < last && peak > now) workerExit = performance.now();
+        last = now;
+      }, 2);
       retrainDuringLoad = await retrain(99);
+      clearInterval(sampler);
       window = [from, performance.now()];
+      const trainedAt = (await api.training(bot.developerToken)).languages.en?.trainedAt;
+      if (trainedAt) storedAt = Date.parse(trainedAt) - performance.timeOrigin;
     });
     print(`${RATE} req/s while retraining`, busy, 15);
     // Only the requests sent between the change and the new model answering (training, adoption, storing).
@@ -187,6 +212,19 @@ async function main() {
     console.log(
       `${'  of which in the retraining'.padEnd(28)} ${String(inWindow.length).padStart(6)} req in ${((window[1]! - window[0]!) / 1000).toFixed(1)}s  ` +
         `p50 ${ms(pct(inWindow, 0.5))}  p90 ${ms(pct(inWindow, 0.9))}  p99 ${ms(pct(inWindow, 0.99))}  max ${ms(Math.max(...inWindow))} ms`,
+    );
+    // when the worker's exit was not seen (no /proc, LEGACY_URL, or another thread started at the same moment):
+    // the last second before the model was stored, which holds the adoption on this assistant (~0.1-0.6 s)
+    const adoptFrom = Number.isNaN(workerExit) ? storedAt - 1000 : workerExit - 50;
+    const adoption = busy.samples
+      .filter(([due]) => due >= adoptFrom && due <= storedAt + 50)
+      .map(([, l]) => l);
+    console.log(
+      `${'  of which in the adoption'.padEnd(28)} ${String(adoption.length).padStart(6)} req in ${((storedAt + 50 - adoptFrom) / 1000).toFixed(2)}s  ` +
+        `p50 ${ms(pct(adoption, 0.5))}  p90 ${ms(pct(adoption, 0.9))}  p99 ${ms(pct(adoption, 0.99))}  max ${ms(Math.max(...adoption))} ms` +
+        (Number.isNaN(workerExit)
+          ? '  (worker exit not seen: the last second before the model was stored)'
+          : ''),
     );
     console.log(
       `retraining under load: wall ${Math.round(retrainDuringLoad.wall)} ms, training in the worker ${retrainDuringLoad.training} ms`,

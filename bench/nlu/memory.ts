@@ -11,11 +11,17 @@
  * trained once. Run it alone: the figure is a process's memory, and training time depends on free cores.
  */
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { syntheticAssistant } from '../nlu-engine/synthetic';
 import { cpuTimeMs, LegacyClient, startBenchPlatform, type Topology } from './api';
 
 const status = (pid: number, field: string): number => {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+};
+/** proportional set size (MiB): shared pages (the node binary, libraries) split between the processes sharing them */
+const pss = (pid: number): number => {
+  const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
   return m ? Number(m[1]) / 1024 : Number.NaN;
 };
 
@@ -28,7 +34,9 @@ async function main() {
   try {
     const api = new LegacyClient(platform.legacyUrl);
     const { set, tests } = syntheticAssistant(150, 15_000, 300);
-    const before = Object.fromEntries(platform.processes.map((p) => [p.name, status(p.pid, 'VmRSS')]));
+    const before = Object.fromEntries(
+      platform.processes.map((p) => [p.name, { rss: status(p.pid, 'VmRSS'), pss: pss(p.pid) }]),
+    );
     const bot = await api.newAssistant('large', 'en');
     await api.load(bot.developerToken, set);
     const cpu0 = Object.fromEntries(platform.processes.map((p) => [p.name, cpuTimeMs(p.pid)]));
@@ -53,14 +61,38 @@ async function main() {
     console.log(
       `held-out accuracy at the defaults: ${(right / tests.length).toFixed(3)} (${right}/${tests.length})`,
     );
-    const after = Object.fromEntries(platform.processes.map((p) => [p.name, status(p.pid, 'VmRSS')]));
+    const snapshot = () =>
+      Object.fromEntries(
+        platform.processes.map((p) => [p.name, { rss: status(p.pid, 'VmRSS'), pss: pss(p.pid) }]),
+      );
+    const after = snapshot();
     // idle for a while: V8 gives back the heap that training and adoption grew (its memory reducer)
     await new Promise((resolve) => setTimeout(resolve, 20_000));
+    const idle = snapshot();
+    const mib = (x: number) => String(Math.round(x)).padStart(4);
+    console.log('process        RSS MiB: before  after  idle   peak | PSS MiB: after  idle');
     for (const p of platform.processes)
       console.log(
-        `${p.name}: RSS ${Math.round(after[p.name]!)} MiB right after, ${Math.round(status(p.pid, 'VmRSS'))} MiB after 20 s idle ` +
-          `(before the assistant ${Math.round(before[p.name]!)} MiB; peak ${Math.round(status(p.pid, 'VmHWM'))} MiB)`,
+        `${p.name.padEnd(14)}          ${mib(before[p.name]!.rss)}   ${mib(after[p.name]!.rss)}  ${mib(idle[p.name]!.rss)}  ` +
+          `${mib(status(p.pid, 'VmHWM'))} |          ${mib(after[p.name]!.pss)}  ${mib(idle[p.name]!.pss)}`,
       );
+    const sum = (o: Record<string, { rss: number; pss: number }>, k: 'rss' | 'pss') =>
+      Object.values(o).reduce((a, x) => a + x[k], 0);
+    console.log(
+      `${'platform (sum)'.padEnd(14)}          ${mib(sum(before, 'rss'))}   ${mib(sum(after, 'rss'))}  ${mib(sum(idle, 'rss'))}       |          ` +
+        `${mib(sum(after, 'pss'))}  ${mib(sum(idle, 'pss'))}`,
+    );
+    if (process.env.BENCH_HEAP_SNAPSHOT) {
+      // with NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2: the legacy-agent process writes a heap snapshot in its cwd
+      const legacy = platform.processes.find((p) => p.name === 'legacy-agent');
+      if (legacy) process.kill(legacy.pid, 'SIGUSR2');
+      await new Promise((resolve) => setTimeout(resolve, 30_000));
+    }
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')} (2 cores, shared)`,
+    );
   } finally {
     await platform.stop();
   }

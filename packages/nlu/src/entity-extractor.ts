@@ -78,7 +78,8 @@ export interface SerializedEntityExtractor {
   wordStats: Array<[word: string, outside: number, inside: number]>;
   minNewValueConfidence: number;
   editPenalty: number;
-  crf: { weights: string; transitions: string; start: string; end: string };
+  /** `weights`: base64 of float32 (JSON form), or the array itself (binary form, see model-codec.ts) */
+  crf: { weights: string | Float32Array; transitions: string; start: string; end: string };
   slots: SerializedSlotClassifier;
 }
 
@@ -758,7 +759,7 @@ export class EntityExtractor {
     const crf = new LinearChainCrf(
       json.features.length,
       json.classes.length,
-      decodeFloat32Array(json.crf.weights),
+      typeof json.crf.weights === 'string' ? decodeFloat32Array(json.crf.weights) : json.crf.weights,
       decodeFloat32(json.crf.transitions),
       decodeFloat32(json.crf.start),
       decodeFloat32(json.crf.end),

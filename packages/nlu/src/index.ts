@@ -3,6 +3,15 @@
  * See docs/decisions/0005-nlu-engine.md.
  */
 
+export {
+  decodeModel,
+  decodeModelAsync,
+  encodeModel,
+  encodeModelBuffer,
+  isEncodedModel,
+  loadStoredModel,
+  storedModelForm,
+} from './model-codec';
 export type { LoadModelAsyncOptions } from './train';
 export { loadModel, loadModelAsync, trainModel } from './train';
 export type {

@@ -6,7 +6,12 @@
  */
 import { decodeFloat32, decodeFloat32Array, encodeFloat32, roundToFloat32 } from './float-codec';
 import { createRng, shuffleInPlace } from './random';
-import { ModelWordVectors, SerializedWordVectors, WordVectorTable } from './word-vectors';
+import {
+  ModelWordVectorParts,
+  ModelWordVectors,
+  SerializedWordVectors,
+  WordVectorTable,
+} from './word-vectors';
 
 export interface IntentClassifierOptions {
   /** word unigram block */
@@ -111,7 +116,7 @@ export class Vectorizer {
 
   constructor(
     readonly options: IntentClassifierOptions,
-    vocab?: { features: string[]; idf: number[]; block: number[] },
+    vocab?: { features: readonly string[]; idf: ArrayLike<number>; block: ArrayLike<number> },
     /** word vectors of the model's language (null: no word-vector block) */
     readonly vectors: ModelWordVectors | null = null,
   ) {
@@ -119,8 +124,8 @@ export class Vectorizer {
       vocab.features.forEach((f, i) => {
         this.index.set(f, i);
       });
-      this.idf.push(...vocab.idf);
-      this.block.push(...vocab.block);
+      for (let i = 0; i < vocab.idf.length; i++) this.idf.push(vocab.idf[i]!);
+      for (let i = 0; i < vocab.block.length; i++) this.block.push(vocab.block[i]!);
     }
     const dim = vectors && options.vectorWeight > 0 ? vectors.dim : 0;
     this.pooled = new Float64Array(dim);
@@ -381,19 +386,34 @@ export class SoftmaxRegression {
   }
 }
 
-/** Inverted index of the training vectors: highest cosine similarity of an input to any training utterance. */
+/** The arrays of a NearestNeighbourIndex (what a model transfers or stores instead of rebuilding the index). */
+export interface NearestNeighbourParts {
+  /** feature ids that occur in the documents, ascending */
+  features: Int32Array;
+  /** postings of features[i] are at starts[i] .. starts[i + 1] - 1 */
+  starts: Int32Array;
+  /** document of each posting, in document order within a feature (16-bit while there are at most 65,536) */
+  docs: Uint16Array | Int32Array;
+  /** value of each posting (float32: cosines within 1e-6) */
+  vals: Float32Array;
+  /** L2 norm of each document */
+  norms: Float64Array;
+}
+
+/**
+ * Inverted index of the training vectors: highest cosine similarity of an input to any training utterance. Laid out
+ * as flat typed arrays (sorted feature ids, posting offsets, postings): no per-feature objects, and the arrays can be
+ * moved between threads or stored as they are.
+ */
 export class NearestNeighbourIndex {
-  private readonly postingStart = new Map<number, number>();
-  private readonly postingDocs: Int32Array;
-  /** float32: half the memory of the largest part of a loaded model, and cosines within 1e-6 */
-  private readonly postingVals: Float32Array;
-  private readonly postingLen = new Map<number, number>();
-  private readonly norms: Float64Array;
   private readonly acc: Float64Array;
 
-  constructor(docs: readonly SparseVector[]) {
-    this.norms = new Float64Array(docs.length);
-    this.acc = new Float64Array(docs.length);
+  private constructor(private readonly parts: NearestNeighbourParts) {
+    this.acc = new Float64Array(parts.norms.length);
+  }
+
+  static build(docs: readonly SparseVector[]): NearestNeighbourIndex {
+    const norms = new Float64Array(docs.length);
     let total = 0;
     const counts = new Map<number, number>();
     docs.forEach((d, doc) => {
@@ -404,24 +424,53 @@ export class NearestNeighbourIndex {
         counts.set(d.idx[k]!, (counts.get(d.idx[k]!) ?? 0) + 1);
         total++;
       }
-      this.norms[doc] = Math.sqrt(n2);
+      norms[doc] = Math.sqrt(n2);
     });
-    let offset = 0;
-    for (const [f, n] of counts) {
-      this.postingStart.set(f, offset);
-      offset += n;
-    }
-    this.postingDocs = new Int32Array(total);
-    this.postingVals = new Float32Array(total);
+    const features = Int32Array.from(counts.keys()).sort();
+    const starts = new Int32Array(features.length + 1);
+    const slot = new Map<number, number>();
+    features.forEach((f, i) => {
+      starts[i + 1] = starts[i]! + counts.get(f)!;
+      slot.set(f, starts[i]!);
+    });
+    const postingDocs = docs.length <= 65_536 ? new Uint16Array(total) : new Int32Array(total);
+    const vals = new Float32Array(total);
     docs.forEach((d, doc) => {
       for (let k = 0; k < d.idx.length; k++) {
-        const f = d.idx[k]!;
-        const at = this.postingStart.get(f)! + (this.postingLen.get(f) ?? 0);
-        this.postingLen.set(f, (this.postingLen.get(f) ?? 0) + 1);
-        this.postingDocs[at] = doc;
-        this.postingVals[at] = d.val[k]!;
+        const at = slot.get(d.idx[k]!)!;
+        slot.set(d.idx[k]!, at + 1);
+        postingDocs[at] = doc;
+        vals[at] = d.val[k]!;
       }
     });
+    return new NearestNeighbourIndex({ features, starts, docs: postingDocs, vals, norms });
+  }
+
+  /** an index from the arrays of `toParts()` (kept as they are, not copied) */
+  static fromParts(parts: NearestNeighbourParts): NearestNeighbourIndex {
+    const { features, starts, docs, vals } = parts;
+    if (starts.length !== features.length + 1 || docs.length !== vals.length || starts.at(-1) !== docs.length)
+      throw new Error('nearest-neighbour index: inconsistent arrays');
+    return new NearestNeighbourIndex(parts);
+  }
+
+  toParts(): NearestNeighbourParts {
+    return this.parts;
+  }
+
+  /** position of feature f in `features`, or -1 */
+  private find(f: number): number {
+    const features = this.parts.features;
+    let lo = 0;
+    let hi = features.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const g = features[mid]!;
+      if (g === f) return mid;
+      if (g < f) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
   }
 
   /** max cosine similarity and the document reaching it (`exclude`: a document to leave out) */
@@ -429,16 +478,14 @@ export class NearestNeighbourIndex {
     const acc = this.acc;
     acc.fill(0);
     let n2 = 0;
-    const docs = this.postingDocs;
-    const vals = this.postingVals;
+    const { starts, docs, vals, norms } = this.parts;
     for (let k = 0; k < x.idx.length; k++) {
-      const f = x.idx[k]!;
       const v = x.val[k]!;
       n2 += v * v;
-      const start = this.postingStart.get(f);
-      if (start === undefined) continue;
-      const end = start + this.postingLen.get(f)!;
-      for (let p = start; p < end; p++) acc[docs[p]!]! += v * vals[p]!;
+      const i = this.find(x.idx[k]!);
+      if (i < 0) continue;
+      const end = starts[i + 1]!;
+      for (let p = starts[i]!; p < end; p++) acc[docs[p]!]! += v * vals[p]!;
     }
     const nx = Math.sqrt(n2);
     if (nx === 0) return { sim: 0, doc: -1 };
@@ -446,7 +493,7 @@ export class NearestNeighbourIndex {
     let arg = -1;
     for (let d = 0; d < acc.length; d++) {
       if (d === exclude || acc[d] === 0) continue;
-      const s = acc[d]! / (nx * this.norms[d]!);
+      const s = acc[d]! / (nx * norms[d]!);
       if (s > best) {
         best = s;
         arg = d;
@@ -509,12 +556,71 @@ function sparsePart(x: SparseVector, sparseSize: number): SparseVector {
   return n === x.idx.length ? x : { idx: x.idx.subarray(0, n), val: x.val.subarray(0, n) };
 }
 
+/**
+ * The training utterances as token ids into one token list (a few bytes per token instead of an array and strings
+ * per utterance): kept for serialisation only.
+ */
+export interface DocTable {
+  tokens: string[];
+  /** token ids of every utterance, one after the other */
+  ids: Int32Array;
+  /** utterance i is ids[starts[i] .. starts[i + 1] - 1] */
+  starts: Int32Array;
+}
+
+export function docTable(docs: ReadonlyArray<readonly string[]>): DocTable {
+  const ids = new Map<string, number>();
+  const starts = new Int32Array(docs.length + 1);
+  let total = 0;
+  docs.forEach((d, i) => {
+    total += d.length;
+    starts[i + 1] = total;
+  });
+  const flat = new Int32Array(total);
+  let at = 0;
+  for (const d of docs)
+    for (const t of d) {
+      let id = ids.get(t);
+      if (id === undefined) {
+        id = ids.size;
+        ids.set(t, id);
+      }
+      flat[at++] = id;
+    }
+  return { tokens: [...ids.keys()], ids: flat, starts };
+}
+
+function docAt(table: DocTable, i: number): string[] {
+  const out: string[] = [];
+  for (let k = table.starts[i]!; k < table.starts[i + 1]!; k++) out.push(table.tokens[table.ids[k]!]!);
+  return out;
+}
+
+/**
+ * A classifier as typed arrays and a few small values (model-codec.ts moves them between threads and stores them):
+ * what `toJSON()` holds, with the nearest-neighbour indexes optionally (rebuilt from the utterances when absent).
+ */
+export interface IntentClassifierParts {
+  options: IntentClassifierOptions;
+  numClasses: number;
+  domainReference: number;
+  features: string[];
+  idf: Float64Array;
+  block: Uint8Array;
+  weights: Float32Array;
+  bias: Float64Array;
+  docs: DocTable;
+  labels: Int32Array;
+  wordVectors?: ModelWordVectorParts;
+  indexes?: NearestNeighbourParts[];
+}
+
 export class IntentClassifier {
   private constructor(
     private readonly vectorizer: Vectorizer,
     private readonly model: SoftmaxRegression,
-    private readonly docs: readonly string[][],
-    private readonly labels: readonly number[],
+    private readonly docs: DocTable,
+    private readonly labels: Int32Array,
     private readonly domainReference: number,
     /** one nearest-neighbour index per class, over that class's training utterances */
     private readonly indexes: readonly NearestNeighbourIndex[],
@@ -529,7 +635,7 @@ export class IntentClassifier {
     xs.forEach((x, i) => {
       byClass[labels[i]!]!.push(x);
     });
-    return byClass.map((list) => new NearestNeighbourIndex(list));
+    return byClass.map((list) => NearestNeighbourIndex.build(list));
   }
 
   static train(
@@ -571,8 +677,8 @@ export class IntentClassifier {
     return new IntentClassifier(
       vectorizer,
       model,
-      docs.map((d) => [...d]),
-      [...labels],
+      docTable(docs),
+      Int32Array.from(labels),
       domainReference,
       indexes,
     );
@@ -611,8 +717,8 @@ export class IntentClassifier {
       vocab: this.vectorizer.toJSON(),
       weights: encodeFloat32(this.model.weights),
       bias: encodeFloat32(this.model.bias),
-      docs: this.docs.map((d) => [...d]),
-      labels: [...this.labels],
+      docs: Array.from({ length: this.labels.length }, (_, i) => docAt(this.docs, i)),
+      labels: Array.from(this.labels),
       domainReference: this.domainReference,
       ...(this.vectorizer.vectors ? { wordVectors: this.vectorizer.vectors.toJSON() } : {}),
     };
@@ -650,10 +756,80 @@ export class IntentClassifier {
     }
     const indexes: NearestNeighbourIndex[] = [];
     for (const list of byClass) {
-      indexes.push(new NearestNeighbourIndex(list));
+      indexes.push(NearestNeighbourIndex.build(list));
       yield;
     }
-    return new IntentClassifier(vectorizer, model, json.docs, json.labels, json.domainReference, indexes);
+    return new IntentClassifier(
+      vectorizer,
+      model,
+      docTable(json.docs),
+      Int32Array.from(json.labels),
+      json.domainReference,
+      indexes,
+    );
+  }
+
+  /** The classifier's arrays (views, not copies), with its nearest-neighbour indexes when `indexes`. */
+  toParts(indexes: boolean): IntentClassifierParts {
+    return {
+      options: this.vectorizer.options,
+      numClasses: this.model.numClasses,
+      domainReference: this.domainReference,
+      features: [...this.vectorizer.index.keys()],
+      idf: Float64Array.from(this.vectorizer.idf),
+      block: Uint8Array.from(this.vectorizer.block),
+      weights: this.model.weights,
+      bias: this.model.bias,
+      docs: this.docs,
+      labels: this.labels,
+      ...(this.vectorizer.vectors ? { wordVectors: this.vectorizer.vectors.toParts() } : {}),
+      ...(indexes ? { indexes: this.indexes.map((x) => x.toParts()) } : {}),
+    };
+  }
+
+  /**
+   * A classifier from `toParts()`, as resumable steps (see fromJSONSteps); the arrays are used as they are. Without
+   * indexes, they are rebuilt from the utterances as `fromJSON` does.
+   */
+  static *fromPartsSteps(
+    parts: IntentClassifierParts,
+    table: WordVectorTable | null = null,
+  ): Generator<void, IntentClassifier, void> {
+    const options = { ...LEGACY_OPTION_DEFAULTS, ...parts.options };
+    const vectors = parts.wordVectors ? ModelWordVectors.fromParts(parts.wordVectors, table) : null;
+    const features = parts.features;
+    const vocab = { features: [] as string[], idf: parts.idf, block: parts.block };
+    const vectorizer = new Vectorizer(options, vocab, vectors);
+    // the feature map, a few thousand entries at a time
+    for (let i = 0; i < features.length; i++) {
+      vectorizer.index.set(features[i]!, i);
+      if ((i & 4095) === 4095) yield;
+    }
+    if (vectorizer.index.size !== features.length || parts.idf.length !== features.length)
+      throw new Error('intent classifier: inconsistent vocabulary');
+    if (parts.weights.length !== vectorizer.size * parts.numClasses || parts.bias.length !== parts.numClasses)
+      throw new Error('intent classifier: weights do not match the vocabulary');
+    const model = new SoftmaxRegression(vectorizer.size, parts.numClasses, parts.weights, parts.bias);
+    yield;
+    let indexes: NearestNeighbourIndex[];
+    if (parts.indexes) {
+      if (parts.indexes.length !== parts.numClasses) throw new Error('intent classifier: missing indexes');
+      indexes = parts.indexes.map((x) => NearestNeighbourIndex.fromParts(x));
+    } else {
+      const byClass: SparseVector[][] = Array.from({ length: parts.numClasses }, () => []);
+      for (let i = 0; i < parts.labels.length; i++) {
+        byClass[parts.labels[i]!]!.push(
+          sparsePart(vectorizer.transform(docAt(parts.docs, i)), vectorizer.sparseSize),
+        );
+        yield;
+      }
+      indexes = [];
+      for (const list of byClass) {
+        indexes.push(NearestNeighbourIndex.build(list));
+        yield;
+      }
+    }
+    return new IntentClassifier(vectorizer, model, parts.docs, parts.labels, parts.domainReference, indexes);
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * Worker-thread entry of `trainModelInWorker`: trains the model from `workerData.set` and posts `model.toJSON()` and
- * its JSON text (both cheap to receive: the parent then loads the model in slices, see `loadModelAsync`).
+ * Worker-thread entry of `trainModelInWorker`: trains the model from `workerData.set` and posts its binary form
+ * (model-codec.ts, nearest-neighbour indexes included) as one transferred ArrayBuffer: the parent receives it without
+ * a copy or any JSON to parse, and its model's arrays are views into that buffer.
  * Does nothing when loaded anywhere else (main thread, or a worker started for something else).
  *
  * Word vectors travel as shared memory: the parent passes the ones it has loaded, and the worker posts back the ones
@@ -8,6 +9,7 @@
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { adoptWordVectors, loadedWordVectors } from './language-resources';
+import { encodeModelBuffer, storedFormSync } from './model-codec';
 import { trainModel } from './train';
 import type { NluTrainingSet } from './types';
 import type { SharedWordVectorTable } from './word-vectors';
@@ -24,9 +26,10 @@ export interface TrainWorkerData {
 export type TrainWorkerMessage =
   | {
       ok: true;
-      model: unknown;
-      /** JSON.stringify(model), made here so that the parent's thread has nothing to serialize to store it */
-      serialized: string;
+      /** the model's binary form with its indexes (encodeModelBuffer), transferred */
+      model: Uint8Array;
+      /** its stored form (storedFormSync: gzipped, without indexes), made here so the parent does not, transferred */
+      stored: Uint8Array;
       vectors?: SharedWordVectorTable;
     }
   | { ok: false; error: string };
@@ -36,12 +39,16 @@ if (!isMainThread && parentPort && data?.kind === TRAIN_WORKER_KIND && data.set)
   let message: TrainWorkerMessage;
   try {
     if (data.vectors) adoptWordVectors(data.vectors);
-    const model = trainModel(data.set).toJSON();
-    const serialized = JSON.stringify(model);
+    const trained = trainModel(data.set);
+    const model = encodeModelBuffer(trained, { indexes: true });
+    const stored = storedFormSync(trained);
     const vectors = data.vectors ? null : loadedWordVectors(data.set.lang);
-    message = vectors ? { ok: true, model, serialized, vectors } : { ok: true, model, serialized };
+    message = vectors ? { ok: true, model, stored, vectors } : { ok: true, model, stored };
   } catch (err) {
     message = { ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) };
   }
-  parentPort.postMessage(message);
+  parentPort.postMessage(
+    message,
+    message.ok ? [message.model.buffer as ArrayBuffer, message.stored.buffer as ArrayBuffer] : [],
+  );
 }

@@ -14,6 +14,7 @@ import {
   DEFAULT_INTENT_OPTIONS,
   IntentClassifier,
   IntentClassifierOptions,
+  IntentClassifierParts,
   runSteps,
   SerializedIntentClassifier,
 } from './intent-classifier';
@@ -46,6 +47,15 @@ interface SerializedIntents {
   calibrator?: number[];
 }
 
+/** A model as model-codec.ts moves and stores it: small values as JSON, the classifier as typed arrays. */
+export interface ModelParts {
+  lang: string;
+  classes: Array<{ id: string; name: string }>;
+  classifier: IntentClassifierParts | null;
+  calibrator?: number[];
+  entities: SerializedEntityExtractor;
+}
+
 class TrainedModel implements NluModel {
   constructor(
     readonly lang: string,
@@ -53,9 +63,18 @@ class TrainedModel implements NluModel {
     private readonly classifier: IntentClassifier | null,
     private readonly extractor: EntityExtractor,
     private readonly calibrator: Calibrator | null,
-    /** JSON text of toJSON() when it is already known (made by the training worker) */
-    private serialized?: string,
   ) {}
+
+  /** see model-codec.ts (`indexes`: include the nearest-neighbour indexes, else they are rebuilt when loaded) */
+  toParts(indexes: boolean): ModelParts {
+    return {
+      lang: this.lang,
+      classes: this.classes.map((c) => ({ ...c })),
+      classifier: this.classifier?.toParts(indexes) ?? null,
+      ...(this.calibrator ? { calibrator: this.calibrator.toJSON() } : {}),
+      entities: this.extractor.toJSON(),
+    };
+  }
 
   parse(text: string): NluResult {
     const input = typeof text === 'string' ? text : '';
@@ -112,11 +131,39 @@ class TrainedModel implements NluModel {
       entities: this.extractor.toJSON(),
     };
   }
+}
 
-  serialize(): string {
-    // kept once made: a model never changes, and its text is what gets stored
-    this.serialized ??= JSON.stringify(this.toJSON());
-    return this.serialized;
+/** The parts of a model made by this module (null for any other NluModel). */
+export function modelParts(model: NluModel, indexes: boolean): ModelParts | null {
+  return model instanceof TrainedModel ? model.toParts(indexes) : null;
+}
+
+/** A model from its parts, as resumable steps (see loadModelAsync). */
+export function* modelFromPartsSteps(parts: ModelParts): Generator<void, NluModel, void> {
+  const classifier = parts.classifier
+    ? yield* IntentClassifier.fromPartsSteps(
+        parts.classifier,
+        parts.classifier.wordVectors ? wordVectorsFor(parts.lang) : null,
+      )
+    : null;
+  if (parts.classifier && parts.classes.length !== parts.classifier.numClasses)
+    throw new Error('loadModel: classes do not match the classifier');
+  yield;
+  const extractor = EntityExtractor.fromJSON(parts.entities);
+  const calibrator = parts.calibrator ? Calibrator.fromJSON(parts.calibrator) : null;
+  return new TrainedModel(parts.lang, parts.classes, classifier, extractor, calibrator);
+}
+
+/** Runs resumable loading steps in slices of about `sliceMs`, with a `setImmediate` between them. */
+export async function runStepsInSlices<T>(steps: Generator<void, T, void>, sliceMs = 3): Promise<T> {
+  let sliceStart = performance.now();
+  for (;;) {
+    const next = steps.next();
+    if (next.done) return next.value;
+    if (performance.now() - sliceStart >= sliceMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
   }
 }
 
@@ -300,8 +347,6 @@ export function loadModel(json: SerializedModel): NluModel {
 export interface LoadModelAsyncOptions {
   /** longest stretch of work between two yields to the event loop (ms); default 3 */
   sliceMs?: number;
-  /** JSON text of `json` when the caller has it (kept for `serialize()`, so storing it costs nothing more) */
-  serialized?: string;
 }
 
 /**
@@ -313,21 +358,11 @@ export async function loadModelAsync(
   json: SerializedModel,
   options: LoadModelAsyncOptions = {},
 ): Promise<NluModel> {
-  const sliceMs = options.sliceMs ?? 3;
-  const steps = loadModelSteps(json, options.serialized);
-  let sliceStart = performance.now();
-  for (;;) {
-    const next = steps.next();
-    if (next.done) return next.value;
-    if (performance.now() - sliceStart >= sliceMs) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
-    }
-  }
+  return runStepsInSlices(loadModelSteps(json), options.sliceMs);
 }
 
 /** The loading as resumable steps (see IntentClassifier.fromJSONSteps). */
-function* loadModelSteps(json: SerializedModel, serialized?: string): Generator<void, NluModel, void> {
+function* loadModelSteps(json: SerializedModel): Generator<void, NluModel, void> {
   if (!json || json.format !== MODEL_FORMAT) throw new Error('loadModel: not a serialized NLU model');
   if (json.version !== MODEL_VERSION)
     throw new Error(`loadModel: unsupported model version ${String(json.version)}`);
@@ -341,5 +376,5 @@ function* loadModelSteps(json: SerializedModel, serialized?: string): Generator<
   yield;
   const extractor = EntityExtractor.fromJSON(json.entities as SerializedEntityExtractor);
   const calibrator = intents.calibrator ? Calibrator.fromJSON(intents.calibrator) : null;
-  return new TrainedModel(json.lang, intents.classes, classifier, extractor, calibrator, serialized);
+  return new TrainedModel(json.lang, intents.classes, classifier, extractor, calibrator);
 }

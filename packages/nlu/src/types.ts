@@ -71,9 +71,4 @@ export interface NluModel {
   readonly lang: string;
   parse(text: string): NluResult;
   toJSON(): SerializedModel;
-  /**
-   * `JSON.stringify(model)`, made once (by the training worker for models from `trainModelInWorker`, so that storing
-   * a model costs the caller's thread no serialization). Optional: models from elsewhere may lack it.
-   */
-  serialize?(): string;
 }

@@ -52,6 +52,23 @@ describe('vector table file', () => {
     expect(() => decodeVectorTable(bytes.subarray(0, bytes.length - 1))).toThrow(/wrong length/);
   });
 
+  it('keeps the table 8-bit in shared memory and reads rows as the float32 values int8 × scale', () => {
+    const bytes = encodeVectorTable(table, words);
+    const decoded = decodeVectorTable(bytes);
+    const shared = decoded.share();
+    expect(shared.data).toBeUndefined();
+    expect(shared.quantised!.values.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(shared.quantised!.values.byteLength).toBe(words.length * 4);
+    for (let r = 0; r < words.length; r++) {
+      const expected = Array.from(shared.quantised!.values.subarray(r * 4, r * 4 + 4), (q) =>
+        Math.fround(q * shared.quantised!.scales[r]!),
+      );
+      expect(Array.from(decoded.row(r))).toEqual(expected);
+    }
+    // each row read is its own array: two rows can be held at once
+    expect(decoded.row(0)).not.toBe(decoded.row(0));
+  });
+
   it('ships the English table: 50,000 words of 100 dimensions, at most 20 MB', () => {
     const file = dataFile(ENGLISH_VECTORS_FILE);
     expect(fs.statSync(file).size).toBeLessThanOrEqual(20 * 2 ** 20);

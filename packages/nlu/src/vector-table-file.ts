@@ -52,8 +52,8 @@ export function encodeVectorTable(table: WordVectorTable, words: readonly string
 }
 
 /**
- * Decode a table file into a table whose vectors (dequantised to float32) live in shared memory, so that worker
- * threads use the same copy. `source` of the table is the header's.
+ * Decode a table file into a table kept 8-bit as stored, in shared memory (so that worker threads use the same copy);
+ * rows are dequantised when read (QuantisedWordVectorTable). `source` of the table is the header's.
  */
 export function decodeVectorTable(file: Buffer): WordVectorTable {
   if (file.length < 12 || file.toString('latin1', 0, 8) !== MAGIC)
@@ -69,13 +69,9 @@ export function decodeVectorTable(file: Buffer): WordVectorTable {
     throw new Error('word vectors: vector table file has the wrong length');
   const words = n > 0 ? file.toString('utf8', pos, pos + header.wordBytes).split('\n') : [];
   pos += header.wordBytes;
-  const scalesAt = pos;
-  const dataAt = pos + n * 4;
-  const data = new Float32Array(new SharedArrayBuffer(n * dim * 4));
-  for (let i = 0; i < n; i++) {
-    const scale = file.readFloatLE(scalesAt + i * 4);
-    const base = dataAt + i * dim;
-    for (let d = 0; d < dim; d++) data[i * dim + d] = file.readInt8(base + d) * scale;
-  }
-  return wordVectorTableFromShared({ source: header.source, dim, words, data });
+  const scales = new Float32Array(new SharedArrayBuffer(n * 4));
+  for (let i = 0; i < n; i++) scales[i] = file.readFloatLE(pos + i * 4);
+  const values = new Int8Array(new SharedArrayBuffer(n * dim));
+  values.set(new Int8Array(file.buffer, file.byteOffset + pos + n * 4, n * dim));
+  return wordVectorTableFromShared({ source: header.source, dim, words, quantised: { values, scales } });
 }

@@ -76,7 +76,7 @@ describe('readWinkEmbeddings', () => {
       ['y', [3, 4]],
     ]);
     const shared = readWinkEmbeddings(file, 'test/3', 10).share();
-    expect(shared.data.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(shared.data!.buffer).toBeInstanceOf(SharedArrayBuffer);
     const t = wordVectorTableFromShared(structuredClone(shared));
     expect(rowOf(t, 'y')).toEqual([3, 4]);
     expect(t.source).toBe('test/3');

@@ -6,16 +6,17 @@
  * (tsx in development, @swc/jest in tests), the worker first requires `tsx/cjs`, which registers tsx's CommonJS
  * loader in that thread, so `train-worker.ts` and its imports load the same way.
  *
- * The worker posts the model's JSON form and its text; this thread then rebuilds the model with `loadModelAsync`
- * (slices of ~3 ms between which other callbacks run) and keeps the text for `model.serialize()`: neither loading nor
- * storing the new model holds the event loop for more than a few milliseconds at a time.
+ * The worker transfers the model's binary form (model-codec.ts, nearest-neighbour indexes included) as one
+ * ArrayBuffer: receiving it copies nothing, and this thread then only builds the small objects around those arrays
+ * (the feature map, in slices of ~3 ms between which other callbacks run). The worker is terminated as soon as it
+ * has answered, so its heap is given back.
  */
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { adoptWordVectors, loadedWordVectors } from './language-resources';
-import { loadModelAsync } from './train';
+import { decodeModelAsync, rememberStoredForm } from './model-codec';
 import { TRAIN_WORKER_KIND, TrainWorkerData, TrainWorkerMessage } from './train-worker';
-import type { NluModel, NluTrainingSet, SerializedModel } from './types';
+import type { NluModel, NluTrainingSet } from './types';
 
 function workerProgram(): string {
   const isTypeScript = /\.[cm]?tsx?$/.test(__filename);
@@ -71,10 +72,14 @@ export function trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
             reject(err instanceof Error ? err : new Error(String(err)));
             return;
           }
-          // Loading a large model is ~100 ms of work on this thread: it runs in slices of a few ms so that the
-          // requests the previous model answers meanwhile are not held up (docs/decisions/0021).
-          loadModelAsync(msg.model as SerializedModel, { serialized: msg.serialized }).then(resolve, (err) =>
-            reject(err instanceof Error ? err : new Error(String(err))),
+          // The little left to do (a map of the features) runs in slices of a few ms, so that the requests the
+          // previous model answers meanwhile are not held up (docs/decisions/0021, 0081).
+          decodeModelAsync(msg.model).then(
+            (model) => {
+              rememberStoredForm(model, msg.stored);
+              resolve(model);
+            },
+            (err) => reject(err instanceof Error ? err : new Error(String(err))),
           );
         } else reject(new Error(`trainModelInWorker: training failed in the worker: ${msg.error}`));
       });

@@ -1,6 +1,8 @@
+import { loadStoredModel } from '@platform/nlu';
 import { createEmbeddedStore } from '@platform/store';
 import { waitFor } from '@platform/testkit';
-import { accountWithBot, client, dev, trained, utterance } from './support/fixtures';
+import type { ModelChunkDoc, ModelDoc } from '../src/persistence/collections';
+import { accountWithBot, type Bot, client, dev, trained, utterance } from './support/fixtures';
 import { startLegacyApp } from './support/legacy-app';
 import { ManualTimers } from './support/manual-timers';
 import { ScriptedNlu } from './support/scripted-nlu';
@@ -206,4 +208,108 @@ describe('legacy models: retraining without blocking Messages', () => {
       await again.stop().catch(() => undefined);
     }
   });
+});
+
+describe('legacy models: stored form (the real engine)', () => {
+  const asked = async (app: Awaited<ReturnType<typeof startLegacyApp>>, bot: Bot, text: string) =>
+    (
+      await app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', text })
+        .expect(200)
+    ).body.intents[0].name as string;
+
+  it('stores the binary form, loads it after a restart without retraining, and still loads models stored as JSON before', async () => {
+    const app = await startLegacyApp();
+    const { bot } = await accountWithBot(app.http);
+    await app.http
+      .post('/v1/intents')
+      .set(dev(bot))
+      .send(intent('Greet', 'hello there', 'good morning', 'hi friend'))
+      .expect(200);
+    await app.http
+      .post('/v1/intents')
+      .set(dev(bot))
+      .send(intent('Weather', 'will it rain today', 'what is the weather like', 'is it sunny outside'))
+      .expect(200);
+    await trained(app.http, bot);
+    expect(await asked(app, bot, 'what about the weather')).toBe('Weather');
+    const key = `${bot.id}:en`;
+    const record = (await app.store.collection<ModelDoc>('legacy_models').findOne({ _id: key }))!;
+    expect(record).toMatchObject({ format: 'binary', hasModel: true });
+    const chunks = await app.store
+      .collection<ModelChunkDoc>('legacy_model_chunks')
+      .find({ modelKey: key }, { sort: { index: 1 } });
+    const bytes = Buffer.concat(chunks.map((c) => Buffer.from(c.data, 'base64')));
+    expect(bytes.length).toBe(record.bytes);
+    await app.stop();
+
+    // after a restart: the stored model answers, nothing is retrained (trainedAt unchanged)
+    const again = await startLegacyApp({ dataDir: app.dataDir });
+    try {
+      expect(await asked(again, bot, 'hello there my friend')).toBe('Greet');
+      expect(await asked(again, bot, 'what about the weather')).toBe('Weather');
+      const after = await again.store.collection<ModelDoc>('legacy_models').findOne({ _id: key });
+      expect(after!.trainedAt).toEqual(record.trainedAt);
+    } finally {
+      await again.stop();
+    }
+
+    // the same model as an older version stored it (its JSON text in pieces, no `format`): it loads as it is
+    const json = JSON.stringify((await loadStoredModel(bytes)).toJSON());
+    const store = createEmbeddedStore({ dataDir: app.dataDir });
+    await store.collection('legacy_model_chunks').deleteMany({ modelKey: key });
+    for (const [index, data] of [json.slice(0, 1000), json.slice(1000)].entries())
+      await store
+        .collection('legacy_model_chunks')
+        .updateOne(
+          { _id: `${key}:${record.fingerprint}:${index}` },
+          { $set: { assistantId: bot.id, modelKey: key, fingerprint: record.fingerprint, index, data } },
+          { upsert: true },
+        );
+    await store
+      .collection('legacy_models')
+      .updateOne({ _id: key }, { $set: { chunks: 2 }, $unset: { format: 1, bytes: 1 } });
+    await store.close();
+    const old = await startLegacyApp({ dataDir: app.dataDir });
+    try {
+      expect(await asked(old, bot, 'what about the weather')).toBe('Weather');
+      const after = await old.store.collection<ModelDoc>('legacy_models').findOne({ _id: key });
+      expect(after!.format).toBeUndefined();
+      expect(after!.trainedAt).toEqual(record.trainedAt);
+    } finally {
+      await old.stop();
+    }
+
+    // a damaged stored model is retrained (same training set) and stored again in the binary form
+    const damage = createEmbeddedStore({ dataDir: app.dataDir });
+    await damage
+      .collection('legacy_model_chunks')
+      .updateOne({ _id: `${key}:${record.fingerprint}:0` }, { $set: { data: 'not a model' } });
+    await damage.close();
+    const repaired = await startLegacyApp({ dataDir: app.dataDir });
+    try {
+      expect(await asked(repaired, bot, 'what about the weather')).toBe('Weather');
+      await waitFor(
+        async () =>
+          (
+            await repaired.store
+              .collection<ModelChunkDoc>('legacy_model_chunks')
+              .findOne({ modelKey: key, index: 0 })
+          )?.data !== 'not a model',
+        { what: 'the damaged model retrained and stored' },
+      );
+      expect((await repaired.store.collection<ModelDoc>('legacy_models').findOne({ _id: key }))!.format).toBe(
+        'binary',
+      );
+      const pieces = await repaired.store
+        .collection<ModelChunkDoc>('legacy_model_chunks')
+        .find({ modelKey: key });
+      const now = await repaired.store.collection<ModelDoc>('legacy_models').findOne({ _id: key });
+      expect(pieces).toHaveLength(now!.chunks);
+    } finally {
+      await repaired.close();
+    }
+  }, 60_000);
 });

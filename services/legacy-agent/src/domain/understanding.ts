@@ -24,6 +24,12 @@ export interface NluEngine {
   loadModel(json: SerializedModel): NluModel;
   /** `loadModel` spread over event-loop turns (@platform/nlu has it); used when present */
   loadModelAsync?(json: SerializedModel): Promise<NluModel>;
+  /**
+   * The bytes to store for a model, and a model from them (@platform/nlu: its binary form, gzipped, made by the
+   * training worker; docs/decisions/0081). Without them models are stored as JSON text.
+   */
+  storedModelForm?(model: NluModel): Promise<Uint8Array>;
+  loadStoredModel?(bytes: Uint8Array): Promise<NluModel>;
 }
 
 // ---- training sets ------------------------------------------------------------------------------
@@ -67,8 +73,10 @@ export const fingerprintOf = (set: NluTrainingSet): string =>
 /**
  * Pieces small enough for any store document, and for one write to hold the event loop only briefly (the
  * embedded store serializes each document on this thread). Pieces of older models may be larger (4 MB).
+ * A binary model is stored as base64 pieces of CHUNK_BYTES (a multiple of 3: each piece is base64 of its own).
  */
 const CHUNK_CHARS = 512 * 1024;
+const CHUNK_BYTES = (CHUNK_CHARS / 4) * 3;
 
 interface CachedModel {
   model: NluModel | null;
@@ -134,6 +142,8 @@ export class Understanding {
   private readonly training = new Map<string, TrainingState>();
   /** assistants whose last training failed: Messages stop waiting for them until one succeeds */
   private readonly failures = new Set<string>();
+  /** model keys whose stored model could not be loaded (damaged, or from an incompatible host): retrained */
+  private readonly unloadable = new Set<string>();
   /** one training at a time: the machine's cores also answer Messages */
   private queue: Promise<void> = Promise.resolve();
   private stopped = false;
@@ -327,7 +337,7 @@ export class Understanding {
       const fingerprint = fingerprintOf(set);
       const key = modelKey(assistantId, lang);
       const stored = await cols.models.findOne({ _id: key });
-      if (stored && stored.fingerprint === fingerprint) {
+      if (stored && stored.fingerprint === fingerprint && !this.unloadable.has(key)) {
         if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
         const cached = this.cache.get(key);
         if (cached) cached.revision = Math.max(cached.revision, revision);
@@ -349,6 +359,7 @@ export class Understanding {
       if (this.stopped || !(await cols.assistants.findOne({ _id: assistantId })))
         return this.forget(assistantId);
       await this.persist(assistantId, lang, { revision, fingerprint, model, trainingMs }, stored);
+      this.unloadable.delete(key);
       this.remember(key, { model, revision, fingerprint, checkedAt: Date.now() });
       logger.info({ assistantId, lang, revision, trainingMs, intents: set.intents.length }, 'model trained');
     }
@@ -363,18 +374,27 @@ export class Understanding {
   ): Promise<void> {
     const { cols, clock } = this.ctx;
     const key = modelKey(assistantId, lang);
-    // A model from the training worker comes with its JSON text: storing it costs no serialization here.
-    const serialized = trained.model ? (trained.model.serialize?.() ?? JSON.stringify(trained.model)) : '';
+    // The engine's stored form (for a model from the training worker, made there: nothing to serialize here),
+    // written in pieces with a turn of the event loop between writes; else the model's JSON text.
+    let pieces: string[] | { bytes: Uint8Array } = [];
+    if (trained.model && this.engine.storedModelForm)
+      pieces = { bytes: await this.engine.storedModelForm(trained.model) };
+    else if (trained.model) {
+      const text = JSON.stringify(trained.model);
+      pieces = Array.from({ length: Math.ceil(text.length / CHUNK_CHARS) }, (_, i) =>
+        text.slice(i * CHUNK_CHARS, (i + 1) * CHUNK_CHARS),
+      );
+    }
     await yieldToEventLoop();
-    const chunks = Math.ceil(serialized.length / CHUNK_CHARS);
+    const binary = Array.isArray(pieces) ? null : pieces.bytes;
+    const chunks = binary ? Math.ceil(binary.length / CHUNK_BYTES) : (pieces as string[]).length;
     for (let index = 0; index < chunks; index++) {
-      const doc = {
-        assistantId,
-        modelKey: key,
-        fingerprint: trained.fingerprint,
-        index,
-        data: serialized.slice(index * CHUNK_CHARS, (index + 1) * CHUNK_CHARS),
-      };
+      const data = binary
+        ? Buffer.from(binary.buffer, binary.byteOffset, binary.length)
+            .subarray(index * CHUNK_BYTES, (index + 1) * CHUNK_BYTES)
+            .toString('base64')
+        : (pieces as string[])[index]!;
+      const doc = { assistantId, modelKey: key, fingerprint: trained.fingerprint, index, data };
       await cols.modelChunks.updateOne(
         { _id: `${key}:${trained.fingerprint}:${index}` },
         { $set: doc },
@@ -392,12 +412,21 @@ export class Understanding {
           fingerprint: trained.fingerprint,
           hasModel: trained.model !== null,
           chunks,
+          ...(binary ? { format: 'binary' as const, bytes: binary.length } : {}),
           trainedAt: clock.now(),
           trainingMs: trained.trainingMs,
         },
+        ...(binary ? {} : { $unset: { format: 1 as const, bytes: 1 as const } }),
       },
       { upsert: true },
     );
+    // a model retrained to the same set (its stored one could not be loaded) may have had more pieces
+    if (previous && previous.fingerprint === trained.fingerprint && previous.chunks > chunks)
+      await cols.modelChunks.deleteMany({
+        modelKey: key,
+        fingerprint: trained.fingerprint,
+        index: { $gte: chunks },
+      });
     if (previous && previous.fingerprint !== trained.fingerprint)
       await cols.modelChunks.deleteMany({ modelKey: key, fingerprint: previous.fingerprint });
   }
@@ -434,12 +463,25 @@ export class Understanding {
         return null;
       }
       try {
-        const json = JSON.parse(chunks.map((c) => c.data).join('')) as SerializedModel;
-        model = this.engine.loadModelAsync
-          ? await this.engine.loadModelAsync(json)
-          : this.engine.loadModel(json);
+        if (stored.format === 'binary') {
+          if (!this.engine.loadStoredModel) throw new Error('this engine cannot load binary models');
+          const total = chunks.reduce((n, c) => n + Buffer.byteLength(c.data, 'base64'), 0);
+          if (total !== stored.bytes) throw new Error('stored model has the wrong length');
+          const bytes = Buffer.alloc(total);
+          let at = 0;
+          for (const chunk of chunks) at += bytes.write(chunk.data, at, 'base64');
+          model = await this.engine.loadStoredModel(bytes);
+        } else {
+          // models stored before the binary form: JSON text
+          const json = JSON.parse(chunks.map((c) => c.data).join('')) as SerializedModel;
+          model = this.engine.loadModelAsync
+            ? await this.engine.loadModelAsync(json)
+            : this.engine.loadModel(json);
+        }
       } catch (err) {
         logger.warn({ err, assistantId, lang }, 'stored model cannot be loaded; retraining');
+        this.unloadable.add(key);
+        this.schedule(assistantId, 0);
         return null;
       }
     }

@@ -114,11 +114,17 @@ export interface ModelDoc {
   /** false when the language has no training sentences: there is no model to load */
   hasModel: boolean;
   chunks: number;
+  /**
+   * how the chunks hold the model: 'binary' = base64 pieces of the engine's stored form (`storedModelForm`,
+   * docs/decisions/0081) of `bytes` bytes; absent = pieces of the model's JSON text (models stored before)
+   */
+  format?: 'binary';
+  bytes?: number;
   trainedAt: Date;
   trainingMs: number;
 }
 
-/** One piece of a serialized model, `_id` = `assistantId:lang:fingerprint:index`. */
+/** One piece of a stored model (base64 or JSON text, see ModelDoc.format), `_id` = `assistantId:lang:fingerprint:index`. */
 export interface ModelChunkDoc {
   _id: string;
   assistantId: string;

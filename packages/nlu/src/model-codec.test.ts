@@ -1,0 +1,123 @@
+import { gunzipSync } from 'node:zlib';
+import { metroAssistant, travelAssistant } from './example-assistants';
+import {
+  decodeModel,
+  decodeModelAsync,
+  encodeModelBuffer,
+  isEncodedModel,
+  loadStoredModel,
+  storedModelForm,
+} from './model-codec';
+import { loadModel, modelParts, trainModel } from './train';
+import type { NluModel, NluTrainingSet } from './types';
+
+const sentences = [
+  'book a train from lyon to paris',
+  'i want a flight to berlin tomorrow',
+  'order a hamburger',
+  'hello',
+  'the quantum flux capacitor sings purple',
+  '',
+  'cancel it',
+];
+
+const answersAlike = (a: NluModel, b: NluModel) => {
+  for (const t of sentences) expect(a.parse(t)).toEqual(b.parse(t));
+};
+
+describe('binary model form', () => {
+  const model = trainModel(travelAssistant());
+
+  it('gives back a model that answers as the trained one, with or without its nearest-neighbour indexes', () => {
+    for (const indexes of [true, false]) {
+      const bytes = encodeModelBuffer(model, { indexes });
+      expect(isEncodedModel(bytes)).toBe(true);
+      const decoded = decodeModel(bytes);
+      expect(decoded.toJSON()).toEqual(model.toJSON());
+      answersAlike(decoded, model);
+    }
+    // the indexes are what the loader would otherwise rebuild
+    expect(encodeModelBuffer(model, { indexes: true }).length).toBeGreaterThan(
+      encodeModelBuffer(model, { indexes: false }).length,
+    );
+  });
+
+  it('uses the bytes it is given: the weights and indexes of the decoded model are views, not copies', () => {
+    const bytes = encodeModelBuffer(model, { indexes: true });
+    const parts = modelParts(decodeModel(bytes), true)!.classifier!;
+    expect(parts.weights.buffer).toBe(bytes.buffer);
+    expect(parts.indexes![0]!.vals.buffer).toBe(bytes.buffer);
+    expect(parts.docs.ids.buffer).toBe(bytes.buffer);
+  });
+
+  it('keeps any text exactly (emoji, lone surrogates, accents) and models without intents', () => {
+    const set: NluTrainingSet = {
+      lang: 'en',
+      intents: [
+        { id: 'a', name: 'greet', utterances: [[{ text: 'héllo 👋 there' }], [{ text: 'hi \ud800 odd' }]] },
+        { id: 'b', name: 'bye', utterances: [[{ text: 'bye now' }], [{ text: 'see you later' }]] },
+      ],
+      entities: [],
+    };
+    const small = trainModel(set);
+    const decoded = decodeModel(encodeModelBuffer(small));
+    expect(decoded.toJSON()).toEqual(small.toJSON());
+    expect(decoded.parse('héllo 👋')).toEqual(small.parse('héllo 👋'));
+    const empty = trainModel({ lang: 'xx', intents: [], entities: [] });
+    expect(decodeModel(encodeModelBuffer(empty)).toJSON()).toEqual(empty.toJSON());
+  });
+
+  it('refuses bytes that are not a model, cut short, or damaged, with an error', () => {
+    const bytes = encodeModelBuffer(model);
+    expect(() => decodeModel(new TextEncoder().encode('{"format":"legacy-agent-nlu"}'))).toThrow(
+      /not an encoded NLU model/,
+    );
+    expect(() => decodeModel(bytes.subarray(0, 1000))).toThrow(/cut short/);
+    expect(() => decodeModel(bytes.slice(0, bytes.length - 64))).toThrow(/cut short or damaged/);
+    const damaged = bytes.slice();
+    damaged.fill(0x20, 12, 40); // the header's JSON
+    expect(() => decodeModel(damaged)).toThrow();
+  });
+
+  it('decodes from any byte offset (copying only when the arrays would be misaligned)', () => {
+    const bytes = encodeModelBuffer(model);
+    const shifted = new Uint8Array(bytes.length + 3);
+    shifted.set(bytes, 3);
+    answersAlike(decodeModel(shifted.subarray(3)), model);
+  });
+
+  it('decodeModelAsync yields to the event loop and equals decodeModel', async () => {
+    const bytes = encodeModelBuffer(trainModel(metroAssistant()), { indexes: false });
+    let immediates = 0;
+    let loading = true;
+    const spin = () => {
+      immediates++;
+      if (loading) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const decoded = await decodeModelAsync(bytes, { sliceMs: 0 });
+    loading = false;
+    expect(immediates).toBeGreaterThan(10);
+    answersAlike(decoded, decodeModel(bytes));
+  });
+});
+
+describe('stored form', () => {
+  it('is the binary form without indexes, gzipped, and loads into a model that answers the same', async () => {
+    const model = trainModel(travelAssistant());
+    const stored = await storedModelForm(model);
+    expect([stored[0], stored[1]]).toEqual([0x1f, 0x8b]);
+    const raw = gunzipSync(stored);
+    expect(isEncodedModel(raw)).toBe(true);
+    expect(raw.length).toBe(encodeModelBuffer(model, { indexes: false }).length);
+    const loaded = await loadStoredModel(stored);
+    answersAlike(loaded, model);
+    // and is smaller than the JSON text models were stored as before
+    expect(stored.length).toBeLessThan(JSON.stringify(model.toJSON()).length);
+  });
+
+  it('models stored as JSON before still load and answer the same', () => {
+    const model = trainModel(travelAssistant());
+    answersAlike(loadModel(JSON.parse(JSON.stringify(model.toJSON()))), model);
+  });
+});
