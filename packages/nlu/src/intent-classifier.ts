@@ -338,8 +338,7 @@ export class SoftmaxRegression {
 
   /**
    * SGD on the L2-regularised log loss; the weight matrix is kept as scale * V so that decay costs O(1). The inputs
-   * are packed into flat typed arrays first (one offset table, monomorphic loops: about twice as fast as walking the
-   * vector objects).
+   * are packed into flat typed arrays first (one offset table; the loops read no vector objects: ~6 % faster).
    */
   static train(
     xs: readonly SparseVector[],
