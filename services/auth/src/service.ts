@@ -37,7 +37,7 @@ import { mountAccountRoutes } from './routes/accounts';
 import { mountInternalRoutes } from './routes/internal-principal';
 import { mountJwksRoutes } from './routes/jwks';
 import { mountLoginRoutes } from './routes/login';
-import { mountMeRoutes } from './routes/me';
+import { meRoute, mountMeRoutes } from './routes/me';
 import { mountOrgApiKeyRoutes } from './routes/org-api-keys';
 import { mountOrgSecurityRoutes } from './routes/org-security';
 import { mountOrgRoutes } from './routes/orgs';
@@ -123,6 +123,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
     readiness: { required: { store: () => store.ping() }, reported: { bus: () => bus.ping() } },
     trustProxy: config.TRUST_PROXY,
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
+    leanRoutes: [meRoute(context)],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(authApiDocument));
       mountStatusRoutes(router, context);
@@ -160,7 +161,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
   let unsubscribe: (() => void) | undefined;
   return {
     name: 'auth',
-    handler: app,
+    handler: app.listener,
     admin: app.admin,
     context,
     async start() {
