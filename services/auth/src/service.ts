@@ -54,12 +54,17 @@ export interface AuthDeps extends BaseDeps<AuthConfig> {
   bus: Bus;
 }
 
-/** The auth service, plus handles tests and benchmarks use (never exposed over HTTP). */
-export interface AuthService extends PlatformService {
-  readonly context: AuthContext;
-}
+/** The auth service as an operator's code runs it (tests reach its insides through `testing.ts`). */
+export type AuthService = PlatformService;
 
 export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
+  return (await buildAuthService(deps)).service;
+}
+
+/** The service and the context its routes share; the context is for tests and benchmarks only. */
+export async function buildAuthService(
+  deps: AuthDeps,
+): Promise<{ service: AuthService; context: AuthContext }> {
   const { config, clock, logger, store, bus } = deps;
   const collections = openCollections(store);
   const events = new AuthEvents(bus, clock, logger);
@@ -159,11 +164,10 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
   });
 
   let unsubscribe: (() => void) | undefined;
-  return {
+  const service: AuthService = {
     name: 'auth',
     handler: app.listener,
     admin: app.admin,
-    context,
     async start() {
       // A peer's key change shows here at once, not at this instance's next check.
       unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
@@ -190,4 +194,5 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       await keys.stop();
     },
   };
+  return { service, context };
 }
