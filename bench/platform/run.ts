@@ -148,7 +148,7 @@ async function main() {
         .map(([n, us]) => `${n} ${us.toFixed(0)}`)
         .join(', ');
       console.log(
-        `  round ${round + 1} ${s.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(2)} ms, CPU µs/req: ${cpu}`,
+        `  round ${round + 1} ${s.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(2)} ms, CPU µs/req: ${cpu} (load average ${os.loadavg()[0]!.toFixed(1)})`,
       );
     }
   }
