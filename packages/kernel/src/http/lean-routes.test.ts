@@ -27,7 +27,13 @@ const way = (req: LeanRequest) => ways.push((req as { app?: unknown }).app ? 'ex
 const app = createServiceApp({
   name: 'lean',
   logger,
-  before: [edgePrincipal(secret)],
+  before: [
+    edgePrincipal(secret),
+    async (req, _res, next) => {
+      if (req.headers['x-reject']) throw new Forbidden('refused before the route');
+      next();
+    },
+  ],
   leanRoutes: [
     {
       path: '/me',
@@ -88,6 +94,7 @@ describe('lean routes', () => {
       ['/me', {}],
       ['/me', { 'x-platform-principal': 'forged.seal', 'x-platform-user-id': 'u1' }],
       ['/me', { 'x-platform-principal': sealed, 'x-platform-user-id': 'someone-else' }],
+      ['/me', { 'x-reject': 'yes' }],
       ['/forbidden', {}],
       ['/boom', {}],
     ] as const) {

@@ -77,7 +77,9 @@ export function leanListener(steps: LeanSteps): RequestListener {
       const handler = before[step++];
       if (handler) {
         try {
-          handler(req as never, res as never, next);
+          // as express 5 does: a handler's rejected promise is its error
+          const returned: unknown = handler(req as never, res as never, next);
+          if (returned instanceof Promise) returned.catch((thrown) => fail(req, res, thrown));
         } catch (thrown) {
           fail(req, res, thrown);
         }
