@@ -8,10 +8,11 @@
 import { createInProcessBus } from '@platform/bus';
 import { loadConfig, silentLogger, systemClock } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
-import { authConfigSchema, createAuthService } from '../../services/auth/src';
+import { authConfigSchema } from '../../services/auth/src';
 import type { CredentialToResolve } from '../../services/auth/src/domain/credential-introspection';
 import { newAccessToken, sha256Hex } from '../../services/auth/src/domain/secrets';
 import { signSessionToken } from '../../services/auth/src/domain/sessions';
+import { createAuthServiceForTests } from '../../services/auth/src/testing';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 5000);
 
@@ -33,7 +34,7 @@ async function scenario(users: number) {
     LOG_LEVEL: 'silent',
   });
   const store = createEmbeddedStore();
-  const service = await createAuthService({
+  const service = await createAuthServiceForTests({
     config,
     clock: systemClock,
     logger: silentLogger(),

@@ -148,7 +148,7 @@ async function main() {
         .map(([n, us]) => `${n} ${us.toFixed(0)}`)
         .join(', ');
       console.log(
-        `  round ${round + 1} ${s.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(2)} ms, CPU µs/req: ${cpu}`,
+        `  round ${round + 1} ${s.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99.toFixed(2)} ms, CPU µs/req: ${cpu} (load average ${os.loadavg()[0]!.toFixed(1)})`,
       );
     }
   }
@@ -168,6 +168,13 @@ async function main() {
         `  (=> ${(2e6 / total).toFixed(0)} req/s if 2 cores were all theirs)`,
     );
   }
+  const whole = results[scenarios[0]!.name]!;
+  const [rps, p99] = [median(whole.map((r) => r.rps)), median(whole.map((r) => r.p99))];
+  console.log(
+    `\ntarget (issue 13 item 6, quiet machine): >= 6,000 req/s and p99 <= 20 ms through pnpm start: ${
+      rps >= 6000 && p99 <= 20 ? 'met' : 'not met'
+    } in this run (${rps.toFixed(0)} req/s, p99 ${p99.toFixed(1)} ms, load average ${os.loadavg()[0]!.toFixed(1)})`,
+  );
 }
 
 main()

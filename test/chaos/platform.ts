@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { waitFor } from '@platform/testkit';
@@ -16,6 +16,8 @@ export interface PlatformProcesses {
   kill9(): Promise<void>;
   /** SIGTERM the parent: everything drains */
   stop(): Promise<void>;
+  /** what the platform's processes wrote to stderr so far */
+  stderr(): string;
 }
 
 /** platforms still running: a harness that dies (even on an uncaught error) takes them with it */
@@ -88,8 +90,51 @@ export async function startPlatformProcesses(
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
     },
+    stderr: () => stderr,
   };
 }
+
+/** Lets SIGUSR1 open a platform process's inspector on a free loopback port (for `memoryAfterGc`). */
+export const INSPECTABLE_ENV = {
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --inspect-port=127.0.0.1:0`.trim(),
+};
+
+export interface MemoryAfterGc {
+  /** resident memory (bytes, from /proc) right after a full garbage collection */
+  rss: number;
+  /** V8 heap in use after it (bytes) */
+  heapUsed: number;
+}
+
+/**
+ * A full garbage collection in a platform process, then its memory: SIGUSR1 opens the process's
+ * inspector (a platform started with INSPECTABLE_ENV listens on a free port and says where on stderr),
+ * and heap-probe.mjs asks it to collect and report. Measures what the process retains, not what
+ * garbage it has not collected yet.
+ */
+export async function memoryAfterGc(platform: PlatformProcesses, pid: number): Promise<MemoryAfterGc> {
+  const listening = () => {
+    const urls = [...platform.stderr().matchAll(/Debugger listening on (ws:\/\/\S+)/g)].map((m) => m[1]!);
+    return urls.length ? urls : null;
+  };
+  const before = listening()?.length ?? 0;
+  // The inspector opens once per process: the first probe opens it, later ones reuse its address.
+  let url = inspectorUrls.get(pid);
+  if (!url) {
+    process.kill(pid, 'SIGUSR1');
+    await waitFor(() => (listening()?.length ?? 0) > before, { what: 'the inspector of the process' });
+    url = listening()!.at(-1)!;
+    inspectorUrls.set(pid, url);
+  }
+  const out = execFileSync(
+    process.execPath,
+    ['--experimental-websocket', '--no-warnings', path.join(__dirname, 'heap-probe.mjs'), url],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
+  const usage = JSON.parse(out) as { heapUsed: number };
+  return { rss: rssOf(pid), heapUsed: usage.heapUsed };
+}
+const inspectorUrls = new Map<number, string>();
 
 /** The resident memory of a process, in bytes (Linux). */
 export function rssOf(pid: number): number {

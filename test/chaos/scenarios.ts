@@ -4,7 +4,7 @@ import net from 'node:net';
 import { Subjects } from '@platform/contracts';
 import { type NatsServerHandle, startNatsServer, tempDir, waitFor } from '@platform/testkit';
 import { connect, StringCodec } from 'nats';
-import { rssOf, startPlatformProcesses } from './platform';
+import { INSPECTABLE_ENV, memoryAfterGc, rssOf, startPlatformProcesses } from './platform';
 
 /**
  * The failure and fuzz harness (issue 13 item 2): each scenario runs the platform as `pnpm start` does
@@ -311,9 +311,23 @@ export interface FuzzFigures {
   fiveXx: number;
   /** method, path and headers of a few 5xx answers, to reproduce them */
   fiveXxSamples: string[];
-  rssStartMb: number;
+  /**
+   * The edge's resident memory after a full garbage collection (forced through its inspector, see
+   * platform.ts memoryAfterGc): before the first request, after the warm-up (the first tenth of the
+   * requests, at most 10,000), and at the end. Growth is end against warm-up: what the edge keeps
+   * once its code is compiled and its pools and caches are filled, which a leak keeps increasing.
+   */
+  rssIdleMb: number;
+  rssWarmMb: number;
   rssEndMb: number;
   rssGrowthPercent: number;
+  /** the same from before the first request (first-use compilation and pools included) */
+  rssGrowthFromIdlePercent: number;
+  /** the V8 heap in use after those collections */
+  heapWarmMb: number;
+  heapEndMb: number;
+  /** resident memory (no collection forced) at each tenth of the run: a leak climbs, settling flattens */
+  rssTrendMb: number[];
 }
 
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
@@ -463,10 +477,13 @@ function rawRequest(port: number): Promise<{ status: number; what: string }> {
   });
 }
 
+const mb = (bytes: number) => Math.round(bytes / 1e5) / 10;
+const percent = (from: number, to: number) => Math.round(((to - from) / from) * 1000) / 10;
+
 /** Fuzzed requests across every root; 5xx counted with samples, and the edge's memory before and after. */
 export async function fuzz(total: number, log = console.log): Promise<FuzzFigures> {
   const data = tempDir('chaos-fuzz-');
-  const platform = await startPlatformProcesses(data.dir, LOAD_ENV);
+  const platform = await startPlatformProcesses(data.dir, { ...LOAD_ENV, ...INSPECTABLE_ENV });
   const statuses: Record<string, number> = {};
   const fiveXxSamples: string[] = [];
   try {
@@ -474,7 +491,10 @@ export async function fuzz(total: number, log = console.log): Promise<FuzzFigure
     const credentials = [session.token, `${session.token}x`, 'at:nope', 'not-a-jwt', 'a.b.c', ''];
     const port = Number(new URL(platform.baseUrl).port);
     const edgePid = platform.pids.edge!;
-    const warm = Math.min(2_000, Math.floor(total / 10));
+    const idle = await memoryAfterGc(platform, edgePid);
+    const warm = Math.min(10_000, Math.floor(total / 10));
+    const tenth = Math.max(1, Math.floor(total / 10));
+    const trend: number[] = [];
     let sent = 0;
     const run = async (count: number) => {
       const end = sent + count;
@@ -488,10 +508,11 @@ export async function fuzz(total: number, log = console.log): Promise<FuzzFigure
                 : await fuzzedRequest(platform.baseUrl, credentials);
             statuses[r.status] = (statuses[r.status] ?? 0) + 1;
             if (r.status >= 500 && fiveXxSamples.length < 20) fiveXxSamples.push(`${r.status} ${r.what}`);
-            if (sent % 10_000 === 0) {
+            if (sent % tenth === 0 && trend.length < Math.floor(sent / tenth)) {
+              trend.push(mb(rssOf(edgePid)));
               const bad = Object.entries(statuses).filter(([k]) => Number(k) >= 500);
               log(
-                `  fuzz: ${sent}/${total}, 5xx so far ${JSON.stringify(Object.fromEntries(bad))}, edge RSS ${(rssOf(edgePid) / 1e6).toFixed(1)} MB`,
+                `  fuzz: ${sent}/${total}, 5xx so far ${JSON.stringify(Object.fromEntries(bad))}, edge RSS ${trend.at(-1)} MB`,
               );
             }
           }
@@ -499,11 +520,11 @@ export async function fuzz(total: number, log = console.log): Promise<FuzzFigure
       );
     };
     await run(warm);
-    const rssStart = rssOf(edgePid);
+    const warmed = await memoryAfterGc(platform, edgePid);
     await run(total - warm);
     // the same idle moment as at the start: in-flight buffers released
     await pause(500);
-    const rssEnd = rssOf(edgePid);
+    const end = await memoryAfterGc(platform, edgePid);
     const fiveXx = Object.entries(statuses)
       .filter(([s]) => Number(s) >= 500)
       .reduce((n, [, c]) => n + c, 0);
@@ -512,9 +533,14 @@ export async function fuzz(total: number, log = console.log): Promise<FuzzFigure
       statuses,
       fiveXx,
       fiveXxSamples,
-      rssStartMb: Math.round(rssStart / 1e5) / 10,
-      rssEndMb: Math.round(rssEnd / 1e5) / 10,
-      rssGrowthPercent: Math.round(((rssEnd - rssStart) / rssStart) * 1000) / 10,
+      rssIdleMb: mb(idle.rss),
+      rssWarmMb: mb(warmed.rss),
+      rssEndMb: mb(end.rss),
+      rssGrowthPercent: percent(warmed.rss, end.rss),
+      rssGrowthFromIdlePercent: percent(idle.rss, end.rss),
+      heapWarmMb: mb(warmed.heapUsed),
+      heapEndMb: mb(end.heapUsed),
+      rssTrendMb: trend,
     };
   } finally {
     await platform.stop();

@@ -8,6 +8,7 @@ export * from './http/admin-server';
 export * from './http/envelope';
 export * from './http/error-middleware';
 export * from './http/forwarding';
+export type { LeanRequest, LeanRoute } from './http/lean-routes';
 export * from './http/metrics';
 export * from './http/openapi';
 export * from './http/openapi-serve';

@@ -29,8 +29,8 @@ export function sealPrincipal(principal: Principal, secret: string, clock: Clock
   return `${payload}.${mac(secret, payload)}`;
 }
 
-/** Opens a seal; null when the signature, the format or the age is wrong. */
-export function openPrincipal(sealed: string, secret: string, clock: Clock = systemClock): Principal | null {
+/** The body of a seal whose MAC is right; null when the format or the MAC is wrong. */
+function openSealBody(sealed: string, secret: string): SealBody | null {
   const dot = sealed.indexOf('.');
   if (dot <= 0) return null;
   const payload = sealed.slice(0, dot);
@@ -39,10 +39,61 @@ export function openPrincipal(sealed: string, secret: string, clock: Clock = sys
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
   try {
     const body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as SealBody;
-    const age = Math.abs(Math.floor(clock.now().getTime() / 1000) - body.iat);
-    return age <= MAX_SEAL_AGE_SECONDS ? body.p : null;
+    return typeof body === 'object' && body !== null && typeof body.iat === 'number' ? body : null;
   } catch {
     return null;
+  }
+}
+
+const fresh = (body: SealBody, clock: Clock) =>
+  Math.abs(Math.floor(clock.now().getTime() / 1000) - body.iat) <= MAX_SEAL_AGE_SECONDS;
+
+/** Opens a seal; null when the signature, the format or the age is wrong. */
+export function openPrincipal(sealed: string, secret: string, clock: Clock = systemClock): Principal | null {
+  const body = openSealBody(sealed, secret);
+  return body && fresh(body, clock) ? body.p : null;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+/**
+ * Opened seals by their exact text, bounded (least recently used out first). The edge keeps one seal
+ * per principal for up to a minute, so most requests carry a seal this service opened before; the
+ * text is MACed, so a hit is exactly as trustworthy as a fresh check. The age is checked on every
+ * hit, and a cached principal is frozen: no request can change what another one receives.
+ */
+export class OpenedSeals {
+  private readonly entries = new Map<string, SealBody>();
+
+  constructor(
+    private readonly secret: string,
+    private readonly clock: Clock = systemClock,
+    private readonly maxEntries = 1000,
+  ) {}
+
+  open(sealed: string): Principal | null {
+    let body = this.entries.get(sealed);
+    if (body) {
+      this.entries.delete(sealed);
+    } else {
+      body = openSealBody(sealed, this.secret) ?? undefined;
+      if (!body) return null;
+      deepFreeze(body);
+    }
+    if (!fresh(body, this.clock)) return null;
+    this.entries.set(sealed, body);
+    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    return body.p;
+  }
+
+  get size(): number {
+    return this.entries.size;
   }
 }
 
@@ -50,15 +101,15 @@ export function openPrincipal(sealed: string, secret: string, clock: Clock = sys
  * Service-side: verifies the edge's seal and sets `req.principal` (null when there is none).
  * A seal that fails the check is refused with 401: a service never trusts identity it cannot check.
  */
-export const edgePrincipal =
-  (secret: string, clock: Clock = systemClock): RequestHandler =>
-  (req, _res, next) => {
+export const edgePrincipal = (secret: string, clock: Clock = systemClock): RequestHandler => {
+  const seals = new OpenedSeals(secret, clock);
+  return (req, _res, next) => {
     const sealed = req.headers[PRINCIPAL_HEADER];
     if (sealed === undefined) {
       req.principal = null;
       return next();
     }
-    const principal = typeof sealed === 'string' ? openPrincipal(sealed, secret, clock) : null;
+    const principal = typeof sealed === 'string' ? seals.open(sealed) : null;
     if (!principal) return next(new Unauthenticated('Identity was not issued by the edge'));
     if ((principal.user.id ?? '') !== (req.headers[USER_ID_HEADER] ?? '')) {
       return next(new Unauthenticated('Identity headers disagree'));
@@ -66,6 +117,7 @@ export const edgePrincipal =
     req.principal = principal;
     next();
   };
+};
 
 /** The principal of a request that must be authenticated; 401 otherwise. */
 export function requirePrincipal(req: { principal?: Principal | null }): Principal {

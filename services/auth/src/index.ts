@@ -1,3 +1,3 @@
 export * from './config';
 export * from './openapi';
-export * from './service';
+export { type AuthDeps, type AuthService, createAuthService } from './service';

@@ -37,7 +37,7 @@ import { mountAccountRoutes } from './routes/accounts';
 import { mountInternalRoutes } from './routes/internal-principal';
 import { mountJwksRoutes } from './routes/jwks';
 import { mountLoginRoutes } from './routes/login';
-import { mountMeRoutes } from './routes/me';
+import { meRoute, mountMeRoutes } from './routes/me';
 import { mountOrgApiKeyRoutes } from './routes/org-api-keys';
 import { mountOrgSecurityRoutes } from './routes/org-security';
 import { mountOrgRoutes } from './routes/orgs';
@@ -54,12 +54,17 @@ export interface AuthDeps extends BaseDeps<AuthConfig> {
   bus: Bus;
 }
 
-/** The auth service, plus handles tests and benchmarks use (never exposed over HTTP). */
-export interface AuthService extends PlatformService {
-  readonly context: AuthContext;
-}
+/** The auth service as an operator's code runs it (tests reach its insides through `testing.ts`). */
+export type AuthService = PlatformService;
 
 export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
+  return (await buildAuthService(deps)).service;
+}
+
+/** The service and the context its routes share; the context is for tests and benchmarks only. */
+export async function buildAuthService(
+  deps: AuthDeps,
+): Promise<{ service: AuthService; context: AuthContext }> {
   const { config, clock, logger, store, bus } = deps;
   const collections = openCollections(store);
   const events = new AuthEvents(bus, clock, logger);
@@ -123,6 +128,7 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
     readiness: { required: { store: () => store.ping() }, reported: { bus: () => bus.ping() } },
     trustProxy: config.TRUST_PROXY,
     before: [edgePrincipal(config.PLATFORM_INTERNAL_SECRET, clock)],
+    leanRoutes: [meRoute(context)],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(authApiDocument));
       mountStatusRoutes(router, context);
@@ -158,11 +164,10 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
   });
 
   let unsubscribe: (() => void) | undefined;
-  return {
+  const service: AuthService = {
     name: 'auth',
-    handler: app,
+    handler: app.listener,
     admin: app.admin,
-    context,
     async start() {
       // A peer's key change shows here at once, not at this instance's next check.
       unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
@@ -189,4 +194,5 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
       await keys.stop();
     },
   };
+  return { service, context };
 }

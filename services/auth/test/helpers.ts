@@ -15,8 +15,9 @@ import { createEmbeddedStore, type Store } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
-import { type AuthConfig, type AuthService, authConfigSchema, createAuthService } from '../src';
+import { type AuthConfig, authConfigSchema } from '../src';
 import type { CredentialToResolve } from '../src/domain/credential-introspection';
+import { type AuthServiceUnderTest, createAuthServiceForTests } from '../src/testing';
 
 export const INTERNAL_SECRET = 'test-internal-secret-0123456789abcdefghij';
 
@@ -33,7 +34,7 @@ export interface Actor {
 }
 
 export interface AuthHarness {
-  service: AuthService;
+  service: AuthServiceUnderTest;
   config: Readonly<AuthConfig>;
   clock: ManualClock;
   store: Store;
@@ -90,7 +91,7 @@ export async function startAuth(options: HarnessOptions = {}): Promise<AuthHarne
     JWKS_CHECK_INTERVAL_MS: '50',
     ...options.env,
   });
-  const service = await createAuthService({ config, clock, logger: silentLogger(), store, bus });
+  const service = await createAuthServiceForTests({ config, clock, logger: silentLogger(), store, bus });
   await service.start();
   const server = await listen(service.handler, 0, '127.0.0.1');
   const http = request(server.url);

@@ -1,2 +1,2 @@
 export * from './config';
-export * from './service';
+export { createEdgeService, type EdgeDeps, type EdgeService } from './service';

@@ -26,15 +26,16 @@ export interface EdgeDeps extends BaseDeps<EdgeConfig> {
   routes?: RouteRule[];
 }
 
-export interface EdgeService extends PlatformService {
-  /** internals, for tests and benchmarks */
-  readonly internals: {
-    keys: SigningKeys;
-    jwt: SessionJwtVerifier;
-    principals: PrincipalResolver;
-    /** runs one JWKS reconciliation now */
-    reconcile(): Promise<void>;
-  };
+/** The edge as an operator's code runs it (tests reach its insides through `testing.ts`). */
+export type EdgeService = PlatformService;
+
+/** The edge's insides, for tests and benchmarks only. */
+export interface EdgeInternals {
+  keys: SigningKeys;
+  jwt: SessionJwtVerifier;
+  principals: PrincipalResolver;
+  /** runs one JWKS reconciliation now */
+  reconcile(): Promise<void>;
 }
 
 /**
@@ -43,6 +44,13 @@ export interface EdgeService extends PlatformService {
  * periodic reconciliation; `stop` ends them and closes upstream sockets.
  */
 export async function createEdgeService(deps: EdgeDeps): Promise<EdgeService> {
+  return (await buildEdgeService(deps)).service;
+}
+
+/** The edge and its insides; the insides are for tests and benchmarks only. */
+export async function buildEdgeService(
+  deps: EdgeDeps,
+): Promise<{ service: EdgeService; internals: EdgeInternals }> {
   const { config, logger, clock, bus } = deps;
   const log = logger.child({ component: 'edge' });
 
@@ -153,11 +161,10 @@ export async function createEdgeService(deps: EdgeDeps): Promise<EdgeService> {
   const unsubscribes: Array<() => void> = [];
   let timer: NodeJS.Timeout | undefined;
 
-  return {
+  const service: EdgeService = {
     name: 'edge',
     handler,
     admin,
-    internals: { keys, jwt: verifier, principals: resolver, reconcile },
     async start() {
       unsubscribes.push(
         bus.subscribe(Subjects.gatewayJwksUpdated, (payload) => {
@@ -198,4 +205,5 @@ export async function createEdgeService(deps: EdgeDeps): Promise<EdgeService> {
       await mongo?.close();
     },
   };
+  return { service, internals: { keys, jwt: verifier, principals: resolver, reconcile } };
 }

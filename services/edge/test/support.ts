@@ -13,7 +13,7 @@ import {
 } from '@platform/kernel';
 import jwt from 'jsonwebtoken';
 import { edgeConfigSchema } from '../src/config';
-import { createEdgeService, type EdgeService } from '../src/service';
+import { createEdgeServiceForTests, type EdgeServiceUnderTest } from '../src/testing';
 
 export const SECRET = 'test-internal-secret-0123456789abcdef0123456789';
 export const ISSUER = 'http://localhost:8080';
@@ -213,7 +213,7 @@ export interface TestEdge {
   /** the admin listener (/healthz, /readyz, /metrics) */
   adminUrl: string;
   port: number;
-  service: EdgeService;
+  service: EdgeServiceUnderTest;
   server: RunningServer;
   bus: Bus;
   close(): Promise<void>;
@@ -237,7 +237,7 @@ export async function startEdge(options: {
     ...options.env,
   });
   const bus = options.bus ?? createInProcessBus();
-  const service = await createEdgeService({
+  const service = await createEdgeServiceForTests({
     config,
     logger: options.logger ?? silentLogger(),
     clock: options.clock ?? { now: () => new Date() },

@@ -98,14 +98,14 @@ describe('legacy-agent OpenAPI coverage and serving', () => {
   });
 
   it('documents exactly the routes the app mounts', async () => {
-    const mounted = mountedRoutes((await service).app);
+    const mounted = mountedRoutes((await service).handler);
     const operational = ['get /healthz', 'get /readyz', 'get /metrics'];
     const routes = mounted.filter((r) => !operational.includes(r)).sort();
     expect(routes).toEqual(LEGACY_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
   });
 
   it('serves the document at GET /openapi.json with the forwarded root as its server', async () => {
-    const res = await request((await service).app)
+    const res = await request((await service).handler)
       .get('/openapi.json')
       .set('x-forwarded-host', 'platform.example.com')
       .set('x-forwarded-prefix', '/legacy');
@@ -128,7 +128,7 @@ describe('legacy-agent OpenAPI coverage and serving', () => {
         errors: null,
       });
     };
-    const http = request((await service).app);
+    const http = request((await service).handler);
     const signup = await http.post('/v2/auth/signup').send({ username: 'grace', password: 'cobol forever' });
     check('/v2/auth/signup', 'post', signup);
     const session = { 'x-legacy-session-token': signup.body.sessionToken };

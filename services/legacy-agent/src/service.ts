@@ -2,7 +2,6 @@ import type { Bus } from '@platform/bus';
 import { type BaseDeps, createServiceApp, openApiHandler, type PlatformService } from '@platform/kernel';
 import * as nluEngine from '@platform/nlu';
 import type { Store } from '@platform/store';
-import type { Express } from 'express';
 import type { LegacyAgentConfig } from './config';
 import type { LegacyDomain } from './domain';
 import { Accounts } from './domain/accounts';
@@ -36,10 +35,8 @@ export interface LegacyAgentDeps extends BaseDeps<LegacyAgentConfig> {
   timers?: RetrainTimers;
 }
 
-export interface LegacyAgentService extends PlatformService {
-  readonly app: Express;
-  readonly domain: LegacyDomain;
-}
+/** The legacy agent as an operator's code runs it; tests speak to it through `handler`. */
+export type LegacyAgentService = PlatformService;
 
 /** Builds the use cases over the store; nothing runs until `start()`. */
 export function createLegacyDomain(deps: LegacyAgentDeps): LegacyDomain {
@@ -102,8 +99,6 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     name: 'legacy-agent',
     handler: app,
     admin: app.admin,
-    app,
-    domain,
     start: () => domain.understanding.start(),
     stop: () => domain.understanding.stop(),
   };

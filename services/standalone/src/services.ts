@@ -1,10 +1,12 @@
-import { authConfigSchema, createAuthService } from '@platform/auth';
+// Configuration schemas only: each process of `pnpm start` loads the code of its own service alone
+// (`create` imports it), so the edge does not carry the OpenID provider or the NLU in its memory.
+import { authConfigSchema } from '@platform/auth/src/config';
 import type { Bus } from '@platform/bus';
-import { createEdgeService, edgeConfigSchema } from '@platform/edge';
+import { edgeConfigSchema } from '@platform/edge/src/config';
 import type { Clock, Logger, PlatformService } from '@platform/kernel';
-import { createLegacyAgentService, legacyAgentConfigSchema } from '@platform/legacy-agent';
-import { createLlmGatewayService, llmGatewayConfigSchema } from '@platform/llm-gateway';
-import { createLlmQuotaService, llmQuotaConfigSchema } from '@platform/llm-quota';
+import { legacyAgentConfigSchema } from '@platform/legacy-agent/src/config';
+import { llmGatewayConfigSchema } from '@platform/llm-gateway/src/config';
+import { llmQuotaConfigSchema } from '@platform/llm-quota/src/config';
 import type { Store } from '@platform/store';
 import type { z } from 'zod';
 
@@ -36,11 +38,19 @@ const entry = <S extends z.ZodObject>(
  * edge is started last, with each entry's `upstreamKey` set to where that service listens.
  */
 export const platformServices: readonly ServiceEntry[] = [
-  entry('auth', 'AUTH_URL', authConfigSchema, createAuthService),
-  entry('llm-quota', 'LLM_QUOTA_URL', llmQuotaConfigSchema, createLlmQuotaService),
+  entry('auth', 'AUTH_URL', authConfigSchema, async (deps) =>
+    (await import('@platform/auth')).createAuthService(deps),
+  ),
+  entry('llm-quota', 'LLM_QUOTA_URL', llmQuotaConfigSchema, async (deps) =>
+    (await import('@platform/llm-quota')).createLlmQuotaService(deps),
+  ),
   // after llm-quota: the gateway reads its settings and budgets (LLM_QUOTA_URL)
-  entry('llm-gateway', 'LLM_GATEWAY_URL', llmGatewayConfigSchema, createLlmGatewayService),
-  entry('legacy-agent', 'LEGACY_AGENT_URL', legacyAgentConfigSchema, createLegacyAgentService),
+  entry('llm-gateway', 'LLM_GATEWAY_URL', llmGatewayConfigSchema, async (deps) =>
+    (await import('@platform/llm-gateway')).createLlmGatewayService(deps),
+  ),
+  entry('legacy-agent', 'LEGACY_AGENT_URL', legacyAgentConfigSchema, async (deps) =>
+    (await import('@platform/legacy-agent')).createLegacyAgentService(deps),
+  ),
 ];
 
 /**
@@ -53,8 +63,12 @@ export const SERVICE_TRUST_PROXY_IN_STANDALONE = 'loopback';
 export const edgeEntry = {
   name: 'edge',
   schema: edgeConfigSchema,
-  create: (deps: { config: z.infer<typeof edgeConfigSchema>; logger: Logger; clock: Clock; bus: Bus }) =>
-    createEdgeService(deps),
+  create: async (deps: {
+    config: z.infer<typeof edgeConfigSchema>;
+    logger: Logger;
+    clock: Clock;
+    bus: Bus;
+  }) => (await import('@platform/edge')).createEdgeService(deps),
 };
 
 /** The roots `{base_url}`, `{gateway_url}`, `{legacy_url}` of an edge at `baseUrl`, from its configuration. */

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
@@ -5,6 +6,8 @@ export interface HttpMetrics {
   /** rendered by the admin listener's /metrics */
   registry: Registry;
   middleware: RequestHandler;
+  /** counts one request answered outside express (a lean route), labelled with its route */
+  track(req: IncomingMessage, res: ServerResponse, route: string): void;
 }
 
 /** The route template, never the raw path, so label cardinality stays bounded. */
@@ -31,14 +34,19 @@ export function createHttpMetrics(service: string, withDefaults = true): HttpMet
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
+  const observe = (method: string | undefined, route: string, status: number, start: number) => {
+    const labels = { method, route, status: String(status) };
+    requests.inc(labels);
+    duration.observe(labels, (performance.now() - start) / 1e3);
+  };
   const middleware: RequestHandler = (req, res, next) => {
-    const start = process.hrtime.bigint();
-    res.once('finish', () => {
-      const labels = { method: req.method, route: routeLabel(req), status: String(res.statusCode) };
-      requests.inc(labels);
-      duration.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
-    });
+    const start = performance.now();
+    res.once('finish', () => observe(req.method, routeLabel(req), res.statusCode, start));
     next();
   };
-  return { registry, middleware };
+  const track = (req: IncomingMessage, res: ServerResponse, route: string) => {
+    const start = performance.now();
+    res.once('finish', () => observe(req.method, route, res.statusCode, start));
+  };
+  return { registry, middleware, track };
 }

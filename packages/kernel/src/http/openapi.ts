@@ -146,9 +146,11 @@ type RouterLayer = {
 
 /**
  * Every route an express app mounts, as `method path` (nested routers included), so a test can hold a
- * service's OpenAPI routes equal to what it really serves.
+ * service's OpenAPI routes equal to what it really serves. Takes the app or a service's `handler`
+ * (a listener with lean routes names its app in `expressApp`).
  */
-export function mountedRoutes(app: unknown): string[] {
+export function mountedRoutes(handler: unknown): string[] {
+  const app = (handler as { expressApp?: unknown }).expressApp ?? handler;
   const mounted: string[] = [];
   const walk = (stack: RouterLayer[]) => {
     for (const layer of stack) {

@@ -4,6 +4,7 @@ import type { Logger } from '../logger';
 import { createAdminHandler, type Readiness } from './admin-server';
 import { errorMiddleware, notFoundHandler } from './error-middleware';
 import { compileTrustProxy } from './forwarding';
+import { expressLeanHandler, type LeanRoute, leanListener } from './lean-routes';
 import { createHttpMetrics, type HttpMetrics } from './metrics';
 import { requestId } from './request-id';
 
@@ -21,10 +22,18 @@ export interface ServiceAppOptions {
   routes: (router: Router) => void;
   /** runs before body parsing (e.g. a principal check), after request id and metrics */
   before?: express.RequestHandler[];
+  /**
+   * hot `GET` routes answered without express's per-request work (docs/decisions/0076); they need the
+   * service to listen with `app.listener`, and its `before` handlers to use node's request and response only
+   */
+  leanRoutes?: LeanRoute[];
 }
 
-/** The public app and, apart, the admin listener (/healthz, /readyz, /metrics) for ADMIN_PORT. */
-export type ServiceApp = Express & { admin: RequestListener };
+/**
+ * The public app and, apart, the admin listener (/healthz, /readyz, /metrics) for ADMIN_PORT.
+ * `listener` is what a service listens with: the lean routes, then the app for everything else.
+ */
+export type ServiceApp = Express & { admin: RequestListener; listener: RequestListener };
 
 /** Services sit behind the edge: by default they believe forwarding headers from loopback and private ranges only. */
 export const SERVICE_TRUST_PROXY = 'loopback, linklocal, uniquelocal';
@@ -65,9 +74,20 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   );
 
   const router = express.Router();
+  const leanRoutes = options.leanRoutes ?? [];
+  for (const route of leanRoutes) router.get(route.path, expressLeanHandler(route));
   options.routes(router);
   app.use(router);
   app.use(notFoundHandler());
   app.use(errorMiddleware(options.logger));
+  app.listener = leanRoutes.length
+    ? leanListener({
+        app,
+        routes: leanRoutes,
+        metrics,
+        before: options.before ?? [],
+        logger: options.logger,
+      })
+    : app;
   return app;
 }

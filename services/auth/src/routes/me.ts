@@ -1,4 +1,4 @@
-import { Forbidden, parseInput } from '@platform/kernel';
+import { Forbidden, type LeanRoute, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -69,13 +69,14 @@ async function describeMe(c: AuthContext, caller: UserCaller) {
   };
 }
 
-/** GET /v2/me and PUT /v2/user/active-org (spec 5.2 rule 7). */
-export function mountMeRoutes(router: Router, c: AuthContext): void {
-  router.get('/v2/me', async (req, res) => {
-    const caller = requireUser(await loadCaller(c.collections, c.clock, req));
-    res.json(await describeMe(c, caller));
-  });
+/** GET /v2/me: the hottest read of the platform, a lean route (docs/decisions/0076). */
+export const meRoute = (c: AuthContext): LeanRoute => ({
+  path: '/v2/me',
+  handle: async (req) => describeMe(c, requireUser(await loadCaller(c.collections, c.clock, req))),
+});
 
+/** PUT /v2/user/active-org (spec 5.2 rule 7); GET /v2/me is `meRoute`. */
+export function mountMeRoutes(router: Router, c: AuthContext): void {
   router.put('/v2/user/active-org', async (req, res) => {
     const caller = requireUser(await loadCaller(c.collections, c.clock, req));
     const { orgSlug } = parseInput(ActiveOrgBody, req.body);

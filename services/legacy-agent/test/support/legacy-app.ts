@@ -74,7 +74,7 @@ export async function startLegacyApp(
     if (ownStore) await store.close();
   };
   return {
-    http: supertest(service.app),
+    http: supertest(service.handler),
     service,
     store,
     clock,
