@@ -112,6 +112,8 @@ export const edgeConfigSchema = z.object({
 
   /** largest request body accepted (bytes); Content-Length is checked up front, chunked bodies as they stream */
   BODY_LIMIT_BYTES: env.int(10 * 1024 * 1024, 0),
+  /** largest body of an upload route (audio transcriptions: OpenAI's 25 MiB file plus its form), checked the same way */
+  UPLOAD_BODY_LIMIT_BYTES: env.int(26 * 1024 * 1024, 0),
   /** an upstream silent for this long answers 504 */
   UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
   /** most sockets the edge opens to one upstream (kept alive between requests) */

@@ -98,7 +98,6 @@ export async function buildEdgeService(
     },
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
     maxSockets: config.UPSTREAM_MAX_SOCKETS,
-    bodyLimitBytes: config.BODY_LIMIT_BYTES,
     logger: log,
   });
   const metrics = createEdgeMetrics({
@@ -155,6 +154,7 @@ export async function buildEdgeService(
     securityHeaders: createSecurityHeaders({ hstsMaxAgeSeconds: config.HSTS_MAX_AGE_SECONDS }),
     trustProxy: compileTrustProxy(config.TRUST_PROXY),
     bodyLimitBytes: config.BODY_LIMIT_BYTES,
+    uploadLimitBytes: config.UPLOAD_BODY_LIMIT_BYTES,
     accessLogSampleRate: config.ACCESS_LOG_SAMPLE_RATE,
   });
 

@@ -111,3 +111,64 @@ describe('GET {gateway_url}/v1/quotas/usage: the edge route policy', () => {
     }
   });
 });
+
+describe('upload routes: a larger body limit than the rest', () => {
+  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
+  let gateway: Awaited<ReturnType<typeof startUpstream>>;
+  let edge: TestEdge;
+
+  beforeAll(async () => {
+    auth = await startFakeAuth();
+    gateway = await startUpstream('llm-gateway');
+    edge = await startEdge({
+      authUrl: auth.url,
+      llmQuotaUrl: gateway.url,
+      env: { BODY_LIMIT_BYTES: '1024', UPLOAD_BODY_LIMIT_BYTES: '4096' },
+    });
+  });
+  afterAll(async () => {
+    await edge.close();
+    await Promise.all([auth.close(), gateway.close()]);
+  });
+
+  const member = () => {
+    const t = accessToken();
+    auth.state.answers.set(t, () => ({
+      principal: principalOf({ org: { slug: 'acme', permissions: ['models:read'] } }),
+      expiresAt: null,
+      cacheTtlSeconds: 60,
+    }));
+    return bearer(t);
+  };
+  const post = (path: string, bytes: number, chunked = false) =>
+    request(edge.url, path, {
+      method: 'POST',
+      headers: { ...member(), 'content-type': 'multipart/form-data; boundary=x' },
+      ...(chunked ? { chunked: [Buffer.alloc(bytes, 97)] } : { body: Buffer.alloc(bytes, 97) }),
+    });
+
+  it('lets an audio upload above BODY_LIMIT_BYTES through, up to UPLOAD_BODY_LIMIT_BYTES, declared or streamed', async () => {
+    for (const chunked of [false, true]) {
+      const upload = await post('/llm/v1/audio/transcriptions', 3000, chunked);
+      expect(upload.status).toBe(200);
+      expect(upload.json).toMatchObject({ upstream: 'llm-gateway', url: '/v1/audio/transcriptions' });
+      expect(gateway.received.at(-1)?.body).toHaveLength(3000);
+    }
+  });
+
+  it('answers 413 past the upload limit there, and past the common limit everywhere else', async () => {
+    const before = gateway.received.length;
+    const tooBig = await post('/llm/v1/audio/transcriptions', 5000);
+    expect(tooBig.status).toBe(413);
+    expect(tooBig.json).toMatchObject({
+      code: 'PAYLOAD_TOO_LARGE',
+      message: expect.stringContaining('4096'),
+    });
+    const streamed = await post('/llm/v1/audio/transcriptions', 5000, true);
+    expect(streamed.status).toBe(413);
+    const chat = await post('/llm/v1/chat/completions', 3000);
+    expect(chat.status).toBe(413);
+    expect(chat.json).toMatchObject({ message: expect.stringContaining('1024') });
+    expect(gateway.received.length).toBe(before);
+  });
+});

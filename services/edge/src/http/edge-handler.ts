@@ -55,6 +55,8 @@ export interface EdgeHandlerDeps {
   /** TRUST_PROXY: whose X-Forwarded-* the edge believes */
   trustProxy: TrustProxy;
   bodyLimitBytes: number;
+  /** the body limit of upload routes (the route table's `upload`) */
+  uploadLimitBytes: number;
   accessLogSampleRate: number;
 }
 
@@ -292,7 +294,8 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     const x: Exchange = { req, res, requestId, method, view, match, route };
     const versionError = applyVersionLifecycle(x, deps.versions, clock);
     if (versionError) return sendError(res, versionError, requestId);
-    const headerError = checkHeaders(x, deps.bodyLimitBytes);
+    const bodyLimit = route.upload ? deps.uploadLimitBytes : deps.bodyLimitBytes;
+    const headerError = checkHeaders(x, bodyLimit);
     if (headerError) return sendError(res, headerError, requestId);
     const org = orgInPath(match);
     if (org instanceof NotFound) return sendError(res, org, requestId);
@@ -320,7 +323,7 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     }
 
     prepareUpstreamRequest(x, principal);
-    deps.proxy.forward(req, res, upstreamOf(match.root, match.path), requestId);
+    deps.proxy.forward(req, res, upstreamOf(match.root, match.path), requestId, bodyLimit);
   };
 
   return (req, res) => {

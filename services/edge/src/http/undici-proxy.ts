@@ -10,13 +10,18 @@ export interface UpstreamProxyOptions {
   targets: Record<UpstreamName, string>;
   timeoutMs: number;
   maxSockets: number;
-  bodyLimitBytes: number;
   logger: Logger;
 }
 
 export interface UpstreamProxy {
   /** streams the request (req.url and forwarding headers already set) to the root's service and its answer back */
-  forward(req: IncomingMessage, res: ServerResponse, root: UpstreamName, requestId: string): void;
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    root: UpstreamName,
+    requestId: string,
+    bodyLimitBytes: number,
+  ): void;
   close(): void;
 }
 
@@ -51,14 +56,18 @@ const UNREACHABLE = new Set([
   'EHOSTDOWN',
 ]);
 
-class BodyTooLarge extends Error {}
+class BodyTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`Request body exceeds ${limit} bytes`);
+  }
+}
 
 /** Streams a chunked body on, failing once it passes the limit (Content-Length bodies were checked up front). */
 async function* limitedBody(req: IncomingMessage, limit: number): AsyncGenerator<Buffer> {
   let received = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     received += chunk.length;
-    if (received > limit) throw new BodyTooLarge();
+    if (received > limit) throw new BodyTooLarge(limit);
     yield chunk;
   }
 }
@@ -93,7 +102,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     let failure: Error;
     if (err instanceof BodyTooLarge) {
       res.setHeader('connection', 'close');
-      failure = new PayloadTooLarge(`Request body exceeds ${options.bodyLimitBytes} bytes`);
+      failure = new PayloadTooLarge(err.message);
     } else if (err.code && TIMEOUTS.has(err.code)) failure = new UpstreamTimeout();
     else if (err.code && UNREACHABLE.has(err.code))
       failure = new Unavailable('Upstream service is unavailable');
@@ -104,7 +113,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
   };
 
   return {
-    forward(req, res, root, requestId) {
+    forward(req, res, root, requestId, bodyLimitBytes) {
       const headers: IncomingHttpHeaders = req.headers;
       const chunked = headers['content-length'] === undefined && headers['transfer-encoding'] !== undefined;
       for (const h of NOT_FORWARDED) if (headers[h] !== undefined) delete headers[h];
@@ -121,7 +130,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       const body = dropBody
         ? null
         : chunked
-          ? Readable.from(limitedBody(req, options.bodyLimitBytes))
+          ? Readable.from(limitedBody(req, bodyLimitBytes))
           : headers['content-length'] && headers['content-length'] !== '0'
             ? req
             : null;

@@ -22,6 +22,8 @@ export interface RouteRule {
   requireOrg?: boolean;
   permission?: string;
   rateLimit?: RateLimitRule;
+  /** a file upload: its body may reach UPLOAD_BODY_LIMIT_BYTES instead of BODY_LIMIT_BYTES (the service checks its own limit) */
+  upload?: true;
 }
 
 /** A matched rule, compiled: `name` labels metrics and keys the rate limiter. */
@@ -36,6 +38,8 @@ export interface CompiledRoute {
    * route but those the table lists as public (auth's forms and OIDC endpoints check their own tokens)
    */
   csrfHeader: boolean;
+  /** whether the body limit is the upload one (UPLOAD_BODY_LIMIT_BYTES) */
+  upload: boolean;
 }
 
 /** Default access per root when no rule matches: the legacy root validates its own credentials. */
@@ -120,6 +124,14 @@ export const ROUTES: RouteRule[] = [
   },
   { root: 'gateway', method: 'POST', path: '/v1/embeddings', requireOrg: true, permission: 'models:read' },
   { root: 'gateway', method: 'POST', path: '/v1/rerank', requireOrg: true, permission: 'models:read' },
+  {
+    root: 'gateway',
+    method: 'POST',
+    path: '/v1/audio/transcriptions',
+    requireOrg: true,
+    permission: 'models:read',
+    upload: true,
+  },
 ];
 
 /**
@@ -146,6 +158,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       permission: null,
       rateLimit: null,
       csrfHeader: true,
+      upload: false,
     };
   }
   for (const rule of rules) {
@@ -158,6 +171,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       permission: rule.permission ?? null,
       rateLimit: rule.rateLimit ?? null,
       csrfHeader: rule.access !== 'public',
+      upload: rule.upload === true,
     };
     if (path.includes('/:')) patterns.push({ root: rule.root, method, segments: path.split('/'), route });
     else exact.set(`${rule.root} ${method} ${path}`, route);
