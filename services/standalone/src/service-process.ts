@@ -53,7 +53,8 @@ export class ServiceProcess {
   /** Starts the process; resolves with its URL once it listens, rejects if it exits first. */
   start(): Promise<string> {
     const child = fork(this.deps.entry.file, [], {
-      env: { ...this.env, [CHILD_SERVICE_ENV]: this.name },
+      // two malloc arenas, as the images set (decision 0077): an operator's own value wins
+      env: { MALLOC_ARENA_MAX: '2', ...this.env, [CHILD_SERVICE_ENV]: this.name },
       execArgv: this.deps.entry.execArgv,
       // its own process group: a terminal's Ctrl-C reaches the parent only, which stops children in order
       detached: true,
