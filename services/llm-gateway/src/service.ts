@@ -126,6 +126,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       clock,
       logger,
       intervalMs: config.LLM_GATEWAY_OUTBOX_INTERVAL_MS,
+      lingerMs: config.LLM_GATEWAY_OUTBOX_LINGER_MS,
       publishTimeoutMs: config.LLM_GATEWAY_PUBLISH_TIMEOUT_MS,
       onPublished: (outcome) => events.inc({ outcome }),
     }),

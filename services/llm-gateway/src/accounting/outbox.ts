@@ -39,6 +39,8 @@ export class Outbox {
       clock: Clock;
       logger: Logger;
       intervalMs: number;
+      /** under load, at most one group write per this many ms (default 0: write as soon as the last one ended) */
+      lingerMs?: number;
       /** a publication not acknowledged within this is left to the outbox (it may still land: ids de-duplicate) */
       publishTimeoutMs: number;
       onPublished?: (outcome: 'published' | 'deferred' | 'republished') => void;
@@ -66,8 +68,9 @@ export class Outbox {
   /**
    * Stores the event, then tries to publish it at once; resolves when it has been published or left
    * in the outbox. Group commit: one group is written at a time, and the events recorded meanwhile
-   * form the next group (one append and one removal per group, however many events it holds), so
-   * the writes per event shrink as the load grows.
+   * form the next group (one append and one removal per group, however many events it holds); under
+   * load a group is written at most once per `lingerMs`, so the writes per event shrink as the load
+   * grows. Accounting runs after the answer has gone out: the wait delays no client.
    */
   record(event: LlmCompletionEvent): Promise<void> {
     const work = new Promise<void>((resolve, reject) => {
@@ -81,6 +84,7 @@ export class Outbox {
 
   private group: Waiting[] = [];
   private committing: Promise<void> | null = null;
+  private lastGroupAt = Number.NEGATIVE_INFINITY;
   /** ids published and still to remove from the outbox */
   private readonly published: string[] = [];
 
@@ -89,6 +93,11 @@ export class Outbox {
       // the events of this tick join the first group
       await new Promise<void>((resolve) => setImmediate(resolve));
       while (this.group.length > 0 || this.published.length > 0) {
+        const wait = this.lastGroupAt + (this.deps.lingerMs ?? 0) - performance.now();
+        if (wait > 0 && this.group.length < MAX_GROUP) {
+          await new Promise<void>((resolve) => setTimeout(resolve, wait));
+        }
+        this.lastGroupAt = performance.now();
         const group = this.group.splice(0, MAX_GROUP);
         // the next group is written while this one is published (a bus that is away never delays a write)
         if (group.length > 0 && (await this.store(group))) void this.publishGroup(group);
