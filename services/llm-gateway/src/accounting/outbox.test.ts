@@ -102,4 +102,36 @@ describe('usage outbox', () => {
       data.remove();
     }
   });
+
+  it('a flush leaves alone the events this instance is still publishing (no duplicate for llm-quota)', async () => {
+    const store = createEmbeddedStore();
+    const bus = createInProcessBus();
+    const published: string[] = [];
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slowBus = Object.assign(Object.create(bus) as typeof bus, {
+      publishDurable: async (_subject: string, payload: LlmCompletionEvent) => {
+        published.push(payload.id);
+        await held;
+      },
+    });
+    const outbox = outboxOn(store, slowBus);
+    try {
+      const recorded = outbox.record(event(7));
+      // stored, its publication not acknowledged yet
+      while ((await outbox.size()) === 0) await new Promise((resolve) => setImmediate(resolve));
+      await outbox.flush();
+      expect(published).toEqual([event(7).id]);
+      release();
+      await recorded;
+      await outbox.stop();
+      expect(published).toEqual([event(7).id]);
+      expect(await outbox.size()).toBe(0);
+    } finally {
+      await store.close();
+      await bus.close();
+    }
+  });
 });

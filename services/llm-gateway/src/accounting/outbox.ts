@@ -87,6 +87,11 @@ export class Outbox {
   private lastGroupAt = Number.NEGATIVE_INFINITY;
   /** ids published and still to remove from the outbox */
   private readonly published: string[] = [];
+  /**
+   * ids this instance stored and is publishing or about to remove: the timer's flush leaves them alone
+   * (publishing them again would only make duplicates for llm-quota to refuse)
+   */
+  private readonly inHand = new Set<string>();
 
   private async commitGroups(): Promise<void> {
     try {
@@ -103,7 +108,10 @@ export class Outbox {
         if (group.length > 0 && (await this.store(group))) void this.publishGroup(group);
         // what every group published meanwhile leaves the outbox in one removal
         const done = this.published.splice(0);
-        if (done.length > 0) await this.remove(done);
+        if (done.length > 0) {
+          await this.remove(done);
+          for (const id of done) this.inHand.delete(id);
+        }
       }
     } finally {
       this.committing = null;
@@ -126,6 +134,7 @@ export class Outbox {
     try {
       if (this.docs.insertMany) await this.docs.insertMany(docs);
       else for (const doc of docs) await this.docs.insertOne(doc);
+      for (const doc of docs) this.inHand.add(doc._id);
       return true;
     } catch (err) {
       for (const g of group) g.reject(err);
@@ -141,6 +150,7 @@ export class Outbox {
           this.published.push(event.id);
           this.deps.onPublished?.('published');
         } catch (err) {
+          this.inHand.delete(event.id); // the timer's flush takes it over
           this.deps.onPublished?.('deferred');
           this.deps.logger.warn(
             { err, eventId: event.id },
@@ -191,7 +201,8 @@ export class Outbox {
 
   private async drain(): Promise<void> {
     for (;;) {
-      const batch = await this.docs.find({}, { sort: { createdAt: 1 }, limit: 256 });
+      const found = await this.docs.find({}, { sort: { createdAt: 1 }, limit: 256 });
+      const batch = found.filter((doc) => !this.inHand.has(doc._id));
       if (batch.length === 0) return;
       const results = await Promise.allSettled(
         batch.map(async (doc) => {
