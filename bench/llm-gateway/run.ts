@@ -31,11 +31,6 @@ const BODY = JSON.stringify({
   model: 'sim/gpt',
   messages: [{ role: 'user', content: 'Say hello to the benchmark' }],
 });
-const STREAM_BODY = JSON.stringify({
-  model: 'sim/gpt',
-  stream: true,
-  messages: [{ role: 'user', content: 'Say hello to the benchmark' }],
-});
 
 function child(
   args: string[],
