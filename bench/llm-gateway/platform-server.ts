@@ -1,13 +1,20 @@
 /**
  * Child process of the gateway benchmark: the whole platform as `pnpm start` runs it (embedded store,
- * in-process bus), its gateway file naming the simulator at SIM_URL. Creates a user and an
- * organization on a plan whose limits the benchmark never reaches, then prints `ready <token>`.
+ * no NATS), its gateway file naming the simulators at SIM_URL (`sim/gpt`, load) and SIM_STREAM_URL
+ * (`sim/stream`, the stream measurement's simulator, which lives in the benchmark's process).
+ * Creates a user and an organization on a plan whose limits the benchmark never reaches, then prints
+ * `ready <token> <pids as JSON>`.
+ *
+ * BENCH_LAYOUT=process (default): one process per service, as `pnpm start` (decision 0037); this process
+ * is the supervisor holding the IPC bus hub. BENCH_LAYOUT=single: every service in this process
+ * (`startPlatform`, as the test suite runs it).
+ * BENCH_CPU_PROF_DIR=<dir>: each service process writes a CPU profile there (`node --cpu-prof`).
  * Usage: platform-server.ts <port> <dataDir>
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { silentLogger } from '@platform/kernel';
-import { startPlatform } from '@platform/standalone';
+import { startPlatform, startProcessPlatform } from '@platform/standalone';
 
 const BIG = 1_000_000_000_000;
 
@@ -15,39 +22,71 @@ async function main() {
   const [port, dataDir] = process.argv.slice(2) as [string, string];
   mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, 'gateway.json');
+  const model = (id: string, provider: string) => ({
+    model_id: id,
+    type: 'completion',
+    provider_config: { provider, model: 'gpt-sim' },
+    pricing: { input_per_million: 2, output_per_million: 8 },
+    parameters_billion: 8,
+  });
   writeFileSync(
     file,
     JSON.stringify({
-      providers: [{ name: 'sim', type: 'openai', baseUrl: `${process.env.SIM_URL}/v1`, apiKey: 'sk-bench' }],
-      models: [
+      providers: [
+        { name: 'sim', type: 'openai', baseUrl: `${process.env.SIM_URL}/v1`, apiKey: 'sk-bench' },
         {
-          model_id: 'sim/gpt',
-          type: 'completion',
-          provider_config: { provider: 'sim', model: 'gpt-sim' },
-          pricing: { input_per_million: 2, output_per_million: 8 },
-          parameters_billion: 8,
+          name: 'simstream',
+          type: 'openai',
+          baseUrl: `${process.env.SIM_STREAM_URL}/v1`,
+          apiKey: 'sk-bench',
         },
       ],
+      models: [model('sim/gpt', 'sim'), model('sim/stream', 'simstream')],
     }),
   );
-  const platform = await startPlatform({
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      LLM_GATEWAY_CONFIG: file,
-      LLM_QUOTA_PLANS: JSON.stringify({
-        bench: {
-          limits: { 'llm.rpm': BIG, 'llm.tpm': BIG, 'llm.monthly_tokens': BIG, 'llm.monthly_cost': BIG },
-          per_user_defaults: { rpm: BIG, tpm: BIG },
+  const env = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    LLM_GATEWAY_CONFIG: file,
+    LLM_QUOTA_PLANS: JSON.stringify({
+      bench: {
+        limits: { 'llm.rpm': BIG, 'llm.tpm': BIG, 'llm.monthly_tokens': BIG, 'llm.monthly_cost': BIG },
+        per_user_defaults: { rpm: BIG, tpm: BIG },
+      },
+    }),
+    LLM_QUOTA_DEFAULT_PLAN: 'bench',
+    PORT: port,
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+  };
+  const single = process.env.BENCH_LAYOUT === 'single';
+  const platform = single
+    ? await startPlatform({
+        env,
+        logger: silentLogger(),
+        port: Number(port),
+        host: '127.0.0.1',
+        adminPort: 0,
+      })
+    : await startProcessPlatform({
+        env,
+        logger: silentLogger(),
+        entry: {
+          file: path.join(__dirname, '..', '..', 'services', 'standalone', 'src', 'main.ts'),
+          // BENCH_CPU_PROF_DIR: every service writes a CPU profile there when it stops
+          execArgv: [
+            '--import',
+            'tsx',
+            ...(process.env.BENCH_CPU_PROF_DIR
+              ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`]
+              : []),
+          ],
         },
-      }),
-      LLM_QUOTA_DEFAULT_PLAN: 'bench',
-    },
-    logger: silentLogger(),
-    port: Number(port),
-    host: '127.0.0.1',
-  });
+      });
+  const pids: Record<string, number | undefined> = single
+    ? { platform: process.pid }
+    : { ...(platform as Awaited<ReturnType<typeof startProcessPlatform>>).pids(), supervisor: process.pid };
   const login = await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' });
   const { token } = (await login.json()) as { token: string };
   const org = await fetch(`${platform.baseUrl}/v2/orgs`, {
@@ -56,7 +95,8 @@ async function main() {
     body: JSON.stringify({ slug: 'bench-gw', name: 'Bench' }),
   });
   if (org.status !== 201) throw new Error(`org: ${org.status}`);
-  console.log(`ready ${token}`);
+  console.log(`ready ${token} ${JSON.stringify(pids)}`);
+  // stopped before the benchmark removes the data folder: every service drains and closes its store
   process.on('SIGTERM', () => platform.stop().then(() => process.exit(0)));
 }
 

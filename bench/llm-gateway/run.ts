@@ -1,18 +1,24 @@
 /**
  * LLM gateway benchmark (issue 9): the same OpenAI chat request sent to the provider simulator
- * directly, through nginx `proxy_pass`, and through the edge + llm-gateway (standalone platform,
- * embedded store, in-process bus, session JWT, governance, quotas and accounting on). The simulator
- * answers at once. Reports throughput and p50/p99 (wrk), latency at a fixed rate (schedule-based, so
- * queueing counts), and a stream's time to first chunk.
+ * directly, through nginx `proxy_pass`, and through the edge + llm-gateway (the platform as `pnpm start`
+ * runs it: one process per service, embedded store, IPC bus hub, session JWT, governance, quotas and
+ * accounting on, llm-quota counting every event). The simulator answers at once. Reports, in one run:
+ * - throughput and p50/p99 (wrk), with the CPU time per request of every platform process (from /proc);
+ * - latency at a fixed rate (schedule-based, so queueing counts);
+ * - streams, one at a time, on one clock (a second simulator in this process): the time before the
+ *   provider is called (client send -> simulator receives the request), the forwarding of the first
+ *   chunk (simulator writes it -> client receives it), and the whole time to first chunk.
  *
- *   flock /tmp/bench.lock npx tsx bench/llm-gateway/run.ts     # BENCH_SECONDS=10, BENCH_RATE=500
+ *   BENCH_SECONDS=5 flock /tmp/bench.lock npx tsx bench/llm-gateway/run.ts
+ *   # BENCH_SECONDS=10, BENCH_RATE=500, BENCH_CONNECTIONS=50, BENCH_STREAMS=300,
+ *   # BENCH_LAYOUT=process (default) | single (every service in one process, as the tests run it)
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '@platform/testkit';
+import { freePort, startProviderSimulator } from '@platform/testkit';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -23,11 +29,6 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));
 const children: ChildProcess[] = [];
 const BODY = JSON.stringify({
   model: 'sim/gpt',
-  messages: [{ role: 'user', content: 'Say hello to the benchmark' }],
-});
-const STREAM_BODY = JSON.stringify({
-  model: 'sim/gpt',
-  stream: true,
   messages: [{ role: 'user', content: 'Say hello to the benchmark' }],
 });
 
@@ -90,7 +91,7 @@ function cpuOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
-function wrk(url: string, headers: Record<string, string>, pid?: number) {
+function wrk(url: string, headers: Record<string, string>, pids?: Record<string, number>) {
   const script = path.join(dir, 'post.lua');
   const lines = [
     `wrk.method = "POST"`,
@@ -99,7 +100,7 @@ function wrk(url: string, headers: Record<string, string>, pid?: number) {
   ];
   for (const [k, v] of Object.entries(headers)) lines.push(`wrk.headers["${k}"] = "${v}"`);
   writeFileSync(script, lines.join('\n'));
-  const cpuBefore = pid ? cpuOf(pid) : 0;
+  const cpuBefore = Object.fromEntries(Object.entries(pids ?? {}).map(([name, pid]) => [name, cpuOf(pid)]));
   const out = execFileSync(
     'wrk',
     ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', script, url],
@@ -110,8 +111,11 @@ function wrk(url: string, headers: Record<string, string>, pid?: number) {
   const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
   if (non2xx) throw new Error(`${url}: ${non2xx[1]} non-2xx answers\n${out}`);
   const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+  const cpu = Object.fromEntries(
+    Object.entries(pids ?? {}).map(([name, pid]) => [name, (cpuOf(pid) - cpuBefore[name]!) / requests]),
+  );
   return {
-    cpuUsPerRequest: pid ? (cpuOf(pid) - cpuBefore) / requests : null,
+    cpuUsPerRequest: pids ? cpu : null,
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
     p50: /\s50%\s+(\S+)/.exec(out)?.[1] ?? '?',
     p99: /\s99%\s+(\S+)/.exec(out)?.[1] ?? '?',
@@ -178,48 +182,59 @@ async function fixedRate(url: string, headers: Record<string, string>, rate: num
   return { ...quantiles(latencies), failures };
 }
 
-/** Time to the first SSE `data:` frame of a stream, one stream at a time. */
-async function firstChunk(url: string, headers: Record<string, string>, n: number) {
+/** The stream simulator's clock readings of the stream in flight (one at a time). */
+const streamMarks = { request: 0, frame: 0 };
+
+/**
+ * Streams one at a time. Per stream, on this process's clock: `before` = client send -> the simulator
+ * receives the request (everything done before the provider is called), `forward` = the simulator
+ * writes the first chunk -> the client receives it, `ttfb` = client send -> first chunk received.
+ */
+async function streams(url: string, headers: Record<string, string>, body: string, n: number) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const target = new URL(url);
-  const times: number[] = [];
+  const before: number[] = [];
+  const forward: number[] = [];
+  const ttfb: number[] = [];
   for (let i = 0; i < n; i++) {
-    times.push(
-      await new Promise<number>((resolve, reject) => {
-        const t0 = performance.now();
-        let got = false;
-        const req = http.request(
-          {
-            method: 'POST',
-            host: target.hostname,
-            port: target.port,
-            path: target.pathname,
-            headers: {
-              ...headers,
-              'content-type': 'application/json',
-              'content-length': Buffer.byteLength(STREAM_BODY),
-            },
-            agent,
+    await new Promise<void>((resolve, reject) => {
+      streamMarks.request = 0;
+      streamMarks.frame = 0;
+      const t0 = performance.now();
+      let got = false;
+      const req = http.request(
+        {
+          method: 'POST',
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          headers: {
+            ...headers,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
           },
-          (res) => {
-            res.on('data', (d: Buffer) => {
-              if (!got && d.toString().includes('data:')) {
-                got = true;
-                resolve(performance.now() - t0);
-              }
-            });
-            res.on('end', () => {
-              if (!got) reject(new Error(`no chunk (${res.statusCode})`));
-            });
-          },
-        );
-        req.on('error', reject);
-        req.end(STREAM_BODY);
-      }),
-    );
+          agent,
+        },
+        (res) => {
+          res.on('data', (d: Buffer) => {
+            if (!got && d.toString().includes('data:')) {
+              const at = performance.now();
+              got = true;
+              before.push(streamMarks.request - t0);
+              forward.push(at - streamMarks.frame);
+              ttfb.push(at - t0);
+            }
+          });
+          res.on('end', () => (got ? resolve() : reject(new Error(`no chunk (${res.statusCode})`))));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
   }
   agent.destroy();
-  return quantiles(times.slice(Math.floor(n / 10)));
+  const kept = (v: number[]) => quantiles(v.slice(Math.floor(n / 10)));
+  return { before: kept(before), forward: kept(forward), ttfb: kept(ttfb) };
 }
 
 async function main() {
@@ -229,33 +244,60 @@ async function main() {
     { SIM_PORT: String(simPort) },
     /^http/,
   );
+  // the stream measurement's simulator, on this process's clock
+  const streamSim = await startProviderSimulator({
+    observe: {
+      request: () => {
+        streamMarks.request = performance.now();
+      },
+      frame: (i) => {
+        if (i === 0) streamMarks.frame = performance.now();
+      },
+    },
+  });
+  closers.push(() => streamSim.close());
   await startNginx(nginxPort, simPort);
   const platform = await child(
     [path.join(__dirname, 'platform-server.ts'), String(edgePort), path.join(dir, 'data')],
-    { SIM_URL: `http://127.0.0.1:${simPort}` },
+    { SIM_URL: `http://127.0.0.1:${simPort}`, SIM_STREAM_URL: streamSim.url },
     /^ready /,
   );
-  const token = platform.line.split(' ')[1]!;
-  const targets: Array<{ name: string; url: string; headers: Record<string, string>; pid?: number }> = [
+  const [, token, pidsJson] = platform.line.split(' ') as [string, string, string];
+  const pids = JSON.parse(pidsJson) as Record<string, number>;
+  const auth = { authorization: `Bearer ${token}` };
+  const targets: Array<{
+    name: string;
+    url: string;
+    headers: Record<string, string>;
+    pids?: Record<string, number>;
+  }> = [
     { name: 'simulator direct', url: `http://127.0.0.1:${simPort}/v1/chat/completions`, headers: {} },
     { name: 'nginx proxy_pass', url: `http://127.0.0.1:${nginxPort}/v1/chat/completions`, headers: {} },
     {
       name: 'edge + llm-gateway',
-      pid: platform.proc.pid,
+      pids,
       url: `http://127.0.0.1:${edgePort}/llm/v1/chat/completions`,
-      headers: { authorization: `Bearer ${token}` },
+      headers: auth,
     },
   ];
+  console.log(
+    `layout: ${process.env.BENCH_LAYOUT ?? 'process'}; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   // warm-up
   for (const t of targets) await fixedRate(t.url, t.headers, 100, 2);
 
   console.log(`\n## throughput (wrk -t1 -c${CONNECTIONS} -d${SECONDS}s, non-streaming chat)`);
   for (const t of targets) {
-    const r = wrk(t.url, t.headers, t.pid);
-    const cpu = r.cpuUsPerRequest === null ? '' : `  platform CPU ${r.cpuUsPerRequest.toFixed(0)} µs/req`;
-    console.log(
-      `${t.name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50}  p99 ${r.p99}${cpu}`,
-    );
+    const r = wrk(t.url, t.headers, t.pids);
+    console.log(`${t.name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50}  p99 ${r.p99}`);
+    if (r.cpuUsPerRequest) {
+      const parts = Object.entries(r.cpuUsPerRequest).map(([name, us]) => `${name} ${us.toFixed(0)}`);
+      const total = Object.values(r.cpuUsPerRequest).reduce((a, b) => a + b, 0);
+      console.log(`${''.padEnd(20)} CPU µs/request: ${parts.join(', ')}; total ${total.toFixed(0)}`);
+    }
   }
   console.log(`\n## fixed rate ${RATE} req/s for ${SECONDS}s (latency from the scheduled time)`);
   const fixed: Record<string, { p50: number; p99: number }> = {};
@@ -272,18 +314,54 @@ async function main() {
     `added by edge + gateway: p50 ${(gw.p50 - direct.p50).toFixed(2)} ms, p99 ${(gw.p99 - direct.p99).toFixed(2)} ms`,
   );
 
-  console.log(`\n## stream: time to first chunk (${STREAMS} streams one at a time, first 10% dropped)`);
-  const ttfb: Record<string, { p50: number; p99: number }> = {};
-  for (const t of targets) {
-    const r = await firstChunk(t.url, t.headers, STREAMS);
-    ttfb[t.name] = r;
-    console.log(`${t.name.padEnd(20)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`);
-  }
-  const s = ttfb['edge + llm-gateway']!;
-  const d = ttfb['simulator direct']!;
   console.log(
-    `added before the first chunk: p50 ${(s.p50 - d.p50).toFixed(2)} ms, p99 ${(s.p99 - d.p99).toFixed(2)} ms`,
+    `\n## streams (${STREAMS} one at a time, first 10% dropped; one clock, simulator in this process)`,
   );
+  const streamBody = (model: string) =>
+    JSON.stringify({
+      model,
+      stream: true,
+      messages: [{ role: 'user', content: 'Say hello to the benchmark' }],
+    });
+  const viaSim = await streams(`${streamSim.url}/v1/chat/completions`, {}, streamBody('gpt-sim'), STREAMS);
+  const viaGw = await streams(
+    `http://127.0.0.1:${edgePort}/llm/v1/chat/completions`,
+    auth,
+    streamBody('sim/stream'),
+    STREAMS,
+  );
+  const line = (name: string, q: { p50: number; p99: number }, base: { p50: number; p99: number }) =>
+    console.log(
+      `${name.padEnd(52)} p50 ${q.p50.toFixed(2)} ms  p99 ${q.p99.toFixed(2)} ms  (direct p50 ${base.p50.toFixed(2)}, p99 ${base.p99.toFixed(2)})`,
+    );
+  line('before the provider is called (send -> provider)', viaGw.before, viaSim.before);
+  line('first chunk forwarded (provider writes -> client)', viaGw.forward, viaSim.forward);
+  line('time to first chunk (send -> first chunk)', viaGw.ttfb, viaSim.ttfb);
+  console.log(
+    `added by edge + gateway: first-chunk forwarding p50 ${(viaGw.forward.p50 - viaSim.forward.p50).toFixed(2)} ms, p99 ${(viaGw.forward.p99 - viaSim.forward.p99).toFixed(2)} ms; time to first chunk p50 ${(viaGw.ttfb.p50 - viaSim.ttfb.p50).toFixed(2)} ms, p99 ${(viaGw.ttfb.p99 - viaSim.ttfb.p99).toFixed(2)} ms`,
+  );
+}
+
+const closers: Array<() => Promise<void>> = [];
+
+/** Stops every child and waits for it to exit (the platform closes its stores), then removes the data. */
+async function teardown() {
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          const force = setTimeout(() => c.kill('SIGKILL'), 20_000);
+          c.once('exit', () => {
+            clearTimeout(force);
+            resolve();
+          });
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
+  for (const close of closers) await close();
+  rmSync(dir, { recursive: true, force: true });
 }
 
 main()
@@ -291,7 +369,4 @@ main()
     console.error(err);
     process.exitCode = 1;
   })
-  .finally(() => {
-    for (const c of children) c.kill('SIGTERM');
-    setTimeout(() => rmSync(dir, { recursive: true, force: true }), 500);
-  });
+  .finally(() => teardown());

@@ -27,6 +27,12 @@ export interface EmbeddedStoreOptions {
   dataDir?: string;
   /** how often the append-only files are rewritten without superseded lines (ms); 0 disables */
   compactionIntervalMs?: number;
+  /**
+   * Told of a failure of the store's own background work (a compaction, an index build) that no
+   * caller awaits; such a failure never becomes an unhandled rejection. Default: ignored (the next
+   * write or ping reports the folder's state to its caller).
+   */
+  onBackgroundError?: (err: unknown, collection: string) => void;
 }
 
 /**
@@ -75,11 +81,14 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
    * so no unacknowledged write is ever read and nothing read is lost at the next start.
    */
   private broken: unknown = null;
+  private compaction: NodeJS.Timeout | undefined;
+  private readonly onBackgroundError: (err: unknown) => void;
 
   constructor(
     readonly name: string,
     options: EmbeddedStoreOptions,
   ) {
+    this.onBackgroundError = (err) => options.onBackgroundError?.(err, name);
     const filename = options.dataDir ? path.join(options.dataDir, `${name}.db`) : undefined;
     // Owner-only files and folders: collections hold secrets (signing keys, hashes, sessions).
     this.filename = filename;
@@ -90,8 +99,26 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     });
     if (filename && existsSync(filename)) chmodSync(filename, 0o600);
     this.loaded = this.ds.loadDatabaseAsync();
+    // awaited by every operation, which reports a failed load to its caller; never unhandled
+    this.loaded.catch(() => undefined);
     const interval = options.compactionIntervalMs ?? 10 * 60_000;
-    if (filename && interval > 0) this.ds.setAutocompactionInterval(interval);
+    // Our own timer rather than NeDB's autocompaction, whose failures (the folder removed or
+    // unwritable) are unhandled rejections that end the process.
+    if (filename && interval > 0) {
+      this.compaction = setInterval(() => void this.compact(), interval);
+      this.compaction.unref();
+    }
+  }
+
+  /** Rewrites the file without superseded lines, under the write lock; a failure is reported, never thrown. */
+  private compact(): Promise<void> {
+    return this.writes
+      .run(async () => {
+        await this.loaded;
+        if (this.broken) return;
+        await this.ds.compactDatafileAsync();
+      })
+      .catch(this.onBackgroundError);
   }
 
   ensureIndexes(indexes: IndexSpec[]): void {
@@ -100,22 +127,23 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       const key = `${fields.sort().join(',')}|${index.unique ? 'u' : ''}`;
       if (this.indexKeys.has(key)) continue;
       this.indexKeys.add(key);
-      void this.writes.run(async () => {
-        await this.loaded;
-        await this.ds.ensureIndexAsync({
-          fieldName: fields.length === 1 ? fields[0]! : fields,
-          unique: index.unique ?? false,
-          expireAfterSeconds: index.expireAfterSeconds,
-        });
-      });
+      void this.writes
+        .run(async () => {
+          await this.loaded;
+          await this.ds.ensureIndexAsync({
+            fieldName: fields.length === 1 ? fields[0]! : fields,
+            unique: index.unique ?? false,
+            expireAfterSeconds: index.expireAfterSeconds,
+          });
+        })
+        .catch(this.onBackgroundError);
     }
   }
 
   async close(): Promise<void> {
-    await this.writes.run(async () => {
-      await this.loaded;
-      this.ds.stopAutocompaction();
-    });
+    clearInterval(this.compaction);
+    // every write queued before the close ends first (a failed load has nothing left to close)
+    await this.writes.run(() => this.loaded).catch(() => undefined);
   }
 
   private write<R>(task: () => Promise<R>): Promise<R> {

@@ -35,10 +35,12 @@ export const llmGatewayConfigSchema = z.object({
   LLM_GATEWAY_RETRY_BASE_MS: env.int(200, 0),
   /** a provider's Retry-After longer than this is not waited for: failover (or the error) comes first (ms) */
   LLM_GATEWAY_RETRY_MAX_WAIT_MS: env.int(5_000, 0),
-  /** how long an organization's quota settings are cached by one instance (ms) */
+  /** how long an organization's quota settings are fresh in one instance (ms); for one more such time they answer while a refresh runs */
   LLM_GATEWAY_SETTINGS_TTL_MS: env.int(5_000, 0),
   /** how often the outbox retries publishing events the bus refused (ms) */
   LLM_GATEWAY_OUTBOX_INTERVAL_MS: env.int(1_000, 50),
+  /** under load, the outbox writes its events in at most one group per this many ms (an event alone is written at once); 0: no wait */
+  LLM_GATEWAY_OUTBOX_LINGER_MS: env.int(10, 0),
   /** a usage event the bus has not acknowledged within this stays in the outbox for a later try (ms) */
   LLM_GATEWAY_PUBLISH_TIMEOUT_MS: env.int(2_000, 10),
   /** grid emission factor for the carbon estimate (kgCO2eq per kWh; default: world average) */

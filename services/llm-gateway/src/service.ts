@@ -23,8 +23,7 @@ import { authorizeInference, type GatewayContext } from './inference/gateway-con
 import { llmGatewayApiDocument } from './openapi';
 import { defaultAdapterFactory } from './provider-factory';
 import { Admission } from './quota/admission';
-import { counterStoreFor } from './quota/counter-store';
-import { MonthCounters } from './quota/month-counters';
+import { type QuotaCounters, quotaCountersFor } from './quota/counters';
 import { OrgSettingsSource } from './quota/org-settings';
 import { StoreRateLimiter } from './quota/store-rate-limiter';
 import { mountAudio } from './routes/audio';
@@ -41,12 +40,12 @@ import { mountSmokeTest } from './routes/smoke-test';
 export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
   store: Store;
   bus: Bus;
-  /** HTTP client for providers and llm-quota (tests may inject one); default: global fetch */
+  /** HTTP client for providers and llm-quota (tests may inject one); default: undici's request for providers, global fetch for llm-quota */
   fetch?: typeof fetch;
   /** builds provider adapters (default: the provider layer's factory) */
   createAdapter?: AdapterFactory;
-  /** where rate windows and month counters live (default: see counterStoreFor) */
-  counterStore?: Store;
+  /** the rate windows and month counters (default: quotaCountersFor the store) */
+  counters?: QuotaCounters;
   /** environment read for providers' `apiKeyEnv` (default: process.env) */
   env?: Record<string, string | undefined>;
 }
@@ -81,7 +80,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
   const catalogue = new Catalogue({
     collections: catalogueCollections(store),
     box,
-    createAdapter: deps.createAdapter ?? defaultAdapterFactory({ fetch: doFetch, clock }),
+    createAdapter: deps.createAdapter ?? defaultAdapterFactory({ fetch: deps.fetch, clock }),
     logger,
     defaults: gatewayFileOf(config).defaults,
   });
@@ -102,9 +101,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       }
     },
   });
-  const counters = deps.counterStore ?? counterStoreFor(store);
-  const limiter = (name: string) =>
-    new StoreRateLimiter({ store: counters, clock, keyPrefix: `llm:${name}`, durationSeconds: 60 });
+  const counters = deps.counters ?? quotaCountersFor(store, clock);
   const context: GatewayContext = {
     config,
     clock,
@@ -119,8 +116,8 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       fetch: doFetch,
     }),
     admission: new Admission({
-      limiters: { requests: limiter('rpm'), tokens: limiter('tpm') },
-      months: new MonthCounters(counters, clock),
+      limiters: { requests: counters.requests, tokens: counters.tokens },
+      months: counters.months,
       clock,
     }),
     outbox: new Outbox({
@@ -129,6 +126,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       clock,
       logger,
       intervalMs: config.LLM_GATEWAY_OUTBOX_INTERVAL_MS,
+      lingerMs: config.LLM_GATEWAY_OUTBOX_LINGER_MS,
       publishTimeoutMs: config.LLM_GATEWAY_PUBLISH_TIMEOUT_MS,
       onPublished: (outcome) => events.inc({ outcome }),
     }),
@@ -246,7 +244,7 @@ export async function createLlmGatewayService(
         unsubscribes.push(() => clearInterval(poll));
       }
       context.outbox.start();
-      void context.outbox.flush();
+      void context.outbox.flushQuietly();
       started = true;
     },
     async stop() {

@@ -34,6 +34,16 @@ export const TEST_PLANS = {
     },
     per_user_defaults: { rpm: 3 },
   },
+  /** an org rpm of 50 and no per-user limit (two instances against one limit) */
+  rpm50: {
+    limits: {
+      'llm.rpm': 50,
+      'llm.tpm': 100_000_000,
+      'llm.monthly_tokens': 1_000_000_000,
+      'llm.monthly_cost': 1_000_000,
+    },
+    per_user_defaults: {},
+  },
   budget: {
     limits: {
       'llm.rpm': 100_000,

@@ -64,6 +64,8 @@ export const llmQuotaConfigSchema = z
     LLM_QUOTA_CONSUMER_CONCURRENCY: env.int(2_048, 1),
     /** most events counted in one batch */
     LLM_QUOTA_BATCH_MAX: env.int(1_024, 1),
+    /** a batch starts at most once per this many ms under load (an event alone is counted at once); 0: no wait */
+    LLM_QUOTA_BATCH_LINGER_MS: env.int(25, 0),
     /** delay before a message that could not be counted is delivered again (ms) */
     LLM_QUOTA_RETRY_DELAY_MS: env.int(1_000, 0),
     /** an event whose occurredAt is older than this when it arrives is not counted: it goes to the dead letters */

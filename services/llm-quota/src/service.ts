@@ -65,7 +65,12 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     leaseMs: config.LLM_QUOTA_BATCH_LEASE_MS,
     logger,
   });
-  const batcher = new UsageBatcher(writer, config.LLM_QUOTA_BATCH_MAX, (size) => batchSize.observe(size));
+  const batcher = new UsageBatcher(
+    writer,
+    config.LLM_QUOTA_BATCH_MAX,
+    (size) => batchSize.observe(size),
+    config.LLM_QUOTA_BATCH_LINGER_MS,
+  );
   const consumer = new UsageConsumer({
     bus,
     batcher,

@@ -23,6 +23,15 @@ export interface ProviderSimulatorOptions {
   defaultEmbeddingDimensions?: number;
   /** ids listed by `GET /v1/models` */
   models?: string[];
+  /**
+   * Observers for benchmarks measuring what happens between a client and the simulator on one clock
+   * (the simulator in the benchmark's process): `request` when a request's headers arrive, `frame`
+   * right after the i-th frame of a stream was handed to the socket.
+   */
+  observe?: {
+    request?(path: string): void;
+    frame?(index: number): void;
+  };
 }
 
 export interface SimulatedRequest {
@@ -174,6 +183,7 @@ export async function startProviderSimulator(
       const size = rule.splitFramesBytes;
       if (!size) {
         res.write(frame);
+        options.observe?.frame?.(i);
         continue;
       }
       for (let at = 0; at < frame.length; at += size) {
@@ -296,6 +306,7 @@ export async function startProviderSimulator(
   }
 
   const server = createServer((req, res) => {
+    options.observe?.request?.(req.url ?? '/');
     const parsed = new URL(req.url ?? '/', 'http://simulator');
     const method = req.method ?? 'GET';
     const file = /^\/files\/([\w.-]+)$/.exec(parsed.pathname);

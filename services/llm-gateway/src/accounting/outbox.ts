@@ -3,6 +3,15 @@ import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import type { Clock, Logger } from '@platform/kernel';
 import type { Collection, Doc, Store } from '@platform/store';
 
+/** the most events one group commit writes (one append of the embedded engine, one insertMany) */
+const MAX_GROUP = 512;
+
+interface Waiting {
+  event: LlmCompletionEvent;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 interface OutboxDoc extends Doc {
   event: LlmCompletionEvent;
   createdAt: Date;
@@ -30,6 +39,8 @@ export class Outbox {
       clock: Clock;
       logger: Logger;
       intervalMs: number;
+      /** under load, at most one group write per this many ms (default 0: write as soon as the last one ended) */
+      lingerMs?: number;
       /** a publication not acknowledged within this is left to the outbox (it may still land: ids de-duplicate) */
       publishTimeoutMs: number;
       onPublished?: (outcome: 'published' | 'deferred' | 'republished') => void;
@@ -56,41 +67,90 @@ export class Outbox {
 
   /**
    * Stores the event, then tries to publish it at once; resolves when it has been published or left
-   * in the outbox. Events recorded in the same tick are stored together (one write for the group).
+   * in the outbox. Group commit: one group is written at a time, and the events recorded meanwhile
+   * form the next group (one append and one removal per group, however many events it holds); under
+   * load a group is written at most once per `lingerMs`, so the writes per event shrink as the load
+   * grows. Accounting runs after the answer has gone out: the wait delays no client.
    */
   record(event: LlmCompletionEvent): Promise<void> {
     const work = new Promise<void>((resolve, reject) => {
       this.group.push({ event, resolve, reject });
-      if (this.group.length === 1) setImmediate(() => void this.commitGroup());
+      if (!this.committing) this.committing = this.commitGroups();
     });
     this.pending.add(work);
     void work.finally(() => this.pending.delete(work)).catch(() => undefined);
     return work;
   }
 
-  private group: Array<{ event: LlmCompletionEvent; resolve: () => void; reject: (err: unknown) => void }> =
-    [];
+  private group: Waiting[] = [];
+  private committing: Promise<void> | null = null;
+  private lastGroupAt = Number.NEGATIVE_INFINITY;
+  /** ids published and still to remove from the outbox */
+  private readonly published: string[] = [];
+  /**
+   * ids this instance stored and is publishing or about to remove: the timer's flush leaves them alone
+   * (publishing them again would only make duplicates for llm-quota to refuse)
+   */
+  private readonly inHand = new Set<string>();
 
-  private async commitGroup(): Promise<void> {
-    const group = this.group;
-    this.group = [];
+  private async commitGroups(): Promise<void> {
+    try {
+      // the events of this tick join the first group
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      while (this.group.length > 0 || this.published.length > 0) {
+        const wait = this.lastGroupAt + (this.deps.lingerMs ?? 0) - performance.now();
+        if (wait > 0 && this.group.length < MAX_GROUP) {
+          await new Promise<void>((resolve) => setTimeout(resolve, wait));
+        }
+        this.lastGroupAt = performance.now();
+        const group = this.group.splice(0, MAX_GROUP);
+        // the next group is written while this one is published (a bus that is away never delays a write)
+        if (group.length > 0 && (await this.store(group))) void this.publishGroup(group);
+        // what every group published meanwhile leaves the outbox in one removal
+        const done = this.published.splice(0);
+        if (done.length > 0) {
+          await this.remove(done);
+          for (const id of done) this.inHand.delete(id);
+        }
+      }
+    } finally {
+      this.committing = null;
+    }
+  }
+
+  private async remove(ids: string[]): Promise<void> {
+    try {
+      await this.docs.deleteMany({ _id: { $in: ids } });
+    } catch (err) {
+      // Left in the outbox: published again later under the same id, which is refused as a duplicate.
+      this.deps.logger.warn({ err }, 'outbox: published events could not be removed yet');
+    }
+  }
+
+  /** one write for the group; false (and the group's promises rejected) when the store refused it */
+  private async store(group: Waiting[]): Promise<boolean> {
     const now = this.deps.clock.now();
     const docs = group.map(({ event }) => ({ _id: event.id, event, createdAt: now, attempts: 0 }));
     try {
       if (this.docs.insertMany) await this.docs.insertMany(docs);
       else for (const doc of docs) await this.docs.insertOne(doc);
+      for (const doc of docs) this.inHand.add(doc._id);
+      return true;
     } catch (err) {
       for (const g of group) g.reject(err);
-      return;
+      return false;
     }
-    const published: string[] = [];
+  }
+
+  private async publishGroup(group: Waiting[]): Promise<void> {
     await Promise.all(
       group.map(async ({ event }) => {
         try {
           await this.publish(event);
-          published.push(event.id);
+          this.published.push(event.id);
           this.deps.onPublished?.('published');
         } catch (err) {
+          this.inHand.delete(event.id); // the timer's flush takes it over
           this.deps.onPublished?.('deferred');
           this.deps.logger.warn(
             { err, eventId: event.id },
@@ -99,26 +159,29 @@ export class Outbox {
         }
       }),
     );
-    try {
-      if (published.length > 0) await this.docs.deleteMany({ _id: { $in: published } });
-    } catch (err) {
-      // Left in the outbox: published again later under the same id, which is refused as a duplicate.
-      this.deps.logger.warn({ err }, 'outbox: published events could not be removed yet');
-    }
+    if (this.published.length > 0 && !this.committing) this.committing = this.commitGroups();
     for (const g of group) g.resolve();
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.flush(), this.deps.intervalMs);
+    this.timer = setInterval(() => void this.flushQuietly(), this.deps.intervalMs);
     this.timer.unref();
-    this.unsubscribe = this.deps.bus.onReconnect(() => void this.flush());
+    this.unsubscribe = this.deps.bus.onReconnect(() => void this.flushQuietly());
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.unsubscribe?.();
     await Promise.allSettled([...this.pending]);
-    await this.flushing;
+    await this.committing;
+    await this.flushing?.catch(() => undefined);
+  }
+
+  /** A flush nobody awaits (timer, reconnection): a store that cannot serve is logged, never thrown. */
+  flushQuietly(): Promise<void> {
+    return this.flush().catch((err: unknown) =>
+      this.deps.logger.warn({ err }, 'outbox: waiting events could not be read; next try on the timer'),
+    );
   }
 
   /** how many events wait for the bus */
@@ -138,7 +201,8 @@ export class Outbox {
 
   private async drain(): Promise<void> {
     for (;;) {
-      const batch = await this.docs.find({}, { sort: { createdAt: 1 }, limit: 256 });
+      const found = await this.docs.find({}, { sort: { createdAt: 1 }, limit: 256 });
+      const batch = found.filter((doc) => !this.inHand.has(doc._id));
       if (batch.length === 0) return;
       const results = await Promise.allSettled(
         batch.map(async (doc) => {

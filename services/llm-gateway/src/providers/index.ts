@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from '@platform/kernel';
 import { createAnthropicAdapter } from './anthropic/anthropic-adapter';
+import { fetchTransport, undiciTransport } from './http/transport';
 import { createMockAdapter } from './mock/mock-adapter';
 import { createOpenAiAdapter } from './openai/openai-adapter';
 import type { ProviderAdapter, ProviderSpec } from './types';
@@ -13,12 +14,13 @@ export function createProviderAdapter(
   deps: { fetch?: typeof fetch; clock?: Clock } = {},
 ): ProviderAdapter {
   const clock = deps.clock ?? systemClock;
-  const fetchImpl = deps.fetch ?? globalThis.fetch;
+  // an injected fetch (tests script answers with it); else undici's request, cheaper than fetch
+  const send = deps.fetch ? fetchTransport(deps.fetch) : undiciTransport;
   switch (spec.type) {
     case 'openai':
-      return createOpenAiAdapter(spec, { fetch: fetchImpl, clock });
+      return createOpenAiAdapter(spec, { send, clock });
     case 'anthropic':
-      return createAnthropicAdapter(spec, { fetch: fetchImpl, clock });
+      return createAnthropicAdapter(spec, { send, clock });
     case 'mock':
       return createMockAdapter(spec, { clock });
     default:

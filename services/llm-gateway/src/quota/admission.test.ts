@@ -1,6 +1,7 @@
 import { ManualClock, RateLimited } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
 import { Admission, MonthlyBudgetExhausted } from './admission';
+import { type QuotaCounters, quotaCountersFor } from './counters';
 import { MonthCounters } from './month-counters';
 import type { OrgGatewaySettings } from './org-settings';
 import { StoreRateLimiter } from './store-rate-limiter';
@@ -23,20 +24,29 @@ const settings = (
 // Rate windows carry a TTL index the store applies on the real clock: tests that use them run at the
 // real time (the manual clock still moves windows forward).
 
-/** One gateway instance's admission over a store shared with the others. */
-const instance = (store: Store, clock: ManualClock) =>
-  new Admission({
-    limiters: {
-      requests: new StoreRateLimiter({ store, clock, keyPrefix: 'rpm', durationSeconds: 60 }),
-      tokens: new StoreRateLimiter({ store, clock, keyPrefix: 'tpm', durationSeconds: 60 }),
-    },
-    months: new MonthCounters(store, clock),
-    clock,
-  });
+/** The counters on the store's documents (what MongoDB runs). */
+const onDocuments = (store: Store, clock: ManualClock): QuotaCounters => ({
+  requests: new StoreRateLimiter({ store, clock, keyPrefix: 'rpm', durationSeconds: 60 }),
+  tokens: new StoreRateLimiter({ store, clock, keyPrefix: 'tpm', durationSeconds: 60 }),
+  months: new MonthCounters(store, clock),
+});
 
 const caller = { orgSlug: 'acme', userId: 'u1', roleSlug: 'member' };
 
-describe('quota admission on the shared store', () => {
+describe.each([
+  ['documents of the shared store (MongoDB)', onDocuments],
+  ['maps of the process owning the embedded store', quotaCountersFor],
+])('quota admission with counters in %s', (_name, countersFor) => {
+  /** One gateway instance's admission over a store shared with the others. */
+  const instance = (store: Store, clock: ManualClock) => {
+    const counters = countersFor(store, clock);
+    return new Admission({
+      limiters: { requests: counters.requests, tokens: counters.tokens },
+      months: counters.months,
+      clock,
+    });
+  };
+
   it('two instances sharing one store admit exactly the org rpm out of 200 concurrent requests', async () => {
     const store = createEmbeddedStore();
     const clock = new ManualClock(Date.now());

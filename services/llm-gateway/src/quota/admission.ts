@@ -1,8 +1,7 @@
 import { type Clock, RateLimited } from '@platform/kernel';
-import type { RateLimiterRes } from 'rate-limiter-flexible';
-import { type MonthCounters, secondsToNextMonth } from './month-counters';
+import type { QuotaCounters, RateWindows, WindowCount } from './counters';
+import { secondsToNextMonth } from './month-counters';
 import type { OrgGatewaySettings, UserQuota } from './org-settings';
-import type { StoreRateLimiter } from './store-rate-limiter';
 
 export const COST_SCALE = 1_000_000;
 
@@ -52,10 +51,7 @@ export function userLimit(
   return typeof d === 'number' ? d : null;
 }
 
-export interface Limiters {
-  requests: StoreRateLimiter;
-  tokens: StoreRateLimiter;
-}
+export type Limiters = Pick<QuotaCounters, 'requests' | 'tokens'>;
 
 /** What an admitted request holds until it settles: the tokens it reserved in every window. */
 export class Ticket {
@@ -64,7 +60,7 @@ export class Ticket {
   private monthTokens: number;
 
   constructor(
-    private readonly deps: { limiters: Limiters; months: MonthCounters },
+    private readonly deps: { limiters: Limiters; months: QuotaCounters['months'] },
     readonly caller: Caller,
     private readonly reservedTokens: number,
     private readonly tokenKeys: string[],
@@ -110,7 +106,7 @@ export class Ticket {
  * more than a limit.
  */
 export class Admission {
-  constructor(private readonly deps: { limiters: Limiters; months: MonthCounters; clock: Clock }) {}
+  constructor(private readonly deps: { limiters: Limiters; months: QuotaCounters['months']; clock: Clock }) {}
 
   async admit(
     settings: OrgGatewaySettings,
@@ -122,7 +118,7 @@ export class Admission {
     const undo: Array<() => Promise<unknown>> = [];
     const rollback = () => Promise.all(undo.map((u) => u()));
     const userKey = caller.userId === null ? null : `${caller.orgSlug}|${caller.userId}`;
-    const windows: Array<{ limiter: StoreRateLimiter; key: string; points: number; limit: number | null }> = [
+    const windows: Array<{ limiter: RateWindows; key: string; points: number; limit: number | null }> = [
       {
         limiter: limiters.requests,
         key: caller.orgSlug,
@@ -152,7 +148,7 @@ export class Admission {
       for (const w of windows) {
         // Token windows are counted even without a limit: a limit set later then sees the minute's use.
         if (w.limit === null && w.limiter === limiters.requests) continue;
-        const res: RateLimiterRes = await w.limiter.consume(w.key, w.points);
+        const res: WindowCount = await w.limiter.consume(w.key, w.points);
         undo.push(() => w.limiter.reward(w.key, w.points));
         if (w.limiter === limiters.tokens) tokenKeys.push(w.key);
         if (w.limit !== null && res.consumedPoints > w.limit) {

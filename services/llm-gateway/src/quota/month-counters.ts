@@ -14,6 +14,11 @@ export interface MonthUsage {
   costMicros: number;
 }
 
+/** Adds to an organization's month (negative to give back) and returns the month after the change. */
+export interface MonthCounterPort {
+  add(orgSlug: string, tokens: number, costMicros: number): Promise<MonthUsage>;
+}
+
 export const monthKey = (at: Date): string => at.toISOString().slice(0, 7);
 
 /** seconds from `at` to the next UTC month */
@@ -27,7 +32,7 @@ export function secondsToNextMonth(at: Date): number {
  * month, changed only by atomic `$inc`, shared by every instance through the store. They lead
  * llm-quota's counters (which wait for events), so budgets are enforced without lag.
  */
-export class MonthCounters {
+export class MonthCounters implements MonthCounterPort {
   private readonly docs: Collection<MonthDoc>;
 
   constructor(

@@ -36,8 +36,10 @@ export interface OrgGatewaySettings {
 
 /**
  * Organizations' settings read from llm-quota, the one owner of quota settings, cached per instance
- * for a short TTL so the hot path seldom leaves the process. When llm-quota cannot answer, the last
- * known settings keep serving; an organization never seen answers 503.
+ * for a short TTL so the hot path seldom leaves the process. Past the TTL, and for one more TTL, the
+ * cached settings still answer while a refresh runs behind the request (a change reaches every
+ * instance within two TTLs; a TTL of 0 reads llm-quota every time). When llm-quota cannot answer, the
+ * last known settings keep serving; an organization never seen answers 503.
  */
 export class OrgSettingsSource {
   private readonly cache = new Map<string, { at: number; value: OrgGatewaySettings }>();
@@ -57,16 +59,18 @@ export class OrgSettingsSource {
   async get(orgSlug: string): Promise<OrgGatewaySettings> {
     const now = this.deps.clock.now().getTime();
     const cached = this.cache.get(orgSlug);
-    if (cached && now - cached.at < this.deps.ttlMs) return cached.value;
-    let pending = this.inflight.get(orgSlug);
-    if (!pending) {
-      pending = this.fetchSettings(orgSlug).finally(() => this.inflight.delete(orgSlug));
-      this.inflight.set(orgSlug, pending);
+    if (cached) {
+      const age = now - cached.at;
+      if (age < this.deps.ttlMs) return cached.value;
+      // Stale for less than another TTL: answered at once, refreshed behind the request, so the hot
+      // path never waits for llm-quota while an organization keeps calling.
+      if (age < 2 * this.deps.ttlMs) {
+        void this.load(orgSlug).catch(() => undefined);
+        return cached.value;
+      }
     }
     try {
-      const value = await pending;
-      this.cache.set(orgSlug, { at: this.deps.clock.now().getTime(), value });
-      return value;
+      return await this.load(orgSlug);
     } catch (err) {
       if (cached) {
         this.deps.logger.warn({ err, orgSlug }, 'llm-quota unreachable; using the last known settings');
@@ -75,6 +79,21 @@ export class OrgSettingsSource {
       this.deps.logger.error({ err, orgSlug }, 'llm-quota unreachable; no settings known');
       throw new Unavailable('Quota settings are unavailable; try again shortly', { retryAfter: 1 });
     }
+  }
+
+  /** one fetch per organization at a time; the answer goes to the cache */
+  private load(orgSlug: string): Promise<OrgGatewaySettings> {
+    let pending = this.inflight.get(orgSlug);
+    if (!pending) {
+      pending = this.fetchSettings(orgSlug)
+        .then((value) => {
+          this.cache.set(orgSlug, { at: this.deps.clock.now().getTime(), value });
+          return value;
+        })
+        .finally(() => this.inflight.delete(orgSlug));
+      this.inflight.set(orgSlug, pending);
+    }
+    return pending;
   }
 
   /** forgets an organization's cached settings (after the gateway learns they changed) */

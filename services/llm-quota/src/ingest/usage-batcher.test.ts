@@ -36,4 +36,26 @@ describe('UsageBatcher', () => {
     expect(second).toEqual({ status: 'fulfilled', value: 'counted' });
     await batcher.idle();
   });
+
+  it('under a steady stream, starts a batch at most once per linger: later events join the next batch', async () => {
+    const run = async (lingerMs: number) => {
+      const batches: string[][] = [];
+      const writer = {
+        apply: async (events: CountableEvent[]) => {
+          batches.push(events.map((e) => e.id));
+          return new Map<string, Outcome>(events.map((e) => [e.id, 'counted']));
+        },
+      };
+      const batcher = new UsageBatcher(writer, 100, undefined, lingerMs);
+      await batcher.add(event('a')); // alone: counted at once
+      const b = batcher.add(event('b'));
+      // c arrives a few turns of the event loop later, after b's batch could have started
+      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      const c = batcher.add(event('c'));
+      await Promise.all([b, c]);
+      return batches;
+    };
+    expect(await run(0)).toEqual([['a'], ['b'], ['c']]);
+    expect(await run(300)).toEqual([['a'], ['b', 'c']]);
+  });
 });

@@ -1,6 +1,7 @@
 import type { Clock } from '@platform/kernel';
 import { mergeHeaders } from '../http/headers';
 import { type ErrorTypeReader, invalidAnswer, type ProviderHttp, sendForJson } from '../http/provider-http';
+import type { ProviderTransport } from '../http/transport';
 import {
   type ChatCompletionRequest,
   type ProviderAdapter,
@@ -31,13 +32,13 @@ const readAnthropicError: ErrorTypeReader = (body) => {
  */
 export function createAnthropicAdapter(
   spec: ProviderSpec,
-  deps: { fetch: typeof fetch; clock: Clock },
+  deps: { send: ProviderTransport; clock: Clock },
 ): ProviderAdapter {
   const base = (spec.baseUrl ?? ANTHROPIC_BASE_URL).replace(/\/+$/, '');
   const url = /\/v1$/.test(base) ? `${base}/messages` : `${base}/v1/messages`;
   const http: ProviderHttp = {
     provider: spec.name,
-    fetch: deps.fetch,
+    send: deps.send,
     clock: deps.clock,
     readError: readAnthropicError,
   };

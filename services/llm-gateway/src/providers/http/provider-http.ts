@@ -1,13 +1,14 @@
 import type { Clock } from '@platform/kernel';
 import { type ProviderCall, ProviderError, ProviderTimeoutError } from '../types';
 import { type SseEvent, SseLineTooLong, SseParser } from './sse';
+import type { ProviderResponse, ProviderTransport } from './transport';
 
 /** How one provider family names its errors inside an error body. */
 export type ErrorTypeReader = (body: unknown) => { type: string | null; message: string | null };
 
 export interface ProviderHttp {
   provider: string;
-  fetch: typeof fetch;
+  send: ProviderTransport;
   clock: Clock;
   readError: ErrorTypeReader;
 }
@@ -77,15 +78,21 @@ const NETWORK_CODES =
   /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|UND_ERR_SOCKET|terminated|other side closed/i;
 
 function networkDetail(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
-  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+  const e = err as { code?: string; cause?: { code?: string; message?: string } } | null;
+  const cause = e?.cause;
+  return (
+    cause?.code ??
+    cause?.message ??
+    (typeof e?.code === 'string' && e.code !== 'UND_ERR_ABORTED' ? e.code : undefined) ??
+    (err instanceof Error ? err.message : String(err))
+  );
 }
 
 /** Seconds from `retry-after-ms` (OpenAI) or `retry-after` (seconds or an HTTP date). */
-function retryAfterSeconds(headers: Headers, clock: Clock): number | null {
-  const ms = Number(headers.get('retry-after-ms'));
-  if (headers.get('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1000);
-  const value = headers.get('retry-after');
+function retryAfterSeconds(res: ProviderResponse, clock: Clock): number | null {
+  const ms = Number(res.header('retry-after-ms'));
+  if (res.header('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return Math.ceil(ms / 1000);
+  const value = res.header('retry-after');
   if (!value) return null;
   const seconds = Number(value);
   if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
@@ -97,14 +104,18 @@ function retryAfterSeconds(headers: Headers, clock: Clock): number | null {
 const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 
 /** The provider's own `x-should-retry` (OpenAI, Anthropic) overrides what its status suggests. */
-function shouldRetry(res: Response): boolean {
-  const hint = res.headers.get('x-should-retry');
+function shouldRetry(res: ProviderResponse): boolean {
+  const hint = res.header('x-should-retry');
   if (hint === 'true') return true;
   if (hint === 'false') return false;
   return isRetryableStatus(res.status);
 }
 
-async function errorFromResponse(http: ProviderHttp, model: string, res: Response): Promise<ProviderError> {
+async function errorFromResponse(
+  http: ProviderHttp,
+  model: string,
+  res: ProviderResponse,
+): Promise<ProviderError> {
   const text = await res.text().catch(() => '');
   let parsed: unknown;
   try {
@@ -119,7 +130,7 @@ async function errorFromResponse(http: ProviderHttp, model: string, res: Respons
     upstreamStatus: res.status,
     providerErrorType: type ?? `http_${res.status}`,
     retryable: shouldRetry(res),
-    retryAfterSeconds: retryAfterSeconds(res.headers, http.clock),
+    retryAfterSeconds: retryAfterSeconds(res, http.clock),
     message: message ?? (text.replace(/\s+/g, ' ').slice(0, 200) || `HTTP ${res.status}`),
   });
 }
@@ -151,10 +162,10 @@ export async function sendForAnswer(
   http: ProviderHttp,
   call: ProviderCall,
   request: ProviderRequest,
-): Promise<{ res: Response; text: string }> {
+): Promise<{ res: ProviderResponse; text: string }> {
   const guard = new CallGuard(call);
   try {
-    const res = await http.fetch(request.url, {
+    const res = await http.send(request.url, {
       method: request.method ?? 'POST',
       headers: request.headers,
       body: request.body,
@@ -182,7 +193,7 @@ export async function sendForJson<T>(
     throw invalidAnswer(
       http,
       call,
-      `expected JSON, got ${res.headers.get('content-type') ?? 'no content type'}`,
+      `expected JSON, got ${res.header('content-type') ?? 'no content type'}`,
       res.status,
     );
   }
@@ -211,16 +222,13 @@ const DRAIN_MS = 250;
  * Reads what follows the last event (normally just the end of the body, already on its way) so the
  * connection goes back to the pool for the next call instead of being torn down.
  */
-async function drain(
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-  controller: AbortController,
-): Promise<void> {
+async function drain(reader: AsyncIterator<Uint8Array>, controller: AbortController): Promise<void> {
   const cap = setTimeout(
     () => controller.abort(new Error('stream did not end after its last event')),
     DRAIN_MS,
   );
   try {
-    for (;;) if ((await reader.read()).done) break;
+    for (;;) if ((await reader.next()).done) break;
   } catch {
     // the connection is dropped instead; nothing was lost
   } finally {
@@ -242,18 +250,18 @@ export async function* sendForEvents(
   const guard = new CallGuard(call);
   let yielded = false;
   let finished = false;
-  let rest: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  let rest: AsyncIterator<Uint8Array> | undefined;
   try {
-    const res = await http.fetch(request.url, {
+    const res = await http.send(request.url, {
       method: 'POST',
       headers: request.headers,
       body: request.body,
       signal: guard.controller.signal,
     });
     if (!res.ok) throw await errorFromResponse(http, call.model, res);
-    const type = res.headers.get('content-type') ?? '';
+    const type = res.header('content-type') ?? '';
     if (!type.includes('text/event-stream')) {
-      await res.body?.cancel().catch(() => undefined);
+      await res.cancel();
       throw invalidAnswer(
         http,
         call,
@@ -261,11 +269,10 @@ export async function* sendForEvents(
         res.status,
       );
     }
-    if (!res.body) throw invalidAnswer(http, call, 'an event stream without a body', res.status);
-    const reader = res.body.getReader();
+    const reader = res.chunks();
     const parser = new SseParser();
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await reader.next();
       const events = done ? parser.end() : parser.push(value);
       for (const event of events) {
         guard.pause();

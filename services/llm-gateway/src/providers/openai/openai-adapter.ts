@@ -1,6 +1,7 @@
 import type { Clock } from '@platform/kernel';
 import { mergeHeaders } from '../http/headers';
 import { invalidAnswer, type ProviderHttp, sendForAnswer, sendForJson } from '../http/provider-http';
+import type { ProviderTransport } from '../http/transport';
 import type {
   ChatCompletion,
   EmbeddingsResponse,
@@ -25,12 +26,12 @@ const OPENAI_BASE_URL = 'https://api.openai.com/v1';
  */
 export function createOpenAiAdapter(
   spec: ProviderSpec,
-  deps: { fetch: typeof fetch; clock: Clock },
+  deps: { send: ProviderTransport; clock: Clock },
 ): ProviderAdapter {
   const base = (spec.baseUrl ?? OPENAI_BASE_URL).replace(/\/+$/, '');
   const http: ProviderHttp = {
     provider: spec.name,
-    fetch: deps.fetch,
+    send: deps.send,
     clock: deps.clock,
     readError: readOpenAiError,
   };
@@ -116,7 +117,7 @@ export function createOpenAiAdapter(
       headers: headers(call, '*/*', false),
       body: form,
     });
-    const contentType = res.headers.get('content-type') ?? 'text/plain';
+    const contentType = res.header('content-type') ?? 'text/plain';
     let body: unknown = text;
     if (contentType.includes('json')) {
       try {

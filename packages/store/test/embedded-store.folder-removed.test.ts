@@ -1,0 +1,38 @@
+import { rmSync } from 'node:fs';
+import { tempDir, waitFor } from '@platform/testkit';
+import { createEmbeddedStore } from '../src';
+
+describe('embedded store whose data folder is removed under it', () => {
+  it('reports its failed background work and fails its callers as Unavailable, never an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const data = tempDir('store-folder-removed-');
+    const background: Array<{ err: unknown; collection: string }> = [];
+    const store = createEmbeddedStore({
+      dataDir: data.dir,
+      compactionIntervalMs: 5,
+      onBackgroundError: (err, collection) => background.push({ err, collection }),
+    });
+    try {
+      const outbox = store.collection<{ _id: string; n: number }>('outbox', [{ fields: { n: 1 } }]);
+      await outbox.insertOne({ _id: 'a', n: 1 });
+      rmSync(data.dir, { recursive: true, force: true });
+
+      // the periodic compaction fails and says so
+      await waitFor(() => background.length > 0, { what: 'a failed compaction to be reported' });
+      expect(background[0]).toMatchObject({ collection: 'outbox', err: { code: 'ENOENT' } });
+      // a write fails as Unavailable, and so does every later read or write while the folder is gone
+      await expect(outbox.insertOne({ _id: 'b', n: 2 })).rejects.toMatchObject({ kind: 'unavailable' });
+      await expect(outbox.find({})).rejects.toMatchObject({ kind: 'unavailable' });
+      await expect(outbox.deleteMany({})).rejects.toMatchObject({ kind: 'unavailable' });
+      await expect(store.ping()).rejects.toThrow(/outbox/);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      await store.close();
+      process.off('unhandledRejection', onUnhandled);
+      data.remove();
+    }
+  });
+});

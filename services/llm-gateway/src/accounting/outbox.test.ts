@@ -1,0 +1,137 @@
+import { rmSync } from 'node:fs';
+import { createInProcessBus } from '@platform/bus';
+import type { LlmCompletionEvent } from '@platform/contracts';
+import { silentLogger, systemClock } from '@platform/kernel';
+import { type Collection, createEmbeddedStore, type Doc, type Store } from '@platform/store';
+import { tempDir } from '@platform/testkit';
+import { Outbox } from './outbox';
+
+const event = (i: number): LlmCompletionEvent => ({
+  id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+  version: 1,
+  occurredAt: new Date().toISOString(),
+  orgSlug: 'acme',
+  model: 'sim/gpt',
+  provider: 'sim',
+  usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  cost: 0,
+});
+
+/** The store, with the number of insertMany calls its `outbox` collection received. */
+function countingStore(inner: Store) {
+  const writes = { insertMany: 0 };
+  const store: Store = {
+    engine: inner.engine,
+    ping: () => inner.ping(),
+    close: () => inner.close(),
+    collection<T extends Doc>(name: string, indexes?: Parameters<Store['collection']>[1]): Collection<T> {
+      const c = inner.collection<T>(name, indexes);
+      return Object.assign(Object.create(c) as Collection<T>, {
+        insertMany: (docs: T[]) => {
+          writes.insertMany++;
+          return c.insertMany!(docs);
+        },
+      });
+    },
+  };
+  return { store, writes };
+}
+
+const outboxOn = (store: Store, bus = createInProcessBus()) =>
+  new Outbox({
+    store,
+    bus,
+    clock: systemClock,
+    logger: silentLogger(),
+    intervalMs: 5,
+    publishTimeoutMs: 1_000,
+  });
+
+describe('usage outbox', () => {
+  it('group commit: 300 events recorded at once are stored in a few writes, all published, none left', async () => {
+    const data = tempDir('outbox-group-');
+    const { store, writes } = countingStore(createEmbeddedStore({ dataDir: data.dir }));
+    const bus = createInProcessBus();
+    const seen: string[] = [];
+    await bus.ensureStream({ name: 'analytics', subjects: ['analytics.>'], maxAgeMs: 60_000 });
+    await bus.consumeDurable({
+      stream: 'analytics',
+      durable: 't',
+      filterSubject: 'analytics.llm.completion',
+      concurrency: 64,
+      retryDelayMs: 10,
+      handler: async (m) => {
+        seen.push((JSON.parse(m.data) as LlmCompletionEvent).id);
+      },
+    });
+    const outbox = outboxOn(store, bus);
+    try {
+      await Promise.all(Array.from({ length: 300 }, (_, i) => outbox.record(event(i))));
+      expect(writes.insertMany).toBeLessThanOrEqual(3);
+      await outbox.stop();
+      expect(await outbox.size()).toBe(0);
+      expect(new Set(seen).size).toBe(300);
+    } finally {
+      await bus.close();
+      await store.close();
+      data.remove();
+    }
+  });
+
+  it('its timer never ends the process when the data folder disappears: the flush is logged and retried', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const data = tempDir('outbox-gone-');
+    const store = createEmbeddedStore({ dataDir: data.dir });
+    const outbox = outboxOn(store);
+    try {
+      await outbox.record(event(1));
+      rmSync(data.dir, { recursive: true, force: true });
+      // a write into the missing folder breaks the collection; every flush then fails to read it
+      await expect(outbox.record(event(2))).rejects.toMatchObject({ kind: 'unavailable' });
+      outbox.start();
+      await expect(outbox.flushQuietly()).resolves.toBeUndefined();
+      await expect(outbox.flush()).rejects.toMatchObject({ kind: 'unavailable' });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      await outbox.stop();
+      await store.close();
+      process.off('unhandledRejection', onUnhandled);
+      data.remove();
+    }
+  });
+
+  it('a flush leaves alone the events this instance is still publishing (no duplicate for llm-quota)', async () => {
+    const store = createEmbeddedStore();
+    const bus = createInProcessBus();
+    const published: string[] = [];
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slowBus = Object.assign(Object.create(bus) as typeof bus, {
+      publishDurable: async (_subject: string, payload: LlmCompletionEvent) => {
+        published.push(payload.id);
+        await held;
+      },
+    });
+    const outbox = outboxOn(store, slowBus);
+    try {
+      const recorded = outbox.record(event(7));
+      // stored, its publication not acknowledged yet
+      while ((await outbox.size()) === 0) await new Promise((resolve) => setImmediate(resolve));
+      await outbox.flush();
+      expect(published).toEqual([event(7).id]);
+      release();
+      await recorded;
+      await outbox.stop();
+      expect(published).toEqual([event(7).id]);
+      expect(await outbox.size()).toBe(0);
+    } finally {
+      await store.close();
+      await bus.close();
+    }
+  });
+});

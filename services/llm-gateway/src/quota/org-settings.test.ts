@@ -1,0 +1,72 @@
+import { ManualClock, silentLogger } from '@platform/kernel';
+import { type OrgGatewaySettings, OrgSettingsSource } from './org-settings';
+
+/** llm-quota's answers, one version per fetch, whose release the test decides. */
+function scriptedQuota() {
+  const state = { fetches: 0, version: 0, gate: Promise.resolve() as Promise<void> };
+  const doFetch = (async () => {
+    state.fetches++;
+    const version = ++state.version;
+    await state.gate;
+    return new Response(JSON.stringify({ orgSlug: 'acme', policy: 'hard_block', version }), {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+    });
+  }) as unknown as typeof fetch;
+  return { state, doFetch };
+}
+
+const versionOf = (s: OrgGatewaySettings) => (s as unknown as { version: number }).version;
+
+describe('organization settings from llm-quota', () => {
+  it('fresh within the TTL; for one more TTL answered at once and refreshed behind; later read again', async () => {
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const { state, doFetch } = scriptedQuota();
+    const source = new OrgSettingsSource({
+      quotaUrl: 'http://quota',
+      secret: 's',
+      ttlMs: 5_000,
+      clock,
+      logger: silentLogger(),
+      fetch: doFetch,
+    });
+    expect(versionOf(await source.get('acme'))).toBe(1);
+    clock.advance(4_000);
+    expect(versionOf(await source.get('acme'))).toBe(1);
+    expect(state.fetches).toBe(1);
+
+    // stale: the request does not wait for llm-quota (which is slow now)
+    let release: () => void = () => undefined;
+    state.gate = new Promise((resolve) => {
+      release = resolve;
+    });
+    clock.advance(2_000);
+    expect(versionOf(await source.get('acme'))).toBe(1);
+    expect(versionOf(await source.get('acme'))).toBe(1);
+    expect(state.fetches).toBe(2); // one refresh, however many requests
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(versionOf(await source.get('acme'))).toBe(2);
+
+    // older than two TTLs: read again before answering
+    state.gate = Promise.resolve();
+    clock.advance(10_001);
+    expect(versionOf(await source.get('acme'))).toBe(3);
+  });
+
+  it('with a TTL of 0 every request reads llm-quota', async () => {
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const { state, doFetch } = scriptedQuota();
+    const source = new OrgSettingsSource({
+      quotaUrl: 'http://quota',
+      secret: 's',
+      ttlMs: 0,
+      clock,
+      logger: silentLogger(),
+      fetch: doFetch,
+    });
+    await source.get('acme');
+    await source.get('acme');
+    expect(state.fetches).toBe(2);
+  });
+});
