@@ -81,7 +81,7 @@ describe('OpenAI-compatible inference through the edge', () => {
     tokens += ranked.usage.total_tokens!;
     cost += ranked.usage.cost!;
 
-    const usage = await w.counted('infer-e2e', { bearer: owner.token }, 4);
+    const usage = await w.counted('infer-e2e', { bearer: owner.token }, 4, tokens);
     expect(gauge(usage, 'llm.rpm').used).toBe(4);
     expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
     expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(cost, 9);

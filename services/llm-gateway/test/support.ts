@@ -149,8 +149,11 @@ export interface GatewayWorld {
   /** a new organization owned by a new user, on a plan */
   org(slug: string, plan?: keyof typeof TEST_PLANS): Promise<{ owner: { userId: string; token: string } }>;
   client(as: { bearer: string } | { apiKey: string }): OpenAI;
-  /** the org's month gauges once llm-quota has counted `requests` requests */
-  counted(slug: string, as: Caller, requests: number): Promise<Reply>;
+  /**
+   * the org's usage once llm-quota has counted `requests` requests and, when given, `tokens` tokens
+   * (the minute and month counters are separate documents: a report may fall between their updates)
+   */
+  counted(slug: string, as: Caller, requests: number, tokens?: number): Promise<Reply>;
   stop(): Promise<void>;
 }
 
@@ -226,15 +229,21 @@ export async function startGatewayWorld(
             defaultHeaders: { 'x-platform-api-key': as.apiKey, authorization: null as unknown as string },
           });
     },
-    async counted(slug, as, requests) {
+    async counted(slug, as, requests, tokens) {
       let last: Reply | null = null;
       await waitFor(
         async () => {
           last = await call('gateway', 'GET', '/v1/quotas/usage', as);
           const rpm = last.body?.enforced?.find((g: { key: string }) => g.key === 'llm.rpm');
-          return last.status === 200 && rpm !== undefined && rpm.used >= requests;
+          const month = last.body?.enforced?.find((g: { key: string }) => g.key === 'llm.monthly_tokens');
+          return (
+            last.status === 200 &&
+            rpm !== undefined &&
+            rpm.used >= requests &&
+            (tokens === undefined || (month !== undefined && month.used >= tokens))
+          );
         },
-        { what: `llm-quota to count ${requests} requests of ${slug}` },
+        { what: `llm-quota to count ${requests} requests of ${slug}`, timeoutMs: 20_000 },
       );
       return last!;
     },

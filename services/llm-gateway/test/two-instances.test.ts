@@ -105,7 +105,7 @@ describe('two gateway instances sharing one store', () => {
     }
     const tokens = admitted.reduce((sum, r) => sum + r.body.usage.total_tokens, 0);
 
-    const usage = await w.counted('two-gateways', { bearer: owner.token }, 50);
+    const usage = await w.counted('two-gateways', { bearer: owner.token }, 50, tokens);
     expect(gauge(usage, 'llm.rpm')).toMatchObject({ used: 50, limit: 50 });
     expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
   }, 60_000);
