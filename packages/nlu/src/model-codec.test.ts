@@ -1,5 +1,6 @@
 import { gunzipSync } from 'node:zlib';
 import { metroAssistant, travelAssistant } from './example-assistants';
+import { loopTurnsDuring } from './loop-turns.test-support';
 import {
   decodeModel,
   decodeModelAsync,
@@ -88,16 +89,8 @@ describe('binary model form', () => {
 
   it('decodeModelAsync yields to the event loop and equals decodeModel', async () => {
     const bytes = encodeModelBuffer(trainModel(metroAssistant()), { indexes: false });
-    let immediates = 0;
-    let loading = true;
-    const spin = () => {
-      immediates++;
-      if (loading) setImmediate(spin);
-    };
-    setImmediate(spin);
-    const decoded = await decodeModelAsync(bytes, { sliceMs: 0 });
-    loading = false;
-    expect(immediates).toBeGreaterThan(10);
+    const { value: decoded, turns } = await loopTurnsDuring(() => decodeModelAsync(bytes, { sliceMs: 0 }));
+    expect(turns).toBeGreaterThan(10);
     answersAlike(decoded, decodeModel(bytes));
   });
 });

@@ -23,12 +23,12 @@ export interface WordVectorTable {
   share(): SharedWordVectorTable;
 }
 
-export class DenseWordVectorTable implements WordVectorTable {
+/** The vocabulary side of a table: words by row, rows by word. */
+abstract class RowsByWord implements WordVectorTable {
   constructor(
     readonly source: string,
     readonly dim: number,
-    private readonly rows: Map<string, number>,
-    private readonly data: Float32Array,
+    protected readonly rows: Map<string, number>,
   ) {}
 
   get size(): number {
@@ -44,6 +44,20 @@ export class DenseWordVectorTable implements WordVectorTable {
   wordAt(r: number): string {
     this.words ??= [...this.rows.keys()];
     return this.words[r] ?? '';
+  }
+
+  abstract row(r: number): Float32Array;
+  abstract share(): SharedWordVectorTable;
+}
+
+export class DenseWordVectorTable extends RowsByWord {
+  constructor(
+    source: string,
+    dim: number,
+    rows: Map<string, number>,
+    private readonly data: Float32Array,
+  ) {
+    super(source, dim, rows);
   }
 
   row(r: number): Float32Array {
@@ -66,28 +80,15 @@ export class DenseWordVectorTable implements WordVectorTable {
  * multiplications per word looked up): exactly the float32 values a dequantised table would hold
  * (`fround(int8 * scale)`).
  */
-export class QuantisedWordVectorTable implements WordVectorTable {
+export class QuantisedWordVectorTable extends RowsByWord {
   constructor(
-    readonly source: string,
-    readonly dim: number,
-    private readonly rows: Map<string, number>,
+    source: string,
+    dim: number,
+    rows: Map<string, number>,
     private readonly values: Int8Array,
     private readonly scales: Float32Array,
-  ) {}
-
-  get size(): number {
-    return this.rows.size;
-  }
-
-  rowOf(word: string): number {
-    return this.rows.get(word) ?? -1;
-  }
-
-  private words?: string[];
-
-  wordAt(r: number): string {
-    this.words ??= [...this.rows.keys()];
-    return this.words[r] ?? '';
+  ) {
+    super(source, dim, rows);
   }
 
   row(r: number): Float32Array {

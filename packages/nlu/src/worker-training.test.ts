@@ -1,6 +1,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { travelAssistant } from './example-assistants';
 import { loadedWordVectors } from './language-resources';
+import { loopTurnsDuring } from './loop-turns.test-support';
 import { loadStoredModel, storedModelForm } from './model-codec';
 import { loadModel, loadModelAsync, trainModel } from './train';
 import type { NluTrainingSet, NluUtterancePart } from './types';
@@ -99,17 +100,9 @@ describe('adopting a model trained in a worker', () => {
 
   it('loadModelAsync yields to the event loop between slices and equals loadModel', async () => {
     const json = trainModel(largerAssistant()).toJSON();
-    let immediates = 0;
-    let loading = true;
-    const spin = () => {
-      immediates++;
-      if (loading) setImmediate(spin);
-    };
-    setImmediate(spin);
-    const model = await loadModelAsync(json, { sliceMs: 0 });
-    loading = false;
+    const { value: model, turns } = await loopTurnsDuring(() => loadModelAsync(json, { sliceMs: 0 }));
     // with slices of 0 ms, every unit of work (one sentence, one class index) is followed by a turn of the loop
-    expect(immediates).toBeGreaterThan(100);
+    expect(turns).toBeGreaterThan(100);
     const sync = loadModel(json);
     expect(model.toJSON()).toEqual(sync.toJSON());
     for (const t of ['cancel the hotel in lyon', 'reset the alarm', 'hello there']) {
