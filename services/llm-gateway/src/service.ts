@@ -194,9 +194,7 @@ export function createApp(deps: LlmGatewayDeps): Express {
  * llm-gateway: the OpenAI-compatible proxy over the configured providers, applying each
  * organization's governance and quotas and emitting `analytics.llm.completion` for every request.
  */
-export async function createLlmGatewayService(
-  deps: LlmGatewayDeps,
-): Promise<PlatformService & { context: GatewayContext }> {
+export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<PlatformService> {
   const { app, context, admin } = createGatewayParts(deps);
   const box = new SecretBox(deps.config.LLM_GATEWAY_ENCRYPTION_KEY ?? deps.config.PLATFORM_INTERNAL_SECRET);
   const unsubscribes: Array<() => void> = [];
@@ -205,7 +203,6 @@ export async function createLlmGatewayService(
     name: 'llm-gateway',
     handler: app,
     admin: app.admin,
-    context,
     async start() {
       if (started) return;
       await admin.recover();
