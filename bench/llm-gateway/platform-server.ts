@@ -18,6 +18,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { silentLogger } from '@platform/kernel';
 import { startPlatform, startProcessPlatform } from '@platform/standalone';
+import { startStallProbe } from './stall-probe';
 
 const BIG = 1_000_000_000_000;
 
@@ -64,6 +65,8 @@ async function main() {
     ADMIN_PORT: '0',
   };
   const single = process.env.BENCH_LAYOUT === 'single';
+  if (process.env.BENCH_PROBE_DIR)
+    startStallProbe(process.env.BENCH_PROBE_DIR, single ? 'platform' : 'supervisor');
   const platform = single
     ? await startPlatform({
         env,

@@ -20,6 +20,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, startProviderSimulator } from '@platform/testkit';
+import { startStallProbe } from './stall-probe';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -28,6 +29,7 @@ const STREAMS = Number(process.env.BENCH_STREAMS ?? 300);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));
 const probeDir = path.join(dir, 'probe');
+startStallProbe(probeDir, 'bench-client');
 const children: ChildProcess[] = [];
 const BODY = JSON.stringify({
   model: 'sim/gpt',
@@ -353,7 +355,7 @@ async function main() {
   console.log(
     `added by edge + gateway: p50 ${(gw.p50 - direct.p50).toFixed(2)} ms, p99 ${(gw.p99 - direct.p99).toFixed(2)} ms`,
   );
-  console.log(`\n## stalls during the gateway's fixed-rate phase, per service process`);
+  console.log(`\n## stalls during the gateway's fixed-rate phase, per process (bench-client sends the load)`);
   for (const line of stallsBetween(gatewayPhase.from, gatewayPhase.to)) console.log(line);
 
   console.log(

@@ -2,7 +2,8 @@
  * Preloaded into every service process of the gateway benchmark (`--import`, BENCH_PROBE_DIR set by
  * run.ts): notes each garbage collection pause over 1 ms and the event loop's longest delay per 250 ms
  * window, with wall-clock times, in `<BENCH_PROBE_DIR>/<service>-<pid>.log`. run.ts reads the lines that
- * fall inside its fixed-rate phase and prints where the stalls were (decision 0079). Measurement only:
+ * fall inside its fixed-rate phase (the supervisor and the benchmark's own process, which sends the load,
+ * note theirs too) and prints where the stalls were (decision 0079). Measurement only:
  * never loaded outside the benchmark.
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
@@ -10,16 +11,19 @@ import path from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { isMainThread } from 'node:worker_threads';
 
-const dir = process.env.BENCH_PROBE_DIR;
-const service = process.env.PLATFORM_STANDALONE_SERVICE;
-if (dir && service && isMainThread) {
+/** Starts noting this process's stalls as `name` (the benchmark's own process and the supervisor call it). */
+export function startStallProbe(dir: string, name: string): void {
   mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, `${service}-${process.pid}.log`);
+  const file = path.join(dir, `${name}-${process.pid}.log`);
   const kinds: Record<number, string> = { 1: 'scavenge', 2: 'minor', 4: 'mark-compact', 8: 'incremental' };
   let lines: string[] = [];
   const flush = () => {
     if (lines.length === 0) return;
-    appendFileSync(file, `${lines.join('\n')}\n`);
+    try {
+      appendFileSync(file, `${lines.join('\n')}\n`);
+    } catch {
+      // the benchmark removed its folder (teardown): nothing left to note
+    }
     lines = [];
   };
   new PerformanceObserver((list) => {
@@ -38,3 +42,7 @@ if (dir && service && isMainThread) {
   }, 250).unref();
   process.on('exit', flush);
 }
+
+const service = process.env.PLATFORM_STANDALONE_SERVICE;
+if (process.env.BENCH_PROBE_DIR && service && isMainThread)
+  startStallProbe(process.env.BENCH_PROBE_DIR, service);
