@@ -9,12 +9,16 @@
  * is the supervisor holding the IPC bus hub. BENCH_LAYOUT=single: every service in this process
  * (`startPlatform`, as the test suite runs it).
  * BENCH_CPU_PROF_DIR=<dir>: each service process writes a CPU profile there (`node --cpu-prof`).
+ * BENCH_NODE_FLAGS="<flags>": more flags for every service process (e.g. V8's GC flags, to compare).
+ * BENCH_PROBE_DIR=<dir> (set by run.ts): every service process notes its GC pauses and event-loop stalls
+ * there (stall-probe.ts).
  * Usage: platform-server.ts <port> <dataDir>
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { silentLogger } from '@platform/kernel';
 import { startPlatform, startProcessPlatform } from '@platform/standalone';
+import { startStallProbe } from './stall-probe';
 
 const BIG = 1_000_000_000_000;
 
@@ -61,6 +65,8 @@ async function main() {
     ADMIN_PORT: '0',
   };
   const single = process.env.BENCH_LAYOUT === 'single';
+  if (process.env.BENCH_PROBE_DIR)
+    startStallProbe(process.env.BENCH_PROBE_DIR, single ? 'platform' : 'supervisor');
   const platform = single
     ? await startPlatform({
         env,
@@ -81,6 +87,8 @@ async function main() {
             ...(process.env.BENCH_CPU_PROF_DIR
               ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`]
               : []),
+            ...(process.env.BENCH_PROBE_DIR ? ['--import', path.join(__dirname, 'stall-probe.ts')] : []),
+            ...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
           ],
         },
       });

@@ -12,13 +12,15 @@
  *   BENCH_SECONDS=5 flock /tmp/bench.lock npx tsx bench/llm-gateway/run.ts
  *   # BENCH_SECONDS=10, BENCH_RATE=500, BENCH_CONNECTIONS=50, BENCH_STREAMS=300,
  *   # BENCH_LAYOUT=process (default) | single (every service in one process, as the tests run it)
+ *   # BENCH_NODE_FLAGS="--max-semi-space-size=32" (more flags for every service process, to compare)
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, startProviderSimulator } from '@platform/testkit';
+import { startStallProbe } from './stall-probe';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -26,6 +28,8 @@ const RATE = Number(process.env.BENCH_RATE ?? 500);
 const STREAMS = Number(process.env.BENCH_STREAMS ?? 300);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));
+const probeDir = path.join(dir, 'probe');
+startStallProbe(probeDir, 'bench-client');
 const children: ChildProcess[] = [];
 const BODY = JSON.stringify({
   model: 'sim/gpt',
@@ -182,6 +186,41 @@ async function fixedRate(url: string, headers: Record<string, string>, rate: num
   return { ...quantiles(latencies), failures };
 }
 
+/**
+ * Per service process, what stalled it between two wall-clock times (stall-probe.ts's lines): GC pauses
+ * over 1 ms (count, sum, longest, by kind) and the longest event-loop delay of any 250 ms window.
+ */
+function stallsBetween(from: number, to: number): string[] {
+  if (!existsSync(probeDir)) return ['(no probe output)'];
+  const out: string[] = [];
+  for (const file of readdirSync(probeDir).sort()) {
+    const service = file.replace(/-\d+\.log$/, '');
+    let count = 0;
+    let sum = 0;
+    let longest = 0;
+    let loopMax = 0;
+    const byKind: Record<string, number> = {};
+    for (const line of readFileSync(path.join(probeDir, file), 'utf8').split('\n')) {
+      const [what, at, a, b] = line.split(' ');
+      if (!at || Number(at) < from || Number(at) > to) continue;
+      if (what === 'gc') {
+        const ms = Number(b);
+        count++;
+        sum += ms;
+        longest = Math.max(longest, ms);
+        byKind[a!] = (byKind[a!] ?? 0) + 1;
+      } else if (what === 'loop') loopMax = Math.max(loopMax, Number(a));
+    }
+    const kinds = Object.entries(byKind)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+    out.push(
+      `${service.padEnd(13)} GC pauses > 1 ms: ${count} (${kinds || 'none'}), sum ${sum.toFixed(0)} ms, longest ${longest.toFixed(1)} ms; event loop's longest delay ${loopMax.toFixed(1)} ms`,
+    );
+  }
+  return out;
+}
+
 /** The stream simulator's clock readings of the stream in flight (one at a time). */
 const streamMarks = { request: 0, frame: 0 };
 
@@ -259,7 +298,7 @@ async function main() {
   await startNginx(nginxPort, simPort);
   const platform = await child(
     [path.join(__dirname, 'platform-server.ts'), String(edgePort), path.join(dir, 'data')],
-    { SIM_URL: `http://127.0.0.1:${simPort}`, SIM_STREAM_URL: streamSim.url },
+    { SIM_URL: `http://127.0.0.1:${simPort}`, SIM_STREAM_URL: streamSim.url, BENCH_PROBE_DIR: probeDir },
     /^ready /,
   );
   const [, token, pidsJson] = platform.line.split(' ') as [string, string, string];
@@ -301,8 +340,11 @@ async function main() {
   }
   console.log(`\n## fixed rate ${RATE} req/s for ${SECONDS}s (latency from the scheduled time)`);
   const fixed: Record<string, { p50: number; p99: number }> = {};
+  let gatewayPhase = { from: 0, to: 0 };
   for (const t of targets) {
+    const from = Date.now();
     const r = await fixedRate(t.url, t.headers, RATE, SECONDS);
+    if (t.pids) gatewayPhase = { from, to: Date.now() };
     fixed[t.name] = r;
     console.log(
       `${t.name.padEnd(20)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  max ${r.max.toFixed(1)} ms  failures ${r.failures}`,
@@ -313,6 +355,8 @@ async function main() {
   console.log(
     `added by edge + gateway: p50 ${(gw.p50 - direct.p50).toFixed(2)} ms, p99 ${(gw.p99 - direct.p99).toFixed(2)} ms`,
   );
+  console.log(`\n## stalls during the gateway's fixed-rate phase, per process (bench-client sends the load)`);
+  for (const line of stallsBetween(gatewayPhase.from, gatewayPhase.to)) console.log(line);
 
   console.log(
     `\n## streams (${STREAMS} one at a time, first 10% dropped; one clock, simulator in this process)`,
