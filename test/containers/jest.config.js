@@ -11,5 +11,4 @@ module.exports = {
   testMatch: ['<rootDir>/test/containers/**/*.test.ts'],
   // builds take minutes on a cold cache; each step bounds its own waits
   testTimeout: 20 * 60_000,
-  forceExit: true,
 };
