@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { NotFound } from '../errors';
 import type { Logger } from '../logger';
@@ -33,7 +33,7 @@ export const errorMiddleware =
   };
 
 /** A JSON answer written as express's `res.status(status).json(body)` writes it, without express. */
-export function sendJson(_req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body) ?? '';
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
@@ -43,12 +43,11 @@ export function sendJson(_req: IncomingMessage, res: ServerResponse, status: num
 
 /** The error middleware's answer, for requests served without express (kernel http/lean-routes.ts). */
 export function sendErrorEnvelope(
-  req: IncomingMessage,
   res: ServerResponse,
   err: unknown,
   requestId: string | undefined,
   logger: Logger,
 ): void {
   const body = errorAnswer(err, requestId, res, logger);
-  if (body) sendJson(req, res, body.status, body);
+  if (body) sendJson(res, body.status, body);
 }

@@ -63,7 +63,7 @@ export function leanListener(steps: LeanSteps): RequestListener {
   const byPath = new Map(steps.routes.map((r) => [r.path, r]));
 
   const fail = (req: LeanRequest, res: ServerResponse, err: unknown) =>
-    sendErrorEnvelope(req, res, err, req.id, logger);
+    sendErrorEnvelope(res, err, req.id, logger);
 
   const handle = (route: LeanRoute, req: LeanRequest, res: ServerResponse) => {
     res.setHeader('cache-control', 'no-store');
@@ -86,7 +86,7 @@ export function leanListener(steps: LeanSteps): RequestListener {
         return;
       }
       new Promise((resolve) => resolve(route.handle(req))).then(
-        (body) => sendJson(req, res, 200, body),
+        (body) => sendJson(res, 200, body),
         (thrown) => fail(req, res, thrown),
       );
     };

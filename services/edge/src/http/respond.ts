@@ -1,17 +1,9 @@
 import type { ServerResponse } from 'node:http';
-import { envelopeOf } from '@platform/kernel';
+import { envelopeOf, sendJson } from '@platform/kernel';
 
 /** Answers an error in the platform envelope (kernel `envelopeOf`), with Retry-After when it has one. */
 export function sendError(res: ServerResponse, err: unknown, requestId: string | undefined): void {
   const body = envelopeOf(err, requestId);
   if (body.retryAfter !== undefined) res.setHeader('retry-after', String(body.retryAfter));
   sendJson(res, body.status, body);
-}
-
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.statusCode = status;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', Buffer.byteLength(text));
-  res.end(text);
 }
