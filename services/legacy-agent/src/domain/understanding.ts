@@ -365,6 +365,31 @@ export class Understanding {
     }
   }
 
+  /**
+   * A model's stored form, in pieces written one by one with a turn of the event loop between writes: the
+   * engine's binary form (for a model from the training worker, made there: nothing to serialize here) as base64
+   * pieces of CHUNK_BYTES, each made when it is written; else the model's JSON text in pieces of CHUNK_CHARS.
+   */
+  private async piecesOf(
+    model: NluModel | null,
+  ): Promise<{ count: number; piece(index: number): string; bytes?: number }> {
+    if (!model) return { count: 0, piece: () => '' };
+    if (this.engine.storedModelForm) {
+      const binary = await this.engine.storedModelForm(model);
+      const buffer = Buffer.from(binary.buffer, binary.byteOffset, binary.length);
+      return {
+        count: Math.ceil(binary.length / CHUNK_BYTES),
+        piece: (index) => buffer.subarray(index * CHUNK_BYTES, (index + 1) * CHUNK_BYTES).toString('base64'),
+        bytes: binary.length,
+      };
+    }
+    const text = JSON.stringify(model);
+    return {
+      count: Math.ceil(text.length / CHUNK_CHARS),
+      piece: (index) => text.slice(index * CHUNK_CHARS, (index + 1) * CHUNK_CHARS),
+    };
+  }
+
   /** Writes the new chunks, then points the model record at them, then drops the old chunks. */
   private async persist(
     assistantId: string,
@@ -374,26 +399,11 @@ export class Understanding {
   ): Promise<void> {
     const { cols, clock } = this.ctx;
     const key = modelKey(assistantId, lang);
-    // The engine's stored form (for a model from the training worker, made there: nothing to serialize here),
-    // written in pieces with a turn of the event loop between writes; else the model's JSON text.
-    let pieces: string[] | { bytes: Uint8Array } = [];
-    if (trained.model && this.engine.storedModelForm)
-      pieces = { bytes: await this.engine.storedModelForm(trained.model) };
-    else if (trained.model) {
-      const text = JSON.stringify(trained.model);
-      pieces = Array.from({ length: Math.ceil(text.length / CHUNK_CHARS) }, (_, i) =>
-        text.slice(i * CHUNK_CHARS, (i + 1) * CHUNK_CHARS),
-      );
-    }
+    const stored = await this.piecesOf(trained.model);
     await yieldToEventLoop();
-    const binary = Array.isArray(pieces) ? null : pieces.bytes;
-    const chunks = binary ? Math.ceil(binary.length / CHUNK_BYTES) : (pieces as string[]).length;
+    const chunks = stored.count;
     for (let index = 0; index < chunks; index++) {
-      const data = binary
-        ? Buffer.from(binary.buffer, binary.byteOffset, binary.length)
-            .subarray(index * CHUNK_BYTES, (index + 1) * CHUNK_BYTES)
-            .toString('base64')
-        : (pieces as string[])[index]!;
+      const data = stored.piece(index);
       const doc = { assistantId, modelKey: key, fingerprint: trained.fingerprint, index, data };
       await cols.modelChunks.updateOne(
         { _id: `${key}:${trained.fingerprint}:${index}` },
@@ -412,11 +422,11 @@ export class Understanding {
           fingerprint: trained.fingerprint,
           hasModel: trained.model !== null,
           chunks,
-          ...(binary ? { format: 'binary' as const, bytes: binary.length } : {}),
+          ...(stored.bytes !== undefined ? { format: 'binary' as const, bytes: stored.bytes } : {}),
           trainedAt: clock.now(),
           trainingMs: trained.trainingMs,
         },
-        ...(binary ? {} : { $unset: { format: 1 as const, bytes: 1 as const } }),
+        ...(stored.bytes !== undefined ? {} : { $unset: { format: 1 as const, bytes: 1 as const } }),
       },
       { upsert: true },
     );
