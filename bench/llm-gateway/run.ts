@@ -126,6 +126,16 @@ function wrk(url: string, headers: Record<string, string>, pids?: Record<string,
   };
 }
 
+/** The options of a JSON POST to `target` with `body`. */
+const jsonPost = (target: URL, headers: Record<string, string>, body: string, agent: http.Agent) => ({
+  method: 'POST',
+  host: target.hostname,
+  port: target.port,
+  path: target.pathname,
+  headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+  agent,
+});
+
 const quantiles = (values: number[]) => {
   const v = [...values].sort((a, b) => a - b);
   const at = (q: number) => v[Math.min(v.length - 1, Math.floor(q * v.length))]!;
@@ -147,28 +157,14 @@ async function fixedRate(url: string, headers: Record<string, string>, rate: num
       if (++done === total) resolve();
     };
     const fire = (scheduled: number) => {
-      const req = http.request(
-        {
-          method: 'POST',
-          host: target.hostname,
-          port: target.port,
-          path: target.pathname,
-          headers: {
-            ...headers,
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(BODY),
-          },
-          agent,
-        },
-        (res) => {
-          if (res.statusCode !== 200) failures++;
-          res.resume();
-          res.on('end', () => {
-            latencies.push(performance.now() - scheduled);
-            finish();
-          });
-        },
-      );
+      const req = http.request(jsonPost(target, headers, BODY, agent), (res) => {
+        if (res.statusCode !== 200) failures++;
+        res.resume();
+        res.on('end', () => {
+          latencies.push(performance.now() - scheduled);
+          finish();
+        });
+      });
       req.on('error', () => {
         failures++;
         finish();
@@ -241,32 +237,18 @@ async function streams(url: string, headers: Record<string, string>, body: strin
       streamMarks.frame = 0;
       const t0 = performance.now();
       let got = false;
-      const req = http.request(
-        {
-          method: 'POST',
-          host: target.hostname,
-          port: target.port,
-          path: target.pathname,
-          headers: {
-            ...headers,
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(body),
-          },
-          agent,
-        },
-        (res) => {
-          res.on('data', (d: Buffer) => {
-            if (!got && d.toString().includes('data:')) {
-              const at = performance.now();
-              got = true;
-              before.push(streamMarks.request - t0);
-              forward.push(at - streamMarks.frame);
-              ttfb.push(at - t0);
-            }
-          });
-          res.on('end', () => (got ? resolve() : reject(new Error(`no chunk (${res.statusCode})`))));
-        },
-      );
+      const req = http.request(jsonPost(target, headers, body, agent), (res) => {
+        res.on('data', (d: Buffer) => {
+          if (!got && d.toString().includes('data:')) {
+            const at = performance.now();
+            got = true;
+            before.push(streamMarks.request - t0);
+            forward.push(at - streamMarks.frame);
+            ttfb.push(at - t0);
+          }
+        });
+        res.on('end', () => (got ? resolve() : reject(new Error(`no chunk (${res.statusCode})`))));
+      });
       req.on('error', reject);
       req.end(body);
     });
