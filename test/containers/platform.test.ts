@@ -290,17 +290,27 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
       // The first call between freshly started containers (gateway -> llm-quota for the org's settings)
       // once took longer than the gateway's wait and answered 503: poll with a deadline, and say so.
       const seen: number[] = [];
+      let last: JsonReply | undefined;
       const reply = await waitFor(
         async () => {
-          const r = await call('POST', '/llm/v1/chat/completions', session.token, {
+          last = await call('POST', '/llm/v1/chat/completions', session.token, {
             model: 'mock/chat',
             messages: [{ role: 'user', content: 'ping' }],
           });
-          if (r.status !== 200) seen.push(r.status);
-          return r.status === 200 ? r : null;
+          if (last.status !== 200) seen.push(last.status);
+          return last.status === 200 ? last : null;
         },
         { timeoutMs: 30_000, intervalMs: 500, what: 'a 200 from the gateway' },
-      );
+      ).catch(async (err: Error) => {
+        // say what the gateway answered and what it logged, so a failure here can be diagnosed
+        const logs = await podman(['logs', '--tail', '40', objectName.container(project, 'llm-gateway')], {
+          allowFailure: true,
+        });
+        throw new Error(
+          `${err.message}; statuses ${seen.join(', ')}; last answer ${JSON.stringify(last?.body)}\n` +
+            `llm-gateway's last log lines:\n${logs.stdout}${logs.stderr}`,
+        );
+      });
       if (seen.length > 0) timings.push(`gateway answered ${seen.join(', ')} before its first 200`);
       expect(reply.status).toBe(200);
       expect(reply.body.choices[0].message).toMatchObject({ role: 'assistant', content: expect.any(String) });
