@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { RequestListener, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { serverMessagesOf } from './http/server-messages';
 import type { Logger } from './logger';
 
 export interface RunningServer {
@@ -21,7 +22,10 @@ export const SERVICE_MAX_HEADER_BYTES = 64 * 1024;
 /** How long a request head may take to arrive in full (nginx and HAProxy allow 10 to 60 s). */
 export const HEADERS_TIMEOUT_MS = 10_000;
 
-/** Listens on host:port (0 picks a free port) with keep-alive settings fit for sitting behind a proxy. */
+/**
+ * Listens on host:port (0 picks a free port) with keep-alive settings fit for sitting behind a proxy, and
+ * the request and response classes noted for `handler` (a service app's: server-messages.ts).
+ */
 export async function listen(
   handler: RequestListener,
   port: number,
@@ -30,6 +34,7 @@ export async function listen(
 ): Promise<RunningServer> {
   const server = createServer(
     {
+      ...serverMessagesOf(handler),
       keepAlive: true,
       maxHeaderSize: options.maxHeaderSize,
       // A client that trickles its request head holds a socket at most HEADERS_TIMEOUT_MS (checked each

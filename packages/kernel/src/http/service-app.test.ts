@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import request from 'supertest';
 import { z } from 'zod';
@@ -148,5 +151,63 @@ describe('the common service app', () => {
 
     const missing = await request(app).get('/nope').expect(404);
     expect(missing.body.error).toBe('RouteNotFound');
+  });
+});
+
+describe('requests and responses of a listening service app', () => {
+  /** The requests and responses whose prototype something changed while `send` ran. */
+  async function prototypeChanges(send: () => Promise<void>): Promise<string[]> {
+    const setPrototypeOf = Object.setPrototypeOf;
+    const changed: string[] = [];
+    const spy = jest
+      .spyOn(Object, 'setPrototypeOf')
+      .mockImplementation((target: object, proto: object | null) => {
+        if (
+          Object.getPrototypeOf(target) !== proto &&
+          (target instanceof IncomingMessage || target instanceof ServerResponse)
+        )
+          changed.push(target.constructor.name);
+        return setPrototypeOf(target, proto);
+      });
+    try {
+      await send();
+    } finally {
+      spy.mockRestore();
+    }
+    return changed;
+  }
+
+  async function callBoth(url: string) {
+    const read = await fetch(`${url}/things/7`);
+    expect(await read.json()).toEqual({ id: '7' });
+    const echo = await fetch(`${url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x' }),
+    });
+    expect(await echo.json()).toEqual({ name: 'x' });
+  }
+
+  it('are built with express prototypes by `listen`, so express re-prototypes no live object (decision 0083)', async () => {
+    const server = await listen(app.listener, 0, '127.0.0.1');
+    try {
+      expect(await prototypeChanges(() => callBoth(server.url))).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('would otherwise be re-prototyped on every request (what the test above guards against)', async () => {
+    const server = createServer(app);
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const changed = await prototypeChanges(() =>
+        callBoth(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+      );
+      expect(changed).toEqual(expect.arrayContaining(['IncomingMessage', 'ServerResponse']));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

@@ -7,6 +7,7 @@ import { compileTrustProxy } from './forwarding';
 import { expressLeanHandler, type LeanRoute, leanListener } from './lean-routes';
 import { createHttpMetrics, type HttpMetrics } from './metrics';
 import { requestId } from './request-id';
+import { expressMessages, withServerMessages } from './server-messages';
 
 export interface ServiceAppOptions {
   name: string;
@@ -31,7 +32,8 @@ export interface ServiceAppOptions {
 
 /**
  * The public app and, apart, the admin listener (/healthz, /readyz, /metrics) for ADMIN_PORT.
- * `listener` is what a service listens with: the lean routes, then the app for everything else.
+ * `listener` is what a service listens with: the lean routes, then the app for everything else; `listen`
+ * gives the server of either the request and response classes express wants (server-messages.ts).
  */
 export type ServiceApp = Express & { admin: RequestListener; listener: RequestListener };
 
@@ -89,5 +91,9 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
         logger: options.logger,
       })
     : app;
+  // a server listening with either builds requests and responses that express need not re-prototype
+  const messages = expressMessages(app);
+  withServerMessages(app, messages);
+  withServerMessages(app.listener, messages);
   return app;
 }
