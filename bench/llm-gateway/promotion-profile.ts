@@ -92,7 +92,8 @@ async function main() {
   });
   if (org.status !== 201) throw new Error(`org: ${org.status}`);
 
-  const body = JSON.stringify({ model: 'sim/gpt', messages: [{ role: 'user', content: 'Say hello' }] });
+  const body =
+    process.env.PROMO_BODY ?? JSON.stringify({ model: 'sim/gpt', messages: [{ role: 'user', content: 'Say hello' }] });
   // PROMO_GET=/v2/me compares a GET through the edge to another service (no provider call, no accounting)
   const get = process.env.PROMO_GET;
   const target = new URL(get ? `${platform.baseUrl}${get}` : `${platform.baseUrl}/llm/v1/chat/completions`);
@@ -117,7 +118,7 @@ async function main() {
                 },
           },
           (res) => {
-            if (res.statusCode !== 200) console.error('status', res.statusCode);
+            if (res.statusCode !== 200 && !process.env.PROMO_BODY) console.error('status', res.statusCode);
             res.resume();
             res.on('end', () => {
               if (--left === 0) resolve();

@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { createServiceApp, listen, silentLogger } from '@platform/kernel';
 import { freePort, waitFor } from '@platform/testkit';
 import {
@@ -169,6 +171,44 @@ describe('edge routing and proxying', () => {
       });
       expect(chunked.json.body).toBe('{"a":1}');
       expect(chunked.json.headers['transfer-encoding']).toBe('chunked');
+    });
+
+    it('starts no upstream request for a Content-Length body until it has arrived whole, nor when the client leaves first', async () => {
+      const started: string[] = [];
+      const service = await listen(
+        (req, res) => {
+          started.push(req.headers['content-length'] ?? '');
+          req.resume();
+          req.on('end', () => res.end('{}'));
+        },
+        0,
+        '127.0.0.1',
+      );
+      const viaEdge = await startEdge({
+        authUrl: auth.url,
+        legacyUrl: service.url,
+        env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
+      });
+      try {
+        const socket = connect(Number(new URL(viaEdge.url).port), '127.0.0.1');
+        await once(socket, 'connect');
+        socket.write(
+          'POST /legacy/v2/echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"half":',
+        );
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(started).toEqual([]);
+        socket.destroy();
+        const whole = await request(viaEdge.url, '/legacy/v2/echo', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"whole":true}',
+        });
+        expect(whole.status).toBe(200);
+        expect(started).toEqual(['14']);
+      } finally {
+        await viaEdge.close();
+        await service.close(100);
+      }
     });
 
     it('answers 413 PAYLOAD_TOO_LARGE from Content-Length without reaching the service', async () => {

@@ -62,6 +62,23 @@ class BodyTooLarge extends Error {
   }
 }
 
+/**
+ * Content-Length bodies up to this size are read whole and sent as one buffer (as nginx's
+ * proxy_request_buffering does): handing undici the client's request stream made V8 keep every such
+ * request's objects through young-generation collections (decision 0083), and costs more per request.
+ * Larger bodies stream.
+ */
+const BUFFERED_BODY_MAX_BYTES = 64 * 1024;
+
+/** Calls `done` with the whole body once it has arrived; nothing if the client goes away before that. */
+function readBody(req: IncomingMessage, length: number, done: (body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.once('end', () => done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length)));
+  // an aborted upload: the socket is gone, nothing to answer
+  req.once('error', () => undefined);
+}
+
 /** Streams a chunked body on, failing once it passes the limit (Content-Length bodies were checked up front). */
 async function* limitedBody(req: IncomingMessage, limit: number): AsyncGenerator<Buffer> {
   let received = 0;
@@ -112,6 +129,71 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     sendError(res, failure, requestId);
   };
 
+  /** one upstream request; the answer streams back to `res` */
+  const send = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    root: UpstreamName,
+    requestId: string,
+    body: Buffer | Readable | IncomingMessage | null,
+  ) => {
+    // undici's own (raw) handler interface: its core calls these directly, so no header object is
+    // parsed and no wrapper is allocated per request.
+    let abort: ((err?: Error) => void) | null = null;
+    let done = false;
+    res.once('close', () => {
+      if (!done) abort?.(new Error('client went away'));
+    });
+    const handler = {
+      onConnect(abortRequest: (err?: Error) => void) {
+        abort = abortRequest;
+        if (res.destroyed) abortRequest(new Error('client went away'));
+      },
+      onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void) {
+        if (statusCode < 200) return true; // 1xx: the final answer follows
+        // setHeader for a name's first field, appendHeader for repeats (Set-Cookie): the edge's own
+        // fields (x-request-id, version headers) are already on the answer.
+        let seen: Set<string> | null = null;
+        for (let i = 0; i < rawHeaders.length; i += 2) {
+          const name = rawHeaders[i]!.toString('latin1');
+          const lower = name.toLowerCase();
+          if (RESPONSE_HOP_BY_HOP.has(lower)) continue;
+          const value = rawHeaders[i + 1]!.toString('latin1');
+          if (seen?.has(lower)) res.appendHeader(name, value);
+          else {
+            res.setHeader(name, value);
+            if (!seen) seen = new Set();
+            seen.add(lower);
+          }
+        }
+        res.writeHead(statusCode);
+        res.on('drain', resume);
+        return true;
+      },
+      onData(chunk: Buffer) {
+        return res.write(chunk);
+      },
+      onComplete() {
+        done = true;
+        res.end();
+      },
+      onError(err: Error) {
+        done = true;
+        fail(res, err, requestId, req.url);
+      },
+    };
+    pools[root].dispatch(
+      {
+        origin: undefined,
+        path: req.url ?? '/',
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: req.headers,
+        body,
+      },
+      handler,
+    );
+  };
+
   return {
     forward(req, res, root, requestId, bodyLimitBytes) {
       const headers: IncomingHttpHeaders = req.headers;
@@ -127,63 +209,23 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         delete headers['content-length'];
         req.resume();
       }
+      const length = Number(headers['content-length'] ?? 0);
+      if (!dropBody && !chunked && length > 0 && length <= BUFFERED_BODY_MAX_BYTES) {
+        // read whole before the upstream request starts (decision 0083); a client that leaves first is
+        // never forwarded
+        readBody(req, length, (buffered) => {
+          if (!res.destroyed) send(req, res, root, requestId, buffered);
+        });
+        return;
+      }
       const body = dropBody
         ? null
         : chunked
           ? Readable.from(limitedBody(req, bodyLimitBytes))
-          : headers['content-length'] && headers['content-length'] !== '0'
+          : length > 0
             ? req
             : null;
-
-      // undici's own (raw) handler interface: its core calls these directly, so no header object is
-      // parsed and no wrapper is allocated per request.
-      let abort: ((err?: Error) => void) | null = null;
-      let done = false;
-      res.once('close', () => {
-        if (!done) abort?.(new Error('client went away'));
-      });
-      const handler = {
-        onConnect(abortRequest: (err?: Error) => void) {
-          abort = abortRequest;
-          if (res.destroyed) abortRequest(new Error('client went away'));
-        },
-        onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void) {
-          if (statusCode < 200) return true; // 1xx: the final answer follows
-          // setHeader for a name's first field, appendHeader for repeats (Set-Cookie): the edge's own
-          // fields (x-request-id, version headers) are already on the answer.
-          let seen: Set<string> | null = null;
-          for (let i = 0; i < rawHeaders.length; i += 2) {
-            const name = rawHeaders[i]!.toString('latin1');
-            const lower = name.toLowerCase();
-            if (RESPONSE_HOP_BY_HOP.has(lower)) continue;
-            const value = rawHeaders[i + 1]!.toString('latin1');
-            if (seen?.has(lower)) res.appendHeader(name, value);
-            else {
-              res.setHeader(name, value);
-              if (!seen) seen = new Set();
-              seen.add(lower);
-            }
-          }
-          res.writeHead(statusCode);
-          res.on('drain', resume);
-          return true;
-        },
-        onData(chunk: Buffer) {
-          return res.write(chunk);
-        },
-        onComplete() {
-          done = true;
-          res.end();
-        },
-        onError(err: Error) {
-          done = true;
-          fail(res, err, requestId, req.url);
-        },
-      };
-      pools[root].dispatch(
-        { origin: undefined, path: req.url ?? '/', method: method as Dispatcher.HttpMethod, headers, body },
-        handler,
-      );
+      send(req, res, root, requestId, body);
     },
     close() {
       for (const pool of Object.values(pools)) void pool.close();
