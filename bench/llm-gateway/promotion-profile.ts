@@ -6,9 +6,12 @@
  * (what makes the scavenges and mark-compacts of the fixed-rate phase), by stack.
  *
  *   npx tsx bench/llm-gateway/promotion-profile.ts [rate=500] [seconds=8]
+ *   # PROMO_ALL=1: every allocation, not only what survives; PROMO_SAMPLING=0: no profiler (with
+ *   # node --trace-gc-nvp); PROMO_GET=/v2/me or PROMO_BODY='{}': other requests, to compare
+ *   npx tsx bench/llm-gateway/promotion-profile.ts --read <file.heapprofile>
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { Session } from 'node:inspector/promises';
 import os from 'node:os';
@@ -93,7 +96,8 @@ async function main() {
   if (org.status !== 201) throw new Error(`org: ${org.status}`);
 
   const body =
-    process.env.PROMO_BODY ?? JSON.stringify({ model: 'sim/gpt', messages: [{ role: 'user', content: 'Say hello' }] });
+    process.env.PROMO_BODY ??
+    JSON.stringify({ model: 'sim/gpt', messages: [{ role: 'user', content: 'Say hello' }] });
   // PROMO_GET=/v2/me compares a GET through the edge to another service (no provider call, no accounting)
   const get = process.env.PROMO_GET;
   const target = new URL(get ? `${platform.baseUrl}${get}` : `${platform.baseUrl}/llm/v1/chat/completions`);
@@ -148,7 +152,8 @@ async function main() {
     await session.post('HeapProfiler.startSampling', {
       samplingInterval: 1024,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: false,
+      // PROMO_ALL=1: every allocation (what makes scavenges frequent), not only what survives them
+      includeObjectsCollectedByMinorGC: process.env.PROMO_ALL === '1',
     });
   const gcBefore = process.memoryUsage();
   await send(RATE * SECONDS);
@@ -160,11 +165,29 @@ async function main() {
     `old space ${(oldBefore.space_used_size / 1e6).toFixed(1)} -> ${(oldAfter.space_used_size / 1e6).toFixed(1)} MB; heap used ${(gcBefore.heapUsed / 1e6).toFixed(1)} -> ${(process.memoryUsage().heapUsed / 1e6).toFixed(1)} MB`,
   );
 
-  // Aggregate self sizes by the innermost frames of their stacks, outside node_modules where possible.
+  printSites(profile, RATE * SECONDS);
+  agent.destroy();
+  await platform.stop();
+  await sim.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+const REPO = path.resolve(__dirname, '..', '..');
+
+/**
+ * The profile's allocation sites, largest first: self sizes summed by the innermost six frames of their
+ * stacks; per request when the count is known, else in MB.
+ */
+function printSites(profile: { head: ProfileNode }, requests: number | null): void {
   const byStack = new Map<string, number>();
   let total = 0;
-  const frame = (n: ProfileNode) =>
-    `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.replace(/^.*\/(node_modules|work\/main)\//, '')}:${n.callFrame.lineNumber + 1}`;
+  const frame = (n: ProfileNode) => {
+    const url = n.callFrame.url
+      .replace(/^file:\/\//, '')
+      .replace(`${REPO}/`, '')
+      .replace(/^.*\/node_modules\//, '');
+    return `${n.callFrame.functionName || '(anon)'} ${url}:${n.callFrame.lineNumber + 1}`;
+  };
   const walk = (n: ProfileNode, stack: string[]) => {
     const here = [...stack, frame(n)];
     if (n.selfSize > 0) {
@@ -175,19 +198,17 @@ async function main() {
     for (const c of n.children) walk(c, here);
   };
   walk(profile.head, []);
-  const requests = RATE * SECONDS;
-  console.log(
-    `sampled surviving-a-scavenge bytes: ${(total / 1e6).toFixed(1)} MB, ${(total / requests).toFixed(0)} B/request`,
-  );
-  for (const [stack, size] of [...byStack]
+  const size = (bytes: number) =>
+    requests
+      ? `${(bytes / requests).toFixed(0).padStart(6)} B/req`
+      : `${(bytes / 1e6).toFixed(1).padStart(6)} MB`;
+  console.log(`sampled bytes: ${size(total)}`);
+  for (const [stack, bytes] of [...byStack]
     .sort((a, b) => b[1] - a[1])
-    .slice(0, Number(process.env.TOP ?? 25))) {
-    console.log(`${(size / requests).toFixed(0).padStart(6)} B/req  ${stack}\n`);
-  }
-  agent.destroy();
-  await platform.stop();
-  await sim.close();
-  rmSync(dir, { recursive: true, force: true });
+    .slice(0, Number(process.env.TOP ?? 25)))
+    console.log(`${size(bytes)}  ${stack}\n`);
 }
 
-void main();
+// `--read <file>`: the sites of a profile written elsewhere (stall-probe.ts's BENCH_ALLOCATION_PROFILE)
+if (process.argv[2] === '--read') printSites(JSON.parse(readFileSync(process.argv[3]!, 'utf8')), null);
+else void main();

@@ -13,9 +13,18 @@
  *   # BENCH_SECONDS=10, BENCH_RATE=500, BENCH_CONNECTIONS=50, BENCH_STREAMS=300,
  *   # BENCH_LAYOUT=process (default) | single (every service in one process, as the tests run it)
  *   # BENCH_NODE_FLAGS="--max-semi-space-size=32" (more flags for every service process, to compare)
+ *   # BENCH_OUTPUT_FILE=<file> (what the services print, e.g. with BENCH_NODE_FLAGS=--trace-gc)
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,6 +58,8 @@ function child(
   return new Promise((resolve, reject) => {
     let out = '';
     proc.stdout!.on('data', (d: Buffer) => {
+      // BENCH_OUTPUT_FILE=<file>: what the children print (e.g. BENCH_NODE_FLAGS=--trace-gc) is kept there
+      if (process.env.BENCH_OUTPUT_FILE) appendFileSync(process.env.BENCH_OUTPUT_FILE, d);
       out += d.toString();
       const line = out.split('\n').find((l) => ready.test(l));
       if (line) resolve({ proc, line });
@@ -149,6 +160,12 @@ async function fixedRate(url: string, headers: Record<string, string>, rate: num
   const total = rate * seconds;
   const latencies: number[] = [];
   let failures = 0;
+  /** what the failures were: status codes, or the error's code */
+  const failed = new Map<string, number>();
+  const note = (what: string) => {
+    failures++;
+    failed.set(what, (failed.get(what) ?? 0) + 1);
+  };
   const start = performance.now();
   let sent = 0;
   await new Promise<void>((resolve) => {
@@ -158,15 +175,15 @@ async function fixedRate(url: string, headers: Record<string, string>, rate: num
     };
     const fire = (scheduled: number) => {
       const req = http.request(jsonPost(target, headers, BODY, agent), (res) => {
-        if (res.statusCode !== 200) failures++;
+        if (res.statusCode !== 200) note(String(res.statusCode));
         res.resume();
         res.on('end', () => {
           latencies.push(performance.now() - scheduled);
           finish();
         });
       });
-      req.on('error', () => {
-        failures++;
+      req.on('error', (err: Error & { code?: string }) => {
+        note(err.code ?? err.message);
         finish();
       });
       req.end(BODY);
@@ -179,7 +196,11 @@ async function fixedRate(url: string, headers: Record<string, string>, rate: num
     tick();
   });
   agent.destroy();
-  return { ...quantiles(latencies), failures };
+  return {
+    ...quantiles(latencies),
+    failures,
+    failed: [...failed].map(([what, n]) => `${n} × ${what}`).join(', '),
+  };
 }
 
 /**
@@ -329,7 +350,7 @@ async function main() {
     if (t.pids) gatewayPhase = { from, to: Date.now() };
     fixed[t.name] = r;
     console.log(
-      `${t.name.padEnd(20)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  max ${r.max.toFixed(1)} ms  failures ${r.failures}`,
+      `${t.name.padEnd(20)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  max ${r.max.toFixed(1)} ms  failures ${r.failures}${r.failures ? ` (${r.failed})` : ''}`,
     );
   }
   const direct = fixed['simulator direct']!;

@@ -6,7 +6,9 @@
  * note theirs too) and prints where the stalls were (decision 0079). Measurement only:
  * never loaded outside the benchmark.
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { isMainThread } from 'node:worker_threads';
@@ -46,3 +48,30 @@ export function startStallProbe(dir: string, name: string): void {
 const service = process.env.PLATFORM_STANDALONE_SERVICE;
 if (process.env.BENCH_PROBE_DIR && service && isMainThread)
   startStallProbe(process.env.BENCH_PROBE_DIR, service);
+
+// BENCH_ALLOCATION_PROFILE=<service>: that service samples every allocation from its start and writes
+// `<tmpdir>/<service>-<pid>.heapprofile` as it exits (Chrome DevTools opens it; `npx tsx
+// bench/llm-gateway/promotion-profile.ts --read <file>` lists its sites): what makes its scavenges frequent.
+if (
+  process.env.BENCH_PROBE_DIR &&
+  service &&
+  isMainThread &&
+  process.env.BENCH_ALLOCATION_PROFILE === service
+) {
+  const session = new Session();
+  session.connect();
+  session.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  const file = path.join(tmpdir(), `${service}-${process.pid}.heapprofile`);
+  process.on('exit', () => {
+    // a session on this thread answers synchronously: the profile is written before the process ends
+    session.post('HeapProfiler.stopSampling', (err, result) => {
+      if (err) return;
+      writeFileSync(file, JSON.stringify(result.profile));
+      process.stderr.write(`allocation profile: ${file}\n`);
+    });
+  });
+}
