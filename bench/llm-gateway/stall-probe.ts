@@ -49,21 +49,18 @@ const service = process.env.PLATFORM_STANDALONE_SERVICE;
 if (process.env.BENCH_PROBE_DIR && service && isMainThread)
   startStallProbe(process.env.BENCH_PROBE_DIR, service);
 
-// BENCH_ALLOCATION_PROFILE=<service>: that service samples every allocation from its start and writes
+// BENCH_ALLOCATION_PROFILE=<service>[:promoted]: that service samples every allocation (with `:promoted`,
+// only what survives scavenges) from its start and writes
 // `<tmpdir>/<service>-<pid>.heapprofile` as it exits (Chrome DevTools opens it; `npx tsx
 // bench/llm-gateway/promotion-profile.ts --read <file>` lists its sites): what makes its scavenges frequent.
-if (
-  process.env.BENCH_PROBE_DIR &&
-  service &&
-  isMainThread &&
-  process.env.BENCH_ALLOCATION_PROFILE === service
-) {
+const [profiled, only] = (process.env.BENCH_ALLOCATION_PROFILE ?? '').split(':');
+if (process.env.BENCH_PROBE_DIR && service && isMainThread && profiled === service) {
   const session = new Session();
   session.connect();
   session.post('HeapProfiler.startSampling', {
     samplingInterval: 4096,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: only !== 'promoted',
   });
   const file = path.join(tmpdir(), `${service}-${process.pid}.heapprofile`);
   process.on('exit', () => {

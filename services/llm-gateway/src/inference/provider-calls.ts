@@ -1,4 +1,5 @@
 import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
+import type { CancelSignal } from '../providers/cancellation';
 import type { OrgGatewaySettings } from '../quota/org-settings';
 import { ProviderErrorAnswer, ProviderNoResponse } from './errors';
 import { isAllowed } from './governance';
@@ -31,7 +32,7 @@ export function failoverChain(
 
 const abortError = () => Object.assign(new Error('client went away'), { name: 'AbortError' });
 
-function wait(ms: number, signal: AbortSignal): Promise<void> {
+function wait(ms: number, signal: CancelSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(abortError());
     const timer = setTimeout(() => {
@@ -55,7 +56,7 @@ function wait(ms: number, signal: AbortSignal): Promise<void> {
 export async function withResilience<T>(
   chain: CatalogueModel[],
   policy: RetryPolicy,
-  signal: AbortSignal,
+  signal: CancelSignal,
   headersFor: (model: CatalogueModel) => Record<string, string>,
   operation: (model: CatalogueModel, call: ProviderCall) => Promise<T>,
 ): Promise<{ result: T; model: CatalogueModel; attempts: number }> {

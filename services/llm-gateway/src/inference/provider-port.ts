@@ -1,3 +1,5 @@
+import type { CancelSignal } from '../providers/cancellation';
+
 /**
  * What the gateway needs from the provider layer (`src/providers`, contract in the provider-interface
  * brief). Declared here structurally so the gateway's own modules depend on the shape, not on an
@@ -13,7 +15,7 @@ export interface ProviderCall {
   model: string;
   headers: Record<string, string>;
   timeoutMs: number;
-  signal: AbortSignal;
+  signal: CancelSignal;
 }
 
 // OpenAI wire objects are passed through as they are; the gateway reads a few members only.

@@ -1,3 +1,4 @@
+import type { CancelSignal } from './cancellation';
 /**
  * The provider layer's contract with the rest of the gateway: OpenAI-shaped bodies in and out, typed
  * errors with no HTTP in them. One adapter per provider entry; each call makes exactly one attempt
@@ -198,7 +199,7 @@ export interface ProviderCall {
   /** no answer (or no first chunk, or a stream silent this long) -> ProviderTimeoutError */
   timeoutMs: number;
   /** aborting it (client disconnect) cancels the provider call */
-  signal: AbortSignal;
+  signal: CancelSignal;
 }
 
 export interface ProviderAdapter {

@@ -1,8 +1,9 @@
 import type { Request, Response } from 'express';
+import { Cancellation } from '../providers/cancellation';
 
-/** An abort signal for the provider call that fires when the client goes away before the answer ends. */
-export function abortOnClose(req: Request, res: Response): AbortController {
-  const controller = new AbortController();
+/** A cancellation of the provider call that fires when the client goes away before the answer ends. */
+export function abortOnClose(req: Request, res: Response): Cancellation {
+  const controller = new Cancellation();
   res.on('close', () => {
     if (!res.writableFinished) controller.abort();
   });

@@ -1,4 +1,5 @@
 import type { Clock } from '@platform/kernel';
+import { Cancellation } from '../cancellation';
 import { type ProviderCall, ProviderError, ProviderTimeoutError } from '../types';
 import { type SseEvent, SseLineTooLong, SseParser } from './sse';
 import type { ProviderResponse, ProviderTransport } from './transport';
@@ -26,7 +27,7 @@ export interface ProviderRequest {
  * lazy: a read only moves the deadline, and the timer, when it fires early, sleeps again until it.
  */
 class CallGuard {
-  readonly controller = new AbortController();
+  readonly controller = new Cancellation();
   timedOut = false;
   private timer: NodeJS.Timeout | undefined;
   private deadline = 0;
@@ -222,7 +223,7 @@ const DRAIN_MS = 250;
  * Reads what follows the last event (normally just the end of the body, already on its way) so the
  * connection goes back to the pool for the next call instead of being torn down.
  */
-async function drain(reader: AsyncIterator<Uint8Array>, controller: AbortController): Promise<void> {
+async function drain(reader: AsyncIterator<Uint8Array>, controller: Cancellation): Promise<void> {
   const cap = setTimeout(
     () => controller.abort(new Error('stream did not end after its last event')),
     DRAIN_MS,

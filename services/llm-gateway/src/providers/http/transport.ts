@@ -1,4 +1,5 @@
 import { request } from 'undici';
+import { abortSignalOf, type CancelSignal } from '../cancellation';
 
 /** What the provider layer reads of an answer: the status, headers, and the body whole or as it arrives. */
 export interface ProviderResponse {
@@ -16,7 +17,8 @@ export interface ProviderSendInit {
   method: 'GET' | 'POST';
   headers: Record<string, string>;
   body?: string | FormData;
-  signal: AbortSignal;
+  /** undici's `request` takes it as it is; `fetch` gets an AbortSignal following it */
+  signal: CancelSignal;
 }
 
 /** One HTTP exchange with a provider. */
@@ -56,7 +58,7 @@ export const undiciTransport: ProviderTransport = async (url, init) => {
 /** A transport over a `fetch` function (tests inject one to script answers). */
 export function fetchTransport(doFetch: typeof fetch): ProviderTransport {
   return async (url, init) => {
-    const res = await doFetch(url, init);
+    const res = await doFetch(url, { ...init, signal: abortSignalOf(init.signal) });
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
     return {
       status: res.status,
