@@ -35,7 +35,7 @@ export class Cancellation implements CancelSignal {
   }
 
   /** every listener is called once at most (as with `{ once: true }`, which is the only use here) */
-  addEventListener(_type: 'abort', listener: () => void): void {
+  addEventListener(_type: 'abort', listener: () => void, _options?: { once?: boolean }): void {
     if (!this.aborted && !this.listeners.includes(listener)) this.listeners.push(listener);
   }
 
