@@ -14,6 +14,7 @@
  *   # BENCH_LAYOUT=process (default) | single (every service in one process, as the tests run it)
  *   # BENCH_NODE_FLAGS="--max-semi-space-size=32" (more flags for every service process, to compare)
  *   # BENCH_OUTPUT_FILE=<file> (what the services print, e.g. with BENCH_NODE_FLAGS=--trace-gc)
+ *   # BENCH_PROBE=0 (no stall probe: no GC or event-loop lines, and no 1 ms timer in every process)
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import {
@@ -38,7 +39,9 @@ const STREAMS = Number(process.env.BENCH_STREAMS ?? 300);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));
 const probeDir = path.join(dir, 'probe');
-startStallProbe(probeDir, 'bench-client');
+// BENCH_PROBE=0: no stall probe anywhere (its 1 ms event-loop timer wakes every process 1,000 times a second)
+const PROBE = process.env.BENCH_PROBE !== '0';
+if (PROBE) startStallProbe(probeDir, 'bench-client');
 const children: ChildProcess[] = [];
 const BODY = JSON.stringify({
   model: 'sim/gpt',
@@ -276,7 +279,11 @@ async function streams(url: string, headers: Record<string, string>, body: strin
   }
   agent.destroy();
   const kept = (v: number[]) => quantiles(v.slice(Math.floor(n / 10)));
-  return { before: kept(before), forward: kept(forward), ttfb: kept(ttfb) };
+  const slowest = forward
+    .slice(Math.floor(n / 10))
+    .sort((a, b) => b - a)
+    .slice(0, 8);
+  return { before: kept(before), forward: kept(forward), ttfb: kept(ttfb), slowest };
 }
 
 async function main() {
@@ -301,7 +308,11 @@ async function main() {
   await startNginx(nginxPort, simPort);
   const platform = await child(
     [path.join(__dirname, 'platform-server.ts'), String(edgePort), path.join(dir, 'data')],
-    { SIM_URL: `http://127.0.0.1:${simPort}`, SIM_STREAM_URL: streamSim.url, BENCH_PROBE_DIR: probeDir },
+    {
+      SIM_URL: `http://127.0.0.1:${simPort}`,
+      SIM_STREAM_URL: streamSim.url,
+      ...(PROBE ? { BENCH_PROBE_DIR: probeDir } : {}),
+    },
     /^ready /,
   );
   const [, token, pidsJson] = platform.line.split(' ') as [string, string, string];
@@ -371,12 +382,14 @@ async function main() {
       messages: [{ role: 'user', content: 'Say hello to the benchmark' }],
     });
   const viaSim = await streams(`${streamSim.url}/v1/chat/completions`, {}, streamBody('gpt-sim'), STREAMS);
+  const streamPhase = { from: Date.now(), to: 0 };
   const viaGw = await streams(
     `http://127.0.0.1:${edgePort}/llm/v1/chat/completions`,
     auth,
     streamBody('sim/stream'),
     STREAMS,
   );
+  streamPhase.to = Date.now();
   const line = (name: string, q: { p50: number; p99: number }, base: { p50: number; p99: number }) =>
     console.log(
       `${name.padEnd(52)} p50 ${q.p50.toFixed(2)} ms  p99 ${q.p99.toFixed(2)} ms  (direct p50 ${base.p50.toFixed(2)}, p99 ${base.p99.toFixed(2)})`,
@@ -384,6 +397,12 @@ async function main() {
   line('before the provider is called (send -> provider)', viaGw.before, viaSim.before);
   line('first chunk forwarded (provider writes -> client)', viaGw.forward, viaSim.forward);
   line('time to first chunk (send -> first chunk)', viaGw.ttfb, viaSim.ttfb);
+  console.log(`slowest first-chunk forwards: ${viaGw.slowest.map((x) => x.toFixed(2)).join(', ')} ms`);
+  if (PROBE)
+    console.log(
+      `stalls during the gateway's streams, per process (bench-client is the client and the simulator):`,
+    );
+  if (PROBE) for (const line of stallsBetween(streamPhase.from, streamPhase.to)) console.log(line);
   console.log(
     `added by edge + gateway: first-chunk forwarding p50 ${(viaGw.forward.p50 - viaSim.forward.p50).toFixed(2)} ms, p99 ${(viaGw.forward.p99 - viaSim.forward.p99).toFixed(2)} ms; time to first chunk p50 ${(viaGw.ttfb.p50 - viaSim.ttfb.p50).toFixed(2)} ms, p99 ${(viaGw.ttfb.p99 - viaSim.ttfb.p99).toFixed(2)} ms`,
   );
