@@ -14,52 +14,18 @@
  * there (stall-probe.ts).
  * Usage: platform-server.ts <port> <dataDir>
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { silentLogger } from '@platform/kernel';
 import { startPlatform, startProcessPlatform } from '@platform/standalone';
+import { benchCaller, benchPlatformEnv } from './bench-platform';
 import { startStallProbe } from './stall-probe';
-
-const BIG = 1_000_000_000_000;
 
 async function main() {
   const [port, dataDir] = process.argv.slice(2) as [string, string];
   mkdirSync(dataDir, { recursive: true });
-  const file = path.join(dataDir, 'gateway.json');
-  const model = (id: string, provider: string) => ({
-    model_id: id,
-    type: 'completion',
-    provider_config: { provider, model: 'gpt-sim' },
-    pricing: { input_per_million: 2, output_per_million: 8 },
-    parameters_billion: 8,
-  });
-  writeFileSync(
-    file,
-    JSON.stringify({
-      providers: [
-        { name: 'sim', type: 'openai', baseUrl: `${process.env.SIM_URL}/v1`, apiKey: 'sk-bench' },
-        {
-          name: 'simstream',
-          type: 'openai',
-          baseUrl: `${process.env.SIM_STREAM_URL}/v1`,
-          apiKey: 'sk-bench',
-        },
-      ],
-      models: [model('sim/gpt', 'sim'), model('sim/stream', 'simstream')],
-    }),
-  );
   const env = {
-    ...process.env,
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    LLM_GATEWAY_CONFIG: file,
-    LLM_QUOTA_PLANS: JSON.stringify({
-      bench: {
-        limits: { 'llm.rpm': BIG, 'llm.tpm': BIG, 'llm.monthly_tokens': BIG, 'llm.monthly_cost': BIG },
-        per_user_defaults: { rpm: BIG, tpm: BIG },
-      },
-    }),
-    LLM_QUOTA_DEFAULT_PLAN: 'bench',
+    ...benchPlatformEnv(dataDir, { sim: process.env.SIM_URL!, simstream: process.env.SIM_STREAM_URL! }),
     PORT: port,
     HOST: '127.0.0.1',
     ADMIN_PORT: '0',
@@ -95,14 +61,7 @@ async function main() {
   const pids: Record<string, number | undefined> = single
     ? { platform: process.pid }
     : { ...(platform as Awaited<ReturnType<typeof startProcessPlatform>>).pids(), supervisor: process.pid };
-  const login = await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' });
-  const { token } = (await login.json()) as { token: string };
-  const org = await fetch(`${platform.baseUrl}/v2/orgs`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ slug: 'bench-gw', name: 'Bench' }),
-  });
-  if (org.status !== 201) throw new Error(`org: ${org.status}`);
+  const token = await benchCaller(platform.baseUrl);
   console.log(`ready ${token} ${JSON.stringify(pids)}`);
   // stopped before the benchmark removes the data folder: every service drains and closes its store
   process.on('SIGTERM', () => platform.stop().then(() => process.exit(0)));

@@ -11,7 +11,7 @@
  *   npx tsx bench/llm-gateway/promotion-profile.ts --read <file.heapprofile>
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { Session } from 'node:inspector/promises';
 import os from 'node:os';
@@ -20,10 +20,10 @@ import v8 from 'node:v8';
 import { silentLogger } from '@platform/kernel';
 import { startPlatform } from '@platform/standalone';
 import { freePort } from '@platform/testkit';
+import { benchCaller, benchPlatformEnv } from './bench-platform';
 
 const RATE = Number(process.argv[2] ?? 500);
 const SECONDS = Number(process.argv[3] ?? 8);
-const BIG = 1_000_000_000_000;
 
 interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
@@ -49,51 +49,15 @@ async function main() {
     ),
     close: async () => void simProc.kill('SIGTERM'),
   };
-  const file = path.join(dir, 'gateway.json');
-  writeFileSync(
-    file,
-    JSON.stringify({
-      providers: [{ name: 'sim', type: 'openai', baseUrl: `${sim.url}/v1`, apiKey: 'sk-bench' }],
-      models: [
-        {
-          model_id: 'sim/gpt',
-          type: 'completion',
-          provider_config: { provider: 'sim', model: 'gpt-sim' },
-          pricing: { input_per_million: 2, output_per_million: 8 },
-          parameters_billion: 8,
-        },
-      ],
-    }),
-  );
   const port = await freePort();
   const platform = await startPlatform({
-    env: {
-      ...process.env,
-      DATA_DIR: path.join(dir, 'data'),
-      LOG_LEVEL: 'silent',
-      LLM_GATEWAY_CONFIG: file,
-      LLM_QUOTA_PLANS: JSON.stringify({
-        bench: {
-          limits: { 'llm.rpm': BIG, 'llm.tpm': BIG, 'llm.monthly_tokens': BIG, 'llm.monthly_cost': BIG },
-          per_user_defaults: { rpm: BIG, tpm: BIG },
-        },
-      }),
-      LLM_QUOTA_DEFAULT_PLAN: 'bench',
-    },
+    env: benchPlatformEnv(dir, { sim: sim.url }),
     logger: silentLogger(),
     port,
     host: '127.0.0.1',
     adminPort: 0,
   });
-  const { token } = (await (
-    await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' })
-  ).json()) as { token: string };
-  const org = await fetch(`${platform.baseUrl}/v2/orgs`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ slug: 'bench-gw', name: 'Bench' }),
-  });
-  if (org.status !== 201) throw new Error(`org: ${org.status}`);
+  const token = await benchCaller(platform.baseUrl);
 
   const body =
     process.env.PROMO_BODY ??
