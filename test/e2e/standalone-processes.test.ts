@@ -111,6 +111,38 @@ describe('pnpm start: every service in its own process', () => {
     );
   });
 
+  it('carries usage from the gateway to llm-quota in another process: concurrent completions are each counted once', async () => {
+    const login = await callJson(`${baseUrl}/v2/login/anonymous`, 'POST');
+    const bearer: string = login.body.token;
+    expect(
+      (await callJson(`${baseUrl}/v2/orgs`, 'POST', { bearer, body: { slug: 'ipc-usage', name: 'IPC' } }))
+        .status,
+    ).toBe(201);
+    // sent together: the gateway's outbox publishes them as a group, batched over the IPC channels
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        callJson(`${baseUrl}/gw/v1/chat/completions`, 'POST', {
+          bearer,
+          body: { model: 'mock/chat', messages: [{ role: 'user', content: `hello ${i}` }] },
+        }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
+    const tokens = answers.reduce((sum, a) => sum + a.body.usage.total_tokens, 0);
+    const used = async (key: string) => {
+      const usage = await callJson(`${baseUrl}/gw/v1/quotas/usage`, 'GET', { bearer });
+      return usage.body.enforced.find(
+        (g: { key: string; window: string }) => g.key === key && g.window === 'month',
+      )?.used;
+    };
+    await waitFor(async () => (await used('llm.monthly_tokens')) === tokens, {
+      timeoutMs: 20_000,
+      what: `llm-quota counting ${tokens} tokens`,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await used('llm.monthly_tokens')).toBe(tokens); // once: nothing counted again
+  });
+
   it('restarts a service that dies, on the same address, with its data', async () => {
     const login = await callJson(`${baseUrl}/v2/login/anonymous`, 'POST');
     const before: number = hints().pids.auth;

@@ -1,15 +1,35 @@
 import { Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
-import { createIpcBusClient, createIpcBusHub, type IpcBusMessage, type IpcChannel } from './ipc-bus';
+import {
+  batchingChannel,
+  createIpcBusClient,
+  createIpcBusHub,
+  type IpcBusMessage,
+  type IpcChannel,
+} from './ipc-bus';
 
-/** A pair of channels joined like a parent and a child process's IPC (delivery on a later tick). */
-function channelPair(): { child: IpcChannel; parent: IpcChannel; cut(): void } {
+/**
+ * A pair of channels joined like a parent and a child process's IPC (delivery on a later tick);
+ * `written` counts the messages each end put on the wire.
+ */
+function channelPair(): {
+  child: IpcChannel;
+  parent: IpcChannel;
+  cut(): void;
+  written: { child: number; parent: number };
+} {
+  const written = { child: 0, parent: 0 };
   const toChild = new Set<(m: unknown) => void>();
   const toParent = new Set<(m: unknown) => void>();
   let open = true;
-  const side = (inbox: Set<(m: unknown) => void>, outbox: Set<(m: unknown) => void>): IpcChannel => ({
+  const side = (
+    end: 'child' | 'parent',
+    inbox: Set<(m: unknown) => void>,
+    outbox: Set<(m: unknown) => void>,
+  ): IpcChannel => ({
     send: (message: IpcBusMessage) => {
       if (!open) throw new Error('channel closed');
+      written[end]++;
       const copy = JSON.parse(JSON.stringify(message));
       setImmediate(() => {
         for (const l of outbox) l(copy);
@@ -20,7 +40,12 @@ function channelPair(): { child: IpcChannel; parent: IpcChannel; cut(): void } {
       return () => inbox.delete(listener);
     },
   });
-  return { child: side(toChild, toParent), parent: side(toParent, toChild), cut: () => (open = false) };
+  return {
+    child: side('child', toChild, toParent),
+    parent: side('parent', toParent, toChild),
+    cut: () => (open = false),
+    written,
+  };
 }
 
 const revoked = { version: 1 as const, kind: 'session' as const, id: 's1', at: '2025-01-01T00:00:00Z' };
@@ -107,5 +132,50 @@ describe('IPC bus: services in child processes share the parent hub', () => {
     await client.close();
     await expect(client.ping()).rejects.toThrow('bus is closed');
     await hub.close();
+  });
+
+  it('with batching ends, a group of durable publications crosses in a few messages, each counted once, in order', async () => {
+    const hub = createIpcBusHub();
+    const gateway = channelPair();
+    const quota = channelPair();
+    hub.attach(batchingChannel(gateway.parent));
+    hub.attach(batchingChannel(quota.parent));
+    const publisher = createIpcBusClient(batchingChannel(gateway.child));
+    const consumer = createIpcBusClient(batchingChannel(quota.child));
+    await publisher.ensureStream({ name: 'ANALYTICS', subjects: ['analytics.>'] });
+    const counted: string[] = [];
+    await consumer.consumeDurable({
+      stream: 'ANALYTICS',
+      durable: 'llm-quota',
+      filterSubject: 'analytics.llm.completion',
+      retryDelayMs: 10,
+      handler: async (m) => void counted.push(JSON.parse(m.data).id),
+    });
+    const before = { ...gateway.written };
+    const ids = Array.from({ length: 50 }, (_, i) => `e${i}`);
+    // an outbox group: every publication sent in one turn
+    await Promise.all(ids.map((id) => publisher.publishDurable(Subjects.llmCompletion, completion(id))));
+    await waitFor(() => counted.length === 50);
+    expect(counted).toEqual(ids);
+    expect(gateway.written.child - before.child).toBe(1); // 50 calls, one message
+    expect(gateway.written.parent - before.parent).toBeLessThan(50); // their results, batched too
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(counted).toHaveLength(50); // acknowledged: nothing handed again
+    await hub.close();
+  });
+
+  it('a batching end whose channel has closed drops what it owed, without throwing', async () => {
+    let tried = 0;
+    const end = batchingChannel({
+      send: () => {
+        tried++;
+        throw new Error('channel closed');
+      },
+      onMessage: () => () => undefined,
+    });
+    end.send({ bus: 'sub', pattern: 'a' });
+    end.send({ bus: 'sub', pattern: 'b' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(tried).toBe(1); // one batch, refused, and nothing thrown out of the loop's turn
   });
 });

@@ -36,7 +36,7 @@ type HubToChild =
   | { bus: 'result'; id: number; error?: string }
   | { bus: 'deliver'; consumerId: number; deliveryId: number; message: DurableMessage };
 
-export type IpcBusMessage = ChildToHub | HubToChild;
+export type IpcBusMessage = ChildToHub | HubToChild | { bus: 'batch'; messages: IpcBusMessage[] };
 
 type ConsumeOptions = Omit<DurableConsumerOptions, 'handler'>;
 type Call = Extract<ChildToHub, { bus: 'call' }>;
@@ -46,10 +46,41 @@ type CallRequest = Call extends infer C ? (C extends Call ? Omit<C, 'id'> : neve
 const isBusMessage = (m: unknown): m is IpcBusMessage =>
   typeof m === 'object' && m !== null && typeof (m as { bus?: unknown }).bus === 'string';
 
-/** The channel of a process started with an IPC channel (child_process.fork). */
+/**
+ * What one turn of the event loop sends over `channel` leaves as one IPC message (`batch`), and batches
+ * received are handed on message by message, in order. An outbox group of N usage events then costs the
+ * gateway, the hub and llm-quota one IPC write and read each way instead of N: each message is a
+ * serialisation and a system call on both ends (decision 0083). What is sent waits at most for the end of
+ * the loop's turn (`setImmediate`).
+ */
+export function batchingChannel(channel: IpcChannel): IpcChannel {
+  let queued: IpcBusMessage[] = [];
+  const flush = () => {
+    const messages = queued;
+    queued = [];
+    try {
+      channel.send(messages.length === 1 ? messages[0]! : { bus: 'batch', messages });
+    } catch {
+      // the channel closed: the process at its other end is gone, and so is what it was owed
+    }
+  };
+  return {
+    send(message) {
+      if (queued.length === 0) setImmediate(flush);
+      queued.push(message);
+    },
+    onMessage: (listener) =>
+      channel.onMessage((raw) => {
+        if (isBusMessage(raw) && raw.bus === 'batch') for (const m of raw.messages) listener(m);
+        else listener(raw);
+      }),
+  };
+}
+
+/** The channel of a process started with an IPC channel (child_process.fork), batching what it sends. */
 export function parentProcessChannel(): IpcChannel {
   if (!process.send) throw new Error('this process has no IPC channel to a parent');
-  return {
+  return batchingChannel({
     send: (message) => {
       if (process.connected) process.send!(message);
     },
@@ -57,7 +88,7 @@ export function parentProcessChannel(): IpcChannel {
       process.on('message', listener);
       return () => process.off('message', listener);
     },
-  };
+  });
 }
 
 /** A child's side: the Bus port, each operation a message to the hub. */

@@ -19,7 +19,10 @@ export function runStandaloneChild(name: string): void {
     name,
     defaultPort: 0,
     localBus: () => createIpcBusClient(parentProcessChannel()),
-    onListening: (url: string) => process.send?.({ platform: 'listening', url } satisfies ListeningMessage),
+    // after what the bus queued this turn (its channel flushes on setImmediate, in order): the parent
+    // never sees a child listening before the subscriptions it made
+    onListening: (url: string) =>
+      setImmediate(() => process.send?.({ platform: 'listening', url } satisfies ListeningMessage)),
   };
   void (service
     ? runServiceMain({ ...common, schema: service.schema, create: service.create })

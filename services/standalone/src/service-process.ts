@@ -1,6 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
-import type { BusHub } from '@platform/bus';
+import { type BusHub, batchingChannel } from '@platform/bus';
 import type { Logger } from '@platform/kernel';
 
 /** How a child is started: this very program again (`node [execArgv] file`), told which service to be. */
@@ -62,15 +62,18 @@ export class ServiceProcess {
     });
     this.child = child;
     this.startedAt = Date.now();
-    const detach = this.deps.hub.attach({
-      send: (message) => {
-        if (child.connected) child.send(message);
-      },
-      onMessage: (listener) => {
-        child.on('message', listener);
-        return () => child.off('message', listener);
-      },
-    });
+    // the child's end batches too (parentProcessChannel): both ends read batches
+    const detach = this.deps.hub.attach(
+      batchingChannel({
+        send: (message) => {
+          if (child.connected) child.send(message);
+        },
+        onMessage: (listener) => {
+          child.on('message', listener);
+          return () => child.off('message', listener);
+        },
+      }),
+    );
     const listening = new Promise<string>((resolve, reject) => {
       const onMessage = (message: unknown) => {
         if (!isListening(message)) return;
