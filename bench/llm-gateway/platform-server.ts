@@ -3,7 +3,7 @@
  * no NATS), its gateway file naming the simulators at SIM_URL (`sim/gpt`, load) and SIM_STREAM_URL
  * (`sim/stream`, the stream measurement's simulator, which lives in the benchmark's process).
  * Creates a user and an organization on a plan whose limits the benchmark never reaches, then prints
- * `ready <token> <pids as JSON>`.
+ * `ready <token> <pids as JSON> <base url>`.
  *
  * BENCH_LAYOUT=process (default): one process per service, as `pnpm start` (decision 0037); this process
  * is the supervisor holding the IPC bus hub. BENCH_LAYOUT=single: every service in this process
@@ -62,7 +62,7 @@ async function main() {
     ? { platform: process.pid }
     : { ...(platform as Awaited<ReturnType<typeof startProcessPlatform>>).pids(), supervisor: process.pid };
   const token = await benchCaller(platform.baseUrl);
-  console.log(`ready ${token} ${JSON.stringify(pids)}`);
+  console.log(`ready ${token} ${JSON.stringify(pids)} ${platform.baseUrl}`);
   // stopped before the benchmark removes the data folder: every service drains and closes its store
   process.on('SIGTERM', () => platform.stop().then(() => process.exit(0)));
 }

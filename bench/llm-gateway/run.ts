@@ -287,7 +287,7 @@ async function streams(url: string, headers: Record<string, string>, body: strin
 }
 
 async function main() {
-  const [simPort, nginxPort, edgePort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const [simPort, nginxPort] = await Promise.all([freePort(), freePort()]);
   await child(
     [path.join(__dirname, '..', 'llm-providers', 'simulator-server.ts')],
     { SIM_PORT: String(simPort) },
@@ -307,7 +307,8 @@ async function main() {
   closers.push(() => streamSim.close());
   await startNginx(nginxPort, simPort);
   const platform = await child(
-    [path.join(__dirname, 'platform-server.ts'), String(edgePort), path.join(dir, 'data')],
+    // port 0: the edge takes a port no service can have taken first (a port picked here and bound later could be)
+    [path.join(__dirname, 'platform-server.ts'), '0', path.join(dir, 'data')],
     {
       SIM_URL: `http://127.0.0.1:${simPort}`,
       SIM_STREAM_URL: streamSim.url,
@@ -315,7 +316,7 @@ async function main() {
     },
     /^ready /,
   );
-  const [, token, pidsJson] = platform.line.split(' ') as [string, string, string];
+  const [, token, pidsJson, edgeUrl] = platform.line.split(' ') as [string, string, string, string];
   const pids = JSON.parse(pidsJson) as Record<string, number>;
   const auth = { authorization: `Bearer ${token}` };
   const targets: Array<{
@@ -329,7 +330,7 @@ async function main() {
     {
       name: 'edge + llm-gateway',
       pids,
-      url: `http://127.0.0.1:${edgePort}/llm/v1/chat/completions`,
+      url: `${edgeUrl}/llm/v1/chat/completions`,
       headers: auth,
     },
   ];
@@ -383,12 +384,7 @@ async function main() {
     });
   const viaSim = await streams(`${streamSim.url}/v1/chat/completions`, {}, streamBody('gpt-sim'), STREAMS);
   const streamPhase = { from: Date.now(), to: 0 };
-  const viaGw = await streams(
-    `http://127.0.0.1:${edgePort}/llm/v1/chat/completions`,
-    auth,
-    streamBody('sim/stream'),
-    STREAMS,
-  );
+  const viaGw = await streams(`${edgeUrl}/llm/v1/chat/completions`, auth, streamBody('sim/stream'), STREAMS);
   streamPhase.to = Date.now();
   const line = (name: string, q: { p50: number; p99: number }, base: { p50: number; p99: number }) =>
     console.log(
