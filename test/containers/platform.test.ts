@@ -311,7 +311,15 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
             `llm-gateway's last log lines:\n${logs.stdout}${logs.stderr}`,
         );
       });
-      if (seen.length > 0) timings.push(`gateway answered ${seen.join(', ')} before its first 200`);
+      if (seen.length > 0) {
+        // a slow first answer is allowed, but kept diagnosable: what the gateway logged meanwhile
+        const logs = await podman(['logs', '--tail', '20', objectName.container(project, 'llm-gateway')], {
+          allowFailure: true,
+        });
+        timings.push(
+          `gateway answered ${seen.join(', ')} before its first 200; its last log lines:\n${logs.stdout}${logs.stderr}`,
+        );
+      }
       expect(reply.status).toBe(200);
       expect(reply.body.choices[0].message).toMatchObject({ role: 'assistant', content: expect.any(String) });
     },
@@ -326,6 +334,11 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
       await podman(['stop', '--time', String(grace / 1000), container]);
       const elapsed = Date.now() - t0;
       timings.push(`stop ${service}: ${elapsed} ms`);
+      if (elapsed >= grace) {
+        // killed at the end of its grace: what it was doing is in its last log lines
+        const logs = await podman(['logs', '--tail', '30', container], { allowFailure: true });
+        timings.push(`${service}'s last log lines:\n${logs.stdout}${logs.stderr}`);
+      }
       results.push({
         service,
         exitCode: await inspect(container, '{{.State.ExitCode}}'),
