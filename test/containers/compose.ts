@@ -38,6 +38,7 @@ export interface ComposeService {
   restart?: string;
   stop_grace_period?: string;
   stop_signal?: string;
+  dns_opt?: string[];
   logging?: { driver: string; options?: Record<string, string> };
 }
 
@@ -70,6 +71,7 @@ const KNOWN = new Set([
   'stop_grace_period',
   'stop_signal',
   'logging',
+  'dns_opt',
 ]);
 
 /** Sequences Compose replaces when an override sets them; every other sequence is merged. */
@@ -235,6 +237,7 @@ export function runArgs(project: ComposeProject, service: string, root: string):
   for (const e of s.expose ?? []) args.push('--expose', e);
   if (s.restart) args.push('--restart', s.restart);
   if (s.stop_signal) args.push('--stop-signal', s.stop_signal);
+  for (const o of s.dns_opt ?? []) args.push('--dns-option', o);
   if (s.logging?.options?.['max-size']) args.push('--log-opt', `max-size=${s.logging.options['max-size']}`);
   const hc = s.healthcheck;
   if (hc) {
