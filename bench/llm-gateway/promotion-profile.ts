@@ -119,14 +119,14 @@ async function main() {
       // PROMO_ALL=1: every allocation (what makes scavenges frequent), not only what survives them
       includeObjectsCollectedByMinorGC: process.env.PROMO_ALL === '1',
     });
-  const gcBefore = process.memoryUsage();
+  const memoryBefore = process.memoryUsage();
   await send(RATE * SECONDS);
   const { profile } = (
     sampling ? await session.post('HeapProfiler.stopSampling') : { profile: { head: { children: [] } } }
   ) as { profile: { head: ProfileNode } };
   const oldAfter = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!;
   console.log(
-    `old space ${(oldBefore.space_used_size / 1e6).toFixed(1)} -> ${(oldAfter.space_used_size / 1e6).toFixed(1)} MB; heap used ${(gcBefore.heapUsed / 1e6).toFixed(1)} -> ${(process.memoryUsage().heapUsed / 1e6).toFixed(1)} MB`,
+    `old space ${(oldBefore.space_used_size / 1e6).toFixed(1)} -> ${(oldAfter.space_used_size / 1e6).toFixed(1)} MB; heap used ${(memoryBefore.heapUsed / 1e6).toFixed(1)} -> ${(process.memoryUsage().heapUsed / 1e6).toFixed(1)} MB`,
   );
 
   printSites(profile, RATE * SECONDS);

@@ -394,11 +394,12 @@ async function main() {
   line('first chunk forwarded (provider writes -> client)', viaGw.forward, viaSim.forward);
   line('time to first chunk (send -> first chunk)', viaGw.ttfb, viaSim.ttfb);
   console.log(`slowest first-chunk forwards: ${viaGw.slowest.map((x) => x.toFixed(2)).join(', ')} ms`);
-  if (PROBE)
+  if (PROBE) {
     console.log(
       `stalls during the gateway's streams, per process (bench-client is the client and the simulator):`,
     );
-  if (PROBE) for (const line of stallsBetween(streamPhase.from, streamPhase.to)) console.log(line);
+    for (const line of stallsBetween(streamPhase.from, streamPhase.to)) console.log(line);
+  }
   console.log(
     `added by edge + gateway: first-chunk forwarding p50 ${(viaGw.forward.p50 - viaSim.forward.p50).toFixed(2)} ms, p99 ${(viaGw.forward.p99 - viaSim.forward.p99).toFixed(2)} ms; time to first chunk p50 ${(viaGw.ttfb.p50 - viaSim.ttfb.p50).toFixed(2)} ms, p99 ${(viaGw.ttfb.p99 - viaSim.ttfb.p99).toFixed(2)} ms`,
   );

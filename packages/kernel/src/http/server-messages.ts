@@ -37,9 +37,8 @@ export function expressMessages(app: Express): ServerMessages {
 }
 
 /** Notes the classes `listener` wants its server to build requests and responses with (read by `listen`). */
-export function withServerMessages<T extends RequestListener>(listener: T, messages: ServerMessages): T {
+export function withServerMessages(listener: RequestListener, messages: ServerMessages): void {
   messagesOf.set(listener, messages);
-  return listener;
 }
 
 /** The classes noted for `listener`, if any. */
