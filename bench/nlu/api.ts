@@ -36,7 +36,8 @@ export type Topology = 'standalone' | 'split';
  * (auth, legacy-agent, edge; no supervisor, llm-quota or llm-gateway). Embedded
  * store in a temp folder, legacy v1 kept open. BENCH_CPU_PROF=<dir> writes CPU profiles there;
  * BENCH_NICE=<n> runs the platform (and the load generator) at that scheduling priority, e.g. -10 on a
- * machine shared with unrelated work, to approximate a host of its own.
+ * machine shared with unrelated work, to approximate a host of its own. BENCH_BUILT=1 runs each entry's bundle
+ * (`services/<svc>/dist/main.js`, made by `pnpm build`) with plain node instead of its sources under tsx.
  */
 export async function startBenchPlatform(
   env: Record<string, string> = {},
@@ -61,8 +62,12 @@ export async function startBenchPlatform(
   const profile = process.env.BENCH_CPU_PROF
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
     : [];
+  const built = process.env.BENCH_BUILT === '1';
   const run = (entry: string, port: number, extra: Record<string, string> = {}) => {
-    const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(root, entry)], {
+    const program = built
+      ? [path.join(root, entry.replace('/src/main.ts', '/dist/main.js'))]
+      : ['--import', 'tsx', path.join(root, entry)];
+    const child = spawn(process.execPath, [...profile, ...program], {
       cwd: root,
       env: { ...common, PORT: String(port), ...extra },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -1,5 +1,6 @@
 import type { Collection as MongoCollection, Document as MongoDocument } from 'mongodb';
 import mongoose from 'mongoose';
+import type { MongoStoreOptions } from './mongo';
 
 /** How documents look to the driver: string ids, anything else. */
 type Raw = { _id: string } & MongoDocument;
@@ -17,16 +18,11 @@ import {
   type UpdateResult,
 } from './port';
 
-export interface MongoStoreOptions {
-  url: string;
-  /** database name; defaults to the one in the URL */
-  dbName?: string;
-  /** how long to wait for a server before failing start-up (ms) */
-  serverSelectionTimeoutMs?: number;
-}
-
-/** The MongoDB engine: a mongoose connection, its native collections, the port's operators as they are. */
-export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
+/**
+ * The MongoDB engine: a mongoose connection, its native collections, the port's operators as they are. Loaded by
+ * `createMongoStore` (./mongo.ts) only when a service is configured for MongoDB.
+ */
+export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
   const connection = await mongoose
     .createConnection(options.url, {
       dbName: options.dbName,

@@ -1,0 +1,17 @@
+import type { Store } from './port';
+
+export interface MongoStoreOptions {
+  url: string;
+  /** database name; defaults to the one in the URL */
+  dbName?: string;
+  /** how long to wait for a server before failing start-up (ms) */
+  serverSelectionTimeoutMs?: number;
+}
+
+/**
+ * The MongoDB engine, loaded on first use: mongoose and the driver take ~34 MiB of every process that loads them,
+ * and a service on the embedded engine (`pnpm start`, the tests) never needs them.
+ */
+export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
+  return (await import('./mongo-store')).openMongoStore(options);
+}
