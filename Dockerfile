@@ -34,10 +34,14 @@ FROM node:${NODE_VERSION}-slim AS runtime
 # /data: the embedded store's default DATA_DIR, the only folder the service's user owns (same layer for all)
 RUN mkdir -p /data && chown 1000:1000 /data
 # MALLOC_ARENA_MAX=2: glibc's per-thread arenas (zlib and crypto work on libuv's threads) kept ~20 MB
-# of freed native memory resident per process under load (decision 0077)
+# of freed native memory resident per process under load (decision 0077); fixed 128 KiB mmap and trim
+# thresholds: glibc's raised ones kept freed large blocks resident, ~20-25 MiB per process (decision 0085).
+# pnpm start gives its children the same (services/standalone/src/service-process.ts).
 ENV NODE_ENV=production \
     NODE_OPTIONS=--enable-source-maps \
     MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
+    MALLOC_TRIM_THRESHOLD_=131072 \
     DATA_DIR=/data
 WORKDIR /app
 # Owned by root and read-only for the service: the code cannot be changed by the process running it.

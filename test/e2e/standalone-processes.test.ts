@@ -88,6 +88,19 @@ describe('pnpm start: every service in its own process', () => {
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
   });
 
+  it("starts each service with the images' malloc settings (decisions 0077, 0085)", () => {
+    for (const pid of Object.values<number>(hints().pids)) {
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      expect(environ).toEqual(
+        expect.arrayContaining([
+          'MALLOC_ARENA_MAX=2',
+          'MALLOC_MMAP_THRESHOLD_=131072',
+          'MALLOC_TRIM_THRESHOLD_=131072',
+        ]),
+      );
+    }
+  });
+
   it('carries auth events to the edge in another process: a revoked token is refused at once', async () => {
     const login = await callJson(`${baseUrl}/v2/login/anonymous`, 'POST');
     expect(login.status).toBe(200);

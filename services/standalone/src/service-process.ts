@@ -21,6 +21,18 @@ const isListening = (m: unknown): m is ListeningMessage =>
 /** The environment variable that makes this program run one service instead of the whole platform. */
 export const CHILD_SERVICE_ENV = 'PLATFORM_STANDALONE_SERVICE';
 
+/**
+ * glibc malloc settings, the same as the images' (`Dockerfile`): two arenas (decision 0077), and fixed mmap and
+ * trim thresholds of 128 KiB (decision 0085). Without fixed thresholds glibc raises them after a large block is
+ * freed (up to 32 MiB and 64 MiB), so that later large blocks (model buffers, zlib, parsed bodies) come from the
+ * heap and their memory stays resident once freed: ~20-25 MiB per process here.
+ */
+export const NATIVE_MEMORY_ENV = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+} as const;
+
 const RESTART_MIN_MS = 250;
 const RESTART_MAX_MS = 5_000;
 /** a child that lived this long starts its restart delays from the minimum again */
@@ -53,8 +65,8 @@ export class ServiceProcess {
   /** Starts the process; resolves with its URL once it listens, rejects if it exits first. */
   start(): Promise<string> {
     const child = fork(this.deps.entry.file, [], {
-      // two malloc arenas, as the images set (decision 0077): an operator's own value wins
-      env: { MALLOC_ARENA_MAX: '2', ...this.env, [CHILD_SERVICE_ENV]: this.name },
+      // glibc's settings of the images (decisions 0077, 0085): an operator's own values win
+      env: { ...NATIVE_MEMORY_ENV, ...this.env, [CHILD_SERVICE_ENV]: this.name },
       execArgv: this.deps.entry.execArgv,
       // its own process group: a terminal's Ctrl-C reaches the parent only, which stops children in order
       detached: true,
