@@ -47,13 +47,14 @@ async function main() {
         entry: {
           file: path.join(__dirname, '..', '..', 'services', 'standalone', 'src', 'main.ts'),
           // BENCH_CPU_PROF_DIR: every service writes a CPU profile there when it stops
+          // as pnpm start runs its sources (package.json)
           execArgv: [
-            '--import',
-            'tsx',
+            '--require',
+            'tsx/cjs',
             ...(process.env.BENCH_CPU_PROF_DIR
               ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`]
               : []),
-            ...(process.env.BENCH_PROBE_DIR ? ['--import', path.join(__dirname, 'stall-probe.ts')] : []),
+            ...(process.env.BENCH_PROBE_DIR ? ['--require', path.join(__dirname, 'stall-probe.ts')] : []),
             ...(process.env.BENCH_NODE_FLAGS?.split(/\s+/).filter(Boolean) ?? []),
           ],
         },

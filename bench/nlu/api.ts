@@ -66,7 +66,7 @@ export async function startBenchPlatform(
   const run = (entry: string, port: number, extra: Record<string, string> = {}) => {
     const program = built
       ? [path.join(root, entry.replace('/src/main.ts', '/dist/main.js'))]
-      : ['--import', 'tsx', path.join(root, entry)];
+      : ['--require', 'tsx/cjs', path.join(root, entry)];
     const child = spawn(process.execPath, [...profile, ...program], {
       cwd: root,
       env: { ...common, PORT: String(port), ...extra },

@@ -70,7 +70,8 @@ function wrk(
 }
 
 function spawnReady(args: string[], env: NodeJS.ProcessEnv, readyText: string, stream: 'stdout' | 'stderr') {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  // as pnpm start runs its sources (package.json)
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', ...args], {
     cwd: ROOT,
     env,
     stdio: ['ignore', stream === 'stdout' ? 'pipe' : 'ignore', stream === 'stderr' ? 'pipe' : 'inherit'],

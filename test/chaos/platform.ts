@@ -42,7 +42,7 @@ export async function startPlatformProcesses(
 ): Promise<PlatformProcesses> {
   const child: ChildProcess = spawn(
     process.execPath,
-    ['--import', 'tsx', 'services/standalone/src/main.ts'],
+    ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'],
     {
       cwd: ROOT,
       env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', ...env },

@@ -28,7 +28,7 @@ describe('pnpm start: every service in its own process', () => {
   const hints = () => JSON.parse(readFileSync(path.join(data.dir, 'standalone.json'), 'utf8'));
 
   beforeAll(async () => {
-    platform = spawn(process.execPath, ['--import', 'tsx', 'services/standalone/src/main.ts'], {
+    platform = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'], {
       cwd: ROOT,
       env: {
         ...process.env,

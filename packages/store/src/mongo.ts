@@ -13,5 +13,6 @@ export interface MongoStoreOptions {
  * and a service on the embedded engine (`pnpm start`, the tests) never needs them.
  */
 export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
-  return (await import('./mongo-store')).openMongoStore(options);
+  // require, not import(): pnpm start runs the sources under tsx's CommonJS hook only (decision 0085)
+  return (require('./mongo-store') as typeof import('./mongo-store')).openMongoStore(options);
 }
