@@ -66,7 +66,15 @@ export async function startBenchPlatform(
   const run = (entry: string, port: number, extra: Record<string, string> = {}) => {
     const program = built
       ? [path.join(root, entry.replace('/src/main.ts', '/dist/main.js'))]
-      : ['--require', 'tsx/cjs', path.join(root, entry)];
+      : [
+          '--require',
+          'tsx/cjs',
+          // BENCH_PROBE_DIR: every process notes its GC pauses and event-loop delays there (bench/llm-gateway/stall-probe.ts)
+          ...(process.env.BENCH_PROBE_DIR
+            ? ['--require', path.join(root, 'bench/llm-gateway/stall-probe.ts')]
+            : []),
+          path.join(root, entry),
+        ];
     const child = spawn(process.execPath, [...profile, ...program], {
       cwd: root,
       env: { ...common, PORT: String(port), ...extra },
