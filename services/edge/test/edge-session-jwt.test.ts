@@ -276,7 +276,7 @@ describeWithNats('JWKS rotation across edge instances', () => {
 
   // Their unknown-kid refetch spent and their reconciliation a minute away, only the event explains the two edges
   // accepting the new key. How fast (the 1 s) is not asserted (a loaded machine is not the product);
-  // bench/edge/propagation.ts measures auth's events reaching two edges over NATS.
+  // bench/edge/propagation.ts measures another of auth's events (revocations) reaching two edges the same way.
   it('two edges on one NATS both pick up a rotation from its event; one that missed it catches up by reconciliation', async () => {
     const [a, b] = [await natsEdge(), await natsEdge()];
     const isolated = await startEdge({
