@@ -1,0 +1,56 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { tempDir } from '@platform/testkit';
+import { readGatewayFile } from './gateway-file';
+
+describe('the gateway file (LLM_GATEWAY_CONFIG)', () => {
+  const dir = tempDir('gateway-file-');
+  afterAll(() => dir.remove());
+  const write = (name: string, text: string) => {
+    const file = path.join(dir.dir, name);
+    writeFileSync(file, text);
+    return file;
+  };
+  const expected = {
+    providers: [
+      { name: 'local', type: 'openai', baseUrl: 'http://127.0.0.1:8000/v1', apiKeyEnv: 'LOCAL_KEY' },
+    ],
+    models: [
+      {
+        model_id: 'local/chat',
+        type: 'completion',
+        provider_config: { provider: 'local', model: 'qwen' },
+        pricing: { input_per_million: 0.5, output_per_million: 1.5 },
+      },
+    ],
+  };
+
+  it('reads YAML and JSON to the same catalogue', () => {
+    const yaml = write(
+      'gateway.yaml',
+      [
+        'providers:',
+        '  - name: local',
+        '    type: openai',
+        '    baseUrl: http://127.0.0.1:8000/v1',
+        '    apiKeyEnv: LOCAL_KEY',
+        'models:',
+        '  - model_id: local/chat',
+        '    type: completion',
+        '    provider_config: { provider: local, model: qwen }',
+        '    pricing: { input_per_million: 0.5, output_per_million: 1.5 }',
+        '',
+      ].join('\n'),
+    );
+    const json = write('gateway.json', JSON.stringify(expected));
+    expect(readGatewayFile(yaml)).toEqual(readGatewayFile(json));
+    expect(readGatewayFile(yaml)).toMatchObject(expected);
+  });
+
+  it('names the file and the format when it cannot be parsed', () => {
+    expect(() => readGatewayFile(write('bad.yaml', 'providers: [unclosed'))).toThrow(
+      /bad\.yaml is not valid YAML/,
+    );
+    expect(() => readGatewayFile(write('bad.json', '{"providers": '))).toThrow(/bad\.json is not valid JSON/);
+  });
+});
