@@ -1,5 +1,4 @@
 import type { Logger } from '@platform/kernel';
-import nodemailer from 'nodemailer';
 
 export interface Mail {
   to: string;
@@ -27,6 +26,8 @@ export function createMailer(settings: { smtpUrl?: string; from: string }, logge
       },
     };
   }
+  // nodemailer only when mail goes out over SMTP (decision 0085)
+  const nodemailer = require('nodemailer') as typeof import('nodemailer');
   const transport = nodemailer.createTransport(settings.smtpUrl);
   return {
     async send(mail) {
