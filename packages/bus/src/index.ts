@@ -1,4 +1,4 @@
 export { createInProcessBus, subjectMatches } from './in-process-bus';
 export * from './ipc-bus';
-export { createNatsBus, type NatsBusOptions } from './nats';
+export { createNatsBus, type NatsBusOptions } from './nats-bus';
 export * from './port';

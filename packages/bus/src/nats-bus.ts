@@ -10,18 +10,22 @@ import {
   StorageType,
   StringCodec,
 } from 'nats';
-import type { NatsBusOptions } from './nats';
 import type { Bus, Consumer, EventSubject } from './port';
 
 const codec = StringCodec();
 /** how long close() lets a connection drain before closing it outright */
 const DRAIN_TIMEOUT_MS = 2_000;
 
-/**
- * The bus on a real NATS server: core subjects for notifications, JetStream for durable streams. Loaded by
- * `createNatsBus` (./nats.ts) only when a service is configured for NATS.
- */
-export async function openNatsBus(options: NatsBusOptions): Promise<Bus> {
+export interface NatsBusOptions {
+  url: string;
+  /** connection name shown in the server's monitoring */
+  name: string;
+  /** errors from handlers and the connection, for the service's logger */
+  onError?: (err: unknown, context: string) => void;
+}
+
+/** The bus on a real NATS server: core subjects for notifications, JetStream for durable streams. */
+export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const nc: NatsConnection = await connect({
     servers: options.url,
     name: options.name,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { type ModelEntry, ModelEntrySchema, PlatformDefaultsSchema } from './catalogue/model-entry';
 
@@ -110,8 +111,7 @@ export function readGatewayFile(path: string): GatewayFile {
   }
   let raw: unknown;
   try {
-    // the YAML parser (~8 MiB of a process) only for a YAML file (decision 0085)
-    raw = /\.json$/i.test(path) ? JSON.parse(text) : (require('yaml') as typeof import('yaml')).parse(text);
+    raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
   } catch (err) {
     throw new Error(
       `${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'} (${(err as Error).message})`,

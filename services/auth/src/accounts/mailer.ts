@@ -1,4 +1,5 @@
 import type { Logger } from '@platform/kernel';
+import nodemailer from 'nodemailer';
 
 export interface Mail {
   to: string;
@@ -26,8 +27,6 @@ export function createMailer(settings: { smtpUrl?: string; from: string }, logge
       },
     };
   }
-  // nodemailer only when mail goes out over SMTP (decision 0085)
-  const nodemailer = require('nodemailer') as typeof import('nodemailer');
   const transport = nodemailer.createTransport(settings.smtpUrl);
   return {
     async send(mail) {

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { Doc } from '@platform/store';
 import * as OTPAuth from 'otpauth';
+import QRCode from 'qrcode';
 import type { AuthContext } from '../context';
 import { sha256Hex } from '../domain/secrets';
 
@@ -78,8 +79,6 @@ export class Mfa {
       { upsert: true },
     );
     const uri = this.totp(secret, label).toString();
-    // the QR code library only when someone enrols (decision 0085)
-    const QRCode = require('qrcode') as typeof import('qrcode');
     return { secret, uri, qrSvg: await QRCode.toString(uri, { type: 'svg', margin: 1 }) };
   }
 
