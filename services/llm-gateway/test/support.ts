@@ -150,10 +150,10 @@ export interface GatewayWorld {
   org(slug: string, plan?: keyof typeof TEST_PLANS): Promise<{ owner: { userId: string; token: string } }>;
   client(as: { bearer: string } | { apiKey: string }): OpenAI;
   /**
-   * the org's usage once llm-quota has counted `requests` requests and, when given, `tokens` tokens
-   * (the minute and month counters are separate documents: a report may fall between their updates)
+   * the org's usage once llm-quota has counted `requests` requests and, when given, `tokens` tokens and `cost`
+   * USD (the minute and month counters are separate documents: a report may fall between their updates)
    */
-  counted(slug: string, as: Caller, requests: number, tokens?: number): Promise<Reply>;
+  counted(slug: string, as: Caller, requests: number, tokens?: number, cost?: number): Promise<Reply>;
   stop(): Promise<void>;
 }
 
@@ -229,18 +229,20 @@ export async function startGatewayWorld(
             defaultHeaders: { 'x-platform-api-key': as.apiKey, authorization: null as unknown as string },
           });
     },
-    async counted(slug, as, requests, tokens) {
+    async counted(slug, as, requests, tokens, cost) {
       let last: Reply | null = null;
       await waitFor(
         async () => {
           last = await call('gateway', 'GET', '/v1/quotas/usage', as);
           const rpm = last.body?.enforced?.find((g: { key: string }) => g.key === 'llm.rpm');
           const month = last.body?.enforced?.find((g: { key: string }) => g.key === 'llm.monthly_tokens');
+          const spent = last.body?.enforced?.find((g: { key: string }) => g.key === 'llm.monthly_cost');
           return (
             last.status === 200 &&
             rpm !== undefined &&
             rpm.used >= requests &&
-            (tokens === undefined || (month !== undefined && month.used >= tokens))
+            (tokens === undefined || (month !== undefined && month.used >= tokens)) &&
+            (cost === undefined || (spent !== undefined && spent.used >= cost - 1e-9))
           );
         },
         { what: `llm-quota to count ${requests} requests of ${slug}`, timeoutMs: 20_000 },
