@@ -8,33 +8,19 @@
  */
 import { randomBytes } from 'node:crypto';
 import { startNatsServer } from '@platform/testkit';
-import { startSecondEdge, startTestPlatform } from '../../test/harness';
+import { callJson, startSecondEdge, startTestPlatform } from '../../test/harness';
+import { delaySummary } from '../delays';
 
 const N = Number(process.argv[2] ?? 100);
 const GIVE_UP_MS = 10_000;
 
-async function call(base: string, method: string, path: string, bearer: string, body?: unknown) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${bearer}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
 async function refusedAfter(base: string, token: string, since: number): Promise<number> {
   for (;;) {
-    if ((await call(base, 'GET', '/v2/me', token)).status === 401) return performance.now() - since;
+    if ((await callJson(`${base}/v2/me`, 'GET', { bearer: token })).status === 401)
+      return performance.now() - since;
     if (performance.now() - since > GIVE_UP_MS) throw new Error(`${base} still accepts a revoked token`);
   }
 }
-
-const quantile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
 async function main() {
   const nats = await startNatsServer();
@@ -44,23 +30,23 @@ async function main() {
   const edges = { first: platform.baseUrl, second: second.server.url };
   const times: Record<keyof typeof edges, number[]> = { first: [], second: [] };
   try {
-    const login = await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' });
-    const session = ((await login.json()) as { token: string }).token;
+    const session: string = (await callJson(`${platform.baseUrl}/v2/login/anonymous`, 'POST')).body.token;
     for (let i = 0; i < N; i++) {
-      const created = await call(platform.baseUrl, 'POST', '/v2/user/accessTokens', session, {
-        name: `bench-${i}`,
-        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+      const created = await callJson(`${platform.baseUrl}/v2/user/accessTokens`, 'POST', {
+        bearer: session,
+        body: { name: `bench-${i}`, expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
       });
       const token: string = created.body.token;
       // both edges have it cached
       for (const base of Object.values(edges))
-        if ((await call(base, 'GET', '/v2/me', token)).status !== 200)
+        if ((await callJson(`${base}/v2/me`, 'GET', { bearer: token })).status !== 200)
           throw new Error('token refused before');
-      const revoked = await call(
-        platform.baseUrl,
+      const revoked = await callJson(
+        `${platform.baseUrl}/v2/user/accessTokens/${created.body._id}`,
         'DELETE',
-        `/v2/user/accessTokens/${created.body._id}`,
-        session,
+        {
+          bearer: session,
+        },
       );
       if (revoked.status >= 300) throw new Error(`revocation refused (${revoked.status})`);
       const at = performance.now();
@@ -77,10 +63,7 @@ async function main() {
     await nats.dispose();
   }
   for (const [edge, ms] of Object.entries(times)) {
-    const sorted = [...ms].sort((x, y) => x - y);
-    console.log(
-      `${edge} edge  n=${sorted.length}  p50 ${quantile(sorted, 0.5).toFixed(2)} ms  p99 ${quantile(sorted, 0.99).toFixed(2)} ms  max ${sorted[sorted.length - 1]!.toFixed(2)} ms`,
-    );
+    console.log(`${edge} edge  ${delaySummary(ms)}`);
   }
   const late = [...times.first, ...times.second].filter((ms) => ms > 1_000).length;
   console.log(`refusals later than 1 s after the revocation's answer: ${late} of ${2 * N}`);

@@ -17,6 +17,7 @@ import {
   type GatewayInstance,
   startInstance,
 } from '../../services/llm-gateway/test/gateway-instance';
+import { delaySummary } from '../delays';
 
 const CYCLES = Number(process.argv[2] ?? 100);
 const GIVE_UP_MS = 10_000;
@@ -29,9 +30,6 @@ async function until(b: GatewayInstance, id: string, served: (status: number, en
     if (performance.now() - started > GIVE_UP_MS) throw new Error(`instance B never served ${id}`);
   }
 }
-
-const quantile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
 async function main() {
   const nats = await startNatsServer();
@@ -62,10 +60,7 @@ async function main() {
   }
   const all = Object.values(times).flat();
   for (const [what, ms] of [...Object.entries(times), ['all', all] as const]) {
-    const sorted = [...ms].sort((x, y) => x - y);
-    console.log(
-      `${what.padEnd(8)} n=${sorted.length}  p50 ${quantile(sorted, 0.5).toFixed(2)} ms  p99 ${quantile(sorted, 0.99).toFixed(2)} ms  max ${sorted[sorted.length - 1]!.toFixed(2)} ms`,
-    );
+    console.log(`${what.padEnd(8)} ${delaySummary(ms)}`);
   }
   const late = all.filter((ms) => ms > 1_000).length;
   console.log(`changes served by the second instance later than 1 s: ${late} of ${all.length}`);

@@ -23,6 +23,7 @@ import { startNatsServer, tempDir, waitFor } from '@platform/testkit';
 import { connect, StringCodec } from 'nats';
 import { quotaCollections } from '../../services/llm-quota/src/data/collections';
 import { counterId, monthStart } from '../../services/llm-quota/src/domain/windows';
+import { delaySummary } from '../delays';
 import { benchEvent, ORGS } from './events';
 
 const N = Number(process.argv[2] ?? 20_000);
@@ -48,7 +49,11 @@ function publish(url: string, run: string, occurredAt: string): Promise<void> {
   );
 }
 
-async function run(mode: 'live' | 'backlog') {
+/**
+ * llm-quota on the embedded store in a temporary folder, consuming from a nats-server of its own (started: the
+ * stream and its durable consumer exist); `months` are the month counters of the bench's organizations.
+ */
+async function startQuota(now: Date) {
   const nats = await startNatsServer();
   const data = tempDir('bench-llm-quota-');
   const store = createEmbeddedStore({ dataDir: data.dir, compactionIntervalMs: 0 });
@@ -59,14 +64,39 @@ async function run(mode: 'live' | 'backlog') {
     DATA_DIR: data.dir,
   });
   const service = await createLlmQuotaService({ config, logger, clock: systemClock, store, bus });
-  await service.start(); // creates the stream and the durable consumer
+  await service.start();
+  const c = quotaCollections(store);
+  const monthIds = Array.from({ length: ORGS }, (_, o) =>
+    counterId({ orgSlug: `org-${o}` }, 'month', monthStart(now)),
+  );
+  return {
+    natsUrl: nats.url,
+    service,
+    c,
+    months: () => c.counters.find({ _id: { $in: monthIds } }),
+    /** requests counted in the month so far */
+    counted: async () =>
+      (await c.counters.find({ _id: { $in: monthIds } })).reduce((s, d) => s + d.requests, 0),
+    async close() {
+      await service.stop();
+      await bus.close();
+      await store.close();
+      await nats.dispose();
+      data.remove();
+    },
+  };
+}
+
+async function run(mode: 'live' | 'backlog') {
+  const now = new Date();
+  const quota = await startQuota(now);
+  const { service, c } = quota;
   if (mode === 'backlog') await service.stop();
 
-  const now = new Date();
   const runId = `${mode}-${now.getTime()}`;
   let cpuStart = process.cpuUsage();
   const started = process.hrtime.bigint();
-  const publishing = publish(nats.url, runId, now.toISOString());
+  const publishing = publish(quota.natsUrl, runId, now.toISOString());
   let published = 0n;
   publishing.then(() => {
     published = process.hrtime.bigint();
@@ -79,13 +109,7 @@ async function run(mode: 'live' | 'backlog') {
     await service.start();
   }
 
-  const c = quotaCollections(store);
-  const monthIds = Array.from({ length: ORGS }, (_, o) =>
-    counterId({ orgSlug: `org-${o}` }, 'month', monthStart(now)),
-  );
-  const countedNow = async () =>
-    (await c.counters.find({ _id: { $in: monthIds } })).reduce((s, d) => s + d.requests, 0);
-  await waitFor(async () => (await countedNow()) >= N, {
+  await waitFor(async () => (await quota.counted()) >= N, {
     timeoutMs: 300_000,
     intervalMs: 20,
     what: 'all counted',
@@ -100,7 +124,7 @@ async function run(mode: 'live' | 'backlog') {
   );
   await new Promise((r) => setTimeout(r, 1_500));
 
-  const docs = await c.counters.find({ _id: { $in: monthIds } });
+  const docs = await quota.months();
   const requests = docs.reduce((s, d) => s + d.requests, 0);
   const tokens = docs.reduce((s, d) => s + d.tokens, 0);
   const cost = docs.reduce((s, d) => s + d.cost_micros, 0);
@@ -128,11 +152,7 @@ async function run(mode: 'live' | 'backlog') {
     }),
   );
 
-  await service.stop();
-  await bus.close();
-  await store.close();
-  await nats.dispose();
-  data.remove();
+  await quota.close();
   if (!exact) process.exitCode = 1;
 }
 
@@ -141,27 +161,11 @@ async function run(mode: 'live' | 'backlog') {
  * JetStream, then timed until llm-quota's month counter holds it.
  */
 async function oneAtATime(n: number) {
-  const nats = await startNatsServer();
-  const data = tempDir('bench-llm-quota-');
-  const store = createEmbeddedStore({ dataDir: data.dir, compactionIntervalMs: 0 });
-  const bus = await createNatsBus({ url: nats.url, name: 'llm-quota-bench' });
-  const config = loadConfig(llmQuotaConfigSchema, {
-    PLATFORM_INTERNAL_SECRET: 'bench-secret-bench-secret-bench-secret-000',
-    DATA_DIR: data.dir,
-  });
-  const logger = createLogger({ name: 'llm-quota', level: 'warn' });
-  const service = await createLlmQuotaService({ config, logger, clock: systemClock, store, bus });
-  await service.start();
-  const nc = await connect({ servers: nats.url });
+  const now = new Date();
+  const quota = await startQuota(now);
+  const nc = await connect({ servers: quota.natsUrl });
   const js = nc.jetstream();
   const codec = StringCodec();
-  const now = new Date();
-  const c = quotaCollections(store);
-  const monthIds = Array.from({ length: ORGS }, (_, o) =>
-    counterId({ orgSlug: `org-${o}` }, 'month', monthStart(now)),
-  );
-  const counted = async () =>
-    (await c.counters.find({ _id: { $in: monthIds } })).reduce((sum, d) => sum + d.requests, 0);
   const delays: number[] = [];
   for (let i = 0; i < n; i++) {
     await js.publish(
@@ -169,24 +173,18 @@ async function oneAtATime(n: number) {
       codec.encode(JSON.stringify(benchEvent('single', i, now.toISOString()))),
     );
     const acked = performance.now();
-    await waitFor(async () => (await counted()) === i + 1, {
+    await waitFor(async () => (await quota.counted()) === i + 1, {
       timeoutMs: 10_000,
       intervalMs: 1,
       what: `event ${i}`,
     });
     delays.push(performance.now() - acked);
   }
-  delays.sort((a, b) => a - b);
-  const at = (q: number) => delays[Math.min(n - 1, Math.floor(q * n))]!.toFixed(2);
   console.log(
-    `one event at a time (n=${n}): acknowledged publish -> counted p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${delays[n - 1]!.toFixed(2)} ms; later than 1 s: ${delays.filter((d) => d > 1_000).length}`,
+    `one event at a time, acknowledged publish -> counted: ${delaySummary(delays)}; later than 1 s: ${delays.filter((d) => d > 1_000).length}`,
   );
   await nc.drain();
-  await service.stop();
-  await bus.close();
-  await store.close();
-  await nats.dispose();
-  data.remove();
+  await quota.close();
 }
 
 async function main() {

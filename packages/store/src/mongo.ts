@@ -9,8 +9,8 @@ export interface MongoStoreOptions {
 }
 
 /**
- * The MongoDB engine, loaded on first use: mongoose and the driver take ~34 MiB of every process that loads them,
- * and a service on the embedded engine (`pnpm start`, the tests) never needs them.
+ * The MongoDB engine, loaded on first use: mongoose and the driver take ~20 MiB of a service's process (bson's
+ * buffer alone 17 MiB), and a service on the embedded engine (`pnpm start`, the tests) never needs them.
  */
 export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
   // require, not import(): pnpm start runs the sources under tsx's CommonJS hook only (decision 0085)
