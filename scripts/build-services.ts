@@ -1,5 +1,5 @@
 /**
- * Production build: bundles each service's `src/main.ts` (and any worker-thread entry) with esbuild into
+ * Production build: bundles each service's `src/main.ts` (and any worker entry) with esbuild into
  * plain JavaScript that `node` runs without tsx.
  *
  *   pnpm build                          every service into services/<svc>/dist/

@@ -33,7 +33,7 @@ function main(): void {
   const output =
     process.argv[3] ?? path.join(__dirname, '..', 'packages', 'nlu', 'data', ENGLISH_VECTORS_FILE);
   const table = readWinkEmbeddings(input, ENGLISH_VECTOR_SOURCE, ENGLISH_VECTOR_WORDS, foldText);
-  const { words } = table.share();
+  const { words } = table.parts();
   const bytes = encodeVectorTable(table, words);
   writeFileSync(output, bytes);
   console.log(`${output}: ${words.length} words × ${table.dim}, ${(bytes.length / 2 ** 20).toFixed(1)} MiB`);

@@ -10,7 +10,7 @@
  * from its scheduled start (no coordinated omission). Phases: warm-up, steady load, then the same load while a
  * retraining runs. Printed: p50/p90/p99/max of the steady phase, of the whole retraining phase, of the requests sent
  * between the change and the new model answering, and of the **adoption window**: from the training worker's exit
- * (seen as the legacy-agent process losing a thread, sampled every 2 ms from /proc; the worker is terminated as soon
+ * (seen as the legacy-agent process losing a child process, sampled every 2 ms from /proc; the worker exits as soon
  * as it has handed the model over) until the new model answers (`trainedAt` of the stored model, which is adopted
  * right after it is stored), plus 50 ms either side. Also the load average and CPU per message.
  */
@@ -181,21 +181,29 @@ async function main() {
     );
     let retrainDuringLoad = { wall: 0, training: 0 };
     let window = [0, 0];
-    // the training worker's exit: the legacy-agent process's thread count falls (sampled from /proc)
+    // the training worker's exit: the legacy-agent process's child count falls (sampled from /proc)
     const legacyPid = platform.processes.find((p) => p.name === 'legacy-agent')?.pid;
-    const threads = () =>
-      legacyPid
-        ? Number(/^Threads:\s+(\d+)/m.exec(readFileSync(`/proc/${legacyPid}/status`, 'utf8'))?.[1])
-        : 0;
+    const children = () => {
+      try {
+        return legacyPid
+          ? readFileSync(`/proc/${legacyPid}/task/${legacyPid}/children`, 'utf8')
+              .trim()
+              .split(/\s+/)
+              .filter(Boolean).length
+          : 0;
+      } catch {
+        return 0;
+      }
+    };
     let workerExit = Number.NaN;
     let storedAt = Number.NaN;
     const busy = await load(url, bot.clientToken, tests, names, RATE, 15, async () => {
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       const from = performance.now();
-      let last = threads();
+      let last = children();
       let peak = last;
       const sampler = setInterval(() => {
-        const now = threads();
+        const now = children();
         peak = Math.max(peak, now);
         if (now < last && peak > now) workerExit = performance.now();
         last = now;
@@ -213,7 +221,7 @@ async function main() {
       `${'  of which in the retraining'.padEnd(28)} ${String(inWindow.length).padStart(6)} req in ${((window[1]! - window[0]!) / 1000).toFixed(1)}s  ` +
         `p50 ${ms(pct(inWindow, 0.5))}  p90 ${ms(pct(inWindow, 0.9))}  p99 ${ms(pct(inWindow, 0.99))}  max ${ms(Math.max(...inWindow))} ms`,
     );
-    // when the worker's exit was not seen (no /proc, LEGACY_URL, or another thread started at the same moment):
+    // when the worker's exit was not seen (no /proc, LEGACY_URL):
     // the last second before the model was stored, which holds the adoption on this assistant (~0.1-0.6 s)
     const adoptFrom = Number.isNaN(workerExit) ? storedAt - 1000 : workerExit - 50;
     const adoption = busy.samples
@@ -224,6 +232,10 @@ async function main() {
         `p50 ${ms(pct(adoption, 0.5))}  p90 ${ms(pct(adoption, 0.9))}  p99 ${ms(pct(adoption, 0.99))}  max ${ms(Math.max(...adoption))} ms` +
         (Number.isNaN(workerExit)
           ? '  (worker exit not seen: the last second before the model was stored)'
+          : '') +
+        // wall-clock bounds, to read the stall probe's lines (BENCH_PROBE_DIR) that fall inside
+        (process.env.BENCH_PROBE_DIR
+          ? `  [${Math.round(performance.timeOrigin + adoptFrom)}, ${Math.round(performance.timeOrigin + storedAt + 50)}]`
           : ''),
     );
     console.log(

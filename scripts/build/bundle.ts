@@ -1,5 +1,5 @@
 /**
- * The bundling half of the production build: each service's `src/main.ts` (and every worker-thread entry
+ * The bundling half of the production build: each service's `src/main.ts` (and every worker entry, thread or process,
  * of the code it inlines) into plain JavaScript that `node` runs without tsx.
  *
  * The `@platform/*` workspace packages are TypeScript sources, so they are inlined. Third-party packages
@@ -26,7 +26,7 @@ export type ServiceName = (typeof SERVICES)[number];
  */
 export const INLINED_PACKAGES: ReadonlySet<string> = new Set(['gpt-tokenizer']);
 
-/** A worker-thread entry: `*-worker.ts` or `*.worker.ts` anywhere under a package's `src/`. */
+/** A worker entry (a worker thread's or a worker process's program): `*-worker.ts` or `*.worker.ts` under a `src/`. */
 export const WORKER_ENTRY = /(?:-|\.)worker\.ts$/;
 
 export interface BuildOptions {

@@ -4,13 +4,12 @@
  * as a compact table (`data/en-100d-50k.vec`: 50,000 words, 8-bit, 5.6 MB; rebuilt by scripts/build-word-vectors.ts).
  * A model whose language has no resource is trained and answers exactly as without this module.
  *
- * A resource is loaded lazily, once per process, and shared by every model of its language; `trainModelInWorker`
- * passes it to and from its worker thread as shared memory (see train-worker.ts).
+ * A resource is loaded lazily, once per process, and shared by every model of its language.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { decodeVectorTable } from './vector-table-file';
-import { SharedWordVectorTable, WordVectorTable, wordVectorTableFromShared } from './word-vectors';
+import type { WordVectorTable } from './word-vectors';
 
 /** the most frequent words kept from the English vectors (chosen by cross-validation on the training sentences) */
 export const ENGLISH_VECTOR_WORDS = 50_000;
@@ -90,16 +89,4 @@ export function wordVectorsFor(lang: string): WordVectorTable | null {
     loaded.set(resource.source, table);
   }
   return table;
-}
-
-/** The word vectors of a language if this thread has already loaded them (never loads), shareable with a worker. */
-export function loadedWordVectors(lang: string): SharedWordVectorTable | null {
-  const resource = WORD_VECTORS[primaryLanguage(lang)];
-  return (resource && loaded.get(resource.source)?.share()) || null;
-}
-
-/** Use word vectors loaded by another thread of this process (no copy) when this thread has none yet. */
-export function adoptWordVectors(shared: SharedWordVectorTable): void {
-  const known = Object.values(WORD_VECTORS).some((r) => r.source === shared.source);
-  if (known && !loaded.get(shared.source)) loaded.set(shared.source, wordVectorTableFromShared(shared));
 }

@@ -1,54 +1,90 @@
 /**
- * Worker-thread entry of `trainModelInWorker`: trains the model from `workerData.set` and posts its binary form
- * (model-codec.ts, nearest-neighbour indexes included) as one transferred ArrayBuffer: the parent receives it without
- * a copy or any JSON to parse, and its model's arrays are views into that buffer.
- * Does nothing when loaded anywhere else (main thread, or a worker started for something else).
+ * Entry of the training worker process that `trainModelInWorker` starts (worker-training.ts): reads the training set
+ * as one line of JSON on stdin, trains, and writes the model's binary form (model-codec.ts, nearest-neighbour indexes
+ * included) and its stored form on file descriptor 3, framed as `u32 header length | header JSON | model | stored`.
+ * The header is `{ ok: true, model: <bytes>, stored: <bytes> }` or `{ ok: false, error }`.
  *
- * Word vectors travel as shared memory: the parent passes the ones it has loaded, and the worker posts back the ones
- * it had to load itself, so a process reads them from disk once.
+ * Runs only in a process started with `NLU_TRAINING_WORKER=1` (the bundler also treats this file as an entry, and
+ * nothing else must start training by importing it). Its threads first lower their own priority by `NLU_TRAINING_NICE`:
+ * on Linux a thread's nice value is its own, and V8's helper threads (garbage collection, compilation) exist before
+ * any JavaScript runs, so each one is reniced through /proc/self/task. When stdin closes (the service stopped or
+ * died), the process exits.
  */
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { adoptWordVectors, loadedWordVectors } from './language-resources';
+import { readdirSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { getPriority, setPriority } from 'node:os';
 import { encodeModelBuffer, storedFormSync } from './model-codec';
 import { trainModel } from './train';
 import type { NluTrainingSet } from './types';
-import type { SharedWordVectorTable } from './word-vectors';
 
-export const TRAIN_WORKER_KIND = 'legacy-agent-nlu-train';
+/** the variable that makes this file train (set by worker-training.ts for the process it starts) */
+export const TRAINING_WORKER_ENV = 'NLU_TRAINING_WORKER';
+/** how many steps below normal the worker's threads run */
+export const TRAINING_NICE_ENV = 'NLU_TRAINING_NICE';
 
-export interface TrainWorkerData {
-  kind: typeof TRAIN_WORKER_KIND;
-  set: NluTrainingSet;
-  /** word vectors of the set's language already loaded by the parent */
-  vectors?: SharedWordVectorTable;
+export interface TrainWorkerHeader {
+  ok: boolean;
+  /** bytes of the model's binary form (encodeModelBuffer with indexes) that follow the header */
+  model?: number;
+  /** bytes of its stored form (storedFormSync) that follow the model */
+  stored?: number;
+  error?: string;
 }
 
-export type TrainWorkerMessage =
-  | {
-      ok: true;
-      /** the model's binary form with its indexes (encodeModelBuffer), transferred */
-      model: Uint8Array;
-      /** its stored form (storedFormSync: gzipped, without indexes), made here so the parent does not, transferred */
-      stored: Uint8Array;
-      vectors?: SharedWordVectorTable;
-    }
-  | { ok: false; error: string };
-
-const data = workerData as Partial<TrainWorkerData> | null;
-if (!isMainThread && parentPort && data?.kind === TRAIN_WORKER_KIND && data.set) {
-  let message: TrainWorkerMessage;
+function lowerPriority(nice: number): void {
+  if (!(nice > 0)) return;
   try {
-    if (data.vectors) adoptWordVectors(data.vectors);
-    const trained = trainModel(data.set);
+    const threads = process.platform === 'linux' ? readdirSync('/proc/self/task').map(Number) : [0];
+    for (const tid of threads) setPriority(tid, Math.min(19, getPriority(tid) + nice));
+  } catch {
+    // the priority cannot be changed here: training still runs
+  }
+}
+
+function readLine(stream: NodeJS.ReadableStream): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const onData = (chunk: Buffer) => {
+      const end = chunk.indexOf(10);
+      if (end < 0) {
+        chunks.push(chunk);
+        return;
+      }
+      chunks.push(chunk.subarray(0, end));
+      stream.off('data', onData);
+      stream.pause();
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    stream.on('data', onData);
+    stream.once('end', () => reject(new Error('stdin closed before the training set')));
+    stream.once('error', reject);
+  });
+}
+
+function frame(header: TrainWorkerHeader, ...parts: Uint8Array[]): Uint8Array[] {
+  const json = Buffer.from(JSON.stringify(header));
+  const length = Buffer.alloc(4);
+  length.writeUInt32LE(json.length);
+  return [length, json, ...parts];
+}
+
+async function main(): Promise<void> {
+  lowerPriority(Number(process.env[TRAINING_NICE_ENV] ?? 0));
+  const out = new Socket({ fd: 3, readable: false });
+  let parts: Uint8Array[];
+  try {
+    const set = JSON.parse(await readLine(process.stdin)) as NluTrainingSet;
+    // the service went away: nothing to answer
+    process.stdin.once('end', () => process.exit(0)).resume();
+    const trained = trainModel(set);
     const model = encodeModelBuffer(trained, { indexes: true });
     const stored = storedFormSync(trained);
-    const vectors = data.vectors ? null : loadedWordVectors(data.set.lang);
-    message = vectors ? { ok: true, model, stored, vectors } : { ok: true, model, stored };
+    parts = frame({ ok: true, model: model.byteLength, stored: stored.byteLength }, model, stored);
   } catch (err) {
-    message = { ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) };
+    parts = frame({ ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   }
-  parentPort.postMessage(
-    message,
-    message.ok ? [message.model.buffer as ArrayBuffer, message.stored.buffer as ArrayBuffer] : [],
-  );
+  for (const part of parts) out.write(part);
+  out.end(() => process.exit(0));
 }
+
+if (process.env[TRAINING_WORKER_ENV] === '1') void main();

@@ -12,7 +12,7 @@
  * Per-row symmetric quantisation keeps each vector's direction within ~0.4 % (the engine only uses directions and
  * rank-based weights); `scripts/build-word-vectors.ts` writes the file from the original package.
  */
-import { type WordVectorTable, wordVectorTableFromShared } from './word-vectors';
+import { type WordVectorTable, wordVectorTableFromParts } from './word-vectors';
 
 const MAGIC = 'PNLUVEC1';
 
@@ -52,7 +52,7 @@ export function encodeVectorTable(table: WordVectorTable, words: readonly string
 }
 
 /**
- * Decode a table file into a table kept 8-bit as stored, in shared memory (so that worker threads use the same copy);
+ * Decode a table file into a table kept 8-bit as stored;
  * rows are dequantised when read (QuantisedWordVectorTable). `source` of the table is the header's.
  */
 export function decodeVectorTable(file: Buffer): WordVectorTable {
@@ -69,9 +69,9 @@ export function decodeVectorTable(file: Buffer): WordVectorTable {
     throw new Error('word vectors: vector table file has the wrong length');
   const words = n > 0 ? file.toString('utf8', pos, pos + header.wordBytes).split('\n') : [];
   pos += header.wordBytes;
-  const scales = new Float32Array(new SharedArrayBuffer(n * 4));
+  const scales = new Float32Array(n);
   for (let i = 0; i < n; i++) scales[i] = file.readFloatLE(pos + i * 4);
-  const values = new Int8Array(new SharedArrayBuffer(n * dim));
+  const values = new Int8Array(n * dim);
   values.set(new Int8Array(file.buffer, file.byteOffset + pos + n * 4, n * dim));
-  return wordVectorTableFromShared({ source: header.source, dim, words, quantised: { values, scales } });
+  return wordVectorTableFromParts({ source: header.source, dim, words, quantised: { values, scales } });
 }

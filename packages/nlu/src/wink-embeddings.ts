@@ -66,8 +66,7 @@ export function readWinkEmbeddings(
       }
     }
     const rows = new Map<string, number>();
-    // shared memory, so that worker threads can use this copy (see SharedWordVectorTable)
-    const data = new Float32Array(new SharedArrayBuffer(limit * dim * 4));
+    const data = new Float32Array(limit * dim);
     const vec = new Float64Array(dim);
     let count = 0;
     const lookahead = 1 << 16; // an entry is about 1 KB

@@ -4,12 +4,7 @@ import { tempDir } from '@platform/testkit';
 import { IntentClassifier } from './intent-classifier';
 import { foldText } from './tokenize';
 import { readWinkEmbeddings } from './wink-embeddings';
-import {
-  ModelWordVectors,
-  WordVectorTable,
-  wordVectorTable,
-  wordVectorTableFromShared,
-} from './word-vectors';
+import { ModelWordVectors, WordVectorTable, wordVectorTable, wordVectorTableFromParts } from './word-vectors';
 
 const f32 = (xs: number[]) => xs.map((x) => Math.fround(x));
 const rowOf = (t: WordVectorTable, w: string) => Array.from(t.row(t.rowOf(w)));
@@ -70,14 +65,14 @@ describe('readWinkEmbeddings', () => {
     expect(t.rowOf('c')).toBe(-1);
   });
 
-  it('shares a table with another thread without copying its vectors', () => {
+  it('rebuilds a table from its parts', () => {
     const file = winkFile([
       ['x', [1, 2]],
       ['y', [3, 4]],
     ]);
-    const shared = readWinkEmbeddings(file, 'test/3', 10).share();
-    expect(shared.data!.buffer).toBeInstanceOf(SharedArrayBuffer);
-    const t = wordVectorTableFromShared(structuredClone(shared));
+    const parts = readWinkEmbeddings(file, 'test/3', 10).parts();
+    expect(parts.words).toEqual(['x', 'y']);
+    const t = wordVectorTableFromParts(structuredClone(parts));
     expect(rowOf(t, 'y')).toEqual([3, 4]);
     expect(t.source).toBe('test/3');
   });

@@ -19,8 +19,8 @@ export interface WordVectorTable {
   row(r: number): Float32Array;
   /** word of a row (its folded form) */
   wordAt(r: number): string;
-  /** the table in a form that can be posted to a worker thread (see SharedWordVectorTable) */
-  share(): SharedWordVectorTable;
+  /** what the table is made of (see WordVectorTableParts) */
+  parts(): WordVectorTableParts;
 }
 
 /** The vocabulary side of a table: words by row, rows by word. */
@@ -47,7 +47,7 @@ abstract class RowsByWord implements WordVectorTable {
   }
 
   abstract row(r: number): Float32Array;
-  abstract share(): SharedWordVectorTable;
+  abstract parts(): WordVectorTableParts;
 }
 
 export class DenseWordVectorTable extends RowsByWord {
@@ -64,13 +64,8 @@ export class DenseWordVectorTable extends RowsByWord {
     return this.data.subarray(r * this.dim, (r + 1) * this.dim);
   }
 
-  share(): SharedWordVectorTable {
-    let data = this.data;
-    if (!(data.buffer instanceof SharedArrayBuffer)) {
-      data = new Float32Array(new SharedArrayBuffer(this.data.byteLength));
-      data.set(this.data);
-    }
-    return { source: this.source, dim: this.dim, words: [...this.rows.keys()], data };
+  parts(): WordVectorTableParts {
+    return { source: this.source, dim: this.dim, words: [...this.rows.keys()], data: this.data };
   }
 }
 
@@ -100,7 +95,7 @@ export class QuantisedWordVectorTable extends RowsByWord {
     return out;
   }
 
-  share(): SharedWordVectorTable {
+  parts(): WordVectorTableParts {
     return {
       source: this.source,
       dim: this.dim,
@@ -110,11 +105,8 @@ export class QuantisedWordVectorTable extends RowsByWord {
   }
 }
 
-/**
- * A table in a form that can be posted to or from a worker thread without copying the vectors: they live in a
- * SharedArrayBuffer, so the threads of a process share one copy.
- */
-export interface SharedWordVectorTable {
+/** What a table is made of: its words in row order and its vectors, float32 or 8-bit. */
+export interface WordVectorTableParts {
   source: string;
   dim: number;
   /** in row order */
@@ -125,21 +117,21 @@ export interface SharedWordVectorTable {
   quantised?: { values: Int8Array; scales: Float32Array };
 }
 
-export function wordVectorTableFromShared(shared: SharedWordVectorTable): WordVectorTable {
+export function wordVectorTableFromParts(parts: WordVectorTableParts): WordVectorTable {
   const rows = new Map<string, number>();
-  shared.words.forEach((w, i) => {
+  parts.words.forEach((w, i) => {
     rows.set(w, i);
   });
-  if (shared.quantised)
+  if (parts.quantised)
     return new QuantisedWordVectorTable(
-      shared.source,
-      shared.dim,
+      parts.source,
+      parts.dim,
       rows,
-      shared.quantised.values,
-      shared.quantised.scales,
+      parts.quantised.values,
+      parts.quantised.scales,
     );
-  if (!shared.data) throw new Error('word vectors: a shared table without vectors');
-  return new DenseWordVectorTable(shared.source, shared.dim, rows, shared.data);
+  if (!parts.data) throw new Error('word vectors: a table without vectors');
+  return new DenseWordVectorTable(parts.source, parts.dim, rows, parts.data);
 }
 
 /** A table from explicit vectors, most frequent word first (tests, small resources). */

@@ -1,6 +1,7 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import * as os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { travelAssistant } from './example-assistants';
-import { loadedWordVectors } from './language-resources';
 import { loopTurnsDuring } from './loop-turns.test-support';
 import { loadStoredModel, storedModelForm } from './model-codec';
 import { loadModel, loadModelAsync, trainModel } from './train';
@@ -8,18 +9,14 @@ import type { NluTrainingSet, NluUtterancePart } from './types';
 import { trainModelInWorker } from './worker-training';
 
 describe('trainModelInWorker', () => {
-  it('trains in a worker thread and returns a model equivalent to trainModel', async () => {
+  it('trains in a worker process and returns a model equivalent to trainModel', async () => {
     const set = travelAssistant();
     let ticks = 0;
     const timer = setInterval(() => {
       ticks++;
     }, 5);
     try {
-      expect(loadedWordVectors('en')).toBeNull();
       const model = await trainModelInWorker(set);
-      // the worker loaded the English word vectors and handed them over as shared memory
-      const values = loadedWordVectors('en')?.quantised?.values;
-      expect(Object.prototype.toString.call(values?.buffer)).toBe('[object SharedArrayBuffer]');
       const direct = trainModel(set);
       expect(model.toJSON()).toEqual(direct.toJSON());
       for (const t of ['book a train from lyon to paris', 'order a hamburger', 'hello']) {
@@ -32,12 +29,68 @@ describe('trainModelInWorker', () => {
     }
   });
 
+  it('runs every thread of the worker `nice` steps below this process', async () => {
+    const niceOf = (pid: number, tid: number) =>
+      Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+    const own = os.getPriority();
+    let done = false;
+    const training = trainModelInWorker(largerAssistant(), { nice: 7 }).finally(() => {
+      done = true;
+    });
+    // the nice values of the worker's threads, sampled while it trains; the last sample is well into training
+    let last: number[] = [];
+    while (!done) {
+      const sample: number[] = [];
+      for (const pid of workerPids())
+        for (const tid of readdirSync(`/proc/${pid}/task`).map(Number)) {
+          try {
+            sample.push(niceOf(pid, tid));
+          } catch {
+            // the thread ended meanwhile
+          }
+        }
+      if (sample.length > 0) last = sample;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await training;
+    expect(last.length).toBeGreaterThan(1);
+    expect(new Set(last)).toEqual(new Set([Math.min(19, own + 7)]));
+  });
+
   it('rejects when training fails in the worker', async () => {
     await expect(trainModelInWorker({ lang: 'en', intents: null, entities: [] } as never)).rejects.toThrow(
       /training failed in the worker/,
     );
   });
+
+  it('rejects, naming how it ended, when the worker dies before answering', async () => {
+    const training = trainModelInWorker(largerAssistant());
+    const deadline = Date.now() + 20_000;
+    let pids: number[] = [];
+    while (pids.length === 0 && Date.now() < deadline) {
+      pids = workerPids();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    for (const pid of pids) process.kill(pid, 'SIGKILL');
+    await expect(training).rejects.toThrow(/the worker stopped \(signal SIGKILL\) before answering/);
+  });
 });
+
+/** pids of the training workers this process started (children whose environment marks them) */
+function workerPids(): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        if (Number(stat.split(') ')[1]!.split(' ')[1]) !== process.pid) return false;
+        return readFileSync(`/proc/${pid}/environ`, 'latin1').includes('NLU_TRAINING_WORKER=1');
+      } catch {
+        return false;
+      }
+    });
+}
 
 /** A generated assistant big enough for loading to be real work: 40 intents of 25 sentences, one entity. */
 function largerAssistant(): NluTrainingSet {

@@ -1,93 +1,143 @@
 /**
- * `trainModelInWorker`: trains in a worker_threads Worker so that the caller's event loop is never blocked.
+ * `trainModelInWorker`: trains in a worker process of its own, so that neither the caller's event loop nor its memory
+ * carries the training (docs/decisions/0086).
  *
- * The worker is started with `eval: true` and a two-line CommonJS program that requires `train-worker` next to this
- * file. In compiled JavaScript that is `train-worker.js` and nothing else is needed. When this file is TypeScript
- * (tsx in development, @swc/jest in tests), the worker first requires `tsx/cjs`, which registers tsx's CommonJS
- * loader in that thread, so `train-worker.ts` and its imports load the same way.
- *
- * The worker transfers the model's binary form (model-codec.ts, nearest-neighbour indexes included) as one
- * ArrayBuffer: receiving it copies nothing, and this thread then only builds the small objects around those arrays
- * (the feature map, in slices of ~3 ms between which other callbacks run). The worker is terminated as soon as it
- * has answered, so its heap is given back.
+ * The worker is `train-worker` next to this file, run by the same `node`: `train-worker.js` in the service bundle, or
+ * `train-worker.ts` under tsx's CommonJS hook when this file is TypeScript (tsx in development, @swc/jest in tests).
+ * It gets the training set as one line of JSON on stdin and writes the model's binary form (model-codec.ts,
+ * nearest-neighbour indexes included) and its stored form back on a pipe; this thread copies them as they arrive
+ * into two buffers of the announced sizes, then builds the small objects around those arrays in slices of ~3 ms.
+ * Everything training allocated goes back to the system when the worker exits, and all its threads (V8's garbage
+ * collection helpers included) run `nice` steps below the caller's.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import * as path from 'node:path';
-import { Worker } from 'node:worker_threads';
-import { adoptWordVectors, loadedWordVectors } from './language-resources';
+import type { Readable } from 'node:stream';
+import { wordVectorsFor } from './language-resources';
 import { decodeModelAsync, rememberStoredForm } from './model-codec';
-import { TRAIN_WORKER_KIND, TrainWorkerData, TrainWorkerMessage } from './train-worker';
+import { TRAINING_NICE_ENV, TRAINING_WORKER_ENV, type TrainWorkerHeader } from './train-worker';
 import type { NluModel, NluTrainingSet } from './types';
 
-function workerProgram(): string {
-  const isTypeScript = /\.[cm]?tsx?$/.test(__filename);
-  const entry = path.join(__dirname, isTypeScript ? 'train-worker.ts' : 'train-worker.js');
-  const lines: string[] = [];
-  if (isTypeScript) {
-    let loader: string;
-    try {
-      loader = require.resolve('tsx/cjs');
-    } catch {
-      throw new Error(
-        'trainModelInWorker: running from TypeScript sources needs the "tsx" package (tsx/cjs) to load the worker',
-      );
-    }
-    lines.push(`require(${JSON.stringify(loader)});`);
-  }
-  lines.push(`require(${JSON.stringify(entry)});`);
-  return lines.join('\n');
+export interface WorkerTrainingOptions {
+  /** how many steps below this process's priority the worker runs (0: the same) */
+  nice?: number;
 }
 
-export function trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
-  return new Promise<NluModel>((resolve, reject) => {
-    let settled = false;
-    const finish = (fn: () => void): void => {
-      if (settled) return;
-      settled = true;
-      fn();
+/** what the worker keeps of its stderr for an error message */
+const STDERR_TAIL = 4096;
+
+function workerArguments(): string[] {
+  const isTypeScript = /\.[cm]?tsx?$/.test(__filename);
+  const entry = path.join(__dirname, isTypeScript ? 'train-worker.ts' : 'train-worker.js');
+  if (!isTypeScript) return [entry];
+  let loader: string;
+  try {
+    loader = require.resolve('tsx/cjs');
+  } catch {
+    throw new Error(
+      'trainModelInWorker: running from TypeScript sources needs the "tsx" package (tsx/cjs) to load the worker',
+    );
+  }
+  return ['--require', loader, entry];
+}
+
+/** Reads the worker's answer: `u32 header length | header JSON | model | stored`, copied into buffers as it arrives. */
+function readAnswer(
+  stream: Readable,
+): Promise<{ header: TrainWorkerHeader; model: Uint8Array; stored: Uint8Array }> {
+  return new Promise((resolve, reject) => {
+    let pending: Buffer = Buffer.alloc(0);
+    let header: TrainWorkerHeader | null = null;
+    let body: Uint8Array | null = null;
+    let filled = 0;
+    const onData = (chunk: Buffer) => {
+      if (!header) {
+        pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+        if (pending.length < 4) return;
+        const length = pending.readUInt32LE(0);
+        if (pending.length < 4 + length) return;
+        try {
+          header = JSON.parse(pending.toString('utf8', 4, 4 + length)) as TrainWorkerHeader;
+        } catch {
+          fail(new Error('trainModelInWorker: unreadable answer from the worker'));
+          return;
+        }
+        // one allocation for both parts: the model's arrays are views into it, aligned as the codec needs
+        body = new Uint8Array(header.ok ? (header.model ?? 0) + (header.stored ?? 0) : 0);
+        chunk = pending.subarray(4 + length);
+      }
+      const room = body!.length - filled;
+      body!.set(chunk.length > room ? chunk.subarray(0, room) : chunk, filled);
+      filled += Math.min(room, chunk.length);
     };
-    let worker: Worker;
+    const fail = (err: Error) => {
+      stream.off('data', onData);
+      reject(err);
+    };
+    stream.on('data', onData);
+    stream.once('error', fail);
+    stream.once('end', () => {
+      if (!header || !body || filled < body.length) {
+        fail(new Error('trainModelInWorker: the worker ended before its answer was complete'));
+        return;
+      }
+      const split = header.model ?? 0;
+      resolve({ header, model: body.subarray(0, split), stored: body.subarray(split) });
+    });
+  });
+}
+
+export function trainModelInWorker(
+  set: NluTrainingSet,
+  options: WorkerTrainingOptions = {},
+): Promise<NluModel> {
+  return new Promise<NluModel>((resolve, reject) => {
+    let child: ChildProcess;
+    let input: string;
     try {
-      const vectors = typeof set?.lang === 'string' ? loadedWordVectors(set.lang) : null;
-      const workerData: TrainWorkerData = vectors
-        ? { kind: TRAIN_WORKER_KIND, set, vectors }
-        : { kind: TRAIN_WORKER_KIND, set };
-      worker = new Worker(workerProgram(), {
-        eval: true,
-        workerData,
-        execArgv: [],
-        stdout: false,
-        stderr: false,
+      input = `${JSON.stringify(set)}\n`;
+      // the model needs its language's word vectors here too: loaded now (once per process), not while adopting it
+      if (typeof set?.lang === 'string') wordVectorsFor(set.lang);
+      child = spawn(process.execPath, workerArguments(), {
+        env: { ...process.env, [TRAINING_WORKER_ENV]: '1', [TRAINING_NICE_ENV]: String(options.nice ?? 0) },
+        stdio: ['pipe', 'ignore', 'pipe', 'pipe'],
       });
     } catch (err) {
       reject(err instanceof Error ? err : new Error(String(err)));
       return;
     }
-    worker.once('message', (msg: TrainWorkerMessage) => {
-      finish(() => {
-        if (msg.ok) {
-          try {
-            // the vectors the worker loaded serve this thread too (shared memory, not read again)
-            if (msg.vectors) adoptWordVectors(msg.vectors);
-          } catch (err) {
-            reject(err instanceof Error ? err : new Error(String(err)));
-            return;
-          }
-          // The little left to do (a map of the features) runs in slices of a few ms, so that the requests the
-          // previous model answers meanwhile are not held up (docs/decisions/0021, 0081).
-          decodeModelAsync(msg.model).then(
-            (model) => {
-              rememberStoredForm(model, msg.stored);
-              resolve(model);
-            },
-            (err) => reject(err instanceof Error ? err : new Error(String(err))),
-          );
-        } else reject(new Error(`trainModelInWorker: training failed in the worker: ${msg.error}`));
-      });
-      void worker.terminate();
+    // a service that exits takes its training with it
+    const killChild = () => child.kill('SIGKILL');
+    process.once('exit', killChild);
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (text: string) => {
+      stderr = (stderr + text).slice(-STDERR_TAIL);
     });
-    worker.once('error', (err) => finish(() => reject(err)));
-    worker.once('exit', (code) =>
-      finish(() => reject(new Error(`trainModelInWorker: worker exited with code ${code} before answering`))),
-    );
+    child.stdin!.on('error', () => undefined); // a worker that died is reported by its exit
+    child.stdin!.write(input); // kept open: the worker exits when it closes
+    const exited = new Promise<string>((done) => {
+      child.once('error', (err) => done(err.message));
+      child.once('exit', (code, signal) => done(signal ? `signal ${signal}` : `code ${code}`));
+    });
+    const answer = readAnswer(child.stdio[3] as Readable);
+    Promise.all([answer, exited])
+      .then(async ([{ header, model, stored }]) => {
+        if (!header.ok) throw new Error(`trainModelInWorker: training failed in the worker: ${header.error}`);
+        const trained = await decodeModelAsync(model);
+        rememberStoredForm(trained, stored);
+        return trained;
+      })
+      .catch(async (err: Error) => {
+        if (/training failed in the worker/.test(err.message)) throw err;
+        const how = await exited;
+        throw new Error(
+          `trainModelInWorker: the worker stopped (${how}) before answering${stderr ? `: ${stderr.trim()}` : ''}`,
+        );
+      })
+      .then(resolve, reject)
+      .finally(() => {
+        process.off('exit', killChild);
+        child.stdin!.end();
+      });
   });
 }

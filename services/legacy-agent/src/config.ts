@@ -38,9 +38,9 @@ export const legacyAgentConfigSchema = z.object({
   LEGACY_FIRST_MODEL_WAIT_MS: env.int(10_000, 0),
   /** trained models kept in memory (one per assistant and language); others load from the store on use */
   LEGACY_MODEL_CACHE_SIZE: env.int(500, 1),
-  /** train in a worker thread (true) or on the main thread (false; only for debugging) */
+  /** train in a worker process (true) or on the main thread (false; only for debugging) */
   LEGACY_TRAIN_IN_WORKER: env.bool(true),
-  /** how much lower (Linux nice, 0-19) the training thread runs than the thread answering Messages */
+  /** how much lower (nice, 0-19) the training worker process runs than the process answering Messages */
   LEGACY_TRAINING_NICE: z.coerce.number().int().min(0).max(19).default(10),
   /** a conversation idle for longer than this ends; the user's next message starts a new session */
   LEGACY_CONVERSATION_IDLE_SECONDS: env.int(30 * 60, 1),

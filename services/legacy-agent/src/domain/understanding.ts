@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readdirSync } from 'node:fs';
-import { getPriority, setPriority } from 'node:os';
 import type { NluModel, NluResult, NluTrainingSet, SerializedModel } from '@platform/nlu';
 import type { AssistantDoc, EntityDoc, IntentDoc, ModelDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
@@ -20,7 +18,8 @@ export type NluParse = NluResult;
 /** What the service needs of the engine; @platform/nlu in production, a scripted one in some tests. */
 export interface NluEngine {
   trainModel(set: NluTrainingSet): NluModel | Promise<NluModel>;
-  trainModelInWorker(set: NluTrainingSet): Promise<NluModel>;
+  /** trains in a worker process whose threads run `nice` steps below this one (@platform/nlu) */
+  trainModelInWorker(set: NluTrainingSet, options: { nice: number }): Promise<NluModel>;
   loadModel(json: SerializedModel): NluModel;
   /** `loadModel` spread over event-loop turns (@platform/nlu has it); used when present */
   loadModelAsync?(json: SerializedModel): Promise<NluModel>;
@@ -99,30 +98,6 @@ interface TrainingState {
 
 const modelKey = (assistantId: string, lang: string) => `${assistantId}:${lang}`;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/**
- * Starts `task` and lowers the scheduling priority of the threads it created (the training worker) by
- * `nice`, so that on a busy host training takes the CPU Messages leave over. Linux only: a thread's nice
- * value is its own there, and `new Worker()` creates its thread synchronously. Elsewhere, or without
- * /proc, the task simply runs at normal priority.
- */
-function withLowerPriority<T>(nice: number, task: () => Promise<T>): Promise<T> {
-  if (nice <= 0 || process.platform !== 'linux') return task();
-  let before: Set<string>;
-  try {
-    before = new Set(readdirSync('/proc/self/task'));
-  } catch {
-    return task();
-  }
-  const running = task();
-  try {
-    for (const tid of readdirSync('/proc/self/task'))
-      if (!before.has(tid)) setPriority(Number(tid), Math.min(19, getPriority(Number(tid)) + nice));
-  } catch {
-    // the thread may already be gone, or the priority may not be changed: training still runs
-  }
-  return running;
-}
 
 export interface TrainingStatus {
   upToDate: boolean;
@@ -348,9 +323,7 @@ export class Understanding {
         set.intents.length === 0
           ? null
           : this.ctx.config.LEGACY_TRAIN_IN_WORKER
-            ? await withLowerPriority(this.ctx.config.LEGACY_TRAINING_NICE, () =>
-                this.engine.trainModelInWorker(set),
-              )
+            ? await this.engine.trainModelInWorker(set, { nice: this.ctx.config.LEGACY_TRAINING_NICE })
             : await this.engine.trainModel(set);
       const trainingMs = Date.now() - started;
       // Loading, serializing and storing a large model each hold the event loop for a while: let the
