@@ -140,7 +140,7 @@ describe('pnpm start: every service in its own process', () => {
         }),
       ),
     );
-    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
+    expect(answers.filter((a) => a.status !== 200).map((a) => a.body)).toEqual([]);
     const tokens = answers.reduce((sum, a) => sum + a.body.usage.total_tokens, 0);
     const used = async (key: string) => {
       const usage = await callJson(`${baseUrl}/gw/v1/quotas/usage`, 'GET', { bearer });

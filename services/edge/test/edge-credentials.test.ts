@@ -63,6 +63,36 @@ describe('access tokens and API keys (introspected at auth)', () => {
     expect(callsFor(token)).toBe(2);
   });
 
+  it('sees a change the client made through auth on its next request, before any bus event (read-your-writes)', async () => {
+    const token = accessToken();
+    valid(token, principalOf({ userId: 'u-ryw', org: null }), 60);
+    const orgOf = async () => {
+      const answer = await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
+      return (
+        openPrincipal(answer.json.headers['x-platform-principal'], SECRET, clock)?.session.org?.slug ?? null
+      );
+    };
+    expect(await orgOf()).toBeNull();
+    // auth creates the organization and makes it the session's active one; its event has not reached the edge
+    valid(token, principalOf({ userId: 'u-ryw', org: { slug: 'acme' } }), 60);
+    // reads through auth and writes elsewhere keep the cached answer
+    expect((await request(edge.url, '/v2/orgs', { headers: bearer(token) })).status).toBe(200);
+    expect(
+      (await request(edge.url, '/llm/v1/x', { method: 'POST', headers: bearer(token), body: '{}' })).status,
+    ).toBe(200);
+    expect(await orgOf()).toBeNull();
+    expect(callsFor(token)).toBe(1);
+    // a write through auth drops it once auth has answered
+    const created = await request(edge.url, '/v2/orgs', {
+      method: 'POST',
+      headers: { ...bearer(token), 'content-type': 'application/json' },
+      body: JSON.stringify({ slug: 'acme', name: 'Acme' }),
+    });
+    expect(created.status).toBe(200);
+    expect(await orgOf()).toBe('acme');
+    expect(callsFor(token)).toBe(2);
+  });
+
   it('never keeps an answer longer than 60 s, whatever auth says', async () => {
     const key = workspaceKey();
     valid(key, principalOf({ kind: 'workspace_api_key', userId: null }), 3600);

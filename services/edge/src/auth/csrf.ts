@@ -3,7 +3,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Forbidden } from '@platform/kernel';
 import { readCookie } from '../http/header-hygiene';
 
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** methods that change nothing (RFC 9110 9.2.1) */
+export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export const CSRF_COOKIE = 'csrf-token';
 export const CSRF_HEADER = 'x-csrf-token';
 

@@ -129,6 +129,18 @@ export class PrincipalResolver {
     }
   }
 
+  /**
+   * Drops every answer for the credential behind `resolved` (whatever organization path it was asked for), and lets
+   * no lookup in flight be cached: called once auth has answered a change that credential made itself, so that its
+   * own next request sees the change without waiting for the bus's event (read-your-writes).
+   */
+  forget(resolved: ResolvedPrincipal): void {
+    this.generation++;
+    const hash = (resolved as Partial<CacheEntry>).hash;
+    if (hash === undefined) return;
+    for (const [key, entry] of this.cache.entries()) if (entry.hash === hash) this.cache.delete(key);
+  }
+
   /** After the bus reconnects, anything may have been missed: forget every answer. */
   clear(): void {
     this.generation++;

@@ -17,7 +17,7 @@ import {
   Unavailable,
 } from '@platform/kernel';
 import { type PresentedCredential, presentedCredential } from '../auth/credentials';
-import { csrfError } from '../auth/csrf';
+import { csrfError, SAFE_METHODS } from '../auth/csrf';
 import type { PrincipalResolver, ResolvedPrincipal } from '../auth/principal-resolver';
 import { consumerOf, hasPermission } from '../auth/route-checks';
 import type { SessionJwtVerifier } from '../auth/session-jwt';
@@ -323,7 +323,14 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     }
 
     prepareUpstreamRequest(x, principal);
-    deps.proxy.forward(req, res, upstreamOf(match.root, match.path), requestId, bodyLimit);
+    // A change a client makes through auth (an organization created, the active one switched, a role given) is
+    // seen by its own next request: what the edge cached for its credential is dropped once auth has answered,
+    // without waiting for the bus's membership event, which reaches the edge some milliseconds later.
+    const onAnswer =
+      principal && match.root === 'base' && !SAFE_METHODS.has(method)
+        ? () => deps.principals.forget(principal)
+        : undefined;
+    deps.proxy.forward(req, res, upstreamOf(match.root, match.path), requestId, bodyLimit, onAnswer);
   };
 
   return (req, res) => {

@@ -21,6 +21,8 @@ export interface UpstreamProxy {
     root: UpstreamName,
     requestId: string,
     bodyLimitBytes: number,
+    /** called when the upstream's final answer arrives, before any of it reaches the client */
+    onAnswer?: () => void,
   ): void;
   close(): void;
 }
@@ -136,6 +138,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     root: UpstreamName,
     requestId: string,
     body: Buffer | Readable | IncomingMessage | null,
+    onAnswer: (() => void) | undefined,
   ) => {
     // undici's own (raw) handler interface: its core calls these directly, so no header object is
     // parsed and no wrapper is allocated per request.
@@ -151,6 +154,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       },
       onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void) {
         if (statusCode < 200) return true; // 1xx: the final answer follows
+        onAnswer?.();
         // setHeader for a name's first field, appendHeader for repeats (Set-Cookie): the edge's own
         // fields (x-request-id, version headers) are already on the answer.
         let seen: Set<string> | null = null;
@@ -195,7 +199,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
   };
 
   return {
-    forward(req, res, root, requestId, bodyLimitBytes) {
+    forward(req, res, root, requestId, bodyLimitBytes, onAnswer) {
       const headers: IncomingHttpHeaders = req.headers;
       const chunked = headers['content-length'] === undefined && headers['transfer-encoding'] !== undefined;
       for (const h of NOT_FORWARDED) if (headers[h] !== undefined) delete headers[h];
@@ -214,7 +218,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         // read whole before the upstream request starts (decision 0083); a client that leaves first is
         // never forwarded
         readBody(req, length, (buffered) => {
-          if (!res.destroyed) send(req, res, root, requestId, buffered);
+          if (!res.destroyed) send(req, res, root, requestId, buffered, onAnswer);
         });
         return;
       }
@@ -225,7 +229,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
           : length > 0
             ? req
             : null;
-      send(req, res, root, requestId, body);
+      send(req, res, root, requestId, body, onAnswer);
     },
     close() {
       for (const pool of Object.values(pools)) void pool.close();
