@@ -34,7 +34,8 @@ export type Topology = 'standalone' | 'split';
  * `standalone` is `pnpm start` (a supervisor forking one process per service: auth, llm-quota, llm-gateway,
  * legacy-agent, edge); `split` is the bare production shape for the legacy root, one process per service it needs
  * (auth, legacy-agent, edge; no supervisor, llm-quota or llm-gateway). Embedded
- * store in a temp folder, legacy v1 kept open. BENCH_CPU_PROF=<dir> writes CPU profiles there;
+ * store in a temp folder, legacy v1 kept open. BENCH_CPU_PROF=<dir> writes CPU profiles there (a sample
+ * every 200 µs, so that a stall of a few milliseconds shows its parts);
  * BENCH_NICE=<n> runs the platform (and the load generator) at that scheduling priority, e.g. -10 on a
  * machine shared with unrelated work, to approximate a host of its own. BENCH_BUILT=1 runs each entry's bundle
  * (`services/<svc>/dist/main.js`, made by `pnpm build`) with plain node instead of its sources under tsx.
@@ -60,7 +61,7 @@ export async function startBenchPlatform(
   const processes: BenchPlatform['processes'] = [];
   const exits: Array<Promise<never>> = [];
   const profile = process.env.BENCH_CPU_PROF
-    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+    ? ['--cpu-prof', '--cpu-prof-interval=200', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
     : [];
   const built = process.env.BENCH_BUILT === '1';
   const run = (entry: string, port: number, extra: Record<string, string> = {}) => {
