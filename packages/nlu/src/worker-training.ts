@@ -109,8 +109,10 @@ export function trainModelInWorker(
     // a service that exits takes its training with it
     const killChild = () => child.kill('SIGKILL');
     process.once('exit', killChild);
+    // what the worker prints (a warning, a crash) goes to this process's stderr, as a worker thread's did
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (text: string) => {
+      process.stderr.write(text);
       stderr = (stderr + text).slice(-STDERR_TAIL);
     });
     child.stdin!.on('error', () => undefined); // a worker that died is reported by its exit
