@@ -8,8 +8,13 @@ export const ORG_KEY = 'iak_bench_00000000-0000-4000-8000-000000000000';
 
 /** Writes a fresh RSA key for one benchmark run; the children read it through BENCH_KEY_FILE. */
 export function writeBenchKey(file: string): void {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  writeFileSync(file, privateKey.export({ format: 'pem', type: 'pkcs8' }));
+  // encoded by the generation job: a KeyObject straight from it can deadlock Node 20 when read (decision 0087)
+  const { privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  writeFileSync(file, privateKey);
 }
 
 export function benchCredentials() {

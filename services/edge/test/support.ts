@@ -1,4 +1,11 @@
-import { generateKeyPairSync, type KeyObject, randomBytes, randomUUID } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+  randomUUID,
+} from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { type Bus, createInProcessBus } from '@platform/bus';
@@ -26,8 +33,18 @@ export interface SigningKey {
 }
 
 export function makeSigningKey(kid = `k-${randomUUID()}`): SigningKey {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return { kid, privateKey, jwk: { ...publicKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' } };
+  // encoded by the generation job, then imported: a KeyObject straight from generateKeyPairSync can deadlock
+  // Node 20 when read (docs/decisions/0087)
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return {
+    kid,
+    privateKey: createPrivateKey(privateKey),
+    jwk: { ...createPublicKey(publicKey).export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' },
+  };
 }
 
 export interface SessionClaims {

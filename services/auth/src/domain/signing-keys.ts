@@ -9,12 +9,9 @@ import {
 } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import type { Collection } from '@platform/store';
 import { EC_CURVES } from '../config';
 import type { SigningKeyDoc } from '../data/collections';
-
-const generateKeyPairAsync = promisify(generateKeyPair);
 
 export interface KeyParameters {
   kty: 'RSA' | 'EC';
@@ -30,21 +27,45 @@ export interface GeneratedKey {
 }
 
 /**
+ * A key pair generated off the event loop and encoded by the generation job itself (public key as a JWK,
+ * private key as PKCS#8 PEM), so that no KeyObject of it is ever made. On Node 20 a generated KeyObject
+ * shares a lock with its generation job, and the job's destructor takes that lock: a garbage collection
+ * that collects the job while the key is being read (its details, an export) deadlocks the event loop
+ * for good (docs/decisions/0087).
+ */
+export function generateEncodedKeyPair(
+  type: 'rsa' | 'ec',
+  options: { modulusLength: number; publicExponent: number } | { namedCurve: string },
+): Promise<{ publicJwk: Record<string, string>; privatePem: string }> {
+  const encodings = {
+    publicKeyEncoding: { format: 'jwk' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  };
+  return new Promise((resolve, reject) => {
+    // @types/node has no overload for a JWK public key encoding
+    generateKeyPair(
+      type as 'rsa',
+      { ...options, ...encodings } as never,
+      ((err: Error | null, publicJwk: Record<string, string>, privatePem: string) =>
+        err ? reject(err) : resolve({ publicJwk, privatePem })) as never,
+    );
+  });
+}
+
+/**
  * Makes a signing key pair off the event loop (2048-bit RSA takes 100 ms or more). The kid is the
  * RFC 7638 thumbprint of the public key, so it names the key itself.
  */
 export async function generateSigningKey(params: KeyParameters): Promise<GeneratedKey> {
-  const pair =
+  const { publicJwk: jwk, privatePem } =
     params.kty === 'RSA'
-      ? await generateKeyPairAsync('rsa', { modulusLength: params.size, publicExponent: 0x10001 })
-      : await generateKeyPairAsync('ec', { namedCurve: EC_CURVES[params.alg]!.curve });
-  const jwk = pair.publicKey.export({ format: 'jwk' }) as Record<string, string>;
+      ? await generateEncodedKeyPair('rsa', { modulusLength: params.size, publicExponent: 0x10001 })
+      : await generateEncodedKeyPair('ec', { namedCurve: EC_CURVES[params.alg]!.curve });
   const kid = thumbprint(jwk);
   const publicJwk: Record<string, string> =
     params.kty === 'RSA'
       ? { kty: 'RSA', kid, alg: params.alg, use: 'sig', n: jwk.n!, e: jwk.e! }
       : { kty: 'EC', kid, alg: params.alg, use: 'sig', crv: jwk.crv!, x: jwk.x!, y: jwk.y! };
-  const privatePem = pair.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
   return { kid, publicJwk, privatePem };
 }
 
