@@ -117,24 +117,27 @@ export function trainModelInWorker(
     });
     child.stdin!.on('error', () => undefined); // a worker that died is reported by its exit
     child.stdin!.write(input); // kept open: the worker exits when it closes
+    const results = child.stdio[3] as Readable;
     const exited = new Promise<string>((done) => {
-      child.once('error', (err) => done(err.message));
+      child.once('error', (err) => {
+        results.destroy(err); // no answer will come
+        done(err.message);
+      });
       child.once('exit', (code, signal) => done(signal ? `signal ${signal}` : `code ${code}`));
     });
-    const answer = readAnswer(child.stdio[3] as Readable);
+    // an answer cut short says how the worker ended, and what it printed last
+    const answer = readAnswer(results).catch(async () => {
+      const how = await exited;
+      throw new Error(
+        `trainModelInWorker: the worker stopped (${how}) before answering${stderr ? `: ${stderr.trim()}` : ''}`,
+      );
+    });
     Promise.all([answer, exited])
       .then(async ([{ header, model, stored }]) => {
         if (!header.ok) throw new Error(`trainModelInWorker: training failed in the worker: ${header.error}`);
         const trained = await decodeModelAsync(model);
         rememberStoredForm(trained, stored);
         return trained;
-      })
-      .catch(async (err: Error) => {
-        if (/training failed in the worker/.test(err.message)) throw err;
-        const how = await exited;
-        throw new Error(
-          `trainModelInWorker: the worker stopped (${how}) before answering${stderr ? `: ${stderr.trim()}` : ''}`,
-        );
       })
       .then(resolve, reject)
       .finally(() => {
