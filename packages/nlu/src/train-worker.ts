@@ -71,6 +71,8 @@ function frame(header: TrainWorkerHeader, ...parts: Uint8Array[]): Uint8Array[] 
 async function main(): Promise<void> {
   lowerPriority(Number(process.env[TRAINING_NICE_ENV] ?? 0));
   const out = new Socket({ fd: 3, readable: false });
+  // the service is gone (its end of the pipe closed): nobody to answer
+  out.on('error', () => process.exit(1));
   let parts: Uint8Array[];
   try {
     const set = JSON.parse(await readLine(process.stdin)) as NluTrainingSet;
