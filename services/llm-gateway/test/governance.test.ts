@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type GatewayWorld, gauge, type Reply, startGatewayWorld } from './support';
+import { type GatewayWorld, gauge, minuteNow, type Reply, startGatewayWorld } from './support';
 
 /**
  * Governance and quota refusals as callers see them through the edge: each in the gateway envelope
@@ -174,6 +174,7 @@ describe('governance, header policy and quotas at the gateway', () => {
   it('a hard_block stream is cut at the monthly token budget, at most one chunk over', async () => {
     const { owner } = await w.org('gov-cut', 'budget');
     const as = { bearer: owner.token };
+    const sentIn = minuteNow();
     w.sim.script([
       {
         match: { model: 'gpt-sim', stream: true },
@@ -198,7 +199,7 @@ describe('governance, header policy and quotas at the gateway', () => {
       w.sim.script([]);
     }
     // the month's counter, a document apart from the minute's: wait for it to pass the budget, then bound it
-    const usage = await w.counted('gov-cut', as, 1, 401);
+    const usage = await w.counted('gov-cut', as, { requests: 1, tokens: 401, sentIn });
     const used = gauge(usage, 'llm.monthly_tokens').used;
     expect(used).toBeGreaterThan(400);
     // one simulator chunk holds a few words: far fewer than 40 tokens

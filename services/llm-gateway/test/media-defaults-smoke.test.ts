@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '@platform/testkit';
 import { toFile } from 'openai';
-import { type GatewayWorld, gauge, startGatewayWorld } from './support';
+import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
 
 /** Debian's espeak-ng speaks a sentence to a real WAV; without it the audio tests skip loudly. */
 const ESPEAK = spawnSync('espeak-ng', ['--version']).status === 0;
@@ -92,6 +92,7 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
   it('POST /v1/test smoke-tests embeddings and completions (tool call reported), failures as {ok:false}, never billed', async () => {
     const { owner } = await w.org('smoke-org');
     const as = { bearer: owner.token };
+    const sentIn = minuteNow();
     const embed = await w.call('gateway', 'POST', '/v1/test', as, { modelId: 'sim/embed' });
     expect(embed.status).toBe(200);
     expect(embed.body).toMatchObject({ ok: true, model: 'sim/embed', dimensions: expect.any(Number) });
@@ -125,18 +126,22 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
     const unknown = await w.call('gateway', 'POST', '/v1/test', as, { modelId: 'no/such' });
     expect([unknown.status, unknown.body.code]).toEqual([404, 'MODEL_NOT_FOUND']);
 
-    // not billed: one real completion afterwards, and the org's count is exactly that one
-    await w.call('gateway', 'POST', '/v1/chat/completions', as, {
+    // not billed: one real completion afterwards, and the org's month holds exactly its tokens
+    const real = await w.call('gateway', 'POST', '/v1/chat/completions', as, {
       model: 'sim/cheap',
       messages: [{ role: 'user', content: 'count me' }],
     });
-    const usage = await w.counted('smoke-org', as, 1);
-    expect(gauge(usage, 'llm.rpm').used).toBe(1);
+    const tokens: number = real.body.usage.total_tokens;
+    const usage = await w.counted('smoke-org', as, { requests: 1, tokens, sentIn });
+    expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
+    // and no request but that one (a failed test call would count 0 tokens): while the minute of all these calls lasts
+    if (minuteNow() === sentIn) expect(gauge(usage, 'llm.rpm').used).toBe(1);
   });
 
   it('images.generate() of the openai SDK, b64_json and url, priced per image and counted', async () => {
     const { owner } = await w.org('images-org');
     const client = w.client({ bearer: owner.token });
+    const sentIn = minuteNow();
     const b64 = await client.images.generate({
       model: 'sim/image',
       prompt: 'a lighthouse',
@@ -151,7 +156,7 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
       images: 2,
       cost: 0.08,
     });
-    const usage = await w.counted('images-org', { bearer: owner.token }, 2, undefined, 0.12);
+    const usage = await w.counted('images-org', { bearer: owner.token }, { requests: 2, cost: 0.12, sentIn });
     expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(0.12, 6);
     const wrongType = await w.call(
       'gateway',
@@ -175,6 +180,7 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
       execFileSync('espeak-ng', ['-w', wavPath, 'Hello from the platform test']);
       const wav = readFileSync(wavPath);
       w.sim.script([{ match: { endpoint: 'transcriptions' }, transcript: 'Hello from the platform test' }]);
+      const sentIn = minuteNow();
       const json = await client.audio.transcriptions.create({
         model: 'sim/whisper',
         file: await toFile(wav, 'hello.wav', { type: 'audio/wav' }),
@@ -198,7 +204,11 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
       // priced per audio minute, by the second (the simulator rounds json durations up to whole seconds)
       const seconds = wav.readUInt32LE(40) / wav.readUInt32LE(28); // data bytes / byte rate
       const expected = ((Math.ceil(seconds) + seconds + seconds) / 60) * 0.006;
-      const usage = await w.counted('audio-org', { bearer: owner.token }, 3, undefined, expected - 1e-5);
+      const usage = await w.counted(
+        'audio-org',
+        { bearer: owner.token },
+        { requests: 3, cost: expected - 1e-5, sentIn },
+      );
       expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(expected, 5);
 
       const big = Buffer.concat([wav, Buffer.alloc(AUDIO_MAX_BYTES)]);

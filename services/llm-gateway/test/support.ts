@@ -151,9 +151,15 @@ export interface GatewayWorld {
   client(as: { bearer: string } | { apiKey: string }): OpenAI;
   /**
    * the org's usage once llm-quota has counted `requests` requests and, when given, `tokens` tokens and `cost`
-   * USD (the minute and month counters are separate documents: a report may fall between their updates)
+   * USD (the minute and month counters are separate documents: a report may fall between their updates).
+   * The minute gauge starts again at 0 when a minute ends: once the minute the requests were sent in (`sentIn`,
+   * minuteNow(); by default the minute of this call) is over, the month's tokens or cost alone say they were counted.
    */
-  counted(slug: string, as: Caller, requests: number, tokens?: number, cost?: number): Promise<Reply>;
+  counted(
+    slug: string,
+    as: Caller,
+    expected: { requests: number; tokens?: number; cost?: number; sentIn?: number },
+  ): Promise<Reply>;
   stop(): Promise<void>;
 }
 
@@ -229,9 +235,8 @@ export async function startGatewayWorld(
             defaultHeaders: { 'x-platform-api-key': as.apiKey, authorization: null as unknown as string },
           });
     },
-    async counted(slug, as, requests, tokens, cost) {
+    async counted(slug, as, { requests, tokens, cost, sentIn = minuteNow() }) {
       let last: Reply | null = null;
-      const minute = minuteNow();
       await waitFor(
         async () => {
           last = await call('gateway', 'GET', '/v1/quotas/usage', as);
@@ -241,8 +246,7 @@ export async function startGatewayWorld(
           return (
             last.status === 200 &&
             rpm !== undefined &&
-            // the minute gauge starts again at 0 when a minute ends: past it, the month's tokens tell
-            (rpm.used >= requests || (tokens !== undefined && minuteNow() !== minute)) &&
+            (rpm.used >= requests || ((tokens ?? cost) !== undefined && minuteNow() !== sentIn)) &&
             (tokens === undefined || (month !== undefined && month.used >= tokens)) &&
             (cost === undefined || (spent !== undefined && spent.used >= cost - 1e-9))
           );

@@ -114,12 +114,7 @@ describe('two gateway instances sharing one store', () => {
     const tokens = admitted.reduce((sum, r) => sum + r.body.usage.total_tokens, 0);
 
     // llm-quota's minute gauge shows the requests while their minute lasts (the test may straddle its end)
-    const usage = await w.counted(
-      'two-gateways',
-      { bearer: owner.token },
-      minuteNow() === sentIn ? 50 : 0,
-      tokens,
-    );
+    const usage = await w.counted('two-gateways', { bearer: owner.token }, { requests: 50, tokens, sentIn });
     expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
     if (minuteNow() === sentIn) expect(gauge(usage, 'llm.rpm')).toMatchObject({ used: 50, limit: 50 });
   }, 60_000);
