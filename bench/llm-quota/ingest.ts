@@ -69,14 +69,14 @@ async function startQuota(now: Date) {
   const monthIds = Array.from({ length: ORGS }, (_, o) =>
     counterId({ orgSlug: `org-${o}` }, 'month', monthStart(now)),
   );
+  const months = () => c.counters.find({ _id: { $in: monthIds } });
   return {
     natsUrl: nats.url,
     service,
     c,
-    months: () => c.counters.find({ _id: { $in: monthIds } }),
+    months,
     /** requests counted in the month so far */
-    counted: async () =>
-      (await c.counters.find({ _id: { $in: monthIds } })).reduce((s, d) => s + d.requests, 0),
+    counted: async () => (await months()).reduce((s, d) => s + d.requests, 0),
     async close() {
       await service.stop();
       await bus.close();

@@ -1,8 +1,5 @@
-import type { Server } from 'node:http';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Bus } from '@platform/bus';
-import { loadConfig, silentLogger, systemClock } from '@platform/kernel';
+import { listen, loadConfig, silentLogger, systemClock } from '@platform/kernel';
 import type { Store } from '@platform/store';
 import { llmGatewayConfigSchema } from '../src/config';
 import { createLlmGatewayService } from '../src/service';
@@ -24,9 +21,8 @@ export async function startInstance(store: Store, bus: Bus, env: Record<string, 
     bus,
   });
   await service.start();
-  const server: Server = createServer(service.handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const server = await listen(service.handler, 0, '127.0.0.1');
+  const url = server.url;
   /** a request with the operator's credential */
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${url}${path}`, {
@@ -41,7 +37,7 @@ export async function startInstance(store: Store, bus: Bus, env: Record<string, 
   return {
     call,
     async stop() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await server.close();
       await service.stop();
     },
   };
