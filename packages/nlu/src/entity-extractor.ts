@@ -15,7 +15,7 @@
  * automatically extensible entities, which is how values outside the list are picked up.
  */
 import { decodeFloat32, decodeFloat32Array, encodeFloat32, roundToFloat32 } from './float-codec';
-import { DictionaryMatch, Gazetteer } from './gazetteer';
+import { DictionaryMatch, Gazetteer, type GazetteerPhrase } from './gazetteer';
 import { createRng, Rng, shuffleInPlace } from './random';
 import {
   beginLabel,
@@ -27,6 +27,7 @@ import {
   TaggerOptions,
 } from './sequence-tagger';
 import { SerializedSlotClassifier, SlotClassifier, SlotExample } from './slot-classifier';
+import { runSteps, type Steps } from './steps';
 import { Token, tokenize } from './tokenize';
 import type { NluEntityDef, NluEntityMatch, NluUtterancePart } from './types';
 
@@ -248,6 +249,41 @@ function taggedParts(
       slot: p.slot_name && p.slot_name.length > 0 ? p.slot_name : (p.entity ?? ''),
     })),
   );
+}
+
+/** What an extractor looks things up in while it extracts. */
+interface Lookups {
+  /** CRF feature -> column */
+  featureIndex: Map<string, number>;
+  gazetteer: Gazetteer;
+  /** per entity: the keys (folded tokens joined by spaces) of its dictionary's phrases */
+  phraseKeys: Array<Set<string>>;
+}
+
+/** An extractor's lookups from its parts, in steps of a thousand features or a few phrases (see steps.ts). */
+function* lookupsSteps(
+  entities: readonly EntityInfo[],
+  phrases: readonly Phrase[],
+  features: readonly string[],
+): Steps<Lookups> {
+  const featureIndex = new Map<string, number>();
+  for (let i = 0; i < features.length; i++) {
+    featureIndex.set(features[i]!, i);
+    if ((i & 1023) === 1023) yield;
+  }
+  const phraseKeys = entities.map(() => new Set<string>());
+  function* folded(): Generator<GazetteerPhrase> {
+    for (const p of phrases) {
+      const tokens = tokenize(p.text).map((t) => t.norm);
+      phraseKeys[p.entity]!.add(tokens.join(' '));
+      yield { entity: p.entity, value: p.value, tokens };
+    }
+  }
+  const gazetteer = yield* Gazetteer.build(
+    folded(),
+    entities.map((e) => e.extensible),
+  );
+  return { featureIndex, gazetteer, phraseKeys };
 }
 
 function gazetteerOf(entities: readonly EntityInfo[], phrases: readonly Phrase[]): Gazetteer {
@@ -503,7 +539,7 @@ function addAugmentedSequences(
 
 export class EntityExtractor {
   private readonly gazetteer: Gazetteer;
-  private readonly featureIndex = new Map<string, number>();
+  private readonly featureIndex: Map<string, number>;
   /** CRF class of each entity, -1 when the entity never occurs in tagged parts */
   private readonly classOfEntity: number[];
   private readonly extensibleClasses: number[];
@@ -515,17 +551,15 @@ export class EntityExtractor {
     private readonly entities: readonly EntityInfo[],
     private readonly phrases: readonly Phrase[],
     private readonly classes: readonly number[],
-    features: readonly string[],
+    lookups: Lookups,
     private readonly wordStats: WordStats,
     private readonly crf: LinearChainCrf,
     private readonly slots: SlotClassifier,
     private readonly minNewValueConfidence: number,
     private readonly editPenalty: number,
   ) {
-    features.forEach((f, i) => {
-      this.featureIndex.set(f, i);
-    });
-    this.gazetteer = gazetteerOf(entities, phrases);
+    this.featureIndex = lookups.featureIndex;
+    this.gazetteer = lookups.gazetteer;
     this.classOfEntity = entities.map(() => -1);
     classes.forEach((e, k) => {
       this.classOfEntity[e] = k;
@@ -534,8 +568,7 @@ export class EntityExtractor {
     this.entityNames = entities.map((e) => e.name);
     // entities whose dictionaries share a phrase hold the same kind of values (e.g. departure and arrival
     // stations): a phrase listed for one may be read as the other when it is extensible and the context says so
-    const keysOf = entities.map(() => new Set<string>());
-    for (const p of phrases) keysOf[p.entity]!.add(phraseKey(p.text));
+    const keysOf = lookups.phraseKeys;
     this.readableAs = entities.map((_, e) => {
       const out: number[] = [];
       if (this.classOfEntity[e]! >= 0) out.push(this.classOfEntity[e]!);
@@ -575,7 +608,7 @@ export class EntityExtractor {
         entities,
         dictionary.phrases,
         classes,
-        featureNames,
+        runSteps(lookupsSteps(entities, dictionary.phrases, featureNames)),
         wordStats,
         crf,
         slots,
@@ -756,6 +789,11 @@ export class EntityExtractor {
   }
 
   static fromJSON(json: SerializedEntityExtractor): EntityExtractor {
+    return runSteps(EntityExtractor.fromJSONSteps(json));
+  }
+
+  /** `fromJSON` as resumable steps of a few thousand features or a few phrases (see steps.ts). */
+  static *fromJSONSteps(json: SerializedEntityExtractor): Steps<EntityExtractor> {
     const crf = new LinearChainCrf(
       json.features.length,
       json.classes.length,
@@ -764,14 +802,21 @@ export class EntityExtractor {
       decodeFloat32(json.crf.start),
       decodeFloat32(json.crf.end),
     );
+    const entities = json.entities.map(([name, extensible]) => ({ name, extensible }));
+    const phrases = json.phrases.map(([entity, value, text]) => ({ entity, value, text }));
+    const lookups = yield* lookupsSteps(entities, phrases, json.features);
+    const wordStats: WordStats = new Map(json.wordStats.map(([w, o, e]) => [w, { o, e }]));
+    yield;
+    const slots = SlotClassifier.fromJSON(json.slots);
+    yield;
     return new EntityExtractor(
-      json.entities.map(([name, extensible]) => ({ name, extensible })),
-      json.phrases.map(([entity, value, text]) => ({ entity, value, text })),
+      entities,
+      phrases,
       json.classes,
-      json.features,
-      new Map(json.wordStats.map(([w, o, e]) => [w, { o, e }])),
+      lookups,
+      wordStats,
       crf,
-      SlotClassifier.fromJSON(json.slots),
+      slots,
       json.minNewValueConfidence,
       json.editPenalty,
     );

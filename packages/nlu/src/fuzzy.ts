@@ -3,6 +3,7 @@
  * distance, bounded, and a deletion-neighbourhood index (SymSpell style) to find the close words of a vocabulary
  * without comparing against every word.
  */
+import type { Steps } from './steps';
 
 /** Edits tolerated between two words: none under 4 characters, 1 for 4-7, 2 from 8 on (the shorter word decides). */
 export function allowedEdits(a: string, b: string): number {
@@ -75,20 +76,34 @@ export class FuzzyIndex {
   private readonly byDeletion = new Map<string, number[]>();
   private readonly words: string[] = [];
 
-  constructor(vocabulary: Iterable<string>) {
+  constructor(vocabulary: Iterable<string> = []) {
+    for (const w of new Set(vocabulary)) this.add(w);
+  }
+
+  /** The index of `vocabulary`, in steps of a few dozen words (a model being adopted: see steps.ts). */
+  static *build(vocabulary: Iterable<string>): Steps<FuzzyIndex> {
+    const index = new FuzzyIndex();
+    let n = 0;
     for (const w of new Set(vocabulary)) {
-      if (!isFuzzyCandidate(w)) continue;
-      const id = this.words.length;
-      this.words.push(w);
-      const keys = new Set<string>([w]);
-      // a word of length n can be within 2 edits of a query of length >= n - 2 >= 8 only when n >= 8;
-      // words of 4-7 chars: 1 edit, but a 8-char query against a 7-char word is allowed 1 (shorter decides)
-      deletions(w, maxEditsFor(w), keys);
-      for (const k of keys) {
-        const list = this.byDeletion.get(k);
-        if (list) list.push(id);
-        else this.byDeletion.set(k, [id]);
-      }
+      index.add(w);
+      if ((++n & 31) === 0) yield;
+    }
+    return index;
+  }
+
+  /** Adds a word not added before. */
+  private add(w: string): void {
+    if (!isFuzzyCandidate(w)) return;
+    const id = this.words.length;
+    this.words.push(w);
+    const keys = new Set<string>([w]);
+    // a word of length n can be within 2 edits of a query of length >= n - 2 >= 8 only when n >= 8;
+    // words of 4-7 chars: 1 edit, but a 8-char query against a 7-char word is allowed 1 (shorter decides)
+    deletions(w, maxEditsFor(w), keys);
+    for (const k of keys) {
+      const list = this.byDeletion.get(k);
+      if (list) list.push(id);
+      else this.byDeletion.set(k, [id]);
     }
   }
 

@@ -1,4 +1,5 @@
 import { Gazetteer } from './gazetteer';
+import type { Steps } from './steps';
 import { tokenize } from './tokenize';
 
 const phrase = (entity: number, value: string, text = value) => ({
@@ -36,5 +37,26 @@ describe('Gazetteer', () => {
     ]);
     expect(g.match(tokenize('pizzza'))).toEqual([]);
     expect(g.match(tokenize('pizzas'))[0]!.candidates[0]!.value).toBe('pizza');
+  });
+});
+
+describe('Gazetteer.build', () => {
+  it('builds the same gazetteer in steps of a few phrases (a model being adopted)', () => {
+    const streets = Array.from({ length: 200 }, (_, i) =>
+      phrase(i % 3, `Strasse ${i}`, `Lindenstrasse ${i}`),
+    );
+    const steps: Steps<Gazetteer> = Gazetteer.build(streets, [true, false, true]);
+    let yields = 0;
+    let next = steps.next();
+    for (; !next.done; next = steps.next()) yields++;
+    expect(yields).toBeGreaterThanOrEqual(200 / 16);
+    const whole = new Gazetteer(streets, [true, false, true]);
+    for (const text of [
+      'lindenstrasse 7',
+      'lindenstrase 12',
+      'strasse 1',
+      'lindenstrasse 199 and lindenstrasse 3',
+    ])
+      expect(next.value.match(tokenize(text))).toEqual(whole.match(tokenize(text)));
   });
 });

@@ -3,6 +3,7 @@
  * approximate (misspelt) words accepted only for automatically extensible entities.
  */
 import { FuzzyIndex } from './fuzzy';
+import type { Steps } from './steps';
 import type { Token } from './tokenize';
 
 export interface GazetteerEntry {
@@ -12,6 +13,13 @@ export interface GazetteerEntry {
   value: string;
   /** the phrase's folded tokens joined by spaces */
   key: string;
+}
+
+/** A dictionary phrase: its entity (index in the model's entity list), canonical value and folded tokens. */
+export interface GazetteerPhrase {
+  entity: number;
+  value: string;
+  tokens: readonly string[];
 }
 
 export interface DictionaryMatch {
@@ -31,7 +39,7 @@ const newNode = (): TrieNode => ({ next: new Map(), entries: [] });
 
 export class Gazetteer {
   private readonly root: TrieNode = newNode();
-  private readonly fuzzy: FuzzyIndex;
+  private fuzzy: FuzzyIndex;
   private readonly words = new Set<string>();
 
   /**
@@ -39,27 +47,43 @@ export class Gazetteer {
    * @param extensible per entity index: whether misspellings are tolerated
    */
   constructor(
-    phrases: Iterable<{ entity: number; value: string; tokens: readonly string[] }>,
+    phrases: Iterable<GazetteerPhrase>,
     private readonly extensible: readonly boolean[],
   ) {
     const fuzzyVocab: string[] = [];
-    for (const p of phrases) {
-      if (p.tokens.length === 0) continue;
-      let node = this.root;
-      for (const t of p.tokens) {
-        this.words.add(t);
-        let child = node.next.get(t);
-        if (!child) {
-          child = newNode();
-          node.next.set(t, child);
-        }
-        node = child;
-      }
-      if (!node.entries.some((e) => e.entity === p.entity))
-        node.entries.push({ entity: p.entity, value: p.value, key: p.tokens.join(' ') });
-      if (extensible[p.entity]) fuzzyVocab.push(...p.tokens);
-    }
+    for (const p of phrases) this.add(p, fuzzyVocab);
     this.fuzzy = new FuzzyIndex(fuzzyVocab);
+  }
+
+  /** The same gazetteer in steps of a few phrases (a model being adopted: see steps.ts). */
+  static *build(phrases: Iterable<GazetteerPhrase>, extensible: readonly boolean[]): Steps<Gazetteer> {
+    const gazetteer = new Gazetteer([], extensible);
+    const fuzzyVocab: string[] = [];
+    let n = 0;
+    for (const p of phrases) {
+      gazetteer.add(p, fuzzyVocab);
+      if ((++n & 15) === 0) yield;
+    }
+    gazetteer.fuzzy = yield* FuzzyIndex.build(fuzzyVocab);
+    return gazetteer;
+  }
+
+  /** Adds a phrase to the trie; the words that misspellings of it may hit go to `fuzzyVocab`. */
+  private add(p: GazetteerPhrase, fuzzyVocab: string[]): void {
+    if (p.tokens.length === 0) return;
+    let node = this.root;
+    for (const t of p.tokens) {
+      this.words.add(t);
+      let child = node.next.get(t);
+      if (!child) {
+        child = newNode();
+        node.next.set(t, child);
+      }
+      node = child;
+    }
+    if (!node.entries.some((e) => e.entity === p.entity))
+      node.entries.push({ entity: p.entity, value: p.value, key: p.tokens.join(' ') });
+    if (this.extensible[p.entity]) fuzzyVocab.push(...p.tokens);
   }
 
   /** All non-overlapping dictionary matches of a token sequence, longest first. */

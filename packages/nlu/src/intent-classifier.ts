@@ -6,6 +6,7 @@
  */
 import { decodeFloat32, decodeFloat32Array, encodeFloat32, roundToFloat32 } from './float-codec';
 import { createRng, shuffleInPlace } from './random';
+import { runSteps, type Steps } from './steps';
 import {
   ModelWordVectorParts,
   ModelWordVectors,
@@ -106,9 +107,9 @@ export function featureStrings(
 /** Vocabulary with IDF weights; turns feature strings into L2-normalised sparse vectors per block. */
 export class Vectorizer {
   readonly index = new Map<string, number>();
-  readonly idf: number[] = [];
-  /** 0 = word block, 1 = char block */
-  readonly block: number[] = [];
+  /** per feature: its IDF weight, and its block (0 = word block, 1 = char block); a decoded model's own arrays */
+  idf: Float64Array = new Float64Array(0);
+  block: Uint8Array = new Uint8Array(0);
   private readonly tokenCache = new Map<string, Int32Array>();
 
   /** pooled word vector (scratch) */
@@ -124,8 +125,9 @@ export class Vectorizer {
       vocab.features.forEach((f, i) => {
         this.index.set(f, i);
       });
-      for (let i = 0; i < vocab.idf.length; i++) this.idf.push(vocab.idf[i]!);
-      for (let i = 0; i < vocab.block.length; i++) this.block.push(vocab.block[i]!);
+      // typed arrays (a decoded model's sections) are used as they are: adopting a model copies nothing here
+      this.idf = vocab.idf instanceof Float64Array ? vocab.idf : Float64Array.from(vocab.idf);
+      this.block = vocab.block instanceof Uint8Array ? vocab.block : Uint8Array.from(vocab.block);
     }
     const dim = vectors && options.vectorWeight > 0 ? vectors.dim : 0;
     this.pooled = new Float64Array(dim);
@@ -146,10 +148,13 @@ export class Vectorizer {
       }
     }
     const n = docs.length;
+    this.idf = new Float64Array(df.size);
+    this.block = new Uint8Array(df.size);
     for (const [f, d] of df) {
-      this.index.set(f, this.idf.length);
-      this.idf.push(this.options.useIdf ? Math.log((1 + n) / (1 + d)) + 1 : 1);
-      this.block.push(blockOf.get(f) ?? 0);
+      const i = this.index.size;
+      this.index.set(f, i);
+      this.idf[i] = this.options.useIdf ? Math.log((1 + n) / (1 + d)) + 1 : 1;
+      this.block[i] = blockOf.get(f) ?? 0;
     }
   }
 
@@ -272,7 +277,7 @@ export class Vectorizer {
   private maxIdf?: number;
 
   toJSON(): { features: string[]; idf: number[]; block: number[] } {
-    return { features: [...this.index.keys()], idf: [...this.idf], block: [...this.block] };
+    return { features: [...this.index.keys()], idf: Array.from(this.idf), block: Array.from(this.block) };
   }
 }
 
@@ -783,7 +788,7 @@ export class IntentClassifier {
   static *fromJSONSteps(
     json: SerializedIntentClassifier,
     table: WordVectorTable | null = null,
-  ): Generator<void, IntentClassifier, void> {
+  ): Steps<IntentClassifier> {
     const options = { ...LEGACY_OPTION_DEFAULTS, ...json.options };
     const vectors = json.wordVectors ? ModelWordVectors.fromJSON(json.wordVectors, table) : null;
     const vectorizer = new Vectorizer(options, json.vocab, vectors);
@@ -823,8 +828,8 @@ export class IntentClassifier {
       numClasses: this.model.numClasses,
       domainReference: this.domainReference,
       features: [...this.vectorizer.index.keys()],
-      idf: Float64Array.from(this.vectorizer.idf),
-      block: Uint8Array.from(this.vectorizer.block),
+      idf: this.vectorizer.idf,
+      block: this.vectorizer.block,
       weights: this.model.weights,
       bias: this.model.bias,
       docs: this.docs,
@@ -841,7 +846,7 @@ export class IntentClassifier {
   static *fromPartsSteps(
     parts: IntentClassifierParts,
     table: WordVectorTable | null = null,
-  ): Generator<void, IntentClassifier, void> {
+  ): Steps<IntentClassifier> {
     const options = { ...LEGACY_OPTION_DEFAULTS, ...parts.options };
     const vectors = parts.wordVectors ? ModelWordVectors.fromParts(parts.wordVectors, table) : null;
     const features = parts.features;
@@ -877,13 +882,5 @@ export class IntentClassifier {
       }
     }
     return new IntentClassifier(vectorizer, model, parts.docs, parts.labels, parts.domainReference, indexes);
-  }
-}
-
-/** Runs resumable loading steps to the end, synchronously. */
-export function runSteps<T>(steps: Generator<void, T, void>): T {
-  for (;;) {
-    const next = steps.next();
-    if (next.done) return next.value;
   }
 }

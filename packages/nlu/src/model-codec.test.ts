@@ -93,6 +93,32 @@ describe('binary model form', () => {
     expect(turns).toBeGreaterThan(10);
     answersAlike(decoded, decodeModel(bytes));
   });
+
+  it('decodes a large dictionary in steps too: the entity extractor is built a few phrases at a time', async () => {
+    const streets = Array.from({ length: 640 }, (_, i) => ({ value: `Lindenstrasse ${i}`, synonyms: [] }));
+    const set: NluTrainingSet = {
+      lang: 'en',
+      intents: [
+        {
+          id: 'go',
+          name: 'go',
+          utterances: [
+            [{ text: 'take me to ' }, { text: 'Lindenstrasse 4', entity: 'street' }],
+            [{ text: 'drive to ' }, { text: 'Lindenstrasse 9', entity: 'street' }],
+          ],
+        },
+        { id: 'hi', name: 'hi', utterances: [[{ text: 'hello' }], [{ text: 'good morning' }]] },
+      ],
+      entities: [{ name: 'street', automaticallyExtensible: true, useSynonyms: true, values: streets }],
+    };
+    const bytes = encodeModelBuffer(trainModel(set), { indexes: true });
+    const { value: decoded, turns } = await loopTurnsDuring(() => decodeModelAsync(bytes, { sliceMs: 0 }));
+    // the dictionary alone: one step per 16 phrases, then per 32 words of its misspelling index
+    expect(turns).toBeGreaterThan(640 / 16);
+    const direct = decodeModel(bytes);
+    for (const t of ['take me to lindenstrasse 77', 'drive to lindenstrase 123', 'hello'])
+      expect(decoded.parse(t)).toEqual(direct.parse(t));
+  });
 });
 
 describe('stored form', () => {

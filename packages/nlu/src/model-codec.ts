@@ -23,8 +23,8 @@ import { promisify } from 'node:util';
 import { gunzip, gzip, gzipSync } from 'node:zlib';
 import { decodeFloat32Array } from './float-codec';
 import type { DocTable, IntentClassifierParts, NearestNeighbourParts } from './intent-classifier';
-import { runSteps } from './intent-classifier';
-import { type ModelParts, modelFromPartsSteps, modelParts, runStepsInSlices } from './train';
+import { runSteps, runStepsInSlices, type Steps } from './steps';
+import { type ModelParts, modelFromPartsSteps, modelParts } from './train';
 import type { NluModel } from './types';
 
 const MAGIC = 'PNLUMOD2';
@@ -179,7 +179,7 @@ export function decodeModelAsync(bytes: Uint8Array, options: { sliceMs?: number 
   return runStepsInSlices(decodeModelSteps(bytes), options.sliceMs);
 }
 
-function* decodeModelSteps(input: Uint8Array): Generator<void, NluModel, void> {
+function* decodeModelSteps(input: Uint8Array): Steps<NluModel> {
   if (!isEncodedModel(input)) throw new Error('loadModel: not an encoded NLU model');
   // typed-array views need their element alignment: sections are aligned to 8 from the start of the form
   const bytes = input.byteOffset % 8 === 0 ? input : Uint8Array.from(input);
@@ -202,7 +202,8 @@ function* decodeModelSteps(input: Uint8Array): Generator<void, NluModel, void> {
     if (!(a instanceof ctor)) throw new Error(`loadModel: encoded model without ${name}`);
     return a;
   };
-  const strings = (name: string): string[] => {
+  // a few thousand strings per step
+  function* strings(name: string): Steps<string[]> {
     const lengths = section(`${name}.lengths`, Uint32Array);
     const units = section(`${name}.text`, Uint16Array);
     const text = Buffer.from(units.buffer, units.byteOffset, units.byteLength).toString('utf16le');
@@ -211,21 +212,21 @@ function* decodeModelSteps(input: Uint8Array): Generator<void, NluModel, void> {
     for (let i = 0; i < lengths.length; i++) {
       out[i] = text.slice(at, at + lengths[i]!);
       at += lengths[i]!;
+      if ((i & 4095) === 4095) yield;
     }
     if (at !== text.length) throw new Error(`loadModel: damaged strings ${name}`);
     return out;
-  };
+  }
   let classifier: IntentClassifierParts | null = null;
   const c = header.classifier;
   if (c) {
-    const features = strings('features');
-    yield;
+    const features = yield* strings('features');
     const docs: DocTable = {
-      tokens: strings('docs.tokens'),
+      tokens: yield* strings('docs.tokens'),
       ids: section('docs.ids', Int32Array),
       starts: section('docs.starts', Int32Array),
     };
-    yield;
+    const words = c.wordVectors ? yield* strings('wv.words') : null;
     classifier = {
       options: c.options,
       numClasses: c.numClasses,
@@ -237,11 +238,11 @@ function* decodeModelSteps(input: Uint8Array): Generator<void, NluModel, void> {
       bias: section('bias', Float64Array),
       docs,
       labels: section('labels', Int32Array),
-      ...(c.wordVectors
+      ...(c.wordVectors && words
         ? {
             wordVectors: {
               ...c.wordVectors,
-              words: strings('wv.words'),
+              words,
               ranks: section('wv.ranks', Int32Array),
               data: section('wv.data', Float32Array),
             },

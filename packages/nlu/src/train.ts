@@ -2,7 +2,6 @@
  * Training and loading of a language model of the NLU engine: intent classifier + entity extractor.
  */
 
-import { performance } from 'node:perf_hooks';
 import {
   backgroundSentences,
   type CalibrationExample,
@@ -22,10 +21,10 @@ import {
   IntentClassifierOptions,
   IntentClassifierParts,
   type IntentPrediction,
-  runSteps,
   SerializedIntentClassifier,
 } from './intent-classifier';
 import { wordVectorsFor } from './language-resources';
+import { runSteps, runStepsInSlices, type Steps } from './steps';
 import { tokenize } from './tokenize';
 import type { NluModel, NluResult, NluTrainingSet, SerializedModel } from './types';
 import type { WordVectorTable } from './word-vectors';
@@ -136,7 +135,7 @@ export function modelParts(model: NluModel, indexes: boolean): ModelParts | null
 }
 
 /** A model from its parts, as resumable steps (see loadModelAsync). */
-export function* modelFromPartsSteps(parts: ModelParts): Generator<void, NluModel, void> {
+export function* modelFromPartsSteps(parts: ModelParts): Steps<NluModel> {
   const classifier = parts.classifier
     ? yield* IntentClassifier.fromPartsSteps(
         parts.classifier,
@@ -146,22 +145,9 @@ export function* modelFromPartsSteps(parts: ModelParts): Generator<void, NluMode
   if (parts.classifier && parts.classes.length !== parts.classifier.numClasses)
     throw new Error('loadModel: classes do not match the classifier');
   yield;
-  const extractor = EntityExtractor.fromJSON(parts.entities);
+  const extractor = yield* EntityExtractor.fromJSONSteps(parts.entities);
   const calibrator = parts.calibrator ? Calibrator.fromJSON(parts.calibrator) : null;
   return new TrainedModel(parts.lang, parts.classes, classifier, extractor, calibrator);
-}
-
-/** Runs resumable loading steps in slices of about `sliceMs`, with a `setImmediate` between them. */
-export async function runStepsInSlices<T>(steps: Generator<void, T, void>, sliceMs = 3): Promise<T> {
-  let sliceStart = performance.now();
-  for (;;) {
-    const next = steps.next();
-    if (next.done) return next.value;
-    if (performance.now() - sliceStart >= sliceMs) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
-    }
-  }
 }
 
 /** Words of an utterance for the intent classifier, plus one "@entity" marker per entity occurrence. */
@@ -354,7 +340,7 @@ export async function loadModelAsync(
 }
 
 /** The loading as resumable steps (see IntentClassifier.fromJSONSteps). */
-function* loadModelSteps(json: SerializedModel): Generator<void, NluModel, void> {
+function* loadModelSteps(json: SerializedModel): Steps<NluModel> {
   if (!json || json.format !== MODEL_FORMAT) throw new Error('loadModel: not a serialized NLU model');
   if (json.version !== MODEL_VERSION)
     throw new Error(`loadModel: unsupported model version ${String(json.version)}`);
@@ -366,7 +352,7 @@ function* loadModelSteps(json: SerializedModel): Generator<void, NluModel, void>
       )
     : null;
   yield;
-  const extractor = EntityExtractor.fromJSON(json.entities as SerializedEntityExtractor);
+  const extractor = yield* EntityExtractor.fromJSONSteps(json.entities as SerializedEntityExtractor);
   const calibrator = intents.calibrator ? Calibrator.fromJSON(intents.calibrator) : null;
   return new TrainedModel(json.lang, intents.classes, classifier, extractor, calibrator);
 }
