@@ -28,6 +28,16 @@ export interface EmbeddedStoreOptions {
   /** how often the append-only files are rewritten without superseded lines (ms); 0 disables */
   compactionIntervalMs?: number;
   /**
+   * How often documents past a TTL index's `expireAfterSeconds` are removed (ms); MongoDB's TTL monitor runs
+   * every 60 s, and as there an expired document may be read until the next sweep. The store applies TTL
+   * indexes itself: NeDB's own only drops an expired document when a query happens to read it (one that nothing
+   * reads again, a visitor's conversation say, would stay in memory and in the file), and forgets them at the
+   * next start.
+   */
+  ttlSweepIntervalMs?: number;
+  /** the time TTL indexes are applied at (ms since the epoch); tests with a manual clock pass theirs */
+  now?: () => number;
+  /**
    * Told of a failure of the store's own background work (a compaction, an index build) that no
    * caller awaits; such a failure never becomes an unhandled rejection. Default: ignored (the next
    * write or ping reports the folder's state to its caller).
@@ -82,6 +92,11 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
    */
   private broken: unknown = null;
   private compaction: NodeJS.Timeout | undefined;
+  /** TTL indexes: field -> expireAfterSeconds, and the timer that applies them */
+  private readonly ttl = new Map<string, number>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private readonly sweepIntervalMs: number;
+  private readonly now: () => number;
   private readonly onBackgroundError: (err: unknown) => void;
 
   constructor(
@@ -89,6 +104,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     options: EmbeddedStoreOptions,
   ) {
     this.onBackgroundError = (err) => options.onBackgroundError?.(err, name);
+    this.sweepIntervalMs = options.ttlSweepIntervalMs ?? 60_000;
+    this.now = options.now ?? Date.now;
     const filename = options.dataDir ? path.join(options.dataDir, `${name}.db`) : undefined;
     // Owner-only files and folders: collections hold secrets (signing keys, hashes, sessions).
     this.filename = filename;
@@ -127,21 +144,37 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       const key = `${fields.sort().join(',')}|${index.unique ? 'u' : ''}`;
       if (this.indexKeys.has(key)) continue;
       this.indexKeys.add(key);
+      if (index.expireAfterSeconds !== undefined) {
+        this.ttl.set(fields[0]!, index.expireAfterSeconds);
+        if (!this.sweeper && this.sweepIntervalMs > 0) {
+          this.sweeper = setInterval(() => void this.sweep(), this.sweepIntervalMs);
+          this.sweeper.unref();
+        }
+      }
       void this.writes
         .run(async () => {
           await this.loaded;
           await this.ds.ensureIndexAsync({
             fieldName: fields.length === 1 ? fields[0]! : fields,
             unique: index.unique ?? false,
-            expireAfterSeconds: index.expireAfterSeconds,
           });
         })
         .catch(this.onBackgroundError);
     }
   }
 
+  /** Removes the documents whose TTL field is older than its index allows; a failure is reported, never thrown. */
+  private sweep(): Promise<void> {
+    return this.write(async () => {
+      const now = this.now();
+      for (const [field, seconds] of this.ttl)
+        await this.ds.removeAsync({ [field]: { $lt: new Date(now - seconds * 1000) } }, { multi: true });
+    }).catch(this.onBackgroundError);
+  }
+
   async close(): Promise<void> {
     clearInterval(this.compaction);
+    clearInterval(this.sweeper);
     // every write queued before the close ends first (a failed load has nothing left to close)
     await this.writes.run(() => this.loaded).catch(() => undefined);
   }

@@ -48,7 +48,10 @@ export interface UpdateResult {
 export interface IndexSpec {
   fields: Record<string, 1 | -1>;
   unique?: boolean;
-  /** documents whose first indexed field (a Date) is older than this are removed */
+  /**
+   * documents whose first indexed field (a Date) is older than this are removed, by a sweep that runs every
+   * minute (MongoDB's TTL monitor; the embedded store's own, see EmbeddedStoreOptions.ttlSweepIntervalMs)
+   */
   expireAfterSeconds?: number;
 }
 

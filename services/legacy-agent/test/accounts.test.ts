@@ -1,4 +1,5 @@
 import { ManualClock } from '@platform/kernel';
+import { waitFor } from '@platform/testkit';
 import { signup, uniqueName } from './support/fixtures';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 
@@ -207,6 +208,13 @@ describe('legacy accounts and access tokens', () => {
         .get('/v2/auth/accessToken')
         .set('X-Legacy-Session-Token', res.body._session_token)
         .expect(401);
+      // and the store lets it go once its time has passed (TTL index on expiresAt)
+      clock.advance(1_000);
+      const sessions = app.store.collection<{ _id: string; userId: string; kind: string }>('legacy_sessions');
+      await waitFor(
+        async () => (await sessions.find({ userId: account.userId, kind: 'access_token' })).length === 0,
+        { timeoutMs: 5_000, what: 'the expired access token removed' },
+      );
     });
 
     it('does not let one account revoke another’s token', async () => {

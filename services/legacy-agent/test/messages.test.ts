@@ -1,4 +1,5 @@
 import { ManualClock } from '@platform/kernel';
+import { waitFor } from '@platform/testkit';
 import { accountWithBot, type Bot, client, dev, say, trained, utterance } from './support/fixtures';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 import { GIBBERISH, travelEntities, travelIntents } from './support/travel-assistant';
@@ -172,6 +173,23 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
     expect(later.sessionId).not.toBe(first.sessionId);
     expect(later.conversationId).not.toBe(first.conversationId);
     expect(texts(later)).toEqual(['I find train connections.']); // no booking context any more
+  });
+
+  it('forgets an idle conversation: the store removes it once its idle time has passed', async () => {
+    const userId = newUser();
+    await ok({ userId, text: 'connection to Odeonsplatz please' });
+    const conversations = app.store.collection<{ _id: string; lastActivityAt: Date; expiresAt?: Date }>(
+      'legacy_conversations',
+    );
+    const [stored] = await conversations.find({ userId });
+    expect(stored!.expiresAt!.getTime() - stored!.lastActivityAt.getTime()).toBe(600_000);
+    clock.advance(601_000);
+    await waitFor(async () => (await conversations.find({ userId })).length === 0, {
+      timeoutMs: 5_000,
+      what: 'the idle conversation removed',
+    });
+    // the user's next message starts afresh, as it would have anyway
+    expect(texts(await ok({ userId, text: 'help' }))).toEqual(['I find train connections.']);
   });
 
   it('remembers slots within a conversation for conditions', async () => {

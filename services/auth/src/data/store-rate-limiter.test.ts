@@ -1,5 +1,6 @@
 import { ManualClock } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
+import { waitFor } from '@platform/testkit';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { createStoreRateLimiter } from './store-rate-limiter';
 
@@ -24,6 +25,36 @@ describe('a rate limiter counting in the store', () => {
     expect(await outcome(instanceB.consume('198.51.100.8'))).toBe('allowed');
     clock.advance(60_001);
     expect(await outcome(instanceB.consume('198.51.100.7'))).toBe('allowed');
+    await store.close();
+  });
+
+  it('leaves idle counters to the store, an hour past their window, whatever the window', async () => {
+    // the store's TTL sweep on a clock of its own, moved past the counter's time
+    let storeNow = Date.now();
+    const store = createEmbeddedStore({ ttlSweepIntervalMs: 10, now: () => storeNow });
+    const clock = new ManualClock('2026-01-01T00:00:00Z');
+    const counters = store.collection('rate_limits');
+    for (const durationSeconds of [60, 600]) {
+      const limiter = createStoreRateLimiter({
+        store,
+        clock,
+        keyPrefix: `w${durationSeconds}`,
+        points: 3,
+        durationSeconds,
+      });
+      await limiter.consume('198.51.100.9');
+    }
+    expect(await counters.count({})).toBe(2);
+    storeNow += (60 + 3600 + 5) * 1000;
+    await waitFor(async () => (await counters.count({})) === 1, {
+      timeoutMs: 5_000,
+      what: 'the 60 s counter removed',
+    });
+    storeNow += 600 * 1000;
+    await waitFor(async () => (await counters.count({})) === 0, {
+      timeoutMs: 5_000,
+      what: 'the 600 s counter removed',
+    });
     await store.close();
   });
 });

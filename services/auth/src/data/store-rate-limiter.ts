@@ -17,8 +17,12 @@ interface CounterDoc {
   points: number;
   /** end of the window, by the injected clock */
   expire: Date | null;
-  /** last write by the wall clock: only for garbage collection (the TTL index runs on real time) */
-  touchedAt: Date;
+  /**
+   * When the store may remove the counter, by the wall clock (the TTL index runs on real time): its last write
+   * plus the window plus GC_GRACE_SECONDS. The index itself is fixed (`expireAfterSeconds: 0`), so a window
+   * changed by configuration never conflicts with the index MongoDB already has.
+   */
+  removeAt: Date;
 }
 
 /** Counters idle this long past their window are removed by the store. */
@@ -46,7 +50,7 @@ class StoreRateLimiter extends StoreAbstract {
     super({ keyPrefix: options.keyPrefix, points: options.points, duration: options.durationSeconds });
     this.clock = options.clock;
     this.counters = options.store.collection<CounterDoc>('rate_limits', [
-      { fields: { touchedAt: 1 }, expireAfterSeconds: options.durationSeconds + GC_GRACE_SECONDS },
+      { fields: { removeAt: 1 }, expireAfterSeconds: 0 },
     ]);
   }
 
@@ -72,26 +76,26 @@ class StoreRateLimiter extends StoreAbstract {
   ): Promise<CounterDoc> {
     const now = this.clock.now();
     const expire = msDuration > 0 ? new Date(now.getTime() + msDuration) : null;
-    const touchedAt = new Date();
+    const removeAt = new Date(Date.now() + this.duration * 1000 + GC_GRACE_SECONDS * 1000);
     if (forceExpire) {
       return (await this.counters.findOneAndUpdate(
         { _id: key },
-        { $set: { points, expire, touchedAt } },
+        { $set: { points, expire, removeAt } },
         { upsert: true },
       ))!;
     }
     const live = await this.counters.findOneAndUpdate(
       { _id: key, $or: [{ expire: { $gt: now } }, { expire: null }] },
-      { $inc: { points }, $set: { touchedAt } },
+      { $inc: { points }, $set: { removeAt } },
     );
     if (live) return live;
     const renewed = await this.counters.findOneAndUpdate(
       { _id: key, expire: { $lte: now } },
-      { $set: { points, expire, touchedAt } },
+      { $set: { points, expire, removeAt } },
     );
     if (renewed) return renewed;
     try {
-      return await this.counters.insertOne({ _id: key, points, expire, touchedAt });
+      return await this.counters.insertOne({ _id: key, points, expire, removeAt });
     } catch (err) {
       if (err instanceof DuplicateKeyError && attempt < 3)
         return this.write(key, points, msDuration, false, attempt + 1);

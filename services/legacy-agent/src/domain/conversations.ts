@@ -75,6 +75,7 @@ export class Conversations {
           sessionId: doc.sessionId,
           ...next,
           lastActivityAt: now,
+          expiresAt: new Date(now.getTime() + this.idleMs()),
         },
       },
       { upsert: true },

@@ -153,6 +153,11 @@ export interface ConversationDoc {
   startedAt: Date;
   /** refreshed at least every tenth of the idle time while the user talks */
   lastActivityAt: Date;
+  /**
+   * lastActivityAt + LEGACY_CONVERSATION_IDLE_SECONDS: past it the conversation is over, and the store removes it
+   * (TTL index). Absent on conversations stored before it existed: those get it with their user's next message.
+   */
+  expiresAt?: Date;
 }
 
 export interface LegacyCollections {
@@ -173,6 +178,8 @@ export function openCollections(store: Store): LegacyCollections {
     sessions: store.collection<SessionDoc>('legacy_sessions', [
       { fields: { tokenHash: 1 }, unique: true },
       { fields: { userId: 1 } },
+      // an expired session or access token is refused; the store removes it
+      { fields: { expiresAt: 1 }, expireAfterSeconds: 0 },
     ]),
     loginFailures: store.collection<LoginFailureDoc>('legacy_login_failures'),
     assistants: store.collection<AssistantDoc>('legacy_assistants', [
@@ -196,6 +203,8 @@ export function openCollections(store: Store): LegacyCollections {
     ]),
     conversations: store.collection<ConversationDoc>('legacy_conversations', [
       { fields: { assistantId: 1 } },
+      // a web page's visitors each leave one: they go once idle, or the collection would only grow
+      { fields: { expiresAt: 1 }, expireAfterSeconds: 0 },
     ]),
   };
 }

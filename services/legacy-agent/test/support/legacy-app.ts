@@ -40,9 +40,12 @@ export async function startLegacyApp(
     ? { dir: options.dataDir, remove: () => undefined }
     : tempDir('legacy-agent-');
   const ownStore = !options.store;
-  const store = options.store ?? createEmbeddedStore({ dataDir: folder.dir });
-  const bus = createInProcessBus();
   const clock = options.clock ?? new ManualClock('2026-11-23T10:00:00Z');
+  // TTL indexes expire documents by the test's clock, and soon after it passes their time
+  const store =
+    options.store ??
+    createEmbeddedStore({ dataDir: folder.dir, now: () => clock.now().getTime(), ttlSweepIntervalMs: 50 });
+  const bus = createInProcessBus();
   const config = loadConfig(legacyAgentConfigSchema, {
     PLATFORM_INTERNAL_SECRET: TEST_SECRET,
     LOG_LEVEL: 'silent',
