@@ -99,6 +99,18 @@ describe('legacy accounts and access tokens', () => {
         .expect(200);
     });
 
+    it('forgets the failed logins of a username once their window has passed', async () => {
+      const username = uniqueName('nobody');
+      await app.http.post('/v2/auth/login').send({ username, password: 'wrong guess' }).expect(401);
+      const failures = app.store.collection('legacy_login_failures');
+      expect(await failures.count({})).toBeGreaterThan(0);
+      clock.advance(61_000);
+      await waitFor(async () => (await failures.count({})) === 0, {
+        timeoutMs: 5_000,
+        what: 'the failed logins removed',
+      });
+    });
+
     it('logs out: the session token stops working', async () => {
       const account = await signup(app.http);
       await app.http.post('/v2/auth/logout').set('X-Legacy-Session-Token', account.sessionToken).expect(200);

@@ -168,7 +168,13 @@ export class Accounts {
     if (counted.matched === 0)
       await cols.loginFailures.updateOne(
         { _id: key },
-        { $set: { count: 1, windowStart: now } },
+        {
+          $set: {
+            count: 1,
+            windowStart: now,
+            expiresAt: new Date(now.getTime() + config.LEGACY_LOGIN_FAILURE_WINDOW_SECONDS * 1000),
+          },
+        },
         { upsert: true },
       );
   }

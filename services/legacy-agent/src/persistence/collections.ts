@@ -40,6 +40,8 @@ export interface LoginFailureDoc {
   _id: string;
   count: number;
   windowStart: Date;
+  /** the window's end: the store removes the record then (usernames tried and never logged in with would pile up) */
+  expiresAt?: Date;
 }
 
 export interface AssistantDoc {
@@ -181,7 +183,9 @@ export function openCollections(store: Store): LegacyCollections {
       // an expired session or access token is refused; the store removes it
       { fields: { expiresAt: 1 }, expireAfterSeconds: 0 },
     ]),
-    loginFailures: store.collection<LoginFailureDoc>('legacy_login_failures'),
+    loginFailures: store.collection<LoginFailureDoc>('legacy_login_failures', [
+      { fields: { expiresAt: 1 }, expireAfterSeconds: 0 },
+    ]),
     assistants: store.collection<AssistantDoc>('legacy_assistants', [
       { fields: { clientTokenHash: 1 }, unique: true },
       { fields: { developerTokenHash: 1 }, unique: true },
