@@ -124,6 +124,9 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       return {
         async stop() {
           await messages.close();
+          // The server forgets this consumer's pull request only once it has read the unsubscription; until
+          // then it hands new messages to an inbox nobody reads, and they come back only after ack_wait (30 s).
+          await nc.flush().catch(() => undefined);
           consumers.delete(messages);
           await loop;
         },

@@ -89,6 +89,41 @@ describeWithNats('NATS bus on a real nats-server', () => {
     await consumer.stop();
   });
 
+  it('hands nothing to a stopped consumer: what is published right after stop() goes to the next one at once', async () => {
+    const producer = await open('producer-restarts');
+    await producer.ensureStream({ name: 'TEST1', subjects: ['analytics.>'] });
+    const consumerBus = await open('restarting');
+    const got = new Set<string>();
+    const consume = () =>
+      consumerBus.consumeDurable({
+        stream: 'TEST1',
+        durable: 'restarting',
+        filterSubject: 'analytics.llm.completion',
+        handler: async (m) => {
+          got.add((JSON.parse(m.data) as LlmCompletionEvent).id);
+        },
+      });
+    await (await consume()).stop(); // the durable consumer exists: later rounds only see what they publish
+    got.clear();
+    // a rolling restart, eight times: stop, events arrive from another connection at once, start again
+    for (let round = 0; round < 8; round++) {
+      const consumer = await consume();
+      await consumerBus.ping();
+      await consumer.stop();
+      const ids = Array.from({ length: 10 }, (_, i) => `restart-${round}-${i}`);
+      await Promise.all(
+        ids.map((id) => producer.publishDurable('analytics.llm.completion', completion(id), id)),
+      );
+      const next = await consume();
+      // a message handed to the stopped consumer's inbox would only come back after ack_wait (30 s)
+      await waitFor(() => ids.every((id) => got.has(id)), {
+        timeoutMs: 3_000,
+        what: `round ${round}'s events`,
+      });
+      await next.stop();
+    }
+  });
+
   it('tells listeners when the connection comes back after the server restarts', async () => {
     const bus = await open('reconnect');
     let reconnects = 0;
