@@ -79,6 +79,9 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
   };
 }
 
+/** documents a TTL sweep removes in one write */
+const SWEEP_BATCH = 1_000;
+
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private readonly ds: Datastore<T>;
   private readonly loaded: Promise<void>;
@@ -95,6 +98,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   /** TTL indexes: field -> expireAfterSeconds, and the timer that applies them */
   private readonly ttl = new Map<string, number>();
   private sweeper: NodeJS.Timeout | undefined;
+  private sweeping = false;
   private readonly sweepIntervalMs: number;
   private readonly now: () => number;
   private readonly onBackgroundError: (err: unknown) => void;
@@ -163,13 +167,33 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     }
   }
 
-  /** Removes the documents whose TTL field is older than its index allows; a failure is reported, never thrown. */
-  private sweep(): Promise<void> {
-    return this.write(async () => {
-      const now = this.now();
-      for (const [field, seconds] of this.ttl)
-        await this.ds.removeAsync({ [field]: { $lt: new Date(now - seconds * 1000) } }, { multi: true });
-    }).catch(this.onBackgroundError);
+  /**
+   * Removes the documents whose TTL field is older than its index allows, SWEEP_BATCH at a time with the write lock
+   * let go between batches (a backlog, say after an upgrade, never holds the collection for long); a failure is
+   * reported, never thrown.
+   */
+  private async sweep(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      for (let more = true; more; ) {
+        more = await this.write(async () => {
+          const now = this.now();
+          let full = false;
+          for (const [field, seconds] of this.ttl) {
+            const expired = { [field]: { $lt: new Date(now - seconds * 1000) } };
+            const ids = (await this.ds.findAsync(expired, { _id: 1 }).limit(SWEEP_BATCH)).map((d) => d._id);
+            if (ids.length > 0) await this.ds.removeAsync({ _id: { $in: ids } }, { multi: true });
+            full ||= ids.length === SWEEP_BATCH;
+          }
+          return full;
+        });
+      }
+    } catch (err) {
+      this.onBackgroundError(err);
+    } finally {
+      this.sweeping = false;
+    }
   }
 
   async close(): Promise<void> {

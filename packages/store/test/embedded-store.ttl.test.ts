@@ -51,6 +51,18 @@ describe('embedded store: TTL indexes', () => {
         what: 'the visit removed after a restart',
       });
       expect(await visits.find({})).toEqual([]);
+
+      // a backlog (an upgrade, a long stop) goes in several writes of a thousand, all of it
+      const past = new Date(now - 1_000);
+      await visits.insertMany!(
+        Array.from({ length: 2_500 }, (_, i) => ({ _id: `old-${i}`, expiresAt: past })),
+      );
+      // (the reload above rewrote the file without the earlier deletions)
+      await waitFor(() => deletedIn(file).filter((id) => id?.startsWith('old-')).length === 2_500, {
+        timeoutMs: 10_000,
+        what: 'the backlog removed',
+      });
+      expect(await visits.count({})).toBe(0);
     } finally {
       await store.close();
       data.remove();
