@@ -28,6 +28,7 @@ import {
 } from './sequence-tagger';
 import { SerializedSlotClassifier, SlotClassifier, SlotExample } from './slot-classifier';
 import { runSteps, type Steps } from './steps';
+import { StringIndex } from './string-index';
 import { Token, tokenize } from './tokenize';
 import type { NluEntityDef, NluEntityMatch, NluUtterancePart } from './types';
 
@@ -83,6 +84,11 @@ export interface SerializedEntityExtractor {
   crf: { weights: string | Float32Array; transitions: string; start: string; end: string };
   slots: SerializedSlotClassifier;
 }
+
+/** The serialized form with the CRF's feature list as a StringIndex (the binary form: model-codec.ts) or as strings. */
+export type EntityExtractorParts = Omit<SerializedEntityExtractor, 'features'> & {
+  features: readonly string[] | StringIndex;
+};
 
 type WordStats = Map<string, { o: number; e: number }>;
 
@@ -254,23 +260,20 @@ function taggedParts(
 /** What an extractor looks things up in while it extracts. */
 interface Lookups {
   /** CRF feature -> column */
-  featureIndex: Map<string, number>;
+  featureIndex: StringIndex;
   gazetteer: Gazetteer;
   /** per entity: the keys (folded tokens joined by spaces) of its dictionary's phrases */
   phraseKeys: Array<Set<string>>;
 }
 
-/** An extractor's lookups from its parts, in steps of a thousand features or a few phrases (see steps.ts). */
+/** An extractor's lookups from its parts, the gazetteer in steps of a few phrases (see steps.ts). */
 function* lookupsSteps(
   entities: readonly EntityInfo[],
   phrases: readonly Phrase[],
-  features: readonly string[],
+  features: readonly string[] | StringIndex,
 ): Steps<Lookups> {
-  const featureIndex = new Map<string, number>();
-  for (let i = 0; i < features.length; i++) {
-    featureIndex.set(features[i]!, i);
-    if ((i & 1023) === 1023) yield;
-  }
+  const featureIndex = features instanceof StringIndex ? features : StringIndex.of(features);
+  yield;
   const phraseKeys = entities.map(() => new Set<string>());
   function* folded(): Generator<GazetteerPhrase> {
     for (const p of phrases) {
@@ -539,7 +542,7 @@ function addAugmentedSequences(
 
 export class EntityExtractor {
   private readonly gazetteer: Gazetteer;
-  private readonly featureIndex: Map<string, number>;
+  private readonly featureIndex: StringIndex;
   /** CRF class of each entity, -1 when the entity never occurs in tagged parts */
   private readonly classOfEntity: number[];
   private readonly extensibleClasses: number[];
@@ -774,7 +777,7 @@ export class EntityExtractor {
       entities: this.entities.map((e) => [e.name, e.extensible]),
       phrases: this.phrases.map((p) => [p.entity, p.value, p.text]),
       classes: [...this.classes],
-      features: [...this.featureIndex.keys()],
+      features: this.featureIndex.keys(),
       wordStats: [...this.wordStats].map(([w, st]) => [w, st.o, st.e]),
       minNewValueConfidence: this.minNewValueConfidence,
       editPenalty: this.editPenalty,
@@ -788,23 +791,28 @@ export class EntityExtractor {
     };
   }
 
-  static fromJSON(json: SerializedEntityExtractor): EntityExtractor {
+  /** `toJSON()` with the CRF's features as they are held (model-codec.ts stores them as arrays). */
+  toParts(): EntityExtractorParts {
+    return { ...this.toJSON(), features: this.featureIndex };
+  }
+
+  static fromJSON(json: EntityExtractorParts): EntityExtractor {
     return runSteps(EntityExtractor.fromJSONSteps(json));
   }
 
   /** `fromJSON` as resumable steps of a few thousand features or a few phrases (see steps.ts). */
-  static *fromJSONSteps(json: SerializedEntityExtractor): Steps<EntityExtractor> {
+  static *fromJSONSteps(json: EntityExtractorParts): Steps<EntityExtractor> {
+    const entities = json.entities.map(([name, extensible]) => ({ name, extensible }));
+    const phrases = json.phrases.map(([entity, value, text]) => ({ entity, value, text }));
+    const lookups = yield* lookupsSteps(entities, phrases, json.features);
     const crf = new LinearChainCrf(
-      json.features.length,
+      lookups.featureIndex.size,
       json.classes.length,
       typeof json.crf.weights === 'string' ? decodeFloat32Array(json.crf.weights) : json.crf.weights,
       decodeFloat32(json.crf.transitions),
       decodeFloat32(json.crf.start),
       decodeFloat32(json.crf.end),
     );
-    const entities = json.entities.map(([name, extensible]) => ({ name, extensible }));
-    const phrases = json.phrases.map(([entity, value, text]) => ({ entity, value, text }));
-    const lookups = yield* lookupsSteps(entities, phrases, json.features);
     const wordStats: WordStats = new Map(json.wordStats.map(([w, o, e]) => [w, { o, e }]));
     yield;
     const slots = SlotClassifier.fromJSON(json.slots);

@@ -7,6 +7,7 @@
 import { decodeFloat32, decodeFloat32Array, encodeFloat32, roundToFloat32 } from './float-codec';
 import { createRng, shuffleInPlace } from './random';
 import { runSteps, type Steps } from './steps';
+import { StringIndex } from './string-index';
 import {
   ModelWordVectorParts,
   ModelWordVectors,
@@ -106,7 +107,8 @@ export function featureStrings(
 
 /** Vocabulary with IDF weights; turns feature strings into L2-normalised sparse vectors per block. */
 export class Vectorizer {
-  readonly index = new Map<string, number>();
+  /** feature -> column (a model's vocabulary, in typed arrays: string-index.ts) */
+  index = StringIndex.of([]);
   /** per feature: its IDF weight, and its block (0 = word block, 1 = char block); a decoded model's own arrays */
   idf: Float64Array = new Float64Array(0);
   block: Uint8Array = new Uint8Array(0);
@@ -117,14 +119,12 @@ export class Vectorizer {
 
   constructor(
     readonly options: IntentClassifierOptions,
-    vocab?: { features: readonly string[]; idf: ArrayLike<number>; block: ArrayLike<number> },
+    vocab?: { features: readonly string[] | StringIndex; idf: ArrayLike<number>; block: ArrayLike<number> },
     /** word vectors of the model's language (null: no word-vector block) */
     readonly vectors: ModelWordVectors | null = null,
   ) {
     if (vocab) {
-      vocab.features.forEach((f, i) => {
-        this.index.set(f, i);
-      });
+      this.index = vocab.features instanceof StringIndex ? vocab.features : StringIndex.of(vocab.features);
       // typed arrays (a decoded model's sections) are used as they are: adopting a model copies nothing here
       this.idf = vocab.idf instanceof Float64Array ? vocab.idf : Float64Array.from(vocab.idf);
       this.block = vocab.block instanceof Uint8Array ? vocab.block : Uint8Array.from(vocab.block);
@@ -150,12 +150,13 @@ export class Vectorizer {
     const n = docs.length;
     this.idf = new Float64Array(df.size);
     this.block = new Uint8Array(df.size);
+    let i = 0;
     for (const [f, d] of df) {
-      const i = this.index.size;
-      this.index.set(f, i);
       this.idf[i] = this.options.useIdf ? Math.log((1 + n) / (1 + d)) + 1 : 1;
       this.block[i] = blockOf.get(f) ?? 0;
+      i++;
     }
+    this.index = StringIndex.of([...df.keys()]);
   }
 
   /** number of TF-IDF features; the word-vector block (if any) follows them */
@@ -277,7 +278,7 @@ export class Vectorizer {
   private maxIdf?: number;
 
   toJSON(): { features: string[]; idf: number[]; block: number[] } {
-    return { features: [...this.index.keys()], idf: Array.from(this.idf), block: Array.from(this.block) };
+    return { features: this.index.keys(), idf: Array.from(this.idf), block: Array.from(this.block) };
   }
 }
 
@@ -656,7 +657,7 @@ export interface IntentClassifierParts {
   options: IntentClassifierOptions;
   numClasses: number;
   domainReference: number;
-  features: string[];
+  features: StringIndex;
   idf: Float64Array;
   block: Uint8Array;
   weights: Float32Array;
@@ -827,7 +828,7 @@ export class IntentClassifier {
       options: this.vectorizer.options,
       numClasses: this.model.numClasses,
       domainReference: this.domainReference,
-      features: [...this.vectorizer.index.keys()],
+      features: this.vectorizer.index,
       idf: this.vectorizer.idf,
       block: this.vectorizer.block,
       weights: this.model.weights,
@@ -849,15 +850,12 @@ export class IntentClassifier {
   ): Steps<IntentClassifier> {
     const options = { ...LEGACY_OPTION_DEFAULTS, ...parts.options };
     const vectors = parts.wordVectors ? ModelWordVectors.fromParts(parts.wordVectors, table) : null;
-    const features = parts.features;
-    const vocab = { features: [] as string[], idf: parts.idf, block: parts.block };
-    const vectorizer = new Vectorizer(options, vocab, vectors);
-    // the feature map, a few thousand entries at a time
-    for (let i = 0; i < features.length; i++) {
-      vectorizer.index.set(features[i]!, i);
-      if ((i & 4095) === 4095) yield;
-    }
-    if (vectorizer.index.size !== features.length || parts.idf.length !== features.length)
+    const vectorizer = new Vectorizer(
+      options,
+      { features: parts.features, idf: parts.idf, block: parts.block },
+      vectors,
+    );
+    if (parts.idf.length !== parts.features.size)
       throw new Error('intent classifier: inconsistent vocabulary');
     if (parts.weights.length !== vectorizer.size * parts.numClasses || parts.bias.length !== parts.numClasses)
       throw new Error('intent classifier: weights do not match the vocabulary');

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { metroAssistant, travelAssistant } from './example-assistants';
 import { loopTurnsDuring } from './loop-turns.test-support';
@@ -122,6 +124,16 @@ describe('binary model form', () => {
 });
 
 describe('stored form', () => {
+  it('loads a model stored before the CRF features moved from the header to arrays, answering the same', async () => {
+    // the travel assistant's stored form as the engine wrote it until then (features listed in the JSON header)
+    const stored = readFileSync(
+      path.join(__dirname, 'test-fixtures', 'travel-model-crf-features-in-header.bin.gz'),
+    );
+    const loaded = await loadStoredModel(stored);
+    answersAlike(loaded, trainModel(travelAssistant()));
+    expect(loaded.toJSON()).toEqual(trainModel(travelAssistant()).toJSON());
+  });
+
   it('is the binary form without indexes, gzipped, and loads into a model that answers the same', async () => {
     const model = trainModel(travelAssistant());
     const stored = await storedModelForm(model);

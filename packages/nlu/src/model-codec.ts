@@ -24,6 +24,7 @@ import { gunzip, gzip, gzipSync } from 'node:zlib';
 import { decodeFloat32Array } from './float-codec';
 import type { DocTable, IntentClassifierParts, NearestNeighbourParts } from './intent-classifier';
 import { runSteps, runStepsInSlices, type Steps } from './steps';
+import { StringIndex } from './string-index';
 import { type ModelParts, modelFromPartsSteps, modelParts } from './train';
 import type { NluModel } from './types';
 
@@ -88,14 +89,21 @@ export function encodeModel(model: NluModel, options: { indexes?: boolean } = {}
   };
   // the CRF's weights (most of the entity extractor) as an array; the rest of the extractor stays in the header
   const crfWeights = parts.entities.crf.weights;
+  // and its feature list as arrays too (models stored before keep theirs in the header, which still loads)
+  const crfFeatures =
+    parts.entities.features instanceof StringIndex
+      ? parts.entities.features
+      : StringIndex.of(parts.entities.features);
   const entities = {
     ...parts.entities,
+    features: [],
     crf: { ...parts.entities.crf, weights: '' },
   };
   arrays.push(['crf.weights', typeof crfWeights === 'string' ? decodeFloat32Array(crfWeights) : crfWeights]);
+  arrays.push(['crf.features.lengths', crfFeatures.lengths], ['crf.features.text', crfFeatures.units]);
   const c = parts.classifier;
   if (c) {
-    strings('features', c.features);
+    arrays.push(['features.lengths', c.features.lengths], ['features.text', c.features.units]);
     arrays.push(['idf', c.idf], ['block', c.block], ['weights', c.weights], ['bias', c.bias]);
     strings('docs.tokens', c.docs.tokens);
     arrays.push(['docs.ids', c.docs.ids], ['docs.starts', c.docs.starts], ['labels', c.labels]);
@@ -220,7 +228,10 @@ function* decodeModelSteps(input: Uint8Array): Steps<NluModel> {
   let classifier: IntentClassifierParts | null = null;
   const c = header.classifier;
   if (c) {
-    const features = yield* strings('features');
+    const features = yield* StringIndex.build(
+      section('features.text', Uint16Array),
+      section('features.lengths', Uint32Array),
+    );
     const docs: DocTable = {
       tokens: yield* strings('docs.tokens'),
       ids: section('docs.ids', Int32Array),
@@ -254,6 +265,12 @@ function* decodeModelSteps(input: Uint8Array): Steps<NluModel> {
   }
   const entities = {
     ...header.entities,
+    features: sections.has('crf.features.text')
+      ? yield* StringIndex.build(
+          section('crf.features.text', Uint16Array),
+          section('crf.features.lengths', Uint32Array),
+        )
+      : header.entities.features,
     crf: { ...header.entities.crf, weights: section('crf.weights', Float32Array) },
   };
   return yield* modelFromPartsSteps({

@@ -13,6 +13,7 @@ import {
   DEFAULT_ENTITY_OPTIONS,
   EntityExtractor,
   EntityExtractorOptions,
+  type EntityExtractorParts,
   SerializedEntityExtractor,
 } from './entity-extractor';
 import {
@@ -59,7 +60,7 @@ export interface ModelParts {
   classes: Array<{ id: string; name: string }>;
   classifier: IntentClassifierParts | null;
   calibrator?: number[];
-  entities: SerializedEntityExtractor;
+  entities: EntityExtractorParts;
 }
 
 class TrainedModel implements NluModel {
@@ -78,7 +79,7 @@ class TrainedModel implements NluModel {
       classes: this.classes.map((c) => ({ ...c })),
       classifier: this.classifier?.toParts(indexes) ?? null,
       ...(this.calibrator ? { calibrator: this.calibrator.toJSON() } : {}),
-      entities: this.extractor.toJSON(),
+      entities: this.extractor.toParts(),
     };
   }
 
