@@ -99,6 +99,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   private readonly ttl = new Map<string, number>();
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping = false;
+  private closing = false;
   private readonly sweepIntervalMs: number;
   private readonly now: () => number;
   private readonly onBackgroundError: (err: unknown) => void;
@@ -176,7 +177,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     if (this.sweeping) return;
     this.sweeping = true;
     try {
-      for (let more = true; more; ) {
+      // a sweep in progress stops between batches when the collection closes
+      for (let more = true; more && !this.closing; ) {
         more = await this.write(async () => {
           const now = this.now();
           let full = false;
@@ -199,6 +201,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async close(): Promise<void> {
     clearInterval(this.compaction);
     clearInterval(this.sweeper);
+    this.closing = true;
     // every write queued before the close ends first (a failed load has nothing left to close)
     await this.writes.run(() => this.loaded).catch(() => undefined);
   }
