@@ -302,13 +302,36 @@ describe('the production images, run as docker-compose.yml deploys them', () => 
         },
         { timeoutMs: 30_000, intervalMs: 500, what: 'a 200 from the gateway' },
       ).catch(async (err: Error) => {
-        // say what the gateway answered and what it logged, so a failure here can be diagnosed
-        const logs = await podman(['logs', '--tail', '40', objectName.container(project, 'llm-gateway')], {
-          allowFailure: true,
-        });
+        // say what the gateway answered and what it and llm-quota (whose settings it waits for) logged, so a
+        // failure here can be diagnosed
+        const lastLines = async (service: string) => {
+          const logs = await podman(['logs', '--tail', '40', objectName.container(project, service)], {
+            allowFailure: true,
+          });
+          return `${service}'s last log lines:\n${logs.stdout}${logs.stderr}`;
+        };
+        // and how long the gateway's container takes to resolve llm-quota's name now (decision 0084)
+        const started = Date.now();
+        const lookup = await podman(
+          ['exec', objectName.container(project, 'llm-gateway'), 'getent', 'hosts', 'llm-quota'],
+          { allowFailure: true },
+        );
+        const probe = await podman(
+          [
+            'exec',
+            objectName.container(project, 'llm-gateway'),
+            'node',
+            '-e',
+            "const t=Date.now();fetch('http://llm-quota:8082/',{signal:AbortSignal.timeout(10000)}).then(r=>console.log('status',r.status,Date.now()-t,'ms'),e=>console.log('failed',e.cause?.code??e.name,Date.now()-t,'ms'))",
+          ],
+          { allowFailure: true },
+        );
         throw new Error(
           `${err.message}; statuses ${seen.join(', ')}; last answer ${JSON.stringify(last?.body)}\n` +
-            `llm-gateway's last log lines:\n${logs.stdout}${logs.stderr}`,
+            `getent hosts llm-quota in llm-gateway's container: ${Date.now() - started} ms, ` +
+            `${JSON.stringify(lookup.stdout.trim() || lookup.stderr.trim())}\n` +
+            `a fetch of http://llm-quota:8082/ from there: ${probe.stdout || probe.stderr}\n` +
+            `${await lastLines('llm-gateway')}\n${await lastLines('llm-quota')}`,
         );
       });
       if (seen.length > 0) {
