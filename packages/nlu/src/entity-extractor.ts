@@ -272,7 +272,7 @@ function* lookupsSteps(
   phrases: readonly Phrase[],
   features: readonly string[] | StringIndex,
 ): Steps<Lookups> {
-  const featureIndex = features instanceof StringIndex ? features : StringIndex.of(features);
+  const featureIndex = StringIndex.from(features);
   yield;
   const phraseKeys = entities.map(() => new Set<string>());
   function* folded(): Generator<GazetteerPhrase> {

@@ -124,7 +124,7 @@ export class Vectorizer {
     readonly vectors: ModelWordVectors | null = null,
   ) {
     if (vocab) {
-      this.index = vocab.features instanceof StringIndex ? vocab.features : StringIndex.of(vocab.features);
+      this.index = StringIndex.from(vocab.features);
       // typed arrays (a decoded model's sections) are used as they are: adopting a model copies nothing here
       this.idf = vocab.idf instanceof Float64Array ? vocab.idf : Float64Array.from(vocab.idf);
       this.block = vocab.block instanceof Uint8Array ? vocab.block : Uint8Array.from(vocab.block);

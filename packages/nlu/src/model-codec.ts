@@ -90,10 +90,7 @@ export function encodeModel(model: NluModel, options: { indexes?: boolean } = {}
   // the CRF's weights (most of the entity extractor) as an array; the rest of the extractor stays in the header
   const crfWeights = parts.entities.crf.weights;
   // and its feature list as arrays too (models stored before keep theirs in the header, which still loads)
-  const crfFeatures =
-    parts.entities.features instanceof StringIndex
-      ? parts.entities.features
-      : StringIndex.of(parts.entities.features);
+  const crfFeatures = StringIndex.from(parts.entities.features);
   const entities = {
     ...parts.entities,
     features: [],

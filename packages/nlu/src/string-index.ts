@@ -39,6 +39,11 @@ export class StringIndex {
     return runSteps(StringIndex.build(units, lengths));
   }
 
+  /** `index` itself, or the index of `strings` (models loaded from JSON hold plain lists). */
+  static from(list: readonly string[] | StringIndex): StringIndex {
+    return list instanceof StringIndex ? list : StringIndex.of(list);
+  }
+
   /** The index over code units and lengths (a decoded model's sections), in steps of a few thousand strings. */
   static *build(units: Uint16Array, lengths: Uint32Array): Steps<StringIndex> {
     const n = lengths.length;
