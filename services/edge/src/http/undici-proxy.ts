@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import type { Logger } from '@platform/kernel';
 import { BadGateway, PayloadTooLarge, Unavailable, UpstreamTimeout } from '@platform/kernel';
 import { type Dispatcher, Pool } from 'undici';
@@ -81,14 +81,48 @@ function readBody(req: IncomingMessage, length: number, done: (body: Buffer) => 
   req.once('error', () => undefined);
 }
 
-/** Streams a chunked body on, failing once it passes the limit (Content-Length bodies were checked up front). */
-async function* limitedBody(req: IncomingMessage, limit: number): AsyncGenerator<Buffer> {
+/**
+ * The body handed to undici for a streamed upload: the client's request read through a stream the proxy
+ * owns, with backpressure both ways. A chunked body is counted as it streams and fails past the limit
+ * (Content-Length bodies were checked up front).
+ *
+ * A service may answer before it has read the body (an unknown route, an unsupported media type, a
+ * failure); undici then stops reading the upload, or destroys it. The client's request must still be
+ * read to its end, as Node does for a body no one read: a request left paused mid-body (or destroyed,
+ * which leaves its socket paused) stalls the kept-alive connection, and the client's next request on it
+ * is never answered. So once the answer is sent or undici is done with the upload, the rest of the body
+ * is read and dropped; past the limit (chunked only) the answer closes the connection instead.
+ */
+function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number): PassThrough {
+  const upload = new PassThrough();
   let received = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  let forwarding = true;
+  const stopForwarding = () => {
+    if (!forwarding) return;
+    forwarding = false;
+    upload.destroy();
+    req.resume();
+  };
+  req.on('data', (chunk: Buffer) => {
     received += chunk.length;
-    if (received > limit) throw new BodyTooLarge(limit);
-    yield chunk;
-  }
+    if (!forwarding) return;
+    if (received > limit) {
+      forwarding = false;
+      upload.destroy(new BodyTooLarge(limit));
+    } else if (!upload.write(chunk)) req.pause();
+  });
+  req.once('end', () => {
+    if (forwarding) upload.end();
+  });
+  // an aborted upload: the socket is gone, the upstream request is cancelled
+  req.once('error', () => undefined);
+  req.once('close', () => {
+    if (!req.complete && forwarding) upload.destroy(new Error('client went away'));
+  });
+  upload.on('drain', () => req.resume());
+  upload.once('close', stopForwarding);
+  res.once('finish', stopForwarding);
+  return upload;
 }
 
 /**
@@ -137,7 +171,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     res: ServerResponse,
     root: UpstreamName,
     requestId: string,
-    body: Buffer | Readable | IncomingMessage | null,
+    body: Buffer | PassThrough | null,
     onAnswer: (() => void) | undefined,
   ) => {
     // undici's own (raw) handler interface: its core calls these directly, so no header object is
@@ -222,13 +256,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         });
         return;
       }
-      const body = dropBody
-        ? null
-        : chunked
-          ? Readable.from(limitedBody(req, bodyLimitBytes))
-          : length > 0
-            ? req
-            : null;
+      const body = !dropBody && (chunked || length > 0) ? uploadOf(req, res, bodyLimitBytes) : null;
       send(req, res, root, requestId, body, onAnswer);
     },
     close() {
