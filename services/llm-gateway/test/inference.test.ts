@@ -148,6 +148,75 @@ describe('OpenAI-compatible inference through the edge', () => {
     expect(res.body).toMatchObject({ code: 'INVALID_BODY', status: 400, requestId: expect.any(String) });
   });
 
+  it('chat refuses malformed tools, tool choices, tool calls and content with INVALID_BODY, on every model', async () => {
+    const ask = [{ role: 'user', content: 'use a tool' }];
+    const malformed: Array<Record<string, unknown>> = [
+      { tools: [[1]] },
+      { tools: [{ type: 'function' }] },
+      { tools: [{ type: 'function', function: { name: 7 } }] },
+      { tools: [{ type: 'function', function: { name: 'f', parameters: 'x' } }] },
+      { tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function' } },
+      { tool_choice: null },
+      { messages: [{ role: 'user', content: 5 }] },
+      { messages: [{ role: 'user', content: [1] }] },
+      { messages: [...ask, { role: 'assistant', tool_calls: [{}] }] },
+      { messages: [{ role: 'tool', tool_call_id: 3, content: 'x' }] },
+      { stop: [1] },
+      { n: 0 },
+    ];
+    for (const model of ['mock/chat', 'sim/gpt', 'sim/claude'])
+      for (const fields of malformed) {
+        const res = await w.call(
+          'gateway',
+          'POST',
+          '/v1/chat/completions',
+          { bearer: owner.token },
+          { model, messages: ask, ...fields },
+        );
+        expect({ model, fields, status: res.status, code: res.body.code }).toEqual({
+          model,
+          fields,
+          status: 400,
+          code: 'INVALID_BODY',
+        });
+      }
+  });
+
+  it('passes tool types other than functions on to an OpenAI provider; Anthropic refuses them as a provider error', async () => {
+    const custom = { type: 'custom', custom: { name: 'grammar_tool' } };
+    const openai = await w.call(
+      'gateway',
+      'POST',
+      '/v1/chat/completions',
+      { bearer: owner.token },
+      { model: 'sim/gpt', messages: [{ role: 'user', content: 'hi' }], tools: [custom] },
+    );
+    expect(openai.status).toBe(200);
+    expect(w.sim.requests().at(-1)!.body).toMatchObject({ tools: [custom] });
+    const mock = await w.call(
+      'gateway',
+      'POST',
+      '/v1/chat/completions',
+      { bearer: owner.token },
+      { model: 'mock/chat', messages: [{ role: 'user', content: 'a tool please' }], tools: [custom] },
+    );
+    expect(mock.status).toBe(200);
+    expect(mock.body.choices[0].finish_reason).toBe('stop');
+    const anthropic = await w.call(
+      'gateway',
+      'POST',
+      '/v1/chat/completions',
+      { bearer: owner.token },
+      { model: 'sim/claude', messages: [{ role: 'user', content: 'hi' }], tools: [custom] },
+    );
+    expect(anthropic.status).toBe(502);
+    expect(anthropic.body).toMatchObject({
+      code: 'PROVIDER_ERROR',
+      provider_error_type: 'invalid_request_error',
+      message: expect.stringContaining("Anthropic does not accept tools of type 'custom'"),
+    });
+  });
+
   it('405 METHOD_NOT_ALLOWED with Allow for a wrong method', async () => {
     const res = await w.call('gateway', 'GET', '/v1/chat/completions', { bearer: owner.token });
     expect(res.status).toBe(405);

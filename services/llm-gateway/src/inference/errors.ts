@@ -24,12 +24,26 @@ export const invalidBody = (message: string, issues?: Array<{ field: string; mes
 
 /** A provider answered an error: 502 with who and what (spec 2.3 `provider`, `model`, `provider_error_type`). */
 export class ProviderErrorAnswer extends AppError {
-  constructor(provider: string, model: string, providerErrorType: string, upstreamStatus: number | null) {
-    super('bad_gateway', 'PROVIDER_ERROR', `The provider ${provider} answered an error for ${model}`, {
-      code: 'PROVIDER_ERROR',
-      details: { upstream_status: upstreamStatus },
-      extra: { provider, model, provider_error_type: providerErrorType },
-    });
+  constructor(
+    provider: string,
+    model: string,
+    providerErrorType: string,
+    upstreamStatus: number | null,
+    /** the gateway's own reason, when it refused the request for this provider before calling it */
+    refusal?: string,
+  ) {
+    super(
+      'bad_gateway',
+      'PROVIDER_ERROR',
+      refusal
+        ? `The provider ${provider} cannot take this request for ${model}: ${refusal}`
+        : `The provider ${provider} answered an error for ${model}`,
+      {
+        code: 'PROVIDER_ERROR',
+        details: { upstream_status: upstreamStatus },
+        extra: { provider, model, provider_error_type: providerErrorType },
+      },
+    );
   }
 }
 

@@ -100,6 +100,7 @@ export function toAnswer(err: unknown, model: CatalogueModel, timeoutMs: number)
       model.model_id,
       err.providerErrorType,
       err.upstreamStatus,
+      err.refusedByGateway ? err.message : undefined,
     );
   return err;
 }

@@ -68,6 +68,8 @@ export interface ProviderFailure extends Error {
   providerErrorType: string;
   retryable: boolean;
   retryAfterSeconds: number | null;
+  /** the gateway refused the request for this provider itself; `message` is its reason, for the caller */
+  refusedByGateway: boolean;
 }
 
 export const isProviderFailure = (err: unknown): err is ProviderFailure =>

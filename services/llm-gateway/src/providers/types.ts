@@ -39,14 +39,29 @@ export interface ChatTool {
   };
 }
 
-export type ChatToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+/** another of OpenAI's tool types (or tool-choice forms), passed on as it came */
+export interface OtherChatTool {
+  type: string;
+  [key: string]: unknown;
+}
+
+/** the function tools of a request: the only kind the mock and the Anthropic translation know */
+export const isFunctionTool = (tool: ChatTool | OtherChatTool): tool is ChatTool =>
+  tool.type === 'function' && typeof (tool as ChatTool).function?.name === 'string';
+
+export type ChatToolChoice =
+  | 'none'
+  | 'auto'
+  | 'required'
+  | { type: 'function'; function: { name: string } }
+  | OtherChatTool;
 
 export interface ChatCompletionRequest {
   model: string;
   messages: ChatMessage[];
   stream?: boolean | null;
   stream_options?: { include_usage?: boolean } | null;
-  tools?: ChatTool[];
+  tools?: Array<ChatTool | OtherChatTool>;
   tool_choice?: ChatToolChoice;
   parallel_tool_calls?: boolean;
   max_tokens?: number | null;
@@ -234,6 +249,12 @@ export interface ProviderErrorFields {
   retryable: boolean;
   retryAfterSeconds?: number | null;
   message: string;
+  /**
+   * Set when the gateway itself refused the request before any call (the provider type cannot take it):
+   * `message` is then the gateway's own reason and is shown to the caller. A provider's own messages are
+   * never passed on (they can quote fragments of the provider key).
+   */
+  refusedByGateway?: boolean;
 }
 
 /** The provider answered an error (4xx/5xx, an error inside a stream, or a body that is not its API). */
@@ -244,6 +265,7 @@ export class ProviderError extends Error {
   readonly providerErrorType: string;
   readonly retryable: boolean;
   readonly retryAfterSeconds: number | null;
+  readonly refusedByGateway: boolean;
 
   constructor(fields: ProviderErrorFields) {
     super(fields.message);
@@ -254,6 +276,7 @@ export class ProviderError extends Error {
     this.providerErrorType = fields.providerErrorType;
     this.retryable = fields.retryable;
     this.retryAfterSeconds = fields.retryAfterSeconds ?? null;
+    this.refusedByGateway = fields.refusedByGateway ?? false;
   }
 }
 
@@ -271,6 +294,7 @@ export class ProviderUnsupportedError extends ProviderError {
       providerErrorType: 'unsupported_operation',
       retryable: false,
       message: `provider ${provider} has no ${operation} endpoint`,
+      refusedByGateway: true,
     });
     this.name = 'ProviderUnsupportedError';
   }

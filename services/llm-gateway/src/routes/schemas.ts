@@ -1,15 +1,71 @@
 import { z } from 'zod';
 
+/**
+ * A chat message's members that the gateway, its tokenizer or a provider adapter reads, in OpenAI's
+ * shapes (OpenAI refuses the others with a 400 too); anything else passes through.
+ */
+const ChatMessageSchema = z.looseObject({
+  role: z.string().min(1),
+  content: z
+    .union([z.string(), z.array(z.looseObject({ type: z.string().min(1) }))])
+    .nullable()
+    .optional(),
+  name: z.string().optional(),
+  tool_calls: z
+    .array(
+      z.looseObject({
+        id: z.string(),
+        type: z.literal('function'),
+        function: z.looseObject({ name: z.string().min(1), arguments: z.string() }),
+      }),
+    )
+    .optional(),
+  tool_call_id: z.string().optional(),
+});
+
+const ToolFunctionSchema = z.looseObject({
+  name: z.string().min(1),
+  description: z.string().optional(),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** a function tool, or another of OpenAI's tool types, passed on to providers that know it */
+const ChatToolSchema = z
+  .looseObject({ type: z.string().min(1), function: ToolFunctionSchema.optional() })
+  .refine((tool) => tool.type !== 'function' || tool.function !== undefined, {
+    message: "a tool of type 'function' needs its function",
+    path: ['function'],
+  });
+
+const ToolChoiceSchema = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z
+    .looseObject({ type: z.string().min(1), function: z.looseObject({ name: z.string().min(1) }).optional() })
+    .refine((choice) => choice.type !== 'function' || choice.function !== undefined, {
+      message: "a tool_choice of type 'function' names its function",
+      path: ['function'],
+    }),
+]);
+
 /** OpenAI's chat request: the members the gateway reads are checked; every other one passes through. */
 export const ChatRequestSchema = z.looseObject({
   model: z.string().max(200).optional(),
   messages: z
-    .array(z.looseObject({ role: z.string().min(1) }))
+    .array(ChatMessageSchema)
     .min(1, 'at least one message')
     .meta({ description: 'OpenAI chat messages (text, multimodal parts, tool calls and results)' }),
   stream: z.boolean().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
-  tools: z.array(z.unknown()).optional(),
+  tools: z.array(ChatToolSchema).optional(),
+  tool_choice: ToolChoiceSchema.optional(),
+  parallel_tool_calls: z.boolean().optional(),
+  n: z.number().int().positive().nullable().optional(),
+  stop: z
+    .union([z.string(), z.array(z.string())])
+    .nullable()
+    .optional(),
+  top_p: z.number().min(0).max(1).nullable().optional(),
+  user: z.string().optional(),
   response_format: z.unknown().optional(),
   temperature: z.number().min(0).max(2).nullable().optional(),
   max_tokens: z.number().int().positive().nullable().optional(),

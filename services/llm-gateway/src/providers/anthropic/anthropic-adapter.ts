@@ -63,6 +63,7 @@ export function createAnthropicAdapter(
         providerErrorType: 'invalid_request_error',
         retryable: false,
         message: err.message,
+        refusedByGateway: true,
       });
     }
   };

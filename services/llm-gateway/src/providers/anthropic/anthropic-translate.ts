@@ -1,11 +1,12 @@
-import type {
-  ChatCompletion,
-  ChatCompletionRequest,
-  ChatContentPart,
-  ChatMessage,
-  ChatToolCall,
-  FinishReason,
-  Usage,
+import {
+  type ChatCompletion,
+  type ChatCompletionRequest,
+  type ChatContentPart,
+  type ChatMessage,
+  type ChatToolCall,
+  type FinishReason,
+  isFunctionTool,
+  type Usage,
 } from '../types';
 import type {
   AnthropicBlock,
@@ -126,18 +127,24 @@ export function toAnthropicRequest(
   if (body.stop) out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
   if (body.user) out.metadata = { user_id: body.user };
   if (body.tools?.length) {
-    out.tools = body.tools.map((t) => ({
-      name: t.function.name,
-      ...(t.function.description ? { description: t.function.description } : {}),
-      input_schema: t.function.parameters ?? { type: 'object', properties: {} },
-    }));
+    out.tools = body.tools.map((t) => {
+      if (!isFunctionTool(t))
+        throw new UntranslatableRequest(`Anthropic does not accept tools of type '${t.type}'`);
+      return {
+        name: t.function.name,
+        ...(t.function.description ? { description: t.function.description } : {}),
+        input_schema: t.function.parameters ?? { type: 'object', properties: {} },
+      };
+    });
     const choice = body.tool_choice;
     const noParallel = body.parallel_tool_calls === false ? { disable_parallel_tool_use: true } : {};
     if (choice === 'none') out.tool_choice = { type: 'none' };
     else if (choice === 'required') out.tool_choice = { type: 'any', ...noParallel };
-    else if (typeof choice === 'object')
+    else if (typeof choice === 'object') {
+      if (!isFunctionTool(choice))
+        throw new UntranslatableRequest(`Anthropic does not accept a tool_choice of type '${choice.type}'`);
       out.tool_choice = { type: 'tool', name: choice.function.name, ...noParallel };
-    else if (body.parallel_tool_calls === false) out.tool_choice = { type: 'auto', ...noParallel };
+    } else if (body.parallel_tool_calls === false) out.tool_choice = { type: 'auto', ...noParallel };
   }
   return out;
 }

@@ -1,5 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { ChatCompletionRequest, ChatContentPart, ChatMessage, FinishReason } from '../types';
+import {
+  type ChatCompletionRequest,
+  type ChatContentPart,
+  type ChatMessage,
+  type FinishReason,
+  isFunctionTool,
+} from '../types';
 
 /**
  * What the built-in mock model "thinks": deterministic functions of the request, so users' CI and
@@ -76,11 +82,11 @@ export function mockTurn(body: ChatCompletionRequest): MockTurn {
   const last = body.messages[body.messages.length - 1];
   const lastUser = [...body.messages].reverse().find((m) => m.role === 'user');
   const userText = contentText(lastUser?.content);
-  const tools = body.tools ?? [];
+  const tools = (body.tools ?? []).filter(isFunctionTool);
   const choice = body.tool_choice;
   if (tools.length > 0 && choice !== 'none' && last?.role === 'user') {
-    const named =
-      typeof choice === 'object' ? tools.find((t) => t.function.name === choice.function.name) : undefined;
+    const chosen = typeof choice === 'object' && isFunctionTool(choice) ? choice.function.name : undefined;
+    const named = chosen === undefined ? undefined : tools.find((t) => t.function.name === chosen);
     const mentioned = tools.find((t) => userText.toLowerCase().includes(t.function.name.toLowerCase()));
     const tool =
       named ?? mentioned ?? (choice === 'required' || /\btools?\b/i.test(userText) ? tools[0] : undefined);
