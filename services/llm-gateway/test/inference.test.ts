@@ -184,15 +184,34 @@ describe('OpenAI-compatible inference through the edge', () => {
 
   it('passes tool types other than functions on to an OpenAI provider; Anthropic refuses them as a provider error', async () => {
     const custom = { type: 'custom', custom: { name: 'grammar_tool' } };
+    const history = [
+      { role: 'user', content: 'hi' },
+      {
+        role: 'assistant',
+        tool_calls: [{ id: 'c1', type: 'custom', custom: { name: 'grammar_tool', input: 'x' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'done' },
+    ];
     const openai = await w.call(
       'gateway',
       'POST',
       '/v1/chat/completions',
       { bearer: owner.token },
-      { model: 'sim/gpt', messages: [{ role: 'user', content: 'hi' }], tools: [custom] },
+      { model: 'sim/gpt', messages: history, tools: [custom] },
     );
     expect(openai.status).toBe(200);
-    expect(w.sim.requests().at(-1)!.body).toMatchObject({ tools: [custom] });
+    expect(w.sim.requests().at(-1)!.body).toMatchObject({ tools: [custom], messages: history });
+    const claudeHistory = await w.call(
+      'gateway',
+      'POST',
+      '/v1/chat/completions',
+      { bearer: owner.token },
+      { model: 'sim/claude', messages: history },
+    );
+    expect(claudeHistory.body).toMatchObject({
+      code: 'PROVIDER_ERROR',
+      message: expect.stringContaining("Anthropic does not accept tool calls of type 'custom'"),
+    });
     const mock = await w.call(
       'gateway',
       'POST',

@@ -20,13 +20,16 @@ export interface ChatToolCall {
   function: { name: string; arguments: string };
 }
 
-export interface ChatMessage {
+interface ChatMessageFields {
   role: ChatRole;
   content?: string | ChatContentPart[] | null;
   name?: string;
-  tool_calls?: ChatToolCall[];
   tool_call_id?: string;
   [key: string]: unknown;
+}
+
+export interface ChatMessage extends ChatMessageFields {
+  tool_calls?: ChatToolCall[];
 }
 
 export interface ChatTool {
@@ -49,6 +52,10 @@ export interface OtherChatTool {
 export const isFunctionTool = (tool: ChatTool | OtherChatTool): tool is ChatTool =>
   tool.type === 'function' && typeof (tool as ChatTool).function?.name === 'string';
 
+/** a function tool call (another type, such as OpenAI's custom tools' calls, passes through as it came) */
+export const isFunctionToolCall = (call: ChatToolCall | OtherChatTool): call is ChatToolCall =>
+  call.type === 'function' && typeof (call as ChatToolCall).function?.name === 'string';
+
 export type ChatToolChoice =
   | 'none'
   | 'auto'
@@ -56,9 +63,14 @@ export type ChatToolChoice =
   | { type: 'function'; function: { name: string } }
   | OtherChatTool;
 
+/** a message of a request: earlier tool calls may be of other types than functions (passed on as they came) */
+export interface ChatRequestMessage extends ChatMessageFields {
+  tool_calls?: Array<ChatToolCall | OtherChatTool>;
+}
+
 export interface ChatCompletionRequest {
   model: string;
-  messages: ChatMessage[];
+  messages: ChatRequestMessage[];
   stream?: boolean | null;
   stream_options?: { include_usage?: boolean } | null;
   tools?: Array<ChatTool | OtherChatTool>;

@@ -13,11 +13,16 @@ const ChatMessageSchema = z.looseObject({
   name: z.string().optional(),
   tool_calls: z
     .array(
-      z.looseObject({
-        id: z.string(),
-        type: z.literal('function'),
-        function: z.looseObject({ name: z.string().min(1), arguments: z.string() }),
-      }),
+      z
+        .looseObject({
+          id: z.string(),
+          type: z.string().min(1),
+          function: z.looseObject({ name: z.string().min(1), arguments: z.string() }).optional(),
+        })
+        .refine((call) => call.type !== 'function' || call.function !== undefined, {
+          message: "a tool call of type 'function' carries its function",
+          path: ['function'],
+        }),
     )
     .optional(),
   tool_call_id: z.string().optional(),

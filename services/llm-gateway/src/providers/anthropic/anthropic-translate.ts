@@ -6,6 +6,8 @@ import {
   type ChatToolCall,
   type FinishReason,
   isFunctionTool,
+  isFunctionToolCall,
+  type OtherChatTool,
   type Usage,
 } from '../types';
 import type {
@@ -52,7 +54,9 @@ function userBlocks(content: ChatMessage['content']): AnthropicBlock[] {
   return blocks;
 }
 
-function toolUse(call: ChatToolCall): AnthropicBlock {
+function toolUse(call: ChatToolCall | OtherChatTool): AnthropicBlock {
+  if (!isFunctionToolCall(call))
+    throw new UntranslatableRequest(`Anthropic does not accept tool calls of type '${call.type}'`);
   let input: unknown = {};
   if (call.function.arguments) {
     try {

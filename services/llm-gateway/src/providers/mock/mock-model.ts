@@ -5,6 +5,7 @@ import {
   type ChatMessage,
   type FinishReason,
   isFunctionTool,
+  isFunctionToolCall,
 } from '../types';
 
 /**
@@ -44,7 +45,9 @@ export function mockPromptTokens(body: ChatCompletionRequest): number {
   let total = MESSAGE_OVERHEAD;
   for (const m of body.messages) {
     const images = Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image_url').length : 0;
-    const calls = (m.tool_calls ?? []).map((c) => `${c.function.name} ${c.function.arguments}`).join(' ');
+    const calls = (m.tool_calls ?? [])
+      .map((c) => (isFunctionToolCall(c) ? `${c.function.name} ${c.function.arguments}` : JSON.stringify(c)))
+      .join(' ');
     total +=
       MESSAGE_OVERHEAD + mockTokens(contentText(m.content)) + images * IMAGE_TOKENS + mockTokens(calls);
   }
