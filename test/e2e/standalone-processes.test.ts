@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { tempDir, waitFor } from '@platform/testkit';
 import { callJson } from '../harness';
@@ -174,4 +175,36 @@ describe('pnpm start: every service in its own process', () => {
     expect(await exited).toBe(0);
     for (const pid of Object.values(pids) as number[]) expect(alive(pid)).toBe(false);
   }, 30_000);
+});
+
+describe('pnpm start on a port that is taken', () => {
+  it('exits 1 with one line naming the port and the setting to change, not a stack trace', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    const data = tempDir('standalone-port-taken-');
+    try {
+      const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'], {
+        cwd: ROOT,
+        env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: data.dir },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        output += d.toString();
+      });
+      child.stderr!.on('data', (d: Buffer) => {
+        output += d.toString();
+      });
+      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      expect(code).toBe(1);
+      expect(output).toContain(
+        `cannot listen on 127.0.0.1:${port}: the port is already in use; set PORT to another port`,
+      );
+      expect(output).not.toContain('EADDRINUSE: address already in use');
+    } finally {
+      taken.close();
+      data.remove();
+    }
+  }, 60_000);
 });

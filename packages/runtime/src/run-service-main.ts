@@ -65,10 +65,13 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   const service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
   await service.start();
   const port = Number(process.env.PORT ?? options.defaultPort);
-  const server = await listen(service.handler, port, options.host ?? process.env.HOST ?? '0.0.0.0', {
+  const host = options.host ?? process.env.HOST ?? '0.0.0.0';
+  const server = await listen(service.handler, port, host, {
     maxHeaderSize: options.maxHeaderBytes ?? SERVICE_MAX_HEADER_BYTES,
-  });
-  const admin = await listen(service.admin, common.ADMIN_PORT, common.ADMIN_HOST);
+  }).catch((err) => cannotListen(logger, err, host, port, 'PORT'));
+  const admin = await listen(service.admin, common.ADMIN_PORT, common.ADMIN_HOST).catch((err) =>
+    cannotListen(logger, err, common.ADMIN_HOST, common.ADMIN_PORT, 'ADMIN_PORT'),
+  );
   logger.info({ url: server.url, admin: admin.url }, `${options.name} listening`);
   options.onListening?.(server.url);
   handleProcessSignals(logger, async () => {
@@ -78,4 +81,25 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
     await bus.close();
     await store?.close();
   });
+}
+
+/** A port the service cannot have: one line saying which and what to change, not a stack trace. */
+function cannotListen(
+  logger: Logger,
+  err: Error & { code?: string },
+  host: string,
+  port: number,
+  setting: string,
+): never {
+  const reason =
+    err.code === 'EADDRINUSE'
+      ? 'the port is already in use'
+      : err.code === 'EACCES'
+        ? 'permission denied (ports below 1024 need privileges)'
+        : err.message;
+  logger.fatal(
+    { code: err.code, host, port },
+    `cannot listen on ${host}:${port}: ${reason}; set ${setting} to another port`,
+  );
+  process.exit(1);
 }
