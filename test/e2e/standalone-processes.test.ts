@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { tempDir, waitFor } from '@platform/testkit';
@@ -177,26 +177,31 @@ describe('pnpm start: every service in its own process', () => {
   }, 30_000);
 });
 
-describe('pnpm start on a port that is taken', () => {
-  it('exits 1 with one line naming the port and the setting to change, not a stack trace', async () => {
+/** `pnpm start` until it exits; its exit code and everything it printed */
+function startUntilExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
+}
+
+describe('pnpm start with a setting it cannot use', () => {
+  it('a port that is taken: exits 1 with one line naming the port and the setting to change, not a stack trace', async () => {
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const port = (taken.address() as net.AddressInfo).port;
     const data = tempDir('standalone-port-taken-');
     try {
-      const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'], {
-        cwd: ROOT,
-        env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: data.dir },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout!.on('data', (d: Buffer) => {
-        output += d.toString();
-      });
-      child.stderr!.on('data', (d: Buffer) => {
-        output += d.toString();
-      });
-      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      const { code, output } = await startUntilExit({ PORT: String(port), DATA_DIR: data.dir });
       expect(code).toBe(1);
       expect(output).toContain(
         `cannot listen on 127.0.0.1:${port}: the port is already in use; set PORT to another port`,
@@ -204,6 +209,33 @@ describe('pnpm start on a port that is taken', () => {
       expect(output).not.toContain('EADDRINUSE: address already in use');
     } finally {
       taken.close();
+      data.remove();
+    }
+  }, 60_000);
+
+  it('a port that is not a number: exits 1 with a config error', async () => {
+    const data = tempDir('standalone-port-word-');
+    try {
+      const { code, output } = await startUntilExit({ PORT: 'eighty', DATA_DIR: data.dir });
+      expect(code).toBe(1);
+      expect(output).toContain('config error: PORT: must be a port number from 0 to 65535 (got eighty)');
+    } finally {
+      data.remove();
+    }
+  }, 60_000);
+
+  it('a data folder under a file: exits 1 naming the folder and DATA_DIR, not a stack trace', async () => {
+    const data = tempDir('standalone-data-refused-');
+    try {
+      const file = path.join(data.dir, 'a-file');
+      writeFileSync(file, 'x');
+      const { code, output } = await startUntilExit({ PORT: '0', DATA_DIR: file });
+      expect(code).toBe(1);
+      expect(output).toMatch(
+        /cannot use \S+\/a-file\/[a-z-]+ as a data folder: a part of its path is a file; set DATA_DIR to a writable folder/,
+      );
+      expect(output).not.toContain('ENOTDIR');
+    } finally {
       data.remove();
     }
   }, 60_000);

@@ -4,6 +4,7 @@ import {
   ConfigError,
   commonConfig,
   createLogger,
+  env,
   handleProcessSignals,
   type Logger,
   listen,
@@ -12,7 +13,7 @@ import {
   SERVICE_MAX_HEADER_BYTES,
   systemClock,
 } from '@platform/kernel';
-import type { Store } from '@platform/store';
+import { DataFolderError, type Store } from '@platform/store';
 import type { z } from 'zod';
 import { openBus, openStore } from './infrastructure';
 
@@ -57,18 +58,29 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
     }
     throw err;
   }
+  const port = env.port(options.defaultPort).safeParse(process.env.PORT);
+  if (!port.success) {
+    console.error(`config error: PORT: must be a port number from 0 to 65535 (got ${process.env.PORT})`);
+    process.exit(1);
+  }
   const common = config as unknown as z.infer<z.ZodObject<CommonShape>>;
   const logger = createLogger({ name: options.name, level: common.LOG_LEVEL });
   const settings = { service: options.name, ...common };
-  const store = options.usesStore === false ? undefined : await openStore(settings, logger);
+  const store =
+    options.usesStore === false
+      ? undefined
+      : await openStore(settings, logger).catch((err) => {
+          if (!(err instanceof DataFolderError)) throw err;
+          logger.fatal(`${err.message}; set DATA_DIR to a writable folder`);
+          process.exit(1);
+        });
   const bus = await openBus(settings, logger, options.localBus);
   const service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
   await service.start();
-  const port = Number(process.env.PORT ?? options.defaultPort);
   const host = options.host ?? process.env.HOST ?? '0.0.0.0';
-  const server = await listen(service.handler, port, host, {
+  const server = await listen(service.handler, port.data, host, {
     maxHeaderSize: options.maxHeaderBytes ?? SERVICE_MAX_HEADER_BYTES,
-  }).catch((err) => cannotListen(logger, err, host, port, 'PORT'));
+  }).catch((err) => cannotListen(logger, err, host, port.data, 'PORT'));
   const admin = await listen(service.admin, common.ADMIN_PORT, common.ADMIN_HOST).catch((err) =>
     cannotListen(logger, err, common.ADMIN_HOST, common.ADMIN_PORT, 'ADMIN_PORT'),
   );

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Unavailable } from '@platform/kernel';
@@ -52,7 +52,7 @@ export interface EmbeddedStoreOptions {
  * One process owns a data folder; several instances in one process share the same Store.
  */
 export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
-  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  if (options.dataDir) ensureWritableFolder(options.dataDir);
   const collections = new Map<string, EmbeddedCollection<Doc>>();
   let closed = false;
   return {
@@ -77,6 +77,44 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
       await Promise.all([...collections.values()].map((c) => c.close()));
     },
   };
+}
+
+/** A data folder the store is refused: which folder, and why. */
+export class DataFolderError extends Error {
+  constructor(
+    readonly folder: string,
+    readonly reason: string,
+  ) {
+    super(`cannot use ${folder} as a data folder: ${reason}`);
+    this.name = 'DataFolderError';
+  }
+}
+
+/**
+ * Creates the data folder (owner-only) and checks it takes writes, at start rather than at the first
+ * write. Node's recursive mkdir answers ENOENT when a parent refuses (a read-only file system): the
+ * error names the nearest existing folder and why it refuses instead.
+ */
+function ensureWritableFolder(folder: string): void {
+  try {
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    accessSync(folder, constants.W_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    let existing = folder;
+    while (!existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
+    try {
+      accessSync(existing, constants.W_OK);
+    } catch (refused) {
+      const why =
+        (refused as NodeJS.ErrnoException).code === 'EROFS' ? 'a read-only file system' : 'not writable';
+      throw new DataFolderError(folder, `${existing} is ${why}`);
+    }
+    throw new DataFolderError(
+      folder,
+      code === 'ENOTDIR' ? 'a part of its path is a file' : String(code ?? err),
+    );
+  }
 }
 
 /** documents a TTL sweep removes in one write */

@@ -1,8 +1,8 @@
-import { mkdirSync, renameSync, rmdirSync } from 'node:fs';
+import { mkdirSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '@platform/kernel';
 import { tempDir } from '@platform/testkit';
-import { createEmbeddedStore } from '../src';
+import { createEmbeddedStore, DataFolderError } from '../src';
 
 /** The disk under a collection fails (here: its file turned into a folder, which even root cannot append to). */
 function breakFile(dir: string, name: string) {
@@ -46,6 +46,22 @@ describe('embedded store when its file cannot be written', () => {
       ]);
     } finally {
       await reopened.close();
+      data.remove();
+    }
+  });
+});
+
+describe('embedded store on a folder it cannot use', () => {
+  it('refuses at once, naming the folder and why', () => {
+    const data = tempDir('store-folder-refused-');
+    try {
+      const file = path.join(data.dir, 'a-file');
+      writeFileSync(file, 'x');
+      expect(() => createEmbeddedStore({ dataDir: path.join(file, 'auth') })).toThrow(DataFolderError);
+      expect(() => createEmbeddedStore({ dataDir: path.join(file, 'auth') })).toThrow(
+        `cannot use ${path.join(file, 'auth')} as a data folder: a part of its path is a file`,
+      );
+    } finally {
       data.remove();
     }
   });
