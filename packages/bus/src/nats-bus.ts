@@ -9,8 +9,9 @@ import {
   nanos,
   StorageType,
   StringCodec,
+  type Subscription,
 } from 'nats';
-import type { Bus, Consumer, EventSubject } from './port';
+import type { Bus, Consumer, DurableConsumerOptions, EventSubject, StreamOptions } from './port';
 
 const codec = StringCodec();
 /** how long close() lets a connection drain before closing it outright */
@@ -24,111 +25,243 @@ export interface NatsBusOptions {
   onError?: (err: unknown, context: string) => void;
 }
 
-/** The bus on a real NATS server: core subjects for notifications, JetStream for durable streams. */
+/** the longest wait between two attempts at the first connection */
+const FIRST_CONNECT_MAX_WAIT_MS = 5_000;
+/** core publications kept until the first connection (as nats.js keeps them while it reconnects) */
+const EARLY_PUBLICATIONS_MAX = 10_000;
+
+class NotConnected extends Error {
+  constructor() {
+    super('NATS is not connected yet');
+  }
+}
+
+/**
+ * The bus on a real NATS server: core subjects for notifications, JetStream for durable streams.
+ *
+ * A service starts whether NATS is there or not (decision 0038: a NATS outage degrades, it never keeps
+ * every instance down, and a pod restarted during one must come up too). When the first attempt fails the
+ * bus keeps trying in the background, every 0.25 s doubling to 5 s. Until then: core publications wait in
+ * memory (up to 10,000) and go out on connection, subscriptions, streams and durable consumers are made
+ * on connection, a durable publication fails at once (the gateway's outbox keeps the event), and `ping`
+ * fails (readiness reports it). Reconnect listeners are called once connected, to reconcile.
+ */
 export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
-  const nc: NatsConnection = await connect({
-    servers: options.url,
-    name: options.name,
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 500,
-    waitOnFirstConnect: false,
-  });
   const report = options.onError ?? (() => undefined);
   const reconnectListeners = new Set<() => void>();
-  void (async () => {
-    for await (const status of nc.status()) {
-      if (status.type === 'reconnect') for (const listener of reconnectListeners) listener();
-    }
-  })().catch((err) => report(err, 'status'));
   const consumers = new Set<ConsumerMessages>();
+  const subscriptions = new Set<{
+    subject: string;
+    handler: (payload: unknown) => void | Promise<void>;
+    sub?: Subscription;
+  }>();
+  const earlyPublications: Array<{ subject: string; data: Uint8Array }> = [];
+  const earlyStreams: StreamOptions[] = [];
+  let nc: NatsConnection | null = null;
+  let closed = false;
+  let connected!: (conn: NatsConnection) => void;
+  let neverConnected!: (err: Error) => void;
+  const connection = new Promise<NatsConnection>((resolve, reject) => {
+    connected = resolve;
+    neverConnected = reject;
+  });
+  connection.catch(() => undefined);
+
+  const open = () =>
+    connect({
+      servers: options.url,
+      name: options.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      waitOnFirstConnect: false,
+      // a server that does not answer at all (not one that refuses) holds a start this long, not 20 s
+      timeout: 5_000,
+    });
+
+  const subscribeOn = (
+    conn: NatsConnection,
+    entry: { subject: string; handler: (payload: unknown) => void | Promise<void>; sub?: Subscription },
+  ) => {
+    entry.sub = conn.subscribe(entry.subject, {
+      callback: (err, msg) => {
+        if (err) return report(err, `subscription ${entry.subject}`);
+        let payload: unknown;
+        try {
+          payload = JSON.parse(codec.decode(msg.data));
+        } catch (parseError) {
+          return report(parseError, `malformed message on ${entry.subject}`);
+        }
+        Promise.resolve()
+          .then(() => entry.handler(payload))
+          .catch((e) => report(e, `handler for ${entry.subject}`));
+      },
+    });
+  };
+
+  const ensureStreamOn = async (conn: NatsConnection, stream: StreamOptions) => {
+    const jsm = await conn.jetstreamManager();
+    try {
+      await jsm.streams.info(stream.name);
+    } catch {
+      await jsm.streams.add({
+        name: stream.name,
+        subjects: stream.subjects,
+        storage: StorageType.File,
+        max_age: nanos(stream.maxAgeMs ?? 0),
+        duplicate_window: nanos(stream.duplicateWindowMs ?? 2 * 60_000),
+      });
+    }
+  };
+
+  /** takes the connection into use: what waited for it first, then the callers */
+  const adopt = async (conn: NatsConnection, late: boolean) => {
+    void (async () => {
+      for await (const status of conn.status()) {
+        if (status.type === 'reconnect') for (const listener of reconnectListeners) listener();
+      }
+    })().catch((err) => report(err, 'status'));
+    for (let stream = earlyStreams.shift(); stream; stream = earlyStreams.shift()) {
+      const name = stream.name;
+      await ensureStreamOn(conn, stream).catch((err) => report(err, `stream ${name}`));
+    }
+    for (const entry of subscriptions) subscribeOn(conn, entry);
+    for (const { subject, data } of earlyPublications.splice(0)) conn.publish(subject, data);
+    nc = conn;
+    connected(conn);
+    if (late) for (const listener of reconnectListeners) listener();
+  };
+
+  // the first attempt is awaited (a reachable NATS is connected before the service goes on); later ones are not
+  try {
+    await adopt(await open(), false);
+  } catch (err) {
+    report(err, `connect to ${options.url}; retrying in the background`);
+    void (async () => {
+      let wait = 250;
+      for (let attempt = 1; !closed; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, wait).unref());
+        wait = Math.min(wait * 2, FIRST_CONNECT_MAX_WAIT_MS);
+        if (closed) break;
+        try {
+          const conn = await open();
+          if (closed) {
+            await conn.close();
+            break;
+          }
+          await adopt(conn, true);
+          return;
+        } catch (retryError) {
+          if (attempt % 12 === 0) report(retryError, `connect to ${options.url}; still retrying`);
+        }
+      }
+      neverConnected(new Error('the bus was closed before NATS was reached'));
+    })();
+  }
+
+  const startConsumer = async (
+    conn: NatsConnection,
+    consumerOptions: DurableConsumerOptions,
+  ): Promise<Consumer> => {
+    const jsm = await conn.jetstreamManager();
+    await jsm.consumers.add(consumerOptions.stream, {
+      durable_name: consumerOptions.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: consumerOptions.filterSubject,
+      ack_wait: nanos(30_000),
+    });
+    const consumer = await conn.jetstream().consumers.get(consumerOptions.stream, consumerOptions.durable);
+    const messages = await consumer.consume({ max_messages: 512 });
+    consumers.add(messages);
+    const handle = async (m: JsMsg) => {
+      try {
+        await consumerOptions.handler({
+          subject: m.subject,
+          data: m.string(),
+          deliveryCount: m.info.redeliveryCount,
+        });
+        m.ack();
+      } catch (err) {
+        report(err, `durable ${consumerOptions.durable}`);
+        m.nak(consumerOptions.retryDelayMs ?? 1000);
+      }
+    };
+    const limit = Math.max(1, consumerOptions.concurrency ?? 1);
+    const inFlight = new Set<Promise<void>>();
+    const loop = (async () => {
+      try {
+        for await (const m of messages) {
+          const task: Promise<void> = handle(m).finally(() => inFlight.delete(task));
+          inFlight.add(task);
+          if (inFlight.size >= limit) await Promise.race(inFlight);
+        }
+      } finally {
+        await Promise.all(inFlight);
+      }
+    })().catch((err) => report(err, `durable ${consumerOptions.durable} loop`));
+    return {
+      async stop() {
+        await messages.close();
+        // The server forgets this consumer's pull request only once it has read the unsubscription; until
+        // then it hands new messages to an inbox nobody reads, and they come back only after ack_wait (30 s).
+        await conn.flush().catch(() => undefined);
+        consumers.delete(messages);
+        await loop;
+      },
+    };
+  };
 
   return {
     kind: 'nats',
     async publish<S extends EventSubject>(subject: S, payload: EventPayloads[S]) {
-      nc.publish(subject, codec.encode(JSON.stringify(payload)));
+      const data = codec.encode(JSON.stringify(payload));
+      if (nc) return nc.publish(subject, data);
+      if (earlyPublications.length >= EARLY_PUBLICATIONS_MAX) {
+        earlyPublications.shift();
+        report(new NotConnected(), `publish ${subject}: the oldest waiting publication was dropped`);
+      }
+      earlyPublications.push({ subject, data });
     },
     subscribe(subject, handler) {
-      const sub = nc.subscribe(subject, {
-        callback: (err, msg) => {
-          if (err) return report(err, `subscription ${subject}`);
-          let payload: unknown;
-          try {
-            payload = JSON.parse(codec.decode(msg.data));
-          } catch (parseError) {
-            return report(parseError, `malformed message on ${subject}`);
-          }
-          Promise.resolve()
-            .then(() => handler(payload))
-            .catch((e) => report(e, `handler for ${subject}`));
-        },
-      });
-      return () => sub.unsubscribe();
+      const entry: {
+        subject: string;
+        handler: (payload: unknown) => void | Promise<void>;
+        sub?: Subscription;
+      } = {
+        subject,
+        handler,
+      };
+      subscriptions.add(entry);
+      if (nc) subscribeOn(nc, entry);
+      return () => {
+        subscriptions.delete(entry);
+        entry.sub?.unsubscribe();
+      };
     },
     async ensureStream(stream) {
-      const jsm = await nc.jetstreamManager();
-      try {
-        await jsm.streams.info(stream.name);
-      } catch {
-        await jsm.streams.add({
-          name: stream.name,
-          subjects: stream.subjects,
-          storage: StorageType.File,
-          max_age: nanos(stream.maxAgeMs ?? 0),
-          duplicate_window: nanos(stream.duplicateWindowMs ?? 2 * 60_000),
-        });
-      }
+      if (nc) await ensureStreamOn(nc, stream);
+      else earlyStreams.push(stream);
     },
     async publishDurable<S extends EventSubject>(subject: S, payload: EventPayloads[S], id?: string) {
+      if (!nc) throw new NotConnected();
       await nc
         .jetstream()
         .publish(subject, codec.encode(JSON.stringify(payload)), id ? { msgID: id } : undefined);
     },
     async consumeDurable(consumerOptions): Promise<Consumer> {
-      const jsm = await nc.jetstreamManager();
-      await jsm.consumers.add(consumerOptions.stream, {
-        durable_name: consumerOptions.durable,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        filter_subject: consumerOptions.filterSubject,
-        ack_wait: nanos(30_000),
-      });
-      const consumer = await nc.jetstream().consumers.get(consumerOptions.stream, consumerOptions.durable);
-      const messages = await consumer.consume({ max_messages: 512 });
-      consumers.add(messages);
-      const handle = async (m: JsMsg) => {
-        try {
-          await consumerOptions.handler({
-            subject: m.subject,
-            data: m.string(),
-            deliveryCount: m.info.redeliveryCount,
-          });
-          m.ack();
-        } catch (err) {
-          report(err, `durable ${consumerOptions.durable}`);
-          m.nak(consumerOptions.retryDelayMs ?? 1000);
-        }
-      };
-      const limit = Math.max(1, consumerOptions.concurrency ?? 1);
-      const inFlight = new Set<Promise<void>>();
-      const loop = (async () => {
-        try {
-          for await (const m of messages) {
-            const task: Promise<void> = handle(m).finally(() => inFlight.delete(task));
-            inFlight.add(task);
-            if (inFlight.size >= limit) await Promise.race(inFlight);
-          }
-        } finally {
-          await Promise.all(inFlight);
-        }
-      })().catch((err) => report(err, `durable ${consumerOptions.durable} loop`));
+      if (nc) return startConsumer(nc, consumerOptions);
+      // made once connected; stopping it first cancels it
+      let stopped = false;
+      const started = connection.then(
+        (conn) => (stopped ? null : startConsumer(conn, consumerOptions)),
+        () => null,
+      );
+      started.catch((err) => report(err, `durable ${consumerOptions.durable}`));
       return {
         async stop() {
-          await messages.close();
-          // The server forgets this consumer's pull request only once it has read the unsubscription; until
-          // then it hands new messages to an inbox nobody reads, and they come back only after ack_wait (30 s).
-          await nc.flush().catch(() => undefined);
-          consumers.delete(messages);
-          await loop;
+          stopped = true;
+          const consumer = await started.catch(() => null);
+          await consumer?.stop();
         },
       };
     },
@@ -137,10 +270,13 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       return () => reconnectListeners.delete(listener);
     },
     async ping() {
+      if (!nc) throw new NotConnected();
       if (nc.isClosed()) throw new Error('NATS connection is closed');
       await nc.flush();
     },
     async close() {
+      closed = true;
+      if (!nc) return;
       for (const messages of consumers) await messages.close().catch(() => undefined);
       if (nc.isClosed()) return;
       // Drain delivers what is pending, but a connection that is away (reconnecting, or its server gone)

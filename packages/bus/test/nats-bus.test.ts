@@ -124,6 +124,79 @@ describeWithNats('NATS bus on a real nats-server', () => {
     }
   });
 
+  it('starts while the server is away, and once it is there makes the streams, subscriptions, consumers and publications that waited', async () => {
+    await server.stop();
+    let restarted = false;
+    try {
+      const errors: string[] = [];
+      const early = await createNatsBus({
+        url: server.url,
+        name: 'early',
+        onError: (_err, context) => errors.push(context),
+      });
+      buses.push(early);
+      expect(errors).toEqual([expect.stringContaining('retrying in the background')]);
+      await expect(early.ping()).rejects.toThrow('NATS is not connected yet');
+      await expect(
+        early.publishDurable('analytics.llm.completion', completion('refused'), 'refused'),
+      ).rejects.toThrow('NATS is not connected yet');
+      let reconnects = 0;
+      early.onReconnect(() => reconnects++);
+      await early.ensureStream({ name: 'TEST1', subjects: ['analytics.>'] });
+      const seen: unknown[] = [];
+      early.subscribe('gateway.jwks.updated', (payload) => void seen.push(payload));
+      const durable: string[] = [];
+      const consumer = await early.consumeDurable({
+        stream: 'TEST1',
+        durable: 'early',
+        filterSubject: 'analytics.llm.completion',
+        handler: async (m: DurableMessage) => void durable.push(JSON.parse(m.data).id),
+      });
+      // a publication made while away goes out once connected; this bus hears it on its own subscription
+      const jwks = { version: 1 as const, created: ['k-early'], deleted: [], at: '2026-11-26T00:00:00Z' };
+      await early.publish('gateway.jwks.updated', jwks);
+
+      await server.start();
+      restarted = true;
+      await waitFor(
+        async () =>
+          early.ping().then(
+            () => true,
+            () => false,
+          ),
+        { timeoutMs: 15_000, what: 'connected' },
+      );
+      expect(reconnects).toBe(1);
+      await waitFor(() => seen.length === 1, { what: 'the publication that waited' });
+      expect(seen).toEqual([jwks]);
+      const producer = await open('early-producer');
+      await producer.publishDurable('analytics.llm.completion', completion('after'), 'after');
+      await waitFor(() => durable.includes('after'), { what: 'the consumer made once connected' });
+      expect(durable).not.toContain('refused');
+      await consumer.stop();
+    } finally {
+      if (!restarted) await server.start();
+    }
+  });
+
+  it('a bus closed before the server came stops trying, and its waiting consumer stops at once', async () => {
+    await server.stop();
+    try {
+      const bus = await createNatsBus({ url: server.url, name: 'never' });
+      const consumer = await bus.consumeDurable({
+        stream: 'TEST1',
+        durable: 'never',
+        filterSubject: 'analytics.llm.completion',
+        handler: async () => undefined,
+      });
+      await bus.close();
+      await consumer.stop();
+      await expect(bus.ping()).rejects.toThrow('NATS is not connected yet');
+    } finally {
+      await server.start();
+    }
+  });
+
   it('tells listeners when the connection comes back after the server restarts', async () => {
     const bus = await open('reconnect');
     let reconnects = 0;

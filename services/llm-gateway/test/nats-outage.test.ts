@@ -72,3 +72,58 @@ describeWithNats('usage events survive a NATS outage', () => {
     expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
   }, 180_000);
 });
+
+describeWithNats('a platform started while NATS is away', () => {
+  let nats: NatsServerHandle;
+  let w: GatewayWorld;
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    await nats.stop();
+    w = await startGatewayWorld({
+      natsUrl: nats.url,
+      env: { LLM_GATEWAY_OUTBOX_INTERVAL_MS: '200', LLM_GATEWAY_PUBLISH_TIMEOUT_MS: '300' },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await w?.stop();
+    await nats?.dispose();
+  });
+
+  it('starts and serves, every service ready and reporting the bus; once NATS is there the usage is counted', async () => {
+    for (const service of ['auth', 'llmQuota', 'llmGateway'] as const) {
+      const ready = await fetch(`${w.p.admin[service]}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ degraded: ['bus'] });
+    }
+    const { owner } = await w.org('nats-late');
+    const as = { bearer: owner.token };
+    let tokens = 0;
+    for (let i = 0; i < 5; i++) {
+      const reply = await w.call('gateway', 'POST', '/v1/chat/completions', as, {
+        model: 'mock/chat',
+        messages: [{ role: 'user', content: `before NATS ${i}` }],
+      });
+      expect(reply.status).toBe(200);
+      tokens += reply.body.usage.total_tokens;
+    }
+
+    await nats.start();
+    for (const service of ['auth', 'llmQuota', 'llmGateway'] as const)
+      await waitFor(
+        async () =>
+          (await (await fetch(`${w.p.admin[service]}/readyz`)).json()).checks.bus === 'ok' ? true : null,
+        {
+          timeoutMs: 20_000,
+          what: `${service} on NATS`,
+        },
+      );
+    const usage = await waitFor(
+      async () => {
+        const reply = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
+        return reply.status === 200 && gauge(reply, 'llm.monthly_tokens').used >= tokens ? reply : null;
+      },
+      { timeoutMs: 30_000, intervalMs: 250, what: 'llm-quota to count the completions made before NATS' },
+    );
+    expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
+  }, 120_000);
+});
