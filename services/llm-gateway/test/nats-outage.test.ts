@@ -5,22 +5,41 @@ import { type GatewayWorld, gauge, startGatewayWorld } from './support';
  * The durable outbox against a real nats-server: NATS is stopped while 1,000 completions go through
  * the gateway and started again; llm-quota then counts every one of them exactly once.
  */
-describeWithNats('usage events survive a NATS outage', () => {
-  let nats: NatsServerHandle;
-  let w: GatewayWorld;
+/** A gateway world on a real nats-server, which is stopped before the platform starts when `natsAway`. */
+function natsWorld(natsAway: boolean): { nats: NatsServerHandle; w: GatewayWorld } {
+  const world = {} as { nats: NatsServerHandle; w: GatewayWorld };
   beforeAll(async () => {
-    nats = await startNatsServer();
-    w = await startGatewayWorld({
-      natsUrl: nats.url,
+    world.nats = await startNatsServer();
+    if (natsAway) await world.nats.stop();
+    world.w = await startGatewayWorld({
+      natsUrl: world.nats.url,
       env: { LLM_GATEWAY_OUTBOX_INTERVAL_MS: '200', LLM_GATEWAY_PUBLISH_TIMEOUT_MS: '300' },
     });
   }, 60_000);
   afterAll(async () => {
-    await w?.stop();
-    await nats?.dispose();
+    await world.w?.stop();
+    await world.nats?.dispose();
   });
+  return world;
+}
+
+/** llm-quota's count of the organization's tokens once it has reached `tokens` (it must not pass it) */
+async function countedTokens(w: GatewayWorld, as: { bearer: string }, tokens: number, what: string) {
+  const usage = await waitFor(
+    async () => {
+      const reply = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
+      return reply.status === 200 && gauge(reply, 'llm.monthly_tokens').used >= tokens ? reply : null;
+    },
+    { timeoutMs: 60_000, intervalMs: 250, what },
+  );
+  return gauge(usage, 'llm.monthly_tokens').used;
+}
+
+describeWithNats('usage events survive a NATS outage', () => {
+  const world = natsWorld(false);
 
   it('NATS stopped during 1,000 completions and restarted: each is counted exactly once', async () => {
+    const { nats, w } = world;
     const { owner } = await w.org('nats-outage');
     const as = { bearer: owner.token };
     const total = 1_000;
@@ -62,34 +81,15 @@ describeWithNats('usage events survive a NATS outage', () => {
       timeoutMs: 60_000,
       what: 'the outbox to deliver every event',
     });
-    const usage = await waitFor(
-      async () => {
-        const reply = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
-        return reply.status === 200 && gauge(reply, 'llm.monthly_tokens').used >= tokens ? reply : null;
-      },
-      { timeoutMs: 60_000, intervalMs: 250, what: 'llm-quota to count every completion' },
-    );
-    expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
+    expect(await countedTokens(w, as, tokens, 'llm-quota to count every completion')).toBe(tokens);
   }, 180_000);
 });
 
 describeWithNats('a platform started while NATS is away', () => {
-  let nats: NatsServerHandle;
-  let w: GatewayWorld;
-  beforeAll(async () => {
-    nats = await startNatsServer();
-    await nats.stop();
-    w = await startGatewayWorld({
-      natsUrl: nats.url,
-      env: { LLM_GATEWAY_OUTBOX_INTERVAL_MS: '200', LLM_GATEWAY_PUBLISH_TIMEOUT_MS: '300' },
-    });
-  }, 60_000);
-  afterAll(async () => {
-    await w?.stop();
-    await nats?.dispose();
-  });
+  const world = natsWorld(true);
 
   it('starts and serves, every service ready and reporting the bus; once NATS is there the usage is counted', async () => {
+    const { nats, w } = world;
     for (const service of ['auth', 'llmQuota', 'llmGateway'] as const) {
       const ready = await fetch(`${w.p.admin[service]}/readyz`);
       expect(ready.status).toBe(200);
@@ -110,20 +110,16 @@ describeWithNats('a platform started while NATS is away', () => {
     await nats.start();
     for (const service of ['auth', 'llmQuota', 'llmGateway'] as const)
       await waitFor(
-        async () =>
-          (await (await fetch(`${w.p.admin[service]}/readyz`)).json()).checks.bus === 'ok' ? true : null,
-        {
-          timeoutMs: 20_000,
-          what: `${service} on NATS`,
+        async () => {
+          const ready = (await (await fetch(`${w.p.admin[service]}/readyz`)).json()) as {
+            checks: Record<string, string>;
+          };
+          return ready.checks.bus === 'ok';
         },
+        { timeoutMs: 20_000, what: `${service} on NATS` },
       );
-    const usage = await waitFor(
-      async () => {
-        const reply = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
-        return reply.status === 200 && gauge(reply, 'llm.monthly_tokens').used >= tokens ? reply : null;
-      },
-      { timeoutMs: 30_000, intervalMs: 250, what: 'llm-quota to count the completions made before NATS' },
+    expect(await countedTokens(w, as, tokens, 'llm-quota to count the completions made before NATS')).toBe(
+      tokens,
     );
-    expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
   }, 120_000);
 });
