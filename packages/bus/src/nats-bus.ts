@@ -30,6 +30,13 @@ const FIRST_CONNECT_MAX_WAIT_MS = 5_000;
 /** core publications kept until the first connection (as nats.js keeps them while it reconnects) */
 const EARLY_PUBLICATIONS_MAX = 10_000;
 
+/** a subscription, made on the connection once there is one */
+interface SubscriptionEntry {
+  subject: string;
+  handler: (payload: unknown) => void | Promise<void>;
+  sub?: Subscription;
+}
+
 class NotConnected extends Error {
   constructor() {
     super('NATS is not connected yet');
@@ -50,11 +57,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const report = options.onError ?? (() => undefined);
   const reconnectListeners = new Set<() => void>();
   const consumers = new Set<ConsumerMessages>();
-  const subscriptions = new Set<{
-    subject: string;
-    handler: (payload: unknown) => void | Promise<void>;
-    sub?: Subscription;
-  }>();
+  const subscriptions = new Set<SubscriptionEntry>();
   const earlyPublications: Array<{ subject: string; data: Uint8Array }> = [];
   const earlyStreams: StreamOptions[] = [];
   let nc: NatsConnection | null = null;
@@ -78,10 +81,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       timeout: 5_000,
     });
 
-  const subscribeOn = (
-    conn: NatsConnection,
-    entry: { subject: string; handler: (payload: unknown) => void | Promise<void>; sub?: Subscription },
-  ) => {
+  const subscribeOn = (conn: NatsConnection, entry: SubscriptionEntry) => {
     entry.sub = conn.subscribe(entry.subject, {
       callback: (err, msg) => {
         if (err) return report(err, `subscription ${entry.subject}`);
@@ -223,14 +223,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       earlyPublications.push({ subject, data });
     },
     subscribe(subject, handler) {
-      const entry: {
-        subject: string;
-        handler: (payload: unknown) => void | Promise<void>;
-        sub?: Subscription;
-      } = {
-        subject,
-        handler,
-      };
+      const entry: SubscriptionEntry = { subject, handler };
       subscriptions.add(entry);
       if (nc) subscribeOn(nc, entry);
       return () => {
@@ -276,7 +269,11 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     },
     async close() {
       closed = true;
-      if (!nc) return;
+      if (!nc) {
+        // consumers still waiting for the connection give up now, not at the retry loop's next wake-up
+        neverConnected(new Error('the bus was closed before NATS was reached'));
+        return;
+      }
       for (const messages of consumers) await messages.close().catch(() => undefined);
       if (nc.isClosed()) return;
       // Drain delivers what is pending, but a connection that is away (reconnecting, or its server gone)
