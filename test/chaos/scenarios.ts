@@ -439,6 +439,74 @@ function fuzzBody(): Buffer | undefined {
   }
 }
 
+const GATEWAY_ROUTES = ['/llm/v1/chat/completions', '/llm/v1/embeddings', '/llm/v1/rerank'];
+const HOSTILE = [null, true, 0, -1, 1e308, '', 'x', [], {}, [{}], 'required', 'x'.repeat(5000)];
+const HOSTILE_TOOLS = [
+  [[1]],
+  [{}],
+  [{ type: 'function' }],
+  [{ type: 'function', function: { name: 7 } }],
+  [{ type: 'function', function: { name: 'f', parameters: 'x' } }],
+  [{ type: 'custom', custom: { name: 'g' } }],
+  [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }],
+];
+const HOSTILE_MESSAGES = [
+  [{ role: 'user', content: 'use a tool' }],
+  [{ role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url' }] }],
+  [
+    { role: 'user', content: 'a' },
+    { role: 'assistant', tool_calls: [{}] },
+  ],
+  [
+    { role: 'user', content: 'a' },
+    { role: 'assistant', tool_calls: [{ id: 'c', type: 'custom' }] },
+  ],
+  [{ role: 'tool', content: 5 }],
+  [{ role: 'user', content: null }],
+  [{}],
+  'hi',
+];
+const GATEWAY_FIELDS = [
+  'tool_choice',
+  'n',
+  'stop',
+  'stream',
+  'stream_options',
+  'max_tokens',
+  'response_format',
+  'input',
+  'dimensions',
+  'query',
+  'documents',
+  'top_n',
+];
+
+/** An inference request with a hostile JSON body, from a session whose organization may call the mock models. */
+function gatewayRequest(baseUrl: string, token: string): Promise<{ status: number; what: string }> {
+  const path = pick(GATEWAY_ROUTES);
+  const body: Record<string, unknown> = {
+    model: pick(['mock/chat', 'mock/chat', 'mock/embeddings', 'default', 'nope/x', 7]),
+  };
+  if (Math.random() < 0.8) body.messages = pick(HOSTILE_MESSAGES);
+  if (Math.random() < 0.5) body.tools = pick(HOSTILE_TOOLS);
+  for (const field of GATEWAY_FIELDS) if (Math.random() < 0.2) body[field] = pick(HOSTILE);
+  if (path.endsWith('rerank') && Math.random() < 0.6)
+    Object.assign(body, { query: 'q', documents: pick([['a', 'b'], [{ text: 'a' }], [], [7]]) });
+  if (path.endsWith('embeddings') && Math.random() < 0.6)
+    body.input = pick(['x', ['a', 'b'], [[1, 2]], [], [-1]]);
+  const text = JSON.stringify(body);
+  const what = `POST ${path} ${text.slice(0, 300)}`;
+  const headers = {
+    authorization: `Bearer ${token}`,
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+  };
+  return call(`${baseUrl}${path}`, { method: 'POST', headers, body: text }, UNANSWERED_AFTER_MS).then(
+    (r) => ({ status: r.status, what }),
+    (err: Error) => ({ status: err === UNANSWERED ? UNANSWERED_STATUS : 0, what }),
+  );
+}
+
 /** One fuzzed request through http (well-formed HTTP, hostile content). */
 function fuzzedRequest(baseUrl: string, credentials: string[]): Promise<{ status: number; what: string }> {
   const method = pick(METHODS);
@@ -501,13 +569,26 @@ const percent = (from: number, to: number) => Math.round(((to - from) / from) * 
 /** Fuzzed requests across every root; 5xx counted with samples, and the edge's memory before and after. */
 export async function fuzz(total: number, log = console.log): Promise<FuzzFigures> {
   const data = tempDir('chaos-fuzz-');
-  const platform = await startPlatformProcesses(data.dir, { ...LOAD_ENV, ...INSPECTABLE_ENV });
+  // the enterprise plan's rate limits let most of the inference requests through to the mock models
+  const platform = await startPlatformProcesses(data.dir, {
+    ...LOAD_ENV,
+    ...INSPECTABLE_ENV,
+    LLM_QUOTA_DEFAULT_PLAN: 'enterprise',
+  });
   const statuses: Record<string, number> = {};
   const fiveXxSamples: string[] = [];
   const unanswered: string[] = [];
   try {
     const session = await login(platform.baseUrl);
     const credentials = [session.token, `${session.token}x`, 'at:nope', 'not-a-jwt', 'a.b.c', ''];
+    // an organization (its active one) lets the session reach the inference routes' validation and the mock models
+    const org = await call(`${platform.baseUrl}/v2/orgs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${session.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Fuzz', slug: 'fuzz' }),
+    });
+    if (org.status !== 201)
+      throw new Error(`creating the fuzz organization answered ${org.status}: ${org.body}`);
     const port = Number(new URL(platform.baseUrl).port);
     const edgePid = platform.pids.edge!;
     const idle = await memoryAfterGc(platform, edgePid);
@@ -521,10 +602,13 @@ export async function fuzz(total: number, log = console.log): Promise<FuzzFigure
         Array.from({ length: 32 }, async () => {
           while (sent < end) {
             sent++;
+            const dice = Math.random();
             const r =
-              Math.random() < 0.03
+              dice < 0.03
                 ? await rawRequest(port)
-                : await fuzzedRequest(platform.baseUrl, credentials);
+                : dice < 0.18
+                  ? await gatewayRequest(platform.baseUrl, session.token)
+                  : await fuzzedRequest(platform.baseUrl, credentials);
             statuses[r.status] = (statuses[r.status] ?? 0) + 1;
             if (r.status >= 500 && fiveXxSamples.length < 20) fiveXxSamples.push(`${r.status} ${r.what}`);
             if (r.status === UNANSWERED_STATUS) unanswered.push(r.what);
