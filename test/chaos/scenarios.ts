@@ -581,10 +581,12 @@ export async function fuzz(total: number, log = console.log): Promise<FuzzFigure
   try {
     const session = await login(platform.baseUrl);
     const credentials = [session.token, `${session.token}x`, 'at:nope', 'not-a-jwt', 'a.b.c', ''];
-    // an organization (its active one) lets the session reach the inference routes' validation and the mock models
+    // A session of its own, which the fuzzed requests cannot log out, with an organization (its active one):
+    // it reaches the inference routes' validation and the mock models.
+    const inference = await login(platform.baseUrl);
     const org = await call(`${platform.baseUrl}/v2/orgs`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${session.token}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${inference.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'Fuzz', slug: 'fuzz' }),
     });
     if (org.status !== 201)
@@ -607,7 +609,7 @@ export async function fuzz(total: number, log = console.log): Promise<FuzzFigure
               dice < 0.03
                 ? await rawRequest(port)
                 : dice < 0.18
-                  ? await gatewayRequest(platform.baseUrl, session.token)
+                  ? await gatewayRequest(platform.baseUrl, inference.token)
                   : await fuzzedRequest(platform.baseUrl, credentials);
             statuses[r.status] = (statuses[r.status] ?? 0) + 1;
             if (r.status >= 500 && fiveXxSamples.length < 20) fiveXxSamples.push(`${r.status} ${r.what}`);
