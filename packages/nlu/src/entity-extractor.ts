@@ -257,23 +257,24 @@ function taggedParts(
   );
 }
 
-/** What an extractor looks things up in while it extracts. */
-interface Lookups {
-  /** CRF feature -> column */
-  featureIndex: StringIndex;
+/** What an extractor looks up its dictionaries' phrases in. */
+interface DictionaryLookups {
   gazetteer: Gazetteer;
   /** per entity: the keys (folded tokens joined by spaces) of its dictionary's phrases */
   phraseKeys: Array<Set<string>>;
 }
 
-/** An extractor's lookups from its parts, the gazetteer in steps of a few phrases (see steps.ts). */
-function* lookupsSteps(
+/** What an extractor looks things up in while it extracts. */
+interface Lookups extends DictionaryLookups {
+  /** CRF feature -> column */
+  featureIndex: StringIndex;
+}
+
+/** The gazetteer and phrase keys of the dictionaries' phrases, in steps of a few phrases (see steps.ts). */
+function* dictionaryLookupsSteps(
   entities: readonly EntityInfo[],
   phrases: readonly Phrase[],
-  features: readonly string[] | StringIndex,
-): Steps<Lookups> {
-  const featureIndex = StringIndex.from(features);
-  yield;
+): Steps<DictionaryLookups> {
   const phraseKeys = entities.map(() => new Set<string>());
   function* folded(): Generator<GazetteerPhrase> {
     for (const p of phrases) {
@@ -286,19 +287,22 @@ function* lookupsSteps(
     folded(),
     entities.map((e) => e.extensible),
   );
-  return { featureIndex, gazetteer, phraseKeys };
+  return { gazetteer, phraseKeys };
 }
 
-function gazetteerOf(entities: readonly EntityInfo[], phrases: readonly Phrase[]): Gazetteer {
-  return new Gazetteer(
-    phrases.map((p) => ({ entity: p.entity, value: p.value, tokens: tokenize(p.text).map((t) => t.norm) })),
-    entities.map((e) => e.extensible),
-  );
+/** An extractor's lookups from its parts (a stored model being adopted), in steps. */
+function* lookupsSteps(
+  entities: readonly EntityInfo[],
+  phrases: readonly Phrase[],
+  features: readonly string[] | StringIndex,
+): Steps<Lookups> {
+  const featureIndex = StringIndex.from(features);
+  yield;
+  return { featureIndex, ...(yield* dictionaryLookupsSteps(entities, phrases)) };
 }
 
-interface Dictionary {
+interface Dictionary extends DictionaryLookups {
   phrases: Phrase[];
-  gazetteer: Gazetteer;
   /** leave-one-out: is the phrase known as this entity without utterance u? */
   knownWithout(entity: number, key: string, u: number): boolean;
 }
@@ -355,7 +359,7 @@ function buildDictionary(
   });
   return {
     phrases,
-    gazetteer: gazetteerOf(entities, phrases),
+    ...runSteps(dictionaryLookupsSteps(entities, phrases)),
     knownWithout(entity, key, u) {
       const k = `${entity}\u0000${key}`;
       const n = tagCount.get(k) ?? 0;
@@ -611,7 +615,11 @@ export class EntityExtractor {
         entities,
         dictionary.phrases,
         classes,
-        runSteps(lookupsSteps(entities, dictionary.phrases, featureNames)),
+        {
+          featureIndex: StringIndex.of(featureNames),
+          gazetteer: dictionary.gazetteer,
+          phraseKeys: dictionary.phraseKeys,
+        },
         wordStats,
         crf,
         slots,
