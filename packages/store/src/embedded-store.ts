@@ -188,7 +188,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       if (this.indexKeys.has(key)) continue;
       this.indexKeys.add(key);
       if (index.expireAfterSeconds !== undefined) {
-        this.ttl.set(fields[0]!, index.expireAfterSeconds);
+        // the first field as declared (`fields` was sorted in place for the key)
+        this.ttl.set(Object.keys(index.fields)[0]!, index.expireAfterSeconds);
         if (!this.sweeper && this.sweepIntervalMs > 0) {
           this.sweeper = setInterval(() => void this.sweep(), this.sweepIntervalMs);
           this.sweeper.unref();

@@ -48,13 +48,13 @@ export interface OtherChatTool {
   [key: string]: unknown;
 }
 
-/** the function tools of a request: the only kind the mock and the Anthropic translation know */
-export const isFunctionTool = (tool: ChatTool | OtherChatTool): tool is ChatTool =>
-  tool.type === 'function' && typeof (tool as ChatTool).function?.name === 'string';
-
-/** a function tool call (another type, such as OpenAI's custom tools' calls, passes through as it came) */
-export const isFunctionToolCall = (call: ChatToolCall | OtherChatTool): call is ChatToolCall =>
-  call.type === 'function' && typeof (call as ChatToolCall).function?.name === 'string';
+/**
+ * A function tool, tool choice or tool call: the only kind the mock and the Anthropic translation know (the
+ * other types, such as OpenAI's custom tools and their calls, pass through to OpenAI-protocol providers).
+ */
+export const isFunction = <F extends { type: 'function'; function: { name: string } }>(
+  item: F | OtherChatTool,
+): item is F => item.type === 'function' && typeof (item as F).function?.name === 'string';
 
 export type ChatToolChoice =
   | 'none'

@@ -1,6 +1,19 @@
 import { z } from 'zod';
 
 /**
+ * `{type, function?}` in one of OpenAI's forms (a tool, a tool choice, a tool call): any type passes on to
+ * providers that know it, and one of type `function` carries the `function` the adapters read.
+ */
+function typedItem<F extends z.ZodType>(fn: F, what: string, shape: z.ZodRawShape = {}) {
+  return z
+    .looseObject({ ...shape, type: z.string().min(1), function: fn.optional() })
+    .refine((item) => item.type !== 'function' || item.function !== undefined, {
+      message: `${what} of type 'function' needs its function`,
+      path: ['function'],
+    });
+}
+
+/**
  * A chat message's members that the gateway, its tokenizer or a provider adapter reads, in OpenAI's
  * shapes (OpenAI refuses the others with a 400 too); anything else passes through.
  */
@@ -13,43 +26,26 @@ const ChatMessageSchema = z.looseObject({
   name: z.string().optional(),
   tool_calls: z
     .array(
-      z
-        .looseObject({
-          id: z.string(),
-          type: z.string().min(1),
-          function: z.looseObject({ name: z.string().min(1), arguments: z.string() }).optional(),
-        })
-        .refine((call) => call.type !== 'function' || call.function !== undefined, {
-          message: "a tool call of type 'function' carries its function",
-          path: ['function'],
-        }),
+      typedItem(z.looseObject({ name: z.string().min(1), arguments: z.string() }), 'a tool call', {
+        id: z.string(),
+      }),
     )
     .optional(),
   tool_call_id: z.string().optional(),
 });
 
-const ToolFunctionSchema = z.looseObject({
-  name: z.string().min(1),
-  description: z.string().optional(),
-  parameters: z.record(z.string(), z.unknown()).optional(),
-});
-
-/** a function tool, or another of OpenAI's tool types, passed on to providers that know it */
-const ChatToolSchema = z
-  .looseObject({ type: z.string().min(1), function: ToolFunctionSchema.optional() })
-  .refine((tool) => tool.type !== 'function' || tool.function !== undefined, {
-    message: "a tool of type 'function' needs its function",
-    path: ['function'],
-  });
+const ChatToolSchema = typedItem(
+  z.looseObject({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+  }),
+  'a tool',
+);
 
 const ToolChoiceSchema = z.union([
   z.enum(['none', 'auto', 'required']),
-  z
-    .looseObject({ type: z.string().min(1), function: z.looseObject({ name: z.string().min(1) }).optional() })
-    .refine((choice) => choice.type !== 'function' || choice.function !== undefined, {
-      message: "a tool_choice of type 'function' names its function",
-      path: ['function'],
-    }),
+  typedItem(z.looseObject({ name: z.string().min(1) }), 'a tool_choice'),
 ]);
 
 /** OpenAI's chat request: the members the gateway reads are checked; every other one passes through. */

@@ -5,8 +5,7 @@ import {
   type ChatMessage,
   type ChatToolCall,
   type FinishReason,
-  isFunctionTool,
-  isFunctionToolCall,
+  isFunction,
   type OtherChatTool,
   type Usage,
 } from '../types';
@@ -55,7 +54,7 @@ function userBlocks(content: ChatMessage['content']): AnthropicBlock[] {
 }
 
 function toolUse(call: ChatToolCall | OtherChatTool): AnthropicBlock {
-  if (!isFunctionToolCall(call))
+  if (!isFunction(call))
     throw new UntranslatableRequest(`Anthropic does not accept tool calls of type '${call.type}'`);
   let input: unknown = {};
   if (call.function.arguments) {
@@ -132,7 +131,7 @@ export function toAnthropicRequest(
   if (body.user) out.metadata = { user_id: body.user };
   if (body.tools?.length) {
     out.tools = body.tools.map((t) => {
-      if (!isFunctionTool(t))
+      if (!isFunction(t))
         throw new UntranslatableRequest(`Anthropic does not accept tools of type '${t.type}'`);
       return {
         name: t.function.name,
@@ -145,7 +144,7 @@ export function toAnthropicRequest(
     if (choice === 'none') out.tool_choice = { type: 'none' };
     else if (choice === 'required') out.tool_choice = { type: 'any', ...noParallel };
     else if (typeof choice === 'object') {
-      if (!isFunctionTool(choice))
+      if (!isFunction(choice))
         throw new UntranslatableRequest(`Anthropic does not accept a tool_choice of type '${choice.type}'`);
       out.tool_choice = { type: 'tool', name: choice.function.name, ...noParallel };
     } else if (body.parallel_tool_calls === false) out.tool_choice = { type: 'auto', ...noParallel };

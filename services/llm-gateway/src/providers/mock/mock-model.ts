@@ -4,8 +4,7 @@ import {
   type ChatContentPart,
   type ChatMessage,
   type FinishReason,
-  isFunctionTool,
-  isFunctionToolCall,
+  isFunction,
 } from '../types';
 
 /**
@@ -46,7 +45,7 @@ export function mockPromptTokens(body: ChatCompletionRequest): number {
   for (const m of body.messages) {
     const images = Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image_url').length : 0;
     const calls = (m.tool_calls ?? [])
-      .map((c) => (isFunctionToolCall(c) ? `${c.function.name} ${c.function.arguments}` : JSON.stringify(c)))
+      .map((c) => (isFunction(c) ? `${c.function.name} ${c.function.arguments}` : JSON.stringify(c)))
       .join(' ');
     total +=
       MESSAGE_OVERHEAD + mockTokens(contentText(m.content)) + images * IMAGE_TOKENS + mockTokens(calls);
@@ -85,10 +84,10 @@ export function mockTurn(body: ChatCompletionRequest): MockTurn {
   const last = body.messages[body.messages.length - 1];
   const lastUser = [...body.messages].reverse().find((m) => m.role === 'user');
   const userText = contentText(lastUser?.content);
-  const tools = (body.tools ?? []).filter(isFunctionTool);
+  const tools = (body.tools ?? []).filter(isFunction);
   const choice = body.tool_choice;
   if (tools.length > 0 && choice !== 'none' && last?.role === 'user') {
-    const chosen = typeof choice === 'object' && isFunctionTool(choice) ? choice.function.name : undefined;
+    const chosen = typeof choice === 'object' && isFunction(choice) ? choice.function.name : undefined;
     const named = chosen === undefined ? undefined : tools.find((t) => t.function.name === chosen);
     const mentioned = tools.find((t) => userText.toLowerCase().includes(t.function.name.toLowerCase()));
     const tool =
