@@ -439,6 +439,18 @@ function fuzzBody(): Buffer | undefined {
   }
 }
 
+/** A fuzzed request's status: 0 when the connection failed, UNANSWERED_STATUS past the deadline. */
+function fuzzCall(
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string | Buffer },
+  what: string,
+): Promise<{ status: number; what: string }> {
+  return call(url, init, UNANSWERED_AFTER_MS).then(
+    (r) => ({ status: r.status, what }),
+    (err: Error) => ({ status: err === UNANSWERED ? UNANSWERED_STATUS : 0, what }),
+  );
+}
+
 const GATEWAY_ROUTES = ['/llm/v1/chat/completions', '/llm/v1/embeddings', '/llm/v1/rerank'];
 const HOSTILE = [null, true, 0, -1, 1e308, '', 'x', [], {}, [{}], 'required', 'x'.repeat(5000)];
 const HOSTILE_TOOLS = [
@@ -501,10 +513,7 @@ function gatewayRequest(baseUrl: string, token: string): Promise<{ status: numbe
     'content-type': 'application/json',
     'content-length': String(Buffer.byteLength(text)),
   };
-  return call(`${baseUrl}${path}`, { method: 'POST', headers, body: text }, UNANSWERED_AFTER_MS).then(
-    (r) => ({ status: r.status, what }),
-    (err: Error) => ({ status: err === UNANSWERED ? UNANSWERED_STATUS : 0, what }),
-  );
+  return fuzzCall(`${baseUrl}${path}`, { method: 'POST', headers, body: text }, what);
 }
 
 /** One fuzzed request through http (well-formed HTTP, hostile content). */
@@ -529,10 +538,7 @@ function fuzzedRequest(baseUrl: string, credentials: string[]): Promise<{ status
     if (Math.random() < 0.15) headers['content-encoding'] = pick(ENCODINGS);
   }
   const what = `${method} ${path.slice(0, 120)} ${JSON.stringify(Object.keys(headers))}${headers['content-encoding'] ? ` ce=${headers['content-encoding']}` : ''}`;
-  return call(`${baseUrl}${path}`, { method, headers, body }, UNANSWERED_AFTER_MS).then(
-    (r) => ({ status: r.status, what }),
-    (err: Error) => ({ status: err === UNANSWERED ? UNANSWERED_STATUS : 0, what }),
-  );
+  return fuzzCall(`${baseUrl}${path}`, { method, headers, body }, what);
 }
 
 /** Malformed HTTP on a raw socket: what an http client would refuse to send. */

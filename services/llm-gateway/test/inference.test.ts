@@ -148,6 +148,10 @@ describe('OpenAI-compatible inference through the edge', () => {
     expect(res.body).toMatchObject({ code: 'INVALID_BODY', status: 400, requestId: expect.any(String) });
   });
 
+  /** POST /v1/chat/completions as the organization's owner */
+  const chat = (body: Record<string, unknown>) =>
+    w.call('gateway', 'POST', '/v1/chat/completions', { bearer: owner.token }, body);
+
   it('chat refuses malformed tools, tool choices, tool calls and content with INVALID_BODY, on every model', async () => {
     const ask = [{ role: 'user', content: 'use a tool' }];
     const malformed: Array<Record<string, unknown>> = [
@@ -166,13 +170,7 @@ describe('OpenAI-compatible inference through the edge', () => {
     ];
     for (const model of ['mock/chat', 'sim/gpt', 'sim/claude'])
       for (const fields of malformed) {
-        const res = await w.call(
-          'gateway',
-          'POST',
-          '/v1/chat/completions',
-          { bearer: owner.token },
-          { model, messages: ask, ...fields },
-        );
+        const res = await chat({ model, messages: ask, ...fields });
         expect({ model, fields, status: res.status, code: res.body.code }).toEqual({
           model,
           fields,
@@ -192,42 +190,26 @@ describe('OpenAI-compatible inference through the edge', () => {
       },
       { role: 'tool', tool_call_id: 'c1', content: 'done' },
     ];
-    const openai = await w.call(
-      'gateway',
-      'POST',
-      '/v1/chat/completions',
-      { bearer: owner.token },
-      { model: 'sim/gpt', messages: history, tools: [custom] },
-    );
+    const openai = await chat({ model: 'sim/gpt', messages: history, tools: [custom] });
     expect(openai.status).toBe(200);
     expect(w.sim.requests().at(-1)!.body).toMatchObject({ tools: [custom], messages: history });
-    const claudeHistory = await w.call(
-      'gateway',
-      'POST',
-      '/v1/chat/completions',
-      { bearer: owner.token },
-      { model: 'sim/claude', messages: history },
-    );
+    const claudeHistory = await chat({ model: 'sim/claude', messages: history });
     expect(claudeHistory.body).toMatchObject({
       code: 'PROVIDER_ERROR',
       message: expect.stringContaining("Anthropic does not accept tool calls of type 'custom'"),
     });
-    const mock = await w.call(
-      'gateway',
-      'POST',
-      '/v1/chat/completions',
-      { bearer: owner.token },
-      { model: 'mock/chat', messages: [{ role: 'user', content: 'a tool please' }], tools: [custom] },
-    );
+    const mock = await chat({
+      model: 'mock/chat',
+      messages: [{ role: 'user', content: 'a tool please' }],
+      tools: [custom],
+    });
     expect(mock.status).toBe(200);
     expect(mock.body.choices[0].finish_reason).toBe('stop');
-    const anthropic = await w.call(
-      'gateway',
-      'POST',
-      '/v1/chat/completions',
-      { bearer: owner.token },
-      { model: 'sim/claude', messages: [{ role: 'user', content: 'hi' }], tools: [custom] },
-    );
+    const anthropic = await chat({
+      model: 'sim/claude',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [custom],
+    });
     expect(anthropic.status).toBe(502);
     expect(anthropic.body).toMatchObject({
       code: 'PROVIDER_ERROR',
