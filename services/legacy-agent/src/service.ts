@@ -10,6 +10,7 @@ import type { LegacyContext } from './domain/context';
 import { Conversations } from './domain/conversations';
 import { Dialogue } from './domain/dialogue';
 import { Entities } from './domain/entities';
+import { giveExpiryToOlderRecords } from './domain/expiry-backfill';
 import { Intents } from './domain/intents';
 import { type RetrainTimers, systemTimers } from './domain/timers';
 import { TokenSealer } from './domain/tokens';
@@ -99,7 +100,10 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     name: 'legacy-agent',
     handler: app,
     admin: app.admin,
-    start: () => domain.understanding.start(),
+    start: async () => {
+      await giveExpiryToOlderRecords(domain.ctx);
+      await domain.understanding.start();
+    },
     stop: () => domain.understanding.stop(),
   };
 }
