@@ -4,8 +4,10 @@ import { appendFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Unavailable } from '@platform/kernel';
 import Datastore from '@seald-io/nedb';
+import { checkBucketName, fileBlobs, memoryBlobs } from './blobs';
 import { Mutex } from './mutex';
 import {
+  type BlobBucket,
   type Collection,
   type Doc,
   DuplicateKeyError,
@@ -54,6 +56,7 @@ export interface EmbeddedStoreOptions {
 export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
   if (options.dataDir) ensureWritableFolder(options.dataDir);
   const collections = new Map<string, EmbeddedCollection<Doc>>();
+  const buckets = new Map<string, BlobBucket>();
   let closed = false;
   return {
     engine: 'embedded',
@@ -66,6 +69,16 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
       }
       existing.ensureIndexes(indexes);
       return existing as unknown as Collection<T>;
+    },
+    blobs(bucket: string): BlobBucket {
+      checkBucketName(bucket);
+      let blobs = buckets.get(bucket);
+      if (!blobs) {
+        // files beside the collections' (out of this process's memory), or in memory without a data folder
+        blobs = options.dataDir ? fileBlobs(path.join(options.dataDir, `${bucket}.blobs`)) : memoryBlobs();
+        buckets.set(bucket, blobs);
+      }
+      return blobs;
     },
     async ping() {
       if (closed) throw new Error('store is closed');

@@ -1,11 +1,13 @@
 import type { Collection as MongoCollection, Document as MongoDocument } from 'mongodb';
 import mongoose from 'mongoose';
+import { pieceBlobs } from './blobs';
 import type { MongoStoreOptions } from './mongo';
 
 /** How documents look to the driver: string ids, anything else. */
 type Raw = { _id: string } & MongoDocument;
 
 import {
+  type BlobBucket,
   type Collection,
   type Doc,
   DuplicateKeyError,
@@ -32,26 +34,28 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   const db = connection.db;
   if (!db) throw new Error('MongoDB connection has no database');
   const handles = new Map<string, Collection<Doc>>();
+  const collection = <T extends Doc>(name: string, indexes: IndexSpec[] = []): Collection<T> => {
+    let handle = handles.get(name);
+    if (!handle) {
+      const native = db.collection<Raw>(name);
+      const ready = Promise.all(
+        indexes.map((ix) =>
+          native.createIndex(ix.fields, {
+            unique: ix.unique ?? false,
+            ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
+          }),
+        ),
+      ).then(() => undefined);
+      ready.catch(() => undefined);
+      handle = new MongoCollectionAdapter<Doc>(name, native, ready);
+      handles.set(name, handle);
+    }
+    return handle as unknown as Collection<T>;
+  };
   return {
     engine: 'mongodb',
-    collection<T extends Doc>(name: string, indexes: IndexSpec[] = []): Collection<T> {
-      let handle = handles.get(name);
-      if (!handle) {
-        const native = db.collection<Raw>(name);
-        const ready = Promise.all(
-          indexes.map((ix) =>
-            native.createIndex(ix.fields, {
-              unique: ix.unique ?? false,
-              ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
-            }),
-          ),
-        ).then(() => undefined);
-        ready.catch(() => undefined);
-        handle = new MongoCollectionAdapter<Doc>(name, native, ready);
-        handles.set(name, handle);
-      }
-      return handle as unknown as Collection<T>;
-    },
+    collection,
+    blobs: (bucket: string): BlobBucket => pieceBlobs({ collection }, bucket),
     async ping() {
       await db.command({ ping: 1 });
     },

@@ -77,10 +77,25 @@ export interface Collection<T extends Doc> {
   deleteMany(filter: Filter): Promise<number>;
 }
 
+/**
+ * Named byte strings too large to keep as documents (a trained model's stored form, say). The embedded engine
+ * keeps them as files beside its collections, out of its memory; MongoDB in pieces of a collection.
+ */
+export interface BlobBucket {
+  /** stores `bytes` as `id` (replacing any blob of that id), durably once it resolves */
+  put(id: string, bytes: Uint8Array): Promise<void>;
+  /** the blob, or null when there is none */
+  get(id: string): Promise<Buffer | null>;
+  /** removes the blob; nothing happens when there is none */
+  delete(id: string): Promise<void>;
+}
+
 export interface Store {
   readonly engine: 'embedded' | 'mongodb';
   /** a handle on a collection, creating its indexes once (idempotent) */
   collection<T extends Doc>(name: string, indexes?: IndexSpec[]): Collection<T>;
+  /** a handle on a bucket of blobs (a name of letters, digits, `_ -`); blob ids are letters, digits and `_ : -` */
+  blobs(bucket: string): BlobBucket;
   /** throws when the engine cannot serve */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { type Collection, DuplicateKeyError, type Store } from '../src';
 
 interface Item {
@@ -177,6 +177,40 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
 
     it('answers ping while open', async () => {
       await expect(store.ping()).resolves.toBeUndefined();
+    });
+
+    it('stores, replaces and deletes blobs, whole', async () => {
+      const blobs = store.blobs(`bucket_${suffix}`);
+      const large = randomBytes(1_200_000); // more than one piece where an engine stores pieces
+      expect(await blobs.get('model:en:1')).toBeNull();
+      await blobs.put('model:en:1', large);
+      await blobs.put('empty', new Uint8Array(0));
+      expect((await blobs.get('model:en:1'))!.equals(large)).toBe(true);
+      expect((await blobs.get('empty'))!.length).toBe(0);
+      // a view into a larger buffer stores only its own bytes
+      await blobs.put('model:en:1', large.subarray(10, 20));
+      expect((await blobs.get('model:en:1'))!.equals(large.subarray(10, 20))).toBe(true);
+      await blobs.delete('model:en:1');
+      await blobs.delete('never-stored');
+      expect(await blobs.get('model:en:1')).toBeNull();
+      expect((await blobs.get('empty'))!.length).toBe(0);
+      // another bucket holds its own blobs
+      expect(await store.blobs(`other_${suffix}`).get('empty')).toBeNull();
+    });
+
+    it('keeps a blob whole when writes of it race: a reader gets one of them', async () => {
+      const blobs = store.blobs(`bucket_${suffix}`);
+      const versions = [randomBytes(900_000), randomBytes(500_000), randomBytes(700_000)];
+      await Promise.all(versions.map((bytes) => blobs.put('raced', bytes)));
+      const stored = (await blobs.get('raced'))!;
+      expect(versions.some((bytes) => bytes.equals(stored))).toBe(true);
+    });
+
+    it('refuses blob ids that could name another place', async () => {
+      const blobs = store.blobs(`bucket_${suffix}`);
+      for (const id of ['', '../escape', 'a/b', '.hidden', 'a.partial', 'x'.repeat(201)])
+        await expect(blobs.put(id, new Uint8Array(1))).rejects.toThrow(/Invalid blob id/);
+      expect(() => store.blobs('../up')).toThrow(/Invalid blob bucket name/);
     });
   });
 }

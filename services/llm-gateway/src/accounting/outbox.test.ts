@@ -24,6 +24,7 @@ function countingStore(inner: Store) {
     engine: inner.engine,
     ping: () => inner.ping(),
     close: () => inner.close(),
+    blobs: (bucket) => inner.blobs(bucket),
     collection<T extends Doc>(name: string, indexes?: Parameters<Store['collection']>[1]): Collection<T> {
       const c = inner.collection<T>(name, indexes);
       return Object.assign(Object.create(c) as Collection<T>, {

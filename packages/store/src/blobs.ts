@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { BlobBucket, Doc, Store } from './port';
+
+const BLOB_ID = /^[A-Za-z0-9_:-]{1,200}$/;
+
+function checkId(id: string): void {
+  if (!BLOB_ID.test(id)) throw new Error(`Invalid blob id: ${id}`);
+}
+
+export const checkBucketName = (name: string): void => {
+  if (!/^[A-Za-z0-9_-]+$/.test(name)) throw new Error(`Invalid blob bucket name: ${name}`);
+};
+
+const PARTIAL = '.partial';
+
+/**
+ * A file per blob in `folder`. A blob is written to a file of its own and renamed over the old one, so a
+ * reader (or a restart after kill -9) sees the old bytes or the new ones, never a mix; the partial files of writes
+ * cut short are removed by the first write after a start.
+ */
+export function fileBlobs(folder: string): BlobBucket {
+  let made = false;
+  const fileOf = (id: string) => {
+    checkId(id);
+    return path.join(folder, id);
+  };
+  return {
+    async put(id, bytes) {
+      const file = fileOf(id);
+      if (!made) {
+        mkdirSync(folder, { recursive: true, mode: 0o700 });
+        // what writes cut short (kill -9) left: the folder is this process's, so none of them is still being written
+        for (const name of readdirSync(folder))
+          if (name.endsWith(PARTIAL)) rmSync(path.join(folder, name), { force: true });
+        made = true;
+      }
+      const partial = path.join(folder, `.${randomUUID()}${PARTIAL}`);
+      try {
+        await writeFile(partial, bytes, { mode: 0o600 });
+        await rename(partial, file);
+      } catch (err) {
+        await rm(partial, { force: true });
+        throw err;
+      }
+    },
+    async get(id) {
+      try {
+        return await readFile(fileOf(id));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw err;
+      }
+    },
+    async delete(id) {
+      await rm(fileOf(id), { force: true });
+    },
+  };
+}
+
+/** Blobs in this process's memory (a store without a data folder: tests). */
+export function memoryBlobs(): BlobBucket {
+  const blobs = new Map<string, Buffer>();
+  return {
+    async put(id, bytes) {
+      checkId(id);
+      blobs.set(id, Buffer.from(bytes));
+    },
+    async get(id) {
+      checkId(id);
+      const bytes = blobs.get(id);
+      return bytes ? Buffer.from(bytes) : null;
+    },
+    async delete(id) {
+      checkId(id);
+      blobs.delete(id);
+    },
+  };
+}
+
+/** One document of a blob in pieces: the head (`_id` = the blob's id) or a piece of one version of it. */
+interface BlobPieceDoc extends Doc {
+  blob: string;
+  /** which write of the blob the document belongs to */
+  version: string;
+  /** the head: how many pieces and bytes that version has */
+  pieces?: number;
+  bytes?: number;
+  /** a piece: its place and its bytes, base64 */
+  index?: number;
+  data?: string;
+}
+
+/** a piece's bytes: a multiple of 3, so that each piece is base64 of its own; far below MongoDB's 16 MB */
+const PIECE_BYTES = 3 * 128 * 1024;
+
+/**
+ * Blobs as documents of a collection (MongoDB): a new version's pieces are written first, then the head is
+ * pointed at them, then the older version's pieces are removed, so a reader sees one whole version or the
+ * other (it reads the head again once if a replacement removed the pieces it was reading).
+ */
+export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): BlobBucket {
+  checkBucketName(bucket);
+  const collection = store.collection<BlobPieceDoc>(`${bucket}.blobs`, [
+    { fields: { blob: 1, version: 1, index: 1 } },
+  ]);
+  const read = async (id: string, attempt: number): Promise<Buffer | null> => {
+    const head = await collection.findOne({ _id: id });
+    if (!head) return null;
+    const pieces = await collection.find(
+      { blob: id, version: head.version, index: { $gte: 0 } },
+      { sort: { index: 1 } },
+    );
+    const bytes = Buffer.concat(pieces.map((p) => Buffer.from(p.data ?? '', 'base64')));
+    if (pieces.length === head.pieces && bytes.length === head.bytes) return bytes;
+    if (attempt === 1) return read(id, 2);
+    throw new Error(`blob ${id} is incomplete`);
+  };
+  return {
+    async put(id, bytes) {
+      checkId(id);
+      const version = randomUUID();
+      const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+      const pieces = Math.ceil(buffer.length / PIECE_BYTES);
+      for (let index = 0; index < pieces; index++) {
+        const data = buffer.subarray(index * PIECE_BYTES, (index + 1) * PIECE_BYTES).toString('base64');
+        await collection.insertOne({ _id: `${id}#${version}#${index}`, blob: id, version, index, data });
+      }
+      const previous = await collection.findOne({ _id: id });
+      await collection.updateOne(
+        { _id: id },
+        { $set: { blob: id, version, pieces, bytes: buffer.length } },
+        { upsert: true },
+      );
+      // only the version this write replaced: a concurrent write's pieces may be the ones the head names now
+      if (previous && previous.version !== version)
+        await collection.deleteMany({ blob: id, version: previous.version, index: { $gte: 0 } });
+    },
+    async get(id) {
+      checkId(id);
+      return read(id, 1);
+    },
+    async delete(id) {
+      checkId(id);
+      await collection.deleteOne({ _id: id });
+      await collection.deleteMany({ blob: id });
+    },
+  };
+}
