@@ -1,7 +1,8 @@
-import { loadStoredModel } from '@platform/nlu';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { createEmbeddedStore } from '@platform/store';
 import { waitFor } from '@platform/testkit';
-import type { ModelChunkDoc, ModelDoc } from '../src/persistence/collections';
+import type { ModelDoc } from '../src/persistence/collections';
 import { accountWithBot, type Bot, client, dev, trained, utterance } from './support/fixtures';
 import { startLegacyApp } from './support/legacy-app';
 import { ManualTimers } from './support/manual-timers';
@@ -220,9 +221,9 @@ describe('legacy models: stored form (the real engine)', () => {
         .expect(200)
     ).body.intents[0].name as string;
 
-  it('stores the binary form, loads it after a restart without retraining, and still loads models stored as JSON before', async () => {
+  it('stores the binary form as a file, loads it after a restart without retraining, and retrains what it cannot load', async () => {
     const app = await startLegacyApp();
-    const { bot } = await accountWithBot(app.http);
+    const { account, bot } = await accountWithBot(app.http);
     await app.http
       .post('/v1/intents')
       .set(dev(bot))
@@ -237,12 +238,10 @@ describe('legacy models: stored form (the real engine)', () => {
     expect(await asked(app, bot, 'what about the weather')).toBe('Weather');
     const key = `${bot.id}:en`;
     const record = (await app.store.collection<ModelDoc>('legacy_models').findOne({ _id: key }))!;
-    expect(record).toMatchObject({ format: 'binary', hasModel: true });
-    const chunks = await app.store
-      .collection<ModelChunkDoc>('legacy_model_chunks')
-      .find({ modelKey: key }, { sort: { index: 1 } });
-    const bytes = Buffer.concat(chunks.map((c) => Buffer.from(c.data, 'base64')));
-    expect(bytes.length).toBe(record.bytes);
+    expect(record).toMatchObject({ hasModel: true, blob: `${key}:${record.fingerprint}` });
+    // the stored form is a file beside the store's collections, not a document the store holds in memory
+    const file = path.join(app.dataDir, 'legacy_models.blobs', record.blob!);
+    expect(statSync(file).size).toBe(record.bytes);
     await app.stop();
 
     // after a restart: the stored model answers, nothing is retrained (trainedAt unchanged)
@@ -256,60 +255,64 @@ describe('legacy models: stored form (the real engine)', () => {
       await again.stop();
     }
 
-    // the same model as an older version stored it (its JSON text in pieces, no `format`): it loads as it is
-    const json = JSON.stringify((await loadStoredModel(bytes)).toJSON());
-    const store = createEmbeddedStore({ dataDir: app.dataDir });
-    await store.collection('legacy_model_chunks').deleteMany({ modelKey: key });
-    for (const [index, data] of [json.slice(0, 1000), json.slice(1000)].entries())
-      await store
-        .collection('legacy_model_chunks')
-        .updateOne(
-          { _id: `${key}:${record.fingerprint}:${index}` },
-          { $set: { assistantId: bot.id, modelKey: key, fingerprint: record.fingerprint, index, data } },
-          { upsert: true },
-        );
-    await store
-      .collection('legacy_models')
-      .updateOne({ _id: key }, { $set: { chunks: 2 }, $unset: { format: 1, bytes: 1 } });
-    await store.close();
-    const old = await startLegacyApp({ dataDir: app.dataDir });
-    try {
-      expect(await asked(old, bot, 'what about the weather')).toBe('Weather');
-      const after = await old.store.collection<ModelDoc>('legacy_models').findOne({ _id: key });
-      expect(after!.format).toBeUndefined();
-      expect(after!.trainedAt).toEqual(record.trainedAt);
-    } finally {
-      await old.stop();
-    }
-
-    // a damaged stored model is retrained (same training set) and stored again in the binary form
-    const damage = createEmbeddedStore({ dataDir: app.dataDir });
-    await damage
-      .collection('legacy_model_chunks')
-      .updateOne({ _id: `${key}:${record.fingerprint}:0` }, { $set: { data: 'not a model' } });
-    await damage.close();
+    // a damaged stored model is retrained (same training set) and stored again
+    writeFileSync(file, 'not a model');
     const repaired = await startLegacyApp({ dataDir: app.dataDir });
     try {
       expect(await asked(repaired, bot, 'what about the weather')).toBe('Weather');
+      await waitFor(async () => readFileSync(file, 'utf8') !== 'not a model', {
+        what: 'the damaged model retrained and stored',
+      });
+      const now = (await repaired.store.collection<ModelDoc>('legacy_models').findOne({ _id: key }))!;
+      expect(statSync(file).size).toBe(now.bytes);
+    } finally {
+      await repaired.stop();
+    }
+
+    // a model as an earlier version stored it (pieces of a collection, no blob): retrained at start, and the
+    // pieces removed
+    const bytes = readFileSync(file);
+    const store = createEmbeddedStore({ dataDir: app.dataDir });
+    await store.collection<{ _id: string } & Record<string, unknown>>('legacy_model_chunks').insertOne({
+      _id: `${key}:${record.fingerprint}:0`,
+      assistantId: bot.id,
+      modelKey: key,
+      fingerprint: record.fingerprint,
+      index: 0,
+      data: bytes.toString('base64'),
+    });
+    await store
+      .collection('legacy_models')
+      .updateOne({ _id: key }, { $set: { format: 'binary', chunks: 1 }, $unset: { blob: 1 } });
+    await store.close();
+    rmSync(file);
+    const upgraded = await startLegacyApp({ dataDir: app.dataDir });
+    try {
       await waitFor(
         async () =>
-          (
-            await repaired.store
-              .collection<ModelChunkDoc>('legacy_model_chunks')
-              .findOne({ modelKey: key, index: 0 })
-          )?.data !== 'not a model',
-        { what: 'the damaged model retrained and stored' },
+          (await upgraded.store.collection<ModelDoc>('legacy_models').findOne({ _id: key }))?.blob !==
+          undefined,
+        {
+          what: 'the model of an earlier version retrained and stored as a blob',
+        },
       );
-      expect((await repaired.store.collection<ModelDoc>('legacy_models').findOne({ _id: key }))!.format).toBe(
-        'binary',
-      );
-      const pieces = await repaired.store
-        .collection<ModelChunkDoc>('legacy_model_chunks')
-        .find({ modelKey: key });
-      const now = await repaired.store.collection<ModelDoc>('legacy_models').findOne({ _id: key });
-      expect(pieces).toHaveLength(now!.chunks);
+      expect(statSync(file).size).toBeGreaterThan(0);
+      expect(await upgraded.store.collection('legacy_model_chunks').count({})).toBe(0);
+      expect(await asked(upgraded, bot, 'what about the weather')).toBe('Weather');
     } finally {
-      await repaired.close();
+      await upgraded.stop();
+    }
+
+    // removing the assistant removes its model's file
+    const last = await startLegacyApp({ dataDir: app.dataDir });
+    try {
+      await last.http
+        .delete(`/v2/bots/${bot.id}`)
+        .set('X-Legacy-Session-Token', account.sessionToken)
+        .expect(200);
+      expect(existsSync(file)).toBe(false);
+    } finally {
+      await last.close();
     }
   }, 60_000);
 });

@@ -129,13 +129,14 @@ export class Assistants {
     const doc = await this.getOwned(auth, id);
     const { cols } = this.ctx;
     await cols.assistants.deleteOne({ _id: doc._id });
+    const models = await cols.models.find({ assistantId: doc._id });
     await Promise.all([
       cols.intents.deleteMany({ assistantId: doc._id }),
       cols.entities.deleteMany({ assistantId: doc._id }),
-      cols.models.deleteMany({ assistantId: doc._id }),
-      cols.modelChunks.deleteMany({ assistantId: doc._id }),
+      ...models.flatMap((m) => (m.blob ? [cols.modelBlobs.delete(m.blob)] : [])),
       cols.conversations.deleteMany({ assistantId: doc._id }),
     ]);
+    await cols.models.deleteMany({ assistantId: doc._id });
     for (const listener of this.removedListeners) await listener(doc._id);
     return { id: doc._id, deleted: true };
   }

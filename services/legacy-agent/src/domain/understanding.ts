@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { NluModel, NluResult, NluTrainingSet, SerializedModel } from '@platform/nlu';
+import type { NluModel, NluResult, NluTrainingSet } from '@platform/nlu';
 import type { AssistantDoc, EntityDoc, IntentDoc, ModelDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
 
@@ -20,15 +20,12 @@ export interface NluEngine {
   trainModel(set: NluTrainingSet): NluModel | Promise<NluModel>;
   /** trains in a worker process whose threads run `nice` steps below this one (@platform/nlu) */
   trainModelInWorker(set: NluTrainingSet, options: { nice: number }): Promise<NluModel>;
-  loadModel(json: SerializedModel): NluModel;
-  /** `loadModel` spread over event-loop turns (@platform/nlu has it); used when present */
-  loadModelAsync?(json: SerializedModel): Promise<NluModel>;
   /**
    * The bytes to store for a model, and a model from them (@platform/nlu: its binary form, gzipped, made by the
-   * training worker; docs/decisions/0081). Without them models are stored as JSON text.
+   * training worker; docs/decisions/0081).
    */
-  storedModelForm?(model: NluModel): Promise<Uint8Array>;
-  loadStoredModel?(bytes: Uint8Array): Promise<NluModel>;
+  storedModelForm(model: NluModel): Promise<Uint8Array>;
+  loadStoredModel(bytes: Uint8Array): Promise<NluModel>;
 }
 
 // ---- training sets ------------------------------------------------------------------------------
@@ -68,14 +65,6 @@ export const fingerprintOf = (set: NluTrainingSet): string =>
   createHash('sha256').update(JSON.stringify(set)).digest('hex');
 
 // ---- models -------------------------------------------------------------------------------------
-
-/**
- * Pieces small enough for any store document, and for one write to hold the event loop only briefly (the
- * embedded store serializes each document on this thread). Pieces of older models may be larger (4 MB).
- * A binary model is stored as base64 pieces of CHUNK_BYTES (a multiple of 3: each piece is base64 of its own).
- */
-const CHUNK_CHARS = 512 * 1024;
-const CHUNK_BYTES = (CHUNK_CHARS / 4) * 3;
 
 interface CachedModel {
   model: NluModel | null;
@@ -128,12 +117,21 @@ export class Understanding {
     private readonly engine: NluEngine,
   ) {}
 
-  /** Retrains assistants whose stored models are behind their data (a crash before training, say). */
+  /**
+   * Retrains assistants whose stored models are behind their data (a crash before training, say), and those whose
+   * models an earlier version stored in pieces of a collection (decision 0089), whose pieces are removed.
+   */
   async start(): Promise<void> {
     const { cols } = this.ctx;
     const assistants = await cols.assistants.find({ dataRevision: { $gt: 0 } });
     const models = await cols.models.find({});
     const trained = new Map(models.map((m) => [m._id, m.revision]));
+    for (const model of models)
+      if (model.hasModel && !model.blob) {
+        this.unloadable.add(model._id);
+        trained.delete(model._id);
+      }
+    await cols.olderModelPieces.deleteMany({});
     for (const assistant of assistants) {
       const behind = assistant.languages.some(
         (lang) => (trained.get(modelKey(assistant._id, lang)) ?? -1) < assistant.dataRevision,
@@ -339,31 +337,10 @@ export class Understanding {
   }
 
   /**
-   * A model's stored form, in pieces written one by one with a turn of the event loop between writes: the
-   * engine's binary form (for a model from the training worker, made there: nothing to serialize here) as base64
-   * pieces of CHUNK_BYTES, each made when it is written; else the model's JSON text in pieces of CHUNK_CHARS.
+   * Stores the model's stored form as a blob (the engine's binary form; for a model from the training worker made
+   * there, so nothing is serialized here), then points the model record at it, then drops the blob it replaced.
+   * The embedded store keeps blobs as files: the stored form is never in this process's heap (decision 0089).
    */
-  private async piecesOf(
-    model: NluModel | null,
-  ): Promise<{ count: number; piece(index: number): string; bytes?: number }> {
-    if (!model) return { count: 0, piece: () => '' };
-    if (this.engine.storedModelForm) {
-      const binary = await this.engine.storedModelForm(model);
-      const buffer = Buffer.from(binary.buffer, binary.byteOffset, binary.length);
-      return {
-        count: Math.ceil(binary.length / CHUNK_BYTES),
-        piece: (index) => buffer.subarray(index * CHUNK_BYTES, (index + 1) * CHUNK_BYTES).toString('base64'),
-        bytes: binary.length,
-      };
-    }
-    const text = JSON.stringify(model);
-    return {
-      count: Math.ceil(text.length / CHUNK_CHARS),
-      piece: (index) => text.slice(index * CHUNK_CHARS, (index + 1) * CHUNK_CHARS),
-    };
-  }
-
-  /** Writes the new chunks, then points the model record at them, then drops the old chunks. */
   private async persist(
     assistantId: string,
     lang: string,
@@ -372,18 +349,11 @@ export class Understanding {
   ): Promise<void> {
     const { cols, clock } = this.ctx;
     const key = modelKey(assistantId, lang);
-    const stored = await this.piecesOf(trained.model);
-    await yieldToEventLoop();
-    const chunks = stored.count;
-    for (let index = 0; index < chunks; index++) {
-      const data = stored.piece(index);
-      const doc = { assistantId, modelKey: key, fingerprint: trained.fingerprint, index, data };
-      await cols.modelChunks.updateOne(
-        { _id: `${key}:${trained.fingerprint}:${index}` },
-        { $set: doc },
-        { upsert: true },
-      );
-      await yieldToEventLoop();
+    let stored: { blob: string; bytes: number } | null = null;
+    if (trained.model) {
+      const form = await this.engine.storedModelForm(trained.model);
+      stored = { blob: `${key}:${trained.fingerprint}`, bytes: form.length };
+      await cols.modelBlobs.put(stored.blob, form);
     }
     await cols.models.updateOne(
       { _id: key },
@@ -393,25 +363,16 @@ export class Understanding {
           lang,
           revision: trained.revision,
           fingerprint: trained.fingerprint,
-          hasModel: trained.model !== null,
-          chunks,
-          ...(stored.bytes !== undefined ? { format: 'binary' as const, bytes: stored.bytes } : {}),
+          hasModel: stored !== null,
+          ...(stored ?? {}),
           trainedAt: clock.now(),
           trainingMs: trained.trainingMs,
         },
-        ...(stored.bytes !== undefined ? {} : { $unset: { format: 1 as const, bytes: 1 as const } }),
+        ...(stored ? {} : { $unset: { blob: 1 as const, bytes: 1 as const } }),
       },
       { upsert: true },
     );
-    // a model retrained to the same set (its stored one could not be loaded) may have had more pieces
-    if (previous && previous.fingerprint === trained.fingerprint && previous.chunks > chunks)
-      await cols.modelChunks.deleteMany({
-        modelKey: key,
-        fingerprint: trained.fingerprint,
-        index: { $gte: chunks },
-      });
-    if (previous && previous.fingerprint !== trained.fingerprint)
-      await cols.modelChunks.deleteMany({ modelKey: key, fingerprint: previous.fingerprint });
+    if (previous?.blob && previous.blob !== stored?.blob) await cols.modelBlobs.delete(previous.blob);
   }
 
   /**
@@ -435,32 +396,16 @@ export class Understanding {
     if (!stored) return null;
     let model: NluModel | null = null;
     if (stored.hasModel) {
-      const chunks = await cols.modelChunks.find(
-        { modelKey: key, fingerprint: stored.fingerprint },
-        { sort: { index: 1 } },
-      );
-      if (chunks.length !== stored.chunks) {
-        // Another instance may have just replaced this model: read the record again once.
-        if (attempt === 1) return this.readStored(assistantId, lang, 2);
-        logger.warn({ assistantId, lang }, 'stored model is incomplete; retraining');
-        return null;
-      }
       try {
-        if (stored.format === 'binary') {
-          if (!this.engine.loadStoredModel) throw new Error('this engine cannot load binary models');
-          const total = chunks.reduce((n, c) => n + Buffer.byteLength(c.data, 'base64'), 0);
-          if (total !== stored.bytes) throw new Error('stored model has the wrong length');
-          const bytes = Buffer.alloc(total);
-          let at = 0;
-          for (const chunk of chunks) at += bytes.write(chunk.data, at, 'base64');
-          model = await this.engine.loadStoredModel(bytes);
-        } else {
-          // models stored before the binary form: JSON text
-          const json = JSON.parse(chunks.map((c) => c.data).join('')) as SerializedModel;
-          model = this.engine.loadModelAsync
-            ? await this.engine.loadModelAsync(json)
-            : this.engine.loadModel(json);
+        if (!stored.blob) throw new Error('stored in pieces by an earlier version (decision 0089)');
+        const bytes = await cols.modelBlobs.get(stored.blob);
+        if (!bytes) {
+          // Another instance may have just replaced this model: read the record again once.
+          if (attempt === 1) return this.readStored(assistantId, lang, 2);
+          throw new Error('the stored model is missing');
         }
+        if (bytes.length !== stored.bytes) throw new Error('the stored model has the wrong length');
+        model = await this.engine.loadStoredModel(bytes);
       } catch (err) {
         logger.warn({ err, assistantId, lang }, 'stored model cannot be loaded; retraining');
         this.unloadable.add(key);

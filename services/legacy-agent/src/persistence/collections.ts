@@ -1,4 +1,4 @@
-import type { Collection, Store } from '@platform/store';
+import type { BlobBucket, Collection, Store } from '@platform/store';
 import type {
   ConditionalResponse,
   EntityOccurrence,
@@ -102,8 +102,8 @@ export interface EntityDoc {
 }
 
 /**
- * What was last trained for one assistant and language (`_id` = `assistantId:lang`). The serialized
- * model itself lives in ModelChunkDoc pieces (a model may exceed MongoDB's 16 MB document limit).
+ * What was last trained for one assistant and language (`_id` = `assistantId:lang`). The model's stored form is
+ * the blob it names, in the store's `legacy_models` blob bucket (decision 0089).
  */
 export interface ModelDoc {
   _id: string;
@@ -115,25 +115,11 @@ export interface ModelDoc {
   fingerprint: string;
   /** false when the language has no training sentences: there is no model to load */
   hasModel: boolean;
-  chunks: number;
-  /**
-   * how the chunks hold the model: 'binary' = base64 pieces of the engine's stored form (`storedModelForm`,
-   * docs/decisions/0081) of `bytes` bytes; absent = pieces of the model's JSON text (models stored before)
-   */
-  format?: 'binary';
+  /** the blob holding the engine's stored form (`storedModelForm`, decision 0081), and its length */
+  blob?: string;
   bytes?: number;
   trainedAt: Date;
   trainingMs: number;
-}
-
-/** One piece of a stored model (base64 or JSON text, see ModelDoc.format), `_id` = `assistantId:lang:fingerprint:index`. */
-export interface ModelChunkDoc {
-  _id: string;
-  assistantId: string;
-  modelKey: string;
-  fingerprint: string;
-  index: number;
-  data: string;
 }
 
 export interface ConversationContext {
@@ -170,7 +156,9 @@ export interface LegacyCollections {
   intents: Collection<IntentDoc>;
   entities: Collection<EntityDoc>;
   models: Collection<ModelDoc>;
-  modelChunks: Collection<ModelChunkDoc>;
+  modelBlobs: BlobBucket;
+  /** pieces of models stored by versions before blobs (decision 0089): nothing reads them, start removes them */
+  olderModelPieces: Collection<{ _id: string }>;
   conversations: Collection<ConversationDoc>;
 }
 
@@ -201,10 +189,8 @@ export function openCollections(store: Store): LegacyCollections {
       { fields: { assistantId: 1, nameKey: 1 }, unique: true },
     ]),
     models: store.collection<ModelDoc>('legacy_models', [{ fields: { assistantId: 1 } }]),
-    modelChunks: store.collection<ModelChunkDoc>('legacy_model_chunks', [
-      { fields: { assistantId: 1 } },
-      { fields: { modelKey: 1 } },
-    ]),
+    modelBlobs: store.blobs('legacy_models'),
+    olderModelPieces: store.collection('legacy_model_chunks'),
     conversations: store.collection<ConversationDoc>('legacy_conversations', [
       { fields: { assistantId: 1 } },
       // a web page's visitors each leave one: they go once idle, or the collection would only grow

@@ -41,8 +41,12 @@ export class ScriptedNlu implements NluEngine {
     return this.trainModel(set);
   }
 
-  loadModel(json: SerializedModel): NluModel {
-    return new ScriptedModel((json as unknown as { set: NluTrainingSet }).set);
+  async storedModelForm(model: NluModel): Promise<Uint8Array> {
+    return Buffer.from(JSON.stringify(model.toJSON()));
+  }
+
+  async loadStoredModel(bytes: Uint8Array): Promise<NluModel> {
+    return new ScriptedModel((JSON.parse(Buffer.from(bytes).toString()) as { set: NluTrainingSet }).set);
   }
 }
 
