@@ -74,7 +74,7 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
       checkBucketName(bucket);
       let blobs = buckets.get(bucket);
       if (!blobs) {
-        // files beside the collections' (out of this process's memory), or in memory without a data folder
+        // files beside the collections' files (out of this process's memory), or in memory without a data folder
         blobs = options.dataDir ? fileBlobs(path.join(options.dataDir, `${bucket}.blobs`)) : memoryBlobs();
         buckets.set(bucket, blobs);
       }

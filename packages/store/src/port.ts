@@ -82,7 +82,7 @@ export interface Collection<T extends Doc> {
  * keeps them as files beside its collections, out of its memory; MongoDB in pieces of a collection.
  */
 export interface BlobBucket {
-  /** stores `bytes` as `id` (replacing any blob of that id), durably once it resolves */
+  /** stores `bytes` as `id`, replacing any blob of that id; once it resolves, as durable as the engine's writes */
   put(id: string, bytes: Uint8Array): Promise<void>;
   /** the blob, or null when there is none */
   get(id: string): Promise<Buffer | null>;

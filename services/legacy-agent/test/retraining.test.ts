@@ -298,6 +298,11 @@ describe('legacy models: stored form (the real engine)', () => {
       );
       expect(statSync(file).size).toBeGreaterThan(0);
       expect(await upgraded.store.collection('legacy_model_chunks').count({})).toBe(0);
+      const now = await upgraded.store
+        .collection<Record<string, unknown> & { _id: string }>('legacy_models')
+        .findOne({ _id: key });
+      expect(now).not.toHaveProperty('chunks');
+      expect(now).not.toHaveProperty('format');
       expect(await asked(upgraded, bot, 'what about the weather')).toBe('Weather');
     } finally {
       await upgraded.stop();

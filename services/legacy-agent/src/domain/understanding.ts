@@ -368,7 +368,12 @@ export class Understanding {
           trainedAt: clock.now(),
           trainingMs: trained.trainingMs,
         },
-        ...(stored ? {} : { $unset: { blob: 1 as const, bytes: 1 as const } }),
+        // `chunks` and `format`: how versions before blobs described their pieces
+        $unset: {
+          chunks: 1 as const,
+          format: 1 as const,
+          ...(stored ? {} : { blob: 1 as const, bytes: 1 as const }),
+        },
       },
       { upsert: true },
     );
