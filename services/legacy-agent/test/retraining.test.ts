@@ -269,6 +269,16 @@ describe('legacy models: stored form (the real engine)', () => {
       await repaired.stop();
     }
 
+    // a missing file (a data folder restored without it, say) is retrained and written again
+    rmSync(file);
+    const refilled = await startLegacyApp({ dataDir: app.dataDir });
+    try {
+      expect(await asked(refilled, bot, 'what about the weather')).toBe('Weather');
+      await waitFor(async () => existsSync(file), { what: 'the missing model retrained and stored' });
+    } finally {
+      await refilled.stop();
+    }
+
     // a model as an earlier version stored it (pieces of a collection, no blob): retrained at start, and the
     // pieces removed
     const bytes = readFileSync(file);
