@@ -86,6 +86,8 @@ interface TrainingState {
 }
 
 const modelKey = (assistantId: string, lang: string) => `${assistantId}:${lang}`;
+/** the blob of a model: its key and its training set's fingerprint, so a record never names another set's model */
+const blobOf = (key: string, fingerprint: string) => `${key}:${fingerprint}`;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface TrainingStatus {
@@ -119,7 +121,8 @@ export class Understanding {
 
   /**
    * Retrains assistants whose stored models are behind their data (a crash before training, say), and those whose
-   * models an earlier version stored in pieces of a collection (decision 0089), whose pieces are removed.
+   * record names no blob of its training set: models an earlier version stored in pieces of a collection (decision
+   * 0089), whose pieces are removed, or wrote after a rollback over a record of this version.
    */
   async start(): Promise<void> {
     const { cols } = this.ctx;
@@ -127,7 +130,7 @@ export class Understanding {
     const models = await cols.models.find({});
     const trained = new Map(models.map((m) => [m._id, m.revision]));
     for (const model of models)
-      if (model.hasModel && !model.blob) {
+      if (model.hasModel && model.blob !== blobOf(model._id, model.fingerprint)) {
         this.unloadable.add(model._id);
         trained.delete(model._id);
       }
@@ -352,7 +355,7 @@ export class Understanding {
     let stored: { blob: string; bytes: number } | null = null;
     if (trained.model) {
       const form = await this.engine.storedModelForm(trained.model);
-      stored = { blob: `${key}:${trained.fingerprint}`, bytes: form.length };
+      stored = { blob: blobOf(key, trained.fingerprint), bytes: form.length };
       await cols.modelBlobs.put(stored.blob, form);
     }
     await cols.models.updateOne(
@@ -365,15 +368,13 @@ export class Understanding {
           fingerprint: trained.fingerprint,
           hasModel: stored !== null,
           ...(stored ?? {}),
+          // an earlier version (a rollback) finds no pieces here, and retrains rather than answering without a model
+          chunks: 0,
           trainedAt: clock.now(),
           trainingMs: trained.trainingMs,
         },
-        // `chunks` and `format`: how versions before blobs described their pieces
-        $unset: {
-          chunks: 1 as const,
-          format: 1 as const,
-          ...(stored ? {} : { blob: 1 as const, bytes: 1 as const }),
-        },
+        // how versions before blobs marked their pieces' form
+        $unset: { format: 1 as const, ...(stored ? {} : { blob: 1 as const, bytes: 1 as const }) },
       },
       { upsert: true },
     );
@@ -402,7 +403,8 @@ export class Understanding {
     let model: NluModel | null = null;
     if (stored.hasModel) {
       try {
-        if (!stored.blob) throw new Error('stored in pieces by an earlier version (decision 0089)');
+        if (stored.blob !== blobOf(key, stored.fingerprint))
+          throw new Error('stored by an earlier version (decision 0089)');
         const bytes = await cols.modelBlobs.get(stored.blob);
         if (!bytes) {
           // Another instance may have just replaced this model: read the record again once.

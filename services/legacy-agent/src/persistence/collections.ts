@@ -118,6 +118,8 @@ export interface ModelDoc {
   /** the blob holding the engine's stored form (`storedModelForm`, decision 0081), and its length */
   blob?: string;
   bytes?: number;
+  /** always 0: versions before blobs read their pieces' count here, and retrain a model with none (decision 0089) */
+  chunks?: number;
   trainedAt: Date;
   trainingMs: number;
 }
