@@ -39,7 +39,7 @@ export class StringIndex {
     return runSteps(StringIndex.build(units, lengths));
   }
 
-  /** `index` itself, or the index of `strings` (models loaded from JSON hold plain lists). */
+  /** `list` itself when it is an index already, else the index of its strings (models loaded from JSON hold plain lists). */
   static from(list: readonly string[] | StringIndex): StringIndex {
     return list instanceof StringIndex ? list : StringIndex.of(list);
   }
