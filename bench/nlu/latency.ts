@@ -2,17 +2,18 @@
  * Latency of POST {legacy_url}/v1/Messages through the edge, and retraining time, for an assistant with
  * 100 intents and 2,000 utterances (bench/nlu-engine/synthetic.ts) created through the API (issue 12 item 4).
  *
- *   flock /tmp/bench.lock npx tsx bench/nlu/latency.ts [rate=200] [seconds=30] [split|standalone]
+ *   flock /tmp/bench.lock npx tsx bench/nlu/latency.ts [rate=200] [seconds=30] [split|standalone] [retrainings=4]
  *
  * The platform runs in processes of its own (`split`, the default: one per service as deployed;
  * `standalone`: `pnpm start`, a supervisor and one process per service), embedded store; this process is an
  * open-loop load generator: requests leave on a fixed schedule whatever the answers do, and each latency is measured
- * from its scheduled start (no coordinated omission). Phases: warm-up, steady load, then the same load while a
- * retraining runs. Printed: p50/p90/p99/max of the steady phase, of the whole retraining phase, of the requests sent
- * between the change and the new model answering, and of the **adoption window**: from the training worker's exit
+ * from its scheduled start (no coordinated omission). Phases: warm-up, steady load, then the same load while
+ * `retrainings` retrainings run one after another. Printed: p50/p90/p99/max of the steady phase, of the whole retraining phase, of the requests sent
+ * between a change and the new model answering, and of the **adoption windows**: from the training worker's exit
  * (seen as the legacy-agent process losing a child process, sampled every 2 ms from /proc; the worker exits as soon
  * as it has handed the model over) until the new model answers (`trainedAt` of the stored model, which is adopted
- * right after it is stored), plus 50 ms either side. Also the load average and CPU per message.
+ * right after it is stored), plus 50 ms either side; the windows' requests are pooled (one window holds a few dozen,
+ * whose p99 would be their maximum), and each window's slowest request is printed too. Also the load average and CPU per message.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -24,6 +25,7 @@ import { cpuTimeMs, LegacyClient, startBenchPlatform, type Topology } from './ap
 const RATE = Number(process.argv[2] ?? 200);
 const SECONDS = Number(process.argv[3] ?? 30);
 const TOPOLOGY = (process.argv[4] ?? 'split') as Topology;
+const RETRAININGS = Number(process.argv[5] ?? 4);
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -179,8 +181,8 @@ async function main() {
         .map((p, i) => `${p.name} ${((cpuTimeMs(p.pid) - cpuBefore[i]!) / steady.sent).toFixed(2)} ms`)
         .join(', ')}`,
     );
-    let retrainDuringLoad = { wall: 0, training: 0 };
-    let window = [0, 0];
+    // Retrainings under load, one after another: each gives a window of a few dozen requests, too few for a p99 of
+    // their own (it would be their maximum), so the adoption figure pools the windows' requests.
     // the training worker's exit: the legacy-agent process's child count falls (sampled from /proc)
     const legacyPid = platform.processes.find((p) => p.name === 'legacy-agent')?.pid;
     const children = () => {
@@ -195,51 +197,76 @@ async function main() {
         return 0;
       }
     };
-    let workerExit = Number.NaN;
-    let storedAt = Number.NaN;
-    const busy = await load(url, bot.clientToken, tests, names, RATE, 15, async () => {
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
-      const from = performance.now();
-      let last = children();
-      let peak = last;
-      const sampler = setInterval(() => {
-        const now = children();
-        peak = Math.max(peak, now);
-        if (now < last && peak > now) workerExit = performance.now();
-        last = now;
-      }, 2);
-      retrainDuringLoad = await retrain(99);
-      clearInterval(sampler);
-      window = [from, performance.now()];
-      const trainedAt = (await api.training(bot.developerToken)).languages.en?.trainedAt;
-      if (trainedAt) storedAt = Date.parse(trainedAt) - performance.timeOrigin;
+    const rounds: Array<{
+      from: number;
+      to: number;
+      workerExit: number;
+      storedAt: number;
+      wall: number;
+      training: number;
+    }> = [];
+    const busySeconds = 2 + 4 * RETRAININGS;
+    const busy = await load(url, bot.clientToken, tests, names, RATE, busySeconds, async () => {
+      for (let n = 0; n < RETRAININGS; n++) {
+        await new Promise((resolve) => setTimeout(resolve, n === 0 ? 2_000 : 1_000));
+        const from = performance.now();
+        let workerExit = Number.NaN;
+        let last = children();
+        let peak = last;
+        const sampler = setInterval(() => {
+          const now = children();
+          peak = Math.max(peak, now);
+          if (now < last && peak > now) workerExit = performance.now();
+          last = now;
+        }, 2);
+        const { wall, training } = await retrain(100 + n);
+        clearInterval(sampler);
+        const to = performance.now();
+        const trainedAt = (await api.training(bot.developerToken)).languages.en?.trainedAt;
+        const storedAt = trainedAt ? Date.parse(trainedAt) - performance.timeOrigin : Number.NaN;
+        rounds.push({ from, to, workerExit, storedAt, wall, training });
+      }
     });
-    print(`${RATE} req/s while retraining`, busy, 15);
-    // Only the requests sent between the change and the new model answering (training, adoption, storing).
-    const inWindow = busy.samples.filter(([due]) => due >= window[0]! && due <= window[1]!).map(([, l]) => l);
+    print(`${RATE} req/s while retraining`, busy, busySeconds);
+    const within = (from: number, to: number) =>
+      busy.samples.filter(([due]) => due >= from && due <= to).map(([, l]) => l);
+    // Only the requests sent between a change and the new model answering (training, adoption, storing).
+    const inRetraining = rounds.flatMap((r) => within(r.from, r.to));
+    const seconds = rounds.reduce((a, r) => a + (r.to - r.from), 0) / 1000;
     console.log(
-      `${'  of which in the retraining'.padEnd(28)} ${String(inWindow.length).padStart(6)} req in ${((window[1]! - window[0]!) / 1000).toFixed(1)}s  ` +
-        `p50 ${ms(pct(inWindow, 0.5))}  p90 ${ms(pct(inWindow, 0.9))}  p99 ${ms(pct(inWindow, 0.99))}  max ${ms(Math.max(...inWindow))} ms`,
+      `${'  of which in the retrainings'.padEnd(28)} ${String(inRetraining.length).padStart(6)} req in ${seconds.toFixed(1)}s  ` +
+        `p50 ${ms(pct(inRetraining, 0.5))}  p90 ${ms(pct(inRetraining, 0.9))}  p99 ${ms(pct(inRetraining, 0.99))}  max ${ms(Math.max(...inRetraining))} ms`,
     );
-    // when the worker's exit was not seen (no /proc, LEGACY_URL):
-    // the last second before the model was stored, which holds the adoption on this assistant (~0.1-0.6 s)
-    const adoptFrom = Number.isNaN(workerExit) ? storedAt - 1000 : workerExit - 50;
-    const adoption = busy.samples
-      .filter(([due]) => due >= adoptFrom && due <= storedAt + 50)
-      .map(([, l]) => l);
+    // The adoption window: the worker's exit (50 ms before it) until the new model was stored (50 ms after); when
+    // the worker's exit was not seen (no /proc, LEGACY_URL), the last second before the model was stored, which
+    // holds the adoption on this assistant (~0.1-0.6 s).
+    const windows = rounds.map((r) => {
+      const from = Number.isNaN(r.workerExit) ? r.storedAt - 1000 : r.workerExit - 50;
+      return { from, to: r.storedAt + 50, seen: !Number.isNaN(r.workerExit) };
+    });
+    const adoption = windows.flatMap((w) => within(w.from, w.to));
+    const span = windows.reduce((a, w) => a + (w.to - w.from), 0) / 1000;
     console.log(
-      `${'  of which in the adoption'.padEnd(28)} ${String(adoption.length).padStart(6)} req in ${((storedAt + 50 - adoptFrom) / 1000).toFixed(2)}s  ` +
+      `${'  of which in the adoptions'.padEnd(28)} ${String(adoption.length).padStart(6)} req in ${span.toFixed(2)}s  ` +
         `p50 ${ms(pct(adoption, 0.5))}  p90 ${ms(pct(adoption, 0.9))}  p99 ${ms(pct(adoption, 0.99))}  max ${ms(Math.max(...adoption))} ms` +
-        (Number.isNaN(workerExit)
-          ? '  (worker exit not seen: the last second before the model was stored)'
-          : '') +
-        // wall-clock bounds, to read the stall probe's lines (BENCH_PROBE_DIR) that fall inside
-        (process.env.BENCH_PROBE_DIR
-          ? `  [${Math.round(performance.timeOrigin + adoptFrom)}, ${Math.round(performance.timeOrigin + storedAt + 50)}]`
+        (windows.some((w) => !w.seen)
+          ? '  (a worker exit not seen: the last second before its model was stored)'
           : ''),
     );
     console.log(
-      `retraining under load: wall ${Math.round(retrainDuringLoad.wall)} ms, training in the worker ${retrainDuringLoad.training} ms`,
+      `  slowest request of each adoption window: ${windows
+        .map((w) => {
+          const l = within(w.from, w.to);
+          return `${ms(Math.max(...l))} ms (${l.length} req)`;
+        })
+        .join(', ')}` +
+        // wall-clock bounds, to read the stall probe's lines (BENCH_PROBE_DIR) that fall inside
+        (process.env.BENCH_PROBE_DIR
+          ? `; windows ${windows.map((w) => `[${Math.round(performance.timeOrigin + w.from)}, ${Math.round(performance.timeOrigin + w.to)}]`).join(' ')}`
+          : ''),
+    );
+    console.log(
+      `retrainings under load: wall ${rounds.map((r) => Math.round(r.wall)).join(', ')} ms, training in the worker ${rounds.map((r) => r.training).join(', ')} ms`,
     );
     console.log(
       `load average at the end: ${loadavg()
