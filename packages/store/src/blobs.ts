@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BlobBucket, Doc, Store } from './port';
 
@@ -57,25 +57,52 @@ export function fileBlobs(folder: string): BlobBucket {
     async delete(id) {
       await rm(fileOf(id), { force: true });
     },
+    async list() {
+      let names: string[];
+      try {
+        names = await readdir(folder);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+        throw err;
+      }
+      const listed = await Promise.all(
+        // partial files (".<uuid>.partial") are writes in progress or cut short, not blobs
+        names
+          .filter((name) => BLOB_ID.test(name))
+          .map(async (id) => {
+            try {
+              return { id, writtenAt: (await stat(path.join(folder, id))).mtime };
+            } catch (err) {
+              // deleted since the folder was read
+              if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+              throw err;
+            }
+          }),
+      );
+      return listed.filter((blob) => blob !== null);
+    },
   };
 }
 
 /** Blobs in this process's memory (a store without a data folder: tests). */
 export function memoryBlobs(): BlobBucket {
-  const blobs = new Map<string, Buffer>();
+  const blobs = new Map<string, { bytes: Buffer; writtenAt: Date }>();
   return {
     async put(id, bytes) {
       checkId(id);
-      blobs.set(id, Buffer.from(bytes));
+      blobs.set(id, { bytes: Buffer.from(bytes), writtenAt: new Date() });
     },
     async get(id) {
       checkId(id);
-      const bytes = blobs.get(id);
-      return bytes ? Buffer.from(bytes) : null;
+      const blob = blobs.get(id);
+      return blob ? Buffer.from(blob.bytes) : null;
     },
     async delete(id) {
       checkId(id);
       blobs.delete(id);
+    },
+    async list() {
+      return [...blobs].map(([id, { writtenAt }]) => ({ id, writtenAt }));
     },
   };
 }
@@ -85,9 +112,10 @@ interface BlobPieceDoc extends Doc {
   blob: string;
   /** which write of the blob the document belongs to */
   version: string;
-  /** the head: how many pieces and bytes that version has */
+  /** the head: how many pieces and bytes that version has, and when it was written */
   pieces?: number;
   bytes?: number;
+  writtenAt?: Date;
   /** a piece: its place and its bytes, base64 */
   index?: number;
   data?: string;
@@ -105,6 +133,8 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
   checkBucketName(bucket);
   const collection = store.collection<BlobPieceDoc>(`${bucket}.blobs`, [
     { fields: { blob: 1, version: 1, index: 1 } },
+    // the heads alone (list)
+    { fields: { pieces: 1 } },
   ]);
   const read = async (id: string, attempt: number): Promise<Buffer | null> => {
     const head = await collection.findOne({ _id: id });
@@ -131,7 +161,7 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
       const previous = await collection.findOne({ _id: id });
       await collection.updateOne(
         { _id: id },
-        { $set: { blob: id, version, pieces, bytes: buffer.length } },
+        { $set: { blob: id, version, pieces, bytes: buffer.length, writtenAt: new Date() } },
         { upsert: true },
       );
       // only the version this write replaced: a concurrent write's pieces may be the ones the head names now
@@ -146,6 +176,11 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
       checkId(id);
       await collection.deleteOne({ _id: id });
       await collection.deleteMany({ blob: id });
+    },
+    async list() {
+      // the heads: pieces of a version whose first write was cut before its head was written are not listed
+      const heads = await collection.find({ pieces: { $gte: 0 } });
+      return heads.map((head) => ({ id: head._id, writtenAt: head.writtenAt ?? new Date(0) }));
     },
   };
 }

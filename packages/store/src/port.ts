@@ -88,6 +88,8 @@ export interface BlobBucket {
   get(id: string): Promise<Buffer | null>;
   /** removes the blob; nothing happens when there is none */
   delete(id: string): Promise<void>;
+  /** every blob of the bucket, with when it was last written (to find blobs nothing names any more) */
+  list(): Promise<Array<{ id: string; writtenAt: Date }>>;
 }
 
 export interface Store {

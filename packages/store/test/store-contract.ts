@@ -206,6 +206,24 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect(versions.some((bytes) => bytes.equals(stored))).toBe(true);
     });
 
+    it('lists the blobs of a bucket with when each was written', async () => {
+      const blobs = store.blobs(`listed_${suffix}`);
+      expect(await blobs.list()).toEqual([]);
+      const before = Date.now() - 1000;
+      await blobs.put('a:1', randomBytes(1_000_000));
+      await blobs.put('b', new Uint8Array(3));
+      await blobs.put('a:1', new Uint8Array(5)); // replaced: still one blob
+      const listed = (await blobs.list()).sort((x, y) => x.id.localeCompare(y.id));
+      expect(listed.map((b) => b.id)).toEqual(['a:1', 'b']);
+      for (const blob of listed) {
+        expect(blob.writtenAt.getTime()).toBeGreaterThanOrEqual(before);
+        expect(blob.writtenAt.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+      }
+      await blobs.delete('a:1');
+      expect((await blobs.list()).map((b) => b.id)).toEqual(['b']);
+      expect(await store.blobs(`unused_${suffix}`).list()).toEqual([]);
+    });
+
     it('refuses blob ids that could name another place', async () => {
       const blobs = store.blobs(`bucket_${suffix}`);
       for (const id of ['', '../escape', 'a/b', '.hidden', 'a.partial', 'x'.repeat(201)])

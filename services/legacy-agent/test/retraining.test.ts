@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createEmbeddedStore } from '@platform/store';
 import { waitFor } from '@platform/testkit';
+import { ORPHAN_BLOB_GRACE_MS } from '../src/domain/orphan-blobs';
 import type { ModelDoc } from '../src/persistence/collections';
 import { accountWithBot, type Bot, client, dev, trained, utterance } from './support/fixtures';
 import { startLegacyApp } from './support/legacy-app';
@@ -316,6 +317,27 @@ describe('legacy models: stored form (the real engine)', () => {
     } finally {
       await upgraded.stop();
     }
+
+    // blobs no record names (a process stopped between writing a model and naming it, or between naming the new one
+    // and deleting the old one) are removed at start once they are older than the grace a writer may still need
+    const folder = path.dirname(file);
+    const orphan = path.join(folder, `${key}:left-by-a-crash`);
+    const fresh = path.join(folder, `${key}:being-named-by-another-instance`);
+    writeFileSync(orphan, 'an orphan');
+    writeFileSync(fresh, 'a fresh blob');
+    // (the service's clock: a test's manual clock here, which each start sets to the same time)
+    const old = new Date(app.clock.now().getTime() - ORPHAN_BLOB_GRACE_MS - 60_000);
+    utimesSync(orphan, old, old);
+    const swept = await startLegacyApp({ dataDir: app.dataDir });
+    try {
+      expect(existsSync(orphan)).toBe(false);
+      expect(existsSync(fresh)).toBe(true);
+      expect(existsSync(file)).toBe(true);
+      expect(await asked(swept, bot, 'what about the weather')).toBe('Weather');
+    } finally {
+      await swept.stop();
+    }
+    rmSync(fresh);
 
     // removing the assistant removes its model's file
     const last = await startLegacyApp({ dataDir: app.dataDir });
