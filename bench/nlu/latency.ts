@@ -2,7 +2,7 @@
  * Latency of POST {legacy_url}/v1/Messages through the edge, and retraining time, for an assistant with
  * 100 intents and 2,000 utterances (bench/nlu-engine/synthetic.ts) created through the API (issue 12 item 4).
  *
- *   flock /tmp/bench.lock npx tsx bench/nlu/latency.ts [rate=200] [seconds=30] [split|standalone] [retrainings=4]
+ *   flock /tmp/bench.lock npx tsx bench/nlu/latency.ts [rate=200] [seconds=30] [split|standalone] [retrainings=10]
  *
  * The platform runs in processes of its own (`split`, the default: one per service as deployed;
  * `standalone`: `pnpm start`, a supervisor and one process per service), embedded store; this process is an
@@ -12,8 +12,9 @@
  * between a change and the new model answering, and of the **adoption windows**: from the training worker's exit
  * (seen as the legacy-agent process losing a child process, sampled every 2 ms from /proc; the worker exits as soon
  * as it has handed the model over) until the new model answers (`trainedAt` of the stored model, which is adopted
- * right after it is stored), plus 50 ms either side; the windows' requests are pooled (one window holds a few dozen,
- * whose p99 would be their maximum), and each window's slowest request is printed too. Also the load average and CPU per message.
+ * right after it is stored), plus 50 ms either side; the windows' requests are pooled (one window holds ~25 at 200 req/s, whose p99
+ * would be their maximum; ten hold ~250, whose p99 is about their third slowest), and each window's slowest request
+ * is printed too. Also the load average and CPU per message.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -25,7 +26,7 @@ import { cpuTimeMs, LegacyClient, startBenchPlatform, type Topology } from './ap
 const RATE = Number(process.argv[2] ?? 200);
 const SECONDS = Number(process.argv[3] ?? 30);
 const TOPOLOGY = (process.argv[4] ?? 'split') as Topology;
-const RETRAININGS = Number(process.argv[5] ?? 4);
+const RETRAININGS = Number(process.argv[5] ?? 10);
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
