@@ -25,6 +25,7 @@ import { defaultAdapterFactory } from './provider-factory';
 import { Admission } from './quota/admission';
 import { type QuotaCounters, quotaCountersFor } from './quota/counters';
 import { OrgSettingsSource } from './quota/org-settings';
+import { quotaFetch } from './quota/quota-fetch';
 import { StoreRateLimiter } from './quota/store-rate-limiter';
 import { mountAudio } from './routes/audio';
 import { mountCatalogueAdmin, mountProviderAdmin } from './routes/catalogue-admin';
@@ -40,7 +41,7 @@ import { mountSmokeTest } from './routes/smoke-test';
 export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
   store: Store;
   bus: Bus;
-  /** HTTP client for providers and llm-quota (tests may inject one); default: undici's request for providers, global fetch for llm-quota */
+  /** HTTP client for providers and llm-quota (tests may inject one); default: undici's request for providers, `quotaFetch` for llm-quota */
   fetch?: typeof fetch;
   /** builds provider adapters (default: the provider layer's factory) */
   createAdapter?: AdapterFactory;
@@ -54,6 +55,8 @@ export interface LlmGatewayParts {
   app: ServiceApp;
   context: GatewayContext;
   admin: CatalogueAdmin;
+  /** closes the connections to llm-quota */
+  closeQuotaClient(): Promise<void>;
 }
 
 /** The inference routes: each needs `models:read` in an active organization. */
@@ -68,7 +71,7 @@ const INFERENCE_PATHS = [
 /** Builds the gateway's parts: the catalogue, quota enforcement, accounting and the express app (never listens). */
 export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
   const { config, logger, clock, store, bus } = deps;
-  const doFetch = deps.fetch ?? fetch;
+  const quota = deps.fetch ? { fetch: deps.fetch, close: async () => undefined } : quotaFetch();
   const metrics = createHttpMetrics('llm-gateway');
   const events = new Counter({
     name: 'llm_gateway_usage_events_total',
@@ -113,7 +116,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       ttlMs: config.LLM_GATEWAY_SETTINGS_TTL_MS,
       clock,
       logger,
-      fetch: doFetch,
+      fetch: quota.fetch,
     }),
     admission: new Admission({
       limiters: { requests: counters.requests, tokens: counters.tokens },
@@ -182,7 +185,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       mountMethodNotAllowed(router);
     },
   });
-  return { app, context, admin };
+  return { app, context, admin, closeQuotaClient: quota.close };
 }
 
 /** The gateway's express app alone (tests of routes); the catalogue is loaded by the service's start. */
@@ -195,7 +198,7 @@ export function createApp(deps: LlmGatewayDeps): Express {
  * organization's governance and quotas and emitting `analytics.llm.completion` for every request.
  */
 export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<PlatformService> {
-  const { app, context, admin } = createGatewayParts(deps);
+  const { app, context, admin, closeQuotaClient } = createGatewayParts(deps);
   const box = new SecretBox(deps.config.LLM_GATEWAY_ENCRYPTION_KEY ?? deps.config.PLATFORM_INTERNAL_SECRET);
   const unsubscribes: Array<() => void> = [];
   let started = false;
@@ -249,6 +252,7 @@ export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<Pla
       started = false;
       for (const u of unsubscribes.splice(0)) u();
       await context.outbox.stop();
+      await closeQuotaClient();
     },
   };
 }

@@ -1,0 +1,103 @@
+import dns from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+
+export interface ServiceLookupOptions {
+  /** longest time an answer is used without asking again (the record's own TTL when shorter); default 10 s */
+  maxTtlMs?: number;
+  /** how long a previous answer is still used when the name server does not answer; default 5 min */
+  staleMs?: number;
+  /** per query: the wait before asking again, and how many times (c-ares' timeout and tries); default 1 s × 3 */
+  timeoutMs?: number;
+  tries?: number;
+  /** for tests: the resolver and the fallback lookup */
+  resolver?: Pick<dns.promises.Resolver, 'resolve4'>;
+  fallback?: typeof dns.lookup;
+  now?: () => number;
+}
+
+interface Cached {
+  addresses: string[];
+  /** until then the answer is used without asking */
+  freshUntil: number;
+  /** until then it is used when asking fails */
+  staleUntil: number;
+}
+
+/**
+ * `lookup` for `net.connect` (and undici's `connect` option) on calls between the platform's services, which
+ * address each other by name (`llm-quota`, `llm-quota.platform.svc`).
+ *
+ * Node's default lookup is `getaddrinfo` on libuv's thread pool (4 threads shared with file I/O). A name server
+ * that leaves queries unanswered (podman's aardvark-dns after containers start, decision 0084) holds a thread for
+ * each lookup until glibc gives up, and lookups started meanwhile queue behind: a caller that aborts after 5 s
+ * does not free its thread. This one asks for A records through c-ares (`dns.Resolver`: sockets on the event
+ * loop, no thread), once at a time per name, keeps the answer for its TTL (at most `maxTtlMs`), and uses the last
+ * answer for `staleMs` while the name server does not answer. Names the name server does not know (`localhost`,
+ * `/etc/hosts` entries, IPv6-only names) go to Node's default lookup, as do IP literals (answered at once).
+ */
+export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunction {
+  const maxTtlMs = options.maxTtlMs ?? 10_000;
+  const staleMs = options.staleMs ?? 5 * 60_000;
+  const now = options.now ?? Date.now;
+  const fallback = options.fallback ?? dns.lookup;
+  const resolver =
+    options.resolver ??
+    new dns.promises.Resolver({ timeout: options.timeoutMs ?? 1_000, tries: options.tries ?? 3 });
+  const cache = new Map<string, Cached>();
+  const asking = new Map<string, Promise<string[]>>();
+
+  const ask = (hostname: string): Promise<string[]> => {
+    let pending = asking.get(hostname);
+    if (!pending) {
+      pending = resolver
+        .resolve4(hostname, { ttl: true })
+        .then((records) => {
+          const ttlMs = Math.min(maxTtlMs, Math.max(1_000, Math.min(...records.map((r) => r.ttl * 1000))));
+          const addresses = records.map((r) => r.address);
+          const at = now();
+          cache.set(hostname, { addresses, freshUntil: at + ttlMs, staleUntil: at + ttlMs + staleMs });
+          return addresses;
+        })
+        .finally(() => asking.delete(hostname));
+      asking.set(hostname, pending);
+    }
+    return pending;
+  };
+
+  const resolve = async (hostname: string): Promise<string[] | null> => {
+    const cached = cache.get(hostname);
+    if (cached && now() < cached.freshUntil) return cached.addresses;
+    try {
+      return await ask(hostname);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // not a name the name server knows: the system's lookup (hosts file, other NSS sources) decides
+      if (code === dns.NOTFOUND || code === dns.NODATA) return null;
+      if (cached && now() < cached.staleUntil) return cached.addresses;
+      throw err;
+    }
+  };
+
+  return (hostname, lookupOptions, callback) => {
+    const family = lookupOptions.family;
+    if (isIP(hostname) || family === 6 || family === 'IPv6') {
+      fallback(hostname, lookupOptions, callback);
+      return;
+    }
+    resolve(hostname).then(
+      (addresses) => {
+        if (!addresses || addresses.length === 0) {
+          fallback(hostname, lookupOptions, callback);
+          return;
+        }
+        if (lookupOptions.all)
+          (callback as (err: null, addresses: dns.LookupAddress[]) => void)(
+            null,
+            addresses.map((address) => ({ address, family: 4 })),
+          );
+        else callback(null, addresses[0]!, 4);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
+  };
+}
