@@ -136,6 +136,9 @@ describeWithNats('a catalogue change reaches every instance over NATS', () => {
     // no store polling: only the bus can carry the change in time
     const a = await startInstance(store, buses[0]!, { LLM_GATEWAY_CATALOGUE_POLL_MS: '0' });
     const b = await startInstance(store, buses[1]!, { LLM_GATEWAY_CATALOGUE_POLL_MS: '0' });
+    // the server has taken b's subscription once it answers a ping sent after it (a notice published before that
+    // would not reach b, and with no polling nothing else would: a loaded CI run once lost the first one)
+    await buses[1]!.ping();
     try {
       const seenByB = async (expectStatus: number, enabled?: boolean) =>
         waitFor(
