@@ -14,6 +14,7 @@ export * from './http/openapi';
 export * from './http/openapi-serve';
 export * from './http/request-id';
 export * from './http/service-app';
+export * from './http/service-fetch';
 export * from './http/service-lookup';
 export * from './http/validate';
 export * from './internal-secret';

@@ -5,7 +5,13 @@ import {
   MembershipChangedEvent,
   Subjects,
 } from '@platform/contracts';
-import { type BaseDeps, compileTrustProxy, createAdminHandler, type PlatformService } from '@platform/kernel';
+import {
+  type BaseDeps,
+  compileTrustProxy,
+  createAdminHandler,
+  type PlatformService,
+  serviceFetch,
+} from '@platform/kernel';
 import { PrincipalResolver } from './auth/principal-resolver';
 import { SessionJwtVerifier } from './auth/session-jwt';
 import { SigningKeys } from './auth/signing-keys';
@@ -73,7 +79,10 @@ export async function buildEdgeService(
     clockSkewSeconds: config.JWT_CLOCK_SKEW_SECONDS,
     cacheMaxEntries: config.JWT_CACHE_MAX_ENTRIES,
   });
+  // auth by name between containers: resolved off libuv's thread pool (decision 0084)
+  const toAuth = serviceFetch();
   const principals = new PrincipalResolver({
+    fetch: toAuth.fetch,
     authUrl: config.AUTH_URL,
     secret: config.PLATFORM_INTERNAL_SECRET,
     clock,
@@ -204,6 +213,7 @@ export async function buildEdgeService(
       if (timer) clearInterval(timer);
       for (const unsubscribe of unsubscribes.splice(0)) unsubscribe();
       proxy.close();
+      await toAuth.close();
       await mongo?.close();
     },
   };

@@ -8,6 +8,7 @@ import {
   openApiHandler,
   type PlatformService,
   type ServiceApp,
+  serviceFetch,
 } from '@platform/kernel';
 import type { Store } from '@platform/store';
 import type { Express } from 'express';
@@ -25,7 +26,6 @@ import { defaultAdapterFactory } from './provider-factory';
 import { Admission } from './quota/admission';
 import { type QuotaCounters, quotaCountersFor } from './quota/counters';
 import { OrgSettingsSource } from './quota/org-settings';
-import { quotaFetch } from './quota/quota-fetch';
 import { StoreRateLimiter } from './quota/store-rate-limiter';
 import { mountAudio } from './routes/audio';
 import { mountCatalogueAdmin, mountProviderAdmin } from './routes/catalogue-admin';
@@ -41,7 +41,7 @@ import { mountSmokeTest } from './routes/smoke-test';
 export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
   store: Store;
   bus: Bus;
-  /** HTTP client for providers and llm-quota (tests may inject one); default: undici's request for providers, `quotaFetch` for llm-quota */
+  /** HTTP client for providers and llm-quota (tests may inject one); default: undici's request for providers, `serviceFetch` for llm-quota */
   fetch?: typeof fetch;
   /** builds provider adapters (default: the provider layer's factory) */
   createAdapter?: AdapterFactory;
@@ -71,7 +71,7 @@ const INFERENCE_PATHS = [
 /** Builds the gateway's parts: the catalogue, quota enforcement, accounting and the express app (never listens). */
 export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
   const { config, logger, clock, store, bus } = deps;
-  const quota = deps.fetch ? { fetch: deps.fetch, close: async () => undefined } : quotaFetch();
+  const quota = deps.fetch ? { fetch: deps.fetch, close: async () => undefined } : serviceFetch();
   const metrics = createHttpMetrics('llm-gateway');
   const events = new Counter({
     name: 'llm_gateway_usage_events_total',

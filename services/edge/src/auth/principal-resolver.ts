@@ -38,6 +38,8 @@ export interface PrincipalResolverOptions {
   maxTtlSeconds: number;
   /** 'auth': sessions are introspected like other credentials; 'jwt': built from the verified JWT alone */
   sessionSource: 'auth' | 'jwt';
+  /** the HTTP client for auth (the edge passes kernel's `serviceFetch`); default: global fetch */
+  fetch?: typeof fetch;
 }
 
 /** Seals older than this are renewed (services accept seals up to 300 s old). */
@@ -200,7 +202,7 @@ export class PrincipalResolver {
     };
     let response: Response;
     try {
-      response = await fetch(this.endpoint, {
+      response = await (this.options.fetch ?? fetch)(this.endpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-platform-internal-secret': this.options.secret },
         body: JSON.stringify(body),
