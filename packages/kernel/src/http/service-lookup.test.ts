@@ -96,16 +96,25 @@ describe('serviceLookup', () => {
   });
 
   it("leaves to the system's lookup what the name server does not know, IP literals and IPv6", async () => {
+    let now = 0;
     const { resolver, asked } = scripted({ 'dead-server': timeout() });
-    const fn = serviceLookup({ resolver, fallback });
+    const fn = serviceLookup({ resolver, fallback, now: () => now });
     expect(await lookup(fn, 'localhost')).toEqual({ err: null, address: '127.0.0.1', family: 4 });
     await lookup(fn, '127.0.0.1');
     await lookup(fn, 'llm-quota', { family: 6 });
     expect(fallbackCalls).toEqual(['localhost', '127.0.0.1', 'llm-quota']);
     expect(asked).toEqual(['localhost']);
+    // a name the name server did not know goes to the system's lookup without asking it again, for a minute
+    await lookup(fn, 'localhost');
+    expect(asked).toEqual(['localhost']);
+    expect(fallbackCalls).toHaveLength(4);
+    now = 61_000;
+    await lookup(fn, 'localhost');
+    expect(asked).toEqual(['localhost', 'localhost']);
     // a name server that does not answer is not worked around through the thread pool
+    fallbackCalls.length = 0;
     expect((await lookup(fn, 'dead-server')).err?.code).toBe(dns.TIMEOUT);
-    expect(fallbackCalls).toHaveLength(3);
+    expect(fallbackCalls).toEqual([]);
   });
 });
 

@@ -15,6 +15,9 @@ export interface ServiceLookupOptions {
   now?: () => number;
 }
 
+/** how long a name the name server did not know goes straight to the system's lookup */
+const SYSTEM_LOOKUP_MS = 60_000;
+
 interface Cached {
   addresses: string[];
   /** until then the answer is used without asking */
@@ -32,8 +35,10 @@ interface Cached {
  * each lookup until glibc gives up, and lookups started meanwhile queue behind: a caller that aborts after 5 s
  * does not free its thread. This one asks for A records through c-ares (`dns.Resolver`: sockets on the event
  * loop, no thread), once at a time per name, keeps the answer for its TTL (at most `maxTtlMs`), and uses the last
- * answer for `staleMs` while the name server does not answer. Names the name server does not know (`localhost`,
- * `/etc/hosts` entries, IPv6-only names) go to Node's default lookup, as do IP literals (answered at once).
+ * answer for `staleMs` while the name server does not answer. Names the name server does not know as given
+ * (`localhost`, `/etc/hosts` entries, Kubernetes' short names, which need resolv.conf's search list that c-ares'
+ * queries do not apply) go to Node's default lookup, and are not asked of the name server again for a minute; so
+ * do IP literals and IPv6 requests.
  */
 export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunction {
   const maxTtlMs = options.maxTtlMs ?? 10_000;
@@ -45,6 +50,8 @@ export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunctio
     new dns.promises.Resolver({ timeout: options.timeoutMs ?? 1_000, tries: options.tries ?? 3 });
   const cache = new Map<string, Cached>();
   const asking = new Map<string, Promise<string[]>>();
+  /** names the name server did not know, left to the system's lookup until then (not asked again each time) */
+  const systemUntil = new Map<string, number>();
 
   const ask = (hostname: string): Promise<string[]> => {
     let pending = asking.get(hostname);
@@ -67,12 +74,17 @@ export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunctio
   const resolve = async (hostname: string): Promise<string[] | null> => {
     const cached = cache.get(hostname);
     if (cached && now() < cached.freshUntil) return cached.addresses;
+    if ((systemUntil.get(hostname) ?? 0) > now()) return null;
     try {
       return await ask(hostname);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      // not a name the name server knows: the system's lookup (hosts file, other NSS sources) decides
-      if (code === dns.NOTFOUND || code === dns.NODATA) return null;
+      // not a name the name server knows as given (hosts file, a search domain's name): the system's lookup decides
+      if (code === dns.NOTFOUND || code === dns.NODATA) {
+        if (systemUntil.size >= 1_000) systemUntil.clear();
+        systemUntil.set(hostname, now() + SYSTEM_LOOKUP_MS);
+        return null;
+      }
       if (cached && now() < cached.staleUntil) return cached.addresses;
       throw err;
     }
