@@ -97,7 +97,10 @@ describe('serviceLookup', () => {
 
   it("leaves to the system's lookup what the name server does not know, IP literals and IPv6", async () => {
     let now = 0;
-    const { resolver, asked } = scripted({ 'dead-server': timeout() });
+    const { resolver, asked } = scripted({
+      'dead-server': timeout(),
+      'in-hosts-file': Object.assign(new Error('refused'), { code: dns.CONNREFUSED }),
+    });
     const fn = serviceLookup({ resolver, fallback, now: () => now });
     expect(await lookup(fn, 'localhost')).toEqual({ err: null, address: '127.0.0.1', family: 4 });
     await lookup(fn, '127.0.0.1');
@@ -115,6 +118,9 @@ describe('serviceLookup', () => {
     fallbackCalls.length = 0;
     expect((await lookup(fn, 'dead-server')).err?.code).toBe(dns.TIMEOUT);
     expect(fallbackCalls).toEqual([]);
+    // no name server at all (refused at once): the system's lookup, the hosts file first, answers
+    expect(await lookup(fn, 'in-hosts-file')).toEqual({ err: null, address: '10.0.0.99', family: 4 });
+    expect(fallbackCalls).toEqual(['in-hosts-file']);
   });
 });
 

@@ -38,7 +38,7 @@ interface Cached {
  * answer for `staleMs` while the name server does not answer. Names the name server does not know as given
  * (`localhost`, `/etc/hosts` entries, Kubernetes' short names, which need resolv.conf's search list that c-ares'
  * queries do not apply) go to Node's default lookup, and are not asked of the name server again for a minute; so
- * do IP literals and IPv6 requests.
+ * do IP literals, IPv6 requests, and names asked when no name server can be reached (refused at once).
  */
 export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunction {
   const maxTtlMs = options.maxTtlMs ?? 10_000;
@@ -86,6 +86,9 @@ export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunctio
         return null;
       }
       if (cached && now() < cached.staleUntil) return cached.addresses;
+      // no name server to ask (none listening, or one refusing): answered at once, so the system's lookup (the hosts
+      // file first) holds no thread for long; one that does not answer (ETIMEOUT) is not worked around that way
+      if (code === dns.CONNREFUSED || code === dns.REFUSED) return null;
       throw err;
     }
   };
