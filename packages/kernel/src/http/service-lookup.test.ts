@@ -24,10 +24,21 @@ function scripted(answers: Record<string, Answer | NodeJS.ErrnoException>) {
   };
 }
 
+/** the system's lookup, scripted: answers after `systemDelay` (a lookup holding a thread), counting its calls */
 const fallbackCalls: string[] = [];
-const fallback = ((name: string, _options: unknown, callback: (e: null, a: string, f: number) => void) => {
+let systemDelay = 0;
+const fallback = ((
+  name: string,
+  options: dns.LookupOptions,
+  callback: (e: NodeJS.ErrnoException | null, a: unknown, f?: number) => void,
+) => {
   fallbackCalls.push(name);
-  callback(null, name === 'localhost' ? '127.0.0.1' : '10.0.0.99', 4);
+  const address = name === 'localhost' ? '127.0.0.1' : name === 'ip6-only' ? 'fd00::5' : '10.0.0.99';
+  const family = address.includes(':') ? 6 : 4;
+  setTimeout(
+    () => (options.all ? callback(null, [{ address, family }]) : callback(null, address, family)),
+    systemDelay,
+  );
 }) as unknown as typeof dns.lookup;
 
 const lookup = (fn: LookupFunction, name: string, options: dns.LookupOptions = {}) =>
@@ -39,6 +50,7 @@ const timeout = () => Object.assign(new Error('timeout'), { code: dns.TIMEOUT })
 
 beforeEach(() => {
   fallbackCalls.length = 0;
+  systemDelay = 0;
 });
 
 describe('serviceLookup', () => {
@@ -78,7 +90,7 @@ describe('serviceLookup', () => {
     expect(asked).toEqual(['llm-quota', 'auth', 'auth', 'llm-quota']);
   });
 
-  it('uses the last answer while the name server does not answer, for staleMs; then reports the failure', async () => {
+  it("uses the last answer while the name server does not answer, for staleMs; then the system's lookup", async () => {
     let now = 0;
     const answers: Record<string, Answer | NodeJS.ErrnoException> = {
       'llm-quota': [{ address: '10.89.0.5', ttl: 5 }],
@@ -89,38 +101,48 @@ describe('serviceLookup', () => {
     answers['llm-quota'] = timeout();
     now = 30_000;
     expect(await lookup(fn, 'llm-quota')).toEqual({ err: null, address: '10.89.0.5', family: 4 });
-    now = 70_000;
-    const failed = await lookup(fn, 'llm-quota');
-    expect(failed.err?.code).toBe(dns.TIMEOUT);
     expect(fallbackCalls).toEqual([]);
+    now = 70_000;
+    expect(await lookup(fn, 'llm-quota')).toEqual({ err: null, address: '10.0.0.99', family: 4 });
+    expect(fallbackCalls).toEqual(['llm-quota']);
   });
 
   it("leaves to the system's lookup what the name server does not know, IP literals and IPv6", async () => {
     let now = 0;
-    const { resolver, asked } = scripted({
-      'dead-server': timeout(),
-      'in-hosts-file': Object.assign(new Error('refused'), { code: dns.CONNREFUSED }),
-    });
+    const { resolver, asked } = scripted({});
     const fn = serviceLookup({ resolver, fallback, now: () => now });
     expect(await lookup(fn, 'localhost')).toEqual({ err: null, address: '127.0.0.1', family: 4 });
     await lookup(fn, '127.0.0.1');
     await lookup(fn, 'llm-quota', { family: 6 });
     expect(fallbackCalls).toEqual(['localhost', '127.0.0.1', 'llm-quota']);
     expect(asked).toEqual(['localhost']);
+    // an IPv6-only name (no A record) gets its IPv6 answer
+    expect(await lookup(fn, 'ip6-only', { all: true })).toMatchObject({
+      err: null,
+      address: [{ address: 'fd00::5', family: 6 }],
+    });
     // a name the name server did not know goes to the system's lookup without asking it again, for a minute
     await lookup(fn, 'localhost');
-    expect(asked).toEqual(['localhost']);
-    expect(fallbackCalls).toHaveLength(4);
+    expect(asked).toEqual(['localhost', 'ip6-only']);
     now = 61_000;
     await lookup(fn, 'localhost');
-    expect(asked).toEqual(['localhost', 'localhost']);
-    // a name server that does not answer is not worked around through the thread pool
-    fallbackCalls.length = 0;
-    expect((await lookup(fn, 'dead-server')).err?.code).toBe(dns.TIMEOUT);
-    expect(fallbackCalls).toEqual([]);
-    // no name server at all (refused at once): the system's lookup, the hosts file first, answers
-    expect(await lookup(fn, 'in-hosts-file')).toEqual({ err: null, address: '10.0.0.99', family: 4 });
-    expect(fallbackCalls).toEqual(['in-hosts-file']);
+    expect(asked).toEqual(['localhost', 'ip6-only', 'localhost']);
+  });
+
+  it("asks the system's lookup once at a time per name when the name server does not answer", async () => {
+    const { resolver, asked } = scripted({
+      'dead-server': timeout(),
+      'no-server': Object.assign(new Error('refused'), { code: dns.CONNREFUSED }),
+    });
+    const fn = serviceLookup({ resolver, fallback });
+    systemDelay = 30; // the system's lookup holds its thread meanwhile
+    const answers = await Promise.all(Array.from({ length: 8 }, () => lookup(fn, 'dead-server')));
+    for (const answer of answers) expect(answer).toEqual({ err: null, address: '10.0.0.99', family: 4 });
+    expect(asked).toEqual(['dead-server']);
+    // eight callers, one query to the name server and one lookup on the pool
+    expect(fallbackCalls).toEqual(['dead-server']);
+    // no name server at all (refused at once): the hosts file still answers
+    expect(await lookup(fn, 'no-server')).toEqual({ err: null, address: '10.0.0.99', family: 4 });
   });
 });
 

@@ -9,7 +9,7 @@ export interface ServiceLookupOptions {
   /** per query: the wait before asking again, and how many times (c-ares' timeout and tries); default 1 s × 3 */
   timeoutMs?: number;
   tries?: number;
-  /** for tests: the resolver and the fallback lookup */
+  /** for tests: the resolver and the system's lookup */
   resolver?: Pick<dns.promises.Resolver, 'resolve4'>;
   fallback?: typeof dns.lookup;
   now?: () => number;
@@ -19,7 +19,7 @@ export interface ServiceLookupOptions {
 const SYSTEM_LOOKUP_MS = 60_000;
 
 interface Cached {
-  addresses: string[];
+  addresses: dns.LookupAddress[];
   /** until then the answer is used without asking */
   freshUntil: number;
   /** until then it is used when asking fails */
@@ -35,10 +35,12 @@ interface Cached {
  * each lookup until glibc gives up, and lookups started meanwhile queue behind: a caller that aborts after 5 s
  * does not free its thread. This one asks for A records through c-ares (`dns.Resolver`: sockets on the event
  * loop, no thread), once at a time per name, keeps the answer for its TTL (at most `maxTtlMs`), and uses the last
- * answer for `staleMs` while the name server does not answer. Names the name server does not know as given
- * (`localhost`, `/etc/hosts` entries, Kubernetes' short names, which need resolv.conf's search list that c-ares'
- * queries do not apply) go to Node's default lookup, and are not asked of the name server again for a minute; so
- * do IP literals, IPv6 requests, and names asked when no name server can be reached (refused at once).
+ * answer for `staleMs` while the name server does not answer.
+ *
+ * What c-ares cannot answer goes to the system's lookup (IPv4 and IPv6; the hosts file, resolv.conf's search list,
+ * which c-ares' queries do not apply, as for Kubernetes' short names), at most one at a time per name, so that a name server
+ * that does not answer holds one thread per name, not one per call. A name the name server did not know is not
+ * asked of it again for a minute. IP literals and IPv6 requests go to the system's lookup as they are.
  */
 export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunction {
   const maxTtlMs = options.maxTtlMs ?? 10_000;
@@ -49,18 +51,19 @@ export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunctio
     options.resolver ??
     new dns.promises.Resolver({ timeout: options.timeoutMs ?? 1_000, tries: options.tries ?? 3 });
   const cache = new Map<string, Cached>();
-  const asking = new Map<string, Promise<string[]>>();
+  const asking = new Map<string, Promise<dns.LookupAddress[]>>();
   /** names the name server did not know, left to the system's lookup until then (not asked again each time) */
   const systemUntil = new Map<string, number>();
+  const systemAsking = new Map<string, Promise<dns.LookupAddress[]>>();
 
-  const ask = (hostname: string): Promise<string[]> => {
+  const ask = (hostname: string): Promise<dns.LookupAddress[]> => {
     let pending = asking.get(hostname);
     if (!pending) {
       pending = resolver
         .resolve4(hostname, { ttl: true })
         .then((records) => {
           const ttlMs = Math.min(maxTtlMs, Math.max(1_000, Math.min(...records.map((r) => r.ttl * 1000))));
-          const addresses = records.map((r) => r.address);
+          const addresses = records.map((r) => ({ address: r.address, family: 4 }));
           const at = now();
           cache.set(hostname, { addresses, freshUntil: at + ttlMs, staleUntil: at + ttlMs + staleMs });
           return addresses;
@@ -71,25 +74,33 @@ export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunctio
     return pending;
   };
 
-  const resolve = async (hostname: string): Promise<string[] | null> => {
+  /** the system's answer (IPv4 and IPv6), one lookup at a time per name */
+  const askSystem = (hostname: string): Promise<dns.LookupAddress[]> => {
+    let pending = systemAsking.get(hostname);
+    if (!pending) {
+      pending = new Promise<dns.LookupAddress[]>((resolve, reject) =>
+        fallback(hostname, { all: true }, (err, addresses) =>
+          err ? reject(err) : resolve(addresses as dns.LookupAddress[]),
+        ),
+      ).finally(() => systemAsking.delete(hostname));
+      systemAsking.set(hostname, pending);
+    }
+    return pending;
+  };
+
+  const resolve = async (hostname: string): Promise<dns.LookupAddress[]> => {
     const cached = cache.get(hostname);
     if (cached && now() < cached.freshUntil) return cached.addresses;
-    if ((systemUntil.get(hostname) ?? 0) > now()) return null;
+    if ((systemUntil.get(hostname) ?? 0) > now()) return askSystem(hostname);
     try {
       return await ask(hostname);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      // not a name the name server knows as given (hosts file, a search domain's name): the system's lookup decides
       if (code === dns.NOTFOUND || code === dns.NODATA) {
         if (systemUntil.size >= 1_000) systemUntil.clear();
         systemUntil.set(hostname, now() + SYSTEM_LOOKUP_MS);
-        return null;
-      }
-      if (cached && now() < cached.staleUntil) return cached.addresses;
-      // no name server to ask (none listening, or one refusing): answered at once, so the system's lookup (the hosts
-      // file first) holds no thread for long; one that does not answer (ETIMEOUT) is not worked around that way
-      if (code === dns.CONNREFUSED || code === dns.REFUSED) return null;
-      throw err;
+      } else if (cached && now() < cached.staleUntil) return cached.addresses;
+      return askSystem(hostname);
     }
   };
 
@@ -101,16 +112,13 @@ export function serviceLookup(options: ServiceLookupOptions = {}): LookupFunctio
     }
     resolve(hostname).then(
       (addresses) => {
-        if (!addresses || addresses.length === 0) {
-          fallback(hostname, lookupOptions, callback);
+        if (addresses.length === 0) {
+          callback(Object.assign(new Error(`no address for ${hostname}`), { code: dns.NODATA }), '', 0);
           return;
         }
         if (lookupOptions.all)
-          (callback as (err: null, addresses: dns.LookupAddress[]) => void)(
-            null,
-            addresses.map((address) => ({ address, family: 4 })),
-          );
-        else callback(null, addresses[0]!, 4);
+          (callback as (err: null, addresses: dns.LookupAddress[]) => void)(null, addresses);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
       },
       (err: NodeJS.ErrnoException) => callback(err, '', 0),
     );
