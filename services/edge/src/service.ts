@@ -11,6 +11,7 @@ import {
   createAdminHandler,
   type PlatformService,
   serviceFetch,
+  serviceLookup,
 } from '@platform/kernel';
 import { PrincipalResolver } from './auth/principal-resolver';
 import { SessionJwtVerifier } from './auth/session-jwt';
@@ -79,8 +80,10 @@ export async function buildEdgeService(
     clockSkewSeconds: config.JWT_CLOCK_SKEW_SECONDS,
     cacheMaxEntries: config.JWT_CACHE_MAX_ENTRIES,
   });
-  // auth by name between containers: resolved off libuv's thread pool (decision 0084)
-  const toAuth = serviceFetch();
+  // the services' names, resolved off libuv's thread pool and kept briefly, for the proxy and the calls to auth
+  // alike (decision 0084)
+  const lookup = serviceLookup();
+  const toAuth = serviceFetch(lookup);
   const principals = new PrincipalResolver({
     fetch: toAuth.fetch,
     authUrl: config.AUTH_URL,
@@ -110,6 +113,7 @@ export async function buildEdgeService(
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
     maxSockets: config.UPSTREAM_MAX_SOCKETS,
     logger: log,
+    lookup,
   });
   const metrics = createEdgeMetrics({
     jwksKeys: () => keys.kids.length,

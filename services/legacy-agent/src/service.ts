@@ -12,7 +12,6 @@ import { Dialogue } from './domain/dialogue';
 import { Entities } from './domain/entities';
 import { giveExpiryToOlderRecords } from './domain/expiry-backfill';
 import { Intents } from './domain/intents';
-import { removeOrphanModelBlobs } from './domain/orphan-blobs';
 import { type RetrainTimers, systemTimers } from './domain/timers';
 import { TokenSealer } from './domain/tokens';
 import { type NluEngine, Understanding } from './domain/understanding';
@@ -103,7 +102,6 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     admin: app.admin,
     start: async () => {
       await giveExpiryToOlderRecords(domain.ctx);
-      await removeOrphanModelBlobs(domain.ctx);
       await domain.understanding.start();
     },
     stop: () => domain.understanding.stop(),

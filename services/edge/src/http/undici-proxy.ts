@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { LookupFunction } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { Logger } from '@platform/kernel';
-import { BadGateway, PayloadTooLarge, serviceLookup, Unavailable, UpstreamTimeout } from '@platform/kernel';
+import { BadGateway, PayloadTooLarge, Unavailable, UpstreamTimeout } from '@platform/kernel';
 import { type Dispatcher, Pool } from 'undici';
 import type { UpstreamName } from '../routing/roots';
 import { sendError } from './respond';
@@ -11,6 +12,8 @@ export interface UpstreamProxyOptions {
   timeoutMs: number;
   maxSockets: number;
   logger: Logger;
+  /** how the pools resolve the services' names (kernel's `serviceLookup`, shared with the edge's calls to auth) */
+  lookup: LookupFunction;
 }
 
 export interface UpstreamProxy {
@@ -132,15 +135,13 @@ function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number): Pas
  */
 export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy {
   const pools = {} as Record<UpstreamName, Pool>;
-  // the services' names resolved off libuv's thread pool, the answers kept briefly (decision 0084)
-  const lookup = serviceLookup();
   for (const [root, url] of Object.entries(options.targets) as Array<[UpstreamName, string]>) {
     pools[root] = new Pool(new URL(url).origin, {
       connections: options.maxSockets,
       pipelining: 1,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      connect: { timeout: Math.min(options.timeoutMs, 10_000), lookup },
+      connect: { timeout: Math.min(options.timeoutMs, 10_000), lookup: options.lookup },
     });
   }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { NluModel, NluResult, NluTrainingSet } from '@platform/nlu';
 import type { AssistantDoc, EntityDoc, IntentDoc, ModelDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
+import { removeOrphanModelBlobs } from './orphan-blobs';
 
 /**
  * The adapter between the legacy resources and the NLU engine (@platform/nlu): it turns an assistant's
@@ -122,7 +123,8 @@ export class Understanding {
   /**
    * Retrains assistants whose stored models are behind their data (a crash before training, say), and those whose
    * record names no blob of its training set: models an earlier version stored in pieces of a collection (decision
-   * 0089), whose pieces are removed, or wrote after a rollback over a record of this version.
+   * 0089), whose pieces are removed, or wrote after a rollback over a record of this version. Blobs no record
+   * names are removed (orphan-blobs.ts).
    */
   async start(): Promise<void> {
     const { cols } = this.ctx;
@@ -135,6 +137,7 @@ export class Understanding {
         trained.delete(model._id);
       }
     await cols.olderModelPieces.deleteMany({});
+    await removeOrphanModelBlobs(this.ctx, models);
     for (const assistant of assistants) {
       const behind = assistant.languages.some(
         (lang) => (trained.get(modelKey(assistant._id, lang)) ?? -1) < assistant.dataRevision,
