@@ -24,6 +24,40 @@ export async function openStore(settings: InfrastructureSettings, logger: Logger
   return createEmbeddedStore({ dataDir });
 }
 
+/** How long a service waits between two attempts to reach MongoDB at start (each attempt waits for a server too). */
+export const STORE_RETRY_MS = 2_000;
+
+/**
+ * Opens the store, trying again while the database cannot be reached: a service started during a MongoDB outage
+ * waits for it (alive, not ready) instead of exiting and being restarted in a loop. `onUnreachable` is told why
+ * each attempt failed. What `isTransient` does not accept (a data folder that cannot be written) ends the wait.
+ */
+export async function openStoreWhenReachable(
+  open: () => Promise<Store>,
+  options: {
+    logger: Logger;
+    isTransient: (err: unknown) => boolean;
+    onUnreachable?: (reason: string) => void;
+    retryMs?: number;
+  },
+): Promise<Store> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await open();
+    } catch (err) {
+      if (!options.isTransient(err)) throw err;
+      const reason = err instanceof Error ? err.message : String(err);
+      options.onUnreachable?.(reason);
+      const retryMs = options.retryMs ?? STORE_RETRY_MS;
+      options.logger.warn(
+        { attempt, reason },
+        `store: the database cannot be reached; trying again in ${retryMs} ms (not ready until it answers)`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+    }
+  }
+}
+
 /**
  * NATS when NATS_URL is set, else `local` (standalone children: the IPC bus to their parent), else the
  * in-process bus (only meaningful when all services share one process).

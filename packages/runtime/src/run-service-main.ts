@@ -1,8 +1,10 @@
+import type { RequestListener } from 'node:http';
 import type { Bus } from '@platform/bus';
 import {
   type Clock,
   ConfigError,
   commonConfig,
+  createAdminHandler,
   createLogger,
   env,
   handleProcessSignals,
@@ -15,7 +17,7 @@ import {
 } from '@platform/kernel';
 import { DataFolderError, type Store } from '@platform/store';
 import type { z } from 'zod';
-import { openBus, openStore } from './infrastructure';
+import { openBus, openStore, openStoreWhenReachable } from './infrastructure';
 
 type CommonShape = typeof commonConfig;
 
@@ -66,10 +68,36 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   const common = config as unknown as z.infer<z.ZodObject<CommonShape>>;
   const logger = createLogger({ name: options.name, level: common.LOG_LEVEL });
   const settings = { service: options.name, ...common };
+  // The admin port answers from the start: while the service waits for its database, /healthz says it is alive
+  // (an orchestrator does not restart it) and /readyz why it is not ready. The service's own handler takes over.
+  let unreachable = 'starting';
+  let adminHandler: RequestListener = createAdminHandler({
+    name: options.name,
+    readiness: {
+      required: {
+        store: () => {
+          throw new Error(unreachable);
+        },
+      },
+    },
+    metrics: { contentType: 'text/plain; version=0.0.4', metrics: async () => '' },
+  });
+  const admin = await listen(
+    (req, res) => adminHandler(req, res),
+    common.ADMIN_PORT,
+    common.ADMIN_HOST,
+  ).catch((err) => cannotListen(logger, err, common.ADMIN_HOST, common.ADMIN_PORT, 'ADMIN_PORT'));
   const store =
     options.usesStore === false
       ? undefined
-      : await openStore(settings, logger).catch((err) => {
+      : await openStoreWhenReachable(() => openStore(settings, logger), {
+          logger,
+          // the embedded engine's failures do not pass with time; MongoDB's server may come back
+          isTransient: () => !!settings.MONGO_URL,
+          onUnreachable: (reason) => {
+            unreachable = `unreachable: ${reason}`;
+          },
+        }).catch((err) => {
           if (!(err instanceof DataFolderError)) throw err;
           logger.fatal(`${err.message}; set DATA_DIR to a writable folder`);
           process.exit(1);
@@ -81,9 +109,7 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   const server = await listen(service.handler, port.data, host, {
     maxHeaderSize: options.maxHeaderBytes ?? SERVICE_MAX_HEADER_BYTES,
   }).catch((err) => cannotListen(logger, err, host, port.data, 'PORT'));
-  const admin = await listen(service.admin, common.ADMIN_PORT, common.ADMIN_HOST).catch((err) =>
-    cannotListen(logger, err, common.ADMIN_HOST, common.ADMIN_PORT, 'ADMIN_PORT'),
-  );
+  adminHandler = service.admin;
   logger.info({ url: server.url, admin: admin.url }, `${options.name} listening`);
   options.onListening?.(server.url);
   handleProcessSignals(logger, async () => {

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { accessSync, chmodSync, constants, existsSync, mkdirSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Unavailable } from '@platform/kernel';
 import Datastore from '@seald-io/nedb';
 import { checkBucketName, fileBlobs, memoryBlobs } from './blobs';
 import { Mutex } from './mutex';
@@ -19,6 +18,7 @@ import {
   type UpdateOptions,
   type UpdateResult,
 } from './port';
+import { storeUnavailable } from './unavailable';
 
 // NeDB's document model; `modify` applies update operators exactly as NeDB's own update does.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -267,7 +267,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       } catch (err) {
         if (isFileSystemError(err)) {
           this.broken = err;
-          throw this.unavailable(err);
+          throw storeUnavailable(this.name, err);
         }
         throw this.translate(err);
       }
@@ -290,18 +290,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       this.broken = null;
     } catch (err) {
       this.broken = err;
-      throw this.unavailable(err);
+      throw storeUnavailable(this.name, err);
     }
-  }
-
-  private unavailable(cause: unknown): Unavailable {
-    const code = (cause as { code?: string }).code ?? 'unknown';
-    const err = new Unavailable('The service cannot reach its data right now; try again shortly', {
-      error: 'StoreUnavailable',
-      retryAfter: 1,
-    });
-    // for the log line only (the answer's body says nothing internal)
-    return Object.assign(err, { cause: new Error(`${this.name}: ${code}`) });
   }
 
   /** The file takes an append (of nothing), and a broken collection comes back. */

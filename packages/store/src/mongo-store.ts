@@ -1,10 +1,19 @@
-import type { Collection as MongoCollection, Document as MongoDocument } from 'mongodb';
+import {
+  type Collection as MongoCollection,
+  type Document as MongoDocument,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from 'mongodb';
 import mongoose from 'mongoose';
 import { pieceBlobs } from './blobs';
 import type { MongoStoreOptions } from './mongo';
+import { storeUnavailable } from './unavailable';
 
 /** How documents look to the driver: string ids, anything else. */
-type Raw = { _id: string } & MongoDocument;
+export type Raw = { _id: string } & MongoDocument;
 
 import {
   type BlobBucket,
@@ -25,29 +34,27 @@ import {
  * `createMongoStore` (./mongo.ts) only when a service is configured for MongoDB.
  */
 export async function openMongoStore(options: MongoStoreOptions): Promise<Store> {
-  const connection = await mongoose
-    .createConnection(options.url, {
-      dbName: options.dbName,
-      serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 10_000,
-    })
-    .asPromise();
+  const connection = mongoose.createConnection(options.url, {
+    dbName: options.dbName,
+    // a timeout in the URL (`?serverSelectionTimeoutMS=`) is the operator's: an option here would override it
+    ...(/[?&]serverSelectionTimeoutMS=/i.test(options.url)
+      ? {}
+      : { serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 10_000 }),
+  });
+  try {
+    await connection.asPromise();
+  } catch (err) {
+    // the driver would go on monitoring the server: a caller that tries again opens a new connection
+    await connection.close().catch(() => undefined);
+    throw err;
+  }
   const db = connection.db;
   if (!db) throw new Error('MongoDB connection has no database');
   const handles = new Map<string, Collection<Doc>>();
   const collection = <T extends Doc>(name: string, indexes: IndexSpec[] = []): Collection<T> => {
     let handle = handles.get(name);
     if (!handle) {
-      const native = db.collection<Raw>(name);
-      const ready = Promise.all(
-        indexes.map((ix) =>
-          native.createIndex(ix.fields, {
-            unique: ix.unique ?? false,
-            ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
-          }),
-        ),
-      ).then(() => undefined);
-      ready.catch(() => undefined);
-      handle = new MongoCollectionAdapter<Doc>(name, native, ready);
+      handle = mongoCollection<Doc>(name, db.collection<Raw>(name), indexes);
       handles.set(name, handle);
     }
     return handle as unknown as Collection<T>;
@@ -65,21 +72,68 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   };
 }
 
+/**
+ * Server codes of a node that is not, or no longer, the primary, or that is shutting down (the "not primary" and
+ * "node is recovering" errors of MongoDB's server discovery specification): a replica set's election answers them.
+ */
+const NODE_AWAY_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
+
+/** The database cannot be reached right now (no server, a network failure, an election): 503, not 500. */
+export function isServerAway(err: unknown): boolean {
+  return (
+    err instanceof MongoNetworkError ||
+    err instanceof MongoServerSelectionError ||
+    err instanceof MongoNotConnectedError ||
+    err instanceof MongoTopologyClosedError ||
+    (err instanceof MongoServerError && NODE_AWAY_CODES.has(Number(err.code)))
+  );
+}
+
+/**
+ * The port's collection over a native one. Its indexes are built before its first operation; when that fails (the
+ * server away), the next operation tries again. Failures of a server that cannot be reached are `StoreUnavailable`.
+ */
+export function mongoCollection<T extends Doc>(
+  name: string,
+  native: MongoCollection<Raw>,
+  indexes: readonly IndexSpec[],
+): Collection<T> {
+  let built: Promise<void> | undefined;
+  const indexesBuilt = () =>
+    (built ??= Promise.all(
+      indexes.map((ix) =>
+        native.createIndex(ix.fields, {
+          unique: ix.unique ?? false,
+          ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
+        }),
+      ),
+    ).then(
+      () => undefined,
+      (err) => {
+        built = undefined;
+        throw err;
+      },
+    ));
+  void indexesBuilt().catch(() => undefined);
+  return new MongoCollectionAdapter<T>(name, native, indexesBuilt);
+}
+
 class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
   constructor(
     readonly name: string,
     private readonly native: MongoCollection<Raw>,
-    private readonly ready: Promise<void>,
+    private readonly indexesBuilt: () => Promise<void>,
   ) {}
 
   private async run<R>(task: () => Promise<R>): Promise<R> {
-    await this.ready;
     try {
+      await this.indexesBuilt();
       return await task();
     } catch (err) {
       if ((err as { code?: number }).code === 11000) {
         throw new DuplicateKeyError(this.name, (err as Error).message);
       }
+      if (isServerAway(err)) throw storeUnavailable(this.name, err);
       throw err;
     }
   }

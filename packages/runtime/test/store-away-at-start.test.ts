@@ -1,0 +1,80 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { freePort, waitFor } from '@platform/testkit';
+
+/**
+ * A service started while its MongoDB cannot be reached (no server can run here: a closed loopback port stands for
+ * one that is away) waits for it: alive on its admin port, not ready, trying again; not a crash and a restart loop.
+ */
+const ROOT = path.resolve(__dirname, '../../..');
+
+const refused = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+
+describe('a service whose MongoDB is away when it starts', () => {
+  let child: ChildProcess;
+  let output = '';
+  let adminUrl: string;
+  let port: number;
+
+  beforeAll(async () => {
+    const [adminPort, servicePort, closed] = await Promise.all([freePort(), freePort(), freePort()]);
+    port = servicePort;
+    adminUrl = `http://127.0.0.1:${adminPort}`;
+    child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/llm-quota/src/main.ts'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        PLATFORM_INTERNAL_SECRET: 'a-test-secret-of-at-least-32-characters!!',
+        MONGO_URL: `mongodb://127.0.0.1:${closed}/?serverSelectionTimeoutMS=200`,
+        PORT: String(servicePort),
+        ADMIN_PORT: String(adminPort),
+        ADMIN_HOST: '127.0.0.1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+  });
+
+  afterAll(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('is alive, says why it is not ready, keeps trying, and serves nothing meanwhile', async () => {
+    await waitFor(async () => (await fetch(`${adminUrl}/healthz`).catch(() => null))?.status === 200, {
+      what: 'the admin port answering',
+      timeoutMs: 20_000,
+    });
+    await waitFor(async () => (output.match(/the database cannot be reached/g) ?? []).length >= 2, {
+      what: 'a second attempt to reach MongoDB',
+      timeoutMs: 20_000,
+    });
+    const ready = await fetch(`${adminUrl}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({
+      status: 'not_ready',
+      service: 'llm-quota',
+      checks: { store: expect.stringMatching(/^unreachable: .*ECONNREFUSED/) },
+    });
+    expect(child.exitCode).toBeNull();
+    expect(output).not.toMatch(/\n\s+at /); // no stack trace
+    expect(await refused(port)).toBe(true);
+  });
+});
