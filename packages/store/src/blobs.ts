@@ -119,10 +119,15 @@ interface BlobPieceDoc extends Doc {
   /** a piece: its place and its bytes, base64 */
   index?: number;
   data?: string;
+  /** a write's mark: when it started (removed once its head is written) */
+  writingSince?: Date;
 }
 
 /** a piece's bytes: a multiple of 3, so that each piece is base64 of its own; far below MongoDB's 16 MB */
 const PIECE_BYTES = 3 * 128 * 1024;
+
+/** a write still marked after this long was cut short: writing a blob of tens of MB takes seconds */
+export const CUT_WRITE_AGE_MS = 60 * 60_000;
 
 /**
  * Blobs as documents of a collection (MongoDB): a new version's pieces are written first, then the head is
@@ -135,6 +140,8 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
     { fields: { blob: 1, version: 1, index: 1 } },
     // the heads alone (list)
     { fields: { pieces: 1 } },
+    // the writes' markers alone (sweepCutWrites)
+    { fields: { writingSince: 1 } },
   ]);
   const read = async (id: string, attempt: number): Promise<Buffer | null> => {
     const head = await collection.findOne({ _id: id });
@@ -148,12 +155,35 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
     if (attempt === 1) return read(id, 2);
     throw new Error(`blob ${id} is incomplete`);
   };
+  /**
+   * A write marks itself before its first piece and removes its mark after its head: a mark older than
+   * CUT_WRITE_AGE_MS is a write cut short (a process stopped mid-write), whose pieces no head names. Once per
+   * bucket handle, before its first write or listing, those pieces go (another instance may be writing now: only
+   * old marks are taken).
+   */
+  let swept: Promise<void> | undefined;
+  const sweepCutWrites = () =>
+    (swept ??= (async () => {
+      const cut = await collection.find({ writingSince: { $lt: new Date(Date.now() - CUT_WRITE_AGE_MS) } });
+      for (const mark of cut) {
+        const head = await collection.findOne({ _id: mark.blob });
+        if (head?.version !== mark.version)
+          await collection.deleteMany({ blob: mark.blob, version: mark.version, index: { $gte: 0 } });
+        await collection.deleteOne({ _id: mark._id });
+      }
+    })().catch((err) => {
+      swept = undefined;
+      throw err;
+    }));
   return {
     async put(id, bytes) {
       checkId(id);
+      await sweepCutWrites();
       const version = randomUUID();
       const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
       const pieces = Math.ceil(buffer.length / PIECE_BYTES);
+      const mark = `${id}#${version}#writing`;
+      await collection.insertOne({ _id: mark, blob: id, version, writingSince: new Date() });
       for (let index = 0; index < pieces; index++) {
         const data = buffer.subarray(index * PIECE_BYTES, (index + 1) * PIECE_BYTES).toString('base64');
         await collection.insertOne({ _id: `${id}#${version}#${index}`, blob: id, version, index, data });
@@ -164,6 +194,7 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
         { $set: { blob: id, version, pieces, bytes: buffer.length, writtenAt: new Date() } },
         { upsert: true },
       );
+      await collection.deleteOne({ _id: mark });
       // only the version this write replaced: a concurrent write's pieces may be the ones the head names now
       if (previous && previous.version !== version)
         await collection.deleteMany({ blob: id, version: previous.version, index: { $gte: 0 } });
@@ -178,7 +209,7 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
       await collection.deleteMany({ blob: id });
     },
     async list() {
-      // the heads: pieces of a version whose first write was cut before its head was written are not listed
+      await sweepCutWrites();
       const heads = await collection.find({ pieces: { $gte: 0 } });
       return heads.map((head) => ({ id: head._id, writtenAt: head.writtenAt ?? new Date(0) }));
     },
