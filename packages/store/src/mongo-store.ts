@@ -51,6 +51,7 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   const db = connection.db;
   if (!db) throw new Error('MongoDB connection has no database');
   const handles = new Map<string, Collection<Doc>>();
+  const buckets = new Map<string, BlobBucket>();
   const collection = <T extends Doc>(name: string, indexes: IndexSpec[] = []): Collection<T> => {
     let handle = handles.get(name);
     if (!handle) {
@@ -62,7 +63,14 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   return {
     engine: 'mongodb',
     collection,
-    blobs: (bucket: string): BlobBucket => pieceBlobs({ collection }, bucket),
+    blobs: (bucket: string): BlobBucket => {
+      let blobs = buckets.get(bucket);
+      if (!blobs) {
+        blobs = pieceBlobs({ collection }, bucket);
+        buckets.set(bucket, blobs);
+      }
+      return blobs;
+    },
     async ping() {
       await db.command({ ping: 1 });
     },
