@@ -125,6 +125,8 @@ describe('mock provider', () => {
     expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
     const idat = png.indexOf('IDAT');
     expect(inflateSync(png.subarray(idat + 4, idat + 4 + png.readUInt32BE(idat - 4)))).toHaveLength(8 * 25);
+    // every PNG ends with the same IEND chunk: length 0, type, and the CRC-32 of "IEND"
+    expect(png.subarray(-12).toString('hex')).toBe('0000000049454e44ae426082');
     expect(body.data[0]!.b64_json).not.toBe(body.data[1]!.b64_json);
   });
 
