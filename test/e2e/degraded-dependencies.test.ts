@@ -56,6 +56,45 @@ describe('when a service cannot write its store', () => {
     expect((await callJson(`${p.baseUrl}/v2/me`, 'GET', { bearer: before.body.token })).status).toBe(200);
     expect((await callJson(`${p.baseUrl}/v2/me`, 'GET', { bearer: after.body.token })).status).toBe(200);
   });
+
+  it('counts a completion the gateway could not write to its outbox: the event goes to the bus directly', async () => {
+    const session = (await callJson(`${p.baseUrl}/v2/login/anonymous`, 'POST')).body.token as string;
+    const org = await callJson(`${p.baseUrl}/v2/orgs`, 'POST', {
+      bearer: session,
+      body: { slug: 'outbox-away', name: 'Outbox away' },
+    });
+    expect(org.status).toBe(201);
+    const monthlyTokens = async () => {
+      const reply = await callJson(`${p.gatewayUrl}/v1/quotas/usage`, 'GET', { bearer: session });
+      if (reply.status !== 200) return null;
+      return reply.body.enforced.find((g: { key: string }) => g.key === 'llm.monthly_tokens').used as number;
+    };
+    await waitFor(async () => (await monthlyTokens()) === 0, { what: 'the new org on the quota endpoint' });
+    const chat = async (text: string) => {
+      const reply = await callJson(`${p.gatewayUrl}/v1/chat/completions`, 'POST', {
+        bearer: session,
+        body: { model: 'mock/chat', messages: [{ role: 'user', content: text }] },
+      });
+      expect(reply.status).toBe(200);
+      return reply.body.usage.total_tokens as number;
+    };
+    const first = await chat('one answer counted the usual way');
+    await waitFor(async () => (await monthlyTokens()) === first, { what: 'the first completion counted' });
+
+    const repair = breakCollection(p.dataDir, 'llm-gateway', 'outbox');
+    let second = 0;
+    try {
+      second = await chat('and one while the outbox cannot be written');
+      await waitFor(async () => (await monthlyTokens()) === first + second, {
+        what: 'the second completion counted',
+      });
+    } finally {
+      repair();
+    }
+    // counted once: nothing more arrives once the outbox can be written again
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await monthlyTokens()).toBe(first + second);
+  });
 });
 
 describeWithNats('when NATS is away', () => {

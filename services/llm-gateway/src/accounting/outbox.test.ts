@@ -1,9 +1,10 @@
-import { rmSync } from 'node:fs';
+import { mkdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
 import type { LlmCompletionEvent } from '@platform/contracts';
-import { silentLogger, systemClock } from '@platform/kernel';
+import { createLogger, silentLogger, systemClock } from '@platform/kernel';
 import { type Collection, createEmbeddedStore, type Doc, type Store } from '@platform/store';
-import { tempDir } from '@platform/testkit';
+import { tempDir, waitFor } from '@platform/testkit';
 import { Outbox } from './outbox';
 
 const event = (i: number): LlmCompletionEvent => ({
@@ -89,8 +90,9 @@ describe('usage outbox', () => {
     try {
       await outbox.record(event(1));
       rmSync(data.dir, { recursive: true, force: true });
-      // a write into the missing folder breaks the collection; every flush then fails to read it
-      await expect(outbox.record(event(2))).rejects.toMatchObject({ kind: 'unavailable' });
+      // a write into the missing folder breaks the collection (the event goes to the bus directly); every flush
+      // then fails to read it
+      await expect(outbox.record(event(2))).resolves.toBeUndefined();
       outbox.start();
       await expect(outbox.flushQuietly()).resolves.toBeUndefined();
       await expect(outbox.flush()).rejects.toMatchObject({ kind: 'unavailable' });
@@ -134,5 +136,128 @@ describe('usage outbox', () => {
       await store.close();
       await bus.close();
     }
+  });
+
+  describe('when the store refuses events', () => {
+    /** a bus whose durable publications fail while `away` is true, and a consumer noting what arrives */
+    async function busThatMayRefuse() {
+      const inner = createInProcessBus();
+      const seen: string[] = [];
+      await inner.ensureStream({ name: 'analytics', subjects: ['analytics.>'], maxAgeMs: 60_000 });
+      await inner.consumeDurable({
+        stream: 'analytics',
+        durable: 't',
+        filterSubject: 'analytics.llm.completion',
+        concurrency: 8,
+        retryDelayMs: 10,
+        handler: async (m) => {
+          seen.push((JSON.parse(m.data) as LlmCompletionEvent).id);
+        },
+      });
+      const state = { away: false };
+      const bus = Object.assign(Object.create(inner) as typeof inner, {
+        publishDurable: (...args: Parameters<typeof inner.publishDurable>) =>
+          state.away ? Promise.reject(new Error('bus away')) : inner.publishDurable(...args),
+      });
+      return { bus, inner, seen, state };
+    }
+
+    /** the event published and removed from the outbox (its collection file exists, and nothing waits in it) */
+    async function recordedAndRemoved(outbox: Outbox, e: LlmCompletionEvent) {
+      await outbox.record(e);
+      await waitFor(async () => (await outbox.size()) === 0, { what: 'the outbox empty' });
+    }
+
+    /** the outbox's collection file becomes a folder: every write and read of it fails until repaired */
+    function breakOutbox(dir: string) {
+      const file = path.join(dir, 'outbox.db');
+      renameSync(file, `${file}.away`);
+      mkdirSync(file);
+      return () => {
+        rmdirSync(file);
+        renameSync(`${file}.away`, file);
+      };
+    }
+
+    it('publishes them directly: none lost, each delivered once', async () => {
+      const data = tempDir('outbox-direct-');
+      const store = createEmbeddedStore({ dataDir: data.dir });
+      const { bus, inner, seen } = await busThatMayRefuse();
+      const outbox = outboxOn(store, bus);
+      try {
+        await recordedAndRemoved(outbox, event(1));
+        const repair = breakOutbox(data.dir);
+        await Promise.all([2, 3, 4].map((i) => outbox.record(event(i))));
+        repair();
+        await outbox.stop();
+        await waitFor(() => seen.length === 4, { what: 'four events delivered' });
+        expect(seen.sort()).toEqual([1, 2, 3, 4].map((i) => event(i).id));
+        expect(await outbox.size()).toBe(0);
+      } finally {
+        await inner.close();
+        await store.close();
+        data.remove();
+      }
+    });
+
+    it('holds what the bus refuses too, and stores or publishes it once either is back', async () => {
+      const data = tempDir('outbox-held-');
+      const store = createEmbeddedStore({ dataDir: data.dir });
+      const { bus, inner, seen, state } = await busThatMayRefuse();
+      const outbox = outboxOn(store, bus);
+      try {
+        await recordedAndRemoved(outbox, event(1));
+        const repair = breakOutbox(data.dir);
+        state.away = true;
+        await outbox.record(event(2)); // neither the store nor the bus takes it: held
+        await expect(outbox.flush()).rejects.toMatchObject({ kind: 'unavailable' });
+        repair();
+        await outbox.flush(); // the store is back: the held event is stored, the bus still refuses it
+        expect(await outbox.size()).toBe(1);
+        state.away = false;
+        await outbox.flush();
+        expect(await outbox.size()).toBe(0);
+        await waitFor(() => seen.length === 2, { what: 'both events delivered' });
+        expect(seen.sort()).toEqual([event(1).id, event(2).id]);
+      } finally {
+        await outbox.stop();
+        await inner.close();
+        await store.close();
+        data.remove();
+      }
+    });
+
+    it('logs each event it still holds when it stops while both are away', async () => {
+      const data = tempDir('outbox-lost-');
+      const store = createEmbeddedStore({ dataDir: data.dir });
+      const { bus, inner, state } = await busThatMayRefuse();
+      const lines: string[] = [];
+      const logger = createLogger({
+        name: 'test',
+        destination: { write: (line: string) => lines.push(line) },
+      });
+      const outbox = new Outbox({
+        store,
+        bus,
+        clock: systemClock,
+        logger,
+        intervalMs: 5,
+        publishTimeoutMs: 1_000,
+      });
+      try {
+        await recordedAndRemoved(outbox, event(1));
+        const repair = breakOutbox(data.dir);
+        state.away = true;
+        await outbox.record(event(2));
+        await outbox.stop();
+        repair();
+        const lost = lines.map((l) => JSON.parse(l)).filter((l) => /lost at shutdown/.test(l.msg));
+        expect(lost.map((l) => l.event.id)).toEqual([event(2).id]);
+      } finally {
+        await inner.close();
+        await store.close();
+        data.remove();
+      }
+    });
   });
 });

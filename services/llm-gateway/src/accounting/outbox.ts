@@ -5,6 +5,8 @@ import type { Collection, Doc, Store } from '@platform/store';
 
 /** the most events one group commit writes (one append of the embedded engine, one insertMany) */
 const MAX_GROUP = 512;
+/** the most events kept in memory while the store and the bus both refuse them (~1 KB each) */
+export const MAX_HELD = 10_000;
 
 interface Waiting {
   event: LlmCompletionEvent;
@@ -24,6 +26,11 @@ interface OutboxDoc extends Doc {
  * What the bus refused (NATS away) is published again by a timer and on reconnection, by any
  * instance. A re-publication carries the same id: JetStream drops it within its duplicate window and
  * llm-quota's ledger refuses an id it has counted, so an event is never lost nor counted twice.
+ *
+ * When the store refuses a group (MongoDB away, a broken data file), its events go to the bus directly (a
+ * durable publication is as safe as the outbox); what the bus refuses too is held in memory (at most
+ * MAX_HELD events) and stored or published by the next flush. Only an instance that stops, or holds MAX_HELD
+ * events, while both are away loses events, and it logs each one.
  */
 export class Outbox {
   private readonly docs: Collection<OutboxDoc>;
@@ -127,18 +134,57 @@ export class Outbox {
     }
   }
 
-  /** one write for the group; false (and the group's promises rejected) when the store refused it */
+  /** one write for the group; false when the store refused it (the group then goes to the bus directly) */
   private async store(group: Waiting[]): Promise<boolean> {
-    const now = this.deps.clock.now();
-    const docs = group.map(({ event }) => ({ _id: event.id, event, createdAt: now, attempts: 0 }));
     try {
-      if (this.docs.insertMany) await this.docs.insertMany(docs);
-      else for (const doc of docs) await this.docs.insertOne(doc);
-      for (const doc of docs) this.inHand.add(doc._id);
+      await this.insert(group.map(({ event }) => event));
+      for (const { event } of group) this.inHand.add(event.id);
       return true;
     } catch (err) {
-      for (const g of group) g.reject(err);
+      this.deps.logger.warn(
+        { err, events: group.length },
+        'outbox: the store refused usage events; publishing them directly',
+      );
+      void this.publishUnstored(group.map(({ event }) => event)).then(() => {
+        for (const g of group) g.resolve();
+      });
       return false;
+    }
+  }
+
+  private async insert(events: LlmCompletionEvent[]): Promise<void> {
+    const now = this.deps.clock.now();
+    const docs = events.map((event) => ({ _id: event.id, event, createdAt: now, attempts: 0 }));
+    if (this.docs.insertMany) await this.docs.insertMany(docs);
+    else for (const doc of docs) await this.docs.insertOne(doc);
+  }
+
+  /** events neither stored nor published yet (the store and the bus both refused them), oldest first */
+  private readonly held: LlmCompletionEvent[] = [];
+
+  /** Publishes events the store refused; those the bus refuses too are held for the next flush. */
+  private async publishUnstored(events: LlmCompletionEvent[]): Promise<void> {
+    const results = await Promise.allSettled(events.map((event) => this.publish(event)));
+    for (const [i, result] of results.entries()) {
+      const event = events[i]!;
+      if (result.status === 'fulfilled') this.deps.onPublished?.('published');
+      else if (this.held.length < MAX_HELD) this.held.push(event);
+      else
+        this.deps.logger.error(
+          { event, held: this.held.length },
+          'usage event lost: the store and the bus refuse it, and memory already holds the most events it may',
+        );
+    }
+  }
+
+  /** The held events into the store, else onto the bus; what neither takes stays held. */
+  private async retryHeld(): Promise<void> {
+    if (this.held.length === 0) return;
+    const events = this.held.splice(0);
+    try {
+      await this.insert(events);
+    } catch {
+      await this.publishUnstored(events);
     }
   }
 
@@ -175,6 +221,9 @@ export class Outbox {
     await Promise.allSettled([...this.pending]);
     await this.committing;
     await this.flushing?.catch(() => undefined);
+    await this.retryHeld();
+    for (const event of this.held.splice(0))
+      this.deps.logger.error({ event }, 'usage event lost at shutdown: the store and the bus refused it');
   }
 
   /** A flush nobody awaits (timer, reconnection): a store that cannot serve is logged, never thrown. */
@@ -184,9 +233,9 @@ export class Outbox {
     );
   }
 
-  /** how many events wait for the bus */
-  size(): Promise<number> {
-    return this.docs.count({});
+  /** how many events wait for the bus (stored, or held in memory while the store refuses them) */
+  async size(): Promise<number> {
+    return (await this.docs.count({})) + this.held.length;
   }
 
   /** Publishes what waits, oldest first, until the bus refuses again. One flush at a time. */
@@ -200,6 +249,7 @@ export class Outbox {
   }
 
   private async drain(): Promise<void> {
+    await this.retryHeld();
     for (;;) {
       const found = await this.docs.find({}, { sort: { createdAt: 1 }, limit: 256 });
       const batch = found.filter((doc) => !this.inHand.has(doc._id));
