@@ -236,6 +236,7 @@ describe('usage outbox', () => {
         name: 'test',
         destination: { write: (line: string) => lines.push(line) },
       });
+      const outcomes: string[] = [];
       const outbox = new Outbox({
         store,
         bus,
@@ -243,6 +244,7 @@ describe('usage outbox', () => {
         logger,
         intervalMs: 5,
         publishTimeoutMs: 1_000,
+        onPublished: (outcome) => outcomes.push(outcome),
       });
       try {
         await recordedAndRemoved(outbox, event(1));
@@ -253,6 +255,8 @@ describe('usage outbox', () => {
         repair();
         const lost = lines.map((l) => JSON.parse(l)).filter((l) => /lost at shutdown/.test(l.msg));
         expect(lost.map((l) => l.event.id)).toEqual([event(2).id]);
+        // what llm_gateway_usage_events_total counts, by outcome
+        expect(outcomes).toEqual(['published', 'held', 'lost']);
       } finally {
         await inner.close();
         await store.close();

@@ -50,7 +50,8 @@ export class Outbox {
       lingerMs?: number;
       /** a publication not acknowledged within this is left to the outbox (it may still land: ids de-duplicate) */
       publishTimeoutMs: number;
-      onPublished?: (outcome: 'published' | 'deferred' | 'republished') => void;
+      /** what became of each event: on the bus at once or later, left in the outbox, held in memory, or lost */
+      onPublished?: (outcome: 'published' | 'deferred' | 'republished' | 'held' | 'lost') => void;
     },
   ) {
     this.docs = deps.store.collection<OutboxDoc>('outbox', [{ fields: { createdAt: 1 } }]);
@@ -162,18 +163,22 @@ export class Outbox {
   /** events neither stored nor published yet (the store and the bus both refused them), oldest first */
   private readonly held: LlmCompletionEvent[] = [];
 
-  /** Publishes events the store refused; those the bus refuses too are held for the next flush. */
-  private async publishUnstored(events: LlmCompletionEvent[]): Promise<void> {
+  /** Publishes events the store refused; those the bus refuses too are held for the next flush (`again`: held before). */
+  private async publishUnstored(events: LlmCompletionEvent[], again = false): Promise<void> {
     const results = await Promise.allSettled(events.map((event) => this.publish(event)));
     for (const [i, result] of results.entries()) {
       const event = events[i]!;
-      if (result.status === 'fulfilled') this.deps.onPublished?.('published');
-      else if (this.held.length < MAX_HELD) this.held.push(event);
-      else
+      if (result.status === 'fulfilled') this.deps.onPublished?.(again ? 'republished' : 'published');
+      else if (this.held.length < MAX_HELD) {
+        this.held.push(event);
+        if (!again) this.deps.onPublished?.('held');
+      } else {
+        this.deps.onPublished?.('lost');
         this.deps.logger.error(
           { event, held: this.held.length },
           'usage event lost: the store and the bus refuse it, and memory already holds the most events it may',
         );
+      }
     }
   }
 
@@ -184,7 +189,7 @@ export class Outbox {
     try {
       await this.insert(events);
     } catch {
-      await this.publishUnstored(events);
+      await this.publishUnstored(events, true);
     }
   }
 
@@ -222,8 +227,10 @@ export class Outbox {
     await this.committing;
     await this.flushing?.catch(() => undefined);
     await this.retryHeld();
-    for (const event of this.held.splice(0))
+    for (const event of this.held.splice(0)) {
+      this.deps.onPublished?.('lost');
       this.deps.logger.error({ event }, 'usage event lost at shutdown: the store and the bus refused it');
+    }
   }
 
   /** A flush nobody awaits (timer, reconnection): a store that cannot serve is logged, never thrown. */
