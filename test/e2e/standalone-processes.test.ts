@@ -89,6 +89,21 @@ describe('pnpm start: every service in its own process', () => {
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
   });
 
+  it('keeps the services behind the edge on loopback, their admin ports included', () => {
+    /** local addresses (hex, as /proc/net/tcp has them) listening on a port */
+    const listeningOn = (port: number) =>
+      readFileSync('/proc/net/tcp', 'utf8')
+        .split('\n')
+        .slice(1)
+        .map((line) => line.trim().split(/\s+/))
+        .filter((f) => f[3] === '0A' && Number.parseInt(f[1]!.split(':')[1]!, 16) === port)
+        .map((f) => f[1]!.split(':')[0]);
+    const { admin } = hints() as { admin: Record<string, string> };
+    const services = Object.entries(admin).filter(([name]) => name !== 'edge');
+    expect(services).toHaveLength(4);
+    for (const [, url] of services) expect(listeningOn(Number(new URL(url).port))).toEqual(['0100007F']); // 127.0.0.1
+  });
+
   it("starts each service with the images' malloc settings (decisions 0077, 0085)", () => {
     for (const pid of Object.values<number>(hints().pids)) {
       const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');

@@ -92,7 +92,9 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
             TRUST_PROXY: SERVICE_TRUST_PROXY_IN_STANDALONE,
             PORT: String(port),
             ADMIN_PORT: String(adminPort),
+            // only the edge faces the network: the services' ports, admin included, stay on loopback
             HOST: '127.0.0.1',
+            ADMIN_HOST: '127.0.0.1',
           },
           { hub, logger, entry, onRestart: options.onRestart },
         );
