@@ -152,6 +152,23 @@ describe('access tokens and API keys (introspected at auth)', () => {
     expect(callsFor(token)).toBe(1);
   });
 
+  it("takes an API key sent twice (the openai SDK's apiKey and the x-platform-api-key header) as one, and refuses two different credentials", async () => {
+    const key = orgKey('acme');
+    valid(key, principalOf({ kind: 'org_api_key' }));
+    const twice = await request(edge.url, '/llm/v1/x', {
+      headers: { ...bearer(key), 'x-platform-api-key': key },
+    });
+    expect(twice.status).toBe(200);
+    expect(auth.state.principalCalls.at(-1)).toEqual({ credential: { kind: 'api_key', key } });
+    const token = accessToken();
+    valid(token);
+    const two = await request(edge.url, '/llm/v1/x', {
+      headers: { ...bearer(token), 'x-platform-api-key': key },
+    });
+    expect(two.status).toBe(401);
+    expect(two.json.message).toMatch(/Send one credential/);
+  });
+
   it('answers 503 (not 401) when auth cannot answer', async () => {
     const token = accessToken();
     auth.state.internalStatus = 500;

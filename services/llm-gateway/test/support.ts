@@ -228,11 +228,12 @@ export async function startGatewayWorld(
     client(as) {
       return 'bearer' in as
         ? new OpenAI({ baseURL: `${p.gatewayUrl}/v1`, apiKey: as.bearer, maxRetries: 0 })
-        : new OpenAI({
+        : // as the README says: the SDK sends its apiKey as a Bearer token too, which the edge takes as the same key
+          new OpenAI({
             baseURL: `${p.gatewayUrl}/v1`,
-            apiKey: 'unused',
+            apiKey: as.apiKey,
             maxRetries: 0,
-            defaultHeaders: { 'x-platform-api-key': as.apiKey, authorization: null as unknown as string },
+            defaultHeaders: { 'x-platform-api-key': as.apiKey },
           });
     },
     async counted(slug, as, { requests, tokens, cost, sentIn = minuteNow() }) {

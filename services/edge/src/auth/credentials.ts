@@ -56,15 +56,29 @@ function fromApiKeyHeader(value: string): PresentedCredential {
 /**
  * Which credential a request presents. On the base and gateway roots: `Authorization: Bearer` (session
  * JWT or `at:` token), or `x-platform-api-key` (workspace or organization key), or the `access-token`
- * cookie; sending both a header credential and an API key is ambiguous and refused. On the legacy root
+ * cookie; sending both a header credential and an API key is ambiguous and refused, unless the Bearer token is
+ * that same API key. On the legacy root
  * `Authorization` belongs to legacy-agent, so only the API key and the cookie are platform credentials.
  * Malformed values are refused here, without any lookup.
  */
 export function presentedCredential(root: RootName, headers: IncomingHttpHeaders): PresentedCredential {
   const apiKey = headers['x-platform-api-key'];
-  const authorization = root === 'legacy' ? undefined : headers.authorization;
+  let authorization = root === 'legacy' ? undefined : headers.authorization;
+  // The same API key in both is one credential, not two: the openai SDK always sends its `apiKey` as a Bearer
+  // token, so `new OpenAI({ apiKey: key, defaultHeaders: { 'x-platform-api-key': key } })` presents it twice.
+  if (
+    authorization !== undefined &&
+    typeof apiKey === 'string' &&
+    bearerToken(authorization) === apiKey.trim()
+  ) {
+    authorization = undefined;
+  }
   if (authorization !== undefined && apiKey !== undefined) {
-    return { kind: 'invalid', reason: 'Send one credential: Authorization or x-platform-api-key, not both' };
+    return {
+      kind: 'invalid',
+      reason:
+        'Send one credential: Authorization or x-platform-api-key, not both (an API key may also be repeated as the Bearer token)',
+    };
   }
   if (authorization !== undefined) return fromBearer(authorization);
   if (typeof apiKey === 'string') return fromApiKeyHeader(apiKey.trim());
