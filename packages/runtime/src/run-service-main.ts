@@ -15,7 +15,7 @@ import {
   SERVICE_MAX_HEADER_BYTES,
   systemClock,
 } from '@platform/kernel';
-import { DataFolderError, type Store } from '@platform/store';
+import { DatabaseUnreachableError, DataFolderError, type Store } from '@platform/store';
 import type { z } from 'zod';
 import { openBus, openStore, openStoreWhenReachable } from './infrastructure';
 
@@ -70,13 +70,13 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   const settings = { service: options.name, ...common };
   // The admin port answers from the start: while the service waits for its database, /healthz says it is alive
   // (an orchestrator does not restart it) and /readyz why it is not ready. The service's own handler takes over.
-  let unreachable = 'starting';
+  let starting = 'starting';
   let adminHandler: RequestListener = createAdminHandler({
     name: options.name,
     readiness: {
       required: {
-        store: () => {
-          throw new Error(unreachable);
+        startup: () => {
+          throw new Error(starting);
         },
       },
     },
@@ -87,21 +87,33 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
     common.ADMIN_PORT,
     common.ADMIN_HOST,
   ).catch((err) => cannotListen(logger, err, common.ADMIN_HOST, common.ADMIN_PORT, 'ADMIN_PORT'));
+  // SIGTERM while the database is away: nothing is in flight yet, so stop at once (the full shutdown comes later)
+  const stopWhileWaiting = (signal: string) => {
+    logger.info({ signal }, 'stopped while waiting for the store');
+    process.exit(0);
+  };
+  process.once('SIGTERM', stopWhileWaiting).once('SIGINT', stopWhileWaiting);
   const store =
     options.usesStore === false
       ? undefined
       : await openStoreWhenReachable(() => openStore(settings, logger), {
           logger,
-          // the embedded engine's failures do not pass with time; MongoDB's server may come back
-          isTransient: () => !!settings.MONGO_URL,
+          // a database that does not answer may come back; a bad URL, option or password does not
+          isTransient: (err) => err instanceof DatabaseUnreachableError,
           onUnreachable: (reason) => {
-            unreachable = `unreachable: ${reason}`;
+            starting = `the store is unreachable: ${reason}`;
           },
         }).catch((err) => {
-          if (!(err instanceof DataFolderError)) throw err;
-          logger.fatal(`${err.message}; set DATA_DIR to a writable folder`);
+          if (err instanceof DataFolderError)
+            logger.fatal(`${err.message}; set DATA_DIR to a writable folder`);
+          else
+            logger.fatal(
+              `the store cannot be opened: ${err instanceof Error ? err.message : err}; check ${settings.MONGO_URL ? 'MONGO_URL' : 'DATA_DIR'}`,
+            );
           process.exit(1);
         });
+  process.off('SIGTERM', stopWhileWaiting).off('SIGINT', stopWhileWaiting);
+  starting = 'starting';
   const bus = await openBus(settings, logger, options.localBus);
   const service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
   await service.start();

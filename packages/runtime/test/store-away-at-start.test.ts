@@ -71,10 +71,46 @@ describe('a service whose MongoDB is away when it starts', () => {
     expect(await ready.json()).toMatchObject({
       status: 'not_ready',
       service: 'llm-quota',
-      checks: { store: expect.stringMatching(/^unreachable: .*ECONNREFUSED/) },
+      checks: { startup: expect.stringMatching(/^the store is unreachable: .*ECONNREFUSED/) },
     });
     expect(child.exitCode).toBeNull();
     expect(output).not.toMatch(/\n\s+at /); // no stack trace
     expect(await refused(port)).toBe(true);
+  });
+
+  it('stops at once, and cleanly, on SIGTERM', async () => {
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(output).toMatch(/stopped while waiting for the store/);
+  });
+});
+
+describe('a service whose MongoDB URL cannot be used', () => {
+  it('exits at once with the reason instead of waiting for a database it can never reach', async () => {
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/llm-quota/src/main.ts'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        PLATFORM_INTERNAL_SECRET: 'a-test-secret-of-at-least-32-characters!!',
+        MONGO_URL: 'mongodb://127.0.0.1:9/?authMechanism=BOGUS',
+        PORT: String(await freePort()),
+        ADMIN_PORT: String(await freePort()),
+        ADMIN_HOST: '127.0.0.1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let text = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      text += d.toString();
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      text += d.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).not.toBe(0);
+    expect(text).toMatch(/the store cannot be opened: .*authMechanism.*check MONGO_URL/);
+    expect(text).not.toMatch(/cannot be reached/);
+    expect(text).not.toMatch(/\n\s+at /); // one line, no stack trace
   });
 });

@@ -1,3 +1,3 @@
 export { createEmbeddedStore, DataFolderError, type EmbeddedStoreOptions } from './embedded-store';
-export { createMongoStore, type MongoStoreOptions } from './mongo';
+export { createMongoStore, DatabaseUnreachableError, type MongoStoreOptions } from './mongo';
 export * from './port';

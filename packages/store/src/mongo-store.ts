@@ -3,6 +3,7 @@ import {
   type Document as MongoDocument,
   MongoNetworkError,
   MongoNotConnectedError,
+  MongoServerClosedError,
   MongoServerError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
@@ -44,8 +45,9 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
   try {
     await connection.asPromise();
   } catch (err) {
-    // the driver would go on monitoring the server: a caller that tries again opens a new connection
-    await connection.close().catch(() => undefined);
+    // the driver would go on monitoring the server, and mongoose would keep the connection in its list: a caller
+    // that tries again opens a new one
+    await connection.destroy().catch(() => undefined);
     throw err;
   }
   const db = connection.db;
@@ -81,10 +83,11 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
 }
 
 /**
- * Server codes of a node that is not, or no longer, the primary, or that is shutting down (the "not primary" and
- * "node is recovering" errors of MongoDB's server discovery specification): a replica set's election answers them.
+ * Server codes of a node that cannot serve now: not, or no longer, the primary, or shutting down (the "not primary"
+ * and "node is recovering" errors of MongoDB's server discovery specification, which a replica set's election
+ * answers), and a mongos that cannot reach its shard (host unreachable or not found, network timeout, socket error).
  */
-const NODE_AWAY_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
+const NODE_AWAY_CODES = new Set([6, 7, 89, 91, 189, 9001, 10058, 10107, 11600, 11602, 13435, 13436]);
 
 /** The database cannot be reached right now (no server, a network failure, an election): 503, not 500. */
 export function isServerAway(err: unknown): boolean {
@@ -93,8 +96,28 @@ export function isServerAway(err: unknown): boolean {
     err instanceof MongoServerSelectionError ||
     err instanceof MongoNotConnectedError ||
     err instanceof MongoTopologyClosedError ||
+    err instanceof MongoServerClosedError ||
     (err instanceof MongoServerError && NODE_AWAY_CODES.has(Number(err.code)))
   );
+}
+
+/** system errors of a connection or a name lookup that did not get through (DNS away at start, say) */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * Opening the store failed because the database did not answer, as opposed to a URL, an option or credentials it
+ * cannot use (those do not mend with time). mongoose reports server selection as its own error class.
+ */
+export function isUnreachable(err: unknown): boolean {
+  const { name, code } = (err ?? {}) as { name?: unknown; code?: unknown };
+  return isServerAway(err) || name === 'MongooseServerSelectionError' || NETWORK_CODES.has(String(code));
 }
 
 /**
@@ -136,6 +159,11 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
   private async run<R>(task: () => Promise<R>): Promise<R> {
     try {
       await this.indexesBuilt();
+    } catch (err) {
+      // an index that cannot be built over the data (duplicates under a unique index) is not a duplicate insert
+      throw isServerAway(err) ? storeUnavailable(this.name, err) : err;
+    }
+    try {
       return await task();
     } catch (err) {
       if ((err as { code?: number }).code === 11000) {

@@ -14,5 +14,20 @@ export interface MongoStoreOptions {
  */
 export async function createMongoStore(options: MongoStoreOptions): Promise<Store> {
   // require, not import(): pnpm start runs the sources under tsx's CommonJS hook only (decision 0085)
-  return (require('./mongo-store') as typeof import('./mongo-store')).openMongoStore(options);
+  const engine = require('./mongo-store') as typeof import('./mongo-store');
+  try {
+    return await engine.openMongoStore(options);
+  } catch (err) {
+    if (engine.isUnreachable(err))
+      throw new DatabaseUnreachableError(err instanceof Error ? err.message : String(err), { cause: err });
+    throw err;
+  }
+}
+
+/**
+ * The database did not answer (no server, a network or name-resolution failure): worth trying again later, unlike
+ * a URL or an option it cannot use, or credentials it refuses.
+ */
+export class DatabaseUnreachableError extends Error {
+  override readonly name = 'DatabaseUnreachableError';
 }

@@ -1,5 +1,7 @@
 import { Unavailable } from '@platform/kernel';
 import { MongoClient, MongoNetworkError, MongoServerError, MongoTopologyClosedError } from 'mongodb';
+import mongoose from 'mongoose';
+import { createMongoStore, DatabaseUnreachableError } from '../src';
 import { isServerAway, mongoCollection, type Raw } from '../src/mongo-store';
 
 /**
@@ -28,6 +30,19 @@ describe('the MongoDB engine while the database is away', () => {
     expect(createIndex).toHaveBeenCalledTimes(2);
   });
 
+  it('an index that cannot be built over the data is that error, not a duplicate insert', async () => {
+    const native = client.db('platform_test').collection<Raw>('dups');
+    const building = new MongoServerError({
+      code: 11000,
+      errmsg: 'E11000 duplicate key error building an index',
+    });
+    jest.spyOn(native, 'createIndex').mockRejectedValue(building);
+    const dups = mongoCollection<{ _id: string; n: number }>('dups', native, [
+      { fields: { n: 1 }, unique: true },
+    ]);
+    await expect(dups.findOne({ _id: 'a' })).rejects.toBe(building);
+  });
+
   it('tells a server away from an error of the request', () => {
     expect(isServerAway(new MongoNetworkError('connection reset'))).toBe(true);
     expect(isServerAway(new MongoTopologyClosedError())).toBe(true);
@@ -35,5 +50,20 @@ describe('the MongoDB engine while the database is away', () => {
     expect(isServerAway(new MongoServerError({ code: 91, errmsg: 'shutdown in progress' }))).toBe(true);
     expect(isServerAway(new MongoServerError({ code: 2, errmsg: 'bad value' }))).toBe(false);
     expect(isServerAway(new Error('anything else'))).toBe(false);
+  });
+
+  it('opening tells a database that does not answer from a URL it cannot use, and keeps no connection of a failure', async () => {
+    const before = mongoose.connections.length;
+    for (let attempt = 0; attempt < 3; attempt++)
+      await expect(
+        createMongoStore({ url: 'mongodb://127.0.0.1:9/none?serverSelectionTimeoutMS=100' }),
+      ).rejects.toBeInstanceOf(DatabaseUnreachableError);
+    expect(mongoose.connections.length).toBe(before);
+    const unusable = await createMongoStore({ url: 'mongodb://127.0.0.1:9/none?authMechanism=BOGUS' }).catch(
+      (err: unknown) => err,
+    );
+    expect(unusable).toBeInstanceOf(Error);
+    expect(unusable).not.toBeInstanceOf(DatabaseUnreachableError);
+    expect(String(unusable)).toMatch(/authMechanism/);
   });
 });
