@@ -128,6 +128,8 @@ const PIECE_BYTES = 3 * 128 * 1024;
 
 /** a write still marked after this long was cut short: writing a blob of tens of MB takes seconds */
 export const CUT_WRITE_AGE_MS = 60 * 60_000;
+/** how often a bucket handle looks for writes cut short (at its next write or listing) */
+const SWEEP_EVERY_MS = 15 * 60_000;
 
 /**
  * Blobs as documents of a collection (MongoDB): a new version's pieces are written first, then the head is
@@ -156,25 +158,31 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
     throw new Error(`blob ${id} is incomplete`);
   };
   /**
-   * A write marks itself before its first piece and removes its mark after its head: a mark older than
-   * CUT_WRITE_AGE_MS is a write cut short (a process stopped mid-write), whose pieces no head names. Once per
-   * bucket handle, before its first write or listing, those pieces go (another instance may be writing now: only
-   * old marks are taken).
+   * A write marks itself before its first piece and removes its mark last, after its head and the removal of the
+   * version it replaced. A mark older than CUT_WRITE_AGE_MS is a write cut short (a process stopped mid-write):
+   * the sweep removes every piece of that blob that neither its head nor a younger mark (a write in progress,
+   * maybe another instance's) names, then the mark. It runs before a bucket handle's first write or listing,
+   * and again when the last sweep is older than SWEEP_EVERY_MS.
    */
-  let swept: Promise<void> | undefined;
-  const sweepCutWrites = () =>
-    (swept ??= (async () => {
-      const cut = await collection.find({ writingSince: { $lt: new Date(Date.now() - CUT_WRITE_AGE_MS) } });
-      for (const mark of cut) {
+  let swept: { at: number; done: Promise<void> } | undefined;
+  const sweepCutWrites = (): Promise<void> => {
+    if (swept && Date.now() - swept.at < SWEEP_EVERY_MS) return swept.done;
+    const done = (async () => {
+      const cutoff = new Date(Date.now() - CUT_WRITE_AGE_MS);
+      for (const mark of await collection.find({ writingSince: { $lt: cutoff } })) {
         const head = await collection.findOne({ _id: mark.blob });
-        if (head?.version !== mark.version)
-          await collection.deleteMany({ blob: mark.blob, version: mark.version, index: { $gte: 0 } });
+        const writing = await collection.find({ blob: mark.blob, writingSince: { $gte: cutoff } });
+        const named = [head?.version, ...writing.map((m) => m.version)].filter((v) => v !== undefined);
+        await collection.deleteMany({ blob: mark.blob, index: { $gte: 0 }, version: { $nin: named } });
         await collection.deleteOne({ _id: mark._id });
       }
-    })().catch((err) => {
-      swept = undefined;
-      throw err;
-    }));
+    })();
+    swept = { at: Date.now(), done };
+    done.catch(() => {
+      if (swept?.done === done) swept = undefined;
+    });
+    return done;
+  };
   return {
     async put(id, bytes) {
       checkId(id);
@@ -184,20 +192,33 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
       const pieces = Math.ceil(buffer.length / PIECE_BYTES);
       const mark = `${id}#${version}#writing`;
       await collection.insertOne({ _id: mark, blob: id, version, writingSince: new Date() });
-      for (let index = 0; index < pieces; index++) {
-        const data = buffer.subarray(index * PIECE_BYTES, (index + 1) * PIECE_BYTES).toString('base64');
-        await collection.insertOne({ _id: `${id}#${version}#${index}`, blob: id, version, index, data });
+      try {
+        for (let index = 0; index < pieces; index++) {
+          const data = buffer.subarray(index * PIECE_BYTES, (index + 1) * PIECE_BYTES).toString('base64');
+          await collection.insertOne({ _id: `${id}#${version}#${index}`, blob: id, version, index, data });
+        }
+        const previous = await collection.findOne({ _id: id });
+        await collection.updateOne(
+          { _id: id },
+          { $set: { blob: id, version, pieces, bytes: buffer.length, writtenAt: new Date() } },
+          { upsert: true },
+        );
+        // only the version this write replaced: a concurrent write's pieces may be the ones the head names now
+        if (previous && previous.version !== version)
+          await collection.deleteMany({ blob: id, version: previous.version, index: { $gte: 0 } });
+      } catch (err) {
+        // what this write left, unless its head was written after all (an answer lost on the way): else the sweep
+        try {
+          if ((await collection.findOne({ _id: id }))?.version !== version) {
+            await collection.deleteMany({ blob: id, version, index: { $gte: 0 } });
+            await collection.deleteOne({ _id: mark });
+          }
+        } catch {
+          // the store is away: the mark stays, and a later sweep removes what it names
+        }
+        throw err;
       }
-      const previous = await collection.findOne({ _id: id });
-      await collection.updateOne(
-        { _id: id },
-        { $set: { blob: id, version, pieces, bytes: buffer.length, writtenAt: new Date() } },
-        { upsert: true },
-      );
       await collection.deleteOne({ _id: mark });
-      // only the version this write replaced: a concurrent write's pieces may be the ones the head names now
-      if (previous && previous.version !== version)
-        await collection.deleteMany({ blob: id, version: previous.version, index: { $gte: 0 } });
     },
     async get(id) {
       checkId(id);
@@ -206,7 +227,8 @@ export function pieceBlobs(store: Pick<Store, 'collection'>, bucket: string): Bl
     async delete(id) {
       checkId(id);
       await collection.deleteOne({ _id: id });
-      await collection.deleteMany({ blob: id });
+      // the pieces, not the marks: a write of this id in progress keeps its own (it removes it, or the sweep does)
+      await collection.deleteMany({ blob: id, index: { $gte: 0 } });
     },
     async list() {
       await sweepCutWrites();

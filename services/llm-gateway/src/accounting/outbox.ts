@@ -146,9 +146,13 @@ export class Outbox {
         { err, events: group.length },
         'outbox: the store refused usage events; publishing them directly',
       );
-      void this.publishUnstored(group.map(({ event }) => event)).then(() => {
-        for (const g of group) g.resolve();
-      });
+      void this.publishUnstored(group.map(({ event }) => event))
+        .catch((publishErr: unknown) =>
+          this.deps.logger.error({ err: publishErr }, 'outbox: direct publication failed'),
+        )
+        .finally(() => {
+          for (const g of group) g.resolve();
+        });
       return false;
     }
   }
