@@ -2,7 +2,7 @@
 # Every service's image, from the repository root; SERVICE names the service, PORT its listening port:
 #   docker build --build-arg SERVICE=auth --build-arg PORT=8081 -t ai-platform/auth .
 # (docker-compose.yml passes both for each service.) Services: edge 8080, auth 8081, llm-quota 8082,
-# legacy-agent 8083, llm-gateway 8084, standalone 8080 (every service in one process; one replica only).
+# legacy-agent 8083, llm-gateway 8084, standalone 8080 (the whole platform as `pnpm start` runs it; one replica only).
 ARG NODE_VERSION=20
 ARG PNPM_VERSION=10.34.9
 

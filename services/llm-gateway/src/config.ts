@@ -25,7 +25,7 @@ export const llmGatewayConfigSchema = z.object({
   LLM_GATEWAY_BODY_LIMIT_BYTES: env.int(10 * 1024 * 1024, 1024),
   /** how often an instance checks the store for catalogue changes it missed on the bus (ms; 0: never) */
   LLM_GATEWAY_CATALOGUE_POLL_MS: env.int(10_000, 0),
-  /** largest audio upload to /v1/audio/transcriptions (bytes; the edge's BODY_LIMIT_BYTES must allow it) */
+  /** largest audio upload to /v1/audio/transcriptions (bytes; the edge's UPLOAD_BODY_LIMIT_BYTES must allow it) */
   LLM_GATEWAY_AUDIO_MAX_BYTES: env.int(25 * 1024 * 1024, 1024),
   /** provider timeout of a model that names none (ms) */
   LLM_GATEWAY_DEFAULT_TIMEOUT_MS: env.int(60_000, 100),
