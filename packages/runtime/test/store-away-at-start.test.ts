@@ -9,6 +9,25 @@ import { freePort, waitFor } from '@platform/testkit';
  */
 const ROOT = path.resolve(__dirname, '../../..');
 
+/** llm-quota's production entry on MongoDB at `mongoUrl`; what it prints goes to `onOutput` */
+function startQuota(mongoUrl: string, port: number, adminPort: number, onOutput: (text: string) => void) {
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/llm-quota/src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      PLATFORM_INTERNAL_SECRET: 'a-test-secret-of-at-least-32-characters!!',
+      MONGO_URL: mongoUrl,
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      ADMIN_HOST: '127.0.0.1',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  for (const stream of [child.stdout!, child.stderr!])
+    stream.on('data', (d: Buffer) => onOutput(d.toString()));
+  return child;
+}
+
 const refused = (port: number) =>
   new Promise<boolean>((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
@@ -29,24 +48,14 @@ describe('a service whose MongoDB is away when it starts', () => {
     const [adminPort, servicePort, closed] = await Promise.all([freePort(), freePort(), freePort()]);
     port = servicePort;
     adminUrl = `http://127.0.0.1:${adminPort}`;
-    child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/llm-quota/src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH,
-        PLATFORM_INTERNAL_SECRET: 'a-test-secret-of-at-least-32-characters!!',
-        MONGO_URL: `mongodb://127.0.0.1:${closed}/?serverSelectionTimeoutMS=200`,
-        PORT: String(servicePort),
-        ADMIN_PORT: String(adminPort),
-        ADMIN_HOST: '127.0.0.1',
+    child = startQuota(
+      `mongodb://127.0.0.1:${closed}/?serverSelectionTimeoutMS=200`,
+      servicePort,
+      adminPort,
+      (text) => {
+        output += text;
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout!.on('data', (d: Buffer) => {
-      output += d.toString();
-    });
-    child.stderr!.on('data', (d: Buffer) => {
-      output += d.toString();
-    });
+    );
   });
 
   afterAll(async () => {
@@ -88,25 +97,15 @@ describe('a service whose MongoDB is away when it starts', () => {
 
 describe('a service whose MongoDB URL cannot be used', () => {
   it('exits at once with the reason instead of waiting for a database it can never reach', async () => {
-    const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/llm-quota/src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH,
-        PLATFORM_INTERNAL_SECRET: 'a-test-secret-of-at-least-32-characters!!',
-        MONGO_URL: 'mongodb://127.0.0.1:9/?authMechanism=BOGUS',
-        PORT: String(await freePort()),
-        ADMIN_PORT: String(await freePort()),
-        ADMIN_HOST: '127.0.0.1',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
     let text = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      text += d.toString();
-    });
-    child.stderr!.on('data', (d: Buffer) => {
-      text += d.toString();
-    });
+    const child = startQuota(
+      'mongodb://127.0.0.1:9/?authMechanism=BOGUS',
+      await freePort(),
+      await freePort(),
+      (more) => {
+        text += more;
+      },
+    );
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     expect(code).not.toBe(0);
     expect(text).toMatch(/the store cannot be opened: .*authMechanism.*check MONGO_URL/);

@@ -49,23 +49,34 @@ const outboxOn = (store: Store, bus = createInProcessBus()) =>
     publishTimeoutMs: 1_000,
   });
 
+/** a bus whose durable publications fail while `away` is true, and a consumer noting what arrives */
+async function busThatMayRefuse() {
+  const inner = createInProcessBus();
+  const seen: string[] = [];
+  await inner.ensureStream({ name: 'analytics', subjects: ['analytics.>'], maxAgeMs: 60_000 });
+  await inner.consumeDurable({
+    stream: 'analytics',
+    durable: 't',
+    filterSubject: 'analytics.llm.completion',
+    concurrency: 64,
+    retryDelayMs: 10,
+    handler: async (m) => {
+      seen.push((JSON.parse(m.data) as LlmCompletionEvent).id);
+    },
+  });
+  const state = { away: false };
+  const bus = Object.assign(Object.create(inner) as typeof inner, {
+    publishDurable: (...args: Parameters<typeof inner.publishDurable>) =>
+      state.away ? Promise.reject(new Error('bus away')) : inner.publishDurable(...args),
+  });
+  return { bus, inner, seen, state };
+}
+
 describe('usage outbox', () => {
   it('group commit: 300 events recorded at once are stored in a few writes, all published, none left', async () => {
     const data = tempDir('outbox-group-');
     const { store, writes } = countingStore(createEmbeddedStore({ dataDir: data.dir }));
-    const bus = createInProcessBus();
-    const seen: string[] = [];
-    await bus.ensureStream({ name: 'analytics', subjects: ['analytics.>'], maxAgeMs: 60_000 });
-    await bus.consumeDurable({
-      stream: 'analytics',
-      durable: 't',
-      filterSubject: 'analytics.llm.completion',
-      concurrency: 64,
-      retryDelayMs: 10,
-      handler: async (m) => {
-        seen.push((JSON.parse(m.data) as LlmCompletionEvent).id);
-      },
-    });
+    const { bus, seen } = await busThatMayRefuse();
     const outbox = outboxOn(store, bus);
     try {
       await Promise.all(Array.from({ length: 300 }, (_, i) => outbox.record(event(i))));
@@ -139,29 +150,6 @@ describe('usage outbox', () => {
   });
 
   describe('when the store refuses events', () => {
-    /** a bus whose durable publications fail while `away` is true, and a consumer noting what arrives */
-    async function busThatMayRefuse() {
-      const inner = createInProcessBus();
-      const seen: string[] = [];
-      await inner.ensureStream({ name: 'analytics', subjects: ['analytics.>'], maxAgeMs: 60_000 });
-      await inner.consumeDurable({
-        stream: 'analytics',
-        durable: 't',
-        filterSubject: 'analytics.llm.completion',
-        concurrency: 8,
-        retryDelayMs: 10,
-        handler: async (m) => {
-          seen.push((JSON.parse(m.data) as LlmCompletionEvent).id);
-        },
-      });
-      const state = { away: false };
-      const bus = Object.assign(Object.create(inner) as typeof inner, {
-        publishDurable: (...args: Parameters<typeof inner.publishDurable>) =>
-          state.away ? Promise.reject(new Error('bus away')) : inner.publishDurable(...args),
-      });
-      return { bus, inner, seen, state };
-    }
-
     /** the event published and removed from the outbox (its collection file exists, and nothing waits in it) */
     async function recordedAndRemoved(outbox: Outbox, e: LlmCompletionEvent) {
       await outbox.record(e);
