@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '@platform/testkit';
 import { readGatewayFile } from './gateway-file';
@@ -52,5 +52,14 @@ describe('the gateway file (LLM_GATEWAY_CONFIG)', () => {
       /bad\.yaml is not valid YAML/,
     );
     expect(() => readGatewayFile(write('bad.json', '{"providers": '))).toThrow(/bad\.json is not valid JSON/);
+  });
+
+  it("loads the README's example as it is written", () => {
+    const readme = readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+    const example = /## The gateway file[^\n]*\n+```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(example).toBeDefined();
+    const file = readGatewayFile(write('readme.yaml', example!));
+    expect(file.models.map((m) => m.model_id)).toContain('llama-local');
+    expect(file.models.find((m) => m.model_id === 'gpt-4o-mini')?.failover).toBe('llama-local');
   });
 });
