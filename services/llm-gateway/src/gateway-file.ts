@@ -85,6 +85,8 @@ export const BUILT_IN_GATEWAY_FILE: GatewayFile = GatewayFileSchema.parse({
       provider_config: { provider: 'mock', model: 'mock-chat' },
       pricing: { input_per_million: 0, output_per_million: 0 },
       parameters_billion: 1,
+      // the mock's own lexical rerank: scoring through its chat answers ("Mock answer to: ...") gives only zeros
+      native_rerank: true,
     },
     {
       model_id: 'mock/embeddings',

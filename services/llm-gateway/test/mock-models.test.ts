@@ -50,4 +50,20 @@ describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
     });
     expect(res.data.map((d) => d.embedding.length)).toEqual([256, 256]);
   });
+
+  it('mock/chat reranks by the words documents share with the query, best first', async () => {
+    const res = await fetch(`${p.gatewayUrl}/v1/rerank`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${client.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'mock/chat',
+        query: 'paris weather',
+        documents: ['rome', 'weather in paris today', 'paris'],
+      }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { results: Array<{ index: number; relevance_score: number }> };
+    expect(body.results.map((r) => r.index)).toEqual([1, 2, 0]);
+    expect(body.results[0]!.relevance_score).toBeGreaterThan(body.results[1]!.relevance_score);
+  });
 });
