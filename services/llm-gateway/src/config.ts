@@ -5,7 +5,7 @@ import { BUILT_IN_GATEWAY_FILE, type GatewayFile, readGatewayFile } from './gate
 /** llm-gateway's configuration; every key is an environment variable, documented in the README. */
 export const llmGatewayConfigSchema = z.object({
   ...commonConfig,
-  /** YAML or JSON file listing `providers` and `models`; unset: the built-in `mock/chat` and `mock/embeddings` */
+  /** YAML or JSON file listing `providers` and `models`; unset: the built-in `mock/*` models (chat, embeddings, images, transcriptions) */
   LLM_GATEWAY_CONFIG: z
     .string()
     .transform((file, ctx): GatewayFile => {

@@ -96,8 +96,25 @@ export const BUILT_IN_GATEWAY_FILE: GatewayFile = GatewayFileSchema.parse({
       supported_dimensions: [8, 16, 32, 64, 128, 256, 512, 768, 1024, 1536],
       dimensions: 256,
     },
+    {
+      model_id: 'mock/images',
+      type: 'image_generation',
+      provider_config: { provider: 'mock', model: 'mock-images' },
+      pricing: { per_image: 0 },
+    },
+    {
+      model_id: 'mock/transcriptions',
+      type: 'audio_transcription',
+      provider_config: { provider: 'mock', model: 'mock-transcriptions' },
+      pricing: { per_audio_minute: 0 },
+    },
   ],
-  defaults: { completions: 'mock/chat', embeddings: 'mock/embeddings' },
+  defaults: {
+    completions: 'mock/chat',
+    embeddings: 'mock/embeddings',
+    image_generation: 'mock/images',
+    audio_transcription: 'mock/transcriptions',
+  },
 });
 
 const describe = (error: z.ZodError) =>

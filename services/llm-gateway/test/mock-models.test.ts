@@ -1,5 +1,6 @@
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { startTestPlatform, type TestPlatform } from '../../../test/harness';
+import { silentWav } from '../src/routes/wav-fixture';
 
 /** `pnpm start` as a newcomer finds it: no LLM_GATEWAY_CONFIG, the built-in mock models answer. */
 describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
@@ -18,9 +19,29 @@ describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
   });
   afterAll(() => p?.stop());
 
-  it('lists mock/chat and mock/embeddings', async () => {
+  it('lists a mock model for every endpoint, each the default of its kind', async () => {
     const ids = (await client.models.list()).data.map((m) => m.id);
-    expect(ids).toEqual(['mock/chat', 'mock/embeddings']);
+    expect(ids).toEqual(['mock/chat', 'mock/embeddings', 'mock/images', 'mock/transcriptions']);
+    const defaults = await fetch(`${p.gatewayUrl}/v1/defaults`, {
+      headers: { authorization: `Bearer ${client.apiKey}` },
+    });
+    expect(await defaults.json()).toMatchObject({
+      completions: { model_id: 'mock/chat' },
+      embeddings: { model_id: 'mock/embeddings' },
+      image_generation: { model_id: 'mock/images' },
+      audio_transcription: { model_id: 'mock/transcriptions' },
+    });
+  });
+
+  it('mock/images draws PNGs (the default when no model is named) and mock/transcriptions transcribes', async () => {
+    const image = await client.images.generate({ prompt: 'a red fox' } as { prompt: string; model?: string });
+    expect(Buffer.from(image.data![0]!.b64_json!, 'base64').subarray(1, 4).toString()).toBe('PNG');
+    const wav = silentWav(1);
+    const text = await client.audio.transcriptions.create({
+      model: 'mock/transcriptions',
+      file: await toFile(wav, 'one-second.wav'),
+    });
+    expect(text.text).toMatch(/^Mock transcription of one-second\.wav: 32044 bytes, 1(\.0+)? seconds/);
   });
 
   it('mock/chat answers deterministically, plain and streamed', async () => {

@@ -44,7 +44,7 @@ export function resolveModel(
   if (!model || !visibleTo(model, settings.orgSlug)) throw modelNotFound(id);
   if (model.type !== type) {
     throw invalidBody(`${id} is a model of type ${model.type}`, [
-      { field: 'model', message: `a ${type} model is needed` },
+      { field: 'model', message: `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} model is needed` },
     ]);
   }
   if (isAllowed(id, settings)) return { model, downgradedFrom: null };

@@ -49,6 +49,35 @@ describe('mock provider', () => {
     expect(usage!.completion_tokens).toBe(2);
   });
 
+  it('answers JSON when the request asks for it: json_object, and json_schema with a value per property', async () => {
+    const object = await mock.chat(
+      { ...ask('give me json'), response_format: { type: 'json_object' } },
+      call(),
+    );
+    expect(JSON.parse(object.body.choices[0]!.message.content!)).toEqual({
+      answer: 'Mock answer to: give me json',
+    });
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, days: { type: 'integer' }, unit: { enum: ['C', 'F'] } },
+    };
+    const shaped = await mock.chat(
+      { ...ask('weather'), response_format: { type: 'json_schema', json_schema: { name: 'w', schema } } },
+      call(),
+    );
+    expect(JSON.parse(shaped.body.choices[0]!.message.content!)).toEqual({
+      city: 'example city',
+      days: 1,
+      unit: 'C',
+    });
+    const streamed = await collect(
+      mock.chatStream({ ...ask('give me json'), response_format: { type: 'json_object' } }, call()),
+    );
+    expect(streamed.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe(
+      object.body.choices[0]!.message.content,
+    );
+  });
+
   it('calls a tool when the prompt asks for one, and answers from the tool result afterwards', async () => {
     const tools = [
       {

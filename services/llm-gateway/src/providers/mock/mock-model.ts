@@ -77,6 +77,20 @@ function argumentsFor(schema: unknown): Record<string, unknown> {
 }
 
 /**
+ * The answer in the format the request asks for, so that code parsing JSON answers runs against the mock:
+ * `json_object` wraps the sentence (`{"answer": ...}`); `json_schema` gives one plausible value per property of
+ * the schema, as tool arguments do.
+ */
+function inResponseFormat(sentence: string, format: ChatCompletionRequest['response_format']): string {
+  if (format?.type === 'json_object') return JSON.stringify({ answer: sentence });
+  if (format?.type === 'json_schema') {
+    const schema = (format.json_schema as { schema?: unknown } | undefined)?.schema;
+    return JSON.stringify(argumentsFor(schema));
+  }
+  return sentence;
+}
+
+/**
  * The mock calls a tool when tools are offered, the user spoke last, and either `tool_choice` demands
  * one or the user's words name a tool (or say "tool"); otherwise it answers from the prompt.
  */
@@ -103,10 +117,11 @@ export function mockTurn(body: ChatCompletionRequest): MockTurn {
     }
   }
   const words = userText.trim().split(/\s+/).filter(Boolean).slice(0, 24).join(' ');
-  const full =
+  const sentence =
     last?.role === 'tool'
       ? `Mock answer from the tool result: ${contentText(last.content)}`
       : `Mock answer to: ${words}`;
+  const full = inResponseFormat(sentence, body.response_format);
   const limit = body.max_completion_tokens ?? body.max_tokens ?? undefined;
   const pieces = tokenPieces(full);
   const kept =
