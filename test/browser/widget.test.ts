@@ -202,8 +202,11 @@ ${scriptTag()}</body></html>`);
     await platform?.stop();
   });
 
-  const openPage = async (url: string): Promise<{ page: Page; problems: string[] }> => {
-    const page = await browser.newPage({ viewport: { width: 1100, height: 760 } });
+  const openPage = async (
+    url: string,
+    viewport = { width: 1100, height: 760 },
+  ): Promise<{ page: Page; problems: string[] }> => {
+    const page = await browser.newPage({ viewport });
     page.setDefaultTimeout(10_000);
     const problems: string[] = [];
     page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
@@ -225,8 +228,8 @@ ${scriptTag()}</body></html>`);
   it('welcomes, answers, follows a button and keeps the conversation across a reload, by keyboard and mouse', async () => {
     const { page, problems } = await openPage(`${allowed.origin}/`);
     // Before the first opening the chat does not know the assistant's name yet.
-    const launcher = page.getByRole('button', { name: 'Open chat' });
-    await launcher.waitFor();
+    await page.getByRole('button', { name: 'Open chat' }).waitFor();
+    const launcher = page.locator('[data-platform-chat] .launcher');
     expect(await launcher.getAttribute('aria-expanded')).toBe('false');
 
     // Keyboard: the launcher is a real button reached with Tab; opening moves focus to the labelled input.
@@ -236,6 +239,8 @@ ${scriptTag()}</body></html>`);
     const dialog = page.getByRole('dialog', { name: 'Harbour Café' });
     await dialog.waitFor();
     expect(await launcher.getAttribute('aria-expanded')).toBe('true');
+    // the launcher now says what it does
+    expect(await launcher.getAttribute('aria-label')).toBe('Close chat: Harbour Café');
     expect(await focused(page)).toBe('input#chat-input.');
     const input = page.getByRole('textbox', { name: 'Your message' });
     await input.waitFor();
@@ -301,6 +306,31 @@ ${scriptTag()}</body></html>`);
     expect(blocked.some((url) => url.endsWith('/v1/Messages'))).toBe(true);
     expect(await page.getByRole('log').getByText('Harbour Café assistant').count()).toBe(0);
     await page.screenshot({ path: path.join(OUTPUT, '4-refused-origin.png') });
+    await page.close();
+  });
+
+  it('on a phone, fills the screen with the chat, nothing covering Send, and closes from its header', async () => {
+    const { page, problems } = await openPage(`${allowed.origin}/`, { width: 375, height: 667 });
+    await page.getByRole('button', { name: /Open chat/ }).click();
+    const log = page.getByRole('log');
+    await log.getByText("Hi! I'm the Harbour Café assistant.").first().waitFor();
+    /** what a tap at the middle of the element would hit, inside the chat's shadow root */
+    const hitAtCentreOf = (selector: string) =>
+      page.evaluate((sel) => {
+        const root = document.querySelector('[data-platform-chat]')!.shadowRoot!;
+        const box = root.querySelector(sel)!.getBoundingClientRect();
+        const hit = root.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+        return hit ? `${hit.tagName.toLowerCase()}.${hit.className}` : null;
+      }, selector);
+    expect(await hitAtCentreOf('.send')).toBe('button.send');
+    await page.getByRole('textbox', { name: 'Your message' }).fill('what are your opening hours');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await log.getByText("We're open every day from 8:00 to 18:00.").waitFor();
+    await page.screenshot({ path: path.join(OUTPUT, '6-phone.png') });
+    await page.getByRole('button', { name: 'Close chat' }).first().click();
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    await page.getByRole('button', { name: 'Open chat: Harbour Café' }).waitFor();
+    expect(problems).toEqual([]);
     await page.close();
   });
 

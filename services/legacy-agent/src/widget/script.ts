@@ -102,7 +102,8 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     '.send{border:0;border-radius:999px;background:var(--c);color:#fff;padding:0 18px;font-weight:650;cursor:pointer}',
     '.send:hover{background:var(--c2)}',
     'button:disabled,input:disabled{opacity:.55;cursor:not-allowed}',
-    '@media (max-width:480px){.panel{right:0;bottom:0;width:100vw;max-width:none;height:100vh;max-height:none;border-radius:0}}',
+    // on a phone the open panel fills the screen and closes from its header: the launcher would cover Send
+    '@media (max-width:480px){.panel{right:0;bottom:0;width:100vw;max-width:none;height:100vh;max-height:none;border-radius:0}.open .launcher{display:none}}',
     '@media (prefers-reduced-motion:reduce){.launcher{transition:none}}'
   ].join('\n');
 
@@ -137,7 +138,8 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   var form = h('form', { onsubmit: function (e) { e.preventDefault(); var t = input.value.trim(); if (!t) return; input.value = ''; sendText(t, t); } }, [inputLabel, input, sendBtn]);
   var panel = h('section', { id: 'chat-panel', 'class': 'panel', role: 'dialog', 'aria-labelledby': 'chat-title', hidden: true, onkeydown: function (e) { if (e.key === 'Escape') { e.stopPropagation(); setOpen(false); } } },
     [h('header', {}, [avatar, title, closeBtn]), log, errorLine, form]);
-  shadow.appendChild(h('div', { 'class': 'root' }, [panel, launcher]));
+  var root = h('div', { 'class': 'root' }, [panel, launcher]);
+  shadow.appendChild(root);
 
   function applyTexts() {
     var t = texts();
@@ -146,7 +148,8 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     var lang = state.config && state.config.lang;
     if (lang) panel.setAttribute('lang', lang);
     title.textContent = name;
-    launcher.setAttribute('aria-label', known ? t.open + ': ' + name : t.open);
+    var action = panel.hidden ? t.open : t.close;
+    launcher.setAttribute('aria-label', known ? action + ': ' + name : action);
     closeBtn.setAttribute('aria-label', t.close);
     inputLabel.textContent = t.input;
     input.placeholder = state.placeholder || t.input + '…';
@@ -287,9 +290,15 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     }, function () { /* the Messages call that follows says what is wrong */ });
   }
 
-  function setOpen(open) {
+  function showOpen(open) {
     panel.hidden = !open;
+    root.classList.toggle('open', open);
     launcher.setAttribute('aria-expanded', String(open));
+    applyTexts();
+  }
+
+  function setOpen(open) {
+    showOpen(open);
     state.open = open;
     save();
     if (!open) { launcher.focus(); return; }
@@ -306,8 +315,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     applyTexts();
     renderAll();
     if (state.open) {
-      panel.hidden = false;
-      launcher.setAttribute('aria-expanded', 'true');
+      showOpen(true);
       keepScrolled();
       loadConfig();
     }
