@@ -23,6 +23,7 @@ run('sign-in pages in Chromium', () => {
   let mail: Awaited<ReturnType<typeof startMailCatcher>>;
   let browser: Browser;
   let page: Page;
+  const consoleErrors: string[] = [];
   let base: string;
   let app: Server;
   let callbackUrl: string;
@@ -58,6 +59,10 @@ run('sign-in pages in Chromium', () => {
     expect(await runCli(add, { AUTH_URL: p.upstreams.auth, PLATFORM_INTERNAL_SECRET: secret }, io)).toBe(0);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    // what the platform's own pages log as errors (a missing favicon was one, on every page)
+    page.on('console', (msg) => {
+      if (msg.type() === 'error' && msg.location().url.startsWith(base)) consoleErrors.push(msg.text());
+    });
   });
   afterAll(async () => {
     await browser?.close();
@@ -170,5 +175,6 @@ run('sign-in pages in Chromium', () => {
     const me = await callJson(`${base}/v2/me`, 'GET', { bearer: tokens.access_token });
     expect(me.status).toBe(200);
     expect(me.body).toMatchObject({ email, anonymous: false });
+    expect(consoleErrors).toEqual([]);
   });
 });

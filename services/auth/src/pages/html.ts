@@ -86,7 +86,7 @@ export function renderPage(page: PageSpec): { headers: Record<string, string>; h
       'x-content-type-options': 'nosniff',
       'content-type': 'text/html; charset=utf-8',
     },
-    html: `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(page.title)} · ${esc(page.platformName)}</title><style nonce="${nonce}">${STYLE}</style></head><body><header><a class="brand" href="/account">${esc(page.platformName)}</a>${page.nav?.html ?? ''}</header><main${page.wide ? ' class="wide"' : ''}>${page.body.html}</main></body></html>`,
+    html: `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><link rel="icon" href="data:,"><title>${esc(page.title)} · ${esc(page.platformName)}</title><style nonce="${nonce}">${STYLE}</style></head><body><header><a class="brand" href="/account">${esc(page.platformName)}</a>${page.nav?.html ?? ''}</header><main${page.wide ? ' class="wide"' : ''}>${page.body.html}</main></body></html>`,
   };
 }
 
