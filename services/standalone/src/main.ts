@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { ConfigError, createLogger, handleProcessSignals } from '@platform/kernel';
 import { runStandaloneChild } from './child';
+import { newcomerEnv } from './newcomer-env';
 import { writeOperatorHints } from './operator-hints';
 import { startProcessPlatform } from './process-platform';
 import { CHILD_SERVICE_ENV } from './service-process';
@@ -12,8 +12,7 @@ import { CHILD_SERVICE_ENV } from './service-process';
 async function main() {
   const logger = createLogger({ name: 'standalone', level: process.env.LOG_LEVEL ?? 'info' });
   try {
-    const env = { ...process.env };
-    env.PLATFORM_INTERNAL_SECRET ??= randomBytes(32).toString('base64url');
+    const env = newcomerEnv({ ...process.env });
     let removeHints: () => void = () => undefined;
     const writeHints = () => {
       removeHints = writeOperatorHints(env.DATA_DIR ?? './data', {

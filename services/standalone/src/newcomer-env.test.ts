@@ -1,0 +1,21 @@
+import { newcomerEnv } from './newcomer-env';
+
+describe("pnpm start's defaults", () => {
+  it('puts the issuer on the port chosen, unless an issuer or a public URL is configured', () => {
+    expect(newcomerEnv({ PORT: '23080' }).JWT_ISSUER).toBe('http://localhost:23080');
+    expect(newcomerEnv({}).JWT_ISSUER).toBeUndefined(); // the schema's default: localhost:8080
+    expect(newcomerEnv({ PORT: '8080' }).JWT_ISSUER).toBeUndefined();
+    expect(newcomerEnv({ PORT: '0' }).JWT_ISSUER).toBeUndefined();
+    expect(newcomerEnv({ PORT: '9000', JWT_ISSUER: 'https://id.example.com' }).JWT_ISSUER).toBe(
+      'https://id.example.com',
+    );
+    expect(
+      newcomerEnv({ PORT: '9000', PUBLIC_BASE_URL: 'https://api.example.com' }).JWT_ISSUER,
+    ).toBeUndefined();
+  });
+
+  it('makes an internal secret for the run, and keeps one given', () => {
+    expect(newcomerEnv({}).PLATFORM_INTERNAL_SECRET).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(newcomerEnv({ PLATFORM_INTERNAL_SECRET: 'given' }).PLATFORM_INTERNAL_SECRET).toBe('given');
+  });
+});
