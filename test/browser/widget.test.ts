@@ -334,6 +334,21 @@ ${scriptTag()}</body></html>`);
     await page.close();
   });
 
+  it('with a token that names no assistant, tells the visitor the chat cannot be reached, and the developer why', async () => {
+    const { page } = await openPage(`${platform.legacyUrl}/v1/widget-demo?token=lct_not-a-real-token`);
+    const warnings: string[] = [];
+    page.on('console', (msg) => {
+      if (msg.type() === 'warning') warnings.push(msg.text());
+    });
+    await page.getByRole('button', { name: 'Open chat' }).click();
+    await page.getByRole('alert').getByText('The assistant cannot be reached from this page.').waitFor();
+    expect(await page.getByRole('alert').textContent()).not.toMatch(/token|Bearer/i);
+    await waitFor(() => warnings.some((w) => /^Chat: .*token/i.test(w)), {
+      what: 'the reason in the console',
+    });
+    await page.close();
+  });
+
   it('shows the demo page under its strict policy, with the chat working', async () => {
     const { page, problems } = await openPage(
       `${platform.legacyUrl}/v1/widget-demo?token=${encodeURIComponent(bot.clientToken)}`,

@@ -237,8 +237,11 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     }).then(function (res) {
       return res.json().catch(function () { return null; }).then(function (data) {
         if (!res.ok) {
+          // the server's words are for the site's developer (the console); a visitor reads the chat's own
           var detail = data && ((data.status && data.status.errorDetails) || data.message);
-          throw new Error(detail ? texts().failed + ' ' + detail : texts().failed);
+          if (detail && window.console) console.warn('Chat: ' + detail);
+          var refused = res.status === 401 || res.status === 403 || res.status === 404;
+          throw new Error(refused ? texts().unreachable : texts().failed);
         }
         return data;
       });
