@@ -175,6 +175,36 @@ describe('legacy intents and entities (spec 4.3)', () => {
       await app.http.get('/v1/intents').set(dev(bot)).expect(200, []);
     });
 
+    it('refuses a misspelled field instead of storing an intent without it, and takes back what GET answered', async () => {
+      const bot = await botWithStation();
+      const typo = await app.http
+        .post('/v1/intents')
+        .set(dev(bot))
+        .send({ name: 'Typo', utterance: { en: [{ data: [{ text: 'hello' }] }] } })
+        .expect(400);
+      expect(typo.body.details.issues).toEqual([
+        { field: 'body', message: expect.stringContaining('"utterance"') },
+      ]);
+      await app.http.get('/v1/intents').set(dev(bot)).expect(200, []);
+
+      const created = await app.http
+        .post('/v1/intents')
+        .set(dev(bot))
+        .send({ name: 'Greet', utterances: { en: [{ data: [{ text: 'hello' }] }] } })
+        .expect(200);
+      const edited = { ...created.body, name: 'Greeting' }; // id, createdAt and updatedAt included
+      const updated = await app.http
+        .post(`/v1/intents/${created.body.id}`)
+        .set(dev(bot))
+        .send(edited)
+        .expect(200);
+      expect(updated.body).toMatchObject({
+        id: created.body.id,
+        name: 'Greeting',
+        createdAt: created.body.createdAt,
+      });
+    });
+
     it('refuses languages the assistant does not speak and entities it does not have', async () => {
       const bot = await botWithStation();
       const res = await app.http

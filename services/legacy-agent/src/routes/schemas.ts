@@ -235,7 +235,24 @@ export const intentFields = {
   settings: byLang(settings),
 };
 
-export const intentBody = z.object(intentFields).partial();
+/** what GET answers besides the fields: accepted back (a GET, edit, POST round trip) and ignored */
+const readOnly = (what: string) =>
+  z
+    .string()
+    .optional()
+    .meta({ description: `${what}; read-only, ignored` });
+
+/** A misspelled field is refused (it would be dropped, and the intent silently left without it). */
+export const intentBody = z
+  .object({
+    ...intentFields,
+    id: readOnly("the intent's id"),
+    createdAt: readOnly('when it was created'),
+    updatedAt: readOnly('when it was last changed'),
+  })
+  .partial()
+  .strict()
+  .transform(({ id: _id, createdAt: _created, updatedAt: _updated, ...fields }) => fields);
 export type IntentInput = z.infer<typeof intentBody>;
 
 // ---- entities (spec 2.10) -----------------------------------------------------------------------
