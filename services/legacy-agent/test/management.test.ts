@@ -262,6 +262,26 @@ describe('legacy intents and entities (spec 4.3)', () => {
       await app.http.get(`/v1/entities/${created.body.id}`).set(dev(bot)).expect(404);
     });
 
+    it('refuses a misspelled field, and takes back what GET answered', async () => {
+      const { bot } = await accountWithBot(app.http, { languages: ['en', 'fr'] });
+      const typo = await app.http
+        .post('/v1/entities')
+        .set(dev(bot))
+        .send({ ...station, name: 'city', synonym: true })
+        .expect(400);
+      expect(typo.body.details.issues).toEqual([
+        { field: 'body', message: expect.stringContaining('"synonym"') },
+      ]);
+      const created = await app.http.post('/v1/entities').set(dev(bot)).send(station).expect(200);
+      const updated = await app.http
+        .post(`/v1/entities/${created.body.id}`)
+        .set(dev(bot))
+        .send({ ...created.body, name: 'stop' })
+        .expect(200);
+      expect(updated.body).toMatchObject({ id: created.body.id, name: 'stop' });
+      await app.http.post(`/v1/entities/${created.body.id}`).set(dev(bot)).send({ nme: 'x' }).expect(400);
+    });
+
     it('requires synonyms where useSynonyms is true, and both flags for every language', async () => {
       const { bot } = await accountWithBot(app.http, { languages: ['en', 'fr'] });
       const res = await app.http

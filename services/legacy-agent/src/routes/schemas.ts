@@ -235,24 +235,30 @@ export const intentFields = {
   settings: byLang(settings),
 };
 
-/** what GET answers besides the fields: accepted back (a GET, edit, POST round trip) and ignored */
-const readOnly = (what: string) =>
+/** What GET answers besides the fields: accepted back (a GET, edit, POST round trip), then dropped. */
+const viewOnly = (what: string) =>
   z
     .string()
     .optional()
     .meta({ description: `${what}; read-only, ignored` });
+const VIEW_ONLY = {
+  id: viewOnly('the id'),
+  createdAt: viewOnly('when it was created'),
+  updatedAt: viewOnly('when it was last changed'),
+};
+const withoutViewOnly = <T extends { id?: string; createdAt?: string; updatedAt?: string }>({
+  id: _id,
+  createdAt: _created,
+  updatedAt: _updated,
+  ...fields
+}: T) => fields;
 
 /** A misspelled field is refused (it would be dropped, and the intent silently left without it). */
 export const intentBody = z
-  .object({
-    ...intentFields,
-    id: readOnly("the intent's id"),
-    createdAt: readOnly('when it was created'),
-    updatedAt: readOnly('when it was last changed'),
-  })
+  .object({ ...intentFields, ...VIEW_ONLY })
   .partial()
   .strict()
-  .transform(({ id: _id, createdAt: _created, updatedAt: _updated, ...fields }) => fields);
+  .transform(withoutViewOnly);
 export type IntentInput = z.infer<typeof intentBody>;
 
 // ---- entities (spec 2.10) -----------------------------------------------------------------------
@@ -301,8 +307,16 @@ export function checkEntity(entity: EntityShape, ctx: z.RefinementCtx): void {
   }
 }
 
-export const entityBody = z.object(entityFields).superRefine(checkEntity);
-export const entityPatchBody = z.object(entityFields).partial();
+export const entityBody = z
+  .object({ ...entityFields, ...VIEW_ONLY })
+  .strict()
+  .superRefine(checkEntity)
+  .transform(withoutViewOnly);
+export const entityPatchBody = z
+  .object({ ...entityFields, ...VIEW_ONLY })
+  .partial()
+  .strict()
+  .transform(withoutViewOnly);
 export type EntityInput = z.infer<typeof entityBody>;
 
 // ---- messages (spec 4.4) ------------------------------------------------------------------------
