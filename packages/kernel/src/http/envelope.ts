@@ -17,7 +17,19 @@ interface HttpLibraryError {
   type?: string;
   status?: number;
   name?: string;
+  /** body-parser: the largest body it takes (entity.too.large), the text it could not take (entity.parse.failed) */
+  limit?: number;
+  body?: string;
 }
+
+/** JSON that is valid but not an object or an array, which the services' strict JSON parsing refuses */
+const isJsonScalar = (text: string | undefined) => {
+  try {
+    return text !== undefined && JSON.parse(text) !== undefined;
+  } catch {
+    return false;
+  }
+};
 
 /** Turns anything thrown into an AppError; unknown errors become a 500 that says nothing internal. */
 export function toAppError(err: unknown): AppError | null {
@@ -26,9 +38,17 @@ export function toAppError(err: unknown): AppError | null {
   if (!e || typeof e !== 'object') return null;
   switch (e.type) {
     case 'entity.too.large':
-      return new PayloadTooLarge();
+      return new PayloadTooLarge(
+        typeof e.limit === 'number'
+          ? `Request body is too large: this route takes at most ${e.limit} bytes`
+          : undefined,
+      );
     case 'entity.parse.failed':
-      return new InvalidInput('Request body is not valid JSON');
+      return new InvalidInput(
+        isJsonScalar(e.body)
+          ? 'Request body must be a JSON object or array'
+          : 'Request body is not valid JSON',
+      );
     case 'encoding.unsupported':
       return new UnsupportedMediaType('Unsupported Content-Encoding: send identity, gzip, deflate or br', {
         error: 'UnsupportedEncoding',

@@ -133,12 +133,17 @@ describe('the common service app', () => {
       .send('{"name":');
     expect(malformed.status).toBe(400);
     expect(malformed.body.code).toBe('INVALID_BODY');
+    expect(malformed.body.message).toBe('Request body is not valid JSON');
+    const scalar = await request(app).post('/echo').set('content-type', 'application/json').send('null');
+    expect(scalar.status).toBe(400);
+    expect(scalar.body.message).toBe('Request body must be a JSON object or array');
 
     const big = await request(app)
       .post('/echo')
       .send({ name: 'x'.repeat(200) })
       .expect(413);
     expect(big.body.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(big.body.message).toBe('Request body is too large: this route takes at most 100 bytes');
 
     await request(app).get('/forbidden').expect(403);
     const limited = await request(app).get('/limited').expect(429);
