@@ -29,8 +29,8 @@ export function mountMailLinkPages(router: Router, c: AuthContext, accounts: Acc
       sendPage(res, {
         platformName,
         status: 400,
-        title: 'Link expired',
-        body: html`<div class="card"><h1>This link has expired</h1><p class="lead">The link is invalid, was used already, or is too old. Sign in and ask for a new one from your account page.</p><a href="/account/login">Sign in</a></div>`,
+        title: 'Link not valid',
+        body: html`<div class="card"><h1>This link cannot be used again</h1><p class="lead">It was used already, or it is too old or incomplete. If it was used to confirm your email, that is done: you can sign in. Otherwise your account page sends a new one.</p><a href="/account/login">Sign in</a></div>`,
       });
     }
   });
