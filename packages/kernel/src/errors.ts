@@ -14,7 +14,8 @@ export type ErrorKind =
   | 'rate_limited'
   | 'unavailable'
   | 'bad_gateway'
-  | 'timeout';
+  | 'timeout'
+  | 'request_timeout';
 
 export interface AppErrorOptions {
   /** stable identifier for the envelope's `error` field (PascalCase or a spec code) */
@@ -111,6 +112,13 @@ export class UpstreamTimeout extends AppError {
   }
 }
 
+/** The client did not send its whole request in time. */
+export class RequestTimeout extends AppError {
+  constructor(message = 'The request did not arrive in time', options: AppErrorOptions = {}) {
+    super('request_timeout', 'RequestTimeout', message, { code: 'REQUEST_TIMEOUT', ...options });
+  }
+}
+
 export const statusOfKind: Record<ErrorKind, number> = {
   invalid_input: 400,
   unauthenticated: 401,
@@ -124,4 +132,5 @@ export const statusOfKind: Record<ErrorKind, number> = {
   unavailable: 503,
   bad_gateway: 502,
   timeout: 504,
+  request_timeout: 408,
 };

@@ -6,6 +6,7 @@ import { freePort, waitFor } from '@platform/testkit';
 import {
   bearer,
   makeSigningKey,
+  rawRequest,
   request,
   signSession,
   startEdge,
@@ -210,6 +211,19 @@ describe('edge routing and proxying', () => {
         await viaEdge.close();
         await service.close(100);
       }
+    });
+
+    it('answers 408 in the envelope and closes when a Content-Length body does not arrive within the timeout', async () => {
+      // this edge's UPSTREAM_TIMEOUT_MS is 300 ms; the body promises 100 bytes and sends 8
+      const answer = await rawRequest(
+        Number(new URL(edge.url).port),
+        'POST /legacy/v2/echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"half":',
+      );
+      expect(answer.status).toBe(408);
+      expect(answer.raw).toMatch(/connection: close/i);
+      const body = JSON.parse(answer.raw.slice(answer.raw.indexOf('\r\n\r\n') + 4));
+      expect(body).toMatchObject({ error: 'RequestTimeout', code: 'REQUEST_TIMEOUT', status: 408 });
+      expect(body.message).toMatch(/did not arrive within/);
     });
 
     it('keeps a kept-alive connection answering after a service answered before reading a streamed body', async () => {

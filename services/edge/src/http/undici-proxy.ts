@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { LookupFunction } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { Logger } from '@platform/kernel';
-import { BadGateway, PayloadTooLarge, Unavailable, UpstreamTimeout } from '@platform/kernel';
+import { BadGateway, PayloadTooLarge, RequestTimeout, Unavailable, UpstreamTimeout } from '@platform/kernel';
 import { type Dispatcher, Pool } from 'undici';
 import type { UpstreamName } from '../routing/roots';
 import { sendError } from './respond';
@@ -75,13 +75,39 @@ class BodyTooLarge extends Error {
  */
 const BUFFERED_BODY_MAX_BYTES = 64 * 1024;
 
-/** Calls `done` with the whole body once it has arrived; nothing if the client goes away before that. */
-function readBody(req: IncomingMessage, length: number, done: (body: Buffer) => void): void {
+/**
+ * Calls `done` with the whole body once it has arrived; nothing if the client goes away before that. A body that
+ * has not arrived within `timeoutMs` (a client that stalls, or sent a Content-Length longer than its body) is
+ * answered 408 in the envelope and its connection closed, instead of holding it until Node's 300 s request timeout.
+ */
+function readBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  length: number,
+  timeoutMs: number,
+  requestId: string,
+  done: (body: Buffer) => void,
+): void {
   const chunks: Buffer[] = [];
+  const timer = setTimeout(() => {
+    req.removeAllListeners('data').removeAllListeners('end');
+    if (res.headersSent || res.destroyed) return;
+    res.setHeader('connection', 'close');
+    res.once('finish', () => req.socket.destroy());
+    sendError(
+      res,
+      new RequestTimeout(`The request body did not arrive within ${Math.round(timeoutMs / 1000)} s`),
+      requestId,
+    );
+  }, timeoutMs);
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.once('end', () => done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length)));
+  req.once('end', () => {
+    clearTimeout(timer);
+    done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length));
+  });
   // an aborted upload: the socket is gone, nothing to answer
   req.once('error', () => undefined);
+  req.once('close', () => clearTimeout(timer));
 }
 
 /**
@@ -254,7 +280,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       if (!dropBody && !chunked && length > 0 && length <= BUFFERED_BODY_MAX_BYTES) {
         // read whole before the upstream request starts (decision 0083); a client that leaves first is
         // never forwarded
-        readBody(req, length, (buffered) => {
+        readBody(req, res, length, options.timeoutMs, requestId, (buffered) => {
           if (!res.destroyed) send(req, res, root, requestId, buffered, onAnswer);
         });
         return;

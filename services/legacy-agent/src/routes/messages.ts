@@ -21,6 +21,7 @@ export const MESSAGES_ERROR_TYPES: Record<ErrorKind | 'internal', string> = {
   unavailable: 'unavailable',
   bad_gateway: 'internal_error',
   timeout: 'internal_error',
+  request_timeout: 'invalid_request',
   internal: 'internal_error',
 };
 
