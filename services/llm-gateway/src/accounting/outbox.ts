@@ -11,7 +11,6 @@ export const MAX_HELD = 10_000;
 interface Waiting {
   event: LlmCompletionEvent;
   resolve: () => void;
-  reject: (err: unknown) => void;
 }
 
 interface OutboxDoc extends Doc {
@@ -74,19 +73,19 @@ export class Outbox {
   }
 
   /**
-   * Stores the event, then tries to publish it at once; resolves when it has been published or left
-   * in the outbox. Group commit: one group is written at a time, and the events recorded meanwhile
+   * Stores the event, then tries to publish it at once; resolves (never rejects) when it has been published,
+   * left in the outbox, or held in memory while the store and the bus both refuse it. Group commit: one group is written at a time, and the events recorded meanwhile
    * form the next group (one append and one removal per group, however many events it holds); under
    * load a group is written at most once per `lingerMs`, so the writes per event shrink as the load
    * grows. Accounting runs after the answer has gone out: the wait delays no client.
    */
   record(event: LlmCompletionEvent): Promise<void> {
-    const work = new Promise<void>((resolve, reject) => {
-      this.group.push({ event, resolve, reject });
+    const work = new Promise<void>((resolve) => {
+      this.group.push({ event, resolve });
       if (!this.committing) this.committing = this.commitGroups();
     });
     this.pending.add(work);
-    void work.finally(() => this.pending.delete(work)).catch(() => undefined);
+    void work.finally(() => this.pending.delete(work));
     return work;
   }
 

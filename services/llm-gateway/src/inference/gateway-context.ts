@@ -165,11 +165,8 @@ export async function account(ctx: GatewayContext, prepared: Prepared, done: Fin
   if (prepared.caller.userId !== null) event.userId = prepared.caller.userId;
   if (prepared.downgradedFrom) event.requestedModel = prepared.downgradedFrom;
   if (figures.carbon) event.carbon = figures.carbon;
-  try {
-    await ctx.outbox.record(event);
-  } catch (err) {
-    ctx.logger.error({ err, event }, 'usage event could not be stored in the outbox');
-  }
+  // never rejects: what the store refuses goes to the bus, or waits in memory (outbox.ts)
+  await ctx.outbox.record(event);
 }
 
 export const zeroUsage = (): Usage => ({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
