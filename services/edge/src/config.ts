@@ -114,7 +114,7 @@ export const edgeConfigSchema = z.object({
   BODY_LIMIT_BYTES: env.int(10 * 1024 * 1024, 0),
   /** largest body of an upload route (audio transcriptions: OpenAI's 25 MiB file plus its form), checked the same way */
   UPLOAD_BODY_LIMIT_BYTES: env.int(26 * 1024 * 1024, 0),
-  /** an upstream silent for this long answers 504 */
+  /** an upstream silent for this long answers 504; a client's request body that stops arriving this long, 408 */
   UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
   /** most sockets the edge opens to one upstream (kept alive between requests) */
   UPSTREAM_MAX_SOCKETS: env.int(512, 1),

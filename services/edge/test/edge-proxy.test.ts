@@ -223,7 +223,89 @@ describe('edge routing and proxying', () => {
       expect(answer.raw).toMatch(/connection: close/i);
       const body = JSON.parse(answer.raw.slice(answer.raw.indexOf('\r\n\r\n') + 4));
       expect(body).toMatchObject({ error: 'RequestTimeout', code: 'REQUEST_TIMEOUT', status: 408 });
-      expect(body.message).toMatch(/did not arrive within/);
+      expect(body.message).toBe('The request body did not arrive within 300 ms');
+    });
+
+    it('answers 408 in the envelope and closes when a streamed body stops arriving for the timeout', async () => {
+      // chunked: one chunk, then nothing for longer than this edge's 300 ms
+      const chunked = await rawRequest(
+        Number(new URL(edge.url).port),
+        'POST /legacy/v2/echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n8\r\n{"half":\r\n',
+      );
+      // past the size the edge reads whole, so streamed (on an edge whose body limit allows it): 600 of 70,000 bytes
+      const roomy = await startEdge({
+        authUrl: auth.url,
+        legacyUrl: legacy.url,
+        env: { SESSION_PRINCIPAL_SOURCE: 'jwt', UPSTREAM_TIMEOUT_MS: '300' },
+      });
+      const large = await rawRequest(
+        Number(new URL(roomy.url).port),
+        'POST /legacy/v2/echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 70000\r\n\r\n',
+        Buffer.alloc(600, 'x'),
+      ).finally(() => roomy.close());
+      for (const answer of [chunked, large]) {
+        expect(answer.status).toBe(408);
+        expect(answer.raw).toMatch(/connection: close/i);
+        const body = JSON.parse(answer.raw.slice(answer.raw.indexOf('\r\n\r\n') + 4));
+        expect(body).toMatchObject({ error: 'RequestTimeout', code: 'REQUEST_TIMEOUT', status: 408 });
+        expect(body.message).toBe('The request body stopped arriving for 300 ms');
+      }
+    });
+
+    it('forwards a streamed body that arrives slowly, as long as no pause between its chunks reaches the timeout', async () => {
+      const parts = ['{"slow":', '"a', 'b', 'c', '"}'].map((part) => Buffer.from(part));
+      // 5 chunks 150 ms apart: 600 ms in all, twice this edge's 300 ms timeout
+      const answer = await request(edge.url, '/legacy/v2/echo', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        chunked: parts,
+        chunkDelayMs: 150,
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.json.body).toBe('{"slow":"abc"}');
+    });
+
+    it('does not count the time a slow service holds a streamed body back against the client', async () => {
+      // the service stops reading for 500 ms (this edge's timeout is 300 ms) once the first 64 KiB arrived
+      const service = await listen(
+        (req, res) => {
+          let received = 0;
+          let paused = false;
+          req.on('data', (chunk: Buffer) => {
+            received += chunk.length;
+            if (!paused && received >= 64 * 1024) {
+              paused = true;
+              req.pause();
+              setTimeout(() => req.resume(), 500);
+            }
+          });
+          req.on('end', () => res.end(JSON.stringify({ received })));
+        },
+        0,
+        '127.0.0.1',
+      );
+      const viaEdge = await startEdge({
+        authUrl: auth.url,
+        legacyUrl: service.url,
+        env: {
+          SESSION_PRINCIPAL_SOURCE: 'jwt',
+          UPSTREAM_TIMEOUT_MS: '300',
+          BODY_LIMIT_BYTES: String(32 << 20),
+        },
+      });
+      try {
+        // more than the loopback sockets' buffers hold, so the edge itself has to wait
+        const answer = await request(viaEdge.url, '/legacy/v2/echo', {
+          method: 'POST',
+          headers: { 'content-type': 'application/octet-stream' },
+          body: Buffer.alloc(24 << 20, 'x'),
+        });
+        expect(answer.status).toBe(200);
+        expect(answer.json).toEqual({ received: 24 << 20 });
+      } finally {
+        await viaEdge.close();
+        await service.close(100);
+      }
     });
 
     it('keeps a kept-alive connection answering after a service answered before reading a streamed body', async () => {

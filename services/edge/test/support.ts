@@ -296,6 +296,8 @@ export function request(
     headers?: Record<string, string> | string[];
     body?: string | Buffer;
     chunked?: Buffer[];
+    /** wait this long before each chunk after the first */
+    chunkDelayMs?: number;
   } = {},
 ): Promise<Answer> {
   const url = new URL(path, base);
@@ -327,8 +329,15 @@ export function request(
     );
     req.on('error', reject);
     if (options.chunked) {
-      for (const c of options.chunked) req.write(c);
-      req.end();
+      const [first, ...rest] = options.chunked;
+      if (first) req.write(first);
+      void (async () => {
+        for (const c of rest) {
+          if (options.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, options.chunkDelayMs));
+          req.write(c);
+        }
+        req.end();
+      })();
     } else {
       req.end(options.body);
     }

@@ -61,9 +61,19 @@ const UNREACHABLE = new Set([
   'EHOSTDOWN',
 ]);
 
+/** "300 ms", "30 s": how long the edge waited, in an error message */
+const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
+
 class BodyTooLarge extends Error {
   constructor(readonly limit: number) {
     super(`Request body exceeds ${limit} bytes`);
+  }
+}
+
+/** A streamed request body from which nothing arrived for the timeout while the edge was ready to read it. */
+class BodyStalled extends Error {
+  constructor(timeoutMs: number) {
+    super(`The request body stopped arriving for ${duration(timeoutMs)}`);
   }
 }
 
@@ -96,7 +106,7 @@ function readBody(
     res.once('finish', () => req.socket.destroy());
     sendError(
       res,
-      new RequestTimeout(`The request body did not arrive within ${Math.round(timeoutMs / 1000)} s`),
+      new RequestTimeout(`The request body did not arrive within ${duration(timeoutMs)}`),
       requestId,
     );
   }, timeoutMs);
@@ -121,12 +131,22 @@ function readBody(
  * which leaves its socket paused) stalls the kept-alive connection, and the client's next request on it
  * is never answered. So once the answer is sent or undici is done with the upload, the rest of the body
  * is read and dropped; past the limit (chunked only) the answer closes the connection instead.
+ *
+ * A client that stops sending for `timeoutMs` while the edge waits for its bytes (not while the edge itself
+ * holds it back for backpressure) fails the upload: 408 in the envelope and the connection closed, instead of
+ * holding the connection and the service's request until Node's 300 s request timeout.
  */
-function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number): PassThrough {
+function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): PassThrough {
   const upload = new PassThrough();
   let received = 0;
   let forwarding = true;
+  const stall = setTimeout(() => {
+    if (!forwarding) return;
+    forwarding = false;
+    upload.destroy(new BodyStalled(timeoutMs));
+  }, timeoutMs);
   const stopForwarding = () => {
+    clearTimeout(stall);
     if (!forwarding) return;
     forwarding = false;
     upload.destroy();
@@ -137,18 +157,29 @@ function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number): Pas
     if (!forwarding) return;
     if (received > limit) {
       forwarding = false;
+      clearTimeout(stall);
       upload.destroy(new BodyTooLarge(limit));
-    } else if (!upload.write(chunk)) req.pause();
+    } else if (upload.write(chunk)) stall.refresh();
+    else {
+      clearTimeout(stall);
+      req.pause();
+    }
   });
   req.once('end', () => {
+    clearTimeout(stall);
     if (forwarding) upload.end();
   });
   // an aborted upload: the socket is gone, the upstream request is cancelled
   req.once('error', () => undefined);
   req.once('close', () => {
+    clearTimeout(stall);
     if (!req.complete && forwarding) upload.destroy(new Error('client went away'));
   });
-  upload.on('drain', () => req.resume());
+  upload.on('drain', () => {
+    if (!forwarding) return;
+    stall.refresh();
+    req.resume();
+  });
   upload.once('close', stopForwarding);
   res.once('finish', stopForwarding);
   return upload;
@@ -157,7 +188,8 @@ function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number): Pas
 /**
  * The proxy on undici: one connection pool per upstream (keep-alive, no pipelining), the request body
  * streamed up and the answer streamed down with backpressure. Unreachable → 503, broken answer → 502,
- * silent past UPSTREAM_TIMEOUT_MS → 504, chunked body past the limit → 413, each in the envelope.
+ * silent past UPSTREAM_TIMEOUT_MS → 504, chunked body past the limit → 413, a client's body that stops arriving for
+ * UPSTREAM_TIMEOUT_MS → 408, each in the envelope.
  */
 export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy {
   const pools = {} as Record<UpstreamName, Pool>;
@@ -185,11 +217,15 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     if (err instanceof BodyTooLarge) {
       res.setHeader('connection', 'close');
       failure = new PayloadTooLarge(err.message);
+    } else if (err instanceof BodyStalled) {
+      res.setHeader('connection', 'close');
+      res.once('finish', () => res.socket?.destroy());
+      failure = new RequestTimeout(err.message);
     } else if (err.code && TIMEOUTS.has(err.code)) failure = new UpstreamTimeout();
     else if (err.code && UNREACHABLE.has(err.code))
       failure = new Unavailable('Upstream service is unavailable');
     else failure = new BadGateway();
-    if (!(err instanceof BodyTooLarge))
+    if (!(err instanceof BodyTooLarge || err instanceof BodyStalled))
       options.logger.warn({ err, requestId, url, code: err.code }, 'upstream request failed');
     sendError(res, failure, requestId);
   };
@@ -285,7 +321,8 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         });
         return;
       }
-      const body = !dropBody && (chunked || length > 0) ? uploadOf(req, res, bodyLimitBytes) : null;
+      const body =
+        !dropBody && (chunked || length > 0) ? uploadOf(req, res, bodyLimitBytes, options.timeoutMs) : null;
       send(req, res, root, requestId, body, onAnswer);
     },
     close() {
