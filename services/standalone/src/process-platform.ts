@@ -34,14 +34,18 @@ export interface RunningProcessPlatform {
   stop(): Promise<void>;
 }
 
-/** A free loopback port, for a child that must come back on the same one after a restart. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+/**
+ * `count` distinct free loopback ports, for children that must come back on the same ones after a restart.
+ * Every probe stays open until all are read: a port released early could be handed out twice.
+ */
+async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer().listen(0, '127.0.0.1'));
+  try {
+    await Promise.all(servers.map((server) => once(server, 'listening')));
+    return servers.map((server) => (server.address() as AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
 }
 
 /**
@@ -73,12 +77,13 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
   try {
     // Ports first, so every service knows where the others listen (the gateway reads llm-quota);
     // then the services at once, then the edge, which needs their URLs.
-    const planned = await Promise.all(
-      platformServices.map(async (service) => {
-        const [port, adminPort] = await Promise.all([freePort(), freePort()]);
-        return { service, port, adminPort };
-      }),
-    );
+    const pickEdgeAdmin = !(env.ADMIN_PORT && env.ADMIN_PORT !== '0');
+    const ports = await freePorts(platformServices.length * 2 + (pickEdgeAdmin ? 1 : 0));
+    const planned = platformServices.map((service, i) => ({
+      service,
+      port: ports[2 * i]!,
+      adminPort: ports[2 * i + 1]!,
+    }));
     const upstreamEnv = Object.fromEntries(
       planned.map(({ service, port }) => [service.upstreamKey, `http://127.0.0.1:${port}`]),
     );
@@ -104,8 +109,7 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
       }),
     );
     const upstreams = Object.fromEntries(services.map(({ service, url }) => [service.name, url]));
-    const edgeAdminPort =
-      env.ADMIN_PORT && env.ADMIN_PORT !== '0' ? Number(env.ADMIN_PORT) : await freePort();
+    const edgeAdminPort = pickEdgeAdmin ? ports[ports.length - 1]! : Number(env.ADMIN_PORT);
     const edge = new ServiceProcess(
       'edge',
       {
