@@ -1,7 +1,7 @@
 import { createNatsBus } from '@platform/bus';
 import { type Clock, listen, loadConfig, type RunningServer, silentLogger } from '@platform/kernel';
 import { type Env, type RunningPlatform, startPlatform } from '@platform/standalone';
-import { tempDir } from '@platform/testkit';
+import { freePort, tempDir } from '@platform/testkit';
 import { createEdgeService, edgeConfigSchema } from '../services/edge/src';
 
 export interface TestPlatform extends RunningPlatform {
@@ -16,16 +16,19 @@ export async function startTestPlatform(
   options: { env?: Env; clock?: Clock; natsUrl?: string; dataDir?: string; port?: number } = {},
 ): Promise<TestPlatform> {
   const data = options.dataDir ? { dir: options.dataDir, remove: () => undefined } : tempDir('platform-e2e-');
+  // known before the start: auth builds mailed links on the public root, never on a request's Host
+  const port = options.port ?? (await freePort());
   const platform = await startPlatform({
     env: {
       DATA_DIR: data.dir,
       LOG_LEVEL: 'silent',
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}),
       ...options.env,
     },
     clock: options.clock,
     logger: silentLogger(),
-    port: options.port ?? 0,
+    port,
     adminPort: 0,
     host: '127.0.0.1',
   });

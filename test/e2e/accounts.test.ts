@@ -1,3 +1,5 @@
+import http from 'node:http';
+import { freePort } from '@platform/testkit';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
 import { callJson, startTestPlatform, type TestPlatform } from '../harness';
 
@@ -23,8 +25,13 @@ describe('accounts through the edge', () => {
   let mail: Awaited<ReturnType<typeof startMailCatcher>>;
   beforeAll(async () => {
     mail = await startMailCatcher();
+    const port = await freePort();
     p = await startTestPlatform({
+      port,
       env: {
+        // the public root as compose and the manifests give it: the issuer alone
+        JWT_ISSUER: `http://127.0.0.1:${port}`,
+        PUBLIC_BASE_URL: undefined,
         SMTP_URL: mail.url,
         PASSWORD_SCRYPT_N: '1024',
         PASSWORD_SCRYPT_P: '1',
@@ -114,6 +121,24 @@ describe('accounts through the edge', () => {
     expect(reuse.status).toBe(401);
     expect((await callJson(`${p.baseUrl}/v2/me`, 'GET', { bearer: r.body.token })).status).toBe(401);
     expect((await callJson(`${p.baseUrl}/v2/me`, 'GET', { bearer: s.body.token })).status).toBe(401);
+  });
+
+  it("mails links on the platform's public root, whatever Host the request named", async () => {
+    const email = newEmail();
+    await callJson(`${p.baseUrl}/v2/signup`, 'POST', { body: { email, password: PASSWORD } });
+    // a client that forges Host must not get the victim a reset link to the client's own server
+    const forged = await new Promise<number>((resolve, reject) => {
+      const req = http.request(
+        `${p.baseUrl}/v2/password/forgot`,
+        { method: 'POST', headers: { host: 'attacker.example', 'content-type': 'application/json' } },
+        (res) => resolve(res.resume().statusCode!),
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ email }));
+    });
+    expect(forged).toBe(202);
+    const link = await mail.linkFor(email, '/account/reset-password');
+    expect(link.startsWith(`${p.baseUrl}/account/reset-password?token=`)).toBe(true);
   });
 
   it('password reset through the mailed page', async () => {

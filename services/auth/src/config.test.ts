@@ -35,6 +35,8 @@ describe('auth configuration', () => {
     [{ JWKS_KTY: 'EC', JWKS_ALG: 'RS256', JWKS_SIZE: '256' }, 'JWKS_ALG'],
     [{ PRINCIPAL_CACHE_TTL_SECONDS: '61' }, 'PRINCIPAL_CACHE_TTL_SECONDS'],
     [{ SIGNING_KEYS_ENCRYPTION_KEY: 'short' }, 'SIGNING_KEYS_ENCRYPTION_KEY'],
+    // mailed links are built on PUBLIC_BASE_URL, else on the issuer: one of them must be a URL
+    [{ JWT_ISSUER: 'platform' }, 'PUBLIC_BASE_URL'],
   ])('refuses unsupported signing settings at start-up: %j', (env, key) => {
     expect(issuesOf(env).map((i) => i.key)).toContain(key);
   });

@@ -54,7 +54,7 @@ export const authConfigSchema = z
     ACCESS_TOKEN_MAX_LIFETIME_DAYS: env.int(366, 1),
     /** most live access tokens one user may hold */
     ACCESS_TOKENS_PER_USER_LIMIT: env.int(100, 1),
-    /** public root of the platform ({base_url}) used in mailed links; unset: taken from the request's forwarded host (set it in production) */
+    /** public root of the platform ({base_url}) for mailed links, SSO callbacks and cookie flags; unset: JWT_ISSUER */
     PUBLIC_BASE_URL: z.url().optional(),
     /** `client_id` claim of sessions from POST /v2/login and /v2/signup */
     PASSWORD_CLIENT_ID: z.string().min(1).default('platform-password'),
@@ -101,6 +101,14 @@ export const authConfigSchema = z
     PLATFORM_NAME: z.string().min(1).default('ai-platform'),
   })
   .superRefine((config, ctx) => {
+    // the public root mailed links and cookies are built on (accounts/public-url.ts)
+    if (!config.PUBLIC_BASE_URL && !/^https?:\/\/[^/]/i.test(config.JWT_ISSUER)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['PUBLIC_BASE_URL'],
+        message: "required when JWT_ISSUER is not the platform's http(s) URL",
+      });
+    }
     const family = SUPPORTED_SIGNING[config.JWKS_KTY];
     if (!(family.algs as readonly string[]).includes(config.JWKS_ALG)) {
       ctx.addIssue({

@@ -1,11 +1,10 @@
-import type { Request } from 'express';
 import type { AuthConfig } from '../config';
 
 /**
- * `{base_url}` as the client sees it, for mailed links and cookie flags: PUBLIC_BASE_URL, else the
- * edge's forwarded protocol and host (express reads them from trusted proxies only).
+ * `{base_url}` as the client sees it, for mailed links, SSO callbacks and cookie flags: PUBLIC_BASE_URL, else
+ * JWT_ISSUER (the platform's public root too). Never the request's Host: a client could forge it and have the
+ * platform mail a victim a reset link to the client's own host.
  */
-export function publicBaseUrl(config: Readonly<AuthConfig>, req: Request): string {
-  if (config.PUBLIC_BASE_URL) return config.PUBLIC_BASE_URL.replace(/\/+$/, '');
-  return `${req.protocol}://${req.host}`;
+export function publicBaseUrl(config: Readonly<Pick<AuthConfig, 'PUBLIC_BASE_URL' | 'JWT_ISSUER'>>): string {
+  return (config.PUBLIC_BASE_URL ?? config.JWT_ISSUER).replace(/\/+$/, '');
 }

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Collection } from '@platform/store';
 import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { MfaDoc } from '../accounts/mfa';
+import { publicBaseUrl } from '../accounts/public-url';
 import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import type { SigningKey } from '../domain/key-rotation';
@@ -13,7 +14,7 @@ export const OIDC_SCOPES = ['openid', 'email', 'profile', 'offline_access'];
 
 /** `{base_url}` and the issuer `{base_url}/oidc`. */
 export function oidcIssuer(c: Pick<AuthContext, 'config'>): { base: string; issuer: string } {
-  const base = (c.config.PUBLIC_BASE_URL ?? c.config.JWT_ISSUER).replace(/\/+$/, '');
+  const base = publicBaseUrl(c.config);
   return { base, issuer: `${base}/oidc` };
 }
 

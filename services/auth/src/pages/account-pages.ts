@@ -149,7 +149,7 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
     const s = await posted(req, res, 'logout');
     if (!s) return;
     await revokeSession(c, s.session._id);
-    clearSessionCookies(res, publicBaseUrl(c.config, req));
+    clearSessionCookies(res, publicBaseUrl(c.config));
     res.redirect(303, '/account/login');
   });
 
@@ -167,7 +167,7 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
     const s = await posted(req, res, 'verification');
     if (!s) return;
     if (!s.user.emailVerifiedAt)
-      await accounts.sendVerification(s.user._id, s.user.email!, publicBaseUrl(c.config, req));
+      await accounts.sendVerification(s.user._id, s.user.email!, publicBaseUrl(c.config));
     show(res, s, 'Your account', await home(s, alert('ok', 'We sent a new confirmation link.')));
   });
 
@@ -178,7 +178,7 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
     const target = await c.collections.sessions.findOne({ _id: id, userId: s.user._id });
     if (target) await revokeSession(c, id);
     if (id === s.session._id) {
-      clearSessionCookies(res, publicBaseUrl(c.config, req));
+      clearSessionCookies(res, publicBaseUrl(c.config));
       return res.redirect(303, '/account/login');
     }
     show(res, s, 'Your account', await home(s, alert('ok', 'That session is signed out.')));

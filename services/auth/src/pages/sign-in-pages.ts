@@ -95,7 +95,7 @@ ${alert('error', error)}
 
   /** After a right password: the second factor when enrolled, else the session. */
   async function finishPassword(req: Request, res: Response, user: UserDoc, next: string): Promise<void> {
-    const base = publicBaseUrl(c.config, req);
+    const base = publicBaseUrl(c.config);
     if (await accounts.mfa.enabled(user._id)) {
       challenge.start(res, user._id, base);
       res.redirect(303, `/account/login/mfa?next=${encodeURIComponent(next)}`);
@@ -109,12 +109,12 @@ ${alert('error', error)}
   router.get('/account/login', async (req, res) => {
     const next = safeNext(req.query.next);
     if (await pageSession(c, req)) return res.redirect(303, next);
-    const binding = browserBinding(req, res, publicBaseUrl(c.config, req));
+    const binding = browserBinding(req, res, publicBaseUrl(c.config));
     show(res, 'Sign in', loginForm(tokens.issue(binding, 'login'), next, undefined, '', await sso.list()));
   });
 
   router.post('/account/login', form, async (req, res) => {
-    const base = publicBaseUrl(c.config, req);
+    const base = publicBaseUrl(c.config);
     const binding = browserBinding(req, res, base);
     const next = safeNext(req.body?.next);
     const email = text(req.body?.email, 254);
@@ -140,7 +140,7 @@ ${alert('error', error)}
   });
 
   router.post('/account/login/mfa', form, async (req, res) => {
-    const base = publicBaseUrl(c.config, req);
+    const base = publicBaseUrl(c.config);
     const pending = challenge.read(req);
     if (!pending) return res.redirect(303, '/account/login');
     const next = safeNext(req.body?.next);
@@ -170,12 +170,12 @@ ${alert('error', error)}
 
   router.get('/account/signup', async (req, res) => {
     if (await pageSession(c, req)) return res.redirect(303, '/account');
-    const binding = browserBinding(req, res, publicBaseUrl(c.config, req));
+    const binding = browserBinding(req, res, publicBaseUrl(c.config));
     show(res, 'Create account', signupForm(tokens.issue(binding, 'signup')));
   });
 
   router.post('/account/signup', form, async (req, res) => {
-    const base = publicBaseUrl(c.config, req);
+    const base = publicBaseUrl(c.config);
     const binding = browserBinding(req, res, base);
     const values = {
       email: text(req.body?.email, 254).trim(),
@@ -228,12 +228,12 @@ ${alert('error', error)}
   });
 
   router.get('/account/forgot-password', (req, res) => {
-    const binding = browserBinding(req, res, publicBaseUrl(c.config, req));
+    const binding = browserBinding(req, res, publicBaseUrl(c.config));
     show(res, 'Reset password', forgotForm(tokens.issue(binding, 'forgot')));
   });
 
   router.post('/account/forgot-password', form, async (req, res) => {
-    const base = publicBaseUrl(c.config, req);
+    const base = publicBaseUrl(c.config);
     const binding = browserBinding(req, res, base);
     if (!tokens.valid(binding, 'forgot', req.body?.csrf)) {
       return show(

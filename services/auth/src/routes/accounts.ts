@@ -119,13 +119,13 @@ export function mountAccountRoutes(
     const body = parseInput(SignupBody, req.body);
     const caller = await optionalUser(c, req);
     await limitMail(req);
-    const base = publicBaseUrl(c.config, req);
+    const base = publicBaseUrl(c.config);
     answer(res, base, await accounts.signup(body, caller, base), 201);
   });
 
   router.post('/v2/login', async (req, res) => {
     const { email, password, mfaCode } = parseInput(LoginBody, req.body);
-    const base = publicBaseUrl(c.config, req);
+    const base = publicBaseUrl(c.config);
     answer(res, base, await accounts.login(email, password, clientAddress(req), mfaCode));
   });
 
@@ -136,7 +136,7 @@ export function mountAccountRoutes(
       throw new Unauthenticated('The refresh token is invalid, expired or was used already', {
         error: 'InvalidRefreshToken',
       });
-    answer(res, publicBaseUrl(c.config, req), issued);
+    answer(res, publicBaseUrl(c.config), issued);
   });
 
   router.post('/v2/email/verify', async (req, res) => {
@@ -149,7 +149,7 @@ export function mountAccountRoutes(
     const caller = requireUser(await loadCaller(c.collections, c.clock, req));
     await limitMail(req);
     if (caller.user.email && !caller.user.emailVerifiedAt) {
-      await accounts.sendVerification(caller.user._id, caller.user.email, publicBaseUrl(c.config, req));
+      await accounts.sendVerification(caller.user._id, caller.user.email, publicBaseUrl(c.config));
     }
     res.status(202).json({ sent: Boolean(caller.user.email && !caller.user.emailVerifiedAt) });
   });
@@ -157,7 +157,7 @@ export function mountAccountRoutes(
   router.post('/v2/password/forgot', async (req, res) => {
     const { email } = parseInput(EmailBody, req.body);
     await limitMail(req);
-    await accounts.requestPasswordReset(email, publicBaseUrl(c.config, req));
+    await accounts.requestPasswordReset(email, publicBaseUrl(c.config));
     // The same answer whether or not the email has an account.
     res.status(202).json({ message: 'If an account uses this email, a reset link is on its way.' });
   });

@@ -57,7 +57,7 @@ export function mountLoginRoutes(router: Router, c: AuthContext): void {
     );
     await c.collections.refreshTokens.deleteMany({ sessionId: caller.credentialId });
     await c.events.credentialRevoked('session', caller.credentialId);
-    clearSessionCookies(res, publicBaseUrl(c.config, req));
+    clearSessionCookies(res, publicBaseUrl(c.config));
     res.status(204).end();
   });
 }

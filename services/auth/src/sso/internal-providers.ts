@@ -1,6 +1,7 @@
 import { parseInput, requireInternalSecret } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
+import { publicBaseUrl } from '../accounts/public-url';
 import type { AuthContext } from '../context';
 import type { SsoClients } from './providers';
 
@@ -59,7 +60,7 @@ export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoC
         issuer: fields.issuer,
         clientId: fields.clientId,
         orgSlug: fields.orgSlug,
-        redirectUri: `${(c.config.PUBLIC_BASE_URL ?? c.config.JWT_ISSUER).replace(/\/+$/, '')}/account/sso/${slug}/callback`,
+        redirectUri: `${publicBaseUrl(c.config)}/account/sso/${slug}/callback`,
       });
     },
   );

@@ -126,7 +126,7 @@ export function mountSsoPages(
     });
     if (found === null) return failed(res, 'There is no such sign-in provider.', 404);
     if (!found) return failed(res, 'The sign-in provider cannot be reached right now. Try again later.', 502);
-    const base = publicBaseUrl(c.config, req);
+    const base = publicBaseUrl(c.config);
     const pending: PendingSso = {
       slug,
       state: oidc.randomState(),
@@ -156,7 +156,7 @@ export function mountSsoPages(
 
   router.get('/account/sso/:slug/callback', async (req, res) => {
     const slug = String(req.params.slug);
-    const base = publicBaseUrl(c.config, req);
+    const base = publicBaseUrl(c.config);
     const raw = readCookie(req, STATE_COOKIE);
     res.clearCookie(STATE_COOKIE, {
       httpOnly: true,
