@@ -59,7 +59,7 @@ describe('two-step verification (TOTP) and page forms', () => {
       (m) => m[1]!,
     );
     expect(recovery).toHaveLength(10);
-    return { email, code, recovery };
+    return { email, code, recovery, headers };
   }
 
   const login = (email: string, mfaCode?: string) =>
@@ -112,6 +112,53 @@ describe('two-step verification (TOTP) and page forms', () => {
       });
     expect(withToken.status).toBe(401);
     expect(withToken.text).toContain('Email or password is incorrect');
+  });
+
+  it("the sign-in page's code step spends the login budget: codes cannot be guessed without limit", async () => {
+    const { email, code } = await enrolled();
+    a.clock.advance(30_000);
+    const address = randomAddress();
+    const cookiesOf = (res: { headers: Record<string, unknown> }) =>
+      ((res.headers['set-cookie'] as string[] | undefined) ?? []).map((c) => c.split(';')[0]!);
+    const page = await a.http.get('/account/login').set('x-forwarded-for', address);
+    let cookie = cookiesOf(page).join('; ');
+    const password = await a.http
+      .post('/account/login')
+      .set({ cookie, 'x-forwarded-for': address })
+      .type('form')
+      .send({ email, password: PASSWORD, csrf: csrfOf(page.text, '/account/login') });
+    expect(password.status).toBe(303);
+    expect(password.headers.location).toMatch(/^\/account\/login\/mfa/);
+    cookie = [cookie, ...cookiesOf(password)].join('; ');
+    const step = await a.http.get('/account/login/mfa').set({ cookie, 'x-forwarded-for': address });
+    const csrf = csrfOf(step.text, '/account/login/mfa');
+    const tryCode = (value: string) =>
+      a.http
+        .post('/account/login/mfa')
+        .set({ cookie, 'x-forwarded-for': address })
+        .type('form')
+        .send({ code: value, csrf });
+    // the password took one point of the account's 10 (LOGIN_ACCOUNT_MAX_FAILURES); wrong codes take the rest
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await tryCode('000000')).status);
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 401, 401, 401, 429]);
+    // locked: the right code too, as the right password would be
+    const right = await tryCode(code());
+    expect(right.status).toBe(429);
+    expect(right.text).toContain('Too many failed sign-in attempts');
+  });
+
+  it('turning two-step verification off spends the login budget too: a stolen session cannot guess codes', async () => {
+    const { code, headers } = await enrolled();
+    a.clock.advance(30_000);
+    const home = await a.http.get('/account').set(headers);
+    const csrf = csrfOf(home.text, '/account/mfa/disable');
+    const tryCode = (value: string) =>
+      a.http.post('/account/mfa/disable').set(headers).type('form').send({ code: value, csrf });
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) statuses.push((await tryCode('000000')).status);
+    expect(statuses).toEqual([...Array(10).fill(400), 429]);
+    expect((await tryCode(code())).status).toBe(429);
   });
 
   it('an organization can require two-step verification of its members', async () => {

@@ -133,6 +133,16 @@ export class Accounts {
     return user;
   }
 
+  /**
+   * A second-factor code sent on its own (the sign-in page's second step, turning two-step verification off):
+   * each try takes a point of the login throttle, as a password does, so codes cannot be guessed without
+   * limit behind one right password or a stolen session. 429 once the account or the address is locked.
+   */
+  async secondFactor(user: UserDoc, code: string, address: string): Promise<boolean> {
+    await this.throttle.attempt(user.email ?? user._id, address);
+    return this.mfa.verify(user._id, code);
+  }
+
   /** Sign-in is complete (password and, when enrolled, the second factor): a new session. */
   async signedIn(user: UserDoc, address: string, mfa: boolean): Promise<IssuedLogin> {
     await this.throttle.succeeded(user.email!, address);

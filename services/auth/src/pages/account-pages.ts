@@ -1,6 +1,7 @@
 import { AppError } from '@platform/kernel';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Accounts } from '../accounts/accounts';
+import { clientAddress } from '../accounts/client-address';
 import { clearSessionCookies } from '../accounts/cookies';
 import { publicBaseUrl } from '../accounts/public-url';
 import { revokeSession } from '../accounts/sessions';
@@ -259,7 +260,14 @@ ${alert('error', error)}
   router.post('/account/mfa/disable', form, async (req, res) => {
     const s = await posted(req, res, 'mfa-disable');
     if (!s) return;
-    if (!(await accounts.mfa.verify(s.user._id, text(req.body?.code, 20)))) {
+    let right: boolean;
+    try {
+      right = await accounts.secondFactor(s.user, text(req.body?.code, 20), clientAddress(req));
+    } catch (err) {
+      if (!(err instanceof AppError && err.kind === 'rate_limited')) throw err;
+      return show(res, s, 'Your account', await home(s, alert('error', err.message)), 429);
+    }
+    if (!right) {
       return show(
         res,
         s,

@@ -154,7 +154,15 @@ ${alert('error', error)}
       );
     }
     const user = await c.collections.users.findOne({ _id: pending.userId });
-    if (!user || !(await accounts.mfa.verify(user._id, text(req.body?.code, 20)))) {
+    if (!user) return res.redirect(303, '/account/login');
+    let right: boolean;
+    try {
+      right = await accounts.secondFactor(user, text(req.body?.code, 20), clientAddress(req));
+    } catch (err) {
+      if (!(err instanceof AppError && err.kind === 'rate_limited')) throw err;
+      return show(res, 'Two-step verification', mfaForm(csrf, next, err.message), 429);
+    }
+    if (!right) {
       return show(
         res,
         'Two-step verification',
