@@ -3,6 +3,7 @@ import { Conflict, InvalidInput, Unauthenticated } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { AuthContext } from '../context';
 import type { AccountTokenDoc, UserDoc } from '../data/collections';
+import { revokeUserAccessTokens } from '../domain/access-tokens';
 import type { UserCaller } from '../domain/caller';
 import { newId, sha256Hex } from '../domain/secrets';
 import type { LoginThrottle } from './login-throttle';
@@ -233,11 +234,11 @@ export class Accounts {
     await this.mailer.send({
       to: email,
       subject: 'Reset your password',
-      text: `Someone asked to reset the password of your ${this.c.config.PLATFORM_NAME} account. To choose a new one, open this link within ${Math.round(this.c.config.PASSWORD_RESET_TTL_SECONDS / 60)} minutes:\n\n${baseUrl}/account/reset-password?token=${token}\n\nIf it was not you, ignore this mail: your password stays as it is.\n`,
+      text: `Someone asked to reset the password of your ${this.c.config.PLATFORM_NAME} account. To choose a new one, open this link within ${Math.round(this.c.config.PASSWORD_RESET_TTL_SECONDS / 60)} minutes:\n\n${baseUrl}/account/reset-password?token=${token}\n\nA new password signs you out everywhere and revokes your access tokens.\n\nIf it was not you, ignore this mail: your password stays as it is.\n`,
     });
   }
 
-  /** Sets a new password, signs the user out everywhere and ends any lock of the account. */
+  /** Sets a new password, signs the user out everywhere (access tokens included) and ends any lock of the account. */
   async resetPassword(token: string, password: string): Promise<void> {
     this.checkPassword(password);
     const spent = await this.spend('reset_password', token);
@@ -257,6 +258,7 @@ export class Accounts {
     );
     const sessions = await this.c.collections.sessions.find({ userId: spent.userId, revokedAt: null });
     for (const s of sessions) await revokeSession(this.c, s._id);
+    await revokeUserAccessTokens(this.c, spent.userId);
     await this.throttle.unlock(spent.email);
   }
 }

@@ -48,3 +48,15 @@ export async function revokeAccessToken(c: AuthContext, userId: string, id: stri
   if (!revoked) throw new NotFound(`No access token ${id}`, { error: 'AccessTokenNotFound' });
   await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
 }
+
+/** Revokes every live access token of the user (a password reset: whoever held the account may have made some). */
+export async function revokeUserAccessTokens(c: AuthContext, userId: string): Promise<void> {
+  const live = await c.collections.accessTokens.find({ userId, revokedAt: null });
+  for (const token of live) {
+    const revoked = await c.collections.accessTokens.findOneAndUpdate(
+      { _id: token._id, revokedAt: null },
+      { $set: { revokedAt: c.clock.now() } },
+    );
+    if (revoked) await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
+  }
+}
