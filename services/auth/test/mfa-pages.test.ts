@@ -196,6 +196,18 @@ describe('two-step verification (TOTP) and page forms', () => {
     expect(refused.status).toBe(403);
     expect(refused.body.error).toBe('MfaRequired');
     expect((await a.call(memberActor, 'get', `/v2/orgs/${slug}`)).status).toBe(200);
+    expect((await a.call(memberActor, 'put', '/v2/user/active-org', { orgSlug: slug })).status).toBe(200);
+    const workspace = await a.call(memberActor, 'post', '/v2/workspaces', { name: 'Before the rule' });
+    expect(workspace.status).toBe(201);
+    // access tokens made now, by a session with and without a second factor
+    const expiresAt = new Date(a.clock.now().getTime() + 86_400_000).toISOString();
+    const tokenActor = async (actor: typeof memberActor | typeof ownerActor) => {
+      const minted = await a.call(actor, 'post', '/v2/user/accessTokens', { name: 'ci', expiresAt });
+      expect(minted.status).toBe(201);
+      return a.accessToken(minted.body.token as string);
+    };
+    const memberToken = await tokenActor(memberActor);
+    const ownerToken = await tokenActor(ownerActor);
 
     const on = await a.call(ownerActor, 'put', `/v2/orgs/${slug}/security`, { requireMfa: true });
     expect(on.status).toBe(200);
@@ -206,5 +218,20 @@ describe('two-step verification (TOTP) and page forms', () => {
     const principal = await a.service.context.introspection.resolve(memberActor.credential, slug, 't');
     expect(principal.principal.session.org).toBeNull();
     expect((await a.call(ownerActor, 'get', `/v2/orgs/${slug}`)).status).toBe(200);
+
+    // the rule holds in the organization's workspaces, and for access tokens made without a second factor
+    for (const [method, path] of [
+      ['get', `/v2/workspaces/${workspace.body.id}`],
+      ['get', '/v2/workspaces'],
+      ['patch', `/v2/workspaces/${workspace.body.id}`],
+    ] as const) {
+      const answer = await a.call(memberActor, method, path, method === 'patch' ? { name: 'x' } : undefined);
+      expect([path, answer.status, answer.body.error]).toEqual([path, 403, 'MfaRequired']);
+    }
+    const viaToken = await a.call(memberToken, 'get', `/v2/orgs/${slug}`);
+    expect(viaToken.status).toBe(403);
+    expect(viaToken.body.error).toBe('MfaRequired');
+    expect((await a.call(ownerToken, 'get', `/v2/orgs/${slug}`)).status).toBe(200);
+    expect((await a.call(ownerActor, 'get', `/v2/workspaces/${workspace.body.id}`)).status).toBe(200);
   });
 });

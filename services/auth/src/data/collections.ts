@@ -97,6 +97,8 @@ export interface AccessTokenDoc extends Doc {
   tokenHash: string;
   /** the access token's own active organization (it has no session) */
   activeOrgSlug: string | null;
+  /** whether the session that made it was signed in with a second factor (absent on older tokens: no) */
+  mfa?: boolean;
   createdAt: Date;
   expiresAt: Date;
   revokedAt: Date | null;

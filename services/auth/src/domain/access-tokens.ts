@@ -4,13 +4,17 @@ import type { AccessTokenDoc } from '../data/collections';
 import { checkExpiry } from '../routes/common';
 import { newAccessToken, newId, sha256Hex } from './secrets';
 
-/** A new user access token (spec 2.6); the secret is answered once and stored as a hash. */
+/**
+ * A new user access token (spec 2.6); the secret is answered once and stored as a hash. It carries whether the
+ * session that made it had a second factor: organizations that require one hold tokens to the same rule.
+ */
 export async function createAccessToken(
   c: AuthContext,
-  userId: string,
+  session: { userId: string; mfa?: boolean },
   name: string,
   expiresAtIso: string,
 ): Promise<{ doc: AccessTokenDoc; token: string }> {
+  const { userId } = session;
   const now = c.clock.now();
   const expiresAt = checkExpiry(
     'expiresAt',
@@ -31,6 +35,7 @@ export async function createAccessToken(
     name,
     tokenHash: sha256Hex(token),
     activeOrgSlug: null,
+    mfa: session.mfa === true,
     createdAt: now,
     expiresAt,
     revokedAt: null,

@@ -121,8 +121,8 @@ export class CredentialIntrospection {
     let org: OrgContext | null = null;
     if (active) {
       const orgDoc = await this.collections.orgs.findOne({ _id: active.membership.orgId });
-      // An organization that requires two-step verification gives no context to a session without it.
-      if (orgDoc && meetsMfaPolicy(orgDoc, kind, holder))
+      // An organization that requires two-step verification gives no context to a credential without it.
+      if (orgDoc && meetsMfaPolicy(orgDoc, holder))
         org = orgContext(
           orgDoc,
           (await findRole(this.collections, orgDoc, active.membership.role)) ?? NO_ROLE,

@@ -6,11 +6,11 @@ import { findRole, NO_ROLE, type RoleDefinition } from './roles';
 
 /**
  * An organization may require two-step verification of its members (`settings.requireMfa`): then a
- * member's session counts in it only when it was signed in with a second factor. Access tokens are
- * made from such a session and carry the rule of the user who made them.
+ * member's session counts in it only when it was signed in with a second factor, and an access token only
+ * when the session that made it was.
  */
-export function meetsMfaPolicy(org: OrgDoc, via: 'session' | 'access_token', holder: object): boolean {
-  return org.settings.requireMfa !== true || via !== 'session' || (holder as { mfa?: boolean }).mfa === true;
+export function meetsMfaPolicy(org: OrgDoc, holder: { mfa?: boolean }): boolean {
+  return org.settings.requireMfa !== true || holder.mfa === true;
 }
 
 export const mfaRequired = (slug: string) =>
@@ -49,7 +49,7 @@ export async function orgAccess(
     case 'user': {
       membership = await collections.memberships.findOne({ orgId: org._id, userId: caller.user._id });
       if (!membership) throw new Forbidden(`Not a member of ${slug}`, { error: 'NotAMember' });
-      if (!meetsMfaPolicy(org, caller.via, caller.holder)) throw mfaRequired(slug);
+      if (!meetsMfaPolicy(org, caller.holder)) throw mfaRequired(slug);
       role = (await findRole(collections, org, membership.role)) ?? NO_ROLE;
       break;
     }

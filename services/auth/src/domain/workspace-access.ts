@@ -3,6 +3,7 @@ import type { ApiKeyRule, WorkspaceRuleSubject } from '@platform/contracts';
 import { Forbidden, NotFound } from '@platform/kernel';
 import type { AuthCollections, WorkspaceDoc } from '../data/collections';
 import type { Caller } from './caller';
+import { meetsMfaPolicy, mfaRequired } from './org-access';
 import { findRole } from './roles';
 
 export const WORKSPACE_ROLES = ['owner', 'admin', 'editor', 'viewer'] as const;
@@ -79,11 +80,14 @@ export async function workspaceRules(
 ): Promise<{ rules: Rule[]; role: WorkspaceRole | null; orgAdmin: boolean }> {
   switch (caller.kind) {
     case 'user': {
-      const [orgMembership, wsMembership] = await Promise.all([
+      const [org, orgMembership, wsMembership] = await Promise.all([
+        collections.orgs.findOne({ _id: workspace.orgId }),
         collections.memberships.findOne({ orgId: workspace.orgId, userId: caller.user._id }),
         collections.workspaceMembers.findOne({ workspaceId: workspace._id, userId: caller.user._id }),
       ]);
       if (!orgMembership) return { rules: [], role: null, orgAdmin: false };
+      // the organization's two-step rule holds in its workspaces too
+      if (org && !meetsMfaPolicy(org, caller.holder)) throw mfaRequired(org.slug);
       const role = (wsMembership?.role as WorkspaceRole | undefined) ?? null;
       const orgRole = await findRole(collections, { _id: workspace.orgId }, orgMembership.role);
       if (orgRole?.permissions.includes('workspaces:manage')) {

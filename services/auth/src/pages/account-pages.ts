@@ -196,7 +196,7 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
     }
     try {
       const expiresAt = new Date(c.clock.now().getTime() + days * 86_400_000).toISOString();
-      const { token } = await createAccessToken(c, s.user._id, name, expiresAt);
+      const { token } = await createAccessToken(c, s.session, name, expiresAt);
       const once = html`<div class="alert ok" role="status"><strong>Token "${name}" created.</strong> Copy it now: it is shown only once.<p><code class="secret" id="new-token">${token}</code></p></div>`;
       show(res, s, 'Your account', await home(s, once), 201);
     } catch (err) {

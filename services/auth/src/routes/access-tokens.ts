@@ -49,7 +49,7 @@ export function mountAccessTokenRoutes(router: Router, c: AuthContext): void {
   router.post('/v2/user/accessTokens', async (req, res) => {
     const caller = requireSession(await loadCaller(c.collections, c.clock, req));
     const body = parseInput(CreateAccessTokenBody, req.body);
-    const { doc, token } = await createAccessToken(c, caller.user._id, body.name, body.expiresAt);
+    const { doc, token } = await createAccessToken(c, caller.holder, body.name, body.expiresAt);
     res
       .status(201)
       .json({ name: doc.name, expiresAt: iso(doc.expiresAt), userId: doc.userId, token, _id: doc._id });

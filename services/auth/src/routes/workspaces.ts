@@ -6,7 +6,7 @@ import type { AuthContext } from '../context';
 import type { WorkspaceDoc, WorkspaceMemberDoc } from '../data/collections';
 import { activeOrgOfUser } from '../domain/active-org';
 import { type Caller, loadCaller } from '../domain/caller';
-import { orgAccess } from '../domain/org-access';
+import { meetsMfaPolicy, mfaRequired, orgAccess } from '../domain/org-access';
 import { findRole } from '../domain/roles';
 import { newId } from '../domain/secrets';
 import {
@@ -156,6 +156,7 @@ const listWorkspaces =
     }
     let orgAdmin = false;
     if (who.kind === 'user') {
+      if (!meetsMfaPolicy(org, who.holder)) throw mfaRequired(org.slug);
       const membership = await c.collections.memberships.findOne({ orgId: org._id, userId: who.user._id });
       const role = membership ? await findRole(c.collections, org, membership.role) : null;
       orgAdmin = role?.permissions.includes('workspaces:manage') ?? false;
