@@ -247,6 +247,22 @@ describeWithNats('GET {gateway_url}/v1/quotas/usage end to end', () => {
     expect(internal.status).toBeGreaterThanOrEqual(400);
     expect((await usage(bearer('member'))).body.plan.name).toBe('free');
     await call(p.gatewayUrl, 'PATCH', '/v1/quotas/settings', bearer('owner'), { policy: 'hard_block' });
+
+    // curl's -d sends a form: refused in the envelope, and nothing changes (it once answered 200 having saved nothing)
+    const before = await usage(bearer('member'));
+    const form = await fetch(`${p.gatewayUrl}/v1/quotas/settings`, {
+      method: 'PATCH',
+      headers: {
+        authorization: `Bearer ${users.owner.token}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: JSON.stringify({ policy: 'soft_downgrade' }),
+    });
+    expect(form.status).toBe(415);
+    expect(await form.json()).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', status: 415 });
+    const after = await usage(bearer('member'));
+    expect(after.body.policy).toBe('hard_block');
+    expect(after.body.updated_at).toBe(before.body.updated_at);
   });
 
   it('starts a new month at midnight UTC of the injected clock; a late event still counts in its own month', async () => {

@@ -8,7 +8,7 @@ import { Forbidden, RateLimited } from '../errors';
 import { listen } from '../lifecycle';
 import { silentLogger } from '../logger';
 import { createServiceApp } from './service-app';
-import { parseInput } from './validate';
+import { jsonBody, parseInput } from './validate';
 
 const app = createServiceApp({
   name: 'test',
@@ -23,7 +23,7 @@ const app = createServiceApp({
       res.json({ id: req.params.id });
     });
     router.post('/echo', (req, res) => {
-      const body = parseInput(z.object({ name: z.string().min(1) }), req.body);
+      const body = parseInput(z.object({ name: z.string().min(1) }), jsonBody(req));
       res.json(body);
     });
     router.get('/forbidden', async () => {
@@ -102,6 +102,24 @@ describe('the common service app', () => {
     } finally {
       await server.close(100);
     }
+  });
+
+  it('answers 415 to a body sent as anything but JSON on a JSON route, rather than reading it as no body', async () => {
+    const form = await request(app).post('/echo').type('form').send('name=curl');
+    expect(form.status).toBe(415);
+    expect(form.body).toMatchObject({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
+    expect(form.body.message).toBe(
+      'Send the body as JSON, with Content-Type: application/json (not application/x-www-form-urlencoded)',
+    );
+    const untyped = await request(app)
+      .post('/echo')
+      .set('content-type', '')
+      .send(Buffer.from('{"name":"x"}'));
+    expect(untyped.status).toBe(415);
+    // no body at all is still the route's to judge: here a 400 naming the field
+    const empty = await request(app).post('/echo');
+    expect(empty.status).toBe(400);
+    expect((await request(app).post('/echo').send({ name: 'json' })).body).toEqual({ name: 'json' });
   });
 
   it('answers 400 in the envelope to malformed percent-encoding in a path parameter', async () => {

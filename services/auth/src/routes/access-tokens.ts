@@ -1,4 +1,4 @@
-import { Forbidden, parseInput } from '@platform/kernel';
+import { Forbidden, jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -48,7 +48,7 @@ const listed = (t: AccessTokenDoc) => ({
 export function mountAccessTokenRoutes(router: Router, c: AuthContext): void {
   router.post('/v2/user/accessTokens', async (req, res) => {
     const caller = requireSession(await loadCaller(c.collections, c.clock, req));
-    const body = parseInput(CreateAccessTokenBody, req.body);
+    const body = parseInput(CreateAccessTokenBody, jsonBody(req));
     const { doc, token } = await createAccessToken(c, caller.holder, body.name, body.expiresAt);
     res
       .status(201)

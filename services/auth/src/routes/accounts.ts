@@ -1,4 +1,4 @@
-import { parseInput, Unauthenticated } from '@platform/kernel';
+import { jsonBody, parseInput, Unauthenticated } from '@platform/kernel';
 import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import type { Accounts } from '../accounts/accounts';
@@ -116,7 +116,7 @@ export function mountAccountRoutes(
     );
 
   router.post('/v2/signup', async (req, res) => {
-    const body = parseInput(SignupBody, req.body);
+    const body = parseInput(SignupBody, jsonBody(req));
     const caller = await optionalUser(c, req);
     await limitMail(req);
     const base = publicBaseUrl(c.config);
@@ -124,13 +124,13 @@ export function mountAccountRoutes(
   });
 
   router.post('/v2/login', async (req, res) => {
-    const { email, password, mfaCode } = parseInput(LoginBody, req.body);
+    const { email, password, mfaCode } = parseInput(LoginBody, jsonBody(req));
     const base = publicBaseUrl(c.config);
     answer(res, base, await accounts.login(email, password, clientAddress(req), mfaCode));
   });
 
   router.post('/v2/login/refresh', async (req, res) => {
-    const { refreshToken } = parseInput(RefreshBody, req.body);
+    const { refreshToken } = parseInput(RefreshBody, jsonBody(req));
     const issued = await refreshSession(c, refreshToken);
     if (!issued)
       throw new Unauthenticated('The refresh token is invalid, expired or was used already', {
@@ -140,7 +140,7 @@ export function mountAccountRoutes(
   });
 
   router.post('/v2/email/verify', async (req, res) => {
-    const { token } = parseInput(TokenBody, req.body);
+    const { token } = parseInput(TokenBody, jsonBody(req));
     const user = await accounts.verifyEmail(token);
     res.json({ email: user.email, emailVerified: true });
   });
@@ -155,7 +155,7 @@ export function mountAccountRoutes(
   });
 
   router.post('/v2/password/forgot', async (req, res) => {
-    const { email } = parseInput(EmailBody, req.body);
+    const { email } = parseInput(EmailBody, jsonBody(req));
     await limitMail(req);
     await accounts.requestPasswordReset(email, publicBaseUrl(c.config));
     // The same answer whether or not the email has an account.
@@ -163,7 +163,7 @@ export function mountAccountRoutes(
   });
 
   router.post('/v2/password/reset', async (req, res) => {
-    const { token, password } = parseInput(ResetPasswordBody, req.body);
+    const { token, password } = parseInput(ResetPasswordBody, jsonBody(req));
     await accounts.resetPassword(token, password);
     res.status(204).end();
   });

@@ -1,4 +1,4 @@
-import { NotFound, parseInput, requireInternalSecret } from '@platform/kernel';
+import { jsonBody, NotFound, parseInput, requireInternalSecret } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -26,7 +26,7 @@ export function mountInternalRoutes(router: Router, c: AuthContext): void {
     '/internal/principal',
     requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
     async (req, res) => {
-      const body = parseInput(PrincipalRequestBody, req.body);
+      const body = parseInput(PrincipalRequestBody, jsonBody(req));
       const { principal, expiresAt } = await c.introspection.resolve(
         body.credential,
         body.orgSlug ?? null,
@@ -45,7 +45,7 @@ export function mountInternalRoutes(router: Router, c: AuthContext): void {
     '/internal/users/:userId/platform-admin',
     requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
     async (req, res) => {
-      const { granted } = parseInput(z.object({ granted: z.boolean() }).strict(), req.body ?? {});
+      const { granted } = parseInput(z.object({ granted: z.boolean() }).strict(), jsonBody(req) ?? {});
       const userId = String(req.params.userId);
       const updated = await c.collections.users.updateOne(
         { _id: userId },

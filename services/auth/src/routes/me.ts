@@ -1,4 +1,4 @@
-import { Forbidden, type LeanRoute, parseInput } from '@platform/kernel';
+import { Forbidden, jsonBody, type LeanRoute, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -79,7 +79,7 @@ export const meRoute = (c: AuthContext): LeanRoute => ({
 export function mountMeRoutes(router: Router, c: AuthContext): void {
   router.put('/v2/user/active-org', async (req, res) => {
     const caller = requireUser(await loadCaller(c.collections, c.clock, req));
-    const { orgSlug } = parseInput(ActiveOrgBody, req.body);
+    const { orgSlug } = parseInput(ActiveOrgBody, jsonBody(req));
     if (orgSlug !== null) {
       const member = await c.collections.memberships.findOne({ orgSlug, userId: caller.user._id });
       if (!member) throw new Forbidden(`Not a member of ${orgSlug}`, { error: 'NotAMember' });

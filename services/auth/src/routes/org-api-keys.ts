@@ -1,5 +1,5 @@
 import { ORG_API_KEY_PATTERN } from '@platform/contracts';
-import { Forbidden, NotFound, parseInput } from '@platform/kernel';
+import { Forbidden, jsonBody, NotFound, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -77,7 +77,7 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
     const user = requireUser(who);
     const access = await orgAccess(c.collections, user, String(req.params.orgSlug));
     access.require('apikeys:manage');
-    const body = parseInput(CreateOrgApiKeyBody, req.body);
+    const body = parseInput(CreateOrgApiKeyBody, jsonBody(req));
     const now = c.clock.now();
     const expiresAt = checkExpiry('expiresAt', body.expiresAt, now);
     const beyond = body.permissions.filter((p) => !access.can(p as never));

@@ -1,4 +1,4 @@
-import { Forbidden, parseInput } from '@platform/kernel';
+import { Forbidden, jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -33,7 +33,7 @@ export function mountOrgSecurityRoutes(router: Router, c: AuthContext): void {
     const caller = await loadCaller(c.collections, c.clock, req);
     const access = await orgAccess(c.collections, caller, String(req.params.orgSlug));
     access.require('members:manage');
-    const { requireMfa } = parseInput(OrgSecurityBody, req.body);
+    const { requireMfa } = parseInput(OrgSecurityBody, jsonBody(req));
     // Whoever turns it on must be able to meet it, or they would lock themselves out.
     if (requireMfa && (caller.kind !== 'user' || caller.via !== 'session' || caller.holder.mfa !== true)) {
       throw new Forbidden('Sign in with two-step verification before requiring it of the members', {

@@ -1,5 +1,5 @@
 import { ORG_SLUG_PATTERN } from '@platform/contracts';
-import { Conflict, Forbidden, InvalidInput, NotFound, parseInput } from '@platform/kernel';
+import { Conflict, Forbidden, InvalidInput, jsonBody, NotFound, parseInput } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { Router } from 'express';
 import { z } from 'zod';
@@ -67,7 +67,7 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
 
   router.post('/v2/orgs', async (req, res) => {
     const user = requireUser(await caller(req));
-    const body = parseInput(CreateOrgBody, req.body);
+    const body = parseInput(CreateOrgBody, jsonBody(req));
     const now = c.clock.now();
     const org: OrgDoc = {
       _id: newId(),
@@ -142,7 +142,7 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
   router.post('/v2/orgs/:orgSlug/members', async (req, res) => {
     const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
     access.require('members:manage');
-    const body = parseInput(AddMemberBody, req.body);
+    const body = parseInput(AddMemberBody, jsonBody(req));
     const role = await findRole(c.collections, access.org, body.role);
     if (!role)
       throw new InvalidInput(`Unknown role ${body.role}`, {

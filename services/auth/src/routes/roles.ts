@@ -1,5 +1,5 @@
 import { isPermissionName, PERMISSIONS } from '@platform/contracts';
-import { Conflict, Forbidden, NotFound, parseInput } from '@platform/kernel';
+import { Conflict, Forbidden, jsonBody, NotFound, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -71,7 +71,7 @@ export function mountRoleRoutes(router: Router, c: AuthContext): void {
       slug,
       'role',
     );
-    const body = parseInput(PutRoleBody, req.body);
+    const body = parseInput(PutRoleBody, jsonBody(req));
     // Nobody hands out more than they hold.
     const beyond = body.permissions.filter((p) => !access.can(p as never));
     if (beyond.length) {

@@ -4,7 +4,7 @@ import {
   WORKSPACE_RULE_SUBJECT_PLURALS,
   WORKSPACE_RULE_SUBJECTS,
 } from '@platform/contracts';
-import { Forbidden, NotFound, parseInput } from '@platform/kernel';
+import { Forbidden, jsonBody, NotFound, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -88,7 +88,7 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
     const user = requireUser(await caller(req));
     const access = await workspaceAccess(c.collections, user, String(req.params.id));
     access.require('create', 'apikey');
-    const body = parseInput(CreateWorkspaceKeyBody, req.body);
+    const body = parseInput(CreateWorkspaceKeyBody, jsonBody(req));
     const now = c.clock.now();
     const expiresAt = checkExpiry('expiresAt', body.expiresAt, now);
     const rules = body.rules.map((r) => storedRule(r.action, r.subject, access.workspace._id));

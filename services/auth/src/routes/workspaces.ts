@@ -1,5 +1,5 @@
 import { createMongoAbility } from '@casl/ability';
-import { Conflict, Forbidden, InvalidInput, NotFound, parseInput } from '@platform/kernel';
+import { Conflict, Forbidden, InvalidInput, jsonBody, NotFound, parseInput } from '@platform/kernel';
 import type { RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -94,7 +94,7 @@ const createWorkspace =
   (c: AuthContext): RequestHandler =>
   async (req, res) => {
     const who = await callerOf(c, req);
-    const body = parseInput(CreateWorkspaceBody, req.body);
+    const body = parseInput(CreateWorkspaceBody, jsonBody(req));
     const orgSlug = await activeOrgSlugOf(c, who);
     if (!orgSlug) {
       throw new InvalidInput(
@@ -192,7 +192,7 @@ const renameWorkspace =
   async (req, res) => {
     const access = await workspaceAccess(c.collections, await callerOf(c, req), String(req.params.id));
     access.require('update', 'workspace');
-    const body = parseInput(UpdateWorkspaceBody, req.body);
+    const body = parseInput(UpdateWorkspaceBody, jsonBody(req));
     await c.collections.workspaces.updateOne({ _id: access.workspace._id }, { $set: { name: body.name } });
     res.json(workspaceView({ ...access.workspace, name: body.name }, access.role));
   };
@@ -234,7 +234,7 @@ const putWorkspaceMember =
   async (req, res) => {
     const access = await workspaceAccess(c.collections, await callerOf(c, req), String(req.params.id));
     const userId = String(req.params.userId);
-    const { role } = parseInput(PutWorkspaceMemberBody, req.body);
+    const { role } = parseInput(PutWorkspaceMemberBody, jsonBody(req));
     const existing = await c.collections.workspaceMembers.findOne({
       workspaceId: access.workspace._id,
       userId,

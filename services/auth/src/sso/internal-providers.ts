@@ -1,4 +1,4 @@
-import { parseInput, requireInternalSecret } from '@platform/kernel';
+import { jsonBody, parseInput, requireInternalSecret } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import { publicBaseUrl } from '../accounts/public-url';
@@ -29,7 +29,7 @@ export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoC
         req.params.slug,
         'slug',
       );
-      const body = parseInput(SsoProviderBody, req.body);
+      const body = parseInput(SsoProviderBody, jsonBody(req));
       if (body.orgSlug && !(await c.collections.orgs.findOne({ slug: body.orgSlug }))) {
         return res
           .status(404)

@@ -1,4 +1,4 @@
-import { parseInput } from '@platform/kernel';
+import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { LegacyDomain } from '../domain';
 import { accountToken } from './credentials';
@@ -7,12 +7,12 @@ import { accessTokenBody, credentialsBody, loginBody } from './schemas';
 /** Legacy accounts and access tokens: `{legacy_url}/v2/auth/...` (never retired with v1). */
 export function mountAccountRoutes(router: Router, { accounts }: LegacyDomain): void {
   router.post('/v2/auth/signup', async (req, res) => {
-    const body = parseInput(credentialsBody, req.body);
+    const body = parseInput(credentialsBody, jsonBody(req));
     res.json(await accounts.signup(body.username, body.password));
   });
 
   router.post('/v2/auth/login', async (req, res) => {
-    const body = parseInput(loginBody, req.body);
+    const body = parseInput(loginBody, jsonBody(req));
     res.json(await accounts.login(body.username, body.password));
   });
 
@@ -24,7 +24,7 @@ export function mountAccountRoutes(router: Router, { accounts }: LegacyDomain): 
 
   router.post('/v2/auth/accessToken', async (req, res) => {
     const auth = await accounts.authenticate(accountToken(req));
-    const body = parseInput(accessTokenBody, req.body);
+    const body = parseInput(accessTokenBody, jsonBody(req));
     res.json(await accounts.createAccessToken(auth, new Date(body.expiresAt), body.restricted));
   });
 

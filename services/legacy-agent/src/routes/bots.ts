@@ -1,4 +1,4 @@
-import { parseInput } from '@platform/kernel';
+import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { LegacyDomain } from '../domain';
 import { accountToken, bearerToken } from './credentials';
@@ -11,7 +11,7 @@ import { createBotBody, updateBotBody } from './schemas';
 export function mountBotRoutes(router: Router, { accounts, assistants, understanding }: LegacyDomain): void {
   router.post('/v2/bots', async (req, res) => {
     const auth = await accounts.authenticate(accountToken(req));
-    res.json(await assistants.create(auth, parseInput(createBotBody, req.body)));
+    res.json(await assistants.create(auth, parseInput(createBotBody, jsonBody(req))));
   });
 
   router.get('/v2/bots', async (req, res) => {
@@ -50,7 +50,7 @@ export function mountBotRoutes(router: Router, { accounts, assistants, understan
   router.patch('/v1/bots', async (req, res) => {
     const token = bearerToken(req);
     const assistant = await assistants.byDeveloperToken(token);
-    const updated = await assistants.update(assistant, parseInput(updateBotBody, req.body ?? {}));
+    const updated = await assistants.update(assistant, parseInput(updateBotBody, jsonBody(req) ?? {}));
     res.json(assistants.view(updated, token));
   });
 }

@@ -1,4 +1,4 @@
-import { parseInput } from '@platform/kernel';
+import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { LegacyDomain } from '../domain';
 import { bearerToken } from './credentials';
@@ -13,7 +13,7 @@ export function mountEntityRoutes(router: Router, { assistants, entities }: Lega
 
   router.post('/v1/entities', async (req, res) => {
     const assistant = await assistants.byDeveloperToken(bearerToken(req));
-    res.json(entities.view(await entities.create(assistant, parseInput(entityBody, req.body))));
+    res.json(entities.view(await entities.create(assistant, parseInput(entityBody, jsonBody(req)))));
   });
 
   router.get('/v1/entities/:id', async (req, res) => {
@@ -25,7 +25,7 @@ export function mountEntityRoutes(router: Router, { assistants, entities }: Lega
   router.post('/v1/entities/:id', async (req, res) => {
     const assistant = await assistants.byDeveloperToken(bearerToken(req));
     const current = await entities.get(assistant, String(req.params.id));
-    const patch = parseInput(entityPatchBody, req.body ?? {});
+    const patch = parseInput(entityPatchBody, jsonBody(req) ?? {});
     const merged = parseInput(entityBody, {
       name: current.name,
       automaticallyExtensible: current.automaticallyExtensible,

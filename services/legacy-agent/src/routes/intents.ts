@@ -1,4 +1,4 @@
-import { parseInput } from '@platform/kernel';
+import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { LegacyDomain } from '../domain';
 import { bearerToken } from './credentials';
@@ -13,7 +13,7 @@ export function mountIntentRoutes(router: Router, { assistants, intents }: Legac
 
   router.post('/v1/intents', async (req, res) => {
     const assistant = await assistants.byDeveloperToken(bearerToken(req));
-    const doc = await intents.create(assistant, parseInput(intentBody, req.body ?? {}));
+    const doc = await intents.create(assistant, parseInput(intentBody, jsonBody(req) ?? {}));
     res.json(intents.view(doc, assistant));
   });
 
@@ -27,7 +27,7 @@ export function mountIntentRoutes(router: Router, { assistants, intents }: Legac
     const doc = await intents.update(
       assistant,
       String(req.params.id),
-      parseInput(intentBody, req.body ?? {}),
+      parseInput(intentBody, jsonBody(req) ?? {}),
     );
     res.json(intents.view(doc, assistant));
   });

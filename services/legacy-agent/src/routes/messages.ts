@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type ErrorKind, envelopeOf, type Logger, parseInput, toAppError } from '@platform/kernel';
+import { type ErrorKind, envelopeOf, jsonBody, type Logger, parseInput, toAppError } from '@platform/kernel';
 import express, { type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { LegacyDomain } from '../domain';
@@ -87,7 +87,7 @@ export function mountMessageRoutes(router: Router, { assistants, dialogue, ctx }
     try {
       const assistant = await assistants.byClientToken(bearerToken(req));
       allowOrigin(req, res, assistant);
-      const input = parseInput(messageBody, req.body ?? {});
+      const input = parseInput(messageBody, jsonBody(req) ?? {});
       res.json(await dialogue.reply(assistant, input));
     } catch (err) {
       sendMessagesError(res, err, req.id, ctx.logger);

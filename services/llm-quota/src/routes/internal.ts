@@ -1,5 +1,5 @@
 import { ORG_SLUG_PATTERN } from '@platform/contracts';
-import { InvalidInput, NotFound, parseInput, requireInternalSecret } from '@platform/kernel';
+import { InvalidInput, jsonBody, NotFound, parseInput, requireInternalSecret } from '@platform/kernel';
 
 export { INTERNAL_SECRET_HEADER } from '@platform/kernel';
 
@@ -65,7 +65,7 @@ export function mountInternalRoutes(router: Router, deps: RouteDeps): void {
 
   router.put('/internal/orgs/:orgSlug/plan', guard, async (req, res) => {
     const orgSlug = parseInput(OrgSlugParam, req.params.orgSlug, 'orgSlug');
-    const { plan } = parseInput(AssignPlanSchema, req.body ?? {});
+    const { plan } = parseInput(AssignPlanSchema, jsonBody(req) ?? {});
     if (!Object.hasOwn(deps.catalog, plan)) {
       throw new InvalidInput(`No plan named ${plan}`, {
         details: {

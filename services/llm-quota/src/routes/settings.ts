@@ -1,5 +1,5 @@
 import type { Principal } from '@platform/contracts';
-import { InvalidInput, parseInput } from '@platform/kernel';
+import { InvalidInput, jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { OrgSettingsDoc, StoredModelGovernance } from '../data/collections';
 import { NO_GOVERNANCE, TooManyEntries } from '../data/settings-repo';
@@ -43,7 +43,7 @@ export function mountSettingsRoutes(router: Router, deps: RouteDeps): void {
 
   router.patch('/v1/quotas/settings', async (req, res) => {
     const { principal, org } = authorizeOrgRequest(req.principal, MANAGE_PERMISSION);
-    const patch = parseInput(SettingsPatchSchema, req.body ?? {});
+    const patch = parseInput(SettingsPatchSchema, jsonBody(req) ?? {});
     try {
       const updated = await deps.settings.patch(
         org.slug,
