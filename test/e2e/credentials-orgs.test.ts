@@ -90,6 +90,15 @@ describe('organizations through the edge', () => {
     );
   });
 
+  it('takes /v2/orgs/ with a trailing slash as /v2/orgs, as every other route', async () => {
+    const listed = await api('GET', '/v2/orgs/', users.owner);
+    expect(listed.status).toBe(200);
+    expect(listed.body.map((o: { slug: string }) => o.slug)).toContain('edge-org');
+    const made = await api('POST', '/v2/orgs/', users.outsider, { slug: 'trailing-org', name: 'Trailing' });
+    expect(made.status).toBe(201);
+    expect((await api('GET', '/v2/orgs/trailing-org/', users.outsider)).status).toBe(200);
+  });
+
   it('a taken slug is 409', async () => {
     expect((await api('POST', '/v2/orgs', users.outsider, { slug: 'edge-org', name: 'Mine' })).status).toBe(
       409,

@@ -60,7 +60,7 @@ export interface EdgeHandlerDeps {
   accessLogSampleRate: number;
 }
 
-const ORG_IN_PATH = /^\/v2\/orgs\/([^/]*)/i;
+const ORG_IN_PATH = /^\/v2\/orgs\/([^/]+)/i;
 
 /** One request as it moves through the steps. */
 interface Exchange {
