@@ -94,6 +94,20 @@ describe.each([
     expect(await admitted({ orgSlug: 'acme', userId: 'g', roleSlug: 'guest' })).toBe(5);
   });
 
+  it("rate windows are calendar minutes, llm-quota's: the refusal's Retry-After is the minute's end", async () => {
+    const store = createEmbeddedStore();
+    // 40 s into a minute (near the real time: see above)
+    const clock = new ManualClock(Math.floor(Date.now() / 60_000) * 60_000 + 40_000);
+    const adm = instance(store, clock);
+    const s = settings({}, { per_user_defaults: { rpm: 1 } });
+    await adm.admit(s, caller, 1, { checkMonth: true });
+    const refused = await adm.admit(s, caller, 1, { checkMonth: true }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'RATE_LIMITED', retryAfter: 20 });
+    // the next minute has begun 21 s later, not 60 s after the first request
+    clock.advance(21_000);
+    await expect(adm.admit(s, caller, 1, { checkMonth: true })).resolves.toBeDefined();
+  });
+
   it('a refusal gives back what earlier windows counted', async () => {
     const store = createEmbeddedStore();
     const clock = new ManualClock(Date.now());

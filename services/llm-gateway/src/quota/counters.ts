@@ -1,7 +1,7 @@
 import type { Clock } from '@platform/kernel';
 import type { Store } from '@platform/store';
 import { type MonthCounterPort, MonthCounters, type MonthUsage, monthKey } from './month-counters';
-import { StoreRateLimiter } from './store-rate-limiter';
+import { StoreRateLimiter, windowEnd } from './store-rate-limiter';
 
 /** What a rate window answers after a change: the points in the live window and the time it has left. */
 export interface WindowCount {
@@ -12,6 +12,8 @@ export interface WindowCount {
 /**
  * Fixed one-minute windows by key, as admission uses them (rate-limiter-flexible's `consume`,
  * `penalty` and `reward`): `StoreRateLimiter` on a shared store, `MemoryWindows` in one process.
+ * Windows are calendar minutes (decision 0016), the ones llm-quota reports: a window starting at a caller's
+ * first request would refuse one whose usage gauge reads 0 and answer a Retry-After its `resets_at` contradicts.
  */
 export interface RateWindows {
   consume(key: string, points: number): Promise<WindowCount>;
@@ -52,7 +54,7 @@ export class MemoryWindows implements RateWindows {
     if (now >= this.nextSweep) this.sweep(now);
     let window = this.table.get(key);
     if (!window || window.expire <= now) {
-      window = { points: 0, expire: now + this.durationMs };
+      window = { points: 0, expire: windowEnd(now, this.durationMs) };
       this.table.set(key, window);
     }
     window.points += points;

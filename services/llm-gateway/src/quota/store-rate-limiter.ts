@@ -8,13 +8,18 @@ import { RateLimiterRes, type RateLimiterStoreAbstract as StoreAbstractType } fr
 const RateLimiterStoreAbstract =
   require('rate-limiter-flexible/lib/RateLimiterStoreAbstract') as typeof StoreAbstractType;
 
+/** The end of the aligned window of `durationMs` holding `now` (both ms since the epoch). */
+export const windowEnd = (now: number, durationMs: number) =>
+  Math.floor(now / durationMs) * durationMs + durationMs;
+
 interface WindowDoc extends Doc {
   points: number;
   expire: Date;
 }
 
 /**
- * rate-limiter-flexible on the store port: one document per key and window holding the points
+ * rate-limiter-flexible on the store port, with windows aligned on the clock (`windowEnd`): one document per key
+ * and window holding the points
  * consumed, changed only with atomic `$inc`, so every gateway instance sharing the store (MongoDB in
  * production, the embedded engine in one process) counts against the same numbers.
  */
@@ -47,7 +52,7 @@ export class StoreRateLimiter extends RateLimiterStoreAbstract {
   // The library's storage hooks (its Mongo/Redis limiters implement the same three).
   async _upsert(key: string, points: number, msDuration: number, forceExpire = false): Promise<WindowDoc> {
     const now = this.now();
-    const fresh = () => ({ points, expire: new Date(now + msDuration) });
+    const fresh = () => ({ points, expire: new Date(windowEnd(now, msDuration)) });
     if (forceExpire) {
       const doc = await this.windows.findOneAndUpdate({ _id: key }, { $set: fresh() }, { upsert: true });
       return doc!;
