@@ -24,6 +24,11 @@ export interface AppErrorOptions {
   code?: string;
   details?: Record<string, unknown>;
   retryAfter?: number;
+  /**
+   * whether the same request may succeed if sent again, when the error knows (answered as
+   * `x-should-retry`, which the OpenAI and Anthropic SDKs obey over their own guess from the status)
+   */
+  retryable?: boolean;
   /** extra top-level fields for the envelope, e.g. migration information */
   extra?: Record<string, unknown>;
 }
@@ -34,6 +39,7 @@ export class AppError extends Error {
   readonly code?: string;
   readonly details?: Record<string, unknown>;
   readonly retryAfter?: number;
+  readonly retryable?: boolean;
   readonly extra?: Record<string, unknown>;
 
   constructor(kind: ErrorKind, defaultError: string, message: string, options: AppErrorOptions = {}) {
@@ -44,6 +50,7 @@ export class AppError extends Error {
     this.code = options.code;
     this.details = options.details;
     this.retryAfter = options.retryAfter;
+    this.retryable = options.retryable;
     this.extra = options.extra;
   }
 }

@@ -93,7 +93,9 @@ const RerankResponseSchema = z
   .meta({ id: 'RerankResponse' });
 
 const inference = {
-  400: error('INVALID_BODY (`details.issues`), NO_ORG_CONTEXT, or the model is of the wrong type'),
+  400: error(
+    "INVALID_BODY (`details.issues`; or, with `provider` and `model`, a request the model's provider cannot take), NO_ORG_CONTEXT, or the model is of the wrong type",
+  ),
   401: error('missing or invalid credentials'),
   403: error('`models:read` missing; MODEL_NOT_ALLOWED; HEADER_POLICY_VIOLATION (`details.missing`)'),
   404: error('MODEL_NOT_FOUND'),
@@ -102,7 +104,9 @@ const inference = {
   429: error(
     'RATE_LIMITED (org or user rpm/tpm; `retryAfter` and Retry-After), or MONTHLY_QUOTA_EXCEEDED (the month budget; `retryAfter` = seconds to the next month)',
   ),
-  502: error('PROVIDER_ERROR with `provider`, `model`, `provider_error_type`'),
+  502: error(
+    "PROVIDER_ERROR with `provider`, `model`, `provider_error_type`; `x-should-retry` says whether sending it again can help, and a provider's 429 passes its Retry-After on",
+  ),
   503: error('quota settings unavailable'),
   504: error('PROVIDER_NO_RESPONSE: no answer within the model timeout'),
 };

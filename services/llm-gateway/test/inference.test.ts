@@ -1,4 +1,6 @@
 import { APIError } from 'openai';
+import { zodResponseFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
 
 /**
@@ -167,6 +169,9 @@ describe('OpenAI-compatible inference through the edge', () => {
       { messages: [{ role: 'tool', tool_call_id: 3, content: 'x' }] },
       { stop: [1] },
       { n: 0 },
+      { response_format: 'json' },
+      { response_format: { type: 'json_schema' } },
+      { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: [] } } },
     ];
     for (const model of ['mock/chat', 'sim/gpt', 'sim/claude'])
       for (const fields of malformed) {
@@ -180,7 +185,7 @@ describe('OpenAI-compatible inference through the edge', () => {
       }
   });
 
-  it('passes tool types other than functions on to an OpenAI provider; Anthropic refuses them as a provider error', async () => {
+  it('passes tool types other than functions on to an OpenAI provider; Anthropic refuses them with a 400 naming why', async () => {
     const custom = { type: 'custom', custom: { name: 'grammar_tool' } };
     const history = [
       { role: 'user', content: 'hi' },
@@ -194,8 +199,11 @@ describe('OpenAI-compatible inference through the edge', () => {
     expect(openai.status).toBe(200);
     expect(w.sim.requests().at(-1)!.body).toMatchObject({ tools: [custom], messages: history });
     const claudeHistory = await chat({ model: 'sim/claude', messages: history });
+    expect(claudeHistory.status).toBe(400);
     expect(claudeHistory.body).toMatchObject({
-      code: 'PROVIDER_ERROR',
+      code: 'INVALID_BODY',
+      provider: 'claude',
+      model: 'sim/claude',
       message: expect.stringContaining("Anthropic does not accept tool calls of type 'custom'"),
     });
     const mock = await chat({
@@ -210,10 +218,12 @@ describe('OpenAI-compatible inference through the edge', () => {
       messages: [{ role: 'user', content: 'hi' }],
       tools: [custom],
     });
-    expect(anthropic.status).toBe(502);
+    expect(anthropic.status).toBe(400);
     expect(anthropic.body).toMatchObject({
-      code: 'PROVIDER_ERROR',
-      provider_error_type: 'invalid_request_error',
+      error: 'INVALID_BODY',
+      code: 'INVALID_BODY',
+      provider: 'claude',
+      model: 'sim/claude',
       message: expect.stringContaining("Anthropic does not accept tools of type 'custom'"),
     });
   });
@@ -301,6 +311,72 @@ describe('OpenAI-compatible inference through the edge', () => {
       expect(call).toMatchObject({ type: 'function', function: { name: 'get_weather' } });
       expect(JSON.parse((call as { function: { arguments: string } }).function.arguments)).toEqual({
         city: 'Paris',
+      });
+    } finally {
+      w.sim.reset();
+    }
+  });
+
+  it("the SDK's structured outputs work on an Anthropic model, plain and streamed", async () => {
+    const City = z.object({ city: z.string(), population: z.number() });
+    const client = w.client({ bearer: owner.token });
+    const ask = {
+      model: 'sim/claude',
+      messages: [{ role: 'user' as const, content: 'The biggest city of Norway?' }],
+      response_format: zodResponseFormat(City, 'city'),
+    };
+    const plain = await client.chat.completions.parse(ask);
+    expect(plain.choices[0]!.finish_reason).toBe('stop');
+    expect(plain.choices[0]!.message.parsed).toEqual({ city: 'example city', population: 1 });
+    expect(plain.choices[0]!.message.tool_calls ?? []).toEqual([]);
+
+    const streamed = await client.chat.completions.stream(ask).finalChatCompletion();
+    expect(streamed.choices[0]!.message.parsed).toEqual({ city: 'example city', population: 1 });
+    expect(streamed.choices[0]!.finish_reason).toBe('stop');
+  });
+
+  it('the usage chunk belongs to the streamed completion: its id, created and fingerprint, the provider details', async () => {
+    const details = {
+      prompt_tokens_details: { cached_tokens: 2, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 3, audio_tokens: 0 },
+    };
+    w.sim.script([{ match: { api: 'openai' }, reply: { usage: details } }]);
+    try {
+      const final = await w
+        .client({ bearer: owner.token })
+        .chat.completions.stream({
+          model: 'sim/gpt',
+          messages: [{ role: 'user', content: 'Stream and count' }],
+          stream_options: { include_usage: true },
+        })
+        .finalChatCompletion();
+      expect(final.id).toMatch(/^chatcmpl-sim/);
+      expect(final.system_fingerprint).toBe('fp_simulator');
+      expect(final.model).toBe('sim/gpt');
+      expect(final.usage).toMatchObject({
+        ...details,
+        cost: expect.any(Number),
+        duration_ms: expect.any(Number),
+      });
+
+      const res = await chat({
+        model: 'sim/gpt',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'Stream and count again' }],
+      });
+      const chunks = (res.body as string)
+        .split('\n\n')
+        .filter((f) => f.startsWith('data: {'))
+        .map((f) => JSON.parse(f.slice(6)));
+      const usageChunk = chunks.at(-1);
+      expect(usageChunk.choices).toEqual([]);
+      expect(usageChunk).toMatchObject({
+        id: chunks[0].id,
+        created: chunks[0].created,
+        model: 'sim/gpt',
+        system_fingerprint: 'fp_simulator',
+        usage: details,
       });
     } finally {
       w.sim.reset();

@@ -1,5 +1,6 @@
 import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
+import { APIError } from 'openai';
 import { type GatewayWorld, type Reply, startGatewayWorld } from './support';
 
 /** Provider failures as callers meet them: retried, failed over, or answered in the envelope. */
@@ -39,6 +40,64 @@ describe('provider errors, retries, failover and cancellation', () => {
       provider_error_type: 'invalid_request_error',
     });
     expect(calls('gpt-sim')).toBe(1);
+  });
+
+  it('tells the SDK whether a retry can help: x-should-retry false for what the provider refused, true after 5xx', async () => {
+    w.sim.script([
+      { match: { model: 'gpt-sim' }, times: 1, error: { status: 404, message: 'no such model' } },
+    ]);
+    const refused = await chat('sim/gpt');
+    expectEnvelope(refused, 502, 'PROVIDER_ERROR');
+    expect(refused.headers.get('x-should-retry')).toBe('false');
+
+    w.sim.script([{ match: { model: 'gpt-sim' }, error: { status: 503 } }]);
+    const down = await chat('sim/gpt');
+    expectEnvelope(down, 502, 'PROVIDER_ERROR');
+    expect(down.headers.get('x-should-retry')).toBe('true');
+    expect(down.headers.get('retry-after')).toBeNull();
+    expect(down.body).not.toHaveProperty('retryAfter');
+
+    // the SDK's default retries (2) then send a provider's 400 once only
+    w.sim.reset();
+    w.sim.script([{ match: { model: 'gpt-sim' }, error: { status: 400, message: 'bad' } }]);
+    const sdk = w.client(as).withOptions({ maxRetries: 2 });
+    const error = await sdk.chat.completions
+      .create({ model: 'sim/gpt', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APIError);
+    expect((error as APIError).status).toBe(502);
+    expect(calls('gpt-sim')).toBe(1);
+  });
+
+  it("a provider's 429 passes its Retry-After on with the 502", async () => {
+    w.sim.script([{ match: { model: 'gpt-sim' }, error: { status: 429, retryAfterSeconds: 30 } }]);
+    const reply = await chat('sim/gpt');
+    expectEnvelope(reply, 502, 'PROVIDER_ERROR');
+    expect(reply.headers.get('retry-after')).toBe('30');
+    expect(reply.headers.get('x-should-retry')).toBe('true');
+    expect(reply.body).toMatchObject({ retryAfter: 30, details: { upstream_status: 429 } });
+  });
+
+  it('a request the gateway cannot send to the provider is a 400 naming why, never sent', async () => {
+    for (const extra of [
+      { n: 2 },
+      { logprobs: true },
+      { messages: [{ role: 'user', content: [{ type: 'file', file: {} }] }] },
+    ]) {
+      const reply = await chat('sim/claude', extra);
+      expectEnvelope(reply, 400, 'INVALID_BODY');
+      expect(reply.body).toMatchObject({
+        error: 'INVALID_BODY',
+        provider: 'claude',
+        model: 'sim/claude',
+        message: expect.stringMatching(
+          /^The provider claude cannot take this request for sim\/claude: .*Anthropic/,
+        ),
+      });
+    }
+    const stream = await chat('sim/claude', { stream: true, n: 2 });
+    expectEnvelope(stream, 400, 'INVALID_BODY');
+    expect(calls('claude-sim')).toBe(0);
   });
 
   it('a 429 or 5xx is retried with backoff and then answered', async () => {

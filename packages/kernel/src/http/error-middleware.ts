@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { NotFound } from '../errors';
 import type { Logger } from '../logger';
-import { envelopeOf } from './envelope';
+import { envelopeOf, toAppError } from './envelope';
 
 /** Unknown routes answer 404 in the envelope. */
 export const notFoundHandler = (): RequestHandler => (req, _res, next) => {
@@ -10,8 +10,8 @@ export const notFoundHandler = (): RequestHandler => (req, _res, next) => {
 };
 
 /**
- * The envelope of an error answer, its 5xx logged and its retry-after set; null when the answer had
- * already started (the socket is destroyed: a half-sent answer must not look complete).
+ * The envelope of an error answer, its 5xx logged and its retry-after and x-should-retry set; null when
+ * the answer had already started (the socket is destroyed: a half-sent answer must not look complete).
  */
 function errorAnswer(err: unknown, requestId: string | undefined, res: ServerResponse, logger: Logger) {
   const body = envelopeOf(err, requestId);
@@ -21,6 +21,8 @@ function errorAnswer(err: unknown, requestId: string | undefined, res: ServerRes
     return null;
   }
   if (body.retryAfter !== undefined) res.setHeader('retry-after', String(body.retryAfter));
+  const retryable = toAppError(err)?.retryable;
+  if (retryable !== undefined) res.setHeader('x-should-retry', String(retryable));
   return body;
 }
 

@@ -87,10 +87,14 @@ function validate(body: Json): Json[] {
   }
   if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system))
     bad('system: must be a string or an array of text blocks');
-  for (const tool of Array.isArray(body.tools) ? body.tools : []) {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  for (const tool of tools) {
     if (!isObject(tool) || typeof tool.name !== 'string' || !isObject(tool.input_schema))
       bad('tools: each tool needs a name and an input_schema');
   }
+  const choice = body.tool_choice;
+  if (isObject(choice) && choice.type === 'tool' && !tools.some((t) => isObject(t) && t.name === choice.name))
+    bad(`tool_choice: the tool '${String(choice.name)}' is not among the tools`);
   return messages as Json[];
 }
 

@@ -90,10 +90,13 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
     ctx.rule,
   );
   const promptTokens = ctx.rule.reply?.usage?.prompt_tokens ?? openaiPromptTokens(body as never);
+  const { prompt_tokens_details, completion_tokens_details } = ctx.rule.reply?.usage ?? {};
   const usage = {
     prompt_tokens: promptTokens,
     completion_tokens: turn.completionTokens,
     total_tokens: promptTokens + turn.completionTokens,
+    ...(prompt_tokens_details ? { prompt_tokens_details } : {}),
+    ...(completion_tokens_details ? { completion_tokens_details } : {}),
   };
   const id = `chatcmpl-sim${ctx.seq}`;
   const toolCalls = turn.toolCalls.map((call, i) => ({

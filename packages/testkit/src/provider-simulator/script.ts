@@ -61,8 +61,13 @@ export interface SimulatorRule {
   reply?: {
     content?: string;
     toolCalls?: SimulatorToolCall[];
-    /** force usage figures instead of the counted ones */
-    usage?: { prompt_tokens?: number; completion_tokens?: number };
+    /** force usage figures instead of the counted ones; OpenAI answers carry the `*_details` given */
+    usage?: {
+      prompt_tokens?: number;
+      completion_tokens?: number;
+      prompt_tokens_details?: Record<string, number>;
+      completion_tokens_details?: Record<string, number>;
+    };
     /** OpenAI streams: never send the usage chunk, even when asked (Anthropic always reports usage) */
     omitStreamUsage?: boolean;
   };

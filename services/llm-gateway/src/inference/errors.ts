@@ -1,4 +1,5 @@
 import { AppError, Forbidden, InvalidInput, NotFound } from '@platform/kernel';
+import type { ProviderFailure } from './provider-port';
 
 /** The gateway's own refusals (spec 7.1 codes); the kernel's middleware turns them into the envelope. */
 export const modelNotFound = (model: string) =>
@@ -22,30 +23,43 @@ export const invalidBody = (message: string, issues?: Array<{ field: string; mes
     details: issues ? { issues } : undefined,
   });
 
-/** A provider answered an error: 502 with who and what (spec 2.3 `provider`, `model`, `provider_error_type`). */
+/**
+ * A provider answered an error: 502 with who and what (spec 2.3 `provider`, `model`, `provider_error_type`).
+ * `x-should-retry` tells the SDKs, which retry every 5xx by default, whether sending it again can help;
+ * a provider's 429 passes its Retry-After on.
+ */
 export class ProviderErrorAnswer extends AppError {
   constructor(
     provider: string,
     model: string,
-    providerErrorType: string,
-    upstreamStatus: number | null,
-    /** the gateway's own reason, when it refused the request for this provider before calling it */
-    refusal?: string,
+    failure: Pick<
+      ProviderFailure,
+      'providerErrorType' | 'upstreamStatus' | 'retryable' | 'retryAfterSeconds'
+    >,
   ) {
-    super(
-      'bad_gateway',
-      'PROVIDER_ERROR',
-      refusal
-        ? `The provider ${provider} cannot take this request for ${model}: ${refusal}`
-        : `The provider ${provider} answered an error for ${model}`,
-      {
-        code: 'PROVIDER_ERROR',
-        details: { upstream_status: upstreamStatus },
-        extra: { provider, model, provider_error_type: providerErrorType },
-      },
-    );
+    super('bad_gateway', 'PROVIDER_ERROR', `The provider ${provider} answered an error for ${model}`, {
+      code: 'PROVIDER_ERROR',
+      details: { upstream_status: failure.upstreamStatus },
+      extra: { provider, model, provider_error_type: failure.providerErrorType },
+      retryable: failure.retryable,
+      retryAfter:
+        failure.upstreamStatus === 429 && failure.retryAfterSeconds !== null
+          ? failure.retryAfterSeconds
+          : undefined,
+    });
   }
 }
+
+/**
+ * The gateway refused the request for this provider before calling it (Anthropic and `n: 2`, an
+ * untranslatable part, embeddings on a provider without them): no retry can help, so a 400 naming why.
+ */
+export const refusedForProvider = (provider: string, model: string, reason: string) =>
+  new InvalidInput(`The provider ${provider} cannot take this request for ${model}: ${reason}`, {
+    error: 'INVALID_BODY',
+    code: 'INVALID_BODY',
+    extra: { provider, model },
+  });
 
 /** No answer within the model's timeout: 504 PROVIDER_NO_RESPONSE. */
 export class ProviderNoResponse extends AppError {

@@ -1,7 +1,7 @@
 import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
 import type { CancelSignal } from '../providers/cancellation';
 import type { OrgGatewaySettings } from '../quota/org-settings';
-import { ProviderErrorAnswer, ProviderNoResponse } from './errors';
+import { ProviderErrorAnswer, ProviderNoResponse, refusedForProvider } from './errors';
 import { isAllowed } from './governance';
 import { isProviderFailure, isProviderTimeout, type ProviderCall } from './provider-port';
 
@@ -95,12 +95,8 @@ export async function withResilience<T>(
 export function toAnswer(err: unknown, model: CatalogueModel, timeoutMs: number): unknown {
   if (isProviderTimeout(err)) return new ProviderNoResponse(model.providerName, model.model_id, timeoutMs);
   if (isProviderFailure(err))
-    return new ProviderErrorAnswer(
-      model.providerName,
-      model.model_id,
-      err.providerErrorType,
-      err.upstreamStatus,
-      err.refusedByGateway ? err.message : undefined,
-    );
+    return err.refusedByGateway
+      ? refusedForProvider(model.providerName, model.model_id, err.message)
+      : new ProviderErrorAnswer(model.providerName, model.model_id, err);
   return err;
 }

@@ -26,7 +26,8 @@ export type ChatChunk = Record<string, unknown> & {
     delta?: { content?: string | null; tool_calls?: unknown };
     finish_reason?: string | null;
   }>;
-  usage?: Usage | null;
+  /** the figures, and whatever else the provider reported beside them (OpenAI's `*_details`) */
+  usage?: (Usage & Record<string, unknown>) | null;
 };
 export type EmbeddingsRequest = Record<string, unknown> & { input: unknown; dimensions?: number };
 export type EmbeddingsResponse = Record<string, unknown> & { usage?: Record<string, unknown> | null };

@@ -153,20 +153,29 @@ async function streamChat(
   startEventStream(res, answerHeaders(served));
 
   let providerUsage: Usage | null = null;
+  let usageDetails: Record<string, unknown> = {};
+  // the usage chunk is one more chunk of the same completion: its id, created and fingerprint
+  let last: ChatChunk | undefined;
   let completionTokens = 0;
   let outcome: Outcome = 'success';
   let result = first.chunk;
   try {
     while (!result.done) {
       const chunk = result.value;
-      if (chunk.usage) providerUsage = chunk.usage;
+      if (chunk.usage) {
+        const { prompt_tokens, completion_tokens, total_tokens, ...details } = chunk.usage;
+        providerUsage = { prompt_tokens, completion_tokens, total_tokens };
+        usageDetails = details;
+      }
       const isUsageOnly = chunk.usage && (chunk.choices?.length ?? 0) === 0;
-      if (!isUsageOnly)
+      if (!isUsageOnly) {
+        last = chunk;
         writeEvent(res, {
           ...chunk,
           model: model.model_id,
           usage: wantsUsage ? (chunk.usage ?? null) : undefined,
         });
+      }
       const tokens = countText(chunkText(chunk));
       completionTokens += tokens;
       if (!(await prepared.ticket.streamed(tokens))) {
@@ -215,12 +224,19 @@ async function streamChat(
   const figures = figuresOf(ctx, prepared, model, usage);
   if (wantsUsage && outcome === 'success') {
     writeEvent(res, {
-      id: `chatcmpl-usage-${requestIdOf(req)}`,
+      id: last?.id ?? `chatcmpl-${requestIdOf(req)}`,
       object: 'chat.completion.chunk',
-      created: Math.floor(ctx.clock.now().getTime() / 1000),
+      created: last?.created ?? Math.floor(ctx.clock.now().getTime() / 1000),
       model: model.model_id,
+      ...(last?.system_fingerprint ? { system_fingerprint: last.system_fingerprint } : {}),
       choices: [],
-      usage: { ...usage, cost: figures.cost, duration_ms: figures.durationMs, carbon: figures.carbon },
+      usage: {
+        ...usageDetails,
+        ...usage,
+        cost: figures.cost,
+        duration_ms: figures.durationMs,
+        carbon: figures.carbon,
+      },
     });
   }
   endEventStream(res);

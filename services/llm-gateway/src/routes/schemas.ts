@@ -48,6 +48,23 @@ const ToolChoiceSchema = z.union([
   typedItem(z.looseObject({ name: z.string().min(1) }), 'a tool_choice'),
 ]);
 
+/** `text`, `json_object`, or `json_schema` with its `json_schema` (the Anthropic adapter reads its schema). */
+const ResponseFormatSchema = z
+  .looseObject({
+    type: z.string().min(1),
+    json_schema: z
+      .looseObject({
+        name: z.string().min(1),
+        description: z.string().optional(),
+        schema: z.record(z.string(), z.unknown()).optional(),
+      })
+      .optional(),
+  })
+  .refine((format) => format.type !== 'json_schema' || format.json_schema !== undefined, {
+    message: "a response_format of type 'json_schema' needs its json_schema",
+    path: ['json_schema'],
+  });
+
 /** OpenAI's chat request: the members the gateway reads are checked; every other one passes through. */
 export const ChatRequestSchema = z.looseObject({
   model: z.string().max(200).optional(),
@@ -67,7 +84,7 @@ export const ChatRequestSchema = z.looseObject({
     .optional(),
   top_p: z.number().min(0).max(1).nullable().optional(),
   user: z.string().optional(),
-  response_format: z.unknown().optional(),
+  response_format: ResponseFormatSchema.optional(),
   temperature: z.number().min(0).max(2).nullable().optional(),
   max_tokens: z.number().int().positive().nullable().optional(),
   max_completion_tokens: z.number().int().positive().nullable().optional(),

@@ -14,6 +14,7 @@ import {
   ProviderTimeoutError,
   ProviderUnsupportedError,
 } from '../../src/providers';
+import { finishReason, JSON_RESPONSE_TOOL } from '../../src/providers/anthropic/anthropic-translate';
 
 let sim: ProviderSimulator;
 beforeAll(async () => {
@@ -231,6 +232,129 @@ describe('Anthropic Messages adapter', () => {
       ),
     ).rejects.toMatchObject({ providerErrorType: 'invalid_request_error' });
     expect(sim.requests()).toHaveLength(0);
+  });
+
+  it('refuses parameters asking for what Anthropic cannot give, naming them, without calling it', async () => {
+    const ask = { model: 'x', messages: [{ role: 'user' as const, content: 'Hi' }] };
+    for (const [extra, named] of [
+      [{ logprobs: true }, 'logprobs'],
+      [{ top_logprobs: 2 }, 'top_logprobs'],
+      [{ logit_bias: { '50256': -100 } }, 'logit_bias'],
+      [{ modalities: ['text', 'audio'] }, 'modalities'],
+      [{ audio: { voice: 'alloy', format: 'wav' } }, 'audio'],
+    ] as const) {
+      const error = await claude()
+        .chat({ ...ask, ...extra }, call())
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        providerErrorType: 'invalid_request_error',
+        refusedByGateway: true,
+        message: expect.stringContaining(named),
+      });
+    }
+    expect(sim.requests()).toHaveLength(0);
+    // what asks for nothing is no reason to refuse
+    await claude().chat({ ...ask, logprobs: false, logit_bias: {}, modalities: ['text'], seed: 7 }, call());
+    expect(sent()).not.toHaveProperty('logit_bias');
+  });
+
+  it('maps model_context_window_exceeded to finish_reason length', () => {
+    expect(finishReason('model_context_window_exceeded')).toBe('length');
+  });
+
+  it('asks for a json_schema response_format with a forced tool, and answers its input as the content', async () => {
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, population: { type: 'integer' } },
+      required: ['city', 'population'],
+      additionalProperties: false,
+    };
+    const { body } = await claude().chat(
+      {
+        model: 'x',
+        messages: [{ role: 'user', content: 'The biggest city of Norway?' }],
+        response_format: { type: 'json_schema', json_schema: { name: 'city', schema, strict: true } },
+      },
+      call(),
+    );
+    expect(sent().tools).toEqual([
+      { name: JSON_RESPONSE_TOOL, description: expect.any(String), input_schema: schema },
+    ]);
+    expect(sent().tool_choice).toEqual({ type: 'tool', name: JSON_RESPONSE_TOOL });
+    const choice = body.choices[0]!;
+    expect(choice.finish_reason).toBe('stop');
+    expect(choice.message.tool_calls).toBeUndefined();
+    expect(JSON.parse(choice.message.content!)).toEqual({ city: 'example city', population: 1 });
+  });
+
+  it('json_object asks for any object; text asks for nothing', async () => {
+    sim.script([{ times: 1, reply: { toolCalls: [{ name: JSON_RESPONSE_TOOL, arguments: { ok: true } }] } }]);
+    const { body } = await claude().chat(
+      {
+        model: 'x',
+        messages: [{ role: 'user', content: 'JSON please' }],
+        response_format: { type: 'json_object' },
+      },
+      call(),
+    );
+    expect(sent().tools).toEqual([
+      { name: JSON_RESPONSE_TOOL, description: expect.any(String), input_schema: { type: 'object' } },
+    ]);
+    expect(body.choices[0]).toMatchObject({ message: { content: '{"ok":true}' }, finish_reason: 'stop' });
+    await claude().chat(
+      { model: 'x', messages: [{ role: 'user', content: 'Hi' }], response_format: { type: 'text' } },
+      call(),
+    );
+    expect(sent()).not.toHaveProperty('tools');
+    expect(sent()).not.toHaveProperty('tool_choice');
+  });
+
+  it('refuses response_format with tools (the forced tool would stop them), and a tool named like the JSON tool', async () => {
+    const json = { type: 'json_object' };
+    const ask = { model: 'x', messages: [{ role: 'user' as const, content: 'Hi' }] };
+    await expect(
+      claude().chat({ ...ask, tools: [weatherTool], response_format: json }, call()),
+    ).rejects.toMatchObject({
+      refusedByGateway: true,
+      message: expect.stringMatching(/response_format together with tools/),
+    });
+    const impostor = { ...weatherTool, function: { ...weatherTool.function, name: JSON_RESPONSE_TOOL } };
+    await expect(claude().chat({ ...ask, tools: [impostor] }, call())).rejects.toMatchObject({
+      refusedByGateway: true,
+      message: expect.stringContaining(JSON_RESPONSE_TOOL),
+    });
+    expect(sim.requests()).toHaveLength(0);
+  });
+
+  it('streams a JSON answer as content deltas, without tool_calls, finishing with stop', async () => {
+    sim.script([
+      { reply: { toolCalls: [{ name: JSON_RESPONSE_TOOL, arguments: { city: 'Oslo', rank: 1 } }] } },
+    ]);
+    const chunks = await collect(
+      claude().chatStream(
+        {
+          model: 'x',
+          stream: true,
+          messages: [{ role: 'user', content: 'The biggest city of Norway?' }],
+          response_format: {
+            type: 'json_schema',
+            json_schema: {
+              name: 'city',
+              schema: { type: 'object', properties: { city: { type: 'string' } } },
+            },
+          },
+        },
+        call(),
+      ),
+    );
+    expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
+    expect(chunks.filter((c) => c.choices[0]?.delta.content).length).toBeGreaterThan(1);
+    expect(JSON.parse(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''))).toEqual({
+      city: 'Oslo',
+      rank: 1,
+    });
+    expect(chunks.some((c) => c.choices[0]?.delta.tool_calls)).toBe(false);
+    expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop');
   });
 
   it('streams text deltas as chunks, the stop reason as finish_reason and the usage as a final chunk', async () => {

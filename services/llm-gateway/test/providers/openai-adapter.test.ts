@@ -111,6 +111,16 @@ describe('OpenAI-protocol adapter', () => {
     expect(chunks.some((c) => c.usage)).toBe(false);
   });
 
+  it("keeps the provider's token details in the usage chunk, as a plain answer keeps them", async () => {
+    const details = {
+      prompt_tokens_details: { cached_tokens: 4 },
+      completion_tokens_details: { reasoning_tokens: 2 },
+    };
+    sim.script([{ reply: { usage: details } }]);
+    const chunks = await collect(adapter().chatStream(ask, call()));
+    expect(chunks.at(-1)!.usage).toMatchObject({ ...details, total_tokens: expect.any(Number) });
+  });
+
   it('parses frames split across TCP reads with comments between them', async () => {
     sim.script([{ splitFramesBytes: 5, sseComments: true }]);
     const chunks = await collect(adapter().chatStream(ask, call()));

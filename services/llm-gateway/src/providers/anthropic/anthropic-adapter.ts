@@ -11,7 +11,12 @@ import {
   ProviderUnsupportedError,
 } from '../types';
 import { anthropicChunks } from './anthropic-stream';
-import { fromAnthropicResponse, toAnthropicRequest, UntranslatableRequest } from './anthropic-translate';
+import {
+  answersInJson,
+  fromAnthropicResponse,
+  toAnthropicRequest,
+  UntranslatableRequest,
+} from './anthropic-translate';
 import type { AnthropicResponse } from './anthropic-wire';
 
 const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
@@ -79,13 +84,13 @@ export function createAnthropicAdapter(
       });
       if (answer?.type !== 'message' || !Array.isArray(answer.content))
         throw invalidAnswer(http, call, 'a Messages answer without content');
-      const completion = fromAnthropicResponse(answer, created());
+      const completion = fromAnthropicResponse(answer, created(), answersInJson(body));
       return { body: completion, usage: completion.usage ?? null };
     },
 
     chatStream(body, call) {
       const request = { url, headers: headers(call, 'text/event-stream'), body: translate(body, call, true) };
-      return anthropicChunks(http, call, request, created());
+      return anthropicChunks(http, call, request, created(), answersInJson(body));
     },
 
     async embeddings(_body, call) {

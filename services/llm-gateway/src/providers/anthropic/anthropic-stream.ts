@@ -1,7 +1,7 @@
 import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
 import { invalidAnswer, sendForEvents } from '../http/provider-http';
 import { type ChatCompletionChunk, type ProviderCall, ProviderError } from '../types';
-import { finishReason, promptTokens, toUsageFigures } from './anthropic-translate';
+import { answerFinishReason, JSON_RESPONSE_TOOL, promptTokens, toUsageFigures } from './anthropic-translate';
 import type { AnthropicUsage } from './anthropic-wire';
 
 type Delta = ChatCompletionChunk['choices'][number]['delta'];
@@ -27,13 +27,15 @@ const TRANSIENT = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 
  * `tool_use` blocks and their `input_json_delta` to indexed `tool_calls` deltas, `message_delta`'s
  * stop reason to `finish_reason`, and the usage (input from `message_start`, output from
  * `message_delta`) to a final usage chunk. The role rides on the first chunk that says something, so
- * a failure before any content leaves nothing sent (the gateway may still fail over).
+ * a failure before any content leaves nothing sent (the gateway may still fail over). For a JSON
+ * answer (`json`), the JSON tool's `input_json_delta`s are the `content` and nothing else is.
  */
 export async function* anthropicChunks(
   http: ProviderHttp,
   call: ProviderCall,
   request: ProviderRequest,
   created: number,
+  json = false,
 ): AsyncGenerator<ChatCompletionChunk> {
   let id = '';
   let model = call.model;
@@ -42,6 +44,7 @@ export async function* anthropicChunks(
   let rolePending = true;
   let yielded = false;
   const toolIndexByBlock = new Map<number, number>();
+  let jsonBlock: number | null = null;
 
   const chunk = (delta: Delta, finish: ChatCompletionChunk['choices'][number]['finish_reason'] = null) => {
     const withRole = rolePending ? { role: 'assistant' as const, ...delta } : delta;
@@ -70,7 +73,10 @@ export async function* anthropicChunks(
         usage = { ...event.message?.usage };
         break;
       case 'content_block_start':
-        if (event.content_block?.type === 'tool_use') {
+        if (json) {
+          if (event.content_block?.type === 'tool_use' && event.content_block.name === JSON_RESPONSE_TOOL)
+            jsonBlock = event.index ?? 0;
+        } else if (event.content_block?.type === 'tool_use') {
           const index = toolIndexByBlock.size;
           toolIndexByBlock.set(event.index ?? 0, index);
           yield chunk({
@@ -88,6 +94,11 @@ export async function* anthropicChunks(
         }
         break;
       case 'content_block_delta':
+        if (json) {
+          if ((event.index ?? 0) === jsonBlock && event.delta?.partial_json)
+            yield chunk({ content: event.delta.partial_json });
+          break;
+        }
         if (event.delta?.type === 'text_delta' && event.delta.text)
           yield chunk({ content: event.delta.text });
         if (event.delta?.type === 'input_json_delta' && event.delta.partial_json) {
@@ -98,7 +109,7 @@ export async function* anthropicChunks(
       case 'message_delta':
         // message_delta's usage is cumulative; newer answers repeat the input figures there too
         usage = { ...usage, ...event.usage };
-        if (event.delta?.stop_reason) yield chunk({}, finishReason(event.delta.stop_reason));
+        if (event.delta?.stop_reason) yield chunk({}, answerFinishReason(event.delta.stop_reason, json));
         break;
       case 'message_stop':
         stopped = true;

@@ -14,6 +14,7 @@ import type {
   AnthropicMessage,
   AnthropicRequest,
   AnthropicResponse,
+  AnthropicTool,
   AnthropicUsage,
 } from './anthropic-wire';
 
@@ -22,6 +23,53 @@ export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
 
 /** A request that cannot be said in Anthropic's terms (the adapter turns it into a ProviderError). */
 export class UntranslatableRequest extends Error {}
+
+/**
+ * The tool a `response_format` becomes (as LiteLLM does it): Messages has no JSON mode, but a forced
+ * tool's input is JSON that follows its schema. The name is one a caller's tool would hardly take.
+ */
+export const JSON_RESPONSE_TOOL = 'platform_json_response';
+
+/** The request asks for a JSON answer (`json_schema` or `json_object`), given as that tool's input. */
+export const answersInJson = (body: ChatCompletionRequest): boolean =>
+  body.response_format?.type === 'json_schema' || body.response_format?.type === 'json_object';
+
+/**
+ * Parameters that ask for something in the answer, or a hard constraint on it, that Anthropic cannot
+ * give: refused rather than silently answered without (decision 0054 lists the ones ignored).
+ */
+function refuseUnanswerable(body: ChatCompletionRequest): void {
+  if (body.logprobs === true)
+    throw new UntranslatableRequest('Anthropic does not return log probabilities: logprobs cannot be true');
+  if (body.top_logprobs != null)
+    throw new UntranslatableRequest(
+      'Anthropic does not return log probabilities: top_logprobs cannot be set',
+    );
+  const bias = body.logit_bias;
+  if (typeof bias === 'object' && bias !== null && Object.keys(bias).length > 0)
+    throw new UntranslatableRequest('Anthropic has no logit_bias');
+  if (Array.isArray(body.modalities) && body.modalities.includes('audio'))
+    throw new UntranslatableRequest("Anthropic does not answer in audio: modalities cannot include 'audio'");
+  if (body.audio != null)
+    throw new UntranslatableRequest('Anthropic does not answer in audio: audio cannot be set');
+}
+
+/** `response_format` as the forced JSON tool; `text` (the default) is nothing to say. */
+function jsonResponseTool(body: ChatCompletionRequest): AnthropicTool | null {
+  const format = body.response_format;
+  if (!format || format.type === 'text') return null;
+  if (!answersInJson(body))
+    throw new UntranslatableRequest(`Anthropic does not accept a response_format of type '${format.type}'`);
+  // a forced tool would stop the caller's own tools from being called
+  if (body.tools?.length)
+    throw new UntranslatableRequest('Anthropic cannot take response_format together with tools');
+  const jsonSchema = format.json_schema as { description?: string; schema?: unknown } | undefined;
+  return {
+    name: JSON_RESPONSE_TOOL,
+    description: jsonSchema?.description ?? 'Give the answer as this JSON',
+    input_schema: (format.type === 'json_schema' && jsonSchema?.schema) || { type: 'object' },
+  };
+}
 
 function textOf(content: ChatMessage['content']): string {
   if (typeof content === 'string') return content;
@@ -115,6 +163,7 @@ export function toAnthropicRequest(
     throw new UntranslatableRequest('a conversation needs at least one user or assistant message');
   if (typeof body.n === 'number' && body.n > 1)
     throw new UntranslatableRequest('Anthropic answers one choice: n must be 1');
+  refuseUnanswerable(body);
 
   const out: AnthropicRequest = {
     model,
@@ -129,10 +178,16 @@ export function toAnthropicRequest(
   if (typeof body.top_p === 'number') out.top_p = body.top_p;
   if (body.stop) out.stop_sequences = Array.isArray(body.stop) ? body.stop : [body.stop];
   if (body.user) out.metadata = { user_id: body.user };
-  if (body.tools?.length) {
+  const jsonTool = jsonResponseTool(body);
+  if (jsonTool) {
+    out.tools = [jsonTool];
+    out.tool_choice = { type: 'tool', name: JSON_RESPONSE_TOOL };
+  } else if (body.tools?.length) {
     out.tools = body.tools.map((t) => {
       if (!isFunction(t))
         throw new UntranslatableRequest(`Anthropic does not accept tools of type '${t.type}'`);
+      if (t.function.name === JSON_RESPONSE_TOOL)
+        throw new UntranslatableRequest(`the tool name '${JSON_RESPONSE_TOOL}' is reserved by the gateway`);
       return {
         name: t.function.name,
         ...(t.function.description ? { description: t.function.description } : {}),
@@ -159,6 +214,7 @@ export function finishReason(stop: string | null | undefined): FinishReason | nu
     case 'pause_turn':
       return 'stop';
     case 'max_tokens':
+    case 'model_context_window_exceeded':
       return 'length';
     case 'tool_use':
       return 'tool_calls';
@@ -182,19 +238,35 @@ export function toUsageFigures(prompt: number, completion: number): Usage {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-/** Anthropic message -> OpenAI chat completion. */
-export function fromAnthropicResponse(answer: AnthropicResponse, created: number): ChatCompletion {
+/** The finish reason of an answer; the forced JSON tool's use is the answer's plain end. */
+export function answerFinishReason(stop: string | null | undefined, json: boolean): FinishReason | null {
+  return json && stop === 'tool_use' ? 'stop' : finishReason(stop);
+}
+
+const isToolUse = (b: AnthropicBlock): b is Extract<AnthropicBlock, { type: 'tool_use' }> =>
+  b.type === 'tool_use';
+
+/** Anthropic message -> OpenAI chat completion (`json`: the request asked for a JSON answer). */
+export function fromAnthropicResponse(
+  answer: AnthropicResponse,
+  created: number,
+  json = false,
+): ChatCompletion {
   const text = answer.content
     .filter((b): b is Extract<AnthropicBlock, { type: 'text' }> => b.type === 'text')
     .map((b) => b.text)
     .join('');
-  const toolCalls: ChatToolCall[] = answer.content
-    .filter((b): b is Extract<AnthropicBlock, { type: 'tool_use' }> => b.type === 'tool_use')
-    .map((b) => ({
-      id: b.id,
-      type: 'function',
-      function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) },
-    }));
+  const toolUses = answer.content.filter(isToolUse);
+  const toolCalls: ChatToolCall[] = json
+    ? []
+    : toolUses.map((b) => ({
+        id: b.id,
+        type: 'function',
+        function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) },
+      }));
+  // a JSON answer is the JSON tool's input alone: text beside it would make the content unparseable
+  const jsonInput = toolUses.find((b) => b.name === JSON_RESPONSE_TOOL)?.input;
+  const jsonText = jsonInput === undefined ? '' : JSON.stringify(jsonInput);
   const usage = toUsageFigures(promptTokens(answer.usage), answer.usage?.output_tokens ?? 0);
   return {
     id: answer.id,
@@ -206,11 +278,11 @@ export function fromAnthropicResponse(answer: AnthropicResponse, created: number
         index: 0,
         message: {
           role: 'assistant',
-          content: text || (toolCalls.length > 0 ? null : ''),
+          content: json ? jsonText : text || (toolCalls.length > 0 ? null : ''),
           refusal: null,
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
         },
-        finish_reason: finishReason(answer.stop_reason),
+        finish_reason: answerFinishReason(answer.stop_reason, json),
         logprobs: null,
       },
     ],

@@ -15,12 +15,18 @@ export interface AnthropicMessage {
   content: AnthropicBlock[];
 }
 
+export interface AnthropicTool {
+  name: string;
+  description?: string;
+  input_schema: unknown;
+}
+
 export interface AnthropicRequest {
   model: string;
   max_tokens: number;
   messages: AnthropicMessage[];
   system?: string;
-  tools?: Array<{ name: string; description?: string; input_schema: unknown }>;
+  tools?: AnthropicTool[];
   tool_choice?: {
     type: 'auto' | 'any' | 'none' | 'tool';
     name?: string;

@@ -7,6 +7,15 @@ import { readOpenAiError } from './openai-errors';
 type RawChunk = Partial<ChatCompletionChunk> & { error?: unknown; x_groq?: { usage?: unknown } };
 
 /**
+ * The provider's usage as it came (OpenAI's `prompt_tokens_details` and `completion_tokens_details`
+ * included, as a plain answer keeps them), with its figures normalised; null without figures.
+ */
+function withFigures(raw: unknown): Usage | null {
+  const figures = toUsage(raw);
+  return figures && { ...(raw as object), ...figures };
+}
+
+/**
  * OpenAI-protocol SSE to chunks. Usage, wherever the provider puts it (the `include_usage` chunk, on
  * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded once, as a final
  * chunk with empty `choices`. Chunks with neither choices nor usage (Azure's prompt filter
@@ -44,7 +53,7 @@ export async function* openAiChunks(
         message: message ?? 'the provider reported an error in the stream',
       });
     }
-    usage = toUsage(raw.usage) ?? toUsage(raw.x_groq?.usage) ?? usage;
+    usage = withFigures(raw.usage) ?? withFigures(raw.x_groq?.usage) ?? usage;
     if (!Array.isArray(raw.choices) || raw.choices.length === 0) continue;
     const { usage: _usage, x_groq: _groq, ...chunk } = raw;
     last = chunk as ChatCompletionChunk;
