@@ -60,6 +60,12 @@ export class InvalidInput extends AppError {
     super('invalid_input', 'InvalidInput', message, { code: 'INVALID_BODY', ...options });
   }
 }
+/** 400 NO_ORG_CONTEXT (spec 4.1): the route acts in an organization and the credential names none. */
+export const noOrgContext = () =>
+  new InvalidInput(
+    'This endpoint needs an active organization: a user chooses one with PUT /v2/user/active-org, an organization API key has its own, a workspace API key has none',
+    { error: 'NO_ORG_CONTEXT', code: 'NO_ORG_CONTEXT' },
+  );
 export class Unauthenticated extends AppError {
   constructor(message = 'Missing or invalid credentials', options: AppErrorOptions = {}) {
     super('unauthenticated', 'Unauthorized', message, options);

@@ -107,6 +107,21 @@ describe('OpenAI-compatible inference through the edge', () => {
     for (const frame of frames.slice(0, -1)) expect(JSON.parse(frame.slice(6)).usage ?? null).toBeNull();
   });
 
+  it('415 for a body sent as anything but JSON (curl -d), on every inference route', async () => {
+    for (const route of ['/v1/chat/completions', '/v1/embeddings', '/v1/rerank', '/v1/images/generations']) {
+      const res = await fetch(`${w.p.gatewayUrl}${route}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${owner.token}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: JSON.stringify({ model: 'sim/gpt', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect([route, res.status]).toEqual([route, 415]);
+      expect(await res.json()).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', status: 415 });
+    }
+  });
+
   it('INVALID_DIMENSIONS for a dimensions value the model does not support', async () => {
     const err = await w
       .client({ bearer: owner.token })

@@ -1,5 +1,13 @@
 import { createMongoAbility } from '@casl/ability';
-import { Conflict, Forbidden, InvalidInput, jsonBody, NotFound, parseInput } from '@platform/kernel';
+import {
+  Conflict,
+  Forbidden,
+  InvalidInput,
+  jsonBody,
+  NotFound,
+  noOrgContext,
+  parseInput,
+} from '@platform/kernel';
 import type { RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -97,13 +105,7 @@ const createWorkspace =
     const body = parseInput(CreateWorkspaceBody, jsonBody(req));
     const orgSlug = await activeOrgSlugOf(c, who);
     if (!orgSlug) {
-      throw new InvalidInput(
-        'A workspace belongs to an organization; the caller has no active organization',
-        {
-          error: 'NO_ORG_CONTEXT',
-          code: 'NO_ORG_CONTEXT',
-        },
-      );
+      throw noOrgContext();
     }
     const access = await orgAccess(c.collections, who, orgSlug);
     access.require('workspaces:create');

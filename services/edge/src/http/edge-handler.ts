@@ -9,6 +9,7 @@ import {
   InvalidInput,
   type Logger,
   NotFound,
+  noOrgContext,
   PayloadTooLarge,
   RateLimited,
   resolveRequestId,
@@ -178,10 +179,7 @@ async function checkRoute(
 ): Promise<AppError | null> {
   const p = resolved.principal;
   if (route.requireOrg && !p.session.org) {
-    return new InvalidInput('This endpoint needs an active organization', {
-      error: 'NO_ORG_CONTEXT',
-      code: 'NO_ORG_CONTEXT',
-    });
+    return noOrgContext();
   }
   if (route.permission && !hasPermission(p, route.permission)) {
     return new Forbidden(`The ${route.permission} permission is required`, {

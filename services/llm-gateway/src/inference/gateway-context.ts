@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LlmCompletionEvent, Principal } from '@platform/contracts';
 import { hasPermission } from '@platform/contracts';
-import { type Clock, Forbidden, InvalidInput, type Logger, Unauthenticated } from '@platform/kernel';
+import { type Clock, Forbidden, type Logger, noOrgContext, Unauthenticated } from '@platform/kernel';
 import type { Request } from 'express';
 import { estimateCarbon } from '../accounting/carbon';
 import { costMicros } from '../accounting/cost';
@@ -31,10 +31,7 @@ export function authorizeInference(req: Request): { principal: Principal; orgSlu
   if (!principal) throw new Unauthenticated();
   const org = principal.session.org;
   if (!org) {
-    throw new InvalidInput('No active organization: choose one (PUT {base_url}/v2/user/active-org)', {
-      error: 'NO_ORG_CONTEXT',
-      code: 'NO_ORG_CONTEXT',
-    });
+    throw noOrgContext();
   }
   if (!hasPermission(principal, 'models:read')) {
     throw new Forbidden('The models:read permission is needed in the active organization', {

@@ -1,4 +1,4 @@
-import { InvalidInput, PayloadTooLarge, RateLimited } from '@platform/kernel';
+import { InvalidInput, jsonBody, PayloadTooLarge, RateLimited } from '@platform/kernel';
 import type { Request, Router } from 'express';
 import { requireCatalogueAdmin } from '../catalogue/access';
 import {
@@ -31,13 +31,13 @@ export function mountCatalogueAdmin(
 
   router.post('/v1/models', async (req, res) => {
     const actor = requireCatalogueAdmin(req, secret);
-    const entry = await deps.admin.create(req.body, actor, requestIdOf(req));
+    const entry = await deps.admin.create(jsonBody(req), actor, requestIdOf(req));
     res.status(201).json(entry);
   });
 
   router.put('/v1/models', async (req, res) => {
     const actor = requireCatalogueAdmin(req, secret);
-    const body = req.body as { models?: unknown } | undefined;
+    const body = jsonBody(req) as { models?: unknown } | undefined;
     if (!body || typeof body !== 'object' || !Array.isArray(body.models)) {
       throw new InvalidInput('The body must be {"models": [ ...catalogue entries ]}', {
         details: { issues: [{ field: 'models', message: 'an array is required' }] },
@@ -74,7 +74,7 @@ export function mountCatalogueAdmin(
 
   router.patch('/v1/models/*id', async (req, res) => {
     const actor = requireCatalogueAdmin(req, secret);
-    res.json(await deps.admin.update(idOf(req), req.body, actor, requestIdOf(req)));
+    res.json(await deps.admin.update(idOf(req), jsonBody(req), actor, requestIdOf(req)));
   });
 
   router.delete('/v1/models/*id', async (req, res) => {
@@ -95,7 +95,7 @@ export function mountProviderAdmin(router: Router, ctx: GatewayContext, provider
     const actor = requireCatalogueAdmin(req, secret);
     const { created, provider } = await providers.put(
       String(req.params.name),
-      req.body,
+      jsonBody(req),
       actor,
       requestIdOf(req),
     );

@@ -1,4 +1,4 @@
-import { envelopeOf, parseInput, RateLimited } from '@platform/kernel';
+import { envelopeOf, jsonBody, parseInput, RateLimited } from '@platform/kernel';
 import type { Request, Response, Router } from 'express';
 import {
   account,
@@ -32,7 +32,7 @@ function providerBody(body: ChatRequest, stream: boolean): ChatRequest {
 /** `POST /v1/chat/completions`: OpenAI's chat completions, plain or streamed, on the catalogue's providers. */
 export function mountChatCompletions(router: Router, ctx: GatewayContext): void {
   router.post('/v1/chat/completions', async (req, res) => {
-    const body = parseInput(ChatRequestSchema, req.body ?? {}) as ChatRequest & {
+    const body = parseInput(ChatRequestSchema, jsonBody(req) ?? {}) as ChatRequest & {
       stream_options?: { include_usage?: boolean } | null;
     };
     const prepared = await prepareInference(ctx, req, 'completion', body.model, countChatPromptTokens(body));

@@ -1,4 +1,4 @@
-import { InvalidInput, parseInput } from '@platform/kernel';
+import { InvalidInput, jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import {
   account,
@@ -24,7 +24,7 @@ function promptTokensOf(input: unknown): number {
 /** `POST /v1/embeddings`: string or array input; `dimensions` checked against the model's list. */
 export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
   router.post('/v1/embeddings', async (req, res) => {
-    const body = parseInput(EmbeddingsRequestSchema, req.body ?? {});
+    const body = parseInput(EmbeddingsRequestSchema, jsonBody(req) ?? {});
     const promptTokens = promptTokensOf(body.input);
     const prepared = await prepareInference(ctx, req, 'embeddings', body.model, promptTokens, (model) => {
       const supported = model.supported_dimensions;

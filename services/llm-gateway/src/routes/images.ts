@@ -1,4 +1,4 @@
-import { InvalidInput, parseInput } from '@platform/kernel';
+import { InvalidInput, jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { CatalogueModel } from '../catalogue/catalogue';
@@ -31,7 +31,7 @@ export const noMediaEndpoint = (model: CatalogueModel, what: string) =>
  */
 export function mountImages(router: Router, ctx: GatewayContext): void {
   router.post('/v1/images/generations', async (req, res) => {
-    const body = parseInput(ImagesRequestSchema, req.body ?? {});
+    const body = parseInput(ImagesRequestSchema, jsonBody(req) ?? {});
     const promptTokens = countText(body.prompt);
     const prepared = await prepareInference(ctx, req, 'image_generation', body.model, promptTokens, (m) => {
       if (!m.adapter.images) throw noMediaEndpoint(m, 'image generation');

@@ -1,4 +1,4 @@
-import { parseInput } from '@platform/kernel';
+import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
@@ -71,7 +71,7 @@ async function scoreByChat(model: CatalogueModel, call: ProviderCall, query: str
  */
 export function mountRerank(router: Router, ctx: GatewayContext): void {
   router.post('/v1/rerank', async (req, res) => {
-    const body = parseInput(RerankRequestSchema, req.body ?? {});
+    const body = parseInput(RerankRequestSchema, jsonBody(req) ?? {});
     const documents = body.documents as string[];
     const queryTokens = countText(body.query);
     const estimate = documents.reduce((n, d) => n + queryTokens + countText(d) + 40, 0);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { envelopeOf, InvalidInput, parseInput, RateLimited } from '@platform/kernel';
+import { envelopeOf, InvalidInput, jsonBody, parseInput, RateLimited } from '@platform/kernel';
 import type { Collection, Doc, Store } from '@platform/store';
 import type { Router } from 'express';
 import { z } from 'zod';
@@ -109,7 +109,7 @@ export function mountSmokeTest(
   ]);
   router.post('/v1/test', async (req, res) => {
     const { principal, orgSlug } = authorizeInference(req);
-    const { modelId } = parseInput(SmokeTestRequestSchema, req.body ?? {});
+    const { modelId } = parseInput(SmokeTestRequestSchema, jsonBody(req) ?? {});
     const settings = await ctx.orgSettings.get(orgSlug);
     const found = ctx.catalogue.get(modelId);
     if (!found) throw modelNotFound(modelId);

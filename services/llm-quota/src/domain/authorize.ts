@@ -1,5 +1,5 @@
 import { hasPermission, isPermissionName, type OrgContext, type Principal } from '@platform/contracts';
-import { Forbidden, InvalidInput, Unauthenticated } from '@platform/kernel';
+import { Forbidden, noOrgContext, Unauthenticated } from '@platform/kernel';
 
 /** The permission of the quota reads (spec 4.1 rule 1). */
 export const READ_PERMISSION = 'models:read';
@@ -29,10 +29,7 @@ export function authorizeOrgRequest(
   if (!principal) throw new Unauthenticated();
   const org = principal.session.org;
   if (!org) {
-    throw new InvalidInput('The request has no active organization', {
-      error: 'NO_ORG_CONTEXT',
-      code: 'NO_ORG_CONTEXT',
-    });
+    throw noOrgContext();
   }
   if (!holds(principal, permission)) {
     throw new Forbidden(`The ${permission} permission is required in organization ${org.slug}`, {
