@@ -99,6 +99,19 @@ describe('organizations through the edge', () => {
     expect((await api('GET', '/v2/orgs/trailing-org/', users.outsider)).status).toBe(200);
   });
 
+  it('a method the path does not take is 405 with Allow, on the base and gateway roots alike', async () => {
+    for (const [url, method, allow] of [
+      [`${p.baseUrl}/v2/me`, 'POST', 'GET, HEAD'],
+      [`${p.baseUrl}/v2/orgs/edge-org`, 'DELETE', 'GET, HEAD'],
+      [`${p.gatewayUrl}/v1/quotas/usage`, 'POST', 'GET, HEAD'],
+      [`${p.gatewayUrl}/v1/quotas/settings`, 'PUT', 'GET, HEAD, PATCH'],
+    ] as const) {
+      const res = await fetch(url, { method, headers: { authorization: `Bearer ${users.owner.token}` } });
+      expect([method, url, res.status, res.headers.get('allow')]).toEqual([method, url, 405, allow]);
+      expect(await res.json()).toMatchObject({ code: 'METHOD_NOT_ALLOWED', status: 405 });
+    }
+  });
+
   it('a taken slug is 409', async () => {
     expect((await api('POST', '/v2/orgs', users.outsider, { slug: 'edge-org', name: 'Mine' })).status).toBe(
       409,

@@ -7,6 +7,7 @@ export type ErrorKind =
   | 'unauthenticated'
   | 'forbidden'
   | 'not_found'
+  | 'method_not_allowed'
   | 'conflict'
   | 'gone'
   | 'payload_too_large'
@@ -125,6 +126,21 @@ export class UpstreamTimeout extends AppError {
   }
 }
 
+/** The path has routes, none for this method (the answer's `Allow` names theirs). */
+export class MethodNotAllowed extends AppError {
+  constructor(method: string, allowed: readonly string[]) {
+    super(
+      'method_not_allowed',
+      'METHOD_NOT_ALLOWED',
+      `${method} is not allowed here; use ${allowed.join(' or ')}`,
+      {
+        code: 'METHOD_NOT_ALLOWED',
+        details: { allowed },
+      },
+    );
+  }
+}
+
 /** The client did not send its whole request in time. */
 export class RequestTimeout extends AppError {
   constructor(message = 'The request did not arrive in time', options: AppErrorOptions = {}) {
@@ -137,6 +153,7 @@ export const statusOfKind: Record<ErrorKind, number> = {
   unauthenticated: 401,
   forbidden: 403,
   not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   gone: 410,
   payload_too_large: 413,

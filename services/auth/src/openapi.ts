@@ -523,7 +523,7 @@ export function authApiDocument(serverUrl: string): Record<string, unknown> {
     title: 'AI platform: authentication, organizations and workspaces',
     version: packageJson.version,
     description:
-      'The `{base_url}` root. Errors use the envelope `ErrorEnvelope`; the edge in front may also answer 408, 413, 502, 503 and 504 in it, and a body sent as anything but JSON is a 415.',
+      'The `{base_url}` root. Errors use the envelope `ErrorEnvelope`; the edge in front may also answer 408, 413, 502, 503 and 504 in it, a body sent as anything but JSON is a 415, and a method the path does not take a 405 with Allow.',
     serverUrl,
     securitySchemes: {
       sessionJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },

@@ -33,7 +33,6 @@ import { mountChatCompletions } from './routes/chat-completions';
 import { mountDefaults } from './routes/defaults';
 import { mountEmbeddings } from './routes/embeddings';
 import { mountImages } from './routes/images';
-import { mountMethodNotAllowed } from './routes/method-not-allowed';
 import { mountModels } from './routes/models';
 import { mountRerank } from './routes/rerank';
 import { mountSmokeTest } from './routes/smoke-test';
@@ -182,7 +181,6 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
           durationSeconds: 3600,
         }),
       });
-      mountMethodNotAllowed(router);
     },
   });
   return { app, context, admin, closeQuotaClient: quota.close };

@@ -64,7 +64,7 @@ export function llmQuotaApiDocument(serverUrl: string): Record<string, unknown> 
     title: 'AI platform: LLM gateway quotas',
     version: packageJson.version,
     description:
-      'The `{gateway_url}` root. Errors use the envelope `ErrorEnvelope` (spec 2.3); the edge in front may also answer 408, 413, 502, 503 and 504 in it, and a body sent as anything but JSON is a 415.',
+      'The `{gateway_url}` root. Errors use the envelope `ErrorEnvelope` (spec 2.3); the edge in front may also answer 408, 413, 502, 503 and 504 in it, a body sent as anything but JSON is a 415, and a method the path does not take a 405 with Allow.',
     serverUrl,
     securitySchemes: {
       sessionJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },

@@ -147,16 +147,19 @@ type RouterLayer = {
 /**
  * Every route an express app mounts, as `method path` (nested routers included), so a test can hold a
  * service's OpenAPI routes equal to what it really serves. Takes the app or a service's `handler`
- * (a listener with lean routes names its app in `expressApp`).
+ * (a listener with lean routes names its app in `expressApp`). The service app's 405 answers (`all`
+ * routes) are not routes of their own.
  */
 export function mountedRoutes(handler: unknown): string[] {
   const app = (handler as { expressApp?: unknown }).expressApp ?? handler;
   const mounted: string[] = [];
   const walk = (stack: RouterLayer[]) => {
     for (const layer of stack) {
-      if (layer.route)
-        for (const m of Object.keys(layer.route.methods)) mounted.push(`${m} ${layer.route.path}`);
-      else if (layer.handle?.stack) walk(layer.handle.stack);
+      if (layer.route) {
+        for (const m of Object.keys(layer.route.methods)) {
+          if (m !== '_all') mounted.push(`${m} ${layer.route.path}`);
+        }
+      } else if (layer.handle?.stack) walk(layer.handle.stack);
     }
   };
   walk((app as { router: { stack: RouterLayer[] } }).router.stack);

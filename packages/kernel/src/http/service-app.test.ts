@@ -122,6 +122,21 @@ describe('the common service app', () => {
     expect((await request(app).post('/echo').send({ name: 'json' })).body).toEqual({ name: 'json' });
   });
 
+  it('answers 405 with Allow to a method no route of the path takes, 404 to a path no route has', async () => {
+    const wrong = await request(app).delete('/things/1');
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.allow).toBe('GET, HEAD');
+    expect(wrong.body).toMatchObject({
+      error: 'METHOD_NOT_ALLOWED',
+      code: 'METHOD_NOT_ALLOWED',
+      status: 405,
+      message: 'DELETE is not allowed here; use GET or HEAD',
+    });
+    expect((await request(app).get('/echo')).headers.allow).toBe('POST');
+    expect((await request(app).head('/things/1')).status).toBe(200);
+    expect((await request(app).post('/nothing')).status).toBe(404);
+  });
+
   it('answers 400 in the envelope to malformed percent-encoding in a path parameter', async () => {
     const bad = await request(app).get('/things/%zz').expect(400);
     expect(bad.body).toMatchObject({ status: 400, code: 'INVALID_PATH' });

@@ -1,5 +1,6 @@
 import type { RequestListener } from 'node:http';
 import express, { type Express, type Router } from 'express';
+import { MethodNotAllowed } from '../errors';
 import type { Logger } from '../logger';
 import { createAdminHandler, type Readiness } from './admin-server';
 import { errorMiddleware, notFoundHandler } from './error-middleware';
@@ -76,9 +77,11 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   );
 
   const router = express.Router();
+  const routes = recordRoutes(router);
   const leanRoutes = options.leanRoutes ?? [];
   for (const route of leanRoutes) router.get(route.path, expressLeanHandler(route));
   options.routes(router);
+  answerOtherMethods(router, routes);
   app.use(router);
   app.use(notFoundHandler());
   app.use(errorMiddleware(options.logger));
@@ -96,4 +99,42 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   withServerMessages(app, messages);
   withServerMessages(app.listener, messages);
   return app;
+}
+
+/** The routes made on `router` from now on, by path (`router.get(path, …)` and the like all go through `route`). */
+function recordRoutes(router: express.Router): Map<string, express.IRoute[]> {
+  const byPath = new Map<string, express.IRoute[]>();
+  const route = router.route.bind(router);
+  router.route = ((path: string) => {
+    const made = route(path);
+    if (typeof path === 'string') byPath.set(path, [...(byPath.get(path) ?? []), made]);
+    return made;
+  }) as typeof router.route;
+  return byPath;
+}
+
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const methodRank = (method: string) => {
+  const rank = METHOD_ORDER.indexOf(method);
+  return rank === -1 ? METHOD_ORDER.length : rank;
+};
+
+/**
+ * A method no route of a path takes answers 405 in the envelope with `Allow` (RFC 9110 15.5.6), rather than the
+ * 404 that says the path does not exist. Mounted after every route, so a path's own routes always come first.
+ */
+function answerOtherMethods(router: express.Router, byPath: Map<string, express.IRoute[]>): void {
+  for (const [path, routes] of byPath) {
+    const handled = routes.map((route) => (route as unknown as { methods: Record<string, boolean> }).methods);
+    if (handled.some((methods) => methods._all)) continue; // a route of the path takes every method
+    const methods = new Set(handled.flatMap((m) => Object.keys(m).map((method) => method.toUpperCase())));
+    if (methods.has('GET')) methods.add('HEAD');
+    const allowed = [...methods].sort((a, b) => methodRank(a) - methodRank(b));
+    router.all(path, (req, res, next) => {
+      // OPTIONS is the router's own answer (its Allow), or CORS's
+      if (req.method === 'OPTIONS') return next();
+      res.setHeader('allow', allowed.join(', '));
+      next(new MethodNotAllowed(req.method, allowed));
+    });
+  }
 }

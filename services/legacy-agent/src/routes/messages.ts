@@ -13,6 +13,7 @@ export const MESSAGES_ERROR_TYPES: Record<ErrorKind | 'internal', string> = {
   unauthenticated: 'unauthorized',
   forbidden: 'forbidden',
   not_found: 'not_found',
+  method_not_allowed: 'invalid_request',
   conflict: 'conflict',
   gone: 'gone',
   payload_too_large: 'payload_too_large',
