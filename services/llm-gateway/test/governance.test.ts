@@ -77,6 +77,21 @@ describe('governance, header policy and quotas at the gateway', () => {
       expect(reply.status).toBe(200);
       expect(reply.body.model).toBe('sim/cheap');
     }
+    // a default that cannot serve is the organization's setting to fix, and the answer says so
+    await patch(as, { models: { defaults: { completions: 'sim/embed' } } });
+    const wrongType = await chat(as, undefined);
+    expectEnvelope(wrongType, 400, 'INVALID_BODY');
+    expect(wrongType.body.message).toBe(
+      "The organization's default completions model sim/embed is a model of type embeddings: change models.defaults.completions with PATCH /v1/quotas/settings",
+    );
+    await patch(as, { models: { defaults: { completions: 'gone/model' } } });
+    const missing = await chat(as, 'default');
+    expectEnvelope(missing, 404, 'MODEL_NOT_FOUND');
+    expect(missing.body.message).toMatch(
+      /^The organization's default completions model gone\/model is not in/,
+    );
+    // the caller's own wrong model is still the caller's
+    expect((await chat(as, 'sim/embed')).body.message).toBe('sim/embed is a model of type embeddings');
   });
 
   it('HEADER_POLICY_VIOLATION for an org API key on a model that requires the user id; a user passes it on', async () => {

@@ -2,8 +2,8 @@ import { AppError, Forbidden, InvalidInput, NotFound } from '@platform/kernel';
 import type { ProviderFailure } from './provider-port';
 
 /** The gateway's own refusals (spec 7.1 codes); the kernel's middleware turns them into the envelope. */
-export const modelNotFound = (model: string) =>
-  new NotFound(`No model named ${model} in the catalogue`, {
+export const modelNotFound = (model: string, message = `No model named ${model} in the catalogue`) =>
+  new NotFound(message, {
     error: 'MODEL_NOT_FOUND',
     code: 'MODEL_NOT_FOUND',
     extra: { model },

@@ -30,18 +30,34 @@ export function resolveModel(
   catalogue: Catalogue,
 ): ResolvedModel {
   const gov = settings.models;
-  let id = requested;
-  if (id === undefined || id === '' || id === 'default') {
-    id = gov.defaults[DEFAULT_KEY[type]] ?? catalogue.platformDefault(DEFAULT_KEY[type]);
-    if (!id) {
-      throw invalidBody(
-        `model is required: the organization has no default ${DEFAULT_KEY[type]} model (PATCH /v1/quotas/settings models.defaults)`,
-        [{ field: 'model', message: 'required' }],
-      );
-    }
+  const byDefault = requested === undefined || requested === '' || requested === 'default';
+  const id = byDefault
+    ? (gov.defaults[DEFAULT_KEY[type]] ?? catalogue.platformDefault(DEFAULT_KEY[type]))
+    : requested;
+  if (!id) {
+    throw invalidBody(
+      `model is required: the organization has no default ${DEFAULT_KEY[type]} model (PATCH /v1/quotas/settings models.defaults)`,
+      [{ field: 'model', message: 'required' }],
+    );
   }
   const model = catalogue.get(id);
-  if (!model || !visibleTo(model, settings.orgSlug)) throw modelNotFound(id);
+  // a default the organization set that cannot serve is its administrator's to fix, not the caller's body
+  const orgDefault = byDefault && gov.defaults[DEFAULT_KEY[type]] === id;
+  const fixIt = `change models.defaults.${DEFAULT_KEY[type]} with PATCH /v1/quotas/settings`;
+  if (!model || !visibleTo(model, settings.orgSlug)) {
+    if (orgDefault)
+      throw modelNotFound(
+        id,
+        `The organization's default ${DEFAULT_KEY[type]} model ${id} is not in the catalogue: ${fixIt}`,
+      );
+    throw modelNotFound(id);
+  }
+  if (model.type !== type && orgDefault) {
+    throw invalidBody(
+      `The organization's default ${DEFAULT_KEY[type]} model ${id} is a model of type ${model.type}: ${fixIt}`,
+      [{ field: `models.defaults.${DEFAULT_KEY[type]}`, message: `a ${type} model is needed` }],
+    );
+  }
   if (model.type !== type) {
     throw invalidBody(`${id} is a model of type ${model.type}`, [
       { field: 'model', message: `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} model is needed` },
