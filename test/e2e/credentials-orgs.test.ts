@@ -112,6 +112,20 @@ describe('organizations through the edge', () => {
     }
   });
 
+  it('refuses a field it does not know, rather than ignoring what the caller thought it asked for', async () => {
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    for (const [path, body, field] of [
+      ['/v2/user/accessTokens', { name: 'ci', expiresAt, scopes: ['models:read'] }, 'scopes'],
+      ['/v2/workspaces', { name: 'w', orgSlug: 'other-org' }, 'orgSlug'],
+      ['/v2/orgs', { slug: 'extra-org', name: 'Extra', plan: 'enterprise' }, 'plan'],
+    ] as const) {
+      const res = await api('POST', path, users.owner, body);
+      expect([path, res.status, res.body.code]).toEqual([path, 400, 'INVALID_BODY']);
+      expect(res.body.message).toContain(field);
+    }
+    expect((await api('GET', '/v2/orgs/extra-org', users.owner)).status).toBe(404);
+  });
+
   it('a taken slug is 409', async () => {
     expect((await api('POST', '/v2/orgs', users.outsider, { slug: 'edge-org', name: 'Mine' })).status).toBe(
       409,

@@ -8,7 +8,7 @@ import { loadCaller, requireSession, requireUser } from '../domain/caller';
 import { IsoDateTime, iso, Name } from './common';
 
 export const CreateAccessTokenBody = z
-  .object({
+  .strictObject({
     name: Name,
     expiresAt: IsoDateTime.meta({ description: 'ISO 8601 date-time in the future' }),
   })

@@ -25,7 +25,7 @@ const Password = z
 const PersonName = z.string().trim().min(1).max(100);
 
 export const SignupBody = z
-  .object({
+  .strictObject({
     email: Email,
     password: Password,
     firstName: PersonName.optional(),
@@ -33,7 +33,7 @@ export const SignupBody = z
   })
   .meta({ description: 'POST /v2/signup' });
 export const LoginBody = z
-  .object({
+  .strictObject({
     email: Email,
     password: Password,
     mfaCode: z.string().max(20).optional().meta({
@@ -42,14 +42,14 @@ export const LoginBody = z
   })
   .meta({ description: 'POST /v2/login' });
 export const RefreshBody = z
-  .object({ refreshToken: z.string().min(1).max(200) })
+  .strictObject({ refreshToken: z.string().min(1).max(200) })
   .meta({ description: 'POST /v2/login/refresh' });
-export const EmailBody = z.object({ email: Email }).meta({ description: 'an email address' });
+export const EmailBody = z.strictObject({ email: Email }).meta({ description: 'an email address' });
 export const TokenBody = z
-  .object({ token: z.string().min(1).max(200) })
+  .strictObject({ token: z.string().min(1).max(200) })
   .meta({ description: 'a mailed token' });
 export const ResetPasswordBody = z
-  .object({ token: z.string().min(1).max(200), password: Password })
+  .strictObject({ token: z.string().min(1).max(200), password: Password })
   .meta({ description: 'POST /v2/password/reset' });
 
 /** 200 of POST /v2/login, /v2/signup (201) and /v2/login/refresh. */

@@ -6,7 +6,7 @@ import type { AuthContext } from '../context';
 export { INTERNAL_SECRET_HEADER } from '@platform/kernel';
 
 export const PrincipalRequestBody = z
-  .object({
+  .strictObject({
     credential: z.discriminatedUnion('kind', [
       z.object({
         kind: z.literal('session'),

@@ -6,7 +6,7 @@ import { activeOrgOfUser } from '../domain/active-org';
 import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
 
 export const ActiveOrgBody = z
-  .object({
+  .strictObject({
     orgSlug: z.string().min(1).max(63).nullable().meta({
       description: 'organization to make active; null clears the choice (first membership applies)',
     }),

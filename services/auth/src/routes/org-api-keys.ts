@@ -14,7 +14,7 @@ import { PermissionList, ScopeList } from './roles';
 export const PROJECT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 
 export const CreateOrgApiKeyBody = z
-  .object({
+  .strictObject({
     name: Name,
     permissions: PermissionList.meta({
       description: 'permission names the key holds; at most the creator’s own',

@@ -6,7 +6,7 @@ import { loadCaller } from '../domain/caller';
 import { orgAccess } from '../domain/org-access';
 
 export const OrgSecurityBody = z
-  .object({
+  .strictObject({
     requireMfa: z
       .boolean()
       .meta({ description: 'members must sign in with a second factor to act in the org' }),

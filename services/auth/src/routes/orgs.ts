@@ -12,7 +12,7 @@ import { newId } from '../domain/secrets';
 import { iso } from './common';
 
 export const CreateOrgBody = z
-  .object({
+  .strictObject({
     slug: z
       .string()
       .regex(
@@ -24,7 +24,7 @@ export const CreateOrgBody = z
   .meta({ description: 'POST /v2/orgs' });
 
 export const AddMemberBody = z
-  .object({
+  .strictObject({
     userId: z.string().min(1).max(200),
     role: z.string().min(1).max(40),
   })

@@ -30,7 +30,7 @@ export const ScopeList = z
   .transform((list) => [...new Set(list)]);
 
 export const PutRoleBody = z
-  .object({
+  .strictObject({
     description: z.string().max(500).default(''),
     permissions: PermissionList.meta({
       description: 'permission names from the catalogue, e.g. models:read',

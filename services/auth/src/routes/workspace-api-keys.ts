@@ -30,7 +30,7 @@ export const WorkspaceKeyRule = z
   .meta({ description: 'one permission rule: action(s) on a subject of the workspace' });
 
 export const CreateWorkspaceKeyBody = z
-  .object({
+  .strictObject({
     name: Name,
     rules: z.array(WorkspaceKeyRule).min(1).max(50),
     expiresAt: IsoDateTime.nullable()

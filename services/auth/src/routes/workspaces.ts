@@ -27,13 +27,13 @@ import { iso } from './common';
 
 export const WorkspaceName = z.string().trim().min(1).max(200);
 
-export const CreateWorkspaceBody = z.object({ name: WorkspaceName }).meta({
+export const CreateWorkspaceBody = z.strictObject({ name: WorkspaceName }).meta({
   description: 'POST /v2/workspaces: the workspace belongs to the caller’s active organization',
 });
 export const UpdateWorkspaceBody = z
-  .object({ name: WorkspaceName })
+  .strictObject({ name: WorkspaceName })
   .meta({ description: 'PATCH /v2/workspaces/:id' });
-export const PutWorkspaceMemberBody = z.object({ role: z.enum(WORKSPACE_ROLES) }).meta({
+export const PutWorkspaceMemberBody = z.strictObject({ role: z.enum(WORKSPACE_ROLES) }).meta({
   description: 'PUT /v2/workspaces/:id/members/:userId: adds a member or changes their workspace role',
 });
 

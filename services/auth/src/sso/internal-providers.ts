@@ -6,7 +6,7 @@ import type { AuthContext } from '../context';
 import type { SsoClients } from './providers';
 
 export const SsoProviderBody = z
-  .object({
+  .strictObject({
     name: z.string().trim().min(1).max(100),
     issuer: z.url().max(2000),
     clientId: z.string().min(1).max(200),
