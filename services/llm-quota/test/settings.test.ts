@@ -148,6 +148,15 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       expect(res.body.policy).toBe('hard_block');
       const read = await request(quota.service.handler).get('/v1/quotas/settings').set(admin());
       expect(read.body).toEqual(res.body);
+
+      // null on a whole member takes it back to its default
+      await patch({ policy: 'soft_downgrade', org_user_quotas: { by_role: { guest: { rpm: 1 } } } });
+      const oneMap = await patch({ policy: null, org_user_quotas: { overrides: null } });
+      expect(oneMap.status).toBe(200);
+      expect(oneMap.body.policy).toBe('hard_block');
+      expect(oneMap.body.org_user_quotas).toEqual({ overrides: {}, by_role: { guest: { rpm: 1 } } });
+      const all = await patch({ org_user_quotas: null });
+      expect(all.body.org_user_quotas).toEqual({ overrides: {}, by_role: {} });
     });
 
     it('get a 400 naming the fields for an invalid change, and nothing is stored', async () => {
@@ -166,6 +175,12 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         expect(res.body).toMatchObject({ status: 400, code: 'INVALID_BODY' });
         expect(res.body.details.issues.length).toBeGreaterThan(0);
       }
+      // a key a parsed record would drop without a word (an object literal cannot even say it)
+      const reserved = await patch('{"org_user_quotas":{"overrides":{"__proto__":{"rpm":1}}}}', {
+        ...admin(),
+        'content-type': 'application/json',
+      });
+      expect(reserved.status).toBe(400);
       const bodyNotJson = await request(quota.service.handler)
         .patch('/v1/quotas/settings')
         .set({ ...admin(), 'content-type': 'application/json' })

@@ -45,12 +45,13 @@ export function mergeGovernance(
 }
 
 /** A JSON merge patch (RFC 7396) of an organization's settings: null removes, objects merge. */
+/** A JSON merge patch (RFC 7396) of the settings: `null` takes a member back to its default (empty, hard_block). */
 export interface SettingsPatch {
-  policy?: QuotaPolicy;
+  policy?: QuotaPolicy | null;
   org_user_quotas?: {
-    overrides?: Record<string, { rpm?: number | null; tpm?: number | null } | null>;
-    by_role?: Record<string, { rpm?: number | null; tpm?: number | null } | null>;
-  };
+    overrides?: Record<string, { rpm?: number | null; tpm?: number | null } | null> | null;
+    by_role?: Record<string, { rpm?: number | null; tpm?: number | null } | null> | null;
+  } | null;
   models?: ModelGovernancePatch;
 }
 
@@ -124,13 +125,18 @@ export class SettingsRepository {
     const current = await this.get(orgSlug);
     const $set: Record<string, unknown> = { updatedAt: this.clock.now(), updatedBy: by };
     const $unset: Record<string, ''> = {};
-    if (patch.policy) $set.policy = patch.policy;
+    if (patch.policy !== undefined) $set.policy = patch.policy ?? 'hard_block';
     // The governance is small and changed as a whole: a read-modify-write of one field.
     if (patch.models !== undefined)
       $set.models = mergeGovernance(current.models ?? NO_GOVERNANCE, patch.models);
     for (const field of ['overrides', 'by_role'] as const) {
-      const entries = patch.org_user_quotas?.[field];
-      if (!entries) continue;
+      const entries = patch.org_user_quotas === null ? null : patch.org_user_quotas?.[field];
+      if (entries === undefined) continue;
+      if (entries === null) {
+        // merge patch `null`: the whole map goes
+        $set[`org_user_quotas.${field}`] = {};
+        continue;
+      }
       const keys = new Set(Object.keys(current.org_user_quotas[field]));
       for (const [key, value] of Object.entries(entries)) {
         const path = `org_user_quotas.${field}.${key}`;

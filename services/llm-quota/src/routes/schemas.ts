@@ -77,6 +77,20 @@ export const QuotaKeySchema = z
   .string()
   .regex(/^[A-Za-z0-9_:@+-]{1,200}$/, 'use 1-200 letters, digits or _ : @ + -');
 
+/**
+ * A record keyed by what callers name (user ids, role slugs, model ids). JSON.parse keeps a `__proto__` member,
+ * which a parsed record then drops without a word: refused instead.
+ */
+const namedRecord = <K extends z.ZodType<string>, V extends z.ZodType>(key: K, value: V) =>
+  z.preprocess(
+    (input, ctx) => {
+      if (typeof input === 'object' && input !== null && Object.hasOwn(input, '__proto__'))
+        ctx.addIssue({ code: 'custom', message: 'a member named __proto__ is refused', input });
+      return input;
+    },
+    z.record(key, value),
+  );
+
 const UserQuotaPatchSchema = z
   .object({
     rpm: z.number().int().nonnegative().max(1e12).nullable().optional(),
@@ -115,7 +129,7 @@ const ModelGovernancePatchSchema = z
       .strict()
       .nullable()
       .optional(),
-    downgrade: z.record(ModelIdSchema, ModelIdSchema.nullable()).nullable().optional(),
+    downgrade: namedRecord(ModelIdSchema, ModelIdSchema.nullable()).nullable().optional(),
   })
   .strict()
   .nullable();
@@ -123,18 +137,26 @@ const ModelGovernancePatchSchema = z
 /** `PATCH /v1/quotas/settings`: a JSON merge patch (RFC 7396); `null` removes an entry or a limit. */
 export const SettingsPatchSchema = z
   .object({
-    policy: z.enum(['hard_block', 'soft_downgrade']).optional(),
+    policy: z
+      .enum(['hard_block', 'soft_downgrade'])
+      .nullable()
+      .optional()
+      .meta({ description: '`null`: back to the default, `hard_block`' }),
     models: ModelGovernancePatchSchema.optional().meta({
       description:
         'model governance: `allowed` (null = every enabled model), `defaults` per type, `downgrade` map; `null` resets a member',
     }),
     org_user_quotas: z
       .object({
-        overrides: z.record(QuotaKeySchema, UserQuotaPatchSchema).optional(),
-        by_role: z.record(QuotaKeySchema, UserQuotaPatchSchema).optional(),
+        overrides: namedRecord(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
+        by_role: namedRecord(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
       })
       .strict()
-      .optional(),
+      .nullable()
+      .optional()
+      .meta({
+        description: '`null` removes every entry, `overrides: null` or `by_role: null` those of one map',
+      }),
   })
   .strict()
   .meta({ id: 'OrgQuotaSettingsPatch' });
