@@ -174,6 +174,26 @@ describe('organizations, members and roles', () => {
     expect(
       (await h.call(admin, 'post', `/v2/orgs/${s}/members`, { userId: target.userId, role: 'guest' })).status,
     ).toBe(201);
+
+    // nor demotes or removes a member who holds more: the key master keeps apikeys:manage
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: target.userId, role: 'key-master' });
+    const demote = await h.call(admin, 'post', `/v2/orgs/${s}/members`, {
+      userId: target.userId,
+      role: 'guest',
+    });
+    expect(demote.status).toBe(403);
+    expect(demote.body).toMatchObject({
+      error: 'PermissionEscalation',
+      details: { permissions: ['apikeys:manage'] },
+    });
+    expect((await h.call(admin, 'delete', `/v2/orgs/${s}/members/${target.userId}`)).status).toBe(403);
+    const members = (await h.call(owner, 'get', `/v2/orgs/${s}/members`)).body as Array<{
+      userId: string;
+      role: string;
+    }>;
+    expect(members.find((m) => m.userId === target.userId)?.role).toBe('key-master');
+    // anyone may still leave
+    expect((await h.call(admin, 'delete', `/v2/orgs/${s}/members/${admin.userId}`)).status).toBe(204);
   });
 
   describe('roles', () => {
@@ -253,6 +273,11 @@ describe('organizations, members and roles', () => {
       expect(
         (await h.call(manager, 'put', `/v2/orgs/${s}/roles/fine`, { permissions: ['roles:read'] })).status,
       ).toBe(201);
+      // nor strips a role of what they do not hold (its members would lose it)
+      await h.call(owner, 'put', `/v2/orgs/${s}/roles/keys`, { permissions: ['apikeys:manage'] });
+      const strip = await h.call(manager, 'put', `/v2/orgs/${s}/roles/keys`, { permissions: [] });
+      expect(strip.status).toBe(403);
+      expect(strip.body.details.permissions).toEqual(['apikeys:manage']);
     });
 
     it('a custom role’s permissions reach the principal', async () => {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { MembershipDoc, OrgDoc } from '../data/collections';
 import { loadCaller, requireUser } from '../domain/caller';
-import { orgAccess } from '../domain/org-access';
+import { type OrgAccess, orgAccess } from '../domain/org-access';
 import { findRole } from '../domain/roles';
 import { newId } from '../domain/secrets';
 import { iso } from './common';
@@ -165,6 +165,7 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
     }
     if (existing) {
       if (existing.role !== body.role) {
+        await mayChangeMember(c, access, existing);
         await c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: body.role } });
         await keepAnOwner(c, access.org, existing, () =>
           c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: existing.role } }),
@@ -205,6 +206,7 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
     if (existing.role === 'owner' && !leaving && access.membership?.role !== 'owner') {
       throw new Forbidden('Only an owner may remove an owner', { error: 'OwnerOnly' });
     }
+    if (!leaving) await mayChangeMember(c, access, existing);
     await c.collections.memberships.deleteOne({ _id: existing._id });
     await keepAnOwner(c, access.org, existing, () => c.collections.memberships.insertOne(existing));
     // Workspace roles in this organization's workspaces go with the membership.
@@ -230,4 +232,19 @@ async function keepAnOwner(c: AuthContext, org: OrgDoc, before: MembershipDoc, u
   if (owners > 0) return;
   await undo();
   throw new Conflict(`The last owner of ${org.slug} cannot be removed or demoted`, { error: 'LastOwner' });
+}
+
+/**
+ * Nobody demotes or removes a member who holds more than they hold: a `members:manage` holder could otherwise
+ * strip a fuller administrator of their role (owners have their own rule: only owners touch owners).
+ */
+async function mayChangeMember(c: AuthContext, access: OrgAccess, member: MembershipDoc): Promise<void> {
+  const role = await findRole(c.collections, access.org, member.role);
+  const beyond = (role?.permissions ?? []).filter((p) => !access.can(p as never));
+  if (beyond.length) {
+    throw new Forbidden(`${member.userId} holds permissions the caller does not hold`, {
+      error: 'PermissionEscalation',
+      details: { permissions: beyond },
+    });
+  }
 }
