@@ -129,9 +129,11 @@ describe('API keys through the edge', () => {
       expect((await api('GET', '/v2/me', as)).status).toBe(403);
     });
 
-    it('are refused as Bearer credentials (they carry no user)', async () => {
+    it('are refused as Bearer credentials (they carry no user), with where they go', async () => {
       const key = await mint({ permissions: ['members:read'] });
-      expect((await api('GET', '/v2/orgs/keyco/members', { bearer: key.apiKey })).status).toBe(401);
+      const alone = await api('GET', '/v2/orgs/keyco/members', { bearer: key.apiKey });
+      expect(alone.status).toBe(401);
+      expect(alone.body.message).toMatch(/^Organization API keys go in the x-platform-api-key header/);
     });
 
     it('a project-restricted key is refused outside its project', async () => {

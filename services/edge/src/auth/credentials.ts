@@ -31,7 +31,9 @@ function fromBearer(authorization: string): PresentedCredential {
   if (token.startsWith('iak_')) {
     return {
       kind: 'invalid',
-      reason: 'Organization API keys carry no user and are not accepted as Bearer credentials',
+      // the openai SDK sends its apiKey as Bearer: say where the key goes (spec 5.2 rule 1)
+      reason:
+        "Organization API keys go in the x-platform-api-key header, not alone as a Bearer token (openai SDK: defaultHeaders: { 'x-platform-api-key': key })",
     };
   }
   if (token.startsWith('wak_')) {
