@@ -99,6 +99,22 @@ describe('legacy accounts and access tokens', () => {
         .expect(200);
     });
 
+    it('counts concurrent attempts before their passwords are checked: a burst gets no more guesses', async () => {
+      const account = await signup(app.http);
+      const statuses = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          app.http
+            .post('/v2/auth/login')
+            .send({ username: account.username, password: i === 19 ? account.password : `guess ${i}` })
+            .then((res) => res.status),
+        ),
+      );
+      // 3 checked (LEGACY_LOGIN_MAX_FAILURES), the rest refused unchecked, the right password among them
+      expect(statuses.filter((s) => s === 429)).toHaveLength(17);
+      expect(statuses.filter((s) => s === 401 || s === 200)).toHaveLength(3);
+      clock.advance(61_000);
+    });
+
     it('forgets the failed logins of a username once their window has passed', async () => {
       const username = uniqueName('nobody');
       await app.http.post('/v2/auth/login').send({ username, password: 'wrong guess' }).expect(401);
@@ -148,6 +164,13 @@ describe('legacy accounts and access tokens', () => {
         .send({ expiresAt })
         .expect(200);
       expect(second.body.createdWith).toEqual({ action: 'create', authProvider: 'access_token' });
+      // ...never one that outlives it
+      const longer = await app.http
+        .post('/v2/auth/accessToken')
+        .set('X-Legacy-Session-Token', token)
+        .send({ expiresAt: expiresIn(31) })
+        .expect(400);
+      expect(longer.body.details.issues[0].field).toBe('expiresAt');
       await app.http.get('/v2/auth/accessToken').set('Authorization', `Bearer ${token}`).expect(200);
       // ...and it creates assistants, like the account.
       await app.http

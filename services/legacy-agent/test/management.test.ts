@@ -160,11 +160,15 @@ describe('legacy intents and entities (spec 4.3)', () => {
             },
           },
           settings: { en: { disableInput: 'yes' } },
+          // keys the store cannot hold (they answered 500)
+          parameters: { en: [{ $where: '1' }, { ok: { 'a.b': 2 } }] },
         })
         .expect(400);
       expect(fields(res)).toEqual(
         expect.arrayContaining([
           'name',
+          'parameters.en.0.$where',
+          'parameters.en.1.ok.a.b',
           'events.0',
           'utterances.en.0.data.0.slot_name',
           'conditionalResponses.en.default.web.0.type',

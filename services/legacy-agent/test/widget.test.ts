@@ -168,14 +168,20 @@ describe('legacy web chat: origins, CORS, script and demo page', () => {
     await app.http.get('/v1/widget.js').set('If-None-Match', res.headers.etag!).expect(304);
   });
 
-  it('shows the demo page with the token escaped and a strict policy allowing only its own script', async () => {
-    const res = await app.http
+  it('shows the demo page of a real assistant only, never indexed, with a strict policy allowing only its own script', async () => {
+    const { bot } = await accountWithBot(app.http);
+    const res = await app.http.get('/v1/widget-demo').query({ token: bot.clientToken }).expect(200);
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(res.headers['x-robots-tag']).toBe('noindex, nofollow');
+    expect(res.text).toContain(`data-token="${bot.clientToken}"`);
+    // a token no assistant has shows no chat on the platform's origin, and is not echoed
+    const forged = await app.http
       .get('/v1/widget-demo')
       .query({ token: 'lct_x"><script>alert(1)</script>' })
-      .expect(200);
-    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-    expect(res.text).not.toContain('<script>alert(1)');
-    expect(res.text).toContain('data-token="lct_x&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"');
+      .expect(404);
+    expect(forged.text).not.toContain('alert(1)');
+    expect(forged.text).not.toContain('widget.js');
+    expect(forged.text).toContain('No assistant has this client token');
     const csp = res.headers['content-security-policy']!;
     expect(csp).toContain("default-src 'none'");
     expect(csp).toContain("script-src 'self'");

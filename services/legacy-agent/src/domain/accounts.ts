@@ -1,6 +1,6 @@
 import { Conflict, Forbidden, InvalidInput, NotFound, RateLimited, Unauthenticated } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
-import type { AccountDoc, SessionDoc } from '../persistence/collections';
+import type { AccountDoc, LoginFailureDoc, SessionDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import { hashPassword, type PasswordHash, verifyPassword } from './passwords';
@@ -47,14 +47,12 @@ export class Accounts {
   async login(username: string, password: string): Promise<SessionGrant> {
     const { cols } = this.ctx;
     const key = usernameKey(username);
-    await this.refuseWhenThrottled(key);
+    await this.takeAttempt(key);
     const account = await cols.accounts.findOne({ usernameKey: key });
     this.dummyHash ??= hashPassword('not a real password', this.ctx.config.LEGACY_PASSWORD_SCRYPT_COST);
     const ok = await verifyPassword(password, account?.password ?? (await this.dummyHash));
-    if (!account || !ok) {
-      await this.recordFailure(key);
+    if (!account || !ok)
       throw new Unauthenticated('Wrong username or password', { error: 'InvalidCredentials' });
-    }
     await cols.loginFailures.deleteOne({ _id: key });
     return this.openSession(account, 'login');
   }
@@ -88,6 +86,11 @@ export class Accounts {
     if (expiresAt.getTime() <= now.getTime()) throw invalidExpiry('must be in the future');
     if (expiresAt.getTime() > now.getTime() + config.LEGACY_ACCESS_TOKEN_MAX_TTL_SECONDS * 1000)
       throw invalidExpiry(`must be at most ${config.LEGACY_ACCESS_TOKEN_MAX_TTL_SECONDS} seconds away`);
+    // a token outlives nothing that made it: a leaked short-lived token must not buy a two-year one
+    if (auth.session.kind === 'access_token' && expiresAt.getTime() > auth.session.expiresAt.getTime())
+      throw invalidExpiry(
+        `must not be later than the access token this request was made with (${auth.session.expiresAt.toISOString()})`,
+      );
     const token = newToken('accessToken');
     const doc: SessionDoc = {
       _id: newId(),
@@ -147,36 +150,40 @@ export class Accounts {
     return { userId: account._id, sessionToken: token };
   }
 
-  private async refuseWhenThrottled(key: string): Promise<void> {
-    const { cols, clock, config } = this.ctx;
-    const failures = await cols.loginFailures.findOne({ _id: key });
-    if (!failures || failures.count < config.LEGACY_LOGIN_MAX_FAILURES) return;
-    const windowEnds = failures.windowStart.getTime() + config.LEGACY_LOGIN_FAILURE_WINDOW_SECONDS * 1000;
-    const waitMs = windowEnds - clock.now().getTime();
-    if (waitMs > 0)
-      throw new RateLimited(Math.ceil(waitMs / 1000), 'Too many failed logins; try again later');
-  }
-
-  private async recordFailure(key: string): Promise<void> {
+  /**
+   * Counts a login attempt BEFORE its password is checked, and refuses it past LEGACY_LOGIN_MAX_FAILURES in the
+   * window: counted after the check, every attempt already in flight passed (200 concurrent guesses were all
+   * checked). A right password then clears the count; the right one past the limit is refused too.
+   */
+  private async takeAttempt(key: string): Promise<void> {
     const { cols, clock, config } = this.ctx;
     const now = clock.now();
-    const windowStartedAfter = new Date(now.getTime() - config.LEGACY_LOGIN_FAILURE_WINDOW_SECONDS * 1000);
-    const counted = await cols.loginFailures.updateOne(
-      { _id: key, windowStart: { $gt: windowStartedAfter } },
-      { $inc: { count: 1 } },
-    );
-    if (counted.matched === 0)
-      await cols.loginFailures.updateOne(
-        { _id: key },
-        {
-          $set: {
-            count: 1,
-            windowStart: now,
-            expiresAt: new Date(now.getTime() + config.LEGACY_LOGIN_FAILURE_WINDOW_SECONDS * 1000),
-          },
-        },
-        { upsert: true },
+    const windowMs = config.LEGACY_LOGIN_FAILURE_WINDOW_SECONDS * 1000;
+    const fresh = { count: 1, windowStart: now, expiresAt: new Date(now.getTime() + windowMs) };
+    let counted: LoginFailureDoc | null = null;
+    for (let attempt = 0; !counted && attempt < 5; attempt++) {
+      counted = await cols.loginFailures.findOneAndUpdate(
+        { _id: key, windowStart: { $gt: new Date(now.getTime() - windowMs) } },
+        { $inc: { count: 1 } },
       );
+      if (counted) break;
+      // no live window: start one, by resetting an ended one or inserting; losing either race means
+      // another attempt's window is live now, to count in on the next turn
+      counted = await cols.loginFailures.findOneAndUpdate(
+        { _id: key, windowStart: { $lte: new Date(now.getTime() - windowMs) } },
+        { $set: fresh },
+      );
+      if (counted) break;
+      try {
+        await cols.loginFailures.insertOne({ _id: key, ...fresh });
+        return;
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
+    }
+    if (!counted || counted.count <= config.LEGACY_LOGIN_MAX_FAILURES) return;
+    const waitMs = counted.windowStart.getTime() + windowMs - now.getTime();
+    throw new RateLimited(Math.max(1, Math.ceil(waitMs / 1000)), 'Too many failed logins; try again later');
   }
 }
 

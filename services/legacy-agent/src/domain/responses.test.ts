@@ -72,6 +72,10 @@ describe('choosing a stream', () => {
     expect(streamFor(response.default, 'web')).toEqual([{ type: 'text', text: ['default'] }]);
     expect(streamFor({ web: [] }, 'speaker')).toBeUndefined();
     expect(chooseStream(undefined, vars())).toEqual([]);
+    // a channel named like an object's machinery is a channel like any other (it answered 500)
+    for (const platform of ['constructor', '__proto__', 'toString', 'hasOwnProperty'])
+      expect(streamFor(response.default, platform)).toEqual([{ type: 'text', text: ['default'] }]);
+    expect(streamFor({ web: [] }, 'constructor')).toBeUndefined();
   });
 });
 

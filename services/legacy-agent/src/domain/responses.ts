@@ -90,11 +90,12 @@ export function streamFor(
   platform: string,
 ): ResponseElement[] | undefined {
   if (!fulfillment) return undefined;
-  const exact = fulfillment[platform];
-  if (exact) return exact;
+  // own channels only: `platform` is the caller's, and `constructor` or `toString` name an object's machinery
+  if (Object.hasOwn(fulfillment, platform)) return fulfillment[platform];
   const lower = platform.toLowerCase();
-  for (const channel in fulfillment) if (channel.toLowerCase() === lower) return fulfillment[channel];
-  return fulfillment.default;
+  for (const channel of Object.keys(fulfillment))
+    if (channel.toLowerCase() === lower) return fulfillment[channel];
+  return Object.hasOwn(fulfillment, 'default') ? fulfillment.default : undefined;
 }
 
 /**

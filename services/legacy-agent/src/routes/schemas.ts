@@ -219,6 +219,29 @@ const settings = z.object({
   disableInput: z.boolean().default(DEFAULT_SETTINGS.disableInput),
 });
 
+/** The first key of a free-form value the store cannot hold (`$…`, a `.`), or past 10 levels of nesting: its path. */
+function unstorableKey(value: unknown, path: string[] = []): string[] | null {
+  if (typeof value !== 'object' || value === null) return null;
+  if (path.length > 10) return path;
+  for (const [key, inner] of Object.entries(value)) {
+    if (!Array.isArray(value) && (key.startsWith('$') || key.includes('.'))) return [...path, key];
+    const found = unstorableKey(inner, [...path, key]);
+    if (found) return found;
+  }
+  return null;
+}
+
+/** A free-form object the caller gives and the store keeps as it is: keys MongoDB (and NeDB) can hold. */
+const storableObject = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+  const key = unstorableKey(value);
+  if (key)
+    ctx.addIssue({
+      code: 'custom',
+      path: key,
+      message: 'keys may not start with $ nor hold a dot, and values nest at most 10 levels deep',
+    });
+});
+
 /** Every field of an intent; on create all are optional, on update the present ones replace the stored ones. */
 export const intentFields = {
   name: nonEmptyText(120),
@@ -230,7 +253,7 @@ export const intentFields = {
   inputContexts: z.array(symbol('context')).max(20),
   outputContexts: byLang(z.array(outputContext).max(20)),
   utterances: byLang(z.array(utterance).max(5000)),
-  parameters: byLang(z.array(z.record(z.string(), z.unknown())).max(100)),
+  parameters: byLang(z.array(storableObject).max(100)),
   conditionalResponses: byLang(conditionalResponse),
   settings: byLang(settings),
 };

@@ -75,16 +75,19 @@ export function mountWidgetRoutes(router: Router, { assistants }: LegacyDomain):
     res.json({ name: assistant.name, lang: assistant.lang, photo: assistant.photo });
   });
 
-  router.get('/v1/widget-demo', (req, res) => {
+  router.get('/v1/widget-demo', async (req, res) => {
     const token =
       typeof req.query.token === 'string' && req.query.token.trim() ? req.query.token.trim() : undefined;
+    // a page of the platform's origin showing a developer's content: only for a real assistant, never indexed
+    const unknown = token !== undefined && !(await assistants.byClientToken(token).catch(() => null));
     res.setHeader('content-security-policy', DEMO_PAGE_CSP);
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('referrer-policy', 'no-referrer');
     res.setHeader('cache-control', 'no-store');
+    res.setHeader('x-robots-tag', 'noindex, nofollow');
     res
-      .status(token ? 200 : 400)
+      .status(unknown ? 404 : token ? 200 : 400)
       .type('text/html; charset=utf-8')
-      .send(demoPage(token, scriptUrl(req)));
+      .send(demoPage(token, scriptUrl(req), unknown));
   });
 }
