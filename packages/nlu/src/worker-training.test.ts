@@ -63,6 +63,14 @@ describe('trainModelInWorker', () => {
     );
   });
 
+  it('stops the worker, and rejects, when it has not answered within timeoutMs', async () => {
+    await expect(trainModelInWorker(largerAssistant(), { timeoutMs: 200 })).rejects.toThrow(
+      /the training took longer than 200 ms/,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(workerPids()).toEqual([]);
+  });
+
   it('rejects, naming how it ended, when the worker dies before answering', async () => {
     const training = trainModelInWorker(largerAssistant());
     const deadline = Date.now() + 20_000;

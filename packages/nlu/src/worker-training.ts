@@ -21,6 +21,8 @@ import type { NluModel, NluTrainingSet } from './types';
 export interface WorkerTrainingOptions {
   /** how many steps below this process's priority the worker runs (0: the same) */
   nice?: number;
+  /** the worker is stopped, and the training fails, when it has not answered within this (none: no limit) */
+  timeoutMs?: number;
 }
 
 /** what the worker keeps of its stderr for an error message */
@@ -109,6 +111,14 @@ export function trainModelInWorker(
     // a service that exits takes its training with it
     const killChild = () => child.kill('SIGKILL');
     process.once('exit', killChild);
+    let timedOut = false;
+    const deadline =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            killChild();
+          }, options.timeoutMs);
     // what the worker prints (a warning, a crash) goes to this process's stderr, as a worker thread's did
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (text: string) => {
@@ -128,6 +138,8 @@ export function trainModelInWorker(
     // an answer cut short says how the worker ended, and what it printed last
     const answer = readAnswer(results).catch(async () => {
       const how = await exited;
+      if (timedOut)
+        throw new Error(`trainModelInWorker: the training took longer than ${options.timeoutMs} ms`);
       throw new Error(
         `trainModelInWorker: the worker stopped (${how}) before answering${stderr ? `: ${stderr.trim()}` : ''}`,
       );
@@ -141,6 +153,7 @@ export function trainModelInWorker(
       })
       .then(resolve, reject)
       .finally(() => {
+        clearTimeout(deadline);
         process.off('exit', killChild);
         child.stdin!.end();
       });

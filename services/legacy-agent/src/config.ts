@@ -42,6 +42,10 @@ export const legacyAgentConfigSchema = z.object({
   LEGACY_TRAIN_IN_WORKER: env.bool(true),
   /** how much lower (nice, 0-19) the training worker process runs than the process answering Messages */
   LEGACY_TRAINING_NICE: z.coerce.number().int().min(0).max(19).default(10),
+  /** most training sentences (every intent's, in one language) a model is trained on: beyond, training is refused */
+  LEGACY_MAX_TRAINING_SENTENCES: env.int(50_000, 1),
+  /** a training still running after this long is stopped (one training at a time serves every assistant) */
+  LEGACY_TRAINING_TIMEOUT_SECONDS: env.int(600, 1),
   /** a conversation idle for longer than this ends; the user's next message starts a new session */
   LEGACY_CONVERSATION_IDLE_SECONDS: env.int(30 * 60, 1),
   /** turns an output context stays active when its intent does not say */

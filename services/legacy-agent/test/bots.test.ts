@@ -32,6 +32,7 @@ describe('legacy assistants', () => {
       ...bot,
       training: {
         upToDate: true,
+        error: null,
         revision: 0,
         languages: {
           en: { revision: 0, hasModel: false, trainedAt: null, trainingMs: null },

@@ -118,6 +118,39 @@ describe('legacy models: retraining without blocking Messages', () => {
     }
   });
 
+  it('refuses to train more than LEGACY_MAX_TRAINING_SENTENCES, says why in the status, and keeps the model', async () => {
+    const nlu = new ScriptedNlu();
+    const app = await startLegacyApp({ nlu, env: { LEGACY_MAX_TRAINING_SENTENCES: '3' } });
+    try {
+      const { bot } = await accountWithBot(app.http);
+      const made = await app.http
+        .post('/v1/intents')
+        .set(dev(bot))
+        .send({ name: 'Small', utterances: { en: [utterance('one'), utterance('two')] } })
+        .expect(200);
+      await trained(app.http, bot);
+      expect(nlu.trainings).toHaveLength(1);
+      await app.http
+        .post(`/v1/intents/${made.body.id}`)
+        .set(dev(bot))
+        .send({ utterances: { en: ['one', 'two', 'three', 'four'].map(utterance) } })
+        .expect(200);
+      const status = await waitFor(
+        async () => {
+          const training = (await app.http.get('/v1/bots').set(dev(bot))).body.training;
+          return training.error ? training : null;
+        },
+        { what: 'the refusal in the status' },
+      );
+      expect(status.upToDate).toBe(false);
+      expect(status.error).toMatch(/^4 training sentences in en, more than the 3 a model is trained on/);
+      expect(nlu.trainings).toHaveLength(1);
+      expect(status.languages.en.hasModel).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('makes a message to a brand-new assistant wait for its first model', async () => {
     const nlu = new ScriptedNlu();
     const app = await startLegacyApp({ nlu });

@@ -20,7 +20,7 @@ export type NluParse = NluResult;
 export interface NluEngine {
   trainModel(set: NluTrainingSet): NluModel | Promise<NluModel>;
   /** trains in a worker process whose threads run `nice` steps below this one (@platform/nlu) */
-  trainModelInWorker(set: NluTrainingSet, options: { nice: number }): Promise<NluModel>;
+  trainModelInWorker(set: NluTrainingSet, options: { nice: number; timeoutMs: number }): Promise<NluModel>;
   /**
    * The bytes to store for a model, and a model from them (@platform/nlu: its binary form, gzipped, made by the
    * training worker; docs/decisions/0081).
@@ -91,8 +91,13 @@ const modelKey = (assistantId: string, lang: string) => `${assistantId}:${lang}`
 const blobOf = (key: string, fingerprint: string) => `${key}:${fingerprint}`;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** A training the service will not run (too large): its message is the assistant's to read. */
+class TrainingRefused extends Error {}
+
 export interface TrainingStatus {
   upToDate: boolean;
+  /** why the last training of these intents and entities failed, while it is not up to date */
+  error: string | null;
   /** the revision of the intents and entities (bumped by every change) */
   revision: number;
   /** per language: the revision its current model learnt */
@@ -109,6 +114,8 @@ export class Understanding {
   private readonly training = new Map<string, TrainingState>();
   /** assistants whose last training failed: Messages stop waiting for them until one succeeds */
   private readonly failures = new Set<string>();
+  /** why an assistant's last training failed, for its status (cleared by a success) */
+  private readonly failureReasons = new Map<string, string>();
   /** model keys whose stored model could not be loaded (damaged, or from an incompatible host): retrained */
   private readonly unloadable = new Set<string>();
   /** one training at a time: the machine's cores also answer Messages */
@@ -172,7 +179,8 @@ export class Understanding {
         : { revision: 0, hasModel: false, trainedAt: null, trainingMs: null };
     }
     const upToDate = Object.values(languages).every((l) => l.revision >= assistant.dataRevision);
-    return { upToDate, revision: assistant.dataRevision, languages };
+    const error = upToDate ? null : (this.failureReasons.get(assistant._id) ?? null);
+    return { upToDate, revision: assistant.dataRevision, languages, error };
   }
 
   /** After intents or entities change: train once the burst of changes is over. */
@@ -216,6 +224,7 @@ export class Understanding {
     if (state) this.ctx.timers.clear(state.timer);
     this.training.delete(assistantId);
     this.failures.delete(assistantId);
+    this.failureReasons.delete(assistantId);
     for (const key of this.cache.keys()) if (key.startsWith(`${assistantId}:`)) this.cache.delete(key);
   }
 
@@ -288,10 +297,17 @@ export class Understanding {
     state.running = task
       .then(() => {
         this.failures.delete(assistantId);
+        this.failureReasons.delete(assistantId);
       })
       .catch((err) => {
         this.failures.add(assistantId);
-        this.ctx.logger.error({ err, assistantId }, 'training failed');
+        if (err instanceof TrainingRefused) {
+          this.failureReasons.set(assistantId, err.message);
+          this.ctx.logger.warn({ assistantId, reason: err.message }, 'training refused');
+        } else {
+          this.failureReasons.set(assistantId, 'the training failed; the previous model answers');
+          this.ctx.logger.error({ err, assistantId }, 'training failed');
+        }
       })
       .finally(() => {
         state.running = undefined;
@@ -311,8 +327,16 @@ export class Understanding {
       cols.intents.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
       cols.entities.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
     ]);
+    const { LEGACY_MAX_TRAINING_SENTENCES: maxSentences, LEGACY_TRAINING_TIMEOUT_SECONDS: timeout } =
+      this.ctx.config;
     for (const lang of assistant.languages) {
       const set = toTrainingSet(lang, intents, entities);
+      // one training at a time serves every assistant: none may hold it for long (decision 0021)
+      const sentences = set.intents.reduce((n, intent) => n + intent.utterances.length, 0);
+      if (sentences > maxSentences)
+        throw new TrainingRefused(
+          `${sentences} training sentences in ${lang}, more than the ${maxSentences} a model is trained on (LEGACY_MAX_TRAINING_SENTENCES); the previous model answers`,
+        );
       const fingerprint = fingerprintOf(set);
       const key = modelKey(assistantId, lang);
       const stored = await cols.models.findOne({ _id: key });
@@ -327,7 +351,10 @@ export class Understanding {
         set.intents.length === 0
           ? null
           : this.ctx.config.LEGACY_TRAIN_IN_WORKER
-            ? await this.engine.trainModelInWorker(set, { nice: this.ctx.config.LEGACY_TRAINING_NICE })
+            ? await this.engine.trainModelInWorker(set, {
+                nice: this.ctx.config.LEGACY_TRAINING_NICE,
+                timeoutMs: timeout * 1000,
+              })
             : await this.engine.trainModel(set);
       const trainingMs = Date.now() - started;
       // Loading, serializing and storing a large model each hold the event loop for a while: let the

@@ -439,6 +439,10 @@ export const WidgetConfigSchema = z
 export const AssistantWithTrainingSchema = AssistantSchema.extend({
   training: z.looseObject({
     upToDate: z.boolean(),
+    error: z
+      .string()
+      .nullable()
+      .meta({ description: 'why the last training failed (too many sentences, say) while not up to date' }),
     revision: z.number().int().meta({ description: 'revision of the intents and entities' }),
     languages: byLangOut(
       z.looseObject({
