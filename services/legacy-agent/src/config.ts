@@ -57,6 +57,8 @@ export const legacyAgentConfigSchema = z.object({
     .default("Sorry, I didn't get that. Could you say it another way?"),
   /** largest JSON request body */
   LEGACY_BODY_LIMIT_BYTES: env.int(2 * 1024 * 1024, 1024),
+  /** largest body of the public POST /v1/Messages (a text is at most 4,000 characters) */
+  LEGACY_MESSAGES_BODY_LIMIT_BYTES: env.int(64 * 1024, 1024),
   /** most intents one assistant may hold */
   LEGACY_MAX_INTENTS: env.int(2_000, 1),
   /** most entities one assistant may hold */

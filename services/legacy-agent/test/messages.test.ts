@@ -299,6 +299,15 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
       expect(res.body.status).toMatchObject({ code: 400, errorType: 'invalid_request' });
     });
 
+    it('answers 413 in its own shape to a body past LEGACY_MESSAGES_BODY_LIMIT_BYTES (64 KiB)', async () => {
+      const res = await app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', text: 'hi', payload: { blob: 'x'.repeat(70 * 1024) } })
+        .expect(413);
+      expect(res.body.status).toMatchObject({ code: 413, errorType: 'payload_too_large' });
+    });
+
     it('answers 401 unauthorized without a known client token, and to a developer token', async () => {
       const none = await app.http
         .post('/v1/Messages')
