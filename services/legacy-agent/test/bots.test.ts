@@ -75,6 +75,13 @@ describe('legacy assistants', () => {
       .send({ name: 'x', lang: 'en', languages: ['fr'] })
       .expect(400);
     expect(noLang.body.details.issues).toEqual([{ field: 'languages', message: expect.any(String) }]);
+    // a well-formed tag too long to name a language (its models' ids would outgrow the store's)
+    const long = `en${'-abcdefgh'.repeat(30)}`;
+    await app.http
+      .post('/v2/bots')
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .send({ name: 'x', lang: long, languages: [long] })
+      .expect(400);
   });
 
   it('refuses unknown tokens and the client token on management routes', async () => {

@@ -13,6 +13,8 @@ const CHANNEL_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export const langCode = z
   .string()
+  // a tag that long names no language, and would push the model's blob id past the store's 200 characters
+  .max(35)
   .regex(LANG_PATTERN, 'must be a language code such as "en" or "pt-BR"')
   .meta({ description: 'language code' });
 const symbol = (what: string) =>
