@@ -126,6 +126,33 @@ describe('the edge in front of the platform', () => {
     expect(Number(last.headers.get('retry-after'))).toBe(last.body.retryAfter);
   });
 
+  it("applies a quota settings change from the gateway's next request, not when its cached copy expires", async () => {
+    // the platform's clock stands still here: only llm.quota.settings.changed can refresh the gateway's copy
+    const owner = (await call(p.baseUrl, 'POST', '/v2/login/anonymous')).body.token as string;
+    expect(
+      (await call(p.baseUrl, 'POST', '/v2/orgs', { bearer: owner, body: { slug: 'fresh-gov', name: 'Gov' } }))
+        .status,
+    ).toBe(201);
+    const chat = () =>
+      call(p.gatewayUrl, 'POST', '/v1/chat/completions', {
+        bearer: owner,
+        body: { model: 'mock/chat', messages: [{ role: 'user', content: 'hi' }] },
+      });
+    expect((await chat()).status).toBe(200);
+    const patched = await call(p.gatewayUrl, 'PATCH', '/v1/quotas/settings', {
+      bearer: owner,
+      body: { models: { allowed: ['mock/embeddings'] } },
+    });
+    expect(patched.status).toBe(200);
+    const refused = await chat();
+    expect([refused.status, refused.body.code]).toEqual([403, 'MODEL_NOT_ALLOWED']);
+    await call(p.gatewayUrl, 'PATCH', '/v1/quotas/settings', {
+      bearer: owner,
+      body: { models: { allowed: null } },
+    });
+    expect((await chat()).status).toBe(200);
+  });
+
   it('retires legacy v1 (410, nothing processed) and, before the instant, serves it with deprecation headers', async () => {
     const retired = await call(p.legacyUrl, 'GET', '/v1/bots', { bearer: 'some-developer-token' });
     expect(retired.status).toBe(410);

@@ -9,6 +9,7 @@ export const Subjects = {
   credentialRevoked: 'auth.credential.revoked',
   membershipChanged: 'auth.membership.changed',
   llmCatalogueUpdated: 'llm.catalogue.updated',
+  llmQuotaSettingsChanged: 'llm.quota.settings.changed',
 } as const;
 
 export type Subject = (typeof Subjects)[keyof typeof Subjects];
@@ -86,6 +87,17 @@ export type LlmCompletionEvent = z.infer<typeof LlmCompletionEvent>;
 export const LlmCatalogueUpdatedEvent = z.object({ version: z.literal(1), at: z.string() });
 export type LlmCatalogueUpdatedEvent = z.infer<typeof LlmCatalogueUpdatedEvent>;
 
+/**
+ * `llm.quota.settings.changed`, version 1: an organization's quota settings (policy, limits, per-user quotas,
+ * model governance) or plan changed in llm-quota; gateway instances drop their cached copy.
+ */
+export const LlmQuotaSettingsChangedEvent = z.object({
+  version: z.literal(1),
+  orgSlug: z.string(),
+  at: z.string(),
+});
+export type LlmQuotaSettingsChangedEvent = z.infer<typeof LlmQuotaSettingsChangedEvent>;
+
 export interface EventPayloads {
   'gateway.jwks.updated': JwksUpdatedEvent;
   'runtime.jwks.updated': JwksUpdatedEvent;
@@ -94,4 +106,5 @@ export interface EventPayloads {
   'auth.credential.revoked': CredentialRevokedEvent;
   'auth.membership.changed': MembershipChangedEvent;
   'llm.catalogue.updated': LlmCatalogueUpdatedEvent;
+  'llm.quota.settings.changed': LlmQuotaSettingsChangedEvent;
 }

@@ -1,5 +1,5 @@
 import type { Bus } from '@platform/bus';
-import { LlmCatalogueUpdatedEvent, Subjects } from '@platform/contracts';
+import { LlmCatalogueUpdatedEvent, LlmQuotaSettingsChangedEvent, Subjects } from '@platform/contracts';
 import {
   type BaseDeps,
   createHttpMetrics,
@@ -223,6 +223,13 @@ export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<Pla
         deps.bus.subscribe(Subjects.llmCatalogueUpdated, (payload) => {
           if (!LlmCatalogueUpdatedEvent.safeParse(payload).success) return;
           context.catalogue.reload().catch((err) => deps.logger.error({ err }, 'catalogue reload failed'));
+        }),
+      );
+      // llm-quota says when an organization's settings change: the next request reads them fresh
+      unsubscribes.push(
+        deps.bus.subscribe(Subjects.llmQuotaSettingsChanged, (payload) => {
+          const event = LlmQuotaSettingsChangedEvent.safeParse(payload);
+          if (event.success) context.orgSettings.forget(event.data.orgSlug);
         }),
       );
       // A change announced while this instance was away from the bus is picked up from the store.

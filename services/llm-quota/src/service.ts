@@ -1,4 +1,5 @@
 import type { Bus } from '@platform/bus';
+import { Subjects } from '@platform/contracts';
 import {
   type BaseDeps,
   type Clock,
@@ -103,6 +104,13 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     settings,
     catalog,
     planOf: (doc) => planInForce(doc, catalog, config.LLM_QUOTA_DEFAULT_PLAN, logger),
+    // without the bus the gateways see the change when their cached copy expires (LLM_GATEWAY_SETTINGS_TTL_MS)
+    settingsChanged: (orgSlug) =>
+      bus
+        .publish(Subjects.llmQuotaSettingsChanged, { version: 1, orgSlug, at: clock.now().toISOString() })
+        .catch((err: unknown) =>
+          logger.warn({ err, orgSlug }, 'llm.quota.settings.changed could not be published'),
+        ),
   };
   const app = createServiceApp({
     name: 'llm-quota',

@@ -10,6 +10,8 @@ export interface RouteDeps {
   config: LlmQuotaConfig;
   clock: Clock;
   logger: Logger;
+  /** tells the gateways an organization's settings changed (they drop their cached copy); never throws */
+  settingsChanged(orgSlug: string): Promise<void>;
   collections: QuotaCollections;
   settings: SettingsRepository;
   catalog: PlanCatalog;

@@ -75,6 +75,7 @@ export function mountInternalRoutes(router: Router, deps: RouteDeps): void {
     }
     const updated = await deps.settings.assignPlan(orgSlug, plan, 'operator');
     deps.logger.info({ orgSlug, plan }, 'plan assigned by an operator');
+    await deps.settingsChanged(orgSlug);
     res.json(settingsView(updated));
   });
 }

@@ -52,6 +52,7 @@ export function mountSettingsRoutes(router: Router, deps: RouteDeps): void {
         deps.config.LLM_QUOTA_MAX_USER_OVERRIDES,
       );
       deps.logger.info({ orgSlug: org.slug, by: actorOf(principal), patch }, 'quota settings changed');
+      await deps.settingsChanged(org.slug);
       res.json(settingsView(updated));
     } catch (err) {
       if (err instanceof TooManyEntries) {
