@@ -44,24 +44,24 @@ export async function createAccessToken(
   return { doc, token };
 }
 
-/** Revokes one of the user's live access tokens and tells every edge. */
-export async function revokeAccessToken(c: AuthContext, userId: string, id: string): Promise<void> {
+/** Revokes the user's live access token `id`, if it still is one, and tells every edge; whether it did. */
+async function revokeLive(c: AuthContext, userId: string, id: string): Promise<boolean> {
   const revoked = await c.collections.accessTokens.findOneAndUpdate(
     { _id: id, userId, revokedAt: null },
     { $set: { revokedAt: c.clock.now() } },
   );
-  if (!revoked) throw new NotFound(`No access token ${id}`, { error: 'AccessTokenNotFound' });
-  await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
+  if (revoked) await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
+  return Boolean(revoked);
+}
+
+/** Revokes one of the user's live access tokens and tells every edge. */
+export async function revokeAccessToken(c: AuthContext, userId: string, id: string): Promise<void> {
+  if (!(await revokeLive(c, userId, id)))
+    throw new NotFound(`No access token ${id}`, { error: 'AccessTokenNotFound' });
 }
 
 /** Revokes every live access token of the user (a password reset: whoever held the account may have made some). */
 export async function revokeUserAccessTokens(c: AuthContext, userId: string): Promise<void> {
-  const live = await c.collections.accessTokens.find({ userId, revokedAt: null });
-  for (const token of live) {
-    const revoked = await c.collections.accessTokens.findOneAndUpdate(
-      { _id: token._id, revokedAt: null },
-      { $set: { revokedAt: c.clock.now() } },
-    );
-    if (revoked) await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
-  }
+  for (const token of await c.collections.accessTokens.find({ userId, revokedAt: null }))
+    await revokeLive(c, userId, token._id);
 }

@@ -30,6 +30,11 @@ export interface OrgAccess {
   can(permission: PermissionName): boolean;
   /** throws Forbidden naming the missing permission */
   require(permission: PermissionName): void;
+  /**
+   * Nobody hands out, or takes away, more than they hold: throws 403 `PermissionEscalation` with `message`,
+   * listing those of `permissions` the caller lacks.
+   */
+  requireHeld(permissions: readonly string[], message: string): void;
 }
 
 /**
@@ -86,6 +91,11 @@ export async function orgAccess(
           details: { permission, orgSlug: slug },
         });
       }
+    },
+    requireHeld(permissions, message) {
+      const beyond = permissions.filter((p) => !granted.has(p as PermissionName));
+      if (beyond.length)
+        throw new Forbidden(message, { error: 'PermissionEscalation', details: { permissions: beyond } });
     },
   };
 }

@@ -1,5 +1,5 @@
 import { ORG_API_KEY_PATTERN } from '@platform/contracts';
-import { Forbidden, jsonBody, NotFound, parseInput } from '@platform/kernel';
+import { jsonBody, NotFound, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -80,13 +80,7 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
     const body = parseInput(CreateOrgApiKeyBody, jsonBody(req));
     const now = c.clock.now();
     const expiresAt = checkExpiry('expiresAt', body.expiresAt, now);
-    const beyond = body.permissions.filter((p) => !access.can(p as never));
-    if (beyond.length) {
-      throw new Forbidden('A key may not hold permissions its creator does not hold', {
-        error: 'PermissionEscalation',
-        details: { permissions: beyond },
-      });
-    }
+    access.requireHeld(body.permissions, 'A key may not hold permissions its creator does not hold');
     const apiKey = newOrgApiKey(access.org.slug);
     const doc: OrgApiKeyDoc = {
       _id: newId(),

@@ -156,13 +156,7 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
       throw new Forbidden('Only an owner may grant or change the owner role', { error: 'OwnerOnly' });
     }
     // Nobody hands out a role holding more than they hold (not even to themselves).
-    const beyond = role.permissions.filter((p) => !access.can(p as never));
-    if (beyond.length) {
-      throw new Forbidden(`Role ${role.slug} holds permissions the caller does not hold`, {
-        error: 'PermissionEscalation',
-        details: { permissions: beyond },
-      });
-    }
+    access.requireHeld(role.permissions, `Role ${role.slug} holds permissions the caller does not hold`);
     if (existing) {
       if (existing.role !== body.role) {
         await mayChangeMember(c, access, existing);
@@ -240,11 +234,5 @@ async function keepAnOwner(c: AuthContext, org: OrgDoc, before: MembershipDoc, u
  */
 async function mayChangeMember(c: AuthContext, access: OrgAccess, member: MembershipDoc): Promise<void> {
   const role = await findRole(c.collections, access.org, member.role);
-  const beyond = (role?.permissions ?? []).filter((p) => !access.can(p as never));
-  if (beyond.length) {
-    throw new Forbidden(`${member.userId} holds permissions the caller does not hold`, {
-      error: 'PermissionEscalation',
-      details: { permissions: beyond },
-    });
-  }
+  access.requireHeld(role?.permissions ?? [], `${member.userId} holds permissions the caller does not hold`);
 }

@@ -73,23 +73,14 @@ export function mountRoleRoutes(router: Router, c: AuthContext): void {
     );
     const body = parseInput(PutRoleBody, jsonBody(req));
     // Nobody hands out more than they hold.
-    const beyond = body.permissions.filter((p) => !access.can(p as never));
-    if (beyond.length) {
-      throw new Forbidden('A role may not grant permissions the caller does not hold', {
-        error: 'PermissionEscalation',
-        details: { permissions: beyond },
-      });
-    }
+    access.requireHeld(body.permissions, 'A role may not grant permissions the caller does not hold');
     const now = c.clock.now();
     const existing = await c.collections.roles.findOne({ orgId: access.org._id, slug });
     // ...nor takes away from a role more than they hold: its members would lose what the caller cannot give back
-    const held = (existing?.permissions ?? []).filter((p) => !access.can(p as never));
-    if (held.length) {
-      throw new Forbidden(`Role ${slug} holds permissions the caller does not hold`, {
-        error: 'PermissionEscalation',
-        details: { permissions: held },
-      });
-    }
+    access.requireHeld(
+      existing?.permissions ?? [],
+      `Role ${slug} holds permissions the caller does not hold`,
+    );
     const doc: RoleDoc = {
       _id: existing?._id ?? newId(),
       orgId: access.org._id,

@@ -161,7 +161,7 @@ export class Accounts {
     const windowMs = config.LEGACY_LOGIN_FAILURE_WINDOW_SECONDS * 1000;
     const fresh = { count: 1, windowStart: now, expiresAt: new Date(now.getTime() + windowMs) };
     let counted: LoginFailureDoc | null = null;
-    for (let attempt = 0; !counted && attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < 5; attempt++) {
       counted = await cols.loginFailures.findOneAndUpdate(
         { _id: key, windowStart: { $gt: new Date(now.getTime() - windowMs) } },
         { $inc: { count: 1 } },

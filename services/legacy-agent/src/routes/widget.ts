@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, gzipSync, constants as zlib } from 'node:zlib';
-import { forwardedViewOf } from '@platform/kernel';
+import { AppError, forwardedViewOf } from '@platform/kernel';
 import type { Request, Router } from 'express';
 import type { LegacyDomain } from '../domain';
 import { DEMO_PAGE_CSP, demoPage } from '../widget/demo-page';
@@ -79,7 +79,13 @@ export function mountWidgetRoutes(router: Router, { assistants }: LegacyDomain):
     const token =
       typeof req.query.token === 'string' && req.query.token.trim() ? req.query.token.trim() : undefined;
     // a page of the platform's origin showing a developer's content: only for a real assistant, never indexed
-    const unknown = token !== undefined && !(await assistants.byClientToken(token).catch(() => null));
+    const unknown =
+      token !== undefined &&
+      !(await assistants.byClientToken(token).catch((err: unknown) => {
+        // only a token no assistant has; a store that fails is the envelope's 503, not a 404 page
+        if (err instanceof AppError && err.kind === 'unauthenticated') return null;
+        throw err;
+      }));
     res.setHeader('content-security-policy', DEMO_PAGE_CSP);
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('referrer-policy', 'no-referrer');
