@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { type Collection, DuplicateKeyError, type Store } from '../src';
+import { type Collection, DuplicateKeyError, type Store, updateWithRevision } from '../src';
 
 interface Item {
   _id: string;
@@ -149,6 +149,64 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
         Array.from({ length: 10 }, () => items.findOneAndUpdate({ _id: 'lock', n: 0 }, { $set: { n: 1 } })),
       );
       expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('read-modify-writes with a revision: none of many concurrent changes is lost', async () => {
+      await items.insertOne({ _id: 'rmw', group: 'r', n: 0, tags: [] });
+      // each change rewrites the whole array from what it read: unguarded, the last writer would win
+      const results = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          updateWithRevision(items, { _id: 'rmw' }, (current) => ({
+            $set: { tags: [...(current.tags ?? []), `t${i}`] },
+            $inc: { n: 1 },
+          })),
+        ),
+      );
+      const stored = await items.findOne({ _id: 'rmw' });
+      expect(stored?.tags).toHaveLength(30);
+      expect(stored?.n).toBe(30);
+      expect(new Set(results.map((r) => r?.after.tags?.length)).size).toBe(30);
+      expect(results[0]?.before.tags).toEqual(expect.any(Array));
+    });
+
+    it('read-modify-writes with a revision: nothing matched, nothing to write, a document replaced meanwhile', async () => {
+      expect(await updateWithRevision(items, { _id: 'none' }, () => ({ $set: { n: 1 } }))).toBeNull();
+      await items.insertOne({ _id: 'same', group: 's', n: 1 });
+      const unchanged = await updateWithRevision(items, { _id: 'same' }, () => null);
+      expect(unchanged?.after).toEqual(unchanged?.before);
+      // deleted and inserted again between the read and the write: the change is computed again from the new one
+      let calls = 0;
+      const replaced = await updateWithRevision(items, { _id: 'same' }, async (current) => {
+        if (calls++ === 0) {
+          await items.deleteOne({ _id: 'same' });
+          await items.insertOne({ _id: 'same', group: 's', n: 10 });
+        }
+        return { $set: { n: current.n + 1 } };
+      });
+      expect(calls).toBe(2);
+      expect(replaced?.after.n).toBe(11);
+      // deleted between the read and the write: nothing is written, nothing is made again
+      const gone = await updateWithRevision(items, { _id: 'same' }, async () => {
+        await items.deleteOne({ _id: 'same' });
+        return { $set: { n: 0 } };
+      });
+      expect(gone).toBeNull();
+      expect(await items.findOne({ _id: 'same' })).toBeNull();
+    });
+
+    it('read-modify-writes with a revision: 409 ConcurrentUpdate when other writers keep winning', async () => {
+      await items.insertOne({ _id: 'busy', group: 'b', n: 0 });
+      const losing = updateWithRevision(
+        items,
+        { _id: 'busy' },
+        async () => {
+          await updateWithRevision(items, { _id: 'busy' }, () => ({ $inc: { n: 1 } }));
+          return { $set: { n: -1 } };
+        },
+        { attempts: 3 },
+      );
+      await expect(losing).rejects.toMatchObject({ kind: 'conflict', error: 'ConcurrentUpdate' });
+      expect((await items.findOne({ _id: 'busy' }))?.n).toBe(3);
     });
 
     it('updates and deletes many, and deletes one', async () => {

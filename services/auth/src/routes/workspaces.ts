@@ -8,6 +8,7 @@ import {
   noOrgContext,
   parseInput,
 } from '@platform/kernel';
+import { DuplicateKeyError } from '@platform/store';
 import type { RequestHandler, Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -19,6 +20,8 @@ import { findRole } from '../domain/roles';
 import { newId } from '../domain/secrets';
 import {
   WORKSPACE_ROLES,
+  type WorkspaceAccess,
+  type WorkspaceRole,
   workspaceAccess,
   workspaceRules,
   workspaceSubject,
@@ -237,45 +240,67 @@ const putWorkspaceMember =
     const access = await workspaceAccess(c.collections, await callerOf(c, req), String(req.params.id));
     const userId = String(req.params.userId);
     const { role } = parseInput(PutWorkspaceMemberBody, jsonBody(req));
-    const existing = await c.collections.workspaceMembers.findOne({
-      workspaceId: access.workspace._id,
-      userId,
-    });
-    access.require(existing ? 'update' : 'create', 'member', { userId, role });
-    // Owners are made and unmade only by those who hold every right on the workspace.
-    if ((role === 'owner' || existing?.role === 'owner') && !access.can('manage', 'all')) {
-      throw new Forbidden('Only a workspace owner may grant or change the owner role', {
-        error: 'OwnerOnly',
-      });
+    // A concurrent PUT may add the member between the read and the insert: then it is a change of role.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { created, member } = await setWorkspaceMember(c, access, userId, role);
+        res.status(created ? 201 : 200).json(memberView(member));
+        return;
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+        if (attempt > 0)
+          throw new Conflict('This member was changed concurrently; try again', {
+            error: 'ConcurrentUpdate',
+          });
+      }
     }
-    const orgMember = await c.collections.memberships.findOne({ orgId: access.workspace.orgId, userId });
-    if (!orgMember) {
-      throw new InvalidInput(`${userId} is not a member of ${access.workspace.orgSlug}`, {
-        error: 'NotAnOrgMember',
-        details: {
-          issues: [{ field: 'userId', message: 'must be a member of the workspace’s organization' }],
-        },
-      });
-    }
-    if (existing) {
-      await c.collections.workspaceMembers.updateOne({ _id: existing._id }, { $set: { role } });
-      await keepAWorkspaceOwner(c, access.workspace, existing, () =>
-        c.collections.workspaceMembers.updateOne({ _id: existing._id }, { $set: { role: existing.role } }),
-      );
-      res.status(200).json(memberView({ ...existing, role }));
-      return;
-    }
-    const member: WorkspaceMemberDoc = {
-      _id: newId(),
-      workspaceId: access.workspace._id,
-      orgId: access.workspace.orgId,
-      userId,
-      role,
-      createdAt: c.clock.now(),
-    };
-    await c.collections.workspaceMembers.insertOne(member);
-    res.status(201).json(memberView(member));
   };
+
+/** Adds `userId` to the workspace with `role`, or changes their role; DuplicateKeyError when added meanwhile. */
+async function setWorkspaceMember(
+  c: AuthContext,
+  access: WorkspaceAccess,
+  userId: string,
+  role: WorkspaceRole,
+): Promise<{ created: boolean; member: WorkspaceMemberDoc }> {
+  const existing = await c.collections.workspaceMembers.findOne({
+    workspaceId: access.workspace._id,
+    userId,
+  });
+  access.require(existing ? 'update' : 'create', 'member', { userId, role });
+  // Owners are made and unmade only by those who hold every right on the workspace.
+  if ((role === 'owner' || existing?.role === 'owner') && !access.can('manage', 'all')) {
+    throw new Forbidden('Only a workspace owner may grant or change the owner role', {
+      error: 'OwnerOnly',
+    });
+  }
+  const orgMember = await c.collections.memberships.findOne({ orgId: access.workspace.orgId, userId });
+  if (!orgMember) {
+    throw new InvalidInput(`${userId} is not a member of ${access.workspace.orgSlug}`, {
+      error: 'NotAnOrgMember',
+      details: {
+        issues: [{ field: 'userId', message: 'must be a member of the workspace’s organization' }],
+      },
+    });
+  }
+  if (existing) {
+    await c.collections.workspaceMembers.updateOne({ _id: existing._id }, { $set: { role } });
+    await keepAWorkspaceOwner(c, access.workspace, existing, () =>
+      c.collections.workspaceMembers.updateOne({ _id: existing._id }, { $set: { role: existing.role } }),
+    );
+    return { created: false, member: { ...existing, role } };
+  }
+  const member: WorkspaceMemberDoc = {
+    _id: newId(),
+    workspaceId: access.workspace._id,
+    orgId: access.workspace.orgId,
+    userId,
+    role,
+    createdAt: c.clock.now(),
+  };
+  await c.collections.workspaceMembers.insertOne(member);
+  return { created: true, member };
+}
 
 /** DELETE /v2/workspaces/:id/members/:userId: a member leaves or is removed; the last owner stays. */
 const removeWorkspaceMember =

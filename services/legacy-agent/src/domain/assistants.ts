@@ -67,6 +67,8 @@ export class Assistants {
       developerTokenHash: hashToken(developerToken),
       developerTokenSealed: this.ctx.sealer.seal(developerToken),
       dataRevision: 0,
+      intentCount: 0,
+      entityCount: 0,
       createdAt: now,
       updatedAt: now,
     };

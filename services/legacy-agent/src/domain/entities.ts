@@ -1,13 +1,17 @@
 import { Conflict, NotFound } from '@platform/kernel';
-import { DuplicateKeyError } from '@platform/store';
+import { DuplicateKeyError, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, EntityDoc, IntentDoc } from '../persistence/collections';
 import type { EntityInput } from '../routes/schemas';
+import { releasePlace, takePlace } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import type { DataChangeListener } from './intents';
 import { languageIssues, throwIfIssues } from './issues';
 
 const nameKey = (name: string) => name.normalize('NFKC').toLowerCase();
+
+const entityNotFound = (id: string) =>
+  new NotFound(`No entity ${id} in this assistant`, { error: 'EntityNotFound' });
 
 /** Entities of one assistant (spec 2.10). */
 export class Entities {
@@ -22,16 +26,12 @@ export class Entities {
 
   async get(assistant: AssistantDoc, id: string): Promise<EntityDoc> {
     const doc = await this.ctx.cols.entities.findOne({ _id: id, assistantId: assistant._id });
-    if (!doc) throw new NotFound(`No entity ${id} in this assistant`, { error: 'EntityNotFound' });
+    if (!doc) throw entityNotFound(id);
     return doc;
   }
 
   async create(assistant: AssistantDoc, input: EntityInput): Promise<EntityDoc> {
     const { cols, clock, config } = this.ctx;
-    if ((await cols.entities.count({ assistantId: assistant._id })) >= config.LEGACY_MAX_ENTITIES)
-      throw new Conflict(`An assistant holds at most ${config.LEGACY_MAX_ENTITIES} entities`, {
-        error: 'LimitExceeded',
-      });
     const now = clock.now();
     const doc: EntityDoc = {
       _id: newId(),
@@ -42,34 +42,47 @@ export class Entities {
       updatedAt: now,
     };
     this.check(assistant, doc);
-    await this.write(() => cols.entities.insertOne(doc));
+    await takePlace(this.ctx, assistant._id, 'entities', config.LEGACY_MAX_ENTITIES);
+    try {
+      await this.write(() => cols.entities.insertOne(doc));
+    } catch (err) {
+      await releasePlace(this.ctx, assistant._id, 'entities');
+      throw err;
+    }
     await this.onChange(assistant._id);
     return doc;
   }
 
-  /** The complete entity after merging the present fields; a renamed entity must not be in use. */
-  async update(assistant: AssistantDoc, id: string, merged: EntityInput): Promise<EntityDoc> {
-    const current = await this.get(assistant, id);
-    if (merged.name !== current.name) await this.refuseWhenUsed(assistant, current, 'renamed');
-    const doc: EntityDoc = {
-      ...current,
-      ...merged,
-      nameKey: nameKey(merged.name),
-      updatedAt: this.ctx.clock.now(),
-    };
-    this.check(assistant, doc);
-    const { _id, ...fields } = doc;
-    await this.write(() =>
-      this.ctx.cols.entities.updateOne({ _id, assistantId: assistant._id }, { $set: fields }),
+  /**
+   * The entity `merge` makes of the stored one (the route merges the present fields and validates the whole);
+   * a renamed entity must not be in use. Written back only over the version it was merged with: a concurrent
+   * update of another field is merged again, not lost.
+   */
+  async update(
+    assistant: AssistantDoc,
+    id: string,
+    merge: (current: EntityDoc) => EntityInput,
+  ): Promise<EntityDoc> {
+    const updated = await this.write(() =>
+      updateWithRevision(this.ctx.cols.entities, { _id: id, assistantId: assistant._id }, async (current) => {
+        const merged = merge(current);
+        if (merged.name !== current.name) await this.refuseWhenUsed(assistant, current, 'renamed');
+        const doc = { ...current, ...merged, nameKey: nameKey(merged.name), updatedAt: this.ctx.clock.now() };
+        this.check(assistant, doc);
+        const { _id, revision: _revision, ...fields } = doc;
+        return { $set: fields };
+      }),
     );
+    if (!updated) throw entityNotFound(id);
     await this.onChange(assistant._id);
-    return doc;
+    return updated.after;
   }
 
   async remove(assistant: AssistantDoc, id: string): Promise<{ id: string; deleted: true }> {
     const current = await this.get(assistant, id);
     await this.refuseWhenUsed(assistant, current, 'deleted');
-    await this.ctx.cols.entities.deleteOne({ _id: id, assistantId: assistant._id });
+    if (await this.ctx.cols.entities.deleteOne({ _id: id, assistantId: assistant._id }))
+      await releasePlace(this.ctx, assistant._id, 'entities');
     await this.onChange(assistant._id);
     return { id, deleted: true };
   }
@@ -105,9 +118,9 @@ export class Entities {
       });
   }
 
-  private async write(task: () => Promise<unknown>): Promise<void> {
+  private async write<T>(task: () => Promise<T>): Promise<T> {
     try {
-      await task();
+      return await task();
     } catch (err) {
       if (err instanceof DuplicateKeyError)
         throw new Conflict('An entity with this name already exists in the assistant', {

@@ -1,7 +1,8 @@
 import { Conflict, NotFound } from '@platform/kernel';
-import { DuplicateKeyError } from '@platform/store';
+import { DuplicateKeyError, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { IntentInput } from '../routes/schemas';
+import { releasePlace, takePlace } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import { type Issue, languageIssues, throwIfIssues } from './issues';
@@ -20,6 +21,9 @@ const LANGUAGE_KEYED = [
 
 const nameKey = (name: string) => name.normalize('NFKC').toLowerCase();
 
+const intentNotFound = (id: string) =>
+  new NotFound(`No intent ${id} in this assistant`, { error: 'IntentNotFound' });
+
 /** Intents of one assistant (spec 2.9, 4.3). */
 export class Intents {
   constructor(
@@ -34,16 +38,12 @@ export class Intents {
   async get(assistant: AssistantDoc, id: string): Promise<IntentDoc> {
     // Another assistant's intent is indistinguishable from a missing one.
     const doc = await this.ctx.cols.intents.findOne({ _id: id, assistantId: assistant._id });
-    if (!doc) throw new NotFound(`No intent ${id} in this assistant`, { error: 'IntentNotFound' });
+    if (!doc) throw intentNotFound(id);
     return doc;
   }
 
   async create(assistant: AssistantDoc, input: IntentInput): Promise<IntentDoc> {
     const { cols, clock, config } = this.ctx;
-    if ((await cols.intents.count({ assistantId: assistant._id })) >= config.LEGACY_MAX_INTENTS)
-      throw new Conflict(`An assistant holds at most ${config.LEGACY_MAX_INTENTS} intents`, {
-        error: 'LimitExceeded',
-      });
     const id = newId();
     const now = clock.now();
     const doc = this.normalize(
@@ -51,27 +51,42 @@ export class Intents {
       { name: `Intent ${id.slice(-12)}`, ...input },
     );
     await this.check(assistant, doc);
-    await this.write(() => cols.intents.insertOne(doc));
+    await takePlace(this.ctx, assistant._id, 'intents', config.LEGACY_MAX_INTENTS);
+    try {
+      await this.write(() => cols.intents.insertOne(doc));
+    } catch (err) {
+      await releasePlace(this.ctx, assistant._id, 'intents');
+      throw err;
+    }
     await this.onChange(assistant._id);
     return doc;
   }
 
-  /** Fields present in the body replace the stored ones; absent fields are kept. */
+  /**
+   * Fields present in the body replace the stored ones; absent fields are kept. The whole intent is written
+   * back, only over the version it was merged with: a concurrent update of another field is merged again, not lost.
+   */
   async update(assistant: AssistantDoc, id: string, input: IntentInput): Promise<IntentDoc> {
-    const current = await this.get(assistant, id);
-    const merged = this.normalize({ ...current, updatedAt: this.ctx.clock.now() }, { ...current, ...input });
-    await this.check(assistant, merged);
-    const { _id, ...fields } = merged;
-    await this.write(() =>
-      this.ctx.cols.intents.updateOne({ _id, assistantId: assistant._id }, { $set: fields }),
+    const updated = await this.write(() =>
+      updateWithRevision(this.ctx.cols.intents, { _id: id, assistantId: assistant._id }, async (current) => {
+        const merged = this.normalize(
+          { ...current, updatedAt: this.ctx.clock.now() },
+          { ...current, ...input },
+        );
+        await this.check(assistant, merged);
+        const { _id, ...fields } = merged;
+        return { $set: fields };
+      }),
     );
+    if (!updated) throw intentNotFound(id);
     await this.onChange(assistant._id);
-    return merged;
+    return updated.after;
   }
 
   async remove(assistant: AssistantDoc, id: string): Promise<{ id: string; deleted: true }> {
     await this.get(assistant, id);
-    await this.ctx.cols.intents.deleteOne({ _id: id, assistantId: assistant._id });
+    if (await this.ctx.cols.intents.deleteOne({ _id: id, assistantId: assistant._id }))
+      await releasePlace(this.ctx, assistant._id, 'intents');
     await this.onChange(assistant._id);
     return { id, deleted: true };
   }
@@ -156,9 +171,9 @@ export class Intents {
     throwIfIssues(issues);
   }
 
-  private async write(task: () => Promise<unknown>): Promise<void> {
+  private async write<T>(task: () => Promise<T>): Promise<T> {
     try {
-      await task();
+      return await task();
     } catch (err) {
       if (err instanceof DuplicateKeyError)
         throw new Conflict('An intent with this name already exists in the assistant', {

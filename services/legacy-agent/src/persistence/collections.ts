@@ -65,6 +65,13 @@ export interface AssistantDoc {
   developerTokenSealed: string;
   /** bumped on every change of the assistant's intents or entities; models record the one they learnt */
   dataRevision: number;
+  /**
+   * How many intents (entities) the assistant holds, creations under way included: a creation takes a place
+   * here atomically first, so racing creations never pass the limit. Absent on older assistants: counted at
+   * their first creation.
+   */
+  intentCount?: number;
+  entityCount?: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -87,6 +94,8 @@ export interface IntentDoc {
   settings: Record<string, IntentSettings>;
   createdAt: Date;
   updatedAt: Date;
+  /** replaced at every update, which writes only over the version it read (the store's `updateWithRevision`) */
+  revision?: string;
 }
 
 export interface EntityDoc {
@@ -99,6 +108,8 @@ export interface EntityDoc {
   data: Record<string, EntityOccurrence[]>;
   createdAt: Date;
   updatedAt: Date;
+  /** replaced at every update, which writes only over the version it read (the store's `updateWithRevision`) */
+  revision?: string;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { LegacyDomain } from '../domain';
+import type { EntityDoc } from '../persistence/collections';
 import { bearerToken } from './credentials';
 import { entityBody, entityPatchBody } from './schemas';
 
@@ -24,16 +25,19 @@ export function mountEntityRoutes(router: Router, { assistants, entities }: Lega
   /** Fields present in the body replace the stored ones; the result must be a complete, valid entity. */
   router.post('/v1/entities/:id', async (req, res) => {
     const assistant = await assistants.byDeveloperToken(bearerToken(req));
-    const current = await entities.get(assistant, String(req.params.id));
+    const id = String(req.params.id);
+    await entities.get(assistant, id);
     const patch = parseInput(entityPatchBody, jsonBody(req) ?? {});
-    const merged = parseInput(entityBody, {
-      name: current.name,
-      automaticallyExtensible: current.automaticallyExtensible,
-      useSynonyms: current.useSynonyms,
-      data: current.data,
-      ...patch,
-    });
-    res.json(entities.view(await entities.update(assistant, current._id, merged)));
+    // merged with the entity as it stands when written (again if another update went in meanwhile)
+    const merge = (current: EntityDoc) =>
+      parseInput(entityBody, {
+        name: current.name,
+        automaticallyExtensible: current.automaticallyExtensible,
+        useSynonyms: current.useSynonyms,
+        data: current.data,
+        ...patch,
+      });
+    res.json(entities.view(await entities.update(assistant, id, merge)));
   });
 
   router.delete('/v1/entities/:id', async (req, res) => {

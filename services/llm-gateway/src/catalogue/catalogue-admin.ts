@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { type Clock, Conflict, InvalidInput, type Logger, NotFound } from '@platform/kernel';
-import { type Collection, type Doc, DuplicateKeyError, type Store } from '@platform/store';
+import {
+  type Collection,
+  type Doc,
+  DuplicateKeyError,
+  type Store,
+  updateWithRevision,
+} from '@platform/store';
 import { z } from 'zod';
 import type { CatalogueCollections, ModelDoc } from './catalogue-store';
 import { type ModelEntry, ModelEntrySchema, mergePatch } from './model-entry';
@@ -62,7 +68,7 @@ export const docOf = ({ model_id, ...entry }: ModelEntry, now: Date): ModelDoc =
   updatedAt: now,
 });
 
-export const entryOf = ({ _id, updatedAt: _u, source: _s, ...rest }: ModelDoc): ModelEntry => ({
+export const entryOf = ({ _id, updatedAt: _u, source: _s, revision: _r, ...rest }: ModelDoc): ModelEntry => ({
   model_id: _id,
   ...rest,
 });
@@ -134,9 +140,9 @@ export class CatalogueAdmin {
     return entry;
   }
 
+  /** A merge patch, applied to the entry as it stands when written (again if another change went in meanwhile). */
   async update(id: string, patch: unknown, actor: Actor, requestId: string | null): Promise<ModelEntry> {
-    const current = await this.deps.collections.models.findOne({ _id: id });
-    if (!current) throw modelMissing(id);
+    if (!(await this.deps.collections.models.findOne({ _id: id }))) throw modelMissing(id);
     if (!patch || typeof patch !== 'object' || Array.isArray(patch))
       throw new InvalidInput('The body must be a JSON object of the members to change');
     const p = patch as Record<string, unknown>;
@@ -144,15 +150,16 @@ export class CatalogueAdmin {
       throw new InvalidInput('model_id cannot change; create the new id and delete this one', {
         details: { issues: [{ field: 'model_id', message: 'cannot change' }] },
       });
-    const before = entryOf(current);
-    const entry = await this.validate(mergePatch(before, p));
-    const { _id, ...doc } = docOf(entry, this.deps.clock.now());
-    const gone = removed(before, entry);
-    await this.deps.collections.models.updateOne(
-      { _id: id },
-      Object.keys(gone).length ? { $set: doc, $unset: gone } : { $set: doc },
-    );
-    await this.committed(actor, 'update', id, before, entry, requestId);
+    const updated = await updateWithRevision(this.deps.collections.models, { _id: id }, async (current) => {
+      const before = entryOf(current);
+      const entry = await this.validate(mergePatch(before, p));
+      const { _id, ...doc } = docOf(entry, this.deps.clock.now());
+      const gone = removed(before, entry);
+      return Object.keys(gone).length ? { $set: doc, $unset: gone } : { $set: doc };
+    });
+    if (!updated) throw modelMissing(id);
+    const entry = entryOf(updated.after);
+    await this.committed(actor, 'update', id, entryOf(updated.before), entry, requestId);
     return entry;
   }
 

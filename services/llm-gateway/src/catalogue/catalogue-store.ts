@@ -18,6 +18,8 @@ export interface ModelDoc extends Doc, Omit<ModelFileEntry, 'model_id'> {
   updatedAt: Date;
   /** where the entry comes from: the operator's file (replaced at every start) or the API (next issue) */
   source: 'file' | 'api';
+  /** replaced at every PATCH, which writes only over the version it read (the store's `updateWithRevision`) */
+  revision?: string;
 }
 
 export interface CatalogueCollections {

@@ -61,7 +61,7 @@ export class Catalogue {
       );
     }
     const next = new Map<string, CatalogueModel>();
-    for (const { _id, updatedAt: _u, source: _s, ...m } of models) {
+    for (const { _id, updatedAt: _u, source: _s, revision: _r, ...m } of models) {
       const adapter = adapters.get(m.provider_config.provider);
       if (!adapter) {
         this.deps.logger.error(

@@ -31,6 +31,9 @@ export const providerView = (p: ProviderDoc) => ({
   updatedAt: p.updatedAt.toISOString(),
 });
 
+/** the members of a stored provider that a replacement without them removes */
+const OPTIONAL_FIELDS = ['baseUrl', 'apiKeySealed', 'headers', 'azure'] as const;
+
 /** Providers at run time (platform administrators): added or replaced, listed without keys, removed when unused. */
 export class ProviderAdmin {
   constructor(
@@ -60,17 +63,26 @@ export class ProviderAdmin {
     if (input.apiKey) doc.apiKeySealed = this.deps.box.seal(input.apiKey);
     if (input.headers) doc.headers = input.headers;
     if (input.azure) doc.azure = input.azure;
-    await providers.deleteOne({ _id: name });
-    await providers.insertOne(doc);
+    // One write replaces the provider: never a moment without it, and concurrent replacements each land whole.
+    const { _id, ...fields } = doc;
+    const absent = OPTIONAL_FIELDS.filter((field) => doc[field] === undefined);
+    const { upsertedId } = await providers.updateOne(
+      { _id: name },
+      absent.length
+        ? { $set: fields, $unset: Object.fromEntries(absent.map((field) => [field, true] as const)) }
+        : { $set: fields },
+      { upsert: true },
+    );
+    const created = upsertedId !== undefined;
     await this.deps.catalogue.recordChange(
       actor,
       'provider.put',
       name,
-      before ? providerView(before) : null,
+      before && !created ? providerView(before) : null,
       providerView(doc),
       requestId,
     );
-    return { created: before === null, provider: providerView(doc) };
+    return { created, provider: providerView(doc) };
   }
 
   async remove(name: string, actor: Actor, requestId: string | null) {

@@ -25,6 +25,8 @@ export interface OrgSettingsDoc extends Doc {
   updatedAt: Date;
   /** who changed the settings last: `user:<id>`, `<credential kind>:<credential id>` or `operator` */
   updatedBy: string | null;
+  /** replaced at every PATCH, which writes only over the version it read (the store's `updateWithRevision`) */
+  revision?: string;
 }
 
 /** A usage counter for one window: of an organization, or of one user in it. */

@@ -1,5 +1,5 @@
 import type { Clock } from '@platform/kernel';
-import type { Update } from '@platform/store';
+import { type Update, updateWithRevision } from '@platform/store';
 import type { OrgUserQuotas, UserQuota } from '../domain/user-limits';
 import type { OrgSettingsDoc, QuotaCollections, QuotaPolicy, StoredModelGovernance } from './collections';
 
@@ -113,8 +113,9 @@ export class SettingsRepository {
   }
 
   /**
-   * Applies a merge patch field by field ($set / $unset on each changed path), so two administrators
-   * changing different users never overwrite each other.
+   * Applies a merge patch field by field ($set / $unset on each changed path), computed from the settings as
+   * they stand and written only over that version (the store's `updateWithRevision`): a concurrent change is
+   * merged in again, never overwritten, and the entry limit holds for the settings as written.
    */
   async patch(
     orgSlug: string,
@@ -122,11 +123,19 @@ export class SettingsRepository {
     by: string,
     maxEntries: number,
   ): Promise<OrgSettingsDoc> {
-    const current = await this.get(orgSlug);
+    await this.get(orgSlug);
+    const updated = await updateWithRevision(this.collections.settings, { _id: orgSlug }, (stored) =>
+      this.changes(normalise(stored), patch, by, maxEntries),
+    );
+    // settings are never deleted, so the document read first is still there
+    return normalise(updated!.after);
+  }
+
+  /** The update a merge patch makes of `current`; TooManyEntries when a map would hold more than `maxEntries`. */
+  private changes(current: OrgSettingsDoc, patch: SettingsPatch, by: string, maxEntries: number): Update {
     const $set: Record<string, unknown> = { updatedAt: this.clock.now(), updatedBy: by };
     const $unset: Record<string, ''> = {};
     if (patch.policy !== undefined) $set.policy = patch.policy ?? 'hard_block';
-    // The governance is small and changed as a whole: a read-modify-write of one field.
     if (patch.models !== undefined)
       $set.models = mergeGovernance(current.models ?? NO_GOVERNANCE, patch.models);
     for (const field of ['overrides', 'by_role'] as const) {
@@ -173,8 +182,7 @@ export class SettingsRepository {
     }
     const update: Update = { $set };
     if (Object.keys($unset).length) update.$unset = $unset;
-    const updated = await this.collections.settings.findOneAndUpdate({ _id: orgSlug }, update);
-    return normalise(updated!);
+    return update;
   }
 
   private initial() {
