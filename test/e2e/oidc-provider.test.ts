@@ -1,5 +1,5 @@
 import { runCli } from '@platform/operator-cli';
-import { freePort } from '@platform/testkit';
+import { freePort, waitFor } from '@platform/testkit';
 import * as oidc from 'openid-client';
 import * as OTPAuth from 'otpauth';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
@@ -17,6 +17,10 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
   let base: string;
   let config: oidc.Configuration;
   let cliEnv: Record<string, string>;
+  const discover = (clientId: string) =>
+    oidc.discovery(new URL(`${base}/oidc`), clientId, undefined, oidc.None(), {
+      execute: [oidc.allowInsecureRequests],
+    });
 
   beforeAll(async () => {
     mail = await startMailCatcher();
@@ -33,6 +37,7 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
         PASSWORD_SCRYPT_N: '1024',
         PASSWORD_SCRYPT_P: '1',
         JWKS_PUBLISH_DELAY_SECONDS: '0',
+        OIDC_FIRST_PARTY_REDIRECT_URIS: REDIRECT,
       },
     });
     const lines: string[] = [];
@@ -53,47 +58,78 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     expect(JSON.parse(lines.pop()!)).toMatchObject({ result: 'created', data: { clientId: 'notes-app' } });
     expect(await runCli(cli, env, io)).toBe(0);
     expect(JSON.parse(lines.pop()!)).toMatchObject({ result: 'exists' });
-    config = await oidc.discovery(new URL(`${base}/oidc`), 'notes-app', undefined, oidc.None(), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    config = await discover('notes-app');
   });
   afterAll(async () => {
     await p.stop();
     await mail.close();
   });
 
-  /** Signs up a person in a browser, then runs code + PKCE for `notes-app` through sign-in and consent. */
-  async function authorize(browser: BrowserAgent, email: string) {
+  /** A code + PKCE authorization request of `client` as a browser makes it; answers the first page. */
+  async function startAuthorization(
+    browser: BrowserAgent,
+    client = config,
+    params: Record<string, string> = {},
+  ) {
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
-    const url = oidc.buildAuthorizationUrl(config, {
+    const url = oidc.buildAuthorizationUrl(client, {
       redirect_uri: REDIRECT,
       scope: 'openid email profile offline_access',
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
       state,
-      prompt: 'consent',
+      ...params,
     });
-    let page = await browser.go(url.toString());
-    expect(page.text).toContain('Sign in');
+    const page = await browser.go(url.toString());
+    /** the code of the callback the browser reached, exchanged as the client does */
+    const redeem = (callbackUrl: string) =>
+      oidc.authorizationCodeGrant(client, new URL(callbackUrl), {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
+      });
+    return { page, redeem };
+  }
+
+  /** Submits the interaction's sign-in form; answers the next page. */
+  async function signIn(browser: BrowserAgent, page: { text: string }, email: string, password = PASSWORD) {
     const uid = /\/oidc\/interaction\/([^/"]+)\/login/.exec(page.text)![1]!;
-    page = await browser.go(`/oidc/interaction/${uid}/login`, {
+    return browser.go(`/oidc/interaction/${uid}/login`, {
       method: 'POST',
-      form: { ...formFields(page.text, `/oidc/interaction/${uid}/login`), email, password: PASSWORD },
-    });
-    expect(page.text).toContain('Allow access?');
-    expect(page.text).toContain('Notes App');
-    const consentUid = /\/oidc\/interaction\/([^/"]+)\/confirm/.exec(page.text)![1]!;
-    const callback = await browser.go(`/oidc/interaction/${consentUid}/confirm`, {
-      method: 'POST',
-      form: formFields(page.text, `/oidc/interaction/${consentUid}/confirm`),
-    });
-    expect(callback.url.startsWith(REDIRECT)).toBe(true);
-    return oidc.authorizationCodeGrant(config, new URL(callback.url), {
-      pkceCodeVerifier: verifier,
-      expectedState: state,
+      form: { ...formFields(page.text, `/oidc/interaction/${uid}/login`), email, password },
     });
   }
+
+  /** Allows the consent page; answers where the browser went (the client's callback). */
+  async function allow(browser: BrowserAgent, page: { text: string }) {
+    expect(page.text).toContain('Allow access?');
+    const uid = /\/oidc\/interaction\/([^/"]+)\/confirm/.exec(page.text)![1]!;
+    return browser.go(`/oidc/interaction/${uid}/confirm`, {
+      method: 'POST',
+      form: formFields(page.text, `/oidc/interaction/${uid}/confirm`),
+    });
+  }
+
+  /** Runs code + PKCE for `notes-app` through sign-in and consent. */
+  async function authorize(browser: BrowserAgent, email: string) {
+    const { page, redeem } = await startAuthorization(browser, config, { prompt: 'consent' });
+    expect(page.text).toContain('Sign in');
+    const consent = await signIn(browser, page, email);
+    expect(consent.text).toContain('Notes App');
+    const callback = await allow(browser, consent);
+    expect(callback.url.startsWith(REDIRECT)).toBe(true);
+    return redeem(callback.url);
+  }
+
+  const signUp = async (prefix: string) => {
+    const email = `${prefix}-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
+    expect(
+      (await callJson(`${base}/v2/signup`, 'POST', { body: { email, password: PASSWORD } })).status,
+    ).toBe(201);
+    return email;
+  };
+  const meStatus = async (token: string) =>
+    (await callJson(`${base}/v2/me`, 'GET', { bearer: token })).status;
 
   it('discovery names the issuer and its endpoints; the JWKS is the platform’s one key set', async () => {
     const meta = config.serverMetadata();
@@ -166,11 +202,11 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     await expect(oidc.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toThrow();
   });
 
-  it('end session: the provider asks in the platform’s page, then signs the browser out', async () => {
-    const email = `end-${Date.now()}@example.com`;
-    await callJson(`${base}/v2/signup`, 'POST', { body: { email, password: PASSWORD } });
+  it('end session: the provider asks in the platform’s page, then signs the browser out of the platform too', async () => {
+    const email = await signUp('end');
     const browser = new BrowserAgent(base);
     const tokens = await authorize(browser, email);
+    const cookie = browser.cookies.get('access-token')!;
     const ask = await browser.go(
       `/oidc/session/end?client_id=notes-app&id_token_hint=${encodeURIComponent(tokens.id_token!)}`,
     );
@@ -183,19 +219,143 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
       form: { ...formFields(ask.text, action), logout: 'yes' },
     });
     expect(done.status).toBe(200);
-    // The provider's session is gone: a new authorization asks to sign in again (no platform cookie here).
-    browser.cookies.delete('access-token');
-    const again = await browser.go(
-      oidc
-        .buildAuthorizationUrl(config, {
-          redirect_uri: REDIRECT,
-          scope: 'openid',
-          code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
-          code_challenge_method: 'S256',
-        })
-        .toString(),
-    );
-    expect(again.text).toContain('to continue to');
+    // The browser's platform session ends with it: its cookie is cleared and no longer accepted ...
+    expect(browser.cookies.has('access-token')).toBe(false);
+    await waitFor(async () => (await meStatus(cookie)) === 401, { what: 'the platform session revoked' });
+    // ... so a new authorization asks to sign in again.
+    const again = await startAuthorization(browser, config, { scope: 'openid' });
+    expect(again.page.text).toContain('to continue to');
+  });
+
+  it('the platform’s own client (no consent) and a client id with a dot: their grants and sessions are stored', async () => {
+    const email = await signUp('first-party');
+    const browser = new BrowserAgent(base);
+    const web = await startAuthorization(browser, await discover('platform-web'));
+    const callback = await signIn(browser, web.page, email);
+    expect(callback.status).toBe(303);
+    expect(callback.url.startsWith(REDIRECT)).toBe(true);
+    expect(await meStatus((await web.redeem(callback.url)).access_token)).toBe(200);
+
+    const io = { out: () => undefined, err: () => undefined };
+    const cli = ['oidc-client', 'add', 'acme.notes', '--redirect-uri', REDIRECT, '--json'];
+    expect(await runCli(cli, cliEnv, io)).toBe(0);
+    const dotted = await startAuthorization(browser, await discover('acme.notes'));
+    const dottedCallback = await allow(browser, dotted.page);
+    expect(dottedCallback.url.startsWith(REDIRECT)).toBe(true);
+    expect(await meStatus((await dotted.redeem(dottedCallback.url)).access_token)).toBe(200);
+  });
+
+  it('registration: a public client made confidential shows its secret once; the platform’s own ids are refused', async () => {
+    const lines: string[] = [];
+    const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+    const add = async (clientId: string, ...more: string[]) => {
+      const code = await runCli(
+        ['oidc-client', 'add', clientId, '--redirect-uri', REDIRECT, '--json', ...more],
+        cliEnv,
+        io,
+      );
+      return { code, out: code === 0 ? JSON.parse(lines.pop()!) : lines.join('\n') };
+    };
+    const id = `upgraded-${Date.now()}`;
+    expect((await add(id)).out.data.clientSecret).toBeUndefined();
+    const upgraded = await add(id, '--confidential');
+    expect(upgraded.out).toMatchObject({
+      result: 'updated',
+      data: { tokenEndpointAuthMethod: 'client_secret_post' },
+    });
+    expect(upgraded.out.data.clientSecret).toEqual(expect.any(String));
+    expect((await add(id, '--confidential')).out.data.clientSecret).toBeUndefined();
+    // Sessions of the platform's own sign-in carry these client ids (see browserSignIn).
+    for (const reserved of ['platform-password', 'platform-anonymous']) {
+      expect((await add(reserved)).code).not.toBe(0);
+    }
+  });
+
+  it('an application’s access token does not sign its holder in at the provider', async () => {
+    const email = await signUp('holder');
+    const tokens = await authorize(new BrowserAgent(base), email);
+    // The application sends the person's access token as the platform's cookie, in its own cookie jar.
+    const app = new BrowserAgent(base);
+    app.cookies.set('access-token', tokens.access_token);
+    const { page } = await startAuthorization(app, await discover('platform-web'));
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('to continue to');
+  });
+
+  it('a new password ends the provider’s sessions, its grants and the codes not yet redeemed', async () => {
+    const email = await signUp('reset');
+    const browser = new BrowserAgent(base);
+    const tokens = await authorize(browser, email);
+    // A second authorization in that browser needs nobody: its code is left unredeemed.
+    const pending = await startAuthorization(browser, config);
+    expect(pending.page.url.startsWith(REDIRECT)).toBe(true);
+
+    await callJson(`${base}/v2/password/forgot`, 'POST', { body: { email } });
+    const link = new URL(await mail.linkFor(email, '/account/reset-password'));
+    const reset = await callJson(`${base}/v2/password/reset`, 'POST', {
+      body: { token: link.searchParams.get('token'), password: 'a brand new password' },
+    });
+    expect(reset.status).toBe(204);
+
+    await expect(pending.redeem(pending.page.url)).rejects.toThrow();
+    await expect(oidc.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toThrow();
+    expect(await meStatus(tokens.access_token)).toBe(401);
+    // The provider's cookie alone (the platform's one was revoked) signs nobody in.
+    const again = await startAuthorization(browser, config);
+    expect(again.page.text).toContain('to continue to');
+  });
+
+  it('prompt=login and max_age ask for the person again; a sign-in then answers, with its auth_time', async () => {
+    const email = await signUp('again');
+    const browser = new BrowserAgent(base);
+    await authorize(browser, email);
+    // Sign-in times have whole seconds: each request below starts in a later second than the last sign-in.
+    const nextSecond = async () => {
+      const now = Math.floor(Date.now() / 1000);
+      await waitFor(() => Math.floor(Date.now() / 1000) > now, { what: 'the next second' });
+      return now;
+    };
+    const signedInAt = await nextSecond();
+    // Without them the browser's session answers, and auth_time (sent when max_age asks) is when the
+    // person signed in, not when the cookie was seen.
+    const silent = await startAuthorization(browser, config, { max_age: '3600' });
+    expect(silent.page.url.startsWith(REDIRECT)).toBe(true);
+    expect((await silent.redeem(silent.page.url)).claims()!.auth_time).toBeLessThanOrEqual(signedInAt);
+
+    const asks: Record<string, string>[] = [{ prompt: 'login' }, { max_age: '1' }];
+    for (const params of asks) {
+      await nextSecond();
+      if (params.max_age) await nextSecond(); // more than a second after the last sign-in
+      const asked = await startAuthorization(browser, config, params);
+      expect(asked.page.text).toContain('to continue to');
+      const callback = await signIn(browser, asked.page, email);
+      expect(callback.url.startsWith(REDIRECT)).toBe(true);
+      await asked.redeem(callback.url);
+    }
+  });
+
+  it('a code redeemed twice: the replay fails and revokes what the first redemption gave', async () => {
+    const email = await signUp('replay');
+    const browser = new BrowserAgent(base);
+    await authorize(browser, email);
+    const { page, redeem } = await startAuthorization(browser, config);
+    const tokens = await redeem(page.url);
+    await expect(redeem(page.url)).rejects.toThrow();
+    await waitFor(async () => (await meStatus(tokens.access_token)) === 401, { what: 'the grant revoked' });
+    await expect(oidc.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toThrow();
+  });
+
+  it('an unknown or finished interaction answers a page that says to start again', async () => {
+    for (const [method, path] of [
+      ['GET', '/oidc/interaction/unknown'],
+      ['POST', '/oidc/interaction/unknown/login'],
+      ['POST', '/oidc/interaction/unknown/confirm'],
+    ] as const) {
+      const res = await fetch(`${base}${path}`, { method });
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/text\/html/);
+      expect(await res.text()).toContain('sign in again');
+    }
   });
 
   it('a browser session from before two-step verification was turned on does not skip it', async () => {

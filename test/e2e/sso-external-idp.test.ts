@@ -19,6 +19,7 @@ describe('sign-in with an external OpenID Connect provider', () => {
   let idpUrl: string;
   let base: string;
   let cliEnv: Record<string, string>;
+  let companySlug: string;
 
   beforeAll(async () => {
     mail = await startMailCatcher();
@@ -106,6 +107,7 @@ describe('sign-in with an external OpenID Connect provider', () => {
   it('a new person signs in through the company provider; a company provider makes them a member', async () => {
     const owner = await callJson(`${base}/v2/login/anonymous`, 'POST');
     const slug = `acme-${Date.now()}`;
+    companySlug = slug;
     expect(
       (await callJson(`${base}/v2/orgs`, 'POST', { bearer: owner.body.token, body: { name: 'Acme', slug } }))
         .status,
@@ -128,6 +130,8 @@ describe('sign-in with an external OpenID Connect provider', () => {
   });
 
   it('an existing account with the same verified email is linked, not duplicated', async () => {
+    // the platform's own provider (no organization)
+    expect(await addProvider()).toMatchObject({ result: 'updated', data: { orgSlug: null } });
     const email = 'linus@acme.example';
     const signup = await callJson(`${base}/v2/signup`, 'POST', {
       body: { email, password: 'a long password here' },
@@ -146,6 +150,21 @@ describe('sign-in with an external OpenID Connect provider', () => {
     const again = await signInWithAcme('linus');
     const me2 = await fetch(`${base}/v2/me`, { headers: { cookie: cookieOf(again.browser) } });
     expect(((await me2.json()) as { id: string }).id).toBe(signup.body.userId);
+  });
+
+  it('a company’s provider does not sign in as an account outside its organization', async () => {
+    expect(await addProvider(companySlug)).toMatchObject({ result: 'updated' });
+    const email = 'dana@acme.example';
+    expect(
+      (await callJson(`${base}/v2/signup`, 'POST', { body: { email, password: 'a long password here' } }))
+        .status,
+    ).toBe(201);
+    await fetch(await mail.linkFor(email, '/account/verify-email'));
+    // Whoever runs the company's provider can assert any address: a verified one is not enough.
+    const { browser, page } = await signInWithAcme('dana');
+    expect(page.status).toBe(403);
+    expect(page.text).toContain('outside Acme Corp');
+    expect(browser.cookies.has('access-token')).toBe(false);
   });
 
   it('a provider that does not confirm the email is refused', async () => {

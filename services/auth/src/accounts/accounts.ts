@@ -6,6 +6,7 @@ import type { AccountTokenDoc, UserDoc } from '../data/collections';
 import { revokeUserAccessTokens } from '../domain/access-tokens';
 import type { UserCaller } from '../domain/caller';
 import { newId, sha256Hex } from '../domain/secrets';
+import { deleteOidcStateOf } from '../oidc/store-adapter';
 import type { LoginThrottle } from './login-throttle';
 import type { Mailer } from './mailer';
 import type { Mfa } from './mfa';
@@ -258,6 +259,8 @@ export class Accounts {
     );
     const sessions = await this.c.collections.sessions.find({ userId: spent.userId, revokedAt: null });
     for (const s of sessions) await revokeSession(this.c, s._id);
+    // The OpenID provider's sessions, and grants whose code is not redeemed yet, have no platform session.
+    await deleteOidcStateOf(this.c.store, spent.userId);
     await revokeUserAccessTokens(this.c, spent.userId);
     await this.throttle.unlock(spent.email);
   }

@@ -1,15 +1,15 @@
 import { AppError } from '@platform/kernel';
-import express, { type Request, type Response, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import { errors } from 'oidc-provider';
 import type { Accounts } from '../accounts/accounts';
 import { clientAddress } from '../accounts/client-address';
 import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
-import { loadCaller } from '../domain/caller';
 import type { FormTokens } from '../pages/csrf';
 import { html, type Raw, sendPage } from '../pages/html';
 import { signInForm } from '../pages/sign-in-form';
 import type { SsoClients, SsoProviderDoc } from '../sso/providers';
-import { type OidcProviderHost } from './provider';
+import { browserSignIn, type OidcProviderHost } from './provider';
 
 const SCOPE_TEXT: Record<string, string> = {
   openid: 'Know who you are (your user id)',
@@ -19,6 +19,9 @@ const SCOPE_TEXT: Record<string, string> = {
 };
 
 const text = (v: unknown, max = 256) => (typeof v === 'string' ? v.slice(0, max) : '');
+
+/** Why the provider asks who the person is; only these may be answered by the browser's platform session. */
+const SESSION_ANSWERS = new Set(['no_session', 'platform_session']);
 
 /**
  * The pages of an OpenID Connect interaction (`interactions.url`): sign in, then consent. A person
@@ -45,18 +48,23 @@ export function mountInteractionPages(
   const page = async (res: Response, clientId: string, title: string, body: Raw, status = 200) =>
     sendPage(res, { platformName, title, body, status, formTargets: await targetsOf(clientId) });
 
-  const signedInUser = async (req: Request): Promise<string | null> => {
-    if (!req.principal) return null;
-    try {
-      const caller = await loadCaller(c.collections, c.clock, req);
-      if (caller.kind !== 'user' || caller.via !== 'session' || caller.user.anonymous) return null;
-      // A session from before the person turned on two-step verification does not skip it.
-      if (!caller.holder.mfa && (await accounts.mfa.enabled(caller.user._id))) return null;
-      return caller.user._id;
-    } catch {
-      return null;
-    }
-  };
+  // An interaction that is unknown, expired or finished (a back button, a second tab) is the person's
+  // to restart at the application, not a server error.
+  const interaction =
+    (handler: (req: Request, res: Response) => Promise<unknown>): RequestHandler =>
+    async (req, res, next) => {
+      try {
+        await handler(req, res);
+      } catch (err) {
+        if (!(err instanceof errors.OIDCProviderError) || err.status >= 500) return next(err);
+        sendPage(res, {
+          platformName,
+          title: 'Sign-in problem',
+          status: err.status,
+          body: html`<div class="card"><h1>This sign-in request is no longer valid</h1><p class="lead">It has expired or was already used. Go back to the application and sign in again.</p></div>`,
+        });
+      }
+    };
 
   const loginForm = (
     uid: string,
@@ -94,106 +102,126 @@ export function mountInteractionPages(
     return doc?.metadata.client_name ?? clientId;
   };
 
-  router.get('/oidc/interaction/:uid', async (req, res) => {
-    const provider = await host.provider();
-    const details = await provider.interactionDetails(req, res);
-    const clientId = String(details.params.client_id);
-    const clientName = await clientNameOf(clientId);
-    if (details.prompt.name === 'login') {
-      const userId = await signedInUser(req);
-      if (userId) {
-        return provider.interactionFinished(
-          req,
+  router.get(
+    '/oidc/interaction/:uid',
+    interaction(async (req, res) => {
+      const provider = await host.provider();
+      const details = await provider.interactionDetails(req, res);
+      const clientId = String(details.params.client_id);
+      const clientName = await clientNameOf(clientId);
+      if (details.prompt.name === 'login') {
+        const signedIn = await browserSignIn(c, req);
+        // prompt=login, max_age, id_token_hint: only a sign-in made during this interaction answers them.
+        const answers =
+          signedIn &&
+          (details.prompt.reasons.every((r) => SESSION_ANSWERS.has(r)) ||
+            signedIn.since.getTime() >= details.iat * 1000);
+        if (answers) {
+          return provider.interactionFinished(
+            req,
+            res,
+            { login: { accountId: signedIn.userId, ts: Math.floor(signedIn.since.getTime() / 1000) } },
+            { mergeWithLastSubmission: false },
+          );
+        }
+        return page(
           res,
-          { login: { accountId: userId } },
-          { mergeWithLastSubmission: false },
+          clientId,
+          'Sign in',
+          loginForm(details.uid, clientName, undefined, '', await sso.list()),
         );
       }
-      return page(
+      const requested = String(details.params.scope ?? 'openid')
+        .split(' ')
+        .filter((s) => s in SCOPE_TEXT);
+      return page(res, clientId, 'Allow access', consentForm(details.uid, clientName, requested));
+    }),
+  );
+
+  router.post(
+    '/oidc/interaction/:uid/login',
+    form,
+    interaction(async (req, res) => {
+      const provider = await host.provider();
+      const details = await provider.interactionDetails(req, res);
+      const clientId = String(details.params.client_id);
+      const clientName = await clientNameOf(clientId);
+      const email = text(req.body?.email, 254);
+      if (!tokens.valid(details.uid, 'interaction-login', req.body?.csrf)) {
+        return page(
+          res,
+          clientId,
+          'Sign in',
+          loginForm(details.uid, clientName, 'The form expired; try again.', email),
+          403,
+        );
+      }
+      let user: UserDoc;
+      try {
+        user = await accounts.authenticate(email, text(req.body?.password), clientAddress(req));
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        const status = err.kind === 'rate_limited' ? 429 : 401;
+        const message = err.kind === 'invalid_input' ? 'Enter your email and password.' : err.message;
+        return page(res, clientId, 'Sign in', loginForm(details.uid, clientName, message, email), status);
+      }
+      // The platform session (and the second factor, when enrolled) first; the interaction then resumes
+      // and sees the signed-in person.
+      await finishPassword(req, res, user, `/oidc/interaction/${details.uid}`);
+    }),
+  );
+
+  router.post(
+    '/oidc/interaction/:uid/confirm',
+    form,
+    interaction(async (req, res) => {
+      const provider = await host.provider();
+      const details = await provider.interactionDetails(req, res);
+      if (
+        !tokens.valid(details.uid, 'interaction-confirm', req.body?.csrf) ||
+        details.prompt.name !== 'consent'
+      ) {
+        return res.redirect(303, `/oidc/interaction/${details.uid}`);
+      }
+      const accountId = details.session!.accountId;
+      const missing = details.prompt.details as {
+        missingOIDCScope?: string[];
+        missingOIDCClaims?: string[];
+        missingResourceScopes?: Record<string, string[]>;
+      };
+      const grant =
+        (details.grantId && (await provider.Grant.find(details.grantId))) ||
+        new provider.Grant({ accountId, clientId: String(details.params.client_id) });
+      if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+      if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+      for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+        grant.addResourceScope(indicator, scopes.join(' '));
+      }
+      const grantId = await grant.save();
+      return provider.interactionFinished(
+        req,
         res,
-        clientId,
-        'Sign in',
-        loginForm(details.uid, clientName, undefined, '', await sso.list()),
+        { consent: { grantId } },
+        { mergeWithLastSubmission: true },
       );
-    }
-    const requested = String(details.params.scope ?? 'openid')
-      .split(' ')
-      .filter((s) => s in SCOPE_TEXT);
-    return page(res, clientId, 'Allow access', consentForm(details.uid, clientName, requested));
-  });
+    }),
+  );
 
-  router.post('/oidc/interaction/:uid/login', form, async (req, res) => {
-    const provider = await host.provider();
-    const details = await provider.interactionDetails(req, res);
-    const clientId = String(details.params.client_id);
-    const clientName = await clientNameOf(clientId);
-    const email = text(req.body?.email, 254);
-    if (!tokens.valid(details.uid, 'interaction-login', req.body?.csrf)) {
-      return page(
+  router.post(
+    '/oidc/interaction/:uid/abort',
+    form,
+    interaction(async (req, res) => {
+      const provider = await host.provider();
+      const details = await provider.interactionDetails(req, res);
+      if (!tokens.valid(details.uid, 'interaction-abort', req.body?.csrf)) {
+        return res.redirect(303, `/oidc/interaction/${details.uid}`);
+      }
+      return provider.interactionFinished(
+        req,
         res,
-        clientId,
-        'Sign in',
-        loginForm(details.uid, clientName, 'The form expired; try again.', email),
-        403,
+        { error: 'access_denied', error_description: 'The person declined the request' },
+        { mergeWithLastSubmission: false },
       );
-    }
-    let user: UserDoc;
-    try {
-      user = await accounts.authenticate(email, text(req.body?.password), clientAddress(req));
-    } catch (err) {
-      if (!(err instanceof AppError)) throw err;
-      const status = err.kind === 'rate_limited' ? 429 : 401;
-      const message = err.kind === 'invalid_input' ? 'Enter your email and password.' : err.message;
-      return page(res, clientId, 'Sign in', loginForm(details.uid, clientName, message, email), status);
-    }
-    // The platform session (and the second factor, when enrolled) first; the interaction then resumes
-    // and sees the signed-in person.
-    await finishPassword(req, res, user, `/oidc/interaction/${details.uid}`);
-  });
-
-  router.post('/oidc/interaction/:uid/confirm', form, async (req, res) => {
-    const provider = await host.provider();
-    const details = await provider.interactionDetails(req, res);
-    if (
-      !tokens.valid(details.uid, 'interaction-confirm', req.body?.csrf) ||
-      details.prompt.name !== 'consent'
-    ) {
-      return res.redirect(303, `/oidc/interaction/${details.uid}`);
-    }
-    const accountId = details.session!.accountId;
-    const missing = details.prompt.details as {
-      missingOIDCScope?: string[];
-      missingOIDCClaims?: string[];
-      missingResourceScopes?: Record<string, string[]>;
-    };
-    const grant = details.grantId
-      ? (await provider.Grant.find(details.grantId))!
-      : new provider.Grant({ accountId, clientId: String(details.params.client_id) });
-    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
-    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
-    for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
-      grant.addResourceScope(indicator, scopes.join(' '));
-    }
-    const grantId = await grant.save();
-    return provider.interactionFinished(
-      req,
-      res,
-      { consent: { grantId } },
-      { mergeWithLastSubmission: true },
-    );
-  });
-
-  router.post('/oidc/interaction/:uid/abort', form, async (req, res) => {
-    const provider = await host.provider();
-    const details = await provider.interactionDetails(req, res);
-    if (!tokens.valid(details.uid, 'interaction-abort', req.body?.csrf)) {
-      return res.redirect(303, `/oidc/interaction/${details.uid}`);
-    }
-    return provider.interactionFinished(
-      req,
-      res,
-      { error: 'access_denied', error_description: 'The person declined the request' },
-      { mergeWithLastSubmission: false },
-    );
-  });
+    }),
+  );
 }

@@ -29,8 +29,13 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
     '/internal/oidc-clients/:clientId',
     requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
     async (req, res) => {
+      // The platform's own sessions carry these ids: a relying party's must never pass for them.
+      const reserved = [c.config.PASSWORD_CLIENT_ID, c.config.ANONYMOUS_CLIENT_ID];
       const clientId = parseInput(
-        z.string().regex(/^[A-Za-z0-9._-]{3,100}$/, 'letters, digits, dot, dash, underscore (3-100)'),
+        z
+          .string()
+          .regex(/^[A-Za-z0-9._-]{3,100}$/, 'letters, digits, dot, dash, underscore (3-100)')
+          .refine((id) => !reserved.includes(id), 'reserved for the platform’s own sessions'),
         req.params.clientId,
         'clientId',
       );
@@ -58,14 +63,14 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         postLogoutRedirectUris: saved.metadata.post_logout_redirect_uris ?? [],
         tokenEndpointAuthMethod: saved.metadata.token_endpoint_auth_method,
       };
+      // A secret is answered once: when it is made (a new client, or a public one made confidential).
+      const made = body.confidential && !existing?.metadata.client_secret ? { clientSecret: secret } : {};
       if (!existing) {
-        res
-          .status(201)
-          .json({ result: 'created', ...view, ...(body.confidential ? { clientSecret: secret } : {}) });
+        res.status(201).json({ result: 'created', ...view, ...made });
         return;
       }
       const same = JSON.stringify(existing.metadata) === JSON.stringify(saved.metadata);
-      res.status(200).json({ result: same ? 'exists' : 'updated', ...view });
+      res.status(200).json({ result: same ? 'exists' : 'updated', ...view, ...made });
     },
   );
 }

@@ -1,14 +1,17 @@
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Principal } from '@platform/contracts';
 import type { Collection } from '@platform/store';
-import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { type Configuration, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
+import { ACCESS_TOKEN_COOKIE, CSRF_COOKIE } from '../accounts/cookies';
 import type { MfaDoc } from '../accounts/mfa';
 import { publicBaseUrl } from '../accounts/public-url';
 import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
+import { loadCaller } from '../domain/caller';
 import type { SigningKey } from '../domain/key-rotation';
 import type { OidcClientDoc } from './clients';
-import { storeAdapterFactory } from './store-adapter';
+import { pruneLegacyExpired, storeAdapterFactory } from './store-adapter';
 
 export const OIDC_SCOPES = ['openid', 'email', 'profile', 'offline_access'];
 
@@ -20,6 +23,54 @@ export function oidcIssuer(c: Pick<AuthContext, 'config'>): { base: string; issu
 
 const derivedSecret = (secret: string, purpose: string) =>
   createHmac('sha256', secret).update(purpose).digest('base64url');
+
+const hasSecondFactor = async (c: AuthContext, userId: string) =>
+  Boolean((await c.store.collection<MfaDoc>('mfa').findOne({ _id: userId }))?.secret);
+
+/** The browser's password or SSO session (the platform's pages), when the edge verified one. */
+async function pageSession(c: AuthContext, req: { principal?: Principal | null }) {
+  if (!req.principal) return null;
+  const caller = await loadCaller(c.collections, c.clock, req).catch(() => null);
+  return caller?.kind === 'user' &&
+    caller.via === 'session' &&
+    !caller.user.anonymous &&
+    caller.holder.clientId === c.config.PASSWORD_CLIENT_ID
+    ? caller
+    : null;
+}
+
+/**
+ * The person signed in to the platform in this browser, with the second factor when the account has
+ * one. Never an application's access token: it is a session JWT too, which the edge reads from a cookie
+ * or a Bearer header alike, and holding one must not sign its holder in here.
+ */
+export async function browserSignIn(
+  c: AuthContext,
+  req: { principal?: Principal | null },
+): Promise<{ userId: string; since: Date } | null> {
+  const session = await pageSession(c, req);
+  // A session from before the person turned on two-step verification does not skip it.
+  if (!session || (!session.holder.mfa && (await hasSecondFactor(c, session.user._id)))) return null;
+  return { userId: session.user._id, since: session.holder.createdAt };
+}
+
+/**
+ * The provider's own session (its cookie) holds only while the platform session it came from does: a
+ * sign-out, a new password or a revoked session asks for the person again at the next authorization.
+ */
+function loginPolicy(c: AuthContext) {
+  const policy = interactionPolicy.base();
+  const { Check } = interactionPolicy;
+  policy.get('login')!.checks.add(
+    new Check('platform_session', 'The platform session has ended', async (ctx) => {
+      const { accountId } = ctx.oidc.session!;
+      if (!accountId) return Check.NO_NEED_TO_PROMPT;
+      const signedIn = await browserSignIn(c, ctx.req as { principal?: Principal | null });
+      return signedIn?.userId === accountId ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT;
+    }),
+  );
+  return policy;
+}
 
 function configuration(
   c: AuthContext,
@@ -78,7 +129,10 @@ function configuration(
     },
     // PKCE for every client (public ones above all); S256 only.
     pkce: { required: () => true },
-    interactions: { url: (_ctx, interaction) => `/oidc/interaction/${interaction.uid}` },
+    interactions: {
+      policy: loginPolicy(c),
+      url: (_ctx, interaction) => `/oidc/interaction/${interaction.uid}`,
+    },
     features: {
       devInteractions: { enabled: false },
       revocation: { enabled: true },
@@ -120,7 +174,7 @@ function configuration(
                 createdAt: c.clock.now(),
                 revokedAt: null,
                 // Sign-in asks for the second factor whenever the account has one.
-                mfa: Boolean((await c.store.collection<MfaDoc>('mfa').findOne({ _id: t.accountId }))?.secret),
+                mfa: await hasSecondFactor(c, t.accountId),
               },
               $max: { expiresAt: new Date(exp * 1000) },
             },
@@ -189,6 +243,7 @@ export class OidcProviderHost {
   async provider(): Promise<Provider> {
     const key = await this.c.keys.signingKey();
     if (this.current?.kid !== key.kid) {
+      if (!this.current) await pruneLegacyExpired(this.c.store, this.c.clock);
       const provider = new Provider(
         oidcIssuer(this.c).issuer,
         configuration(this.c, key, this.clients, this.hooks.renderError, this.hooks.logoutSource),
@@ -199,6 +254,17 @@ export class OidcProviderHost {
         revokeSession(this.c, grantId).catch((err) =>
           this.c.logger.error({ err }, 'session revocation failed'),
         );
+      });
+      // "Yes, sign me out" (RP-initiated logout) signs the browser out of the platform too: else its
+      // cookie would sign the person straight back in at the next authorization.
+      provider.on('end_session.success', (ctx: KoaContextWithOIDC) => {
+        if (!ctx.oidc.params?.logout) return;
+        for (const name of [ACCESS_TOKEN_COOKIE, CSRF_COOKIE]) {
+          ctx.cookies.set(name, null, { path: '/', signed: false, httpOnly: name === ACCESS_TOKEN_COOKIE });
+        }
+        pageSession(this.c, ctx.req as { principal?: Principal | null })
+          .then((session) => session && revokeSession(this.c, session.credentialId))
+          .catch((err) => this.c.logger.error({ err }, 'session revocation failed'));
       });
       provider.on('server_error', (_ctx: unknown, err: Error) =>
         this.c.logger.error({ err }, 'oidc-provider error'),

@@ -1,5 +1,6 @@
 import type { Clock } from '@platform/kernel';
 import type { Collection, Doc, Store } from '@platform/store';
+import { errors } from 'oidc-provider';
 import type { OidcClientDoc } from './clients';
 
 /** One oidc-provider model instance (a code, token, session, grant, interaction...) in the store. */
@@ -9,28 +10,39 @@ export interface OidcModelDoc extends Doc {
   grantId: string | null;
   uid: string | null;
   userCode: string | null;
-  payload: Record<string, unknown>;
-  /** epoch ms; null: no expiry */
-  expiresAt: number | null;
+  accountId?: string | null;
+  /**
+   * the model as JSON: its keys are URLs and client ids (`resources`, `authorizations`), which
+   * neither engine takes as field names (a dot); earlier versions stored the object itself
+   */
+  payload: string | Record<string, unknown>;
+  /** epoch seconds when a code or refresh token was spent (earlier versions: `payload.consumed`) */
+  consumed?: number | null;
+  /** null: no expiry (earlier versions: epoch ms, which no TTL index removes) */
+  expiresAt: Date | number | null;
 }
 
 type Payload = Record<string, unknown> & {
   grantId?: string;
   uid?: string;
   userCode?: string;
+  accountId?: string;
   consumed?: number;
 };
 
 /**
  * oidc-provider's storage adapter on the store port (embedded or MongoDB), so codes, refresh tokens,
  * sessions and grants survive restarts and are shared by every auth instance. Never the provider's
- * in-memory development adapter. Expired documents are ignored on read and removed as they are met.
+ * in-memory development adapter. Expired documents are never returned, and the store's TTL sweep
+ * removes them (an abandoned interaction, a spent code).
  */
 export const openOidcModels = (store: Store): Collection<OidcModelDoc> =>
   store.collection<OidcModelDoc>('oidc_models', [
     { fields: { grantId: 1 } },
     { fields: { uid: 1 } },
     { fields: { userCode: 1 } },
+    { fields: { accountId: 1 } },
+    { fields: { expiresAt: 1 }, expireAfterSeconds: 0 },
   ]);
 
 /** Deletes a grant and every code and token issued under it. */
@@ -40,10 +52,25 @@ export async function deleteGrant(store: Store, grantId: string): Promise<void> 
   await docs.deleteOne({ _id: `Grant:${grantId}` });
 }
 
+/** Deletes every provider session, grant, code and token of a person (a new password ends them all). */
+export async function deleteOidcStateOf(store: Store, accountId: string): Promise<void> {
+  await openOidcModels(store).deleteMany({ $or: [{ accountId }, { 'payload.accountId': accountId }] });
+}
+
+/** Removes the records of earlier versions whose epoch-ms expiry has passed (no TTL index sees them). */
+export async function pruneLegacyExpired(store: Store, clock: Clock): Promise<void> {
+  await openOidcModels(store).deleteMany({ expiresAt: { $lt: clock.now().getTime() } });
+}
+
 export function storeAdapterFactory(store: Store, clock: Clock, clients: Collection<OidcClientDoc>) {
   const docs = openOidcModels(store);
-  const live = (doc: OidcModelDoc | null) =>
-    doc && (doc.expiresAt === null || doc.expiresAt > clock.now().getTime()) ? doc.payload : undefined;
+  const live = (doc: OidcModelDoc | null): Payload | undefined => {
+    if (!doc) return undefined;
+    const expiresAt = doc.expiresAt instanceof Date ? doc.expiresAt.getTime() : doc.expiresAt;
+    if (expiresAt !== null && expiresAt <= clock.now().getTime()) return undefined;
+    const payload = typeof doc.payload === 'string' ? JSON.parse(doc.payload) : doc.payload;
+    return doc.consumed ? { ...payload, consumed: doc.consumed } : payload;
+  };
 
   return class StoreAdapter {
     constructor(private readonly model: string) {}
@@ -53,7 +80,8 @@ export function storeAdapterFactory(store: Store, clock: Clock, clients: Collect
     }
 
     async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
-      const expiresAt = typeof expiresIn === 'number' ? clock.now().getTime() + expiresIn * 1000 : null;
+      const expiresAt =
+        typeof expiresIn === 'number' ? new Date(clock.now().getTime() + expiresIn * 1000) : null;
       await docs.updateOne(
         { _id: this.key(id) },
         {
@@ -62,7 +90,9 @@ export function storeAdapterFactory(store: Store, clock: Clock, clients: Collect
             grantId: payload.grantId ?? null,
             uid: payload.uid ?? null,
             userCode: payload.userCode ?? null,
-            payload,
+            accountId: payload.accountId ?? null,
+            payload: JSON.stringify(payload),
+            consumed: payload.consumed ?? null,
             expiresAt,
           },
         },
@@ -84,11 +114,20 @@ export function storeAdapterFactory(store: Store, clock: Clock, clients: Collect
       return live(await docs.findOne({ model: this.model, userCode }));
     }
 
+    /**
+     * Spends a code or refresh token once: of two requests racing with the same one, the second finds
+     * it spent here (the provider's own check reads before it writes) and fails as a reuse would.
+     */
     async consume(id: string): Promise<void> {
-      await docs.updateOne(
-        { _id: this.key(id) },
-        { $set: { 'payload.consumed': Math.floor(clock.now().getTime() / 1000) } },
+      const { modified } = await docs.updateOne(
+        {
+          _id: this.key(id),
+          $or: [{ consumed: null }, { consumed: { $exists: false } }],
+          'payload.consumed': { $exists: false },
+        },
+        { $set: { consumed: Math.floor(clock.now().getTime() / 1000) } },
       );
+      if (modified === 0) throw new errors.InvalidGrant('grant already used or revoked');
     }
 
     async destroy(id: string): Promise<void> {

@@ -25,11 +25,15 @@ interface PendingSso {
   exp: number;
 }
 
+const memberOf = async (c: AuthContext, userId: string, orgSlug: string) =>
+  Boolean(await c.collections.memberships.findOne({ userId, orgSlug }));
+
 /**
  * Which local user an external identity signs in as: the one it was linked to before; else the user
  * whose email it proves (the provider says `email_verified`, and the local address was verified too,
- * so nobody can pre-register someone else's address and wait); else a new user. A company provider's
- * users become members of its organization.
+ * so nobody can pre-register someone else's address and wait) and, for a company's provider, a member
+ * of its organization already; else a new user. A company provider's users become members of its
+ * organization.
  */
 export async function userForIdentity(
   c: AuthContext,
@@ -59,6 +63,13 @@ export async function userForIdentity(
     if (existing && !existing.emailVerifiedAt) {
       throw new Forbidden(
         `An account with ${email} exists but its email is not confirmed: confirm it (or reset its password) first`,
+        { error: 'SsoLinkRefused' },
+      );
+    }
+    // A company's provider vouches for its own people only: whoever runs it can assert any address.
+    if (existing && provider.orgSlug && !(await memberOf(c, existing._id, provider.orgSlug))) {
+      throw new Forbidden(
+        `An account with ${email} exists outside ${provider.name}'s organization: sign in with its password`,
         { error: 'SsoLinkRefused' },
       );
     }
