@@ -116,6 +116,11 @@ export const edgeConfigSchema = z.object({
   UPLOAD_BODY_LIMIT_BYTES: env.int(26 * 1024 * 1024, 0),
   /** an upstream silent for this long answers 504; a client's request body that stops arriving this long, 408 */
   UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
+  /**
+   * llm-gateway silent for this long answers 504: a completion says nothing until its model answers, which may
+   * take each model's `timeout_ms` (60 s by default) along its failover chain, plus retry waits (decision 0050)
+   */
+  GATEWAY_UPSTREAM_TIMEOUT_MS: env.int(300_000, 1),
   /** most sockets the edge opens to one upstream (kept alive between requests) */
   UPSTREAM_MAX_SOCKETS: env.int(512, 1),
 

@@ -111,6 +111,7 @@ export async function buildEdgeService(
       legacy: config.LEGACY_AGENT_URL,
     },
     timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    answerTimeoutMs: { gateway: config.LLM_GATEWAY_URL ? config.GATEWAY_UPSTREAM_TIMEOUT_MS : undefined },
     maxSockets: config.UPSTREAM_MAX_SOCKETS,
     logger: log,
     lookup,

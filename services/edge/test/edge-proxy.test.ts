@@ -136,6 +136,40 @@ describe('edge routing and proxying', () => {
     });
   });
 
+  it('waits GATEWAY_UPSTREAM_TIMEOUT_MS for llm-gateway, whose completions are silent while the model answers', async () => {
+    const thinking = (_req: http.IncomingMessage, res: http.ServerResponse) => {
+      setTimeout(() => res.end('{"answer":true}'), 2_000);
+      return true;
+    };
+    const gateway = await startUpstream('llm-gateway', { '/v1/thinking': thinking, '/v1/hung': () => true });
+    const slowQuota = await startUpstream('llm-quota', { '/v1/quotas/thinking': thinking });
+    const viaEdge = await startEdge({
+      authUrl: auth.url,
+      llmQuotaUrl: slowQuota.url,
+      env: {
+        SESSION_PRINCIPAL_SOURCE: 'jwt',
+        LLM_GATEWAY_URL: gateway.url,
+        UPSTREAM_TIMEOUT_MS: '300',
+        GATEWAY_UPSTREAM_TIMEOUT_MS: '3500',
+      },
+    });
+    try {
+      // (undici's timers are coarse below a second or so: the delays leave room)
+      const [slow, hung, quotaSlow] = await Promise.all(
+        ['/llm/v1/thinking', '/llm/v1/hung', '/llm/v1/quotas/thinking'].map((path) =>
+          request(viaEdge.url, path, { headers: bearer(token) }),
+        ),
+      );
+      expect({ status: slow.status, body: slow.json }).toEqual({ status: 200, body: { answer: true } });
+      expect(hung.json).toMatchObject({ error: 'GatewayTimeout', status: 504 });
+      // llm-quota, under the same root, keeps UPSTREAM_TIMEOUT_MS
+      expect(quotaSlow.json).toMatchObject({ error: 'GatewayTimeout', status: 504 });
+    } finally {
+      await viaEdge.close();
+      await Promise.all([gateway.close(), slowQuota.close()]);
+    }
+  });
+
   it('answers 502 when the upstream breaks the connection', async () => {
     const answer = await request(edge.url, '/llm/reset', { headers: bearer(token) });
     expect(answer.status).toBe(502);

@@ -9,7 +9,10 @@ import { sendError } from './respond';
 
 export interface UpstreamProxyOptions {
   targets: Record<UpstreamName, string>;
+  /** a client's body that stops arriving this long is 408; an upstream silent this long, 504 */
   timeoutMs: number;
+  /** roots whose upstream may stay silent longer than `timeoutMs` before its 504 (llm-gateway's completions) */
+  answerTimeoutMs?: Partial<Record<UpstreamName, number | undefined>>;
   maxSockets: number;
   logger: Logger;
   /** how the pools resolve the services' names (kernel's `serviceLookup`, shared with the edge's calls to auth) */
@@ -188,17 +191,18 @@ function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number, time
 /**
  * The proxy on undici: one connection pool per upstream (keep-alive, no pipelining), the request body
  * streamed up and the answer streamed down with backpressure. Unreachable → 503, broken answer → 502,
- * silent past UPSTREAM_TIMEOUT_MS → 504, chunked body past the limit → 413, a client's body that stops arriving for
+ * silent past UPSTREAM_TIMEOUT_MS (GATEWAY_UPSTREAM_TIMEOUT_MS for llm-gateway) → 504, chunked body past the limit → 413, a client's body that stops arriving for
  * UPSTREAM_TIMEOUT_MS → 408, each in the envelope.
  */
 export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy {
   const pools = {} as Record<UpstreamName, Pool>;
   for (const [root, url] of Object.entries(options.targets) as Array<[UpstreamName, string]>) {
+    const answerTimeout = options.answerTimeoutMs?.[root] ?? options.timeoutMs;
     pools[root] = new Pool(new URL(url).origin, {
       connections: options.maxSockets,
       pipelining: 1,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
+      headersTimeout: answerTimeout,
+      bodyTimeout: answerTimeout,
       connect: { timeout: Math.min(options.timeoutMs, 10_000), lookup: options.lookup },
     });
   }
