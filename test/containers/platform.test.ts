@@ -47,6 +47,8 @@ function composeProject(edgePort: number, secret: string): ComposeProject {
     PLATFORM_INTERNAL_SECRET: secret,
     // docker-compose.yml requires it even where the override leaves MongoDB out; nothing reads it
     MONGO_PASSWORD: 'unused-with-the-embedded-store',
+    // the same for every container of the run, so auth recreated on its volume opens its stored keys
+    SIGNING_KEYS_ENCRYPTION_KEY: `signing-keys-${secret}`,
     EDGE_PORT: String(edgePort),
     PUBLIC_BASE_URL: `http://127.0.0.1:${edgePort}`,
     IMAGE_TAG: RUN,

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '@platform/kernel';
+import { ConfigError, compileTrustProxy, loadConfig } from '@platform/kernel';
 import { DCLinter } from 'dclint';
 import { parse } from 'yaml';
 import { loadCompose } from '../containers/compose';
@@ -31,8 +31,12 @@ interface ComposeFile {
 
 const COMPOSE_PATH = path.join(REPO_ROOT, 'docker-compose.yml');
 const source = readFileSync(COMPOSE_PATH, 'utf8');
-/** What an operator provides (.env): the two secrets; everything else has a default. */
-const operatorEnv = { PLATFORM_INTERNAL_SECRET: TEST_INTERNAL_SECRET, MONGO_PASSWORD: 'test-only-password' };
+/** What an operator provides (.env): the three required secrets; everything else has a default. */
+const operatorEnv = {
+  PLATFORM_INTERNAL_SECRET: TEST_INTERNAL_SECRET,
+  MONGO_PASSWORD: 'test-only-password',
+  SIGNING_KEYS_ENCRYPTION_KEY: 'test-only-signing-keys-secret-0123456789abcdef',
+};
 const raw = parse(source, { merge: true }) as ComposeFile;
 const compose = interpolateDocument(raw, operatorEnv);
 const services = compose.services;
@@ -60,10 +64,55 @@ describe('docker-compose.yml', () => {
     expect(messages).toEqual([]);
   });
 
-  it('refuses to start without the internal secret and the MongoDB password', () => {
+  it('refuses to start without the internal secret, the MongoDB password and the signing keys secret', () => {
     expect(() => interpolateDocument(raw, {})).toThrow(/MONGO_PASSWORD[\s\S]*PLATFORM_INTERNAL_SECRET/);
-    expect(() => interpolateDocument(raw, { ...operatorEnv, PLATFORM_INTERNAL_SECRET: '' })).toThrow(
-      /PLATFORM_INTERNAL_SECRET/,
+    for (const key of Object.keys(operatorEnv)) {
+      expect(() => interpolateDocument(raw, { ...operatorEnv, [key]: '' })).toThrow(new RegExp(key));
+    }
+  });
+
+  it('passes every encryption key a service reads from .env, so nothing is stored in plain text or under a derived key', () => {
+    const keys = {
+      SIGNING_KEYS_ENCRYPTION_KEY: 'auth',
+      LEGACY_TOKEN_ENCRYPTION_KEY: 'legacy-agent',
+      LLM_GATEWAY_ENCRYPTION_KEY: 'llm-gateway',
+    };
+    for (const { name, schema } of DEPLOYED_SERVICES) {
+      for (const key of [...schemaKeys(schema)].filter((k) => k.endsWith('_ENCRYPTION_KEY'))) {
+        expect({ key, service: keys[key as keyof typeof keys] }).toEqual({ key, service: name });
+        expect({ key, fromEnv: String(raw.services[name]!.environment?.[key]) }).toEqual({
+          key,
+          fromEnv: expect.stringMatching(new RegExp(`^\\$\\{${key}:`)),
+        });
+      }
+    }
+    const legacyKey = Buffer.alloc(32, 7).toString('base64');
+    const withKeys = interpolateDocument(raw, { ...operatorEnv, LEGACY_TOKEN_ENCRYPTION_KEY: legacyKey });
+    expect(withKeys.services['legacy-agent']!.environment!.LEGACY_TOKEN_ENCRYPTION_KEY).toBe(legacyKey);
+    expect(envOf('auth').SIGNING_KEYS_ENCRYPTION_KEY).toBe(operatorEnv.SIGNING_KEYS_ENCRYPTION_KEY);
+  });
+
+  it("believes the forwarding headers of the proxy on this host (the network's gateway), unless told not to", () => {
+    // a client of the published port reaches the container from its network's gateway: 10.89.0.1 under
+    // podman (measured), 172.18.0.1 under Docker
+    const trust = compileTrustProxy(envOf('edge').TRUST_PROXY!);
+    for (const gateway of ['10.89.0.1', '172.18.0.1', '127.0.0.1']) expect(trust(gateway, 0)).toBe(true);
+    expect(trust('203.0.113.9', 0)).toBe(false);
+    const direct = interpolateDocument(raw, { ...operatorEnv, EDGE_TRUST_PROXY: 'false' });
+    expect(compileTrustProxy(String(direct.services.edge!.environment!.TRUST_PROXY))('10.89.0.1', 0)).toBe(
+      false,
+    );
+  });
+
+  it("lets a slow completion finish: the edge waits longer than llm-gateway's model, one failover and a retry wait", () => {
+    const edge = loadConfig(DEPLOYED_SERVICES.find((s) => s.name === 'edge')!.schema, envOf('edge'));
+    const gateway = loadConfig(
+      DEPLOYED_SERVICES.find((s) => s.name === 'llm-gateway')!.schema,
+      envOf('llm-gateway'),
+    );
+    expect(edge.GATEWAY_UPSTREAM_TIMEOUT_MS as number).toBeGreaterThan(
+      2 * (gateway.LLM_GATEWAY_DEFAULT_TIMEOUT_MS as number) +
+        (gateway.LLM_GATEWAY_RETRY_MAX_WAIT_MS as number),
     );
   });
 
@@ -214,6 +263,7 @@ describe('docker-compose.yml', () => {
     // the example never carries a usable secret
     expect(example).toMatch(/^PLATFORM_INTERNAL_SECRET=$/m);
     expect(example).toMatch(/^MONGO_PASSWORD=$/m);
+    expect(example).toMatch(/^SIGNING_KEYS_ENCRYPTION_KEY=$/m);
   });
 });
 

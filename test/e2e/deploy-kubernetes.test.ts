@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '@platform/kernel';
+import { ConfigError, compileTrustProxy, loadConfig } from '@platform/kernel';
 import { parseAllDocuments } from 'yaml';
 import { type K8sObject, kustomize, readObjects } from '../deploy/kustomize';
 import { connectionAllowed, type Endpoint, selects } from '../deploy/network-policy';
@@ -28,7 +29,7 @@ interface Container {
     name: string;
     value?: string;
     valueFrom?: {
-      secretKeyRef?: { name: string; key: string };
+      secretKeyRef?: { name: string; key: string; optional?: boolean };
       configMapKeyRef?: { name: string; key: string };
     };
   }>;
@@ -103,9 +104,10 @@ function containerEnv(
     if (!found) throw new Error(`container ${container.name}: ConfigMap ${name} does not exist`);
     return found.data ?? {};
   };
-  const secret = (name: string, key: string) => {
+  const secret = (name: string, key: string, optional = false) => {
     const value = secrets[name]?.[key];
-    if (value === undefined) throw new Error(`container ${container.name}: Secret ${name} has no ${key}`);
+    if (value === undefined && !optional)
+      throw new Error(`container ${container.name}: Secret ${name} has no ${key}`);
     return value;
   };
   for (const from of container.envFrom ?? []) {
@@ -115,7 +117,9 @@ function containerEnv(
   for (const variable of container.env ?? []) {
     if (variable.value !== undefined) env[variable.name] = variable.value;
     else if (variable.valueFrom?.secretKeyRef) {
-      env[variable.name] = secret(variable.valueFrom.secretKeyRef.name, variable.valueFrom.secretKeyRef.key);
+      const { name, key, optional } = variable.valueFrom.secretKeyRef;
+      const value = secret(name, key, optional);
+      if (value !== undefined) env[variable.name] = value;
     } else if (variable.valueFrom?.configMapKeyRef) {
       const { name, key } = variable.valueFrom.configMapKeyRef;
       env[variable.name] = configMap(name)[key]!;
@@ -145,10 +149,30 @@ const realSecrets = {
   'platform-secrets': Object.fromEntries(
     Object.entries(baseSecret.stringData).map(([key, value]) => [
       key,
-      key === 'PLATFORM_INTERNAL_SECRET' ? TEST_INTERNAL_SECRET : value.replace(/CHANGE-ME/g, 'real'),
+      key === 'PLATFORM_INTERNAL_SECRET'
+        ? TEST_INTERNAL_SECRET
+        : key === 'LEGACY_TOKEN_ENCRYPTION_KEY'
+          ? randomBytes(32).toString('base64')
+          : value.replace(/CHANGE-ME/g, 'real'),
     ]),
   ),
 };
+
+/**
+ * Settings whose values are secrets: they come from a Secret, never from a ConfigMap or a literal. The
+ * encryption keys among them are needed in production: unset, the service stores what they protect in
+ * plain text (auth's signing keys on MongoDB) or under a key derived from PLATFORM_INTERNAL_SECRET, which
+ * then can never be rotated without losing the data.
+ */
+const SECRET_SETTINGS = [
+  'PLATFORM_INTERNAL_SECRET',
+  'MONGO_URL',
+  'SMTP_URL',
+  'SIGNING_KEYS_ENCRYPTION_KEY',
+  'LEGACY_TOKEN_ENCRYPTION_KEY',
+  'LLM_GATEWAY_ENCRYPTION_KEY',
+];
+const isEncryptionKey = (key: string) => key.endsWith('_ENCRYPTION_KEY');
 
 describe('Kubernetes manifests (deploy/)', () => {
   it('parse, and every object is valid for its Kubernetes API schema (kubernetes-models)', () => {
@@ -325,7 +349,63 @@ describe('Kubernetes manifests (deploy/)', () => {
       expect(envOf('auth').JWT_AUDIENCE).toBe(edge.JWT_AUDIENCE);
     });
 
-    it('lets only the edge reach the services (and llm-gateway llm-quota), every pod DNS, MongoDB and NATS, only llm-gateway HTTPS', () => {
+    it('takes every secret setting from a Secret, and sets each encryption key a service reads', () => {
+      for (const configMap of ofKind(objects, 'ConfigMap')) {
+        const leaked = Object.keys(configMap.data ?? {}).filter((k) => SECRET_SETTINGS.includes(k));
+        expect({ configMap: configMap.metadata.name, leaked }).toEqual({
+          configMap: configMap.metadata.name,
+          leaked: [],
+        });
+      }
+      const found = DEPLOYED_SERVICES.map(({ name, schema }) => {
+        const [container] = deployment(objects, name).spec.template.spec.containers;
+        const fromSecret = new Set(
+          (container!.env ?? []).filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name),
+        );
+        const read = [...schemaKeys(schema)].filter((k) => SECRET_SETTINGS.includes(k));
+        return {
+          name,
+          notFromSecret: read.filter(
+            (k) => (container!.env ?? []).some((e) => e.name === k) && !fromSecret.has(k),
+          ),
+          unsetEncryptionKeys: read.filter((k) => isEncryptionKey(k) && !fromSecret.has(k)),
+        };
+      });
+      expect(found).toEqual(
+        DEPLOYED_SERVICES.map(({ name }) => ({ name, notFromSecret: [], unsetEncryptionKeys: [] })),
+      );
+    });
+
+    it("lets a slow completion finish: the edge waits longer than llm-gateway's model, one failover and a retry wait", () => {
+      const configOf = (name: string) => {
+        const service = DEPLOYED_SERVICES.find((s) => s.name === name)!;
+        const env = containerEnv(
+          objects,
+          deployment(objects, name).spec.template.spec.containers[0]!,
+          realSecrets,
+        );
+        return loadConfig(service.schema, env) as Record<string, unknown>;
+      };
+      const edge = configOf('edge');
+      const gateway = configOf('llm-gateway');
+      expect(edge.GATEWAY_UPSTREAM_TIMEOUT_MS as number).toBeGreaterThan(
+        2 * (gateway.LLM_GATEWAY_DEFAULT_TIMEOUT_MS as number) +
+          (gateway.LLM_GATEWAY_RETRY_MAX_WAIT_MS as number),
+      );
+      for (const ingress of ofKind(objects, 'Ingress')) {
+        const annotations = (ingress.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+        for (const key of ['proxy-read-timeout', 'proxy-send-timeout']) {
+          // ingress-nginx waits 60 s by default
+          const seconds = Number(annotations[`nginx.ingress.kubernetes.io/${key}`] ?? 60);
+          expect({ key, ms: seconds * 1000 >= (edge.GATEWAY_UPSTREAM_TIMEOUT_MS as number) }).toEqual({
+            key,
+            ms: true,
+          });
+        }
+      }
+    });
+
+    it('lets only the edge reach the services (and llm-gateway llm-quota), every pod DNS, MongoDB and NATS, only llm-gateway and auth the internet', () => {
       const policies = ofKind(objects, 'NetworkPolicy');
       const pod = (name: string): Endpoint => ({ pod: pods(name) });
       const stranger: Endpoint = { pod: { app: 'something-else' } };
@@ -374,15 +454,19 @@ describe('Kubernetes manifests (deploy/)', () => {
             allowed: true,
           });
         }
-        // only the gateway calls out: the model providers, over HTTPS, and nothing else
+        // only the gateway (the model providers) and auth (identity providers, its mail server) call out
+        const internet = { external: 'the internet' } as const;
         expect({
           name,
-          https: connectionAllowed(policies, pod(name), { external: 'the internet' }, 443),
+          https: connectionAllowed(policies, pod(name), internet, 443),
+          smtp: [587, 465].map((port) => connectionAllowed(policies, pod(name), internet, port)),
         }).toEqual({
           name,
-          https: name === 'llm-gateway',
+          https: name === 'llm-gateway' || name === 'auth',
+          smtp: name === 'auth' ? [true, true] : [false, false],
         });
-        expect(connectionAllowed(policies, pod(name), { external: 'the internet' }, 80)).toBe(false);
+        expect(connectionAllowed(policies, pod(name), internet, 80)).toBe(false);
+        expect(connectionAllowed(policies, pod(name), internet, 25)).toBe(false);
       }
     });
   });
@@ -423,6 +507,26 @@ describe('Kubernetes manifests (deploy/)', () => {
     );
     expect(service?.spec.ports.map((p) => p.name)).toContain(backend.port.name);
     expect(backend.name).toBe('edge');
+  });
+
+  it("overlays/example: the edge believes the ingress controller's forwarding headers; auth's links use the Ingress host", () => {
+    const objects = kustomize(OVERLAY);
+    const envOf = (name: string) =>
+      containerEnv(objects, deployment(objects, name).spec.template.spec.containers[0]!, realSecrets);
+    // the controller's pods have cluster (private) addresses; a client's public address is never believed
+    const trust = compileTrustProxy(envOf('edge').TRUST_PROXY ?? 'false');
+    expect(trust('10.244.3.17', 0)).toBe(true);
+    expect(trust('203.0.113.9', 0)).toBe(false);
+    const [ingress] = ofKind<{ tls: Array<{ hosts: string[] }>; rules: Array<{ host: string }> }>(
+      objects,
+      'Ingress',
+    );
+    const host = ingress!.spec.rules[0]!.host;
+    expect(ingress!.spec.tls[0]!.hosts).toContain(host);
+    const auth = envOf('auth');
+    // mailed links, SSO callbacks and Secure cookies are built on it (services/auth/src/accounts/public-url.ts)
+    expect(auth.PUBLIC_BASE_URL ?? auth.JWT_ISSUER).toBe(`https://${host}`);
+    expect(envOf('edge').JWT_ISSUER).toBe(auth.JWT_ISSUER);
   });
 
   const kubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { runCli } from '@platform/operator-cli';
 import { startTestPlatform, type TestPlatform } from '../harness';
 
@@ -113,5 +116,48 @@ describe('operator CLI (pnpm platform)', () => {
     );
     expect(code).toBe(2);
     expect(lines.join('\n')).toMatch(/PLATFORM_TOKEN/);
+  });
+
+  it('names a malformed URL as a usage error (exit 2, no stack trace), whichever flag or variable gave it', async () => {
+    const attempt = async (argv: string[], extra: Record<string, string>) => {
+      const lines: string[] = [];
+      const code = await runCli(
+        argv,
+        { DATA_DIR: '/nonexistent', PLATFORM_TOKEN: 't', ...extra },
+        {
+          out: () => undefined,
+          err: (l) => lines.push(l),
+        },
+      );
+      return { code, said: lines[0] };
+    };
+    expect(await attempt(['org', 'create', 'x1'], { PLATFORM_URL: 'localhost:8080' })).toEqual({
+      code: 2,
+      said: expect.stringMatching(/^PLATFORM_URL must be an http:\/\/ or https:\/\/ URL/),
+    });
+    expect(await attempt(['--url', 'not a url', 'org', 'create', 'x1'], {})).toEqual({
+      code: 2,
+      said: expect.stringMatching(/^--url is not a URL/),
+    });
+    expect(
+      await attempt(['keys', 'rotate'], { AUTH_URL: 'auth:8081', PLATFORM_INTERNAL_SECRET: secret }),
+    ).toEqual({ code: 2, said: expect.stringMatching(/^AUTH_URL /) });
+  });
+
+  it('says why a service cannot be reached (the connection error, not "fetch failed")', async () => {
+    const closed = createServer().listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    const { port } = closed.address() as AddressInfo;
+    closed.close();
+    const lines: string[] = [];
+    const code = await runCli(
+      ['keys', 'rotate'],
+      { DATA_DIR: '/nonexistent', AUTH_URL: `http://127.0.0.1:${port}`, PLATFORM_INTERNAL_SECRET: secret },
+      { out: () => undefined, err: (l) => lines.push(l) },
+    );
+    expect(code).toBe(1);
+    expect(lines.join('\n')).toBe(
+      `Cannot reach http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { CliError, type CliSettings } from './client';
+import { baseUrl, CliError, type CliSettings } from './client';
 import {
   addMember,
   addOidcClient,
@@ -106,15 +106,25 @@ export async function runCli(
     return values.help ? 0 : 2;
   }
   const hints = standaloneHints(env);
-  const settings: CliSettings = {
-    url: (values.url ?? env.PLATFORM_URL ?? 'http://localhost:8080').replace(/\/$/, ''),
-    gatewayUrl: (values['gateway-url'] ?? env.PLATFORM_GATEWAY_URL)?.replace(/\/$/, ''),
-    token: values.token ?? env.PLATFORM_TOKEN,
-    authUrl: values['auth-url'] ?? env.AUTH_URL ?? hints.authUrl,
-    llmQuotaUrl: values['llm-quota-url'] ?? env.LLM_QUOTA_URL ?? hints.llmQuotaUrl,
-    internalSecret: env.PLATFORM_INTERNAL_SECRET ?? hints.internalSecret,
+  // each URL with where it came from, so a bad one is named as the operator wrote it
+  const from = (
+    flag: 'url' | 'gateway-url' | 'auth-url' | 'llm-quota-url',
+    variable: string,
+    hint?: string,
+  ) => {
+    if (values[flag] !== undefined) return baseUrl(values[flag], `--${flag}`);
+    if (env[variable]) return baseUrl(env[variable], variable);
+    return baseUrl(hint, 'DATA_DIR/standalone.json');
   };
   try {
+    const settings: CliSettings = {
+      url: from('url', 'PLATFORM_URL') ?? 'http://localhost:8080',
+      gatewayUrl: from('gateway-url', 'PLATFORM_GATEWAY_URL'),
+      token: values.token ?? env.PLATFORM_TOKEN,
+      authUrl: from('auth-url', 'AUTH_URL', hints.authUrl),
+      llmQuotaUrl: from('llm-quota-url', 'LLM_QUOTA_URL', hints.llmQuotaUrl),
+      internalSecret: env.PLATFORM_INTERNAL_SECRET ?? hints.internalSecret,
+    };
     const outcome = await dispatch(positionals, values, settings);
     if (values.json) io.out(JSON.stringify(outcome));
     else io.out(`${outcome.result}: ${JSON.stringify(outcome.data, null, 2)}`);

@@ -14,6 +14,23 @@ export interface CliSettings {
   internalSecret?: string;
 }
 
+/**
+ * A base URL from a flag or the environment (empty: unset), checked before any call: a typo is a usage
+ * error naming where the value came from (exit 2), never a TypeError from fetch.
+ */
+export function baseUrl(value: string | undefined, source: string): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new CliError(`${source} is not a URL: ${JSON.stringify(value)} (e.g. http://localhost:8080)`, 2);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new CliError(`${source} must be an http:// or https:// URL: ${JSON.stringify(value)}`, 2);
+  return value.replace(/\/+$/, '');
+}
+
 export class CliError extends Error {
   constructor(
     message: string,
@@ -33,7 +50,10 @@ async function call(url: string, init: RequestInit): Promise<ApiAnswer> {
   try {
     response = await fetch(url, init);
   } catch (err) {
-    throw new CliError(`Cannot reach ${new URL(url).origin}: ${(err as Error).message}`);
+    // fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, a certificate...) is its cause
+    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+    const reason = cause?.message ?? cause?.code ?? (err as Error).message;
+    throw new CliError(`Cannot reach ${new URL(url).origin}: ${reason}`);
   }
   const text = await response.text();
   let body: unknown = text;
