@@ -89,6 +89,18 @@ describe('slots', () => {
     expect(slots.values).toEqual({ when: '9am', Color: 'red' });
   });
 
+  it('fills slots named like an object’s machinery (constructor, toString)', () => {
+    const builder = intent({
+      utterances: { en: [{ data: [{ text: 'Bob', entity: 'Person', slot_name: 'constructor' }] }] },
+    });
+    const slots = slotsOf(builder, 'en', [
+      match('Person', 'constructor', 'Bob', 0),
+      match('Word', 'toString', 'hi', 4),
+    ]);
+    expect(slots.values).toEqual({ constructor: 'Bob', Word: 'hi' });
+    expect(Object.hasOwn(slots.values, 'constructor')).toBe(true);
+  });
+
   it('keeps the first value of a slot', () => {
     const slots = slotsOf(null, 'en', [
       match('Color', 'Color', 'blue', 8),

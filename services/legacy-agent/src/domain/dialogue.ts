@@ -226,13 +226,16 @@ export function slotsOf(intent: IntentDoc | null, lang: string, entities: NluEnt
     if (typeof p.entity === 'string') add(p.entity, typeof p.name === 'string' ? p.name : p.entity);
 
   const values: Record<string, string> = {};
+  // own slots only: a slot named `constructor` or `toString` is not filled already by Object.prototype
+  const filled = (slot: string) => Object.hasOwn(values, slot);
   const details: IntentResult['entities'] = [];
   for (const match of [...entities].sort((a, b) => a.start - b.start)) {
     const candidates = slotsByEntity.get(match.entity) ?? [];
     const slot = candidates.includes(match.slot)
       ? match.slot
-      : (candidates.find((s) => values[s] === undefined) ?? candidates[0] ?? match.entity);
-    if (values[slot] === undefined) values[slot] = match.value;
+      : (candidates.find((s) => !filled(s)) ?? candidates[0] ?? match.entity);
+    // `__proto__` (refused as a name since; an intent stored before may still have it) would set the prototype
+    if (!filled(slot) && slot !== '__proto__') values[slot] = match.value;
     details.push({ ...match, slot });
   }
   return { values, details };

@@ -109,3 +109,19 @@ describe('rendering items', () => {
     expect(renderItems([{ type: 'text', text: ['a', 'b'] }], () => 0.9999)).toEqual([{ text: 'b' }]);
   });
 });
+
+describe('variables named like an object’s machinery', () => {
+  it.each([
+    [['toString', '==', 'x'], false],
+    [['slots.constructor', 'exists', ''], false],
+    [['hasOwnProperty', 'contains', 'x'], false],
+    [['valueOf', 'notExists', ''], true],
+    [['slots.__proto__', '!=', 'x'], true],
+  ] as const)('%j holds: %s, without throwing', (condition, expected) => {
+    expect(holds([...condition] as never, vars())).toBe(expected);
+  });
+
+  it('finds a slot that really has such a name', () => {
+    expect(holds(['slots.constructor', '==', 'Bob'], vars({ slots: { constructor: 'Bob' } }))).toBe(true);
+  });
+});

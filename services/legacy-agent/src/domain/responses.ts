@@ -18,7 +18,7 @@ type Value = string | string[] | undefined;
  * active; `contexts`: the active context names; `platform`, `query`, `event`: the request's.
  */
 export function resolveVariable(variable: string, vars: TurnVariables): Value {
-  if (variable.startsWith('slots.')) return vars.slots[variable.slice(6)];
+  if (variable.startsWith('slots.')) return slotValue(vars.slots, variable.slice(6));
   if (variable.startsWith('context.')) return vars.contexts.includes(variable.slice(8)) ? 'true' : undefined;
   switch (variable) {
     case 'contexts':
@@ -30,9 +30,18 @@ export function resolveVariable(variable: string, vars: TurnVariables): Value {
     case 'event':
       return vars.event;
     default:
-      return vars.slots[variable];
+      return slotValue(vars.slots, variable);
   }
 }
+
+/**
+ * The slot's own value only: a name such as `toString` or `constructor` must not find an object's machinery
+ * (a function there made `==` throw, a 500 for every message the intent answered).
+ */
+const slotValue = (slots: Record<string, string>, name: string): string | undefined => {
+  const value = Object.hasOwn(slots, name) ? slots[name] : undefined;
+  return typeof value === 'string' ? value : undefined;
+};
 
 /** Letter case aside (no collator: this runs for every message). */
 const sameText = (a: string, b: string) => a === b || a.toLowerCase() === b.toLowerCase();

@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { type ErrorKind, envelopeOf, jsonBody, type Logger, parseInput, toAppError } from '@platform/kernel';
+import {
+  type ErrorKind,
+  envelopeOf,
+  jsonBody,
+  type Logger,
+  MethodNotAllowed,
+  parseInput,
+  toAppError,
+} from '@platform/kernel';
 import express, { type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { LegacyDomain } from '../domain';
@@ -93,5 +101,11 @@ export function mountMessageRoutes(router: Router, { assistants, dialogue, ctx }
     } catch (err) {
       sendMessagesError(res, err, req.id, ctx.logger);
     }
+  });
+  // Another method is refused in the Messages shape too (with Allow), not in the platform envelope.
+  router.all('/v1/Messages', (req, res, next) => {
+    if (req.method === 'OPTIONS') return next(); // the router's own answer, or CORS's
+    res.setHeader('allow', 'POST');
+    sendMessagesError(res, new MethodNotAllowed(req.method, ['POST']), req.id, ctx.logger);
   });
 }

@@ -17,8 +17,11 @@ export const langCode = z
   .max(35)
   .regex(LANG_PATTERN, 'must be a language code such as "en" or "pt-BR"')
   .meta({ description: 'language code' });
-const symbol = (what: string) =>
+const symbolText = (what: string) =>
   z.string().regex(SYMBOL_PATTERN, `${what} must be 1-64 letters, digits, "_", "." or "-"`);
+/** A name a developer gives: it becomes a key of slots and of stored objects, where `__proto__` sets a prototype. */
+const symbol = (what: string) =>
+  symbolText(what).refine((name) => name !== '__proto__', `${what} "__proto__" is reserved`);
 const text = (max: number) => z.string().max(max);
 const nonEmptyText = (max: number) => z.string().trim().min(1).max(max);
 const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048);
@@ -350,8 +353,13 @@ export const messageBody = z
   .object({
     userId: nonEmptyText(256),
     platform: nonEmptyText(64),
-    text: z.preprocess((t) => (t === '' ? undefined : t), z.string().trim().min(1).max(4000).optional()),
-    event: z.preprocess((e) => (e === '' ? undefined : e), symbol('event').optional()),
+    // empty or blank text says nothing: it counts as absent (so `event` alone may be sent beside it)
+    text: z.preprocess(
+      (t) => (typeof t === 'string' && t.trim() === '' ? undefined : t),
+      z.string().trim().min(1).max(4000).optional(),
+    ),
+    // an event no intent can list (`__proto__`) is still an unknown event: the fallback answers it
+    event: z.preprocess((e) => (e === '' ? undefined : e), symbolText('event').optional()),
     payload: z.record(z.string(), z.unknown()).optional(),
     lang: langCode
       .optional()
