@@ -160,9 +160,9 @@ const realSecrets = {
 
 /**
  * Settings whose values are secrets: they come from a Secret, never from a ConfigMap or a literal. The
- * encryption keys among them are needed in production: unset, the service stores what they protect in
- * plain text (auth's signing keys on MongoDB) or under a key derived from PLATFORM_INTERNAL_SECRET, which
- * then can never be rotated without losing the data.
+ * encryption keys among them are needed in production: unset, auth does not start on MongoDB, and the other
+ * services store what they protect under a key derived from PLATFORM_INTERNAL_SECRET, which then can never be
+ * rotated without losing the data.
  */
 const SECRET_SETTINGS = [
   'PLATFORM_INTERNAL_SECRET',

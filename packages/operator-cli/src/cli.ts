@@ -62,7 +62,7 @@ Connection (flags win over the environment):
   --url URL            the edge's base URL           PLATFORM_URL   (default http://localhost:8080)
   --gateway-url URL    the edge's gateway root       PLATFORM_GATEWAY_URL (default {url}/llm)
   --token TOKEN        operator session JWT or at:   PLATFORM_TOKEN
-  --auth-url URL       auth, for keys rotate, oidc-client add, sso add   AUTH_URL
+  --auth-url URL       auth, for keys rotate, oidc-client add, sso add, plan assign   AUTH_URL
   --llm-quota-url URL  llm-quota, for plan assign    LLM_QUOTA_URL
                        the shared internal secret    PLATFORM_INTERNAL_SECRET
   Against a local \`pnpm start\`, the last three are read from DATA_DIR/standalone.json.

@@ -6,7 +6,7 @@ export interface CliSettings {
   gatewayUrl?: string;
   /** an operator's session JWT or `at:` access token, for the public API */
   token?: string;
-  /** where auth listens (internal route: rotate signing keys) */
+  /** where auth listens (internal routes: rotate signing keys, clients, providers, organizations) */
   authUrl?: string;
   /** where llm-quota listens (internal route: assign a plan) */
   llmQuotaUrl?: string;

@@ -26,7 +26,16 @@ export async function addMember(s: CliSettings, org: string, userId: string, rol
   throw failure('Adding the member', added);
 }
 
+/**
+ * llm-quota gives a plan to any slug (it learns organizations from their traffic, decision 0017): auth, which
+ * owns organizations, is asked first, so a typo is refused instead of reported `updated`.
+ */
 export async function assignPlan(s: CliSettings, org: string, plan: string): Promise<Outcome> {
+  const known = await internal(s, 'auth', 'GET', `/internal/orgs/${encodeURIComponent(org)}`);
+  // (a 404 of another kind is an auth without this route, or a URL that is not auth's)
+  if (known.status === 404 && (known.body as { error?: string } | null)?.error === 'OrgNotFound')
+    throw new CliError(`There is no organization ${org}`);
+  if (known.status !== 200) throw failure('Looking up the organization', known);
   const assigned = await internal(s, 'llm-quota', 'PUT', `/internal/orgs/${encodeURIComponent(org)}/plan`, {
     plan,
   });

@@ -41,6 +41,20 @@ describe('auth configuration', () => {
     expect(issuesOf(env).map((i) => i.key)).toContain(key);
   });
 
+  it('refuses MongoDB without SIGNING_KEYS_ENCRYPTION_KEY, saying how to make one (decision 0033)', () => {
+    expect(issuesOf({ MONGO_URL: 'mongodb://db:27017/auth' })).toEqual([
+      {
+        key: 'SIGNING_KEYS_ENCRYPTION_KEY',
+        message: expect.stringMatching(/^required with MONGO_URL .*openssl rand -base64 48/),
+      },
+    ]);
+    expect(
+      issuesOf({ MONGO_URL: 'mongodb://db:27017/auth', SIGNING_KEYS_ENCRYPTION_KEY: 'k'.repeat(40) }),
+    ).toEqual([]);
+    // the embedded store keeps a generated secret in DATA_DIR
+    expect(issuesOf({})).toEqual([]);
+  });
+
   it.each([
     { JWKS_KTY: 'RSA', JWKS_ALG: 'PS512', JWKS_SIZE: '4096' },
     { JWKS_KTY: 'EC', JWKS_ALG: 'ES384', JWKS_SIZE: '384' },

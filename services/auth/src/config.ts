@@ -14,6 +14,11 @@ export const EC_CURVES: Record<string, { curve: string; size: number }> = {
   ES512: { curve: 'P-521', size: 521 },
 };
 
+/** Why auth does not start on MongoDB without SIGNING_KEYS_ENCRYPTION_KEY (decision 0033), and what to do. */
+export const SIGNING_KEYS_ENCRYPTION_KEY_REQUIRED =
+  'required with MONGO_URL (it encrypts the private signing keys stored in MongoDB): the same random secret of ' +
+  '32+ characters in every auth instance, e.g. `openssl rand -base64 48`';
+
 /** auth's configuration; every key is an environment variable, documented in the README. */
 export const authConfigSchema = z
   .object({
@@ -46,7 +51,10 @@ export const authConfigSchema = z
     JWKS_RETENTION_SKEW_SECONDS: env.int(300, 0),
     /** how often each instance re-checks rotation, activation and removal, ms */
     JWKS_CHECK_INTERVAL_MS: env.int(30_000, 10),
-    /** optional secret (32+ characters) encrypting private signing keys at rest (AES-256-GCM) */
+    /**
+     * secret (32+ characters) encrypting private signing keys at rest (AES-256-GCM); required with MONGO_URL,
+     * the same in every instance
+     */
     SIGNING_KEYS_ENCRYPTION_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
     /** seconds the edge may cache an answer of POST /internal/principal (at most 60) */
     PRINCIPAL_CACHE_TTL_SECONDS: z.coerce.number().int().min(0).max(60).default(30),
@@ -89,7 +97,10 @@ export const authConfigSchema = z
     PASSWORD_RESET_TTL_SECONDS: env.int(3_600, 60),
     /** lifetime of a v2 session's refresh token (each refresh rotates it), seconds */
     REFRESH_TOKENS_MAX_AGE: env.int(7_776_000, 60),
-    /** SMTP server for account mails, e.g. smtp://user:pass@mail.example.com:587; unset: mails go to the log */
+    /**
+     * SMTP server for account mails, e.g. smtp://user:pass@mail.example.com:587; unset: on the embedded store
+     * mails go to the log, on MongoDB they are not sent
+     */
     SMTP_URL: z.string().min(1).optional(),
     /** sender of account mails */
     MAIL_FROM: z.string().min(1).default('AI Platform <no-reply@localhost>'),
@@ -101,6 +112,14 @@ export const authConfigSchema = z
     PLATFORM_NAME: z.string().min(1).default('ai-platform'),
   })
   .superRefine((config, ctx) => {
+    // Whoever reads the database must not be able to sign sessions; the embedded store keeps a local secret.
+    if (config.MONGO_URL && !config.SIGNING_KEYS_ENCRYPTION_KEY) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SIGNING_KEYS_ENCRYPTION_KEY'],
+        message: SIGNING_KEYS_ENCRYPTION_KEY_REQUIRED,
+      });
+    }
     // the public root mailed links and cookies are built on (accounts/public-url.ts)
     if (!config.PUBLIC_BASE_URL && !/^https?:\/\/[^/]/i.test(config.JWT_ISSUER)) {
       ctx.addIssue({

@@ -14,7 +14,7 @@ import { LoginThrottle } from './accounts/login-throttle';
 import { createMailer } from './accounts/mailer';
 import { Mfa } from './accounts/mfa';
 import { RateLimiterStorePort } from './accounts/store-rate-limiter';
-import type { AuthConfig } from './config';
+import { type AuthConfig, SIGNING_KEYS_ENCRYPTION_KEY_REQUIRED } from './config';
 import type { AuthContext } from './context';
 import { openCollections } from './data/collections';
 import { CredentialIntrospection } from './domain/credential-introspection';
@@ -69,12 +69,12 @@ export async function buildAuthService(
   const collections = openCollections(store);
   const events = new AuthEvents(bus, clock, logger);
   // Private keys are never stored in plain text: the configured secret, else (embedded store) one
-  // kept in a 0600 file in DATA_DIR. MongoDB deployments must configure one (shared by instances).
+  // kept in a 0600 file in DATA_DIR. MongoDB deployments must configure one (shared by instances);
+  // the configuration refuses MONGO_URL without it, this refuses a MongoDB store handed in some other way.
   const keySecret =
     config.SIGNING_KEYS_ENCRYPTION_KEY ??
     (store.engine === 'embedded' ? localSigningKeysSecret(config.DATA_DIR) : undefined);
-  if (!keySecret)
-    logger.warn('SIGNING_KEYS_ENCRYPTION_KEY is not set: private signing keys are stored unencrypted');
+  if (!keySecret) throw new Error(`SIGNING_KEYS_ENCRYPTION_KEY: ${SIGNING_KEYS_ENCRYPTION_KEY_REQUIRED}`);
   const codec = new PrivateKeyCodec(keySecret);
   const keys = new KeyRotation({
     collections,
@@ -102,7 +102,10 @@ export async function buildAuthService(
     introspection: new CredentialIntrospection(collections, clock),
   };
 
-  const mailer = createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM }, logger);
+  const mailer = createMailer(
+    { smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, logMailText: store.engine === 'embedded' },
+    logger,
+  );
   const accounts = new Accounts(
     context,
     mailer,

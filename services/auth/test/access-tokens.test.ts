@@ -1,5 +1,7 @@
 import { ACCESS_TOKEN_PATTERN, Subjects } from '@platform/contracts';
-import { waitFor } from '@platform/testkit';
+import { ManualClock } from '@platform/kernel';
+import { createEmbeddedStore } from '@platform/store';
+import { tempDir, waitFor } from '@platform/testkit';
 import { sha256Hex } from '../src/domain/secrets';
 import { type AuthHarness, recordEvents, startAuth, type UserActor } from './helpers';
 
@@ -136,5 +138,68 @@ describe('user access tokens (spec 2.6)', () => {
   it('an unknown or malformed token is 401', async () => {
     expect((await h.call(h.accessToken(`at:${'A'.repeat(43)}`), 'get', '/v2/me')).status).toBe(401);
     expect((await h.call(h.accessToken('at:short'), 'get', '/v2/me')).status).toBe(401);
+  });
+});
+
+describe('ACCESS_TOKENS_PER_USER_LIMIT, with several instances on one store', () => {
+  const env = { ACCESS_TOKENS_PER_USER_LIMIT: '5' };
+  const folder = tempDir('auth-token-limit-');
+  const store = createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 });
+  const clock = new ManualClock('2025-03-01T00:00:00Z');
+  let a: AuthHarness;
+  let b: AuthHarness;
+  beforeAll(async () => {
+    a = await startAuth({ store, clock, env });
+    b = await startAuth({ store, clock, env });
+  });
+  afterAll(async () => {
+    await a.stop();
+    await b.stop();
+    await store.close();
+    folder.remove();
+  });
+
+  it('accepts exactly the limit when creations race on both instances', async () => {
+    const user = await a.newUser();
+    const replies = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? a : b).call(user, 'post', '/v2/user/accessTokens', {
+          name: `racer ${i}`,
+          expiresAt: inDays(a, 5),
+        }),
+      ),
+    );
+    expect(replies.filter((r) => r.status === 201)).toHaveLength(5);
+    expect(
+      new Set(replies.filter((r) => r.status !== 201).map((r) => `${r.status} ${r.body.error}`)),
+    ).toEqual(new Set(['409 TooManyAccessTokens']));
+    expect((await b.call(user, 'get', '/v2/user/accessTokens')).body).toHaveLength(5);
+  });
+
+  it('counts the live tokens a user made before places were kept, not the revoked or expired ones', async () => {
+    const user = await a.newUser();
+    const tokens = a.service.context.collections.accessTokens;
+    const now = clock.now();
+    const made = (i: number, expiresAt: Date, revokedAt: Date | null) => ({
+      _id: `earlier-${user.userId}-${i}`,
+      userId: user.userId,
+      name: `earlier ${i}`,
+      tokenHash: sha256Hex(`earlier-${user.userId}-${i}`),
+      activeOrgSlug: null,
+      createdAt: now,
+      expiresAt,
+      revokedAt,
+    });
+    for (let i = 0; i < 4; i++) await tokens.insertOne(made(i, new Date(inDays(a, 10)), null));
+    await tokens.insertOne(made(4, new Date(inDays(a, 10)), now));
+    await tokens.insertOne(made(5, new Date(now.getTime() - 1000), null));
+
+    const create = (h: AuthHarness, name: string) =>
+      h.call(user, 'post', '/v2/user/accessTokens', { name, expiresAt: inDays(h, 10) });
+    const replies = await Promise.all([create(a, 'fifth'), create(b, 'sixth'), create(a, 'seventh')]);
+    expect(replies.map((r) => r.status).sort()).toEqual([201, 409, 409]);
+    expect((await b.call(user, 'delete', `/v2/user/accessTokens/earlier-${user.userId}-0`)).status).toBe(204);
+    expect((await create(b, 'after a revocation')).status).toBe(201);
+    expect((await create(a, 'one too many')).status).toBe(409);
   });
 });

@@ -4,6 +4,7 @@ import type { EventPayloads } from '@platform/contracts';
 import {
   AppError,
   type Clock,
+  type Logger,
   listen,
   loadConfig,
   ManualClock,
@@ -65,6 +66,8 @@ export interface HarnessOptions {
   clock?: ManualClock;
   store?: Store;
   bus?: Bus;
+  /** where auth logs (default: nowhere) */
+  logger?: Logger;
 }
 
 /**
@@ -91,7 +94,13 @@ export async function startAuth(options: HarnessOptions = {}): Promise<AuthHarne
     JWKS_CHECK_INTERVAL_MS: '50',
     ...options.env,
   });
-  const service = await createAuthServiceForTests({ config, clock, logger: silentLogger(), store, bus });
+  const service = await createAuthServiceForTests({
+    config,
+    clock,
+    logger: options.logger ?? silentLogger(),
+    store,
+    bus,
+  });
   await service.start();
   const server = await listen(service.handler, 0, '127.0.0.1');
   const http = request(server.url);

@@ -77,3 +77,34 @@ describe('POST /internal/principal (docs/internal-api.md)', () => {
     });
   });
 });
+
+describe('GET /internal/orgs/:orgSlug (operators: does the organization exist?)', () => {
+  let h: AuthHarness;
+  beforeAll(async () => {
+    h = await startAuth();
+    const owner = await h.newUser();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: 'known-org', name: 'Known' })).status).toBe(201);
+  });
+  afterAll(() => h.stop());
+
+  const ask = (slug: string, secret: string | null = INTERNAL_SECRET) => {
+    const req = h.http.get(`/internal/orgs/${slug}`);
+    return secret === null ? req : req.set('x-platform-internal-secret', secret);
+  };
+
+  it('answers the organization, 404 OrgNotFound for an unknown slug, and 401 without the secret', async () => {
+    const known = await ask('known-org');
+    expect(known.status).toBe(200);
+    expect(known.body).toEqual({
+      id: expect.any(String),
+      slug: 'known-org',
+      name: 'Known',
+      createdAt: expect.any(String),
+    });
+    const ghost = await ask('ghost-org');
+    expect(ghost.status).toBe(404);
+    expect(ghost.body.error).toBe('OrgNotFound');
+    expect((await ask('known-org', null)).status).toBe(401);
+    expect((await ask('known-org', 'wrong')).status).toBe(401);
+  });
+});

@@ -1,9 +1,14 @@
+import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import path from 'node:path';
-import { createEmbeddedStore } from '@platform/store';
-import { tempDir } from '@platform/testkit';
+import { createInProcessBus } from '@platform/bus';
+import { loadConfig, ManualClock, silentLogger } from '@platform/kernel';
+import { createEmbeddedStore, type Store } from '@platform/store';
+import { freePort, tempDir } from '@platform/testkit';
+import { authConfigSchema } from '../src/config';
 import { encryptPlainPrivateKeys, generateSigningKey, PrivateKeyCodec } from '../src/domain/signing-keys';
-import { startAuth } from './helpers';
+import { createAuthServiceForTests } from '../src/testing';
+import { INTERNAL_SECRET, startAuth } from './helpers';
 
 const modeOf = (file: string) => statSync(file).mode & 0o777;
 
@@ -52,5 +57,84 @@ describe('signing keys at rest on the embedded store', () => {
     expect(codec.open(doc.privateKey).asymmetricKeyType).toBe('ec');
     expect(await encryptPlainPrivateKeys(keys as never, codec)).toBe(0);
     await store.close();
+  });
+});
+
+/** The embedded engine answering as MongoDB: what auth decides from `store.engine` (no MongoDB server runs here). */
+const asMongoDb = (store: Store): Store => ({ ...store, engine: 'mongodb' });
+
+describe('signing keys at rest on MongoDB', () => {
+  it('auth does not start without SIGNING_KEYS_ENCRYPTION_KEY: one line naming it and how to make one', async () => {
+    const closed = await freePort();
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/auth/src/main.ts'], {
+      cwd: path.resolve(__dirname, '../../..'),
+      env: {
+        PATH: process.env.PATH,
+        PLATFORM_INTERNAL_SECRET: INTERNAL_SECRET,
+        MONGO_URL: `mongodb://127.0.0.1:${closed}/auth?serverSelectionTimeoutMS=200`,
+        PORT: '0',
+        ADMIN_PORT: '0',
+        ADMIN_HOST: '127.0.0.1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    // an auth that starts waits for its database instead of exiting: stop it at the deadline
+    const deadline = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    clearTimeout(deadline);
+    expect(code).toBe(1);
+    // (oidc-provider warns of a Node.js older than it likes, on some machines)
+    const lines = stderr
+      .trim()
+      .split('\n')
+      .filter((line) => !line.startsWith('oidc-provider WARNING'));
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^config error: SIGNING_KEYS_ENCRYPTION_KEY: required with MONGO_URL .*openssl rand -base64 48/,
+      ),
+    ]);
+  }, 30_000);
+
+  it('a MongoDB store handed to the service without the key is refused too, before anything is stored', async () => {
+    const store = createEmbeddedStore();
+    const config = loadConfig(authConfigSchema, {
+      PLATFORM_INTERNAL_SECRET: INTERNAL_SECRET,
+      LOG_LEVEL: 'silent',
+    });
+    await expect(
+      createAuthServiceForTests({
+        config,
+        clock: new ManualClock('2025-03-01T00:00:00Z'),
+        logger: silentLogger(),
+        store: asMongoDb(store),
+        bus: createInProcessBus(),
+      }),
+    ).rejects.toThrow(/^SIGNING_KEYS_ENCRYPTION_KEY: required with MONGO_URL/);
+    expect(await store.collection('signing_keys').count({})).toBe(0);
+    await store.close();
+  });
+
+  it('once the key is set, keys stored in plain text by a deployment without it are encrypted at start', async () => {
+    const store = createEmbeddedStore();
+    const plain = await generateSigningKey({ kty: 'RSA', alg: 'RS256', size: 2048 });
+    await store
+      .collection<{ _id: string; privateKey: string }>('signing_keys')
+      .insertOne({ _id: plain.kid, privateKey: plain.privatePem });
+    const h = await startAuth({
+      store: asMongoDb(store),
+      env: { SIGNING_KEYS_ENCRYPTION_KEY: 'a-key-set-after-an-upgrade-0123456789' },
+    });
+    try {
+      const stored = await h.service.context.collections.signingKeys.find({});
+      expect(stored.map((k) => k._id)).toContain(plain.kid);
+      for (const key of stored) expect(key.privateKey).toMatch(/^enc:v1:/);
+    } finally {
+      await h.stop();
+      await store.close();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import type { ApiKeyRule } from '@platform/contracts';
-import type { Collection, Doc, Store } from '@platform/store';
+import type { Collection, Doc, Revised, Store } from '@platform/store';
 import type { RateCounterDoc } from '../accounts/store-rate-limiter';
 
 /** Documents of auth's own database. Ids are made in the domain (UUIDs); secrets are stored as hashes only. */
@@ -104,6 +104,15 @@ export interface AccessTokenDoc extends Doc {
   revokedAt: Date | null;
 }
 
+/**
+ * The places a user's live access tokens take against ACCESS_TOKENS_PER_USER_LIMIT; `_id` = the user id.
+ * Changed only through `updateWithRevision` (decision 0090): a creation takes a place, a revocation gives it
+ * back, and places past their `expiresAt` are dropped by the next change, since tokens expire without a write.
+ */
+export interface AccessTokenPlacesDoc extends Revised {
+  places: Array<{ tokenId: string; expiresAt: Date }>;
+}
+
 export interface OrgDoc extends Doc {
   slug: string;
   name: string;
@@ -182,6 +191,7 @@ export interface AuthCollections {
   signingKeys: Collection<SigningKeyDoc>;
   rotation: Collection<RotationDoc>;
   accessTokens: Collection<AccessTokenDoc>;
+  accessTokenPlaces: Collection<AccessTokenPlacesDoc>;
   orgs: Collection<OrgDoc>;
   roles: Collection<RoleDoc>;
   memberships: Collection<MembershipDoc>;
@@ -207,6 +217,7 @@ export function openCollections(store: Store): AuthCollections {
       { fields: { tokenHash: 1 }, unique: true },
       { fields: { userId: 1 } },
     ]),
+    accessTokenPlaces: store.collection<AccessTokenPlacesDoc>('access_token_places'),
     orgs: store.collection<OrgDoc>('orgs', [{ fields: { slug: 1 }, unique: true }]),
     roles: store.collection<RoleDoc>('roles', [{ fields: { orgId: 1, slug: 1 }, unique: true }]),
     memberships: store.collection<MembershipDoc>('memberships', [

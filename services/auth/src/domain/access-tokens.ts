@@ -1,12 +1,14 @@
-import { Conflict, NotFound } from '@platform/kernel';
+import { NotFound } from '@platform/kernel';
 import type { AuthContext } from '../context';
 import type { AccessTokenDoc } from '../data/collections';
 import { checkExpiry } from '../routes/common';
+import { releaseAccessTokenPlace, takeAccessTokenPlace } from './access-token-places';
 import { newAccessToken, newId, sha256Hex } from './secrets';
 
 /**
  * A new user access token (spec 2.6); the secret is answered once and stored as a hash. It carries whether the
- * session that made it had a second factor: organizations that require one hold tokens to the same rule.
+ * session that made it had a second factor: organizations that require one hold tokens to the same rule. It
+ * takes one of the user's ACCESS_TOKENS_PER_USER_LIMIT places first (409 `TooManyAccessTokens` when none is left).
  */
 export async function createAccessToken(
   c: AuthContext,
@@ -22,15 +24,11 @@ export async function createAccessToken(
     now,
     c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS * 86_400_000,
   )!;
-  const live = await c.collections.accessTokens.count({ userId, revokedAt: null, expiresAt: { $gt: now } });
-  if (live >= c.config.ACCESS_TOKENS_PER_USER_LIMIT) {
-    throw new Conflict(`At most ${c.config.ACCESS_TOKENS_PER_USER_LIMIT} live access tokens per user`, {
-      error: 'TooManyAccessTokens',
-    });
-  }
+  const tokenId = newId();
+  await takeAccessTokenPlace(c, userId, { tokenId, expiresAt });
   const token = newAccessToken();
   const doc: AccessTokenDoc = {
-    _id: newId(),
+    _id: tokenId,
     userId,
     name,
     tokenHash: sha256Hex(token),
@@ -40,7 +38,12 @@ export async function createAccessToken(
     expiresAt,
     revokedAt: null,
   };
-  await c.collections.accessTokens.insertOne(doc);
+  try {
+    await c.collections.accessTokens.insertOne(doc);
+  } catch (err) {
+    await releaseAccessTokenPlace(c, userId, tokenId);
+    throw err;
+  }
   return { doc, token };
 }
 
@@ -50,8 +53,11 @@ async function revokeLive(c: AuthContext, userId: string, id: string): Promise<b
     { _id: id, userId, revokedAt: null },
     { $set: { revokedAt: c.clock.now() } },
   );
-  if (revoked) await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
-  return Boolean(revoked);
+  if (!revoked) return false;
+  // the edges first: a place not given back (the store failing now) only holds the limit until the expiry
+  await c.events.credentialRevoked('access_token', revoked._id, revoked.tokenHash);
+  await releaseAccessTokenPlace(c, userId, id);
+  return true;
 }
 
 /** Revokes one of the user's live access tokens and tells every edge. */

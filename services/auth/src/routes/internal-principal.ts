@@ -58,6 +58,19 @@ export function mountInternalRoutes(router: Router, c: AuthContext): void {
     },
   );
 
+  // Operators' tools ask whether an organization exists before acting on it in another service
+  // (`pnpm platform plan assign`: llm-quota learns organizations only from their traffic).
+  router.get(
+    '/internal/orgs/:orgSlug',
+    requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
+    async (req, res) => {
+      const slug = String(req.params.orgSlug);
+      const org = await c.collections.orgs.findOne({ slug });
+      if (!org) throw new NotFound(`Organization ${slug} does not exist`, { error: 'OrgNotFound' });
+      res.json({ id: org._id, slug: org.slug, name: org.name, createdAt: org.createdAt.toISOString() });
+    },
+  );
+
   // Operators (the `pnpm platform keys rotate` command) rotate the signing keys now.
   router.post(
     '/internal/signing-keys/rotate',
