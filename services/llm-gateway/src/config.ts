@@ -37,6 +37,8 @@ export const llmGatewayConfigSchema = z.object({
   LLM_GATEWAY_RETRY_MAX_WAIT_MS: env.int(5_000, 0),
   /** how long an organization's quota settings are fresh in one instance (ms); for one more such time they answer while a refresh runs */
   LLM_GATEWAY_SETTINGS_TTL_MS: env.int(5_000, 0),
+  /** organizations whose settings one instance keeps (the least recently used leave first; one that left is read again) */
+  LLM_GATEWAY_SETTINGS_CACHE_MAX_ENTRIES: env.int(10_000, 1),
   /** how often the outbox retries publishing events the bus refused (ms) */
   LLM_GATEWAY_OUTBOX_INTERVAL_MS: env.int(1_000, 50),
   /** under load, the outbox writes its events in at most one group per this many ms (an event alone is written at once); 0: no wait */

@@ -113,6 +113,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       quotaUrl: config.LLM_QUOTA_URL,
       secret: config.PLATFORM_INTERNAL_SECRET,
       ttlMs: config.LLM_GATEWAY_SETTINGS_TTL_MS,
+      maxEntries: config.LLM_GATEWAY_SETTINGS_CACHE_MAX_ENTRIES,
       clock,
       logger,
       fetch: quota.fetch,

@@ -65,12 +65,19 @@ const principalAnswer = z.object({
  * `cacheTtlSeconds` (≤ PRINCIPAL_CACHE_MAX_TTL_SECONDS), re-checking the credential's expiry on every
  * hit. Concurrent misses of one key share one call. Revocation and membership events drop entries; a
  * lookup that was in flight while an event arrived is answered but not cached.
+ *
+ * An answer for a path organization the credential holds no context in (not a member, another
+ * organization's key) is not cached: the path is the client's to choose, and one credential naming
+ * a new organization in each request would otherwise fill the whole cache, pushing out every other
+ * caller's answers. Answers whose time is up are swept once per longest cache life, so a burst of
+ * callers does not leave its entries in memory for good.
  */
 export class PrincipalResolver {
   private readonly cache: LRUCache<string, CacheEntry>;
   private readonly inFlight = new Map<string, Promise<CacheEntry | null>>();
   private generation = 0;
   private readonly endpoint: string;
+  private nextSweep = 0;
 
   constructor(private readonly options: PrincipalResolverOptions) {
     this.cache = new LRUCache({ max: options.maxEntries });
@@ -82,6 +89,7 @@ export class PrincipalResolver {
     const hash = this.hashOf(credential);
     const key = orgSlug ? `${hash}|${orgSlug}` : hash;
     const now = this.options.clock.now().getTime();
+    if (now >= this.nextSweep) this.sweep(now);
     const hit = this.cache.get(key);
     if (hit) {
       if (hit.cachedUntil > now && (hit.expiresAt === null || hit.expiresAt > now)) {
@@ -94,7 +102,7 @@ export class PrincipalResolver {
     if (!pending) {
       const generation = this.generation;
       pending = this.lookup(credential, orgSlug, hash).then((entry) => {
-        if (entry && generation === this.generation) this.cache.set(key, entry);
+        if (entry && generation === this.generation && heldIn(entry, orgSlug)) this.cache.set(key, entry);
         return entry;
       });
       pending.finally(() => this.inFlight.delete(key)).catch(() => undefined);
@@ -151,6 +159,14 @@ export class PrincipalResolver {
 
   get size(): number {
     return this.cache.size;
+  }
+
+  /** forgets the answers whose cache life or credential has ended (at most once per longest cache life) */
+  private sweep(now: number): void {
+    this.nextSweep = now + Math.max(1_000, this.options.maxTtlSeconds * 1000);
+    for (const [key, entry] of this.cache.entries())
+      if (entry.cachedUntil <= now || (entry.expiresAt !== null && entry.expiresAt <= now))
+        this.cache.delete(key);
   }
 
   private hashOf(credential: CredentialInput): string {
@@ -236,6 +252,10 @@ export class PrincipalResolver {
     return this.entryOf(principal, hash, expiry !== null && Number.isNaN(expiry) ? 0 : expiry, ttl);
   }
 }
+
+/** Whether an answer is for the organization the path named (or none was named): only those are cached. */
+const heldIn = (entry: CacheEntry, orgSlug: string | null): boolean =>
+  orgSlug === null || entry.principal.session.org?.slug === orgSlug;
 
 /** A session's principal from its verified JWT alone (SESSION_PRINCIPAL_SOURCE=jwt): no organization. */
 export function localSessionPrincipal(s: VerifiedSession): Principal {

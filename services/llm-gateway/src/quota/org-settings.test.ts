@@ -70,3 +70,43 @@ describe('organization settings from llm-quota', () => {
     expect(state.fetches).toBe(2);
   });
 });
+
+describe('organization settings kept in one instance', () => {
+  const answering = () => {
+    const fetched: string[] = [];
+    const doFetch = (async (url: string) => {
+      const slug = decodeURIComponent(url.split('/internal/orgs/')[1]!.split('/')[0]!);
+      fetched.push(slug);
+      return new Response(JSON.stringify({ orgSlug: slug, policy: 'hard_block' }), {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+      });
+    }) as unknown as typeof fetch;
+    return { fetched, doFetch };
+  };
+
+  it('holds at most maxEntries organizations however many call, the least recently used leaving first', async () => {
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const { fetched, doFetch } = answering();
+    const source = new OrgSettingsSource({
+      quotaUrl: 'http://quota',
+      secret: 's',
+      ttlMs: 60_000,
+      clock,
+      logger: silentLogger(),
+      fetch: doFetch,
+      maxEntries: 3,
+    });
+    await source.get('kept');
+    for (let i = 0; i < 1_000; i++) {
+      await source.get(`org-${i}`);
+      await source.get('kept'); // used all along: never the one to leave
+    }
+    expect(fetched.filter((slug) => slug === 'kept')).toHaveLength(1);
+
+    // one that left is read from llm-quota again, and answers as before
+    expect((await source.get('org-0')).orgSlug).toBe('org-0');
+    expect(fetched.filter((slug) => slug === 'org-0')).toHaveLength(2);
+    expect(source.size).toBe(3);
+  });
+});

@@ -34,16 +34,24 @@ export interface OrgGatewaySettings {
   month: { start: string; tokens: number; cost: number };
 }
 
+/** organizations whose settings one instance keeps when its configuration names no other bound */
+const DEFAULT_SETTINGS_CACHE_MAX_ENTRIES = 10_000;
+
 /**
  * Organizations' settings read from llm-quota, the one owner of quota settings, cached per instance
  * for a short TTL so the hot path seldom leaves the process. Past the TTL, and for one more TTL, the
  * cached settings still answer while a refresh runs behind the request (a change reaches every
  * instance within two TTLs; a TTL of 0 reads llm-quota every time). When llm-quota cannot answer, the
  * last known settings keep serving; an organization never seen answers 503.
+ *
+ * At most `maxEntries` organizations are kept, the least recently used leaving first: every organization a
+ * caller can make (or a deleted one) would otherwise stay for the life of the process. One that left is read
+ * from llm-quota again at its next request, and has no last known settings while llm-quota is away.
  */
 export class OrgSettingsSource {
   private readonly cache = new Map<string, { at: number; value: OrgGatewaySettings }>();
   private readonly inflight = new Map<string, Promise<OrgGatewaySettings>>();
+  private readonly maxEntries: number;
 
   constructor(
     private readonly deps: {
@@ -53,13 +61,25 @@ export class OrgSettingsSource {
       clock: Clock;
       logger: Logger;
       fetch: typeof fetch;
+      /** organizations kept at most (default DEFAULT_SETTINGS_CACHE_MAX_ENTRIES) */
+      maxEntries?: number;
     },
-  ) {}
+  ) {
+    this.maxEntries = Math.max(1, deps.maxEntries ?? DEFAULT_SETTINGS_CACHE_MAX_ENTRIES);
+  }
+
+  /** organizations whose settings are held */
+  get size(): number {
+    return this.cache.size;
+  }
 
   async get(orgSlug: string): Promise<OrgGatewaySettings> {
     const now = this.deps.clock.now().getTime();
     const cached = this.cache.get(orgSlug);
     if (cached) {
+      // most recently used last: the first key of the map is the one to leave
+      this.cache.delete(orgSlug);
+      this.cache.set(orgSlug, cached);
       const age = now - cached.at;
       if (age < this.deps.ttlMs) return cached.value;
       // Stale for less than another TTL: answered at once, refreshed behind the request, so the hot
@@ -87,7 +107,9 @@ export class OrgSettingsSource {
     if (!pending) {
       pending = this.fetchSettings(orgSlug)
         .then((value) => {
+          this.cache.delete(orgSlug);
           this.cache.set(orgSlug, { at: this.deps.clock.now().getTime(), value });
+          if (this.cache.size > this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
           return value;
         })
         .finally(() => this.inflight.delete(orgSlug));
