@@ -1,5 +1,6 @@
 import type { EntityDoc, IntentDoc } from '../persistence/collections';
-import { fingerprintOf, toTrainingSet } from './understanding';
+import type { LegacyContext } from './context';
+import { fingerprintOf, type NluEngine, toTrainingSet, Understanding } from './understanding';
 
 const base = { assistantId: 'a', createdAt: new Date(0), updatedAt: new Date(0) };
 
@@ -63,5 +64,19 @@ describe('training sets', () => {
     expect(fingerprintOf(fr)).toBe(fingerprintOf(toTrainingSet('fr', intents, entities)));
     expect(fingerprintOf(fr)).not.toBe(fingerprintOf(toTrainingSet('en', intents, entities)));
     expect(toTrainingSet('de', intents, entities)).toEqual({ lang: 'de', intents: [], entities: [] });
+  });
+});
+
+describe('waiting for a training', () => {
+  it('forgets a waiter that gave up: messages waiting out a long training do not pile up', async () => {
+    // a training scheduled far ahead, whose timer never fires here
+    const timers = { now: () => 0, set: () => 'never', clear: () => undefined };
+    const config = { LEGACY_RETRAIN_DEBOUNCE_MS: 1_000, LEGACY_RETRAIN_MAX_DELAY_MS: 1_000 };
+    const understanding = new Understanding({ timers, config } as unknown as LegacyContext, {} as NluEngine);
+    understanding.schedule('a');
+    expect(understanding.isTraining('a')).toBe(true);
+    await Promise.all(Array.from({ length: 50 }, () => understanding.trained('a', 1)));
+    const held = (understanding as unknown as { training: Map<string, { waiters: unknown[] }> }).training;
+    expect(held.get('a')?.waiters).toHaveLength(0);
   });
 });

@@ -210,11 +210,17 @@ export class Understanding {
     if (!this.isTraining(assistantId)) return;
     const state = this.stateOf(assistantId);
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      state.waiters.push(() => {
+      const wake = () => {
         clearTimeout(timer);
         resolve();
-      });
+      };
+      // a waiter that gives up leaves the list: messages waiting out a long training do not pile up in it
+      const timer = setTimeout(() => {
+        const at = state.waiters.indexOf(wake);
+        if (at !== -1) state.waiters.splice(at, 1);
+        resolve();
+      }, timeoutMs);
+      state.waiters.push(wake);
     });
   }
 
