@@ -116,6 +116,26 @@ describe('docker-compose.yml', () => {
     );
   });
 
+  it('gives each service the time to drain on SIGTERM (compose kills after 10 s unless told otherwise)', () => {
+    const seconds = (period: string | undefined) => {
+      const m = /^(\d+)s$/.exec(period ?? '10s');
+      if (!m) throw new Error(`stop_grace_period ${period}: write it in seconds`);
+      return Number(m[1]);
+    };
+    for (const service of DEPLOYED_SERVICES) {
+      const config = loadConfig(service.schema, envOf(service.name)) as { SHUTDOWN_DRAIN_SECONDS: number };
+      const grace = seconds((services[service.name] as { stop_grace_period?: string }).stop_grace_period);
+      expect({ name: service.name, fits: grace >= config.SHUTDOWN_DRAIN_SECONDS + 10 }).toEqual({
+        name: service.name,
+        fits: true,
+      });
+    }
+    expect([envOf('edge').SHUTDOWN_DRAIN_SECONDS, envOf('llm-gateway').SHUTDOWN_DRAIN_SECONDS]).toEqual([
+      '120',
+      '120',
+    ]);
+  });
+
   it('runs MongoDB 7, NATS with JetStream on a volume, and every service', () => {
     expect(services.mongo?.image).toBe('mongo:7');
     expect(services.nats?.image).toMatch(/^nats:2\.10(-alpine)?$/);

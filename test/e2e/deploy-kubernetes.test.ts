@@ -405,6 +405,34 @@ describe('Kubernetes manifests (deploy/)', () => {
       }
     });
 
+    it('gives each pod the time to drain on SIGTERM: preStop pause, SHUTDOWN_DRAIN_SECONDS and the stop, within the grace period', () => {
+      for (const service of DEPLOYED_SERVICES) {
+        const spec = deployment(objects, service.name).spec.template.spec;
+        const container = spec.containers[0]!;
+        const config = loadConfig(service.schema, containerEnv(objects, container, realSecrets)) as {
+          SHUTDOWN_DRAIN_SECONDS: number;
+        };
+        const preStop = (
+          container as { lifecycle?: { preStop?: { exec?: { command?: string[] } } } }
+        ).lifecycle?.preStop?.exec?.command?.join(' ');
+        const pauseSeconds = Number(/setTimeout\(\(\) => \{\}, (\d+)\)/.exec(preStop ?? '')?.[1] ?? 0) / 1000;
+        const grace =
+          (spec as { terminationGracePeriodSeconds?: number }).terminationGracePeriodSeconds ?? 30;
+        expect({
+          name: service.name,
+          fits: grace >= pauseSeconds + config.SHUTDOWN_DRAIN_SECONDS + 10,
+        }).toEqual({
+          name: service.name,
+          fits: true,
+        });
+      }
+      // the services that carry streamed completions let them run two minutes
+      for (const name of ['edge', 'llm-gateway']) {
+        const container = deployment(objects, name).spec.template.spec.containers[0]!;
+        expect(containerEnv(objects, container, realSecrets).SHUTDOWN_DRAIN_SECONDS).toBe('120');
+      }
+    });
+
     it('lets only the edge reach the services (and llm-gateway llm-quota), every pod DNS, MongoDB and NATS, only llm-gateway and auth the internet', () => {
       const policies = ofKind(objects, 'NetworkPolicy');
       const pod = (name: string): Endpoint => ({ pod: pods(name) });

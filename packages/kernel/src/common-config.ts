@@ -28,4 +28,9 @@ export const commonConfig = {
    * the edge reaches them); the edge defaults to `false`
    */
   TRUST_PROXY: trustProxySetting(SERVICE_TRUST_PROXY),
+  /**
+   * on SIGTERM, how long requests in flight (a streamed completion included) may take to finish before their
+   * connections are closed (seconds); the orchestrator's grace period must cover it
+   */
+  SHUTDOWN_DRAIN_SECONDS: env.int(10, 0),
 };

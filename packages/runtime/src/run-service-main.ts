@@ -125,7 +125,7 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   logger.info({ url: server.url, admin: admin.url }, `${options.name} listening`);
   options.onListening?.(server.url);
   handleProcessSignals(logger, async () => {
-    await server.close();
+    await server.close(common.SHUTDOWN_DRAIN_SECONDS * 1000);
     await admin.close(1_000);
     await service.stop();
     await bus.close();
