@@ -219,7 +219,11 @@ const phraseKey = (text: string): string =>
     .map((t) => t.norm)
     .join(' ');
 
-/** The defined entities, then any entity named only in tagged parts (treated as extensible, no list). */
+/**
+ * The defined entities, then any entity named only in tagged parts: no list, and not extensible (nothing says it
+ * may take values outside a list), so it is never extracted. The service leaves out of a language's set the
+ * entities without values in that language; taking them as extensible made the CRF extract any word in their place.
+ */
 function collectEntities(
   entityDefs: readonly NluEntityDef[],
   utterances: ReadonlyArray<ReadonlyArray<NluUtterancePart>>,
@@ -236,7 +240,7 @@ function collectEntities(
     for (const p of u) {
       if (p.entity && !entityIndex.has(p.entity)) {
         entityIndex.set(p.entity, entities.length);
-        entities.push({ name: p.entity, extensible: true });
+        entities.push({ name: p.entity, extensible: false });
       }
     }
   }

@@ -13,7 +13,7 @@ export {
   storedModelForm,
 } from './model-codec';
 export type { LoadModelAsyncOptions } from './train';
-export { loadModel, loadModelAsync, trainModel } from './train';
+export { loadModel, loadModelAsync, TRAINING_REVISION, trainModel } from './train';
 export type {
   NluEntityDef,
   NluEntityMatch,

@@ -1,7 +1,14 @@
 /**
  * Slot of an entity occurrence, learnt from the tagged parts: when an entity fills several slots (e.g. a city as
  * `departure` or `arrival`), a small multinomial logistic regression per entity over the words around the span
- * (±3 tokens, by relative position and as a bag on each side; other entity occurrences seen as "@entity") picks it.
+ * (±3 tokens, by relative position and as a bag on each side) picks it.
+ *
+ * The slot follows the occurrence's own context words, whatever the order of the occurrences: the window stops at
+ * the next entity occurrence on each side (an adjacent one is a feature, "@entity"), and the sentence's ends are
+ * not features. Otherwise, when the training sentences always put the slots in one order ("from X to Y"), the
+ * classifier learns the order instead of the cue words: a "to" beyond the other city, an "@city" on the left or the
+ * end of the sentence all meant `to`, and "to London from Berlin" filled `to` twice (decision 0092). Models trained
+ * before (`context` absent) keep the window they were trained with, which crossed other occurrences.
  */
 import { decodeFloat32, decodeFloat32Array, encodeFloat32, roundToFloat32 } from './float-codec';
 import { SoftmaxRegression, SparseVector } from './intent-classifier';
@@ -16,7 +23,37 @@ export interface SlotExample {
 
 const WINDOW = 3;
 
-export function slotContextFeatures(words: readonly string[], start: number, end: number): string[] {
+/** The context window: `segment` (see above), or `crossing` (models trained before it; sentence ends included). */
+export type SlotContext = 'crossing' | 'segment';
+
+/** Another entity occurrence, as the extractor marks it ("@<entity>"; tokens never start with "@"). */
+const isOccurrence = (w: string): boolean => w.charCodeAt(0) === 64;
+
+export function slotContextFeatures(
+  words: readonly string[],
+  start: number,
+  end: number,
+  context: SlotContext,
+): string[] {
+  if (context === 'crossing') return crossingFeatures(words, start, end);
+  const f = ['b'];
+  for (let k = 1; k <= WINDOW && start - k >= 0; k++) {
+    const l = words[start - k]!;
+    if (isOccurrence(l) && k > 1) break;
+    f.push(`L${k}:${l}`, `Lb:${l}`);
+    if (isOccurrence(l)) break;
+  }
+  for (let k = 1; k <= WINDOW && end - 1 + k < words.length; k++) {
+    const r = words[end - 1 + k]!;
+    if (isOccurrence(r) && k > 1) break;
+    f.push(`R${k}:${r}`, `Rb:${r}`);
+    if (isOccurrence(r)) break;
+  }
+  return f;
+}
+
+/** The window of models trained before `segment`: ±3 words across other occurrences, sentence ends as words. */
+function crossingFeatures(words: readonly string[], start: number, end: number): string[] {
   const f = ['b'];
   for (let k = 1; k <= WINDOW; k++) {
     const l = start - k >= 0 ? words[start - k]! : k === 1 ? '<s>' : null;
@@ -35,10 +72,15 @@ interface EntitySlots {
 
 export interface SerializedSlotClassifier {
   entities: Array<{ slots: string[]; features: string[]; weights: string; bias: string } | null>;
+  /** absent in models trained before the window stopped at other occurrences: `crossing` */
+  context?: SlotContext;
 }
 
 export class SlotClassifier {
-  private constructor(private readonly perEntity: ReadonlyArray<EntitySlots | null>) {}
+  private constructor(
+    private readonly perEntity: ReadonlyArray<EntitySlots | null>,
+    private readonly context: SlotContext,
+  ) {}
 
   /** `examples[e]` = the tagged occurrences of entity e */
   static train(examples: ReadonlyArray<readonly SlotExample[]>, seed: number): SlotClassifier {
@@ -50,7 +92,7 @@ export class SlotClassifier {
       if (slots.length === 1) return { slots, features, model: null };
       const xs: SparseVector[] = list.map((ex) => {
         const ids = new Set<number>();
-        for (const f of new Set(slotContextFeatures(ex.words, ex.start, ex.end))) {
+        for (const f of new Set(slotContextFeatures(ex.words, ex.start, ex.end, 'segment'))) {
           let id = features.get(f);
           if (id === undefined) {
             id = features.size;
@@ -78,7 +120,7 @@ export class SlotClassifier {
       roundToFloat32(model.bias);
       return { slots, features, model };
     });
-    return new SlotClassifier(perEntity);
+    return new SlotClassifier(perEntity, 'segment');
   }
 
   /** Slot of an occurrence of entity `entity` at [start, end) of `words`, or null when the entity has no slot. */
@@ -91,7 +133,7 @@ export class SlotClassifier {
     const e = this.perEntity[entity];
     if (!e) return null;
     if (!e.model) return { slot: e.slots[0]!, confidence: 1 };
-    const strings = new Set(slotContextFeatures(words, start, end));
+    const strings = new Set(slotContextFeatures(words, start, end, this.context));
     const ids: number[] = [];
     for (const f of strings) {
       const id = e.features.get(f);
@@ -118,6 +160,7 @@ export class SlotClassifier {
             }
           : null,
       ),
+      ...(this.context === 'crossing' ? {} : { context: this.context }),
     };
   }
 
@@ -137,6 +180,7 @@ export class SlotClassifier {
             : null;
         return { slots: e.slots, features, model };
       }),
+      json.context ?? 'crossing',
     );
   }
 }

@@ -1,6 +1,6 @@
-import { frenchAssistant, metroAssistant, travelAssistant } from './example-assistants';
+import { frenchAssistant, metroAssistant, parts, travelAssistant } from './example-assistants';
 import { loadModel, trainModel } from './train';
-import type { NluModel, NluResult } from './types';
+import type { NluModel, NluResult, NluTrainingSet } from './types';
 
 const top = (r: NluResult) => r.intents[0]!;
 const slots = (r: NluResult) =>
@@ -118,6 +118,65 @@ describe('trainModel / parse', () => {
     expect(travel.parse('weather in lyon').entities.map((e) => e.slot)).toEqual(['city']);
   });
 
+  it('fills the slot of each occurrence from its own cue word, in either order, when training used one order', () => {
+    // every two-city sentence says "from X to Y"; a few say only "to Y" (or only "from X")
+    const cities = [
+      'Paris',
+      'Rome',
+      'London',
+      'Berlin',
+      'Madrid',
+      'Lisbon',
+      'Vienna',
+      'Prague',
+      'Dublin',
+      'Oslo',
+    ];
+    const flights = (extensible: boolean): NluTrainingSet => ({
+      lang: 'en',
+      entities: [
+        {
+          name: 'city',
+          automaticallyExtensible: extensible,
+          useSynonyms: false,
+          values: cities.map((value) => ({ value, synonyms: [] })),
+        },
+      ],
+      intents: [
+        {
+          id: 'flight',
+          name: 'book_flight',
+          utterances: [
+            'book a flight from [Paris](city:from) to [Rome](city:to)',
+            'i need a flight from [London](city:from) to [Madrid](city:to)',
+            'fly from [Berlin](city:from) to [Lisbon](city:to)',
+            'flights from [Vienna](city:from) to [Prague](city:to) tomorrow',
+            'a plane ticket from [Dublin](city:from) to [Oslo](city:to) please',
+            'book me a flight from [Rome](city:from) to [Berlin](city:to)',
+            'can i fly from [Madrid](city:from) to [London](city:to)',
+            'flight from [Oslo](city:from) to [Paris](city:to) on monday',
+            'from [Prague](city:from) to [Vienna](city:to)',
+            'a flight to [Rome](city:to)',
+            'i want to fly to [Paris](city:to)',
+            'book a flight to [Oslo](city:to) please',
+            'i am leaving from [Madrid](city:from)',
+          ].map(parts),
+        },
+        { id: 'hello', name: 'hello', utterances: ['hello', 'hi there', 'good morning'].map(parts) },
+      ],
+    });
+    const slotsOf = (m: NluModel, t: string) => m.parse(t).entities.map((e) => `${e.slot}=${e.value}`);
+    for (const extensible of [false, true]) {
+      const m = trainModel(flights(extensible));
+      expect(slotsOf(m, 'to London from Berlin')).toEqual(['to=London', 'from=Berlin']);
+      expect(slotsOf(m, 'book a flight to Madrid from Oslo please')).toEqual(['to=Madrid', 'from=Oslo']);
+      // words between a cue and its city; a city at the end of the sentence (where "to Y" always was)
+      expect(slotsOf(m, 'to sunny Madrid from rainy Dublin')).toEqual(['to=Madrid', 'from=Dublin']);
+      expect(slotsOf(m, 'from Berlin to London')).toEqual(['from=Berlin', 'to=London']);
+      expect(slotsOf(m, 'from Dublin')).toEqual(['from=Dublin']);
+    }
+  });
+
   it('tells apart two entities that share their values from the context', () => {
     const metro = trainModel(metroAssistant());
     const ents = (t: string) => metro.parse(t).entities.map((e) => `${e.entity}=${e.text}`);
@@ -125,6 +184,39 @@ describe('trainModel / parse', () => {
     expect(ents('from central to airport')).toEqual(['departure=central', 'arrival=airport']);
     expect(ents('how can i get to stadium from old town')).toEqual(['arrival=stadium', 'departure=old town']);
     expect(ents('next train from harbour')).toEqual(['departure=harbour']);
+  });
+
+  it('extracts nothing for a tagged entity the set does not define (no values in its language)', () => {
+    // the service leaves out of a language's set the entities without values in that language
+    const orders = [
+      'je voudrais un [café](boisson)',
+      'un [thé](boisson) pour moi',
+      'donnez moi un [jus](boisson)',
+    ];
+    const set = (entities: NluTrainingSet['entities']): NluTrainingSet => ({
+      lang: 'fr',
+      entities,
+      intents: [
+        { id: 'commande', name: 'commande', utterances: orders.map(parts) },
+        { id: 'salut', name: 'salut', utterances: ['bonjour', 'salut', 'bonsoir'].map(parts) },
+      ],
+    });
+    const undefinedEntity = trainModel(set([]));
+    for (const t of ['je voudrais un cidre', 'un café pour moi', 'donnez moi un jus'])
+      expect([t, undefinedEntity.parse(t).entities]).toEqual([t, []]);
+    // defined and not extensible: its own values only
+    const listed = trainModel(
+      set([
+        {
+          name: 'boisson',
+          automaticallyExtensible: false,
+          useSynonyms: false,
+          values: [{ value: 'café', synonyms: [] }],
+        },
+      ]),
+    );
+    expect(listed.parse('je voudrais un cidre').entities).toEqual([]);
+    expect(listed.parse('un café pour moi').entities.map((e) => e.value)).toEqual(['café']);
   });
 
   it('works for other languages (French: accents folded, elisions)', () => {

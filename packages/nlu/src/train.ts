@@ -32,6 +32,12 @@ import type { WordVectorTable } from './word-vectors';
 
 export const MODEL_FORMAT = 'legacy-agent-nlu' as const;
 export const MODEL_VERSION = 1;
+/**
+ * What training makes of a set, as a number: raised whenever a change to training changes what a model answers,
+ * so that a service retrains the models it stored before (2: slots by their own context, closed entities;
+ * decision 0092). Models of an older revision still load and answer as they did.
+ */
+export const TRAINING_REVISION = 2;
 
 export interface NluEngineOptions {
   intents: IntentClassifierOptions;

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { TRAINING_REVISION } from '@platform/nlu';
 import { createEmbeddedStore } from '@platform/store';
 import { waitFor } from '@platform/testkit';
 import { ORPHAN_BLOB_GRACE_MS } from '../src/domain/orphan-blobs';
@@ -238,6 +239,27 @@ describe('legacy models: retraining without blocking Messages', () => {
         expect(res2.body.intents[0].name).toBe('Greet');
       } finally {
         await restarted.close();
+      }
+
+      // A model an older engine's training made (no trainingRevision: before the field): retrained at start,
+      // the old one answering meanwhile, and stored again with this revision.
+      const fourth = new ScriptedNlu();
+      const older = createEmbeddedStore({ dataDir: again.dataDir });
+      await older
+        .collection('legacy_models')
+        .updateOne({ _id: `${bot.id}:en` }, { $unset: { trainingRevision: 1 } });
+      await older.close();
+      const upgraded = await startLegacyApp({ nlu: fourth, dataDir: again.dataDir });
+      try {
+        await waitFor(() => fourth.trainings.length === 1, { what: 'retraining a model of an older engine' });
+        await waitFor(
+          async () =>
+            (await upgraded.store.collection<ModelDoc>('legacy_models').findOne({ _id: `${bot.id}:en` }))
+              ?.trainingRevision === TRAINING_REVISION,
+          { what: 'the retrained model stored with the engine’s revision' },
+        );
+      } finally {
+        await upgraded.close();
       }
     } finally {
       await again.stop().catch(() => undefined);

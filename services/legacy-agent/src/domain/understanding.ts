@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { NluModel, NluResult, NluTrainingSet } from '@platform/nlu';
+import { type NluModel, type NluResult, type NluTrainingSet, TRAINING_REVISION } from '@platform/nlu';
 import type { AssistantDoc, EntityDoc, IntentDoc, ModelDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
 import { removeOrphanModelBlobs } from './orphan-blobs';
@@ -130,19 +130,23 @@ export class Understanding {
   /**
    * Retrains assistants whose stored models are behind their data (a crash before training, say), and those whose
    * record names no blob of its training set: models an earlier version stored in pieces of a collection (decision
-   * 0089), whose pieces are removed, or wrote after a rollback over a record of this version. Blobs no record
-   * names are removed (orphan-blobs.ts).
+   * 0089), whose pieces are removed, or wrote after a rollback over a record of this version, and models an older
+   * TRAINING_REVISION of the engine made (they answer until then). Blobs no record names are removed (orphan-blobs.ts).
    */
   async start(): Promise<void> {
     const { cols } = this.ctx;
     const assistants = await cols.assistants.find({ dataRevision: { $gt: 0 } });
     const models = await cols.models.find({});
     const trained = new Map(models.map((m) => [m._id, m.revision]));
-    for (const model of models)
-      if (model.hasModel && model.blob !== blobOf(model._id, model.fingerprint)) {
+    for (const model of models) {
+      if (!model.hasModel) continue;
+      if (model.blob !== blobOf(model._id, model.fingerprint)) {
         this.unloadable.add(model._id);
         trained.delete(model._id);
       }
+      // made by an older engine's training: it answers until its retraining (a new fingerprint) replaces it
+      if ((model.trainingRevision ?? 1) < TRAINING_REVISION) trained.delete(model._id);
+    }
     await cols.olderModelPieces.deleteMany({});
     await removeOrphanModelBlobs(this.ctx, models);
     for (const assistant of assistants) {
@@ -346,7 +350,9 @@ export class Understanding {
       const fingerprint = fingerprintOf(set);
       const key = modelKey(assistantId, lang);
       const stored = await cols.models.findOne({ _id: key });
-      if (stored && stored.fingerprint === fingerprint && !this.unloadable.has(key)) {
+      const current =
+        stored?.fingerprint === fingerprint && (stored.trainingRevision ?? 1) >= TRAINING_REVISION;
+      if (stored && current && !this.unloadable.has(key)) {
         if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
         const cached = this.cache.get(key);
         if (cached) cached.revision = Math.max(cached.revision, revision);
@@ -402,6 +408,7 @@ export class Understanding {
           lang,
           revision: trained.revision,
           fingerprint: trained.fingerprint,
+          trainingRevision: TRAINING_REVISION,
           hasModel: stored !== null,
           ...(stored ?? {}),
           // an earlier version (a rollback) finds no pieces here, and retrains rather than answering without a model

@@ -122,8 +122,10 @@ export interface ModelDoc {
   lang: string;
   /** the assistant's dataRevision the model was trained from */
   revision: number;
-  /** sha256 of the training set; an unchanged set is not retrained */
+  /** sha256 of the training set; an unchanged set is not retrained (unless an older engine's training made it) */
   fingerprint: string;
+  /** the engine's TRAINING_REVISION that made the model (absent: 1); an older one is retrained at start */
+  trainingRevision?: number;
   /** false when the language has no training sentences: there is no model to load */
   hasModel: boolean;
   /** the blob holding the engine's stored form (`storedModelForm`, decision 0081), and its length */
