@@ -8,11 +8,13 @@
  * nothing else must start training by importing it). Its threads first lower their own priority by `NLU_TRAINING_NICE`:
  * on Linux a thread's nice value is its own, and V8's helper threads (garbage collection, compilation) exist before
  * any JavaScript runs, so each one is reniced through /proc/self/task. When stdin closes (the service stopped or
- * died), the process exits.
+ * died), the process exits; training itself holds the event loop, so a watchdog thread ends the process as soon as
+ * its parent is gone (killed, say), rather than training on unseen for up to the service's training timeout.
  */
 import { readdirSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { getPriority, setPriority } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { encodeModelBuffer, storedFormSync } from './model-codec';
 import { trainModel } from './train';
 import type { NluTrainingSet } from './types';
@@ -39,6 +41,17 @@ function lowerPriority(nice: number): void {
   } catch {
     // the priority cannot be changed here: training still runs
   }
+}
+
+/**
+ * A thread that kills this process once its parent is gone (it then has another parent: init or a subreaper).
+ * A thread, because training holds the main thread's event loop; `process.ppid` is read afresh each time.
+ */
+function exitWithParent(): void {
+  const watchdog = `
+    const { workerData: parent } = require('node:worker_threads');
+    setInterval(() => { if (process.ppid !== parent) process.kill(process.pid, 'SIGKILL'); }, 250);`;
+  new Worker(watchdog, { eval: true, workerData: process.ppid }).unref();
 }
 
 function readLine(stream: NodeJS.ReadableStream): Promise<string> {
@@ -70,6 +83,7 @@ function frame(header: TrainWorkerHeader, ...parts: Uint8Array[]): Uint8Array[] 
 
 async function main(): Promise<void> {
   lowerPriority(Number(process.env[TRAINING_NICE_ENV] ?? 0));
+  exitWithParent();
   const out = new Socket({ fd: 3, readable: false });
   // the service is gone (its end of the pipe closed): nobody to answer
   out.on('error', () => process.exit(1));

@@ -1,5 +1,7 @@
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
+import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { travelAssistant } from './example-assistants';
 import { loopTurnsDuring } from './loop-turns.test-support';
@@ -84,15 +86,15 @@ describe('trainModelInWorker', () => {
   });
 });
 
-/** pids of the training workers this process started (children whose environment marks them) */
-function workerPids(): number[] {
+/** pids of the training workers `parent` (this process) started (children whose environment marks them) */
+function workerPids(parent = process.pid): number[] {
   return readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d))
     .map(Number)
     .filter((pid) => {
       try {
         const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        if (Number(stat.split(') ')[1]!.split(' ')[1]) !== process.pid) return false;
+        if (Number(stat.split(') ')[1]!.split(' ')[1]) !== parent) return false;
         return readFileSync(`/proc/${pid}/environ`, 'latin1').includes('NLU_TRAINING_WORKER=1');
       } catch {
         return false;
@@ -174,4 +176,47 @@ describe('adopting a model trained in a worker', () => {
   it('loadModelAsync rejects what loadModel rejects', async () => {
     await expect(loadModelAsync({ format: 'other' } as never)).rejects.toThrow(/not a serialized NLU model/);
   });
+});
+
+describe('a training worker whose service dies', () => {
+  it('ends with it instead of training on unseen', async () => {
+    // a service (its own process) training a large assistant in a worker, then killed outright
+    const service = spawn(
+      process.execPath,
+      [
+        '--require',
+        'tsx/cjs',
+        '-e',
+        `const { trainModelInWorker } = require(${JSON.stringify(path.join(__dirname, 'worker-training.ts'))});
+         const { syntheticAssistant } = require(${JSON.stringify(path.join(__dirname, '../../../bench/nlu-engine/synthetic.ts'))});
+         trainModelInWorker(syntheticAssistant(150, 20_000, 0).set).then(() => console.log('trained'));`,
+      ],
+      { stdio: 'ignore' },
+    );
+    const deadline = Date.now() + 30_000;
+    let workers: number[] = [];
+    while (workers.length === 0 && Date.now() < deadline) {
+      workers = workerPids(service.pid);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(workers).toHaveLength(1);
+    // training under way: a second of the worker's CPU time (reading the set takes a fraction of that)
+    const cpuSeconds = () => {
+      const fields = readFileSync(`/proc/${workers[0]}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100;
+    };
+    while (cpuSeconds() < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    service.kill('SIGKILL');
+    // gone, or dead and waiting for its new parent to reap it (a zombie), well before training could end
+    const ended = () => {
+      try {
+        return /^State:\s+Z/m.test(readFileSync(`/proc/${workers[0]}/status`, 'utf8'));
+      } catch {
+        return true;
+      }
+    };
+    const until = Date.now() + 2_000;
+    while (!ended() && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(ended()).toBe(true);
+  }, 40_000);
 });
