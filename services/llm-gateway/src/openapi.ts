@@ -133,7 +133,9 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     responses: {
       200: { description: 'the embeddings', schema: EmbeddingsResponseSchema },
       ...inference,
-      400: error('INVALID_BODY, NO_ORG_CONTEXT, or INVALID_DIMENSIONS (`details.supported_dimensions`)'),
+      400: error(
+        'INVALID_BODY, NO_ORG_CONTEXT, or INVALID_DIMENSIONS (`details.supported_dimensions`; the mock computes at most `details.max_dimensions`, 3072)',
+      ),
     },
   },
   {
@@ -141,7 +143,7 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     path: '/v1/rerank',
     summary: 'Rerank documents by relevance to a query (best first)',
     description:
-      'At most 200 documents. A native rerank provider when the model has one, else chat scoring at temperature 0.',
+      'At most 200 documents. A native rerank provider when the model has one, else chat scoring at temperature 0 (a retry scores only the documents still unscored; `usage` counts every scoring call answered). Under `soft_downgrade` the answer may carry `x-platform-model-downgraded: <from> -> <to>`.',
     tags: ['rerank'],
     security: CALLER,
     body: RerankRequestSchema,

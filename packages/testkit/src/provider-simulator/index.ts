@@ -1,5 +1,5 @@
 export { anthropicInputTokens } from './anthropic';
-export { countSimulatorTokens } from './content';
+export { countSimulatorTokens, simulatedEmbedding } from './content';
 export { openaiPromptTokens } from './openai';
 export type { SimulatorApi, SimulatorEndpoint, SimulatorRule, SimulatorToolCall } from './script';
 export type { ProviderSimulator, ProviderSimulatorOptions, SimulatedRequest } from './server';

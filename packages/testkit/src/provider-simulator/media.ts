@@ -84,6 +84,14 @@ const clockTime = (seconds: number, separator: string) => {
   return `${pad(Math.floor(ms / 3_600_000))}:${pad(Math.floor(ms / 60_000) % 60)}:${pad(Math.floor(ms / 1000) % 60)}${separator}${pad(ms % 1000, 3)}`;
 };
 
+/** The words of a transcript spread evenly over the audio, as `verbose_json`'s `words`. */
+function wordTimings(text: string, duration: number) {
+  const words = text.split(/\s+/).filter(Boolean);
+  const step = words.length ? duration / words.length : 0;
+  const at = (v: number) => Math.round(v * 1000) / 1000;
+  return words.map((word, i) => ({ word, start: at(i * step), end: at((i + 1) * step) }));
+}
+
 /** OpenAI's `/audio/transcriptions`: multipart in, json | text | verbose_json | srt | vtt out. */
 export async function openaiTranscription(
   raw: Buffer,
@@ -91,7 +99,8 @@ export async function openaiTranscription(
   ctx: ExchangeContext,
 ): Promise<{
   answer: SimulatedAnswer;
-  fields: Record<string, string>;
+  /** a field sent more than once (`timestamp_granularities[]`) holds the array of its values */
+  fields: Record<string, string | string[]>;
   file: { filename: string; size: number };
 }> {
   let form: FormData;
@@ -101,10 +110,13 @@ export async function openaiTranscription(
     throw new SimulatedProviderError(400, 'invalid_request_error', 'expected a multipart/form-data body');
   }
   const fields: Record<string, string> = {};
+  const repeated: Record<string, string[]> = {};
   let file: File | undefined;
   for (const [name, value] of form.entries()) {
-    if (typeof value === 'string') fields[name] = value;
-    else if (name === 'file') file = value as File;
+    if (typeof value === 'string') {
+      fields[name] = value;
+      repeated[name] = [...(repeated[name] ?? []), value];
+    } else if (name === 'file') file = value as File;
   }
   if (!file) throw new SimulatedProviderError(400, 'invalid_request_error', "'file' is required");
   if (!fields.model) throw new SimulatedProviderError(400, 'invalid_request_error', "'model' is required");
@@ -112,7 +124,14 @@ export async function openaiTranscription(
   const duration = Math.round((wavDuration(bytes) ?? bytes.length / 32_000) * 1000) / 1000;
   const text = ctx.rule.transcript ?? `Simulated transcription of ${file.name} (${bytes.length} bytes).`;
   const format = fields.response_format ?? 'json';
-  const meta = { fields, file: { filename: file.name, size: bytes.length } };
+  const recorded = Object.fromEntries(
+    Object.entries(repeated).map(([name, values]) => [name, values.length > 1 ? values : values[0]!]),
+  );
+  const meta = { fields: recorded, file: { filename: file.name, size: bytes.length } };
+  // OpenAI: `segment` timestamps unless only `word` ones are asked for; `words` when `word` is
+  const granularities = repeated['timestamp_granularities[]'] ?? [];
+  const segments = granularities.length === 0 || granularities.includes('segment');
+  const words = granularities.includes('word') ? wordTimings(text, duration) : undefined;
   switch (format) {
     case 'json':
       return {
@@ -134,7 +153,10 @@ export async function openaiTranscription(
             language: fields.language ?? 'english',
             duration,
             text,
-            segments: [{ id: 0, seek: 0, start: 0, end: duration, text, tokens: [], temperature: 0 }],
+            ...(words ? { words } : {}),
+            ...(segments
+              ? { segments: [{ id: 0, seek: 0, start: 0, end: duration, text, tokens: [], temperature: 0 }] }
+              : {}),
           },
         },
       };

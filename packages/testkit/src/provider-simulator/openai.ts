@@ -167,11 +167,28 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
   };
 }
 
+const isTokenArray = (v: unknown): v is number[] =>
+  Array.isArray(v) && v.length > 0 && v.every((t) => Number.isInteger(t) && (t as number) >= 0);
+
+/**
+ * OpenAI's embedding inputs: a string, an array of strings, an array of token ids, or an array of such arrays
+ * (a token array counts one token per id and is embedded from its ids).
+ */
+function embeddingInputs(input: unknown): Array<string | number[]> | undefined {
+  if (typeof input === 'string') return [input];
+  if (isTokenArray(input)) return [input];
+  if (!Array.isArray(input) || input.length === 0) return undefined;
+  if (input.every((t) => typeof t === 'string')) return input as string[];
+  if (input.every(isTokenArray)) return input as number[][];
+  return undefined;
+}
+
 export function openaiEmbeddings(body: Json, ctx: ExchangeContext): SimulatedAnswer {
-  const input = body.input;
-  const texts = typeof input === 'string' ? [input] : Array.isArray(input) ? input : undefined;
-  if (!texts || texts.length === 0 || !texts.every((t) => typeof t === 'string'))
-    bad("'input' must be a string or a non-empty array of strings");
+  const texts = embeddingInputs(body.input);
+  if (!texts)
+    bad(
+      "'input' must be a string, a non-empty array of strings, an array of token ids or an array of token-id arrays",
+    );
   if (
     body.dimensions !== undefined &&
     (!Number.isInteger(body.dimensions) || (body.dimensions as number) < 1)
@@ -180,14 +197,17 @@ export function openaiEmbeddings(body: Json, ctx: ExchangeContext): SimulatedAns
   const dimensions =
     (body.dimensions as number | undefined) ?? ctx.rule.embeddingDimensions ?? ctx.defaultEmbeddingDimensions;
   const base64 = body.encoding_format === 'base64';
-  const promptTokens = (texts as string[]).reduce((sum, t) => sum + countSimulatorTokens(t), 0);
+  const promptTokens = texts.reduce(
+    (sum, t) => sum + (typeof t === 'string' ? countSimulatorTokens(t) : t.length),
+    0,
+  );
   return {
     kind: 'json',
     body: {
       object: 'list',
       model: body.model,
-      data: (texts as string[]).map((text, index) => {
-        const vector = simulatedEmbedding(text, dimensions);
+      data: texts.map((text, index) => {
+        const vector = simulatedEmbedding(typeof text === 'string' ? text : JSON.stringify(text), dimensions);
         return { object: 'embedding', index, embedding: base64 ? embeddingToBase64(vector) : vector };
       }),
       usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },

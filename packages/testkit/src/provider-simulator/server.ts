@@ -43,7 +43,7 @@ export interface SimulatedRequest {
   query: Record<string, string>;
   /** lower-case names, as received */
   headers: Record<string, string>;
-  /** parsed JSON, or for multipart the text fields plus `file: {filename, size}` */
+  /** parsed JSON, or for multipart the text fields (a repeated one as the array of its values) plus `file: {filename, size}` */
   body: unknown;
   /** the model named by the body, or the Azure deployment */
   model: string | undefined;
@@ -215,7 +215,8 @@ export async function startProviderSimulator(
         (err) => err,
       );
       record.body = parsed instanceof Error ? {} : { ...parsed.fields, file: parsed.file };
-      record.model = found.deployment ?? (parsed instanceof Error ? undefined : parsed.fields.model);
+      const named = parsed instanceof Error ? undefined : parsed.fields.model;
+      record.model = found.deployment ?? (typeof named === 'string' ? named : undefined);
     } else if (raw.length > 0) {
       try {
         body = JSON.parse(raw.toString('utf8'));

@@ -34,6 +34,8 @@ export type EmbeddingsResponse = Record<string, unknown> & { usage?: Record<stri
 
 export interface ProviderAdapterPort {
   readonly name: string;
+  /** the most embedding dimensions the adapter computes itself (the mock); a provider refuses on its own */
+  readonly maxEmbeddingDimensions?: number;
   chat(body: ChatRequest, call: ProviderCall): Promise<{ body: ChatCompletion; usage: Usage | null }>;
   chatStream(body: ChatRequest, call: ProviderCall): AsyncIterable<ChatChunk>;
   embeddings(
@@ -51,7 +53,14 @@ export interface ProviderAdapterPort {
   ): Promise<{ body: ImagesAnswer }>;
   /** audio transcription (OpenAI `audio/transcriptions`, multipart); absent when the provider type has none */
   transcriptions?(
-    upload: { file: Buffer; filename: string; mimeType: string; fields: Record<string, string> },
+    upload: {
+      file: Buffer;
+      filename: string;
+      mimeType: string;
+      fields: Record<string, string>;
+      /** the fields in order, a repeated one once per value; `fields` alone when absent */
+      entries?: Array<[string, string]>;
+    },
     call: ProviderCall,
   ): Promise<{ body: unknown; contentType: string; durationSeconds: number | null }>;
 }

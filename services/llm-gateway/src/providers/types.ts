@@ -193,6 +193,8 @@ export interface TranscriptionUpload {
   mimeType: string;
   /** the other multipart fields (response_format, language, prompt, temperature, ...); `model` is replaced */
   fields: Record<string, string>;
+  /** the same fields in order, a repeated one (`timestamp_granularities[]`, `include[]`) once per value */
+  entries?: Array<[string, string]>;
 }
 
 export interface TranscriptionResult {
@@ -231,6 +233,8 @@ export interface ProviderCall {
 
 export interface ProviderAdapter {
   readonly name: string;
+  /** the most embedding dimensions the adapter computes itself (the mock); a provider refuses on its own */
+  readonly maxEmbeddingDimensions?: number;
   chat(
     body: ChatCompletionRequest,
     call: ProviderCall,

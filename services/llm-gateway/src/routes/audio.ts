@@ -39,6 +39,7 @@ interface Upload {
   mimeType: string;
   model: string | undefined;
   fields: Record<string, string>;
+  entries: Array<[string, string]>;
 }
 
 /** OpenAI's multipart form: `file` (required), `model`, `response_format`, `language`, `prompt`, ... */
@@ -62,9 +63,11 @@ async function parseUpload(req: Request, limit: number): Promise<Upload> {
     throw new InvalidInput('A non-empty `file` part is required', {
       details: { issues: [{ field: 'file', message: 'required' }] },
     });
-  const fields: Record<string, string> = {};
+  // every text part in order: a repeated one (the SDK sends `timestamp_granularities[]` once per value) stays repeated
+  const entries: Array<[string, string]> = [];
   for (const [name, value] of form.entries())
-    if (name !== 'file' && name !== 'model' && typeof value === 'string') fields[name] = value;
+    if (name !== 'file' && name !== 'model' && typeof value === 'string') entries.push([name, value]);
+  const fields: Record<string, string> = Object.fromEntries(entries);
   const format = fields.response_format ?? 'json';
   if (!(TRANSCRIPTION_FORMATS as readonly string[]).includes(format))
     throw new InvalidInput(`response_format must be one of ${TRANSCRIPTION_FORMATS.join(', ')}`, {
@@ -77,6 +80,7 @@ async function parseUpload(req: Request, limit: number): Promise<Upload> {
     mimeType: file.type || 'application/octet-stream',
     model: typeof model === 'string' && model !== '' ? model : undefined,
     fields,
+    entries,
   };
 }
 

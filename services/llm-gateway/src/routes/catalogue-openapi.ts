@@ -83,7 +83,14 @@ const ImagesResponseSchema = z
       }),
     ),
     model: z.string(),
-    usage: z.looseObject({ images: z.number().int(), cost: z.number(), duration_ms: z.number() }),
+    usage: z.looseObject({
+      input_tokens: z.number().int(),
+      output_tokens: z.number().int(),
+      total_tokens: z.number().int(),
+      images: z.number().int(),
+      cost: z.number(),
+      duration_ms: z.number(),
+    }),
   })
   .meta({ id: 'ImagesResponse' });
 
@@ -324,7 +331,7 @@ export function catalogueRouteDocs(error: ErrorDoc, caller: string[]): RouteDoc[
       path: '/v1/audio/transcriptions',
       summary: 'Audio transcription (OpenAI multipart upload), priced per audio minute',
       description:
-        'multipart/form-data: `file` (required), `model`, `response_format` (`json` default, `text`, `verbose_json`, `srt`, `vtt`), `language`, `prompt`, `temperature`. Text formats answer text/plain with `x-platform-audio-seconds` and `x-platform-cost` headers.',
+        'multipart/form-data: `file` (required), `model`, `response_format` (`json` default, `text`, `verbose_json`, `srt`, `vtt`), `language`, `prompt`, `temperature`, `timestamp_granularities[]` (every field passed on as sent, a repeated one once per value). Text formats answer text/plain with `x-platform-audio-seconds` and `x-platform-cost` headers.',
       tags: ['audio'],
       security: caller,
       responses: {

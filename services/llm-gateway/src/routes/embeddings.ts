@@ -28,11 +28,18 @@ export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
     const promptTokens = promptTokensOf(body.input);
     const prepared = await prepareInference(ctx, req, 'embeddings', body.model, promptTokens, (model) => {
       const supported = model.supported_dimensions;
-      if (body.dimensions !== undefined && supported && !supported.includes(body.dimensions)) {
-        throw new InvalidInput(`${model.model_id} does not support ${body.dimensions} dimensions`, {
+      const max = model.adapter.maxEmbeddingDimensions;
+      const wanted = body.dimensions;
+      if (wanted === undefined) return;
+      if ((supported && !supported.includes(wanted)) || (max !== undefined && wanted > max)) {
+        throw new InvalidInput(`${model.model_id} does not support ${wanted} dimensions`, {
           error: 'INVALID_DIMENSIONS',
           code: 'INVALID_DIMENSIONS',
-          details: { dimensions: body.dimensions, supported_dimensions: supported },
+          details: {
+            dimensions: wanted,
+            supported_dimensions: supported ?? null,
+            ...(max === undefined ? {} : { max_dimensions: max }),
+          },
         });
       }
     });

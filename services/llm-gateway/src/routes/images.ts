@@ -2,10 +2,18 @@ import { InvalidInput, jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { CatalogueModel } from '../catalogue/catalogue';
-import { account, type GatewayContext, type Outcome, prepareInference } from '../inference/gateway-context';
+import {
+  account,
+  type GatewayContext,
+  type Outcome,
+  prepareInference,
+  zeroUsage,
+} from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
 import { countText } from '../inference/prompt-tokens';
 import { failoverChain, withResilience } from '../inference/provider-calls';
+import type { Usage } from '../inference/provider-port';
+import { toUsage } from '../providers/usage';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { mediaFigures } from './media-figures';
 
@@ -38,11 +46,11 @@ export function mountImages(router: Router, ctx: GatewayContext): void {
     });
     const abort = abortOnClose(req, res);
     const { model: _m, ...rest } = body;
-    const usage = { prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: promptTokens };
-    const stamp = (model: CatalogueModel, outcome: Outcome) => ({
+    const counted = { prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: promptTokens };
+    const stamp = (model: CatalogueModel, outcome: Outcome, usage: Usage = counted) => ({
       model,
       usage,
-      usageSource: 'tokenizer' as const,
+      usageSource: usage === counted ? ('tokenizer' as const) : ('provider' as const),
       outcome,
       endpoint: 'images' as const,
       stream: false,
@@ -61,28 +69,28 @@ export function mountImages(router: Router, ctx: GatewayContext): void {
       const headers: Record<string, string> = prepared.downgradedFrom
         ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${model.model_id}` }
         : {};
+      // the tokens counted are the ones the answer reports: the provider's (GPT Image models report
+      // input and output tokens), else the gateway's count of the prompt, in OpenAI's image usage shape
+      const reported = result.body.usage as Record<string, unknown> | undefined;
+      const usage = toUsage(reported) ?? counted;
       res.set(headers).json({
         ...result.body,
         model: model.model_id,
         usage: {
-          ...((result.body.usage as Record<string, unknown> | undefined) ?? {}),
+          ...(reported ?? {}),
+          input_tokens: usage.prompt_tokens,
+          output_tokens: usage.completion_tokens,
+          total_tokens: usage.total_tokens,
           images,
           cost: figures.cost,
           duration_ms: figures.durationMs,
         },
       });
-      void account(ctx, { ...prepared, model }, stamp(model, 'success'), figures);
+      void account(ctx, { ...prepared, model }, stamp(model, 'success', usage), figures);
     } catch (err) {
       const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
-      void account(
-        ctx,
-        prepared,
-        { ...stamp(prepared.model, outcome), usage: zero },
-        mediaFigures(prepared, 0),
-      );
+      void account(ctx, prepared, stamp(prepared.model, outcome, zeroUsage()), mediaFigures(prepared, 0));
       throw err;
     }
   });
 }
-
-const zero = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };

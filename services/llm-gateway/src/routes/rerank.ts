@@ -1,15 +1,17 @@
 import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
+import { costMicros } from '../accounting/cost';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
-  accountFailure,
   figuresOf,
   type GatewayContext,
+  type Outcome,
   prepareInference,
+  zeroUsage,
 } from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
-import { countText } from '../inference/prompt-tokens';
+import { countChatPromptTokens, countText } from '../inference/prompt-tokens';
 import { failoverChain, withResilience } from '../inference/provider-calls';
 import type { ProviderCall, Usage } from '../inference/provider-port';
 import { abortOnClose, requestIdOf } from './client-abort';
@@ -31,38 +33,80 @@ export function scoreOf(text: string): number {
   return Number.isFinite(v) ? Math.min(1, Math.max(0, v)) : 0;
 }
 
-const addUsage = (a: Usage, b: Usage | null): Usage =>
-  b
-    ? {
-        prompt_tokens: a.prompt_tokens + b.prompt_tokens,
-        completion_tokens: a.completion_tokens + b.completion_tokens,
-        total_tokens: a.total_tokens + b.total_tokens,
-      }
-    : a;
+const addUsage = (a: Usage, b: Usage): Usage => ({
+  prompt_tokens: a.prompt_tokens + b.prompt_tokens,
+  completion_tokens: a.completion_tokens + b.completion_tokens,
+  total_tokens: a.total_tokens + b.total_tokens,
+});
 
-/** Scores each document through the model's chat completions at temperature 0, a few at a time. */
-async function scoreByChat(model: CatalogueModel, call: ProviderCall, query: string, documents: string[]) {
-  const scores = new Array<number>(documents.length).fill(0);
-  let usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-  let next = 0;
+/**
+ * What chat scoring has done for one request, across its attempts: the scores obtained (on `model`) and
+ * what every answered scoring call consumed, so a retry scores only the documents still unscored and the
+ * usage event counts every call the provider answered, whether or not the request succeeds in the end.
+ */
+interface ScoringProgress {
+  model: string | null;
+  scores: Array<number | undefined>;
+  /** consumed per model: the pricing of a failover model differs */
+  usage: Map<CatalogueModel, Usage>;
+}
+
+/**
+ * Scores each document still unscored through the model's chat completions at temperature 0, a few at a
+ * time. After a failure no new document is sent, the calls in flight are awaited (what they consumed is
+ * counted, their scores kept), then the failure goes up; the client's abort cancels the calls in flight.
+ */
+async function scoreByChat(
+  model: CatalogueModel,
+  call: ProviderCall,
+  query: string,
+  documents: string[],
+  progress: ScoringProgress,
+) {
+  if (progress.model !== model.model_id) {
+    progress.model = model.model_id;
+    progress.scores = new Array<number | undefined>(documents.length).fill(undefined);
+  }
+  const pending = documents.map((_, i) => i).filter((i) => progress.scores[i] === undefined);
+  let failure: { err: unknown } | null = null;
   const worker = async () => {
-    while (next < documents.length) {
-      const i = next++;
-      const { body, usage: u } = await model.adapter.chat(
-        { messages: scoringMessages(query, documents[i]!), temperature: 0, max_tokens: 8 },
-        call,
-      );
-      const choice = (body.choices as Array<{ message?: { content?: unknown } }> | undefined)?.[0];
-      const text = typeof choice?.message?.content === 'string' ? choice.message.content : '';
-      scores[i] = scoreOf(text);
-      usage = addUsage(
-        usage,
-        u ?? { prompt_tokens: 0, completion_tokens: countText(text), total_tokens: countText(text) },
-      );
+    while (pending.length > 0 && failure === null) {
+      const i = pending.shift()!;
+      const messages = scoringMessages(query, documents[i]!);
+      try {
+        const { body, usage: u } = await model.adapter.chat(
+          { messages, temperature: 0, max_tokens: 8 },
+          call,
+        );
+        const choice = (body.choices as Array<{ message?: { content?: unknown } }> | undefined)?.[0];
+        const text = typeof choice?.message?.content === 'string' ? choice.message.content : '';
+        progress.scores[i] = scoreOf(text);
+        const prompt = countChatPromptTokens({ messages });
+        const spent = u ?? {
+          prompt_tokens: prompt,
+          completion_tokens: countText(text),
+          total_tokens: prompt + countText(text),
+        };
+        progress.usage.set(model, addUsage(progress.usage.get(model) ?? zeroUsage(), spent));
+      } catch (err) {
+        failure ??= { err };
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(SCORING_CONCURRENCY, documents.length) }, worker));
-  return { results: scores.map((relevance_score, index) => ({ index, relevance_score })), usage };
+  await Promise.all(Array.from({ length: Math.min(SCORING_CONCURRENCY, pending.length) }, worker));
+  if (failure) throw (failure as { err: unknown }).err;
+  return progress.scores.map((score, index) => ({ index, relevance_score: score ?? 0 }));
+}
+
+/** The usage and the cost (each model's own pricing) of every answered scoring call. */
+function consumed(progress: ScoringProgress): { usage: Usage; costMicros: number } {
+  let usage = zeroUsage();
+  let micros = 0;
+  for (const [model, u] of progress.usage) {
+    usage = addUsage(usage, u);
+    micros += costMicros(u, model.pricing);
+  }
+  return { usage, costMicros: micros };
 }
 
 /**
@@ -77,8 +121,32 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
     const estimate = documents.reduce((n, d) => n + queryTokens + countText(d) + 40, 0);
     const prepared = await prepareInference(ctx, req, 'completion', body.model, estimate);
     const abort = abortOnClose(req, res);
+    const progress: ScoringProgress = { model: null, scores: [], usage: new Map() };
+    /** one usage event for the request: every scoring call answered, plus the native answer when there is one */
+    const settle = (model: CatalogueModel, native: Usage | null, outcome: Outcome) => {
+      const scored = consumed(progress);
+      const usage = native ? addUsage(scored.usage, native) : scored.usage;
+      const micros = scored.costMicros + (native ? costMicros(native, model.pricing) : 0);
+      const figures = {
+        ...figuresOf(ctx, prepared, model, usage),
+        cost: micros / 1_000_000,
+        costMicros: micros,
+      };
+      const finished = {
+        model,
+        usage,
+        usageSource: 'provider' as const,
+        outcome,
+        endpoint: 'rerank' as const,
+        stream: false,
+        requestId: requestIdOf(req),
+      };
+      return { usage, figures, account: () => void account(ctx, { ...prepared, model }, finished, figures) };
+    };
+    let result: { results: Array<{ index: number; relevance_score: number }>; native: Usage | null };
+    let model: CatalogueModel;
     try {
-      const { result, model } = await withResilience(
+      ({ result, model } = await withResilience(
         failoverChain(prepared.model, prepared.settings, ctx.catalogue),
         ctx.retry,
         abort.signal,
@@ -86,49 +154,36 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
         async (m, call) => {
           if (m.native_rerank && m.adapter.rerank) {
             const r = await m.adapter.rerank({ query: body.query, documents }, call);
+            const fallback = documents.reduce((n, d) => n + queryTokens + countText(d), 0);
             const usage = r.usage ?? {
-              prompt_tokens: estimate,
+              prompt_tokens: fallback,
               completion_tokens: 0,
-              total_tokens: estimate,
+              total_tokens: fallback,
             };
-            return { results: r.results, usage, native: true };
+            return { results: r.results, native: usage };
           }
-          return { ...(await scoreByChat(m, call, body.query, documents)), native: false };
+          return { results: await scoreByChat(m, call, body.query, documents, progress), native: null };
         },
-      );
-      const ranked = [...result.results]
-        .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
-        .slice(0, body.top_n ?? documents.length)
-        .map((r) => (body.return_documents ? { ...r, document: { text: documents[r.index] } } : r));
-      const figures = figuresOf(ctx, prepared, model, result.usage);
-      res.json({
-        object: 'rerank',
-        model: model.model_id,
-        results: ranked,
-        usage: { ...result.usage, cost: figures.cost, duration_ms: figures.durationMs },
-      });
-      void account(
-        ctx,
-        { ...prepared, model },
-        {
-          model,
-          usage: result.usage,
-          usageSource: 'provider',
-          outcome: 'success',
-          endpoint: 'rerank',
-          stream: false,
-          requestId: requestIdOf(req),
-        },
-        figures,
-      );
+      ));
     } catch (err) {
-      accountFailure(ctx, prepared, {
-        endpoint: 'rerank',
-        stream: false,
-        requestId: requestIdOf(req),
-        aborted: abort.signal.aborted,
-      });
+      const spentOn = [...progress.usage.keys()].at(-1) ?? prepared.model;
+      settle(spentOn, null, abort.signal.aborted ? 'client_cancelled' : 'provider_error').account();
       throw err;
     }
+    const ranked = [...result.results]
+      .sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index)
+      .slice(0, body.top_n ?? documents.length)
+      .map((r) => (body.return_documents ? { ...r, document: { text: documents[r.index] } } : r));
+    const done = settle(model, result.native, 'success');
+    const headers: Record<string, string> = prepared.downgradedFrom
+      ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${model.model_id}` }
+      : {};
+    res.set(headers).json({
+      object: 'rerank',
+      model: model.model_id,
+      results: ranked,
+      usage: { ...done.usage, cost: done.figures.cost, duration_ms: done.figures.durationMs },
+    });
+    done.account();
   });
 }

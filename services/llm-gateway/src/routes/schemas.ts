@@ -93,12 +93,18 @@ export const ChatRequestSchema = z.looseObject({
 const TokenArray = z.array(z.number().int().nonnegative());
 export const EmbeddingsRequestSchema = z.looseObject({
   model: z.string().max(200).optional(),
-  input: z.union([
-    z.string(),
-    z.array(z.string()).min(1).max(2048),
-    TokenArray.min(1),
-    z.array(TokenArray.min(1)).min(1).max(2048),
-  ]),
+  input: z.union(
+    [
+      z.string(),
+      z.array(z.string()).min(1).max(2048),
+      TokenArray.min(1),
+      z.array(TokenArray.min(1)).min(1).max(2048),
+    ],
+    {
+      error:
+        'a string, or an array of 1 to 2048 strings, an array of token ids, or an array of 1 to 2048 token-id arrays',
+    },
+  ),
   dimensions: z.number().int().positive().optional(),
   encoding_format: z.enum(['float', 'base64']).optional(),
   user: z.string().optional(),

@@ -25,6 +25,11 @@ import { solidPng } from './png';
 
 /** Dimensions of a mock embedding when the request names none. */
 export const MOCK_EMBEDDING_DIMENSIONS = 256;
+/**
+ * The most dimensions the mock computes (OpenAI's largest embedding model's): the vectors are computed and
+ * serialised in the gateway's process, so `dimensions: 100000000` would otherwise take all its memory.
+ */
+const MOCK_MAX_EMBEDDING_DIMENSIONS = 3072;
 
 const usageOf = (prompt: number, completion: number): Usage => ({
   prompt_tokens: prompt,
@@ -54,6 +59,7 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
 
   return {
     name: spec.name,
+    maxEmbeddingDimensions: MOCK_MAX_EMBEDDING_DIMENSIONS,
 
     async chat(body, call) {
       const { turn, id, usage, toolCalls } = answer(body, call);
@@ -117,6 +123,16 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
           ? [body.input]
           : (body.input as unknown[]);
       const dimensions = body.dimensions ?? MOCK_EMBEDDING_DIMENSIONS;
+      if (dimensions > MOCK_MAX_EMBEDDING_DIMENSIONS)
+        throw new ProviderError({
+          provider: spec.name,
+          model: call.model,
+          upstreamStatus: null,
+          providerErrorType: 'invalid_request_error',
+          retryable: false,
+          message: `the mock computes at most ${MOCK_MAX_EMBEDDING_DIMENSIONS} dimensions`,
+          refusedByGateway: true,
+        });
       let prompt = 0;
       const data = inputs.map((input, index) => {
         prompt += typeof input === 'string' ? mockTokens(input) : Array.isArray(input) ? input.length : 0;
@@ -177,17 +193,29 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
       switch (format) {
         case 'json':
           return result({ text }, 'application/json');
-        case 'verbose_json':
+        case 'verbose_json': {
+          // OpenAI's: segment timestamps unless only word ones are asked for, `words` when they are
+          const granularities = (upload.entries ?? [])
+            .filter(([name]) => name === 'timestamp_granularities[]' || name === 'timestamp_granularities')
+            .map(([, value]) => value);
+          const words = text.split(/\s+/).filter(Boolean);
+          const step = words.length ? seconds / words.length : 0;
           return result(
             {
               task: 'transcribe',
               language: upload.fields.language ?? 'english',
               duration: seconds,
               text,
-              segments: [{ id: 0, start: 0, end: seconds, text }],
+              ...(granularities.includes('word')
+                ? { words: words.map((word, i) => ({ word, start: i * step, end: (i + 1) * step })) }
+                : {}),
+              ...(granularities.length === 0 || granularities.includes('segment')
+                ? { segments: [{ id: 0, start: 0, end: seconds, text }] }
+                : {}),
             },
             'application/json',
           );
+        }
         case 'text':
           return result(`${text}\n`, 'text/plain; charset=utf-8');
         case 'srt':

@@ -109,7 +109,8 @@ export function createOpenAiAdapter(
 
   async function transcribe(upload: TranscriptionUpload, call: ProviderCall): Promise<TranscriptionResult> {
     const form = new FormData();
-    for (const [name, value] of Object.entries(upload.fields)) if (name !== 'model') form.append(name, value);
+    for (const [name, value] of upload.entries ?? Object.entries(upload.fields))
+      if (name !== 'model') form.append(name, value);
     form.append('model', call.model);
     form.append('file', new Blob([upload.file], { type: upload.mimeType }), upload.filename);
     const { res, text } = await sendForAnswer(http, call, {
