@@ -98,6 +98,13 @@ export const authConfigSchema = z
     /** lifetime of a v2 session's refresh token (each refresh rotates it), seconds */
     REFRESH_TOKENS_MAX_AGE: env.int(7_776_000, 60),
     /**
+     * how long a session, access token, refresh token or mailed link is kept once it can no longer be used, seconds;
+     * an anonymous user with nothing left goes this long after ACCESS_TOKENS_MAX_AGE (decision 0094)
+     */
+    RETENTION_GRACE_SECONDS: env.int(86_400, 60),
+    /** how often one auth instance dates older records for removal and removes abandoned anonymous users, ms */
+    RETENTION_INTERVAL_MS: env.int(3_600_000, 10),
+    /**
      * SMTP server for account mails, e.g. smtp://user:pass@mail.example.com:587; unset: on the embedded store
      * mails go to the log, on MongoDB they are not sent
      */

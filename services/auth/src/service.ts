@@ -18,6 +18,7 @@ import { type AuthConfig, SIGNING_KEYS_ENCRYPTION_KEY_REQUIRED } from './config'
 import type { AuthContext } from './context';
 import { openCollections } from './data/collections';
 import { CredentialIntrospection } from './domain/credential-introspection';
+import { DataRetention } from './domain/data-retention';
 import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
 import { encryptPlainPrivateKeys, localSigningKeysSecret, PrivateKeyCodec } from './domain/signing-keys';
@@ -61,10 +62,10 @@ export async function createAuthService(deps: AuthDeps): Promise<AuthService> {
   return (await buildAuthService(deps)).service;
 }
 
-/** The service and the context its routes share; the context is for tests and benchmarks only. */
+/** The service and the context its routes share; the context and the retention job are for tests and benchmarks only. */
 export async function buildAuthService(
   deps: AuthDeps,
-): Promise<{ service: AuthService; context: AuthContext }> {
+): Promise<{ service: AuthService; context: AuthContext; retention: DataRetention }> {
   const { config, clock, logger, store, bus } = deps;
   const collections = openCollections(store);
   const events = new AuthEvents(bus, clock, logger);
@@ -166,6 +167,7 @@ export async function buildAuthService(
     },
   });
 
+  const retention = new DataRetention(context);
   let unsubscribe: (() => void) | undefined;
   const service: AuthService = {
     name: 'auth',
@@ -191,11 +193,13 @@ export async function buildAuthService(
         },
         clock.now(),
       );
+      retention.start();
     },
     async stop() {
       unsubscribe?.();
+      await retention.stop();
       await keys.stop();
     },
   };
-  return { service, context };
+  return { service, context, retention };
 }

@@ -68,6 +68,8 @@ export interface HarnessOptions {
   bus?: Bus;
   /** where auth logs (default: nowhere) */
   logger?: Logger;
+  /** how often the harness's own store applies its TTL indexes (default the store's, 60 s); it does so by `clock` */
+  ttlSweepIntervalMs?: number;
 }
 
 /**
@@ -84,7 +86,15 @@ const sharedDataDir = () => {
 export async function startAuth(options: HarnessOptions = {}): Promise<AuthHarness> {
   const clock = options.clock ?? new ManualClock('2025-03-01T00:00:00Z');
   const dir = options.store ? null : tempDir('auth-test-');
-  const store = options.store ?? createEmbeddedStore({ dataDir: dir!.dir, compactionIntervalMs: 0 });
+  // The store removes expired records by the same clock auth dates them with (in production both are the wall clock).
+  const store =
+    options.store ??
+    createEmbeddedStore({
+      dataDir: dir!.dir,
+      compactionIntervalMs: 0,
+      ttlSweepIntervalMs: options.ttlSweepIntervalMs,
+      now: () => clock.now().getTime(),
+    });
   const bus = options.bus ?? createInProcessBus();
   const config = loadConfig(authConfigSchema, {
     PLATFORM_INTERNAL_SECRET: INTERNAL_SECRET,

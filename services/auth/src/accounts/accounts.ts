@@ -5,6 +5,7 @@ import type { AuthContext } from '../context';
 import type { AccountTokenDoc, UserDoc } from '../data/collections';
 import { revokeUserAccessTokens } from '../domain/access-tokens';
 import type { UserCaller } from '../domain/caller';
+import { removalTime } from '../domain/removal-times';
 import { newId, sha256Hex } from '../domain/secrets';
 import { deleteOidcStateOf } from '../oidc/store-adapter';
 import type { LoginThrottle } from './login-throttle';
@@ -173,6 +174,7 @@ export class Accounts {
   private async mailToken(kind: AccountTokenDoc['kind'], userId: string, email: string, ttlSeconds: number) {
     const token = randomBytes(32).toString('base64url');
     const now = this.c.clock.now();
+    const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
     await this.c.collections.accountTokens.deleteMany({ userId, expiresAt: { $lte: now } });
     await this.c.collections.accountTokens.insertOne({
       _id: sha256Hex(token),
@@ -180,8 +182,9 @@ export class Accounts {
       userId,
       email,
       createdAt: now,
-      expiresAt: new Date(now.getTime() + ttlSeconds * 1000),
+      expiresAt,
       usedAt: null,
+      removeAt: removalTime(this.c.config, expiresAt),
     });
     return token;
   }

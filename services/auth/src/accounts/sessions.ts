@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AuthContext } from '../context';
 import type { SessionDoc, UserDoc } from '../data/collections';
+import { removalTime, revokedRemovalTime, sessionRemovalTime } from '../domain/removal-times';
 import { newId, sha256Hex } from '../domain/secrets';
 import { signSessionToken } from '../domain/sessions';
 import { deleteGrant } from '../oidc/store-adapter';
@@ -18,9 +19,12 @@ export interface IssuedLogin {
 
 const wholeSeconds = (d: Date) => new Date(Math.floor(d.getTime() / 1000) * 1000);
 
+const refreshTokenExpiry = (c: AuthContext, now: Date) =>
+  new Date(now.getTime() + c.config.REFRESH_TOKENS_MAX_AGE * 1000);
+
 async function newRefreshToken(c: AuthContext, session: SessionDoc, now: Date) {
   const refreshToken = `rt:${randomBytes(32).toString('base64url')}`;
-  const expiresAt = new Date(now.getTime() + c.config.REFRESH_TOKENS_MAX_AGE * 1000);
+  const expiresAt = refreshTokenExpiry(c, now);
   await c.collections.refreshTokens.insertOne({
     _id: sha256Hex(refreshToken),
     sessionId: session._id,
@@ -28,6 +32,7 @@ async function newRefreshToken(c: AuthContext, session: SessionDoc, now: Date) {
     createdAt: now,
     expiresAt,
     usedAt: null,
+    removeAt: removalTime(c.config, expiresAt),
   });
   return { refreshToken, refreshTokenExpiresAt: expiresAt };
 }
@@ -39,15 +44,18 @@ export async function openUserSession(
   options: { mfa?: boolean } = {},
 ): Promise<IssuedLogin> {
   const createdAt = wholeSeconds(c.clock.now());
+  const expiresAt = new Date(createdAt.getTime() + c.config.ACCESS_TOKENS_MAX_AGE * 1000);
   const session: SessionDoc = {
     _id: newId(),
     userId: user._id,
     clientId: c.config.PASSWORD_CLIENT_ID,
     activeOrgSlug: null,
     createdAt,
-    expiresAt: new Date(createdAt.getTime() + c.config.ACCESS_TOKENS_MAX_AGE * 1000),
+    expiresAt,
     revokedAt: null,
     mfa: options.mfa ?? false,
+    // kept while its refresh token may renew it
+    removeAt: sessionRemovalTime(c.config, expiresAt, refreshTokenExpiry(c, createdAt)),
   };
   const token = await signSessionToken(c, session, c.config.PASSWORD_SCOPE);
   await c.collections.sessions.insertOne(session);
@@ -55,11 +63,15 @@ export async function openUserSession(
   return { userId: user._id, sessionId: session._id, token, expiresAt: session.expiresAt, ...refresh, user };
 }
 
-/** Revokes a session and its refresh tokens, and tells every edge (credential.revoked). */
+/**
+ * Revokes a session and its refresh tokens, and tells every edge (credential.revoked). The store removes the
+ * session RETENTION_GRACE_SECONDS later: its refresh tokens, the only way back to it, are gone already.
+ */
 export async function revokeSession(c: AuthContext, sessionId: string): Promise<boolean> {
+  const now = c.clock.now();
   const { modified } = await c.collections.sessions.updateOne(
     { _id: sessionId, revokedAt: null },
-    { $set: { revokedAt: c.clock.now() } },
+    { $set: { revokedAt: now, removeAt: revokedRemovalTime(c.config, now) } },
   );
   await c.collections.refreshTokens.deleteMany({ sessionId });
   // An OpenID Connect session is its grant: its refresh tokens end with it.
@@ -97,7 +109,17 @@ export async function refreshSession(c: AuthContext, refreshToken: string): Prom
     expiresAt: new Date(now.getTime() + c.config.ACCESS_TOKENS_MAX_AGE * 1000),
   };
   const token = await signSessionToken(c, renewed, c.config.PASSWORD_SCOPE);
-  await c.collections.sessions.updateOne({ _id: session._id }, { $set: { expiresAt: renewed.expiresAt } });
+  // Only while it is not revoked: a revocation racing this refresh wins, and its removal time stays.
+  const { matched } = await c.collections.sessions.updateOne(
+    { _id: session._id, revokedAt: null },
+    {
+      $set: {
+        expiresAt: renewed.expiresAt,
+        removeAt: sessionRemovalTime(c.config, renewed.expiresAt, refreshTokenExpiry(c, now)),
+      },
+    },
+  );
+  if (matched === 0) return null;
   const refresh = await newRefreshToken(c, session, now);
   await c.collections.refreshTokens.deleteMany({ sessionId: session._id, expiresAt: { $lte: now } });
   return { userId: user._id, sessionId: session._id, token, expiresAt: renewed.expiresAt, ...refresh, user };

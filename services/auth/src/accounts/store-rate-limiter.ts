@@ -9,7 +9,19 @@ const RateLimiterStoreAbstract: typeof StoreAbstract = require('rate-limiter-fle
 export interface RateCounterDoc extends Doc {
   points: number;
   expire: number | null;
+  /**
+   * when the store removes it (TTL index, decision 0094): COUNTER_GRACE_MS after its window or block ends, so the
+   * counters of addresses and emails tried once do not pile up; absent on older records until dated
+   */
+  removeAt?: Date;
 }
+
+/** A counter is removed this long after its window (or its block) ended, as the anonymous-login counters (0088). */
+export const COUNTER_GRACE_MS = 3_600_000;
+
+/** The removal time of a counter whose window ends at `expire` (epoch ms; null, which no limiter here uses: `now`). */
+export const counterRemovalTime = (expire: number | null, now: number): Date =>
+  new Date((expire ?? now) + COUNTER_GRACE_MS);
 
 /**
  * rate-limiter-flexible on the store port, so every auth instance sharing the database shares the
@@ -61,10 +73,11 @@ export class RateLimiterStorePort extends RateLimiterStoreAbstract {
   ): Promise<RateCounterDoc> {
     const now = this.now();
     const expire = msDuration > 0 ? now + msDuration : null;
+    const removeAt = counterRemovalTime(expire, now);
     if (forceExpire) {
       const doc = await this.counters.findOneAndUpdate(
         { _id: key },
-        { $set: { points, expire } },
+        { $set: { points, expire, removeAt } },
         { upsert: true },
       );
       return doc!;
@@ -73,7 +86,7 @@ export class RateLimiterStorePort extends RateLimiterStoreAbstract {
     try {
       const doc = await this.counters.findOneAndUpdate(
         { _id: key, ...live },
-        { $setOnInsert: { expire }, $inc: { points } },
+        { $setOnInsert: { expire, removeAt }, $inc: { points } },
         { upsert: true },
       );
       return doc!;
@@ -82,7 +95,7 @@ export class RateLimiterStorePort extends RateLimiterStoreAbstract {
       // An expired counter holds the key: start a new window over it (or, if a peer just did, count in it).
       const replaced = await this.counters.findOneAndUpdate(
         { _id: key, expire: { $lte: now } },
-        { $set: { points, expire } },
+        { $set: { points, expire, removeAt } },
       );
       return replaced ?? this._upsert(key, points, msDuration, false);
     }

@@ -1,5 +1,5 @@
 import type { ApiKeyRule } from '@platform/contracts';
-import type { Collection, Doc, Revised, Store } from '@platform/store';
+import type { Collection, Doc, IndexSpec, Revised, Store } from '@platform/store';
 import type { RateCounterDoc } from '../accounts/store-rate-limiter';
 
 /** Documents of auth's own database. Ids are made in the domain (UUIDs); secrets are stored as hashes only. */
@@ -33,6 +33,8 @@ export interface AccountTokenDoc extends Doc {
   createdAt: Date;
   expiresAt: Date;
   usedAt: Date | null;
+  /** when the store removes it: expiresAt + RETENTION_GRACE_SECONDS (absent on older records until dated, 0094) */
+  removeAt?: Date;
 }
 
 /** A v2 session's refresh token. `_id` is its sha256; every token of a session is one family. */
@@ -43,6 +45,8 @@ export interface RefreshTokenDoc extends Doc {
   expiresAt: Date;
   /** set when it was exchanged; presenting it again revokes the session (reuse detection) */
   usedAt: Date | null;
+  /** when the store removes it: expiresAt + RETENTION_GRACE_SECONDS (absent on older records until dated, 0094) */
+  removeAt?: Date;
 }
 
 /** A login session; the JWT's `platformSessionId`. */
@@ -56,6 +60,11 @@ export interface SessionDoc extends Doc {
   revokedAt: Date | null;
   /** signed in with a second factor (an organization may require it of its members) */
   mfa?: boolean;
+  /**
+   * when the store removes it: a grace after it can no longer be used, i.e. after its revocation, else after the
+   * later of its expiry and its refresh window (decision 0094); absent on older records until dated
+   */
+  removeAt?: Date;
 }
 
 export interface SigningKeyDoc extends Doc {
@@ -102,6 +111,8 @@ export interface AccessTokenDoc extends Doc {
   createdAt: Date;
   expiresAt: Date;
   revokedAt: Date | null;
+  /** when the store removes it: a grace after its expiry or revocation (decision 0094); absent on older records until dated */
+  removeAt?: Date;
 }
 
 /**
@@ -206,19 +217,29 @@ export interface AuthCollections {
   rateCounters: Collection<RateCounterDoc>;
 }
 
-/** Collection handles with the indexes the hot paths need (credential hashes, memberships). */
+/** The TTL index of every collection that grows with traffic: each record carries its own removal time (0088, 0094). */
+const ttlOnRemoveAt: IndexSpec = { fields: { removeAt: 1 }, expireAfterSeconds: 0 };
+
+/**
+ * Collection handles with the indexes the hot paths need (credential hashes, memberships), the TTL indexes of
+ * records that stop being usable, and the `createdBy` indexes the removal of abandoned anonymous users asks.
+ */
 export function openCollections(store: Store): AuthCollections {
   return {
-    users: store.collection<UserDoc>('users'),
-    sessions: store.collection<SessionDoc>('sessions', [{ fields: { userId: 1 } }]),
+    users: store.collection<UserDoc>('users', [{ fields: { anonymous: 1, createdAt: 1 } }]),
+    sessions: store.collection<SessionDoc>('sessions', [{ fields: { userId: 1 } }, ttlOnRemoveAt]),
     signingKeys: store.collection<SigningKeyDoc>('signing_keys', [{ fields: { removeAfter: 1 } }]),
     rotation: store.collection<RotationDoc>('signing_rotation'),
     accessTokens: store.collection<AccessTokenDoc>('access_tokens', [
       { fields: { tokenHash: 1 }, unique: true },
       { fields: { userId: 1 } },
+      ttlOnRemoveAt,
     ]),
     accessTokenPlaces: store.collection<AccessTokenPlacesDoc>('access_token_places'),
-    orgs: store.collection<OrgDoc>('orgs', [{ fields: { slug: 1 }, unique: true }]),
+    orgs: store.collection<OrgDoc>('orgs', [
+      { fields: { slug: 1 }, unique: true },
+      { fields: { createdBy: 1 } },
+    ]),
     roles: store.collection<RoleDoc>('roles', [{ fields: { orgId: 1, slug: 1 }, unique: true }]),
     memberships: store.collection<MembershipDoc>('memberships', [
       { fields: { orgId: 1, userId: 1 }, unique: true },
@@ -227,8 +248,12 @@ export function openCollections(store: Store): AuthCollections {
     orgApiKeys: store.collection<OrgApiKeyDoc>('org_api_keys', [
       { fields: { keyHash: 1 }, unique: true },
       { fields: { orgId: 1 } },
+      { fields: { createdBy: 1 } },
     ]),
-    workspaces: store.collection<WorkspaceDoc>('workspaces', [{ fields: { orgId: 1 } }]),
+    workspaces: store.collection<WorkspaceDoc>('workspaces', [
+      { fields: { orgId: 1 } },
+      { fields: { createdBy: 1 } },
+    ]),
     workspaceMembers: store.collection<WorkspaceMemberDoc>('workspace_members', [
       { fields: { workspaceId: 1, userId: 1 }, unique: true },
       { fields: { userId: 1 } },
@@ -236,11 +261,17 @@ export function openCollections(store: Store): AuthCollections {
     workspaceApiKeys: store.collection<WorkspaceApiKeyDoc>('workspace_api_keys', [
       { fields: { keyHash: 1 }, unique: true },
       { fields: { workspaceId: 1 } },
+      { fields: { createdBy: 1 } },
     ]),
     accounts: store.collection<AccountDoc>('accounts', [{ fields: { userId: 1 } }]),
-    // No TTL indexes: expiry follows the injected clock; expired documents are removed as users act.
-    accountTokens: store.collection<AccountTokenDoc>('account_tokens', [{ fields: { userId: 1 } }]),
-    refreshTokens: store.collection<RefreshTokenDoc>('refresh_tokens', [{ fields: { sessionId: 1 } }]),
-    rateCounters: store.collection<RateCounterDoc>('rate_counters'),
+    accountTokens: store.collection<AccountTokenDoc>('account_tokens', [
+      { fields: { userId: 1 } },
+      ttlOnRemoveAt,
+    ]),
+    refreshTokens: store.collection<RefreshTokenDoc>('refresh_tokens', [
+      { fields: { sessionId: 1 } },
+      ttlOnRemoveAt,
+    ]),
+    rateCounters: store.collection<RateCounterDoc>('rate_counters', [ttlOnRemoveAt]),
   };
 }

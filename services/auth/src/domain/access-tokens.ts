@@ -3,6 +3,7 @@ import type { AuthContext } from '../context';
 import type { AccessTokenDoc } from '../data/collections';
 import { checkExpiry } from '../routes/common';
 import { releaseAccessTokenPlace, takeAccessTokenPlace } from './access-token-places';
+import { removalTime, revokedRemovalTime } from './removal-times';
 import { newAccessToken, newId, sha256Hex } from './secrets';
 
 /**
@@ -37,6 +38,7 @@ export async function createAccessToken(
     createdAt: now,
     expiresAt,
     revokedAt: null,
+    removeAt: removalTime(c.config, expiresAt),
   };
   try {
     await c.collections.accessTokens.insertOne(doc);
@@ -47,11 +49,15 @@ export async function createAccessToken(
   return { doc, token };
 }
 
-/** Revokes the user's live access token `id`, if it still is one, and tells every edge; whether it did. */
+/**
+ * Revokes the user's live access token `id`, if it still is one, and tells every edge; whether it did. The store
+ * removes it RETENTION_GRACE_SECONDS later; its place is given back now (an expired token's place lapses by itself).
+ */
 async function revokeLive(c: AuthContext, userId: string, id: string): Promise<boolean> {
+  const now = c.clock.now();
   const revoked = await c.collections.accessTokens.findOneAndUpdate(
     { _id: id, userId, revokedAt: null },
-    { $set: { revokedAt: c.clock.now() } },
+    { $set: { revokedAt: now, removeAt: revokedRemovalTime(c.config, now) } },
   );
   if (!revoked) return false;
   // the edges first: a place not given back (the store failing now) only holds the limit until the expiry

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { AuthContext } from '../context';
 import type { SessionDoc, UserDoc } from '../data/collections';
+import { sessionRemovalTime } from './removal-times';
 import { newId } from './secrets';
 
 export interface IssuedSession {
@@ -37,20 +38,26 @@ export async function signSessionToken(
   return jwt.sign(claims, key.key, { algorithm: key.alg as jwt.Algorithm, keyid: key.kid });
 }
 
-/** POST /v2/login/anonymous: a new anonymous user with a session of ACCESS_TOKENS_MAX_AGE. */
+/**
+ * POST /v2/login/anonymous: a new anonymous user with a session of ACCESS_TOKENS_MAX_AGE. The session has no
+ * refresh token: the store removes it a grace after its expiry, and the user goes once it has nothing left
+ * (decision 0094, `abandoned-anonymous-users.ts`).
+ */
 export async function anonymousLogin(c: AuthContext): Promise<IssuedSession> {
   const now = c.clock.now();
   // Whole seconds, so the JWT's iat/exp and the stored session agree exactly.
   const createdAt = new Date(Math.floor(now.getTime() / 1000) * 1000);
   const user: UserDoc = { _id: newId(), anonymous: true, email: null, createdAt };
+  const expiresAt = new Date(createdAt.getTime() + c.config.ACCESS_TOKENS_MAX_AGE * 1000);
   const session: SessionDoc = {
     _id: newId(),
     userId: user._id,
     clientId: c.config.ANONYMOUS_CLIENT_ID,
     activeOrgSlug: null,
     createdAt,
-    expiresAt: new Date(createdAt.getTime() + c.config.ACCESS_TOKENS_MAX_AGE * 1000),
+    expiresAt,
     revokedAt: null,
+    removeAt: sessionRemovalTime(c.config, expiresAt),
   };
   // Sign first: no user is stored when no key can sign.
   const token = await signSessionToken(c, session, c.config.ANONYMOUS_SCOPE);

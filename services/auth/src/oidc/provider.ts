@@ -10,6 +10,7 @@ import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import { loadCaller } from '../domain/caller';
 import type { SigningKey } from '../domain/key-rotation';
+import { sessionRemovalTime } from '../domain/removal-times';
 import type { OidcClientDoc } from './clients';
 import { pruneLegacyExpired, storeAdapterFactory } from './store-adapter';
 
@@ -164,6 +165,9 @@ function configuration(
             scope?: string;
           };
           const exp = jwt.payload.exp as number;
+          const expiresAt = new Date(exp * 1000);
+          // The grant may renew this session for REFRESH_TOKENS_MAX_AGE: the store keeps it until then (0094).
+          const refreshableUntil = new Date(c.clock.now().getTime() + config.REFRESH_TOKENS_MAX_AGE * 1000);
           await c.collections.sessions.updateOne(
             { _id: t.grantId },
             {
@@ -176,7 +180,7 @@ function configuration(
                 // Sign-in asks for the second factor whenever the account has one.
                 mfa: await hasSecondFactor(c, t.accountId),
               },
-              $max: { expiresAt: new Date(exp * 1000) },
+              $max: { expiresAt, removeAt: sessionRemovalTime(config, expiresAt, refreshableUntil) },
             },
             { upsert: true },
           );

@@ -4,6 +4,7 @@ import { RateLimiterRes } from 'rate-limiter-flexible';
 import { z } from 'zod';
 import { clearSessionCookies } from '../accounts/cookies';
 import { publicBaseUrl } from '../accounts/public-url';
+import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import { createStoreRateLimiter } from '../data/store-rate-limiter';
 import { loadCaller, requireSession } from '../domain/caller';
@@ -51,12 +52,8 @@ export function mountLoginRoutes(router: Router, c: AuthContext): void {
 
   router.post('/v2/logout', async (req, res) => {
     const caller = requireSession(await loadCaller(c.collections, c.clock, req));
-    await c.collections.sessions.updateOne(
-      { _id: caller.credentialId, revokedAt: null },
-      { $set: { revokedAt: c.clock.now() } },
-    );
-    await c.collections.refreshTokens.deleteMany({ sessionId: caller.credentialId });
-    await c.events.credentialRevoked('session', caller.credentialId);
+    // one revocation for every way out (decision 0060): refresh tokens, an OIDC grant, the removal time, the edges
+    await revokeSession(c, caller.credentialId);
     clearSessionCookies(res, publicBaseUrl(c.config));
     res.status(204).end();
   });
