@@ -1,6 +1,7 @@
-import { createLogger } from '@platform/kernel';
+import { createLogger, ManualClock } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
-import { openStoreWhenReachable } from './infrastructure';
+import { tempDir } from '@platform/testkit';
+import { openStore, openStoreWhenReachable } from './infrastructure';
 
 const logger = createLogger({ name: 'test', level: 'silent' });
 
@@ -35,5 +36,36 @@ describe('openStoreWhenReachable', () => {
       ),
     ).rejects.toThrow('data folder not writable');
     expect(attempts).toBe(1);
+  });
+});
+
+describe('openStore', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it("applies TTL indexes at the service's clock, which wrote the removal dates", async () => {
+    // only the store's sweep interval is faked: its I/O runs as usual
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'setTimeout', 'Date'] });
+    const data = tempDir('open-store-');
+    const clock = new ManualClock('2020-01-01T00:00:00Z');
+    const store = await openStore({ service: 'ttl', DATA_DIR: data.dir }, logger, clock);
+    try {
+      const docs = store.collection<{ _id: string; removeAt: Date }>('docs', [
+        { fields: { removeAt: 1 }, expireAfterSeconds: 0 },
+      ]);
+      await docs.insertOne({ _id: 'due on the clock', removeAt: new Date('2019-12-31T00:00:00Z') });
+      // long past on the wall clock, ahead on the service's
+      await docs.insertOne({ _id: 'not yet', removeAt: new Date('2020-06-01T00:00:00Z') });
+      jest.advanceTimersByTime(60_000);
+      jest.useRealTimers();
+      let left: string[] = [];
+      for (let i = 0; i < 100 && left.length !== 1; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        left = (await docs.find({})).map((d) => d._id);
+      }
+      expect(left).toEqual(['not yet']);
+    } finally {
+      await store.close();
+      data.remove();
+    }
   });
 });

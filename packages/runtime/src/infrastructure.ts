@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
-import type { Logger } from '@platform/kernel';
+import type { Clock, Logger } from '@platform/kernel';
 import { createEmbeddedStore, createMongoStore, type Store } from '@platform/store';
 
 export interface InfrastructureSettings {
@@ -10,8 +10,15 @@ export interface InfrastructureSettings {
   NATS_URL?: string;
 }
 
-/** The service's own database: MongoDB when MONGO_URL is set, else the embedded engine under DATA_DIR/<service>. */
-export async function openStore(settings: InfrastructureSettings, logger: Logger): Promise<Store> {
+/**
+ * The service's own database: MongoDB when MONGO_URL is set, else the embedded engine under DATA_DIR/<service>,
+ * which applies TTL indexes at `clock`'s time (the service's: a test's manual clock moves both).
+ */
+export async function openStore(
+  settings: InfrastructureSettings,
+  logger: Logger,
+  clock?: Clock,
+): Promise<Store> {
   if (settings.MONGO_URL) {
     logger.info('store: MongoDB');
     return createMongoStore({
@@ -21,7 +28,7 @@ export async function openStore(settings: InfrastructureSettings, logger: Logger
   }
   const dataDir = path.resolve(settings.DATA_DIR, settings.service);
   logger.info({ dataDir }, 'store: embedded');
-  return createEmbeddedStore({ dataDir });
+  return createEmbeddedStore({ dataDir, ...(clock ? { now: () => clock.now().getTime() } : {}) });
 }
 
 /** How long a service waits between two attempts to reach MongoDB at start (each attempt waits for a server too). */

@@ -80,7 +80,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     return server.url;
   };
   const storeFor = async (name: string) => {
-    const store = await openStore({ service: name, ...common }, logger);
+    // removal dates are written on the services' clock: the store removes on it too
+    const store = await openStore({ service: name, ...common }, logger, clock);
     stores.push(store);
     return store;
   };
