@@ -1,10 +1,9 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { waitFor } from '@platform/testkit';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+import { startTestPlatform, type TestPlatform } from '../harness';
+import { type CafeSite, closeSite, createCafeAssistant, hostCafeSite } from './cafe-assistant';
 
 // Code inside page.evaluate runs in the browser: `document` is declared here rather than adding the DOM
 // library to the whole program (it changes Node's own fetch, Buffer and FormData types).
@@ -44,118 +43,11 @@ if (!available) {
   }
 }
 
-const say = (text: string) => ({ type: 'text', text });
-const button = (text: string, value: string) => ({ type: 'button', text, value });
-const utterances = (...texts: string[]) => ({ en: texts.map((text) => ({ data: [{ text }] })) });
-const answer = (...elements: unknown[]) => ({ en: { default: { default: elements } } });
-
-/** A small café assistant using every item type the chat renders. */
-function cafeIntents(imageBase: string) {
-  return [
-    {
-      name: 'Welcome',
-      isWelcome: true,
-      conditionalResponses: answer(
-        say("Hi! I'm the Harbour Café assistant. How can I help you today?"),
-        button('Opening hours', 'when are you open'),
-        button('See the menu', 'show me the menu'),
-      ),
-    },
-    {
-      name: 'Fallback',
-      isFallback: true,
-      conditionalResponses: answer(
-        say("Sorry, I didn't catch that. Try one of these:"),
-        button('See the menu', 'show me the menu'),
-      ),
-    },
-    {
-      name: 'Hours',
-      utterances: utterances(
-        'when are you open',
-        'what are your opening hours',
-        'are you open on sunday',
-        'what time do you close',
-        'opening times',
-      ),
-      conditionalResponses: answer(say("We're open every day from 8:00 to 18:00."), {
-        type: 'link',
-        text: 'Find us on the map',
-        value: 'https://example.com/map',
-      }),
-    },
-    {
-      name: 'Menu',
-      utterances: utterances(
-        'show me the menu',
-        'what do you serve',
-        'menu please',
-        'what food do you have',
-        'can i see the menu',
-      ),
-      conditionalResponses: answer(say("Here is today's menu:"), {
-        type: 'cards',
-        cards: [
-          {
-            title: 'Flat white',
-            text: 'Double ristretto, silky milk. €3.40',
-            image: `${imageBase}/coffee.svg`,
-            buttons: [{ text: 'Order one', value: 'i want to order' }],
-          },
-          {
-            title: 'Cinnamon bun',
-            text: 'Baked every morning. €2.90',
-            image: `${imageBase}/bun.svg`,
-            links: [{ text: 'Allergens', value: 'https://example.com/allergens' }],
-          },
-        ],
-      }),
-    },
-    {
-      name: 'Order',
-      utterances: utterances(
-        'i want to order',
-        'can i order',
-        'order please',
-        'i would like to order something',
-        'place an order',
-      ),
-      conditionalResponses: answer(say('Great choice! Pick it up at the counter.'), {
-        type: 'event',
-        text: 'Start over',
-        value: 'WELCOME',
-      }),
-    },
-  ];
-}
-
-const picture = (from: string, to: string) =>
-  `<svg xmlns="http://www.w3.org/2000/svg" width="440" height="240"><defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="${from}"/><stop offset="1" stop-color="${to}"/></linearGradient></defs><rect width="440" height="240" fill="url(#g)"/><circle cx="220" cy="120" r="60" fill="rgba(255,255,255,.35)"/></svg>`;
-
-/** A site on its own origin (a loopback port) whose page embeds the chat. */
-async function hostSite(scriptTag: () => string): Promise<{ origin: string; server: Server }> {
-  const server = createServer((req, res) => {
-    if (req.url === '/coffee.svg' || req.url === '/bun.svg') {
-      res.writeHead(200, { 'content-type': 'image/svg+xml' });
-      res.end(req.url === '/coffee.svg' ? picture('#7c4a2d', '#d6a77a') : picture('#b45309', '#fcd34d'));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Harbour Café</title></head>
-<body style="margin:0;font-family:Georgia,serif;background:#fdf8f3;color:#3b2a1e">
-<header style="padding:40px 48px;background:#3b2a1e;color:#fdf8f3"><h1 style="margin:0">Harbour Café</h1><p>Coffee and buns by the water since 1998.</p></header>
-<main style="padding:32px 48px;max-width:640px"><h2>Visit us</h2><p>Questions? Our assistant answers in the chat at the bottom right.</p></main>
-${scriptTag()}</body></html>`);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
-
 (available ? describe : describe.skip)('web chat in Chromium, through the edge', () => {
   let platform: TestPlatform;
   let browser: Browser;
-  let allowed: { origin: string; server: Server };
-  let refused: { origin: string; server: Server };
+  let allowed: CafeSite;
+  let refused: CafeSite;
   let bot: { clientToken: string; developerToken: string };
 
   beforeAll(async () => {
@@ -164,41 +56,16 @@ ${scriptTag()}</body></html>`);
     platform = await startTestPlatform({ env: { LEGACY_V1_RETIREMENT_DATE: '2099-01-01' } });
     const legacy = platform.legacyUrl;
     const tag = () => `<script src="${legacy}/v1/widget.js" data-token="${bot.clientToken}" defer></script>`;
-    allowed = await hostSite(tag);
-    refused = await hostSite(tag);
+    allowed = await hostCafeSite(tag);
+    refused = await hostCafeSite(tag);
 
-    const signup = await callJson(`${legacy}/v2/auth/signup`, 'POST', {
-      body: { username: 'harbour', password: 'flat white please' },
-    });
-    const created = await fetch(`${legacy}/v2/bots`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-legacy-session-token': signup.body.sessionToken },
-      body: JSON.stringify({ name: 'Harbour Café', lang: 'en' }),
-    });
-    bot = (await created.json()) as typeof bot;
-    for (const intent of cafeIntents(allowed.origin)) {
-      const res = await callJson(`${legacy}/v1/intents`, 'POST', {
-        bearer: bot.developerToken,
-        body: intent,
-      });
-      expect(res.status).toBe(200);
-    }
-    const patched = await callJson(`${legacy}/v1/bots`, 'PATCH', {
-      bearer: bot.developerToken,
-      body: { allowedOrigins: [allowed.origin] },
-    });
-    expect(patched.body.allowedOrigins).toEqual([allowed.origin]);
-    await waitFor(
-      async () =>
-        (await callJson(`${legacy}/v1/bots`, 'GET', { bearer: bot.developerToken })).body.training.upToDate,
-      { timeoutMs: 20_000, intervalMs: 100, what: 'training' },
-    );
+    bot = await createCafeAssistant(legacy, allowed.origin, [allowed.origin]);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   }, 60_000);
 
   afterAll(async () => {
     await browser?.close();
-    for (const site of [allowed, refused]) await new Promise((resolve) => site?.server.close(resolve));
+    for (const site of [allowed, refused]) await closeSite(site);
     await platform?.stop();
   });
 
@@ -335,7 +202,7 @@ ${scriptTag()}</body></html>`);
   });
 
   it('with a token that names no assistant, tells the visitor the chat cannot be reached, and the developer in the console', async () => {
-    const site = await hostSite(
+    const site = await hostCafeSite(
       () =>
         `<script src="${platform.legacyUrl}/v1/widget.js" data-token="lct_not-a-real-token" defer></script>`,
     );
@@ -352,7 +219,7 @@ ${scriptTag()}</body></html>`);
       what: 'the reason in the console',
     });
     await page.close();
-    await new Promise((resolve) => site.server.close(resolve));
+    await closeSite(site);
   });
 
   it('shows the demo page under its strict policy, with the chat working', async () => {

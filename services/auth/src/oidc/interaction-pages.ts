@@ -84,8 +84,18 @@ export function mountInteractionPages(
       providers,
     });
 
-  const consentForm = (uid: string, clientName: string, scopes: string[]) => html`<div class="card">
-<h1>Allow access?</h1><p class="lead"><strong>${clientName}</strong> asks to:</p>
+  /** `account`: whose account the access is to (the person may have more than one) */
+  const consentForm = (
+    uid: string,
+    clientName: string,
+    scopes: string[],
+    account: string | null,
+  ) => html`<div class="card">
+<h1>Allow access?</h1><p class="lead">${
+    account
+      ? html`<strong>${clientName}</strong> asks for access to your account <strong>${account}</strong>. It will be able to:`
+      : html`<strong>${clientName}</strong> will be able to:`
+  }</p>
 <ul>${scopes.map((s) => html`<li>${SCOPE_TEXT[s] ?? s}</li>`)}</ul>
 <form method="post" action="/oidc/interaction/${uid}/confirm">
 <input type="hidden" name="csrf" value="${tokens.issue(uid, 'interaction-confirm')}">
@@ -134,7 +144,14 @@ export function mountInteractionPages(
       const requested = String(details.params.scope ?? 'openid')
         .split(' ')
         .filter((s) => s in SCOPE_TEXT);
-      return page(res, clientId, 'Allow access', consentForm(details.uid, clientName, requested));
+      const accountId = details.session?.accountId;
+      const user = accountId ? await c.collections.users.findOne({ _id: accountId }) : null;
+      return page(
+        res,
+        clientId,
+        'Allow access',
+        consentForm(details.uid, clientName, requested, user?.email ?? null),
+      );
     }),
   );
 
@@ -152,7 +169,7 @@ export function mountInteractionPages(
           res,
           clientId,
           'Sign in',
-          loginForm(details.uid, clientName, 'The form expired; try again.', email),
+          loginForm(details.uid, clientName, 'The form expired; try again.', email, await sso.list()),
           403,
         );
       }
@@ -163,7 +180,13 @@ export function mountInteractionPages(
         if (!(err instanceof AppError)) throw err;
         const status = err.kind === 'rate_limited' ? 429 : 401;
         const message = err.kind === 'invalid_input' ? 'Enter your email and password.' : err.message;
-        return page(res, clientId, 'Sign in', loginForm(details.uid, clientName, message, email), status);
+        return page(
+          res,
+          clientId,
+          'Sign in',
+          loginForm(details.uid, clientName, message, email, await sso.list()),
+          status,
+        );
       }
       // The platform session (and the second factor, when enrolled) first; the interaction then resumes
       // and sees the signed-in person.

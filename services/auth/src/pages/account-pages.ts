@@ -8,10 +8,24 @@ import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import { createAccessToken, revokeAccessToken } from '../domain/access-tokens';
 import type { FormTokens } from './csrf';
-import { alert, html, type Raw, raw, sendPage } from './html';
+import { alert, errorField, html, type Raw, raw, sendPage } from './html';
 import { type PageSession, pageSession } from './page-session';
 
 const text = (v: unknown, max = 256) => (typeof v === 'string' ? v.slice(0, max) : '');
+
+/** The cards of the account page, each with the forms whose answers it shows. */
+type Section = 'profile' | 'mfa' | 'sessions' | 'tokens';
+interface Notice {
+  at: Section;
+  html: Raw;
+  /** the error's text, when the notice is one (its form's field is tied to it) */
+  error?: string;
+}
+const say = (at: Section, kind: 'ok' | 'error', message: string): Notice => ({
+  at,
+  html: alert(kind, message),
+  ...(kind === 'error' ? { error: message } : {}),
+});
 const day = (d: Date) => d.toISOString().slice(0, 16).replace('T', ' ');
 
 /**
@@ -72,7 +86,12 @@ export function mountAccountPages(
   const csrfField = (s: PageSession, purpose: string) =>
     html`<input type="hidden" name="csrf" value="${tokens.issue(s.session._id, purpose)}">`;
 
-  async function home(s: PageSession, notice?: Raw) {
+  /**
+   * The account page. A notice (what a form did, or why it did not) shows in the card of that form, and the
+   * answer opens scrolled to it: the buttons far down the page post to their card's fragment, and a form's
+   * answer focuses its field (a page opened at a fragment would not focus it).
+   */
+  async function home(s: PageSession, notice?: Notice, tokenForm = { name: '', days: '30' }) {
     const { user, session } = s;
     const now = c.clock.now();
     const [sessions, accessTokens, mfaOn, recoveryLeft] = await Promise.all([
@@ -88,9 +107,12 @@ export function mountAccountPages(
       accounts.mfa.remainingRecoveryCodes(user._id),
     ]);
     const verified = Boolean(user.emailVerifiedAt);
-    return html`${notice ?? raw('')}
-<div class="card"><h1>Your account</h1>
+    const noticeIn = (at: Section) => (notice?.at === at ? notice.html : raw(''));
+    const errorIn = (at: Section) => (notice?.at === at ? notice.error : undefined);
+    const maxDays = c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS;
+    return html`<div class="card" id="profile"><h1>Your account</h1>
 <p class="lead">${user.email} · ${verified ? 'email confirmed' : 'email not confirmed yet'}</p>
+${noticeIn('profile')}
 ${
   verified
     ? raw('')
@@ -102,37 +124,42 @@ ${
 <div><label for="lastName">Last name</label><input id="lastName" name="lastName" type="text" maxlength="100" autocomplete="family-name" value="${user.lastName ?? ''}"></div></div>
 <button type="submit" class="small">Save profile</button></form>
 </div>
-<div class="card"><h2>Two-step verification</h2>
+<div class="card" id="mfa"><h2>Two-step verification</h2>
+${noticeIn('mfa')}
 ${
   mfaOn
     ? html`<p>On: sign-in asks for a code from your authenticator app. ${recoveryLeft} recovery codes left.</p>
 <form method="post" action="/account/mfa/disable">${csrfField(s, 'mfa-disable')}
 <label for="disable-code">Code from your app, to turn it off</label>
-<div class="row"><input id="disable-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="20"><button type="submit" class="small secondary">Turn off</button></div></form>`
+<div class="row"><input id="disable-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="20"${errorField(errorIn('mfa'))}><button type="submit" class="small secondary">Turn off</button></div></form>`
     : html`<p>Off. Protect your account with an authenticator app (TOTP).</p><a href="/account/mfa">Set up two-step verification</a>`
 }
 </div>
-<div class="card"><h2>Active sessions</h2>
-<table><thead><tr><th scope="col">Signed in</th><th scope="col">Through</th><th scope="col">Expires</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>
+<div class="card" id="sessions"><h2>Active sessions</h2>
+${noticeIn('sessions')}
+<table class="stack"><thead><tr><th scope="col">Signed in</th><th scope="col">Through</th><th scope="col">Expires</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>
 ${sessions.map(
   (
     x,
-  ) => html`<tr><td>${day(x.createdAt)}${x._id === session._id ? ' (this browser)' : ''}</td><td>${x.clientId}</td><td>${day(x.expiresAt)}</td>
-<td><form method="post" action="/account/sessions/${x._id}/revoke">${csrfField(s, `session:${x._id}`)}<button type="submit" class="small secondary" aria-label="Sign out the session of ${day(x.createdAt)}">Sign out</button></form></td></tr>`,
+  ) => html`<tr><td data-label="Signed in">${day(x.createdAt)}${x._id === session._id ? ' (this browser)' : ''}</td><td data-label="Through">${x.clientId}</td><td data-label="Expires">${day(x.expiresAt)}</td>
+<td class="action"><form method="post" action="/account/sessions/${x._id}/revoke#sessions">${csrfField(s, `session:${x._id}`)}<button type="submit" class="small secondary" aria-label="Sign out the session of ${day(x.createdAt)}">Sign out</button></form></td></tr>`,
 )}
 </tbody></table></div>
-<div class="card"><h2>Access tokens</h2>
+<div class="card" id="tokens"><h2>Access tokens</h2>
+${noticeIn('tokens')}
 <p class="hint">Long-lived tokens for scripts and tools: <code>Authorization: Bearer at:…</code></p>
-<table><thead><tr><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>
+<table class="stack"><thead><tr><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col"><span class="hint">Action</span></th></tr></thead><tbody>
 ${accessTokens.map(
-  (t) => html`<tr><td>${t.name}</td><td>${day(t.createdAt)}</td><td>${day(t.expiresAt)}</td>
-<td><form method="post" action="/account/tokens/${t._id}/revoke">${csrfField(s, `token:${t._id}`)}<button type="submit" class="small secondary" aria-label="Revoke ${t.name}">Revoke</button></form></td></tr>`,
+  (
+    t,
+  ) => html`<tr><td data-label="Name">${t.name}</td><td data-label="Created">${day(t.createdAt)}</td><td data-label="Expires">${day(t.expiresAt)}</td>
+<td class="action"><form method="post" action="/account/tokens/${t._id}/revoke#tokens">${csrfField(s, `token:${t._id}`)}<button type="submit" class="small secondary" aria-label="Revoke ${t.name}">Revoke</button></form></td></tr>`,
 )}
 ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No access tokens yet.</td></tr>`}
 </tbody></table>
 <form method="post" action="/account/tokens">${csrfField(s, 'token-create')}
-<div class="row"><div><label for="token-name">Name</label><input id="token-name" name="name" type="text" required maxlength="100"></div>
-<div><label for="token-days">Valid for (days)</label><input id="token-days" name="days" type="text" inputmode="numeric" required value="30" maxlength="3"></div></div>
+<div class="row"><div><label for="token-name">Token name</label><input id="token-name" name="name" type="text" required maxlength="100" value="${tokenForm.name}"${errorField(errorIn('tokens'), { invalid: false })}></div>
+<div><label for="token-days">Valid for (days)</label><input id="token-days" name="days" type="text" inputmode="numeric" required value="${tokenForm.days}" maxlength="3" aria-describedby="token-days-hint"><div class="hint" id="token-days-hint">1 to ${maxDays} days.</div></div></div>
 <button type="submit" class="small">Create token</button></form>
 </div>`;
   }
@@ -141,7 +168,7 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
     const s = await requireSession(req, res);
     if (!s) return;
     const welcome = req.query.welcome
-      ? alert('ok', 'Welcome! Your account is ready. We sent you a link to confirm your email.')
+      ? say('profile', 'ok', 'Welcome! Your account is ready. We sent you a link to confirm your email.')
       : undefined;
     show(res, s, 'Your account', await home(s, welcome));
   });
@@ -161,7 +188,7 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
     const lastName = text(req.body?.lastName, 100).trim() || null;
     await c.collections.users.updateOne({ _id: s.user._id }, { $set: { firstName, lastName } });
     Object.assign(s.user, { firstName, lastName });
-    show(res, s, 'Your account', await home(s, alert('ok', 'Profile saved.')));
+    show(res, s, 'Your account', await home(s, say('profile', 'ok', 'Profile saved.')));
   });
 
   router.post('/account/verification', form, async (req, res) => {
@@ -169,7 +196,7 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
     if (!s) return;
     if (!s.user.emailVerifiedAt)
       await accounts.sendVerification(s.user._id, s.user.email!, publicBaseUrl(c.config));
-    show(res, s, 'Your account', await home(s, alert('ok', 'We sent a new confirmation link.')));
+    show(res, s, 'Your account', await home(s, say('profile', 'ok', 'We sent a new confirmation link.')));
   });
 
   router.post('/account/sessions/:id/revoke', form, async (req, res) => {
@@ -182,26 +209,29 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
       clearSessionCookies(res, publicBaseUrl(c.config));
       return res.redirect(303, '/account/login');
     }
-    show(res, s, 'Your account', await home(s, alert('ok', 'That session is signed out.')));
+    show(res, s, 'Your account', await home(s, say('sessions', 'ok', 'That session is signed out.')));
   });
 
   router.post('/account/tokens', form, async (req, res) => {
     const s = await posted(req, res, 'token-create');
     if (!s) return;
     const name = text(req.body?.name, 100).trim();
+    const entered = { name, days: text(req.body?.days, 3) };
     const days = Number(text(req.body?.days, 4));
     if (!name || !Number.isInteger(days) || days < 1 || days > c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS) {
       const msg = `Give the token a name and a validity of 1 to ${c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS} days.`;
-      return show(res, s, 'Your account', await home(s, alert('error', msg)), 400);
+      return show(res, s, 'Your account', await home(s, say('tokens', 'error', msg), entered), 400);
     }
     try {
       const expiresAt = new Date(c.clock.now().getTime() + days * 86_400_000).toISOString();
       const { token } = await createAccessToken(c, s.session, name, expiresAt);
-      const once = html`<div class="alert ok" role="status"><strong>Token "${name}" created.</strong> Copy it now: it is shown only once.<p><code class="secret" id="new-token">${token}</code></p></div>`;
-      show(res, s, 'Your account', await home(s, once), 201);
+      // in a focused read-only field: the page opens scrolled to it, and it is read, selected and copied whole
+      const once = html`<div class="alert ok" role="status"><p id="new-token-note"><strong>Token "${name}" created.</strong> Copy it now: it is shown only once.</p>
+<label for="new-token">Your new token</label><textarea id="new-token" class="secret" readonly rows="2" spellcheck="false" aria-describedby="new-token-note" autofocus>${token}</textarea></div>`;
+      show(res, s, 'Your account', await home(s, { at: 'tokens', html: once }), 201);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
-      show(res, s, 'Your account', await home(s, alert('error', err.message)), 400);
+      show(res, s, 'Your account', await home(s, say('tokens', 'error', err.message), entered), 400);
     }
   });
 
@@ -210,7 +240,7 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
     const s = await posted(req, res, `token:${id}`);
     if (!s) return;
     await revokeAccessToken(c, s.user._id, id).catch(() => undefined);
-    show(res, s, 'Your account', await home(s, alert('ok', 'The token is revoked.')));
+    show(res, s, 'Your account', await home(s, say('tokens', 'ok', 'The token is revoked.')));
   });
 
   const enrolPage = async (s: PageSession, error?: string) => {
@@ -222,7 +252,7 @@ ${alert('error', error)}
 <p class="hint">Cannot scan? Enter this key in the app: <code id="totp-secret">${secret}</code></p>
 <form method="post" action="/account/mfa">${csrfField(s, 'mfa-enrol')}
 <label for="code">Code from the app</label>
-<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="6" autofocus>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="6"${error ? errorField(error) : raw(' autofocus')}>
 <button type="submit">Turn on</button></form>
 <div class="links"><a href="/account">Cancel</a></div></div>`;
   };
@@ -265,18 +295,18 @@ ${alert('error', error)}
       right = await accounts.secondFactor(s.user, text(req.body?.code, 20), clientAddress(req));
     } catch (err) {
       if (!(err instanceof AppError && err.kind === 'rate_limited')) throw err;
-      return show(res, s, 'Your account', await home(s, alert('error', err.message)), 429);
+      return show(res, s, 'Your account', await home(s, say('mfa', 'error', err.message)), 429);
     }
     if (!right) {
       return show(
         res,
         s,
         'Your account',
-        await home(s, alert('error', 'That code is not right; two-step verification stays on.')),
+        await home(s, say('mfa', 'error', 'That code is not right; two-step verification stays on.')),
         400,
       );
     }
     await accounts.mfa.disable(s.user._id);
-    show(res, s, 'Your account', await home(s, alert('ok', 'Two-step verification is off.')));
+    show(res, s, 'Your account', await home(s, say('mfa', 'ok', 'Two-step verification is off.')));
   });
 }

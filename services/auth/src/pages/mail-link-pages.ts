@@ -2,7 +2,7 @@ import { AppError } from '@platform/kernel';
 import express, { type Router } from 'express';
 import type { Accounts } from '../accounts/accounts';
 import type { AuthContext } from '../context';
-import { alert, html, sendPage } from './html';
+import { alert, errorField, html, raw, sendPage } from './html';
 
 const MAX_TOKEN = 200;
 const tokenOf = (value: unknown): string =>
@@ -41,10 +41,11 @@ ${alert('error', error)}
 <form method="post" action="/account/reset-password">
 <input type="hidden" name="token" value="${token}">
 <label for="password">New password</label>
-<input id="password" name="password" type="password" autocomplete="new-password" required minlength="${c.config.PASSWORD_MIN_LENGTH}" maxlength="256" aria-describedby="password-hint">
+<input id="password" name="password" type="password" autocomplete="new-password" required minlength="${c.config.PASSWORD_MIN_LENGTH}" maxlength="256"${error ? errorField(error, { describedBy: 'password-hint', invalid: false }) : raw(' aria-describedby="password-hint" autofocus')}>
 <div class="hint" id="password-hint">At least ${c.config.PASSWORD_MIN_LENGTH} characters.</div>
 <button type="submit">Set new password</button>
-</form></div>`;
+</form>
+<div class="links"><a href="/account/forgot-password">Ask for a new link</a></div></div>`;
 
   router.get('/account/reset-password', (req, res) => {
     sendPage(res, { platformName, title: 'New password', body: resetForm(tokenOf(req.query.token)) });
@@ -61,7 +62,7 @@ ${alert('error', error)}
         platformName,
         status: 400,
         title: 'New password',
-        body: resetForm(token, err.message),
+        body: resetForm(token, err.message.replace(/^Invalid body: password: /, 'Password: ')),
       });
     }
     sendPage(res, {

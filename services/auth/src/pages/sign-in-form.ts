@@ -1,5 +1,5 @@
 import type { SsoProviderDoc } from '../sso/providers';
-import { alert, html, type Raw } from './html';
+import { alert, errorField, html, type Raw, raw } from './html';
 
 /** The email-and-password form of the account pages and of the OIDC sign-in step: one markup for both. */
 export function signInForm(options: {
@@ -18,6 +18,11 @@ export function signInForm(options: {
   novalidate?: boolean;
 }): Raw {
   const { lead, action, hidden, ssoNext, error, email = '', providers = [] } = options;
+  // after an error the email is kept: the person corrects the password, so that field takes the focus
+  const onPassword = Boolean(error && email);
+  // (the error may be about either field, or neither: a rate limit, an expired form)
+  const emailField = onPassword ? raw('') : error ? errorField(error, { invalid: false }) : raw(' autofocus');
+  const passwordField = onPassword ? errorField(error, { invalid: false }) : raw('');
   const formOpen = options.novalidate
     ? html`<form method="post" action="${action}" novalidate>`
     : html`<form method="post" action="${action}">`;
@@ -27,9 +32,9 @@ ${alert('error', error)}
 ${formOpen}
 ${Object.entries(hidden).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
 <label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required value="${email}" autofocus>
+<input id="email" name="email" type="email" autocomplete="username" required value="${email}"${emailField}>
 <label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required>
+<input id="password" name="password" type="password" autocomplete="current-password" required${passwordField}>
 <button type="submit">Sign in</button>
 </form>
 ${providers.map((p) => html`<a class="button secondary" href="/account/sso/${p._id}?next=${encodeURIComponent(ssoNext)}">Sign in with ${p.name}</a>`)}

@@ -10,7 +10,7 @@ import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
 import type { SsoClients, SsoProviderDoc } from '../sso/providers';
 import type { FormTokens } from './csrf';
-import { alert, html, type Raw, sendPage } from './html';
+import { alert, errorField, html, type Raw, raw, sendPage } from './html';
 import { browserBinding, type MfaChallenge, pageSession, safeNext } from './page-session';
 import { signInForm } from './sign-in-form';
 
@@ -58,23 +58,29 @@ ${alert('error', error)}
 <form method="post" action="/account/login/mfa">
 <input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="next" value="${next}">
 <label for="code">Code</label>
-<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="20" autofocus>
+<input id="code" name="code" type="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" required maxlength="20"${error ? errorField(error) : raw(' autofocus')}>
 <button type="submit">Verify</button>
 </form>
 <div class="links"><a href="/account/login">Start over</a></div>
 </div>`;
 
-  const signupForm = (csrf: string, error?: string, v: Record<string, string> = {}) => html`<div class="card">
+  /** `field`: the one the error is about, which takes the focus */
+  const signupForm = (
+    csrf: string,
+    error?: string,
+    v: Record<string, string> = {},
+    field?: 'email' | 'password',
+  ) => html`<div class="card">
 <h1>Create your account</h1><p class="lead">It takes a minute. We will send you a link to confirm your email.</p>
 ${alert('error', error)}
 <form method="post" action="/account/signup">
 <input type="hidden" name="csrf" value="${csrf}">
-<div class="row"><div><label for="firstName">First name</label><input id="firstName" name="firstName" type="text" autocomplete="given-name" maxlength="100" value="${v.firstName ?? ''}"></div>
-<div><label for="lastName">Last name</label><input id="lastName" name="lastName" type="text" autocomplete="family-name" maxlength="100" value="${v.lastName ?? ''}"></div></div>
+<div class="row"><div><label for="firstName">First name <span class="optional">(optional)</span></label><input id="firstName" name="firstName" type="text" autocomplete="given-name" maxlength="100" value="${v.firstName ?? ''}"></div>
+<div><label for="lastName">Last name <span class="optional">(optional)</span></label><input id="lastName" name="lastName" type="text" autocomplete="family-name" maxlength="100" value="${v.lastName ?? ''}"></div></div>
 <label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="email" required value="${v.email ?? ''}">
+<input id="email" name="email" type="email" autocomplete="email" required value="${v.email ?? ''}"${field === 'email' ? errorField(error) : raw('')}>
 <label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="new-password" required minlength="${c.config.PASSWORD_MIN_LENGTH}" maxlength="256" aria-describedby="password-hint">
+<input id="password" name="password" type="password" autocomplete="new-password" required minlength="${c.config.PASSWORD_MIN_LENGTH}" maxlength="256"${errorField(field === 'password' ? error : undefined, { describedBy: 'password-hint' })}>
 <div class="hint" id="password-hint">At least ${c.config.PASSWORD_MIN_LENGTH} characters. A few unrelated words make a strong one.</div>
 <button type="submit">Create account</button>
 </form>
@@ -87,7 +93,7 @@ ${alert('error', error)}
 <form method="post" action="/account/forgot-password">
 <input type="hidden" name="csrf" value="${csrf}">
 <label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="email" required autofocus>
+<input id="email" name="email" type="email" autocomplete="email" required${error ? errorField(error, { invalid: false }) : raw(' autofocus')}>
 <button type="submit">Send the link</button>
 </form>
 <div class="links"><a href="/account/login">Back to sign in</a></div>
@@ -120,7 +126,12 @@ ${alert('error', error)}
     const email = text(req.body?.email, 254);
     const csrf = tokens.issue(binding, 'login');
     if (!tokens.valid(binding, 'login', req.body?.csrf)) {
-      return show(res, 'Sign in', loginForm(csrf, next, 'The form expired. Please try again.', email), 403);
+      return show(
+        res,
+        'Sign in',
+        loginForm(csrf, next, 'The form expired. Please try again.', email, await sso.list()),
+        403,
+      );
     }
     let user: UserDoc;
     try {
@@ -128,7 +139,7 @@ ${alert('error', error)}
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       const status = err.kind === 'rate_limited' ? 429 : 401;
-      return show(res, 'Sign in', loginForm(csrf, next, err.message, email), status);
+      return show(res, 'Sign in', loginForm(csrf, next, err.message, email, await sso.list()), status);
     }
     await finishPassword(req, res, user, next);
   });
@@ -200,7 +211,12 @@ ${alert('error', error)}
       );
     }
     if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(values.email)) {
-      return show(res, 'Create account', signupForm(csrf, 'Enter a valid email address.', values), 400);
+      return show(
+        res,
+        'Create account',
+        signupForm(csrf, 'Enter a valid email address.', values, 'email'),
+        400,
+      );
     }
     try {
       await consumeOrThrow(
@@ -225,10 +241,12 @@ ${alert('error', error)}
         err.kind === 'invalid_input'
           ? err.message.replace(/^Invalid body: password: /, 'Password: ')
           : err.message;
+      const field =
+        err.kind === 'conflict' ? 'email' : message.startsWith('Password') ? 'password' : undefined;
       return show(
         res,
         'Create account',
-        signupForm(csrf, message, values),
+        signupForm(csrf, message, values, field),
         err.kind === 'conflict' ? 409 : 400,
       );
     }

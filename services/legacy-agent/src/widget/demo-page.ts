@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 
 const PAGE_STYLE = `
 body{margin:0;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2330;background:#f5f6fb}
-main{max-width:720px;margin:0 auto;padding:56px 24px}
+main{max-width:720px;margin:0 auto;padding:56px 24px 112px}
 h1{font-size:30px;margin:0 0 8px}
 p{color:#454b5c}
 code{background:#e9ebf5;padding:2px 6px;border-radius:6px;font-size:14px;overflow-wrap:anywhere}
-pre{background:#1f2330;color:#e9ebf5;padding:16px;border-radius:12px;overflow-x:auto;font-size:13px}
+pre{background:#1f2330;color:#e9ebf5;padding:16px;border-radius:12px;font-size:13px;white-space:pre-wrap;overflow-wrap:anywhere}
 .note{background:#fff7e6;border:1px solid #f5d9a3;padding:12px 16px;border-radius:10px}
 `;
 

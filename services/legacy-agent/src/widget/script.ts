@@ -66,24 +66,28 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     '.root{--c:#4338ca;--c2:#3730a3;--bg:#fff;--muted:#f1f3f8;--ink:#1f2330;--soft:#5b6172;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink)}',
     '.sr{position:absolute;width:1px;height:1px;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}',
     'button,input{font:inherit}',
-    ':focus-visible{outline:3px solid #f59e0b;outline-offset:2px}',
+    // a dark ring with a white band inside it: visible on the chat's white, its indigo and any host page
+    ':focus-visible{outline:3px solid #1e1b4b;outline-offset:2px;box-shadow:0 0 0 2px #fff}',
     '.launcher{position:fixed;right:20px;bottom:20px;z-index:2147483000;width:60px;height:60px;border-radius:50%;border:0;background:var(--c);color:#fff;cursor:pointer;box-shadow:0 8px 24px rgba(30,27,75,.35);display:grid;place-items:center;transition:transform .15s}',
     '.launcher:hover{transform:scale(1.06);background:var(--c2)}',
+    '.launcher:focus-visible{box-shadow:0 0 0 2px #fff,0 8px 24px rgba(30,27,75,.35)}',
     '.launcher svg{width:28px;height:28px}',
     '.panel{position:fixed;right:20px;bottom:92px;z-index:2147483000;width:380px;max-width:calc(100vw - 24px);height:580px;max-height:calc(100vh - 112px);background:var(--bg);border-radius:18px;box-shadow:0 18px 50px rgba(15,23,42,.28);display:flex;flex-direction:column;overflow:hidden}',
     '.panel[hidden]{display:none}',
-    'header{display:flex;align-items:center;gap:12px;padding:14px 14px 14px 18px;background:linear-gradient(135deg,var(--c),#6d28d9);color:#fff}',
+    '.head{display:flex;align-items:center;gap:12px;padding:14px 14px 14px 18px;background:linear-gradient(135deg,var(--c),#6d28d9);color:#fff}',
     '.avatar{width:38px;height:38px;border-radius:50%;background:rgba(255,255,255,.22);display:grid;place-items:center;font-weight:700;flex:none;object-fit:cover}',
     'h2{margin:0;font-size:16px;font-weight:650;flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}',
     '.close{border:0;background:transparent;color:#fff;width:36px;height:36px;border-radius:50%;cursor:pointer;font-size:22px;line-height:1}',
     '.close:hover{background:rgba(255,255,255,.18)}',
+    '.close:focus-visible{outline-color:#fff;box-shadow:none}',
     '.log{flex:1;overflow-y:auto;padding:16px 14px;display:flex;flex-direction:column;gap:8px;background:#fafbfe}',
     '.log>*{flex:none}',
+    '.log:focus-visible{outline-offset:-3px;box-shadow:none}',
     'p{margin:0}',
-    '.msg{max-width:85%;padding:9px 13px;border-radius:16px;white-space:pre-wrap;overflow-wrap:anywhere}',
+    '.msg{position:relative;max-width:85%;padding:9px 13px;border-radius:16px;white-space:pre-wrap;overflow-wrap:anywhere}',
     '.bot{align-self:flex-start;background:var(--muted);border-bottom-left-radius:5px}',
     '.user{align-self:flex-end;background:var(--c);color:#fff;border-bottom-right-radius:5px}',
-    '.link{align-self:flex-start;color:var(--c2);font-weight:600;text-decoration:underline;text-underline-offset:3px;padding:2px 4px}',
+    '.link{position:relative;align-self:flex-start;color:var(--c2);font-weight:600;text-decoration:underline;text-underline-offset:3px;padding:2px 4px}',
     '.chips{align-self:flex-start;display:flex;flex-wrap:wrap;gap:6px;max-width:95%}',
     '.chip{border:1.5px solid var(--c);background:#fff;color:var(--c2);border-radius:999px;padding:6px 14px;cursor:pointer;font-weight:600;font-size:14px}',
     '.chip:hover{background:var(--c);color:#fff}',
@@ -97,8 +101,8 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     '.error{margin:0;padding:8px 14px;background:#fef2f2;color:#991b1b;font-size:14px;border-top:1px solid #fecaca}',
     '.error:empty{display:none}',
     'form{display:flex;gap:8px;padding:12px;border-top:1px solid #e8eaf2;background:#fff}',
-    'input{flex:1;min-width:0;border:1.5px solid #d5d9e4;border-radius:999px;padding:10px 16px;color:var(--ink);background:#fff}',
-    'input:focus{border-color:var(--c);outline:none;box-shadow:0 0 0 3px rgba(67,56,202,.2)}',
+    'input{flex:1;min-width:0;border:1.5px solid #767f90;border-radius:999px;padding:10px 16px;color:var(--ink);background:#fff}',
+    'input:focus{border-color:var(--c)}',
     '.send{border:0;border-radius:999px;background:var(--c);color:#fff;padding:0 18px;font-weight:650;cursor:pointer}',
     '.send:hover{background:var(--c2)}',
     'button:disabled,input:disabled{opacity:.55;cursor:not-allowed}',
@@ -123,7 +127,10 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   icon.setAttribute('focusable', 'false');
   var path = document.createElementNS('http://www.w3.org/2000/svg', 'path');
   path.setAttribute('fill', 'currentColor');
-  path.setAttribute('d', 'M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4H4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2zm3 6.5a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01z');
+  // a speech bubble while closed, a chevron pointing at the panel while open (the launcher then closes it)
+  var BUBBLE = 'M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4H4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2zm3 6.5a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01z';
+  var CHEVRON = 'M5.3 9.7l1.4-1.4 5.3 5.3 5.3-5.3 1.4 1.4-6.7 6.7z';
+  path.setAttribute('d', BUBBLE);
   icon.appendChild(path);
 
   var launcher = h('button', { type: 'button', 'class': 'launcher', 'aria-expanded': 'false', 'aria-controls': 'chat-panel', onclick: function () { setOpen(panel.hidden); } }, [icon]);
@@ -137,7 +144,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   var sendBtn = h('button', { type: 'submit', 'class': 'send' });
   var form = h('form', { onsubmit: function (e) { e.preventDefault(); var t = input.value.trim(); if (!t) return; input.value = ''; sendText(t, t); } }, [inputLabel, input, sendBtn]);
   var panel = h('section', { id: 'chat-panel', 'class': 'panel', role: 'dialog', 'aria-labelledby': 'chat-title', hidden: true, onkeydown: function (e) { if (e.key === 'Escape') { e.stopPropagation(); setOpen(false); } } },
-    [h('header', {}, [avatar, title, closeBtn]), log, errorLine, form]);
+    [h('div', { 'class': 'head' }, [avatar, title, closeBtn]), log, errorLine, form]);
   var root = h('div', { 'class': 'root' }, [panel, launcher]);
   shadow.appendChild(root);
 
@@ -297,6 +304,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     panel.hidden = !open;
     root.classList.toggle('open', open);
     launcher.setAttribute('aria-expanded', String(open));
+    path.setAttribute('d', open ? CHEVRON : BUBBLE);
     applyTexts();
   }
 
