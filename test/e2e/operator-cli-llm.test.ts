@@ -35,7 +35,12 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
   beforeAll(async () => {
     sim = await startProviderSimulator({ port: 0 });
     platform = await startTestPlatform({
-      env: { PLATFORM_INTERNAL_SECRET: SECRET, LLM_GATEWAY_SETTINGS_TTL_MS: '0' },
+      env: {
+        PLATFORM_INTERNAL_SECRET: SECRET,
+        LLM_GATEWAY_SETTINGS_TTL_MS: '0',
+        // the CLI adds providers as a platform administrator, and the simulator listens on loopback
+        LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS: '127.0.0.0/8,::1',
+      },
     });
     operator = (await (await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' })).json()) as {
       token: string;

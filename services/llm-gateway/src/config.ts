@@ -1,6 +1,7 @@
 import { commonConfig, env } from '@platform/kernel';
 import { z } from 'zod';
 import { BUILT_IN_GATEWAY_FILE, type GatewayFile, readGatewayFile } from './gateway-file';
+import { parseCidr } from './providers/http/destinations';
 
 /** llm-gateway's configuration; every key is an environment variable, documented in the README. */
 export const llmGatewayConfigSchema = z.object({
@@ -45,6 +46,25 @@ export const llmGatewayConfigSchema = z.object({
   LLM_GATEWAY_OUTBOX_LINGER_MS: env.int(10, 0),
   /** a usage event the bus has not acknowledged within this stays in the outbox for a later try (ms) */
   LLM_GATEWAY_PUBLISH_TIMEOUT_MS: env.int(2_000, 10),
+  /**
+   * networks (CIDRs or addresses, comma-separated) that providers defined by platform administrators may reach
+   * besides public addresses, e.g. `10.20.0.0/16` for a vLLM cluster; loopback, private, link-local (cloud
+   * metadata) and other non-public addresses are refused otherwise. The gateway file's and the operator's
+   * providers are not restricted
+   */
+  LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS: z
+    .string()
+    .default('')
+    .transform((value, ctx) => {
+      const networks = value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      for (const network of networks)
+        if (!parseCidr(network))
+          ctx.addIssue({ code: 'custom', message: `not an address or CIDR: ${network}` });
+      return networks;
+    }),
   /** grid emission factor for the carbon estimate (kgCO2eq per kWh; default: world average) */
   LLM_GATEWAY_GRID_KGCO2_PER_KWH: z.coerce.number().positive().default(0.59),
   /** data-centre power usage effectiveness for the carbon estimate */

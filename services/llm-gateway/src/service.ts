@@ -23,6 +23,7 @@ import { gatewayFileOf, type LlmGatewayConfig } from './config';
 import { authorizeInference, type GatewayContext } from './inference/gateway-context';
 import { llmGatewayApiDocument } from './openapi';
 import { defaultAdapterFactory } from './provider-factory';
+import { ProviderDestinations } from './providers';
 import { Admission } from './quota/admission';
 import { type QuotaCounters, quotaCountersFor } from './quota/counters';
 import { OrgSettingsSource } from './quota/org-settings';
@@ -54,7 +55,7 @@ export interface LlmGatewayParts {
   app: ServiceApp;
   context: GatewayContext;
   admin: CatalogueAdmin;
-  /** closes the connections to llm-quota */
+  /** closes the connections to llm-quota (and the restricted providers' pool) */
   closeQuotaClient(): Promise<void>;
 }
 
@@ -79,10 +80,11 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
     registers: [metrics.registry],
   });
   const box = new SecretBox(config.LLM_GATEWAY_ENCRYPTION_KEY ?? config.PLATFORM_INTERNAL_SECRET);
+  const destinations = new ProviderDestinations(config.LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS);
   const catalogue = new Catalogue({
     collections: catalogueCollections(store),
     box,
-    createAdapter: deps.createAdapter ?? defaultAdapterFactory({ fetch: deps.fetch, clock }),
+    createAdapter: deps.createAdapter ?? defaultAdapterFactory({ fetch: deps.fetch, clock, destinations }),
     logger,
     defaults: gatewayFileOf(config).defaults,
   });
@@ -171,7 +173,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       mountProviderAdmin(
         router,
         context,
-        new ProviderAdmin({ collections: catalogueCollections(store), box, catalogue: admin }),
+        new ProviderAdmin({ collections: catalogueCollections(store), box, catalogue: admin, destinations }),
       );
       mountCatalogueAdmin(router, context, {
         admin,
@@ -184,7 +186,11 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       });
     },
   });
-  return { app, context, admin, closeQuotaClient: quota.close };
+  const close = async () => {
+    await quota.close();
+    await destinations.close();
+  };
+  return { app, context, admin, closeQuotaClient: close };
 }
 
 /** The gateway's express app alone (tests of routes); the catalogue is loaded by the service's start. */

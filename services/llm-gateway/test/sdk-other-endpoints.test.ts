@@ -312,6 +312,27 @@ describe('the openai SDK on embeddings, rerank, images and transcriptions', () =
     }
   });
 
+  it('transcriptions in text formats are answered as text whatever content type the provider claims', async () => {
+    const { owner } = await w.org('sdk-transcription-type');
+    w.sim.script([
+      { transcript: '<script>alert(document.cookie)</script>', transcriptContentType: 'text/html' },
+    ]);
+    const form = new FormData();
+    form.append('model', 'sim/whisper');
+    form.append('response_format', 'text');
+    form.append('file', new Blob([silentWav(1)], { type: 'audio/wav' }), 'one.wav');
+    const res = await fetch(`${w.p.gatewayUrl}/v1/audio/transcriptions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}` },
+      body: form,
+    });
+    w.sim.reset();
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await res.text()).toContain('<script>');
+  });
+
   it('models.list() reads one page (the SDK asks for no other); the next pages through query, ids with slashes', async () => {
     const { owner } = await w.org('sdk-models');
     const client = w.client({ bearer: owner.token });

@@ -14,6 +14,13 @@ describe("pnpm start's defaults", () => {
     ).toBeUndefined();
   });
 
+  it('lets an administrator add a model server on this machine as a provider, unless told otherwise', () => {
+    expect(newcomerEnv({}).LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS).toBe('127.0.0.0/8,::1');
+    expect(
+      newcomerEnv({ LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS: '' }).LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS,
+    ).toBe('');
+  });
+
   it('makes an internal secret for the run, and keeps one given', () => {
     expect(newcomerEnv({}).PLATFORM_INTERNAL_SECRET).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(newcomerEnv({ PLATFORM_INTERNAL_SECRET: 'given' }).PLATFORM_INTERNAL_SECRET).toBe('given');

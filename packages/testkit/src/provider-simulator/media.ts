@@ -141,7 +141,11 @@ export async function openaiTranscription(
     case 'text':
       return {
         ...meta,
-        answer: { kind: 'text', body: `${text}\n`, contentType: 'text/plain; charset=utf-8' },
+        answer: {
+          kind: 'text',
+          body: `${text}\n`,
+          contentType: ctx.rule.transcriptContentType ?? 'text/plain; charset=utf-8',
+        },
       };
     case 'verbose_json':
       return {

@@ -75,6 +75,8 @@ export interface SimulatorRule {
   embeddingDimensions?: number;
   /** transcriptions: the text heard */
   transcript?: string;
+  /** transcriptions in a text format: the content type answered instead of the usual one (a misbehaving provider) */
+  transcriptContentType?: string;
 }
 
 export interface MatchKey {

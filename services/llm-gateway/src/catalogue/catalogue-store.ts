@@ -10,6 +10,8 @@ export interface ProviderDoc extends Doc {
   apiKeySealed?: string;
   headers?: Record<string, string>;
   azure?: { apiVersion: string };
+  /** written by a platform administrator: reaches public addresses only (ProviderDestinations) */
+  restricted?: true;
   updatedAt: Date;
 }
 

@@ -20,6 +20,7 @@ export type AdapterFactory = (spec: {
   apiKey?: string;
   headers?: Record<string, string>;
   azure?: { apiVersion: string };
+  restricted?: boolean;
 }) => ProviderAdapterPort;
 
 /**
@@ -57,6 +58,7 @@ export class Catalogue {
           apiKey: p.apiKeySealed ? this.deps.box.open(p.apiKeySealed) : undefined,
           headers: p.headers,
           azure: p.azure,
+          restricted: p.restricted === true,
         }),
       );
     }

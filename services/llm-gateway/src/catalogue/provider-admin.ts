@@ -1,6 +1,7 @@
 import { Conflict, InvalidInput, NotFound, parseInput } from '@platform/kernel';
 import { z } from 'zod';
 import { ProviderFileEntrySchema } from '../gateway-file';
+import type { ProviderDestinations } from '../providers/http/destinations';
 import type { Actor, CatalogueAdmin } from './catalogue-admin';
 import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
 import type { SecretBox } from './secret-box';
@@ -26,18 +27,25 @@ export const providerView = (p: ProviderDoc) => ({
   type: p.type,
   ...(p.baseUrl ? { baseUrl: p.baseUrl } : {}),
   has_api_key: p.apiKeySealed !== undefined,
+  ...(p.restricted ? { restricted: true } : {}),
   ...(p.headers ? { header_names: Object.keys(p.headers) } : {}),
   ...(p.azure ? { azure: p.azure } : {}),
   updatedAt: p.updatedAt.toISOString(),
 });
 
 /** the members of a stored provider that a replacement without them removes */
-const OPTIONAL_FIELDS = ['baseUrl', 'apiKeySealed', 'headers', 'azure'] as const;
+const OPTIONAL_FIELDS = ['baseUrl', 'apiKeySealed', 'headers', 'azure', 'restricted'] as const;
 
 /** Providers at run time (platform administrators): added or replaced, listed without keys, removed when unused. */
 export class ProviderAdmin {
   constructor(
-    private readonly deps: { collections: CatalogueCollections; box: SecretBox; catalogue: CatalogueAdmin },
+    private readonly deps: {
+      collections: CatalogueCollections;
+      box: SecretBox;
+      catalogue: CatalogueAdmin;
+      /** where a platform administrator's providers may connect */
+      destinations: ProviderDestinations;
+    },
   ) {}
 
   async list() {
@@ -56,6 +64,16 @@ export class ProviderAdmin {
           })),
         },
       });
+    // A platform administrator's provider reaches public addresses only (decided again at every
+    // connection, for host names); the operator's (the file, the operator's credential) is not restricted.
+    const restricted = actor.kind === 'platform_admin';
+    const refused = restricted && input.baseUrl ? this.deps.destinations.urlRefusal(input.baseUrl) : null;
+    if (refused)
+      throw new InvalidInput(`baseUrl: ${refused}`, {
+        error: 'PROVIDER_DESTINATION_REFUSED',
+        code: 'PROVIDER_DESTINATION_REFUSED',
+        details: { issues: [{ field: 'baseUrl', message: refused }] },
+      });
     const providers = this.deps.collections.providers;
     const before = await providers.findOne({ _id: name });
     const doc: ProviderDoc = { _id: name, type: input.type, updatedAt: new Date() };
@@ -63,6 +81,7 @@ export class ProviderAdmin {
     if (input.apiKey) doc.apiKeySealed = this.deps.box.seal(input.apiKey);
     if (input.headers) doc.headers = input.headers;
     if (input.azure) doc.azure = input.azure;
+    if (restricted) doc.restricted = true;
     // One write replaces the provider: never a moment without it, and concurrent replacements each land whole.
     const { _id, ...fields } = doc;
     const absent = OPTIONAL_FIELDS.filter((field) => doc[field] === undefined);

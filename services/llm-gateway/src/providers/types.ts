@@ -218,6 +218,8 @@ export interface ProviderSpec {
   headers?: Record<string, string>;
   /** Azure OpenAI form: {baseUrl}/openai/deployments/{model}/...?api-version= */
   azure?: { apiVersion: string };
+  /** defined by a platform administrator: it only reaches the addresses `ProviderDestinations` allows */
+  restricted?: boolean;
 }
 
 export interface ProviderCall {

@@ -10,6 +10,10 @@ import { mediaFigures } from './media-figures';
 
 export const TRANSCRIPTION_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
 
+/** What a text transcription (`text`, `srt`, `vtt`) is answered as: WebVTT or plain text, UTF-8. */
+export const textTypeOf = (providerType: string): string =>
+  /^\s*text\/vtt\s*(;|$)/i.test(providerType) ? 'text/vtt; charset=utf-8' : 'text/plain; charset=utf-8';
+
 const tooLarge = (limit: number) =>
   new PayloadTooLarge(`The upload is larger than ${limit} bytes`, { details: { max_bytes: limit } });
 
@@ -136,7 +140,12 @@ export function mountAudio(router: Router, ctx: GatewayContext): void {
           },
         });
       } else {
-        res.type(result.contentType).send(String(result.body));
+        // the provider's own content type is not passed on: one saying text/html would make the
+        // platform's origin serve the provider's markup (a page with scripts) to the caller's browser
+        res
+          .type(textTypeOf(result.contentType))
+          .set('x-content-type-options', 'nosniff')
+          .send(String(result.body));
       }
       void account(ctx, { ...prepared, model }, stamp(model, 'success'), figures);
     } catch (err) {

@@ -115,6 +115,10 @@ const ProviderViewSchema = z
     type: z.enum(['openai', 'anthropic', 'mock']),
     baseUrl: z.string().optional(),
     has_api_key: z.boolean(),
+    restricted: z.boolean().optional().meta({
+      description:
+        'written by a platform administrator: reaches public addresses only, and the networks the operator allows',
+    }),
     header_names: z.array(z.string()).optional(),
     azure: z.object({ apiVersion: z.string() }).optional(),
     updatedAt: z.string(),
@@ -272,7 +276,9 @@ export function catalogueRouteDocs(error: ErrorDoc, caller: string[]): RouteDoc[
       responses: {
         200: { description: 'replaced', schema: ProviderViewSchema },
         201: { description: 'added', schema: ProviderViewSchema },
-        400: error('INVALID_BODY (`details.issues`)'),
+        400: error(
+          'INVALID_BODY (`details.issues`); PROVIDER_DESTINATION_REFUSED: a platform administrator gave a `baseUrl` that is not http(s) or names a non-public address',
+        ),
         ...writes,
       },
     },

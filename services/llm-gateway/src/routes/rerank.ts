@@ -11,7 +11,7 @@ import {
   zeroUsage,
 } from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
-import { countChatPromptTokens, countText } from '../inference/prompt-tokens';
+import { countChatPromptTokens, countText, TokenCounter } from '../inference/prompt-tokens';
 import { failoverChain, withResilience } from '../inference/provider-calls';
 import type { ProviderCall, Usage } from '../inference/provider-port';
 import { abortOnClose, requestIdOf } from './client-abort';
@@ -62,6 +62,8 @@ async function scoreByChat(
   query: string,
   documents: string[],
   progress: ScoringProgress,
+  /** the tokens of the query and of each document, counted once for the request */
+  counted: { query: number; documents: number[] },
 ) {
   if (progress.model !== model.model_id) {
     progress.model = model.model_id;
@@ -81,12 +83,8 @@ async function scoreByChat(
         const choice = (body.choices as Array<{ message?: { content?: unknown } }> | undefined)?.[0];
         const text = typeof choice?.message?.content === 'string' ? choice.message.content : '';
         progress.scores[i] = scoreOf(text);
-        const prompt = countChatPromptTokens({ messages });
-        const spent = u ?? {
-          prompt_tokens: prompt,
-          completion_tokens: countText(text),
-          total_tokens: prompt + countText(text),
-        };
+        // counted only when the provider reports no usage, from the counts made once for the request
+        const spent = u ?? tokenizerUsage(counted.query + counted.documents[i]!, countText(text));
         progress.usage.set(model, addUsage(progress.usage.get(model) ?? zeroUsage(), spent));
       } catch (err) {
         failure ??= { err };
@@ -97,6 +95,15 @@ async function scoreByChat(
   if (failure) throw (failure as { err: unknown }).err;
   return progress.scores.map((score, index) => ({ index, relevance_score: score ?? 0 }));
 }
+
+/** the scoring prompt's own tokens (system prompt, template, message overheads) */
+const SCORING_OVERHEAD = countChatPromptTokens({ messages: scoringMessages('', '') });
+
+const tokenizerUsage = (contentTokens: number, completion: number): Usage => ({
+  prompt_tokens: SCORING_OVERHEAD + contentTokens,
+  completion_tokens: completion,
+  total_tokens: SCORING_OVERHEAD + contentTokens + completion,
+});
 
 /** The usage and the cost (each model's own pricing) of every answered scoring call. */
 function consumed(progress: ScoringProgress): { usage: Usage; costMicros: number } {
@@ -117,8 +124,11 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
   router.post('/v1/rerank', async (req, res) => {
     const body = parseInput(RerankRequestSchema, jsonBody(req) ?? {});
     const documents = body.documents as string[];
-    const queryTokens = countText(body.query);
-    const estimate = documents.reduce((n, d) => n + queryTokens + countText(d) + 40, 0);
+    // one count per request: the tokenizer's exact budget is shared by the query and every document
+    const counter = new TokenCounter();
+    const queryTokens = counter.count(body.query);
+    const counted = { query: queryTokens, documents: documents.map((d) => counter.count(d)) };
+    const estimate = counted.documents.reduce((n, d) => n + queryTokens + d + 40, 0);
     const prepared = await prepareInference(ctx, req, 'completion', body.model, estimate);
     const abort = abortOnClose(req, res);
     const progress: ScoringProgress = { model: null, scores: [], usage: new Map() };
@@ -154,7 +164,7 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
         async (m, call) => {
           if (m.native_rerank && m.adapter.rerank) {
             const r = await m.adapter.rerank({ query: body.query, documents }, call);
-            const fallback = documents.reduce((n, d) => n + queryTokens + countText(d), 0);
+            const fallback = counted.documents.reduce((n, d) => n + queryTokens + d, 0);
             const usage = r.usage ?? {
               prompt_tokens: fallback,
               completion_tokens: 0,
@@ -162,7 +172,10 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
             };
             return { results: r.results, native: usage };
           }
-          return { results: await scoreByChat(m, call, body.query, documents, progress), native: null };
+          return {
+            results: await scoreByChat(m, call, body.query, documents, progress, counted),
+            native: null,
+          };
         },
       ));
     } catch (err) {

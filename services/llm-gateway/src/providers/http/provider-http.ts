@@ -1,6 +1,7 @@
 import type { Clock } from '@platform/kernel';
 import { Cancellation } from '../cancellation';
 import { type ProviderCall, ProviderError, ProviderTimeoutError } from '../types';
+import { DestinationRefused } from './destinations';
 import { type SseEvent, SseLineTooLong, SseParser } from './sse';
 import type { ProviderResponse, ProviderTransport } from './transport';
 
@@ -136,6 +137,13 @@ async function errorFromResponse(
   });
 }
 
+/** the destination check's refusal, thrown directly or by the connection's lookup (as a cause) */
+function refusedDestination(err: unknown): DestinationRefused | null {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
+    if (e instanceof DestinationRefused) return e;
+  return null;
+}
+
 function translate(
   http: ProviderHttp,
   call: ProviderCall,
@@ -146,6 +154,16 @@ function translate(
   if (err instanceof ProviderError || err instanceof ProviderTimeoutError) return err;
   if (guard.timedOut) return new ProviderTimeoutError(http.provider, call.model, call.timeoutMs, midStream);
   if (call.signal.aborted) return call.signal.reason ?? err;
+  const refused = refusedDestination(err);
+  if (refused)
+    return new ProviderError({
+      provider: http.provider,
+      model: call.model,
+      upstreamStatus: null,
+      providerErrorType: 'destination_refused',
+      retryable: false,
+      message: `the provider's address is not allowed (${refused.message})`,
+    });
   const detail = networkDetail(err);
   return new ProviderError({
     provider: http.provider,

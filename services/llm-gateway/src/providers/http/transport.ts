@@ -1,5 +1,6 @@
-import { request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import { abortSignalOf, type CancelSignal } from '../cancellation';
+import type { ProviderDestinations } from './destinations';
 
 /** What the provider layer reads of an answer: the status, headers, and the body whole or as it arrives. */
 export interface ProviderResponse {
@@ -19,6 +20,8 @@ export interface ProviderSendInit {
   body?: string | FormData;
   /** undici's `request` takes it as it is; `fetch` gets an AbortSignal following it */
   signal: CancelSignal;
+  /** the connection pool to use (a restricted provider's: `ProviderDestinations.agent`) */
+  dispatcher?: Dispatcher;
 }
 
 /** One HTTP exchange with a provider. */
@@ -37,6 +40,7 @@ export const undiciTransport: ProviderTransport = async (url, init) => {
     headers: init.headers,
     body: init.body,
     signal: init.signal,
+    ...(init.dispatcher ? { dispatcher: init.dispatcher } : {}),
   });
   const body = res.body;
   return {
@@ -58,7 +62,12 @@ export const undiciTransport: ProviderTransport = async (url, init) => {
 /** A transport over a `fetch` function (tests inject one to script answers). */
 export function fetchTransport(doFetch: typeof fetch): ProviderTransport {
   return async (url, init) => {
-    const res = await doFetch(url, { ...init, signal: abortSignalOf(init.signal) });
+    // a provider's redirect is answered as its error, never followed: it could lead anywhere
+    const res = await doFetch(url, {
+      ...init,
+      signal: abortSignalOf(init.signal),
+      redirect: 'manual',
+    } as RequestInit);
     let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
     return {
       status: res.status,
@@ -84,3 +93,20 @@ export function fetchTransport(doFetch: typeof fetch): ProviderTransport {
 }
 
 const globalFetch = fetchTransport((...args) => fetch(...args));
+
+/**
+ * A restricted provider's transport (one a platform administrator defined): the URL is checked before
+ * anything is sent, and the connection only reaches addresses `destinations` allows (undici's pool with a
+ * checking lookup; an injected fetch has the host name resolved and checked first).
+ */
+export function restrictedTransport(
+  send: ProviderTransport,
+  destinations: ProviderDestinations,
+  options: { injected: boolean },
+): ProviderTransport {
+  return async (url, init) => {
+    if (options.injected) await destinations.assertResolved(url);
+    else destinations.assertUrl(url);
+    return send(url, { ...init, dispatcher: destinations.agent });
+  };
+}

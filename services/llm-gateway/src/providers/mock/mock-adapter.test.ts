@@ -115,6 +115,20 @@ describe('mock provider', () => {
     expect(after.body.choices[0]!.message.content).toBe('Mock answer from the tool result: sunny');
   });
 
+  it('looks for a tool named in the message among the first 128 tools and 64 KiB only, as OpenAI bounds tools', async () => {
+    // 150,000 tools and a long message made the mock search the message once per tool: minutes of CPU
+    const tools = Array.from({ length: 200 }, (_, i) => ({
+      type: 'function' as const,
+      function: { name: `tool_${i}_x`, parameters: { type: 'object' } },
+    }));
+    const named = async (content: string) =>
+      (await mock.chat({ ...ask(content), tools }, call())).body.choices[0]!.message.tool_calls?.[0]?.function
+        .name;
+    expect(await named('please run tool_127_x now')).toBe('tool_127_x');
+    expect(await named('please run tool_150_x now')).toBeUndefined();
+    expect(await named(`${'x '.repeat(40 * 1024)} tool_5_x`)).toBeUndefined();
+  });
+
   it('embeds each input in the requested dimensions as unit vectors, or base64 float32', async () => {
     const { body, usage } = await mock.embeddings(
       { model: 'e', input: ['hello world', 'bye'], dimensions: 64 },

@@ -54,6 +54,10 @@ export function mockPromptTokens(body: ChatCompletionRequest): number {
   return total;
 }
 
+/** how much of the last user message, and how many tools, the mock reads to find a tool named in it */
+const MENTION_SEARCH_CHARS = 64 * 1024;
+const MENTION_SEARCH_TOOLS = 128;
+
 export interface MockTurn {
   text: string | null;
   toolCall: { name: string; arguments: string } | null;
@@ -103,9 +107,14 @@ export function mockTurn(body: ChatCompletionRequest): MockTurn {
   if (tools.length > 0 && choice !== 'none' && last?.role === 'user') {
     const chosen = typeof choice === 'object' && isFunction(choice) ? choice.function.name : undefined;
     const named = chosen === undefined ? undefined : tools.find((t) => t.function.name === chosen);
-    const mentioned = tools.find((t) => userText.toLowerCase().includes(t.function.name.toLowerCase()));
+    // a substring search of the user's words per tool: bounded like OpenAI's own limits (128 tools), so
+    // 150,000 tools and a long message cannot keep the gateway's process busy for minutes
+    const said = userText.slice(0, MENTION_SEARCH_CHARS).toLowerCase();
+    const mentioned = tools
+      .slice(0, MENTION_SEARCH_TOOLS)
+      .find((t) => said.includes(t.function.name.toLowerCase()));
     const tool =
-      named ?? mentioned ?? (choice === 'required' || /\btools?\b/i.test(userText) ? tools[0] : undefined);
+      named ?? mentioned ?? (choice === 'required' || /\btools?\b/i.test(said) ? tools[0] : undefined);
     if (tool) {
       const args = JSON.stringify(argumentsFor(tool.function.parameters));
       return {
