@@ -120,6 +120,24 @@ describe.each([
     for (let i = 0; i < 10; i++) await adm.admit(s, caller, 10, { checkMonth: true });
   });
 
+  it('says at once, not worth retrying, that a prompt larger than a minute of tokens never fits', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock(Date.now());
+    const adm = instance(store, clock);
+    const s = settings({ 'llm.tpm': 100 }, { per_user_defaults: { tpm: 50 } });
+    const tooBig = await adm.admit(s, caller, 80, { checkMonth: true }).catch((e: unknown) => e);
+    expect(tooBig).toMatchObject({
+      code: 'RATE_LIMITED',
+      retryable: false,
+      details: { key: 'llm.tpm', scope: 'user', limit: 50, requested: 80 },
+    });
+    // a prompt that fits a minute but not this one's remainder: worth retrying once the window turns
+    await adm.admit(s, caller, 40, { checkMonth: true });
+    const later = await adm.admit(s, caller, 40, { checkMonth: true }).catch((e: unknown) => e);
+    expect(later).toBeInstanceOf(RateLimited);
+    expect((later as RateLimited).retryable).toBeUndefined();
+  });
+
   it('the monthly token budget refuses with its own code, and settles to real usage', async () => {
     const store = createEmbeddedStore();
     const clock = new ManualClock('2026-11-24T10:00:00Z');
@@ -133,6 +151,8 @@ describe.each([
     expect(answer).toMatchObject({
       code: 'MONTHLY_QUOTA_EXCEEDED',
       details: { key: 'llm.monthly_tokens', used: 90 },
+      // an SDK's retries, seconds apart, cannot outlast a month
+      retryable: false,
     });
     // 6 days, 14 hours to December
     expect(answer.retryAfter).toBe(6 * 86_400 + 14 * 3_600);

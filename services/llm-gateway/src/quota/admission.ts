@@ -21,6 +21,8 @@ export class MonthlyBudgetExhausted extends Error {
     return new RateLimited(this.retryAfterSeconds, this.message, {
       error: MONTHLY_QUOTA_EXCEEDED,
       code: MONTHLY_QUOTA_EXCEEDED,
+      // an SDK's retries a few seconds later cannot succeed before the month ends
+      retryable: false,
       details: { key: this.key, limit: this.limit, used: this.used, window: 'month' },
     });
   }
@@ -148,6 +150,18 @@ export class Admission {
       for (const w of windows) {
         // Token windows are counted even without a limit: a limit set later then sees the minute's use.
         if (w.limit === null && w.limiter === limiters.requests) continue;
+        // A prompt larger than a whole minute's tokens never fits: said at once, and not worth an SDK's retries.
+        if (w.limit !== null && w.limiter === limiters.tokens && w.points > w.limit) {
+          const scope = w.key === caller.orgSlug ? 'org' : 'user';
+          throw new RateLimited(
+            60,
+            `This request's ${w.points} prompt tokens exceed the ${scope}'s limit of ${w.limit} tokens a minute: shorten it, or ask for a higher limit`,
+            {
+              details: { key: 'llm.tpm', scope, limit: w.limit, requested: w.points, window: 'minute' },
+              retryable: false,
+            },
+          );
+        }
         const res: WindowCount = await w.limiter.consume(w.key, w.points);
         undo.push(() => w.limiter.reward(w.key, w.points));
         if (w.limiter === limiters.tokens) tokenKeys.push(w.key);
