@@ -199,4 +199,62 @@ describe('provider errors, retries, failover and cancellation', () => {
       unsubscribe();
     }
   });
+
+  it('a client that leaves after the last chunk is charged what the provider reports, hidden reasoning included', async () => {
+    const events: LlmCompletionEvent[] = [];
+    const unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
+      events.push(e as LlmCompletionEvent);
+    });
+    try {
+      // the usage report comes 300 ms after the finish_reason chunk, and counts 500 tokens of reasoning
+      w.sim.script([
+        {
+          match: { model: 'gpt-sim', stream: true },
+          chunkDelayMs: 300,
+          reply: {
+            content: 'short',
+            usage: {
+              prompt_tokens: 12,
+              completion_tokens: 501,
+              completion_tokens_details: { reasoning_tokens: 500 },
+            },
+          },
+        },
+      ]);
+      const controller = new AbortController();
+      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${as.bearer}`,
+          'content-type': 'application/json',
+          'x-request-id': 'leave-at-the-end',
+        },
+        body: JSON.stringify({
+          model: 'sim/gpt',
+          stream: true,
+          messages: [{ role: 'user', content: 'think' }],
+        }),
+        signal: controller.signal,
+      });
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let seen = '';
+      while (!/"finish_reason":"\w+"/.test(seen)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += decoder.decode(value, { stream: true });
+      }
+      controller.abort();
+      const event = await waitFor(() => events.find((e) => e.requestId === 'leave-at-the-end'), {
+        what: 'the usage event of the stream its client left at the end',
+      });
+      expect({ outcome: event.outcome, source: event.usageSource, usage: event.usage }).toMatchObject({
+        outcome: 'client_cancelled',
+        source: 'provider',
+        usage: { prompt_tokens: 12, completion_tokens: 501 },
+      });
+    } finally {
+      unsubscribe();
+    }
+  });
 });

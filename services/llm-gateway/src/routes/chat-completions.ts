@@ -18,6 +18,9 @@ import { abortOnClose, requestIdOf } from './client-abort';
 import { ChatRequestSchema } from './schemas';
 import { endEventStream, startEventStream, writeEvent } from './sse';
 
+/** how long a finished stream's provider call goes on once its client left, for the usage report that follows */
+const USAGE_LINGER_MS = 5_000;
+
 const answerHeaders = (prepared: Prepared): Record<string, string> =>
   prepared.downgradedFrom
     ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${prepared.model.model_id}` }
@@ -126,7 +129,15 @@ async function streamChat(
   body: ChatRequest & { stream_options?: { include_usage?: boolean } | null },
   prepared: Prepared,
 ) {
-  const abort = abortOnClose(req, res);
+  // A client that leaves once the answer is finished (its finish_reason forwarded) does not stop the provider
+  // stream at once: its usage report, hidden reasoning tokens included, follows the last chunk and is what the
+  // request cost. Cancelling there would charge only the visible text the tokenizer counts.
+  let finished = false;
+  const abort = abortOnClose(req, res, () => (finished ? USAGE_LINGER_MS : 0));
+  let clientLeft = false;
+  res.once('close', () => {
+    clientLeft = !res.writableFinished;
+  });
   const chain = failoverChain(prepared.model, prepared.settings, ctx.catalogue);
   const headersFor = (m: Prepared['model']) =>
     providerHeaders(m, prepared.principal, req.headers, requestIdOf(req));
@@ -162,6 +173,7 @@ async function streamChat(
   try {
     while (!result.done) {
       const chunk = result.value;
+      if (chunk.choices?.some((c) => c.finish_reason)) finished = true;
       if (chunk.usage) {
         const { prompt_tokens, completion_tokens, total_tokens, ...details } = chunk.usage;
         providerUsage = { prompt_tokens, completion_tokens, total_tokens };
@@ -209,12 +221,15 @@ async function streamChat(
       });
     }
   }
-  if (outcome === 'success' && abort.signal.aborted) outcome = 'client_cancelled';
-  if (outcome !== 'success') void first.iterator.return?.().catch(() => undefined);
+  // the provider's stream ran to its end: its usage report (when it sent one) is the whole request's
+  const complete = result.done === true;
+  if (outcome === 'success' && (abort.signal.aborted || clientLeft)) outcome = 'client_cancelled';
+  if (!complete) void first.iterator.return?.().catch(() => undefined);
+  const reported = providerUsage !== null && complete && outcome !== 'budget_cut';
 
   // The provider's report when it sent one (a full answer), else what the tokenizer counted.
   const usage: Usage =
-    providerUsage && outcome === 'success'
+    reported && providerUsage
       ? providerUsage
       : {
           prompt_tokens: providerUsage?.prompt_tokens ?? prepared.promptTokens,
@@ -245,7 +260,7 @@ async function streamChat(
     served,
     {
       ...stamp(served, usage, outcome, true, requestIdOf(req)),
-      usageSource: providerUsage && outcome === 'success' ? 'provider' : 'tokenizer',
+      usageSource: reported ? 'provider' : 'tokenizer',
     },
     figures,
   );

@@ -1,13 +1,21 @@
 import type { Request, Response } from 'express';
 import { Cancellation } from '../providers/cancellation';
 
-/** A cancellation of the provider call that fires when the client goes away before the answer ends. */
-export function abortOnClose(req: Request, res: Response): Cancellation {
+/**
+ * A cancellation of the provider call that fires when the client goes away before the answer ends: at once, or
+ * `lingerMs()` later when that says the answer is all but over (a stream's usage report still to come).
+ */
+export function abortOnClose(req: Request, res: Response, lingerMs: () => number = () => 0): Cancellation {
   const controller = new Cancellation();
+  const gone = () => {
+    const linger = lingerMs();
+    if (linger > 0) setTimeout(() => controller.abort(), linger).unref();
+    else controller.abort();
+  };
   res.on('close', () => {
-    if (!res.writableFinished) controller.abort();
+    if (!res.writableFinished) gone();
   });
-  req.on('aborted', () => controller.abort());
+  req.on('aborted', gone);
   return controller;
 }
 

@@ -12,10 +12,11 @@ export function startEventStream(res: ServerResponse, headers: Record<string, st
   res.flushHeaders();
 }
 
+/** one `data:` event; nothing once the answer ended or its client left */
 export const writeEvent = (res: ServerResponse, data: unknown): void => {
-  if (!res.writableEnded) res.write(`data: ${JSON.stringify(data)}\n\n`);
+  if (!res.writableEnded && !res.destroyed) res.write(`data: ${JSON.stringify(data)}\n\n`);
 };
 
 export function endEventStream(res: ServerResponse): void {
-  if (!res.writableEnded) res.end('data: [DONE]\n\n');
+  if (!res.writableEnded && !res.destroyed) res.end('data: [DONE]\n\n');
 }
