@@ -42,6 +42,17 @@ describe('provider errors, retries, failover and cancellation', () => {
     expect(calls('gpt-sim')).toBe(1);
   });
 
+  it("passes a provider's error type on in a short line, and refuses more than 128 choices before any call", async () => {
+    w.sim.script([{ match: { model: 'gpt-sim' }, error: { status: 400, type: 'x'.repeat(5_000) } }]);
+    const reply = await chat('sim/gpt');
+    expectEnvelope(reply, 502, 'PROVIDER_ERROR');
+    expect(reply.body.provider_error_type).toBe('x'.repeat(100));
+    const many = await chat('sim/gpt', { n: 129 });
+    expectEnvelope(many, 400, 'INVALID_BODY');
+    expect(JSON.stringify(many.body)).toMatch(/\bn\b/);
+    expect(calls('gpt-sim')).toBe(1);
+  });
+
   it('tells the SDK whether a retry can help: x-should-retry false for what the provider refused, true after 5xx', async () => {
     w.sim.script([
       { match: { model: 'gpt-sim' }, times: 1, error: { status: 404, message: 'no such model' } },

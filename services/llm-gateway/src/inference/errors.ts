@@ -40,7 +40,8 @@ export class ProviderErrorAnswer extends AppError {
     super('bad_gateway', 'PROVIDER_ERROR', `The provider ${provider} answered an error for ${model}`, {
       code: 'PROVIDER_ERROR',
       details: { upstream_status: failure.upstreamStatus },
-      extra: { provider, model, provider_error_type: failure.providerErrorType },
+      // the provider's own word for it, which no provider needs more than a short line for
+      extra: { provider, model, provider_error_type: failure.providerErrorType.slice(0, 100) },
       retryable: failure.retryable,
       retryAfter:
         failure.upstreamStatus === 429 && failure.retryAfterSeconds !== null

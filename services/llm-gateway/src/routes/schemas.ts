@@ -77,7 +77,8 @@ export const ChatRequestSchema = z.looseObject({
   tools: z.array(ChatToolSchema).optional(),
   tool_choice: ToolChoiceSchema.optional(),
   parallel_tool_calls: z.boolean().optional(),
-  n: z.number().int().positive().nullable().optional(),
+  // OpenAI's own bound: each choice is a whole answer the provider generates
+  n: z.number().int().min(1).max(128).nullable().optional(),
   stop: z
     .union([z.string(), z.array(z.string())])
     .nullable()
