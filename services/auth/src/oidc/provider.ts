@@ -8,9 +8,9 @@ import type { MfaDoc } from '../accounts/mfa';
 import { publicBaseUrl } from '../accounts/public-url';
 import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
-import { loadCaller } from '../domain/caller';
 import type { SigningKey } from '../domain/key-rotation';
 import { sessionRemovalTime } from '../domain/removal-times';
+import { pageSession } from '../pages/page-session';
 import type { OidcClientDoc } from './clients';
 import { pruneLegacyExpired, storeAdapterFactory } from './store-adapter';
 
@@ -28,16 +28,10 @@ const derivedSecret = (secret: string, purpose: string) =>
 const hasSecondFactor = async (c: AuthContext, userId: string) =>
   Boolean((await c.store.collection<MfaDoc>('mfa').findOne({ _id: userId }))?.secret);
 
-/** The browser's password or SSO session (the platform's pages), when the edge verified one. */
-async function pageSession(c: AuthContext, req: { principal?: Principal | null }) {
-  if (!req.principal) return null;
-  const caller = await loadCaller(c.collections, c.clock, req).catch(() => null);
-  return caller?.kind === 'user' &&
-    caller.via === 'session' &&
-    !caller.user.anonymous &&
-    caller.holder.clientId === c.config.PASSWORD_CLIENT_ID
-    ? caller
-    : null;
+/** The browser's own password or SSO session (the platform's pages), never an app's session JWT. */
+async function browserSession(c: AuthContext, req: { principal?: Principal | null }) {
+  const signedIn = await pageSession(c, req);
+  return signedIn?.session.clientId === c.config.PASSWORD_CLIENT_ID ? signedIn : null;
 }
 
 /**
@@ -49,10 +43,10 @@ export async function browserSignIn(
   c: AuthContext,
   req: { principal?: Principal | null },
 ): Promise<{ userId: string; since: Date } | null> {
-  const session = await pageSession(c, req);
+  const signedIn = await browserSession(c, req);
   // A session from before the person turned on two-step verification does not skip it.
-  if (!session || (!session.holder.mfa && (await hasSecondFactor(c, session.user._id)))) return null;
-  return { userId: session.user._id, since: session.holder.createdAt };
+  if (!signedIn || (!signedIn.session.mfa && (await hasSecondFactor(c, signedIn.user._id)))) return null;
+  return { userId: signedIn.user._id, since: signedIn.session.createdAt };
 }
 
 /**
@@ -266,8 +260,8 @@ export class OidcProviderHost {
         for (const name of [ACCESS_TOKEN_COOKIE, CSRF_COOKIE]) {
           ctx.cookies.set(name, null, { path: '/', signed: false, httpOnly: name === ACCESS_TOKEN_COOKIE });
         }
-        pageSession(this.c, ctx.req as { principal?: Principal | null })
-          .then((session) => session && revokeSession(this.c, session.credentialId))
+        browserSession(this.c, ctx.req as { principal?: Principal | null })
+          .then((signedIn) => signedIn && revokeSession(this.c, signedIn.session._id))
           .catch((err) => this.c.logger.error({ err }, 'session revocation failed'));
       });
       provider.on('server_error', (_ctx: unknown, err: Error) =>

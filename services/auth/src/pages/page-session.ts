@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Principal } from '@platform/contracts';
 import type { Request, Response } from 'express';
 import { CSRF_COOKIE, secureCookies } from '../accounts/cookies';
 import type { AuthContext } from '../context';
@@ -11,7 +12,10 @@ export interface PageSession {
   session: SessionDoc;
 }
 
-export async function pageSession(c: AuthContext, req: Request): Promise<PageSession | null> {
+export async function pageSession(
+  c: AuthContext,
+  req: { principal?: Principal | null },
+): Promise<PageSession | null> {
   if (!req.principal) return null;
   try {
     const caller = await loadCaller(c.collections, c.clock, req);

@@ -134,10 +134,6 @@ async function streamChat(
   // request cost. Cancelling there would charge only the visible text the tokenizer counts.
   let finished = false;
   const abort = abortOnClose(req, res, () => (finished ? USAGE_LINGER_MS : 0));
-  let clientLeft = false;
-  res.once('close', () => {
-    clientLeft = !res.writableFinished;
-  });
   const chain = failoverChain(prepared.model, prepared.settings, ctx.catalogue);
   const headersFor = (m: Prepared['model']) =>
     providerHeaders(m, prepared.principal, req.headers, requestIdOf(req));
@@ -223,7 +219,8 @@ async function streamChat(
   }
   // the provider's stream ran to its end: its usage report (when it sent one) is the whole request's
   const complete = result.done === true;
-  if (outcome === 'success' && (abort.signal.aborted || clientLeft)) outcome = 'client_cancelled';
+  // (the answer is not ended yet: destroyed means its client left)
+  if (outcome === 'success' && (abort.signal.aborted || res.destroyed)) outcome = 'client_cancelled';
   if (!complete) void first.iterator.return?.().catch(() => undefined);
   const reported = providerUsage !== null && complete && outcome !== 'budget_cut';
 

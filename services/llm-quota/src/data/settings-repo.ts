@@ -123,11 +123,12 @@ export class SettingsRepository {
     by: string,
     maxEntries: number,
   ): Promise<OrgSettingsDoc> {
-    await this.get(orgSlug);
-    const updated = await updateWithRevision(this.collections.settings, { _id: orgSlug }, (stored) =>
-      this.changes(normalise(stored), patch, by, maxEntries),
-    );
-    // settings are never deleted, so the document read first is still there
+    const apply = () =>
+      updateWithRevision(this.collections.settings, { _id: orgSlug }, (stored) =>
+        this.changes(normalise(stored), patch, by, maxEntries),
+      );
+    // an organization seen for the first time gets its defaults first; settings are never deleted
+    const updated = (await apply()) ?? (await this.get(orgSlug).then(apply));
     return normalise(updated!.after);
   }
 
