@@ -11,12 +11,7 @@ const COUNTERS = { intents: 'intentCount', entities: 'entityCount' } as const;
 type Held = keyof typeof COUNTERS;
 
 /** Takes a place for a new intent or entity; 409 `LimitExceeded` when the assistant holds `max` already. */
-export async function takePlace(
-  ctx: LegacyContext,
-  assistantId: string,
-  held: Held,
-  max: number,
-): Promise<void> {
+async function takePlace(ctx: LegacyContext, assistantId: string, held: Held, max: number): Promise<void> {
   const { cols } = ctx;
   const counter = COUNTERS[held];
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -35,6 +30,23 @@ export async function takePlace(
     );
   }
   throw new Conflict(`An assistant holds at most ${max} ${held}`, { error: 'LimitExceeded' });
+}
+
+/** Makes an intent or entity in a place taken first, given back when `insert` fails. */
+export async function insertInPlace(
+  ctx: LegacyContext,
+  assistantId: string,
+  held: Held,
+  max: number,
+  insert: () => Promise<unknown>,
+): Promise<void> {
+  await takePlace(ctx, assistantId, held, max);
+  try {
+    await insert();
+  } catch (err) {
+    await releasePlace(ctx, assistantId, held);
+    throw err;
+  }
 }
 
 /** Gives back the place of an intent or entity deleted (or never made). */

@@ -2,7 +2,7 @@ import { Conflict, NotFound } from '@platform/kernel';
 import { DuplicateKeyError, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, EntityDoc, IntentDoc } from '../persistence/collections';
 import type { EntityInput } from '../routes/schemas';
-import { releasePlace, takePlace } from './assistant-places';
+import { insertInPlace, releasePlace } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import type { DataChangeListener } from './intents';
@@ -42,13 +42,9 @@ export class Entities {
       updatedAt: now,
     };
     this.check(assistant, doc);
-    await takePlace(this.ctx, assistant._id, 'entities', config.LEGACY_MAX_ENTITIES);
-    try {
-      await this.write(() => cols.entities.insertOne(doc));
-    } catch (err) {
-      await releasePlace(this.ctx, assistant._id, 'entities');
-      throw err;
-    }
+    await insertInPlace(this.ctx, assistant._id, 'entities', config.LEGACY_MAX_ENTITIES, () =>
+      this.write(() => cols.entities.insertOne(doc)),
+    );
     await this.onChange(assistant._id);
     return doc;
   }

@@ -2,7 +2,7 @@ import { Conflict, NotFound } from '@platform/kernel';
 import { DuplicateKeyError, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { IntentInput } from '../routes/schemas';
-import { releasePlace, takePlace } from './assistant-places';
+import { insertInPlace, releasePlace } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import { type Issue, languageIssues, throwIfIssues } from './issues';
@@ -51,13 +51,9 @@ export class Intents {
       { name: `Intent ${id.slice(-12)}`, ...input },
     );
     await this.check(assistant, doc);
-    await takePlace(this.ctx, assistant._id, 'intents', config.LEGACY_MAX_INTENTS);
-    try {
-      await this.write(() => cols.intents.insertOne(doc));
-    } catch (err) {
-      await releasePlace(this.ctx, assistant._id, 'intents');
-      throw err;
-    }
+    await insertInPlace(this.ctx, assistant._id, 'intents', config.LEGACY_MAX_INTENTS, () =>
+      this.write(() => cols.intents.insertOne(doc)),
+    );
     await this.onChange(assistant._id);
     return doc;
   }

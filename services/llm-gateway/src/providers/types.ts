@@ -298,6 +298,22 @@ export class ProviderError extends Error {
   }
 }
 
+/** A request the gateway will not send to this provider as it stands (a 400 naming why); never retryable. */
+export class RequestRefusedForProvider extends ProviderError {
+  constructor(provider: string, model: string, message: string) {
+    super({
+      provider,
+      model,
+      upstreamStatus: null,
+      providerErrorType: 'invalid_request_error',
+      retryable: false,
+      message,
+      refusedByGateway: true,
+    });
+    this.name = 'RequestRefusedForProvider';
+  }
+}
+
 /** The provider type cannot do this at all (Anthropic has no embeddings); never retryable. */
 export class ProviderUnsupportedError extends ProviderError {
   constructor(

@@ -6,9 +6,9 @@ import {
   type ChatCompletionRequest,
   type ProviderAdapter,
   type ProviderCall,
-  ProviderError,
   type ProviderSpec,
   ProviderUnsupportedError,
+  RequestRefusedForProvider,
 } from '../types';
 import { anthropicChunks } from './anthropic-stream';
 import {
@@ -61,15 +61,7 @@ export function createAnthropicAdapter(
       return JSON.stringify(toAnthropicRequest(body, call.model, stream));
     } catch (err) {
       if (!(err instanceof UntranslatableRequest)) throw err;
-      throw new ProviderError({
-        provider: spec.name,
-        model: call.model,
-        upstreamStatus: null,
-        providerErrorType: 'invalid_request_error',
-        retryable: false,
-        message: err.message,
-        refusedByGateway: true,
-      });
+      throw new RequestRefusedForProvider(spec.name, call.model, err.message);
     }
   };
 

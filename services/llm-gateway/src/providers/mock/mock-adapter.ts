@@ -10,7 +10,7 @@ import type {
   TranscriptionResult,
   Usage,
 } from '../types';
-import { ProviderError } from '../types';
+import { ProviderError, RequestRefusedForProvider } from '../types';
 import { wavDurationSeconds } from '../wav';
 import {
   hashOf,
@@ -124,15 +124,11 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
           : (body.input as unknown[]);
       const dimensions = body.dimensions ?? MOCK_EMBEDDING_DIMENSIONS;
       if (dimensions > MOCK_MAX_EMBEDDING_DIMENSIONS)
-        throw new ProviderError({
-          provider: spec.name,
-          model: call.model,
-          upstreamStatus: null,
-          providerErrorType: 'invalid_request_error',
-          retryable: false,
-          message: `the mock computes at most ${MOCK_MAX_EMBEDDING_DIMENSIONS} dimensions`,
-          refusedByGateway: true,
-        });
+        throw new RequestRefusedForProvider(
+          spec.name,
+          call.model,
+          `the mock computes at most ${MOCK_MAX_EMBEDDING_DIMENSIONS} dimensions`,
+        );
       let prompt = 0;
       const data = inputs.map((input, index) => {
         prompt += typeof input === 'string' ? mockTokens(input) : Array.isArray(input) ? input.length : 0;
