@@ -41,6 +41,15 @@ export function authorizeInference(req: Request): { principal: Principal; orgSlu
   return { principal, orgSlug: org.slug };
 }
 
+/** `x-platform-model-downgraded: <asked> -> <served>` when the organization's soft_downgrade chose another model */
+export const downgradeHeaders = (
+  prepared: Pick<Prepared, 'downgradedFrom'>,
+  served: { model_id: string },
+): Record<string, string> =>
+  prepared.downgradedFrom
+    ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${served.model_id}` }
+    : {};
+
 export interface Prepared {
   principal: Principal;
   caller: Caller;

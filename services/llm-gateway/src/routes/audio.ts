@@ -1,7 +1,13 @@
 import { InvalidInput, PayloadTooLarge } from '@platform/kernel';
 import type { Request, Router } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
-import { account, type GatewayContext, type Outcome, prepareInference } from '../inference/gateway-context';
+import {
+  account,
+  downgradeHeaders,
+  type GatewayContext,
+  type Outcome,
+  prepareInference,
+} from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
 import { failoverChain, withResilience } from '../inference/provider-calls';
 import { abortOnClose, requestIdOf } from './client-abort';
@@ -124,9 +130,7 @@ export function mountAudio(router: Router, ctx: GatewayContext): void {
       res.set({
         'x-platform-audio-seconds': String(seconds ?? ''),
         'x-platform-cost': String(figures.cost),
-        ...(prepared.downgradedFrom
-          ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${model.model_id}` }
-          : {}),
+        ...downgradeHeaders(prepared, model),
       });
       if (result.body !== null && typeof result.body === 'object') {
         const body = result.body as Record<string, unknown>;

@@ -3,6 +3,7 @@ import type { Request, Response, Router } from 'express';
 import {
   account,
   accountFailure,
+  downgradeHeaders,
   figuresOf,
   type GatewayContext,
   type Outcome,
@@ -20,11 +21,6 @@ import { endEventStream, startEventStream, writeEvent } from './sse';
 
 /** how long a finished stream's provider call goes on once its client left, for the usage report that follows */
 const USAGE_LINGER_MS = 5_000;
-
-const answerHeaders = (prepared: Prepared): Record<string, string> =>
-  prepared.downgradedFrom
-    ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${prepared.model.model_id}` }
-    : {};
 
 /** What the provider receives: the caller's body with the provider's model name and without gateway-only members. */
 function providerBody(body: ChatRequest, stream: boolean): ChatRequest {
@@ -70,7 +66,7 @@ export function mountChatCompletions(router: Router, ctx: GatewayContext): void 
         carbon: figures.carbon,
       },
     };
-    res.set(answerHeaders({ ...prepared, model })).json(answer);
+    res.set(downgradeHeaders(prepared, model)).json(answer);
     void account(
       ctx,
       prepared,
@@ -157,7 +153,7 @@ async function streamChat(
     throw err;
   }
   const served = { ...prepared, model };
-  startEventStream(res, answerHeaders(served));
+  startEventStream(res, downgradeHeaders(served, served.model));
 
   let providerUsage: Usage | null = null;
   let usageDetails: Record<string, unknown> = {};

@@ -3,6 +3,7 @@ import type { Router } from 'express';
 import {
   account,
   accountFailure,
+  downgradeHeaders,
   figuresOf,
   type GatewayContext,
   prepareInference,
@@ -59,9 +60,7 @@ export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
         total_tokens: promptTokens,
       };
       const figures = figuresOf(ctx, prepared, model, usage);
-      const headers: Record<string, string> = prepared.downgradedFrom
-        ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${model.model_id}` }
-        : {};
+      const headers = downgradeHeaders(prepared, model);
       res.set(headers).json({
         ...result.body,
         model: model.model_id,

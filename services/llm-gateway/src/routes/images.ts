@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
+  downgradeHeaders,
   type GatewayContext,
   type Outcome,
   prepareInference,
@@ -66,9 +67,7 @@ export function mountImages(router: Router, ctx: GatewayContext): void {
       );
       const images = result.body.data.length;
       const figures = mediaFigures(prepared, images * (model.pricing.per_image ?? 0));
-      const headers: Record<string, string> = prepared.downgradedFrom
-        ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${model.model_id}` }
-        : {};
+      const headers = downgradeHeaders(prepared, model);
       // the tokens counted are the ones the answer reports: the provider's (GPT Image models report
       // input and output tokens), else the gateway's count of the prompt, in OpenAI's image usage shape
       const reported = result.body.usage as Record<string, unknown> | undefined;

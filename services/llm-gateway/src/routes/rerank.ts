@@ -4,6 +4,7 @@ import { costMicros } from '../accounting/cost';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
+  downgradeHeaders,
   figuresOf,
   type GatewayContext,
   type Outcome,
@@ -188,10 +189,7 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
       .slice(0, body.top_n ?? documents.length)
       .map((r) => (body.return_documents ? { ...r, document: { text: documents[r.index] } } : r));
     const done = settle(model, result.native, 'success');
-    const headers: Record<string, string> = prepared.downgradedFrom
-      ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${model.model_id}` }
-      : {};
-    res.set(headers).json({
+    res.set(downgradeHeaders(prepared, model)).json({
       object: 'rerank',
       model: model.model_id,
       results: ranked,
