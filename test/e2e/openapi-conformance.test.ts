@@ -4,6 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { travelEntities, travelIntents } from '../../services/legacy-agent/test/support/travel-assistant';
+import { silentWav } from '../../services/llm-gateway/src/routes/wav-fixture';
 import { startTestPlatform, type TestPlatform } from '../harness';
 
 /**
@@ -487,7 +488,7 @@ describe('OpenAPI documents of the three roots, against real answers through the
     // multipart is not JSON: sent here, checked against the document the same way
     const form = new FormData();
     form.append('model', 'conformance-whisper');
-    form.append('file', new Blob([Buffer.alloc(32_044)], { type: 'audio/wav' }), 'a.wav');
+    form.append('file', new Blob([silentWav(1)], { type: 'audio/wav' }), 'a.wav'); // real audio: bytes that are none are refused (400)
     const res = await fetch(`${p.gatewayUrl}/v1/audio/transcriptions`, {
       method: 'POST',
       headers: owner,

@@ -201,7 +201,7 @@ export interface TranscriptionResult {
   /** parsed JSON for json/verbose_json, the text for text/srt/vtt */
   body: unknown;
   contentType: string;
-  /** seconds of audio, from the provider's answer or the WAV header; null when unknown */
+  /** seconds of audio the provider reported; null when it reported none (the gateway measures the upload) */
   durationSeconds: number | null;
 }
 

@@ -1,5 +1,6 @@
 import { InvalidInput, PayloadTooLarge } from '@platform/kernel';
 import type { Request, Router } from 'express';
+import { AUDIO_FORMATS, audioDuration } from '../audio/duration';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
@@ -95,13 +96,29 @@ async function parseUpload(req: Request, limit: number): Promise<Upload> {
 }
 
 /**
+ * Seconds of audio in the upload, read from its headers before any provider is called. An upload whose
+ * duration cannot be read is refused: it could not be priced, and a provider would refuse it too.
+ */
+function uploadSeconds(upload: Upload): number {
+  const measured = audioDuration(upload.file);
+  if (measured === null)
+    throw new InvalidInput(
+      `The file's audio duration cannot be read: send audio in one of ${AUDIO_FORMATS.join(', ')}`,
+      { details: { issues: [{ field: 'file', message: 'not audio in a supported format, or corrupt' }] } },
+    );
+  return measured.seconds;
+}
+
+/**
  * `POST /v1/audio/transcriptions`: OpenAI's multipart upload (`json`, `text`, `verbose_json`, `srt`,
  * `vtt`); an upload over LLM_GATEWAY_AUDIO_MAX_BYTES is 413 PAYLOAD_TOO_LARGE. Governance and quotas as
- * chat; priced per minute of audio (`pricing.per_audio_minute`, by the second).
+ * chat; priced per minute of audio (`pricing.per_audio_minute`, by the second): the provider's duration
+ * when it reports one, else the upload's own (decision 0096).
  */
 export function mountAudio(router: Router, ctx: GatewayContext): void {
   router.post('/v1/audio/transcriptions', async (req, res) => {
     const upload = await parseUpload(req, ctx.config.LLM_GATEWAY_AUDIO_MAX_BYTES);
+    const measured = uploadSeconds(upload);
     const prepared = await prepareInference(ctx, req, 'audio_transcription', upload.model, 0, (m) => {
       if (!m.adapter.transcriptions) throw noMediaEndpoint(m, 'audio transcription');
     });
@@ -123,12 +140,10 @@ export function mountAudio(router: Router, ctx: GatewayContext): void {
         (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
         (m, call) => m.adapter.transcriptions!(upload, call),
       );
-      const seconds = result.durationSeconds;
-      if (seconds === null)
-        ctx.logger.warn({ model: model.model_id }, 'transcription of unknown duration: not priced');
-      const figures = mediaFigures(prepared, ((seconds ?? 0) / 60) * (model.pricing.per_audio_minute ?? 0));
+      const seconds = result.durationSeconds ?? measured;
+      const figures = mediaFigures(prepared, (seconds / 60) * (model.pricing.per_audio_minute ?? 0));
       res.set({
-        'x-platform-audio-seconds': String(seconds ?? ''),
+        'x-platform-audio-seconds': String(seconds),
         'x-platform-cost': String(figures.cost),
         ...downgradeHeaders(prepared, model),
       });

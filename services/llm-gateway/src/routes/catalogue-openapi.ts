@@ -337,7 +337,7 @@ export function catalogueRouteDocs(error: ErrorDoc, caller: string[]): RouteDoc[
       path: '/v1/audio/transcriptions',
       summary: 'Audio transcription (OpenAI multipart upload), priced per audio minute',
       description:
-        'multipart/form-data: `file` (required), `model`, `response_format` (`json` default, `text`, `verbose_json`, `srt`, `vtt`), `language`, `prompt`, `temperature`, `timestamp_granularities[]` (every field passed on as sent, a repeated one once per value). Text formats answer text/plain with `x-platform-audio-seconds` and `x-platform-cost` headers.',
+        "multipart/form-data: `file` (required), `model`, `response_format` (`json` default, `text`, `verbose_json`, `srt`, `vtt`), `language`, `prompt`, `temperature`, `timestamp_granularities[]` (every field passed on as sent, a repeated one once per value). Text formats answer text/plain with `x-platform-audio-seconds` and `x-platform-cost` headers. Priced by the provider's duration, else the upload's, read from its headers (flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, wav, webm): an upload whose duration cannot be read is 400 INVALID_BODY.",
       tags: ['audio'],
       security: caller,
       responses: {

@@ -85,8 +85,8 @@ describe('OpenAI-protocol adapter: images and audio', () => {
     const text = await openai().transcriptions!(upload('text'), call('whisper-sim'));
     expect(text.body).toBe('the quick brown fox\n');
     expect(text.contentType).toMatch(/text\/plain/);
-    // no duration in a text answer: taken from the WAV header
-    expect(text.durationSeconds).toBe(2.5);
+    // no duration in a text answer: the route bills what it measured in the upload (decision 0096)
+    expect(text.durationSeconds).toBeNull();
   });
 
   it('sends Azure transcriptions to the deployment URL', async () => {

@@ -1,4 +1,5 @@
 import type { Clock } from '@platform/kernel';
+import { audioDuration } from '../../audio/duration';
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -11,7 +12,6 @@ import type {
   Usage,
 } from '../types';
 import { ProviderError, RequestRefusedForProvider } from '../types';
-import { wavDurationSeconds } from '../wav';
 import {
   hashOf,
   lexicalScore,
@@ -170,7 +170,7 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
 
     async transcriptions(upload, call): Promise<TranscriptionResult> {
       abortIfNeeded(call);
-      const duration = wavDurationSeconds(upload.file);
+      const duration = audioDuration(upload.file)?.seconds ?? null;
       const text = `Mock transcription of ${upload.filename}: ${upload.file.length} bytes${
         duration === null ? '' : `, ${duration.toFixed(2)} seconds`
       }.`;

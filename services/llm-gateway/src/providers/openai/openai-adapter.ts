@@ -13,7 +13,6 @@ import type {
   TranscriptionUpload,
 } from '../types';
 import { toUsage } from '../usage';
-import { wavDurationSeconds } from '../wav';
 import { readOpenAiError } from './openai-errors';
 import { openAiChunks } from './openai-stream';
 
@@ -133,7 +132,7 @@ export function createOpenAiAdapter(
         ? reported.duration
         : reported?.usage?.type === 'duration' && typeof reported.usage.seconds === 'number'
           ? reported.usage.seconds
-          : wavDurationSeconds(upload.file);
+          : null;
     return { body, contentType, durationSeconds: duration };
   }
 

@@ -1,0 +1,153 @@
+// Matroska and WebM: the longest audio track's span, from its blocks' timestamps (cluster timestamp plus
+// block offset, and the last block's duration), or the segment's declared Duration when that is longer.
+// A browser's MediaRecorder writes no Duration and clusters of unknown size: both are read.
+
+// element ids, as written (length marker kept)
+const SEGMENT = 0x18538067;
+const INFO = 0x1549a966;
+const TIMESTAMP_SCALE = 0x2ad7b1;
+const DURATION = 0x4489;
+const TRACKS = 0x1654ae6b;
+const TRACK_ENTRY = 0xae;
+const TRACK_NUMBER = 0xd7;
+const TRACK_TYPE = 0x83;
+const DEFAULT_DURATION = 0x23e383;
+const CLUSTER = 0x1f43b675;
+const CLUSTER_TIMESTAMP = 0xe7;
+const SIMPLE_BLOCK = 0xa3;
+const BLOCK_GROUP = 0xa0;
+const BLOCK = 0xa1;
+const BLOCK_DURATION = 0x9b;
+
+/** The last integer `vint` read (one object, reused: a file can hold millions of elements). */
+const read = { length: 0, value: 0, unknown: false };
+
+/**
+ * Reads the variable-length integer at `at` into `read`, its length marker removed (`keepMarker`: kept, as
+ * element ids are written); false when there is none. All value bits set means "unknown" (a size).
+ */
+function vint(file: Buffer, at: number, maxLength: number, keepMarker: boolean): boolean {
+  const first = file[at];
+  if (first === undefined || first === 0) return false;
+  const length = Math.clz32(first) - 23;
+  if (length > maxLength || at + length > file.length) return false;
+  let value = keepMarker ? first : first & (0xff >> length);
+  let allOnes = value === 0xff >> length;
+  for (let i = 1; i < length; i++) {
+    value = value * 256 + file[at + i]!;
+    allOnes &&= file[at + i] === 0xff;
+  }
+  read.length = length;
+  read.value = value;
+  read.unknown = !keepMarker && allOnes;
+  return true;
+}
+
+const uint = (file: Buffer, from: number, to: number) => {
+  let v = 0;
+  for (let i = from; i < to && i < from + 8; i++) v = v * 256 + file[i]!;
+  return v;
+};
+
+interface Track {
+  type: number;
+  /** nanoseconds */
+  defaultDuration: number;
+  first: number | null;
+  last: number;
+  /** how long the last block lasts: its BlockDuration, else the gap before it */
+  lastLength: number;
+}
+
+/** Seconds of the longest audio track of a Matroska or WebM file; null when it is not one or has no audio. */
+export function matroskaSeconds(file: Buffer): number | null {
+  if (file.length < 4 || file.readUInt32BE(0) !== 0x1a45dfa3) return null;
+  let scale = 1_000_000; // nanoseconds per timestamp tick
+  let declared = 0;
+  let sawSegment = false;
+  const tracks = new Map<number, Track>();
+  // a file can name millions of track numbers: the first few dozen are enough for any real one
+  const trackOf = (n: number): Track | null => {
+    const known = tracks.get(n);
+    if (known || tracks.size >= 64) return known ?? null;
+    const t: Track = { type: 0, defaultDuration: 0, first: null, last: 0, lastLength: 0 };
+    tracks.set(n, t);
+    return t;
+  };
+  let entry = { number: 0, type: 0, defaultDuration: 0 };
+  let cluster = 0;
+  let lastBlock: Track | null = null;
+
+  const block = (from: number, to: number) => {
+    if (!vint(file, from, 8, false) || from + read.length + 2 > to) return;
+    const track = trackOf(read.value);
+    if (!track) return;
+    const at = cluster + file.readInt16BE(from + read.length);
+    track.first = Math.min(track.first ?? at, at);
+    lastBlock = null;
+    if (at >= track.last) {
+      track.lastLength = at - track.last;
+      track.last = at;
+      lastBlock = track;
+    }
+  };
+
+  const walk = (from: number, to: number, depth: number) => {
+    for (let at = from; at < to; ) {
+      if (!vint(file, at, 4, true)) return;
+      const v = read.value;
+      const sizeAt = at + read.length;
+      if (!vint(file, sizeAt, 8, false)) return;
+      const unknown = read.unknown;
+      const body = sizeAt + read.length;
+      const size = read.value;
+      const end = unknown ? to : Math.min(to, body + size);
+      if (v === SEGMENT || v === INFO || v === TRACKS || v === CLUSTER || v === BLOCK_GROUP) {
+        if (v === SEGMENT) sawSegment = true;
+        // of unknown size (a live recording's segment and clusters): its children simply follow
+        if (unknown) {
+          at = body;
+          continue;
+        }
+        if (depth < 8) walk(body, end, depth + 1);
+      } else if (v === SIMPLE_BLOCK || v === BLOCK) block(body, end);
+      else if (v === CLUSTER_TIMESTAMP) cluster = uint(file, body, end);
+      else if (v === BLOCK_DURATION) {
+        if (lastBlock) (lastBlock as Track).lastLength = uint(file, body, end);
+      } else if (v === TRACK_ENTRY) {
+        entry = { number: 0, type: 0, defaultDuration: 0 };
+        if (depth < 8 && !unknown) walk(body, end, depth + 1);
+        if (entry.number)
+          Object.assign(trackOf(entry.number) ?? {}, {
+            type: entry.type,
+            defaultDuration: entry.defaultDuration,
+          });
+      } else if (v === TRACK_NUMBER) entry.number = uint(file, body, end);
+      else if (v === TRACK_TYPE) entry.type = uint(file, body, end);
+      else if (v === DEFAULT_DURATION) entry.defaultDuration = uint(file, body, end);
+      else if (v === TIMESTAMP_SCALE) scale = uint(file, body, end) || scale;
+      else if (v === DURATION)
+        declared = end - body === 4 ? file.readFloatBE(body) : end - body === 8 ? file.readDoubleBE(body) : 0;
+      else if (unknown) return; // an element of unknown size cannot be skipped
+      at = end;
+    }
+  };
+  walk(0, file.length, 0);
+  if (!sawSegment) return null;
+
+  const all = [...tracks.values()];
+  // the audio tracks; a file whose Tracks are missing is taken as all audio, one that has none as no audio
+  const audio = all.some((t) => t.type !== 0) ? all.filter((t) => t.type === 2) : all;
+  if (audio.length === 0) return null;
+  let starts = 0;
+  let ticks = 0;
+  for (const t of audio) {
+    if (t.first === null) continue;
+    const lastLength = t.defaultDuration ? t.defaultDuration / scale : t.lastLength;
+    starts = Math.max(starts, t.last - t.first);
+    ticks = Math.max(ticks, t.last - t.first + lastLength);
+  }
+  // the declared Duration when every block starts within it, else the blocks' span
+  const duration = Number.isFinite(declared) && declared >= starts ? declared : ticks;
+  return (duration * scale) / 1e9;
+}

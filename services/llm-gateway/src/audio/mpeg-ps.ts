@@ -1,0 +1,85 @@
+// MPEG program streams (.mpeg, .mpg: MPEG-1 and MPEG-2 systems): each audio stream's packets, demultiplexed.
+// MPEG audio (streams 0xC0-0xDF) is measured by its frames, like an mp3; other audio (AC-3, LPCM in
+// private stream 1) by the span of its presentation timestamps.
+
+import { mpegAudioSeconds } from './mpeg-audio';
+
+interface Stream {
+  payloads: Buffer[];
+  first: number | null;
+  last: number;
+}
+
+/** A 33-bit timestamp (90 kHz) from its 5 bytes. */
+const timestamp = (f: Buffer, at: number) =>
+  ((f[at]! >> 1) & 7) * 2 ** 30 +
+  ((f[at + 1]! << 7) | (f[at + 2]! >> 1)) * 2 ** 15 +
+  ((f[at + 3]! << 7) | (f[at + 4]! >> 1));
+
+/** Where a PES packet's payload starts and its PTS, for MPEG-2 and MPEG-1 packet headers. */
+function pesHeader(f: Buffer, at: number, end: number): { payload: number; pts: number | null } | null {
+  if (at + 3 > end) return null;
+  if ((f[at]! & 0xc0) === 0x80) {
+    const payload = at + 3 + f[at + 2]!;
+    const pts = f[at + 1]! & 0x80 && at + 8 <= end ? timestamp(f, at + 3) : null;
+    return payload <= end ? { payload, pts } : null;
+  }
+  let p = at;
+  while (p < end && f[p] === 0xff && p - at < 16) p++; // stuffing
+  if (p < end && (f[p]! & 0xc0) === 0x40) p += 2; // STD buffer
+  if (p >= end) return null;
+  const kind = f[p]! & 0xf0;
+  if (kind === 0x20) return p + 5 <= end ? { payload: p + 5, pts: timestamp(f, p) } : null;
+  if (kind === 0x30) return p + 10 <= end ? { payload: p + 10, pts: timestamp(f, p) } : null;
+  return f[p] === 0x0f ? { payload: p + 1, pts: null } : null;
+}
+
+/** Seconds of the longest audio stream of an MPEG program stream; null when it is not one or holds no audio. */
+export function mpegPsSeconds(file: Buffer): number | null {
+  if (file.length < 4 || file.readUInt32BE(0) !== 0x000001ba) return null;
+  const streams = new Map<number, Stream>();
+  for (let at = 0; at + 4 <= file.length; ) {
+    if (file[at] !== 0 || file[at + 1] !== 0 || file[at + 2] !== 1) {
+      const next = file.indexOf('\0\0\x01', at + 1, 'latin1');
+      if (next < 0) break;
+      at = next;
+      continue;
+    }
+    const code = file[at + 3]!;
+    if (code === 0xba) {
+      // pack header: MPEG-2's is 14 bytes and stuffing, MPEG-1's 12
+      at += at + 14 <= file.length && (file[at + 4]! & 0xc0) === 0x40 ? 14 + (file[at + 13]! & 7) : 12;
+      continue;
+    }
+    if (code < 0xbb || at + 6 > file.length) {
+      at += 4;
+      continue;
+    }
+    const end = Math.min(file.length, at + 6 + file.readUInt16BE(at + 4));
+    const audio = code >= 0xc0 && code <= 0xdf;
+    if (audio || code === 0xbd) {
+      const h = pesHeader(file, at + 6, end);
+      if (h) {
+        // private stream 1 carries several: its first payload byte says which (AC-3 0x80-0x87, LPCM 0xA0-...)
+        const key = audio ? code : 0x100 + (file[h.payload] ?? 0);
+        const s = streams.get(key) ?? { payloads: [], first: null, last: 0 };
+        streams.set(key, s);
+        if (audio) s.payloads.push(file.subarray(h.payload, end));
+        if (h.pts !== null) {
+          s.first = Math.min(s.first ?? h.pts, h.pts);
+          s.last = Math.max(s.last, h.pts);
+        }
+      }
+    }
+    at = end;
+  }
+  let seconds: number | null = null;
+  for (const [key, s] of streams) {
+    const span = s.first === null ? 0 : (s.last - s.first) / 90_000;
+    const frames = key < 0x100 ? mpegAudioSeconds(Buffer.concat(s.payloads)) : null;
+    if (key < 0x100 && frames === null && span === 0) continue;
+    if (key >= 0x100 && (key < 0x180 || key > 0x1af)) continue; // not an audio substream (subtitles: 0x20-0x3F)
+    seconds = Math.max(seconds ?? 0, frames ?? 0, span);
+  }
+  return seconds;
+}
