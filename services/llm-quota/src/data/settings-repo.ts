@@ -44,7 +44,6 @@ export function mergeGovernance(
   return next;
 }
 
-/** A JSON merge patch (RFC 7396) of an organization's settings: null removes, objects merge. */
 /** A JSON merge patch (RFC 7396) of the settings: `null` takes a member back to its default (empty, hard_block). */
 export interface SettingsPatch {
   policy?: QuotaPolicy | null;
