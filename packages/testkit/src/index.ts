@@ -1,4 +1,5 @@
 export * from './free-port';
+export * from './metrics-text';
 export * from './nats-server';
 export * from './provider-simulator';
 export * from './temp-dir';

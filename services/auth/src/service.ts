@@ -22,6 +22,7 @@ import { DataRetention } from './domain/data-retention';
 import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
 import { encryptPlainPrivateKeys, localSigningKeysSecret, PrivateKeyCodec } from './domain/signing-keys';
+import { createAuthMetrics } from './metrics';
 import { FIRST_PARTY_CLIENT_ID, openClients, registerClient } from './oidc/clients';
 import { mountInteractionPages } from './oidc/interaction-pages';
 import { mountInternalClientRoutes } from './oidc/internal-clients';
@@ -107,11 +108,13 @@ export async function buildAuthService(
     { smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, logMailText: store.engine === 'embedded' },
     logger,
   );
+  const metrics = createAuthMetrics();
   const accounts = new Accounts(
     context,
     mailer,
     new LoginThrottle(collections.rateCounters, clock, config),
     new Mfa(context),
+    metrics,
   );
   const mailLimiter = new RateLimiterStorePort({
     collection: collections.rateCounters,
@@ -128,6 +131,7 @@ export async function buildAuthService(
   const app = createServiceApp({
     name: 'auth',
     logger,
+    metrics: metrics.http,
     // NATS down degrades (events wait or are retried), it never stops requests being served.
     readiness: { required: { store: () => store.ping() }, reported: { bus: () => bus.ping() } },
     trustProxy: config.TRUST_PROXY,

@@ -10,6 +10,7 @@ import {
   compileTrustProxy,
   createAdminHandler,
   type PlatformService,
+  registerDependencyGauge,
   serviceFetch,
   serviceLookup,
 } from '@platform/kernel';
@@ -124,18 +125,16 @@ export async function buildEdgeService(
 
   // Without NATS the edge keeps verifying with the keys it has (and refetches the JWKS periodically):
   // the bus is reported, never a reason to leave the load balancer.
-  const admin = createAdminHandler({
-    name: 'edge',
-    readiness: {
-      required: {
-        jwks: () => {
-          if (!keys.loaded) throw new Error('JWKS not loaded yet');
-        },
+  const readiness = {
+    required: {
+      jwks: () => {
+        if (!keys.loaded) throw new Error('JWKS not loaded yet');
       },
-      reported: { bus: () => bus.ping() },
     },
-    metrics: metrics.registry,
-  });
+    reported: { bus: () => bus.ping() },
+  };
+  const admin = createAdminHandler({ name: 'edge', readiness, metrics: metrics.registry });
+  registerDependencyGauge(metrics.registry, readiness);
 
   const reconcile = async () => {
     try {

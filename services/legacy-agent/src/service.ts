@@ -15,6 +15,7 @@ import { Intents } from './domain/intents';
 import { type RetrainTimers, systemTimers } from './domain/timers';
 import { TokenSealer } from './domain/tokens';
 import { type NluEngine, Understanding } from './domain/understanding';
+import { createLegacyMetrics } from './metrics';
 import { legacyApiDocument } from './openapi';
 import { openCollections } from './persistence/collections';
 import { mountAccountRoutes } from './routes/accounts';
@@ -41,6 +42,8 @@ export type LegacyAgentService = PlatformService;
 
 /** Builds the use cases over the store; nothing runs until `start()`. */
 export function createLegacyDomain(deps: LegacyAgentDeps): LegacyDomain {
+  // the training queue is read at scrape time, once `understanding` exists
+  const metrics = createLegacyMetrics({ trainingQueue: () => understanding.queuedTrainings() });
   const ctx: LegacyContext = {
     config: deps.config,
     logger: deps.logger,
@@ -49,6 +52,7 @@ export function createLegacyDomain(deps: LegacyAgentDeps): LegacyDomain {
     sealer: TokenSealer.fromConfig(deps.config),
     random: deps.random ?? Math.random,
     timers: deps.timers ?? systemTimers,
+    metrics,
   };
   const understanding = new Understanding(ctx, deps.nlu ?? nluEngine);
   const accounts = new Accounts(ctx);
@@ -78,6 +82,7 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
   const app = createServiceApp({
     name: 'legacy-agent',
     logger: deps.logger,
+    metrics: domain.ctx.metrics.http,
     bodyLimit: deps.config.LEGACY_BODY_LIMIT_BYTES,
     // legacy-agent publishes nothing: only its store can stop it serving
     readiness: { required: { store: () => deps.store.ping() } },

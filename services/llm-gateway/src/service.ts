@@ -2,7 +2,6 @@ import type { Bus } from '@platform/bus';
 import { LlmCatalogueUpdatedEvent, LlmQuotaSettingsChangedEvent, Subjects } from '@platform/contracts';
 import {
   type BaseDeps,
-  createHttpMetrics,
   createServiceApp,
   edgePrincipal,
   openApiHandler,
@@ -12,7 +11,6 @@ import {
 } from '@platform/kernel';
 import type { Store } from '@platform/store';
 import type { Express } from 'express';
-import { Counter } from 'prom-client';
 import { Outbox } from './accounting/outbox';
 import { type AdapterFactory, Catalogue } from './catalogue/catalogue';
 import { CatalogueAdmin } from './catalogue/catalogue-admin';
@@ -21,6 +19,7 @@ import { ProviderAdmin } from './catalogue/provider-admin';
 import { SecretBox } from './catalogue/secret-box';
 import { gatewayFileOf, type LlmGatewayConfig } from './config';
 import { authorizeInference, type GatewayContext } from './inference/gateway-context';
+import { createGatewayMetrics } from './metrics/gateway-metrics';
 import { llmGatewayApiDocument } from './openapi';
 import { defaultAdapterFactory } from './provider-factory';
 import { ProviderDestinations } from './providers';
@@ -72,13 +71,7 @@ const INFERENCE_PATHS = [
 export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
   const { config, logger, clock, store, bus } = deps;
   const quota = deps.fetch ? { fetch: deps.fetch, close: async () => undefined } : serviceFetch();
-  const metrics = createHttpMetrics('llm-gateway');
-  const events = new Counter({
-    name: 'llm_gateway_usage_events_total',
-    help: 'analytics.llm.completion events, by what happened on the bus',
-    labelNames: ['outcome'] as const,
-    registers: [metrics.registry],
-  });
+  const metrics = createGatewayMetrics({ outboxEvents: () => context.outbox.size() });
   const box = new SecretBox(config.LLM_GATEWAY_ENCRYPTION_KEY ?? config.PLATFORM_INTERNAL_SECRET);
   const destinations = new ProviderDestinations(config.LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS);
   const catalogue = new Catalogue({
@@ -133,19 +126,21 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       intervalMs: config.LLM_GATEWAY_OUTBOX_INTERVAL_MS,
       lingerMs: config.LLM_GATEWAY_OUTBOX_LINGER_MS,
       publishTimeoutMs: config.LLM_GATEWAY_PUBLISH_TIMEOUT_MS,
-      onPublished: (outcome) => events.inc({ outcome }),
+      onPublished: (outcome) => metrics.usageEvent(outcome),
     }),
     retry: {
       maxAttempts: config.LLM_GATEWAY_MAX_ATTEMPTS,
       baseDelayMs: config.LLM_GATEWAY_RETRY_BASE_MS,
       maxWaitMs: config.LLM_GATEWAY_RETRY_MAX_WAIT_MS,
       defaultTimeoutMs: config.LLM_GATEWAY_DEFAULT_TIMEOUT_MS,
+      metrics,
     },
+    metrics,
   };
   const app = createServiceApp({
     name: 'llm-gateway',
     logger,
-    metrics,
+    metrics: metrics.http,
     bodyLimit: config.LLM_GATEWAY_BODY_LIMIT_BYTES,
     readiness: { required: { store: () => store.ping() }, reported: { bus: () => bus.ping() } },
     trustProxy: config.TRUST_PROXY,

@@ -3,7 +3,6 @@ import { Subjects } from '@platform/contracts';
 import {
   type BaseDeps,
   type Clock,
-  createHttpMetrics,
   createServiceApp,
   edgePrincipal,
   openApiHandler,
@@ -11,7 +10,6 @@ import {
   systemClock,
 } from '@platform/kernel';
 import type { Store } from '@platform/store';
-import { Counter, Histogram } from 'prom-client';
 import { type LlmQuotaConfig, planCatalogOf } from './config';
 import { quotaCollections } from './data/collections';
 import { SettingsRepository } from './data/settings-repo';
@@ -20,6 +18,7 @@ import { Maintenance } from './ingest/maintenance';
 import { UsageBatcher } from './ingest/usage-batcher';
 import { UsageConsumer } from './ingest/usage-consumer';
 import { UsageWriter } from './ingest/usage-writer';
+import { createQuotaMetrics } from './metrics';
 import { llmQuotaApiDocument } from './openapi';
 import type { RouteDeps } from './routes/deps';
 import { mountInternalRoutes } from './routes/internal';
@@ -45,19 +44,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
   const collections = quotaCollections(store);
   const settings = new SettingsRepository(collections, clock, config.LLM_QUOTA_DEFAULT_PLAN);
 
-  const metrics = createHttpMetrics('llm-quota');
-  const events = new Counter({
-    name: 'llm_quota_events_total',
-    help: 'analytics.llm.completion messages handled, by outcome',
-    labelNames: ['outcome'] as const,
-    registers: [metrics.registry],
-  });
-  const batchSize = new Histogram({
-    name: 'llm_quota_batch_events',
-    help: 'events per counting batch',
-    buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500],
-    registers: [metrics.registry],
-  });
+  const metrics = createQuotaMetrics();
 
   const writer = new UsageWriter({
     collections,
@@ -69,7 +56,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
   const batcher = new UsageBatcher(
     writer,
     config.LLM_QUOTA_BATCH_MAX,
-    (size) => batchSize.observe(size),
+    (size) => metrics.batchWritten(size),
     config.LLM_QUOTA_BATCH_LINGER_MS,
   );
   const consumer = new UsageConsumer({
@@ -84,7 +71,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     maxEventAgeMs: config.LLM_QUOTA_MAX_EVENT_AGE_HOURS * HOUR,
     concurrency: config.LLM_QUOTA_CONSUMER_CONCURRENCY,
     retryDelayMs: config.LLM_QUOTA_RETRY_DELAY_MS,
-    onOutcome: (outcome) => events.inc({ outcome }),
+    onOutcome: (outcome, lagSeconds) => metrics.eventHandled(outcome, lagSeconds),
   });
   const maintenance = new Maintenance({
     collections,
@@ -115,7 +102,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
   const app = createServiceApp({
     name: 'llm-quota',
     logger,
-    metrics,
+    metrics: metrics.http,
     bodyLimit: config.LLM_QUOTA_BODY_LIMIT_BYTES,
     // NATS down degrades (events wait or are retried), it never stops requests being served.
     readiness: { required: { store: () => store.ping() }, reported: { bus: () => bus.ping() } },

@@ -3,6 +3,7 @@ import express, { type Express, type Router } from 'express';
 import { MethodNotAllowed } from '../errors';
 import type { Logger } from '../logger';
 import { createAdminHandler, type Readiness } from './admin-server';
+import { registerDependencyGauge } from './dependency-metrics';
 import { errorMiddleware, notFoundHandler } from './error-middleware';
 import { compileTrustProxy } from './forwarding';
 import { expressLeanHandler, type LeanRoute, leanListener } from './lean-routes';
@@ -59,6 +60,7 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
     readiness: options.readiness ?? {},
     metrics: metrics.registry,
   });
+  registerDependencyGauge(metrics.registry, options.readiness ?? {});
 
   app.use(requestId());
   // API answers carry identities and secrets: nothing is cached unless a route says so (JWKS, OpenAPI).

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Conflict, InvalidInput, Unauthenticated } from '@platform/kernel';
+import { Conflict, InvalidInput, RateLimited, Unauthenticated } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { AuthContext } from '../context';
 import type { AccountTokenDoc, UserDoc } from '../data/collections';
@@ -7,6 +7,7 @@ import { revokeUserAccessTokens } from '../domain/access-tokens';
 import type { UserCaller } from '../domain/caller';
 import { removalTime } from '../domain/removal-times';
 import { newId, sha256Hex } from '../domain/secrets';
+import type { AuthMetrics } from '../metrics';
 import { deleteOidcStateOf } from '../oidc/store-adapter';
 import type { LoginThrottle } from './login-throttle';
 import type { Mailer } from './mailer';
@@ -39,7 +40,18 @@ export class Accounts {
     private readonly mailer: Mailer,
     private readonly throttle: LoginThrottle,
     readonly mfa: Mfa,
+    private readonly metrics: Pick<AuthMetrics, 'passwordLogin'>,
   ) {}
+
+  /** The login throttle's point for this attempt; a lock counts as a throttled sign-in. */
+  private async attempt(email: string, address: string): Promise<void> {
+    try {
+      await this.throttle.attempt(email, address);
+    } catch (err) {
+      if (err instanceof RateLimited) this.metrics.passwordLogin('throttled');
+      throw err;
+    }
+  }
 
   private get scrypt() {
     const { PASSWORD_SCRYPT_N: N, PASSWORD_SCRYPT_R: r, PASSWORD_SCRYPT_P: p } = this.c.config;
@@ -125,14 +137,16 @@ export class Accounts {
   async authenticate(emailInput: string, password: string, address: string): Promise<UserDoc> {
     const { c } = this;
     const email = normalizeEmail(emailInput);
-    await this.throttle.attempt(email, address);
+    await this.attempt(email, address);
     const account = await c.collections.accounts.findOne({ _id: email });
     // An unknown email costs the same hash as a known one: timing does not tell them apart.
     this.dummyHash ??= hashPassword(randomBytes(16).toString('hex'), this.scrypt);
     const ok = await verifyPassword(password, account?.passwordHash ?? (await this.dummyHash));
-    if (!account || !ok) throw invalidCredentials();
-    const user = await c.collections.users.findOne({ _id: account.userId });
-    if (!user) throw invalidCredentials();
+    const user = account && ok ? await c.collections.users.findOne({ _id: account.userId }) : null;
+    if (!user) {
+      this.metrics.passwordLogin('invalid_credentials');
+      throw invalidCredentials();
+    }
     return user;
   }
 
@@ -142,13 +156,16 @@ export class Accounts {
    * limit behind one right password or a stolen session. 429 once the account or the address is locked.
    */
   async secondFactor(user: UserDoc, code: string, address: string): Promise<boolean> {
-    await this.throttle.attempt(user.email ?? user._id, address);
-    return this.mfa.verify(user._id, code);
+    await this.attempt(user.email ?? user._id, address);
+    const right = await this.mfa.verify(user._id, code);
+    if (!right) this.metrics.passwordLogin('invalid_second_factor');
+    return right;
   }
 
   /** Sign-in is complete (password and, when enrolled, the second factor): a new session. */
   async signedIn(user: UserDoc, address: string, mfa: boolean): Promise<IssuedLogin> {
     await this.throttle.succeeded(user.email!, address);
+    this.metrics.passwordLogin('success');
     return openUserSession(this.c, user, { mfa });
   }
 
@@ -163,6 +180,7 @@ export class Accounts {
         });
       }
       if (!(await this.mfa.verify(user._id, mfaCode))) {
+        this.metrics.passwordLogin('invalid_second_factor');
         throw new Unauthenticated('The second-factor code is wrong or was used already', {
           error: 'InvalidMfaCode',
         });

@@ -1,5 +1,6 @@
 import type { Clock, Logger } from '@platform/kernel';
 import type { LegacyAgentConfig } from '../config';
+import type { LegacyMetrics } from '../metrics';
 import type { LegacyCollections } from '../persistence/collections';
 import type { RetrainTimers } from './timers';
 import type { TokenSealer } from './tokens';
@@ -15,4 +16,5 @@ export interface LegacyContext {
   random: () => number;
   /** retraining's debounce timers; injected so tests move time */
   timers: RetrainTimers;
+  metrics: LegacyMetrics;
 }

@@ -40,6 +40,8 @@ interface Match {
   intent: IntentDoc | null;
   confidence: number;
   parse: NluParse;
+  /** there was no model to classify the text with (none trained yet in time) */
+  noModel?: boolean;
 }
 
 interface CachedIntents {
@@ -102,6 +104,7 @@ export class Dialogue {
       slots: slots.values,
       ended,
     });
+    this.ctx.metrics.message(isFallback ? (match.noModel ? 'no_model' : 'fallback') : 'answered');
     return {
       id: newId(),
       timestamp: this.ctx.clock.now().toISOString(),
@@ -137,7 +140,8 @@ export class Dialogue {
     active: ReadonlySet<string>,
   ): Promise<Match> {
     const model = await this.understanding.modelFor(assistant, lang);
-    const parse: NluParse = model ? model.parse(text) : { intents: [], entities: [] };
+    if (!model) return { intent: null, confidence: 0, parse: EMPTY_PARSE, noModel: true };
+    const parse: NluParse = model.parse(text);
     const threshold = this.ctx.config.LEGACY_NLU_THRESHOLD;
     // The engine ranks best first. The first eligible intent answers, unless an intent that needs an
     // active context also clears the threshold; one allocation-free pass (this runs for every message).

@@ -203,6 +203,13 @@ export class Understanding {
     state.timer = timers.set(() => this.run(assistantId), Math.max(0, Math.min(debounceMs, latest - now)));
   }
 
+  /** How many assistants have a training queued or running in this process. */
+  queuedTrainings(): number {
+    let n = 0;
+    for (const state of this.training.values()) if (state.running) n++;
+    return n;
+  }
+
   /** Whether the assistant has a training scheduled or running in this process. */
   isTraining(assistantId: string): boolean {
     const state = this.training.get(assistantId);
@@ -359,15 +366,7 @@ export class Understanding {
         continue;
       }
       const started = Date.now();
-      const model =
-        set.intents.length === 0
-          ? null
-          : this.ctx.config.LEGACY_TRAIN_IN_WORKER
-            ? await this.engine.trainModelInWorker(set, {
-                nice: this.ctx.config.LEGACY_TRAINING_NICE,
-                timeoutMs: timeout * 1000,
-              })
-            : await this.engine.trainModel(set);
+      const model = set.intents.length === 0 ? null : await this.trainTimed(set, timeout);
       const trainingMs = Date.now() - started;
       // Loading, serializing and storing a large model each hold the event loop for a while: let the
       // Messages queued meanwhile through between the steps.
@@ -378,6 +377,24 @@ export class Understanding {
       this.unloadable.delete(key);
       this.remember(key, { model, revision, fingerprint, checkedAt: Date.now() });
       logger.info({ assistantId, lang, revision, trainingMs, intents: set.intents.length }, 'model trained');
+    }
+  }
+
+  /** The engine's training of one set (in a worker unless configured otherwise), timed for the metrics. */
+  private async trainTimed(set: NluTrainingSet, timeoutSeconds: number): Promise<NluModel> {
+    const started = performance.now();
+    try {
+      const model = this.ctx.config.LEGACY_TRAIN_IN_WORKER
+        ? await this.engine.trainModelInWorker(set, {
+            nice: this.ctx.config.LEGACY_TRAINING_NICE,
+            timeoutMs: timeoutSeconds * 1000,
+          })
+        : await this.engine.trainModel(set);
+      this.ctx.metrics.training('success', (performance.now() - started) / 1000);
+      return model;
+    } catch (err) {
+      this.ctx.metrics.training('failed', (performance.now() - started) / 1000);
+      throw err;
     }
   }
 

@@ -8,6 +8,7 @@ import { costMicros } from '../accounting/cost';
 import type { Outbox } from '../accounting/outbox';
 import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
 import type { LlmGatewayConfig } from '../config';
+import type { GatewayMetrics } from '../metrics/gateway-metrics';
 import { type Admission, type Caller, MonthlyBudgetExhausted, type Ticket } from '../quota/admission';
 import type { OrgGatewaySettings, OrgSettingsSource } from '../quota/org-settings';
 import { budgetDowngrade, type ModelType, resolveModel } from './governance';
@@ -23,6 +24,7 @@ export interface GatewayContext {
   admission: Admission;
   outbox: Outbox;
   retry: RetryPolicy;
+  metrics: GatewayMetrics;
 }
 
 /** Inference needs a caller with `models:read` in an active organization (org API keys: by their scopes). */
@@ -70,6 +72,22 @@ export async function prepareInference(
   requestedModel: string | undefined,
   promptTokens: number,
   /** a check of the resolved model before any quota is consumed (e.g. supported dimensions) */
+  checkModel?: (model: CatalogueModel) => void,
+): Promise<Prepared> {
+  try {
+    return await admitInference(ctx, req, type, requestedModel, promptTokens, checkModel);
+  } catch (err) {
+    ctx.metrics.refused(err);
+    throw err;
+  }
+}
+
+async function admitInference(
+  ctx: GatewayContext,
+  req: Request,
+  type: ModelType,
+  requestedModel: string | undefined,
+  promptTokens: number,
   checkModel?: (model: CatalogueModel) => void,
 ): Promise<Prepared> {
   const startedAt = performance.now();
@@ -171,6 +189,7 @@ export async function account(ctx: GatewayContext, prepared: Prepared, done: Fin
   if (prepared.caller.userId !== null) event.userId = prepared.caller.userId;
   if (prepared.downgradedFrom) event.requestedModel = prepared.downgradedFrom;
   if (figures.carbon) event.carbon = figures.carbon;
+  ctx.metrics.accounted(event);
   // never rejects: what the store refuses goes to the bus, or waits in memory (outbox.ts)
   await ctx.outbox.record(event);
 }

@@ -1,4 +1,5 @@
 import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
+import type { ProviderCallMetrics, ProviderTiming } from '../metrics/gateway-metrics';
 import type { CancelSignal } from '../providers/cancellation';
 import type { OrgGatewaySettings } from '../quota/org-settings';
 import { ProviderErrorAnswer, ProviderNoResponse, refusedForProvider } from './errors';
@@ -11,6 +12,8 @@ export interface RetryPolicy {
   /** a provider's Retry-After longer than this is not waited for: the next model (or the error) comes first */
   maxWaitMs: number;
   defaultTimeoutMs: number;
+  /** where every attempt, retry and failover is counted */
+  metrics?: ProviderCallMetrics;
 }
 
 /** The model, then its failover chain (operator-configured, allowed for the org, no cycles, at most 3 more). */
@@ -59,13 +62,18 @@ export async function withResilience<T>(
   signal: CancelSignal,
   headersFor: (model: CatalogueModel) => Record<string, string>,
   operation: (model: CatalogueModel, call: ProviderCall) => Promise<T>,
+  /** what the operation's duration measures, for the metrics: a whole answer, or a stream's first chunk */
+  timing: ProviderTiming = 'answer',
 ): Promise<{ result: T; model: CatalogueModel; attempts: number }> {
+  const metrics = policy.metrics;
   let last: unknown;
   let attempts = 0;
-  for (const model of chain) {
+  for (let m = 0; m < chain.length; m++) {
+    const model = chain[m]!;
     const timeoutMs = model.timeout_ms ?? policy.defaultTimeoutMs;
     for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
       attempts++;
+      const started = performance.now();
       try {
         const call: ProviderCall = {
           model: model.provider_config.model,
@@ -73,10 +81,13 @@ export async function withResilience<T>(
           timeoutMs,
           signal,
         };
-        return { result: await operation(model, call), model, attempts };
+        const result = await operation(model, call);
+        metrics?.answered(model, (performance.now() - started) / 1000, timing);
+        return { result, model, attempts };
       } catch (err) {
         if (signal.aborted) throw err;
         last = err;
+        metrics?.failed(model, err);
         if (isProviderTimeout(err)) break;
         if (!isProviderFailure(err) || !err.retryable) throw toAnswer(err, model, timeoutMs);
         if (attempt === policy.maxAttempts) break;
@@ -84,8 +95,10 @@ export async function withResilience<T>(
         const delay = err.retryAfterSeconds !== null ? err.retryAfterSeconds * 1000 : backoff;
         if (delay > policy.maxWaitMs) break;
         await wait(delay, signal);
+        metrics?.retried(model);
       }
     }
+    if (m < chain.length - 1) metrics?.failedOver(model);
   }
   const lastModel = chain[chain.length - 1]!;
   throw toAnswer(last, lastModel, lastModel.timeout_ms ?? policy.defaultTimeoutMs);

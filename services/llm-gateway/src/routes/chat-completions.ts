@@ -137,10 +137,17 @@ async function streamChat(
   let first: { iterator: AsyncIterator<ChatChunk>; chunk: IteratorResult<ChatChunk> };
   let model = prepared.model;
   try {
-    const opened = await withResilience(chain, ctx.retry, abort.signal, headersFor, async (m, call) => {
-      const iterator = m.adapter.chatStream(providerBody(body, true), call)[Symbol.asyncIterator]();
-      return { iterator, chunk: await iterator.next() };
-    });
+    const opened = await withResilience(
+      chain,
+      ctx.retry,
+      abort.signal,
+      headersFor,
+      async (m, call) => {
+        const iterator = m.adapter.chatStream(providerBody(body, true), call)[Symbol.asyncIterator]();
+        return { iterator, chunk: await iterator.next() };
+      },
+      'first_chunk',
+    );
     first = opened.result;
     model = opened.model;
   } catch (err) {
@@ -205,6 +212,7 @@ async function streamChat(
     if (abort.signal.aborted) outcome = 'client_cancelled';
     else {
       outcome = 'provider_error';
+      ctx.metrics.failed(model, err);
       writeEvent(res, {
         error: envelopeOf(
           toAnswer(err, model, model.timeout_ms ?? ctx.retry.defaultTimeoutMs),

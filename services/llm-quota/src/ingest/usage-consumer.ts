@@ -17,8 +17,8 @@ export interface UsageConsumerOptions {
   maxEventAgeMs: number;
   concurrency: number;
   retryDelayMs: number;
-  /** counts what happened to each message, for metrics */
-  onOutcome?: (outcome: 'counted' | 'duplicate' | 'retry' | 'dead_letter') => void;
+  /** counts what happened to each message, for metrics; `lagSeconds`: from the event's time to now (none for a dead letter) */
+  onOutcome?: (outcome: 'counted' | 'duplicate' | 'retry' | 'dead_letter', lagSeconds?: number) => void;
 }
 
 /** Asks the stream to deliver a message again later; never a crash of the consumer. */
@@ -104,7 +104,10 @@ export class UsageConsumer {
       this.knownOrgs.add(event.orgSlug);
     }
     const outcome = await this.options.batcher.add(event);
-    this.options.onOutcome?.(outcome);
+    this.options.onOutcome?.(
+      outcome,
+      (this.options.clock.now().getTime() - event.countedAt.getTime()) / 1000,
+    );
     if (outcome === 'retry') throw new RetryLater(event.id);
   }
 }
