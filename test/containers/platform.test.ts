@@ -49,6 +49,13 @@ function composeProject(edgePort: number, secret: string): ComposeProject {
     MONGO_PASSWORD: 'unused-with-the-embedded-store',
     // the same for every container of the run, so auth recreated on its volume opens its stored keys
     SIGNING_KEYS_ENCRYPTION_KEY: `signing-keys-${secret}`,
+    // each service's own NATS user (deploy/nats/authorization.conf); URL-safe, as they go into NATS_URL
+    ...Object.fromEntries(
+      ['EDGE', 'AUTH', 'LLM_GATEWAY', 'LLM_QUOTA', 'LEGACY_AGENT'].map((s) => [
+        `${s}_NATS_PASSWORD`,
+        `${s}-${secret}`,
+      ]),
+    ),
     EDGE_PORT: String(edgePort),
     PUBLIC_BASE_URL: `http://127.0.0.1:${edgePort}`,
     IMAGE_TAG: RUN,

@@ -31,11 +31,14 @@ interface ComposeFile {
 
 const COMPOSE_PATH = path.join(REPO_ROOT, 'docker-compose.yml');
 const source = readFileSync(COMPOSE_PATH, 'utf8');
-/** What an operator provides (.env): the three required secrets; everything else has a default. */
-const operatorEnv = {
+/** The .env variable holding a service's NATS password (`llm-quota` → LLM_QUOTA_NATS_PASSWORD). */
+const natsPasswordOf = (service: string) => `${service.toUpperCase().replace(/-/g, '_')}_NATS_PASSWORD`;
+/** What an operator provides (.env): the required secrets; everything else has a default. */
+const operatorEnv: Record<string, string> = {
   PLATFORM_INTERNAL_SECRET: TEST_INTERNAL_SECRET,
   MONGO_PASSWORD: 'test-only-password',
   SIGNING_KEYS_ENCRYPTION_KEY: 'test-only-signing-keys-secret-0123456789abcdef',
+  ...Object.fromEntries(DEPLOYED_SERVICES.map(({ name }) => [natsPasswordOf(name), `12e5-${name}-password`])),
 };
 const raw = parse(source, { merge: true }) as ComposeFile;
 const compose = interpolateDocument(raw, operatorEnv);
@@ -64,7 +67,7 @@ describe('docker-compose.yml', () => {
     expect(messages).toEqual([]);
   });
 
-  it('refuses to start without the internal secret, the MongoDB password and the signing keys secret', () => {
+  it("refuses to start without the internal secret, the MongoDB password, the signing keys secret and each service's NATS password", () => {
     expect(() => interpolateDocument(raw, {})).toThrow(/MONGO_PASSWORD[\s\S]*PLATFORM_INTERNAL_SECRET/);
     for (const key of Object.keys(operatorEnv)) {
       expect(() => interpolateDocument(raw, { ...operatorEnv, [key]: '' })).toThrow(new RegExp(key));
@@ -244,10 +247,9 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('gives every instance the same secret, NATS and JWT issuer and audience, and each service its own database', () => {
+  it('gives every instance the same secret and JWT issuer and audience, and each service its own database', () => {
     const envs = DEPLOYED_SERVICES.map((s) => envOf(s.name));
     expect(new Set(envs.map((e) => e.PLATFORM_INTERNAL_SECRET))).toEqual(new Set([TEST_INTERNAL_SECRET]));
-    expect(new Set(envs.map((e) => e.NATS_URL))).toEqual(new Set(['nats://nats:4222']));
     expect(envOf('auth').JWT_ISSUER).toBe(envOf('edge').JWT_ISSUER);
     expect(envOf('auth').JWT_AUDIENCE).toBe(envOf('edge').JWT_AUDIENCE);
     for (const { name, database } of DEPLOYED_SERVICES) {
@@ -260,6 +262,30 @@ describe('docker-compose.yml', () => {
       expect(url.password).toBe(operatorEnv.MONGO_PASSWORD);
     }
     expect(envOf('edge').RATE_LIMIT_MONGO_DB).toBe('platform_edge');
+  });
+
+  it('connects each service to NATS as its own user, which the nats service knows from the same .env password', () => {
+    const nats = services.nats as ComposeService & { command: string[]; volumes: string[] };
+    // the permissions file the tests run the platform against (test/e2e/nats-permissions.test.ts)
+    expect(nats.volumes).toContain('./deploy/nats/authorization.conf:/etc/nats/authorization.conf:ro');
+    expect(nats.command.join(' ')).toContain('-c /etc/nats/authorization.conf');
+    const conf = readFileSync(path.join(REPO_ROOT, 'deploy/nats/authorization.conf'), 'utf8');
+    expect([...conf.matchAll(/^\s*user: "([^"]+)"/gm)].map((m) => m[1]).sort()).toEqual(
+      DEPLOYED_SERVICES.map((s) => s.name).sort(),
+    );
+    for (const { name } of DEPLOYED_SERVICES) {
+      const url = new URL(envOf(name).NATS_URL!);
+      const password = operatorEnv[natsPasswordOf(name)]!;
+      expect({ name, host: url.host, user: url.username, password: url.password }).toEqual({
+        name,
+        host: 'nats:4222',
+        user: name,
+        password,
+      });
+      expect(conf).toContain(`user: "${name}"\n      password: $${natsPasswordOf(name)}\n`);
+      // quoted: nats-server parses the variable's value, and 12e5... unquoted is not a string
+      expect(nats.environment?.[natsPasswordOf(name)]).toBe(`"${password}"`);
+    }
   });
 
   it('points llm-gateway at llm-quota, and takes its provider-key encryption secret from .env', () => {
@@ -284,6 +310,9 @@ describe('docker-compose.yml', () => {
     expect(example).toMatch(/^PLATFORM_INTERNAL_SECRET=$/m);
     expect(example).toMatch(/^MONGO_PASSWORD=$/m);
     expect(example).toMatch(/^SIGNING_KEYS_ENCRYPTION_KEY=$/m);
+    for (const { name } of DEPLOYED_SERVICES) {
+      expect(example).toMatch(new RegExp(`^${natsPasswordOf(name)}=$`, 'm'));
+    }
   });
 });
 

@@ -167,6 +167,7 @@ const realSecrets = {
 const SECRET_SETTINGS = [
   'PLATFORM_INTERNAL_SECRET',
   'MONGO_URL',
+  'NATS_URL',
   'SMTP_URL',
   'SIGNING_KEYS_ENCRYPTION_KEY',
   'LEGACY_TOKEN_ENCRYPTION_KEY',
@@ -189,6 +190,13 @@ describe('Kubernetes manifests (deploy/)', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  it('gives operators, in deploy/README.md, the NATS authorization block of deploy/nats/authorization.conf', () => {
+    const readme = readFileSync(path.join(DEPLOY, 'README.md'), 'utf8');
+    const conf = readFileSync(path.join(DEPLOY, 'nats', 'authorization.conf'), 'utf8');
+    const block = /```conf\n(authorization \{[\s\S]*?\n\})\n```/.exec(readme)?.[1];
+    expect(block).toBe(conf.slice(conf.indexOf('authorization {')).trimEnd());
   });
 
   it('kustomize references resolve, and base and overlay render to valid objects', () => {
@@ -322,6 +330,22 @@ describe('Kubernetes manifests (deploy/)', () => {
       });
       expect(found).toEqual(
         DEPLOYED_SERVICES.map(({ name }) => ({ name, problems: [], unknown: [], database: true })),
+      );
+    });
+
+    it('connects each service to NATS as its own user, from a Secret key of its own', () => {
+      const found = DEPLOYED_SERVICES.map(({ name }) => {
+        const [container] = deployment(objects, name).spec.template.spec.containers;
+        const ref = container!.env?.find((e) => e.name === 'NATS_URL')?.valueFrom?.secretKeyRef;
+        const url = new URL(containerEnv(objects, container!, realSecrets).NATS_URL!);
+        return { name, key: ref?.key, user: url.username };
+      });
+      expect(found).toEqual(
+        DEPLOYED_SERVICES.map(({ name }) => ({
+          name,
+          key: `${name.toUpperCase().replace(/-/g, '_')}_NATS_URL`,
+          user: name,
+        })),
       );
     });
 

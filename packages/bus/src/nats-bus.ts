@@ -4,21 +4,28 @@ import {
   type ConsumerMessages,
   connect,
   DeliverPolicy,
+  Events,
   type JsMsg,
   type NatsConnection,
   nanos,
+  type Status,
   StorageType,
   StringCodec,
   type Subscription,
 } from 'nats';
+import {
+  credentialsRefused,
+  type NatsServerOptions,
+  natsConnectionOptions,
+  natsUrlForLogs,
+} from './nats-connection';
 import type { Bus, Consumer, DurableConsumerOptions, EventSubject, StreamOptions } from './port';
 
 const codec = StringCodec();
 /** how long close() lets a connection drain before closing it outright */
 const DRAIN_TIMEOUT_MS = 2_000;
 
-export interface NatsBusOptions {
-  url: string;
+export interface NatsBusOptions extends NatsServerOptions {
   /** connection name shown in the server's monitoring */
   name: string;
   /** errors from handlers and the connection, for the service's logger */
@@ -38,10 +45,32 @@ interface SubscriptionEntry {
 }
 
 class NotConnected extends Error {
-  constructor() {
-    super('NATS is not connected yet');
+  constructor(why?: string) {
+    super(why ? `NATS is not connected yet: ${why}` : 'NATS is not connected yet');
   }
 }
+
+/** Why an attempt to connect failed, as the logs and /readyz say it (never with a secret). */
+const connectFailure = (err: unknown): string => {
+  // nats-server quotes its errors: 'Authorization Violation'
+  const message = (err instanceof Error ? err.message : String(err)).replace(/^'(.*)'$/, '$1');
+  return credentialsRefused(err) ? `NATS refused the credentials (${message})` : message;
+};
+
+/** What an asynchronous error from the server means: a refused permission, or refused credentials. */
+const serverError = (status: Status): Error => {
+  const refused = status.permissionContext;
+  if (refused) {
+    return new Error(
+      `NATS refused this user the permission to ${refused.operation} "${refused.subject}" (permissions violation)`,
+    );
+  }
+  return new Error(
+    credentialsRefused({ code: status.data })
+      ? `NATS refused the credentials (${status.data}); trying again`
+      : `NATS: ${status.data}`,
+  );
+};
 
 /**
  * The bus on a real NATS server: core subjects for notifications, JetStream for durable streams.
@@ -51,10 +80,16 @@ class NotConnected extends Error {
  * bus keeps trying in the background, every 0.25 s doubling to 5 s. Until then: core publications wait in
  * memory (up to 10,000) and go out on connection, subscriptions, streams and durable consumers are made
  * on connection, a durable publication fails at once (the gateway's outbox keeps the event), and `ping`
- * fails (readiness reports it). Reconnect listeners are called once connected, to reconcile.
+ * fails (readiness reports it, with the reason: refused credentials are named). Reconnect listeners are called
+ * once connected, to reconcile. Credentials refused at a reconnection (rotated on the server first) do not
+ * end the connection: it keeps trying, as for an outage. Nothing logged or thrown carries a password.
  */
 export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const report = options.onError ?? (() => undefined);
+  const server = natsUrlForLogs(options.url);
+  const connectionOptions = natsConnectionOptions(options);
+  /** why the last attempt at the first connection failed */
+  let lastFailure: string | undefined;
   const reconnectListeners = new Set<() => void>();
   const consumers = new Set<ConsumerMessages>();
   const subscriptions = new Set<SubscriptionEntry>();
@@ -72,10 +107,12 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
 
   const open = () =>
     connect({
-      servers: options.url,
+      ...connectionOptions,
       name: options.name,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
+      // by default nats.js gives up for good after the same credentials are refused twice
+      ignoreAuthErrorAbort: true,
       waitOnFirstConnect: false,
       // a server that does not answer at all (not one that refuses) holds a start this long, not 20 s
       timeout: 5_000,
@@ -116,8 +153,20 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   /** takes the connection into use: what waited for it first, then the callers */
   const adopt = async (conn: NatsConnection, late: boolean) => {
     void (async () => {
+      // refused credentials are said once per time away, not at every attempt to reconnect
+      let refusalReported = false;
       for await (const status of conn.status()) {
-        if (status.type === 'reconnect') for (const listener of reconnectListeners) listener();
+        if (status.type === Events.Reconnect) {
+          refusalReported = false;
+          for (const listener of reconnectListeners) listener();
+        } else if (status.type === Events.Error) {
+          // a refused subscription is reported by the subscription itself
+          if (status.permissionContext?.operation === 'subscription') continue;
+          const refusal = credentialsRefused({ code: status.data });
+          if (refusal && refusalReported) continue;
+          refusalReported ||= refusal;
+          report(serverError(status), `NATS at ${server}`);
+        }
       }
     })().catch((err) => report(err, 'status'));
     for (let stream = earlyStreams.shift(); stream; stream = earlyStreams.shift()) {
@@ -135,7 +184,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   try {
     await adopt(await open(), false);
   } catch (err) {
-    report(err, `connect to ${options.url}; retrying in the background`);
+    lastFailure = connectFailure(err);
+    report(err, `connect to ${server}: ${lastFailure}; retrying in the background`);
     void (async () => {
       let wait = 250;
       for (let attempt = 1; !closed; attempt++) {
@@ -151,7 +201,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
           await adopt(conn, true);
           return;
         } catch (retryError) {
-          if (attempt % 12 === 0) report(retryError, `connect to ${options.url}; still retrying`);
+          lastFailure = connectFailure(retryError);
+          if (attempt % 12 === 0) report(retryError, `connect to ${server}: ${lastFailure}; still retrying`);
         }
       }
       neverConnected(new Error('the bus was closed before NATS was reached'));
@@ -263,7 +314,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       return () => reconnectListeners.delete(listener);
     },
     async ping() {
-      if (!nc) throw new NotConnected();
+      if (!nc) throw new NotConnected(lastFailure);
       if (nc.isClosed()) throw new Error('NATS connection is closed');
       await nc.flush();
     },

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
+import { type Bus, createInProcessBus, createNatsBus, natsUrlForLogs } from '@platform/bus';
 import type { Clock, Logger } from '@platform/kernel';
 import { createEmbeddedStore, createMongoStore, type Store } from '@platform/store';
 
@@ -8,6 +8,8 @@ export interface InfrastructureSettings {
   MONGO_URL?: string;
   DATA_DIR: string;
   NATS_URL?: string;
+  NATS_CREDS_FILE?: string;
+  NATS_TLS_CA_FILE?: string;
 }
 
 /**
@@ -75,9 +77,11 @@ export async function openBus(
   local?: () => Bus,
 ): Promise<Bus> {
   if (settings.NATS_URL) {
-    logger.info({ url: settings.NATS_URL }, 'bus: NATS');
+    logger.info({ url: natsUrlForLogs(settings.NATS_URL) }, 'bus: NATS');
     return createNatsBus({
       url: settings.NATS_URL,
+      credsFile: settings.NATS_CREDS_FILE,
+      tlsCaFile: settings.NATS_TLS_CA_FILE,
       name: settings.service,
       onError: (err, context) => logger.warn({ err, context }, 'bus error'),
     });

@@ -58,15 +58,24 @@ const portOpen = (port: number) =>
     socket.once('error', () => resolve(false));
   });
 
-/** Starts a real nats-server with JetStream on a free loopback port. */
-export async function startNatsServer(): Promise<NatsServerHandle> {
+export interface NatsServerConfig {
+  /** a configuration file (`nats-server -c`), e.g. deploy/nats/authorization.conf */
+  file: string;
+  /** added to the server's environment: the variables the file reads */
+  env?: Record<string, string>;
+}
+
+/** Starts a real nats-server with JetStream on a free loopback port, with a configuration file if given. */
+export async function startNatsServer(config?: NatsServerConfig): Promise<NatsServerHandle> {
   const port = await freePort();
   const storage = tempDir('nats-js-');
   let child: ChildProcess | undefined;
 
   const start = async () => {
-    child = spawn(binary, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storage.dir], {
+    const file = config ? ['-c', config.file] : [];
+    child = spawn(binary, [...file, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storage.dir], {
       stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...config?.env },
     });
     let stderr = '';
     child.stderr?.on('data', (chunk) => {

@@ -30,6 +30,11 @@ export interface PlatformOptions {
   host?: string;
   /** the edge's admin port (/healthz, /readyz, /metrics; default: env ADMIN_PORT, else 9464; 0 picks one) */
   adminPort?: number;
+  /**
+   * a bus of its own for the services named (each on its own NATS user, as deployed); the others share the
+   * platform's. The caller closes them.
+   */
+  buses?: Record<string, Bus>;
 }
 
 export interface RunningPlatform {
@@ -92,7 +97,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     config,
     logger: loggerFor(name),
     clock,
-    bus,
+    bus: options.buses?.[name] ?? bus,
   });
 
   try {
