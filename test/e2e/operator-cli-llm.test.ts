@@ -144,19 +144,20 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
   it('models export, import (a bulk replace), enable and disable', async () => {
     const file = path.join(dir.dir, 'catalogue.json');
     const exported = await run('models', 'export', '--out', file);
-    expect(exported).toMatchObject({ code: 0, outcome: { data: { models: 4 } } });
+    expect(exported).toMatchObject({ code: 0, outcome: { data: { models: 5 } } });
     const catalogue = JSON.parse(readFileSync(file, 'utf8')) as { models: Array<Record<string, unknown>> };
     expect(catalogue.models.map((m) => m.model_id)).toEqual([
       'mock/chat',
       'mock/embeddings',
       'mock/images',
+      'mock/speech',
       'mock/transcriptions',
     ]);
     catalogue.models.push({ ...catalogue.models[0]!, model_id: 'mock/chat-2' });
     writeFileSync(file, JSON.stringify(catalogue));
     expect(await run('models', 'import', file)).toMatchObject({
       code: 0,
-      outcome: { data: { deleted: 4, inserted: 5 } },
+      outcome: { data: { deleted: 5, inserted: 6 } },
     });
     expect((await gateway('GET', '/v1/models/mock/chat-2')).status).toBe(200);
 

@@ -148,12 +148,13 @@ describe('upload routes: a larger body limit than the rest', () => {
     });
 
   it('lets an audio upload above BODY_LIMIT_BYTES through, up to UPLOAD_BODY_LIMIT_BYTES, declared or streamed', async () => {
-    for (const chunked of [false, true]) {
-      const upload = await post('/llm/v1/audio/transcriptions', 3000, chunked);
-      expect(upload.status).toBe(200);
-      expect(upload.json).toMatchObject({ upstream: 'llm-gateway', url: '/v1/audio/transcriptions' });
-      expect(gateway.received.at(-1)?.body).toHaveLength(3000);
-    }
+    for (const task of ['transcriptions', 'translations'])
+      for (const chunked of [false, true]) {
+        const upload = await post(`/llm/v1/audio/${task}`, 3000, chunked);
+        expect(upload.status).toBe(200);
+        expect(upload.json).toMatchObject({ upstream: 'llm-gateway', url: `/v1/audio/${task}` });
+        expect(gateway.received.at(-1)?.body).toHaveLength(3000);
+      }
   });
 
   it('answers 413 past the upload limit there, and past the common limit everywhere else', async () => {

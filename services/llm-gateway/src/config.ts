@@ -6,7 +6,7 @@ import { parseCidr } from './providers/http/destinations';
 /** llm-gateway's configuration; every key is an environment variable, documented in the README. */
 export const llmGatewayConfigSchema = z.object({
   ...commonConfig,
-  /** YAML or JSON file listing `providers` and `models`; unset: the built-in `mock/*` models (chat, embeddings, images, transcriptions) */
+  /** YAML or JSON file listing `providers` and `models`; unset: the built-in `mock/*` models (chat, embeddings, images, transcriptions, speech) */
   LLM_GATEWAY_CONFIG: z
     .string()
     .transform((file, ctx): GatewayFile => {
@@ -26,7 +26,7 @@ export const llmGatewayConfigSchema = z.object({
   LLM_GATEWAY_BODY_LIMIT_BYTES: env.int(10 * 1024 * 1024, 1024),
   /** how often an instance checks the store for catalogue changes it missed on the bus (ms; 0: never) */
   LLM_GATEWAY_CATALOGUE_POLL_MS: env.int(10_000, 0),
-  /** largest audio upload to /v1/audio/transcriptions (bytes; the edge's UPLOAD_BODY_LIMIT_BYTES must allow it) */
+  /** largest audio upload to /v1/audio/transcriptions and /v1/audio/translations (bytes; the edge's UPLOAD_BODY_LIMIT_BYTES must allow it) */
   LLM_GATEWAY_AUDIO_MAX_BYTES: env.int(25 * 1024 * 1024, 1024),
   /** provider timeout of a model that names none (ms) */
   LLM_GATEWAY_DEFAULT_TIMEOUT_MS: env.int(60_000, 100),

@@ -108,12 +108,19 @@ export const BUILT_IN_GATEWAY_FILE: GatewayFile = GatewayFileSchema.parse({
       provider_config: { provider: 'mock', model: 'mock-transcriptions' },
       pricing: { per_audio_minute: 0 },
     },
+    {
+      model_id: 'mock/speech',
+      type: 'audio_speech',
+      provider_config: { provider: 'mock', model: 'mock-speech' },
+      pricing: { per_million_characters: 0 },
+    },
   ],
   defaults: {
     completions: 'mock/chat',
     embeddings: 'mock/embeddings',
     image_generation: 'mock/images',
     audio_transcription: 'mock/transcriptions',
+    audio_speech: 'mock/speech',
   },
 });
 

@@ -65,6 +65,8 @@ const INFERENCE_PATHS = [
   '/v1/rerank',
   '/v1/images/generations',
   '/v1/audio/transcriptions',
+  '/v1/audio/translations',
+  '/v1/audio/speech',
 ];
 
 /** Builds the gateway's parts: the catalogue, quota enforcement, accounting and the express app (never listens). */

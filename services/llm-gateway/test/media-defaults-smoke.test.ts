@@ -42,12 +42,19 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
             provider_config: { provider: 'sim', model: 'whisper-sim' },
             pricing: { per_audio_minute: 0.006 },
           },
+          {
+            model_id: 'sim/tts',
+            type: 'audio_speech',
+            provider_config: { provider: 'sim', model: 'tts-sim' },
+            pricing: { per_million_characters: 15 },
+          },
         ],
         defaults: {
           completions: 'sim/gpt',
           embeddings: 'sim/embed',
           image_generation: 'sim/image',
           audio_transcription: 'sim/whisper',
+          audio_speech: 'sim/tts',
         },
       }),
     });
@@ -72,6 +79,7 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
       },
       image_generation: { model_id: 'sim/image', source: 'platform' },
       audio_transcription: { model_id: 'sim/whisper', source: 'platform' },
+      audio_speech: { model_id: 'sim/tts', source: 'platform' },
     });
     const patched = await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
       models: { defaults: { completions: 'sim/cheap' } },
@@ -98,6 +106,15 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
     expect(embed.body).toMatchObject({ ok: true, model: 'sim/embed', dimensions: expect.any(Number) });
     expect(embed.body.latency_ms).toBeGreaterThanOrEqual(0);
     expect(embed.body.response.object).toBe('list');
+
+    // speech: a short sentence spoken, the audio's type and size reported
+    const speech = await w.call('gateway', 'POST', '/v1/test', as, { modelId: 'sim/tts' });
+    expect(speech.body).toMatchObject({
+      ok: true,
+      model: 'sim/tts',
+      response: { content_type: 'audio/mpeg', bytes: expect.any(Number) },
+    });
+    expect(w.sim.requests().at(-1)).toMatchObject({ path: '/v1/audio/speech', model: 'tts-sim' });
 
     const tool = await w.call('gateway', 'POST', '/v1/test', as, { modelId: 'mock/chat' });
     expect(tool.body).toMatchObject({ ok: true, tool_called: true });

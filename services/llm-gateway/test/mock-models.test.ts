@@ -1,5 +1,6 @@
 import OpenAI, { toFile } from 'openai';
 import { startTestPlatform, type TestPlatform } from '../../../test/harness';
+import { audioDuration } from '../src/audio/duration';
 import { silentWav } from '../src/routes/wav-fixture';
 
 /** `pnpm start` as a newcomer finds it: no LLM_GATEWAY_CONFIG, the built-in mock models answer. */
@@ -21,7 +22,13 @@ describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
 
   it('lists a mock model for every endpoint, each the default of its kind', async () => {
     const ids = (await client.models.list()).data.map((m) => m.id);
-    expect(ids).toEqual(['mock/chat', 'mock/embeddings', 'mock/images', 'mock/transcriptions']);
+    expect(ids).toEqual([
+      'mock/chat',
+      'mock/embeddings',
+      'mock/images',
+      'mock/speech',
+      'mock/transcriptions',
+    ]);
     const defaults = await fetch(`${p.gatewayUrl}/v1/defaults`, {
       headers: { authorization: `Bearer ${client.apiKey}` },
     });
@@ -30,6 +37,7 @@ describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
       embeddings: { model_id: 'mock/embeddings' },
       image_generation: { model_id: 'mock/images' },
       audio_transcription: { model_id: 'mock/transcriptions' },
+      audio_speech: { model_id: 'mock/speech' },
     });
   });
 
@@ -42,6 +50,25 @@ describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
       file: await toFile(wav, 'one-second.wav'),
     });
     expect(text.text).toMatch(/^Mock transcription of one-second\.wav: 32044 bytes, 1(\.0+)? seconds/);
+  });
+
+  it('mock/speech answers a WAV tone whose length follows the input, and mock/transcriptions translates', async () => {
+    const speak = async (input: string, speed?: number) => {
+      const res = await client.audio.speech.create({ model: 'mock/speech', input, voice: 'alloy', speed });
+      expect(res.headers.get('content-type')).toBe('audio/wav');
+      return Buffer.from(await res.arrayBuffer());
+    };
+    const short = await speak('Hello newcomer'); // 14 characters at 15 a second
+    expect(short.subarray(0, 4).toString()).toBe('RIFF');
+    expect(audioDuration(short)?.seconds).toBeCloseTo(14 / 15, 3);
+    expect(await speak('Hello newcomer')).toEqual(short);
+    expect(audioDuration(await speak('Hello newcomer, and welcome.'))?.seconds).toBeCloseTo(28 / 15, 3);
+    expect(audioDuration(await speak('Hello newcomer', 2))?.seconds).toBeCloseTo(7 / 15, 3);
+    const translated = await client.audio.translations.create({
+      model: 'mock/transcriptions',
+      file: await toFile(silentWav(1), 'one-second.wav'),
+    });
+    expect(translated.text).toMatch(/^Mock translation of one-second\.wav: 32044 bytes, 1(\.0+)? seconds/);
   });
 
   it('mock/chat answers deterministically, plain and streamed', async () => {

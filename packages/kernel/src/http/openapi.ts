@@ -13,11 +13,16 @@ export interface RouteDoc {
   /** security scheme names, any one of which is accepted; an empty list marks a public route */
   security?: string[];
   body?: z.ZodType;
+  /** the body's media type (default `application/json`; `multipart/form-data` for an upload) */
+  bodyMediaType?: string;
   query?: z.ZodObject;
   /** request headers that matter to the route (e.g. a legacy session token) */
   headers?: Record<string, { description: string; required?: boolean }>;
-  /** by status; a response without schema has no body worth describing */
-  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  /**
+   * by status; a response without schema has no body worth describing. `mediaTypes` are bodies that are not
+   * JSON (audio, text), answered instead of (or beside) the JSON `schema`.
+   */
+  responses: Record<number, { description: string; schema?: z.ZodType; mediaTypes?: string[] }>;
 }
 
 export interface ApiDocumentOptions {
@@ -101,11 +106,14 @@ export function buildOpenApiDocument(options: ApiDocumentOptions): Record<string
     }
     const responses: Record<string, unknown> = {};
     for (const [status, response] of Object.entries(route.responses)) {
+      const content: Record<string, unknown> = {};
+      if (response.schema) content['application/json'] = { schema: toSchemaIn(response.schema, 'output') };
+      // text is a string; any other body (audio) is bytes, which OpenAPI 3.1 describes with no schema
+      for (const type of response.mediaTypes ?? [])
+        content[type] = type.startsWith('text/') ? { schema: { type: 'string' } } : {};
       responses[status] = {
         description: response.description,
-        ...(response.schema
-          ? { content: { 'application/json': { schema: toSchemaIn(response.schema, 'output') } } }
-          : {}),
+        ...(Object.keys(content).length ? { content } : {}),
       };
     }
     paths[openApiPath] ??= {};
@@ -119,7 +127,9 @@ export function buildOpenApiDocument(options: ApiDocumentOptions): Record<string
         ? {
             requestBody: {
               required: true,
-              content: { 'application/json': { schema: toSchemaIn(route.body, 'input') } },
+              content: {
+                [route.bodyMediaType ?? 'application/json']: { schema: toSchemaIn(route.body, 'input') },
+              },
             },
           }
         : {}),

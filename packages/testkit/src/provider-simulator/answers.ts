@@ -3,6 +3,8 @@ export type SimulatedAnswer =
   | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
   | { kind: 'text'; body: string; contentType: string }
   | { kind: 'binary'; body: Buffer; contentType: string }
+  /** a body written in these pieces, with the rule's pacing and failures (speech audio) */
+  | { kind: 'chunks'; chunks: Buffer[]; contentType: string }
   | { kind: 'sse'; frames: string[]; errorFrame: (type: string, message: string) => string };
 
 /** A request the simulated provider refuses, answered in its own error shape. */

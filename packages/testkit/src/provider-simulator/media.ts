@@ -92,11 +92,12 @@ function wordTimings(text: string, duration: number) {
   return words.map((word, i) => ({ word, start: at(i * step), end: at((i + 1) * step) }));
 }
 
-/** OpenAI's `/audio/transcriptions`: multipart in, json | text | verbose_json | srt | vtt out. */
+/** OpenAI's `/audio/transcriptions` and `/audio/translations`: multipart in, json | text | verbose_json | srt | vtt out. */
 export async function openaiTranscription(
   raw: Buffer,
   contentType: string,
   ctx: ExchangeContext,
+  endpoint: 'transcriptions' | 'translations' = 'transcriptions',
 ): Promise<{
   answer: SimulatedAnswer;
   /** a field sent more than once (`timestamp_granularities[]`) holds the array of its values */
@@ -122,7 +123,10 @@ export async function openaiTranscription(
   if (!fields.model) throw new SimulatedProviderError(400, 'invalid_request_error', "'model' is required");
   const bytes = Buffer.from(await file.arrayBuffer());
   const duration = Math.round((wavDuration(bytes) ?? bytes.length / 32_000) * 1000) / 1000;
-  const text = ctx.rule.transcript ?? `Simulated transcription of ${file.name} (${bytes.length} bytes).`;
+  const translate = endpoint === 'translations';
+  const text =
+    ctx.rule.transcript ??
+    `Simulated ${translate ? 'translation' : 'transcription'} of ${file.name} (${bytes.length} bytes).`;
   const format = fields.response_format ?? 'json';
   const recorded = Object.fromEntries(
     Object.entries(repeated).map(([name, values]) => [name, values.length > 1 ? values : values[0]!]),
@@ -153,8 +157,8 @@ export async function openaiTranscription(
         answer: {
           kind: 'json',
           body: {
-            task: 'transcribe',
-            language: fields.language ?? 'english',
+            task: translate ? 'translate' : 'transcribe',
+            language: translate ? 'english' : (fields.language ?? 'english'),
             duration,
             text,
             ...(words ? { words } : {}),
@@ -189,4 +193,67 @@ export async function openaiTranscription(
         `unsupported response_format '${format}'`,
       );
   }
+}
+
+/** OpenAI's content type for each speech `response_format` */
+const SPEECH_TYPES: Record<string, string> = {
+  mp3: 'audio/mpeg',
+  opus: 'audio/opus',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
+};
+
+/** how the bytes of each format begin (an MPEG audio frame header, Ogg, ADTS, FLAC, RIFF); pcm has none */
+const SPEECH_MAGIC: Record<string, Buffer> = {
+  mp3: Buffer.from([0xff, 0xfb, 0x18, 0xc0]),
+  opus: Buffer.from('OggS'),
+  aac: Buffer.from([0xff, 0xf1]),
+  flac: Buffer.from('fLaC'),
+  wav: Buffer.from('RIFF'),
+  pcm: Buffer.alloc(0),
+};
+
+/** Bytes of audio a second (OpenAI's pcm: 24 kHz, 16-bit, mono) and a second per this many characters. */
+const SPEECH_BYTES_PER_SECOND = 48_000;
+const SPEECH_CHARACTERS_PER_SECOND = 15;
+/** the pieces the audio is written in (a rule's `streamFailure.afterChunks` counts them) */
+const SPEECH_CHUNK_BYTES = 4096;
+
+/**
+ * OpenAI's `/audio/speech`: silence whose length follows the input's (a second per 15 characters, over
+ * `speed`), beginning as the format's bytes do, answered in chunks of 4 KiB with the format's content type;
+ * with `stream_format: sse`, `speech.audio.delta` events then `speech.audio.done` with the usage.
+ */
+export function openaiSpeech(body: Json): SimulatedAnswer {
+  const refuse = (message: string) => new SimulatedProviderError(400, 'invalid_request_error', message);
+  if (typeof body.model !== 'string' || !body.model) throw refuse("'model' is required");
+  if (typeof body.input !== 'string' || !body.input) throw refuse("'input' is required");
+  const characters = [...body.input].length;
+  if (characters > 4096) throw refuse("'input' is longer than 4096 characters");
+  if (body.voice === undefined) throw refuse("'voice' is required");
+  const format = typeof body.response_format === 'string' ? body.response_format : 'mp3';
+  if (!SPEECH_TYPES[format]) throw refuse(`unsupported response_format '${format}'`);
+  const speed = typeof body.speed === 'number' ? body.speed : 1;
+  const size = Math.ceil((characters / SPEECH_CHARACTERS_PER_SECOND / speed) * SPEECH_BYTES_PER_SECOND);
+  const audio = Buffer.alloc(Math.max(size, 64));
+  SPEECH_MAGIC[format]!.copy(audio);
+  const chunks: Buffer[] = [];
+  for (let at = 0; at < audio.length; at += SPEECH_CHUNK_BYTES)
+    chunks.push(audio.subarray(at, at + SPEECH_CHUNK_BYTES));
+  if (body.stream_format !== 'sse') return { kind: 'chunks', chunks, contentType: SPEECH_TYPES[format]! };
+  const tokens = countSimulatorTokens(body.input);
+  const frame = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
+  return {
+    kind: 'sse',
+    frames: [
+      ...chunks.map((chunk) => frame({ type: 'speech.audio.delta', audio: chunk.toString('base64') })),
+      frame({
+        type: 'speech.audio.done',
+        usage: { input_tokens: tokens, output_tokens: 0, total_tokens: tokens },
+      }),
+    ],
+    errorFrame: (type, message) => frame({ type: 'error', error: { type, message } }),
+  };
 }

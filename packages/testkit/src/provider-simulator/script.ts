@@ -8,6 +8,8 @@ export type SimulatorEndpoint =
   | 'rerank'
   | 'images'
   | 'transcriptions'
+  | 'translations'
+  | 'speech'
   | 'models';
 
 export interface SimulatorToolCall {
@@ -42,11 +44,11 @@ export interface SimulatorRule {
   };
   /** accept the request and never answer (until the client gives up or the simulator closes) */
   hang?: boolean;
-  /** streams: after `afterChunks` frames, fail in one of three ways */
+  /** streams (and speech, whose audio is written in chunks): after `afterChunks` frames, fail in one of three ways */
   streamFailure?: {
     afterChunks: number;
-    /** `error-event`: the provider's in-stream error frame, then the end; `disconnect`: the socket is
-     *  destroyed; `hang`: nothing more is sent and the connection stays open */
+    /** `error-event`: the provider's in-stream error frame, then the end (audio has none: a disconnect);
+     *  `disconnect`: the socket is destroyed; `hang`: nothing more is sent and the connection stays open */
     mode: 'error-event' | 'disconnect' | 'hang';
     type?: string;
     message?: string;
@@ -73,7 +75,7 @@ export interface SimulatorRule {
   };
   /** embeddings: the dimensions when the request names none (default: the simulator's) */
   embeddingDimensions?: number;
-  /** transcriptions: the text heard */
+  /** transcriptions and translations: the text heard */
   transcript?: string;
   /** transcriptions in a text format: the content type answered instead of the usual one (a misbehaving provider) */
   transcriptContentType?: string;

@@ -10,7 +10,7 @@ import {
   SimulatedProviderError,
 } from './answers';
 import { anthropicMessages } from './anthropic';
-import { openaiImages, openaiTranscription } from './media';
+import { openaiImages, openaiSpeech, openaiTranscription } from './media';
 import { type ExchangeContext, openaiChat, openaiEmbeddings, openaiModels, openaiRerank } from './openai';
 import { RuleBook, type SimulatorApi, type SimulatorEndpoint, type SimulatorRule } from './script';
 
@@ -79,7 +79,7 @@ interface Route {
 
 function route(method: string, path: string): Route | undefined {
   const azure =
-    /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings|images\/generations|audio\/transcriptions)$/.exec(
+    /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings|images\/generations|audio\/(?:transcriptions|translations|speech))$/.exec(
       path,
     );
   if (azure && method === 'POST') {
@@ -88,6 +88,8 @@ function route(method: string, path: string): Route | undefined {
       embeddings: 'embeddings',
       'images/generations': 'images',
       'audio/transcriptions': 'transcriptions',
+      'audio/translations': 'translations',
+      'audio/speech': 'speech',
     };
     return { api: 'openai', endpoint: kinds[azure[2]!]!, deployment: decodeURIComponent(azure[1]!) };
   }
@@ -97,6 +99,8 @@ function route(method: string, path: string): Route | undefined {
     'POST /v1/rerank': { api: 'openai', endpoint: 'rerank' },
     'POST /v1/images/generations': { api: 'openai', endpoint: 'images' },
     'POST /v1/audio/transcriptions': { api: 'openai', endpoint: 'transcriptions' },
+    'POST /v1/audio/translations': { api: 'openai', endpoint: 'translations' },
+    'POST /v1/audio/speech': { api: 'openai', endpoint: 'speech' },
     'GET /v1/models': { api: 'openai', endpoint: 'models' },
     'POST /v1/messages': { api: 'anthropic', endpoint: 'messages' },
   };
@@ -158,28 +162,34 @@ export async function startProviderSimulator(
     );
   };
 
+  /** an event stream, or audio in chunks: the frames with the rule's pacing and failures */
   async function writeStream(
     res: ServerResponse,
-    answer: Extract<SimulatedAnswer, { kind: 'sse' }>,
+    answer: {
+      frames: Array<string | Buffer>;
+      contentType: string;
+      errorFrame?: (type: string, message: string) => string;
+    },
     rule: SimulatorRule,
   ) {
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    res.writeHead(200, { 'content-type': answer.contentType, 'cache-control': 'no-cache' });
     const failure = rule.streamFailure;
     for (let i = 0; i < answer.frames.length; i += 1) {
       if (failure && i === failure.afterChunks) {
-        if (failure.mode === 'disconnect') {
+        if (failure.mode === 'hang') return; // stays open until the client leaves or close()
+        if (failure.mode === 'disconnect' || !answer.errorFrame) {
           await new Promise((resolve) => res.write('', resolve)); // what was written reaches the client first
           res.socket?.destroy();
           return;
         }
-        if (failure.mode === 'hang') return; // stays open until the client leaves or close()
         const type = failure.type ?? 'server_error';
         res.end(answer.errorFrame(type, failure.message ?? 'Simulated failure in the middle of the stream'));
         return;
       }
       if (i > 0 && rule.chunkDelayMs) await sleep(rule.chunkDelayMs);
       if (res.destroyed) return;
-      const frame = rule.sseComments ? `: keep-alive\n\n${answer.frames[i]}` : answer.frames[i]!;
+      const frame =
+        rule.sseComments && answer.errorFrame ? `: keep-alive\n\n${answer.frames[i]}` : answer.frames[i]!;
       const size = rule.splitFramesBytes;
       if (!size) {
         res.write(frame);
@@ -210,7 +220,7 @@ export async function startProviderSimulator(
       defaultEmbeddingDimensions: options.defaultEmbeddingDimensions ?? 16,
     };
     let body: Record<string, unknown> = {};
-    if (found.endpoint === 'transcriptions') {
+    if (found.endpoint === 'transcriptions' || found.endpoint === 'translations') {
       const parsed = await openaiTranscription(raw, req.headers['content-type'] ?? '', ctx).catch(
         (err) => err,
       );
@@ -290,13 +300,20 @@ export async function startProviderSimulator(
         });
         break;
       case 'transcriptions':
-        result = (await openaiTranscription(raw, req.headers['content-type'] ?? '', ctx)).answer;
+      case 'translations':
+        result = (await openaiTranscription(raw, req.headers['content-type'] ?? '', ctx, found.endpoint))
+          .answer;
+        break;
+      case 'speech':
+        result = openaiSpeech(body);
         break;
       case 'models':
         result = openaiModels(options.models ?? ['sim-chat', 'sim-embeddings']);
         break;
     }
-    if (result.kind === 'sse') return writeStream(res, result, rule);
+    if (result.kind === 'sse')
+      return writeStream(res, { ...result, contentType: 'text/event-stream; charset=utf-8' }, rule);
+    if (result.kind === 'chunks') return writeStream(res, { ...result, frames: result.chunks }, rule);
     if (result.kind === 'json') {
       res.writeHead(result.status ?? 200, { 'content-type': 'application/json', ...result.headers });
       res.end(JSON.stringify(result.body));

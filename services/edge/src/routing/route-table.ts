@@ -132,6 +132,15 @@ export const ROUTES: RouteRule[] = [
     permission: 'models:read',
     upload: true,
   },
+  {
+    root: 'gateway',
+    method: 'POST',
+    path: '/v1/audio/translations',
+    requireOrg: true,
+    permission: 'models:read',
+    upload: true,
+  },
+  { root: 'gateway', method: 'POST', path: '/v1/audio/speech', requireOrg: true, permission: 'models:read' },
 ];
 
 /**

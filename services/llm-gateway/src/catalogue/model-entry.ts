@@ -5,7 +5,13 @@ import { z } from 'zod';
  * {gateway_url}/v1/models`) give it. One schema for both, so a file exported by `GET /v1/models` can
  * be imported again with `PUT /v1/models`.
  */
-export const MODEL_TYPES = ['completion', 'embeddings', 'image_generation', 'audio_transcription'] as const;
+export const MODEL_TYPES = [
+  'completion',
+  'embeddings',
+  'image_generation',
+  'audio_transcription',
+  'audio_speech',
+] as const;
 
 /** ids may carry slashes, colons and dots (`bedrock/anthropic.claude-3-haiku`, `eu.anthropic.…-v1:0`) */
 export const ModelIdSchema = z
@@ -37,8 +43,10 @@ export const PricingSchema = z
     output_per_million: z.number().min(0).default(0),
     /** image generation: price of one image */
     per_image: z.number().min(0).optional(),
-    /** audio transcription: price of one minute of audio (billed by the second) */
+    /** audio transcription and translation: price of one minute of audio (billed by the second) */
     per_audio_minute: z.number().min(0).optional(),
+    /** speech: price of one million characters of `input` (Unicode code points) */
+    per_million_characters: z.number().min(0).optional(),
   })
   .strict();
 
@@ -111,6 +119,7 @@ export const PlatformDefaultsSchema = z
     embeddings: ModelIdSchema.optional(),
     image_generation: ModelIdSchema.optional(),
     audio_transcription: ModelIdSchema.optional(),
+    audio_speech: ModelIdSchema.optional(),
   })
   .strict();
 export type PlatformDefaults = z.infer<typeof PlatformDefaultsSchema>;

@@ -15,6 +15,7 @@ export const DEFAULT_KEY = {
   embeddings: 'embeddings',
   image_generation: 'image_generation',
   audio_transcription: 'audio_transcription',
+  audio_speech: 'audio_speech',
 } as const;
 
 /**

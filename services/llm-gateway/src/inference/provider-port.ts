@@ -52,18 +52,27 @@ export interface ProviderAdapterPort {
     call: ProviderCall,
   ): Promise<{ body: ImagesAnswer }>;
   /** audio transcription (OpenAI `audio/transcriptions`, multipart); absent when the provider type has none */
-  transcriptions?(
-    upload: {
-      file: Buffer;
-      filename: string;
-      mimeType: string;
-      fields: Record<string, string>;
-      /** the fields in order, a repeated one once per value; `fields` alone when absent */
-      entries?: Array<[string, string]>;
-    },
+  transcriptions?(upload: AudioUpload, call: ProviderCall): Promise<AudioText>;
+  /** audio translation into English (OpenAI `audio/translations`), as transcriptions */
+  translations?(upload: AudioUpload, call: ProviderCall): Promise<AudioText>;
+  /** text to speech (OpenAI `audio/speech`): settles with the provider's first bytes, the rest as it arrives */
+  speech?(
+    body: Record<string, unknown> & { input: string; voice: string | { id: string } },
     call: ProviderCall,
-  ): Promise<{ body: unknown; contentType: string; durationSeconds: number | null }>;
+  ): Promise<{ contentType: string; audio: AsyncIterable<Uint8Array> }>;
 }
+
+export interface AudioUpload {
+  file: Buffer;
+  filename: string;
+  mimeType: string;
+  fields: Record<string, string>;
+  /** the fields in order, a repeated one once per value; `fields` alone when absent */
+  entries?: Array<[string, string]>;
+}
+
+/** a transcription or translation: parsed JSON, or the text of `text`, `srt`, `vtt` */
+export type AudioText = { body: unknown; contentType: string; durationSeconds: number | null };
 
 export type ImagesAnswer = Record<string, unknown> & {
   created: number;

@@ -205,6 +205,25 @@ export interface TranscriptionResult {
   durationSeconds: number | null;
 }
 
+/** OpenAI's `audio/speech` body: `input` (at most 4096 characters), `voice`, and the options passed on as sent. */
+export interface SpeechRequest {
+  input: string;
+  voice: string | { id: string };
+  instructions?: string;
+  response_format?: 'mp3' | 'opus' | 'aac' | 'flac' | 'wav' | 'pcm';
+  speed?: number;
+  stream_format?: 'audio' | 'sse';
+  [key: string]: unknown;
+}
+
+export interface SpeechAnswer {
+  /** the provider's content type (the gateway answers its own for the format asked, unless this is an audio one) */
+  contentType: string;
+  /** the audio (or, for `stream_format: sse`, the event stream) as it arrives; iterating it to the end or
+   *  ending the iteration early releases the provider call */
+  audio: AsyncIterable<Uint8Array>;
+}
+
 // ---------- adapters ----------
 
 export interface ProviderSpec {
@@ -252,6 +271,10 @@ export interface ProviderAdapter {
   rerank?(body: RerankRequest, call: ProviderCall): Promise<RerankResult>;
   images?(body: ImagesRequest, call: ProviderCall): Promise<{ body: ImagesResponse }>;
   transcriptions?(upload: TranscriptionUpload, call: ProviderCall): Promise<TranscriptionResult>;
+  /** audio translation into English (OpenAI `audio/translations`): the transcription's upload and answer */
+  translations?(upload: TranscriptionUpload, call: ProviderCall): Promise<TranscriptionResult>;
+  /** text to speech (OpenAI `audio/speech`): settles once the provider's first bytes are in */
+  speech?(body: SpeechRequest, call: ProviderCall): Promise<SpeechAnswer>;
 }
 
 // ---------- errors (no HTTP in them; the gateway maps them to the envelope) ----------

@@ -27,6 +27,7 @@ export interface OrgGatewaySettings {
       embeddings?: string;
       image_generation?: string;
       audio_transcription?: string;
+      audio_speech?: string;
     };
     downgrade: Record<string, string>;
   };

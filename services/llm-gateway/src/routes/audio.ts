@@ -1,5 +1,5 @@
 import { InvalidInput, PayloadTooLarge } from '@platform/kernel';
-import type { Request, Router } from 'express';
+import type { Request, RequestHandler, Router } from 'express';
 import { AUDIO_FORMATS, audioDuration } from '../audio/duration';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
@@ -14,6 +14,7 @@ import { failoverChain, withResilience } from '../inference/provider-calls';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { noMediaEndpoint } from './images';
 import { mediaFigures } from './media-figures';
+import { mountSpeech } from './speech';
 
 export const TRANSCRIPTION_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
 
@@ -109,18 +110,34 @@ function uploadSeconds(upload: Upload): number {
   return measured.seconds;
 }
 
+/** The two routes that turn an upload into text: the provider's endpoint, and what it is called in a refusal. */
+const AUDIO_TEXT_TASKS = {
+  transcriptions: 'audio transcription',
+  translations: 'audio translation',
+} as const;
+
 /**
- * `POST /v1/audio/transcriptions`: OpenAI's multipart upload (`json`, `text`, `verbose_json`, `srt`,
- * `vtt`); an upload over LLM_GATEWAY_AUDIO_MAX_BYTES is 413 PAYLOAD_TOO_LARGE. Governance and quotas as
- * chat; priced per minute of audio (`pricing.per_audio_minute`, by the second): the provider's duration
- * when it reports one, else the upload's own (decision 0096).
+ * `POST /v1/audio/transcriptions` and `/v1/audio/translations` (into English), then `POST /v1/audio/speech`
+ * (speech.ts).
  */
 export function mountAudio(router: Router, ctx: GatewayContext): void {
-  router.post('/v1/audio/transcriptions', async (req, res) => {
+  router.post('/v1/audio/transcriptions', audioToText(ctx, 'transcriptions'));
+  router.post('/v1/audio/translations', audioToText(ctx, 'translations'));
+  mountSpeech(router, ctx);
+}
+
+/**
+ * OpenAI's multipart upload (`json`, `text`, `verbose_json`, `srt`, `vtt`) to a model of type
+ * `audio_transcription`; an upload over LLM_GATEWAY_AUDIO_MAX_BYTES is 413 PAYLOAD_TOO_LARGE. Governance and
+ * quotas as chat; priced per minute of audio (`pricing.per_audio_minute`, by the second): the provider's
+ * duration when it reports one, else the upload's own (decision 0096).
+ */
+function audioToText(ctx: GatewayContext, task: keyof typeof AUDIO_TEXT_TASKS): RequestHandler {
+  return async (req, res) => {
     const upload = await parseUpload(req, ctx.config.LLM_GATEWAY_AUDIO_MAX_BYTES);
     const measured = uploadSeconds(upload);
     const prepared = await prepareInference(ctx, req, 'audio_transcription', upload.model, 0, (m) => {
-      if (!m.adapter.transcriptions) throw noMediaEndpoint(m, 'audio transcription');
+      if (!m.adapter[task]) throw noMediaEndpoint(m, AUDIO_TEXT_TASKS[task]);
     });
     const abort = abortOnClose(req, res);
     const stamp = (model: CatalogueModel, outcome: Outcome) => ({
@@ -138,7 +155,7 @@ export function mountAudio(router: Router, ctx: GatewayContext): void {
         ctx.retry,
         abort.signal,
         (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
-        (m, call) => m.adapter.transcriptions!(upload, call),
+        (m, call) => m.adapter[task]!(upload, call),
       );
       const seconds = result.durationSeconds ?? measured;
       const figures = mediaFigures(prepared, (seconds / 60) * (model.pricing.per_audio_minute ?? 0));
@@ -172,5 +189,5 @@ export function mountAudio(router: Router, ctx: GatewayContext): void {
       void account(ctx, prepared, stamp(prepared.model, outcome), mediaFigures(prepared, 0));
       throw err;
     }
-  });
+  };
 }

@@ -2,9 +2,11 @@ import type { RouteDoc } from '@platform/kernel';
 import { z } from 'zod';
 import { ModelEntrySchema, ModelPatchSchema } from '../catalogue/model-entry';
 import { ProviderBodySchema } from '../catalogue/provider-admin';
+import { TRANSCRIPTION_FORMATS } from './audio';
 import { ImagesRequestSchema } from './images';
 import { ModelListQuerySchema } from './models';
 import { SmokeTestRequestSchema } from './smoke-test';
+import { SPEECH_CONTENT_TYPES, SpeechRequestSchema } from './speech';
 
 type ErrorDoc = (description: string) => { description: string; schema: z.ZodType };
 
@@ -52,6 +54,7 @@ const DefaultsSchema = z
       .nullable(),
     image_generation: DefaultSchema,
     audio_transcription: DefaultSchema,
+    audio_speech: DefaultSchema,
   })
   .meta({ id: 'DefaultModels' });
 
@@ -108,6 +111,30 @@ const TranscriptionSchema = z
     id: 'Transcription',
     description: '`json` and `verbose_json` formats (`text`, `srt`, `vtt` are text/plain)',
   });
+
+/** the multipart form of transcriptions and translations (every field reaches the provider as sent) */
+const AudioUploadSchema = z
+  .looseObject({
+    file: z.string().meta({
+      contentMediaType: 'application/octet-stream',
+      description:
+        'the audio: flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, wav or webm, told by its bytes (not its name)',
+    }),
+    model: z.string().optional().meta({ description: 'an `audio_transcription` model; absent: the default' }),
+    response_format: z.enum(TRANSCRIPTION_FORMATS).optional(),
+    prompt: z.string().optional(),
+    temperature: z.number().optional(),
+    language: z.string().optional().meta({ description: 'transcriptions only' }),
+    'timestamp_granularities[]': z
+      .array(z.enum(['word', 'segment']))
+      .optional()
+      .meta({ description: 'transcriptions only, `verbose_json`' }),
+  })
+  .meta({ id: 'AudioUpload' });
+
+/** How an upload's audio is priced, said once for transcriptions and translations. */
+const AUDIO_TEXT_DESCRIPTION =
+  "multipart/form-data (`response_format`: `json` default, `text`, `verbose_json`, `srt`, `vtt`; every field passed on as sent, a repeated one once per value). Text formats answer text/plain (WebVTT: text/vtt) with `x-platform-audio-seconds` and `x-platform-cost` headers. Priced per audio minute by the provider's duration, else the upload's, read from its headers (flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, wav, webm): an upload whose duration cannot be read is 400 INVALID_BODY.";
 
 const ProviderViewSchema = z
   .object({
@@ -311,7 +338,7 @@ export function catalogueRouteDocs(error: ErrorDoc, caller: string[]): RouteDoc[
       path: '/v1/test',
       summary: 'Smoke-test a model through the gateway (not billed to the quota; recorded)',
       description:
-        'Embeddings: a short input (`dimensions` reported). Completions: one user turn and a tool definition (`tool_called` reported). A provider failure is `{ok: false, response: <error envelope>}` with status 200.',
+        'Embeddings: a short input (`dimensions` reported). Completions: one user turn and a tool definition (`tool_called` reported). Speech: one short sentence (`response: {content_type, bytes}`). A provider failure is `{ok: false, response: <error envelope>}` with status 200.',
       tags: ['model smoke tests'],
       security: caller,
       body: SmokeTestRequestSchema,
@@ -336,14 +363,55 @@ export function catalogueRouteDocs(error: ErrorDoc, caller: string[]): RouteDoc[
       method: 'post',
       path: '/v1/audio/transcriptions',
       summary: 'Audio transcription (OpenAI multipart upload), priced per audio minute',
-      description:
-        "multipart/form-data: `file` (required), `model`, `response_format` (`json` default, `text`, `verbose_json`, `srt`, `vtt`), `language`, `prompt`, `temperature`, `timestamp_granularities[]` (every field passed on as sent, a repeated one once per value). Text formats answer text/plain with `x-platform-audio-seconds` and `x-platform-cost` headers. Priced by the provider's duration, else the upload's, read from its headers (flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, wav, webm): an upload whose duration cannot be read is 400 INVALID_BODY.",
+      description: `${AUDIO_TEXT_DESCRIPTION} \`timestamp_granularities[]\` (\`word\`, \`segment\`) with \`verbose_json\`.`,
       tags: ['audio'],
       security: caller,
+      body: AudioUploadSchema,
+      bodyMediaType: 'multipart/form-data',
       responses: {
-        200: { description: 'the transcription (json formats)', schema: TranscriptionSchema },
+        200: {
+          description: 'the transcription: JSON formats, or text',
+          schema: TranscriptionSchema,
+          mediaTypes: ['text/plain', 'text/vtt'],
+        },
         ...inference,
         413: error('PAYLOAD_TOO_LARGE: the upload is over LLM_GATEWAY_AUDIO_MAX_BYTES'),
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/audio/translations',
+      summary: 'Audio translation into English (OpenAI multipart upload), priced per audio minute',
+      description: `A model of type \`audio_transcription\` whose provider translates (OpenAI: whisper-1), through the provider's \`/audio/translations\`. ${AUDIO_TEXT_DESCRIPTION}`,
+      tags: ['audio'],
+      security: caller,
+      body: AudioUploadSchema,
+      bodyMediaType: 'multipart/form-data',
+      responses: {
+        200: {
+          description: 'the translation: JSON formats, or text',
+          schema: TranscriptionSchema,
+          mediaTypes: ['text/plain', 'text/vtt'],
+        },
+        ...inference,
+        413: error('PAYLOAD_TOO_LARGE: the upload is over LLM_GATEWAY_AUDIO_MAX_BYTES'),
+      },
+    },
+    {
+      method: 'post',
+      path: '/v1/audio/speech',
+      summary: 'Text to speech (OpenAI wire format): the audio, as the provider sends it',
+      description:
+        "A model of type `audio_speech`. `input` (at most 4096 characters, else 400 INVALID_BODY before any quota or provider call) and `instructions` count as prompt tokens toward rpm/tpm and the monthly tokens; priced per million characters of `input` (`pricing.per_million_characters`), reported in `x-platform-characters` and `x-platform-cost`. The body is the audio in `response_format` (`mp3` default, `opus`, `aac`, `flac`, `wav`, `pcm`) forwarded as it arrives, its content type the provider's when that is audio (the `mock` provider answers WAV whatever is asked), else OpenAI's for the format; with `stream_format: sse`, the provider's `speech.audio.delta` / `speech.audio.done` events. A failure after the first bytes cuts the answer; a client that leaves cancels the provider call.",
+      tags: ['audio'],
+      security: caller,
+      body: SpeechRequestSchema.meta({ id: 'SpeechRequest' }),
+      responses: {
+        200: {
+          description: 'the audio (chunked), or the event stream',
+          mediaTypes: [...Object.values(SPEECH_CONTENT_TYPES), 'text/event-stream'],
+        },
+        ...inference,
       },
     },
   ];

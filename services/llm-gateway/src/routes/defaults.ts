@@ -10,6 +10,7 @@ const CONCERNS = {
   embeddings: 'embeddings',
   image_generation: 'image_generation',
   audio_transcription: 'audio_transcription',
+  audio_speech: 'audio_speech',
 } as const;
 
 /**

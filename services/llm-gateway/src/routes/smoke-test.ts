@@ -85,6 +85,13 @@ async function probe(model: CatalogueModel, call: Parameters<CatalogueModel['ada
       );
       return { response: body, extra: {} };
     }
+    case 'audio_speech': {
+      if (!model.adapter.speech) throw unsupported(model, 'speech');
+      const answer = await model.adapter.speech({ input: 'Smoke test.', voice: 'alloy' }, call);
+      let bytes = 0;
+      for await (const chunk of answer.audio) bytes += chunk.length;
+      return { response: { content_type: answer.contentType, bytes }, extra: {} };
+    }
   }
 }
 

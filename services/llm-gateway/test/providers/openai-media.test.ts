@@ -1,4 +1,4 @@
-import { type ProviderSimulator, startProviderSimulator } from '@platform/testkit';
+import { type ProviderSimulator, startProviderSimulator, waitFor } from '@platform/testkit';
 import { createProviderAdapter, type ProviderCall } from '../../src/providers';
 
 let sim: ProviderSimulator;
@@ -108,6 +108,66 @@ describe('OpenAI-protocol adapter: images and audio', () => {
       path: '/openai/deployments/whisper-prod/audio/transcriptions',
       query: { 'api-version': '2024-06-01' },
     });
+  });
+
+  it('translates through audio/translations, with the same upload and answers as transcriptions', async () => {
+    const answer = await openai().translations!(
+      {
+        file: wav(2),
+        filename: 'hola.wav',
+        mimeType: 'audio/wav',
+        fields: { response_format: 'verbose_json' },
+      },
+      call('whisper-sim'),
+    );
+    expect(answer.body).toMatchObject({ task: 'translate', language: 'english', duration: 2 });
+    expect(answer.durationSeconds).toBe(2);
+    expect(sim.requests()[0]).toMatchObject({ path: '/v1/audio/translations', model: 'whisper-sim' });
+  });
+
+  it('speaks through audio/speech: settles with the first bytes, the rest as the provider sends it', async () => {
+    const input = 'Fifteen chars. '.repeat(4); // 60 characters: 4 seconds, 192,000 bytes in 4 KiB chunks
+    const answer = await openai().speech!(
+      { model: 'catalogue/tts', input, voice: 'alloy', response_format: 'flac' },
+      call('tts-sim'),
+    );
+    expect(answer.contentType).toBe('audio/flac');
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of answer.audio) chunks.push(chunk);
+    const audio = Buffer.concat(chunks);
+    expect([audio.length, audio.subarray(0, 4).toString()]).toEqual([192_000, 'fLaC']);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(sim.requests()[0]).toMatchObject({
+      path: '/v1/audio/speech',
+      model: 'tts-sim',
+      body: { input, voice: 'alloy', response_format: 'flac' },
+    });
+  });
+
+  it('speech: no first bytes within the timeout is a ProviderTimeoutError; silence later fails the iteration', async () => {
+    sim.script([{ times: 1, hang: true }]);
+    await expect(
+      openai().speech!({ input: 'hello', voice: 'alloy' }, { ...call('tts-sim'), timeoutMs: 200 }),
+    ).rejects.toMatchObject({ name: 'ProviderTimeoutError', midStream: false });
+    sim.script([{ streamFailure: { afterChunks: 1, mode: 'hang' } }]);
+    const answer = await openai().speech!(
+      { input: 'a longer text to speak, in several chunks', voice: 'alloy' },
+      { ...call('tts-sim'), timeoutMs: 200 },
+    );
+    const read = async () => {
+      for await (const _ of answer.audio);
+    };
+    await expect(read()).rejects.toMatchObject({ name: 'ProviderTimeoutError', midStream: true });
+  });
+
+  it('speech: ending the iteration early cancels the provider call', async () => {
+    sim.script([{ chunkDelayMs: 50 }]);
+    const answer = await openai().speech!(
+      { input: 'a longer text to speak, in several chunks', voice: 'alloy' },
+      call('tts-sim'),
+    );
+    for await (const _ of answer.audio) break;
+    await waitFor(() => sim.requests()[0]!.clientClosed, { what: 'the call to be cancelled' });
   });
 
   it('maps a refused upload to a ProviderError', async () => {

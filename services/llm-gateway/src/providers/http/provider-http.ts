@@ -234,6 +234,56 @@ export function invalidAnswer(
   });
 }
 
+/**
+ * Sends one request and answers its body as it arrives (audio): the promise settles with the provider's first
+ * bytes in hand, so a failure before them can still be retried or failed over. The timeout bounds the wait for
+ * them and then every silence between two reads (not the time the caller holds a chunk). Ending the iteration
+ * early, or the caller's signal, cancels the upstream request.
+ */
+export async function sendForBytes(
+  http: ProviderHttp,
+  call: ProviderCall,
+  request: ProviderRequest,
+): Promise<{ contentType: string; body: AsyncIterable<Uint8Array> }> {
+  const guard = new CallGuard(call);
+  let reader: AsyncIterator<Uint8Array>;
+  let first: IteratorResult<Uint8Array>;
+  let contentType: string;
+  try {
+    const res = await http.send(request.url, {
+      method: 'POST',
+      headers: request.headers,
+      body: request.body,
+      signal: guard.controller.signal,
+    });
+    if (!res.ok) throw await errorFromResponse(http, call.model, res);
+    contentType = res.header('content-type') ?? '';
+    reader = res.chunks();
+    first = await reader.next();
+    if (first.done) throw invalidAnswer(http, call, 'an empty body', res.status);
+  } catch (err) {
+    guard.dispose(true);
+    throw translate(http, call, guard, err, false);
+  }
+  guard.pause();
+  async function* body(): AsyncGenerator<Uint8Array> {
+    let finished = false;
+    try {
+      for (let next = first; !next.done; next = await reader.next()) {
+        guard.pause();
+        yield next.value;
+        guard.arm();
+      }
+      finished = true;
+    } catch (err) {
+      throw translate(http, call, guard, err, true);
+    } finally {
+      guard.dispose(!finished);
+    }
+  }
+  return { contentType, body: body() };
+}
+
 /** How long the end of a body may lag behind its last event before the connection is dropped. */
 const DRAIN_MS = 250;
 

@@ -1,4 +1,5 @@
 import { inflateSync } from 'node:zlib';
+import { audioDuration } from '../../audio/duration';
 import { createProviderAdapter } from '..';
 import type { ChatCompletionChunk, ProviderCall } from '../types';
 
@@ -200,6 +201,49 @@ describe('mock provider', () => {
     ).rejects.toMatchObject({
       name: 'ProviderError',
       retryable: false,
+    });
+  });
+
+  it('speaks a WAV tone in pieces, its length following the input, and OpenAI’s events with stream_format sse', async () => {
+    const bytes = async (audio: AsyncIterable<Uint8Array>) => {
+      const pieces: Uint8Array[] = [];
+      for await (const piece of audio) pieces.push(piece);
+      return Buffer.concat(pieces);
+    };
+    const input = 'x'.repeat(60); // 4 s at 15 characters a second, 8,000 bytes a second
+    const wav = await mock.speech!({ input, voice: 'alloy', response_format: 'mp3' }, call());
+    expect(wav.contentType).toBe('audio/wav');
+    const audio = await bytes(wav.audio);
+    expect([audio.subarray(0, 4).toString(), audioDuration(audio)?.seconds]).toEqual(['RIFF', 4]);
+    expect(await bytes((await mock.speech!({ input, voice: 'alloy' }, call())).audio)).toEqual(audio);
+    const sse = await mock.speech!({ input, voice: 'alloy', stream_format: 'sse' }, call());
+    expect(sse.contentType).toBe('text/event-stream');
+    const events = (await bytes(sse.audio))
+      .toString()
+      .split('\n\n')
+      .filter(Boolean)
+      .map((frame) => JSON.parse(frame.slice('data: '.length)));
+    expect(Buffer.concat(events.slice(0, -1).map((e) => Buffer.from(e.audio, 'base64')))).toEqual(audio);
+    expect(events.at(-1)).toEqual({
+      type: 'speech.audio.done',
+      usage: { input_tokens: 1, output_tokens: 0, total_tokens: 1 },
+    });
+  });
+
+  it('translates as it transcribes, into English', async () => {
+    const answer = await mock.translations!(
+      {
+        file: Buffer.alloc(10),
+        filename: 'hola.ogg',
+        mimeType: 'audio/ogg',
+        fields: { response_format: 'verbose_json' },
+      },
+      call(),
+    );
+    expect(answer.body).toMatchObject({
+      task: 'translate',
+      language: 'english',
+      text: 'Mock translation of hola.ogg: 10 bytes.',
     });
   });
 

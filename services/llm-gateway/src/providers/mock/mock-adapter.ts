@@ -9,6 +9,7 @@ import type {
   ProviderCall,
   ProviderSpec,
   TranscriptionResult,
+  TranscriptionUpload,
   Usage,
 } from '../types';
 import { ProviderError, RequestRefusedForProvider } from '../types';
@@ -22,6 +23,7 @@ import {
   tokenPieces,
 } from './mock-model';
 import { solidPng } from './png';
+import { mockSpeechSeconds, toneWav } from './tone-wav';
 
 /** Dimensions of a mock embedding when the request names none. */
 export const MOCK_EMBEDDING_DIMENSIONS = 256;
@@ -41,6 +43,13 @@ function abortIfNeeded(call: ProviderCall): void {
   if (call.signal.aborted) throw call.signal.reason ?? new Error('aborted');
 }
 
+/** the pieces the mock's speech is answered in, as a provider streams it */
+const SPEECH_PIECE_BYTES = 16 * 1024;
+
+async function* streamed(pieces: Uint8Array[]): AsyncGenerator<Uint8Array> {
+  yield* pieces;
+}
+
 /** The built-in `mock` provider: deterministic answers computed in process, no network. */
 export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): ProviderAdapter {
   const created = () => Math.floor(deps.clock.now().getTime() / 1000);
@@ -57,7 +66,7 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
     return { turn, id, usage, toolCalls };
   }
 
-  return {
+  const adapter: ProviderAdapter = {
     name: spec.name,
     maxEmbeddingDimensions: MOCK_MAX_EMBEDDING_DIMENSIONS,
 
@@ -168,72 +177,107 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
       return { body: { created: created(), data } };
     },
 
-    async transcriptions(upload, call): Promise<TranscriptionResult> {
+    transcriptions: async (upload, call) => audioText(upload, call, 'transcribe'),
+    translations: async (upload, call) => audioText(upload, call, 'translate'),
+
+    // a tone whose length follows the input's, as WAV whatever format is asked (so its content type says
+    // audio/wav); with `stream_format: sse`, OpenAI's events carrying it in base64
+    async speech(body, call) {
       abortIfNeeded(call);
-      const duration = audioDuration(upload.file)?.seconds ?? null;
-      const text = `Mock transcription of ${upload.filename}: ${upload.file.length} bytes${
-        duration === null ? '' : `, ${duration.toFixed(2)} seconds`
-      }.`;
-      const seconds = duration ?? 0;
-      const stamp = (s: number, sep: string) => {
-        const ms = Math.round(s * 1000);
-        const p = (v: number, w = 2) => String(v).padStart(w, '0');
-        return `${p(Math.floor(ms / 3_600_000))}:${p(Math.floor(ms / 60_000) % 60)}:${p(Math.floor(ms / 1000) % 60)}${sep}${p(ms % 1000, 3)}`;
+      const wav = toneWav(mockSpeechSeconds([...body.input].length, body.speed));
+      const pieces: Uint8Array[] = [];
+      for (let at = 0; at < wav.length; at += SPEECH_PIECE_BYTES)
+        pieces.push(wav.subarray(at, at + SPEECH_PIECE_BYTES));
+      if (body.stream_format !== 'sse') return { contentType: 'audio/wav', audio: streamed(pieces) };
+      const tokens = mockTokens(body.input);
+      const event = (data: unknown) => Buffer.from(`data: ${JSON.stringify(data)}\n\n`);
+      return {
+        contentType: 'text/event-stream',
+        audio: streamed([
+          ...pieces.map((piece) =>
+            event({ type: 'speech.audio.delta', audio: Buffer.from(piece).toString('base64') }),
+          ),
+          event({
+            type: 'speech.audio.done',
+            usage: { input_tokens: tokens, output_tokens: 0, total_tokens: tokens },
+          }),
+        ]),
       };
-      const format = upload.fields.response_format ?? 'json';
-      const result = (body: unknown, contentType: string) => ({
-        body,
-        contentType,
-        durationSeconds: duration,
-      });
-      switch (format) {
-        case 'json':
-          return result({ text }, 'application/json');
-        case 'verbose_json': {
-          // OpenAI's: segment timestamps unless only word ones are asked for, `words` when they are
-          const granularities = (upload.entries ?? [])
-            .filter(([name]) => name === 'timestamp_granularities[]' || name === 'timestamp_granularities')
-            .map(([, value]) => value);
-          const words = text.split(/\s+/).filter(Boolean);
-          const step = words.length ? seconds / words.length : 0;
-          return result(
-            {
-              task: 'transcribe',
-              language: upload.fields.language ?? 'english',
-              duration: seconds,
-              text,
-              ...(granularities.includes('word')
-                ? { words: words.map((word, i) => ({ word, start: i * step, end: (i + 1) * step })) }
-                : {}),
-              ...(granularities.length === 0 || granularities.includes('segment')
-                ? { segments: [{ id: 0, start: 0, end: seconds, text }] }
-                : {}),
-            },
-            'application/json',
-          );
-        }
-        case 'text':
-          return result(`${text}\n`, 'text/plain; charset=utf-8');
-        case 'srt':
-          return result(
-            `1\n${stamp(0, ',')} --> ${stamp(seconds, ',')}\n${text}\n\n`,
-            'text/plain; charset=utf-8',
-          );
-        case 'vtt':
-          return result(
-            `WEBVTT\n\n${stamp(0, '.')} --> ${stamp(seconds, '.')}\n${text}\n\n`,
-            'text/vtt; charset=utf-8',
-          );
-        default:
-          throw new ProviderError({
-            provider: spec.name,
-            model: call.model,
-            upstreamStatus: 400,
-            providerErrorType: 'invalid_request_error',
-            retryable: false,
-            message: `response_format must be json, text, srt, verbose_json or vtt`,
-          });
-      }
     },
   };
+
+  /** A transcription (or a translation into English) in the format asked. */
+  function audioText(
+    upload: TranscriptionUpload,
+    call: ProviderCall,
+    task: 'transcribe' | 'translate',
+  ): TranscriptionResult {
+    abortIfNeeded(call);
+    const duration = audioDuration(upload.file)?.seconds ?? null;
+    const text = `Mock ${task === 'transcribe' ? 'transcription' : 'translation'} of ${upload.filename}: ${upload.file.length} bytes${
+      duration === null ? '' : `, ${duration.toFixed(2)} seconds`
+    }.`;
+    const seconds = duration ?? 0;
+    const stamp = (s: number, sep: string) => {
+      const ms = Math.round(s * 1000);
+      const p = (v: number, w = 2) => String(v).padStart(w, '0');
+      return `${p(Math.floor(ms / 3_600_000))}:${p(Math.floor(ms / 60_000) % 60)}:${p(Math.floor(ms / 1000) % 60)}${sep}${p(ms % 1000, 3)}`;
+    };
+    const format = upload.fields.response_format ?? 'json';
+    const result = (body: unknown, contentType: string) => ({
+      body,
+      contentType,
+      durationSeconds: duration,
+    });
+    switch (format) {
+      case 'json':
+        return result({ text }, 'application/json');
+      case 'verbose_json': {
+        // OpenAI's: segment timestamps unless only word ones are asked for, `words` when they are
+        const granularities = (upload.entries ?? [])
+          .filter(([name]) => name === 'timestamp_granularities[]' || name === 'timestamp_granularities')
+          .map(([, value]) => value);
+        const words = text.split(/\s+/).filter(Boolean);
+        const step = words.length ? seconds / words.length : 0;
+        return result(
+          {
+            task,
+            language: task === 'translate' ? 'english' : (upload.fields.language ?? 'english'),
+            duration: seconds,
+            text,
+            ...(granularities.includes('word')
+              ? { words: words.map((word, i) => ({ word, start: i * step, end: (i + 1) * step })) }
+              : {}),
+            ...(granularities.length === 0 || granularities.includes('segment')
+              ? { segments: [{ id: 0, start: 0, end: seconds, text }] }
+              : {}),
+          },
+          'application/json',
+        );
+      }
+      case 'text':
+        return result(`${text}\n`, 'text/plain; charset=utf-8');
+      case 'srt':
+        return result(
+          `1\n${stamp(0, ',')} --> ${stamp(seconds, ',')}\n${text}\n\n`,
+          'text/plain; charset=utf-8',
+        );
+      case 'vtt':
+        return result(
+          `WEBVTT\n\n${stamp(0, '.')} --> ${stamp(seconds, '.')}\n${text}\n\n`,
+          'text/vtt; charset=utf-8',
+        );
+      default:
+        throw new ProviderError({
+          provider: spec.name,
+          model: call.model,
+          upstreamStatus: 400,
+          providerErrorType: 'invalid_request_error',
+          retryable: false,
+          message: `response_format must be json, text, srt, verbose_json or vtt`,
+        });
+    }
+  }
+
+  return adapter;
 }

@@ -1,6 +1,12 @@
 import type { Clock } from '@platform/kernel';
 import { mergeHeaders } from '../http/headers';
-import { invalidAnswer, type ProviderHttp, sendForAnswer, sendForJson } from '../http/provider-http';
+import {
+  invalidAnswer,
+  type ProviderHttp,
+  sendForAnswer,
+  sendForBytes,
+  sendForJson,
+} from '../http/provider-http';
 import type { ProviderTransport } from '../http/transport';
 import type {
   ChatCompletion,
@@ -101,19 +107,32 @@ export function createOpenAiAdapter(
       return { body: answer };
     },
 
-    async transcriptions(upload, call) {
-      return transcribe(upload, call);
+    transcriptions: (upload, call) => transcribe(upload, call, 'audio/transcriptions'),
+    translations: (upload, call) => transcribe(upload, call, 'audio/translations'),
+
+    async speech(body, call) {
+      const answer = await sendForBytes(http, call, {
+        url: url(call.model, 'audio/speech'),
+        headers: headers(call, '*/*'),
+        body: JSON.stringify({ ...body, model: call.model }),
+      });
+      return { contentType: answer.contentType, audio: answer.body };
     },
   };
 
-  async function transcribe(upload: TranscriptionUpload, call: ProviderCall): Promise<TranscriptionResult> {
+  /** `audio/transcriptions` and `audio/translations` take the same upload and answer alike */
+  async function transcribe(
+    upload: TranscriptionUpload,
+    call: ProviderCall,
+    path: 'audio/transcriptions' | 'audio/translations',
+  ): Promise<TranscriptionResult> {
     const form = new FormData();
     for (const [name, value] of upload.entries ?? Object.entries(upload.fields))
       if (name !== 'model') form.append(name, value);
     form.append('model', call.model);
     form.append('file', new Blob([upload.file], { type: upload.mimeType }), upload.filename);
     const { res, text } = await sendForAnswer(http, call, {
-      url: url(call.model, 'audio/transcriptions'),
+      url: url(call.model, path),
       headers: headers(call, '*/*', false),
       body: form,
     });
@@ -123,7 +142,7 @@ export function createOpenAiAdapter(
       try {
         body = JSON.parse(text);
       } catch {
-        throw invalidAnswer(http, call, 'a transcription that is not JSON', res.status);
+        throw invalidAnswer(http, call, `an ${path} answer that is not JSON`, res.status);
       }
     }
     const reported = body as { duration?: unknown; usage?: { type?: unknown; seconds?: unknown } };
