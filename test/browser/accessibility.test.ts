@@ -10,7 +10,7 @@ import * as oidc from 'openid-client';
 import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
-import { startTestPlatform, type TestPlatform } from '../harness';
+import { callJson, startTestPlatform, type TestPlatform } from '../harness';
 import { type CafeSite, closeSite, createCafeAssistant, hostCafeSite } from './cafe-assistant';
 import { chromiumAvailable, launchChromium } from './chromium';
 
@@ -512,6 +512,57 @@ run('every page is usable with a keyboard, a screen reader, dark mode and a smal
     await page.getByRole('button', { name: 'Set new password' }).click();
     await page.getByRole('heading', { name: 'Password changed' }).waitFor();
     await audit(page, 'password-changed', problems);
+
+    expect(report(problems)).toBe('');
+  });
+
+  it('deleting an account: blocked by an organization, the confirmation with a second factor, a wrong password, deleted', async () => {
+    const problems: string[] = [];
+    const page = await newPage(await context(), problems);
+    const leaving = `ada-${Date.now()}@example.com`;
+    await page.goto(`${base}/account/signup`);
+    await page.getByLabel('Email').fill(leaving);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL(`${base}/account?welcome=1`);
+    await page.goto(`${base}/account/mfa`);
+    const secret = (await page.locator('#totp-secret').textContent())!.trim();
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret), digits: 6, period: 30 });
+    await page.getByLabel('Code from the app').fill(totp.generate());
+    await page.getByRole('button', { name: 'Turn on' }).click();
+    await page.getByRole('heading', { name: 'Two-step verification is on' }).waitFor();
+    // an organization with a colleague in it, which the person owns alone
+    const token = (await page.context().cookies()).find((c) => c.name === 'access-token')!.value;
+    const colleague = (await callJson(`${base}/v2/login/anonymous`, 'POST')).body;
+    const slug = `ada-team-${Date.now()}`;
+    const asAda = (method: string, route: string, body: unknown) =>
+      callJson(`${base}${route}`, method, { bearer: token, body });
+    await asAda('POST', '/v2/orgs', { slug, name: 'Ada Team' });
+    await asAda('POST', `/v2/orgs/${slug}/members`, { userId: colleague.userId, role: 'member' });
+
+    await page.goto(`${base}/account`);
+    await page.getByRole('link', { name: 'Delete my account…' }).click();
+    await page.getByText('Not yet: you are the last owner of what other people still use.').waitFor();
+    await audit(page, 'account-delete-blocked', problems);
+
+    await asAda('POST', `/v2/orgs/${slug}/members`, { userId: colleague.userId, role: 'owner' });
+    await page.reload();
+    await page.getByLabel('Code from your authenticator app').waitFor();
+    await audit(page, 'account-delete', problems);
+    await page.getByLabel('Your password').fill('not the password');
+    await page
+      .getByLabel('Code from your authenticator app')
+      .fill(totp.generate({ timestamp: Date.now() + 30_000 }));
+    await page.getByRole('button', { name: 'Delete my account' }).click();
+    await page.getByRole('alert').waitFor();
+    await audit(page, 'account-delete-error', problems, { error: true });
+    await page.getByLabel('Your password').fill(password);
+    await page
+      .getByLabel('Code from your authenticator app')
+      .fill(totp.generate({ timestamp: Date.now() + 30_000 }));
+    await page.getByRole('button', { name: 'Delete my account' }).click();
+    await page.getByRole('heading', { name: 'Your account is deleted' }).waitFor();
+    await audit(page, 'account-deleted', problems);
 
     expect(report(problems)).toBe('');
   });

@@ -101,8 +101,8 @@ describe('organizations through the edge', () => {
 
   it('a method the path does not take is 405 with Allow, on the base and gateway roots alike', async () => {
     for (const [url, method, allow] of [
-      [`${p.baseUrl}/v2/me`, 'POST', 'GET, HEAD'],
-      [`${p.baseUrl}/v2/orgs/edge-org`, 'DELETE', 'GET, HEAD'],
+      [`${p.baseUrl}/v2/me`, 'POST', 'GET, HEAD, DELETE'],
+      [`${p.baseUrl}/v2/orgs/edge-org`, 'PUT', 'GET, HEAD, PATCH, DELETE'],
       [`${p.gatewayUrl}/v1/quotas/usage`, 'POST', 'GET, HEAD'],
       [`${p.gatewayUrl}/v1/quotas/settings`, 'PUT', 'GET, HEAD, PATCH'],
     ] as const) {

@@ -233,6 +233,7 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
           'runtime.jwks.updated',
           'auth.credential.revoked',
           'auth.membership.changed',
+          'auth.org.deleted',
         ],
         subscribe: ['gateway.jwks.updated'],
         all: false,
@@ -244,7 +245,7 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       },
       'llm-quota': {
         publish: ['analytics.llm.completion.dead', 'llm.quota.settings.changed'],
-        subscribe: [],
+        subscribe: ['auth.org.deleted'],
         all: false,
       },
       'legacy-agent': { publish: [], subscribe: [], all: false },

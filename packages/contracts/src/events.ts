@@ -8,6 +8,7 @@ export const Subjects = {
   llmCompletionDeadLetter: 'analytics.llm.completion.dead',
   credentialRevoked: 'auth.credential.revoked',
   membershipChanged: 'auth.membership.changed',
+  orgDeleted: 'auth.org.deleted',
   llmCatalogueUpdated: 'llm.catalogue.updated',
   llmQuotaSettingsChanged: 'llm.quota.settings.changed',
 } as const;
@@ -23,10 +24,14 @@ export const JwksUpdatedEvent = z.object({
 });
 export type JwksUpdatedEvent = z.infer<typeof JwksUpdatedEvent>;
 
-/** `auth.credential.revoked`, version 1: edges drop the cached introspection for this hash. */
+/**
+ * `auth.credential.revoked`, version 1: edges drop the cached introspection for this hash. Kind `user` (`id` = the
+ * user id) is every credential of a person at once: their account was deleted. Each of their sessions and access
+ * tokens is also announced on its own, so an edge that does not know the kind yet still drops them.
+ */
 export const CredentialRevokedEvent = z.object({
   version: z.literal(1),
-  kind: z.enum(['access_token', 'workspace_api_key', 'org_api_key', 'session']),
+  kind: z.enum(['access_token', 'workspace_api_key', 'org_api_key', 'session', 'user']),
   id: z.string(),
   /** sha256 (hex) of the credential as sent by clients; what edge caches are keyed by */
   credentialHash: z.string().optional(),
@@ -42,6 +47,19 @@ export const MembershipChangedEvent = z.object({
   at: z.string(),
 });
 export type MembershipChangedEvent = z.infer<typeof MembershipChangedEvent>;
+
+/**
+ * `auth.org.deleted`, version 1: an organization was deleted. Its slug is never given to another organization (auth
+ * keeps it reserved), so what other services keep under the slug (llm-quota's settings and usage) belongs to no one
+ * else, ever; they stop serving it.
+ */
+export const OrgDeletedEvent = z.object({
+  version: z.literal(1),
+  orgId: z.string(),
+  orgSlug: z.string(),
+  at: z.string(),
+});
+export type OrgDeletedEvent = z.infer<typeof OrgDeletedEvent>;
 
 /**
  * `analytics.llm.completion`, version 1: the contract for any LLM gateway feeding llm-quota.
@@ -105,6 +123,7 @@ export interface EventPayloads {
   'analytics.llm.completion.dead': { reason: string; raw: string; at: string };
   'auth.credential.revoked': CredentialRevokedEvent;
   'auth.membership.changed': MembershipChangedEvent;
+  'auth.org.deleted': OrgDeletedEvent;
   'llm.catalogue.updated': LlmCatalogueUpdatedEvent;
   'llm.quota.settings.changed': LlmQuotaSettingsChangedEvent;
 }

@@ -17,10 +17,17 @@ import {
 } from './routes/accounts';
 import { JwksSchema } from './routes/jwks';
 import { AnonymousSessionSchema } from './routes/login';
-import { ActiveOrgBody, MeSchema } from './routes/me';
+import { ActiveOrgBody, DeleteAccountBody, MeSchema } from './routes/me';
 import { CreatedOrgApiKeySchema, CreateOrgApiKeyBody, OrgApiKeySchema } from './routes/org-api-keys';
 import { OrgSecurityBody, OrgSecuritySchema } from './routes/org-security';
-import { AddMemberBody, CreateOrgBody, OrgDetailSchema, OrgMemberSchema, OrgSchema } from './routes/orgs';
+import {
+  AddMemberBody,
+  CreateOrgBody,
+  OrgDetailSchema,
+  OrgMemberSchema,
+  OrgSchema,
+  RenameOrgBody,
+} from './routes/orgs';
 import { PutRoleBody, RoleSchema } from './routes/roles';
 import { PlatformStatusSchema } from './routes/status';
 import {
@@ -189,6 +196,28 @@ export const AUTH_ROUTES: RouteDoc[] = [
     responses: { 200: ok('the user, their memberships and active organization', MeSchema), ...denied },
   },
   {
+    method: 'delete',
+    path: '/v2/me',
+    summary: 'Delete the caller’s account for good',
+    description:
+      'Needs a session signed in on the platform (not an access token, a key or an application’s token) and, once more, the password (and `mfaCode` when a second factor is enrolled); an account without a password needs a sign-in of the last 10 minutes; an anonymous user needs nothing more. Every session, access token and OpenID Connect grant of the person ends at once on every edge; their memberships, second factor, password, external identities and mailed links go; organizations they are the only member of are deleted with it; the email is free for a new account at once.',
+    tags: ['sessions'],
+    security: SESSION,
+    body: DeleteAccountBody,
+    responses: {
+      204: none('deleted; the session cookies are cleared'),
+      ...invalid,
+      401: denied[401],
+      403: error(
+        'ReauthenticationRequired (`details.needs`: password, mfaCode, recentSignIn), InvalidCredentials, InvalidMfaCode, PlatformSessionRequired, or an access token or key',
+      ),
+      409: error(
+        'LastOwner: the caller is the last owner of organizations or workspaces other people belong to (`details.organizations`, `details.workspaces`); AccountBeingDeleted',
+      ),
+      429: error('RATE_LIMITED: too many wrong passwords or codes for this account or from this address'),
+    },
+  },
+  {
     method: 'put',
     path: '/v2/user/active-org',
     summary: 'Switch the active organization',
@@ -241,7 +270,9 @@ export const AUTH_ROUTES: RouteDoc[] = [
       201: ok('created; the caller is its owner', OrgSchema),
       ...invalid,
       ...denied,
-      409: error('OrgSlugTaken'),
+      409: error(
+        'OrgSlugTaken: in use, or (`details.reason: "deleted"`) held by a deleted organization for good',
+      ),
     },
   },
   {
@@ -259,6 +290,36 @@ export const AUTH_ROUTES: RouteDoc[] = [
     tags: ['organizations'],
     security: ANY,
     responses: { 200: ok('organization', OrgDetailSchema), ...denied, ...unknown('organization') },
+  },
+  {
+    method: 'patch',
+    path: '/v2/orgs/:orgSlug',
+    summary: 'Rename an organization (owners; the slug never changes)',
+    tags: ['organizations'],
+    security: USER,
+    body: RenameOrgBody,
+    responses: {
+      200: ok('renamed', OrgDetailSchema),
+      ...invalid,
+      401: denied[401],
+      403: error('OwnerOnly: only an owner may rename it; NotAMember; MfaRequired'),
+      ...unknown('or deleted organization'),
+    },
+  },
+  {
+    method: 'delete',
+    path: '/v2/orgs/:orgSlug',
+    summary: 'Delete an organization (owners)',
+    description:
+      'Revokes its API keys, deletes its workspaces (their keys revoked), memberships and custom roles, and clears the members’ active organization where it was this one; every edge drops them at once, and llm-quota stops serving its settings. The slug is reserved for good: no organization can be made with it again. Usage counted under it is kept.',
+    tags: ['organizations'],
+    security: USER,
+    responses: {
+      204: none('deleted'),
+      401: denied[401],
+      403: error('OwnerOnly: only an owner may delete it; NotAMember; MfaRequired'),
+      ...unknown('or deleted organization'),
+    },
   },
   {
     method: 'get',

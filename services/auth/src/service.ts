@@ -9,6 +9,7 @@ import {
   type PlatformService,
 } from '@platform/kernel';
 import type { Store } from '@platform/store';
+import { AccountDeletion } from './accounts/account-deletion';
 import { Accounts } from './accounts/accounts';
 import { LoginThrottle } from './accounts/login-throttle';
 import { createMailer } from './accounts/mailer';
@@ -127,6 +128,7 @@ export async function buildAuthService(
   const formTokens = new FormTokens(config.PLATFORM_INTERNAL_SECRET);
   const sso = new SsoClients(openSsoCollections(store));
   const oidc = new OidcProviderHost(context, openClients(store), providerPages(context));
+  const deletion = new AccountDeletion(context, accounts, sso);
 
   const app = createServiceApp({
     name: 'auth',
@@ -154,10 +156,10 @@ export async function buildAuthService(
         mailLimiter,
       );
       mountSsoPages(router, context, sso, signIn.finishPassword);
-      mountAccountPages(router, context, accounts, formTokens);
+      mountAccountPages(router, context, accounts, formTokens, deletion);
       mountInteractionPages(router, context, oidc, accounts, formTokens, signIn.finishPassword, sso);
       mountOidcRoutes(router, context, oidc);
-      mountMeRoutes(router, context);
+      mountMeRoutes(router, context, deletion);
       mountAccessTokenRoutes(router, context);
       mountOrgRoutes(router, context);
       mountOrgSecurityRoutes(router, context);

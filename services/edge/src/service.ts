@@ -195,6 +195,7 @@ export async function buildEdgeService(
             return log.warn({ issues: event.error.issues }, 'malformed auth.credential.revoked');
           resolver.onCredentialRevoked(event.data);
           if (event.data.kind === 'session') verifier.forgetSession(event.data.id);
+          if (event.data.kind === 'user') verifier.forgetUser(event.data.id);
         }),
         bus.subscribe(Subjects.membershipChanged, (payload) => {
           const event = MembershipChangedEvent.safeParse(payload);

@@ -202,6 +202,25 @@ describe('access tokens and API keys (introspected at auth)', () => {
     await edge.bus.publish(Subjects.membershipChanged, { version: 1, orgSlug: 'acme', at: '' });
     await waitFor(async () => (await ok({ 'x-platform-api-key': key })) && callsFor(key) === before + 1);
   });
+
+  it('drops every cached answer of a person whose account was deleted (auth.credential.revoked, kind user)', async () => {
+    const [first, second, someoneElse] = [accessToken(), accessToken(), accessToken()];
+    valid(first, principalOf({ userId: 'u-gone', kind: 'access_token', id: 'tok-1' }), 60);
+    valid(second, principalOf({ userId: 'u-gone', kind: 'access_token', id: 'tok-2' }), 60);
+    valid(someoneElse, principalOf({ userId: 'u-stays', kind: 'access_token', id: 'tok-3' }), 60);
+    const status = async (token: string) =>
+      (await request(edge.url, '/llm/v1/x', { headers: bearer(token) })).status;
+    for (const token of [first, second, someoneElse]) expect(await status(token)).toBe(200);
+
+    // auth refuses them from now on; only the event explains a refusal before the cache's 60 s
+    auth.state.answers.delete(first);
+    auth.state.answers.delete(second);
+    await edge.bus.publish(Subjects.credentialRevoked, { version: 1, kind: 'user', id: 'u-gone', at: '' });
+    await waitFor(async () => (await status(first)) === 401 && (await status(second)) === 401);
+    const before = callsFor(someoneElse);
+    expect(await status(someoneElse)).toBe(200);
+    expect(callsFor(someoneElse)).toBe(before);
+  });
 });
 
 describeWithNats('revocation across edge instances', () => {

@@ -1,5 +1,5 @@
 import type { Bus } from '@platform/bus';
-import { Subjects } from '@platform/contracts';
+import { OrgDeletedEvent, Subjects } from '@platform/contracts';
 import {
   type BaseDeps,
   type Clock,
@@ -116,13 +116,33 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     },
   });
 
+  /**
+   * `auth.org.deleted`: stop serving the organization's settings, and tell the gateways to drop their copy. Core NATS:
+   * a message missed while llm-quota was away leaves the settings served to no one, since only auth gives a caller
+   * an organization and it gives none for a deleted one.
+   */
+  const onOrgDeleted = async (payload: unknown) => {
+    const event = OrgDeletedEvent.safeParse(payload);
+    if (!event.success) return logger.warn({ issues: event.error.issues }, 'malformed auth.org.deleted');
+    const { orgSlug, at } = event.data;
+    try {
+      await settings.markDeleted(orgSlug, Number.isNaN(Date.parse(at)) ? clock.now() : new Date(at));
+      logger.info({ orgSlug }, 'organization deleted: its quota settings are no longer served');
+      await routeDeps.settingsChanged(orgSlug);
+    } catch (err) {
+      logger.error({ err, orgSlug }, 'auth.org.deleted could not be recorded');
+    }
+  };
+
   let started = false;
+  let unsubscribe: (() => void) | undefined;
   return {
     name: 'llm-quota',
     handler: app,
     admin: app.admin,
     async start() {
       if (started) return;
+      unsubscribe = bus.subscribe(Subjects.orgDeleted, (payload) => onOrgDeleted(payload));
       await consumer.start();
       maintenance.start();
       started = true;
@@ -130,6 +150,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     async stop() {
       if (!started) return;
       started = false;
+      unsubscribe?.();
       await consumer.stop();
       await maintenance.stop();
     },

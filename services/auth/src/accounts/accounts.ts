@@ -142,7 +142,8 @@ export class Accounts {
     // An unknown email costs the same hash as a known one: timing does not tell them apart.
     this.dummyHash ??= hashPassword(randomBytes(16).toString('hex'), this.scrypt);
     const ok = await verifyPassword(password, account?.passwordHash ?? (await this.dummyHash));
-    const user = account && ok ? await c.collections.users.findOne({ _id: account.userId }) : null;
+    const found = account && ok ? await c.collections.users.findOne({ _id: account.userId }) : null;
+    const user = found?.deletedAt ? null : found;
     if (!user) {
       this.metrics.passwordLogin('invalid_credentials');
       throw invalidCredentials();
@@ -240,6 +241,20 @@ export class Accounts {
       : null;
     if (!user) throw new InvalidInput('This link is invalid or has expired', { error: 'InvalidToken' });
     return user;
+  }
+
+  /** Tells the address that its account was deleted (who else may have held it learns it too); never fails. */
+  async sendAccountDeleted(email: string): Promise<void> {
+    const name = this.c.config.PLATFORM_NAME;
+    try {
+      await this.mailer.send({
+        to: email,
+        subject: 'Your account was deleted',
+        text: `Your ${name} account with this address was deleted, as you asked. Your sessions, access tokens and the applications you had allowed were signed out, and your password and two-step verification were erased. Organizations you were the only member of were deleted with it.\n\nThis address can be used for a new account at any time.\n\nIf you did not ask for this, someone who could sign in as you did: tell the platform's operator.\n`,
+      });
+    } catch (err) {
+      this.c.logger.warn({ err }, 'the account-deleted mail was not sent');
+    }
   }
 
   /** Always succeeds from the caller's point of view: whether the email has an account is not told. */

@@ -102,7 +102,7 @@ export async function refreshSession(c: AuthContext, refreshToken: string): Prom
   }
   const session = await c.collections.sessions.findOne({ _id: spent.sessionId });
   const user = session ? await c.collections.users.findOne({ _id: session.userId }) : null;
-  if (!session || session.revokedAt || !user) return null;
+  if (!session || session.revokedAt || !user || user.deletedAt) return null;
   const renewed: SessionDoc = {
     ...session,
     createdAt: now,

@@ -14,6 +14,11 @@ export interface UserDoc extends Doc {
   lastName?: string | null;
   /** platform-level role granted by an operator (`pnpm platform admin grant`) */
   platformAdmin?: boolean;
+  /**
+   * set when the person asked for their account to be deleted (decision 0099): from then on no credential of
+   * theirs is accepted, and the document goes once everything that named it is gone
+   */
+  deletedAt?: Date;
 }
 
 /** A password account. `_id` is the normalised email (trimmed, lower case): one account per address. */
@@ -133,6 +138,21 @@ export interface OrgDoc extends Doc {
   subscription: Record<string, unknown> | null;
 }
 
+/**
+ * A deleted organization's slug, kept so that no one registers it again and inherits what others keep under it
+ * (llm-quota's settings and usage, `iak_{slug}_...` keys in old scripts). `_id` is the slug (decision 0099).
+ */
+export interface OrgTombstoneDoc extends Doc {
+  orgId: string;
+  name: string;
+  createdAt: Date;
+  deletedAt: Date;
+  /** who deleted it: a user id (its owner, or its last member deleting their account) */
+  deletedBy: string;
+  /** when everything that named the organization was removed or revoked (absent while that is under way) */
+  sweptAt?: Date;
+}
+
 /** A custom role of an organization (built-in roles live in code). */
 export interface RoleDoc extends Doc {
   orgId: string;
@@ -204,6 +224,7 @@ export interface AuthCollections {
   accessTokens: Collection<AccessTokenDoc>;
   accessTokenPlaces: Collection<AccessTokenPlacesDoc>;
   orgs: Collection<OrgDoc>;
+  orgTombstones: Collection<OrgTombstoneDoc>;
   roles: Collection<RoleDoc>;
   memberships: Collection<MembershipDoc>;
   orgApiKeys: Collection<OrgApiKeyDoc>;
@@ -226,7 +247,11 @@ const ttlOnRemoveAt: IndexSpec = { fields: { removeAt: 1 }, expireAfterSeconds: 
  */
 export function openCollections(store: Store): AuthCollections {
   return {
-    users: store.collection<UserDoc>('users', [{ fields: { anonymous: 1, createdAt: 1 } }]),
+    users: store.collection<UserDoc>('users', [
+      { fields: { anonymous: 1, createdAt: 1 } },
+      // account deletions a crash left unfinished are found by it (decision 0099)
+      { fields: { deletedAt: 1 } },
+    ]),
     sessions: store.collection<SessionDoc>('sessions', [{ fields: { userId: 1 } }, ttlOnRemoveAt]),
     signingKeys: store.collection<SigningKeyDoc>('signing_keys', [{ fields: { removeAfter: 1 } }]),
     rotation: store.collection<RotationDoc>('signing_rotation'),
@@ -240,6 +265,7 @@ export function openCollections(store: Store): AuthCollections {
       { fields: { slug: 1 }, unique: true },
       { fields: { createdBy: 1 } },
     ]),
+    orgTombstones: store.collection<OrgTombstoneDoc>('org_tombstones'),
     roles: store.collection<RoleDoc>('roles', [{ fields: { orgId: 1, slug: 1 }, unique: true }]),
     memberships: store.collection<MembershipDoc>('memberships', [
       { fields: { orgId: 1, userId: 1 }, unique: true },

@@ -1,8 +1,9 @@
-import { NotFound } from '@platform/kernel';
+import { NotFound, Unauthenticated } from '@platform/kernel';
 import type { AuthContext } from '../context';
 import type { AccessTokenDoc } from '../data/collections';
 import { checkExpiry } from '../routes/common';
 import { releaseAccessTokenPlace, takeAccessTokenPlace } from './access-token-places';
+import { userIsLive } from './liveness';
 import { removalTime, revokedRemovalTime } from './removal-times';
 import { newAccessToken, newId, sha256Hex } from './secrets';
 
@@ -45,6 +46,11 @@ export async function createAccessToken(
   } catch (err) {
     await releaseAccessTokenPlace(c, userId, tokenId);
     throw err;
+  }
+  // the account was deleted while this ran (decision 0099): no token outlives it
+  if (!(await userIsLive(c, userId))) {
+    await revokeLive(c, userId, tokenId);
+    throw new Unauthenticated();
   }
   return { doc, token };
 }

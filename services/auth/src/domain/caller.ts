@@ -42,7 +42,8 @@ export async function loadCaller(
           : await collections.accessTokens.findOne({ _id: id });
       if (!live(holder, now) || holder!.userId !== principal.user.id) throw new Unauthenticated();
       const user = await collections.users.findOne({ _id: holder!.userId });
-      if (!user) throw new Unauthenticated();
+      // an account being deleted accepts no credential from the moment it was asked (decision 0099)
+      if (!user || user.deletedAt) throw new Unauthenticated();
       return { kind: 'user', via: kind, credentialId: id, user, holder: holder as never };
     }
     case 'org_api_key': {

@@ -91,6 +91,9 @@ export class CredentialIntrospection {
         const key = await this.collections.workspaceApiKeys.findOne({ keyHash: hash });
         if (!key || !isLive(key, this.clock.now()))
           throw new Unauthenticated('API key is unknown, expired or revoked');
+        // a key lives only while its workspace does (one created while it was being deleted, say)
+        if (!(await this.collections.workspaces.findOne({ _id: key.workspaceId })))
+          throw new Unauthenticated('API key is unknown, expired or revoked');
         return this.forWorkspaceKey(key, correlationId);
       }
     }
@@ -116,7 +119,7 @@ export class CredentialIntrospection {
       this.collections.users.findOne({ _id: userId }),
       membershipsOf(this.collections, userId),
     ]);
-    if (!user) throw new Unauthenticated('User no longer exists');
+    if (!user || user.deletedAt) throw new Unauthenticated('User no longer exists');
     const active = resolveActiveOrg(memberships, pathOrgSlug, holder.activeOrgSlug);
     let org: OrgContext | null = null;
     if (active) {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Doc, DuplicateKeyError } from '@platform/store';
 import type { AuthContext } from '../context';
 import { removeAbandonedAnonymousUsers } from './abandoned-anonymous-users';
+import { finishInterruptedDeletions } from './account-deletion';
 import { type DatedRecords, giveRemovalTimesToOlderRecords } from './removal-time-backfill';
 
 /** Which instance runs the retention passes, until when (every instance may; one at a time saves the work). */
@@ -17,11 +18,14 @@ export interface RetentionPass {
   dated: DatedRecords;
   /** abandoned anonymous users removed */
   anonymousUsersRemoved: number;
+  /** account and organization deletions a crash had cut short, finished (decision 0099) */
+  deletionsFinished: { accounts: number; organizations: number };
 }
 
 /**
  * The part of auth's data retention that a TTL index cannot express (decision 0094): dating records written
- * without a removal time, and removing anonymous users that nothing names any more. A pass runs at start and every
+ * without a removal time, removing anonymous users that nothing names any more, and finishing account and
+ * organization deletions a crash cut short (0099). A pass runs at start and every
  * RETENTION_INTERVAL_MS (the timer never holds the process); one instance at a time holds a lease of two intervals
  * in the store, renewed by its own passes and given up at stop. Every write of a pass is conditional, so instances
  * that run one at once (a lease taken over mid-pass) do no harm.
@@ -72,10 +76,14 @@ export class DataRetention {
       if (!(await this.takeLease())) return null;
       const dated = await giveRemovalTimesToOlderRecords(this.c);
       const anonymousUsersRemoved = await removeAbandonedAnonymousUsers(this.c);
-      if (anonymousUsersRemoved > 0 || Object.values(dated).some((n) => n > 0)) {
-        this.c.logger.info({ dated, anonymousUsersRemoved }, 'data retention pass');
+      const deletionsFinished = await finishInterruptedDeletions(this.c);
+      if (
+        anonymousUsersRemoved > 0 ||
+        [...Object.values(dated), ...Object.values(deletionsFinished)].some((n) => n > 0)
+      ) {
+        this.c.logger.info({ dated, anonymousUsersRemoved, deletionsFinished }, 'data retention pass');
       }
-      return { dated, anonymousUsersRemoved };
+      return { dated, anonymousUsersRemoved, deletionsFinished };
     } catch (err) {
       this.c.logger.warn({ err }, 'data retention pass failed; the next one tries again');
       return null;

@@ -50,6 +50,18 @@ export class AuthEvents {
     );
   }
 
+  /** an organization was deleted (llm-quota stops serving its settings); its slug stays reserved */
+  async orgDeleted(orgId: string, orgSlug: string): Promise<void> {
+    await this.safely('org.deleted', () =>
+      this.bus.publish(Subjects.orgDeleted, {
+        version: 1,
+        orgId,
+        orgSlug,
+        at: this.clock.now().toISOString(),
+      }),
+    );
+  }
+
   private async safely(what: string, publish: () => Promise<void>): Promise<void> {
     try {
       await publish();

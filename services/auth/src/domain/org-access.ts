@@ -1,7 +1,8 @@
 import type { PermissionName } from '@platform/contracts';
-import { Forbidden, NotFound } from '@platform/kernel';
+import { Forbidden } from '@platform/kernel';
 import type { AuthCollections, MembershipDoc, OrgDoc } from '../data/collections';
 import type { Caller } from './caller';
+import { orgNotFound } from './org-deletion';
 import { findRole, NO_ROLE, type RoleDefinition } from './roles';
 
 /**
@@ -37,6 +38,13 @@ export interface OrgAccess {
   requireHeld(permissions: readonly string[], message: string): void;
 }
 
+/** Renaming or deleting the organization itself: its owners only (users with the built-in `owner` role). */
+export function requireOwner(access: OrgAccess, what: string): void {
+  if (access.membership?.role !== 'owner') {
+    throw new Forbidden(`Only an owner of ${access.org.slug} may ${what}`, { error: 'OwnerOnly' });
+  }
+}
+
 /**
  * Organization routes: unknown slug 404; a user who is not a member, a key of another organization,
  * a project-restricted key (organization routes are not about one project) or a workspace key: 403.
@@ -47,7 +55,7 @@ export async function orgAccess(
   slug: string,
 ): Promise<OrgAccess> {
   const org = await collections.orgs.findOne({ slug });
-  if (!org) throw new NotFound(`Organization ${slug} does not exist`, { error: 'OrgNotFound' });
+  if (!org) throw orgNotFound(slug, (await collections.orgTombstones.findOne({ _id: slug })) !== null);
   let membership: MembershipDoc | null = null;
   let role: RoleDefinition;
   switch (caller.kind) {

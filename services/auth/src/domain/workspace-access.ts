@@ -85,7 +85,8 @@ export async function workspaceRules(
         collections.memberships.findOne({ orgId: workspace.orgId, userId: caller.user._id }),
         collections.workspaceMembers.findOne({ workspaceId: workspace._id, userId: caller.user._id }),
       ]);
-      if (!orgMembership) return { rules: [], role: null, orgAdmin: false };
+      // a workspace of a deleted organization gives nobody anything, whatever its sweep has reached (0099)
+      if (!orgMembership || !org) return { rules: [], role: null, orgAdmin: false };
       // the organization's two-step rule holds in its workspaces too
       if (org && !meetsMfaPolicy(org, caller.holder)) throw mfaRequired(org.slug);
       const role = (wsMembership?.role as WorkspaceRole | undefined) ?? null;

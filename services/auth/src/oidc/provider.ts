@@ -100,7 +100,7 @@ function configuration(
     conformIdTokenClaims: false,
     async findAccount(_ctx, sub) {
       const u = await user(sub);
-      if (!u || u.anonymous || !u.email) return undefined;
+      if (!u || u.anonymous || !u.email || u.deletedAt) return undefined;
       return {
         accountId: u._id,
         async claims() {

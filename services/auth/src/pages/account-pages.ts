@@ -1,5 +1,6 @@
 import { AppError } from '@platform/kernel';
 import express, { type Request, type Response, type Router } from 'express';
+import { type AccountDeletion, RECENT_SIGN_IN_SECONDS } from '../accounts/account-deletion';
 import type { Accounts } from '../accounts/accounts';
 import { clientAddress } from '../accounts/client-address';
 import { clearSessionCookies } from '../accounts/cookies';
@@ -7,6 +8,7 @@ import { publicBaseUrl } from '../accounts/public-url';
 import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import { createAccessToken, revokeAccessToken } from '../domain/access-tokens';
+import { hasBlockers } from '../domain/account-deletion';
 import type { FormTokens } from './csrf';
 import { alert, errorField, html, type Raw, raw, sendPage } from './html';
 import { type PageSession, pageSession } from './page-session';
@@ -28,16 +30,25 @@ const say = (at: Section, kind: 'ok' | 'error', message: string): Notice => ({
 });
 const day = (d: Date) => d.toISOString().slice(0, 16).replace('T', ' ');
 
+/** `Acme (acme), Beta (beta) and Gamma (gamma)` */
+const orgNames = (orgs: Array<{ slug: string; name: string }>) =>
+  orgs.map(
+    (o, i) =>
+      html`${i === 0 ? '' : i === orgs.length - 1 ? ' and ' : ', '}<strong>${o.name}</strong> (${o.slug})`,
+  );
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
 /**
  * The account page and its forms: profile, email verification, two-step verification (TOTP with
- * recovery codes), active sessions with sign-out, access tokens (create, see once, revoke), sign out.
- * Every form's CSRF token is bound to the page's session id.
+ * recovery codes), active sessions with sign-out, access tokens (create, see once, revoke), sign out,
+ * and deleting the account (decision 0099). Every form's CSRF token is bound to the page's session id.
  */
 export function mountAccountPages(
   router: Router,
   c: AuthContext,
   accounts: Accounts,
   tokens: FormTokens,
+  deletion: AccountDeletion,
 ): void {
   const platformName = c.config.PLATFORM_NAME;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
@@ -161,7 +172,95 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
 <div class="row"><div><label for="token-name">Token name</label><input id="token-name" name="name" type="text" required maxlength="100" value="${tokenForm.name}"${errorField(errorIn('tokens'), { invalid: false })}></div>
 <div><label for="token-days">Valid for (days)</label><input id="token-days" name="days" type="text" inputmode="numeric" required value="${tokenForm.days}" maxlength="3" aria-describedby="token-days-hint"><div class="hint" id="token-days-hint">1 to ${maxDays} days.</div></div></div>
 <button type="submit" class="small">Create token</button></form>
+</div>
+<div class="card" id="delete-account"><h2>Delete your account</h2>
+<p>Deletes your account for good: your sign-in, sessions and access tokens, and the organizations you are the only member of. You can read exactly what goes before you confirm.</p>
+<a class="danger" href="/account/delete">Delete my account…</a>
 </div>`;
+  }
+
+  /**
+   * The page deleting the account: what goes with it (organizations of which the person is the only member), what
+   * they leave, and the proof asked; or, while they are the last owner of something other people use, what to hand
+   * over first and how.
+   */
+  async function deletePage(s: PageSession, error?: { message: string; field: 'password' | 'code' | null }) {
+    const deleter = { user: s.user, session: s.session };
+    const [plan, proof, liveTokens] = await Promise.all([
+      deletion.plan(s.user._id),
+      deletion.proofNeeded(deleter),
+      c.collections.accessTokens.count({
+        userId: s.user._id,
+        revokedAt: null,
+        expiresAt: { $gt: c.clock.now() },
+      }),
+    ]);
+    const { blockers } = plan;
+    if (hasBlockers(blockers)) {
+      return html`<div class="card" id="delete"><h1>Delete your account</h1>
+<p class="lead">Not yet: you are the last owner of what other people still use. Make another member an owner, or delete it, then come back.</p>
+${alert('error', error?.message)}
+${
+  blockers.organizations.length
+    ? html`<h2>Organizations</h2><ul>${blockers.organizations.map((o) => html`<li><strong>${o.name}</strong> (${o.slug}): ${plural(o.members, 'member')}</li>`)}</ul>`
+    : raw('')
+}
+${
+  blockers.workspaces.length
+    ? html`<h2>Workspaces</h2><ul>${blockers.workspaces.map((w) => html`<li><strong>${w.name}</strong> in ${w.orgSlug}: ${plural(w.members, 'member')}</li>`)}</ul>`
+    : raw('')
+}
+<p class="hint">Through the API: ${
+        blockers.organizations.length
+          ? html`<code>POST /v2/orgs/{slug}/members</code> with <code>{"userId": "…", "role": "owner"}</code> makes a member an owner, <code>DELETE /v2/orgs/{slug}</code> deletes the organization${blockers.workspaces.length ? '; ' : '.'}`
+          : raw('')
+      }${
+        blockers.workspaces.length
+          ? html`<code>PUT /v2/workspaces/{id}/members/{userId}</code> with <code>{"role": "owner"}</code> makes a workspace member its owner.`
+          : raw('')
+      }</p>
+<div class="links"><a href="/account">Back to your account</a></div></div>`;
+    }
+    const email = s.user.email ?? '';
+    const fieldError = (field: 'password' | 'code', describedBy?: string) =>
+      errorField(error?.field === field ? error.message : undefined, describedBy ? { describedBy } : {});
+    const confirm = (fields: Raw) =>
+      html`<form method="post" action="/account/delete">${csrfField(s, 'delete-account')}${fields}<button type="submit" class="danger">Delete my account</button></form>`;
+    let proofPart: Raw;
+    if (proof.kind === 'password') {
+      proofPart = confirm(html`<h2>Confirm it is you</h2>
+<label for="password">Your password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="256"${fieldError('password')}>
+${
+  proof.mfa
+    ? html`<label for="code">Code from your authenticator app</label>
+<input id="code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" required maxlength="20"${fieldError('code', 'code-hint')}>
+<div class="hint" id="code-hint">Or one of your recovery codes.</div>`
+    : raw('')
+}`);
+    } else if (proof.kind === 'recent_sign_in' && !proof.recent) {
+      proofPart = html`<h2>Confirm it is you</h2>
+<p>Your account signs in with ${proof.providers.length ? proof.providers.map((p) => p.name).join(' or ') : 'another provider'}. Sign in again, then delete it here within ${RECENT_SIGN_IN_SECONDS / 60} minutes.</p>
+${proof.providers.map((p) => html`<a class="button" href="/account/sso/${p.slug}?next=%2Faccount%2Fdelete">Sign in again with ${p.name}</a>`)}`;
+    } else {
+      const via = proof.kind === 'recent_sign_in' ? proof.providers.map((p) => p.name).join(' or ') : '';
+      proofPart = confirm(
+        html`<h2>Confirm it is you</h2><p>You signed in${via ? ` with ${via}` : ''} less than ${RECENT_SIGN_IN_SECONDS / 60} minutes ago: that is confirmation enough.</p>`,
+      );
+    }
+    return html`<div class="card" id="delete"><h1>Delete your account</h1>
+<p class="lead">This deletes ${email ? html`the account <strong>${email}</strong>` : 'your account'} for good. It cannot be undone.</p>
+${alert('error', error?.message)}
+<h2>What happens</h2>
+<ul>
+<li>You are signed out everywhere at once${liveTokens ? `, your ${plural(liveTokens, 'access token')} stop working,` : ''} and applications you allowed lose their access.</li>
+<li>${proof.kind === 'password' ? 'Your password, two-step verification and links to other sign-in providers are erased.' : 'Your two-step verification and the link to your sign-in provider are erased.'}</li>
+${plan.orgsDeleted.length ? html`<li>Deleted with it, with their workspaces and API keys, because you are their only member: ${orgNames(plan.orgsDeleted)}.</li>` : raw('')}
+${plan.orgsLeft.length ? html`<li>You leave ${orgNames(plan.orgsLeft)}, which ${plan.orgsLeft.length === 1 ? 'goes' : 'go'} on without you.</li>` : raw('')}
+${email ? html`<li>${email} can be used for a new account right away.</li>` : raw('')}
+</ul>
+${proofPart}
+<div class="links"><a href="/account">Keep my account</a></div></div>`;
   }
 
   router.get('/account', async (req, res) => {
@@ -241,6 +340,58 @@ ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No acce
     if (!s) return;
     await revokeAccessToken(c, s.user._id, id).catch(() => undefined);
     show(res, s, 'Your account', await home(s, say('tokens', 'ok', 'The token is revoked.')));
+  });
+
+  router.get('/account/delete', async (req, res) => {
+    const s = await requireSession(req, res);
+    if (!s) return;
+    show(res, s, 'Delete your account', await deletePage(s));
+  });
+
+  router.post('/account/delete', form, async (req, res) => {
+    const s = await posted(req, res, 'delete-account');
+    if (!s) return;
+    const answer = {
+      password: text(req.body?.password) || undefined,
+      mfaCode: text(req.body?.code, 20).trim() || undefined,
+    };
+    try {
+      await deletion.delete({ user: s.user, session: s.session }, answer, clientAddress(req));
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      const status =
+        err.kind === 'rate_limited'
+          ? 429
+          : err.kind === 'conflict'
+            ? 409
+            : err.kind === 'forbidden'
+              ? 403
+              : 400;
+      const needs = (err.details?.needs as string[] | undefined) ?? [];
+      const field =
+        err.error === 'InvalidMfaCode' || (answer.password && needs.includes('mfaCode'))
+          ? 'code'
+          : err.kind === 'conflict' ||
+              err.error === 'PlatformSessionRequired' ||
+              needs.includes('recentSignIn')
+            ? null
+            : 'password';
+      const message = err.error === 'InvalidCredentials' ? 'That password is not right.' : err.message;
+      return show(res, s, 'Delete your account', await deletePage(s, { message, field }), status);
+    }
+    clearSessionCookies(res, publicBaseUrl(c.config));
+    res.redirect(303, '/account/deleted');
+  });
+
+  router.get('/account/deleted', (_req, res) => {
+    sendPage(res, {
+      platformName,
+      title: 'Account deleted',
+      body: html`<div class="card"><h1>Your account is deleted</h1>
+<p class="lead">You are signed out everywhere, and everything that belonged only to you is gone. A last mail to your address confirms it.</p>
+<p>Your email address is free: you can create a new account with it whenever you like.</p>
+<a class="button" href="/account/signup">Create an account</a></div>`,
+    });
   });
 
   const enrolPage = async (s: PageSession, error?: string) => {

@@ -47,6 +47,8 @@ input:focus-visible,textarea:focus-visible,button:focus-visible,a:focus-visible{
 .hint{color:var(--muted);font-size:.875rem;margin-top:4px}
 button{margin-top:20px;width:100%;padding:11px 16px;border:0;border-radius:8px;background:var(--accent);color:var(--accent-fg);font:inherit;font-weight:600;cursor:pointer}
 a.button{display:block;text-align:center;text-decoration:none;margin-top:12px;padding:11px 16px;border-radius:8px;font-weight:600;border:1px solid var(--line);color:var(--accent)}
+button.danger{background:var(--danger);color:var(--card)}a.danger{color:var(--danger);font-weight:600}
+.card ul:not(.codes){padding-left:1.25em;margin:0 0 16px}.card ul:not(.codes) li{margin:4px 0;overflow-wrap:break-word}
 button.secondary{background:transparent;color:var(--accent);border:1px solid var(--line)}button.small{width:auto;margin:0;padding:6px 12px;font-size:.875rem}
 .alert{border-radius:8px;padding:10px 12px;margin:0 0 16px;border:1px solid}.alert.error{color:var(--danger);border-color:var(--danger)}.alert.ok{color:var(--ok);border-color:var(--ok)}
 .alert p{margin:0}.alert label{margin:10px 0 4px}textarea.secret{display:block;width:100%;padding:8px 10px;border:1px solid var(--field);border-radius:8px;color:var(--fg);font-size:.875rem;resize:none;field-sizing:content}

@@ -165,7 +165,7 @@ ${alert('error', error)}
       );
     }
     const user = await c.collections.users.findOne({ _id: pending.userId });
-    if (!user) return res.redirect(303, '/account/login');
+    if (!user || user.deletedAt) return res.redirect(303, '/account/login');
     let right: boolean;
     try {
       right = await accounts.secondFactor(user, text(req.body?.code, 20), clientAddress(req));

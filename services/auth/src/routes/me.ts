@@ -1,9 +1,13 @@
 import { Forbidden, jsonBody, type LeanRoute, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
+import type { AccountDeletion } from '../accounts/account-deletion';
+import { clientAddress } from '../accounts/client-address';
+import { clearSessionCookies } from '../accounts/cookies';
+import { publicBaseUrl } from '../accounts/public-url';
 import type { AuthContext } from '../context';
 import { activeOrgOfUser } from '../domain/active-org';
-import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
+import { loadCaller, requireSession, requireUser, type UserCaller } from '../domain/caller';
 
 export const ActiveOrgBody = z
   .strictObject({
@@ -12,6 +16,20 @@ export const ActiveOrgBody = z
     }),
   })
   .meta({ description: 'PUT /v2/user/active-org' });
+
+export const DeleteAccountBody = z
+  .strictObject({
+    password: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .meta({ description: 'the account’s password (required when it has one)' }),
+    mfaCode: z.string().min(1).max(20).optional().meta({
+      description: 'a TOTP or recovery code (required when the account enrolled a second factor)',
+    }),
+  })
+  .meta({ description: 'DELETE /v2/me: proof that it is the person, once more' });
 
 /** 200 of GET /v2/me and PUT /v2/user/active-org. */
 export const MeSchema = z
@@ -75,8 +93,17 @@ export const meRoute = (c: AuthContext): LeanRoute => ({
   handle: async (req) => describeMe(c, requireUser(await loadCaller(c.collections, c.clock, req))),
 });
 
-/** PUT /v2/user/active-org (spec 5.2 rule 7); GET /v2/me is `meRoute`. */
-export function mountMeRoutes(router: Router, c: AuthContext): void {
+/** PUT /v2/user/active-org (spec 5.2 rule 7) and DELETE /v2/me; GET /v2/me is `meRoute`. */
+export function mountMeRoutes(router: Router, c: AuthContext, deletion: AccountDeletion): void {
+  router.delete('/v2/me', async (req, res) => {
+    // a session, never an access token or a key: deleting the account is the person's own act
+    const caller = requireSession(await loadCaller(c.collections, c.clock, req));
+    const answer = parseInput(DeleteAccountBody, jsonBody(req) ?? {});
+    await deletion.delete({ user: caller.user, session: caller.holder }, answer, clientAddress(req));
+    clearSessionCookies(res, publicBaseUrl(c.config));
+    res.status(204).end();
+  });
+
   router.put('/v2/user/active-org', async (req, res) => {
     const caller = requireUser(await loadCaller(c.collections, c.clock, req));
     const { orgSlug } = parseInput(ActiveOrgBody, jsonBody(req));

@@ -5,7 +5,9 @@ import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { OrgApiKeyDoc } from '../data/collections';
 import { loadCaller, requireUser } from '../domain/caller';
+import { orgExists } from '../domain/liveness';
 import { orgAccess } from '../domain/org-access';
+import { orgNotFound } from '../domain/org-deletion';
 import { newId, newOrgApiKey, sha256Hex } from '../domain/secrets';
 import { checkExpiry, IsoDateTime, iso, Name } from './common';
 import { PermissionList, ScopeList } from './roles';
@@ -97,6 +99,11 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
       revokedAt: null,
     };
     await c.collections.orgApiKeys.insertOne(doc);
+    // the organization was deleted while this ran: no key outlives it (decision 0099)
+    if (!(await orgExists(c, doc.orgId))) {
+      await c.collections.orgApiKeys.updateOne({ _id: doc._id }, { $set: { revokedAt: c.clock.now() } });
+      throw orgNotFound(doc.orgSlug, true);
+    }
     res.status(201).json({ ...keyView(doc), apiKey });
   });
 

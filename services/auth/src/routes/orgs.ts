@@ -1,15 +1,27 @@
 import { ORG_SLUG_PATTERN } from '@platform/contracts';
-import { Conflict, Forbidden, InvalidInput, jsonBody, NotFound, parseInput } from '@platform/kernel';
+import {
+  Conflict,
+  Forbidden,
+  InvalidInput,
+  jsonBody,
+  NotFound,
+  parseInput,
+  Unauthenticated,
+} from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { MembershipDoc, OrgDoc } from '../data/collections';
 import { loadCaller, requireUser } from '../domain/caller';
-import { type OrgAccess, orgAccess } from '../domain/org-access';
+import { orgExists, userIsLive } from '../domain/liveness';
+import { type OrgAccess, orgAccess, requireOwner } from '../domain/org-access';
+import { deleteOrganization, orgNotFound } from '../domain/org-deletion';
 import { findRole } from '../domain/roles';
 import { newId } from '../domain/secrets';
 import { iso } from './common';
+
+const OrgName = z.string().trim().min(1).max(200);
 
 export const CreateOrgBody = z
   .strictObject({
@@ -19,9 +31,13 @@ export const CreateOrgBody = z
         ORG_SLUG_PATTERN,
         'lowercase letters, digits and dashes, 2-63 characters, no dash at either end',
       ),
-    name: z.string().trim().min(1).max(200),
+    name: OrgName,
   })
   .meta({ description: 'POST /v2/orgs' });
+
+export const RenameOrgBody = z
+  .strictObject({ name: OrgName })
+  .meta({ description: 'PATCH /v2/orgs/:orgSlug: a new name (the slug never changes)' });
 
 export const AddMemberBody = z
   .strictObject({
@@ -61,13 +77,29 @@ const orgView = (org: OrgDoc, role: string | null) => ({
 
 const memberView = (m: MembershipDoc) => ({ userId: m.userId, role: m.role, joinedAt: iso(m.createdAt) });
 
+/** A deleted organization's slug is never given again (decision 0099). */
+const slugRetired = (slug: string) =>
+  new Conflict(`Organization slug ${slug} belonged to a deleted organization and cannot be used again`, {
+    error: 'OrgSlugTaken',
+    details: { slug, reason: 'deleted' },
+  });
+
+const orgDetail = (access: OrgAccess) => ({
+  ...orgView(access.org, access.membership?.role ?? null),
+  permissions: access.role.permissions,
+  settings: access.org.settings,
+  subscription: access.org.subscription,
+});
+
 /** Organizations and their members. */
 export function mountOrgRoutes(router: Router, c: AuthContext): void {
   const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
+  const retired = async (slug: string) => (await c.collections.orgTombstones.findOne({ _id: slug })) !== null;
 
   router.post('/v2/orgs', async (req, res) => {
     const user = requireUser(await caller(req));
     const body = parseInput(CreateOrgBody, jsonBody(req));
+    if (await retired(body.slug)) throw slugRetired(body.slug);
     const now = c.clock.now();
     const org: OrgDoc = {
       _id: newId(),
@@ -89,9 +121,16 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
       }
       throw err;
     }
+    // Deleting an organization reserves its slug before its document goes: a slug taken here after that finds the
+    // reservation now, and gives the slug back.
+    if (await retired(body.slug)) {
+      await c.collections.orgs.deleteOne({ _id: org._id });
+      throw slugRetired(body.slug);
+    }
+    const ownerId = newId();
     try {
       await c.collections.memberships.insertOne({
-        _id: newId(),
+        _id: ownerId,
         orgId: org._id,
         orgSlug: org.slug,
         userId: user.user._id,
@@ -101,6 +140,12 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
     } catch (err) {
       await c.collections.orgs.deleteOne({ _id: org._id });
       throw err;
+    }
+    // its owner's account was deleted meanwhile: an organization nobody can reach is not left behind
+    if (!(await userIsLive(c, user.user._id))) {
+      await c.collections.memberships.deleteOne({ _id: ownerId });
+      await c.collections.orgs.deleteOne({ _id: org._id });
+      throw new Unauthenticated();
     }
     await c.events.membershipChanged(org.slug, user.user._id);
     res.status(201).json(orgView(org, 'owner'));
@@ -121,12 +166,27 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
 
   router.get('/v2/orgs/:orgSlug', async (req, res) => {
     const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
-    res.json({
-      ...orgView(access.org, access.membership?.role ?? null),
-      permissions: access.role.permissions,
-      settings: access.org.settings,
-      subscription: access.org.subscription,
-    });
+    res.json(orgDetail(access));
+  });
+
+  router.patch('/v2/orgs/:orgSlug', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    requireOwner(access, 'rename it');
+    const { name } = parseInput(RenameOrgBody, jsonBody(req));
+    const renamed = await c.collections.orgs.findOneAndUpdate({ _id: access.org._id }, { $set: { name } });
+    if (!renamed) throw orgNotFound(access.org.slug, true);
+    // principals carry the organization's name (`session.org.name`): every member's cached one is stale
+    await c.events.membershipChanged(renamed.slug);
+    res.json(orgDetail({ ...access, org: renamed }));
+  });
+
+  router.delete('/v2/orgs/:orgSlug', async (req, res) => {
+    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    requireOwner(access, 'delete it');
+    if (!(await deleteOrganization(c, access.org, access.membership!.userId))) {
+      throw orgNotFound(access.org.slug, true);
+    }
+    res.status(204).end();
   });
 
   router.get('/v2/orgs/:orgSlug/members', async (req, res) => {
@@ -149,7 +209,7 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
         details: { issues: [{ field: 'role', message: 'unknown role' }] },
       });
     const target = await c.collections.users.findOne({ _id: body.userId });
-    if (!target) throw new NotFound(`No user ${body.userId}`, { error: 'UserNotFound' });
+    if (!target || target.deletedAt) throw new NotFound(`No user ${body.userId}`, { error: 'UserNotFound' });
     const existing = await c.collections.memberships.findOne({ orgId: access.org._id, userId: body.userId });
     // Ownership is granted and taken only by owners.
     if ((body.role === 'owner' || existing?.role === 'owner') && access.membership?.role !== 'owner') {
@@ -183,6 +243,17 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
       if (err instanceof DuplicateKeyError)
         throw new Conflict('This user was added concurrently', { error: 'AlreadyAMember' });
       throw err;
+    }
+    // the organization, or the user's account, was deleted while this ran: the membership goes too
+    const [orgThere, userThere] = await Promise.all([
+      orgExists(c, access.org._id),
+      userIsLive(c, body.userId),
+    ]);
+    if (!orgThere || !userThere) {
+      await c.collections.memberships.deleteOne({ _id: membership._id });
+      throw orgThere
+        ? new NotFound(`No user ${body.userId}`, { error: 'UserNotFound' })
+        : orgNotFound(access.org.slug, true);
     }
     await c.events.membershipChanged(access.org.slug, body.userId);
     res.status(201).json(memberView(membership));

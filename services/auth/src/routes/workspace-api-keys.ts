@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { WorkspaceApiKeyDoc } from '../data/collections';
 import { loadCaller, requireUser } from '../domain/caller';
+import { workspaceExists } from '../domain/liveness';
 import { newId, newWorkspaceApiKey, sha256Hex } from '../domain/secrets';
 import { storedRule, workspaceAccess } from '../domain/workspace-access';
 import { checkExpiry, IsoDateTime, iso, Name } from './common';
@@ -116,6 +117,14 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
       revokedAt: null,
     };
     await c.collections.workspaceApiKeys.insertOne(doc);
+    // the workspace (or its organization) was deleted while this ran: no key outlives it (decision 0099)
+    if (!(await workspaceExists(c, doc.workspaceId))) {
+      await c.collections.workspaceApiKeys.updateOne(
+        { _id: doc._id },
+        { $set: { revokedAt: c.clock.now() } },
+      );
+      throw new NotFound(`Workspace ${doc.workspaceId} does not exist`, { error: 'WorkspaceNotFound' });
+    }
     res.status(201).json({ apiKey, ...keyView(doc) });
   });
 

@@ -15,7 +15,9 @@ import type { AuthContext } from '../context';
 import type { WorkspaceDoc, WorkspaceMemberDoc } from '../data/collections';
 import { activeOrgOfUser } from '../domain/active-org';
 import { type Caller, loadCaller } from '../domain/caller';
+import { orgExists, userIsLive, workspaceExists } from '../domain/liveness';
 import { meetsMfaPolicy, mfaRequired, orgAccess } from '../domain/org-access';
+import { orgNotFound } from '../domain/org-deletion';
 import { findRole } from '../domain/roles';
 import { newId } from '../domain/secrets';
 import {
@@ -26,6 +28,7 @@ import {
   workspaceRules,
   workspaceSubject,
 } from '../domain/workspace-access';
+import { deleteWorkspaceRecords } from '../domain/workspace-deletion';
 import { iso } from './common';
 
 export const WorkspaceName = z.string().trim().min(1).max(200);
@@ -134,6 +137,11 @@ const createWorkspace =
         createdAt: now,
       });
     }
+    // the organization was deleted while this ran: its workspaces go with it (decision 0099)
+    if (!(await orgExists(c, workspace.orgId))) {
+      await deleteWorkspaceRecords(c, workspace);
+      throw orgNotFound(workspace.orgSlug, true);
+    }
     res.status(201).json(workspaceView(workspace, who.kind === 'user' ? 'owner' : null));
   };
 
@@ -208,15 +216,7 @@ const deleteWorkspace =
   async (req, res) => {
     const access = await workspaceAccess(c.collections, await callerOf(c, req), String(req.params.id));
     access.require('delete', 'workspace');
-    const id = access.workspace._id;
-    const keys = await c.collections.workspaceApiKeys.find({ workspaceId: id, revokedAt: null });
-    await c.collections.workspaces.deleteOne({ _id: id });
-    await c.collections.workspaceMembers.deleteMany({ workspaceId: id });
-    await c.collections.workspaceApiKeys.updateMany(
-      { workspaceId: id, revokedAt: null },
-      { $set: { revokedAt: c.clock.now() } },
-    );
-    for (const key of keys) await c.events.credentialRevoked('workspace_api_key', key._id, key.keyHash);
+    await deleteWorkspaceRecords(c, access.workspace);
     res.status(204).end();
   };
 
@@ -299,6 +299,17 @@ async function setWorkspaceMember(
     createdAt: c.clock.now(),
   };
   await c.collections.workspaceMembers.insertOne(member);
+  // the workspace, or the member's account, was deleted while this ran (decision 0099): the role goes too
+  const [workspaceThere, userThere] = await Promise.all([
+    workspaceExists(c, member.workspaceId),
+    userIsLive(c, userId),
+  ]);
+  if (!workspaceThere || !userThere) {
+    await c.collections.workspaceMembers.deleteOne({ _id: member._id });
+    throw workspaceThere
+      ? new NotFound(`No user ${userId}`, { error: 'UserNotFound' })
+      : new NotFound(`Workspace ${member.workspaceId} does not exist`, { error: 'WorkspaceNotFound' });
+  }
   return { created: true, member };
 }
 

@@ -51,6 +51,11 @@ export async function userForIdentity(
   const id = `${provider._id}:${claims.sub}`;
   const linked = await identities.findOne({ _id: id });
   let user = linked ? await c.collections.users.findOne({ _id: linked.userId }) : null;
+  if (user?.deletedAt) {
+    throw new Forbidden('This account is being deleted', { error: 'AccountDeleted' });
+  }
+  // the account it named was deleted (decision 0099): the identity may sign up again
+  if (linked && !user) await identities.deleteOne({ _id: id, userId: linked.userId });
   if (!user) {
     if (typeof claims.email !== 'string' || claims.email_verified !== true) {
       throw new Forbidden(`${provider.name} did not confirm an email address for this account`, {
@@ -59,7 +64,11 @@ export async function userForIdentity(
     }
     const email = normalizeEmail(claims.email);
     const now = c.clock.now();
-    const existing = await c.collections.users.findOne({ email, anonymous: false });
+    const existing = await c.collections.users.findOne({
+      email,
+      anonymous: false,
+      deletedAt: { $exists: false },
+    });
     if (existing && !existing.emailVerifiedAt) {
       throw new Forbidden(
         `An account with ${email} exists but its email is not confirmed: confirm it (or reset its password) first`,

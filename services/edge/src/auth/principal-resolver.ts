@@ -111,7 +111,10 @@ export class PrincipalResolver {
     return pending;
   }
 
-  /** `auth.credential.revoked`: drop answers for that credential hash or (sessions) that session id. */
+  /**
+   * `auth.credential.revoked`: drop answers for that credential hash, (sessions) that session id, or (kind `user`, an
+   * account deleted) every credential of that user.
+   */
   onCredentialRevoked(event: CredentialRevokedEvent): void {
     this.generation++;
     for (const [key, entry] of this.cache.entries()) {
@@ -119,7 +122,8 @@ export class PrincipalResolver {
       if (
         (event.credentialHash && entry.hash === event.credentialHash) ||
         (c.kind === event.kind && c.id === event.id) ||
-        (event.kind === 'session' && entry.principal.session.id === event.id)
+        (event.kind === 'session' && entry.principal.session.id === event.id) ||
+        (event.kind === 'user' && entry.userId === event.id)
       ) {
         this.cache.delete(key);
       }

@@ -114,6 +114,12 @@ export class SessionJwtVerifier {
       if (session.sessionId === sessionId) this.cache.delete(hash);
   }
 
+  /** Forgets verified tokens of a user (their account was deleted). */
+  forgetUser(userId: string): void {
+    for (const [hash, session] of this.cache.entries())
+      if (session.userId === userId) this.cache.delete(hash);
+  }
+
   get size(): number {
     return this.cache.size;
   }

@@ -82,6 +82,9 @@ export const ROUTES: RouteRule[] = [
   { root: 'base', method: 'GET', path: '/account/mfa', access: 'public' },
   { root: 'base', method: 'POST', path: '/account/mfa', access: 'public' },
   { root: 'base', method: 'POST', path: '/account/mfa/disable', access: 'public' },
+  { root: 'base', method: 'GET', path: '/account/delete', access: 'public' },
+  { root: 'base', method: 'POST', path: '/account/delete', access: 'public' },
+  { root: 'base', method: 'GET', path: '/account/deleted', access: 'public' },
   { root: 'base', method: 'GET', path: '/account/sso/:slug', access: 'public' },
   { root: 'base', method: 'GET', path: '/account/sso/:slug/callback', access: 'public' },
   // The OpenID Connect provider ({base_url}/oidc): clients and browsers call it without a platform credential.

@@ -27,6 +27,11 @@ export interface OrgSettingsDoc extends Doc {
   updatedBy: string | null;
   /** replaced at every PATCH, which writes only over the version it read (the store's `updateWithRevision`) */
   revision?: string;
+  /**
+   * when auth deleted the organization (`auth.org.deleted`): its settings are no longer served, and its usage is
+   * kept as it stands; the slug is never given to another organization
+   */
+  deletedAt?: Date;
 }
 
 /** A usage counter for one window: of an organization, or of one user in it. */

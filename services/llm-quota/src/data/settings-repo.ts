@@ -1,4 +1,4 @@
-import type { Clock } from '@platform/kernel';
+import { type Clock, NotFound } from '@platform/kernel';
 import { type Update, updateWithRevision } from '@platform/store';
 import type { OrgUserQuotas, UserQuota } from '../domain/user-limits';
 import type { OrgSettingsDoc, QuotaCollections, QuotaPolicy, StoredModelGovernance } from './collections';
@@ -54,6 +54,15 @@ export interface SettingsPatch {
   models?: ModelGovernancePatch;
 }
 
+/** 404 `OrgDeleted`: auth deleted the organization; nothing is served or changed for it any more. */
+export const orgDeleted = (orgSlug: string) =>
+  new NotFound(`Organization ${orgSlug} was deleted`, { error: 'OrgDeleted', details: { orgSlug } });
+
+const served = (doc: OrgSettingsDoc): OrgSettingsDoc => {
+  if (doc.deletedAt) throw orgDeleted(doc._id);
+  return normalise(doc);
+};
+
 export class TooManyEntries extends Error {
   constructor(
     readonly field: 'overrides' | 'by_role',
@@ -75,22 +84,35 @@ export class SettingsRepository {
     private readonly defaultPlan: string,
   ) {}
 
-  /** The settings of an organization, created with the defaults the first time. */
+  /** The settings of an organization, created with the defaults the first time; 404 `OrgDeleted` once deleted. */
   async get(orgSlug: string): Promise<OrgSettingsDoc> {
     const found = await this.collections.settings.findOne({ _id: orgSlug });
-    if (found) return normalise(found);
+    if (found) return served(found);
     const created = await this.collections.settings.findOneAndUpdate(
       { _id: orgSlug },
       { $setOnInsert: this.initial() },
       { upsert: true },
     );
-    return normalise(created!);
+    return served(created!);
   }
 
-  /** The settings of an organization, or null when llm-quota has not seen it yet. */
+  /** The settings of an organization, or null when llm-quota has not seen it yet; 404 `OrgDeleted` once deleted. */
   async find(orgSlug: string): Promise<OrgSettingsDoc | null> {
     const found = await this.collections.settings.findOne({ _id: orgSlug });
-    return found ? normalise(found) : null;
+    return found ? served(found) : null;
+  }
+
+  /**
+   * `auth.org.deleted`: the organization's settings are kept, marked deleted (made so when llm-quota had never seen
+   * it), and no longer served or changed. Its counters and ledger stay as they are (billing records), under a slug
+   * auth never gives out again. Idempotent.
+   */
+  async markDeleted(orgSlug: string, at: Date): Promise<void> {
+    await this.collections.settings.updateOne(
+      { _id: orgSlug },
+      { $setOnInsert: this.initial(), $min: { deletedAt: at } },
+      { upsert: true },
+    );
   }
 
   /** Makes sure the organization has settings (first sight through a usage event). */
@@ -124,7 +146,7 @@ export class SettingsRepository {
   ): Promise<OrgSettingsDoc> {
     const apply = () =>
       updateWithRevision(this.collections.settings, { _id: orgSlug }, (stored) =>
-        this.changes(normalise(stored), patch, by, maxEntries),
+        this.changes(served(stored), patch, by, maxEntries),
       );
     // an organization seen for the first time gets its defaults first; settings are never deleted
     const updated = (await apply()) ?? (await this.get(orgSlug).then(apply));

@@ -1,0 +1,22 @@
+import type { AuthContext } from '../context';
+
+/**
+ * Check-after-write for what a deletion sweeps (decision 0099). No transaction spans collections, so a route that
+ * read an organization, a workspace or a user a moment ago and then writes something naming it (a membership, a
+ * key) looks again after its write: either its write came first, and the deletion's sweep, which runs after the
+ * deletion's own conditional write, finds it; or the deletion came first, and the look finds it, and the route
+ * takes its write back. Nothing outlives what it belongs to either way.
+ */
+export async function orgExists(c: AuthContext, orgId: string): Promise<boolean> {
+  return (await c.collections.orgs.findOne({ _id: orgId })) !== null;
+}
+
+export async function workspaceExists(c: AuthContext, workspaceId: string): Promise<boolean> {
+  return (await c.collections.workspaces.findOne({ _id: workspaceId })) !== null;
+}
+
+/** The user exists and has not asked for its account to be deleted. */
+export async function userIsLive(c: AuthContext, userId: string): Promise<boolean> {
+  const user = await c.collections.users.findOne({ _id: userId });
+  return user !== null && !user.deletedAt;
+}
