@@ -48,7 +48,7 @@ describe('catalogue bulk replace is all or nothing', () => {
       const first = await gw.call('PUT', '/v1/models', {
         models: Array.from({ length: 120 }, (_, i) => entry(`old/${String(i).padStart(3, '0')}`)),
       });
-      expect(first.body).toEqual({ deleted: 4, inserted: 120 }); // the four built-in mock models
+      expect(first.body).toEqual({ deleted: 5, inserted: 120 }); // the five built-in mock models
       const before = await ids(gw);
       expect(before).toHaveLength(100); // one page
 
