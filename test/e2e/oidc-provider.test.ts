@@ -386,4 +386,26 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     const interaction = await browser.go(url.toString());
     expect(interaction.text).toContain('to continue to');
   });
+
+  // Last: it revokes the key the tokens of the tests above were signed with (decision 0102).
+  it('a revoked signing key: the provider signs with its replacement at once; refresh tokens carry on', async () => {
+    const email = `leak-${Date.now()}@example.com`;
+    await callJson(`${base}/v2/signup`, 'POST', { body: { email, password: PASSWORD } });
+    const tokens = await authorize(new BrowserAgent(base), email);
+    expect(await meStatus(tokens.access_token)).toBe(200);
+    const kid = (t: string) => JSON.parse(Buffer.from(t.split('.')[0]!, 'base64url').toString()).kid;
+    const lines: string[] = [];
+    const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+    expect(await runCli(['keys', 'revoke', kid(tokens.access_token), '--json'], cliEnv, io)).toBe(0);
+    const { signingKid } = JSON.parse(lines.pop()!).data as { signingKid: string };
+    expect(signingKid).not.toBe(kid(tokens.access_token));
+
+    const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!);
+    expect(kid(refreshed.access_token)).toBe(signingKid);
+    expect(kid(refreshed.id_token!)).toBe(signingKid);
+    expect(await meStatus(refreshed.access_token)).toBe(200);
+    await waitFor(async () => (await meStatus(tokens.access_token)) === 401, {
+      what: 'the edge refusing the revoked key',
+    });
+  });
 });

@@ -18,7 +18,12 @@ export type Subject = (typeof Subjects)[keyof typeof Subjects];
 /** `gateway.jwks.updated` / `runtime.jwks.updated`, version 1. */
 export const JwksUpdatedEvent = z.object({
   version: z.literal(1),
+  /** kids published (or starting to sign): refetch the JWKS */
   created: z.array(z.string()),
+  /**
+   * kids that verify nothing any more: removed after their tokens expired, or revoked (a leaked key, decision 0102).
+   * Drop them, and every token they verified, at once and for good: a kid is never reused.
+   */
   deleted: z.array(z.string()),
   at: z.string(),
 });

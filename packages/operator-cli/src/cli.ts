@@ -9,7 +9,9 @@ import {
   assignPlan,
   createOrg,
   issueOrgApiKey,
+  listKeys,
   type Outcome,
+  revokeKey,
   rotateKeys,
 } from './commands';
 import {
@@ -36,6 +38,9 @@ Operator commands. Each is idempotent: running it again reports what exists inst
   apikey issue <org> --name NAME [--permission P]... [--scope S]... [--project ID]
                                                issue an organization API key (shown once)
   keys rotate                                  rotate the signing keys now (published before it signs)
+  keys list                                    the signing keys: kid, state, created/activated/retired/revoked
+  keys revoke <kid>                            a leaked key: it verifies and signs nothing from now on (a new
+                                               key signs at once if it was signing; sessions refresh)
   oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI]...
                   [--name NAME] [--confidential]
                                                register an OpenID Connect client (public, PKCE, unless
@@ -62,7 +67,7 @@ Connection (flags win over the environment):
   --url URL            the edge's base URL           PLATFORM_URL   (default http://localhost:8080)
   --gateway-url URL    the edge's gateway root       PLATFORM_GATEWAY_URL (default {url}/llm)
   --token TOKEN        operator session JWT or at:   PLATFORM_TOKEN
-  --auth-url URL       auth, for keys rotate, oidc-client add, sso add, plan assign   AUTH_URL
+  --auth-url URL       auth, for keys, oidc-client add, sso add, plan assign   AUTH_URL
   --llm-quota-url URL  llm-quota, for plan assign    LLM_QUOTA_URL
                        the shared internal secret    PLATFORM_INTERNAL_SECRET
   Against a local \`pnpm start\`, the last three are read from DATA_DIR/standalone.json.
@@ -203,6 +208,12 @@ function dispatch(positionals: string[], values: Values, s: CliSettings): Promis
     case 'keys rotate':
       need(0, 'keys rotate');
       return rotateKeys(s);
+    case 'keys list':
+      need(0, 'keys list');
+      return listKeys(s);
+    case 'keys revoke':
+      need(1, 'keys revoke <kid>');
+      return revokeKey(s, args[0]!);
     case 'oidc-client add':
       need(1, 'oidc-client add <clientId> --redirect-uri URI [--name NAME] [--confidential]');
       if (!values['redirect-uri']?.length) throw new CliError('oidc-client add needs --redirect-uri', 2);

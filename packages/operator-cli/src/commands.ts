@@ -2,7 +2,7 @@ import { api, CliError, type CliSettings, failure, internal } from './client';
 
 /** A command's outcome: what it did, and the data to print. */
 export interface Outcome {
-  /** `created`, `exists`, `updated`, `started`, `pending` */
+  /** `created`, `exists`, `updated`, `started`, `pending`, `listed`, `revoked`, `already_revoked` */
   result: string;
   data: unknown;
 }
@@ -75,6 +75,29 @@ export async function rotateKeys(s: CliSettings): Promise<Outcome> {
   if (rotated.status !== 200) throw failure('Rotating the signing keys', rotated);
   const body = rotated.body as { started: boolean };
   return { result: body.started ? 'started' : 'pending', data: body };
+}
+
+/** The signing keys: kid, state and dates (auth never answers key material). */
+export async function listKeys(s: CliSettings): Promise<Outcome> {
+  const listed = await internal(s, 'auth', 'GET', '/internal/signing-keys');
+  if (listed.status !== 200) throw failure('Listing the signing keys', listed);
+  return { result: 'listed', data: (listed.body as { keys: unknown[] }).keys };
+}
+
+/** A leaked key stops verifying and signing now; revoking it again reports it (decision 0102). */
+export async function revokeKey(s: CliSettings, kid: string): Promise<Outcome> {
+  const revoked = await internal(
+    s,
+    'auth',
+    'POST',
+    `/internal/signing-keys/${encodeURIComponent(kid)}/revoke`,
+  );
+  // (a 404 of another kind is an auth without this route, or a URL that is not auth's)
+  if (revoked.status === 404 && (revoked.body as { error?: string } | null)?.error === 'SigningKeyNotFound')
+    throw new CliError(`There is no signing key ${kid} (pnpm platform keys list shows them)`);
+  if (revoked.status !== 200) throw failure('Revoking the signing key', revoked);
+  const { result, ...data } = revoked.body as { result: string };
+  return { result, data };
 }
 
 export async function addOidcClient(

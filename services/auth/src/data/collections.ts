@@ -90,6 +90,23 @@ export interface SigningKeyDoc extends Doc {
   removeAfter: Date | null;
 }
 
+/**
+ * The tombstone of a revoked signing key (decision 0102): its `signing_keys` document (private part included) is
+ * deleted, this stays so that the kid is never served, loaded or signed with again, and `keys list` shows it.
+ */
+export interface RevokedSigningKeyDoc extends Doc {
+  /** `_id` is the kid */
+  alg: string;
+  /** what the key was doing when it was revoked */
+  state: 'active' | 'pending' | 'retired';
+  createdAt: Date;
+  activatesAt: Date;
+  retiredAt: Date | null;
+  revokedAt: Date;
+  /** set on a pending key withdrawn with the revoked signing key it was to replace */
+  revokedWith?: string;
+}
+
 /** The one document every instance compares-and-sets to agree on rotation. `_id` = 'rotation'. */
 export interface RotationDoc extends Doc {
   version: number;
@@ -221,6 +238,7 @@ export interface AuthCollections {
   sessions: Collection<SessionDoc>;
   signingKeys: Collection<SigningKeyDoc>;
   rotation: Collection<RotationDoc>;
+  signingKeyRevocations: Collection<RevokedSigningKeyDoc>;
   accessTokens: Collection<AccessTokenDoc>;
   accessTokenPlaces: Collection<AccessTokenPlacesDoc>;
   orgs: Collection<OrgDoc>;
@@ -255,6 +273,7 @@ export function openCollections(store: Store): AuthCollections {
     sessions: store.collection<SessionDoc>('sessions', [{ fields: { userId: 1 } }, ttlOnRemoveAt]),
     signingKeys: store.collection<SigningKeyDoc>('signing_keys', [{ fields: { removeAfter: 1 } }]),
     rotation: store.collection<RotationDoc>('signing_rotation'),
+    signingKeyRevocations: store.collection<RevokedSigningKeyDoc>('signing_key_revocations'),
     accessTokens: store.collection<AccessTokenDoc>('access_tokens', [
       { fields: { tokenHash: 1 }, unique: true },
       { fields: { userId: 1 } },

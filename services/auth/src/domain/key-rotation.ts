@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
-import { type Clock, type Logger, Unavailable } from '@platform/kernel';
+import { type Clock, type Logger, NotFound, Unavailable } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
-import type { AuthCollections, RotationDoc, SigningKeyDoc } from '../data/collections';
+import type { AuthCollections, RevokedSigningKeyDoc, RotationDoc, SigningKeyDoc } from '../data/collections';
 import type { AuthEvents } from './events';
 import { generateSigningKey, type KeyParameters, type PrivateKeyCodec } from './signing-keys';
 
@@ -9,9 +9,11 @@ const ROTATION_ID = 'rotation';
 const DAY_MS = 86_400_000;
 /** how long an instance may take to generate and commit a key before another may try */
 const LEASE_MS = 60_000;
+/** how long (real time) a revocation waits for another instance's lease before it takes the lease over */
+const LEASE_WAIT_MS = 5_000;
 
 export interface KeyRotationOptions {
-  collections: Pick<AuthCollections, 'signingKeys' | 'rotation'>;
+  collections: Pick<AuthCollections, 'signingKeys' | 'rotation' | 'signingKeyRevocations'>;
   clock: Clock;
   logger: Logger;
   events: AuthEvents;
@@ -33,6 +35,35 @@ export interface SigningKey {
   key: KeyObject;
 }
 
+/** A key as `pnpm platform keys list` shows it: dates and state, never key material. */
+export interface SigningKeyListing {
+  kid: string;
+  /** `uncommitted`: inserted by an instance that has not committed it yet (or stopped before) */
+  state: 'pending' | 'active' | 'retired' | 'uncommitted' | 'revoked';
+  alg: string;
+  createdAt: Date;
+  activatesAt: Date;
+  retiredAt: Date | null;
+  /** when it leaves the JWKS by itself (retired keys) */
+  removeAfter: Date | null;
+  revokedAt: Date | null;
+  /** a pending key withdrawn with the revoked signing key it was to replace */
+  revokedWith?: string;
+}
+
+export interface RevocationOutcome {
+  kid: string;
+  /** `already_revoked`: nothing changed but the announcement, made again */
+  result: 'revoked' | 'already_revoked';
+  /** what the key was doing when it was revoked */
+  state: RevokedSigningKeyDoc['state'];
+  revokedAt: Date;
+  /** the key every instance signs with now */
+  signingKid: string;
+  /** a pending key revoked with it (it was kept beside the leaked one and had not signed yet) */
+  withdrawn: string[];
+}
+
 interface LoadedKey extends SigningKey {
   activatesAt: Date;
 }
@@ -52,6 +83,8 @@ interface KeyView {
  *   every instance switches at that same instant, read from the store, so none signs with a stale key;
  * - the key it replaces is retired at that instant and stays in the JWKS until every token it signed
  *   has expired (retiredAt + ACCESS_TOKENS_MAX_AGE + skew), then it is deleted by exactly one instance;
+ * - a revoked key (a leak: decision 0102) leaves the JWKS and the store at once and is never loaded again; when it
+ *   was signing, a new key signs at once;
  * - each change publishes `gateway.jwks.updated` and `runtime.jwks.updated`.
  * The check runs on a timer; all decisions use the injected clock, so tests move time.
  */
@@ -64,6 +97,7 @@ export class KeyRotation {
   private running: Promise<void> | null = null;
   private refreshing: Promise<void> | null = null;
   private readonly maxViewAgeMs: number;
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: KeyRotationOptions) {
     // A view older than this is reloaded before signing, which bounds how long after a retirement a
@@ -92,7 +126,7 @@ export class KeyRotation {
 
   /** One check: activate a due pending key, start a rotation that is due, remove expired keys. */
   tick(): Promise<void> {
-    this.running ??= this.check()
+    this.running ??= this.serially(() => this.check())
       .catch((err) => this.o.logger.error({ err }, 'signing-key check failed'))
       .finally(() => {
         this.running = null;
@@ -137,6 +171,83 @@ export class KeyRotation {
     };
   }
 
+  /**
+   * An operator's "this key leaked": from now on the key signs nothing, verifies nothing and is never loaded
+   * again. Its tombstone is written first (the JWKS stops serving it, and a check finishes the revocation if this
+   * instance stops half-way); it leaves the rotation document (when it was signing, a new key signs at once,
+   * without the publish delay: nothing may sign with the leaked key meanwhile); its document, private part
+   * included, is deleted; `deleted: [kid]` tells every edge to drop it and the tokens it verified. Revoking it
+   * again re-announces it and changes nothing else; an unknown kid is NotFound.
+   */
+  revoke(kid: string): Promise<RevocationOutcome> {
+    return this.serially(() => this.revokeNow(kid));
+  }
+
+  private async revokeNow(kid: string): Promise<RevocationOutcome> {
+    const [key, before] = await Promise.all([
+      this.o.collections.signingKeys.findOne({ _id: kid }),
+      this.o.collections.signingKeyRevocations.findOne({ _id: kid }),
+    ]);
+    if (!key && !before) throw new NotFound(`No signing key ${kid}`, { error: 'SigningKeyNotFound' });
+    const tombstone = before ?? (await this.tombstone(key!, await this.rotationDoc()));
+    const { created, withdrawn } = await this.stopUsing(kid);
+    await this.deleteKeys([kid, ...withdrawn]);
+    if (!before)
+      this.o.logger.warn({ kid, state: tombstone.state, created, withdrawn }, 'signing key revoked');
+    // Announced again when it was revoked before: an edge that missed the first announcement drops it now.
+    await this.o.events.jwksUpdated(created, [kid, ...withdrawn]);
+    await this.refresh();
+    return {
+      kid,
+      result: before ? 'already_revoked' : 'revoked',
+      state: tombstone.state,
+      revokedAt: tombstone.revokedAt,
+      signingKid: (await this.signingKey()).kid,
+      withdrawn,
+    };
+  }
+
+  /** Every key auth holds or has revoked, newest first: state and dates only, never key material. */
+  async list(): Promise<SigningKeyListing[]> {
+    const [doc, keys, revoked] = await Promise.all([
+      this.rotationDoc(),
+      this.o.collections.signingKeys.find({}, { sort: { createdAt: -1 } }),
+      this.o.collections.signingKeyRevocations.find({}),
+    ]);
+    const revokedKids = new Set(revoked.map((r) => r._id));
+    const state = (k: SigningKeyDoc): SigningKeyListing['state'] => {
+      if (k._id === doc.activeKid) return 'active';
+      if (k._id === doc.pendingKid) return 'pending';
+      return k.retiredAt ? 'retired' : 'uncommitted';
+    };
+    const listed: SigningKeyListing[] = [
+      ...keys
+        .filter((k) => !revokedKids.has(k._id))
+        .map((k) => ({
+          kid: k._id,
+          state: state(k),
+          alg: k.alg,
+          createdAt: k.createdAt,
+          activatesAt: k.activatesAt,
+          retiredAt: k.retiredAt,
+          removeAfter: k.removeAfter,
+          revokedAt: null,
+        })),
+      ...revoked.map((r) => ({
+        kid: r._id,
+        state: 'revoked' as const,
+        alg: r.alg,
+        createdAt: r.createdAt,
+        activatesAt: r.activatesAt,
+        retiredAt: r.retiredAt,
+        removeAfter: null,
+        revokedAt: r.revokedAt,
+        ...(r.revokedWith ? { revokedWith: r.revokedWith } : {}),
+      })),
+    ];
+    return listed.sort((x, y) => y.createdAt.getTime() - x.createdAt.getTime());
+  }
+
   /** The key to sign with now: the pending key once its activation instant has passed. */
   async signingKey(): Promise<SigningKey> {
     const now = this.o.clock.now().getTime();
@@ -147,10 +258,17 @@ export class KeyRotation {
     return key;
   }
 
-  /** Public JWKs of every key that verifies: pending, active and retired-but-kept (newest first). */
+  /**
+   * Public JWKs of every key that verifies: pending, active and retired-but-kept (newest first). A revoked key is
+   * left out from its tombstone on, even before its revocation finished deleting it.
+   */
   async publicKeys(): Promise<Array<Record<string, string>>> {
-    const keys = await this.o.collections.signingKeys.find({}, { sort: { createdAt: -1 } });
-    return keys.map((k) => k.publicJwk);
+    const [keys, revoked] = await Promise.all([
+      this.o.collections.signingKeys.find({}, { sort: { createdAt: -1 } }),
+      this.o.collections.signingKeyRevocations.find({}),
+    ]);
+    const revokedKids = new Set(revoked.map((r) => r._id));
+    return keys.filter((k) => !revokedKids.has(k._id)).map((k) => k.publicJwk);
   }
 
   /** Reloads the rotation state (after a peer announced a change, or when the view is old). */
@@ -161,7 +279,16 @@ export class KeyRotation {
     return this.refreshing;
   }
 
+  /** Runs `work` after this instance's check or revocation in progress (instances agree by compare-and-set). */
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
   private async check(): Promise<void> {
+    // first: a pending key revoked half-way must not be activated below
+    await this.finishRevocations();
     let doc = await this.rotationDoc();
     doc = await this.activateIfDue(doc);
     await this.rotateIfDue(doc);
@@ -367,6 +494,165 @@ export class KeyRotation {
     }
   }
 
+  private async tombstone(
+    key: SigningKeyDoc,
+    doc: RotationDoc,
+    revokedWith?: string,
+  ): Promise<RevokedSigningKeyDoc> {
+    const tombstone: RevokedSigningKeyDoc = {
+      _id: key._id,
+      alg: key.alg,
+      state: key._id === doc.activeKid ? 'active' : key._id === doc.pendingKid ? 'pending' : 'retired',
+      createdAt: key.createdAt,
+      activatesAt: key.activatesAt,
+      retiredAt: key.retiredAt,
+      revokedAt: this.o.clock.now(),
+      ...(revokedWith ? { revokedWith } : {}),
+    };
+    try {
+      return await this.o.collections.signingKeyRevocations.insertOne(tombstone);
+    } catch (err) {
+      // another instance revoked it at the same moment
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      return (await this.o.collections.signingKeyRevocations.findOne({ _id: key._id }))!;
+    }
+  }
+
+  /** Takes a revoked kid out of the rotation document; when it was signing, a new key signs at once. */
+  private async stopUsing(kid: string): Promise<{ created: string[]; withdrawn: string[] }> {
+    // Real time, not the clock: how long to wait for another instance's work (a lease another revocation or a
+    // rotation holds: it commits in a moment, and is then replaced or withdrawn here), before taking the lease over.
+    const start = Date.now();
+    for (;;) {
+      const doc = await this.rotationDoc();
+      if (doc.pendingKid === kid) {
+        // The rotation it belonged to is still due (nextRotationAt passed): the next check starts a fresh one.
+        const moved = await this.o.collections.rotation.findOneAndUpdate(
+          { _id: ROTATION_ID, version: doc.version },
+          { $set: { version: doc.version + 1, pendingKid: null, pendingActivatesAt: null } },
+        );
+        if (moved) return { created: [], withdrawn: [] };
+      } else if (doc.activeKid !== kid) {
+        return { created: [], withdrawn: [] };
+      } else {
+        const held =
+          doc.lease && doc.lease.owner !== this.o.instanceId && doc.lease.until > this.o.clock.now();
+        if (held && Date.now() - start < LEASE_WAIT_MS) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          continue;
+        }
+        const replaced = await this.replaceSigningKey(doc);
+        if (replaced) return replaced;
+      }
+      if (Date.now() - start > 2 * LEASE_WAIT_MS)
+        throw new Unavailable('The signing keys kept changing during the revocation: revoke again');
+    }
+  }
+
+  /**
+   * The revoked key was signing: a new one signs at once. The lease is taken even from a holder that did not
+   * release it in time (its commit then fails, and it deletes its own key). A key pending beside the revoked one is
+   * withdrawn with it: it was kept where the leaked one was, and has signed nothing yet. Null: the document moved.
+   */
+  private async replaceSigningKey(
+    doc: RotationDoc,
+  ): Promise<{ created: string[]; withdrawn: string[] } | null> {
+    const now = this.o.clock.now();
+    const claimed = await this.o.collections.rotation.findOneAndUpdate(
+      { _id: ROTATION_ID, version: doc.version },
+      {
+        $set: {
+          version: doc.version + 1,
+          lease: { owner: this.o.instanceId, until: new Date(now.getTime() + LEASE_MS) },
+        },
+      },
+    );
+    if (!claimed) return null;
+    let kid: string | undefined;
+    try {
+      const generated = await generateSigningKey(this.o.params);
+      kid = generated.kid;
+      const at = this.o.clock.now();
+      await this.o.collections.signingKeys.insertOne({
+        _id: kid,
+        kty: this.o.params.kty,
+        alg: this.o.params.alg,
+        size: this.o.params.size,
+        publicJwk: generated.publicJwk,
+        privateKey: this.o.codec.seal(generated.privatePem),
+        createdAt: at,
+        activatesAt: at,
+        retiredAt: null,
+        removeAfter: null,
+      });
+      const committed = await this.o.collections.rotation.findOneAndUpdate(
+        { _id: ROTATION_ID, version: claimed.version, 'lease.owner': this.o.instanceId },
+        {
+          $set: {
+            version: claimed.version + 1,
+            lease: null,
+            rotations: claimed.rotations + 1,
+            activeKid: kid,
+            pendingKid: null,
+            pendingActivatesAt: null,
+            nextRotationAt: new Date(at.getTime() + this.o.rotationDays * DAY_MS),
+          },
+        },
+      );
+      if (!committed) {
+        await this.o.collections.signingKeys.deleteOne({ _id: kid });
+        return null;
+      }
+    } catch (err) {
+      await this.o.collections.rotation.findOneAndUpdate(
+        { _id: ROTATION_ID, 'lease.owner': this.o.instanceId },
+        { $set: { lease: null }, $inc: { version: 1 } },
+      );
+      if (kid) await this.o.collections.signingKeys.deleteOne({ _id: kid }).catch(() => undefined);
+      throw err;
+    }
+    this.o.logger.info({ kid, replaces: doc.activeKid }, 'signing key created in place of a revoked one');
+    const withdrawn: string[] = [];
+    const pending = claimed.pendingKid
+      ? await this.o.collections.signingKeys.findOne({ _id: claimed.pendingKid })
+      : null;
+    if (pending) {
+      await this.tombstone(pending, claimed, claimed.activeKid ?? undefined);
+      withdrawn.push(pending._id);
+    }
+    return { created: [kid], withdrawn };
+  }
+
+  private async deleteKeys(kids: string[]): Promise<void> {
+    for (const kid of kids) {
+      await this.o.collections.signingKeys.deleteOne({ _id: kid });
+      this.keyObjects.delete(kid);
+    }
+  }
+
+  /**
+   * A revocation cut short (an instance stopped between its steps; its operator saw an error and may run it again)
+   * is finished by a check once it is a lease old: a younger one is probably still running on another instance.
+   */
+  private async finishRevocations(): Promise<void> {
+    const revoked = await this.o.collections.signingKeyRevocations.find({});
+    const settled = this.o.clock.now().getTime() - LEASE_MS;
+    if (!revoked.some((r) => r.revokedAt.getTime() <= settled)) return;
+    const kids = new Set(revoked.filter((r) => r.revokedAt.getTime() <= settled).map((r) => r._id));
+    const [doc, left] = await Promise.all([
+      this.rotationDoc(),
+      this.o.collections.signingKeys.find({ _id: { $in: [...kids] } }),
+    ]);
+    const unfinished = new Set(left.map((k) => k._id));
+    for (const kid of [doc.activeKid, doc.pendingKid]) if (kid && kids.has(kid)) unfinished.add(kid);
+    for (const kid of unfinished) {
+      this.o.logger.warn({ kid }, 'finishing the revocation of a signing key');
+      const { created, withdrawn } = await this.stopUsing(kid);
+      await this.deleteKeys([kid, ...withdrawn]);
+      await this.o.events.jwksUpdated(created, [kid, ...withdrawn]);
+    }
+  }
+
   private removalTime(retiredAt: Date): Date {
     return new Date(retiredAt.getTime() + (this.o.maxTokenAgeSeconds + this.o.skewSeconds) * 1000);
   }
@@ -379,6 +665,9 @@ export class KeyRotation {
       this.loadKey(doc?.pendingKid ?? null),
     ]);
     this.view = { active, pending, loadedAt };
+    // Only the keys that may sign stay in memory: a retired or revoked key's private part is not kept.
+    for (const kid of this.keyObjects.keys())
+      if (kid !== active?.kid && kid !== pending?.kid) this.keyObjects.delete(kid);
   }
 
   private async loadKey(kid: string | null): Promise<LoadedKey | null> {

@@ -80,4 +80,30 @@ export function mountInternalRoutes(router: Router, c: AuthContext): void {
       res.json({ ...outcome, activatesAt: outcome.activatesAt?.toISOString() ?? null });
     },
   );
+
+  // Operators (`pnpm platform keys list`): every key's state and dates, never key material.
+  router.get(
+    '/internal/signing-keys',
+    requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
+    async (_req, res) => {
+      res.json({ keys: (await c.keys.list()).map(withIsoDates) });
+    },
+  );
+
+  // Operators (`pnpm platform keys revoke <kid>`): a leaked key stops verifying and signing now (decision 0102).
+  router.post(
+    '/internal/signing-keys/:kid/revoke',
+    requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
+    async (req, res) => {
+      const kid = parseInput(z.string().min(1).max(200), req.params.kid, 'kid');
+      res.json(withIsoDates(await c.keys.revoke(kid)));
+    },
+  );
+}
+
+/** Dates as ISO strings, the rest as it is. */
+function withIsoDates<T extends object>(value: T): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v]),
+  );
 }

@@ -16,6 +16,8 @@ export interface SigningKeysOptions {
 }
 
 const MIN_RSA_BITS = 2048;
+/** kids remembered as gone (a kid is an RFC 7638 thumbprint: never reused, so remembering a few is enough) */
+const GONE_KIDS_REMEMBERED = 1_000;
 const EC_CURVE_OF: Record<string, string> = { ES256: 'prime256v1', ES384: 'secp384r1', ES512: 'secp521r1' };
 
 /** Whether a public key may verify `algorithm`: RSA of 2048+ bits for RS/PS, the matching curve for ES. */
@@ -32,6 +34,11 @@ export function keyFitsAlgorithm(key: KeyObject, algorithm: string): boolean {
  * and on an unknown kid at most once per cooldown. Fetches are single-flight, and a refresh asked for
  * while one is running runs again after it, so an event is never answered by an older document. Keys
  * already held keep verifying while auth is unreachable.
+ *
+ * A kid that left (announced deleted or revoked, or missing from a document) is remembered as gone: a token
+ * bearing it is refused without a fetch, so the tokens of a removed or revoked key, which clients and an attacker
+ * keep sending, never spend the unknown-kid refetch that a token of a brand-new key needs (decision 0102). A kid
+ * announced deleted is never taken back from a document either (one fetched before the deletion may still list it).
  */
 export class SigningKeys {
   private keys = new Map<string, KeyObject>();
@@ -39,8 +46,11 @@ export class SigningKeys {
   private inFlight: Promise<void> | null = null;
   private again = false;
   private lastUnknownKidFetch = Number.NEGATIVE_INFINITY;
+  private unknownKidFetch: Promise<void> | null = null;
   private loadedOnce = false;
   private lastError: unknown = null;
+  /** kid → how it left: announced on the bus (final), or missing from a fetched document (a later one may list it) */
+  private readonly gone = new Map<string, 'announced' | 'missing'>();
 
   constructor(private readonly options: SigningKeysOptions) {
     // No jwks-rsa cache or rate limit: this class is the cache and decides when to fetch.
@@ -89,25 +99,39 @@ export class SigningKeys {
     return this.inFlight;
   }
 
-  /** Drops keys auth announced as deleted, before the refetch confirms it. */
+  /** Drops keys auth announced as deleted (or revoked), before the refetch confirms it, and for good. */
   remove(kids: string[]): void {
+    for (const kid of kids) this.markGone(kid, 'announced');
     const removed = kids.filter((kid) => this.keys.delete(kid));
     if (removed.length > 0) this.options.onKeysRemoved?.(removed);
   }
 
   /**
-   * For a token whose kid is not known: refetch unless one was done within the cooldown; concurrent
-   * callers share one fetch. Resolves to the key, or undefined.
+   * For a token whose kid is not known: refused at once when the kid is gone; else refetch unless one was
+   * done within the cooldown; concurrent callers share one fetch. Resolves to the key, or undefined.
    */
   async resolveUnknown(kid: string): Promise<KeyObject | undefined> {
-    const now = this.options.clock.now().getTime();
+    if (this.gone.has(kid)) return undefined;
     if (this.inFlight) {
       await this.inFlight.catch(() => undefined);
+      const key = this.keys.get(kid);
+      // that fetch may have started before the key was made: one of our own then, if the cooldown allows
+      if (key || this.gone.has(kid)) return key;
+    }
+    const now = this.options.clock.now().getTime();
+    if (now - this.lastUnknownKidFetch < this.options.unknownKidCooldownMs) {
+      // within the cooldown only the fetch another unknown kid started a moment ago is shared
+      if (!this.unknownKidFetch) return undefined;
+      await this.unknownKidFetch;
       return this.keys.get(kid);
     }
-    if (now - this.lastUnknownKidFetch < this.options.unknownKidCooldownMs) return undefined;
     this.lastUnknownKidFetch = now;
-    await this.refresh().catch(() => undefined);
+    this.unknownKidFetch = this.refresh()
+      .catch(() => undefined)
+      .finally(() => {
+        this.unknownKidFetch = null;
+      });
+    await this.unknownKidFetch;
     return this.keys.get(kid);
   }
 
@@ -126,13 +150,23 @@ export class SigningKeys {
     const next = new Map<string, KeyObject>();
     for (const sk of signingKeys) {
       if (!sk.kid || (sk.alg && sk.alg !== this.options.algorithm)) continue;
+      if (this.gone.get(sk.kid) === 'announced') continue;
       const key = createPublicKey(sk.getPublicKey());
       if (keyFitsAlgorithm(key, this.options.algorithm)) next.set(sk.kid, key);
     }
+    for (const kid of next.keys()) this.gone.delete(kid);
     const removed = [...this.keys.keys()].filter((kid) => !next.has(kid));
+    for (const kid of removed) this.markGone(kid, 'missing');
     this.keys = next;
     this.loadedOnce = true;
     this.lastError = null;
     if (removed.length > 0) this.options.onKeysRemoved?.(removed);
+  }
+
+  private markGone(kid: string, how: 'announced' | 'missing'): void {
+    if (this.gone.get(kid) === 'announced') return;
+    this.gone.delete(kid);
+    this.gone.set(kid, how);
+    if (this.gone.size > GONE_KIDS_REMEMBERED) this.gone.delete(this.gone.keys().next().value!);
   }
 }
