@@ -127,6 +127,27 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     });
     // the key reached the provider, sealed at rest but opened for the call
     expect(JSON.stringify(sim.requests().at(-1))).toContain('sk-cli-secret');
+    // a model of several deployments is tested on its deployment on that provider, however light its weight
+    const spread = await gateway('POST', '/v1/models', {
+      model_id: 'cli/spread',
+      type: 'completion',
+      deployments: [
+        { provider: 'mock', model: 'mock-chat', weight: 1000 },
+        { provider: 'sim', model: 'gpt-cli-spread' },
+      ],
+    });
+    expect(spread.status).toBe(201);
+    expect(await run('providers', 'test', 'sim', '--org', 'cli-llm-org')).toMatchObject({
+      code: 0,
+      outcome: {
+        result: 'passed',
+        data: [
+          { model: 'cli/gpt', ok: true },
+          { model: 'cli/spread', ok: true },
+        ],
+      },
+    });
+    expect(sim.requests().at(-1)?.model).toBe('gpt-cli-spread');
     sim.script([{ match: { model: 'gpt-cli' }, error: { status: 500 } }]);
     const failing = await run('providers', 'test', 'sim', '--org', 'cli-llm-org');
     expect(failing.code).toBe(1);
@@ -136,7 +157,9 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     const inUse = await run('providers', 'remove', 'sim');
     expect(inUse.code).toBe(1);
     expect(inUse.err).toContain('cli/gpt');
+    expect(inUse.err).toContain('cli/spread');
     await gateway('DELETE', '/v1/models/cli/gpt');
+    await gateway('DELETE', '/v1/models/cli/spread');
     expect((await run('providers', 'remove', 'sim')).outcome.result).toBe('deleted');
     expect((await run('providers', 'remove', 'sim')).outcome.result).toBe('absent');
   });
@@ -153,13 +176,22 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
       'mock/speech',
       'mock/transcriptions',
     ]);
-    catalogue.models.push({ ...catalogue.models[0]!, model_id: 'mock/chat-2' });
+    const { provider_config, ...chat } = catalogue.models[0]!;
+    catalogue.models.push({
+      ...chat,
+      model_id: 'mock/chat-2',
+      deployments: [{ ...(provider_config as object), weight: 2 }],
+    });
     writeFileSync(file, JSON.stringify(catalogue));
     expect(await run('models', 'import', file)).toMatchObject({
       code: 0,
       outcome: { data: { deleted: 5, inserted: 6 } },
     });
     expect((await gateway('GET', '/v1/models/mock/chat-2')).status).toBe(200);
+    const again = (await run('models', 'export')).outcome.data.models as Array<Record<string, unknown>>;
+    expect(again.find((m) => m.model_id === 'mock/chat-2')?.deployments).toEqual([
+      { provider: 'mock', model: 'mock-chat', weight: 2 },
+    ]);
 
     const yamlFile = path.join(dir.dir, 'bad.yaml');
     writeFileSync(yamlFile, 'models:\n  - model_id: broken\n');

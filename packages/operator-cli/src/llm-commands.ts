@@ -76,6 +76,8 @@ export async function removeProvider(s: CliSettings, name: string): Promise<Outc
 interface ModelItem {
   id: string;
   provider_config?: { provider: string };
+  /** a model served by several deployments names them here instead of `provider_config` */
+  deployments?: Array<{ provider: string }>;
   [k: string]: unknown;
 }
 
@@ -95,16 +97,24 @@ async function useOrg(s: CliSettings, org: string): Promise<void> {
   if (answer.status !== 200) throw failed(`Switching to the organization ${org}`, answer);
 }
 
-/** Smoke-tests every model of a provider, as the organization `org` (whose quota is not billed). */
+/**
+ * Smoke-tests every model of a provider, as the organization `org` (whose quota is not billed); a model of
+ * several deployments is tested on its deployment on that provider.
+ */
 export async function testProvider(s: CliSettings, name: string, org: string): Promise<Outcome> {
   const models = (await allModels(s)).filter(
-    (m) => m.provider_config?.provider === name && m.enabled !== false,
+    (m) =>
+      (m.provider_config?.provider === name || m.deployments?.some((d) => d.provider === name)) &&
+      m.enabled !== false,
   );
   if (models.length === 0) throw new CliError(`No enabled model uses the provider ${name}`);
   await useOrg(s, org);
   const results = [];
   for (const m of models) {
-    const answer = await gateway(s, 'POST', '/v1/test', { modelId: m.id });
+    const answer = await gateway(s, 'POST', '/v1/test', {
+      modelId: m.id,
+      ...(m.deployments ? { provider: name } : {}),
+    });
     const body = answer.body as { ok?: boolean; latency_ms?: number; response?: { code?: string } };
     results.push({
       model: m.id,

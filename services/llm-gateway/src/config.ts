@@ -36,6 +36,10 @@ export const llmGatewayConfigSchema = z.object({
   LLM_GATEWAY_RETRY_BASE_MS: env.int(200, 0),
   /** a provider's Retry-After longer than this is not waited for: failover (or the error) comes first (ms) */
   LLM_GATEWAY_RETRY_MAX_WAIT_MS: env.int(5_000, 0),
+  /** how long a deployment of a model served by several sits out after a 429, 5xx, timeout or lost connection, on this instance, when the provider names no Retry-After (ms) */
+  LLM_GATEWAY_DEPLOYMENT_COOLDOWN_MS: env.int(10_000, 0),
+  /** the longest a provider's Retry-After keeps such a deployment out (ms) */
+  LLM_GATEWAY_DEPLOYMENT_COOLDOWN_MAX_MS: env.int(60_000, 0),
   /** how long an organization's quota settings are fresh in one instance (ms); for one more such time they answer while a refresh runs */
   LLM_GATEWAY_SETTINGS_TTL_MS: env.int(5_000, 0),
   /** organizations whose settings one instance keeps (the least recently used leave first; one that left is read again) */

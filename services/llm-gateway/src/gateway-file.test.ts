@@ -61,5 +61,51 @@ describe('the gateway file (LLM_GATEWAY_CONFIG)', () => {
     const file = readGatewayFile(write('readme.yaml', example!));
     expect(file.models.map((m) => m.model_id)).toContain('llama-local');
     expect(file.models.find((m) => m.model_id === 'gpt-4o-mini')?.failover).toBe('llama-local');
+    expect(file.models.find((m) => m.model_id === 'gpt-4o')?.deployments).toHaveLength(3);
+  });
+
+  it('takes a model served by several deployments, and checks each one', () => {
+    const providers = [
+      { name: 'east', type: 'openai', baseUrl: 'https://east.example/v1' },
+      { name: 'west', type: 'openai', baseUrl: 'https://west.example/v1' },
+    ];
+    const fileWith = (name: string, model: Record<string, unknown>) =>
+      write(
+        name,
+        JSON.stringify({ providers, models: [{ model_id: 'gpt-4o', type: 'completion', ...model }] }),
+      );
+    const deployments = [
+      { provider: 'east', model: 'gpt-4o', weight: 3, headers: { 'x-region': 'east' } },
+      { provider: 'west', model: 'gpt-4o-2024-08-06' },
+    ];
+    expect(readGatewayFile(fileWith('two.json', { deployments })).models[0]).toMatchObject({ deployments });
+    const refused = (name: string, model: Record<string, unknown>, why: RegExp) =>
+      expect(() => readGatewayFile(fileWith(name, model))).toThrow(why);
+    refused(
+      'unknown.json',
+      { deployments: [deployments[0], { provider: 'north', model: 'gpt-4o' }] },
+      /models\.0\.deployments\.1\.provider: no provider named north/,
+    );
+    refused(
+      'weight.json',
+      { deployments: [{ ...deployments[0], weight: 0 }] },
+      /models\.0\.deployments\.0\.weight/,
+    );
+    refused(
+      'both.json',
+      { deployments, provider_config: { provider: 'east', model: 'gpt-4o' } },
+      /give provider_config or deployments, not both/,
+    );
+    refused('neither.json', {}, /models\.0\.provider_config: provider_config \(or deployments\) is required/);
+    refused(
+      'many.json',
+      { deployments: Array.from({ length: 17 }, (_, i) => ({ provider: 'east', model: `m${i}` })) },
+      /at most 16 deployments/,
+    );
+    refused(
+      'twice.json',
+      { deployments: [deployments[1], deployments[1]] },
+      /west \/ gpt-4o-2024-08-06 is named twice/,
+    );
   });
 });

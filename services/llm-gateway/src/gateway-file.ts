@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { type ModelEntry, ModelEntrySchema, PlatformDefaultsSchema } from './catalogue/model-entry';
+import {
+  deploymentsOf,
+  type ModelEntry,
+  ModelEntrySchema,
+  PlatformDefaultsSchema,
+} from './catalogue/model-entry';
 
 /**
  * The operator's gateway file named by LLM_GATEWAY_CONFIG (YAML or JSON): the providers and the model
@@ -59,12 +64,16 @@ export const GatewayFileSchema = z
           message: `duplicate model ${m.model_id}`,
         });
       seen.add(m.model_id);
-      if (!providers.has(m.provider_config.provider))
-        ctx.addIssue({
-          code: 'custom',
-          path: ['models', i, 'provider_config', 'provider'],
-          message: `no provider named ${m.provider_config.provider}`,
-        });
+      deploymentsOf(m).forEach((d, j) => {
+        if (!providers.has(d.provider))
+          ctx.addIssue({
+            code: 'custom',
+            path: m.deployments
+              ? ['models', i, 'deployments', j, 'provider']
+              : ['models', i, 'provider_config', 'provider'],
+            message: `no provider named ${d.provider}`,
+          });
+      });
       if (m.failover !== undefined && !models.has(m.failover))
         ctx.addIssue({
           code: 'custom',

@@ -18,6 +18,7 @@ import { catalogueCollections, seedCatalogue } from './catalogue/catalogue-store
 import { ProviderAdmin } from './catalogue/provider-admin';
 import { SecretBox } from './catalogue/secret-box';
 import { gatewayFileOf, type LlmGatewayConfig } from './config';
+import { DeploymentBalancer } from './inference/deployment-balancer';
 import { authorizeInference, type GatewayContext } from './inference/gateway-context';
 import { createGatewayMetrics } from './metrics/gateway-metrics';
 import { llmGatewayApiDocument } from './openapi';
@@ -135,6 +136,11 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       baseDelayMs: config.LLM_GATEWAY_RETRY_BASE_MS,
       maxWaitMs: config.LLM_GATEWAY_RETRY_MAX_WAIT_MS,
       defaultTimeoutMs: config.LLM_GATEWAY_DEFAULT_TIMEOUT_MS,
+      balancer: new DeploymentBalancer({
+        clock,
+        windowMs: config.LLM_GATEWAY_DEPLOYMENT_COOLDOWN_MS,
+        maxMs: config.LLM_GATEWAY_DEPLOYMENT_COOLDOWN_MAX_MS,
+      }),
       metrics,
     },
     metrics,

@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Clock } from '@platform/kernel';
 import { type ProviderSimulator, startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
 import OpenAI from 'openai';
 import { startTestPlatform, type TestPlatform } from '../../../test/harness';
@@ -169,6 +170,8 @@ export async function startGatewayWorld(
     env?: Record<string, string>;
     /** changes the tests' gateway file (more models, platform defaults) */
     file?: (base: ReturnType<typeof gatewayFile>) => unknown;
+    /** the platform's clock (default: the system's) */
+    clock?: Clock;
   } = {},
 ): Promise<GatewayWorld> {
   const sim = await startProviderSimulator({ port: 0 });
@@ -177,6 +180,7 @@ export async function startGatewayWorld(
   writeFileSync(file, JSON.stringify(options.file ? options.file(gatewayFile(sim)) : gatewayFile(sim)));
   const p = await startTestPlatform({
     natsUrl: options.natsUrl,
+    clock: options.clock,
     env: {
       PLATFORM_INTERNAL_SECRET: INTERNAL_SECRET,
       LLM_GATEWAY_CONFIG: file,

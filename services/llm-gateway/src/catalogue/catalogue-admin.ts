@@ -9,7 +9,7 @@ import {
 } from '@platform/store';
 import { z } from 'zod';
 import type { CatalogueCollections, ModelDoc } from './catalogue-store';
-import { type ModelEntry, ModelEntrySchema, mergePatch } from './model-entry';
+import { type ModelEntry, ModelEntrySchema, mergePatch, unknownProviders } from './model-entry';
 
 /** Who changed the catalogue: a platform administrator, or the operator's credential (internal secret). */
 export interface Actor {
@@ -190,11 +190,7 @@ export class CatalogueAdmin {
       const issues = [];
       if (seen.has(parsed.data.model_id))
         issues.push({ field: 'model_id', message: 'duplicate in the list' });
-      if (!providers.has(parsed.data.provider_config.provider))
-        issues.push({
-          field: 'provider_config.provider',
-          message: `no provider named ${parsed.data.provider_config.provider}`,
-        });
+      issues.push(...unknownProviders(parsed.data, (p) => providers.has(p)));
       seen.add(parsed.data.model_id);
       if (issues.length) bad.push({ index, model_id: parsed.data.model_id, issues });
       else entries.push(parsed.data);
@@ -289,12 +285,8 @@ export class CatalogueAdmin {
       });
     }
     const entry = parsed.data;
-    const issues: Array<{ field: string; message: string }> = [];
-    if (!(await this.deps.collections.providers.findOne({ _id: entry.provider_config.provider })))
-      issues.push({
-        field: 'provider_config.provider',
-        message: `no provider named ${entry.provider_config.provider}`,
-      });
+    const providers = new Set((await this.deps.collections.providers.find({})).map((p) => p._id));
+    const issues = unknownProviders(entry, (p) => providers.has(p));
     if (
       entry.failover !== undefined &&
       entry.failover !== entry.model_id &&

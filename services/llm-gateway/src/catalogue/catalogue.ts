@@ -2,14 +2,32 @@ import type { Logger } from '@platform/kernel';
 import type { ModelFileEntry } from '../gateway-file';
 import type { ProviderAdapterPort } from '../inference/provider-port';
 import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
-import type { PlatformDefaults } from './model-entry';
+import { deploymentsOf, type PlatformDefaults, type ProviderConfig } from './model-entry';
 import type { SecretBox } from './secret-box';
 
-/** A catalogue model with its provider's adapter, as requests use it. */
-export interface CatalogueModel extends Omit<ModelFileEntry, 'enabled'> {
+/** A deployment's cooldown on this instance (inference/deployments.ts): kept across catalogue reloads. */
+export interface DeploymentHealth {
+  /** epoch ms until which the deployment is cooling down after a failure; 0: not cooling */
+  coolUntil: number;
+}
+
+/**
+ * A catalogue model as requests use it: the entry with the adapter of the provider serving it. A model
+ * of several `deployments` is one such object per deployment (each with that deployment's
+ * `provider_config`, adapter and provider name), sharing one `pool`; the catalogue answers the first
+ * for the model, and a request picks the deployment it calls from the pool.
+ */
+export interface CatalogueModel extends Omit<ModelFileEntry, 'enabled' | 'provider_config'> {
   enabled: boolean;
+  /** this deployment's provider, the provider's own model name and header policy */
+  provider_config: ProviderConfig;
   adapter: ProviderAdapterPort;
   providerName: string;
+  /** this deployment's share of the model's requests, relative to its pool's */
+  weight: number;
+  health: DeploymentHealth;
+  /** every deployment of the model, this one included (a model of one provider_config: itself alone) */
+  pool: readonly CatalogueModel[];
 }
 
 /** Builds an adapter from a stored provider (key already opened); the provider layer's factory. */
@@ -30,6 +48,8 @@ export type AdapterFactory = (spec: {
  */
 export class Catalogue {
   private models = new Map<string, CatalogueModel>();
+  /** each deployment's cooldown by model, provider and provider model: a reload keeps what it still serves */
+  private health = new Map<string, DeploymentHealth>();
 
   constructor(
     private readonly deps: {
@@ -63,24 +83,34 @@ export class Catalogue {
       );
     }
     const next = new Map<string, CatalogueModel>();
+    const health = new Map<string, DeploymentHealth>();
     for (const { _id, updatedAt: _u, source: _s, revision: _r, ...m } of models) {
-      const adapter = adapters.get(m.provider_config.provider);
-      if (!adapter) {
-        this.deps.logger.error(
-          { model: _id, provider: m.provider_config.provider },
-          'model names no known provider',
-        );
-        continue;
+      const pool: CatalogueModel[] = [];
+      for (const { weight, ...config } of deploymentsOf(m)) {
+        const adapter = adapters.get(config.provider);
+        if (!adapter) {
+          this.deps.logger.error({ model: _id, provider: config.provider }, 'model names no known provider');
+          continue;
+        }
+        const key = `${_id}\n${config.provider}\n${config.model}`;
+        const kept = this.health.get(key) ?? { coolUntil: 0 };
+        health.set(key, kept);
+        pool.push({
+          ...m,
+          model_id: _id,
+          enabled: m.enabled !== false,
+          provider_config: config,
+          adapter,
+          providerName: adapter.name,
+          weight: weight ?? 1,
+          health: kept,
+          pool,
+        });
       }
-      next.set(_id, {
-        ...m,
-        model_id: _id,
-        enabled: m.enabled !== false,
-        adapter,
-        providerName: adapter.name,
-      });
+      if (pool[0]) next.set(_id, pool[0]);
     }
     this.models = next;
+    this.health = health;
   }
 
   /** an enabled model by id, or undefined */

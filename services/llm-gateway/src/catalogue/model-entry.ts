@@ -36,6 +36,17 @@ export const ProviderConfigSchema = z
     forward_headers: z.array(z.string().min(1)).optional(),
   })
   .strict();
+export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;
+
+/** the most deployments one model may name */
+export const MAX_DEPLOYMENTS = 16;
+
+/** One deployment of a model served by several: a provider config and its share of the requests. */
+export const DeploymentSchema = ProviderConfigSchema.extend({
+  /** its share of the requests, relative to the other deployments' (default 1) */
+  weight: z.number().positive().max(1_000_000).optional(),
+}).meta({ id: 'ModelDeployment' });
+export type DeploymentEntry = z.infer<typeof DeploymentSchema>;
 
 export const PricingSchema = z
   .object({
@@ -76,7 +87,14 @@ const entryFields = {
   /** embeddings: the default output size */
   dimensions: z.number().int().positive().optional(),
   supported_dimensions: z.array(z.number().int().positive()).optional(),
-  provider_config: ProviderConfigSchema,
+  /** the provider serving it; a model served by several gives `deployments` instead */
+  provider_config: ProviderConfigSchema.optional(),
+  /** several deployments of the model (regions, keys, clusters), balanced by weight, each cooled down after failures */
+  deployments: z
+    .array(DeploymentSchema)
+    .min(1)
+    .max(MAX_DEPLOYMENTS, `at most ${MAX_DEPLOYMENTS} deployments`)
+    .optional(),
   pricing: PricingSchema.default({ input_per_million: 0, output_per_million: 0 }),
   tags: z.array(z.string().min(1).max(64)).max(50).optional(),
   /** the organizations that may see and use it; absent: every organization */
@@ -89,8 +107,57 @@ const entryFields = {
   native_rerank: z.boolean().optional(),
 };
 
-export const ModelEntrySchema = z.object(entryFields).strict();
+/** the entry's deployments whose provider `has` does not know, as issues (`field`, `message`) */
+export function unknownProviders(
+  entry: Pick<ModelEntry, 'provider_config' | 'deployments'>,
+  has: (provider: string) => boolean,
+): Array<{ field: string; message: string }> {
+  const issues: Array<{ field: string; message: string }> = [];
+  deploymentsOf(entry).forEach((d, i) => {
+    if (!has(d.provider))
+      issues.push({
+        field: entry.deployments ? `deployments.${i}.provider` : 'provider_config.provider',
+        message: `no provider named ${d.provider}`,
+      });
+  });
+  return issues;
+}
+
+/** The entry's members without the check that binds them (OpenAPI views omit and extend it). */
+export const ModelEntryObjectSchema = z.object(entryFields).strict();
+
+export const ModelEntrySchema = ModelEntryObjectSchema.superRefine(
+  (entry, ctx) => {
+    if ((entry.provider_config === undefined) === (entry.deployments === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: entry.provider_config ? ['deployments'] : ['provider_config'],
+        message: entry.provider_config
+          ? 'give provider_config or deployments, not both (a merge patch removes one with null)'
+          : 'provider_config (or deployments) is required',
+      });
+    if (!Array.isArray(entry.deployments)) return;
+    const seen = new Set<string>();
+    entry.deployments.forEach((d, i) => {
+      const key = `${d?.provider}\n${d?.model}`;
+      if (seen.has(key))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['deployments', i],
+          message: `deployment ${d.provider} / ${d.model} is named twice`,
+        });
+      seen.add(key);
+    });
+  },
+  // also when other members are wrong, so one answer names every problem (the members may be of any shape here)
+  { when: (payload) => typeof payload.value === 'object' && payload.value !== null },
+);
 export type ModelEntry = z.infer<typeof ModelEntrySchema>;
+
+/** The provider configs serving an entry: its `deployments`, or its one `provider_config`. */
+export const deploymentsOf = (
+  entry: Pick<ModelEntry, 'provider_config' | 'deployments'>,
+): DeploymentEntry[] => entry.deployments ?? (entry.provider_config ? [entry.provider_config] : []);
 
 /** `PATCH /v1/models/{id}`: a JSON merge patch (RFC 7396) of the entry, validated once merged. */
 export const ModelPatchSchema = z.record(z.string(), z.unknown()).meta({

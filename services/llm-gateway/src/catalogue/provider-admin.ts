@@ -111,7 +111,9 @@ export class ProviderAdmin {
         error: 'PROVIDER_NOT_FOUND',
         code: 'PROVIDER_NOT_FOUND',
       });
-    const users = await this.deps.collections.models.find({ 'provider_config.provider': name });
+    const users = await this.deps.collections.models.find({
+      $or: [{ 'provider_config.provider': name }, { 'deployments.provider': name }],
+    });
     if (users.length)
       throw new Conflict(`Models still use the provider ${name}; remove or move them first`, {
         error: 'PROVIDER_IN_USE',

@@ -2,6 +2,7 @@ import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
 import type { ProviderCallMetrics, ProviderTiming } from '../metrics/gateway-metrics';
 import type { CancelSignal } from '../providers/cancellation';
 import type { OrgGatewaySettings } from '../quota/org-settings';
+import type { DeploymentBalancer } from './deployment-balancer';
 import { ProviderErrorAnswer, ProviderNoResponse, refusedForProvider } from './errors';
 import { isAllowed } from './governance';
 import { isProviderFailure, isProviderTimeout, type ProviderCall } from './provider-port';
@@ -12,6 +13,8 @@ export interface RetryPolicy {
   /** a provider's Retry-After longer than this is not waited for: the next model (or the error) comes first */
   maxWaitMs: number;
   defaultTimeoutMs: number;
+  /** which deployment of a model each attempt calls, and which sit out after failures */
+  balancer: DeploymentBalancer;
   /** where every attempt, retry and failover is counted */
   metrics?: ProviderCallMetrics;
 }
@@ -51,10 +54,13 @@ function wait(ms: number, signal: CancelSignal): Promise<void> {
 }
 
 /**
- * Runs one provider operation with the gateway's resilience: a 429 or 5xx is retried on the same
- * model with exponential backoff (or the provider's Retry-After when shorter than the cap), then the
- * next model of the failover chain is tried; no answer within the timeout goes to the next model at
- * once. A provider's other errors answer at once. The client's disconnect stops everything.
+ * Runs one provider operation with the gateway's resilience. Each attempt calls one deployment of the
+ * model, picked by weight among those in service (decision 0101). A 429 or 5xx is retried: at once on
+ * another deployment of the model not yet tried and not cooling down (as is a timeout, a lost
+ * connection or a refused key's 429), else with exponential backoff (or the provider's Retry-After when
+ * shorter than the cap); then the next model of the failover chain is tried. No answer within the
+ * timeout and no other deployment goes to the next model at once. A provider's other errors answer at
+ * once. The client's disconnect stops everything.
  */
 export async function withResilience<T>(
   chain: CatalogueModel[],
@@ -66,42 +72,56 @@ export async function withResilience<T>(
   timing: ProviderTiming = 'answer',
 ): Promise<{ result: T; model: CatalogueModel; attempts: number }> {
   const metrics = policy.metrics;
+  const balancer = policy.balancer;
   let last: unknown;
+  let lastServed = chain[chain.length - 1]!;
   let attempts = 0;
   for (let m = 0; m < chain.length; m++) {
-    const model = chain[m]!;
-    const timeoutMs = model.timeout_ms ?? policy.defaultTimeoutMs;
+    const pool = chain[m]!.pool;
+    const timeoutMs = chain[m]!.timeout_ms ?? policy.defaultTimeoutMs;
+    // the deployments this request has called, one bit per pool index (at most 16)
+    let tried = 0;
     for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
+      const index = balancer.pick(pool, tried);
+      const served = pool[index]!;
+      tried |= 1 << index;
       attempts++;
       const started = performance.now();
       try {
         const call: ProviderCall = {
-          model: model.provider_config.model,
-          headers: headersFor(model),
+          model: served.provider_config.model,
+          headers: headersFor(served),
           timeoutMs,
           signal,
         };
-        const result = await operation(model, call);
-        metrics?.answered(model, (performance.now() - started) / 1000, timing);
-        return { result, model, attempts };
+        const result = await operation(served, call);
+        metrics?.answered(served, (performance.now() - started) / 1000, timing);
+        return { result, model: served, attempts };
       } catch (err) {
         if (signal.aborted) throw err;
         last = err;
-        metrics?.failed(model, err);
-        if (isProviderTimeout(err)) break;
-        if (!isProviderFailure(err) || !err.retryable) throw toAnswer(err, model, timeoutMs);
-        if (attempt === policy.maxAttempts) break;
-        const backoff = policy.baseDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2);
-        const delay = err.retryAfterSeconds !== null ? err.retryAfterSeconds * 1000 : backoff;
-        if (delay > policy.maxWaitMs) break;
-        await wait(delay, signal);
-        metrics?.retried(model);
+        lastServed = served;
+        metrics?.failed(served, err);
+        const timeout = isProviderTimeout(err);
+        const retryable = timeout || (isProviderFailure(err) && err.retryable);
+        const retryAfter = isProviderFailure(err) ? err.retryAfterSeconds : null;
+        const ownFault = balancer.failed(served, err);
+        if (!retryable && !ownFault) throw toAnswer(err, served, timeoutMs);
+        // another deployment in service is tried at once: the failure was the deployment's, not the request's
+        if (!(ownFault && attempt < policy.maxAttempts && balancer.hasFresh(pool, tried))) {
+          if (!retryable) throw toAnswer(err, served, timeoutMs);
+          if (timeout || attempt === policy.maxAttempts) break;
+          const backoff = policy.baseDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2);
+          const delay = retryAfter !== null ? retryAfter * 1000 : backoff;
+          if (delay > policy.maxWaitMs) break;
+          await wait(delay, signal);
+        }
+        metrics?.retried(served);
       }
     }
-    if (m < chain.length - 1) metrics?.failedOver(model);
+    if (m < chain.length - 1) metrics?.failedOver(lastServed);
   }
-  const lastModel = chain[chain.length - 1]!;
-  throw toAnswer(last, lastModel, lastModel.timeout_ms ?? policy.defaultTimeoutMs);
+  throw toAnswer(last, lastServed, lastServed.timeout_ms ?? policy.defaultTimeoutMs);
 }
 
 /** A provider layer error as the envelope's error; anything else goes up unchanged (a 500). */

@@ -243,8 +243,9 @@ export function createGatewayMetrics(read: { outboxEvents: () => Promise<number>
     },
   });
 
-  // model id -> its provider (as last seen) and its series; the series by their labels, so capped ones share
-  const byModel = new Map<string, { provider: string; series: ModelSeries }>();
+  // model id -> provider -> series (a model of several deployments has one per provider); the series by
+  // their labels, so capped ones share
+  const byModel = new Map<string, Map<string, ModelSeries>>();
   const byLabels = new Map<string, ModelSeries>();
   const ownModels = new Set<string>();
   const ownProviders = new Set<string>();
@@ -255,9 +256,14 @@ export function createGatewayMetrics(read: { outboxEvents: () => Promise<number>
     return value;
   };
   const seriesOf = (modelId: string, provider: string): ModelSeries => {
-    const known = byModel.get(modelId);
-    if (known !== undefined && known.provider === provider) return known.series;
-    // first sight of this model (or it moved to another provider): not on the hot path
+    let providers = byModel.get(modelId);
+    const known = providers?.get(provider);
+    if (known !== undefined) return known;
+    // first sight of this model on this provider: not on the hot path
+    if (providers === undefined) {
+      providers = new Map();
+      byModel.set(modelId, providers);
+    }
     const labels = {
       model: capped(ownModels, MODEL_LABEL_CAP, modelId),
       provider: capped(ownProviders, PROVIDER_LABEL_CAP, provider),
@@ -268,7 +274,7 @@ export function createGatewayMetrics(read: { outboxEvents: () => Promise<number>
       series = new ModelSeries(labels, families);
       byLabels.set(key, series);
     }
-    byModel.set(modelId, { provider, series });
+    providers.set(provider, series);
     return series;
   };
 

@@ -1,6 +1,6 @@
 import type { RouteDoc } from '@platform/kernel';
 import { z } from 'zod';
-import { ModelEntrySchema, ModelPatchSchema } from '../catalogue/model-entry';
+import { ModelEntryObjectSchema, ModelEntrySchema, ModelPatchSchema } from '../catalogue/model-entry';
 import { ProviderBodySchema } from '../catalogue/provider-admin';
 import { TRANSCRIPTION_FORMATS } from './audio';
 import { ImagesRequestSchema } from './images';
@@ -12,23 +12,29 @@ type ErrorDoc = (description: string) => { description: string; schema: z.ZodTyp
 
 export const ModelEntryDocSchema = ModelEntrySchema.meta({
   id: 'ModelEntry',
-  description: 'A catalogue model entry as stored',
+  description: 'A catalogue model entry as stored (with `provider_config` or `deployments`, never both)',
 });
 /** the same entry as a request gives it (defaults not yet applied) */
 const ModelEntryInputSchema = ModelEntrySchema.meta({
   id: 'ModelEntryInput',
-  description: 'A catalogue model entry, as POST and PUT take it (`enabled` defaults to true, prices to 0)',
+  description:
+    'A catalogue model entry, as POST and PUT take it (`enabled` defaults to true, prices to 0); exactly one of `provider_config` and `deployments` (1 to 16, weights positive, default 1)',
 });
 
-export const ModelViewSchema = ModelEntrySchema.omit({ provider_config: true })
+export const ModelViewSchema = ModelEntryObjectSchema.omit({ provider_config: true, deployments: true })
   .extend({
     id: z.string(),
     object: z.literal('model'),
     created: z.number().int(),
-    owned_by: z.string().meta({ description: 'the provider serving it' }),
-    provider_config: ModelEntrySchema.shape.provider_config
-      .optional()
-      .meta({ description: 'platform administrators only' }),
+    owned_by: z
+      .string()
+      .meta({ description: 'the provider serving it (of a model with `deployments`, the first one)' }),
+    provider_config: ModelEntryObjectSchema.shape.provider_config.meta({
+      description: 'platform administrators only, for a model of one provider',
+    }),
+    deployments: ModelEntryObjectSchema.shape.deployments.meta({
+      description: 'platform administrators only, for a model of several deployments',
+    }),
   })
   .meta({ id: 'Model', description: "OpenAI's model object with the catalogue entry" });
 
@@ -62,6 +68,10 @@ const SmokeTestSchema = z
   .object({
     ok: z.boolean(),
     model: z.string(),
+    provider: z
+      .string()
+      .optional()
+      .meta({ description: 'the provider of the deployment tested, when it answered' }),
     latency_ms: z.number(),
     dimensions: z.number().int().nullable().optional().meta({ description: 'embeddings' }),
     tool_called: z

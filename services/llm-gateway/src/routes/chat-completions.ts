@@ -213,6 +213,8 @@ async function streamChat(
     else {
       outcome = 'provider_error';
       ctx.metrics.failed(model, err);
+      // a deployment that cuts streams sits out like one that refuses them (the next request goes elsewhere)
+      ctx.retry.balancer.failed(model, err);
       writeEvent(res, {
         error: envelopeOf(
           toAnswer(err, model, model.timeout_ms ?? ctx.retry.defaultTimeoutMs),

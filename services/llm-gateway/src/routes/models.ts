@@ -10,18 +10,28 @@ import { isAllowed, visibleTo } from '../inference/governance';
 
 /**
  * A catalogue model as callers see it: OpenAI's model object (`id`, `object`, `created`, `owned_by`)
- * plus the entry. `provider_config` (which provider and model serve it, header policy) is shown to
+ * plus the entry (`owned_by`: its provider, the first deployment's for a model of several).
+ * `provider_config` or `deployments` (which providers and models serve it, header policy) are shown to
  * platform administrators only; provider keys are never shown to anyone.
  */
 export const modelView = (m: CatalogueModel, created: number, admin = false) => {
-  const { adapter: _a, providerName, provider_config, ...entry } = m;
+  const {
+    adapter: _a,
+    providerName,
+    provider_config,
+    deployments,
+    weight: _w,
+    health: _h,
+    pool: _p,
+    ...entry
+  } = m;
   return {
     id: m.model_id,
     object: 'model' as const,
     created,
     owned_by: providerName,
     ...entry,
-    ...(admin ? { provider_config } : {}),
+    ...(admin ? (deployments ? { deployments } : { provider_config }) : {}),
   };
 };
 

@@ -16,7 +16,15 @@ import { silentWav } from './wav-fixture';
 /** smoke tests an organization may run per minute (they are not billed to its quota) */
 export const SMOKE_TESTS_PER_MINUTE = 20;
 
-export const SmokeTestRequestSchema = z.object({ modelId: z.string().min(1).max(200) }).strict();
+export const SmokeTestRequestSchema = z
+  .object({
+    modelId: z.string().min(1).max(200),
+    provider: z.string().min(1).max(64).optional().meta({
+      description:
+        'a model of several deployments: test its deployment on this provider (default: one picked as a request would be)',
+    }),
+  })
+  .strict();
 
 /** A smoke test as recorded (`llm_smoke_tests`); never counted as usage. */
 interface SmokeTestDoc extends Doc {
@@ -95,14 +103,25 @@ async function probe(model: CatalogueModel, call: Parameters<CatalogueModel['ada
   }
 }
 
+/** the model reduced to its deployment on `provider` (400 when it has none there) */
+function deploymentOn(model: CatalogueModel, provider: string): CatalogueModel {
+  const deployment = model.pool.find((d) => d.providerName === provider);
+  if (!deployment)
+    throw new InvalidInput(`The model ${model.model_id} has no deployment on the provider ${provider}`, {
+      details: { issues: [{ field: 'provider', message: `not a provider of ${model.model_id}` }] },
+    });
+  return { ...deployment, pool: [deployment] };
+}
+
 const unsupported = (model: CatalogueModel, what: string) =>
   new InvalidInput(`The provider of ${model.model_id} has no ${what}`, {
     details: { provider: model.providerName },
   });
 
 /**
- * `POST /v1/test {modelId}`: calls the model once through the gateway's own provider path (its
- * header policy and timeout; no retries, no failover) and reports what happened. A failure is
+ * `POST /v1/test {modelId, provider?}`: calls the model once through the gateway's own provider path (its
+ * header policy and timeout; no retries, no failover; one deployment, `provider`'s when given) and reports
+ * what happened. A failure is
  * `{ok: false, response: <error envelope>}` with status 200. Not billed to the organization's quota;
  * each run is recorded in `llm_smoke_tests`.
  */
@@ -116,12 +135,13 @@ export function mountSmokeTest(
   ]);
   router.post('/v1/test', async (req, res) => {
     const { principal, orgSlug } = authorizeInference(req);
-    const { modelId } = parseInput(SmokeTestRequestSchema, jsonBody(req) ?? {});
+    const { modelId, provider } = parseInput(SmokeTestRequestSchema, jsonBody(req) ?? {});
     const settings = await ctx.orgSettings.get(orgSlug);
     const found = ctx.catalogue.get(modelId);
     if (!found) throw modelNotFound(modelId);
     const { model } = resolveModel(modelId, found.type, settings, ctx.catalogue);
     if (model.model_id !== modelId) throw modelNotAllowed(modelId); // a smoke test never tests a stand-in
+    const tested = provider === undefined ? model : deploymentOn(model, provider);
     const window = await deps.limiter.consume(orgSlug, 1);
     if (window.consumedPoints > SMOKE_TESTS_PER_MINUTE)
       throw new RateLimited(Math.max(1, Math.ceil(window.msBeforeNext / 1000)), 'Too many smoke tests', {
@@ -131,14 +151,20 @@ export function mountSmokeTest(
     const started = performance.now();
     let answer: Record<string, unknown>;
     try {
-      const { result } = await withResilience(
-        [model],
+      const { result, model: served } = await withResilience(
+        [tested],
         { ...ctx.retry, maxAttempts: 1 },
         abort.signal,
         (m) => providerHeaders(m, principal, {}, requestIdOf(req)),
         (m, call) => probe(m, call),
       );
-      answer = { ok: true, model: model.model_id, ...result.extra, response: result.response };
+      answer = {
+        ok: true,
+        model: model.model_id,
+        provider: served.providerName,
+        ...result.extra,
+        response: result.response,
+      };
     } catch (err) {
       answer = { ok: false, model: model.model_id, response: envelopeOf(err, requestIdOf(req)) };
     }
