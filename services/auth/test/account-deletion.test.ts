@@ -8,7 +8,8 @@ import { openUserSession } from '../src/accounts/sessions';
 import type { UserDoc } from '../src/data/collections';
 import { newId } from '../src/domain/secrets';
 import { openOidcModels } from '../src/oidc/store-adapter';
-import { openSsoCollections } from '../src/sso/providers';
+import { openSsoCollections, SsoClients } from '../src/sso/providers';
+import { userForIdentity } from '../src/sso/sign-in';
 import {
   type Actor,
   type AuthHarness,
@@ -410,6 +411,89 @@ describe('deleting one’s own account', () => {
     ).toBe(404);
   });
 
+  it('a workspace the person creates while their account is deleted leaves no role of theirs behind', async () => {
+    const { actor } = await signUp();
+    const owner = await h.newUser();
+    const theirs = await org(owner, [actor, 'member']);
+    await h.call(actor, 'put', '/v2/user/active-org', { orgSlug: theirs });
+    const held = gated.gate(
+      'workspaces',
+      (doc) => (doc as { createdBy?: string }).createdBy === actor.userId,
+    );
+    const creating = h.call(actor, 'post', '/v2/workspaces', { name: 'Late' });
+    await held.arrived;
+    expect((await h.call(actor, 'delete', '/v2/me', { password: PASSWORD })).status).toBe(204);
+    held.release();
+    expect((await creating).status).toBe(401);
+    expect(await col().workspaceMembers.find({ userId: actor.userId })).toEqual([]);
+    expect(await col().workspaces.find({ createdBy: actor.userId })).toEqual([]);
+  });
+
+  it("a company's SSO sign-in that meets the deletion leaves neither a membership nor an identity behind", async () => {
+    const { email, actor } = await signUp();
+    await col().users.updateOne({ _id: actor.userId }, { $set: { emailVerifiedAt: h.clock.now() } });
+    const owner = await h.newUser();
+    const company = await org(owner, [actor, 'member']);
+    const now = h.clock.now();
+    const sso = new SsoClients(openSsoCollections(h.service.context.store));
+    const provider = {
+      _id: unique('idp'),
+      name: 'Acme SSO',
+      issuer: 'https://sso.example.com',
+      clientId: 'platform',
+      clientSecret: null,
+      orgSlug: company,
+      createdAt: now,
+      updatedAt: now,
+    };
+    // the sign-in found the person by their address and is about to link the identity to them
+    const held = gated.gate('sso_identities', (doc) => (doc as { userId?: string }).userId === actor.userId);
+    const signingIn = userForIdentity(h.service.context, sso, provider, {
+      sub: 'sub-late',
+      email,
+      email_verified: true,
+    }).then(
+      () => 'signed in',
+      (err) => err.error,
+    );
+    await held.arrived;
+    expect((await h.call(actor, 'delete', '/v2/me', { password: PASSWORD })).status).toBe(204);
+    held.release();
+    expect(await signingIn).toBe('AccountDeleted');
+    expect(await col().memberships.find({ userId: actor.userId })).toEqual([]);
+    expect(await sso.collections.identities.find({ userId: actor.userId })).toEqual([]);
+  });
+
+  it("a deleted organization's SSO provider signs nobody in and makes no account", async () => {
+    const owner = await h.newUser();
+    const company = await org(owner);
+    const now = h.clock.now();
+    const sso = new SsoClients(openSsoCollections(h.service.context.store));
+    const provider = {
+      _id: unique('idp'),
+      name: 'Acme SSO',
+      issuer: 'https://sso.example.com',
+      clientId: 'platform',
+      clientSecret: null,
+      orgSlug: company,
+      createdAt: now,
+      updatedAt: now,
+    };
+    expect((await h.call(owner, 'delete', `/v2/orgs/${company}`)).status).toBe(204);
+    const email = `${unique('newcomer')}@example.com`;
+    const outcome = await userForIdentity(h.service.context, sso, provider, {
+      sub: 'sub-after',
+      email,
+      email_verified: true,
+    }).then(
+      () => 'signed in',
+      (err) => err.error,
+    );
+    expect(outcome).toBe('SsoProviderClosed');
+    expect(await col().users.findOne({ email })).toBeNull();
+    expect(await sso.collections.identities.find({ _id: `${provider._id}:sub-after` })).toEqual([]);
+  });
+
   it('a deletion a crash cut short is finished by the retention pass', async () => {
     const { actor } = await signUp();
     const mine = await org(actor);
@@ -422,5 +506,30 @@ describe('deleting one’s own account', () => {
     expect(await col().users.findOne({ _id: actor.userId })).toBeNull();
     expect(await col().orgs.findOne({ slug: mine })).toBeNull();
     expect(await col().sessions.find({ userId: actor.userId, revokedAt: null })).toEqual([]);
+  });
+
+  it('a store error while finishing it keeps the account marked (its credentials stay refused) for the next pass', async () => {
+    const { actor } = await signUp();
+    const owner = await h.newUser();
+    const theirs = await org(owner, [actor, 'member']);
+    await col().users.updateOne({ _id: actor.userId }, { $set: { deletedAt: h.clock.now() } });
+    h.clock.advance(16 * 60_000);
+    // the pass's first removal fails (a store that went away a moment)
+    const memberships = col().memberships;
+    let failed = false;
+    memberships.deleteOne = async () => {
+      Reflect.deleteProperty(memberships, 'deleteOne');
+      failed = true;
+      throw new Error('the store went away');
+    };
+    await h.service.retention.run();
+    expect(failed).toBe(true);
+    // not given back to whoever holds its session: the person asked for it to go
+    expect(await col().users.findOne({ _id: actor.userId })).toMatchObject({ deletedAt: expect.any(Date) });
+    expect((await h.call(actor, 'get', '/v2/me')).status).toBe(401);
+    h.clock.advance(61 * 60_000);
+    expect((await h.service.retention.run())?.deletionsFinished.accounts).toBeGreaterThanOrEqual(1);
+    expect(await col().users.findOne({ _id: actor.userId })).toBeNull();
+    expect(await col().memberships.find({ orgSlug: theirs, userId: actor.userId })).toEqual([]);
   });
 });

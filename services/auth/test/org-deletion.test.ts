@@ -223,4 +223,30 @@ describe('renaming and deleting an organization', () => {
     expect(await col().memberships.find({ orgId: org._id })).toEqual([]);
     expect((await col().orgTombstones.findOne({ _id: slug }))?.sweptAt).toBeInstanceOf(Date);
   });
+
+  it('a workspace key of an organization whose sweep has not reached its workspace is refused', async () => {
+    const slug = unique();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug, name: 'Cut short' })).status).toBe(201);
+    await h.call(owner, 'put', '/v2/user/active-org', { orgSlug: slug });
+    const ws = await h.call(owner, 'post', '/v2/workspaces', { name: 'Docs' });
+    const wsKey = await h.call(owner, 'post', `/v2/workspaces/${ws.body.id}/security/apikeys`, {
+      name: 'bot',
+      rules: [{ action: 'read', subject: 'workspace' }],
+    });
+    const asKey = h.apiKey(wsKey.body.apiKey);
+    expect((await h.call(asKey, 'get', `/v2/workspaces/${ws.body.id}`)).status).toBe(200);
+    // the deletion's conditional writes are done, and it stopped there (a crash): the workspace is still there
+    const org = (await col().orgs.findOne({ slug }))!;
+    await col().orgTombstones.insertOne({
+      _id: slug,
+      orgId: org._id,
+      name: org.name,
+      createdAt: org.createdAt,
+      deletedAt: h.clock.now(),
+      deletedBy: owner.userId,
+    });
+    await col().orgs.deleteOne({ _id: org._id });
+    expect(await col().workspaces.findOne({ _id: ws.body.id })).not.toBeNull();
+    expect((await h.call(asKey, 'get', `/v2/workspaces/${ws.body.id}`)).status).toBe(401);
+  });
 });

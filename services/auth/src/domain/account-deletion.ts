@@ -120,6 +120,9 @@ export async function completeAccountDeletion(
   try {
     alone = await leaveOrganizations(c, user._id);
   } catch (err) {
+    // Only the refusal (409 LastOwner, its removals put back) gives the account back. Any other failure is a crash
+    // by another name: the mark stays, the credentials stay refused, and the retention pass finishes the deletion.
+    if (!(err instanceof Conflict)) throw err;
     await c.collections.users.updateOne(
       { _id: user._id, deletedAt: { $exists: true } },
       { $unset: { deletedAt: '' } },
@@ -251,10 +254,12 @@ export async function finishInterruptedDeletions(
       await completeAccountDeletion(c, user);
       accounts++;
     } catch (err) {
-      if (!(err instanceof Conflict)) throw err;
+      // one that fails (a store error) stays marked for the next pass, and does not hold up the others
       c.logger.warn(
         { userId: user._id, err },
-        'an interrupted account deletion was refused: the account stays',
+        err instanceof Conflict
+          ? 'an interrupted account deletion was refused: the account stays'
+          : 'an interrupted account deletion failed; the next pass tries again',
       );
     }
   }

@@ -91,8 +91,10 @@ export class CredentialIntrospection {
         const key = await this.collections.workspaceApiKeys.findOne({ keyHash: hash });
         if (!key || !isLive(key, this.clock.now()))
           throw new Unauthenticated('API key is unknown, expired or revoked');
-        // a key lives only while its workspace does (one created while it was being deleted, say)
-        if (!(await this.collections.workspaces.findOne({ _id: key.workspaceId })))
+        // a key lives only while its workspace and its organization do (one created while it was being deleted,
+        // or a deleted organization's workspace its sweep has not reached: decision 0099)
+        const workspace = await this.collections.workspaces.findOne({ _id: key.workspaceId });
+        if (!workspace || !(await this.collections.orgs.findOne({ _id: workspace.orgId })))
           throw new Unauthenticated('API key is unknown, expired or revoked');
         return this.forWorkspaceKey(key, correlationId);
       }

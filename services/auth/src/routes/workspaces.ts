@@ -7,6 +7,7 @@ import {
   NotFound,
   noOrgContext,
   parseInput,
+  Unauthenticated,
 } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { RequestHandler, Router } from 'express';
@@ -137,10 +138,14 @@ const createWorkspace =
         createdAt: now,
       });
     }
-    // the organization was deleted while this ran: its workspaces go with it (decision 0099)
-    if (!(await orgExists(c, workspace.orgId))) {
+    // the organization, or the creator's account, was deleted while this ran: the workspace goes (decision 0099)
+    const [orgThere, creatorThere] = await Promise.all([
+      orgExists(c, workspace.orgId),
+      who.kind === 'user' ? userIsLive(c, who.user._id) : true,
+    ]);
+    if (!orgThere || !creatorThere) {
       await deleteWorkspaceRecords(c, workspace);
-      throw orgNotFound(workspace.orgSlug, true);
+      throw orgThere ? new Unauthenticated() : orgNotFound(workspace.orgSlug, true);
     }
     res.status(201).json(workspaceView(workspace, who.kind === 'user' ? 'owner' : null));
   };

@@ -8,6 +8,7 @@ import { secureCookies } from '../accounts/cookies';
 import { publicBaseUrl } from '../accounts/public-url';
 import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
+import { userIsLive } from '../domain/liveness';
 import { newId } from '../domain/secrets';
 import { html, sendPage } from '../pages/html';
 import { readCookie, safeNext } from '../pages/page-session';
@@ -47,6 +48,12 @@ export async function userForIdentity(
     family_name?: unknown;
   },
 ): Promise<UserDoc> {
+  // a company's provider signs nobody in once its organization is deleted (decision 0099): no accounts made by it
+  if (provider.orgSlug && !(await c.collections.orgs.findOne({ slug: provider.orgSlug }))) {
+    throw new Forbidden(`${provider.name} belonged to an organization that no longer exists`, {
+      error: 'SsoProviderClosed',
+    });
+  }
   const identities = sso.collections.identities;
   const id = `${provider._id}:${claims.sub}`;
   const linked = await identities.findOne({ _id: id });
@@ -56,6 +63,9 @@ export async function userForIdentity(
   }
   // the account it named was deleted (decision 0099): the identity may sign up again
   if (linked && !user) await identities.deleteOne({ _id: id, userId: linked.userId });
+  /** what this sign-in wrote for the user: taken back if their account is deleted meanwhile */
+  let linkedNow = false;
+  let joinedNow: string | undefined;
   if (!user) {
     if (typeof claims.email !== 'string' || claims.email_verified !== true) {
       throw new Forbidden(`${provider.name} did not confirm an email address for this account`, {
@@ -100,6 +110,7 @@ export async function userForIdentity(
         userId: user._id,
         linkedAt: now,
       });
+      linkedNow = true;
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
     }
@@ -107,12 +118,19 @@ export async function userForIdentity(
   if (provider.orgSlug) {
     const org = await c.collections.orgs.findOne({ slug: provider.orgSlug });
     if (org) {
-      await c.collections.memberships.updateOne(
+      const joined = await c.collections.memberships.updateOne(
         { orgId: org._id, userId: user._id },
         { $setOnInsert: { _id: newId(), orgSlug: org.slug, role: 'member', createdAt: c.clock.now() } },
         { upsert: true },
       );
+      joinedNow = joined.upsertedId;
     }
+  }
+  // the account was deleted while this ran (decision 0099): what this sign-in wrote for it goes too
+  if (!(await userIsLive(c, user._id))) {
+    if (linkedNow) await identities.deleteOne({ _id: id, userId: user._id });
+    if (joinedNow) await c.collections.memberships.deleteOne({ _id: joinedNow });
+    throw new Forbidden('This account is being deleted', { error: 'AccountDeleted' });
   }
   return user;
 }
