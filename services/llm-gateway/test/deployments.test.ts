@@ -114,6 +114,15 @@ describe('a model served by several deployments', () => {
             ],
             { pricing: { input_per_million: 2, output_per_million: 8 } },
           ),
+          // speech on the mock, and (almost always drawn) on Anthropic, which has none
+          lb(
+            'lb/speech-mixed',
+            [
+              { provider: 'mock', model: 'mock-speech' },
+              { provider: 'claude', model: 'claude-sim', weight: 1_000_000 },
+            ],
+            { type: 'audio_speech', pricing: { per_million_characters: 1 } },
+          ),
         ],
       }),
     });
@@ -285,6 +294,25 @@ describe('a model served by several deployments', () => {
     const spent = usage.body.enforced.find((g: { key: string }) => g.key === 'llm.monthly_cost');
     expect(month.used).toBe(sent * 1500);
     expect(spent.used).toBeCloseTo(sent * 0.006, 9);
+  });
+
+  it('a model one of whose deployments has no endpoint for the route is refused before any call, whatever the draw', async () => {
+    for (const input of ['first', 'second', 'third']) {
+      const refused = await client.audio.speech
+        .create({ model: 'lb/speech-mixed', input, voice: 'alloy' })
+        .catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(APIError);
+      expect(refused).toMatchObject({ status: 400, error: 'InvalidInput' });
+    }
+    const named = await w.call('gateway', 'POST', '/v1/audio/speech', as, {
+      model: 'lb/speech-mixed',
+      input: 'which provider',
+      voice: 'alloy',
+    });
+    expect(named.status).toBe(400);
+    expect(named.body).toMatchObject({ code: 'INVALID_BODY', details: { provider: 'claude' } });
+    expect(named.body.message).toMatch(/no speech endpoint/);
+    expect(w.sim.requests()).toHaveLength(0);
   });
 
   describe('the catalogue API', () => {

@@ -114,6 +114,22 @@ describe('transcriptions are billed by the audio in the upload, whatever its for
     expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(cost, 9);
   });
 
+  it('a WAV whose header claims a byte rate its samples cannot fill is billed the seconds a decoder plays', async () => {
+    const { owner } = await w.org('audio-wav-rate');
+    const wav = silentWav(30); // 16 kHz mono 16-bit
+    wav.writeUInt32LE(0xffff_ffff, 28); // the byte rate: 30 s would be 0.2 ms
+    const { response } = await w
+      .client({ bearer: owner.token })
+      .audio.transcriptions.create({
+        model: 'sim/whisper',
+        file: await toFile(wav, 'speech.wav', { type: 'audio/wav' }),
+        response_format: 'text',
+      })
+      .withResponse();
+    expect(response.headers.get('x-platform-audio-seconds')).toBe('30');
+    expect(Number(response.headers.get('x-platform-cost'))).toBe(costOf(30));
+  });
+
   it('a duration the provider reports wins over the upload’s', async () => {
     const { owner } = await w.org('audio-reported');
     // the simulator reports, for what is not WAV, one second per 32,000 bytes: 5,733 bytes are 0.179 s

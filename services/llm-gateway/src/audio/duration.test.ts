@@ -73,6 +73,22 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
       expect(audioDuration(mp3)?.seconds).toBe(2.736);
     });
 
+    it('WAV: a byte rate above what its samples fill, or the audio split over several data chunks', () => {
+      const wav = silentWav(10); // 16 kHz mono 16-bit: 32,000 bytes a second
+      wav.writeUInt32LE(0xffff_ffff, 28); // decoders go by rate, channels and sample size
+      expect(audioDuration(wav)?.seconds).toBe(10);
+      // a first data chunk of 2 bytes, the rest in a second one: decoders play both
+      const split = Buffer.concat([
+        silentWav(0).subarray(0, 40),
+        Buffer.from([2, 0, 0, 0, 0, 0]),
+        Buffer.from('data', 'latin1'),
+        Buffer.alloc(4),
+        Buffer.alloc(320_000),
+      ]);
+      split.writeUInt32LE(320_000, 50);
+      expect(audioDuration(split)?.seconds).toBe(10);
+    });
+
     it('FLAC: a STREAMINFO saying one sample, or 0 (unknown)', () => {
       for (const total of [1, 0]) {
         const flac = Buffer.from(fixture('speech.flac'));
@@ -116,6 +132,82 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
     });
   });
 
+  describe('a file of more tracks or streams than are measured is refused (the one left out could be the longest)', () => {
+    it('Ogg: a 65th stream after 63 unknown ones and a 20 ms Opus one', () => {
+      const page = (serial: number, flags: number, granule: number, packet: Buffer) => {
+        const header = Buffer.alloc(28);
+        header.write('OggS', 0, 'latin1');
+        header[5] = flags;
+        header.writeUInt32LE(granule, 6);
+        header.writeUInt32LE(serial, 14);
+        header[26] = 1; // one segment: the packet (under 255 bytes)
+        header[27] = packet.length;
+        return Buffer.concat([header, packet]);
+      };
+      const head = Buffer.concat([
+        Buffer.from('OpusHead\x01\x01\0\0', 'latin1'),
+        Buffer.from([0x80, 0xbb, 0, 0, 0, 0, 0]),
+      ]);
+      const speech = fixture('speech-opus.ogg');
+      const second = speech.indexOf('OggS', 1);
+      const ogg = Buffer.concat([
+        ...Array.from({ length: 63 }, (_, i) => page(1000 + i, 2, 0, Buffer.from('no codec we know'))),
+        page(1, 2, 0, head),
+        speech.subarray(0, second), // the speech's first page: its OpusHead
+        page(1, 0, 0, Buffer.from('OpusTags\0\0\0\0\0\0\0\0', 'latin1')),
+        page(1, 4, 960, Buffer.from([0x08, 0])), // 20 ms
+        speech.subarray(second),
+      ]);
+      expect(audioDuration(ogg)).toBeNull();
+    });
+
+    it('mp4: a 65th track after a 10 ms sound track and 63 empty ones', () => {
+      const box = (type: string, ...content: Buffer[]) => {
+        const body = Buffer.concat(content);
+        const header = Buffer.alloc(8);
+        header.writeUInt32BE(8 + body.length, 0);
+        header.write(type, 4, 'latin1');
+        return Buffer.concat([header, body]);
+      };
+      const mdhd = Buffer.alloc(24);
+      mdhd.writeUInt32BE(1000, 12); // timescale
+      mdhd.writeUInt32BE(10, 16); // duration
+      const hdlr = Buffer.alloc(25);
+      hdlr.write('soun', 8, 'latin1');
+      const short = box(
+        'trak',
+        box('tkhd', Buffer.alloc(84)),
+        box('mdia', box('mdhd', mdhd), box('hdlr', hdlr)),
+      );
+      const m4a = fixture('speech.m4a');
+      const at = m4a.indexOf('moov') - 4;
+      const size = m4a.readUInt32BE(at);
+      const moov = box(
+        'moov',
+        short,
+        ...Array.from({ length: 63 }, () => box('trak')),
+        m4a.subarray(at + 8, at + size),
+      );
+      expect(audioDuration(Buffer.concat([m4a.subarray(0, at), moov, m4a.subarray(at + size)]))).toBeNull();
+    });
+
+    it('Matroska: its track after 64 audio tracks of no blocks', () => {
+      const live = fixture('speech-live.webm'); // no Duration, a segment of unknown size
+      // the Tracks element (not the SeekHead's reference to it: SeekID, size 4, then the id)
+      const at = positions(live, Buffer.from([0x16, 0x54, 0xae, 0x6b])).find((p) => live[p - 1] !== 0x84)!;
+      const sizeLength = Math.clz32(live[at + 4]!) - 23;
+      const size = live.readUIntBE(at + 4, sizeLength) - 2 ** (7 * sizeLength);
+      // TrackEntry {TrackNumber n, TrackType 2 (audio)}
+      const entries = Buffer.concat(
+        Array.from({ length: 64 }, (_, i) => Buffer.from([0xae, 0x86, 0xd7, 0x81, 2 + i, 0x83, 0x81, 0x02])),
+      );
+      const header = Buffer.from([0x16, 0x54, 0xae, 0x6b, 0x01, 0, 0, 0, 0, 0, 0, 0]);
+      header.writeUIntBE(size + entries.length, 6, 6);
+      const webm = Buffer.concat([live.subarray(0, at), header, entries, live.subarray(at + 4 + sizeLength)]);
+      expect(audioDuration(webm)).toBeNull();
+    });
+  });
+
   describe('what is not audio in a supported format has no duration', () => {
     const next = random(42);
     const noise = Buffer.from(Array.from({ length: 200_000 }, () => Math.floor(next() * 256)));
@@ -135,6 +227,25 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
     it.each(cases)('%s', (_name, file) => {
       expect(audioDuration(file)).toBeNull();
     });
+  });
+
+  it('an MPEG program stream of many tiny audio packets is read without an object per packet', () => {
+    // 9 bytes a packet: 25 MiB of them once held 2.9 million views of the file (300 MB of heap)
+    const ps = Buffer.alloc(12 + 9 * 100_000);
+    ps.writeUInt32BE(0x1ba, 0);
+    ps[4] = 0x21; // an MPEG-1 pack header
+    for (let at = 12; at < ps.length; at += 9) {
+      ps.writeUInt32BE(0x1c0, at);
+      ps.writeUInt16BE(3, at + 4);
+      ps[at + 6] = 0x80;
+    }
+    const views = jest.spyOn(Buffer.prototype, 'subarray');
+    try {
+      expect(audioDuration(ps)).toBeNull();
+      expect(views.mock.calls.length).toBeLessThan(10);
+    } finally {
+      views.mockRestore();
+    }
   });
 
   it('a damaged file never throws: cut anywhere or with bytes changed, it has a plausible duration or none', () => {

@@ -66,10 +66,16 @@ export function matroskaSeconds(file: Buffer): number | null {
   let declared = 0;
   let sawSegment = false;
   const tracks = new Map<number, Track>();
-  // a file can name millions of track numbers: the first few dozen are enough for any real one
+  // a file can name millions of track numbers: the first few dozen are enough for any real one, and a file of
+  // more is refused (the track left out could be the longest)
+  let tooMany = false;
   const trackOf = (n: number): Track | null => {
     const known = tracks.get(n);
-    if (known || tracks.size >= 64) return known ?? null;
+    if (known) return known;
+    if (tracks.size >= 64) {
+      tooMany = true;
+      return null;
+    }
     const t: Track = { type: 0, defaultDuration: 0, first: null, last: 0, lastLength: 0 };
     tracks.set(n, t);
     return t;
@@ -133,7 +139,7 @@ export function matroskaSeconds(file: Buffer): number | null {
     }
   };
   walk(0, file.length, 0);
-  if (!sawSegment) return null;
+  if (!sawSegment || tooMany) return null;
 
   const all = [...tracks.values()];
   // the audio tracks; a file whose Tracks are missing is taken as all audio, one that has none as no audio

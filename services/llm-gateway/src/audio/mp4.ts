@@ -42,6 +42,8 @@ export function mp4Seconds(file: Buffer): number | null {
   let track: Track | null = null;
   let fragmentTrack: Track | null = null;
   let fragmentDefault = 0;
+  /** more tracks than are remembered: the one left out could be the longest */
+  let tooMany = false;
 
   const walk = (from: number, to: number, depth: number) => {
     for (let at = from; at + 8 <= to; ) {
@@ -59,10 +61,11 @@ export function mp4Seconds(file: Buffer): number | null {
       const v1 = file[c] === 1; // full boxes: version, then 3 bytes of flags
       if (CONTAINERS.has(type) && depth < 8) {
         if (type === TRAK) {
-          // a file can hold millions of empty tracks: the first few dozen are enough for any real one
+          // a file can hold millions of empty tracks: the first few dozen are enough for any real one, and a file
+          // of more is refused (the track left out could be the longest)
           if (tracks.length >= MAX_TRACKS) {
-            at += size;
-            continue;
+            tooMany = true;
+            return;
           }
           track = { id: 0, sound: false, timescale: 0, declared: 0, samples: 0, defaultSampleDuration: 0 };
           tracks.push(track);
@@ -105,6 +108,7 @@ export function mp4Seconds(file: Buffer): number | null {
     }
   };
   walk(0, file.length, 0);
+  if (tooMany) return null;
 
   let seconds: number | null = null;
   for (const t of tracks)

@@ -5,9 +5,22 @@
 import { mpegAudioSeconds } from './mpeg-audio';
 
 interface Stream {
-  payloads: Buffer[];
+  /** MPEG audio's payloads, copied one after the other (a file can hold millions of tiny packets: no object each) */
+  audio: Buffer | null;
+  audioBytes: number;
   first: number | null;
   last: number;
+}
+
+/** Appends `file[from, to)` to the stream's audio, the buffer doubling as it fills. */
+function append(s: Stream, file: Buffer, from: number, to: number): void {
+  if (to <= from) return;
+  if (s.audio === null || s.audioBytes + to - from > s.audio.length) {
+    const grown = Buffer.allocUnsafe(Math.max(s.audioBytes + to - from, 2 * (s.audio?.length ?? 0), 4096));
+    s.audio?.copy(grown, 0, 0, s.audioBytes);
+    s.audio = grown;
+  }
+  s.audioBytes += file.copy(s.audio, s.audioBytes, from, to);
 }
 
 /** A 33-bit timestamp (90 kHz) from its 5 bytes. */
@@ -62,9 +75,9 @@ export function mpegPsSeconds(file: Buffer): number | null {
       if (h) {
         // private stream 1 carries several: its first payload byte says which (AC-3 0x80-0x87, LPCM 0xA0-...)
         const key = audio ? code : 0x100 + (file[h.payload] ?? 0);
-        const s = streams.get(key) ?? { payloads: [], first: null, last: 0 };
+        const s = streams.get(key) ?? { audio: null, audioBytes: 0, first: null, last: 0 };
         streams.set(key, s);
-        if (audio) s.payloads.push(file.subarray(h.payload, end));
+        if (audio) append(s, file, h.payload, end);
         if (h.pts !== null) {
           s.first = Math.min(s.first ?? h.pts, h.pts);
           s.last = Math.max(s.last, h.pts);
@@ -76,7 +89,7 @@ export function mpegPsSeconds(file: Buffer): number | null {
   let seconds: number | null = null;
   for (const [key, s] of streams) {
     const span = s.first === null ? 0 : (s.last - s.first) / 90_000;
-    const frames = key < 0x100 ? mpegAudioSeconds(Buffer.concat(s.payloads)) : null;
+    const frames = key < 0x100 && s.audio ? mpegAudioSeconds(s.audio.subarray(0, s.audioBytes)) : null;
     if (key < 0x100 && frames === null && span === 0) continue;
     if (key >= 0x100 && (key < 0x180 || key > 0x1af)) continue; // not an audio substream (subtitles: 0x20-0x3F)
     seconds = Math.max(seconds ?? 0, frames ?? 0, span);

@@ -144,8 +144,10 @@ export function oggSeconds(file: Buffer): number | null {
       inData = false;
     } else inData = true;
     let stream = streams.get(serial);
-    // a file can open any number of streams: a few dozen are remembered, the rest are not audio we measure
-    if (!stream && !unknown.has(serial) && streams.size + unknown.size < 64) {
+    // a file can open any number of streams: a few dozen are remembered, and a file of more is refused (the
+    // stream left out could be the longest)
+    if (!stream && !unknown.has(serial)) {
+      if (streams.size + unknown.size >= 64) return null;
       const opened = flags & 2 ? openStream(file.subarray(body, body + length), link) : null;
       if (opened) streams.set(serial, opened);
       else unknown.add(serial);

@@ -71,7 +71,10 @@ export async function prepareInference(
   type: ModelType,
   requestedModel: string | undefined,
   promptTokens: number,
-  /** a check of the resolved model before any quota is consumed (e.g. supported dimensions) */
+  /**
+   * a check of the resolved model before any quota is consumed (e.g. supported dimensions), on each of its
+   * deployments: any of them may be drawn to serve the request
+   */
   checkModel?: (model: CatalogueModel) => void,
 ): Promise<Prepared> {
   try {
@@ -99,7 +102,10 @@ async function admitInference(
     userId: principal.user.id,
     roleSlug: principal.session.org?.role.slug ?? null,
   };
-  checkModel?.(resolved.model);
+  const check = (m: CatalogueModel) => {
+    if (checkModel) for (const deployment of m.pool) checkModel(deployment);
+  };
+  check(resolved.model);
   let model = resolved.model;
   let downgradedFrom = resolved.downgradedFrom;
   let ticket: Ticket;
@@ -110,7 +116,7 @@ async function admitInference(
     const cheaper = budgetDowngrade(model, settings, ctx.catalogue);
     if (!cheaper) throw err.toRateLimited();
     downgradedFrom = downgradedFrom ?? model.model_id;
-    checkModel?.(cheaper);
+    check(cheaper);
     model = cheaper;
     ticket = await ctx.admission.admit(settings, caller, promptTokens, { checkMonth: false });
   }
