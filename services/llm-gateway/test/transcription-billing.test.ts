@@ -130,6 +130,26 @@ describe('transcriptions are billed by the audio in the upload, whatever its for
     expect(Number(response.headers.get('x-platform-cost'))).toBe(costOf(30));
   });
 
+  it('an m4a whose media header timescale is edited is billed no less than its AAC bytes can hold', async () => {
+    const { owner } = await w.org('audio-timescale');
+    const m4a = Buffer.from(fixture('speech.m4a'));
+    const mdhd = m4a.indexOf('mdhd');
+    m4a.writeUInt32BE(0xffff_ffff, mdhd + 4 + 12); // 2.694 s would be 5 µs
+    const { response } = await w
+      .client({ bearer: owner.token })
+      .audio.transcriptions.create({
+        model: 'sim/whisper',
+        file: await toFile(m4a, 'speech.m4a', { type: 'audio/mp4' }),
+        response_format: 'text',
+      })
+      .withResponse();
+    // its 5,028 bytes of AAC at 64,000 bytes a second, the most a lossy codec carries
+    const floor = (m4a.readUInt32BE(m4a.indexOf('mdat') - 4) - 8) / 64_000;
+    const seconds = Number(response.headers.get('x-platform-audio-seconds'));
+    expect(seconds).toBeGreaterThanOrEqual(Math.floor(floor * 1000) / 1000);
+    expect(Number(response.headers.get('x-platform-cost'))).toBe(costOf(seconds));
+  });
+
   it('a duration the provider reports wins over the upload’s', async () => {
     const { owner } = await w.org('audio-reported');
     // the simulator reports, for what is not WAV, one second per 32,000 bytes: 5,733 bytes are 0.179 s

@@ -132,6 +132,65 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
     });
   });
 
+  describe('an edited timing field prices a file no lower than its audio bytes at its codec’s highest rate', () => {
+    // lossy: 64,000 bytes a second; FLAC: twice 192 kHz of verbatim samples (768,000 for 16-bit mono);
+    // AC-3: 80,000; DVD LPCM: 768,000 (floor.ts). Each of these edits priced its file at 0-0.01 s before.
+    it('mp4: a media header timescale of 2^32 - 1 ticks a second (only the sound track’s samples count)', () => {
+      const measured = ['speech.m4a', 'speech-fragmented.m4a', 'speech.mp4'].map((name) => {
+        const mp4 = Buffer.from(fixture(name));
+        for (const at of positions(mp4, 'mdhd')) mp4.writeUInt32BE(0xffff_ffff, at + 4 + 12);
+        return audioDuration(mp4)?.seconds;
+      });
+      // 5,028 bytes of AAC in each (the m4a's mdat holds nothing else; the mp4's picture is 1,255 bytes more)
+      const m4a = fixture('speech.m4a');
+      expect(m4a.readUInt32BE(m4a.indexOf('mdat') - 4) - 8).toBe(5028);
+      expect(measured).toEqual([0.079, 0.079, 0.079]);
+    });
+
+    it('Matroska: a TimestampScale of 1 ns instead of 1 ms', () => {
+      const measured = ['speech.webm', 'speech-live.webm'].map((name) => {
+        const webm = Buffer.from(fixture(name));
+        const [scale] = positions(webm, Buffer.from([0x2a, 0xd7, 0xb1, 0x83, 0x0f, 0x42, 0x40]));
+        webm.writeUIntBE(1, scale! + 4, 3);
+        return audioDuration(webm)?.seconds;
+      });
+      expect(measured).toEqual([0.037, 0.037]); // about 2,370 bytes of Opus blocks
+    });
+
+    it('Ogg FLAC: granule positions saying nothing has been played', () => {
+      const oga = Buffer.from(fixture('speech.oga'));
+      for (const at of positions(oga, 'OggS'))
+        if (oga.readInt32LE(at + 6) !== -1) oga.fill(0, at + 6, at + 14);
+      expect(audioDuration(oga)?.seconds).toBe(0.015); // about 11,500 bytes of 16-bit mono FLAC packets
+    });
+
+    it('FLAC: a STREAMINFO sample rate of 1,048,575 Hz', () => {
+      const flac = Buffer.from(fixture('speech.flac'));
+      flac.writeUInt32BE(((flac.readUInt32BE(8 + 10) & 0xfff) | (0xfffff << 12)) >>> 0, 8 + 10);
+      expect(audioDuration(flac)?.seconds).toBe(0.015); // 8,000 samples would be 0.008 s
+    });
+
+    it('MPEG-PS: AC-3 and LPCM packets whose timestamps are all the same', () => {
+      // private stream 1, 100 packets of 2,000 bytes, each with PTS 0
+      const programStream = (substream: number) => {
+        const pack = Buffer.alloc(14);
+        pack.writeUInt32BE(0x1ba, 0);
+        pack[4] = 0x44; // MPEG-2
+        pack[13] = 0xf8; // no stuffing
+        const packet = Buffer.alloc(6 + 8 + 2000);
+        packet.writeUInt32BE(0x1bd, 0);
+        packet.writeUInt16BE(packet.length - 6, 4);
+        packet.set([0x80, 0x80, 5, 0x21, 0, 1, 0, 1], 6); // a PTS of 0
+        packet[14] = substream;
+        return Buffer.concat([pack, ...Array.from({ length: 100 }, () => packet)]);
+      };
+      expect([0x80, 0xa0].map((substream) => audioDuration(programStream(substream)))).toEqual([
+        { container: 'mpeg-ps', seconds: 2.5 }, // AC-3: 200,000 bytes / 80,000
+        { container: 'mpeg-ps', seconds: 0.26 }, // LPCM: 200,000 bytes / 768,000
+      ]);
+    });
+  });
+
   describe('a file of more tracks or streams than are measured is refused (the one left out could be the longest)', () => {
     it('Ogg: a 65th stream after 63 unknown ones and a 20 ms Opus one', () => {
       const page = (serial: number, flags: number, granule: number, packet: Buffer) => {

@@ -1,5 +1,8 @@
 // FLAC: STREAMINFO's total samples, or more when the last frame's header says the audio runs further (a
-// STREAMINFO written by a recorder that could not seek back says 0, and one can be made to say anything).
+// STREAMINFO written by a recorder that could not seek back says 0, and one can be made to say anything), and
+// never less than its frames' bytes can hold (floor.ts): a sample rate or frame numbers can be edited.
+
+import { flacBytesPerSecond, floorSeconds } from './floor';
 
 /** CRC-8 (polynomial 0x07), a byte at a time from a table: a file can hold millions of would-be headers. */
 const CRC8 = new Uint8Array(256).map((_, n) => {
@@ -78,6 +81,7 @@ export function flacSeconds(file: Buffer, at: number): number | null {
   let rate = 0;
   let total = 0;
   let fixedBlock = 0;
+  let maxBytesPerSecond = 0;
   for (let last = false; !last; ) {
     if (p + 4 > file.length) return null;
     last = (file[p]! & 0x80) !== 0;
@@ -88,11 +92,15 @@ export function flacSeconds(file: Buffer, at: number): number | null {
       fixedBlock = file.readUInt16BE(s + 2); // the largest block: every frame's but the last
       rate = file.readUInt32BE(s + 10) >>> 12;
       total = (file[s + 13]! & 0x0f) * 2 ** 32 + file.readUInt32BE(s + 14);
+      const format = file.readUInt32BE(s + 10); // rate: 20 bits, channels - 1: 3, bits per sample - 1: 5
+      maxBytesPerSecond = flacBytesPerSecond(((format >> 9) & 7) + 1, ((format >> 4) & 31) + 1);
     }
     p += 4 + size;
   }
   if (!rate) return null;
   const end = lastFrameEnd(file, p, fixedBlock);
   if (end === null && total === 0) return null;
-  return Math.max(total, end ?? 0) / rate;
+  // the frames: every byte after the metadata blocks
+  const frames = Math.max(0, file.length - p);
+  return Math.max(Math.max(total, end ?? 0) / rate, floorSeconds(frames, maxBytesPerSecond));
 }

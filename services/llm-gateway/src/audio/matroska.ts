@@ -1,6 +1,16 @@
 // Matroska and WebM: the longest audio track's span, from its blocks' timestamps (cluster timestamp plus
 // block offset, and the last block's duration), or the segment's declared Duration when that is longer.
-// A browser's MediaRecorder writes no Duration and clusters of unknown size: both are read.
+// A browser's MediaRecorder writes no Duration and clusters of unknown size: both are read. Never less than
+// the track's blocks' bytes can hold at its codec's highest rate (floor.ts): timestamps and their scale can
+// be edited to say anything.
+
+import {
+  AC3_BYTES_PER_SECOND,
+  floorSeconds,
+  LOSSLESS_BYTES_PER_SECOND,
+  LOSSY_BYTES_PER_SECOND,
+  lossyBytesPerSecond,
+} from './floor';
 
 // element ids, as written (length marker kept)
 const SEGMENT = 0x18538067;
@@ -18,6 +28,32 @@ const SIMPLE_BLOCK = 0xa3;
 const BLOCK_GROUP = 0xa0;
 const BLOCK = 0xa1;
 const BLOCK_DURATION = 0x9b;
+const CODEC_ID = 0x86;
+const AUDIO = 0xe1;
+const CHANNELS = 0x9f;
+
+/** the most bytes a second of each codec family (`A_AAC/MPEG4/LC` is AAC); others are taken as lossless */
+const BYTES_PER_SECOND: Array<[Buffer, number]> = [
+  [Buffer.from('A_OPUS'), LOSSY_BYTES_PER_SECOND],
+  [Buffer.from('A_VORBIS'), LOSSY_BYTES_PER_SECOND],
+  [Buffer.from('A_AAC'), LOSSY_BYTES_PER_SECOND],
+  [Buffer.from('A_MPEG'), LOSSY_BYTES_PER_SECOND],
+  [Buffer.from('A_AC3'), AC3_BYTES_PER_SECOND],
+];
+
+/** The most bytes a second of the CodecID in `file[from, to)`, compared in place (a file can hold millions). */
+function codecBytesPerSecond(file: Buffer, from: number, to: number): number {
+  for (const [id, max] of BYTES_PER_SECOND) {
+    const after = file[from + id.length];
+    if (
+      from + id.length <= to &&
+      file.compare(id, 0, id.length, from, from + id.length) === 0 &&
+      (from + id.length === to || after === 0x2f || after === 0)
+    )
+      return max;
+  }
+  return LOSSLESS_BYTES_PER_SECOND;
+}
 
 /** The last integer `vint` read (one object, reused: a file can hold millions of elements). */
 const read = { length: 0, value: 0, unknown: false };
@@ -57,6 +93,10 @@ interface Track {
   last: number;
   /** how long the last block lasts: its BlockDuration, else the gap before it */
   lastLength: number;
+  /** its blocks' bytes (frames, lacing included) */
+  bytes: number;
+  maxBytesPerSecond: number;
+  channels: number;
 }
 
 /** Seconds of the longest audio track of a Matroska or WebM file; null when it is not one or has no audio. */
@@ -76,11 +116,27 @@ export function matroskaSeconds(file: Buffer): number | null {
       tooMany = true;
       return null;
     }
-    const t: Track = { type: 0, defaultDuration: 0, first: null, last: 0, lastLength: 0 };
+    const t: Track = {
+      type: 0,
+      defaultDuration: 0,
+      first: null,
+      last: 0,
+      lastLength: 0,
+      bytes: 0,
+      maxBytesPerSecond: LOSSLESS_BYTES_PER_SECOND,
+      channels: 0,
+    };
     tracks.set(n, t);
     return t;
   };
-  let entry = { number: 0, type: 0, defaultDuration: 0 };
+  const newEntry = () => ({
+    number: 0,
+    type: 0,
+    defaultDuration: 0,
+    maxBytesPerSecond: LOSSLESS_BYTES_PER_SECOND,
+    channels: 0,
+  });
+  let entry = newEntry();
   let cluster = 0;
   let lastBlock: Track | null = null;
 
@@ -89,6 +145,7 @@ export function matroskaSeconds(file: Buffer): number | null {
     const track = trackOf(read.value);
     if (!track) return;
     const at = cluster + file.readInt16BE(from + read.length);
+    track.bytes += Math.max(0, to - (from + read.length + 3)); // after the track number, timestamp and flags
     track.first = Math.min(track.first ?? at, at);
     lastBlock = null;
     if (at >= track.last) {
@@ -108,7 +165,7 @@ export function matroskaSeconds(file: Buffer): number | null {
       const body = sizeAt + read.length;
       const size = read.value;
       const end = unknown ? to : Math.min(to, body + size);
-      if (v === SEGMENT || v === INFO || v === TRACKS || v === CLUSTER || v === BLOCK_GROUP) {
+      if (v === SEGMENT || v === INFO || v === TRACKS || v === CLUSTER || v === BLOCK_GROUP || v === AUDIO) {
         if (v === SEGMENT) sawSegment = true;
         // of unknown size (a live recording's segment and clusters): its children simply follow
         if (unknown) {
@@ -121,16 +178,20 @@ export function matroskaSeconds(file: Buffer): number | null {
       else if (v === BLOCK_DURATION) {
         if (lastBlock) (lastBlock as Track).lastLength = uint(file, body, end);
       } else if (v === TRACK_ENTRY) {
-        entry = { number: 0, type: 0, defaultDuration: 0 };
+        entry = newEntry();
         if (depth < 8 && !unknown) walk(body, end, depth + 1);
         if (entry.number)
           Object.assign(trackOf(entry.number) ?? {}, {
             type: entry.type,
             defaultDuration: entry.defaultDuration,
+            maxBytesPerSecond: entry.maxBytesPerSecond,
+            channels: entry.channels,
           });
       } else if (v === TRACK_NUMBER) entry.number = uint(file, body, end);
       else if (v === TRACK_TYPE) entry.type = uint(file, body, end);
       else if (v === DEFAULT_DURATION) entry.defaultDuration = uint(file, body, end);
+      else if (v === CHANNELS) entry.channels = uint(file, body, end);
+      else if (v === CODEC_ID) entry.maxBytesPerSecond = codecBytesPerSecond(file, body, end);
       else if (v === TIMESTAMP_SCALE) scale = uint(file, body, end) || scale;
       else if (v === DURATION)
         declared = end - body === 4 ? file.readFloatBE(body) : end - body === 8 ? file.readDoubleBE(body) : 0;
@@ -147,7 +208,11 @@ export function matroskaSeconds(file: Buffer): number | null {
   if (audio.length === 0) return null;
   let starts = 0;
   let ticks = 0;
+  let floor = 0;
   for (const t of audio) {
+    const max =
+      t.maxBytesPerSecond === LOSSY_BYTES_PER_SECOND ? lossyBytesPerSecond(t.channels) : t.maxBytesPerSecond;
+    floor = Math.max(floor, floorSeconds(t.bytes, max));
     if (t.first === null) continue;
     const lastLength = t.defaultDuration ? t.defaultDuration / scale : t.lastLength;
     starts = Math.max(starts, t.last - t.first);
@@ -155,5 +220,5 @@ export function matroskaSeconds(file: Buffer): number | null {
   }
   // the declared Duration when every block starts within it, else the blocks' span
   const duration = Number.isFinite(declared) && declared >= starts ? declared : ticks;
-  return (duration * scale) / 1e9;
+  return Math.max((duration * scale) / 1e9, floor);
 }

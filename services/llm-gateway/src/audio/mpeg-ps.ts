@@ -1,13 +1,23 @@
 // MPEG program streams (.mpeg, .mpg: MPEG-1 and MPEG-2 systems): each audio stream's packets, demultiplexed.
 // MPEG audio (streams 0xC0-0xDF) is measured by its frames, like an mp3; other audio (AC-3, LPCM in
-// private stream 1) by the span of its presentation timestamps.
+// private stream 1) by the span of its presentation timestamps. Never less than a stream's payload bytes can
+// hold at its codec's highest rate (floor.ts): timestamps can be edited to say anything.
 
+import {
+  AC3_BYTES_PER_SECOND,
+  DVD_LPCM_BYTES_PER_SECOND,
+  floorSeconds,
+  LOSSLESS_BYTES_PER_SECOND,
+  LOSSY_BYTES_PER_SECOND,
+} from './floor';
 import { mpegAudioSeconds } from './mpeg-audio';
 
 interface Stream {
   /** MPEG audio's payloads, copied one after the other (a file can hold millions of tiny packets: no object each) */
   audio: Buffer | null;
   audioBytes: number;
+  /** its packets' payload bytes */
+  bytes: number;
   first: number | null;
   last: number;
 }
@@ -47,6 +57,16 @@ function pesHeader(f: Buffer, at: number, end: number): { payload: number; pts: 
   return f[p] === 0x0f ? { payload: p + 1, pts: null } : null;
 }
 
+/** The most bytes a second a stream can take: MPEG audio, AC-3 (0x80-0x87), LPCM (0xA0-0xAF), others (DTS...). */
+const maxBytesPerSecond = (key: number) =>
+  key < 0x100
+    ? LOSSY_BYTES_PER_SECOND
+    : key <= 0x187
+      ? AC3_BYTES_PER_SECOND
+      : key >= 0x1a0
+        ? DVD_LPCM_BYTES_PER_SECOND
+        : LOSSLESS_BYTES_PER_SECOND;
+
 /** Seconds of the longest audio stream of an MPEG program stream; null when it is not one or holds no audio. */
 export function mpegPsSeconds(file: Buffer): number | null {
   if (file.length < 4 || file.readUInt32BE(0) !== 0x000001ba) return null;
@@ -75,8 +95,9 @@ export function mpegPsSeconds(file: Buffer): number | null {
       if (h) {
         // private stream 1 carries several: its first payload byte says which (AC-3 0x80-0x87, LPCM 0xA0-...)
         const key = audio ? code : 0x100 + (file[h.payload] ?? 0);
-        const s = streams.get(key) ?? { audio: null, audioBytes: 0, first: null, last: 0 };
+        const s = streams.get(key) ?? { audio: null, audioBytes: 0, bytes: 0, first: null, last: 0 };
         streams.set(key, s);
+        s.bytes += Math.max(0, end - h.payload);
         if (audio) append(s, file, h.payload, end);
         if (h.pts !== null) {
           s.first = Math.min(s.first ?? h.pts, h.pts);
@@ -92,7 +113,7 @@ export function mpegPsSeconds(file: Buffer): number | null {
     const frames = key < 0x100 && s.audio ? mpegAudioSeconds(s.audio.subarray(0, s.audioBytes)) : null;
     if (key < 0x100 && frames === null && span === 0) continue;
     if (key >= 0x100 && (key < 0x180 || key > 0x1af)) continue; // not an audio substream (subtitles: 0x20-0x3F)
-    seconds = Math.max(seconds ?? 0, frames ?? 0, span);
+    seconds = Math.max(seconds ?? 0, frames ?? 0, span, floorSeconds(s.bytes, maxBytesPerSecond(key)));
   }
   return seconds;
 }

@@ -1,6 +1,9 @@
 // Ogg (ogg, oga, opus): pages and packets, never decoded. Opus's duration is the sum of its packets'
 // durations (each packet's first byte says it); Vorbis, FLAC and Speex take the last granule position,
-// but never less than their packets can hold, so a file cannot claim a second and carry an hour.
+// but never less than their packets can hold, so a file cannot claim a second and carry an hour. Every codec
+// is also never less than its audio packets' bytes can hold at its highest rate (floor.ts).
+
+import { flacBytesPerSecond, floorSeconds, LOSSY_BYTES_PER_SECOND, lossyBytesPerSecond } from './floor';
 
 interface Stream {
   codec: 'opus' | 'vorbis' | 'flac' | 'speex';
@@ -22,6 +25,9 @@ interface Stream {
   /** the last packet of the previous page goes on in the next one */
   open: boolean;
   link: number;
+  /** the audio packets' bytes */
+  bytes: number;
+  maxBytesPerSecond: number;
 }
 
 /** Samples (at 48 kHz) an Opus packet decodes to, from its TOC byte (RFC 6716, 3.1). */
@@ -50,11 +56,14 @@ function openStream(p: Buffer, link: number): Stream | null {
     open: false,
     link,
     preSkip: 0,
+    bytes: 0,
+    maxBytesPerSecond: LOSSY_BYTES_PER_SECOND,
   };
   if (p.toString('latin1', 0, 8) === 'OpusHead' && p.length >= 12)
     return {
       ...base,
       codec: 'opus',
+      maxBytesPerSecond: lossyBytesPerSecond(p[9]!),
       rate: 48_000,
       headerPackets: 2,
       preSkip: p.readUInt16LE(10),
@@ -69,6 +78,7 @@ function openStream(p: Buffer, link: number): Stream | null {
       ? {
           ...base,
           codec: 'vorbis',
+          maxBytesPerSecond: lossyBytesPerSecond(p[11]!),
           rate,
           headerPackets: 3,
           minPacketSamples: small / 2,
@@ -77,11 +87,13 @@ function openStream(p: Buffer, link: number): Stream | null {
       : null;
   }
   if (p.toString('latin1', 0, 5) === '\x7fFLAC' && p.length >= 17 + 18) {
-    const rate = p.readUInt32BE(17 + 10) >>> 12;
+    const format = p.readUInt32BE(17 + 10); // rate: 20 bits, channels - 1: 3, bits per sample - 1: 5
+    const rate = format >>> 12;
     const maxBlock = p.readUInt16BE(17 + 2);
     return rate
       ? {
           ...base,
+          maxBytesPerSecond: flacBytesPerSecond(((format >> 9) & 7) + 1, ((format >> 4) & 31) + 1),
           codec: 'flac',
           rate,
           headerPackets: 1 + p.readUInt16BE(7),
@@ -163,6 +175,7 @@ export function oggSeconds(file: Buffer): number | null {
             stream.packetSamples += opusPacketSamples(file[pos]!, lace > 1 ? file[pos + 1] : undefined);
           stream.packets++;
         }
+        if (stream.packets > stream.headerPackets) stream.bytes += lace;
         stream.open = lace === 255;
         pos += lace;
       }
@@ -196,7 +209,7 @@ export function oggSeconds(file: Buffer): number | null {
       // the first audio packet decodes to nothing, the last may be trimmed
       samples = Math.max(s.lastGranule - start, (audioPackets - 2) * s.minPacketSamples);
     }
-    const seconds = Math.max(0, samples) / s.rate;
+    const seconds = Math.max(0, samples / s.rate, floorSeconds(s.bytes, s.maxBytesPerSecond));
     links.set(s.link, Math.max(links.get(s.link) ?? 0, seconds));
   }
   if (links.size === 0) return null;
