@@ -181,7 +181,8 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
             .post('/internal/signing-keys/rotate')
             .set('x-platform-internal-secret', INTERNAL_SECRET)
         ).body.pendingKid !== null,
-      { what: 'a pending key' },
+      // key generation under a loaded CI machine can take seconds
+      { what: 'a pending key', timeoutMs: 30_000, intervalMs: 200 },
     );
     const pending = (await rotation(a))!.pendingKid!;
 
@@ -191,6 +192,7 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
     // The rotation is still due: a check starts it again with a fresh key, published before it signs.
     await waitFor(async () => ![null, pending].includes((await rotation(b))!.pendingKid), {
       what: 'a fresh pending key',
+      timeoutMs: 30_000,
     });
     const fresh = (await rotation(a))!.pendingKid!;
     expect(kidOf(await loginToken(b))).toBe(signing);
@@ -215,9 +217,15 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
   it('revoking a retired key changes nothing else: the signing key keeps signing', async () => {
     const [signing] = await kids(a);
     clock.advance(30 * DAY + 1000);
-    await waitFor(async () => (await rotation(a))!.pendingKid !== null, { what: 'a rotation' });
+    await waitFor(async () => (await rotation(a))!.pendingKid !== null, {
+      what: 'a rotation',
+      timeoutMs: 30_000,
+    });
     clock.advance(120_000);
-    await waitFor(async () => (await rotation(a))!.activeKid !== signing, { what: 'its activation' });
+    await waitFor(async () => (await rotation(a))!.activeKid !== signing, {
+      what: 'its activation',
+      timeoutMs: 30_000,
+    });
     const next = (await rotation(a))!.activeKid!;
     expect(await kids(a)).toEqual([next, signing]);
 
