@@ -51,6 +51,18 @@ describe("each service's README command runs it alone", () => {
         // the whole group (sh, pnpm, tsx, node) as a terminal's Ctrl-C would
         process.kill(-child.pid!, 'SIGTERM');
         await exited;
+        // sh exits first: the service may still be closing its store in the data folder
+        await waitFor(
+          () => {
+            try {
+              process.kill(-child.pid!, 0);
+              return false;
+            } catch {
+              return true;
+            }
+          },
+          { timeoutMs: 20_000, what: `${service}'s processes to exit` },
+        );
         data.remove();
       }
     },

@@ -54,6 +54,8 @@ describe('pnpm start: every service in its own process', () => {
       what: 'the banner',
     });
     baseUrl = base;
+    // the supervisor's own JSON line goes to stdout as the banner goes to stderr: two pipes, either first
+    await waitFor(() => stdout.includes('"service":"standalone"'), { what: "the supervisor's log line" });
   }, 60_000);
 
   afterAll(async () => {
