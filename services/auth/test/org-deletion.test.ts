@@ -1,6 +1,6 @@
 import { Subjects } from '@platform/contracts';
 import { createEmbeddedStore } from '@platform/store';
-import { tempDir } from '@platform/testkit';
+import { tempDir, waitFor } from '@platform/testkit';
 import { type AuthHarness, recordEvents, startAuth, type UserActor } from './helpers';
 import { storeWithInsertGate } from './store-gate';
 
@@ -222,6 +222,20 @@ describe('renaming and deleting an organization', () => {
     expect(await col().orgApiKeys.find({ orgId: org._id, revokedAt: null })).toEqual([]);
     expect(await col().memberships.find({ orgId: org._id })).toEqual([]);
     expect((await col().orgTombstones.findOne({ _id: slug }))?.sweptAt).toBeInstanceOf(Date);
+  });
+
+  it("the retention pass announces the last day's deletions again, for a llm-quota that was away", async () => {
+    const slug = await orgWithMember();
+    expect((await h.call(owner, 'delete', `/v2/orgs/${slug}`)).status).toBe(204);
+    const events = recordEvents(h.bus, [Subjects.orgDeleted]);
+    const announced = () =>
+      events.seen.filter((e) => (e.payload as { orgSlug: string }).orgSlug === slug).length;
+    h.clock.advance(3_600_000);
+    await h.service.retention.run();
+    await waitFor(() => announced() === 1, { what: 'the deletion announced again' });
+    h.clock.advance(24 * 3_600_000);
+    await h.service.retention.run();
+    expect(announced()).toBe(1);
   });
 
   it('a workspace key of an organization whose sweep has not reached its workspace is refused', async () => {

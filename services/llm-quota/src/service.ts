@@ -118,8 +118,8 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
 
   /**
    * `auth.org.deleted`: stop serving the organization's settings, and tell the gateways to drop their copy. Core NATS:
-   * a message missed while llm-quota was away leaves the settings served to no one, since only auth gives a caller
-   * an organization and it gives none for a deleted one.
+   * auth's retention pass announces each deletion again for a day, for a llm-quota that was away; taken again, it
+   * changes nothing (the earliest time is kept).
    */
   const onOrgDeleted = async (payload: unknown) => {
     const event = OrgDeletedEvent.safeParse(payload);

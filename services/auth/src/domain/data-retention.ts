@@ -3,6 +3,7 @@ import { type Doc, DuplicateKeyError } from '@platform/store';
 import type { AuthContext } from '../context';
 import { removeAbandonedAnonymousUsers } from './abandoned-anonymous-users';
 import { finishInterruptedDeletions } from './account-deletion';
+import { reannounceRecentOrgDeletions } from './org-deletion';
 import { type DatedRecords, giveRemovalTimesToOlderRecords } from './removal-time-backfill';
 
 /** Which instance runs the retention passes, until when (every instance may; one at a time saves the work). */
@@ -25,7 +26,8 @@ export interface RetentionPass {
 /**
  * The part of auth's data retention that a TTL index cannot express (decision 0094): dating records written
  * without a removal time, removing anonymous users that nothing names any more, and finishing account and
- * organization deletions a crash cut short (0099). A pass runs at start and every
+ * organization deletions a crash cut short (0099), and announcing the last day's organization deletions again
+ * (`auth.org.deleted` is sent once; llm-quota may have been away). A pass runs at start and every
  * RETENTION_INTERVAL_MS (the timer never holds the process); one instance at a time holds a lease of two intervals
  * in the store, renewed by its own passes and given up at stop. Every write of a pass is conditional, so instances
  * that run one at once (a lease taken over mid-pass) do no harm.
@@ -77,6 +79,7 @@ export class DataRetention {
       const dated = await giveRemovalTimesToOlderRecords(this.c);
       const anonymousUsersRemoved = await removeAbandonedAnonymousUsers(this.c);
       const deletionsFinished = await finishInterruptedDeletions(this.c);
+      await reannounceRecentOrgDeletions(this.c);
       if (
         anonymousUsersRemoved > 0 ||
         [...Object.values(dated), ...Object.values(deletionsFinished)].some((n) => n > 0)

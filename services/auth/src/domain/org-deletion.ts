@@ -69,3 +69,21 @@ export async function sweepDeletedOrganization(c: AuthContext, org: Pick<OrgDoc,
   await c.events.membershipChanged(org.slug);
   await col.orgTombstones.updateOne({ _id: org.slug }, { $set: { sweptAt: c.clock.now() } });
 }
+
+/** How long after an organization's deletion each retention pass announces it again. */
+const REANNOUNCED_FOR_MS = 24 * 3_600_000;
+
+/**
+ * Announces `auth.org.deleted` again for the organizations deleted in the last day (swept ones; an unswept one is
+ * announced when its sweep finishes): the event is sent once, and a llm-quota away at that moment would go on
+ * serving the organization's settings. llm-quota takes it again harmlessly. Answers how many were announced.
+ */
+export async function reannounceRecentOrgDeletions(c: AuthContext): Promise<number> {
+  const since = new Date(c.clock.now().getTime() - REANNOUNCED_FOR_MS);
+  const recent = await c.collections.orgTombstones.find(
+    { sweptAt: { $exists: true }, deletedAt: { $gte: since } },
+    { limit: 1_000 },
+  );
+  for (const tombstone of recent) await c.events.orgDeleted(tombstone.orgId, tombstone._id);
+  return recent.length;
+}
