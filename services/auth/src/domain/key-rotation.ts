@@ -357,6 +357,32 @@ export class KeyRotation {
       (await this.activeMismatch(doc));
     if (!due) return;
 
+    const bootstrap = !doc.activeKid;
+    const made = await this.keyUnderLease(
+      doc,
+      (at) => (bootstrap ? at : new Date(at.getTime() + this.o.publishDelaySeconds * 1000)),
+      (kid, at, activatesAt) =>
+        bootstrap
+          ? { activeKid: kid, nextRotationAt: new Date(at.getTime() + this.o.rotationDays * DAY_MS) }
+          : { pendingKid: kid, pendingActivatesAt: activatesAt },
+    );
+    if (!made) return; // another instance is rotating, or took over when our lease ran out
+    this.o.logger.info({ kid: made.kid, activatesAt: made.activatesAt, bootstrap }, 'signing key created');
+    await this.o.events.jwksUpdated([made.kid], []);
+  }
+
+  /**
+   * Claims the rotation lease on `doc`, makes a key that activates at `activation(at)` and commits it with the
+   * members `commit` names. Null when the document moved first, or when the lease ran out and another instance
+   * took over before the commit (the key, never announced, is deleted). On a failure the lease is given up and the
+   * key deleted.
+   */
+  private async keyUnderLease(
+    doc: RotationDoc,
+    activation: (at: Date) => Date,
+    commit: (kid: string, at: Date, activatesAt: Date) => Partial<RotationDoc>,
+  ): Promise<{ kid: string; activatesAt: Date; claimed: RotationDoc } | null> {
+    const now = this.o.clock.now();
     const claimed = await this.o.collections.rotation.findOneAndUpdate(
       { _id: ROTATION_ID, version: doc.version },
       {
@@ -366,17 +392,15 @@ export class KeyRotation {
         },
       },
     );
-    if (!claimed) return; // another instance is rotating
-
+    if (!claimed) return null;
     let kid: string | undefined;
     try {
       const generated = await generateSigningKey(this.o.params);
       kid = generated.kid;
       const at = this.o.clock.now();
-      const bootstrap = !claimed.activeKid;
-      const activatesAt = bootstrap ? at : new Date(at.getTime() + this.o.publishDelaySeconds * 1000);
-      const key: SigningKeyDoc = {
-        _id: generated.kid,
+      const activatesAt = activation(at);
+      await this.o.collections.signingKeys.insertOne({
+        _id: kid,
         kty: this.o.params.kty,
         alg: this.o.params.alg,
         size: this.o.params.size,
@@ -386,8 +410,7 @@ export class KeyRotation {
         activatesAt,
         retiredAt: null,
         removeAfter: null,
-      };
-      await this.o.collections.signingKeys.insertOne(key);
+      });
       const committed = await this.o.collections.rotation.findOneAndUpdate(
         { _id: ROTATION_ID, version: claimed.version, 'lease.owner': this.o.instanceId },
         {
@@ -395,19 +418,15 @@ export class KeyRotation {
             version: claimed.version + 1,
             lease: null,
             rotations: claimed.rotations + 1,
-            ...(bootstrap
-              ? { activeKid: kid, nextRotationAt: new Date(at.getTime() + this.o.rotationDays * DAY_MS) }
-              : { pendingKid: kid, pendingActivatesAt: activatesAt }),
+            ...commit(kid, at, activatesAt),
           },
         },
       );
       if (!committed) {
-        // Our lease ran out and another instance took over: this key was never announced.
         await this.o.collections.signingKeys.deleteOne({ _id: kid });
-        return;
+        return null;
       }
-      this.o.logger.info({ kid, activatesAt, bootstrap }, 'signing key created');
-      await this.o.events.jwksUpdated([kid], []);
+      return { kid, activatesAt, claimed };
     } catch (err) {
       await this.o.collections.rotation.findOneAndUpdate(
         { _id: ROTATION_ID, 'lease.owner': this.o.instanceId },
@@ -557,60 +576,18 @@ export class KeyRotation {
   private async replaceSigningKey(
     doc: RotationDoc,
   ): Promise<{ created: string[]; withdrawn: string[] } | null> {
-    const now = this.o.clock.now();
-    const claimed = await this.o.collections.rotation.findOneAndUpdate(
-      { _id: ROTATION_ID, version: doc.version },
-      {
-        $set: {
-          version: doc.version + 1,
-          lease: { owner: this.o.instanceId, until: new Date(now.getTime() + LEASE_MS) },
-        },
-      },
+    const made = await this.keyUnderLease(
+      doc,
+      (at) => at,
+      (kid, at) => ({
+        activeKid: kid,
+        pendingKid: null,
+        pendingActivatesAt: null,
+        nextRotationAt: new Date(at.getTime() + this.o.rotationDays * DAY_MS),
+      }),
     );
-    if (!claimed) return null;
-    let kid: string | undefined;
-    try {
-      const generated = await generateSigningKey(this.o.params);
-      kid = generated.kid;
-      const at = this.o.clock.now();
-      await this.o.collections.signingKeys.insertOne({
-        _id: kid,
-        kty: this.o.params.kty,
-        alg: this.o.params.alg,
-        size: this.o.params.size,
-        publicJwk: generated.publicJwk,
-        privateKey: this.o.codec.seal(generated.privatePem),
-        createdAt: at,
-        activatesAt: at,
-        retiredAt: null,
-        removeAfter: null,
-      });
-      const committed = await this.o.collections.rotation.findOneAndUpdate(
-        { _id: ROTATION_ID, version: claimed.version, 'lease.owner': this.o.instanceId },
-        {
-          $set: {
-            version: claimed.version + 1,
-            lease: null,
-            rotations: claimed.rotations + 1,
-            activeKid: kid,
-            pendingKid: null,
-            pendingActivatesAt: null,
-            nextRotationAt: new Date(at.getTime() + this.o.rotationDays * DAY_MS),
-          },
-        },
-      );
-      if (!committed) {
-        await this.o.collections.signingKeys.deleteOne({ _id: kid });
-        return null;
-      }
-    } catch (err) {
-      await this.o.collections.rotation.findOneAndUpdate(
-        { _id: ROTATION_ID, 'lease.owner': this.o.instanceId },
-        { $set: { lease: null }, $inc: { version: 1 } },
-      );
-      if (kid) await this.o.collections.signingKeys.deleteOne({ _id: kid }).catch(() => undefined);
-      throw err;
-    }
+    if (!made) return null;
+    const { kid, claimed } = made;
     this.o.logger.info({ kid, replaces: doc.activeKid }, 'signing key created in place of a revoked one');
     const withdrawn: string[] = [];
     const pending = claimed.pendingKid
