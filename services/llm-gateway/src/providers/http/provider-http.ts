@@ -176,6 +176,23 @@ function translate(
   });
 }
 
+/** Sends the request under the guard's signal; a provider's error answer is thrown as its ProviderError. */
+async function sendOk(
+  http: ProviderHttp,
+  call: ProviderCall,
+  request: ProviderRequest,
+  guard: CallGuard,
+): Promise<ProviderResponse> {
+  const res = await http.send(request.url, {
+    method: request.method ?? 'POST',
+    headers: request.headers,
+    body: request.body,
+    signal: guard.controller.signal,
+  });
+  if (!res.ok) throw await errorFromResponse(http, call.model, res);
+  return res;
+}
+
 /** Sends one request and reads the whole answer; the timeout covers both. */
 export async function sendForAnswer(
   http: ProviderHttp,
@@ -184,13 +201,7 @@ export async function sendForAnswer(
 ): Promise<{ res: ProviderResponse; text: string }> {
   const guard = new CallGuard(call);
   try {
-    const res = await http.send(request.url, {
-      method: request.method ?? 'POST',
-      headers: request.headers,
-      body: request.body,
-      signal: guard.controller.signal,
-    });
-    if (!res.ok) throw await errorFromResponse(http, call.model, res);
+    const res = await sendOk(http, call, request, guard);
     return { res, text: await res.text() };
   } catch (err) {
     throw translate(http, call, guard, err, false);
@@ -250,13 +261,7 @@ export async function sendForBytes(
   let first: IteratorResult<Uint8Array>;
   let contentType: string;
   try {
-    const res = await http.send(request.url, {
-      method: 'POST',
-      headers: request.headers,
-      body: request.body,
-      signal: guard.controller.signal,
-    });
-    if (!res.ok) throw await errorFromResponse(http, call.model, res);
+    const res = await sendOk(http, call, request, guard);
     contentType = res.header('content-type') ?? '';
     reader = res.chunks();
     first = await reader.next();
@@ -321,13 +326,7 @@ export async function* sendForEvents(
   let finished = false;
   let rest: AsyncIterator<Uint8Array> | undefined;
   try {
-    const res = await http.send(request.url, {
-      method: 'POST',
-      headers: request.headers,
-      body: request.body,
-      signal: guard.controller.signal,
-    });
-    if (!res.ok) throw await errorFromResponse(http, call.model, res);
+    const res = await sendOk(http, call, request, guard);
     const type = res.header('content-type') ?? '';
     if (!type.includes('text/event-stream')) {
       await res.cancel();
