@@ -9,11 +9,10 @@ import {
   type Outcome,
   prepareInference,
 } from '../inference/gateway-context';
-import { providerHeaders } from '../inference/header-policy';
-import { failoverChain, withResilience } from '../inference/provider-calls';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { noMediaEndpoint } from './images';
 import { mediaFigures } from './media-figures';
+import { callPrepared } from './prepared-call';
 import { mountSpeech } from './speech';
 
 export const TRANSCRIPTION_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
@@ -150,12 +149,8 @@ function audioToText(ctx: GatewayContext, task: keyof typeof AUDIO_TEXT_TASKS): 
       requestId: requestIdOf(req),
     });
     try {
-      const { result, model } = await withResilience(
-        failoverChain(prepared.model, prepared.settings, ctx.catalogue),
-        ctx.retry,
-        abort.signal,
-        (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
-        (m, call) => m.adapter[task]!(upload, call),
+      const { result, model } = await callPrepared(ctx, req, prepared, abort.signal, (m, call) =>
+        m.adapter[task]!(upload, call),
       );
       const seconds = result.durationSeconds ?? measured;
       const figures = mediaFigures(prepared, (seconds / 60) * (model.pricing.per_audio_minute ?? 0));

@@ -8,11 +8,10 @@ import {
   type GatewayContext,
   prepareInference,
 } from '../inference/gateway-context';
-import { providerHeaders } from '../inference/header-policy';
 import { countInputTokens } from '../inference/prompt-tokens';
-import { failoverChain, withResilience } from '../inference/provider-calls';
 import type { EmbeddingsRequest, Usage } from '../inference/provider-port';
 import { abortOnClose, requestIdOf } from './client-abort';
+import { callPrepared } from './prepared-call';
 import { EmbeddingsRequestSchema } from './schemas';
 
 function promptTokensOf(input: unknown): number {
@@ -47,12 +46,8 @@ export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
     const abort = abortOnClose(req, res);
     const { model: _m, ...rest } = body;
     try {
-      const { result, model } = await withResilience(
-        failoverChain(prepared.model, prepared.settings, ctx.catalogue),
-        ctx.retry,
-        abort.signal,
-        (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
-        (_m2, call) => _m2.adapter.embeddings(rest as EmbeddingsRequest, call),
+      const { result, model } = await callPrepared(ctx, req, prepared, abort.signal, (_m2, call) =>
+        _m2.adapter.embeddings(rest as EmbeddingsRequest, call),
       );
       const usage: Usage = result.usage ?? {
         prompt_tokens: promptTokens,

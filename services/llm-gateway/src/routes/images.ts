@@ -10,13 +10,12 @@ import {
   prepareInference,
   zeroUsage,
 } from '../inference/gateway-context';
-import { providerHeaders } from '../inference/header-policy';
 import { countText } from '../inference/prompt-tokens';
-import { failoverChain, withResilience } from '../inference/provider-calls';
 import type { Usage } from '../inference/provider-port';
 import { toUsage } from '../providers/usage';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { mediaFigures } from './media-figures';
+import { callPrepared } from './prepared-call';
 
 export const ImagesRequestSchema = z.looseObject({
   model: z.string().max(200).optional(),
@@ -58,12 +57,8 @@ export function mountImages(router: Router, ctx: GatewayContext): void {
       requestId: requestIdOf(req),
     });
     try {
-      const { result, model } = await withResilience(
-        failoverChain(prepared.model, prepared.settings, ctx.catalogue),
-        ctx.retry,
-        abort.signal,
-        (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
-        (m, call) => m.adapter.images!(rest, call),
+      const { result, model } = await callPrepared(ctx, req, prepared, abort.signal, (m, call) =>
+        m.adapter.images!(rest, call),
       );
       const images = result.body.data.length;
       const figures = mediaFigures(prepared, images * (model.pricing.per_image ?? 0));

@@ -11,11 +11,10 @@ import {
   prepareInference,
   zeroUsage,
 } from '../inference/gateway-context';
-import { providerHeaders } from '../inference/header-policy';
 import { countChatPromptTokens, countText, TokenCounter } from '../inference/prompt-tokens';
-import { failoverChain, withResilience } from '../inference/provider-calls';
 import type { ProviderCall, Usage } from '../inference/provider-port';
 import { abortOnClose, requestIdOf } from './client-abort';
+import { callPrepared } from './prepared-call';
 import { RerankRequestSchema } from './schemas';
 
 const SCORING_PROMPT =
@@ -157,28 +156,22 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
     let result: { results: Array<{ index: number; relevance_score: number }>; native: Usage | null };
     let model: CatalogueModel;
     try {
-      ({ result, model } = await withResilience(
-        failoverChain(prepared.model, prepared.settings, ctx.catalogue),
-        ctx.retry,
-        abort.signal,
-        (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
-        async (m, call) => {
-          if (m.native_rerank && m.adapter.rerank) {
-            const r = await m.adapter.rerank({ query: body.query, documents }, call);
-            const fallback = counted.documents.reduce((n, d) => n + queryTokens + d, 0);
-            const usage = r.usage ?? {
-              prompt_tokens: fallback,
-              completion_tokens: 0,
-              total_tokens: fallback,
-            };
-            return { results: r.results, native: usage };
-          }
-          return {
-            results: await scoreByChat(m, call, body.query, documents, progress, counted),
-            native: null,
+      ({ result, model } = await callPrepared(ctx, req, prepared, abort.signal, async (m, call) => {
+        if (m.native_rerank && m.adapter.rerank) {
+          const r = await m.adapter.rerank({ query: body.query, documents }, call);
+          const fallback = counted.documents.reduce((n, d) => n + queryTokens + d, 0);
+          const usage = r.usage ?? {
+            prompt_tokens: fallback,
+            completion_tokens: 0,
+            total_tokens: fallback,
           };
-        },
-      ));
+          return { results: r.results, native: usage };
+        }
+        return {
+          results: await scoreByChat(m, call, body.query, documents, progress, counted),
+          native: null,
+        };
+      }));
     } catch (err) {
       const spentOn = [...progress.usage.keys()].at(-1) ?? prepared.model;
       settle(spentOn, null, abort.signal.aborted ? 'client_cancelled' : 'provider_error').account();

@@ -10,12 +10,12 @@ import {
   prepareInference,
   zeroUsage,
 } from '../inference/gateway-context';
-import { providerHeaders } from '../inference/header-policy';
 import { countText } from '../inference/prompt-tokens';
-import { failoverChain, toAnswer, withResilience } from '../inference/provider-calls';
+import { toAnswer } from '../inference/provider-calls';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { noMediaEndpoint } from './images';
 import { mediaFigures } from './media-figures';
+import { callPrepared } from './prepared-call';
 
 const SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
 
@@ -111,11 +111,11 @@ export function mountSpeech(router: Router, ctx: GatewayContext): void {
     let served: CatalogueModel | null = null;
     let outcome: Outcome = 'success';
     try {
-      const { result, model } = await withResilience(
-        failoverChain(prepared.model, prepared.settings, ctx.catalogue),
-        ctx.retry,
+      const { result, model } = await callPrepared(
+        ctx,
+        req,
+        prepared,
         abort.signal,
-        (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
         (m, call) => m.adapter.speech!(rest, call),
         'first_chunk',
       );
