@@ -24,7 +24,7 @@ import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
 import { encryptPlainPrivateKeys, localSigningKeysSecret, PrivateKeyCodec } from './domain/signing-keys';
 import { createAuthMetrics } from './metrics';
-import { FIRST_PARTY_CLIENT_ID, openClients, registerClient } from './oidc/clients';
+import { FIRST_PARTY_CLIENT_ID, OidcClients } from './oidc/clients';
 import { mountInteractionPages } from './oidc/interaction-pages';
 import { mountInternalClientRoutes } from './oidc/internal-clients';
 import { OidcProviderHost, oidcIssuer } from './oidc/provider';
@@ -127,7 +127,8 @@ export async function buildAuthService(
 
   const formTokens = new FormTokens(config.PLATFORM_INTERNAL_SECRET);
   const sso = new SsoClients(openSsoCollections(store));
-  const oidc = new OidcProviderHost(context, openClients(store), providerPages(context));
+  // Client secrets are sealed with the same secret as private keys (for another purpose).
+  const oidc = new OidcProviderHost(context, new OidcClients(store, keySecret), providerPages(context));
   const deletion = new AccountDeletion(context, accounts, sso);
 
   const app = createServiceApp({
@@ -183,11 +184,11 @@ export async function buildAuthService(
       // A peer's key change shows here at once, not at this instance's next check.
       unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
       await encryptPlainPrivateKeys(collections.signingKeys, codec);
+      await oidc.clients.sealPlainSecrets();
       await keys.start();
       // The platform's own pages are a first-party public client from the start.
       const { base } = oidcIssuer(context);
-      await registerClient(
-        oidc.clients,
+      await oidc.clients.register(
         {
           clientId: FIRST_PARTY_CLIENT_ID,
           name: config.PLATFORM_NAME,

@@ -19,6 +19,7 @@ import {
   startAuth,
   type UserActor,
 } from './helpers';
+import { startMailCatcher } from './mail-catcher';
 import { storeWithInsertGate } from './store-gate';
 
 /** DELETE /v2/me at the service (the edge's part is played by the harness; test/e2e has it through the edge). */
@@ -531,5 +532,43 @@ describe('deleting one’s own account', () => {
     expect((await h.service.retention.run())?.deletionsFinished.accounts).toBeGreaterThanOrEqual(1);
     expect(await col().users.findOne({ _id: actor.userId })).toBeNull();
     expect(await col().memberships.find({ orgSlug: theirs, userId: actor.userId })).toEqual([]);
+  });
+});
+
+describe('the mail saying an account was deleted', () => {
+  let h: AuthHarness;
+  let mail: Awaited<ReturnType<typeof startMailCatcher>>;
+  beforeAll(async () => {
+    mail = await startMailCatcher();
+    h = await startAuth({
+      env: { PASSWORD_SCRYPT_N: '1024', PASSWORD_SCRYPT_P: '1', SMTP_URL: mail.url },
+    });
+  });
+  afterAll(async () => {
+    await h.stop();
+    await mail.close();
+  });
+
+  async function signUpAndDelete(confirm: boolean) {
+    const email = `${unique('bye')}@example.com`;
+    const res = await h.http
+      .post('/v2/signup')
+      .set('x-forwarded-for', randomAddress())
+      .send({ email, password: PASSWORD });
+    expect(res.status).toBe(201);
+    const { userId, sessionId } = res.body;
+    const actor: Actor = { credential: { kind: 'session', userId, sessionId } };
+    if (confirm) {
+      const link = new URL(await mail.linkFor(email, '/account/verify-email'));
+      expect((await h.http.get(`${link.pathname}${link.search}`)).text).toContain(`${email} is confirmed`);
+    }
+    expect((await h.call(actor, 'delete', '/v2/me', { password: PASSWORD })).status).toBe(204);
+    // sent (or not) before the answer
+    return mail.mails.filter((m) => m.to.includes(email) && m.raw.includes('Your account was deleted'));
+  }
+
+  it('goes to an address its owner confirmed, never to one they did not (it may be someone else’s)', async () => {
+    expect(await signUpAndDelete(true)).toHaveLength(1);
+    expect(await signUpAndDelete(false)).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { Subjects } from '@platform/contracts';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
+import type { OrgTombstoneDoc } from '../src/data/collections';
 import { type AuthHarness, recordEvents, startAuth, type UserActor } from './helpers';
 import { storeWithInsertGate } from './store-gate';
 
@@ -146,6 +147,51 @@ describe('renaming and deleting an organization', () => {
     expect((await h.call(owner, 'delete', `/v2/orgs/${slug}`)).status).toBe(404);
   });
 
+  it('its tombstone keeps the slug, the id and when, never the name; older tombstones lose theirs', async () => {
+    const slug = unique();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug, name: 'Project Falcon' })).status).toBe(201);
+    const orgId = (await col().orgs.findOne({ slug }))!._id;
+    expect((await h.call(owner, 'delete', `/v2/orgs/${slug}`)).status).toBe(204);
+    const tombstone = await col().orgTombstones.findOne({ _id: slug });
+    expect(tombstone).toEqual({
+      _id: slug,
+      orgId,
+      deletedAt: h.clock.now(),
+      deletedBy: owner.userId,
+      sweptAt: h.clock.now(),
+    });
+    // the reservation holds without the name
+    expect((await h.call(member, 'post', '/v2/orgs', { slug, name: 'Falcon' })).body).toMatchObject({
+      status: 409,
+      details: { reason: 'deleted' },
+    });
+    expect((await h.call(owner, 'get', `/v2/orgs/${slug}`)).body.message).toBe(
+      `Organization ${slug} was deleted`,
+    );
+
+    // one an earlier version wrote, with the organization's name and creation time: the retention pass drops them
+    const older = unique();
+    const deletedAt = new Date(h.clock.now().getTime() - 86_400_000);
+    await col().orgTombstones.insertOne({
+      _id: older,
+      orgId: 'an-older-org',
+      name: 'Project Osprey',
+      createdAt: new Date('2024-01-01T00:00:00Z'),
+      deletedAt,
+      deletedBy: owner.userId,
+      sweptAt: deletedAt,
+    } as OrgTombstoneDoc);
+    expect((await h.service.retention.run())?.tombstonesTrimmed).toBeGreaterThanOrEqual(1);
+    expect(await col().orgTombstones.findOne({ _id: older })).toEqual({
+      _id: older,
+      orgId: 'an-older-org',
+      deletedAt,
+      deletedBy: owner.userId,
+      sweptAt: deletedAt,
+    });
+    expect((await h.call(member, 'post', '/v2/orgs', { slug: older, name: 'Osprey' })).status).toBe(409);
+  });
+
   it.each([
     [
       'an API key',
@@ -208,8 +254,6 @@ describe('renaming and deleting an organization', () => {
     await col().orgTombstones.insertOne({
       _id: slug,
       orgId: org._id,
-      name: org.name,
-      createdAt: org.createdAt,
       deletedAt: h.clock.now(),
       deletedBy: owner.userId,
     });
@@ -254,8 +298,6 @@ describe('renaming and deleting an organization', () => {
     await col().orgTombstones.insertOne({
       _id: slug,
       orgId: org._id,
-      name: org.name,
-      createdAt: org.createdAt,
       deletedAt: h.clock.now(),
       deletedBy: owner.userId,
     });

@@ -122,7 +122,9 @@ export class AccountDeletion {
 
   /**
    * Deletes the account after checking, in this order, what blocks it (409 `LastOwner`, before any password is
-   * spent) and the proof; mails the address that it is done. Answers the organizations deleted with it.
+   * spent) and the proof; mails the address that it is done when the person had proved it theirs (an address
+   * never verified may be someone else's, who must not learn of an account made with it). Answers the
+   * organizations deleted with it.
    */
   async delete(
     deleter: Deleter,
@@ -133,7 +135,7 @@ export class AccountDeletion {
     if (hasBlockers(blockers)) throw lastOwnerConflict(blockers);
     await this.verify(deleter, answer, address);
     const done = await deleteAccount(this.c, deleter.user._id);
-    if (deleter.user.email && !deleter.user.anonymous)
+    if (deleter.user.email && deleter.user.emailVerifiedAt && !deleter.user.anonymous)
       await this.accounts.sendAccountDeleted(deleter.user.email);
     return done;
   }

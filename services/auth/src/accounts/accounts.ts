@@ -243,7 +243,7 @@ export class Accounts {
     return user;
   }
 
-  /** Tells the address that its account was deleted (who else may have held it learns it too); never fails. */
+  /** Tells a verified address that its account was deleted; never fails. */
   async sendAccountDeleted(email: string): Promise<void> {
     const name = this.c.config.PLATFORM_NAME;
     try {

@@ -157,12 +157,12 @@ export interface OrgDoc extends Doc {
 
 /**
  * A deleted organization's slug, kept so that no one registers it again and inherits what others keep under it
- * (llm-quota's settings and usage, `iak_{slug}_...` keys in old scripts). `_id` is the slug (decision 0099).
+ * (llm-quota's settings and usage, `iak_{slug}_...` keys in old scripts). `_id` is the slug (decision 0099). Only
+ * what the reservation and the sweep need: never the organization's name (earlier versions kept it, and its
+ * creation time; the retention pass removes them, `forgetDeletedOrgNames`).
  */
 export interface OrgTombstoneDoc extends Doc {
   orgId: string;
-  name: string;
-  createdAt: Date;
   deletedAt: Date;
   /** who deleted it: a user id (its owner, or its last member deleting their account) */
   deletedBy: string;

@@ -3,7 +3,7 @@ import { type Doc, DuplicateKeyError } from '@platform/store';
 import type { AuthContext } from '../context';
 import { removeAbandonedAnonymousUsers } from './abandoned-anonymous-users';
 import { finishInterruptedDeletions } from './account-deletion';
-import { reannounceRecentOrgDeletions } from './org-deletion';
+import { forgetDeletedOrgNames, reannounceRecentOrgDeletions } from './org-deletion';
 import { type DatedRecords, giveRemovalTimesToOlderRecords } from './removal-time-backfill';
 
 /** Which instance runs the retention passes, until when (every instance may; one at a time saves the work). */
@@ -21,16 +21,19 @@ export interface RetentionPass {
   anonymousUsersRemoved: number;
   /** account and organization deletions a crash had cut short, finished (decision 0099) */
   deletionsFinished: { accounts: number; organizations: number };
+  /** tombstones of deleted organizations an earlier version wrote, rid of the organization's name */
+  tombstonesTrimmed: number;
 }
 
 /**
  * The part of auth's data retention that a TTL index cannot express (decision 0094): dating records written
- * without a removal time, removing anonymous users that nothing names any more, and finishing account and
- * organization deletions a crash cut short (0099), and announcing the last day's organization deletions again
- * (`auth.org.deleted` is sent once; llm-quota may have been away). A pass runs at start and every
- * RETENTION_INTERVAL_MS (the timer never holds the process); one instance at a time holds a lease of two intervals
- * in the store, renewed by its own passes and given up at stop. Every write of a pass is conditional, so instances
- * that run one at once (a lease taken over mid-pass) do no harm.
+ * without a removal time, removing anonymous users that nothing names any more, finishing account and
+ * organization deletions a crash cut short (0099), announcing the last day's organization deletions again
+ * (`auth.org.deleted` is sent once; llm-quota may have been away), and removing the organization names older
+ * tombstones kept (0103). A pass runs at start and every RETENTION_INTERVAL_MS (the timer never holds the
+ * process); one instance at a time holds a lease of two intervals in the store, renewed by its own passes and
+ * given up at stop. Every write of a pass is conditional, so instances that run one at once (a lease taken over
+ * mid-pass) do no harm.
  */
 export class DataRetention {
   private timer: NodeJS.Timeout | undefined;
@@ -80,13 +83,18 @@ export class DataRetention {
       const anonymousUsersRemoved = await removeAbandonedAnonymousUsers(this.c);
       const deletionsFinished = await finishInterruptedDeletions(this.c);
       await reannounceRecentOrgDeletions(this.c);
+      const tombstonesTrimmed = await forgetDeletedOrgNames(this.c);
       if (
         anonymousUsersRemoved > 0 ||
+        tombstonesTrimmed > 0 ||
         [...Object.values(dated), ...Object.values(deletionsFinished)].some((n) => n > 0)
       ) {
-        this.c.logger.info({ dated, anonymousUsersRemoved, deletionsFinished }, 'data retention pass');
+        this.c.logger.info(
+          { dated, anonymousUsersRemoved, deletionsFinished, tombstonesTrimmed },
+          'data retention pass',
+        );
       }
-      return { dated, anonymousUsersRemoved, deletionsFinished };
+      return { dated, anonymousUsersRemoved, deletionsFinished, tombstonesTrimmed };
     } catch (err) {
       this.c.logger.warn({ err }, 'data retention pass failed; the next one tries again');
       return null;

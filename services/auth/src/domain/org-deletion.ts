@@ -23,8 +23,6 @@ export async function deleteOrganization(c: AuthContext, org: OrgDoc, deletedBy:
     await c.collections.orgTombstones.insertOne({
       _id: org.slug,
       orgId: org._id,
-      name: org.name,
-      createdAt: org.createdAt,
       deletedAt: c.clock.now(),
       deletedBy,
     });
@@ -68,6 +66,18 @@ export async function sweepDeletedOrganization(c: AuthContext, org: Pick<OrgDoc,
   await col.roles.deleteMany({ orgId: org._id });
   await c.events.membershipChanged(org.slug);
   await col.orgTombstones.updateOne({ _id: org.slug }, { $set: { sweptAt: c.clock.now() } });
+}
+
+/**
+ * Removes the name and creation time that tombstones written by earlier versions kept of their organization:
+ * the reservation needs neither. Answers how many tombstones it changed.
+ */
+export async function forgetDeletedOrgNames(c: AuthContext): Promise<number> {
+  const { modified } = await c.collections.orgTombstones.updateMany(
+    { $or: [{ name: { $exists: true } }, { createdAt: { $exists: true } }] },
+    { $unset: { name: '', createdAt: '' } },
+  );
+  return modified;
 }
 
 /** How long after an organization's deletion each retention pass announces it again. */

@@ -1,17 +1,10 @@
-import {
-  createCipheriv,
-  createDecipheriv,
-  createHash,
-  createPrivateKey,
-  generateKeyPair,
-  type KeyObject,
-  randomBytes,
-} from 'node:crypto';
+import { createHash, createPrivateKey, generateKeyPair, type KeyObject, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Collection } from '@platform/store';
 import { EC_CURVES } from '../config';
 import type { SigningKeyDoc } from '../data/collections';
+import { AtRestCipher, isSealed } from './at-rest-cipher';
 
 export interface KeyParameters {
   kty: 'RSA' | 'EC';
@@ -81,35 +74,26 @@ export function thumbprint(jwk: Record<string, string>): string {
  * SIGNING_KEYS_ENCRYPTION_KEY when one is configured.
  */
 export class PrivateKeyCodec {
-  private readonly key: Buffer | null;
+  private readonly cipher: AtRestCipher | null;
 
   constructor(secret: string | undefined) {
-    this.key = secret ? createHash('sha256').update(`platform-auth-signing-keys:${secret}`).digest() : null;
+    this.cipher = secret ? new AtRestCipher(secret, 'platform-auth-signing-keys') : null;
   }
 
   /** whether keys are encrypted at rest */
   get encrypts(): boolean {
-    return this.key !== null;
+    return this.cipher !== null;
   }
 
   seal(pem: string): string {
-    if (!this.key) return pem;
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const body = Buffer.concat([cipher.update(pem, 'utf8'), cipher.final()]);
-    return `enc:v1:${iv.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}.${body.toString('base64url')}`;
+    return this.cipher ? this.cipher.seal(pem) : pem;
   }
 
   open(stored: string): KeyObject {
-    if (!stored.startsWith('enc:v1:')) return createPrivateKey(stored);
-    if (!this.key) throw new Error('a signing key is encrypted but SIGNING_KEYS_ENCRYPTION_KEY is not set');
-    const [iv, tag, body] = stored.slice('enc:v1:'.length).split('.');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv!, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag!, 'base64url'));
-    const pem = Buffer.concat([decipher.update(Buffer.from(body!, 'base64url')), decipher.final()]).toString(
-      'utf8',
-    );
-    return createPrivateKey(pem);
+    if (!isSealed(stored)) return createPrivateKey(stored);
+    if (!this.cipher)
+      throw new Error('a signing key is encrypted but SIGNING_KEYS_ENCRYPTION_KEY is not set');
+    return createPrivateKey(this.cipher.open(stored));
   }
 }
 
@@ -150,7 +134,7 @@ export async function encryptPlainPrivateKeys(
   if (!codec.encrypts) return 0;
   let sealed = 0;
   for (const doc of await signingKeys.find({})) {
-    if (doc.privateKey.startsWith('enc:v1:')) continue;
+    if (isSealed(doc.privateKey)) continue;
     const done = await signingKeys.updateOne(
       { _id: doc._id, privateKey: doc.privateKey },
       { $set: { privateKey: codec.seal(doc.privateKey) } },

@@ -1,10 +1,12 @@
 import type { Collection, Doc, Store } from '@platform/store';
+import { AtRestCipher, isSealed } from '../domain/at-rest-cipher';
 
 /** A registered relying party. `_id` is its client_id; `metadata` is what oidc-provider reads. */
 export interface OidcClientDoc extends Doc {
   metadata: {
     client_id: string;
     client_name?: string;
+    /** sealed at rest (`enc:v1:...`, see OidcClients); plain text in documents an earlier version wrote */
     client_secret?: string;
     redirect_uris: string[];
     post_logout_redirect_uris?: string[];
@@ -21,42 +23,92 @@ export interface OidcClientDoc extends Doc {
 
 export const FIRST_PARTY_CLIENT_ID = 'platform-web';
 
-export const openClients = (store: Store): Collection<OidcClientDoc> =>
-  store.collection<OidcClientDoc>('oidc_clients');
-
 export interface ClientRegistration {
   clientId: string;
   name?: string;
   redirectUris: string[];
   postLogoutRedirectUris?: string[];
-  /** a hash is never enough here: oidc-provider compares the secret itself (client_secret_post) */
+  /**
+   * a hash is never enough here: oidc-provider compares the secret itself (client_secret_post); so it is
+   * sealed at rest instead, as private signing keys are
+   */
   clientSecret?: string;
   firstParty?: boolean;
 }
 
-/** Creates or replaces a client's metadata (a confidential client keeps the secret it has). */
-export async function registerClient(
-  clients: Collection<OidcClientDoc>,
-  r: ClientRegistration,
-  now: Date,
-): Promise<OidcClientDoc> {
-  const metadata: OidcClientDoc['metadata'] = {
-    client_id: r.clientId,
-    ...(r.name ? { client_name: r.name } : {}),
-    redirect_uris: r.redirectUris,
-    post_logout_redirect_uris: r.postLogoutRedirectUris ?? [],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: r.clientSecret ? 'client_secret_post' : 'none',
-    ...(r.clientSecret ? { client_secret: r.clientSecret } : {}),
-    scope: 'openid email profile offline_access',
-  };
-  return (await clients.findOneAndUpdate(
-    { _id: r.clientId },
-    {
-      $set: { metadata, firstParty: r.firstParty ?? false, updatedAt: now },
-      $setOnInsert: { createdAt: now },
-    },
-    { upsert: true },
-  ))!;
+/**
+ * The registered relying parties. A confidential client's secret is sealed (AES-256-GCM under auth's at-rest
+ * secret, the one private signing keys are sealed with, for another purpose) on every write and opened on every
+ * read, so a dump of the store hands out no client secret. Documents an earlier version wrote with the secret in
+ * plain text are read as they are, and sealed at start (`sealPlainSecrets`).
+ */
+export class OidcClients {
+  private readonly collection: Collection<OidcClientDoc>;
+  private readonly cipher: AtRestCipher;
+
+  /** `atRestSecret`: the secret private signing keys are sealed with (decision 0033) */
+  constructor(store: Store, atRestSecret: string) {
+    this.collection = store.collection<OidcClientDoc>('oidc_clients');
+    this.cipher = new AtRestCipher(atRestSecret, 'platform-auth-oidc-client-secrets');
+  }
+
+  /** A client as oidc-provider and the operator routes read it: its secret in plain text. */
+  async find(clientId: string): Promise<OidcClientDoc | null> {
+    const doc = await this.collection.findOne({ _id: clientId });
+    return doc && this.opened(doc);
+  }
+
+  /** Creates or replaces a client's metadata; answers it as `find` does. */
+  async register(r: ClientRegistration, now: Date): Promise<OidcClientDoc> {
+    const metadata: OidcClientDoc['metadata'] = {
+      client_id: r.clientId,
+      ...(r.name ? { client_name: r.name } : {}),
+      redirect_uris: r.redirectUris,
+      post_logout_redirect_uris: r.postLogoutRedirectUris ?? [],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: r.clientSecret ? 'client_secret_post' : 'none',
+      ...(r.clientSecret ? { client_secret: this.cipher.seal(r.clientSecret) } : {}),
+      scope: 'openid email profile offline_access',
+    };
+    const saved = await this.collection.findOneAndUpdate(
+      { _id: r.clientId },
+      {
+        $set: { metadata, firstParty: r.firstParty ?? false, updatedAt: now },
+        $setOnInsert: { createdAt: now },
+      },
+      { upsert: true },
+    );
+    return this.opened(saved!);
+  }
+
+  /** Seals the secrets an earlier version stored in plain text (idempotent); answers how many. */
+  async sealPlainSecrets(): Promise<number> {
+    let sealed = 0;
+    for (const doc of await this.collection.find({ 'metadata.client_secret': { $exists: true } })) {
+      const secret = doc.metadata.client_secret!;
+      if (isSealed(secret)) continue;
+      // only if it is still that plain secret: a registration meanwhile wrote its own, sealed
+      const done = await this.collection.updateOne(
+        { _id: doc._id, 'metadata.client_secret': secret },
+        { $set: { 'metadata.client_secret': this.cipher.seal(secret) } },
+      );
+      sealed += done.modified;
+    }
+    return sealed;
+  }
+
+  private opened(doc: OidcClientDoc): OidcClientDoc {
+    const secret = doc.metadata.client_secret;
+    if (!secret || !isSealed(secret)) return doc;
+    let plain: string;
+    try {
+      plain = this.cipher.open(secret);
+    } catch {
+      throw new Error(
+        `the secret of OIDC client ${doc._id} was sealed under another SIGNING_KEYS_ENCRYPTION_KEY: it cannot be opened`,
+      );
+    }
+    return { ...doc, metadata: { ...doc.metadata, client_secret: plain } };
+  }
 }

@@ -41,7 +41,7 @@ export function mountInteractionPages(
   const form = express.urlencoded({ extended: false, limit: '16kb' });
 
   const targetsOf = async (clientId: string): Promise<string[]> => {
-    const doc = await host.clients.findOne({ _id: clientId });
+    const doc = await host.clients.find(clientId);
     return [...new Set((doc?.metadata.redirect_uris ?? []).map((u) => new URL(u).origin))];
   };
 
@@ -108,7 +108,7 @@ export function mountInteractionPages(
 </div>`;
 
   const clientNameOf = async (clientId: string) => {
-    const doc = await host.clients.findOne({ _id: clientId });
+    const doc = await host.clients.find(clientId);
     return doc?.metadata.client_name ?? clientId;
   };
 

@@ -3,7 +3,6 @@ import { parseInput, requireInternalSecret } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
-import { registerClient } from './clients';
 import type { OidcProviderHost } from './provider';
 
 const RedirectUri = z
@@ -40,12 +39,11 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         'clientId',
       );
       const body = parseInput(OidcClientBody, req.body);
-      const existing = await host.clients.findOne({ _id: clientId });
+      const existing = await host.clients.find(clientId);
       const secret =
         existing?.metadata.client_secret ??
         (body.confidential ? randomBytes(32).toString('base64url') : undefined);
-      const saved = await registerClient(
-        host.clients,
+      const saved = await host.clients.register(
         {
           clientId,
           name: body.name,
@@ -69,6 +67,7 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         res.status(201).json({ result: 'created', ...view, ...made });
         return;
       }
+      // both with the secret opened: it is sealed afresh (a new IV) at every write
       const same = JSON.stringify(existing.metadata) === JSON.stringify(saved.metadata);
       res.status(200).json({ result: same ? 'exists' : 'updated', ...view, ...made });
     },

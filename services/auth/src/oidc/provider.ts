@@ -1,20 +1,65 @@
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '@platform/contracts';
-import type { Collection } from '@platform/store';
 import Provider, { type Configuration, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
 import { ACCESS_TOKEN_COOKIE, CSRF_COOKIE } from '../accounts/cookies';
 import type { MfaDoc } from '../accounts/mfa';
 import { publicBaseUrl } from '../accounts/public-url';
 import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
+import type { UserDoc } from '../data/collections';
 import type { SigningKey } from '../domain/key-rotation';
 import { sessionRemovalTime } from '../domain/removal-times';
 import { pageSession } from '../pages/page-session';
-import type { OidcClientDoc } from './clients';
+import type { OidcClients } from './clients';
 import { pruneLegacyExpired, storeAdapterFactory } from './store-adapter';
 
 export const OIDC_SCOPES = ['openid', 'email', 'profile', 'offline_access'];
+
+/** The claims each scope gives (OpenID Connect Core 5.4), in ID tokens and at userinfo alike. */
+const CLAIMS_OF_SCOPE = {
+  openid: ['sub'],
+  email: ['email', 'email_verified'],
+  profile: ['name', 'given_name', 'family_name'],
+} as const;
+
+type UserClaims = {
+  sub: string;
+  email?: string;
+  email_verified?: boolean;
+  name?: string;
+  given_name?: string;
+  family_name?: string;
+};
+
+/** Every claim a person has; what a token may see of them is chosen by its scope (`claimsForScope`). */
+export function claimsOf(u: UserDoc): UserClaims {
+  const name = [u.firstName, u.lastName].filter(Boolean).join(' ');
+  return {
+    sub: u._id,
+    ...(u.email ? { email: u.email, email_verified: Boolean(u.emailVerifiedAt) } : {}),
+    ...(name ? { name } : {}),
+    ...(u.firstName ? { given_name: u.firstName } : {}),
+    ...(u.lastName ? { family_name: u.lastName } : {}),
+  };
+}
+
+/** The claims a space-separated scope gives; `sub` always. */
+export function claimsForScope(claims: UserClaims, scope: string): Partial<UserClaims> {
+  const granted = new Set<string>(['sub']);
+  for (const s of scope.split(' '))
+    for (const claim of CLAIMS_OF_SCOPE[s as keyof typeof CLAIMS_OF_SCOPE] ?? []) granted.add(claim);
+  return Object.fromEntries(Object.entries(claims).filter(([claim]) => granted.has(claim)));
+}
+
+/**
+ * The OpenID Connect scope a grant holds: the `scope` claim of every access token issued under it (spec 2.5),
+ * `openid` when the grant is gone.
+ */
+export async function grantedScope(provider: Provider, grantId: string): Promise<string> {
+  const grant = await provider.Grant.find(grantId);
+  return grant?.getOIDCScope() || 'openid';
+}
 
 /** `{base_url}` and the issuer `{base_url}/oidc`. */
 export function oidcIssuer(c: Pick<AuthContext, 'config'>): { base: string; issuer: string } {
@@ -70,7 +115,7 @@ function loginPolicy(c: AuthContext) {
 function configuration(
   c: AuthContext,
   key: SigningKey,
-  clients: Collection<OidcClientDoc>,
+  clients: OidcClients,
   renderError: NonNullable<Configuration['renderError']>,
   logoutSource: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource'],
 ): Configuration {
@@ -93,9 +138,9 @@ function configuration(
     },
     scopes: OIDC_SCOPES,
     claims: {
-      openid: ['sub'],
-      email: ['email', 'email_verified'],
-      profile: ['name', 'given_name', 'family_name'],
+      openid: [...CLAIMS_OF_SCOPE.openid],
+      email: [...CLAIMS_OF_SCOPE.email],
+      profile: [...CLAIMS_OF_SCOPE.profile],
     },
     conformIdTokenClaims: false,
     async findAccount(_ctx, sub) {
@@ -104,15 +149,7 @@ function configuration(
       return {
         accountId: u._id,
         async claims() {
-          const name = [u.firstName, u.lastName].filter(Boolean).join(' ');
-          return {
-            sub: u._id,
-            email: u.email!,
-            email_verified: Boolean(u.emailVerifiedAt),
-            ...(name ? { name } : {}),
-            ...(u.firstName ? { given_name: u.firstName } : {}),
-            ...(u.lastName ? { family_name: u.lastName } : {}),
-          };
+          return claimsOf(u);
         },
       };
     },
@@ -180,8 +217,7 @@ function configuration(
           );
           jwt.payload.iss = config.JWT_ISSUER;
           jwt.payload.platformSessionId = t.grantId;
-          const grant = await (_ctx as KoaContextWithOIDC).oidc.provider.Grant.find(t.grantId);
-          jwt.payload.scope = grant?.getOIDCScope() || 'openid';
+          jwt.payload.scope = await grantedScope((_ctx as KoaContextWithOIDC).oidc.provider, t.grantId);
         },
       },
     },
@@ -202,7 +238,7 @@ function configuration(
         ctx.oidc.result?.consent?.grantId || ctx.oidc.session!.grantIdFor(ctx.oidc.client!.clientId);
       if (grantId) return ctx.oidc.provider.Grant.find(grantId);
       // The platform's own pages need no consent screen.
-      const doc = await clients.findOne({ _id: ctx.oidc.client!.clientId });
+      const doc = await clients.find(ctx.oidc.client!.clientId);
       if (!doc?.firstParty) return undefined;
       const grant = new ctx.oidc.provider.Grant({
         clientId: doc._id,
@@ -231,7 +267,7 @@ export class OidcProviderHost {
 
   constructor(
     private readonly c: AuthContext,
-    readonly clients: Collection<OidcClientDoc>,
+    readonly clients: OidcClients,
     private readonly hooks: {
       renderError: NonNullable<Configuration['renderError']>;
       logoutSource: NonNullable<NonNullable<Configuration['features']>['rpInitiatedLogout']>['logoutSource'];

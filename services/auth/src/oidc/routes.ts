@@ -5,9 +5,9 @@ import jwt from 'jsonwebtoken';
 import type { Configuration } from 'oidc-provider';
 import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
-import { loadCaller, requireUser } from '../domain/caller';
+import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
 import { html, raw, renderPage } from '../pages/html';
-import type { OidcProviderHost } from './provider';
+import { claimsForScope, claimsOf, grantedScope, type OidcProviderHost } from './provider';
 
 /** The platform session and client a JWT access token of ours names, when its signature and claims hold. */
 async function sessionOfAccessToken(
@@ -75,20 +75,27 @@ export function providerPages(c: AuthContext): {
 export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProviderHost): void {
   const form = express.urlencoded({ extended: false, limit: '16kb' });
 
-  // The edge verified the Bearer access token (a session JWT) and sealed its principal.
+  /**
+   * The `scope` claim of the caller's token. The edge seals the session, not the JWT's claims, so it is read
+   * where the JWT took it from: an application's session is its grant; the platform's own sessions carry the
+   * configured scopes; an `at:` token carries none beyond `openid`.
+   */
+  const scopeOf = async (caller: UserCaller): Promise<string> => {
+    if (caller.via !== 'session') return 'openid';
+    const { clientId, _id } = caller.holder;
+    if (clientId === c.config.PASSWORD_CLIENT_ID) return c.config.PASSWORD_SCOPE;
+    if (clientId === c.config.ANONYMOUS_CLIENT_ID) return c.config.ANONYMOUS_SCOPE;
+    return grantedScope(await host.provider(), _id);
+  };
+
+  // The edge verified the Bearer access token (a session JWT) and sealed its principal. The claims follow the
+  // token's scope (OpenID Connect Core 5.3.2, 5.4): `sub` always, `email` and `profile` only when granted.
   const userinfo: express.RequestHandler = async (req, res) => {
     if (!req.principal) throw new Unauthenticated('A Bearer access token is required');
     const caller = requireUser(await loadCaller(c.collections, c.clock, req));
-    const u = caller.user;
-    const name = [u.firstName, u.lastName].filter(Boolean).join(' ');
+    const scope = await scopeOf(caller);
     res.setHeader('cache-control', 'no-store');
-    res.json({
-      sub: u._id,
-      ...(u.email ? { email: u.email, email_verified: Boolean(u.emailVerifiedAt) } : {}),
-      ...(name ? { name } : {}),
-      ...(u.firstName ? { given_name: u.firstName } : {}),
-      ...(u.lastName ? { family_name: u.lastName } : {}),
-    });
+    res.json(claimsForScope(claimsOf(caller.user), scope));
   };
   router.get('/oidc/me', userinfo);
   router.post('/oidc/me', userinfo);

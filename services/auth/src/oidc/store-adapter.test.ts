@@ -2,7 +2,7 @@ import { ManualClock } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
 import { waitFor } from '@platform/testkit';
 import { errors } from 'oidc-provider';
-import { openClients } from './clients';
+import { OidcClients } from './clients';
 import { deleteOidcStateOf, openOidcModels, pruneLegacyExpired, storeAdapterFactory } from './store-adapter';
 
 /** oidc-provider's Adapter contract (its lib/adapters/memory_adapter.js) on the embedded store. */
@@ -13,7 +13,7 @@ describe('oidc-provider adapter on the store', () => {
   beforeEach(() => {
     clock = new ManualClock('2026-03-01T00:00:00Z');
     store = createEmbeddedStore({ ttlSweepIntervalMs: 10, now: () => clock.now().getTime() });
-    Adapter = storeAdapterFactory(store, clock, openClients(store));
+    Adapter = storeAdapterFactory(store, clock, new OidcClients(store, 'a'.repeat(32)));
   });
   afterEach(() => store.close());
 

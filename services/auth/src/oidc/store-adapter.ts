@@ -1,7 +1,7 @@
 import type { Clock } from '@platform/kernel';
 import type { Collection, Doc, Store } from '@platform/store';
 import { errors } from 'oidc-provider';
-import type { OidcClientDoc } from './clients';
+import type { OidcClients } from './clients';
 
 /** One oidc-provider model instance (a code, token, session, grant, interaction...) in the store. */
 export interface OidcModelDoc extends Doc {
@@ -62,7 +62,7 @@ export async function pruneLegacyExpired(store: Store, clock: Clock): Promise<vo
   await openOidcModels(store).deleteMany({ expiresAt: { $lt: clock.now().getTime() } });
 }
 
-export function storeAdapterFactory(store: Store, clock: Clock, clients: Collection<OidcClientDoc>) {
+export function storeAdapterFactory(store: Store, clock: Clock, clients: OidcClients) {
   const docs = openOidcModels(store);
   const live = (doc: OidcModelDoc | null): Payload | undefined => {
     if (!doc) return undefined;
@@ -101,8 +101,8 @@ export function storeAdapterFactory(store: Store, clock: Clock, clients: Collect
     }
 
     async find(id: string): Promise<Payload | undefined> {
-      // Clients are registered by the operator CLI into their own collection.
-      if (this.model === 'Client') return (await clients.findOne({ _id: id }))?.metadata;
+      // Clients are registered by the operator CLI into their own collection (their secret sealed there).
+      if (this.model === 'Client') return (await clients.find(id))?.metadata;
       return live(await docs.findOne({ _id: this.key(id) }));
     }
 

@@ -388,7 +388,7 @@ ${proofPart}
       platformName,
       title: 'Account deleted',
       body: html`<div class="card"><h1>Your account is deleted</h1>
-<p class="lead">You are signed out everywhere, and everything that belonged only to you is gone. A last mail to your address confirms it.</p>
+<p class="lead">You are signed out everywhere, and everything that belonged only to you is gone. If you had confirmed your email address, a last mail to it says so.</p>
 <p>Your email address is free: you can create a new account with it whenever you like.</p>
 <a class="button" href="/account/signup">Create an account</a></div>`,
     });

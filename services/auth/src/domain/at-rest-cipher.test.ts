@@ -1,0 +1,28 @@
+import { AtRestCipher, isSealed } from './at-rest-cipher';
+
+const SECRET = 'an-at-rest-secret-of-32-characters-or-more';
+
+describe('secrets sealed at rest', () => {
+  it('opens what it sealed; the stored form names nothing of it and differs at every seal', () => {
+    const cipher = new AtRestCipher(SECRET, 'platform-auth-oidc-client-secrets');
+    const first = cipher.seal('the client secret');
+    expect(isSealed(first)).toBe(true);
+    expect(first).not.toContain('client');
+    expect(cipher.seal('the client secret')).not.toBe(first);
+    expect(cipher.open(first)).toBe('the client secret');
+  });
+
+  it('one purpose’s key opens nothing of another’s, nor an altered value', () => {
+    const sealed = new AtRestCipher(SECRET, 'platform-auth-oidc-client-secrets').seal('secret');
+    expect(() => new AtRestCipher(SECRET, 'platform-auth-signing-keys').open(sealed)).toThrow();
+    expect(() => new AtRestCipher(`${SECRET}!`, 'platform-auth-oidc-client-secrets').open(sealed)).toThrow();
+    const altered = `${sealed.slice(0, -2)}${sealed.endsWith('A') ? 'B' : 'A'}${sealed.slice(-1)}`;
+    expect(() => new AtRestCipher(SECRET, 'platform-auth-oidc-client-secrets').open(altered)).toThrow();
+  });
+
+  it('opens private keys sealed before it existed (the stored form did not change)', () => {
+    // PrivateKeyCodec's seal of the previous version, same secret
+    const before = 'enc:v1:kekjygJ53a5goIWK.LmFsDeC9y21hma3YLIYJgw.Yu9iJv0L-2OVmDhnSbWX9VWp';
+    expect(new AtRestCipher(SECRET, 'platform-auth-signing-keys').open(before)).toBe('sealed before 0103');
+  });
+});

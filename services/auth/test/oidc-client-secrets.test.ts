@@ -1,0 +1,92 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createEmbeddedStore } from '@platform/store';
+import { tempDir } from '@platform/testkit';
+import type { OidcClientDoc } from '../src/oidc/clients';
+import { type AuthHarness, startAuth } from './helpers';
+import { APP_REDIRECT, authorizeApp, registerApp, signUp, userinfo } from './oidc-app';
+
+/**
+ * A confidential client's secret is sealed in the store (AES-256-GCM under auth's at-rest secret, as private
+ * signing keys are), and client_secret_post works as before (decision 0103).
+ */
+describe('OpenID Connect client secrets at rest', () => {
+  const folder = tempDir('auth-oidc-client-secrets-');
+  const store = createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 });
+  const env = { PASSWORD_SCRYPT_N: '1024', PASSWORD_SCRYPT_P: '1' };
+  let h: AuthHarness;
+  beforeAll(async () => {
+    h = await startAuth({ store, env });
+  });
+  afterAll(async () => {
+    await h.stop();
+    await store.close();
+    folder.remove();
+  });
+
+  const stored = (clientId: string) =>
+    store.collection<OidcClientDoc>('oidc_clients').findOne({ _id: clientId });
+
+  it('the store holds no client secret; client_secret_post signs the application in, a wrong secret does not', async () => {
+    const registered = await registerApp(h, 'vault-app', true);
+    expect(registered).toMatchObject({ result: 'created', tokenEndpointAuthMethod: 'client_secret_post' });
+    const secret = registered.clientSecret!;
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    const doc = await stored('vault-app');
+    expect(doc!.metadata.client_secret).toMatch(/^enc:v1:/);
+    expect(JSON.stringify(doc)).not.toContain(secret);
+    // nor does the collection's file (what a copy of the data folder hands out)
+    expect(readFileSync(path.join(folder.dir, 'oidc_clients.db'), 'utf8')).not.toContain(secret);
+
+    const person = await signUp(h);
+    const { redeem } = await authorizeApp(h, person, 'vault-app', 'openid email');
+    expect((await redeem('not-the-secret')).body).toMatchObject({ error: 'invalid_client' });
+    expect((await redeem()).status).toBe(401);
+    const tokens = await redeem(secret);
+    expect(tokens.status).toBe(200);
+    expect((await userinfo(h, tokens.body.access_token)).body).toMatchObject({ sub: person.userId });
+
+    // the same registration again changes nothing (the secret is sealed afresh, and compared opened)
+    const again = await registerApp(h, 'vault-app', true);
+    expect(again.result).toBe('exists');
+    expect(again.clientSecret).toBeUndefined();
+  });
+
+  it('a secret an earlier version stored in plain text keeps working, and is sealed at the next start', async () => {
+    const plain = 'a-secret-an-earlier-version-stored-as-it-was';
+    const now = h.clock.now();
+    await store.collection<OidcClientDoc>('oidc_clients').insertOne({
+      _id: 'older-app',
+      metadata: {
+        client_id: 'older-app',
+        client_secret: plain,
+        redirect_uris: [APP_REDIRECT],
+        post_logout_redirect_uris: [],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_post',
+        scope: 'openid email profile offline_access',
+      },
+      firstParty: false,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const person = await signUp(h);
+    expect((await (await authorizeApp(h, person, 'older-app', 'openid')).redeem(plain)).status).toBe(200);
+
+    // another instance starts on the same store (an upgrade rolling out): the secret is sealed in place
+    const next = await startAuth({ store, env });
+    try {
+      const doc = await stored('older-app');
+      expect(doc!.metadata.client_secret).toMatch(/^enc:v1:/);
+      expect(JSON.stringify(doc)).not.toContain(plain);
+      for (const instance of [h, next]) {
+        const code = await authorizeApp(instance, person, 'older-app', 'openid');
+        expect((await code.redeem(plain)).status).toBe(200);
+      }
+    } finally {
+      await next.stop();
+    }
+  });
+});
