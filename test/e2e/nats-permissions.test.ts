@@ -187,6 +187,41 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       });
       expect(await monthTokens(p, owner)).toBe(counted);
     });
+
+    it("no service reads the answers to another's requests, and each one's own still come (decision 0104)", async () => {
+      // llm-quota's user listens where llm-gateway's JetStream acknowledgements come
+      const spy = await connect({
+        servers: `127.0.0.1:${nats.port}`,
+        user: 'llm-quota',
+        pass: passwords['llm-quota'],
+      });
+      const refused: string[] = [];
+      void (async () => {
+        for await (const s of spy.status()) {
+          if (s.type === Events.Error && s.permissionContext)
+            refused.push(`${s.permissionContext.operation} ${s.permissionContext.subject}`);
+        }
+      })();
+      const heard: string[] = [];
+      spy.subscribe('_INBOX.llm-gateway.>', { callback: (_err, m) => heard.push(m.subject) });
+      await spy.flush();
+      await waitFor(() => refused.includes('subscription _INBOX.llm-gateway.>'), { what: 'the refusal' });
+
+      // the gateway's publication is acknowledged on its own inbox, and llm-quota pulls it on its own
+      const reply = await chat(p, owner);
+      expect(reply.status).toBe(200);
+      counted += reply.body.usage.total_tokens as number;
+      await waitFor(async () => (await monthTokens(p, owner)) >= counted, {
+        timeoutMs: 20_000,
+        what: 'usage',
+      });
+      expect(await monthTokens(p, owner)).toBe(counted);
+      await spy.flush();
+      expect(heard).toEqual([]);
+      await spy.close();
+      // and no service's own requests were refused
+      expect(USERS.map((user) => reports[user])).toEqual(USERS.map(() => []));
+    });
   });
 
   it('lets each user publish and subscribe to exactly the subjects of its service, and no one the stream API', async () => {
@@ -194,6 +229,10 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       ...Object.values(Subjects),
       '$JS.API.STREAM.PURGE.ANALYTICS',
       '$JS.API.STREAM.DELETE.ANALYTICS',
+      // where the answers to each service's requests come (decision 0104), and nats.js's default inbox
+      '_INBOX.llm-gateway.reply',
+      '_INBOX.llm-quota.reply',
+      '_INBOX.reply',
     ];
     const allowed = async (user: User) => {
       const nc = await connect({ servers: `127.0.0.1:${nats.port}`, user, pass: passwords[user] });
@@ -242,12 +281,12 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       },
       'llm-gateway': {
         publish: ['analytics.llm.completion', 'llm.catalogue.updated'],
-        subscribe: ['llm.catalogue.updated', 'llm.quota.settings.changed'],
+        subscribe: ['llm.catalogue.updated', 'llm.quota.settings.changed', '_INBOX.llm-gateway.reply'],
         all: false,
       },
       'llm-quota': {
         publish: ['analytics.llm.completion.dead', 'llm.quota.settings.changed'],
-        subscribe: ['auth.org.deleted'],
+        subscribe: ['auth.org.deleted', '_INBOX.llm-quota.reply'],
         all: false,
       },
       'legacy-agent': { publish: [], subscribe: [], all: false },

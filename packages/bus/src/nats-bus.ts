@@ -26,11 +26,20 @@ const codec = StringCodec();
 const DRAIN_TIMEOUT_MS = 2_000;
 
 export interface NatsBusOptions extends NatsServerOptions {
-  /** connection name shown in the server's monitoring */
+  /** connection name shown in the server's monitoring: the service's name (`llm-gateway`) */
   name: string;
+  /**
+   * where the answers to this connection's requests come (JetStream's acknowledgements and API replies, pulled
+   * messages): `<inboxPrefix>.<unique id>`. Default `_INBOX.<name>`, so NATS can let each service's user read its
+   * own inbox alone (deploy/nats/authorization.conf, decision 0104).
+   */
+  inboxPrefix?: string;
   /** errors from handlers and the connection, for the service's logger */
   onError?: (err: unknown, context: string) => void;
 }
+
+/** `_INBOX.<name>`, with anything a subject token cannot hold (dots, wildcards, spaces) as `_` */
+const serviceInbox = (name: string): string => `_INBOX.${name.replace(/[^A-Za-z0-9_-]/g, '_') || '_'}`;
 
 /** the longest wait between two attempts at the first connection */
 const FIRST_CONNECT_MAX_WAIT_MS = 5_000;
@@ -105,10 +114,12 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   });
   connection.catch(() => undefined);
 
+  const inboxPrefix = options.inboxPrefix ?? serviceInbox(options.name);
   const open = () =>
     connect({
       ...connectionOptions,
       name: options.name,
+      inboxPrefix,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       // by default nats.js gives up for good after the same credentials are refused twice

@@ -1,5 +1,6 @@
 import type { LlmCompletionEvent } from '@platform/contracts';
 import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
+import { connect } from 'nats';
 import { type Bus, createNatsBus, type DurableMessage } from '../src';
 
 const completion = (id: string): LlmCompletionEvent => ({
@@ -65,6 +66,21 @@ describeWithNats('NATS bus on a real nats-server', () => {
     await waitFor(() => got.length >= 2);
     expect(got).toEqual(['e1', 'e2']);
     await consumer.stop();
+  });
+
+  it('receives the answers to its requests on its own inbox, _INBOX.<its name>, whatever the name holds', async () => {
+    const watcher = await connect({ servers: server.url.replace(/^nats:\/\//, '') });
+    const inboxes: string[] = [];
+    watcher.subscribe('_INBOX.>', { callback: (_err, m) => inboxes.push(m.subject) });
+    await watcher.flush();
+    const odd = await open('usage writer.1 >');
+    await odd.ensureStream({ name: 'TEST_INBOX', subjects: ['llm.catalogue.updated'] });
+    await odd.publishDurable('llm.catalogue.updated', { version: 1, at: '2026-11-27T10:00:00Z' });
+    await watcher.flush();
+    await watcher.close();
+    // the stream's API answers and the publication's acknowledgement
+    expect(inboxes.length).toBeGreaterThan(1);
+    expect(inboxes.filter((subject) => !subject.startsWith('_INBOX.usage_writer_1__.'))).toEqual([]);
   });
 
   it('redelivers a message whose handler failed', async () => {

@@ -12,7 +12,13 @@ import type { GatewayMetrics } from '../metrics/gateway-metrics';
 import { type Admission, type Caller, MonthlyBudgetExhausted, type Ticket } from '../quota/admission';
 import type { OrgGatewaySettings, OrgSettingsSource } from '../quota/org-settings';
 import { budgetDowngrade, type ModelType, resolveModel } from './governance';
-import type { RetryPolicy } from './provider-calls';
+import {
+  type DeploymentCheck,
+  failoverChain,
+  type Pool,
+  type RetryPolicy,
+  servingPool,
+} from './provider-calls';
 import type { Usage } from './provider-port';
 
 export interface GatewayContext {
@@ -59,6 +65,10 @@ export interface Prepared {
   model: CatalogueModel;
   /** the model the caller asked for, when governance or a budget replaced it */
   downgradedFrom: string | null;
+  /** the model's deployments that can serve the request, then each failover model's (`failoverChain`) */
+  chain: readonly Pool[];
+  /** the deployment the provider call called last, set as it goes: the one a failed request's usage event names */
+  lastCalled: CatalogueModel | null;
   ticket: Ticket;
   promptTokens: number;
   startedAt: number;
@@ -72,10 +82,11 @@ export async function prepareInference(
   requestedModel: string | undefined,
   promptTokens: number,
   /**
-   * a check of the resolved model before any quota is consumed (e.g. supported dimensions), on each of its
-   * deployments: any of them may be drawn to serve the request
+   * whether a deployment can serve the request (the provider has the endpoint, supported dimensions): the
+   * deployments that cannot are never drawn, a failover model none of whose can is passed over, and a model
+   * none of whose can is refused with the check's error before any quota is consumed
    */
-  checkModel?: (model: CatalogueModel) => void,
+  checkModel?: DeploymentCheck,
 ): Promise<Prepared> {
   try {
     return await admitInference(ctx, req, type, requestedModel, promptTokens, checkModel);
@@ -91,7 +102,7 @@ async function admitInference(
   type: ModelType,
   requestedModel: string | undefined,
   promptTokens: number,
-  checkModel?: (model: CatalogueModel) => void,
+  checkModel?: DeploymentCheck,
 ): Promise<Prepared> {
   const startedAt = performance.now();
   const { principal, orgSlug } = authorizeInference(req);
@@ -102,10 +113,12 @@ async function admitInference(
     userId: principal.user.id,
     roleSlug: principal.session.org?.role.slug ?? null,
   };
-  const check = (m: CatalogueModel) => {
-    if (checkModel) for (const deployment of m.pool) checkModel(deployment);
+  const serving = (m: CatalogueModel): Pool => {
+    const { pool, refusal } = servingPool(m, checkModel);
+    if (pool.length === 0) throw refusal;
+    return pool;
   };
-  check(resolved.model);
+  let pool = serving(resolved.model);
   let model = resolved.model;
   let downgradedFrom = resolved.downgradedFrom;
   let ticket: Ticket;
@@ -116,11 +129,23 @@ async function admitInference(
     const cheaper = budgetDowngrade(model, settings, ctx.catalogue);
     if (!cheaper) throw err.toRateLimited();
     downgradedFrom = downgradedFrom ?? model.model_id;
-    check(cheaper);
+    pool = serving(cheaper);
     model = cheaper;
     ticket = await ctx.admission.admit(settings, caller, promptTokens, { checkMonth: false });
   }
-  return { principal, caller, settings, model, downgradedFrom, ticket, promptTokens, startedAt };
+  const chain = failoverChain(model, pool, settings, ctx.catalogue, checkModel);
+  return {
+    principal,
+    caller,
+    settings,
+    model,
+    downgradedFrom,
+    chain,
+    lastCalled: null,
+    ticket,
+    promptTokens,
+    startedAt,
+  };
 }
 
 export type Outcome = NonNullable<LlmCompletionEvent['outcome']>;
@@ -202,6 +227,9 @@ export async function account(ctx: GatewayContext, prepared: Prepared, done: Fin
 
 export const zeroUsage = (): Usage => ({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
 
+/** The deployment a request that got no answer is accounted to: the one last called, else the model admitted. */
+export const failedOn = (prepared: Prepared): CatalogueModel => prepared.lastCalled ?? prepared.model;
+
 /** The event of a request whose provider call failed or whose client left before any answer: nothing consumed. */
 export function accountFailure(
   ctx: GatewayContext,
@@ -209,11 +237,12 @@ export function accountFailure(
   call: { endpoint: Finished['endpoint']; stream: boolean; requestId: string; aborted: boolean },
 ): void {
   const usage = zeroUsage();
+  const model = failedOn(prepared);
   void account(
     ctx,
     prepared,
     {
-      model: prepared.model,
+      model,
       usage,
       usageSource: 'tokenizer',
       outcome: call.aborted ? 'client_cancelled' : 'provider_error',
@@ -221,6 +250,6 @@ export function accountFailure(
       stream: call.stream,
       requestId: call.requestId,
     },
-    figuresOf(ctx, prepared, prepared.model, usage),
+    figuresOf(ctx, prepared, model, usage),
   );
 }

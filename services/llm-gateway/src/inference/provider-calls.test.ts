@@ -1,7 +1,8 @@
 import { AppError, envelopeOf } from '@platform/kernel';
-import type { CatalogueModel } from '../catalogue/catalogue';
+import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
 import { ProviderError, ProviderUnsupportedError } from '../providers';
-import { toAnswer } from './provider-calls';
+import type { OrgGatewaySettings } from '../quota/org-settings';
+import { failoverChain, toAnswer } from './provider-calls';
 
 const claude = { model_id: 'acme/claude', providerName: 'claude' } as CatalogueModel;
 
@@ -47,5 +48,45 @@ describe('provider errors as answers', () => {
       retryAfter: 9,
     });
     expect(envelopeOf(failure(401, false)).message).not.toContain('upstream words');
+  });
+});
+
+describe('the failover chain', () => {
+  const model = (model_id: string, failover?: string, org_slugs?: string[]) => {
+    const m = { model_id, type: 'completion', failover, org_slugs } as CatalogueModel;
+    return Object.assign(m, { pool: [m] });
+  };
+  const catalogueOf = (...models: CatalogueModel[]) =>
+    ({ get: (id: string) => models.find((m) => m.model_id === id) }) as unknown as Catalogue;
+  const settingsFor = (orgSlug: string, allowed: string[] | null) =>
+    ({ orgSlug, models: { allowed, defaults: {}, downgrade: {} } }) as unknown as OrgGatewaySettings;
+  const ids = (chain: ReadonlyArray<readonly CatalogueModel[]>) => chain.map((pool) => pool[0]!.model_id);
+
+  it('ends at a cycle through models the organization may not use', () => {
+    const first = model('first', 'x');
+    // x and y fail over to each other; neither is allowed, so neither is ever in the chain
+    const catalogue = catalogueOf(first, model('x', 'y'), model('y', 'x'));
+    expect(ids(failoverChain(first, first.pool, settingsFor('acme', ['first']), catalogue))).toEqual([
+      'first',
+    ]);
+    const toSelf = model('to-self', 'self');
+    const self = model('self', 'self');
+    expect(
+      ids(failoverChain(toSelf, toSelf.pool, settingsFor('acme', ['to-self']), catalogueOf(toSelf, self))),
+    ).toEqual(['to-self']);
+  });
+
+  it("passes over a model restricted to other organizations, as governance's own resolution does", () => {
+    const first = model('first', 'theirs');
+    const catalogue = catalogueOf(first, model('theirs', 'shared', ['globex']), model('shared'));
+    expect(ids(failoverChain(first, first.pool, settingsFor('acme', null), catalogue))).toEqual([
+      'first',
+      'shared',
+    ]);
+    expect(ids(failoverChain(first, first.pool, settingsFor('globex', null), catalogue))).toEqual([
+      'first',
+      'theirs',
+      'shared',
+    ]);
   });
 });

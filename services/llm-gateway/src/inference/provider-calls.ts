@@ -4,7 +4,7 @@ import type { CancelSignal } from '../providers/cancellation';
 import type { OrgGatewaySettings } from '../quota/org-settings';
 import type { DeploymentBalancer } from './deployment-balancer';
 import { ProviderErrorAnswer, ProviderNoResponse, refusedForProvider } from './errors';
-import { isAllowed } from './governance';
+import { isAllowed, visibleTo } from './governance';
 import { isProviderFailure, isProviderTimeout, type ProviderCall } from './provider-port';
 
 export interface RetryPolicy {
@@ -19,18 +19,60 @@ export interface RetryPolicy {
   metrics?: ProviderCallMetrics;
 }
 
-/** The model, then its failover chain (operator-configured, allowed for the org, no cycles, at most 3 more). */
+/** The deployments of one model that can serve a request: a pick draws among these alone. */
+export type Pool = readonly CatalogueModel[];
+
+/** A route's check that a deployment can serve its request (its provider has the endpoint, `dimensions`): throws why not. */
+export type DeploymentCheck = (deployment: CatalogueModel) => void;
+
+/**
+ * The deployments of `model` that pass `check` (its whole pool without one, or when all pass), and the
+ * first refusal when some do not.
+ */
+export function servingPool(
+  model: CatalogueModel,
+  check?: DeploymentCheck,
+): { pool: Pool; refusal: unknown } {
+  if (!check) return { pool: model.pool, refusal: null };
+  let serving: CatalogueModel[] | null = null;
+  let refusal: unknown = null;
+  for (let i = 0; i < model.pool.length; i++) {
+    const deployment = model.pool[i]!;
+    try {
+      check(deployment);
+      serving?.push(deployment);
+    } catch (err) {
+      refusal ??= err;
+      serving ??= model.pool.slice(0, i);
+    }
+  }
+  return { pool: serving ?? model.pool, refusal };
+}
+
+/**
+ * The model's pool, then its failover chain (operator-configured, no cycles, at most 3 more): each as the
+ * deployments that pass `check`. A failover model the organization may not use (not allowed, or restricted to
+ * other organizations) or none of whose deployments can serve the request is passed over for its own failover.
+ * `pool` is the model's own, already checked.
+ */
 export function failoverChain(
   model: CatalogueModel,
+  pool: Pool,
   settings: OrgGatewaySettings,
   catalogue: Catalogue,
-): CatalogueModel[] {
-  const chain = [model];
+  check?: DeploymentCheck,
+): Pool[] {
+  const chain = [pool];
+  const seen = [model.model_id];
   let next = model.failover;
-  while (next && chain.length < 4 && !chain.some((m) => m.model_id === next)) {
+  while (next && chain.length < 4 && !seen.includes(next)) {
     const m = catalogue.get(next);
     if (!m || m.type !== model.type) break;
-    if (isAllowed(m.model_id, settings)) chain.push(m);
+    seen.push(m.model_id);
+    if (isAllowed(m.model_id, settings) && visibleTo(m, settings.orgSlug)) {
+      const serving = servingPool(m, check).pool;
+      if (serving.length > 0) chain.push(serving);
+    }
     next = m.failover;
   }
   return chain;
@@ -55,15 +97,16 @@ function wait(ms: number, signal: CancelSignal): Promise<void> {
 
 /**
  * Runs one provider operation with the gateway's resilience. Each attempt calls one deployment of the
- * model, picked by weight among those in service (decision 0101). A 429 or 5xx is retried: at once on
- * another deployment of the model not yet tried and not cooling down (as is a timeout, a lost
- * connection or a refused key's 429), else with exponential backoff (or the provider's Retry-After when
- * shorter than the cap); then the next model of the failover chain is tried. No answer within the
- * timeout and no other deployment goes to the next model at once. A provider's other errors answer at
- * once. The client's disconnect stops everything.
+ * model, picked by weight among those of its pool (the ones that can serve the request) in service
+ * (decision 0101). A 429 or 5xx is retried: at once on another deployment of the model not yet tried and
+ * not cooling down (as is a timeout, a lost connection or a refused key's 429), else with exponential
+ * backoff (or the provider's Retry-After when shorter than the cap); then the next model of the failover
+ * chain is tried. No answer within the timeout and no other deployment goes to the next model at once. A
+ * provider's other errors answer at once. The client's disconnect stops everything.
  */
 export async function withResilience<T>(
-  chain: CatalogueModel[],
+  /** the deployments of each model in turn that may serve the request; none empty */
+  chain: readonly Pool[],
   policy: RetryPolicy,
   signal: CancelSignal,
   headersFor: (model: CatalogueModel) => Record<string, string>,
@@ -74,11 +117,11 @@ export async function withResilience<T>(
   const metrics = policy.metrics;
   const balancer = policy.balancer;
   let last: unknown;
-  let lastServed = chain[chain.length - 1]!;
+  let lastServed = chain[chain.length - 1]![0]!;
   let attempts = 0;
   for (let m = 0; m < chain.length; m++) {
-    const pool = chain[m]!.pool;
-    const timeoutMs = chain[m]!.timeout_ms ?? policy.defaultTimeoutMs;
+    const pool = chain[m]!;
+    const timeoutMs = pool[0]!.timeout_ms ?? policy.defaultTimeoutMs;
     // the deployments this request has called, one bit per pool index (at most 16)
     let tried = 0;
     for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {

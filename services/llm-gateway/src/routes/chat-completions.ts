@@ -10,12 +10,12 @@ import {
   type Prepared,
   prepareInference,
 } from '../inference/gateway-context';
-import { providerHeaders } from '../inference/header-policy';
 import { countChatPromptTokens, countText } from '../inference/prompt-tokens';
-import { failoverChain, toAnswer, withResilience } from '../inference/provider-calls';
+import { toAnswer } from '../inference/provider-calls';
 import type { ChatChunk, ChatRequest, Usage } from '../inference/provider-port';
 import { MONTHLY_QUOTA_EXCEEDED } from '../quota/admission';
 import { abortOnClose, requestIdOf } from './client-abort';
+import { callPrepared } from './prepared-call';
 import { ChatRequestSchema } from './schemas';
 import { endEventStream, startEventStream, writeEvent } from './sse';
 
@@ -38,10 +38,7 @@ export function mountChatCompletions(router: Router, ctx: GatewayContext): void 
     if (body.stream) return streamChat(ctx, req, res, body, prepared);
 
     const abort = abortOnClose(req, res);
-    const chain = failoverChain(prepared.model, prepared.settings, ctx.catalogue);
-    const headersFor = (m: Prepared['model']) =>
-      providerHeaders(m, prepared.principal, req.headers, requestIdOf(req));
-    const answered = await withResilience(chain, ctx.retry, abort.signal, headersFor, (m, call) =>
+    const answered = await callPrepared(ctx, req, prepared, abort.signal, (m, call) =>
       m.adapter.chat(providerBody(body, false), call),
     ).catch((err: unknown) => {
       accountFailure(ctx, prepared, {
@@ -130,18 +127,15 @@ async function streamChat(
   // request cost. Cancelling there would charge only the visible text the tokenizer counts.
   let finished = false;
   const abort = abortOnClose(req, res, () => (finished ? USAGE_LINGER_MS : 0));
-  const chain = failoverChain(prepared.model, prepared.settings, ctx.catalogue);
-  const headersFor = (m: Prepared['model']) =>
-    providerHeaders(m, prepared.principal, req.headers, requestIdOf(req));
   const wantsUsage = body.stream_options?.include_usage === true;
   let first: { iterator: AsyncIterator<ChatChunk>; chunk: IteratorResult<ChatChunk> };
   let model = prepared.model;
   try {
-    const opened = await withResilience(
-      chain,
-      ctx.retry,
+    const opened = await callPrepared(
+      ctx,
+      req,
+      prepared,
       abort.signal,
-      headersFor,
       async (m, call) => {
         const iterator = m.adapter.chatStream(providerBody(body, true), call)[Symbol.asyncIterator]();
         return { iterator, chunk: await iterator.next() };

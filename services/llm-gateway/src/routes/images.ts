@@ -5,6 +5,7 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
   downgradeHeaders,
+  failedOn,
   type GatewayContext,
   type Outcome,
   prepareInference,
@@ -83,7 +84,7 @@ export function mountImages(router: Router, ctx: GatewayContext): void {
       void account(ctx, { ...prepared, model }, stamp(model, 'success', usage), figures);
     } catch (err) {
       const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
-      void account(ctx, prepared, stamp(prepared.model, outcome, zeroUsage()), mediaFigures(prepared, 0));
+      void account(ctx, prepared, stamp(failedOn(prepared), outcome, zeroUsage()), mediaFigures(prepared, 0));
       throw err;
     }
   });

@@ -2,15 +2,16 @@ import type { Request } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import type { GatewayContext, Prepared } from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
-import { failoverChain, withResilience } from '../inference/provider-calls';
+import { withResilience } from '../inference/provider-calls';
 import type { ProviderCall } from '../inference/provider-port';
 import type { ProviderTiming } from '../metrics/gateway-metrics';
 import type { CancelSignal } from '../providers/cancellation';
 import { requestIdOf } from './client-abort';
 
 /**
- * An admitted request's provider call: its model, then the model's failover chain, each with its retries and
- * deployments (`withResilience`), sending the headers each model's policy forwards.
+ * An admitted request's provider call: the deployments of its model that can serve it, then its failover chain's
+ * (`prepared.chain`), each with its retries (`withResilience`), sending the headers each model's policy forwards.
+ * Each attempt's deployment is kept in `prepared.lastCalled`, which a failed request's usage event names.
  */
 export function callPrepared<T>(
   ctx: GatewayContext,
@@ -21,11 +22,14 @@ export function callPrepared<T>(
   timing?: ProviderTiming,
 ): Promise<{ result: T; model: CatalogueModel; attempts: number }> {
   return withResilience(
-    failoverChain(prepared.model, prepared.settings, ctx.catalogue),
+    prepared.chain,
     ctx.retry,
     signal,
     (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
-    operation,
+    (m, call) => {
+      prepared.lastCalled = m;
+      return operation(m, call);
+    },
     timing,
   );
 }

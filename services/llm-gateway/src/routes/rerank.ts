@@ -5,6 +5,7 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
   downgradeHeaders,
+  failedOn,
   figuresOf,
   type GatewayContext,
   type Outcome,
@@ -173,7 +174,7 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
         };
       }));
     } catch (err) {
-      const spentOn = [...progress.usage.keys()].at(-1) ?? prepared.model;
+      const spentOn = [...progress.usage.keys()].at(-1) ?? failedOn(prepared);
       settle(spentOn, null, abort.signal.aborted ? 'client_cancelled' : 'provider_error').account();
       throw err;
     }

@@ -8,7 +8,7 @@ import { modelNotAllowed, modelNotFound } from '../inference/errors';
 import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
 import { resolveModel } from '../inference/governance';
 import { providerHeaders } from '../inference/header-policy';
-import { withResilience } from '../inference/provider-calls';
+import { type Pool, withResilience } from '../inference/provider-calls';
 import type { StoreRateLimiter } from '../quota/store-rate-limiter';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { silentWav } from './wav-fixture';
@@ -104,13 +104,13 @@ async function probe(model: CatalogueModel, call: Parameters<CatalogueModel['ada
 }
 
 /** the model reduced to its deployment on `provider` (400 when it has none there) */
-function deploymentOn(model: CatalogueModel, provider: string): CatalogueModel {
+function deploymentOn(model: CatalogueModel, provider: string): Pool {
   const deployment = model.pool.find((d) => d.providerName === provider);
   if (!deployment)
     throw new InvalidInput(`The model ${model.model_id} has no deployment on the provider ${provider}`, {
       details: { issues: [{ field: 'provider', message: `not a provider of ${model.model_id}` }] },
     });
-  return { ...deployment, pool: [deployment] };
+  return [deployment];
 }
 
 const unsupported = (model: CatalogueModel, what: string) =>
@@ -141,7 +141,7 @@ export function mountSmokeTest(
     if (!found) throw modelNotFound(modelId);
     const { model } = resolveModel(modelId, found.type, settings, ctx.catalogue);
     if (model.model_id !== modelId) throw modelNotAllowed(modelId); // a smoke test never tests a stand-in
-    const tested = provider === undefined ? model : deploymentOn(model, provider);
+    const tested = provider === undefined ? model.pool : deploymentOn(model, provider);
     const window = await deps.limiter.consume(orgSlug, 1);
     if (window.consumedPoints > SMOKE_TESTS_PER_MINUTE)
       throw new RateLimited(Math.max(1, Math.ceil(window.msBeforeNext / 1000)), 'Too many smoke tests', {

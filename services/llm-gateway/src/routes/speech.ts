@@ -5,6 +5,7 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
   downgradeHeaders,
+  failedOn,
   type GatewayContext,
   type Outcome,
   prepareInference,
@@ -137,7 +138,7 @@ export function mountSpeech(router: Router, ctx: GatewayContext): void {
       // after the first bytes the answer cannot become an error: the kernel cuts it, and the client sees it cut
       throw served ? toAnswer(err, served, served.timeout_ms ?? ctx.retry.defaultTimeoutMs) : err;
     } finally {
-      const model = served ?? prepared.model;
+      const model = served ?? failedOn(prepared);
       const usage = served
         ? { prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: promptTokens }
         : zeroUsage();

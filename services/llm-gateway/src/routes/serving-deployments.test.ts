@@ -1,0 +1,314 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInProcessBus } from '@platform/bus';
+import { type LlmCompletionEvent, type Principal, permissionTree, Subjects } from '@platform/contracts';
+import {
+  loadConfig,
+  type PlatformService,
+  PRINCIPAL_HEADER,
+  sealPrincipal,
+  silentLogger,
+  systemClock,
+  USER_ID_HEADER,
+} from '@platform/kernel';
+import { createEmbeddedStore } from '@platform/store';
+import { type ProviderSimulator, startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
+import request from 'supertest';
+import { llmGatewayConfigSchema } from '../config';
+import type { OrgGatewaySettings } from '../quota/org-settings';
+import { createLlmGatewayService } from '../service';
+
+/**
+ * Which deployments a request may reach, through the gateway's routes against a provider simulator: a deployment
+ * whose provider cannot serve the request (Anthropic has no image or speech endpoint; a model without the asked
+ * dimensions) is never drawn, in the requested model or in its failover chain; and a request that got no answer
+ * is accounted to the deployment that failed it last.
+ */
+describe('the deployments a request may reach', () => {
+  const SECRET = 's'.repeat(40);
+  const QUOTA_URL = 'http://llm-quota.test';
+  let sim: ProviderSimulator;
+  let service: PlatformService;
+  let folder: { dir: string; remove(): void };
+  const bus = createInProcessBus();
+  const events: LlmCompletionEvent[] = [];
+
+  const settings: OrgGatewaySettings = {
+    orgSlug: 'acme',
+    plan: { name: 'roomy', currency: 'USD' },
+    policy: 'hard_block',
+    limits: {},
+    per_user_defaults: {},
+    org_user_quotas: { overrides: {}, by_role: {} },
+    models: { allowed: null, defaults: {}, downgrade: {} },
+    month: { start: '2026-01-01T00:00:00.000Z', tokens: 0, cost: 0 },
+  };
+  const principal: Principal = {
+    credential: { kind: 'session', id: 'sess-1' },
+    session: {
+      id: 'sess-1',
+      org: {
+        slug: 'acme',
+        name: 'Acme',
+        role: { slug: 'owner', permissions: ['models:read'], scopes: [] },
+        groups: [],
+        settings: {},
+        subscription: null,
+      },
+    },
+    user: { id: 'user-1', email: 'u@acme.test', anonymous: false, role: null },
+    run: {
+      permissions: permissionTree(['models:read']),
+      scopes: [],
+      correlationId: 'c',
+      sourceWorkspaceId: null,
+    },
+  };
+
+  const priced = { pricing: { input_per_million: 1, output_per_million: 1, per_image: 0.01 } };
+  const on = (provider: string, model: string, weight?: number) => ({ provider, model, weight });
+  const file = {
+    providers: [
+      { name: 'sim', type: 'openai', baseUrl: '', apiKey: 'sk-sim' },
+      { name: 'sim-b', type: 'openai', baseUrl: '', apiKey: 'sk-sim-b' },
+      { name: 'claude', type: 'anthropic', baseUrl: '', apiKey: 'sk-ant' },
+      { name: 'mock', type: 'mock' },
+    ],
+    models: [
+      // images: a failing model, then one on Anthropic (no image endpoint), then one drawing Anthropic almost always
+      {
+        model_id: 'img/first',
+        type: 'image_generation',
+        ...priced,
+        failover: 'img/claude',
+        deployments: [on('sim', 'img-first')],
+      },
+      {
+        model_id: 'img/claude',
+        type: 'image_generation',
+        ...priced,
+        failover: 'img/mixed',
+        deployments: [on('claude', 'claude-img')],
+      },
+      {
+        model_id: 'img/mixed',
+        type: 'image_generation',
+        ...priced,
+        deployments: [on('claude', 'claude-img-2', 1_000_000), on('sim-b', 'img-mixed')],
+      },
+      {
+        model_id: 'img/alone',
+        type: 'image_generation',
+        ...priced,
+        failover: 'img/nowhere',
+        deployments: [on('sim', 'img-alone')],
+      },
+      {
+        model_id: 'img/nowhere',
+        type: 'image_generation',
+        ...priced,
+        deployments: [on('claude', 'claude-img-3')],
+      },
+      // speech: the mock has it, Anthropic (drawn almost always) has not
+      {
+        model_id: 'speech/mixed',
+        type: 'audio_speech',
+        pricing: { per_million_characters: 1 },
+        deployments: [on('claude', 'claude-speech', 1_000_000), on('mock', 'mock-speech')],
+      },
+      // embeddings: the failover model has not the dimensions asked for
+      {
+        model_id: 'emb/64',
+        type: 'embeddings',
+        ...priced,
+        supported_dimensions: [64],
+        failover: 'emb/256',
+        deployments: [on('sim', 'emb-64')],
+      },
+      {
+        model_id: 'emb/256',
+        type: 'embeddings',
+        ...priced,
+        supported_dimensions: [256],
+        deployments: [on('sim', 'emb-256')],
+      },
+      // chat: a pair whose second deployment is drawn almost always, and a model failing over to another provider
+      {
+        model_id: 'chat/pair',
+        type: 'completion',
+        ...priced,
+        deployments: [on('sim', 'pair-a', 1), on('sim-b', 'pair-b', 1_000_000)],
+      },
+      {
+        model_id: 'chat/first',
+        type: 'completion',
+        ...priced,
+        failover: 'chat/second',
+        deployments: [on('sim', 'chat-first')],
+      },
+      { model_id: 'chat/second', type: 'completion', ...priced, deployments: [on('sim-b', 'chat-second')] },
+      {
+        model_id: 'img/failing',
+        type: 'image_generation',
+        ...priced,
+        failover: 'img/failing-b',
+        deployments: [on('sim', 'img-failing')],
+      },
+      {
+        model_id: 'img/failing-b',
+        type: 'image_generation',
+        ...priced,
+        deployments: [on('sim-b', 'img-failing-b')],
+      },
+    ],
+  };
+
+  /** llm-quota's answer for the organization; every other address is a provider's */
+  const fetchVia: typeof fetch = async (input, init) => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (url.startsWith(QUOTA_URL)) return Response.json(settings);
+    return fetch(input, init);
+  };
+
+  beforeAll(async () => {
+    sim = await startProviderSimulator({ port: 0 });
+    for (const p of file.providers)
+      if (p.type === 'openai') p.baseUrl = sim.openaiBaseUrl;
+      else if (p.type === 'anthropic') p.baseUrl = sim.anthropicBaseUrl;
+    folder = tempDir('gateway-serving-');
+    const configFile = path.join(folder.dir, 'gateway.json');
+    writeFileSync(configFile, JSON.stringify(file));
+    service = await createLlmGatewayService({
+      config: loadConfig(llmGatewayConfigSchema, {
+        PLATFORM_INTERNAL_SECRET: SECRET,
+        LLM_QUOTA_URL: QUOTA_URL,
+        LLM_GATEWAY_CONFIG: configFile,
+        LLM_GATEWAY_RETRY_BASE_MS: '1',
+        LLM_GATEWAY_OUTBOX_INTERVAL_MS: '50',
+      }),
+      clock: systemClock,
+      logger: silentLogger(),
+      store: createEmbeddedStore(),
+      bus,
+      fetch: fetchVia,
+    });
+    await service.start();
+    bus.subscribe(Subjects.llmCompletion, (e) => {
+      events.push(e as LlmCompletionEvent);
+    });
+  }, 30_000);
+  afterAll(async () => {
+    await service?.stop();
+    await bus.close();
+    await sim?.close();
+    folder?.remove();
+  });
+  beforeEach(() => sim.reset());
+
+  let seq = 0;
+  const post = async (route: string, body: Record<string, unknown>) => {
+    const requestId = `serving-${++seq}`;
+    const res = await request(service.handler)
+      .post(route)
+      .set(PRINCIPAL_HEADER, sealPrincipal(principal, SECRET))
+      .set(USER_ID_HEADER, 'user-1')
+      .set('x-request-id', requestId)
+      .send(body);
+    return { res, requestId };
+  };
+  const image = (model: string) => post('/v1/images/generations', { model, prompt: 'a red circle' });
+  const received = (model: string) => sim.requests().filter((r) => r.model === model).length;
+  const eventOf = (requestId: string) =>
+    waitFor(() => events.find((e) => e.requestId === requestId), { what: `the usage event of ${requestId}` });
+
+  it('a failover chain passes over the models and deployments whose provider has not the endpoint', async () => {
+    sim.script([{ match: { model: 'img-first' }, error: { status: 500 } }]);
+    const { res, requestId } = await image('img/first');
+    expect(res.status).toBe(200);
+    expect(res.body.model).toBe('img/mixed');
+    expect(received('img-first')).toBe(3);
+    expect(received('img-mixed')).toBe(1);
+    expect(await eventOf(requestId)).toMatchObject({
+      model: 'img/mixed',
+      provider: 'sim-b',
+      outcome: 'success',
+    });
+  });
+
+  it('a model whose chain has nothing else that can serve answers its own failure, never a 500', async () => {
+    sim.script([{ match: { model: 'img-alone' }, error: { status: 503 } }]);
+    const { res } = await image('img/alone');
+    expect(res.status).toBe(502);
+    expect(res.body).toMatchObject({ code: 'PROVIDER_ERROR', provider: 'sim', model: 'img/alone' });
+  });
+
+  it('a model none of whose deployments can serve is refused before any call', async () => {
+    const { res } = await image('img/nowhere');
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ code: 'INVALID_BODY', details: { provider: 'claude' } });
+    expect(res.body.message).toMatch(/no image generation endpoint/);
+    expect(sim.requests()).toHaveLength(0);
+  });
+
+  it("a model's deployments whose provider has not the endpoint are never drawn", async () => {
+    for (const input of ['first', 'second', 'third']) {
+      const { res, requestId } = await post('/v1/audio/speech', {
+        model: 'speech/mixed',
+        input,
+        voice: 'alloy',
+      });
+      expect(res.status).toBe(200);
+      expect(await eventOf(requestId)).toMatchObject({ model: 'speech/mixed', provider: 'mock' });
+    }
+    expect(sim.requests()).toHaveLength(0);
+  });
+
+  it('a failover model without the dimensions asked for is never called', async () => {
+    sim.script([{ match: { model: 'emb-64' }, error: { status: 500 } }]);
+    const { res } = await post('/v1/embeddings', { model: 'emb/64', input: 'hello', dimensions: 64 });
+    expect(res.status).toBe(502);
+    expect(res.body).toMatchObject({ code: 'PROVIDER_ERROR', model: 'emb/64' });
+    expect(received('emb-64')).toBe(3);
+    expect(received('emb-256')).toBe(0);
+  });
+
+  describe("a failed request's usage event", () => {
+    it('names the deployment that failed it, not the first of its model', async () => {
+      sim.script([{ match: { model: 'pair-b' }, error: { status: 400 } }]);
+      const { res, requestId } = await post('/v1/chat/completions', {
+        model: 'chat/pair',
+        messages: [{ role: 'user', content: 'hello' }],
+      });
+      expect(res.status).toBe(502);
+      expect(res.body).toMatchObject({ provider: 'sim-b' });
+      expect(await eventOf(requestId)).toMatchObject({
+        model: 'chat/pair',
+        provider: 'sim-b',
+        outcome: 'provider_error',
+      });
+    });
+
+    it('names the failover model and provider that failed last', async () => {
+      sim.script([{ error: { status: 500 } }]);
+      const chat = await post('/v1/chat/completions', {
+        model: 'chat/first',
+        messages: [{ role: 'user', content: 'hello' }],
+      });
+      expect(chat.res.status).toBe(502);
+      expect(received('chat-second')).toBe(3);
+      expect(await eventOf(chat.requestId)).toMatchObject({
+        model: 'chat/second',
+        provider: 'sim-b',
+        outcome: 'provider_error',
+      });
+
+      const images = await image('img/failing');
+      expect(images.res.status).toBe(502);
+      expect(await eventOf(images.requestId)).toMatchObject({
+        model: 'img/failing-b',
+        provider: 'sim-b',
+        outcome: 'provider_error',
+      });
+    });
+  });
+});
