@@ -126,8 +126,9 @@ export async function buildAuthService(
   });
 
   const formTokens = new FormTokens(config.PLATFORM_INTERNAL_SECRET);
-  const sso = new SsoClients(openSsoCollections(store));
-  // Client secrets are sealed with the same secret as private keys (for another purpose).
+  // OIDC clients' and external providers' client secrets are sealed with the same secret as private keys, each for
+  // another purpose.
+  const sso = new SsoClients(openSsoCollections(store), keySecret);
   const oidc = new OidcProviderHost(context, new OidcClients(store, keySecret), providerPages(context));
   const deletion = new AccountDeletion(context, accounts, sso);
 
@@ -185,6 +186,7 @@ export async function buildAuthService(
       unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
       await encryptPlainPrivateKeys(collections.signingKeys, codec);
       await oidc.clients.sealPlainSecrets();
+      await sso.sealPlainSecrets();
       await keys.start();
       // The platform's own pages are a first-party public client from the start.
       const { base } = oidcIssuer(context);

@@ -436,7 +436,10 @@ describe('deleting one’s own account', () => {
     const owner = await h.newUser();
     const company = await org(owner, [actor, 'member']);
     const now = h.clock.now();
-    const sso = new SsoClients(openSsoCollections(h.service.context.store));
+    const sso = new SsoClients(
+      openSsoCollections(h.service.context.store),
+      'unused: this provider is never discovered',
+    );
     const provider = {
       _id: unique('idp'),
       name: 'Acme SSO',
@@ -469,7 +472,10 @@ describe('deleting one’s own account', () => {
     const owner = await h.newUser();
     const company = await org(owner);
     const now = h.clock.now();
-    const sso = new SsoClients(openSsoCollections(h.service.context.store));
+    const sso = new SsoClients(
+      openSsoCollections(h.service.context.store),
+      'unused: this provider is never discovered',
+    );
     const provider = {
       _id: unique('idp'),
       name: 'Acme SSO',

@@ -8,7 +8,7 @@ import type { UserDoc } from '../data/collections';
 import type { FormTokens } from '../pages/csrf';
 import { html, type Raw, sendPage } from '../pages/html';
 import { signInForm } from '../pages/sign-in-form';
-import type { SsoClients, SsoProviderDoc } from '../sso/providers';
+import type { SsoClients, SsoProvider } from '../sso/providers';
 import { browserSignIn, type OidcProviderHost } from './provider';
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -71,7 +71,7 @@ export function mountInteractionPages(
     clientName: string,
     error?: string,
     email = '',
-    providers: SsoProviderDoc[] = [],
+    providers: SsoProvider[] = [],
   ) =>
     signInForm({
       lead: html`to continue to <strong>${clientName}</strong>`,

@@ -1,4 +1,4 @@
-import type { SsoProviderDoc } from '../sso/providers';
+import type { SsoProvider } from '../sso/providers';
 import { alert, errorField, html, type Raw, raw } from './html';
 
 /** The email-and-password form of the account pages and of the OIDC sign-in step: one markup for both. */
@@ -13,7 +13,7 @@ export function signInForm(options: {
   ssoNext: string;
   error?: string;
   email?: string;
-  providers?: SsoProviderDoc[];
+  providers?: SsoProvider[];
   /** leave the checks of the fields to the server (the OIDC step shows its own errors) */
   novalidate?: boolean;
 }): Raw {

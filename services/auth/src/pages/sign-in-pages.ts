@@ -8,7 +8,7 @@ import { publicBaseUrl } from '../accounts/public-url';
 import type { RateLimiterStorePort } from '../accounts/store-rate-limiter';
 import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
-import type { SsoClients, SsoProviderDoc } from '../sso/providers';
+import type { SsoClients, SsoProvider } from '../sso/providers';
 import type { FormTokens } from './csrf';
 import { alert, errorField, html, type Raw, raw, sendPage } from './html';
 import { browserBinding, type MfaChallenge, pageSession, safeNext } from './page-session';
@@ -35,13 +35,7 @@ export function mountSignInPages(
   const show = (res: Response, title: string, body: Raw, status = 200) =>
     sendPage(res, { platformName, title, body, status });
 
-  const loginForm = (
-    csrf: string,
-    next: string,
-    error?: string,
-    email = '',
-    providers: SsoProviderDoc[] = [],
-  ) =>
+  const loginForm = (csrf: string, next: string, error?: string, email = '', providers: SsoProvider[] = []) =>
     signInForm({
       lead: html`Welcome back to ${platformName}.`,
       action: '/account/login',

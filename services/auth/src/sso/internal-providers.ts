@@ -17,7 +17,7 @@ export const SsoProviderBody = z
 
 /**
  * A platform admin (the operator CLI, with the internal secret) names an external identity provider for
- * the platform or, with `orgSlug`, for one organization. Idempotent; the secret is never answered.
+ * the platform or, with `orgSlug`, for one organization. Idempotent; the secret is stored sealed and never answered.
  */
 export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoClients): void {
   router.put(
@@ -35,8 +35,6 @@ export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoC
           .status(404)
           .json({ error: 'OrgNotFound', message: `Organization ${body.orgSlug} does not exist` });
       }
-      const now = c.clock.now();
-      const existing = await sso.collections.providers.findOne({ _id: slug });
       const fields = {
         name: body.name,
         issuer: body.issuer,
@@ -44,17 +42,9 @@ export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoC
         clientSecret: body.clientSecret ?? null,
         orgSlug: body.orgSlug ?? null,
       };
-      const same =
-        existing && Object.entries(fields).every(([k, v]) => existing[k as keyof typeof fields] === v);
-      if (!same) {
-        await sso.collections.providers.updateOne(
-          { _id: slug },
-          { $set: { ...fields, updatedAt: now }, $setOnInsert: { createdAt: now } },
-          { upsert: true },
-        );
-      }
-      res.status(existing ? 200 : 201).json({
-        result: existing ? (same ? 'exists' : 'updated') : 'created',
+      const result = await sso.save(slug, fields, c.clock.now());
+      res.status(result === 'created' ? 201 : 200).json({
+        result,
         slug,
         name: fields.name,
         issuer: fields.issuer,

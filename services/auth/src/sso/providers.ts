@@ -1,17 +1,28 @@
 import type { Doc, Store } from '@platform/store';
 import * as oidc from 'openid-client';
+import { AtRestCipher, isSealed } from '../domain/at-rest-cipher';
 
 /** An external OpenID Connect identity provider people may sign in with. `_id` is its slug. */
 export interface SsoProviderDoc extends Doc {
   name: string;
   issuer: string;
   clientId: string;
+  /** sealed at rest (`enc:v1:...`, see SsoClients); plain text in documents an earlier version wrote */
   clientSecret: string | null;
   /** a company's provider: its users become members of this organization (null: the platform's) */
   orgSlug: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
+
+/** A provider as the pages and the sign-in see it: never its secret. */
+export type SsoProvider = Omit<SsoProviderDoc, 'clientSecret'>;
+
+/** What an operator names a provider with (`pnpm platform sso add`); the secret in plain text. */
+export type SsoProviderSettings = Pick<
+  SsoProviderDoc,
+  'name' | 'issuer' | 'clientId' | 'clientSecret' | 'orgSlug'
+>;
 
 /** Which local user an external identity is. `_id` is `<provider slug>:<sub>`. */
 export interface SsoIdentityDoc extends Doc {
@@ -30,32 +41,110 @@ export type SsoCollections = ReturnType<typeof openSsoCollections>;
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
-/** openid-client configurations by provider, discovered once (again when the provider changes). */
+const withoutSecret = ({ clientSecret: _, ...provider }: SsoProviderDoc): SsoProvider => provider;
+
+/**
+ * The external identity providers, with their openid-client configurations discovered once (again when the
+ * provider changes). A provider's client secret is sealed (AES-256-GCM under auth's at-rest secret, the one
+ * private signing keys and OIDC clients' secrets are sealed with, for another purpose) on every write and opened
+ * only to discover its configuration, so a dump of the store hands out no secret and no page or answer holds one.
+ * Documents an earlier version wrote with the secret in plain text are read as they are, and sealed at start
+ * (`sealPlainSecrets`). Providers are written only here (`save`).
+ */
 export class SsoClients {
   private readonly cache = new Map<string, { updatedAt: number; config: oidc.Configuration }>();
+  private readonly cipher: AtRestCipher;
 
-  constructor(readonly collections: SsoCollections) {}
-
-  list(): Promise<SsoProviderDoc[]> {
-    return this.collections.providers.find({}, { sort: { name: 1 } });
+  /** `atRestSecret`: the secret private signing keys are sealed with (decision 0033) */
+  constructor(
+    readonly collections: SsoCollections,
+    atRestSecret: string,
+  ) {
+    this.cipher = new AtRestCipher(atRestSecret, 'platform-auth-sso-client-secrets');
   }
 
-  async get(slug: string): Promise<{ provider: SsoProviderDoc; config: oidc.Configuration } | null> {
-    const provider = await this.collections.providers.findOne({ _id: slug });
-    if (!provider) return null;
+  async list(): Promise<SsoProvider[]> {
+    return (await this.collections.providers.find({}, { sort: { name: 1 } })).map(withoutSecret);
+  }
+
+  async get(slug: string): Promise<{ provider: SsoProvider; config: oidc.Configuration } | null> {
+    const doc = await this.collections.providers.findOne({ _id: slug });
+    if (!doc) return null;
+    const provider = withoutSecret(doc);
     const cached = this.cache.get(slug);
-    if (cached && cached.updatedAt === provider.updatedAt.getTime())
-      return { provider, config: cached.config };
-    const issuer = new URL(provider.issuer);
+    if (cached && cached.updatedAt === doc.updatedAt.getTime()) return { provider, config: cached.config };
+    const issuer = new URL(doc.issuer);
+    const secret = this.opened(doc);
     const config = await oidc.discovery(
       issuer,
-      provider.clientId,
+      doc.clientId,
       undefined,
-      provider.clientSecret ? oidc.ClientSecretPost(provider.clientSecret) : oidc.None(),
+      secret ? oidc.ClientSecretPost(secret) : oidc.None(),
       // Plain http only for a provider on this machine (development and tests).
       LOOPBACK.test(issuer.hostname) ? { execute: [oidc.allowInsecureRequests] } : undefined,
     );
-    this.cache.set(slug, { updatedAt: provider.updatedAt.getTime(), config });
+    this.cache.set(slug, { updatedAt: doc.updatedAt.getTime(), config });
     return { provider, config };
+  }
+
+  /**
+   * Names a provider or changes it, its secret sealed; the same settings again write nothing (the stored secret
+   * compared opened: it is sealed afresh, with a new IV, at every write).
+   */
+  async save(
+    slug: string,
+    settings: SsoProviderSettings,
+    now: Date,
+  ): Promise<'created' | 'updated' | 'exists'> {
+    const existing = await this.collections.providers.findOne({ _id: slug });
+    if (existing && this.same(existing, settings)) return 'exists';
+    const clientSecret = settings.clientSecret === null ? null : this.cipher.seal(settings.clientSecret);
+    await this.collections.providers.updateOne(
+      { _id: slug },
+      { $set: { ...settings, clientSecret, updatedAt: now }, $setOnInsert: { createdAt: now } },
+      { upsert: true },
+    );
+    return existing ? 'updated' : 'created';
+  }
+
+  /** Seals the secrets an earlier version stored in plain text (idempotent); answers how many. */
+  async sealPlainSecrets(): Promise<number> {
+    let sealed = 0;
+    for (const doc of await this.collections.providers.find({ clientSecret: { $ne: null } })) {
+      const secret = doc.clientSecret!;
+      if (isSealed(secret)) continue;
+      // only if it is still that plain secret: an operator meanwhile wrote their own, sealed. `updatedAt` stays:
+      // the secret is the same, so a configuration discovered with it stays right.
+      const done = await this.collections.providers.updateOne(
+        { _id: doc._id, clientSecret: secret },
+        { $set: { clientSecret: this.cipher.seal(secret) } },
+      );
+      sealed += done.modified;
+    }
+    return sealed;
+  }
+
+  private same(doc: SsoProviderDoc, settings: SsoProviderSettings): boolean {
+    const { clientSecret, ...rest } = settings;
+    if (!Object.entries(rest).every(([k, v]) => doc[k as keyof typeof rest] === v)) return false;
+    if (doc.clientSecret === null || clientSecret === null) return doc.clientSecret === clientSecret;
+    try {
+      return this.opened(doc) === clientSecret;
+    } catch {
+      // sealed under another at-rest secret: naming the provider again is how it is mended
+      return false;
+    }
+  }
+
+  private opened(doc: SsoProviderDoc): string | null {
+    const secret = doc.clientSecret;
+    if (!secret || !isSealed(secret)) return secret;
+    try {
+      return this.cipher.open(secret);
+    } catch {
+      throw new Error(
+        `the secret of SSO provider ${doc._id} was sealed under another SIGNING_KEYS_ENCRYPTION_KEY: it cannot be opened (name the provider again: pnpm platform sso add)`,
+      );
+    }
   }
 }

@@ -12,7 +12,7 @@ import { userIsLive } from '../domain/liveness';
 import { newId } from '../domain/secrets';
 import { html, sendPage } from '../pages/html';
 import { readCookie, safeNext } from '../pages/page-session';
-import type { SsoClients, SsoProviderDoc } from './providers';
+import type { SsoClients, SsoProvider } from './providers';
 
 const STATE_COOKIE = 'sso-state';
 const STATE_SECONDS = 600;
@@ -39,7 +39,7 @@ const memberOf = async (c: AuthContext, userId: string, orgSlug: string) =>
 export async function userForIdentity(
   c: AuthContext,
   sso: SsoClients,
-  provider: SsoProviderDoc,
+  provider: SsoProvider,
   claims: {
     sub: string;
     email?: unknown;
