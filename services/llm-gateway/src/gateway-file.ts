@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { missingEndpoints } from './catalogue/deployment-endpoints';
 import {
   deploymentsOf,
   type ModelEntry,
@@ -44,7 +45,7 @@ export const GatewayFileSchema = z
   })
   .strict()
   .superRefine((file, ctx) => {
-    const providers = new Set<string>();
+    const providers = new Map<string, ProviderFileEntry>();
     file.providers.forEach((p, i) => {
       if (providers.has(p.name))
         ctx.addIssue({
@@ -52,7 +53,7 @@ export const GatewayFileSchema = z
           path: ['providers', i, 'name'],
           message: `duplicate provider ${p.name}`,
         });
-      providers.add(p.name);
+      else providers.set(p.name, p);
     });
     const models = new Set(file.models.map((m) => m.model_id));
     const seen = new Set<string>();
@@ -74,6 +75,12 @@ export const GatewayFileSchema = z
             message: `no provider named ${d.provider}`,
           });
       });
+      for (const issue of missingEndpoints(m, (name) => providers.get(name)))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['models', i, ...issue.field.split('.')],
+          message: issue.message,
+        });
       if (m.failover !== undefined && !models.has(m.failover))
         ctx.addIssue({
           code: 'custom',

@@ -8,7 +8,8 @@ import {
   updateWithRevision,
 } from '@platform/store';
 import { z } from 'zod';
-import type { CatalogueCollections, ModelDoc } from './catalogue-store';
+import type { CatalogueCollections, ModelDoc, ProviderDoc } from './catalogue-store';
+import { missingEndpoints } from './deployment-endpoints';
 import { type ModelEntry, ModelEntrySchema, mergePatch, unknownProviders } from './model-entry';
 
 /** Who changed the catalogue: a platform administrator, or the operator's credential (internal secret). */
@@ -172,7 +173,7 @@ export class CatalogueAdmin {
 
   /** Validates a whole catalogue: INVALID_ITEMS with each bad entry's index, id and issues. */
   async validateAll(items: unknown[]): Promise<ModelEntry[]> {
-    const providers = new Set((await this.deps.collections.providers.find({})).map((p) => p._id));
+    const providers = await this.providers();
     const bad: Array<{
       index: number;
       model_id: unknown;
@@ -191,6 +192,7 @@ export class CatalogueAdmin {
       if (seen.has(parsed.data.model_id))
         issues.push({ field: 'model_id', message: 'duplicate in the list' });
       issues.push(...unknownProviders(parsed.data, (p) => providers.has(p)));
+      issues.push(...missingEndpoints(parsed.data, (p) => providers.get(p)));
       seen.add(parsed.data.model_id);
       if (issues.length) bad.push({ index, model_id: parsed.data.model_id, issues });
       else entries.push(parsed.data);
@@ -275,7 +277,7 @@ export class CatalogueAdmin {
     else for (const doc of previous) await models.insertOne(doc);
   }
 
-  /** checks an entry against the stored providers and models (references must exist) */
+  /** checks an entry against the stored providers and models (references must exist, providers have the endpoints) */
   private async validate(raw: unknown): Promise<ModelEntry> {
     const parsed = ModelEntrySchema.safeParse(raw);
     if (!parsed.success) {
@@ -285,8 +287,11 @@ export class CatalogueAdmin {
       });
     }
     const entry = parsed.data;
-    const providers = new Set((await this.deps.collections.providers.find({})).map((p) => p._id));
-    const issues = unknownProviders(entry, (p) => providers.has(p));
+    const providers = await this.providers();
+    const issues = [
+      ...unknownProviders(entry, (p) => providers.has(p)),
+      ...missingEndpoints(entry, (p) => providers.get(p)),
+    ];
     if (
       entry.failover !== undefined &&
       entry.failover !== entry.model_id &&
@@ -298,6 +303,10 @@ export class CatalogueAdmin {
         details: { issues },
       });
     return entry;
+  }
+
+  private async providers(): Promise<Map<string, ProviderDoc>> {
+    return new Map((await this.deps.collections.providers.find({})).map((p) => [p._id, p]));
   }
 
   /** audits and announces a change made elsewhere (providers) */

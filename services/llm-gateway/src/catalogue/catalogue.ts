@@ -1,7 +1,9 @@
 import type { Logger } from '@platform/kernel';
 import type { ModelFileEntry } from '../gateway-file';
 import type { ProviderAdapterPort } from '../inference/provider-port';
+import { hasEndpoint } from '../providers/endpoints';
 import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
+import { SERVED_BY } from './deployment-endpoints';
 import { deploymentsOf, type PlatformDefaults, type ProviderConfig } from './model-entry';
 import type { SecretBox } from './secret-box';
 
@@ -67,11 +69,11 @@ export class Catalogue {
       this.deps.collections.providers.find({}),
       this.deps.collections.models.find({}),
     ]);
-    const adapters = new Map<string, ProviderAdapterPort>();
+    const adapters = new Map<string, { adapter: ProviderAdapterPort; provider: ProviderDoc }>();
     for (const p of providers) {
-      adapters.set(
-        p._id,
-        this.deps.createAdapter({
+      adapters.set(p._id, {
+        provider: p,
+        adapter: this.deps.createAdapter({
           name: p._id,
           type: p.type,
           baseUrl: p.baseUrl,
@@ -80,18 +82,27 @@ export class Catalogue {
           azure: p.azure,
           restricted: p.restricted === true,
         }),
-      );
+      });
     }
     const next = new Map<string, CatalogueModel>();
     const health = new Map<string, DeploymentHealth>();
     for (const { _id, updatedAt: _u, source: _s, revision: _r, ...m } of models) {
       const pool: CatalogueModel[] = [];
       for (const { weight, ...config } of deploymentsOf(m)) {
-        const adapter = adapters.get(config.provider);
-        if (!adapter) {
+        const found = adapters.get(config.provider);
+        if (!found) {
           this.deps.logger.error({ model: _id, provider: config.provider }, 'model names no known provider');
           continue;
         }
+        // written before the catalogue checked endpoints (decision 0105), or by a race with a provider's change
+        if (!hasEndpoint(found.provider, SERVED_BY[m.type])) {
+          this.deps.logger.error(
+            { model: _id, provider: config.provider, endpoint: SERVED_BY[m.type] },
+            'deployment left out: its provider has not the endpoint its model needs',
+          );
+          continue;
+        }
+        const adapter = found.adapter;
         const key = `${_id}\n${config.provider}\n${config.model}`;
         const kept = this.health.get(key) ?? { coolUntil: 0 };
         health.set(key, kept);

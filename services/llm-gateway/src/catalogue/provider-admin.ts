@@ -2,8 +2,9 @@ import { Conflict, InvalidInput, NotFound, parseInput } from '@platform/kernel';
 import { z } from 'zod';
 import { ProviderFileEntrySchema } from '../gateway-file';
 import type { ProviderDestinations } from '../providers/http/destinations';
-import type { Actor, CatalogueAdmin } from './catalogue-admin';
+import { type Actor, type CatalogueAdmin, entryOf } from './catalogue-admin';
 import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
+import { missingEndpoints } from './deployment-endpoints';
 import type { SecretBox } from './secret-box';
 
 /** `PUT /v1/providers/{name}`: a provider as the gateway file gives one, its key inline (sealed at rest). */
@@ -74,6 +75,7 @@ export class ProviderAdmin {
         code: 'PROVIDER_DESTINATION_REFUSED',
         details: { issues: [{ field: 'baseUrl', message: refused }] },
       });
+    await this.checkEndpoints(name, input);
     const providers = this.deps.collections.providers;
     const before = await providers.findOne({ _id: name });
     const doc: ProviderDoc = { _id: name, type: input.type, updatedAt: new Date() };
@@ -104,6 +106,32 @@ export class ProviderAdmin {
     return { created, provider: providerView(doc) };
   }
 
+  /**
+   * A provider's new type (or Azure form) must still have what the models using it call (decision 0105):
+   * 400 naming each model, to move before the provider changes.
+   */
+  private async checkEndpoints(name: string, input: z.infer<typeof ProviderBodySchema>): Promise<void> {
+    const issues = (await this.users(name)).flatMap((m) =>
+      missingEndpoints(entryOf(m), (p) => (p === name ? input : undefined)).map((issue) => ({
+        field: input.type === 'openai' ? 'azure' : 'type',
+        message: issue.message,
+        model_id: m._id,
+      })),
+    );
+    if (issues.length)
+      throw new InvalidInput(
+        `Models use the provider ${name} for endpoints a provider of this type has not: ${issues.map((i) => i.message).join('; ')}`,
+        { details: { issues } },
+      );
+  }
+
+  /** the stored models one of whose deployments is on the provider */
+  private users(name: string) {
+    return this.deps.collections.models.find({
+      $or: [{ 'provider_config.provider': name }, { 'deployments.provider': name }],
+    });
+  }
+
   async remove(name: string, actor: Actor, requestId: string | null) {
     const before = await this.deps.collections.providers.findOne({ _id: name });
     if (!before)
@@ -111,9 +139,7 @@ export class ProviderAdmin {
         error: 'PROVIDER_NOT_FOUND',
         code: 'PROVIDER_NOT_FOUND',
       });
-    const users = await this.deps.collections.models.find({
-      $or: [{ 'provider_config.provider': name }, { 'deployments.provider': name }],
-    });
+    const users = await this.users(name);
     if (users.length)
       throw new Conflict(`Models still use the provider ${name}; remove or move them first`, {
         error: 'PROVIDER_IN_USE',

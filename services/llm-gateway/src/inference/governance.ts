@@ -22,7 +22,8 @@ export const DEFAULT_KEY = {
  * Which catalogue model serves a request, by the organization's governance: `model` omitted or
  * `"default"` uses the org's default of that type; an unknown model is MODEL_NOT_FOUND; a model
  * outside `allowed` is MODEL_NOT_ALLOWED under `hard_block`, and under `soft_downgrade` goes to its
- * mapped model, else the org's default, when that one is allowed.
+ * mapped model, else the org's default, when that one is allowed. Every model named on the way (asked,
+ * default, downgrade) is looked up by `usableModel`: one restricted to other organizations is unknown.
  */
 export function resolveModel(
   requested: string | undefined,
@@ -33,7 +34,7 @@ export function resolveModel(
   const gov = settings.models;
   const byDefault = requested === undefined || requested === '' || requested === 'default';
   const id = byDefault
-    ? (gov.defaults[DEFAULT_KEY[type]] ?? catalogue.platformDefault(DEFAULT_KEY[type]))
+    ? (gov.defaults[DEFAULT_KEY[type]] ?? platformDefault(type, settings, catalogue))
     : requested;
   if (!id) {
     throw invalidBody(
@@ -41,11 +42,11 @@ export function resolveModel(
       [{ field: 'model', message: 'required' }],
     );
   }
-  const model = catalogue.get(id);
+  const model = usableModel(id, settings, catalogue);
   // a default the organization set that cannot serve is its administrator's to fix, not the caller's body
   const orgDefault = byDefault && gov.defaults[DEFAULT_KEY[type]] === id;
   const fixIt = `change models.defaults.${DEFAULT_KEY[type]} with PATCH /v1/quotas/settings`;
-  if (!model || !visibleTo(model, settings.orgSlug)) {
+  if (!model) {
     if (orgDefault)
       throw modelNotFound(
         id,
@@ -68,9 +69,8 @@ export function resolveModel(
   if (settings.policy === 'soft_downgrade') {
     for (const candidate of [gov.downgrade[id], gov.defaults[DEFAULT_KEY[type]]]) {
       if (!candidate || candidate === id || !isAllowed(candidate, settings)) continue;
-      const target = catalogue.get(candidate);
-      if (target && target.type === type && visibleTo(target, settings.orgSlug))
-        return { model: target, downgradedFrom: id };
+      const target = usableModel(candidate, settings, catalogue);
+      if (target && target.type === type) return { model: target, downgradedFrom: id };
     }
   }
   throw modelNotAllowed(id);
@@ -80,10 +80,33 @@ export function resolveModel(
 export const visibleTo = (model: { org_slugs?: string[] }, orgSlug: string): boolean =>
   model.org_slugs === undefined || model.org_slugs.includes(orgSlug);
 
+/** An enabled catalogue model the organization can see; one restricted to others is as unknown as a missing one. */
+function usableModel(
+  id: string,
+  settings: OrgGatewaySettings,
+  catalogue: Catalogue,
+): CatalogueModel | undefined {
+  const model = catalogue.get(id);
+  return model && visibleTo(model, settings.orgSlug) ? model : undefined;
+}
+
+/** The platform's default of a type, when the organization can see it: otherwise it has none, as for an unknown one. */
+function platformDefault(
+  type: ModelType,
+  settings: OrgGatewaySettings,
+  catalogue: Catalogue,
+): string | undefined {
+  const id = catalogue.platformDefault(DEFAULT_KEY[type]);
+  return id && usableModel(id, settings, catalogue) ? id : undefined;
+}
+
 export const isAllowed = (id: string, settings: OrgGatewaySettings): boolean =>
   settings.models.allowed === null || settings.models.allowed.includes(id);
 
-/** `soft_downgrade` over a monthly budget: the mapped model, when there is one and it is usable. */
+/**
+ * `soft_downgrade` over a monthly budget: the mapped model, when there is one and it is usable (enabled,
+ * allowed, of the same type, and not restricted to other organizations).
+ */
 export function budgetDowngrade(
   from: CatalogueModel,
   settings: OrgGatewaySettings,
@@ -92,6 +115,6 @@ export function budgetDowngrade(
   if (settings.policy !== 'soft_downgrade') return null;
   const to = settings.models.downgrade[from.model_id];
   if (!to || to === from.model_id || !isAllowed(to, settings)) return null;
-  const target = catalogue.get(to);
+  const target = usableModel(to, settings, catalogue);
   return target && target.type === from.type ? target : null;
 }

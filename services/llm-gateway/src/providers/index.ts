@@ -6,6 +6,7 @@ import { createMockAdapter } from './mock/mock-adapter';
 import { createOpenAiAdapter } from './openai/openai-adapter';
 import type { ProviderAdapter, ProviderSpec } from './types';
 
+export * from './endpoints';
 export { ProviderDestinations } from './http/destinations';
 export { MOCK_EMBEDDING_DIMENSIONS } from './mock/mock-adapter';
 export * from './types';

@@ -14,15 +14,17 @@ import {
 import { createEmbeddedStore } from '@platform/store';
 import { type ProviderSimulator, startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
 import request from 'supertest';
+import { catalogueCollections, type ModelDoc } from '../catalogue/catalogue-store';
 import { llmGatewayConfigSchema } from '../config';
 import type { OrgGatewaySettings } from '../quota/org-settings';
 import { createLlmGatewayService } from '../service';
 
 /**
  * Which deployments a request may reach, through the gateway's routes against a provider simulator: a deployment
- * whose provider cannot serve the request (Anthropic has no image or speech endpoint; a model without the asked
- * dimensions) is never drawn, in the requested model or in its failover chain; and a request that got no answer
- * is accounted to the deployment that failed it last.
+ * whose provider cannot serve the request (a model without the asked dimensions; Anthropic, which has no image or
+ * speech endpoint, in an entry stored before the catalogue refused it, decision 0105) is never drawn, in the
+ * requested model or in its failover chain; and a request that got no answer is accounted to the deployment that
+ * failed it last.
  */
 describe('the deployments a request may reach', () => {
   const SECRET = 's'.repeat(40);
@@ -75,47 +77,6 @@ describe('the deployments a request may reach', () => {
       { name: 'mock', type: 'mock' },
     ],
     models: [
-      // images: a failing model, then one on Anthropic (no image endpoint), then one drawing Anthropic almost always
-      {
-        model_id: 'img/first',
-        type: 'image_generation',
-        ...priced,
-        failover: 'img/claude',
-        deployments: [on('sim', 'img-first')],
-      },
-      {
-        model_id: 'img/claude',
-        type: 'image_generation',
-        ...priced,
-        failover: 'img/mixed',
-        deployments: [on('claude', 'claude-img')],
-      },
-      {
-        model_id: 'img/mixed',
-        type: 'image_generation',
-        ...priced,
-        deployments: [on('claude', 'claude-img-2', 1_000_000), on('sim-b', 'img-mixed')],
-      },
-      {
-        model_id: 'img/alone',
-        type: 'image_generation',
-        ...priced,
-        failover: 'img/nowhere',
-        deployments: [on('sim', 'img-alone')],
-      },
-      {
-        model_id: 'img/nowhere',
-        type: 'image_generation',
-        ...priced,
-        deployments: [on('claude', 'claude-img-3')],
-      },
-      // speech: the mock has it, Anthropic (drawn almost always) has not
-      {
-        model_id: 'speech/mixed',
-        type: 'audio_speech',
-        pricing: { per_million_characters: 1 },
-        deployments: [on('claude', 'claude-speech', 1_000_000), on('mock', 'mock-speech')],
-      },
       // embeddings: the failover model has not the dimensions asked for
       {
         model_id: 'emb/64',
@@ -163,6 +124,42 @@ describe('the deployments a request may reach', () => {
     ],
   };
 
+  /**
+   * Entries stored before the catalogue refused deployments on providers without the model's endpoint (the file
+   * and the API refuse them now): images, a failing model, then one drawing Anthropic almost always, and a model
+   * on Anthropic alone.
+   */
+  const stored = [
+    {
+      _id: 'img/first',
+      type: 'image_generation',
+      ...priced,
+      failover: 'img/mixed',
+      deployments: [on('sim', 'img-first')],
+    },
+    {
+      _id: 'img/mixed',
+      type: 'image_generation',
+      ...priced,
+      deployments: [on('claude', 'claude-img-2', 1_000_000), on('sim-b', 'img-mixed')],
+    },
+    {
+      _id: 'img/alone',
+      type: 'image_generation',
+      ...priced,
+      failover: 'img/nowhere',
+      deployments: [on('sim', 'img-alone')],
+    },
+    { _id: 'img/nowhere', type: 'image_generation', ...priced, deployments: [on('claude', 'claude-img-3')] },
+    // speech: the mock has it, Anthropic (drawn almost always) has not
+    {
+      _id: 'speech/mixed',
+      type: 'audio_speech',
+      pricing: { per_million_characters: 1 },
+      deployments: [on('claude', 'claude-speech', 1_000_000), on('mock', 'mock-speech')],
+    },
+  ];
+
   /** llm-quota's answer for the organization; every other address is a provider's */
   const fetchVia: typeof fetch = async (input, init) => {
     const url = String(input instanceof Request ? input.url : input);
@@ -178,6 +175,14 @@ describe('the deployments a request may reach', () => {
     folder = tempDir('gateway-serving-');
     const configFile = path.join(folder.dir, 'gateway.json');
     writeFileSync(configFile, JSON.stringify(file));
+    const store = createEmbeddedStore();
+    for (const { _id, ...entry } of stored)
+      await catalogueCollections(store).models.insertOne({
+        _id,
+        ...entry,
+        source: 'api',
+        updatedAt: new Date(),
+      } as ModelDoc);
     service = await createLlmGatewayService({
       config: loadConfig(llmGatewayConfigSchema, {
         PLATFORM_INTERNAL_SECRET: SECRET,
@@ -188,7 +193,7 @@ describe('the deployments a request may reach', () => {
       }),
       clock: systemClock,
       logger: silentLogger(),
-      store: createEmbeddedStore(),
+      store,
       bus,
       fetch: fetchVia,
     });
@@ -221,7 +226,7 @@ describe('the deployments a request may reach', () => {
   const eventOf = (requestId: string) =>
     waitFor(() => events.find((e) => e.requestId === requestId), { what: `the usage event of ${requestId}` });
 
-  it('a failover chain passes over the models and deployments whose provider has not the endpoint', async () => {
+  it('a failover chain passes over the deployments whose provider has not the endpoint', async () => {
     sim.script([{ match: { model: 'img-first' }, error: { status: 500 } }]);
     const { res, requestId } = await image('img/first');
     expect(res.status).toBe(200);
@@ -242,11 +247,10 @@ describe('the deployments a request may reach', () => {
     expect(res.body).toMatchObject({ code: 'PROVIDER_ERROR', provider: 'sim', model: 'img/alone' });
   });
 
-  it('a model none of whose deployments can serve is refused before any call', async () => {
+  it('a model none of whose deployments can serve is not served, and no provider is called', async () => {
     const { res } = await image('img/nowhere');
-    expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ code: 'INVALID_BODY', details: { provider: 'claude' } });
-    expect(res.body.message).toMatch(/no image generation endpoint/);
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ code: 'MODEL_NOT_FOUND' });
     expect(sim.requests()).toHaveLength(0);
   });
 

@@ -1,0 +1,215 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInProcessBus } from '@platform/bus';
+import { type Principal, permissionTree } from '@platform/contracts';
+import {
+  loadConfig,
+  type PlatformService,
+  PRINCIPAL_HEADER,
+  sealPrincipal,
+  silentLogger,
+  systemClock,
+  USER_ID_HEADER,
+} from '@platform/kernel';
+import { createEmbeddedStore } from '@platform/store';
+import { tempDir } from '@platform/testkit';
+import request from 'supertest';
+import { llmGatewayConfigSchema } from '../src/config';
+import type { OrgGatewaySettings } from '../src/quota/org-settings';
+import { createLlmGatewayService } from '../src/service';
+
+/**
+ * A model restricted to some organizations (`org_slugs`) does not exist for the others, wherever their request
+ * would reach it: the model asked for, the organization's default, the platform's default, a governance
+ * downgrade and a monthly-budget downgrade (decision 0105). Each answer is the one a model missing from the
+ * catalogue gets, so nothing tells another organization it exists.
+ */
+describe("another organization's restricted model", () => {
+  const SECRET = 's'.repeat(40);
+  const QUOTA_URL = 'http://llm-quota.test';
+  let service: PlatformService;
+  let folder: { dir: string; remove(): void };
+  const bus = createInProcessBus();
+
+  const chat = (model: string) => ({
+    model_id: model,
+    type: 'completion',
+    provider_config: { provider: 'mock', model: 'mock-chat' },
+  });
+  const file = {
+    providers: [{ name: 'mock', type: 'mock' }],
+    models: [
+      chat('open/chat'),
+      chat('open/cheap'),
+      { ...chat('acme/private'), org_slugs: ['acme'] },
+      {
+        model_id: 'acme/embed',
+        type: 'embeddings',
+        provider_config: { provider: 'mock', model: 'mock-embeddings' },
+        org_slugs: ['acme'],
+      },
+    ],
+    // the platform's default embeddings model is acme's alone: for every other organization there is none
+    defaults: { completions: 'open/chat', embeddings: 'acme/embed' },
+  };
+
+  /** each organization's settings as llm-quota answers them; a test sets its own */
+  const settings = new Map<string, OrgGatewaySettings>();
+  const settingsOf = (
+    orgSlug: string,
+    change: Partial<Omit<OrgGatewaySettings, 'models'>> & {
+      models?: Partial<OrgGatewaySettings['models']>;
+    } = {},
+  ): OrgGatewaySettings => ({
+    orgSlug,
+    plan: { name: 'roomy', currency: 'USD' },
+    policy: 'hard_block',
+    limits: {},
+    per_user_defaults: {},
+    org_user_quotas: { overrides: {}, by_role: {} },
+    month: { start: '2026-01-01T00:00:00.000Z', tokens: 0, cost: 0 },
+    ...change,
+    models: { allowed: null, defaults: {}, downgrade: {}, ...change.models },
+  });
+  const fetchVia: typeof fetch = async (input) => {
+    const url = String(input instanceof Request ? input.url : input);
+    const slug = /\/internal\/orgs\/([^/]+)\//.exec(url)?.[1];
+    const found = slug ? settings.get(decodeURIComponent(slug)) : undefined;
+    return found ? Response.json(found) : Response.json({ error: 'NOT_FOUND' }, { status: 404 });
+  };
+
+  beforeAll(async () => {
+    folder = tempDir('gateway-restricted-');
+    const configFile = path.join(folder.dir, 'gateway.json');
+    writeFileSync(configFile, JSON.stringify(file));
+    service = await createLlmGatewayService({
+      config: loadConfig(llmGatewayConfigSchema, {
+        PLATFORM_INTERNAL_SECRET: SECRET,
+        LLM_QUOTA_URL: QUOTA_URL,
+        LLM_GATEWAY_CONFIG: configFile,
+        LLM_GATEWAY_SETTINGS_TTL_MS: '0',
+      }),
+      clock: systemClock,
+      logger: silentLogger(),
+      store: createEmbeddedStore(),
+      bus,
+      fetch: fetchVia,
+    });
+    await service.start();
+  }, 30_000);
+  afterAll(async () => {
+    await service?.stop();
+    await bus.close();
+    folder?.remove();
+  });
+
+  const principalOf = (slug: string): Principal => ({
+    credential: { kind: 'session', id: `sess-${slug}` },
+    session: {
+      id: `sess-${slug}`,
+      org: {
+        slug,
+        name: slug,
+        role: { slug: 'owner', permissions: ['models:read'], scopes: [] },
+        groups: [],
+        settings: {},
+        subscription: null,
+      },
+    },
+    user: { id: `user-${slug}`, email: `u@${slug}.test`, anonymous: false, role: null },
+    run: {
+      permissions: permissionTree(['models:read']),
+      scopes: [],
+      correlationId: 'c',
+      sourceWorkspaceId: null,
+    },
+  });
+  const post = (org: string, route: string, body: Record<string, unknown>) =>
+    request(service.handler)
+      .post(route)
+      .set(PRINCIPAL_HEADER, sealPrincipal(principalOf(org), SECRET))
+      .set(USER_ID_HEADER, `user-${org}`)
+      .send(body);
+  const ask = (org: string, model?: string) =>
+    post(org, '/v1/chat/completions', {
+      ...(model === undefined ? {} : { model }),
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+  /** what a caller learns from an answer, the model's id written as MODEL */
+  const seen = (res: request.Response, id: string) => ({
+    status: res.status,
+    body: JSON.parse(
+      JSON.stringify(res.body, (k, v) => (k === 'requestId' ? undefined : v)).replaceAll(id, 'MODEL'),
+    ),
+  });
+
+  it('asked for by name, it answers as a model that does not exist; its own organization is served', async () => {
+    settings.set('globex', settingsOf('globex'));
+    settings.set('acme', settingsOf('acme'));
+    const restricted = await ask('globex', 'acme/private');
+    expect(restricted.status).toBe(404);
+    expect(seen(restricted, 'acme/private')).toEqual(seen(await ask('globex', 'no/such'), 'no/such'));
+    expect((await ask('acme', 'acme/private')).status).toBe(200);
+  });
+
+  it("as the organization's default, it answers as a default that does not exist", async () => {
+    settings.set('globex', settingsOf('globex', { models: { defaults: { completions: 'acme/private' } } }));
+    const restricted = await ask('globex');
+    settings.set('globex', settingsOf('globex', { models: { defaults: { completions: 'no/such' } } }));
+    const missing = await ask('globex');
+    expect(restricted.status).toBe(404);
+    expect(seen(restricted, 'acme/private')).toEqual(seen(missing, 'no/such'));
+  });
+
+  it("as the platform's default, it is no default for the others", async () => {
+    settings.set('globex', settingsOf('globex'));
+    settings.set('acme', settingsOf('acme'));
+    const other = await post('globex', '/v1/embeddings', { input: 'hello' });
+    expect(other.status).toBe(400);
+    expect(other.body).toMatchObject({
+      code: 'INVALID_BODY',
+      details: { issues: [{ field: 'model', message: 'required' }] },
+    });
+    expect(JSON.stringify(other.body)).not.toContain('acme/embed');
+    const own = await post('acme', '/v1/embeddings', { input: 'hello' });
+    expect(own.status).toBe(200);
+    expect(own.body.model).toBe('acme/embed');
+  });
+
+  it('a governance downgrade (soft_downgrade) never lands on it', async () => {
+    const governed = (to: string) =>
+      settingsOf('globex', {
+        policy: 'soft_downgrade',
+        models: { allowed: ['open/cheap', to], downgrade: { 'open/chat': to } },
+      });
+    settings.set('globex', governed('acme/private'));
+    const restricted = await ask('globex', 'open/chat');
+    settings.set('globex', governed('no/such'));
+    const missing = await ask('globex', 'open/chat');
+    expect(restricted.status).toBe(403);
+    expect(seen(restricted, 'acme/private')).toEqual(seen(missing, 'no/such'));
+  });
+
+  it('over the monthly budget, the downgrade map never lands on it: the budget answers as for an unknown model', async () => {
+    const overBudget = (org: string, to: string) =>
+      settingsOf(org, {
+        policy: 'soft_downgrade',
+        limits: { 'llm.monthly_tokens': 100 },
+        month: { start: '2026-01-01T00:00:00.000Z', tokens: 1_000, cost: 0 },
+        models: { downgrade: { 'open/chat': to } },
+      });
+    settings.set('globex', overBudget('globex', 'acme/private'));
+    const restricted = await ask('globex', 'open/chat');
+    settings.set('globex', overBudget('globex', 'no/such'));
+    const missing = await ask('globex', 'open/chat');
+    expect(restricted.status).toBe(429);
+    expect(restricted.body.code).toBe('MONTHLY_QUOTA_EXCEEDED');
+    expect(seen(restricted, 'acme/private')).toEqual(seen(missing, 'no/such'));
+
+    // the organization it is offered to is sent there
+    settings.set('acme', overBudget('acme', 'acme/private'));
+    const own = await ask('acme', 'open/chat');
+    expect(own.status).toBe(200);
+    expect(own.headers['x-platform-model-downgraded']).toBe('open/chat -> acme/private');
+  });
+});
