@@ -16,6 +16,9 @@ const MEASURED: Array<[string, string, number]> = [
   ['speech.m4a', 'mp4', 2.694],
   ['speech-fragmented.m4a', 'mp4', 2.694], // as Safari's MediaRecorder writes it
   ['speech.mp4', 'mp4', 2.694], // its picture lasts 4 s: the sound track is what is measured
+  ['speech-opus-fragmented.mp4', 'mp4', 2.573], // Opus in MP4, as Chrome's MediaRecorder writes it
+  ['speech-opus.mp4', 'mp4', 2.573],
+  ['speech-mp3.mp4', 'mp4', 2.635], // MPEG audio in MP4 (16 kHz)
   ['speech.mpeg', 'mpeg-ps', 2.592], // MPEG-1 video with MPEG audio
   ['speech.ogg', 'ogg', 2.566], // Vorbis
   ['speech-opus.ogg', 'ogg', 2.566],
@@ -39,6 +42,118 @@ function positions(file: Buffer, needle: Buffer | string): number[] {
   const found: number[] = [];
   for (let at = file.indexOf(needle); at >= 0; at = file.indexOf(needle, at + 1)) found.push(at);
   return found;
+}
+
+/** Where each frame of the mp3 fixture starts: MPEG-2.5 layer III at 8 kHz, 9 bytes a frame per kbit/s. */
+function mp3Frames(mp3: Buffer): number[] {
+  const kbps = [0, 8, 16, 24, 32, 40, 48, 56, 64];
+  const frames: number[] = [];
+  for (let at = mp3.indexOf(Buffer.from([0xff, 0xe3])); at + 4 <= mp3.length; ) {
+    frames.push(at);
+    at += 9 * kbps[mp3[at + 2]! >> 4]! + ((mp3[at + 2]! >> 1) & 1);
+  }
+  return frames;
+}
+
+/** Edits an mp4 so that every sample lasts one tick (`stts`, `trex`, `tfhd`, `trun`) and so does its `mdhd`. */
+function everySampleOneTick(mp4: Buffer): void {
+  for (const at of positions(mp4, 'mdhd')) mp4.writeUInt32BE(1, at + 4 + 16);
+  for (const at of positions(mp4, 'stts'))
+    for (let i = 0; i < mp4.readUInt32BE(at + 8); i++) mp4.writeUInt32BE(1, at + 16 + i * 8);
+  for (const at of positions(mp4, 'trex')) mp4.writeUInt32BE(1, at + 16);
+  for (const at of positions(mp4, 'tfhd')) {
+    const flags = mp4.readUIntBE(at + 5, 3);
+    if (flags & 0x08) mp4.writeUInt32BE(1, at + 12 + (flags & 0x01 ? 8 : 0) + (flags & 0x02 ? 4 : 0));
+  }
+  for (const at of positions(mp4, 'trun')) {
+    const flags = mp4.readUIntBE(at + 5, 3);
+    if (!(flags & 0x100)) continue;
+    const stride = 4 * (1 + ((flags >> 9) & 1) + ((flags >> 10) & 1) + ((flags >> 11) & 1));
+    const first = at + 12 + (flags & 0x01 ? 4 : 0) + (flags & 0x04 ? 4 : 0);
+    for (let i = 0; i < mp4.readUInt32BE(at + 8); i++) mp4.writeUInt32BE(1, first + i * stride);
+  }
+}
+
+/** The packets of an Ogg file, in order (its first two are an Opus stream's headers). */
+function oggPackets(ogg: Buffer): Buffer[] {
+  const packets: Buffer[] = [];
+  let parts: Buffer[] = [];
+  for (let at = 0; at + 27 <= ogg.length; ) {
+    const segments = ogg[at + 26]!;
+    let body = at + 27 + segments;
+    for (let i = 0; i < segments; i++) {
+      const lace = ogg[at + 27 + i]!;
+      parts.push(ogg.subarray(body, body + lace));
+      body += lace;
+      if (lace < 255) {
+        packets.push(Buffer.concat(parts));
+        parts = [];
+      }
+    }
+    at = body;
+  }
+  return packets;
+}
+
+/** An EBML element of 8-byte size. */
+function element(id: number[], ...body: Buffer[]): Buffer {
+  const content = Buffer.concat(body);
+  const size = Buffer.alloc(8);
+  size[0] = 1;
+  size.writeUIntBE(content.length, 2, 6);
+  return Buffer.concat([Buffer.from(id), size, content]);
+}
+
+/**
+ * A WebM of the Ogg Opus fixture's packets, four to a SimpleBlock (the last one alone, unlaced), every block
+ * at timestamp 0 and no Duration. Fixed-size lacing needs frames of one size: each packet is made 64 bytes
+ * with Opus's own padding (code 3, one frame: the same 20 ms).
+ */
+function lacedWebm(lacing: 'xiph' | 'ebml' | 'fixed'): Buffer {
+  const [head, , ...packets] = oggPackets(fixture('speech-opus.ogg'));
+  const padded = (p: Buffer) => {
+    const padding = 64 - 3 - (p.length - 1);
+    return Buffer.concat([
+      Buffer.from([(p[0]! & 0xfc) | 3, 0x41, padding]),
+      p.subarray(1),
+      Buffer.alloc(padding),
+    ]);
+  };
+  const blocks: Buffer[] = [];
+  for (let i = 0; i < packets.length; i += 4) {
+    const group = packets.slice(i, i + 4).map((p) => (lacing === 'fixed' ? padded(p) : p));
+    if (group.length === 1) {
+      blocks.push(element([0xa3], Buffer.from([0x81, 0, 0, 0x80]), group[0]!));
+      continue;
+    }
+    const sizes = group.slice(0, -1).map((p) => p.length);
+    const header =
+      lacing === 'xiph'
+        ? sizes.flatMap((s) => [...Array<number>(Math.floor(s / 255)).fill(255), s % 255])
+        : lacing === 'ebml' // the first size, then differences (2-byte signed: biased by 2^13 - 1)
+          ? sizes.flatMap((s, j) => {
+              const v = j === 0 ? s : s - sizes[j - 1]! + 8191;
+              return [0x40 | (v >> 8), v & 0xff];
+            })
+          : [];
+    const flags = 0x80 | ({ xiph: 1, fixed: 2, ebml: 3 }[lacing] << 1);
+    blocks.push(element([0xa3], Buffer.from([0x81, 0, 0, flags, group.length - 1, ...header]), ...group));
+  }
+  const uint = (id: number[], v: number) => element(id, Buffer.from([v]));
+  const track = element(
+    [0xae],
+    uint([0xd7], 1),
+    uint([0x83], 2),
+    element([0x86], Buffer.from('A_OPUS')),
+    element([0x63, 0xa2], head!),
+    element([0xe1], uint([0x9f], 1)),
+  );
+  return Buffer.concat([
+    element([0x1a, 0x45, 0xdf, 0xa3], element([0x42, 0x82], Buffer.from('webm'))),
+    Buffer.from([0x18, 0x53, 0x80, 0x67, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), // a Segment of unknown size
+    element([0x16, 0x54, 0xae, 0x6b], track),
+    element([0x1f, 0x43, 0xb6, 0x75], uint([0xe7], 0), ...blocks),
+  ]);
 }
 
 describe('the duration of an uploaded audio file, read from its headers', () => {
@@ -132,31 +247,119 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
     });
   });
 
-  describe('an edited timing field prices a file no lower than its audio bytes at its codec’s highest rate', () => {
-    // lossy: 64,000 bytes a second; FLAC: twice 192 kHz of verbatim samples (768,000 for 16-bit mono);
-    // AC-3: 80,000; DVD LPCM: 768,000 (floor.ts). Each of these edits priced its file at 0-0.01 s before.
-    it('mp4: a media header timescale of 2^32 - 1 ticks a second (only the sound track’s samples count)', () => {
+  describe('AAC, Opus and MPEG audio are priced by their own frames, whatever the timing fields say', () => {
+    // each of these edits priced its file at its bytes' floor (0.04-0.13 s) or at half its frames before; the
+    // seconds are what ffmpeg 5.1 decodes from the edited file, to a frame (its priming and padding aside)
+    it('mp4: a media header timescale of 2^31 - 1 ticks a second (21 of 22 AAC access units of 1,024 samples)', () => {
       const measured = ['speech.m4a', 'speech-fragmented.m4a', 'speech.mp4'].map((name) => {
         const mp4 = Buffer.from(fixture(name));
-        for (const at of positions(mp4, 'mdhd')) mp4.writeUInt32BE(0xffff_ffff, at + 4 + 12);
+        for (const at of positions(mp4, 'mdhd')) mp4.writeUInt32BE(0x7fff_ffff, at + 4 + 12);
         return audioDuration(mp4)?.seconds;
       });
-      // 5,028 bytes of AAC in each (the m4a's mdat holds nothing else; the mp4's picture is 1,255 bytes more)
-      const m4a = fixture('speech.m4a');
-      expect(m4a.readUInt32BE(m4a.indexOf('mdat') - 4) - 8).toBe(5028);
-      expect(measured).toEqual([0.079, 0.079, 0.079]);
+      // ffmpeg plays 21,504 samples of the m4a and the mp4 (2.688 s: the edit list drops the priming), all
+      // 22,528 of the fragmented one (2.816 s)
+      expect(measured).toEqual([2.688, 2.688, 2.688]);
     });
 
-    it('Matroska: a TimestampScale of 1 ns instead of 1 ms', () => {
+    it('mp4: compact sample sizes (stz2) count the access units as stsz does', () => {
+      const m4a = fixture('speech.m4a');
+      const at = m4a.indexOf('stsz') - 4;
+      const size = m4a.readUInt32BE(at);
+      const count = m4a.readUInt32BE(at + 16);
+      // 16-bit sizes, and a free box where the rest of the stsz was (no other box moves)
+      const stz2 = Buffer.alloc(20 + count * 2);
+      stz2.writeUInt32BE(stz2.length, 0);
+      stz2.write('stz2', 4, 'latin1');
+      stz2[15] = 16;
+      stz2.writeUInt32BE(count, 16);
+      for (let i = 0; i < count; i++) stz2.writeUInt16BE(m4a.readUInt32BE(at + 20 + i * 4), 20 + i * 2);
+      const free = Buffer.alloc(size - stz2.length);
+      free.writeUInt32BE(free.length, 0);
+      free.write('free', 4, 'latin1');
+      const edited = Buffer.concat([m4a.subarray(0, at), stz2, free, m4a.subarray(at + size)]);
+      expect(audioDuration(edited)?.seconds).toBe(2.694);
+      for (const mdhd of positions(edited, 'mdhd')) edited.writeUInt32BE(0x7fff_ffff, mdhd + 4 + 12);
+      expect(audioDuration(edited)?.seconds).toBe(2.688); // ffmpeg: 21,504 samples
+    });
+
+    it('mp4: Opus and MPEG audio samples say their own length (a media header timescale of 2^31 - 1)', () => {
+      const measured = ['speech-opus-fragmented.mp4', 'speech-opus.mp4', 'speech-mp3.mp4'].map((name) => {
+        const mp4 = Buffer.from(fixture(name));
+        for (const at of positions(mp4, 'mdhd')) mp4.writeUInt32BE(0x7fff_ffff, at + 4 + 12);
+        return audioDuration(mp4)?.seconds;
+      });
+      // every sample but the last (ffmpeg: 2.5735, 2.579 and 2.595 s); before, their bytes' floor: 0.04-0.08 s
+      expect(measured).toEqual([2.56, 2.56, 2.628]);
+    });
+
+    it('mp4: every sample lasting one tick (stts, trun, their defaults) and a media header of one tick', () => {
+      const measured = ['speech.m4a', 'speech-fragmented.m4a'].map((name) => {
+        const mp4 = Buffer.from(fixture(name));
+        everySampleOneTick(mp4);
+        return audioDuration(mp4)?.seconds;
+      });
+      expect(measured).toEqual([2.688, 2.688]);
+    });
+
+    it('mp4: HE-AAC plays twice the samples at twice the rate, the same seconds (the core rate counts)', () => {
+      // the AudioSpecificConfig made explicit SBR: object type 5, 8 kHz core, 16 kHz out, then AAC LC
+      const m4a = Buffer.from(fixture('speech.m4a'));
+      const config = m4a.indexOf(Buffer.from('158856e500', 'hex'));
+      Buffer.from('2d8c080000', 'hex').copy(m4a, config);
+      expect(audioDuration(m4a)?.seconds).toBe(2.694); // an honest file: as before
+      for (const at of positions(m4a, 'mdhd')) m4a.writeUInt32BE(0x7fff_ffff, at + 4 + 12);
+      expect(audioDuration(m4a)?.seconds).toBe(2.688); // ffmpeg: 43,008 samples at 16 kHz
+    });
+
+    it('Matroska: a TimestampScale of 1 ns instead of 1 ms (129 Opus packets of 20 ms)', () => {
       const measured = ['speech.webm', 'speech-live.webm'].map((name) => {
         const webm = Buffer.from(fixture(name));
         const [scale] = positions(webm, Buffer.from([0x2a, 0xd7, 0xb1, 0x83, 0x0f, 0x42, 0x40]));
         webm.writeUIntBE(1, scale! + 4, 3);
         return audioDuration(webm)?.seconds;
       });
-      expect(measured).toEqual([0.037, 0.037]); // about 2,370 bytes of Opus blocks
+      // every packet but the last: ffmpeg plays 2.566 s (the pre-skip and the last packet's padding dropped)
+      expect(measured).toEqual([2.56, 2.56]);
     });
 
+    it.each(['xiph', 'ebml', 'fixed'] as const)(
+      'Matroska: Opus packets laced 4 to a block (%s lacing), every timestamp 0, no Duration',
+      (lacing) => {
+        // ffmpeg plays 2.5735 s of each (the OpusHead's pre-skip dropped)
+        expect(audioDuration(lacedWebm(lacing))).toEqual({ container: 'matroska', seconds: 2.56 });
+      },
+    );
+
+    it('mp3: frames of a reserved emphasis from the 20th on (ffmpeg ignores the field and plays all 38)', () => {
+      const mp3 = Buffer.from(fixture('speech.mp3'));
+      for (const at of mp3Frames(mp3).slice(20)) mp3[at + 3] = (mp3[at + 3]! & 0xfc) | 2;
+      expect(audioDuration(mp3)?.seconds).toBe(2.736);
+    });
+
+    it('mp3: free-format frames (bit rate index 0), from the 20th on or all of them', () => {
+      const measured = [20, 1, 0].map((from) => {
+        const mp3 = Buffer.from(fixture('speech.mp3'));
+        for (const at of mp3Frames(mp3).slice(from)) mp3[at + 2] = mp3[at + 2]! & 0x0f;
+        return audioDuration(mp3)?.seconds;
+      });
+      // the first frame is the Xing header's: free-format too, it is still skipped as silence
+      expect(measured).toEqual([2.736, 2.736, 2.736]);
+    });
+
+    it('mp3: a free-format stream whose frames are padded by a byte now and then (44.1 kHz)', () => {
+      // MPEG-1 layer III, mono, frames of 417 bytes and 418 with padding: 128 kbit/s, a rate no header names
+      const frames = Array.from({ length: 100 }, (_, i) => {
+        const frame = Buffer.alloc(417 + (i % 3 === 2 ? 1 : 0));
+        frame.set([0xff, 0xfb, i % 3 === 2 ? 0x02 : 0x00, 0xc4]);
+        return frame;
+      });
+      expect(audioDuration(Buffer.concat(frames))).toEqual({ container: 'mpeg-audio', seconds: 2.612 });
+    });
+  });
+
+  describe('an edited timing field prices a file no lower than its audio bytes at its codec’s highest rate', () => {
+    // lossy: 64,000 bytes a second; FLAC: twice 192 kHz of verbatim samples (768,000 for 16-bit mono);
+    // AC-3: 80,000; DVD LPCM: 768,000 (floor.ts). Each of these edits priced its file at 0-0.01 s before.
     it('Ogg FLAC: granule positions saying nothing has been played', () => {
       const oga = Buffer.from(fixture('speech.oga'));
       for (const at of positions(oga, 'OggS'))
@@ -270,6 +473,12 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
   describe('what is not audio in a supported format has no duration', () => {
     const next = random(42);
     const noise = Buffer.from(Array.from({ length: 200_000 }, () => Math.floor(next() * 256)));
+    /** `file` with `header` written at random places, about every 300 bytes */
+    const strewn = (file: Buffer, header: number[]) => {
+      const copy = Buffer.from(file);
+      for (let at = 0; at + 4 <= copy.length; at += 1 + Math.floor(next() * 600)) copy.set(header, at);
+      return copy;
+    };
     const cases: Array<[string, Buffer]> = [
       ['nothing', Buffer.alloc(0)],
       ['zeros', Buffer.alloc(32_044)],
@@ -282,10 +491,36 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
       ['an m4a cut before its moov box', fixture('speech.m4a').subarray(0, 3000)],
       ['a WebM cut inside its header', fixture('speech.webm').subarray(0, 40)],
       ['a few mp3 frames lost in noise', Buffer.concat([fixture('speech.mp3').subarray(0, 2000), noise])],
+      ['noise strewn with free-format MPEG audio headers', strewn(noise, [0xff, 0xfb, 0x00, 0xc4])],
+      ['noise strewn with headers of a reserved emphasis', strewn(noise, [0xff, 0xfb, 0x90, 0xc6])],
+      [
+        'free-format headers closer together than any frame can be',
+        Buffer.concat(
+          Array.from({ length: 400 }, () => Buffer.from([0xff, 0xfb, 0x00, 0xc4, ...Array(60).fill(0)])),
+        ),
+      ],
     ];
     it.each(cases)('%s', (_name, file) => {
       expect(audioDuration(file)).toBeNull();
     });
+  });
+
+  it('an mp4 whose Opus samples are the same bytes read over and over is refused (an honest file’s do not overlap)', () => {
+    const opus = fixture('speech-opus-fragmented.mp4');
+    const moof = opus.indexOf('moof') - 4;
+    const u32 = (...values: number[]) =>
+      Buffer.from(values.flatMap((v) => [v >>> 24, (v >> 16) & 255, (v >> 8) & 255, v & 255]));
+    const box = (type: string, ...content: Buffer[]) => {
+      const body = Buffer.concat(content);
+      return Buffer.concat([u32(8 + body.length), Buffer.from(type, 'latin1'), body]);
+    };
+    // after the fixture's moov (its Opus track, id 1): 1,000 runs of a million 8-byte samples, each run from the
+    // movie fragment's start (default-base-is-moof), no durations
+    const runs = Array.from({ length: 1000 }, () =>
+      box('traf', box('tfhd', u32(0x02_0010, 1, 8)), box('trun', u32(0x1, 1_000_000, 0))),
+    );
+    const file = Buffer.concat([opus.subarray(0, moof), box('moof', ...runs), Buffer.alloc(100_000, 0x08)]);
+    expect(audioDuration(file)).toBeNull();
   });
 
   it('an MPEG program stream of many tiny audio packets is read without an object per packet', () => {

@@ -2,7 +2,8 @@
 // block offset, and the last block's duration), or the segment's declared Duration when that is longer.
 // A browser's MediaRecorder writes no Duration and clusters of unknown size: both are read. Never less than
 // the track's blocks' bytes can hold at its codec's highest rate (floor.ts): timestamps and their scale can
-// be edited to say anything.
+// be edited to say anything. Opus cannot: a track of it is never less than its packets' own durations (each
+// frame of each block, laced ones included, says it in its first byte; opus.ts).
 
 import {
   AC3_BYTES_PER_SECOND,
@@ -11,6 +12,7 @@ import {
   LOSSY_BYTES_PER_SECOND,
   lossyBytesPerSecond,
 } from './floor';
+import { OPUS_RATE, opusPacketSamples } from './opus';
 
 // element ids, as written (length marker kept)
 const SEGMENT = 0x18538067;
@@ -32,28 +34,31 @@ const CODEC_ID = 0x86;
 const AUDIO = 0xe1;
 const CHANNELS = 0x9f;
 
-/** the most bytes a second of each codec family (`A_AAC/MPEG4/LC` is AAC); others are taken as lossless */
+const OPUS = Buffer.from('A_OPUS');
+/**
+ * the most bytes a second of each codec family, its CodecID starting with these (`A_AAC/MPEG4/LC` is AAC):
+ * decoders match them so (ffmpeg plays an `A_OPUSX` track as Opus); others are taken as lossless
+ */
 const BYTES_PER_SECOND: Array<[Buffer, number]> = [
-  [Buffer.from('A_OPUS'), LOSSY_BYTES_PER_SECOND],
+  [OPUS, LOSSY_BYTES_PER_SECOND],
   [Buffer.from('A_VORBIS'), LOSSY_BYTES_PER_SECOND],
   [Buffer.from('A_AAC'), LOSSY_BYTES_PER_SECOND],
   [Buffer.from('A_MPEG'), LOSSY_BYTES_PER_SECOND],
   [Buffer.from('A_AC3'), AC3_BYTES_PER_SECOND],
 ];
 
-/** The most bytes a second of the CodecID in `file[from, to)`, compared in place (a file can hold millions). */
+/** Whether the CodecID in `file[from, to)` starts with `id`, compared in place (a file can hold millions). */
+const startsWith = (file: Buffer, from: number, to: number, id: Buffer) =>
+  from + id.length <= to && file.compare(id, 0, id.length, from, from + id.length) === 0;
+
+/** The most bytes a second of the CodecID in `file[from, to)`. */
 function codecBytesPerSecond(file: Buffer, from: number, to: number): number {
-  for (const [id, max] of BYTES_PER_SECOND) {
-    const after = file[from + id.length];
-    if (
-      from + id.length <= to &&
-      file.compare(id, 0, id.length, from, from + id.length) === 0 &&
-      (from + id.length === to || after === 0x2f || after === 0)
-    )
-      return max;
-  }
+  for (const [id, max] of BYTES_PER_SECOND) if (startsWith(file, from, to, id)) return max;
   return LOSSLESS_BYTES_PER_SECOND;
 }
+
+/** A laced block's frame sizes, as read (reused: a file can hold millions of blocks, each of up to 256 frames). */
+const laceSizes = new Float64Array(255);
 
 /** The last integer `vint` read (one object, reused: a file can hold millions of elements). */
 const read = { length: 0, value: 0, unknown: false };
@@ -97,6 +102,10 @@ interface Track {
   bytes: number;
   maxBytesPerSecond: number;
   channels: number;
+  opus: boolean;
+  /** its blocks' frames read as Opus packets: their samples, and the last one's (whatever the codec: it is known at the end) */
+  opusSamples: number;
+  lastPacketSamples: number;
 }
 
 /** Seconds of the longest audio track of a Matroska or WebM file; null when it is not one or has no audio. */
@@ -125,6 +134,9 @@ export function matroskaSeconds(file: Buffer): number | null {
       bytes: 0,
       maxBytesPerSecond: LOSSLESS_BYTES_PER_SECOND,
       channels: 0,
+      opus: false,
+      opusSamples: 0,
+      lastPacketSamples: 0,
     };
     tracks.set(n, t);
     return t;
@@ -135,10 +147,56 @@ export function matroskaSeconds(file: Buffer): number | null {
     defaultDuration: 0,
     maxBytesPerSecond: LOSSLESS_BYTES_PER_SECOND,
     channels: 0,
+    opus: false,
   });
   let entry = newEntry();
   let cluster = 0;
   let lastBlock: Track | null = null;
+
+  /** The frame of `file[from, to)` as an Opus packet: its samples counted for `track`. */
+  const packet = (track: Track, from: number, to: number) => {
+    if (to <= from) return;
+    const samples = opusPacketSamples(file, from, to - from);
+    track.opusSamples += samples;
+    track.lastPacketSamples = samples;
+  };
+
+  /** The frames of a block's payload `file[from, to)`, laced as its `flags` say (Xiph, fixed-size or EBML). */
+  const frames = (track: Track, flags: number, from: number, to: number) => {
+    const lacing = (flags >> 1) & 3;
+    if (lacing === 0) return packet(track, from, to);
+    if (from >= to) return;
+    const count = file[from]! + 1;
+    let at = from + 1;
+    if (lacing === 2) {
+      const size = Math.floor((to - at) / count);
+      for (let i = 0; i < count; i++, at += size) packet(track, at, at + size);
+      return;
+    }
+    // the sizes of all frames but the last, which takes what is left; a lace that overruns its block is damaged
+    for (let i = 0, size = 0; i < count - 1; i++) {
+      if (lacing === 1) {
+        let s = 0;
+        while (at < to && file[at] === 255) s += file[at++]!;
+        if (at >= to) return;
+        size = s + file[at++]!;
+      } else {
+        if (!vint(file, at, 8, false)) return;
+        const bias = i === 0 ? 0 : 2 ** (7 * read.length - 1) - 1;
+        size = i === 0 ? read.value : size + read.value - bias;
+        at += read.length;
+      }
+      if (size < 0) return;
+      laceSizes[i] = size;
+    }
+    for (let i = 0; i < count - 1; i++) {
+      const size = laceSizes[i]!;
+      if (at + size > to) return;
+      packet(track, at, at + size);
+      at += size;
+    }
+    packet(track, at, to);
+  };
 
   const block = (from: number, to: number) => {
     if (!vint(file, from, 8, false) || from + read.length + 2 > to) return;
@@ -146,6 +204,8 @@ export function matroskaSeconds(file: Buffer): number | null {
     if (!track) return;
     const at = cluster + file.readInt16BE(from + read.length);
     track.bytes += Math.max(0, to - (from + read.length + 3)); // after the track number, timestamp and flags
+    if (from + read.length + 3 <= to)
+      frames(track, file[from + read.length + 2]!, from + read.length + 3, to);
     track.first = Math.min(track.first ?? at, at);
     lastBlock = null;
     if (at >= track.last) {
@@ -186,13 +246,16 @@ export function matroskaSeconds(file: Buffer): number | null {
             defaultDuration: entry.defaultDuration,
             maxBytesPerSecond: entry.maxBytesPerSecond,
             channels: entry.channels,
+            opus: entry.opus,
           });
       } else if (v === TRACK_NUMBER) entry.number = uint(file, body, end);
       else if (v === TRACK_TYPE) entry.type = uint(file, body, end);
       else if (v === DEFAULT_DURATION) entry.defaultDuration = uint(file, body, end);
       else if (v === CHANNELS) entry.channels = uint(file, body, end);
-      else if (v === CODEC_ID) entry.maxBytesPerSecond = codecBytesPerSecond(file, body, end);
-      else if (v === TIMESTAMP_SCALE) scale = uint(file, body, end) || scale;
+      else if (v === CODEC_ID) {
+        entry.maxBytesPerSecond = codecBytesPerSecond(file, body, end);
+        entry.opus = startsWith(file, body, end, OPUS);
+      } else if (v === TIMESTAMP_SCALE) scale = uint(file, body, end) || scale;
       else if (v === DURATION)
         declared = end - body === 4 ? file.readFloatBE(body) : end - body === 8 ? file.readDoubleBE(body) : 0;
       else if (unknown) return; // an element of unknown size cannot be skipped
@@ -213,6 +276,8 @@ export function matroskaSeconds(file: Buffer): number | null {
     const max =
       t.maxBytesPerSecond === LOSSY_BYTES_PER_SECOND ? lossyBytesPerSecond(t.channels) : t.maxBytesPerSecond;
     floor = Math.max(floor, floorSeconds(t.bytes, max));
+    // every packet but the last is played whole (the last may be mostly padding, as the pre-skip is)
+    if (t.opus) floor = Math.max(floor, (t.opusSamples - t.lastPacketSamples) / OPUS_RATE);
     if (t.first === null) continue;
     const lastLength = t.defaultDuration ? t.defaultDuration / scale : t.lastLength;
     starts = Math.max(starts, t.last - t.first);

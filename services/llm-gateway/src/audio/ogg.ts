@@ -4,6 +4,7 @@
 // is also never less than its audio packets' bytes can hold at its highest rate (floor.ts).
 
 import { flacBytesPerSecond, floorSeconds, LOSSY_BYTES_PER_SECOND, lossyBytesPerSecond } from './floor';
+import { opusPacketSamples } from './opus';
 
 interface Stream {
   codec: 'opus' | 'vorbis' | 'flac' | 'speex';
@@ -28,21 +29,6 @@ interface Stream {
   /** the audio packets' bytes */
   bytes: number;
   maxBytesPerSecond: number;
-}
-
-/** Samples (at 48 kHz) an Opus packet decodes to, from its TOC byte (RFC 6716, 3.1). */
-function opusPacketSamples(toc: number, second: number | undefined): number {
-  const config = toc >> 3;
-  const frame =
-    config < 12
-      ? [480, 960, 1920, 2880][config & 3]!
-      : config < 16
-        ? [480, 960][config & 1]!
-        : [120, 240, 480, 960][config & 3]!;
-  const code = toc & 3;
-  const frames = code === 0 ? 1 : code < 3 ? 2 : (second ?? 0) & 0x3f;
-  const samples = frame * frames;
-  return samples <= 5760 ? samples : 0; // at most 120 ms in a packet
 }
 
 /** The stream a beginning-of-stream packet opens, or null when it is no audio codec we know. */
@@ -172,7 +158,7 @@ export function oggSeconds(file: Buffer): number | null {
         const lace = file[at + 27 + i]!;
         if (!stream.open && lace > 0) {
           if (stream.packets >= stream.headerPackets && stream.codec === 'opus')
-            stream.packetSamples += opusPacketSamples(file[pos]!, lace > 1 ? file[pos + 1] : undefined);
+            stream.packetSamples += opusPacketSamples(file, pos, lace);
           stream.packets++;
         }
         if (stream.packets > stream.headerPackets) stream.bytes += lace;

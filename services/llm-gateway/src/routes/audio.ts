@@ -5,6 +5,7 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
   downgradeHeaders,
+  failedOn,
   type GatewayContext,
   type Outcome,
   prepareInference,
@@ -181,7 +182,7 @@ function audioToText(ctx: GatewayContext, task: keyof typeof AUDIO_TEXT_TASKS): 
       void account(ctx, { ...prepared, model }, stamp(model, 'success'), figures);
     } catch (err) {
       const outcome: Outcome = abort.signal.aborted ? 'client_cancelled' : 'provider_error';
-      void account(ctx, prepared, stamp(prepared.model, outcome), mediaFigures(prepared, 0));
+      void account(ctx, prepared, stamp(failedOn(prepared), outcome), mediaFigures(prepared, 0));
       throw err;
     }
   };
