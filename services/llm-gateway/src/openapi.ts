@@ -3,7 +3,12 @@ import { LLM_QUOTA_ROUTES } from '@platform/llm-quota';
 import { z } from 'zod';
 import packageJson from '../package.json';
 import { catalogueRouteDocs } from './routes/catalogue-openapi';
-import { ChatRequestSchema, EmbeddingsRequestSchema, RerankRequestSchema } from './routes/schemas';
+import {
+  ChatRequestSchema,
+  EmbeddingsRequestSchema,
+  RerankRequestSchema,
+  ResponsesRequestSchema,
+} from './routes/schemas';
 
 const CALLER = ['sessionJwt', 'accessToken', 'apiKey'];
 
@@ -61,6 +66,85 @@ const ChatCompletionSchema = z
     id: 'ChatCompletion',
     description: 'OpenAI chat completion (as the provider answered it) with the gateway usage',
   });
+
+/** The Responses API's answer, as the gateway builds it from a chat completion (decision 0106). */
+const ResponseOutputItemSchema = z.union([
+  z.object({
+    id: z.string().meta({ description: '`msg_...`' }),
+    type: z.literal('message'),
+    status: z.enum(['completed', 'incomplete']),
+    role: z.literal('assistant'),
+    content: z.array(
+      z.union([
+        z.object({
+          type: z.literal('output_text'),
+          text: z.string(),
+          annotations: z.array(z.unknown()),
+          logprobs: z.array(z.unknown()),
+        }),
+        z.object({ type: z.literal('refusal'), refusal: z.string() }),
+      ]),
+    ),
+  }),
+  z.object({
+    id: z.string().meta({ description: '`fc_...`' }),
+    type: z.literal('function_call'),
+    status: z.enum(['completed', 'incomplete']),
+    call_id: z
+      .string()
+      .meta({ description: "the provider's tool call id: a `function_call_output` names it" }),
+    name: z.string(),
+    arguments: z.string().meta({ description: 'JSON, as the model wrote it' }),
+  }),
+]);
+
+const ResponseObjectSchema = z
+  .object({
+    id: z.string().meta({ description: '`resp_...`; nothing is stored under it' }),
+    object: z.literal('response'),
+    created_at: z.number().int(),
+    status: z.enum(['completed', 'incomplete']),
+    completed_at: z.number().int().optional().meta({ description: 'when the status is completed' }),
+    background: z.literal(false),
+    error: z.null(),
+    incomplete_details: z
+      .object({ reason: z.enum(['max_output_tokens', 'content_filter']) })
+      .nullable()
+      .meta({ description: 'the provider stopped at the length limit, or its filter' }),
+    instructions: z.string().nullable(),
+    max_output_tokens: z.number().int().nullable(),
+    model: z.string().meta({ description: 'the catalogue model that answered' }),
+    output: z.array(ResponseOutputItemSchema),
+    parallel_tool_calls: z.boolean(),
+    previous_response_id: z.null(),
+    reasoning: z.record(z.string(), z.unknown()).nullable().meta({ description: 'as the request said' }),
+    temperature: z.number().nullable(),
+    text: z
+      .record(z.string(), z.unknown())
+      .meta({ description: 'as the request said; `{format: {type: "text"}}` by default' }),
+    tool_choice: z.unknown(),
+    tools: z.array(z.record(z.string(), z.unknown())),
+    top_p: z.number().nullable(),
+    truncation: z.literal('disabled'),
+    usage: z.object({
+      input_tokens: z.number().int(),
+      input_tokens_details: z.object({
+        cached_tokens: z.number().int(),
+        cache_write_tokens: z.number().int(),
+      }),
+      output_tokens: z.number().int(),
+      output_tokens_details: z.object({ reasoning_tokens: z.number().int() }),
+      total_tokens: z.number().int(),
+      cost: z.number().meta({ description: "addition: the request's cost from the catalogue's pricing" }),
+      duration_ms: z.number().meta({ description: 'addition: time spent in the gateway, provider included' }),
+      carbon: z.object({ energy_kwh: z.number(), gwp_kgco2eq: z.number() }).nullable().meta({
+        description: 'addition: EcoLogits-method estimate; null when the model has no parameter count',
+      }),
+    }),
+    user: z.string().optional(),
+    metadata: z.record(z.string(), z.string()).nullable().meta({ description: 'as the request said' }),
+  })
+  .meta({ id: 'Response', description: "OpenAI's Responses API response object, with the gateway usage" });
 
 const EmbeddingsResponseSchema = z
   .looseObject({
@@ -122,6 +206,17 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     security: CALLER,
     body: ChatRequestSchema,
     responses: { 200: { description: 'the completion', schema: ChatCompletionSchema }, ...inference },
+  },
+  {
+    method: 'post',
+    path: '/v1/responses',
+    summary: "OpenAI's Responses API (stateless), served through chat completions, plain or streamed",
+    description:
+      "`input` (a string, or messages with `input_text` / `input_image` / `output_text` parts and `function_call` / `function_call_output` items), `instructions`, function `tools`, `tool_choice`, `text.format` (`text`, `json_object`, `json_schema`), `max_output_tokens`, `temperature`, `top_p`, `parallel_tool_calls`, `user`, `metadata` (echoed, never sent to the provider). Nothing is stored: `store: true` is answered as `false`; `previous_response_id`, `conversation`, `background`, `prompt`, a non-empty `include`, `truncation: auto`, tools other than functions and any other member are 400 `INVALID_BODY` naming them (`details.issues`). With `stream: true` the answer is `text/event-stream` of named events (`response.created` ... `response.completed` or `response.incomplete`, each with its `sequence_number`); a provider error or the monthly token budget ends it with `response.failed` and an `error` event carrying the envelope. Quotas, governance, failover and accounting are chat's; the usage event names the endpoint `chat.completions`.",
+    tags: ['completions'],
+    security: CALLER,
+    body: ResponsesRequestSchema,
+    responses: { 200: { description: 'the response', schema: ResponseObjectSchema }, ...inference },
   },
   {
     method: 'post',

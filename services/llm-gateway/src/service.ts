@@ -36,6 +36,7 @@ import { mountEmbeddings } from './routes/embeddings';
 import { mountImages } from './routes/images';
 import { mountModels } from './routes/models';
 import { mountRerank } from './routes/rerank';
+import { mountResponses } from './routes/responses';
 import { mountSmokeTest } from './routes/smoke-test';
 
 export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
@@ -62,6 +63,7 @@ export interface LlmGatewayParts {
 /** The inference routes: each needs `models:read` in an active organization. */
 const INFERENCE_PATHS = [
   '/v1/chat/completions',
+  '/v1/responses',
   '/v1/embeddings',
   '/v1/rerank',
   '/v1/images/generations',
@@ -163,6 +165,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
         });
       }
       mountChatCompletions(router, context);
+      mountResponses(router, context);
       mountEmbeddings(router, context);
       mountRerank(router, context);
       mountModels(router, context);

@@ -125,6 +125,8 @@ export const ROUTES: RouteRule[] = [
     requireOrg: true,
     permission: 'models:read',
   },
+  // the Responses API, served through the chat path (llm-gateway decision 0106)
+  { root: 'gateway', method: 'POST', path: '/v1/responses', requireOrg: true, permission: 'models:read' },
   { root: 'gateway', method: 'POST', path: '/v1/embeddings', requireOrg: true, permission: 'models:read' },
   { root: 'gateway', method: 'POST', path: '/v1/rerank', requireOrg: true, permission: 'models:read' },
   {

@@ -124,3 +124,81 @@ export const RerankRequestSchema = z
     return_documents: z.boolean().optional(),
   })
   .strict();
+
+/** A Responses API content part or input item: its `type` is read, the rest by the translation (responses-request.ts). */
+const ResponsesItemSchema = z.looseObject({
+  type: z.string().min(1).optional(),
+  role: z.string().min(1).optional(),
+});
+
+/**
+ * OpenAI's Responses API request as the gateway serves it (stateless, translated to chat completions): the
+ * members it reads are checked here; the route refuses every other member with a 400 naming it.
+ */
+export const ResponsesRequestSchema = z.looseObject({
+  model: z.string().max(200).optional(),
+  input: z.union([z.string(), z.array(ResponsesItemSchema).min(1, 'at least one item')]).meta({
+    description:
+      'a string (one user message), or messages (`input_text`, `input_image`, `output_text` parts) with `function_call` and `function_call_output` items',
+  }),
+  instructions: z.string().nullable().optional(),
+  tools: z
+    .array(
+      z.looseObject({
+        type: z.string().min(1),
+        name: z.string().min(1).optional(),
+        description: z.string().nullable().optional(),
+        parameters: z.record(z.string(), z.unknown()).nullable().optional(),
+        strict: z.boolean().nullable().optional(),
+      }),
+    )
+    .optional(),
+  tool_choice: z
+    .union([
+      z.enum(['none', 'auto', 'required']),
+      z.looseObject({ type: z.string().min(1), name: z.string().min(1).optional() }),
+    ])
+    .optional(),
+  temperature: z.number().min(0).max(2).nullable().optional(),
+  top_p: z.number().min(0).max(1).nullable().optional(),
+  max_output_tokens: z.number().int().positive().nullable().optional(),
+  text: z
+    .looseObject({
+      format: z
+        .looseObject({
+          type: z.enum(['text', 'json_object', 'json_schema']),
+          name: z.string().min(1).optional(),
+          description: z.string().optional(),
+          schema: z.record(z.string(), z.unknown()).optional(),
+          strict: z.boolean().nullable().optional(),
+        })
+        .refine((f) => f.type !== 'json_schema' || (f.name !== undefined && f.schema !== undefined), {
+          message: "a format of type 'json_schema' needs its name and schema",
+        })
+        .optional(),
+      verbosity: z.enum(['low', 'medium', 'high']).nullable().optional(),
+    })
+    .optional(),
+  parallel_tool_calls: z.boolean().nullable().optional(),
+  user: z.string().optional(),
+  // OpenAI's bounds: 16 pairs, keys of 64 characters, values of 512
+  metadata: z
+    .record(z.string().max(64), z.string().max(512))
+    .refine((m) => Object.keys(m).length <= 16, { message: 'at most 16 pairs' })
+    .nullable()
+    .optional(),
+  stream: z.boolean().nullable().optional(),
+  store: z
+    .boolean()
+    .nullable()
+    .optional()
+    .meta({ description: 'accepted; nothing is stored whatever it says (`true` is answered as `false`)' }),
+  reasoning: z
+    .looseObject({ effort: z.string().nullable().optional() })
+    .nullable()
+    .optional()
+    .meta({ description: '`effort` is sent as chat `reasoning_effort`; summaries are never answered' }),
+  safety_identifier: z.string().nullable().optional(),
+  prompt_cache_key: z.string().nullable().optional(),
+  service_tier: z.string().nullable().optional(),
+});

@@ -20,3 +20,13 @@ export const writeEvent = (res: ServerResponse, data: unknown): void => {
 export function endEventStream(res: ServerResponse): void {
   if (!res.writableEnded && !res.destroyed) res.end('data: [DONE]\n\n');
 }
+
+/** one named event (`event:` then `data:`), as the Responses API streams them; nothing once the answer ended */
+export const writeNamedEvent = (res: ServerResponse, event: string, data: unknown): void => {
+  if (!res.writableEnded && !res.destroyed) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+};
+
+/** the end of a stream that has no `[DONE]` (the Responses API's ends with its terminal event) */
+export function endNamedEventStream(res: ServerResponse): void {
+  if (!res.writableEnded && !res.destroyed) res.end();
+}

@@ -1,0 +1,161 @@
+import { APIError } from 'openai';
+import { ResponseStream } from 'openai/lib/responses/ResponseStream';
+import type { ChatChunk } from './provider-port';
+import { type ResponseBase, ResponsesEventWriter } from './responses-answer';
+import { toChatRequest } from './responses-request';
+
+const FIGURES_USAGE = { input_tokens: 5, output_tokens: 7, total_tokens: 12 };
+
+function base(): ResponseBase {
+  return {
+    id: 'resp_test',
+    createdAt: 1_700_000_000,
+    model: 'mock/chat',
+    echo: toChatRequest({ input: 'hi' }).echo,
+  };
+}
+
+const text = (content: string, finish: string | null = null): ChatChunk => ({
+  choices: [{ delta: { content }, finish_reason: finish }],
+});
+const call = (index: number, fields: { id?: string; name?: string; arguments?: string }): ChatChunk => ({
+  choices: [
+    {
+      delta: {
+        tool_calls: [
+          {
+            index,
+            ...(fields.id ? { id: fields.id, type: 'function' } : {}),
+            function: { ...(fields.name ? { name: fields.name } : {}), arguments: fields.arguments ?? '' },
+          },
+        ],
+      },
+    },
+  ],
+});
+const finish = (reason: string): ChatChunk => ({ choices: [{ delta: {}, finish_reason: reason }] });
+
+/** The writer's events, fed to the SDK's own stream helper, which checks every item identity and index. */
+async function assemble(feed: (writer: ResponsesEventWriter) => void) {
+  const sent: Array<Record<string, unknown>> = [];
+  const writer = new ResponsesEventWriter(base(), (_type, event) =>
+    sent.push(JSON.parse(JSON.stringify(event))),
+  );
+  writer.start();
+  feed(writer);
+  const bytes = new TextEncoder().encode(sent.map((e) => `${JSON.stringify(e)}\n`).join(''));
+  const stream = ResponseStream.fromReadableStream(
+    new ReadableStream({
+      start(controller) {
+        controller.enqueue(bytes);
+        controller.close();
+      },
+    }),
+  );
+  return { sent, final: stream.finalResponse() };
+}
+
+describe('Responses events from chat chunks, as the openai SDK assembles them', () => {
+  it('text, then two tool calls, each closed before the next opens', async () => {
+    const { sent, final } = await assemble((w) => {
+      w.chunk(text('Let me '));
+      w.chunk(text('check.'));
+      w.chunk(call(0, { id: 'call_a', name: 'weather', arguments: '{"city":' }));
+      w.chunk(call(0, { arguments: '"Oslo"}' }));
+      w.chunk(call(1, { id: 'call_b', name: 'time', arguments: '{}' }));
+      w.chunk(finish('tool_calls'));
+      w.complete(FIGURES_USAGE, 1_700_000_001);
+    });
+    const response = await final;
+    expect(response.status).toBe('completed');
+    expect(response.output_text).toBe('Let me check.');
+    expect(response.output.map((o) => [o.type, (o as { status?: string }).status])).toEqual([
+      ['message', 'completed'],
+      ['function_call', 'completed'],
+      ['function_call', 'completed'],
+    ]);
+    expect(response.output.slice(1)).toMatchObject([
+      { call_id: 'call_a', name: 'weather', arguments: '{"city":"Oslo"}' },
+      { call_id: 'call_b', name: 'time', arguments: '{}' },
+    ]);
+    expect(sent.map((e) => e.sequence_number)).toEqual(sent.map((_, i) => i));
+    expect(sent.map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+  });
+
+  it('a refusal is a refusal part; text after a tool call opens a new message', async () => {
+    const { final } = await assemble((w) => {
+      w.chunk({ choices: [{ delta: { refusal: 'I cannot ' } as never, finish_reason: null }] });
+      w.chunk({ choices: [{ delta: { refusal: 'help.' } as never, finish_reason: null }] });
+      w.chunk(call(0, { id: 'call_a', name: 'f', arguments: '{}' }));
+      w.chunk(text('Done.', 'stop'));
+      w.complete(FIGURES_USAGE, 1_700_000_001);
+    });
+    const response = await final;
+    expect(response.output).toMatchObject([
+      { type: 'message', content: [{ type: 'refusal', refusal: 'I cannot help.' }] },
+      { type: 'function_call', call_id: 'call_a' },
+      { type: 'message', content: [{ type: 'output_text', text: 'Done.' }] },
+    ]);
+  });
+
+  it('an empty answer is an empty message; the length limit makes it incomplete', async () => {
+    const empty = await (await assemble((w) => w.complete(FIGURES_USAGE, 1))).final;
+    expect(empty.output).toMatchObject([{ type: 'message', content: [{ type: 'output_text', text: '' }] }]);
+    const { sent, final } = await assemble((w) => {
+      w.chunk(text('Once upon'));
+      w.chunk(finish('length'));
+      w.complete(FIGURES_USAGE, 1);
+    });
+    const cut = await final;
+    expect(cut).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
+    expect(cut.output[0]).toMatchObject({ status: 'incomplete' });
+    expect(sent.at(-1)!.type).toBe('response.incomplete');
+  });
+
+  it('a cut stream fails: response.failed with the partial output, then the envelope, which the SDK raises', async () => {
+    const envelope = {
+      error: 'MONTHLY_QUOTA_EXCEEDED',
+      code: 'MONTHLY_QUOTA_EXCEEDED',
+      status: 429,
+      message: 'spent',
+    };
+    const { sent, final } = await assemble((w) => {
+      w.chunk(text('Partial'));
+      w.fail(envelope, FIGURES_USAGE);
+    });
+    const err = await final.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(APIError);
+    expect(sent.slice(-2)).toMatchObject([
+      {
+        type: 'response.failed',
+        response: {
+          status: 'failed',
+          error: { code: 'rate_limit_exceeded', message: 'spent' },
+          output: [{ type: 'message', status: 'incomplete', content: [{ text: 'Partial' }] }],
+          usage: FIGURES_USAGE,
+        },
+      },
+      { type: 'error', code: 'MONTHLY_QUOTA_EXCEEDED', message: 'spent', param: null, error: envelope },
+    ]);
+  });
+});

@@ -1,0 +1,111 @@
+import { refuseUnsupported, toChatRequest } from './responses-request';
+
+const issuesOf = (run: () => unknown): Array<{ field: string }> => {
+  try {
+    run();
+  } catch (err) {
+    return (err as { details: { issues: Array<{ field: string }> } }).details.issues;
+  }
+  return [];
+};
+
+describe('a Responses request in chat terms', () => {
+  it('input items become chat messages: parts, images, a turn of calls, their outputs', () => {
+    const { chat } = toChatRequest({
+      model: 'sim/gpt',
+      instructions: 'Be brief',
+      input: [
+        { role: 'developer', content: 'Use metric units' },
+        {
+          type: 'message',
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Weather here?' },
+            { type: 'input_image', image_url: 'https://example.com/sky.png', detail: 'original' },
+          ],
+        },
+        {
+          type: 'message',
+          role: 'assistant',
+          id: 'msg_1',
+          status: 'completed',
+          content: [{ type: 'output_text', text: 'Looking.', annotations: [] }],
+        },
+        { type: 'function_call', call_id: 'call_1', name: 'weather', arguments: '{"city":"Oslo"}' },
+        { type: 'function_call', call_id: 'call_2', name: 'time', arguments: '{}' },
+        { type: 'reasoning', id: 'rs_1', summary: [] },
+        { type: 'function_call_output', call_id: 'call_1', output: 'Sunny' },
+        { type: 'function_call_output', call_id: 'call_2', output: [{ type: 'input_text', text: '12:00' }] },
+      ],
+      tools: [{ type: 'function', name: 'weather', parameters: { type: 'object' }, strict: null }],
+      tool_choice: { type: 'function', name: 'weather' },
+      parallel_tool_calls: false,
+      text: { format: { type: 'json_schema', name: 'w', schema: { type: 'object' }, strict: true } },
+      reasoning: { effort: 'low', summary: 'auto' },
+      metadata: { a: 'b' },
+      store: true,
+    });
+    expect(chat).toEqual({
+      model: 'sim/gpt',
+      messages: [
+        { role: 'system', content: 'Be brief' },
+        { role: 'developer', content: 'Use metric units' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Weather here?' },
+            { type: 'image_url', image_url: { url: 'https://example.com/sky.png', detail: 'auto' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: 'Looking.',
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } },
+            { id: 'call_2', type: 'function', function: { name: 'time', arguments: '{}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'Sunny' },
+        { role: 'tool', tool_call_id: 'call_2', content: '12:00' },
+      ],
+      tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }],
+      parallel_tool_calls: false,
+      tool_choice: { type: 'function', function: { name: 'weather' } },
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'w', schema: { type: 'object' }, strict: true },
+      },
+      reasoning_effort: 'low',
+    });
+  });
+
+  it('refuses each member and item it cannot serve, naming them all at once', () => {
+    expect(
+      issuesOf(() =>
+        refuseUnsupported({
+          input: 'x',
+          previous_response_id: 'resp_1',
+          background: true,
+          tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }],
+          reasoning: { effort: 'low', context: 'all_turns' },
+          seed: 3,
+        }),
+      ).map((i) => i.field),
+    ).toEqual(['previous_response_id', 'background', 'seed', 'tools.1.type', 'reasoning.context']);
+    expect(
+      issuesOf(() =>
+        toChatRequest({
+          input: [
+            { role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] },
+            { role: 'tool', content: 'x' },
+            { type: 'function_call_output', call_id: 'call_9', output: 'x' },
+            { type: 'computer_call', call_id: 'c' },
+          ],
+        }),
+      ).map((i) => i.field),
+    ).toEqual(['input.0.content.0', 'input.1.role', 'input.2.call_id', 'input.3.type']);
+    expect(
+      issuesOf(() => refuseUnsupported({ input: 'x', previous_response_id: null, store: true })),
+    ).toEqual([]);
+  });
+});

@@ -1,0 +1,285 @@
+import { envelopeOf, RateLimited } from '@platform/kernel';
+import type { Request, Response } from 'express';
+import type { CatalogueModel } from '../catalogue/catalogue';
+import {
+  account,
+  accountFailure,
+  downgradeHeaders,
+  type Figures,
+  type Finished,
+  figuresOf,
+  type GatewayContext,
+  type Outcome,
+  type Prepared,
+  prepareInference,
+} from '../inference/gateway-context';
+import { countChatPromptTokens, countText } from '../inference/prompt-tokens';
+import { toAnswer } from '../inference/provider-calls';
+import type { ChatChunk, ChatCompletion, ChatRequest, Usage } from '../inference/provider-port';
+import { MONTHLY_QUOTA_EXCEEDED } from '../quota/admission';
+import { abortOnClose, requestIdOf } from './client-abort';
+import { callPrepared } from './prepared-call';
+
+/** how long a finished stream's provider call goes on once its client left, for the usage report that follows */
+const USAGE_LINGER_MS = 5_000;
+
+/** A plain answer, ready to be written in the route's wire format. */
+export interface Answered {
+  /** the provider's chat completion as it came (its `model` is the provider's) */
+  completion: ChatCompletion;
+  /** the served deployment: its `model_id` is the catalogue's */
+  model: CatalogueModel;
+  /** what the request is accounted: the provider's figures, else the tokenizer's */
+  usage: Usage;
+  figures: Figures;
+  /** `x-platform-model-downgraded` when governance or the budget chose another model */
+  headers: Record<string, string>;
+}
+
+/** How a stream ended, for its last words: the usage chunk, or the Responses API's terminal event. */
+export interface StreamEnd {
+  outcome: Outcome;
+  /** the gateway's envelope when the stream was cut: the monthly budget crossed, or the provider failed */
+  error: Record<string, unknown> | null;
+  usage: Usage;
+  /** what the provider reported beside the figures (OpenAI's `*_details`) */
+  usageDetails: Record<string, unknown>;
+  figures: Figures;
+}
+
+/** Writes one streamed answer: opened once the first chunk is in (failover is over), then chunk by chunk. */
+export interface StreamSink {
+  open(model: CatalogueModel, headers: Record<string, string>): void;
+  /** a provider chunk that carries something (usage-only chunks are read, not passed) */
+  chunk(chunk: ChatChunk): void;
+  /** the last words and the end of the answer; nothing is written once the client left */
+  close(end: StreamEnd): void;
+}
+
+/**
+ * One wire format over the gateway's chat path: chat completions as they are, or another API translated to
+ * them (the Responses API). Admission, the provider call, the stream's budget and accounting are the flow's.
+ */
+export interface CompletionWire {
+  endpoint: Finished['endpoint'];
+  respond(res: Response, answered: Answered): void;
+  stream(res: Response): StreamSink;
+}
+
+/** What the provider receives: the caller's body with the provider's model name and without gateway-only members. */
+function providerBody(body: ChatRequest, stream: boolean): ChatRequest {
+  const { model: _m, stream: _s, stream_options: _o, ...rest } = body;
+  return stream ? { ...rest, stream: true } : rest;
+}
+
+/**
+ * A chat request through the gateway: governance and quotas, the provider call with its retries and failover,
+ * the answer (plain, or streamed with the monthly budget's cut), then one usage event.
+ */
+export async function runCompletion(
+  ctx: GatewayContext,
+  req: Request,
+  res: Response,
+  body: ChatRequest,
+  wire: CompletionWire,
+): Promise<void> {
+  const prepared = await prepareInference(ctx, req, 'completion', body.model, countChatPromptTokens(body));
+  if (body.stream) return streamCompletion(ctx, req, res, body, prepared, wire);
+
+  const abort = abortOnClose(req, res);
+  const answered = await callPrepared(ctx, req, prepared, abort.signal, (m, call) =>
+    m.adapter.chat(providerBody(body, false), call),
+  ).catch((err: unknown) => {
+    accountFailure(ctx, prepared, {
+      endpoint: wire.endpoint,
+      stream: false,
+      requestId: requestIdOf(req),
+      aborted: abort.signal.aborted,
+    });
+    throw err;
+  });
+  const { result, model } = answered;
+  const usage = result.usage ?? fallbackUsage(prepared.promptTokens, completionText(result.body));
+  const figures = figuresOf(ctx, prepared, model, usage);
+  wire.respond(res, {
+    completion: result.body,
+    model,
+    usage,
+    figures,
+    headers: downgradeHeaders(prepared, model),
+  });
+  void account(
+    ctx,
+    prepared,
+    {
+      ...stamp({ ...prepared, model }, usage, 'success', wire.endpoint, false, requestIdOf(req)),
+      usageSource: result.usage ? 'provider' : 'tokenizer',
+    },
+    figures,
+  );
+}
+
+const stamp = (
+  prepared: Prepared,
+  usage: Usage,
+  outcome: Outcome,
+  endpoint: Finished['endpoint'],
+  stream: boolean,
+  requestId: string,
+) => ({
+  model: prepared.model,
+  usage,
+  usageSource: 'tokenizer' as const,
+  outcome,
+  endpoint,
+  stream,
+  requestId,
+});
+
+const fallbackUsage = (prompt: number, completionText: string): Usage => {
+  const completion = countText(completionText);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+};
+
+function completionText(body: Record<string, unknown>): string {
+  const choices = (body.choices ?? []) as Array<{ message?: { content?: unknown; tool_calls?: unknown } }>;
+  return choices
+    .map(
+      (c) =>
+        `${typeof c.message?.content === 'string' ? c.message.content : ''}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`,
+    )
+    .join('');
+}
+
+function chunkText(chunk: ChatChunk): string {
+  let text = '';
+  for (const choice of chunk.choices ?? []) {
+    if (typeof choice.delta?.content === 'string') text += choice.delta.content;
+    if (choice.delta?.tool_calls) text += JSON.stringify(choice.delta.tool_calls);
+  }
+  return text;
+}
+
+/**
+ * A streamed completion. The provider is asked for usage; the gateway fails over only before the
+ * first chunk, forwards each chunk as it arrives, counts completion tokens as they stream (so a
+ * `hard_block` org's monthly token budget ends the stream at the crossing), and ends it with the wire's last words.
+ */
+async function streamCompletion(
+  ctx: GatewayContext,
+  req: Request,
+  res: Response,
+  body: ChatRequest,
+  prepared: Prepared,
+  wire: CompletionWire,
+) {
+  // A client that leaves once the answer is finished (its finish_reason forwarded) does not stop the provider
+  // stream at once: its usage report, hidden reasoning tokens included, follows the last chunk and is what the
+  // request cost. Cancelling there would charge only the visible text the tokenizer counts.
+  let finished = false;
+  const abort = abortOnClose(req, res, () => (finished ? USAGE_LINGER_MS : 0));
+  let first: { iterator: AsyncIterator<ChatChunk>; chunk: IteratorResult<ChatChunk> };
+  let model = prepared.model;
+  try {
+    const opened = await callPrepared(
+      ctx,
+      req,
+      prepared,
+      abort.signal,
+      async (m, call) => {
+        const iterator = m.adapter.chatStream(providerBody(body, true), call)[Symbol.asyncIterator]();
+        return { iterator, chunk: await iterator.next() };
+      },
+      'first_chunk',
+    );
+    first = opened.result;
+    model = opened.model;
+  } catch (err) {
+    accountFailure(ctx, prepared, {
+      endpoint: wire.endpoint,
+      stream: true,
+      requestId: requestIdOf(req),
+      aborted: abort.signal.aborted,
+    });
+    throw err;
+  }
+  const served = { ...prepared, model };
+  const sink = wire.stream(res);
+  sink.open(model, downgradeHeaders(served, served.model));
+
+  let providerUsage: Usage | null = null;
+  let usageDetails: Record<string, unknown> = {};
+  let completionTokens = 0;
+  let outcome: Outcome = 'success';
+  let error: Record<string, unknown> | null = null;
+  let result = first.chunk;
+  try {
+    while (!result.done) {
+      const chunk = result.value;
+      if (chunk.choices?.some((c) => c.finish_reason)) finished = true;
+      if (chunk.usage) {
+        const { prompt_tokens, completion_tokens, total_tokens, ...details } = chunk.usage;
+        providerUsage = { prompt_tokens, completion_tokens, total_tokens };
+        usageDetails = details;
+      }
+      if (!(chunk.usage && (chunk.choices?.length ?? 0) === 0)) sink.chunk(chunk);
+      const tokens = countText(chunkText(chunk));
+      completionTokens += tokens;
+      if (!(await prepared.ticket.streamed(tokens))) {
+        outcome = 'budget_cut';
+        const limit = prepared.ticket.monthTokenLimit;
+        error = envelopeOf(
+          new RateLimited(0, "The organization's monthly token budget was reached during this stream", {
+            error: MONTHLY_QUOTA_EXCEEDED,
+            code: MONTHLY_QUOTA_EXCEEDED,
+            details: { key: 'llm.monthly_tokens', limit, window: 'month' },
+          }),
+          requestIdOf(req),
+        );
+        abort.abort();
+        break;
+      }
+      if (abort.signal.aborted) break;
+      result = await first.iterator.next();
+    }
+  } catch (err) {
+    if (abort.signal.aborted) outcome = 'client_cancelled';
+    else {
+      outcome = 'provider_error';
+      ctx.metrics.failed(model, err);
+      // a deployment that cuts streams sits out like one that refuses them (the next request goes elsewhere)
+      ctx.retry.balancer.failed(model, err);
+      error = envelopeOf(
+        toAnswer(err, model, model.timeout_ms ?? ctx.retry.defaultTimeoutMs),
+        requestIdOf(req),
+      );
+    }
+  }
+  // the provider's stream ran to its end: its usage report (when it sent one) is the whole request's
+  const complete = result.done === true;
+  // (the answer is not ended yet: destroyed means its client left)
+  if (outcome === 'success' && (abort.signal.aborted || res.destroyed)) outcome = 'client_cancelled';
+  if (!complete) void first.iterator.return?.().catch(() => undefined);
+  const reported = providerUsage !== null && complete && outcome !== 'budget_cut';
+
+  // The provider's report when it sent one (a full answer), else what the tokenizer counted.
+  const usage: Usage =
+    reported && providerUsage
+      ? providerUsage
+      : {
+          prompt_tokens: providerUsage?.prompt_tokens ?? prepared.promptTokens,
+          completion_tokens: completionTokens,
+          total_tokens: (providerUsage?.prompt_tokens ?? prepared.promptTokens) + completionTokens,
+        };
+  const figures = figuresOf(ctx, prepared, model, usage);
+  sink.close({ outcome, error, usage, usageDetails, figures });
+  void account(
+    ctx,
+    served,
+    {
+      ...stamp(served, usage, outcome, wire.endpoint, true, requestIdOf(req)),
+      usageSource: reported ? 'provider' : 'tokenizer',
+    },
+    figures,
+  );
+}
