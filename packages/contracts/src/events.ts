@@ -79,9 +79,15 @@ export const LlmCompletionEvent = z.object({
   model: z.string().min(1).max(200),
   provider: z.string().min(1).max(100),
   usage: z.object({
+    /** every input token, those read from or written to the provider's prompt cache included */
     prompt_tokens: z.number().int().nonnegative(),
     completion_tokens: z.number().int().nonnegative(),
     total_tokens: z.number().int().nonnegative(),
+    // Optional (decision 0107): the part of prompt_tokens priced at the cache rates; absent means none.
+    /** prompt tokens the provider read from its prompt cache */
+    cached_tokens: z.number().int().nonnegative().optional(),
+    /** prompt tokens the provider wrote to its prompt cache */
+    cache_write_tokens: z.number().int().nonnegative().optional(),
   }),
   cost: z.number().nonnegative(),
   // Optional fields added by the LLM gateway (issue 9); version 1 consumers ignore what they do not know.

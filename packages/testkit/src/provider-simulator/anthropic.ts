@@ -121,7 +121,10 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
     },
     ctx.rule,
   );
-  const inputTokens = ctx.rule.reply?.usage?.prompt_tokens ?? anthropicInputTokens(body as never);
+  const scripted = ctx.rule.reply?.usage ?? {};
+  const promptTokens = scripted.prompt_tokens ?? anthropicInputTokens(body as never);
+  const cacheRead = scripted.cached_tokens ?? 0;
+  const cacheWrite = scripted.cache_write_tokens ?? 0;
   const id = `msg_sim${ctx.seq}`;
   const toolUses = turn.toolCalls.map((call, i) => ({
     type: 'tool_use',
@@ -134,11 +137,12 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
     ...(turn.text ? [{ type: 'text', text: turn.text }] : []),
     ...toolUses.map(({ raw: _raw, ...block }) => block),
   ];
+  // Anthropic's input_tokens are those after the last cache breakpoint: the prompt less its cache reads and writes
   const usage = {
-    input_tokens: inputTokens,
+    input_tokens: Math.max(0, promptTokens - cacheRead - cacheWrite),
     output_tokens: turn.completionTokens,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: cacheWrite,
+    cache_read_input_tokens: cacheRead,
   };
   const message = {
     id,

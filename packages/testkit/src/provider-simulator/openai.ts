@@ -90,7 +90,18 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
     ctx.rule,
   );
   const promptTokens = ctx.rule.reply?.usage?.prompt_tokens ?? openaiPromptTokens(body as never);
-  const { prompt_tokens_details, completion_tokens_details } = ctx.rule.reply?.usage ?? {};
+  const scripted = ctx.rule.reply?.usage ?? {};
+  const { completion_tokens_details } = scripted;
+  const prompt_tokens_details =
+    scripted.cached_tokens !== undefined || scripted.cache_write_tokens !== undefined
+      ? {
+          ...scripted.prompt_tokens_details,
+          cached_tokens: scripted.cached_tokens ?? 0,
+          ...(scripted.cache_write_tokens !== undefined
+            ? { cache_write_tokens: scripted.cache_write_tokens }
+            : {}),
+        }
+      : scripted.prompt_tokens_details;
   const usage = {
     prompt_tokens: promptTokens,
     completion_tokens: turn.completionTokens,

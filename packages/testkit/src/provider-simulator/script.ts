@@ -65,10 +65,21 @@ export interface SimulatorRule {
     toolCalls?: SimulatorToolCall[];
     /** force usage figures instead of the counted ones; OpenAI answers carry the `*_details` given */
     usage?: {
+      /** every input token (the cached ones included); Anthropic's `input_tokens` is what is left of it */
       prompt_tokens?: number;
       completion_tokens?: number;
       prompt_tokens_details?: Record<string, number>;
       completion_tokens_details?: Record<string, number>;
+      /**
+       * prompt tokens read from the provider's prompt cache: OpenAI's `prompt_tokens_details.cached_tokens`,
+       * Anthropic's `cache_read_input_tokens` (taken out of `input_tokens`), plain and streamed
+       */
+      cached_tokens?: number;
+      /**
+       * prompt tokens written to the cache: OpenAI's `prompt_tokens_details.cache_write_tokens`, Anthropic's
+       * `cache_creation_input_tokens` (taken out of `input_tokens`)
+       */
+      cache_write_tokens?: number;
     };
     /** OpenAI streams: never send the usage chunk, even when asked (Anthropic always reports usage) */
     omitStreamUsage?: boolean;

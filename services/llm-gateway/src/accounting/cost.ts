@@ -1,12 +1,57 @@
+import type { LlmCompletionEvent } from '@platform/contracts';
 import type { Usage } from '../inference/provider-port';
 
-/** Cost of a request from the catalogue's pricing (per million tokens), in millionths of the currency. */
-export function costMicros(
-  usage: Usage,
-  pricing: { input_per_million: number; output_per_million: number },
-): number {
+/** The catalogue's token prices, USD (the plan currency) per million tokens. */
+interface TokenPricing {
+  input_per_million: number;
+  output_per_million: number;
+  /** prompt tokens read from the provider's prompt cache; absent: the input price */
+  cached_input_per_million?: number;
+  /** prompt tokens written to the provider's prompt cache; absent: the input price */
+  cache_write_per_million?: number;
+}
+
+const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0);
+
+/**
+ * How a request's prompt splits: tokens read from the provider's prompt cache, tokens written to it, and the
+ * rest. Both are part of `prompt_tokens` (OpenAI's sense); a report claiming more than the prompt is held to it.
+ */
+function promptSplit(usage: Usage): { uncached: number; cached: number; written: number } {
+  const details = usage.prompt_tokens_details;
+  const cached = Math.min(count(details?.cached_tokens), usage.prompt_tokens);
+  const written = Math.min(count(details?.cache_write_tokens), usage.prompt_tokens - cached);
+  return { uncached: usage.prompt_tokens - cached - written, cached, written };
+}
+
+/**
+ * Cost of a request from the catalogue's pricing (per million tokens), in millionths of the currency: uncached
+ * input at the input price, cache reads and writes at theirs (decision 0107), output at the output price.
+ */
+export function costMicros(usage: Usage, pricing: TokenPricing): number {
+  const { uncached, cached, written } = promptSplit(usage);
+  // tokens without a price of their own are input tokens, summed first so a catalogue without the cache
+  // prices computes exactly what it did before them (same operands, same rounding)
+  let input = uncached;
+  let cacheCost = 0;
+  if (pricing.cached_input_per_million === undefined) input += cached;
+  else cacheCost += cached * pricing.cached_input_per_million;
+  if (pricing.cache_write_per_million === undefined) input += written;
+  else cacheCost += written * pricing.cache_write_per_million;
   // price per million tokens * tokens / 1e6 = currency; * 1e6 = micros: the two scales cancel.
   return Math.round(
-    usage.prompt_tokens * pricing.input_per_million + usage.completion_tokens * pricing.output_per_million,
+    input * pricing.input_per_million + usage.completion_tokens * pricing.output_per_million + cacheCost,
   );
+}
+
+/** A request's usage as its `analytics.llm.completion` carries it: the totals, and the cached split when there is one. */
+export function eventUsage(usage: Usage): LlmCompletionEvent['usage'] {
+  const { cached, written } = promptSplit(usage);
+  return {
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    total_tokens: usage.total_tokens,
+    ...(cached > 0 ? { cached_tokens: cached } : {}),
+    ...(written > 0 ? { cache_write_tokens: written } : {}),
+  };
 }

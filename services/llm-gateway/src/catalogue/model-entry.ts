@@ -52,6 +52,10 @@ export const PricingSchema = z
   .object({
     input_per_million: z.number().min(0).default(0),
     output_per_million: z.number().min(0).default(0),
+    /** prompt tokens the provider read from its prompt cache (absent: `input_per_million`; decision 0107) */
+    cached_input_per_million: z.number().min(0).optional(),
+    /** prompt tokens the provider wrote to its prompt cache (absent: `input_per_million`; decision 0107) */
+    cache_write_per_million: z.number().min(0).optional(),
     /** image generation: price of one image */
     per_image: z.number().min(0).optional(),
     /** audio transcription and translation: price of one minute of audio (billed by the second) */

@@ -4,7 +4,7 @@ import { hasPermission } from '@platform/contracts';
 import { type Clock, Forbidden, type Logger, noOrgContext, Unauthenticated } from '@platform/kernel';
 import type { Request } from 'express';
 import { estimateCarbon } from '../accounting/carbon';
-import { costMicros } from '../accounting/cost';
+import { costMicros, eventUsage } from '../accounting/cost';
 import type { Outbox } from '../accounting/outbox';
 import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
 import type { LlmGatewayConfig } from '../config';
@@ -207,7 +207,7 @@ export async function account(ctx: GatewayContext, prepared: Prepared, done: Fin
     orgSlug: prepared.caller.orgSlug,
     model: done.model.model_id,
     provider: done.model.providerName,
-    usage: done.usage,
+    usage: eventUsage(done.usage),
     cost: figures.cost,
     requestId: done.requestId,
     endpoint: done.endpoint,

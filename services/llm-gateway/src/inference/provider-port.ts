@@ -6,9 +6,31 @@ import type { CancelSignal } from '../providers/cancellation';
  * implementation; the adapters satisfy it.
  */
 export interface Usage {
+  /** every input token, those read from or written to the provider's prompt cache included (OpenAI's sense) */
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /**
+   * the provider's breakdown of the prompt as it reported it (OpenAI's shape): `cached_tokens` read from its
+   * prompt cache, `cache_write_tokens` written to it (Anthropic's, translated), each priced apart (decision 0107)
+   */
+  prompt_tokens_details?: PromptTokensDetails;
+}
+
+type PromptTokensDetails = Record<string, unknown> & {
+  cached_tokens?: number;
+  cache_write_tokens?: number;
+};
+
+/**
+ * The prompt's breakdown among what a provider reported beside its three figures: what a usage built from
+ * those figures keeps, since the cost depends on it (decision 0107).
+ */
+export function promptDetailsOf(reported: Record<string, unknown>): Pick<Usage, 'prompt_tokens_details'> {
+  const details = reported.prompt_tokens_details;
+  return typeof details === 'object' && details !== null && !Array.isArray(details)
+    ? { prompt_tokens_details: details as PromptTokensDetails }
+    : {};
 }
 
 export interface ProviderCall {

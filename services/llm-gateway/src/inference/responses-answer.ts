@@ -40,8 +40,8 @@ const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(
 
 /** Chat usage in the Responses API's names, with the gateway's additions (`cost`, `duration_ms`, `carbon`). */
 export function responseUsage(usage: Usage, details: Json, figures: Figures): Json {
-  // the prompt's cache reads and writes, as the provider reported them
-  const input = details.prompt_tokens_details as Json | undefined;
+  // the prompt's cache reads and writes, as the provider reported them (Anthropic's translated)
+  const input = (usage.prompt_tokens_details ?? details.prompt_tokens_details) as Json | undefined;
   const output = details.completion_tokens_details as Json | undefined;
   return {
     input_tokens: usage.prompt_tokens,

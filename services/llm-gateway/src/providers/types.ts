@@ -89,9 +89,12 @@ export interface ChatCompletionRequest {
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call';
 
 export interface Usage {
+  /** every input token, those read from or written to the provider's prompt cache included */
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** OpenAI's breakdown of the prompt (`cached_tokens`, `cache_write_tokens`, `audio_tokens`…), as reported */
+  prompt_tokens_details?: Record<string, unknown> & { cached_tokens?: number; cache_write_tokens?: number };
 }
 
 export interface ChatCompletion {

@@ -2,16 +2,23 @@ import type { Usage } from './types';
 
 const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
 
-/** Usage from an OpenAI (`prompt_tokens`…) or Anthropic-like (`input_tokens`…) object; null without one. */
+/**
+ * Usage from an OpenAI (`prompt_tokens`…) or Anthropic-like (`input_tokens`…) object; null without one. OpenAI's
+ * `prompt_tokens_details` (cached and cache-written prompt tokens, priced apart) is kept as the provider sent it.
+ */
 export function toUsage(raw: unknown): Usage | null {
   if (typeof raw !== 'object' || raw === null) return null;
   const r = raw as Record<string, unknown>;
   const prompt = count(r.prompt_tokens) ?? count(r.input_tokens);
   if (prompt === null) return null;
   const completion = count(r.completion_tokens) ?? count(r.output_tokens) ?? 0;
+  const details = r.prompt_tokens_details;
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: count(r.total_tokens) ?? prompt + completion,
+    ...(typeof details === 'object' && details !== null
+      ? { prompt_tokens_details: details as NonNullable<Usage['prompt_tokens_details']> }
+      : {}),
   };
 }

@@ -15,7 +15,13 @@ import {
 } from '../inference/gateway-context';
 import { countChatPromptTokens, countText } from '../inference/prompt-tokens';
 import { toAnswer } from '../inference/provider-calls';
-import type { ChatChunk, ChatCompletion, ChatRequest, Usage } from '../inference/provider-port';
+import {
+  type ChatChunk,
+  type ChatCompletion,
+  type ChatRequest,
+  promptDetailsOf,
+  type Usage,
+} from '../inference/provider-port';
 import { MONTHLY_QUOTA_EXCEEDED } from '../quota/admission';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { callPrepared } from './prepared-call';
@@ -219,7 +225,7 @@ async function streamCompletion(
       if (chunk.choices?.some((c) => c.finish_reason)) finished = true;
       if (chunk.usage) {
         const { prompt_tokens, completion_tokens, total_tokens, ...details } = chunk.usage;
-        providerUsage = { prompt_tokens, completion_tokens, total_tokens };
+        providerUsage = { prompt_tokens, completion_tokens, total_tokens, ...promptDetailsOf(details) };
         usageDetails = details;
       }
       if (!(chunk.usage && (chunk.choices?.length ?? 0) === 0)) sink.chunk(chunk);

@@ -1,7 +1,7 @@
 import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
 import { invalidAnswer, sendForEvents } from '../http/provider-http';
 import { type ChatCompletionChunk, type ProviderCall, ProviderError } from '../types';
-import { answerFinishReason, JSON_RESPONSE_TOOL, promptTokens, toUsageFigures } from './anthropic-translate';
+import { answerFinishReason, JSON_RESPONSE_TOOL, usageFromAnthropic } from './anthropic-translate';
 import type { AnthropicUsage } from './anthropic-wire';
 
 type Delta = ChatCompletionChunk['choices'][number]['delta'];
@@ -15,6 +15,10 @@ interface StreamEvent {
   usage?: AnthropicUsage;
   error?: { type?: string; message?: string };
 }
+
+/** the members of a usage report that carry a figure */
+const reported = (usage: AnthropicUsage | undefined): AnthropicUsage =>
+  Object.fromEntries(Object.entries(usage ?? {}).filter(([, v]) => v !== null && v !== undefined));
 
 const isMessageStop = (e: { event: string; data: string }) =>
   e.event === 'message_stop' || e.data.startsWith('{"type":"message_stop"');
@@ -107,8 +111,9 @@ export async function* anthropicChunks(
         }
         break;
       case 'message_delta':
-        // message_delta's usage is cumulative; newer answers repeat the input figures there too
-        usage = { ...usage, ...event.usage };
+        // message_delta's usage is cumulative; newer answers repeat the input and cache figures there too,
+        // null where they have none to give: a null never replaces message_start's figure
+        usage = { ...usage, ...reported(event.usage) };
         if (event.delta?.stop_reason) yield chunk({}, answerFinishReason(event.delta.stop_reason, json));
         break;
       case 'message_stop':
@@ -146,6 +151,6 @@ export async function* anthropicChunks(
     created,
     model,
     choices: [],
-    usage: toUsageFigures(promptTokens(usage), usage.output_tokens ?? 0),
+    usage: usageFromAnthropic(usage),
   };
 }

@@ -225,17 +225,24 @@ export function finishReason(stop: string | null | undefined): FinishReason | nu
   }
 }
 
-/** Input tokens including the cached ones, which Anthropic reports apart. */
-export function promptTokens(usage: AnthropicUsage | undefined): number {
-  return (
-    (usage?.input_tokens ?? 0) +
-    (usage?.cache_creation_input_tokens ?? 0) +
-    (usage?.cache_read_input_tokens ?? 0)
-  );
-}
-
-export function toUsageFigures(prompt: number, completion: number): Usage {
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+/**
+ * Anthropic's usage in OpenAI's terms: `prompt_tokens` is every input token (`input_tokens` counts only those
+ * after the last cache breakpoint), and the cache reads and writes, billed at their own rates, are the
+ * prompt's `cached_tokens` and `cache_write_tokens` (OpenAI's `prompt_tokens_details`), given when there are any.
+ */
+export function usageFromAnthropic(usage: AnthropicUsage | undefined): Usage {
+  const read = usage?.cache_read_input_tokens ?? 0;
+  const written = usage?.cache_creation_input_tokens ?? 0;
+  const prompt = (usage?.input_tokens ?? 0) + written + read;
+  const completion = usage?.output_tokens ?? 0;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    ...(read > 0 || written > 0
+      ? { prompt_tokens_details: { cached_tokens: read, cache_write_tokens: written } }
+      : {}),
+  };
 }
 
 /** The finish reason of an answer; the forced JSON tool's use is the answer's plain end. */
@@ -267,7 +274,7 @@ export function fromAnthropicResponse(
   // a JSON answer is the JSON tool's input alone: text beside it would make the content unparseable
   const jsonInput = toolUses.find((b) => b.name === JSON_RESPONSE_TOOL)?.input;
   const jsonText = jsonInput === undefined ? '' : JSON.stringify(jsonInput);
-  const usage = toUsageFigures(promptTokens(answer.usage), answer.usage?.output_tokens ?? 0);
+  const usage = usageFromAnthropic(answer.usage);
   return {
     id: answer.id,
     object: 'chat.completion',

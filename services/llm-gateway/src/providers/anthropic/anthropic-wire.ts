@@ -40,7 +40,7 @@ export interface AnthropicRequest {
 }
 
 export interface AnthropicUsage {
-  input_tokens?: number;
+  input_tokens?: number | null;
   output_tokens?: number;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;

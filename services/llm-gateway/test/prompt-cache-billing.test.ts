@@ -1,0 +1,237 @@
+import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
+import { waitFor } from '@platform/testkit';
+import type OpenAI from 'openai';
+import { type GatewayWorld, gatewayFile, gauge, INTERNAL_SECRET, startGatewayWorld } from './support';
+
+/**
+ * A platform team using prompt caching is charged what its provider charges (decision 0107): through the edge with
+ * the official openai SDK, a chat whose prompt the provider partly read from (or wrote to) its cache is priced at
+ * the catalogue's cache rates, in `usage.cost`, in the usage event and in what llm-quota counts against the month's
+ * cost budget, for OpenAI and Anthropic providers, plain and streamed. The token budgets still count every token.
+ */
+describe('prompt-cache pricing through the edge', () => {
+  let w: GatewayWorld;
+  const events: LlmCompletionEvent[] = [];
+  let unsubscribe = () => {};
+  let orgs = 0;
+
+  beforeAll(async () => {
+    w = await startGatewayWorld({
+      file: (base: ReturnType<typeof gatewayFile>) => ({
+        ...base,
+        models: [
+          ...base.models,
+          {
+            model_id: 'cache/gpt',
+            type: 'completion',
+            provider_config: { provider: 'sim', model: 'cache-gpt' },
+            pricing: {
+              input_per_million: 2,
+              output_per_million: 8,
+              cached_input_per_million: 0.5,
+              cache_write_per_million: 2.5,
+            },
+          },
+          {
+            model_id: 'cache/claude',
+            type: 'completion',
+            provider_config: { provider: 'claude', model: 'cache-claude' },
+            pricing: {
+              input_per_million: 3,
+              output_per_million: 15,
+              cached_input_per_million: 0.3,
+              cache_write_per_million: 3.75,
+            },
+          },
+        ],
+      }),
+    });
+    unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
+      events.push(e as LlmCompletionEvent);
+    });
+  }, 60_000);
+  afterAll(async () => {
+    unsubscribe();
+    await w?.stop();
+  });
+  afterEach(() => w.sim.reset());
+
+  /** a new organization, so what llm-quota counts is this test's alone */
+  const freshOrg = async () => {
+    const slug = `cache-org-${++orgs}`;
+    const { owner } = await w.org(slug);
+    const as = { bearer: owner.token };
+    return { slug, as, client: w.client(as) };
+  };
+  let seq = 0;
+  /** one chat through the SDK, plain or streamed (with the usage chunk): its usage and request id */
+  const chat = async (client: OpenAI, model: string, stream: boolean) => {
+    const requestId = `cache-${++seq}`;
+    const messages = [{ role: 'user' as const, content: 'Answer from the cached handbook' }];
+    const options = { headers: { 'x-request-id': requestId } };
+    if (!stream) {
+      const answer = await client.chat.completions.create({ model, messages }, options);
+      return { usage: answer.usage as unknown as Record<string, unknown>, requestId };
+    }
+    const chunks = await client.chat.completions.create(
+      { model, messages, stream: true, stream_options: { include_usage: true } },
+      options,
+    );
+    let usage: Record<string, unknown> | undefined;
+    for await (const chunk of chunks)
+      if (chunk.usage) usage = chunk.usage as unknown as Record<string, unknown>;
+    return { usage: usage!, requestId };
+  };
+  const eventOf = (requestId: string) =>
+    waitFor(() => events.find((e) => e.requestId === requestId), { what: `the usage event of ${requestId}` });
+
+  // OpenAI reports cache reads only; Anthropic reads and writes (its input_tokens is the rest of the prompt)
+  const cases = [
+    {
+      provider: 'OpenAI',
+      model: 'cache/gpt',
+      api: 'openai' as const,
+      usage: { prompt_tokens: 10_000, completion_tokens: 1_000, cached_tokens: 8_000 },
+      details: { cached_tokens: 8_000 },
+      event: { cached_tokens: 8_000 },
+      // 2,000 × 2 + 8,000 × 0.5 + 1,000 × 8 micros (at the input price alone: 0.028)
+      cost: 0.016,
+    },
+    {
+      provider: 'Anthropic',
+      model: 'cache/claude',
+      api: 'anthropic' as const,
+      usage: {
+        prompt_tokens: 10_000,
+        completion_tokens: 500,
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+      },
+      details: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
+      event: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
+      // 1,000 × 3 + 6,000 × 0.3 + 3,000 × 3.75 + 500 × 15 micros (at the input price alone: 0.0375)
+      cost: 0.02355,
+    },
+  ];
+
+  describe.each(cases)('$provider provider', (c) => {
+    it.each([false, true])(
+      'a chat with cached prompt tokens (stream: %s) is priced at the cache rates',
+      async (stream) => {
+        w.sim.script([
+          {
+            match: { api: c.api },
+            reply: { usage: { ...c.usage, completion_tokens_details: { reasoning_tokens: 100 } } },
+          },
+        ]);
+        const { slug, as, client } = await freshOrg();
+        const { usage, requestId } = await chat(client, c.model, stream);
+        const total = c.usage.prompt_tokens + c.usage.completion_tokens;
+        // OpenAI's semantics: prompt_tokens is every input token, the cached ones a part of it
+        expect(usage).toMatchObject({
+          prompt_tokens: c.usage.prompt_tokens,
+          completion_tokens: c.usage.completion_tokens,
+          total_tokens: total,
+          prompt_tokens_details: c.details,
+        });
+        if (c.api === 'openai') expect(usage.completion_tokens_details).toEqual({ reasoning_tokens: 100 });
+        expect(usage.cost).toBeCloseTo(c.cost, 12);
+
+        const event = await eventOf(requestId);
+        expect(event.usage).toEqual({
+          prompt_tokens: c.usage.prompt_tokens,
+          completion_tokens: c.usage.completion_tokens,
+          total_tokens: total,
+          ...c.event,
+        });
+        expect(event.cost).toBeCloseTo(c.cost, 12);
+        expect(event).toMatchObject({ stream, outcome: 'success', usageSource: 'provider' });
+
+        // llm-quota counts the cached price against the month's cost, and every token against the token budget
+        const report = await w.counted(slug, as, { requests: 1, cost: c.cost, tokens: total });
+        expect(gauge(report, 'llm.monthly_cost').used).toBeCloseTo(c.cost, 9);
+        expect(gauge(report, 'llm.monthly_tokens').used).toBe(total);
+      },
+    );
+  });
+
+  it('the catalogue API takes the cache prices, refuses a bad one, and the model it wrote is priced with them', async () => {
+    const write = (method: string, urlPath: string, body: unknown) =>
+      fetch(`${w.p.upstreams.llmGateway}${urlPath}`, {
+        method,
+        headers: { 'content-type': 'application/json', 'x-platform-internal-secret': INTERNAL_SECRET },
+        body: JSON.stringify(body),
+      });
+    const entry = (pricing: Record<string, unknown>) => ({
+      model_id: 'api/claude',
+      type: 'completion',
+      provider_config: { provider: 'claude', model: 'api-claude' },
+      pricing: { input_per_million: 3, output_per_million: 15, ...pricing },
+    });
+    const bad = await write('POST', '/v1/models', entry({ cached_input_per_million: -0.3 }));
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(await bad.json())).toContain('pricing.cached_input_per_million');
+    const made = await write('POST', '/v1/models', entry({ cached_input_per_million: 0.3 }));
+    expect(made.status).toBe(201);
+    const patched = await write('PATCH', '/v1/models/api/claude', {
+      pricing: { cache_write_per_million: 6 },
+    });
+    expect(patched.status).toBe(200);
+    expect(((await patched.json()) as { pricing: unknown }).pricing).toEqual({
+      input_per_million: 3,
+      output_per_million: 15,
+      cached_input_per_million: 0.3,
+      cache_write_per_million: 6,
+    });
+
+    w.sim.script([
+      {
+        match: { api: 'anthropic' },
+        reply: {
+          usage: {
+            prompt_tokens: 10_000,
+            completion_tokens: 0,
+            cached_tokens: 6_000,
+            cache_write_tokens: 3_000,
+          },
+        },
+      },
+    ]);
+    const { client } = await freshOrg();
+    // the catalogue reloads on llm.catalogue.updated: the model is served once the snapshot has it
+    const { usage } = await waitFor(() => chat(client, 'api/claude', false).catch(() => undefined), {
+      what: 'api/claude served',
+    });
+    // 1,000 × 3 + 6,000 × 0.3 + 3,000 × 6 micros
+    expect(usage.cost).toBeCloseTo(0.0228, 12);
+  });
+
+  it.each([
+    ['sim/gpt', 'openai' as const, 10_000 * 2 + 1_000 * 8],
+    ['sim/claude', 'anthropic' as const, 10_000 * 3 + 1_000 * 15],
+  ])(
+    'a model without cache prices (%s) prices cached tokens at the input price, exactly as before',
+    async (model, api, micros) => {
+      w.sim.script([
+        {
+          match: { api },
+          reply: {
+            usage: {
+              prompt_tokens: 10_000,
+              completion_tokens: 1_000,
+              cached_tokens: 6_000,
+              cache_write_tokens: 3_000,
+            },
+          },
+        },
+      ]);
+      const { slug, as, client } = await freshOrg();
+      for (const stream of [false, true]) {
+        const { usage } = await chat(client, model, stream);
+        expect(usage.cost).toBe(micros / 1_000_000);
+      }
+      const report = await w.counted(slug, as, { requests: 2, cost: (2 * micros) / 1_000_000 });
+      expect(gauge(report, 'llm.monthly_cost').used).toBeCloseTo((2 * micros) / 1_000_000, 9);
+    },
+  );
+});
