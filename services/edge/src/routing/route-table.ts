@@ -132,6 +132,13 @@ export const ROUTES: RouteRule[] = [
   {
     root: 'gateway',
     method: 'POST',
+    path: '/v1/images/generations',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  {
+    root: 'gateway',
+    method: 'POST',
     path: '/v1/audio/transcriptions',
     requireOrg: true,
     permission: 'models:read',
