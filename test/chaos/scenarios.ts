@@ -370,6 +370,8 @@ const PATHS = [
   '/llm/v1/quotas/settings',
   '/llm/openapi.json',
   '/llm/v1/chat/completions',
+  '/llm/v1/responses',
+  '/llm/v1/embeddings',
   '/legacy/v1/intents',
   '/legacy/v1/intents/abc',
   '/legacy/v1/entities',
@@ -433,7 +435,12 @@ function fuzzBody(): Buffer | undefined {
       // oversized (past every body limit) now and then; mostly just large
       return Buffer.alloc(Math.random() < 0.05 ? 11 * 1024 * 1024 : Math.floor(Math.random() * 300_000), 'a');
     case 6:
-      return Buffer.from('null');
+      return Buffer.from(
+        Math.random() < 0.5
+          ? 'null'
+          : // members named like Object's own, beside what each root reads
+            '{"__proto__":{"a":1},"constructor":{"b":2},"model":"mock/chat","input":"x","messages":[{"role":"user","content":"x"}],"text":"x","userId":"u"}',
+      );
     default:
       return Buffer.from(JSON.stringify({ text: 'hello', userId: 'u', platform: 'web', rules: [{}] }));
   }

@@ -108,4 +108,13 @@ describe('a Responses request in chat terms', () => {
       issuesOf(() => refuseUnsupported({ input: 'x', previous_response_id: null, store: true })),
     ).toEqual([]);
   });
+
+  it('refuses members named like those of Object (`__proto__`, `constructor`) as any unknown member', () => {
+    const body = JSON.parse('{"input":"x","__proto__":{"a":1},"constructor":{"b":2},"toString":3}');
+    expect(issuesOf(() => refuseUnsupported(body))).toEqual([
+      { field: '__proto__', message: 'is not supported' },
+      { field: 'constructor', message: 'is not supported' },
+      { field: 'toString', message: 'is not supported' },
+    ]);
+  });
 });

@@ -83,7 +83,8 @@ export function refuseUnsupported(body: unknown): void {
   if (!isObject(body)) return; // the schema says what is wrong with it
   const issues: Issue[] = [];
   for (const [key, value] of Object.entries(body)) {
-    const why = REFUSED[key];
+    // an own member only: `__proto__` or `constructor` in a body must not find Object's
+    const why = Object.hasOwn(REFUSED, key) ? REFUSED[key] : undefined;
     if (why) {
       const message = why(value);
       if (message) issues.push({ field: key, message });
