@@ -93,6 +93,11 @@ describe('organizations, members and roles', () => {
     const res = await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: user.userId, role: 'wizard' });
     expect(res.status).toBe(400);
     expect(res.body.details.issues[0].field).toBe('role');
+    // names every object has are no built-in role either (they answered 500)
+    for (const role of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      const named = await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: user.userId, role });
+      expect([role, named.status, named.body.details?.issues[0].field]).toEqual([role, 400, 'role']);
+    }
   });
 
   it('the last owner cannot be removed nor demoted (409); with two owners one may go', async () => {

@@ -51,7 +51,8 @@ export async function findRole(
   org: Pick<OrgDoc, '_id'>,
   slug: string,
 ): Promise<RoleDefinition | null> {
-  const known = BUILT_IN_ROLES[slug];
+  // an own member only: a slug such as `constructor` must not find Object's
+  const known = isBuiltInRole(slug) ? BUILT_IN_ROLES[slug] : undefined;
   if (known) return known;
   const doc = await collections.roles.findOne({ orgId: org._id, slug });
   return doc ? toRoleDefinition(doc) : null;
