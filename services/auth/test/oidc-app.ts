@@ -35,6 +35,8 @@ export async function authorizeApp(
   person: { userId: string; sessionId: string },
   clientId: string,
   scope: string,
+  /** sees the consent page before it is allowed */
+  onConsent?: (page: string) => void,
 ) {
   const { principal } = await h.service.context.introspection.resolve(
     { kind: 'session', userId: person.userId, sessionId: person.sessionId },
@@ -73,6 +75,7 @@ export async function authorizeApp(
       const next = new URL(location, 'http://auth.invalid');
       step = { path: `${next.pathname}${next.search}` };
     } else if (res.text.includes('Allow access?')) {
+      onConsent?.(res.text);
       const action = /action="(\/oidc\/interaction\/[^"]+\/confirm)"/.exec(res.text)![1]!;
       const csrf = /name="csrf" value="([^"]+)"/.exec(res.text.slice(res.text.indexOf(action)))![1]!;
       step = { path: action, form: { csrf } };

@@ -74,6 +74,16 @@ describe('OpenID Connect userinfo follows the access token’s scope', () => {
     expect(idToken).toMatchObject(everything);
   });
 
+  it('the consent page lists only the scopes it knows: none named like Object’s own members', async () => {
+    const person = await ada();
+    let listed: string[] = [];
+    const onConsent = (page: string) => {
+      listed = [...page.matchAll(/<li>([^<]*)<\/li>/g)].map((m) => m[1]!);
+    };
+    await authorizeApp(h, person, 'notes-app', 'openid constructor __proto__ toString email', onConsent);
+    expect(listed).toEqual(['Know who you are (your user id)', 'See your email address']);
+  });
+
   it('the platform’s own sessions answer what their `scope` claim grants; an `at:` token has none beyond `openid`', async () => {
     const person = await ada();
     const session: Actor = {

@@ -216,20 +216,23 @@ describe('GET /v1/quotas/usage', () => {
     expect(res.body.computed_at).toBe('2030-01-02T03:04:05.678Z');
   });
 
-  it('keeps working when an organization is assigned a plan that left the catalogue', async () => {
-    await quota.store.collection('org_quota_settings').insertOne({
-      _id: 'acme',
-      plan: 'retired-plan',
-      policy: 'soft_downgrade',
-      org_user_quotas: { overrides: {}, by_role: {} },
-      createdAt: new Date(),
-      updatedAt: new Date(),
-      updatedBy: null,
-    } as never);
-    const res = await get();
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ policy: 'soft_downgrade', plan: { name: 'free' } });
-  });
+  it.each(['retired-plan', 'constructor'])(
+    'keeps working when an organization is assigned a plan that left the catalogue (%s)',
+    async (plan) => {
+      await quota.store.collection('org_quota_settings').insertOne({
+        _id: 'acme',
+        plan,
+        policy: 'soft_downgrade',
+        org_user_quotas: { overrides: {}, by_role: {} },
+        createdAt: new Date(),
+        updatedAt: new Date(),
+        updatedBy: null,
+      } as never);
+      const res = await get();
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ policy: 'soft_downgrade', plan: { name: 'free' } });
+    },
+  );
 
   it('leaves out the gauge of a limit the plan does not enforce', async () => {
     await quota.stop();

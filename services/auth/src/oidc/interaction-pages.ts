@@ -143,7 +143,8 @@ export function mountInteractionPages(
       }
       const requested = String(details.params.scope ?? 'openid')
         .split(' ')
-        .filter((s) => s in SCOPE_TEXT);
+        // own members only: a scope named `constructor` or `__proto__` must not list Object's
+        .filter((s) => Object.hasOwn(SCOPE_TEXT, s));
       const accountId = details.session?.accountId;
       const user = accountId ? await c.collections.users.findOne({ _id: accountId }) : null;
       return page(

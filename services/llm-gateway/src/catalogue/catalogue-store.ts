@@ -45,7 +45,9 @@ export async function seedCatalogue(
 ): Promise<void> {
   const now = deps.clock.now();
   for (const p of file.providers) {
-    const key = p.apiKey ?? (p.apiKeyEnv ? deps.env[p.apiKeyEnv] : undefined);
+    // an own variable only: `apiKeyEnv: constructor` must not find Object's
+    const key =
+      p.apiKey ?? (p.apiKeyEnv && Object.hasOwn(deps.env, p.apiKeyEnv) ? deps.env[p.apiKeyEnv] : undefined);
     if (p.apiKeyEnv && !key)
       throw new Error(`provider ${p.name}: environment variable ${p.apiKeyEnv} is not set`);
     const doc: Omit<ProviderDoc, '_id'> = { type: p.type, updatedAt: now };

@@ -39,7 +39,8 @@ export function planInForce(
   defaultPlan: string,
   logger: Logger,
 ): PlanInForce {
-  const assigned = catalog[settings.plan];
+  // an own member only: a stored plan named `constructor` must not find Object's
+  const assigned = Object.hasOwn(catalog, settings.plan) ? catalog[settings.plan] : undefined;
   if (assigned) return { name: settings.plan, plan: assigned };
   logger.error(
     { orgSlug: settings._id, plan: settings.plan, defaultPlan },
