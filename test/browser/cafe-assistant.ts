@@ -100,7 +100,8 @@ export interface CafeSite {
 }
 
 /** The café's site on its own origin (a loopback port): a page embedding the chat, and the menu's pictures. */
-export async function hostCafeSite(scriptTag: () => string): Promise<CafeSite> {
+/** The café's site, its page in `lang`, embedding the chat with `scriptTag`. */
+export async function hostCafeSite(scriptTag: () => string, lang = 'en'): Promise<CafeSite> {
   const server = createServer((req, res) => {
     if (req.url === '/coffee.svg' || req.url === '/bun.svg') {
       res.writeHead(200, { 'content-type': 'image/svg+xml' });
@@ -108,7 +109,7 @@ export async function hostCafeSite(scriptTag: () => string): Promise<CafeSite> {
       return;
     }
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>Harbour Café</title></head>
+    res.end(`<!doctype html><html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>Harbour Café</title></head>
 <body style="margin:0;font-family:Georgia,serif;background:#fdf8f3;color:#3b2a1e">
 <header style="padding:40px 48px;background:#3b2a1e;color:#fdf8f3"><h1 style="margin:0">Harbour Café</h1><p>Coffee and buns by the water since 1998.</p></header>
 <main style="padding:32px 48px;max-width:640px"><h2>Visit us</h2><p>Questions? Our assistant answers in the chat at the bottom right.</p></main>

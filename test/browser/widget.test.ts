@@ -222,6 +222,20 @@ if (!available) {
     await closeSite(site);
   });
 
+  it('on a page whose language is a name every object has, speaks English rather than showing undefined', async () => {
+    // no assistant answers this token, so the page's own language is all the chat has to go by
+    const site = await hostCafeSite(
+      () =>
+        `<script src="${platform.legacyUrl}/v1/widget.js" data-token="lct_not-a-real-token" defer></script>`,
+      'constructor',
+    );
+    const { page } = await openPage(`${site.origin}/`);
+    await page.getByRole('button', { name: 'Open chat' }).click();
+    await page.getByRole('alert').getByText('The assistant cannot be reached from this page.').waitFor();
+    await page.close();
+    await closeSite(site);
+  });
+
   it('shows the demo page under its strict policy, with the chat working', async () => {
     const { page, problems } = await openPage(
       `${platform.legacyUrl}/v1/widget-demo?token=${encodeURIComponent(bot.clientToken)}`,

@@ -43,7 +43,8 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
 
   function texts() {
     var lang = String((state.config && state.config.lang) || document.documentElement.lang || 'en').toLowerCase().split('-')[0];
-    return TEXTS[lang] || TEXTS.en;
+    // an own member only: a page in lang="constructor" must not find Object's
+    return Object.prototype.hasOwnProperty.call(TEXTS, lang) ? TEXTS[lang] : TEXTS.en;
   }
 
   function h(tag, attrs, children) {
