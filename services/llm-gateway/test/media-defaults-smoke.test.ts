@@ -97,6 +97,36 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
     expect(governed.body.completions.model_id).toBe('sim/cheap');
   });
 
+  it('GET /v1/defaults names the model a request without one goes to, and null where that request is refused', async () => {
+    const { owner } = await w.org('defaults-agree-org');
+    const as = { bearer: owner.token };
+    const chatWithoutModel = () =>
+      w.call('gateway', 'POST', '/v1/chat/completions', as, { messages: [{ role: 'user', content: 'hi' }] });
+    // an organization default that is not in the catalogue: the request says so, and so do the defaults
+    await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      models: { defaults: { completions: 'sim/retired' } },
+    });
+    expect((await chatWithoutModel()).body.code).toBe('MODEL_NOT_FOUND');
+    expect((await w.call('gateway', 'GET', '/v1/defaults', as)).body.completions).toBeNull();
+    // an organization default it does not allow, under soft_downgrade: the model the request goes to
+    await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      policy: 'soft_downgrade',
+      models: {
+        allowed: ['sim/cheap', 'sim/embed'],
+        defaults: { completions: 'sim/gpt' },
+        downgrade: { 'sim/gpt': 'sim/cheap' },
+      },
+    });
+    const chat = await chatWithoutModel();
+    expect(chat.status).toBe(200);
+    expect(chat.body.model).toBe('sim/cheap');
+    expect((await w.call('gateway', 'GET', '/v1/defaults', as)).body.completions).toEqual({
+      model_id: 'sim/cheap',
+      source: 'org',
+      downgraded_from: 'sim/gpt',
+    });
+  });
+
   it('POST /v1/test smoke-tests embeddings and completions (tool call reported), failures as {ok:false}, never billed', async () => {
     const { owner } = await w.org('smoke-org');
     const as = { bearer: owner.token };

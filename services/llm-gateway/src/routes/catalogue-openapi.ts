@@ -43,6 +43,12 @@ const DefaultSchema = z
     model_id: z.string(),
     source: z.enum(['org', 'platform']),
     name: z.string().optional(),
+    downgraded_from: z
+      .string()
+      .optional()
+      .meta({
+        description: "soft_downgrade: the organization's default it does not allow, replaced by model_id",
+      }),
   })
   .nullable();
 
@@ -54,6 +60,7 @@ const DefaultsSchema = z
         model_id: z.string(),
         source: z.enum(['org', 'platform']),
         name: z.string().optional(),
+        downgraded_from: z.string().optional(),
         dimensions: z.number().int().nullable(),
         supported_dimensions: z.array(z.number().int()).nullable(),
       })
@@ -339,7 +346,11 @@ export function catalogueRouteDocs(error: ErrorDoc, caller: string[]): RouteDoc[
       tags: ['default models'],
       security: caller,
       responses: {
-        200: { description: 'null where no usable default exists', schema: DefaultsSchema },
+        200: {
+          description:
+            'per concern, the model a request without `model` goes to; null where that request would be refused (its error says why)',
+          schema: DefaultsSchema,
+        },
         ...common,
       },
     },

@@ -1,8 +1,9 @@
+import { AppError } from '@platform/kernel';
 import type { Router } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import type { PlatformDefaults } from '../catalogue/model-entry';
 import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
-import { isAllowed, visibleTo } from '../inference/governance';
+import { resolveModel } from '../inference/governance';
 import type { OrgGatewaySettings } from '../quota/org-settings';
 
 const CONCERNS = {
@@ -14,27 +15,24 @@ const CONCERNS = {
 } as const;
 
 /**
- * The default model of one concern for an organization: its own default when that model is usable
- * (enabled, offered to it, allowed by its governance, of the right type), else the platform's.
+ * The model a request of one concern without `model` goes to, by the same resolution as the request
+ * itself (`resolveModel`): the organization's default, else the platform's, with its soft downgrade.
+ * Null when that request would be refused (an organization default that is gone, of another type, or
+ * not allowed), so this answer never names a model the request would not use.
  */
 export function resolvedDefault(
   ctx: GatewayContext,
   settings: OrgGatewaySettings,
   concern: keyof PlatformDefaults,
-): { model: CatalogueModel; source: 'org' | 'platform' } | null {
-  const usable = (id: string | undefined) => {
-    const m = id ? ctx.catalogue.get(id) : undefined;
-    return m &&
-      m.type === CONCERNS[concern] &&
-      visibleTo(m, settings.orgSlug) &&
-      isAllowed(m.model_id, settings)
-      ? m
-      : undefined;
-  };
-  const own = usable(settings.models.defaults[concern]);
-  if (own) return { model: own, source: 'org' };
-  const platform = usable(ctx.catalogue.platformDefault(concern));
-  return platform ? { model: platform, source: 'platform' } : null;
+): { model: CatalogueModel; source: 'org' | 'platform'; downgradedFrom: string | null } | null {
+  try {
+    const { model, downgradedFrom } = resolveModel(undefined, CONCERNS[concern], settings, ctx.catalogue);
+    const source = settings.models.defaults[concern] === undefined ? 'platform' : 'org';
+    return { model, source, downgradedFrom };
+  } catch (err) {
+    if (err instanceof AppError) return null;
+    throw err;
+  }
 }
 
 /** `GET /v1/defaults`: the resolved default model per concern, the platform's merged with the organization's. */
@@ -49,10 +47,11 @@ export function mountDefaults(router: Router, ctx: GatewayContext): void {
         out[concern] = null;
         continue;
       }
-      const { model, source } = found;
+      const { model, source, downgradedFrom } = found;
       out[concern] = {
         model_id: model.model_id,
         source,
+        ...(downgradedFrom ? { downgraded_from: downgradedFrom } : {}),
         ...(model.display?.name ? { name: model.display.name } : {}),
         ...(concern === 'embeddings'
           ? {
