@@ -20,6 +20,13 @@ describe('secrets sealed at rest', () => {
     expect(() => new AtRestCipher(SECRET, 'platform-auth-oidc-client-secrets').open(altered)).toThrow();
   });
 
+  it('refuses a value whose authentication tag was cut short (a 4-byte tag is guessed in 2^32 tries)', () => {
+    const cipher = new AtRestCipher(SECRET, 'platform-auth-oidc-client-secrets');
+    const [iv, tag, body] = cipher.seal('secret').slice('enc:v1:'.length).split('.');
+    const short = Buffer.from(tag!, 'base64url').subarray(0, 4).toString('base64url');
+    expect(() => cipher.open(`enc:v1:${iv}.${short}.${body}`)).toThrow();
+  });
+
   it('opens private keys sealed before it existed (the stored form did not change)', () => {
     // PrivateKeyCodec's seal of the previous version, same secret
     const before = 'enc:v1:kekjygJ53a5goIWK.LmFsDeC9y21hma3YLIYJgw.Yu9iJv0L-2OVmDhnSbWX9VWp';
