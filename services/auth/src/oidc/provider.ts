@@ -47,8 +47,10 @@ export function claimsOf(u: UserDoc): UserClaims {
 /** The claims a space-separated scope gives; `sub` always. */
 export function claimsForScope(claims: UserClaims, scope: string): Partial<UserClaims> {
   const granted = new Set<string>(['sub']);
+  // own members only: an operator's PASSWORD_SCOPE may name `constructor`
   for (const s of scope.split(' '))
-    for (const claim of CLAIMS_OF_SCOPE[s as keyof typeof CLAIMS_OF_SCOPE] ?? []) granted.add(claim);
+    if (Object.hasOwn(CLAIMS_OF_SCOPE, s))
+      for (const claim of CLAIMS_OF_SCOPE[s as keyof typeof CLAIMS_OF_SCOPE]) granted.add(claim);
   return Object.fromEntries(Object.entries(claims).filter(([claim]) => granted.has(claim)));
 }
 
