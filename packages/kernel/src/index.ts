@@ -1,5 +1,6 @@
 import './express-augment';
 
+export * from './aes-gcm';
 export * from './clock';
 export * from './common-config';
 export * from './config';

@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { gcmOpen, gcmSeal } from '@platform/kernel';
 import type { Doc } from '@platform/store';
 import * as OTPAuth from 'otpauth';
 import QRCode from 'qrcode';
@@ -36,17 +37,14 @@ export class Mfa {
   }
 
   private seal(plain: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return [iv, cipher.getAuthTag(), data].map((b) => b.toString('base64url')).join('.');
+    const { iv, tag, data } = gcmSeal(this.key, plain);
+    return [iv, tag, data].map((b) => b.toString('base64url')).join('.');
   }
 
   private open(sealed: string): string {
-    const [iv, tag, data] = sealed.split('.').map((p) => Buffer.from(p, 'base64url'));
-    const decipher = createDecipheriv('aes-256-gcm', this.key, iv!);
-    decipher.setAuthTag(tag!);
-    return Buffer.concat([decipher.update(data!), decipher.final()]).toString('utf8');
+    const [iv = '', tag = '', data = ''] = sealed.split('.');
+    const part = (s: string) => Buffer.from(s, 'base64url');
+    return gcmOpen(this.key, { iv: part(iv), tag: part(tag), data: part(data) });
   }
 
   private totp(secret: string, label: string) {

@@ -1,8 +1,7 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { gcmOpen, gcmSeal } from '@platform/kernel';
 
 const PREFIX = 'enc:v1:';
-/** GCM's full tag: without it, Node accepts a tag cut to 4 bytes, which an attacker can guess */
-const TAG_BYTES = 16;
 
 /** Whether a stored value is sealed by an AtRestCipher (anything else is an earlier version's plain text). */
 export const isSealed = (stored: string): boolean => stored.startsWith(PREFIX);
@@ -20,21 +19,14 @@ export class AtRestCipher {
   }
 
   seal(plain: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return `${PREFIX}${iv.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}.${body.toString('base64url')}`;
+    const { iv, tag, data } = gcmSeal(this.key, plain);
+    return `${PREFIX}${[iv, tag, data].map((b) => b.toString('base64url')).join('.')}`;
   }
 
   /** The plain text of a sealed value; throws when it was sealed under another key or altered. */
   open(stored: string): string {
-    const [iv, tag, body] = stored.slice(PREFIX.length).split('.');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv!, 'base64url'), {
-      authTagLength: TAG_BYTES,
-    });
-    decipher.setAuthTag(Buffer.from(tag!, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(body!, 'base64url')), decipher.final()]).toString(
-      'utf8',
-    );
+    const [iv = '', tag = '', data = ''] = stored.slice(PREFIX.length).split('.');
+    const part = (s: string) => Buffer.from(s, 'base64url');
+    return gcmOpen(this.key, { iv: part(iv), tag: part(tag), data: part(data) });
   }
 }

@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { gcmOpen, gcmSeal } from '@platform/kernel';
 
 /**
  * The legacy service's own credentials. Each has a distinct prefix so a leaked one is recognisable
@@ -57,22 +58,17 @@ export class TokenSealer {
   }
 
   seal(plain: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return `v1.${iv.toString('base64url')}.${body.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`;
+    const { iv, tag, data } = gcmSeal(this.key, plain);
+    return `v1.${[iv, data, tag].map((b) => b.toString('base64url')).join('.')}`;
   }
 
   /** null when the ciphertext was not made with this key */
   open(sealed: string): string | null {
     const [version, iv, body, tag] = sealed.split('.');
     if (version !== 'v1' || !iv || !body || !tag) return null;
+    const part = (s: string) => Buffer.from(s, 'base64url');
     try {
-      const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString(
-        'utf8',
-      );
+      return gcmOpen(this.key, { iv: part(iv), tag: part(tag), data: part(body) });
     } catch {
       return null;
     }
