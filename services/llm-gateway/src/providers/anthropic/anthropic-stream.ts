@@ -10,7 +10,7 @@ interface StreamEvent {
   type?: string;
   index?: number;
   message?: { id?: string; model?: string; usage?: AnthropicUsage };
-  content_block?: { type?: string; id?: string; name?: string; text?: string };
+  content_block?: { type?: string; id?: string; name?: string; text?: string; input?: unknown };
   delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
   usage?: AnthropicUsage;
   error?: { type?: string; message?: string };
@@ -48,6 +48,8 @@ export async function* anthropicChunks(
   let rolePending = true;
   let yielded = false;
   const toolIndexByBlock = new Map<number, number>();
+  /** tool blocks whose input has not streamed yet: their input as `content_block_start` gave it */
+  const unstreamedInput = new Map<number, unknown>();
   let jsonBlock: number | null = null;
 
   const chunk = (delta: Delta, finish: ChatCompletionChunk['choices'][number]['finish_reason'] = null) => {
@@ -83,6 +85,7 @@ export async function* anthropicChunks(
         } else if (event.content_block?.type === 'tool_use') {
           const index = toolIndexByBlock.size;
           toolIndexByBlock.set(event.index ?? 0, index);
+          unstreamedInput.set(event.index ?? 0, event.content_block.input);
           yield chunk({
             tool_calls: [
               {
@@ -106,10 +109,23 @@ export async function* anthropicChunks(
         if (event.delta?.type === 'text_delta' && event.delta.text)
           yield chunk({ content: event.delta.text });
         if (event.delta?.type === 'input_json_delta' && event.delta.partial_json) {
+          unstreamedInput.delete(event.index ?? 0);
           const index = toolIndexByBlock.get(event.index ?? 0) ?? 0;
           yield chunk({ tool_calls: [{ index, function: { arguments: event.delta.partial_json } }] });
         }
         break;
+      case 'content_block_stop': {
+        // a tool without parameters streams no input at all (or only an empty partial_json): its arguments are
+        // still JSON, `{}`, as the plain answer's and OpenAI's are, or a client's JSON.parse fails on ''
+        const block = event.index ?? 0;
+        if (unstreamedInput.has(block)) {
+          const input = unstreamedInput.get(block);
+          unstreamedInput.delete(block);
+          const index = toolIndexByBlock.get(block) ?? 0;
+          yield chunk({ tool_calls: [{ index, function: { arguments: JSON.stringify(input ?? {}) } }] });
+        }
+        break;
+      }
       case 'message_delta':
         // message_delta's usage is cumulative; newer answers repeat the input and cache figures there too,
         // null where they have none to give: a null never replaces message_start's figure
@@ -131,7 +147,7 @@ export async function* anthropicChunks(
         });
       }
       default:
-        break; // ping, content_block_stop, thinking deltas: nothing to say in OpenAI's terms
+        break; // ping, thinking deltas: nothing to say in OpenAI's terms
     }
     if (stopped) break;
   }
