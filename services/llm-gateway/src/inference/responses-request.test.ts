@@ -117,4 +117,15 @@ describe('a Responses request in chat terms', () => {
       { field: 'toString', message: 'is not supported' },
     ]);
   });
+
+  it("sends no tool_choice 'auto' or 'none' without tools (OpenAI's chat refuses one), and echoes it", () => {
+    for (const choice of ['auto', 'none'] as const) {
+      const { chat, echo } = toChatRequest({ input: 'x', tool_choice: choice });
+      expect(chat).not.toHaveProperty('tool_choice');
+      expect(echo.tool_choice).toBe(choice);
+    }
+    const tools = [{ type: 'function', name: 'f' }];
+    expect(toChatRequest({ input: 'x', tools, tool_choice: 'none' }).chat.tool_choice).toBe('none');
+    expect(toChatRequest({ input: 'x', tool_choice: 'required' }).chat.tool_choice).toBe('required');
+  });
 });

@@ -310,7 +310,10 @@ export function toChatRequest(body: Json): { chat: ChatRequest; echo: ResponseEc
     // OpenAI refuses parallel_tool_calls without tools
     set('parallel_tool_calls', body.parallel_tool_calls);
   }
-  set('tool_choice', isObject(choice) ? { type: 'function', function: { name: choice.name } } : choice);
+  // 'auto' and 'none' say nothing without tools, and OpenAI's chat refuses a tool_choice without tools
+  // (the Responses API takes it); 'required' or a named function without tools still reach the provider's refusal
+  if (tools.length > 0 || (choice !== 'auto' && choice !== 'none'))
+    set('tool_choice', isObject(choice) ? { type: 'function', function: { name: choice.name } } : choice);
   set('temperature', body.temperature);
   set('top_p', body.top_p);
   set('max_completion_tokens', body.max_output_tokens);
