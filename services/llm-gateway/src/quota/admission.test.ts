@@ -169,4 +169,26 @@ describe.each([
     expect(await t.streamed(10)).toBe(true);
     expect(await t.streamed(1)).toBe(false);
   });
+
+  it('a store that stops answering mid-stream neither ends the stream nor loses its tokens', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock(Date.now());
+    const counters = countersFor(store, clock);
+    let down = false;
+    const months = {
+      add: (org: string, tokens: number, cost: number) =>
+        down ? Promise.reject(new Error('store unreachable')) : counters.months.add(org, tokens, cost),
+    };
+    const adm = new Admission({ limiters: counters, months, clock });
+    const t = await adm.admit(settings({ 'llm.monthly_tokens': 50 }), caller, 20, { checkMonth: true });
+    expect(await t.streamed(10)).toBe(true);
+    down = true;
+    // counted here while the store is away: the crossing still ends the stream
+    expect(await t.streamed(15)).toBe(true);
+    expect(await t.streamed(10)).toBe(false);
+    down = false;
+    // the answer's 45 tokens reach the month once the store is back, the 25 it missed included
+    await t.settle({ totalTokens: 45, costMicros: 0 });
+    expect((await counters.months.add('acme', 0, 0)).tokens).toBe(45);
+  });
 });

@@ -58,8 +58,10 @@ export type Limiters = Pick<QuotaCounters, 'requests' | 'tokens'>;
 /** What an admitted request holds until it settles: the tokens it reserved in every window. */
 export class Ticket {
   private settled = false;
-  /** month tokens already added for this request (prompt reservation + streamed chunks) */
+  /** month tokens this request has added to the store (prompt reservation + streamed chunks) */
   private monthTokens: number;
+  /** the organization's month as last seen: the store's answer, plus chunks it failed to take since */
+  private monthSeen: number;
 
   constructor(
     private readonly deps: { limiters: Limiters; months: QuotaCounters['months'] },
@@ -71,6 +73,7 @@ export class Ticket {
     private readonly monthFloor: number,
   ) {
     this.monthTokens = reservedTokens;
+    this.monthSeen = monthFloor;
   }
 
   /**
@@ -80,9 +83,16 @@ export class Ticket {
   async streamed(tokens: number): Promise<boolean> {
     // Without a limit to enforce, the stream's tokens reach the month once, when the ticket settles.
     if (tokens <= 0 || this.monthTokenLimit === null) return true;
-    this.monthTokens += tokens;
-    const month = await this.deps.months.add(this.caller.orgSlug, tokens, 0);
-    return Math.max(month.tokens, this.monthFloor) <= this.monthTokenLimit;
+    try {
+      const month = await this.deps.months.add(this.caller.orgSlug, tokens, 0);
+      this.monthTokens += tokens;
+      this.monthSeen = month.tokens;
+    } catch {
+      // The store stopped answering mid-stream: not the provider's fault, so no reason to cut a stream it serves.
+      // The cut still comes at the crossing as this request sees it, and `settle` adds what the store missed.
+      this.monthSeen += tokens;
+    }
+    return Math.max(this.monthSeen, this.monthFloor) <= this.monthTokenLimit;
   }
 
   /** replaces the reservation with what was really consumed (zero when nothing was) */
