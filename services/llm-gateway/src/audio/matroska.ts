@@ -150,6 +150,7 @@ export function matroskaSeconds(file: Buffer): number | null {
     opus: false,
   });
   let entry = newEntry();
+  const declaredTracks = new Set<number>();
   let cluster = 0;
   let lastBlock: Track | null = null;
 
@@ -240,14 +241,19 @@ export function matroskaSeconds(file: Buffer): number | null {
       } else if (v === TRACK_ENTRY) {
         entry = newEntry();
         if (depth < 8 && !unknown) walk(body, end, depth + 1);
-        if (entry.number)
-          Object.assign(trackOf(entry.number) ?? {}, {
+        // a track number's first entry is the one decoders give its blocks to (ffmpeg): a later one of the same
+        // number (a video track) must not turn the audio's blocks into something unmeasured
+        const track = entry.number && !declaredTracks.has(entry.number) ? trackOf(entry.number) : null;
+        if (track) {
+          declaredTracks.add(entry.number);
+          Object.assign(track, {
             type: entry.type,
             defaultDuration: entry.defaultDuration,
             maxBytesPerSecond: entry.maxBytesPerSecond,
             channels: entry.channels,
             opus: entry.opus,
           });
+        }
       } else if (v === TRACK_NUMBER) entry.number = uint(file, body, end);
       else if (v === TRACK_TYPE) entry.type = uint(file, body, end);
       else if (v === DEFAULT_DURATION) entry.defaultDuration = uint(file, body, end);

@@ -66,7 +66,15 @@ const [TRAK, TKHD, MDHD, HDLR, STTS, STSZ, STZ2, STSC, STCO, CO64, STSD, TREX, M
   'tfhd',
   'trun',
 ].map(fourcc);
-const [SOUN, MP4A, ESDS, WAVE, OPUS, MP3] = ['soun', 'mp4a', 'esds', 'wave', 'Opus', '.mp3'].map(fourcc);
+const [SOUN, DHLR, MP4A, ESDS, WAVE, OPUS, MP3] = [
+  'soun',
+  'dhlr',
+  'mp4a',
+  'esds',
+  'wave',
+  'Opus',
+  '.mp3',
+].map(fourcc);
 /** the most bytes a second of each sample format can take; a format not listed is taken as lossless */
 const BYTES_PER_SECOND = new Map([
   ...['mp4a', 'Opus', '.mp3', 'samr', 'sawb'].map((f) => [fourcc(f), LOSSY_BYTES_PER_SECOND] as const),
@@ -241,13 +249,15 @@ export function mp4Seconds(file: Buffer): number | null {
         walk(c, end, depth + 1);
       } else if (type === TKHD && track && c + 24 <= end) {
         track.id = file.readUInt32BE(c + (v1 ? 20 : 12));
-        byId.set(track.id, track);
+        // a second track of the same id does not take the first's fragments (ffmpeg gives them to the first)
+        if (!byId.has(track.id)) byId.set(track.id, track);
       } else if (type === MDHD && track && c + (v1 ? 32 : 20) <= end) {
         track.timescale = file.readUInt32BE(c + (v1 ? 20 : 12));
         const declared = v1 ? u64(file, c + 24) : file.readUInt32BE(c + 16);
         // all ones: unknown
         track.declared = declared === (v1 ? 2 ** 64 - 1 : 0xffff_ffff) ? 0 : declared;
-      } else if (type === HDLR && track && c + 12 <= end) {
+      } else if (type === HDLR && track && c + 12 <= end && file.readUInt32BE(c + 4) !== DHLR) {
+        // a QuickTime file's `minf` holds a data handler (`dhlr`, `url `/`alis`) after the media's own (`soun`)
         track.sound = file.readUInt32BE(c + 8) === SOUN;
       } else if (type === STTS && track && c + 8 <= end) {
         const count = Math.min(file.readUInt32BE(c + 4), Math.floor((end - c - 8) / 8));
@@ -347,13 +357,15 @@ export function mp4Seconds(file: Buffer): number | null {
             dataAt += size;
           }
           frames = i;
-        } else if (fragmentTrack.selfTimed)
-          for (
-            let i = 0;
-            i < frames && fragmentDefaultSize > 0 && budget.bytes >= 0;
-            i++, dataAt += fragmentDefaultSize
-          )
-            play(file, budget, fragmentTrack, dataAt, fragmentDefaultSize);
+        } else if (fragmentTrack.selfTimed && fragmentDefaultSize > 0) {
+          // only the run's samples inside the file are visited: one placed past its end is skipped at once (walked
+          // sample by sample, thousands of runs of a file's length each held the thread for minutes)
+          const size = fragmentDefaultSize;
+          const inFile = Math.min(frames, Math.floor((file.length - dataAt) / size));
+          for (let i = Math.max(0, Math.ceil(-dataAt / size)); i < inFile && budget.bytes >= 0; i++)
+            play(file, budget, fragmentTrack, dataAt + i * size, size);
+          dataAt += frames * size;
+        }
         if (!durations) fragmentTrack.samples += count * fragmentDefault;
         if (!sizes) fragmentTrack.bytes += count * fragmentDefaultSize;
         fragmentTrack.frames += frames;
