@@ -42,6 +42,8 @@ describe("another organization's restricted model", () => {
       chat('open/chat'),
       chat('open/cheap'),
       { ...chat('acme/private'), org_slugs: ['acme'] },
+      { ...chat('shared/private'), org_slugs: ['acme', 'initech'] },
+      { ...chat('open/resilient'), failover: 'acme/private' },
       {
         model_id: 'acme/embed',
         type: 'embeddings',
@@ -150,6 +152,23 @@ describe("another organization's restricted model", () => {
     expect(restricted.status).toBe(404);
     expect(seen(restricted, 'acme/private')).toEqual(seen(await ask('globex', 'no/such'), 'no/such'));
     expect((await ask('acme', 'acme/private')).status).toBe(200);
+  });
+
+  it('the model list names neither the other organizations a model is offered to nor a failover to it', async () => {
+    settings.set('globex', settingsOf('globex'));
+    settings.set('acme', settingsOf('acme'));
+    const list = (org: string) =>
+      request(service.handler)
+        .get('/v1/models')
+        .set(PRINCIPAL_HEADER, sealPrincipal(principalOf(org), SECRET))
+        .set(USER_ID_HEADER, `user-${org}`);
+    const theirs = await list('globex');
+    expect(theirs.status).toBe(200);
+    expect(theirs.body.data.map((m: { id: string }) => m.id)).toContain('open/resilient');
+    expect(JSON.stringify(theirs.body)).not.toContain('acme');
+    const own = await list('acme');
+    expect(own.body.data.map((m: { id: string }) => m.id)).toContain('shared/private');
+    expect(JSON.stringify(own.body)).not.toContain('initech');
   });
 
   it("as the organization's default, it answers as a default that does not exist", async () => {

@@ -11,8 +11,9 @@ import { isAllowed, visibleTo } from '../inference/governance';
 /**
  * A catalogue model as callers see it: OpenAI's model object (`id`, `object`, `created`, `owned_by`)
  * plus the entry (`owned_by`: its provider, the first deployment's for a model of several).
- * `provider_config` or `deployments` (which providers and models serve it, header policy) are shown to
- * platform administrators only; provider keys are never shown to anyone.
+ * `provider_config` or `deployments` (which providers and models serve it, header policy), `org_slugs` (which
+ * other organizations a restricted model is offered to) and `failover` (which may name a model restricted to
+ * others, decision 0105) are shown to platform administrators only; provider keys are never shown to anyone.
  */
 export const modelView = (m: CatalogueModel, created: number, admin = false) => {
   const {
@@ -20,18 +21,25 @@ export const modelView = (m: CatalogueModel, created: number, admin = false) => 
     providerName,
     provider_config,
     deployments,
+    org_slugs,
+    failover,
     weight: _w,
     health: _h,
     pool: _p,
     ...entry
   } = m;
+  const operator = {
+    ...(deployments ? { deployments } : { provider_config }),
+    ...(org_slugs ? { org_slugs } : {}),
+    ...(failover ? { failover } : {}),
+  };
   return {
     id: m.model_id,
     object: 'model' as const,
     created,
     owned_by: providerName,
     ...entry,
-    ...(admin ? (deployments ? { deployments } : { provider_config }) : {}),
+    ...(admin ? operator : {}),
   };
 };
 
