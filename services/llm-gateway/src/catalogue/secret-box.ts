@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { gcmOpen, gcmSeal } from '@platform/kernel';
 
 /**
  * Provider keys at rest: AES-256-GCM with a random IV per value, stored as `v1.<iv>.<tag>.<data>`
@@ -12,20 +13,14 @@ export class SecretBox {
   }
 
   seal(plain: string): string {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    const b = (buf: Buffer) => buf.toString('base64url');
-    return `v1.${b(iv)}.${b(cipher.getAuthTag())}.${b(data)}`;
+    const { iv, tag, data } = gcmSeal(this.key, plain);
+    return `v1.${[iv, tag, data].map((b) => b.toString('base64url')).join('.')}`;
   }
 
   open(sealed: string): string {
     const [version, iv, tag, data] = sealed.split('.');
     if (version !== 'v1' || !iv || !tag || data === undefined) throw new Error('not a sealed value');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString(
-      'utf8',
-    );
+    const part = (s: string) => Buffer.from(s, 'base64url');
+    return gcmOpen(this.key, { iv: part(iv), tag: part(tag), data: part(data) });
   }
 }
