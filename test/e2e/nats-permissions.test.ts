@@ -281,7 +281,13 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       },
       'llm-gateway': {
         publish: ['analytics.llm.completion', 'llm.catalogue.updated'],
-        subscribe: ['llm.catalogue.updated', 'llm.quota.settings.changed', '_INBOX.llm-gateway.reply'],
+        subscribe: [
+          'auth.credential.revoked',
+          'auth.org.deleted',
+          'llm.catalogue.updated',
+          'llm.quota.settings.changed',
+          '_INBOX.llm-gateway.reply',
+        ],
         all: false,
       },
       'llm-quota': {

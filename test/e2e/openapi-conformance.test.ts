@@ -392,6 +392,37 @@ describe('OpenAPI documents of the three roots, against real answers through the
       body: { model: 'mock/chat', messages },
     });
     expect(chat.status).toBe(200);
+    // the Responses API and its stored responses (llm-gateway decision 0108)
+    const first = await call('gateway', 'POST', '/v1/responses', {
+      headers: owner,
+      body: { model: 'mock/chat', input: 'Remember the number 7' },
+    });
+    expect(first.status).toBe(200);
+    const second = await call('gateway', 'POST', '/v1/responses', {
+      headers: owner,
+      body: {
+        model: 'mock/chat',
+        input: [{ role: 'user', content: 'Which number?' }],
+        previous_response_id: first.body.id,
+      },
+    });
+    expect(second.body.previous_response_id).toBe(first.body.id);
+    expect((await call('gateway', 'GET', `/v1/responses/${second.body.id}`, { headers: owner })).status).toBe(
+      200,
+    );
+    const items = await call('gateway', 'GET', `/v1/responses/${second.body.id}/input_items?order=asc`, {
+      headers: owner,
+    });
+    expect(items.body.data).toHaveLength(1);
+    expect(
+      (await call('gateway', 'DELETE', `/v1/responses/${first.body.id}`, { headers: owner })).status,
+    ).toBe(200);
+    for (const [method, path] of [
+      ['GET', `/v1/responses/${first.body.id}`],
+      ['DELETE', `/v1/responses/${first.body.id}`],
+      ['GET', `/v1/responses/${first.body.id}/input_items`],
+    ] as const)
+      expect((await call('gateway', method, path, { headers: owner })).status).toBe(404);
     const embeddings = await call('gateway', 'POST', '/v1/embeddings', {
       headers: owner,
       body: { model: 'mock/embeddings', input: ['one', 'two'], dimensions: 64 },
@@ -702,6 +733,13 @@ describe('OpenAPI documents of the three roots, against real answers through the
         '400 GET /v1/quotas/usage',
         '200 PATCH /v1/quotas/settings',
         '200 POST /v1/chat/completions',
+        '200 POST /v1/responses',
+        '200 GET /v1/responses/{id}',
+        '200 GET /v1/responses/{id}/input_items',
+        '200 DELETE /v1/responses/{id}',
+        '404 GET /v1/responses/{id}',
+        '404 DELETE /v1/responses/{id}',
+        '404 GET /v1/responses/{id}/input_items',
         '200 POST /v1/embeddings',
         '200 POST /v1/rerank',
         '200 GET /v1/models',

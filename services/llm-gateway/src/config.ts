@@ -69,6 +69,12 @@ export const llmGatewayConfigSchema = z.object({
           ctx.addIssue({ code: 'custom', message: `not an address or CIDR: ${network}` });
       return networks;
     }),
+  /** how long a stored response (`store`, the default) is kept after the last response of its chain was made (days; decision 0108) */
+  LLM_GATEWAY_RESPONSES_RETENTION_DAYS: env.int(30, 1),
+  /** the most responses one `previous_response_id` chain may hold; a request that would make it longer is 400 `RESPONSE_CHAIN_TOO_LONG` */
+  LLM_GATEWAY_RESPONSES_MAX_CHAIN: env.int(1_000, 1),
+  /** the most bytes (JSON) of input and output items one chain may hold, the new request's input included; more is 400 `RESPONSE_CHAIN_TOO_LONG` */
+  LLM_GATEWAY_RESPONSES_MAX_CHAIN_BYTES: env.int(16 * 1024 * 1024, 1024),
   /** grid emission factor for the carbon estimate (kgCO2eq per kWh; default: world average) */
   LLM_GATEWAY_GRID_KGCO2_PER_KWH: z.coerce.number().positive().default(0.59),
   /** data-centre power usage effectiveness for the carbon estimate */

@@ -9,6 +9,7 @@ import {
   RerankRequestSchema,
   ResponsesRequestSchema,
 } from './routes/schemas';
+import { InputItemsQuerySchema, ResponseRetrieveQuerySchema } from './routes/stored-responses';
 
 const CALLER = ['sessionJwt', 'accessToken', 'apiKey'];
 
@@ -100,7 +101,7 @@ const ResponseOutputItemSchema = z.union([
 
 const ResponseObjectSchema = z
   .object({
-    id: z.string().meta({ description: '`resp_...`; nothing is stored under it' }),
+    id: z.string().meta({ description: '`resp_...`; `GET /v1/responses/{id}` answers it when stored' }),
     object: z.literal('response'),
     created_at: z.number().int(),
     status: z.enum(['completed', 'incomplete']),
@@ -116,7 +117,7 @@ const ResponseObjectSchema = z
     model: z.string().meta({ description: 'the catalogue model that answered' }),
     output: z.array(ResponseOutputItemSchema),
     parallel_tool_calls: z.boolean(),
-    previous_response_id: z.null(),
+    previous_response_id: z.string().nullable().meta({ description: 'the stored response it continues' }),
     reasoning: z.record(z.string(), z.unknown()).nullable().meta({ description: 'as the request said' }),
     temperature: z.number().nullable(),
     text: z
@@ -143,8 +144,71 @@ const ResponseObjectSchema = z
     }),
     user: z.string().optional(),
     metadata: z.record(z.string(), z.string()).nullable().meta({ description: 'as the request said' }),
+    store: z.boolean().meta({
+      description:
+        'whether it is stored: as the request said (default true), false when the store refused the write',
+    }),
   })
   .meta({ id: 'Response', description: "OpenAI's Responses API response object, with the gateway usage" });
+
+/** An input item as `GET /v1/responses/{id}/input_items` lists it: as it was sent, with its id and status. */
+const ResponseInputItemSchema = z.union([
+  z.object({
+    id: z.string().meta({ description: "the client's, else `msg_...`" }),
+    type: z.literal('message'),
+    role: z.enum(['user', 'system', 'developer', 'assistant']),
+    content: z.array(z.record(z.string(), z.unknown())).meta({
+      description:
+        'its parts as sent (`input_text`, `input_image`, `output_text`...); a string as one text part',
+    }),
+    status: z.literal('completed'),
+  }),
+  z.object({
+    id: z.string().meta({ description: "the client's, else `fc_...`" }),
+    type: z.literal('function_call'),
+    status: z.literal('completed'),
+    call_id: z.string(),
+    name: z.string(),
+    arguments: z.string(),
+  }),
+  z.object({
+    id: z.string().meta({ description: "the client's, else `fco_...`" }),
+    type: z.literal('function_call_output'),
+    status: z.literal('completed'),
+    call_id: z.string(),
+    output: z.union([z.string(), z.array(z.record(z.string(), z.unknown()))]),
+  }),
+  z
+    .record(z.string(), z.unknown())
+    .meta({ description: 'another item (`reasoning`) as it was sent, with an id' }),
+]);
+
+const ResponseItemListSchema = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(ResponseInputItemSchema),
+    first_id: z.string().nullable().meta({ description: "the first listed item's id; null when none is" }),
+    last_id: z
+      .string()
+      .nullable()
+      .meta({ description: "the last listed item's id (the next page's `after`)" }),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'ResponseItemList', description: "OpenAI's cursor list of a stored response's input items" });
+
+const ResponseDeletedSchema = z
+  .object({ id: z.string(), object: z.literal('response'), deleted: z.literal(true) })
+  .meta({ id: 'ResponseDeleted' });
+
+const storedResponse = {
+  400: error('INVALID_BODY (`details.issues`: a query parameter), NO_ORG_CONTEXT'),
+  401: error('missing or invalid credentials'),
+  403: error('`models:read` missing'),
+  404: error(
+    "RESPONSE_NOT_FOUND: no such response, or not the caller's (another user's or key's, another organization's), `store: false`, deleted, or past its retention",
+  ),
+  405: error('METHOD_NOT_ALLOWED (`Allow` names the methods)'),
+};
 
 const EmbeddingsResponseSchema = z
   .looseObject({
@@ -210,13 +274,53 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
   {
     method: 'post',
     path: '/v1/responses',
-    summary: "OpenAI's Responses API (stateless), served through chat completions, plain or streamed",
+    summary: "OpenAI's Responses API, served through chat completions, plain or streamed",
     description:
-      "`input` (a string, or messages with `input_text` / `input_image` / `output_text` parts and `function_call` / `function_call_output` items), `instructions`, function `tools`, `tool_choice`, `text.format` (`text`, `json_object`, `json_schema`), `max_output_tokens`, `temperature`, `top_p`, `parallel_tool_calls`, `user`, `metadata` (echoed, never sent to the provider). Nothing is stored: `store: true` is answered as `false`; `previous_response_id`, `conversation`, `background`, `prompt`, a non-empty `include`, `truncation: auto`, tools other than functions and any other member are 400 `INVALID_BODY` naming them (`details.issues`). With `stream: true` the answer is `text/event-stream` of named events (`response.created` ... `response.completed` or `response.incomplete`, each with its `sequence_number`); a provider error or the monthly token budget ends it with `response.failed` and an `error` event carrying the envelope. Quotas, governance, failover and accounting are chat's; the usage event names the endpoint `chat.completions`.",
+      "`input` (a string, or messages with `input_text` / `input_image` / `output_text` parts and `function_call` / `function_call_output` items), `instructions`, function `tools`, `tool_choice`, `text.format` (`text`, `json_object`, `json_schema`), `max_output_tokens`, `temperature`, `top_p`, `parallel_tool_calls`, `user`, `metadata` (echoed, never sent to the provider). A completed or incomplete response is stored unless `store: false` (kept `LLM_GATEWAY_RESPONSES_RETENTION_DAYS` after the last response of its chain, readable by its maker alone); `previous_response_id` names one to continue: its chain's input and output items come before `input` (not its `instructions`), 404 `RESPONSE_NOT_FOUND` or 400 `RESPONSE_CHAIN_TOO_LONG` before any quota or provider call. `conversation`, `background`, `prompt`, a non-empty `include`, `truncation: auto`, tools other than functions and any other member are 400 `INVALID_BODY` naming them (`details.issues`). With `stream: true` the answer is `text/event-stream` of named events (`response.created` ... `response.completed` or `response.incomplete`, each with its `sequence_number`); a provider error or the monthly token budget ends it with `response.failed` and an `error` event carrying the envelope. Quotas, governance, failover and accounting are chat's; the usage event names the endpoint `chat.completions`.",
     tags: ['completions'],
     security: CALLER,
     body: ResponsesRequestSchema,
-    responses: { 200: { description: 'the response', schema: ResponseObjectSchema }, ...inference },
+    responses: {
+      200: { description: 'the response', schema: ResponseObjectSchema },
+      ...inference,
+      400: error(
+        "INVALID_BODY (`details.issues`; or, with `provider` and `model`, a request the model's provider cannot take), NO_ORG_CONTEXT, the model is of the wrong type, or RESPONSE_CHAIN_TOO_LONG (`details`: the limit passed)",
+      ),
+      404: error(
+        "MODEL_NOT_FOUND, or RESPONSE_NOT_FOUND: `previous_response_id` (or a response before it) is not the caller's stored response",
+      ),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/responses/:id',
+    summary: 'A stored response, as it was answered',
+    description: 'Not billed. `stream=true` is refused (400): a stored response is answered whole.',
+    tags: ['completions'],
+    security: CALLER,
+    query: ResponseRetrieveQuerySchema,
+    responses: { 200: { description: 'the response', schema: ResponseObjectSchema }, ...storedResponse },
+  },
+  {
+    method: 'delete',
+    path: '/v1/responses/:id',
+    summary: 'Deletes a stored response',
+    description:
+      'Not billed. A response that continued it can no longer be continued (its chain misses one), and stays readable.',
+    tags: ['completions'],
+    security: CALLER,
+    responses: { 200: { description: 'deleted', schema: ResponseDeletedSchema }, ...storedResponse },
+  },
+  {
+    method: 'get',
+    path: '/v1/responses/:id/input_items',
+    summary: "A stored response's input items (OpenAI's cursor list)",
+    description:
+      'The items of the request that made it (not those of the responses it continued), each with its id; `order` `desc` by default, `limit` 1 to 100 (20), `after` an item id. Not billed.',
+    tags: ['completions'],
+    security: CALLER,
+    query: InputItemsQuerySchema,
+    responses: { 200: { description: 'the items', schema: ResponseItemListSchema }, ...storedResponse },
   },
   {
     method: 'post',

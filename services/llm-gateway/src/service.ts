@@ -1,5 +1,11 @@
 import type { Bus } from '@platform/bus';
-import { LlmCatalogueUpdatedEvent, LlmQuotaSettingsChangedEvent, Subjects } from '@platform/contracts';
+import {
+  CredentialRevokedEvent,
+  LlmCatalogueUpdatedEvent,
+  LlmQuotaSettingsChangedEvent,
+  OrgDeletedEvent,
+  Subjects,
+} from '@platform/contracts';
 import {
   type BaseDeps,
   createServiceApp,
@@ -38,6 +44,8 @@ import { mountModels } from './routes/models';
 import { mountRerank } from './routes/rerank';
 import { mountResponses } from './routes/responses';
 import { mountSmokeTest } from './routes/smoke-test';
+import { mountStoredResponses } from './routes/stored-responses';
+import { credentialOwner, ResponseStore, userOwner } from './stored-responses/response-store';
 
 export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
   store: Store;
@@ -56,6 +64,8 @@ export interface LlmGatewayParts {
   app: ServiceApp;
   context: GatewayContext;
   admin: CatalogueAdmin;
+  /** the Responses API's stored responses */
+  responses: ResponseStore;
   /** closes the connections to llm-quota (and the restricted providers' pool) */
   closeQuotaClient(): Promise<void>;
 }
@@ -104,6 +114,11 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
     },
   });
   const counters = deps.counters ?? quotaCountersFor(store, clock);
+  const responses = new ResponseStore(store, clock, {
+    retentionDays: config.LLM_GATEWAY_RESPONSES_RETENTION_DAYS,
+    maxChain: config.LLM_GATEWAY_RESPONSES_MAX_CHAIN,
+    maxChainBytes: config.LLM_GATEWAY_RESPONSES_MAX_CHAIN_BYTES,
+  });
   const context: GatewayContext = {
     config,
     clock,
@@ -165,7 +180,8 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
         });
       }
       mountChatCompletions(router, context);
-      mountResponses(router, context);
+      mountResponses(router, context, responses);
+      mountStoredResponses(router, responses);
       mountEmbeddings(router, context);
       mountRerank(router, context);
       mountModels(router, context);
@@ -196,7 +212,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
     await quota.close();
     await destinations.close();
   };
-  return { app, context, admin, closeQuotaClient: close };
+  return { app, context, admin, responses, closeQuotaClient: close };
 }
 
 /** The gateway's express app alone (tests of routes); the catalogue is loaded by the service's start. */
@@ -209,7 +225,7 @@ export function createApp(deps: LlmGatewayDeps): Express {
  * organization's governance and quotas and emitting `analytics.llm.completion` for every request.
  */
 export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<PlatformService> {
-  const { app, context, admin, closeQuotaClient } = createGatewayParts(deps);
+  const { app, context, admin, responses, closeQuotaClient } = createGatewayParts(deps);
   const box = new SecretBox(deps.config.LLM_GATEWAY_ENCRYPTION_KEY ?? deps.config.PLATFORM_INTERNAL_SECRET);
   const unsubscribes: Array<() => void> = [];
   let started = false;
@@ -243,6 +259,31 @@ export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<Pla
         deps.bus.subscribe(Subjects.llmQuotaSettingsChanged, (payload) => {
           const event = LlmQuotaSettingsChangedEvent.safeParse(payload);
           if (event.success) context.orgSettings.forget(event.data.orgSlug);
+        }),
+      );
+      // Stored responses go with their organization, their user or their organization API key (decision 0108);
+      // one missed while this instance was away from the bus goes at the end of its retention
+      const forget = (what: Record<string, string>, deleting: Promise<number>) =>
+        deleting
+          .then((deleted) => {
+            if (deleted > 0) deps.logger.info({ ...what, deleted }, 'stored responses deleted');
+          })
+          .catch((err) => deps.logger.error({ err, ...what }, 'stored responses could not be deleted'));
+      unsubscribes.push(
+        deps.bus.subscribe(Subjects.orgDeleted, (payload) => {
+          const event = OrgDeletedEvent.safeParse(payload);
+          if (event.success)
+            void forget({ orgSlug: event.data.orgSlug }, responses.forgetOrganization(event.data.orgSlug));
+        }),
+      );
+      unsubscribes.push(
+        deps.bus.subscribe(Subjects.credentialRevoked, (payload) => {
+          const event = CredentialRevokedEvent.safeParse(payload);
+          if (!event.success) return;
+          const { kind, id } = event.data;
+          if (kind === 'user') void forget({ userId: id }, responses.forgetOwner(userOwner(id)));
+          else if (kind === 'org_api_key')
+            void forget({ apiKeyId: id }, responses.forgetOwner(credentialOwner(kind, id)));
         }),
       );
       // A change announced while this instance was away from the bus is picked up from the store.

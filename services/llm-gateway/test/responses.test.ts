@@ -378,10 +378,9 @@ describe('the Responses API through the edge', () => {
     expect(refused.body).toMatchObject({ code: 'MONTHLY_QUOTA_EXCEEDED' });
   });
 
-  it('refuses what a stateless translation cannot serve: 400 INVALID_BODY naming each field, before any provider call', async () => {
+  it('refuses what the translation cannot serve: 400 INVALID_BODY naming each field, before any provider call', async () => {
     const as = { bearer: owner.token };
     const refusals: Array<[Record<string, unknown>, string]> = [
-      [{ previous_response_id: 'resp_123' }, 'previous_response_id'],
       [{ conversation: 'conv_1' }, 'conversation'],
       [{ background: true }, 'background'],
       [{ tools: [{ type: 'web_search' }] }, 'tools.0.type'],
@@ -414,7 +413,7 @@ describe('the Responses API through the edge', () => {
 
     const err = await w
       .client(as)
-      .responses.create({ model: 'sim/gpt', input: 'hi', previous_response_id: 'resp_1' })
+      .responses.create({ model: 'sim/gpt', input: 'hi', conversation: 'conv_1' })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(APIError);
     expect({ status: (err as APIError).status, error: (err as APIError).error }).toEqual({

@@ -127,6 +127,22 @@ export const ROUTES: RouteRule[] = [
   },
   // the Responses API, served through the chat path (llm-gateway decision 0106)
   { root: 'gateway', method: 'POST', path: '/v1/responses', requireOrg: true, permission: 'models:read' },
+  // stored responses (llm-gateway decision 0108): the gateway answers only their maker
+  { root: 'gateway', method: 'GET', path: '/v1/responses/:id', requireOrg: true, permission: 'models:read' },
+  {
+    root: 'gateway',
+    method: 'DELETE',
+    path: '/v1/responses/:id',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  {
+    root: 'gateway',
+    method: 'GET',
+    path: '/v1/responses/:id/input_items',
+    requireOrg: true,
+    permission: 'models:read',
+  },
   { root: 'gateway', method: 'POST', path: '/v1/embeddings', requireOrg: true, permission: 'models:read' },
   { root: 'gateway', method: 'POST', path: '/v1/rerank', requireOrg: true, permission: 'models:read' },
   {

@@ -24,7 +24,7 @@ export interface ResponseBase {
 type Status = 'in_progress' | 'completed' | 'incomplete' | 'failed';
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
-export const newId = (prefix: 'resp' | 'msg' | 'fc' | 'call'): string =>
+export const newId = (prefix: 'resp' | 'msg' | 'fc' | 'fco' | 'call' | 'item'): string =>
   `${prefix}_${randomUUID().replaceAll('-', '')}`;
 
 /** A chat finish reason as the response's status: cut by the length limit or a filter is `incomplete`. */
@@ -85,7 +85,7 @@ function responseObject(
     model: base.model,
     output: state.output,
     parallel_tool_calls: echo.parallel_tool_calls,
-    previous_response_id: null,
+    previous_response_id: echo.previous_response_id,
     reasoning: echo.reasoning,
     temperature: echo.temperature,
     text: echo.text,
@@ -96,6 +96,7 @@ function responseObject(
     usage: state.usage,
     ...(echo.user !== undefined ? { user: echo.user } : {}),
     metadata: echo.metadata,
+    store: echo.store,
   };
 }
 
@@ -181,7 +182,7 @@ export class ResponsesEventWriter {
   private call: OpenCall | null = null;
   /** the items of the chat tool calls, by their chunk index */
   private readonly calls = new Map<number, OpenCall>();
-  private finish: unknown = null;
+  private finishReason: unknown = null;
 
   constructor(
     private readonly base: ResponseBase,
@@ -207,24 +208,35 @@ export class ResponsesEventWriter {
     if (typeof delta?.refusal === 'string' && delta.refusal !== '') this.text('refusal', delta.refusal);
     if (Array.isArray(delta?.tool_calls))
       for (const call of delta.tool_calls as Array<ChatToolCall & { index?: number }>) this.toolCall(call);
-    if (choice.finish_reason) this.finish = choice.finish_reason;
+    if (choice.finish_reason) this.finishReason = choice.finish_reason;
   }
 
   /** The answer is whole: its items are closed, then `response.completed` (or `response.incomplete`). */
   complete(usage: Json, completedAt: number): void {
-    const { status, incomplete_details } = ending(this.finish);
+    this.end(this.finish(usage, completedAt));
+  }
+
+  /**
+   * The answer is whole: its items are closed (their `done` events sent) and the finished response object
+   * answered, its terminal event not sent yet (`end`): what is kept of it is stored first.
+   */
+  finish(usage: Json, completedAt: number): Json {
+    const { status, incomplete_details } = ending(this.finishReason);
     // an answer with nothing in it is still a message, as a plain answer's is
     if (this.output.length === 0) this.openPart(this.openMessage(), 'output_text');
     this.closeItems(status === 'completed' ? 'completed' : 'incomplete');
-    this.emit(`response.${status}`, {
-      response: responseObject(this.base, {
-        status,
-        output: this.output,
-        usage,
-        incomplete_details,
-        ...(status === 'completed' ? { completedAt } : {}),
-      }),
+    return responseObject(this.base, {
+      status,
+      output: this.output,
+      usage,
+      incomplete_details,
+      ...(status === 'completed' ? { completedAt } : {}),
     });
+  }
+
+  /** `response.completed` or `response.incomplete` with the object `finish` answered. */
+  end(response: Json): void {
+    this.emit(`response.${String(response.status)}`, { response });
   }
 
   /** The stream was cut (the monthly budget, a provider failure): `response.failed`, then the envelope. */

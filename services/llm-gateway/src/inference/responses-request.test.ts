@@ -85,13 +85,14 @@ describe('a Responses request in chat terms', () => {
         refuseUnsupported({
           input: 'x',
           previous_response_id: 'resp_1',
+          conversation: 'conv_1',
           background: true,
           tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }],
           reasoning: { effort: 'low', context: 'all_turns' },
           seed: 3,
         }),
       ).map((i) => i.field),
-    ).toEqual(['previous_response_id', 'background', 'seed', 'tools.1.type', 'reasoning.context']);
+    ).toEqual(['conversation', 'background', 'seed', 'tools.1.type', 'reasoning.context']);
     expect(
       issuesOf(() =>
         toChatRequest({
@@ -127,5 +128,64 @@ describe('a Responses request in chat terms', () => {
     const tools = [{ type: 'function', name: 'f' }];
     expect(toChatRequest({ input: 'x', tools, tool_choice: 'none' }).chat.tool_choice).toBe('none');
     expect(toChatRequest({ input: 'x', tool_choice: 'required' }).chat.tool_choice).toBe('required');
+  });
+
+  it('a stored chain comes before input, its function calls answerable; only the new instructions are sent', () => {
+    const earlier = [
+      {
+        id: 'msg_a',
+        type: 'message',
+        role: 'user',
+        content: [{ type: 'input_text', text: 'Weather in Oslo?' }],
+      },
+      {
+        id: 'fc_a',
+        type: 'function_call',
+        status: 'completed',
+        call_id: 'call_1',
+        name: 'weather',
+        arguments: '{"city":"Oslo"}',
+      },
+    ];
+    const { chat, echo } = toChatRequest(
+      {
+        input: [{ type: 'function_call_output', call_id: 'call_1', output: 'Sunny' }],
+        instructions: 'Answer in French',
+        previous_response_id: 'resp_1',
+      },
+      earlier,
+    );
+    expect(chat.messages).toEqual([
+      { role: 'system', content: 'Answer in French' },
+      { role: 'user', content: 'Weather in Oslo?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: 'Sunny' },
+    ]);
+    expect(echo).toMatchObject({
+      previous_response_id: 'resp_1',
+      store: true,
+      instructions: 'Answer in French',
+    });
+    // without the chain the output answers no call; a bad new item is still named by its place in input
+    expect(
+      issuesOf(() =>
+        toChatRequest({ input: [{ type: 'function_call_output', call_id: 'call_1', output: 'Sunny' }] }),
+      ).map((i) => i.field),
+    ).toEqual(['input.0.call_id']);
+    expect(
+      issuesOf(() => toChatRequest({ input: [{ type: 'computer_call' }] }, earlier)).map((i) => i.field),
+    ).toEqual(['input.0.type']);
+  });
+
+  it('store is true unless false, as OpenAI', () => {
+    expect(toChatRequest({ input: 'x' }).echo.store).toBe(true);
+    expect(toChatRequest({ input: 'x', store: null }).echo.store).toBe(true);
+    expect(toChatRequest({ input: 'x', store: false }).echo.store).toBe(false);
   });
 });

@@ -3,9 +3,9 @@ import type { ChatRequest } from './provider-port';
 
 /**
  * The Responses API request (OpenAI's `POST /v1/responses`) said in chat completions' terms, so that it takes
- * the gateway's own chat path (decision 0106). The gateway keeps no state: everything the model needs comes in
- * `input`, and what would need a stored response, a server-side tool or a background run is refused with a 400
- * naming the field.
+ * the gateway's own chat path (decision 0106). What the model needs comes in `input`, after the items of the
+ * stored responses `previous_response_id` continues (decision 0108); what would need a conversation object, a
+ * server-side tool or a background run is refused with a 400 naming the field.
  */
 
 type Json = Record<string, unknown>;
@@ -26,14 +26,17 @@ export interface ResponseEcho {
   text: { format: Json; verbosity?: string };
   reasoning: Json | null;
   user?: string;
+  previous_response_id: string | null;
+  /** whether the response is kept (OpenAI's default: true) */
+  store: boolean;
 }
 
-const STATELESS = 'the gateway keeps no responses or conversations: send the whole conversation in input';
+const NO_CONVERSATIONS =
+  'the gateway keeps no conversation objects: continue a stored response with previous_response_id, or send the whole conversation in input';
 
 /** Members that ask for what a stateless translation to chat cannot give; null (or false, []) is the default. */
 const REFUSED: Record<string, (value: unknown) => string | null> = {
-  previous_response_id: (v) => (v == null ? null : `is not supported: ${STATELESS}`),
-  conversation: (v) => (v == null ? null : `is not supported: ${STATELESS}`),
+  conversation: (v) => (v == null ? null : `is not supported: ${NO_CONVERSATIONS}`),
   background: (v) => (v == null || v === false ? null : 'is not supported: responses are answered at once'),
   prompt: (v) => (v == null ? null : 'is not supported: the gateway keeps no prompt templates'),
   include: (v) =>
@@ -62,6 +65,7 @@ const READ = new Set([
   'metadata',
   'stream',
   'store',
+  'previous_response_id',
   'reasoning',
   'safety_identifier',
   'prompt_cache_key',
@@ -173,13 +177,24 @@ function chatContent(role: string, content: unknown, field: string, issues: Issu
 
 const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
 
-/** The items of `input` as chat messages: function calls join the assistant's turn, their outputs are tool messages. */
-function chatMessages(input: unknown, issues: Issue[]): Json[] {
-  if (typeof input === 'string') return [{ role: 'user', content: input }];
-  const messages: Json[] = [];
-  const callIds = new Set<string>();
+/** The conversation in chat's terms, as its items are read: the messages, and the function calls made so far. */
+interface ChatConversation {
+  messages: Json[];
+  callIds: Set<string>;
+}
+
+/**
+ * The items of `input` as chat messages, after those of `into`: function calls join the assistant's turn, their
+ * outputs are tool messages. `where` names the items in an issue (`input`).
+ */
+function chatMessages(input: unknown, issues: Issue[], into: ChatConversation, where = 'input'): void {
+  const { messages, callIds } = into;
+  if (typeof input === 'string') {
+    messages.push({ role: 'user', content: input });
+    return;
+  }
   (input as unknown[]).forEach((item, i) => {
-    const field = `input.${i}`;
+    const field = `${where}.${i}`;
     if (!isObject(item)) {
       issues.push({ field, message: 'an input item must be an object' });
       return;
@@ -218,7 +233,8 @@ function chatMessages(input: unknown, issues: Issue[]): Json[] {
         if (typeof item.call_id !== 'string' || !callIds.has(item.call_id)) {
           issues.push({
             field: `${field}.call_id`,
-            message: `is not the call_id of a function_call before it in input (${STATELESS})`,
+            message:
+              'is not the call_id of a function_call before it in input or in the responses previous_response_id continues',
           });
           return;
         }
@@ -233,7 +249,10 @@ function chatMessages(input: unknown, issues: Issue[]): Json[] {
       case 'reasoning':
         return;
       case 'item_reference':
-        issues.push({ field: `${field}.type`, message: `'item_reference' is not supported: ${STATELESS}` });
+        issues.push({
+          field: `${field}.type`,
+          message: `'item_reference' is not supported: ${NO_CONVERSATIONS}`,
+        });
         return;
       default:
         issues.push({
@@ -242,7 +261,6 @@ function chatMessages(input: unknown, issues: Issue[]): Json[] {
         });
     }
   });
-  return messages;
 }
 
 function toolOutput(output: unknown, field: string, issues: Issue[]): string {
@@ -280,9 +298,14 @@ function chatResponseFormat(format: Json | undefined): Json | undefined {
 
 /**
  * A Responses request checked by `ResponsesRequestSchema` -> the chat request the gateway serves, and what the
- * answer echoes. Input items it cannot say in chat's terms are refused (400 INVALID_BODY naming each).
+ * answer echoes. `earlier` are the items of the stored chain `previous_response_id` continues (every input and
+ * output item, oldest first): they come before `input`, and only this request's `instructions` are sent (OpenAI's
+ * rule). Input items it cannot say in chat's terms are refused (400 INVALID_BODY naming each).
  */
-export function toChatRequest(body: Json): { chat: ChatRequest; echo: ResponseEcho } {
+export function toChatRequest(
+  body: Json,
+  earlier: readonly Json[] = [],
+): { chat: ChatRequest; echo: ResponseEcho } {
   const issues: Issue[] = [];
   const tools = (body.tools as Json[] | undefined) ?? [];
   tools.forEach((tool, i) => {
@@ -292,7 +315,10 @@ export function toChatRequest(body: Json): { chat: ChatRequest; echo: ResponseEc
   const choice = body.tool_choice as string | Json | undefined;
   if (isObject(choice) && typeof choice.name !== 'string')
     issues.push({ field: 'tool_choice.name', message: 'a function tool_choice needs its name' });
-  const messages = chatMessages(body.input, issues);
+  const conversation: ChatConversation = { messages: [], callIds: new Set() };
+  if (earlier.length > 0) chatMessages(earlier, issues, conversation, 'previous_response_id.items');
+  chatMessages(body.input, issues, conversation);
+  const { messages } = conversation;
   if (issues.length > 0) refuse(issues);
   if (typeof body.instructions === 'string' && body.instructions !== '')
     messages.unshift({ role: 'system', content: body.instructions });
@@ -340,6 +366,8 @@ export function toChatRequest(body: Json): { chat: ChatRequest; echo: ResponseEc
     },
     reasoning: (body.reasoning as Json | null | undefined) ?? null,
     ...(typeof body.user === 'string' ? { user: body.user } : {}),
+    previous_response_id: typeof body.previous_response_id === 'string' ? body.previous_response_id : null,
+    store: body.store !== false,
   };
   return { chat, echo };
 }

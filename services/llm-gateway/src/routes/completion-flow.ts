@@ -59,7 +59,7 @@ export interface StreamSink {
   /** a provider chunk that carries something (usage-only chunks are read, not passed) */
   chunk(chunk: ChatChunk): void;
   /** the last words and the end of the answer; nothing is written once the client left */
-  close(end: StreamEnd): void;
+  close(end: StreamEnd): void | Promise<void>;
 }
 
 /**
@@ -68,7 +68,8 @@ export interface StreamSink {
  */
 export interface CompletionWire {
   endpoint: Finished['endpoint'];
-  respond(res: Response, answered: Answered): void;
+  /** writes the answer (the Responses API stores it first); never rejects */
+  respond(res: Response, answered: Answered): void | Promise<void>;
   stream(res: Response): StreamSink;
 }
 
@@ -107,7 +108,7 @@ export async function runCompletion(
   const { result, model } = answered;
   const usage = result.usage ?? fallbackUsage(prepared.promptTokens, completionText(result.body));
   const figures = figuresOf(ctx, prepared, model, usage);
-  wire.respond(res, {
+  const responded = wire.respond(res, {
     completion: result.body,
     model,
     usage,
@@ -123,6 +124,7 @@ export async function runCompletion(
     },
     figures,
   );
+  if (responded) await responded;
 }
 
 const stamp = (
@@ -278,7 +280,7 @@ async function streamCompletion(
           total_tokens: (providerUsage?.prompt_tokens ?? prepared.promptTokens) + completionTokens,
         };
   const figures = figuresOf(ctx, prepared, model, usage);
-  sink.close({ outcome, error, usage, usageDetails, figures });
+  const closed = sink.close({ outcome, error, usage, usageDetails, figures });
   void account(
     ctx,
     served,
@@ -288,4 +290,5 @@ async function streamCompletion(
     },
     figures,
   );
+  if (closed) await closed;
 }

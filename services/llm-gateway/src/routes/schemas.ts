@@ -188,11 +188,14 @@ export const ResponsesRequestSchema = z.looseObject({
     .nullable()
     .optional(),
   stream: z.boolean().nullable().optional(),
-  store: z
-    .boolean()
-    .nullable()
-    .optional()
-    .meta({ description: 'accepted; nothing is stored whatever it says (`true` is answered as `false`)' }),
+  store: z.boolean().nullable().optional().meta({
+    description:
+      'keep the finished response (default true, as OpenAI): for `GET /v1/responses/{id}` and a later `previous_response_id`; `false` keeps nothing',
+  }),
+  previous_response_id: z.string().min(1).max(200).nullable().optional().meta({
+    description:
+      "a stored response of the caller's to continue: its chain's input and output items come before `input` (its `instructions` do not); 404 `RESPONSE_NOT_FOUND` when it is not the caller's or is gone, 400 `RESPONSE_CHAIN_TOO_LONG` over the chain's bounds",
+  }),
   reasoning: z
     .looseObject({ effort: z.string().nullable().optional() })
     .nullable()
