@@ -387,7 +387,7 @@ describe('the Responses API through the edge', () => {
       [{ tools: [{ type: 'file_search', vector_store_ids: ['vs_1'] }] }, 'tools.0.type'],
       [{ tools: [{ type: 'code_interpreter', container: { type: 'auto' } }] }, 'tools.0.type'],
       [{ tool_choice: { type: 'web_search_preview' } }, 'tool_choice.type'],
-      [{ include: ['reasoning.encrypted_content'] }, 'include'],
+      [{ include: ['reasoning.encrypted_content', 'message.output_text.logprobs'] }, 'include'],
       [{ truncation: 'auto' }, 'truncation'],
       [{ prompt: { id: 'pmpt_1' } }, 'prompt'],
       [{ top_logprobs: 2 }, 'top_logprobs'],
@@ -431,6 +431,17 @@ describe('the Responses API through the edge', () => {
       store: false,
     });
     expect(defaults.status).toBe(200);
+    // what Codex CLI and the Agents SDK send without storing: the encrypted reasoning the answer carries (none)
+    const encryptedReasoning = await post(as, {
+      model: 'mock/chat',
+      input: 'hi',
+      store: false,
+      include: ['reasoning.encrypted_content'],
+    });
+    expect(encryptedReasoning.status).toBe(200);
+    expect(encryptedReasoning.body.output.some((item: { type: string }) => item.type === 'reasoning')).toBe(
+      false,
+    );
   });
 
   it("errors are chat's: 404 MODEL_NOT_FOUND, 403 MODEL_NOT_ALLOWED, 502 from the provider, a cut stream failed", async () => {

@@ -39,10 +39,18 @@ const REFUSED: Record<string, (value: unknown) => string | null> = {
   conversation: (v) => (v == null ? null : `is not supported: ${NO_CONVERSATIONS}`),
   background: (v) => (v == null || v === false ? null : 'is not supported: responses are answered at once'),
   prompt: (v) => (v == null ? null : 'is not supported: the gateway keeps no prompt templates'),
-  include: (v) =>
-    v == null || (Array.isArray(v) && v.length === 0)
+  // reasoning.encrypted_content (Codex CLI and the Agents SDK send it with store: false) asks for the encrypted
+  // reasoning items the answer carries: the gateway answers none, so there is nothing to include
+  include: (v) => {
+    const asked = Array.isArray(v)
+      ? v.filter((x) => x !== 'reasoning.encrypted_content')
+      : v == null
+        ? []
+        : [v];
+    return asked.length === 0
       ? null
-      : 'is not supported: no stored, encrypted or log-probability content is answered',
+      : `${JSON.stringify(asked[0])} is not supported: no log-probability or built-in tool content is answered`;
+  },
   truncation: (v) =>
     v == null || v === 'disabled' ? null : "'auto' is not supported: the conversation is sent as it is",
   // accepted and ignored: the gateway never pads its events
