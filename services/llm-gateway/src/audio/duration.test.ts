@@ -322,6 +322,57 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
       expect(audioDuration(m4a)?.seconds).toBe(2.688); // ffmpeg: 43,008 samples at 16 kHz
     });
 
+    it('mp4: a second track fragment with no base offset starts where the first one’s samples ended, not at the movie fragment', () => {
+      const opus = fixture('speech-opus-fragmented.mp4');
+      const moof = opus.indexOf('moof') - 4;
+      const run = opus.indexOf('trun') - 4;
+      const u32 = (...values: number[]) =>
+        Buffer.from(values.flatMap((v) => [v >>> 24, (v >> 16) & 255, (v >> 8) & 255, v & 255]));
+      const box = (type: string, ...content: Buffer[]) => {
+        const body = Buffer.concat(content);
+        return Buffer.concat([u32(8 + body.length), Buffer.from(type, 'latin1'), body]);
+      };
+      // the fixture's one run of 129 packets of 20 ms split into two track fragments of one movie fragment, the
+      // first packet and the rest, neither with a base offset nor default-base-is-moof; their durations kept, or
+      // each made one tick
+      const samples = Array.from({ length: opus.readUInt32BE(run + 12) }, (_, i) => [
+        opus.readUInt32BE(run + 20 + i * 8),
+        opus.readUInt32BE(run + 24 + i * 8),
+      ]);
+      const sizes = samples.map(([, size]) => size!);
+      const at = moof + opus.readUInt32BE(run + 16);
+      const first = opus.subarray(at, at + sizes[0]!);
+      const rest = opus.subarray(at + sizes[0]!, at + sizes.reduce((a, b) => a + b));
+      const file = (oneTick: boolean, decoys: number, gap: number) => {
+        const tfhd = box('tfhd', u32(0x38, 1, oneTick ? 1 : 160, 0, 0x0200_0000));
+        const traf = (offset: number, part: number[][]) =>
+          box(
+            'traf',
+            tfhd,
+            box('trun', u32(0x301, part.length, offset), ...part.map(([d, s]) => u32(oneTick ? 1 : d!, s!))),
+          );
+        const fragment = (a: number, b: number) =>
+          box('moof', box('mfhd', u32(0, 1)), traf(a, samples.slice(0, 1)), traf(b, samples.slice(1)));
+        const head = fragment(0, 0).length + 8; // the movie fragment and the media data box's header
+        // the first fragment's data after `decoys` bytes of TOC 0x80 (a 2.5 ms packet), the second's `gap` bytes
+        // after the first's
+        return Buffer.concat([
+          opus.subarray(0, moof),
+          fragment(head + decoys, gap),
+          box('mdat', Buffer.alloc(decoys, 0x80), first, Buffer.alloc(gap), rest),
+        ]);
+      };
+      // as a muxer following ISO BMFF writes it: before, the second fragment's packets were read from the movie
+      // fragment's own bytes and the file priced at 2.83 s
+      expect(audioDuration(file(false, 0, 0))?.seconds).toBe(2.573);
+      // the second fragment's packets put that far after the first's data, the movie fragment's size and the media
+      // data box's header, with as many bytes of 0x80 where the parser looked (from the movie fragment), and every
+      // sample lasting one tick: ffmpeg 5.1 decodes 123,528 samples (2.5735 s) of the packets; before, 2.5 ms a
+      // packet was read, 0.338 s
+      const moofSize = file(false, 0, 0).indexOf('mdat') - 4 - moof;
+      expect(audioDuration(file(true, rest.length, moofSize + 8))?.seconds).toBe(2.56);
+    });
+
     it('Matroska: a TimestampScale of 1 ns instead of 1 ms (129 Opus packets of 20 ms)', () => {
       const measured = ['speech.webm', 'speech-live.webm'].map((name) => {
         const webm = Buffer.from(fixture(name));
@@ -340,6 +391,55 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
         expect(audioDuration(lacedWebm(lacing))).toEqual({ container: 'matroska', seconds: 2.56 });
       },
     );
+
+    it('Matroska: Opus packets whose first bytes the track strips (header stripping) are read with them put back', () => {
+      const [head, , ...packets] = oggPackets(fixture('speech-opus.ogg')); // every packet's TOC is 0x08: one 20 ms frame
+      const uint = (id: number[], v: number) => element(id, Buffer.from([v]));
+      // the track's ContentEncoding: ContentCompAlgo 3, ContentCompSettings the bytes removed from every frame
+      const webm = (
+        stripped: number[],
+        frame: (p: Buffer) => Buffer,
+        spacing: number,
+        tracksFirst = true,
+      ) => {
+        const encoding = element(
+          [0x6d, 0x80],
+          element(
+            [0x62, 0x40],
+            element([0x50, 0x34], uint([0x42, 0x54], 3), element([0x42, 0x55], Buffer.from(stripped))),
+          ),
+        );
+        const track = element(
+          [0x16, 0x54, 0xae, 0x6b],
+          element(
+            [0xae],
+            uint([0xd7], 1),
+            uint([0x83], 2),
+            element([0x86], Buffer.from('A_OPUS')),
+            element([0x63, 0xa2], head!),
+            encoding,
+          ),
+        );
+        const blocks = packets.map((p, i) =>
+          element([0xa3], Buffer.from([0x81, (i * spacing) >> 8, (i * spacing) & 255, 0x80]), frame(p)),
+        );
+        const cluster = element([0x1f, 0x43, 0xb6, 0x75], uint([0xe7], 0), ...blocks);
+        return Buffer.concat([
+          element([0x1a, 0x45, 0xdf, 0xa3], element([0x42, 0x82], Buffer.from('webm'))),
+          Buffer.from([0x18, 0x53, 0x80, 0x67, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+          ...(tracksFirst ? [track, cluster] : [cluster, track]),
+        ]);
+      };
+      // the TOC stripped, blocks 20 ms apart: before, each packet's second byte was read as its TOC (3.28 s)
+      expect(audioDuration(webm([0x08], (p) => p.subarray(1), 20))?.seconds).toBe(2.58);
+      // each packet made code 3 with padding (one frame: the same 20 ms), its TOC and frame count stripped, so that
+      // the first byte stored is the padding's length, 0x80 (a 2.5 ms packet), and every timestamp 0: ffmpeg 5.1
+      // decodes 123,528 samples (2.5735 s); before, 0.32 s
+      const padded = (p: Buffer) => Buffer.concat([Buffer.from([0x80]), p.subarray(1), Buffer.alloc(0x80)]);
+      expect(audioDuration(webm([0x0b, 0x41], padded, 0))?.seconds).toBe(2.56);
+      // the same with its Tracks after its blocks, read before the track said what was stripped: refused
+      expect(audioDuration(webm([0x0b, 0x41], padded, 0, false))).toBeNull();
+    });
 
     it('mp3: frames of a reserved emphasis from the 20th on (ffmpeg ignores the field and plays all 38)', () => {
       const mp3 = Buffer.from(fixture('speech.mp3'));

@@ -3,7 +3,8 @@
 // A browser's MediaRecorder writes no Duration and clusters of unknown size: both are read. Never less than
 // the track's blocks' bytes can hold at its codec's highest rate (floor.ts): timestamps and their scale can
 // be edited to say anything. Opus cannot: a track of it is never less than its packets' own durations (each
-// frame of each block, laced ones included, says it in its first byte; opus.ts).
+// frame of each block, laced ones included, says it in its first byte, once the bytes its track strips from
+// every frame are put back; opus.ts).
 
 import {
   AC3_BYTES_PER_SECOND,
@@ -33,6 +34,15 @@ const BLOCK_DURATION = 0x9b;
 const CODEC_ID = 0x86;
 const AUDIO = 0xe1;
 const CHANNELS = 0x9f;
+const CONTENT_ENCODINGS = 0x6d80;
+const CONTENT_ENCODING = 0x6240;
+const CONTENT_ENCODING_SCOPE = 0x5032;
+const CONTENT_ENCODING_TYPE = 0x5033;
+const CONTENT_COMPRESSION = 0x5034;
+const CONTENT_COMP_ALGO = 0x4254;
+const CONTENT_COMP_SETTINGS = 0x4255;
+/** ContentCompAlgo: header stripping (ContentCompSettings, the bytes removed from the start of every frame) */
+const HEADER_STRIPPING = 3;
 
 const OPUS = Buffer.from('A_OPUS');
 /**
@@ -59,6 +69,9 @@ function codecBytesPerSecond(file: Buffer, from: number, to: number): number {
 
 /** A laced block's frame sizes, as read (reused: a file can hold millions of blocks, each of up to 256 frames). */
 const laceSizes = new Float64Array(255);
+
+/** A header-stripped frame's first two bytes, put back (reused, as the lace sizes). */
+const packetStart = Buffer.alloc(2);
 
 /** The last integer `vint` read (one object, reused: a file can hold millions of elements). */
 const read = { length: 0, value: 0, unknown: false };
@@ -103,6 +116,9 @@ interface Track {
   maxBytesPerSecond: number;
   channels: number;
   opus: boolean;
+  /** where the bytes stripped from the start of every frame are (header stripping; empty: none) */
+  strippedFrom: number;
+  strippedTo: number;
   /** its blocks' frames read as Opus packets: their samples, and the last one's (whatever the codec: it is known at the end) */
   opusSamples: number;
   lastPacketSamples: number;
@@ -118,6 +134,8 @@ export function matroskaSeconds(file: Buffer): number | null {
   // a file can name millions of track numbers: the first few dozen are enough for any real one, and a file of
   // more is refused (the track left out could be the longest)
   let tooMany = false;
+  /** a track's frames were read before its entry said bytes are stripped from them */
+  let misread = false;
   const trackOf = (n: number): Track | null => {
     const known = tracks.get(n);
     if (known) return known;
@@ -135,6 +153,8 @@ export function matroskaSeconds(file: Buffer): number | null {
       maxBytesPerSecond: LOSSLESS_BYTES_PER_SECOND,
       channels: 0,
       opus: false,
+      strippedFrom: 0,
+      strippedTo: 0,
       opusSamples: 0,
       lastPacketSamples: 0,
     };
@@ -148,16 +168,35 @@ export function matroskaSeconds(file: Buffer): number | null {
     maxBytesPerSecond: LOSSLESS_BYTES_PER_SECOND,
     channels: 0,
     opus: false,
+    /** its first ContentEncoding (the one ffmpeg applies): how many there are, its type, scope, compression */
+    encodings: 0,
+    encodingType: 0,
+    encodingScope: 1,
+    compression: 0,
+    settingsFrom: 0,
+    settingsTo: 0,
   });
   let entry = newEntry();
   const declaredTracks = new Set<number>();
   let cluster = 0;
   let lastBlock: Track | null = null;
 
-  /** The frame of `file[from, to)` as an Opus packet: its samples counted for `track`. */
+  /**
+   * The frame of `file[from, to)` as an Opus packet: its samples counted for `track`. A decoder is given it
+   * with the track's stripped header bytes put back (ffmpeg does): its TOC is theirs, not the first byte stored.
+   */
   const packet = (track: Track, from: number, to: number) => {
-    if (to <= from) return;
-    const samples = opusPacketSamples(file, from, to - from);
+    const stripped = track.strippedTo - track.strippedFrom;
+    track.bytes += stripped; // they are the frame's bytes too (the floor counts them)
+    const size = to - from + stripped;
+    if (to < from || size <= 0) return;
+    let samples: number;
+    if (stripped === 0) samples = opusPacketSamples(file, from, size);
+    else {
+      packetStart[0] = file[track.strippedFrom]!;
+      packetStart[1] = stripped > 1 ? file[track.strippedFrom + 1]! : to > from ? file[from]! : 0;
+      samples = opusPacketSamples(packetStart, 0, size);
+    }
     track.opusSamples += samples;
     track.lastPacketSamples = samples;
   };
@@ -226,7 +265,16 @@ export function matroskaSeconds(file: Buffer): number | null {
       const body = sizeAt + read.length;
       const size = read.value;
       const end = unknown ? to : Math.min(to, body + size);
-      if (v === SEGMENT || v === INFO || v === TRACKS || v === CLUSTER || v === BLOCK_GROUP || v === AUDIO) {
+      if (
+        v === SEGMENT ||
+        v === INFO ||
+        v === TRACKS ||
+        v === CLUSTER ||
+        v === BLOCK_GROUP ||
+        v === AUDIO ||
+        v === CONTENT_ENCODINGS ||
+        v === CONTENT_COMPRESSION
+      ) {
         if (v === SEGMENT) sawSegment = true;
         // of unknown size (a live recording's segment and clusters): its children simply follow
         if (unknown) {
@@ -246,18 +294,34 @@ export function matroskaSeconds(file: Buffer): number | null {
         const track = entry.number && !declaredTracks.has(entry.number) ? trackOf(entry.number) : null;
         if (track) {
           declaredTracks.add(entry.number);
+          const stripping =
+            entry.encodings > 0 &&
+            entry.encodingType === 0 &&
+            (entry.encodingScope & 1) !== 0 &&
+            entry.compression === HEADER_STRIPPING;
+          // its blocks, read before it, were counted without the stripped bytes: what they hold is not known
+          if (stripping && entry.settingsTo > entry.settingsFrom && track.first !== null) misread = true;
           Object.assign(track, {
             type: entry.type,
             defaultDuration: entry.defaultDuration,
             maxBytesPerSecond: entry.maxBytesPerSecond,
             channels: entry.channels,
             opus: entry.opus,
+            strippedFrom: stripping ? entry.settingsFrom : 0,
+            strippedTo: stripping ? entry.settingsTo : 0,
           });
         }
       } else if (v === TRACK_NUMBER) entry.number = uint(file, body, end);
       else if (v === TRACK_TYPE) entry.type = uint(file, body, end);
       else if (v === DEFAULT_DURATION) entry.defaultDuration = uint(file, body, end);
       else if (v === CHANNELS) entry.channels = uint(file, body, end);
+      else if (v === CONTENT_ENCODING) {
+        // ffmpeg applies a track's first ContentEncoding only
+        if (++entry.encodings === 1 && depth < 8 && !unknown) walk(body, end, depth + 1);
+      } else if (v === CONTENT_ENCODING_TYPE) entry.encodingType = uint(file, body, end);
+      else if (v === CONTENT_ENCODING_SCOPE) entry.encodingScope = uint(file, body, end);
+      else if (v === CONTENT_COMP_ALGO) entry.compression = uint(file, body, end);
+      else if (v === CONTENT_COMP_SETTINGS) [entry.settingsFrom, entry.settingsTo] = [body, end];
       else if (v === CODEC_ID) {
         entry.maxBytesPerSecond = codecBytesPerSecond(file, body, end);
         entry.opus = startsWith(file, body, end, OPUS);
@@ -269,7 +333,7 @@ export function matroskaSeconds(file: Buffer): number | null {
     }
   };
   walk(0, file.length, 0);
-  if (!sawSegment || tooMany) return null;
+  if (!sawSegment || tooMany || misread) return null;
 
   const all = [...tracks.values()];
   // the audio tracks; a file whose Tracks are missing is taken as all audio, one that has none as no audio

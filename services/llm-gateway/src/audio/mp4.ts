@@ -193,8 +193,9 @@ export function mp4Seconds(file: Buffer): number | null {
   let fragmentTrack: Track | null = null;
   let fragmentDefault = 0;
   let fragmentDefaultSize = 0;
-  /** where the current movie fragment starts, its track fragment's base offset, and its next sample */
+  /** where the movie fragment starts and its last run's samples ended; the track fragment's base, next sample */
   let moofAt = 0;
+  let runEnd = 0;
   let dataBase = 0;
   let dataAt = 0;
   /** more tracks than are remembered: the one left out could be the longest */
@@ -245,7 +246,7 @@ export function mp4Seconds(file: Buffer): number | null {
           };
           tracks.push(track);
         }
-        if (type === MOOF) moofAt = at;
+        if (type === MOOF) [moofAt, runEnd] = [at, at];
         walk(c, end, depth + 1);
       } else if (type === TKHD && track && c + 24 <= end) {
         track.id = file.readUInt32BE(c + (v1 ? 20 : 12));
@@ -324,8 +325,10 @@ export function mp4Seconds(file: Buffer): number | null {
       } else if (type === TFHD && c + 8 <= end) {
         const flags = file.readUIntBE(c + 1, 3);
         fragmentTrack = byId.get(file.readUInt32BE(c + 4)) ?? null;
-        // the fragment's samples are counted from its base offset when given, else from the movie fragment
-        dataBase = flags & 0x01 && c + 16 <= end ? u64(file, c + 8) : moofAt;
+        // the fragment's samples are counted from its base offset when given, from the movie fragment when it
+        // says so (default-base-is-moof), else from where the movie fragment's previous run ended (ISO BMFF, as
+        // ffmpeg reads it): counted from the movie fragment, a second fragment's were read in the wrong place
+        dataBase = flags & 0x01 && c + 16 <= end ? u64(file, c + 8) : flags & 0x02_0000 ? moofAt : runEnd;
         dataAt = dataBase;
         let p = c + 8 + (flags & 0x01 ? 8 : 0) + (flags & 0x02 ? 4 : 0);
         fragmentDefault = fragmentTrack?.defaultSampleDuration ?? 0;
@@ -357,15 +360,18 @@ export function mp4Seconds(file: Buffer): number | null {
             dataAt += size;
           }
           frames = i;
-        } else if (fragmentTrack.selfTimed && fragmentDefaultSize > 0) {
-          // only the run's samples inside the file are visited: one placed past its end is skipped at once (walked
-          // sample by sample, thousands of runs of a file's length each held the thread for minutes)
+        } else {
           const size = fragmentDefaultSize;
-          const inFile = Math.min(frames, Math.floor((file.length - dataAt) / size));
-          for (let i = Math.max(0, Math.ceil(-dataAt / size)); i < inFile && budget.bytes >= 0; i++)
-            play(file, budget, fragmentTrack, dataAt + i * size, size);
-          dataAt += frames * size;
+          if (fragmentTrack.selfTimed && size > 0) {
+            // only the run's samples inside the file are visited: one placed past its end is skipped at once
+            // (walked sample by sample, thousands of runs of a file's length each held the thread for minutes)
+            const inFile = Math.min(frames, Math.floor((file.length - dataAt) / size));
+            for (let i = Math.max(0, Math.ceil(-dataAt / size)); i < inFile && budget.bytes >= 0; i++)
+              play(file, budget, fragmentTrack, dataAt + i * size, size);
+          }
+          dataAt += count * size;
         }
+        runEnd = dataAt;
         if (!durations) fragmentTrack.samples += count * fragmentDefault;
         if (!sizes) fragmentTrack.bytes += count * fragmentDefaultSize;
         fragmentTrack.frames += frames;
