@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { deflateSync } from 'node:zlib';
 import { silentWav } from '../routes/wav-fixture';
 import { audioDuration } from './duration';
 
@@ -401,12 +402,17 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
         frame: (p: Buffer) => Buffer,
         spacing: number,
         tracksFirst = true,
+        algorithm = 3,
       ) => {
         const encoding = element(
           [0x6d, 0x80],
           element(
             [0x62, 0x40],
-            element([0x50, 0x34], uint([0x42, 0x54], 3), element([0x42, 0x55], Buffer.from(stripped))),
+            element(
+              [0x50, 0x34],
+              uint([0x42, 0x54], algorithm),
+              element([0x42, 0x55], Buffer.from(stripped)),
+            ),
           ),
         );
         const track = element(
@@ -439,6 +445,8 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
       expect(audioDuration(webm([0x0b, 0x41], padded, 0))?.seconds).toBe(2.56);
       // the same with its Tracks after its blocks, read before the track said what was stripped: refused
       expect(audioDuration(webm([0x0b, 0x41], padded, 0, false))).toBeNull();
+      // frames compressed with zlib (ContentCompAlgo 0): their first byte (0x78) is no TOC, so they are refused
+      expect(audioDuration(webm([], (p) => deflateSync(p), 20, true, 0))).toBeNull();
     });
 
     it('mp3: frames of a reserved emphasis from the 20th on (ffmpeg ignores the field and plays all 38)', () => {
