@@ -43,12 +43,9 @@ const DefaultSchema = z
     model_id: z.string(),
     source: z.enum(['org', 'platform']),
     name: z.string().optional(),
-    downgraded_from: z
-      .string()
-      .optional()
-      .meta({
-        description: "soft_downgrade: the organization's default it does not allow, replaced by model_id",
-      }),
+    downgraded_from: z.string().optional().meta({
+      description: "soft_downgrade: the organization's default it does not allow, replaced by model_id",
+    }),
   })
   .nullable();
 
