@@ -102,10 +102,15 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
             : {}),
         }
       : scripted.prompt_tokens_details;
+  // Mistral's reasoning models: content as an array of parts, the thinking first (billed as completion tokens)
+  const parts = ctx.rule.reply?.contentParts;
+  const thinking = parts?.thinking ?? '';
+  const completionTokens =
+    turn.completionTokens + (scripted.completion_tokens === undefined ? countSimulatorTokens(thinking) : 0);
   const usage = {
     prompt_tokens: promptTokens,
-    completion_tokens: turn.completionTokens,
-    total_tokens: promptTokens + turn.completionTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
     ...(prompt_tokens_details ? { prompt_tokens_details } : {}),
     ...(completion_tokens_details ? { completion_tokens_details } : {}),
   };
@@ -116,6 +121,12 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
     function: { name: call.name, arguments: call.arguments },
   }));
   const head = { id, created: ctx.created, model: body.model, system_fingerprint: 'fp_simulator' };
+  const thought = (text: string) => ({ type: 'thinking', thinking: [{ type: 'text', text }] });
+  const textPart = (text: string) => ({ type: 'text', text });
+  const contentParts = [
+    ...(thinking ? [thought(thinking)] : []),
+    ...(turn.text ? [textPart(turn.text)] : []),
+  ];
 
   if (body.stream !== true) {
     return {
@@ -128,7 +139,10 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
             index: 0,
             message: {
               role: 'assistant',
-              content: turn.text || (toolCalls.length > 0 ? null : ''),
+              content:
+                parts && contentParts.length > 0
+                  ? contentParts
+                  : turn.text || (toolCalls.length > 0 ? null : ''),
               refusal: null,
               ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
             },
@@ -136,7 +150,7 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
             finish_reason: turn.finish,
           },
         ],
-        usage,
+        ...(ctx.rule.reply?.omitUsage ? {} : { usage }),
       },
     };
   }
@@ -153,7 +167,10 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
       ...(includeUsage ? { usage: null } : {}),
     });
   const frames = [chunk({ role: 'assistant', content: '', refusal: null }, null)];
-  for (const piece of streamPieces(turn.text)) frames.push(chunk({ content: piece }, null));
+  if (parts) {
+    for (const piece of streamPieces(thinking)) frames.push(chunk({ content: [thought(piece)] }, null));
+    for (const piece of streamPieces(turn.text)) frames.push(chunk({ content: [textPart(piece)] }, null));
+  } else for (const piece of streamPieces(turn.text)) frames.push(chunk({ content: piece }, null));
   toolCalls.forEach((call, index) => {
     frames.push(
       chunk(

@@ -83,6 +83,14 @@ export interface SimulatorRule {
     };
     /** OpenAI streams: never send the usage chunk, even when asked (Anthropic always reports usage) */
     omitStreamUsage?: boolean;
+    /** OpenAI plain answers: no `usage` member (a provider that reports none) */
+    omitUsage?: boolean;
+    /**
+     * OpenAI face: the content as an array of parts, as Mistral's reasoning models answer it: a `thinking` part
+     * (`{type: 'thinking', thinking: [{type: 'text', text}]}`) when `thinking` is given, then `{type: 'text', text}`;
+     * streamed, every delta's content is such an array, the thinking's pieces first. Thinking counts in the usage.
+     */
+    contentParts?: { thinking?: string };
   };
   /** embeddings: the dimensions when the request names none (default: the simulator's) */
   embeddingDimensions?: number;

@@ -45,7 +45,8 @@ export type ChatRequest = Record<string, unknown> & { model?: string; stream?: b
 export type ChatCompletion = Record<string, unknown> & { usage?: Record<string, unknown> | null };
 export type ChatChunk = Record<string, unknown> & {
   choices?: Array<{
-    delta?: { content?: string | null; tool_calls?: unknown };
+    /** `content`: a string, or an array of parts from some providers (read through `answer-text.ts`) */
+    delta?: { content?: string | unknown[] | null; tool_calls?: unknown };
     finish_reason?: string | null;
   }>;
   /** the figures, and whatever else the provider reported beside them (OpenAI's `*_details`) */

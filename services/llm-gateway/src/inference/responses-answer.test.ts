@@ -118,6 +118,24 @@ describe('Responses events from chat chunks, as the openai SDK assembles them', 
     ]);
   });
 
+  it('content as parts (Mistral’s reasoning models): the text parts are the output text, thinking is not', async () => {
+    const parts = (content: unknown[]): ChatChunk => ({
+      choices: [{ delta: { content }, finish_reason: null }],
+    });
+    const { sent, final } = await assemble((w) => {
+      w.chunk(parts([{ type: 'thinking', thinking: [{ type: 'text', text: 'Two and two...' }] }]));
+      w.chunk(parts([{ type: 'text', text: 'It is ' }]));
+      w.chunk(parts([{ type: 'text', text: 'four.' }]));
+      w.chunk(finish('stop'));
+      w.complete(FIGURES_USAGE, 1);
+    });
+    expect((await final).output_text).toBe('It is four.');
+    expect(sent.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta)).toEqual([
+      'It is ',
+      'four.',
+    ]);
+  });
+
   it('an empty answer is an empty message; the length limit makes it incomplete', async () => {
     const empty = await (await assemble((w) => w.complete(FIGURES_USAGE, 1))).final;
     expect(empty.output).toMatchObject([{ type: 'message', content: [{ type: 'output_text', text: '' }] }]);

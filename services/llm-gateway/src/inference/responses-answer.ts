@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { visibleText } from './answer-text';
 import type { Figures } from './gateway-context';
 import type { ChatChunk, ChatCompletion, Usage } from './provider-port';
 import type { ResponseEcho } from './responses-request';
@@ -119,7 +120,8 @@ export function fromChatCompletion(
   const message = (choice?.message ?? {}) as { content?: unknown; refusal?: unknown; tool_calls?: unknown };
   const { status, incomplete_details } = ending(choice?.finish_reason);
   const itemStatus: ItemStatus = status === 'completed' ? 'completed' : 'incomplete';
-  const text = typeof message.content === 'string' ? message.content : '';
+  // a `thinking` part is not the answer: `output_text` holds the text parts alone
+  const text = visibleText(message.content);
   const refusal = typeof message.refusal === 'string' && message.refusal !== '' ? message.refusal : null;
   const calls = (Array.isArray(message.tool_calls) ? message.tool_calls : []) as ChatToolCall[];
   const output: Json[] = [];
@@ -204,7 +206,8 @@ export class ResponsesEventWriter {
     const choice = chunk.choices?.[0];
     if (!choice) return;
     const delta = choice.delta as { content?: unknown; refusal?: unknown; tool_calls?: unknown } | undefined;
-    if (typeof delta?.content === 'string' && delta.content !== '') this.text('output_text', delta.content);
+    const text = visibleText(delta?.content);
+    if (text !== '') this.text('output_text', text);
     if (typeof delta?.refusal === 'string' && delta.refusal !== '') this.text('refusal', delta.refusal);
     if (Array.isArray(delta?.tool_calls))
       for (const call of delta.tool_calls as Array<ChatToolCall & { index?: number }>) this.toolCall(call);

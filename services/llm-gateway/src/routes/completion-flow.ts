@@ -1,6 +1,7 @@
 import { envelopeOf, RateLimited } from '@platform/kernel';
 import type { Request, Response } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
+import { billableText } from '../inference/answer-text';
 import {
   account,
   accountFailure,
@@ -149,12 +150,13 @@ const fallbackUsage = (prompt: number, completionText: string): Usage => {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 };
 
+/** What the answer's completion tokens are counted from when the provider reports none (thinking included). */
 function completionText(body: Record<string, unknown>): string {
   const choices = (body.choices ?? []) as Array<{ message?: { content?: unknown; tool_calls?: unknown } }>;
   return choices
     .map(
       (c) =>
-        `${typeof c.message?.content === 'string' ? c.message.content : ''}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`,
+        `${billableText(c.message?.content)}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`,
     )
     .join('');
 }
@@ -162,7 +164,7 @@ function completionText(body: Record<string, unknown>): string {
 function chunkText(chunk: ChatChunk): string {
   let text = '';
   for (const choice of chunk.choices ?? []) {
-    if (typeof choice.delta?.content === 'string') text += choice.delta.content;
+    text += billableText(choice.delta?.content);
     if (choice.delta?.tool_calls) text += JSON.stringify(choice.delta.tool_calls);
   }
   return text;

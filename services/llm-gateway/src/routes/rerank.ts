@@ -2,6 +2,7 @@ import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { costMicros } from '../accounting/cost';
 import type { CatalogueModel } from '../catalogue/catalogue';
+import { billableText, visibleText } from '../inference/answer-text';
 import {
   account,
   downgradeHeaders,
@@ -82,10 +83,14 @@ async function scoreByChat(
           call,
         );
         const choice = (body.choices as Array<{ message?: { content?: unknown } }> | undefined)?.[0];
-        const text = typeof choice?.message?.content === 'string' ? choice.message.content : '';
-        progress.scores[i] = scoreOf(text);
+        progress.scores[i] = scoreOf(visibleText(choice?.message?.content));
         // counted only when the provider reports no usage, from the counts made once for the request
-        const spent = u ?? tokenizerUsage(counted.query + counted.documents[i]!, countText(text));
+        const spent =
+          u ??
+          tokenizerUsage(
+            counted.query + counted.documents[i]!,
+            countText(billableText(choice?.message?.content)),
+          );
         progress.usage.set(model, addUsage(progress.usage.get(model) ?? zeroUsage(), spent));
       } catch (err) {
         failure ??= { err };

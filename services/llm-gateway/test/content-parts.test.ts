@@ -1,0 +1,168 @@
+import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
+import { waitFor } from '@platform/testkit';
+import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
+import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
+
+/** the reasoning and the answer of a magistral-like model (pieces that split alike apart and together) */
+const THOUGHT = 'The user asks for the capital of France. It is Paris.';
+const ANSWER = ' Paris is the capital of France.';
+
+/**
+ * Answers whose `content` is an array of parts, as Mistral's reasoning models send them plain and streamed
+ * (`{type: "thinking", thinking: [{type: "text", text}]}`, then `{type: "text", text}`): the gateway bills their
+ * text, thinking included, when the provider reports no usage and against the month's budget, and answers the
+ * Responses API with the `text` parts alone. Chat answers pass as the provider sent them (decision 0106).
+ */
+describe('answers whose content is an array of parts', () => {
+  let w: GatewayWorld;
+  let owner: { userId: string; token: string };
+  const events: LlmCompletionEvent[] = [];
+  let unsubscribe: () => void;
+
+  beforeAll(async () => {
+    w = await startGatewayWorld();
+    ({ owner } = await w.org('parts-e2e'));
+    unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
+      events.push(e as LlmCompletionEvent);
+    });
+  });
+  afterAll(async () => {
+    unsubscribe?.();
+    await w?.stop();
+  });
+  afterEach(() => w.sim.reset());
+
+  const chat = (requestId: string, stream: boolean, as: { bearer: string } = { bearer: owner.token }) =>
+    w.call(
+      'gateway',
+      'POST',
+      '/v1/chat/completions',
+      as,
+      { model: 'sim/gpt', stream, messages: [{ role: 'user', content: 'What is the capital of France?' }] },
+      { 'x-request-id': requestId },
+    );
+  const eventOf = (requestId: string) =>
+    waitFor(() => events.find((e) => e.requestId === requestId), { what: `the usage event of ${requestId}` });
+  /** the simulator answers without usage: as parts (thinking, then the answer), or their text as one string */
+  const scriptNoUsage = (parts: boolean) =>
+    w.sim.script([
+      {
+        match: { model: 'gpt-sim' },
+        reply: parts
+          ? { content: ANSWER, contentParts: { thinking: THOUGHT }, omitUsage: true, omitStreamUsage: true }
+          : { content: THOUGHT + ANSWER, omitUsage: true, omitStreamUsage: true },
+      },
+    ]);
+
+  it('without the provider’s usage, parts are counted as their text and thinking, as the same text in a string', async () => {
+    const run = Math.random().toString(36).slice(2);
+    scriptNoUsage(false);
+    await chat(`string-plain-${run}`, false);
+    await chat(`string-stream-${run}`, true);
+    scriptNoUsage(true);
+    const plain = await chat(`parts-plain-${run}`, false);
+    const streamed = await chat(`parts-stream-${run}`, true);
+
+    // the chat answer is the provider's, parts and all
+    expect(plain.status).toBe(200);
+    expect(plain.body.choices[0].message.content).toEqual([
+      { type: 'thinking', thinking: [{ type: 'text', text: THOUGHT }] },
+      { type: 'text', text: ANSWER },
+    ]);
+    expect(streamed.body).toContain('"content":[{"type":"thinking"');
+
+    const counted = async (kind: string) => {
+      const [asString, asParts] = await Promise.all([
+        eventOf(`string-${kind}-${run}`),
+        eventOf(`parts-${kind}-${run}`),
+      ]);
+      expect(asString.usage.completion_tokens).toBeGreaterThan(10);
+      return {
+        expected: { source: 'tokenizer', outcome: 'success', tokens: asString.usage.completion_tokens },
+        seen: {
+          source: asParts.usageSource,
+          outcome: asParts.outcome,
+          tokens: asParts.usage.completion_tokens,
+        },
+      };
+    };
+    const [plainCount, streamCount] = await Promise.all([counted('plain'), counted('stream')]);
+    expect({ plain: plainCount.seen, stream: streamCount.seen }).toEqual({
+      plain: plainCount.expected,
+      stream: streamCount.expected,
+    });
+    // the client's own usage says the same
+    expect(plain.body.usage.completion_tokens).toBe(
+      (await eventOf(`parts-plain-${run}`)).usage.completion_tokens,
+    );
+  });
+
+  it('a hard_block stream of parts is cut at the monthly token budget, its thinking counted', async () => {
+    const { owner: budgeted } = await w.org('parts-cut', 'budget');
+    const as = { bearer: budgeted.token };
+    const sentIn = minuteNow();
+    const thinking = Array.from({ length: 400 }, (_, i) => `step${i}`).join(' ');
+    w.sim.script([
+      { match: { model: 'gpt-sim', stream: true }, reply: { content: ANSWER, contentParts: { thinking } } },
+    ]);
+    const res = await chat('parts-cut', true, as);
+    const frames = (res.body as string).split('\n\n').filter(Boolean);
+    expect(frames.at(-1)).toBe('data: [DONE]');
+    expect(JSON.parse(frames.at(-2)!.slice(6)).error).toMatchObject({ code: 'MONTHLY_QUOTA_EXCEEDED' });
+
+    const usage = await w.counted('parts-cut', as, { requests: 1, tokens: 401, sentIn });
+    const used = gauge(usage, 'llm.monthly_tokens').used;
+    expect(used).toBeGreaterThan(400);
+    // one simulator chunk holds one word: far fewer than 40 tokens
+    expect(used).toBeLessThan(440);
+  });
+
+  it('the Responses API answers the text parts as output_text, without the thinking, plain and streamed', async () => {
+    w.sim.script([
+      { match: { model: 'gpt-sim' }, reply: { content: ANSWER, contentParts: { thinking: THOUGHT } } },
+    ]);
+    const client = w.client({ bearer: owner.token });
+
+    const ask = { model: 'sim/gpt', input: 'What is the capital of France?' };
+    const plain = await client.responses.create(ask);
+    const stream = client.responses.stream(ask);
+    const seen: ResponseStreamEvent[] = [];
+    for await (const event of stream) seen.push(event);
+    const final = await stream.finalResponse();
+    const deltas = seen
+      .filter((e) => e.type === 'response.output_text.delta')
+      .map((e) => (e as { delta: string }).delta)
+      .join('');
+    expect({ plain: plain.output_text, streamed: final.output_text, deltas }).toEqual({
+      plain: ANSWER,
+      streamed: ANSWER,
+      deltas: ANSWER,
+    });
+    expect([plain.status, final.status]).toEqual(['completed', 'completed']);
+    expect(plain.output).toEqual([
+      expect.objectContaining({
+        type: 'message',
+        content: [{ type: 'output_text', text: ANSWER, annotations: [], logprobs: [] }],
+      }),
+    ]);
+    // one message with one text part: thinking deltas open nothing
+    expect(seen.filter((e) => e.type === 'response.content_part.added')).toHaveLength(1);
+  });
+
+  it('rerank through a chat model reads the score from the text parts', async () => {
+    w.sim.script([
+      { match: { model: 'gpt-sim' }, reply: { content: '0.75', contentParts: { thinking: THOUGHT } } },
+    ]);
+    const ranked = await w.call(
+      'gateway',
+      'POST',
+      '/v1/rerank',
+      { bearer: owner.token },
+      { model: 'sim/gpt', query: 'capital of France', documents: ['Paris', 'bananas'] },
+    );
+    expect(ranked.status).toBe(200);
+    expect(ranked.body.results.map((r: { relevance_score: number }) => r.relevance_score)).toEqual([
+      0.75, 0.75,
+    ]);
+  });
+});
