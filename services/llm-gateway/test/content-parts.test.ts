@@ -117,6 +117,35 @@ describe('answers whose content is an array of parts', () => {
     expect(used).toBeLessThan(440);
   });
 
+  it('reasoning streamed beside the content (vLLM, DeepSeek) is counted against the budget and without usage', async () => {
+    const { owner: budgeted } = await w.org('reasoning-cut', 'budget');
+    const as = { bearer: budgeted.token };
+    const sentIn = minuteNow();
+    const reasoningContent = Array.from({ length: 400 }, (_, i) => `step${i}`).join(' ');
+    w.sim.script([
+      { match: { model: 'gpt-sim', stream: true }, reply: { content: ANSWER, reasoningContent } },
+    ]);
+    const res = await chat('reasoning-cut', true, as);
+    const frames = (res.body as string).split('\n\n').filter(Boolean);
+    expect(JSON.parse(frames.at(-2)!.slice(6)).error).toMatchObject({ code: 'MONTHLY_QUOTA_EXCEEDED' });
+    const usage = await w.counted('reasoning-cut', as, { requests: 1, tokens: 401, sentIn });
+    expect(gauge(usage, 'llm.monthly_tokens').used).toBeLessThan(440);
+
+    // a plain answer without usage: its reasoning is counted as the same text in the content would be
+    const run = Math.random().toString(36).slice(2);
+    w.sim.script([
+      { match: { model: 'gpt-sim' }, reply: { content: ANSWER, reasoningContent: THOUGHT, omitUsage: true } },
+    ]);
+    await chat(`reasoning-plain-${run}`, false);
+    scriptNoUsage(false);
+    await chat(`string-plain-again-${run}`, false);
+    const [withReasoning, asString] = await Promise.all([
+      eventOf(`reasoning-plain-${run}`),
+      eventOf(`string-plain-again-${run}`),
+    ]);
+    expect(withReasoning.usage.completion_tokens).toBe(asString.usage.completion_tokens);
+  });
+
   it('the Responses API answers the text parts as output_text, without the thinking, plain and streamed', async () => {
     w.sim.script([
       { match: { model: 'gpt-sim' }, reply: { content: ANSWER, contentParts: { thinking: THOUGHT } } },

@@ -105,8 +105,12 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
   // Mistral's reasoning models: content as an array of parts, the thinking first (billed as completion tokens)
   const parts = ctx.rule.reply?.contentParts;
   const thinking = parts?.thinking ?? '';
+  const reasoning = ctx.rule.reply?.reasoningContent ?? '';
   const completionTokens =
-    turn.completionTokens + (scripted.completion_tokens === undefined ? countSimulatorTokens(thinking) : 0);
+    turn.completionTokens +
+    (scripted.completion_tokens === undefined
+      ? countSimulatorTokens(thinking) + countSimulatorTokens(reasoning)
+      : 0);
   const usage = {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
@@ -144,6 +148,7 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
                   ? contentParts
                   : turn.text || (toolCalls.length > 0 ? null : ''),
               refusal: null,
+              ...(reasoning ? { reasoning_content: reasoning } : {}),
               ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
             },
             logprobs: null,
@@ -167,6 +172,7 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
       ...(includeUsage ? { usage: null } : {}),
     });
   const frames = [chunk({ role: 'assistant', content: '', refusal: null }, null)];
+  for (const piece of streamPieces(reasoning)) frames.push(chunk({ reasoning_content: piece }, null));
   if (parts) {
     for (const piece of streamPieces(thinking)) frames.push(chunk({ content: [thought(piece)] }, null));
     for (const piece of streamPieces(turn.text)) frames.push(chunk({ content: [textPart(piece)] }, null));

@@ -91,6 +91,11 @@ export interface SimulatorRule {
      * streamed, every delta's content is such an array, the thinking's pieces first. Thinking counts in the usage.
      */
     contentParts?: { thinking?: string };
+    /**
+     * OpenAI face: reasoning beside the content, as vLLM and DeepSeek send it (`message.reasoning_content`;
+     * streamed, `delta.reasoning_content` pieces before the content's). It counts in the usage.
+     */
+    reasoningContent?: string;
   };
   /** embeddings: the dimensions when the request names none (default: the simulator's) */
   embeddingDimensions?: number;

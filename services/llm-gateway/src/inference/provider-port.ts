@@ -46,7 +46,13 @@ export type ChatCompletion = Record<string, unknown> & { usage?: Record<string, 
 export type ChatChunk = Record<string, unknown> & {
   choices?: Array<{
     /** `content`: a string, or an array of parts from some providers (read through `answer-text.ts`) */
-    delta?: { content?: string | unknown[] | null; tool_calls?: unknown };
+    delta?: {
+      content?: string | unknown[] | null;
+      tool_calls?: unknown;
+      /** the reasoning some OpenAI-compatible servers stream beside the content (vLLM, DeepSeek; OpenRouter's `reasoning`) */
+      reasoning_content?: unknown;
+      reasoning?: unknown;
+    };
     finish_reason?: string | null;
   }>;
   /** the figures, and whatever else the provider reported beside them (OpenAI's `*_details`) */

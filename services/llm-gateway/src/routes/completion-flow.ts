@@ -150,13 +150,23 @@ const fallbackUsage = (prompt: number, completionText: string): Usage => {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 };
 
+/**
+ * The reasoning an OpenAI-compatible server writes beside the content, billed as completion tokens: vLLM's and
+ * DeepSeek's `reasoning_content`, OpenRouter's `reasoning`.
+ */
+const reasoningText = (part: { reasoning_content?: unknown; reasoning?: unknown } | undefined): string =>
+  (typeof part?.reasoning_content === 'string' ? part.reasoning_content : '') +
+  (typeof part?.reasoning === 'string' ? part.reasoning : '');
+
 /** What the answer's completion tokens are counted from when the provider reports none (thinking included). */
 function completionText(body: Record<string, unknown>): string {
-  const choices = (body.choices ?? []) as Array<{ message?: { content?: unknown; tool_calls?: unknown } }>;
+  const choices = (body.choices ?? []) as Array<{
+    message?: { content?: unknown; tool_calls?: unknown; reasoning_content?: unknown; reasoning?: unknown };
+  }>;
   return choices
     .map(
       (c) =>
-        `${billableText(c.message?.content)}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`,
+        `${reasoningText(c.message)}${billableText(c.message?.content)}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`,
     )
     .join('');
 }
@@ -164,8 +174,11 @@ function completionText(body: Record<string, unknown>): string {
 function chunkText(chunk: ChatChunk): string {
   let text = '';
   for (const choice of chunk.choices ?? []) {
-    text += billableText(choice.delta?.content);
-    if (choice.delta?.tool_calls) text += JSON.stringify(choice.delta.tool_calls);
+    const delta = choice.delta;
+    if (!delta) continue;
+    text += billableText(delta.content);
+    if (delta.reasoning_content !== undefined || delta.reasoning !== undefined) text += reasoningText(delta);
+    if (delta.tool_calls) text += JSON.stringify(delta.tool_calls);
   }
   return text;
 }
