@@ -2,22 +2,10 @@ import { Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
 import { APIError, NotFoundError } from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
+import { WEATHER } from './responses-fixtures';
 import { type GatewayWorld, startGatewayWorld } from './support';
 
 type Caller = { bearer: string } | { apiKey: string };
-
-const WEATHER = {
-  type: 'function' as const,
-  name: 'get_weather',
-  description: 'The weather in a city',
-  parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
-    required: ['city'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
 
 const DAY_MS = 86_400_000;
 

@@ -4,6 +4,7 @@ import { APIError } from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import type { ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { z } from 'zod';
+import { WEATHER } from './responses-fixtures';
 import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
 
 type Caller = { bearer: string } | { apiKey: string };
@@ -19,19 +20,6 @@ function events(body: string): Array<{ event: string; data: Record<string, unkno
       return { event, data: JSON.parse(data) };
     });
 }
-
-const WEATHER = {
-  type: 'function' as const,
-  name: 'get_weather',
-  description: 'The weather in a city',
-  parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
-    required: ['city'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
 
 /**
  * OpenAI's Responses API as a user of the official `openai` SDK meets it through the edge: `responses.create`,
