@@ -13,8 +13,8 @@ import { chromiumAvailable, launchChromium, SCREENSHOTS, step } from './chromium
 
 /**
  * A person in Chromium, through the edge: sign up, confirm the email from the mail, sign in, turn on
- * TOTP, sign out, then sign in to a client app with a TOTP code and consent; the app's tokens answer
- * GET /v2/me with the email.
+ * TOTP, sign out, then sign in to a client app with a TOTP code and consent to the API; the app's tokens
+ * answer GET /v2/me with the email.
  */
 const run = chromiumAvailable() ? describe : describe.skip;
 
@@ -138,7 +138,8 @@ run('sign-in pages in Chromium', () => {
     const state = oidc.randomState();
     const authorizationUrl = oidc.buildAuthorizationUrl(config, {
       redirect_uri: callbackUrl,
-      scope: 'openid email profile offline_access',
+      // `api`: without it the app's token reads userinfo only (decision 0109)
+      scope: 'openid email profile offline_access api',
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
       state,

@@ -73,14 +73,17 @@ describe('deleting accounts and organizations through the edge', () => {
   const refusedSoon = (status: () => Promise<number>, what: string) =>
     waitFor(async () => (await status()) === 401, { timeoutMs: 1_000, what });
 
-  /** Notes App signs the person in with code + PKCE and offline access: an access token and a refresh token. */
+  /**
+   * Notes App signs the person in with code + PKCE, offline access and the platform API (`api`, decision 0109): an
+   * access token and a refresh token.
+   */
   async function signInToNotesApp(email: string) {
     const browser = new BrowserAgent(base);
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const url = oidc.buildAuthorizationUrl(client, {
       redirect_uri: REDIRECT,
-      scope: 'openid email offline_access',
+      scope: 'openid email offline_access api',
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
       state,

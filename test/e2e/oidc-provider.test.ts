@@ -75,7 +75,8 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     const state = oidc.randomState();
     const url = oidc.buildAuthorizationUrl(client, {
       redirect_uri: REDIRECT,
-      scope: 'openid email profile offline_access',
+      // `api`: the platform API's scope, without which the token is good for userinfo alone (decision 0109)
+      scope: 'openid email profile offline_access api',
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
       state,
@@ -110,12 +111,18 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     });
   }
 
-  /** Runs code + PKCE for `notes-app` through sign-in and consent. */
-  async function authorize(browser: BrowserAgent, email: string) {
-    const { page, redeem } = await startAuthorization(browser, config, { prompt: 'consent' });
+  /** Runs code + PKCE for `notes-app` through sign-in and consent; `onConsent` sees the consent page. */
+  async function authorize(
+    browser: BrowserAgent,
+    email: string,
+    params: Record<string, string> = {},
+    onConsent: (page: string) => void = () => undefined,
+  ) {
+    const { page, redeem } = await startAuthorization(browser, config, { prompt: 'consent', ...params });
     expect(page.text).toContain('Sign in');
     const consent = await signIn(browser, page, email);
     expect(consent.text).toContain('Notes App');
+    onConsent(consent.text);
     const callback = await allow(browser, consent);
     expect(callback.url.startsWith(REDIRECT)).toBe(true);
     return redeem(callback.url);
@@ -164,6 +171,71 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     expect(me.body.email).toBe(email);
     const info = await oidc.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub);
     expect(info).toMatchObject({ email, email_verified: false });
+  });
+
+  const API_LINE = 'Use the platform API as you: your organizations, their API keys, models and usage';
+
+  it('an application granted `openid email` reads userinfo, and nothing else of the API (403 INSUFFICIENT_SCOPE)', async () => {
+    const email = await signUp('no-api');
+    let consent = '';
+    const tokens = await authorize(new BrowserAgent(base), email, { scope: 'openid email' }, (page) => {
+      consent = page;
+    });
+    expect(consent).toContain('See your email address');
+    expect(consent).not.toContain(API_LINE);
+    const token = tokens.access_token;
+    expect(await oidc.fetchUserInfo(config, token, tokens.claims()!.sub)).toEqual({
+      sub: tokens.claims()!.sub,
+      email,
+      email_verified: false,
+    });
+    const posted = await fetch(`${base}/oidc/me`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(posted.status).toBe(200);
+
+    const refused = [
+      await callJson(`${base}/v2/me`, 'GET', { bearer: token }),
+      await callJson(`${base}/v2/orgs`, 'POST', {
+        bearer: token,
+        body: { name: 'Mine', slug: `mine-${Date.now()}` },
+      }),
+      await callJson(`${base}/v2/user/accessTokens`, 'GET', { bearer: token }),
+      await callJson(`${base}/llm/v1/models`, 'GET', { bearer: token }),
+      await callJson(`${base}/llm/v1/quotas/usage`, 'GET', { bearer: token }),
+    ];
+    for (const answer of refused) {
+      expect(answer.status).toBe(403);
+      expect(answer.body).toMatchObject({
+        code: 'INSUFFICIENT_SCOPE',
+        message: expect.stringContaining('api scope'),
+      });
+    }
+    // The account pages (public routes) see no one: the token cannot mint itself an API token there.
+    const account = await fetch(`${base}/account`, {
+      headers: { authorization: `Bearer ${token}` },
+      redirect: 'manual',
+    });
+    expect(await account.text()).not.toContain(email);
+
+    // A revoked token is still a 401, not a 403.
+    await oidc.tokenRevocation(config, token);
+    expect(await meStatus(token)).toBe(401);
+  });
+
+  it('an application asking `openid api`: the consent page says what `api` allows, and the token works on the API', async () => {
+    const email = await signUp('with-api');
+    let consent = '';
+    const tokens = await authorize(new BrowserAgent(base), email, { scope: 'openid api' }, (page) => {
+      consent = page;
+    });
+    expect(consent).toContain(API_LINE);
+    const claims = JSON.parse(Buffer.from(tokens.access_token.split('.')[1]!, 'base64url').toString());
+    expect(claims.scope).toBe('openid api');
+    const me = await callJson(`${base}/v2/me`, 'GET', { bearer: tokens.access_token });
+    expect(me.status).toBe(200);
+    expect(me.body.email).toBe(email);
   });
 
   it('refreshes; old tokens verify after a key rotation; a reused refresh token revokes the family', async () => {
@@ -230,7 +302,10 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
   it('the platform’s own client (no consent) and a client id with a dot: their grants and sessions are stored', async () => {
     const email = await signUp('first-party');
     const browser = new BrowserAgent(base);
-    const web = await startAuthorization(browser, await discover('platform-web'));
+    // The first-party client holds `api` without asking for it.
+    const web = await startAuthorization(browser, await discover('platform-web'), {
+      scope: 'openid email profile',
+    });
     const callback = await signIn(browser, web.page, email);
     expect(callback.status).toBe(303);
     expect(callback.url.startsWith(REDIRECT)).toBe(true);

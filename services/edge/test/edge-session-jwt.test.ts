@@ -90,6 +90,45 @@ describe('session JWTs at the edge', () => {
     expect(answer.json.headers.cookie).toBe('theme=dark; lang=fr');
   });
 
+  it('an application’s access token without the `api` scope reaches userinfo only: 403 INSUFFICIENT_SCOPE elsewhere', async () => {
+    const app = (scope: string) =>
+      signSession(key, {
+        now: clock.now(),
+        scope,
+        clientId: 'notes-app',
+        typ: 'at+jwt',
+        platformSessionId: 'grant-1',
+      });
+    const signIn = app('openid email');
+    for (const path of ['/llm/v1/models', '/v2/me', '/v2/orgs/acme/api-keys']) {
+      const refused = await request(edge.url, path, { headers: bearer(signIn) });
+      expect(refused.status).toBe(403);
+      expect(refused.json).toMatchObject({
+        status: 403,
+        code: 'INSUFFICIENT_SCOPE',
+        message: expect.stringContaining('api scope'),
+        requestId: expect.any(String),
+      });
+    }
+    for (const method of ['GET', 'POST']) {
+      const info = await request(edge.url, '/oidc/me', { method, headers: bearer(signIn) });
+      expect(info.status).toBe(200);
+      expect(openPrincipal(info.json.headers['x-platform-principal'], SECRET, clock)).toMatchObject({
+        session: { id: 'grant-1' },
+      });
+    }
+    // A public route sees no one: the account pages cannot be driven with it.
+    const page = await request(edge.url, '/account', { headers: bearer(signIn) });
+    expect(page.status).toBe(200);
+    expect(page.json.headers['x-platform-principal']).toBeUndefined();
+
+    // Granted `api` (consented, or a first-party client), and the platform's own sessions: the whole API.
+    expect((await call(app('openid email api'))).status).toBe(200);
+    expect((await call(signSession(key, { now: clock.now(), scope: 'openid email profile' }))).status).toBe(
+      200,
+    );
+  });
+
   it('refuses alg none, HS256 signed with the public key, other algorithms and forged signatures', async () => {
     const now = clock.now();
     const none = `${b64({ alg: 'none', kid: key.kid })}.${b64(claims(now))}.`;

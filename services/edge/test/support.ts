@@ -55,6 +55,10 @@ export interface SessionClaims {
   /** seconds from `now` */
   expiresIn?: number;
   now?: Date;
+  scope?: string;
+  clientId?: string;
+  /** the header's `typ`: `at+jwt` for the OpenID provider's access tokens (RFC 9068), `JWT` for the platform's own */
+  typ?: string;
 }
 
 export function signSession(key: SigningKey, claims: SessionClaims = {}): string {
@@ -66,13 +70,17 @@ export function signSession(key: SigningKey, claims: SessionClaims = {}): string
       jti: randomUUID(),
       iat,
       exp: iat + (claims.expiresIn ?? 3600),
-      scope: 'openid',
-      client_id: 'platform',
+      scope: claims.scope ?? 'openid',
+      client_id: claims.clientId ?? 'platform',
       iss: claims.iss ?? ISSUER,
       aud: claims.aud ?? AUDIENCE,
     },
     key.privateKey,
-    { algorithm: 'RS256', keyid: key.kid },
+    {
+      algorithm: 'RS256',
+      keyid: key.kid,
+      ...(claims.typ ? { header: { alg: 'RS256', typ: claims.typ } } : {}),
+    },
   );
 }
 

@@ -9,13 +9,15 @@ import type { FormTokens } from '../pages/csrf';
 import { html, type Raw, sendPage } from '../pages/html';
 import { signInForm } from '../pages/sign-in-form';
 import type { SsoClients, SsoProvider } from '../sso/providers';
-import { browserSignIn, type OidcProviderHost } from './provider';
+import { API_SCOPE, browserSignIn, type OidcProviderHost } from './provider';
 
 const SCOPE_TEXT: Record<string, string> = {
   openid: 'Know who you are (your user id)',
   email: 'See your email address',
   profile: 'See your name',
   offline_access: 'Stay signed in (keep access when you are away)',
+  // the platform API's resource scope (decision 0109): without it the application's token reads userinfo only
+  [API_SCOPE]: 'Use the platform API as you: your organizations, their API keys, models and usage',
 };
 
 const text = (v: unknown, max = 256) => (typeof v === 'string' ? v.slice(0, max) : '');

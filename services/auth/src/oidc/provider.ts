@@ -63,6 +63,20 @@ export async function grantedScope(provider: Provider, grantId: string): Promise
   return grant?.getOIDCScope() || 'openid';
 }
 
+/** The resource scope of the platform API: an application's token without it is good for userinfo only (0109). */
+export const API_SCOPE = 'api';
+
+/**
+ * An access token's `scope` claim: the grant's OpenID Connect scope, and `api` when the grant holds it for the
+ * platform API (consented, or given to a first-party client): the edge refuses the provider's tokens without it
+ * everywhere but userinfo.
+ */
+async function tokenScope(provider: Provider, grantId: string, resource: string): Promise<string> {
+  const grant = await provider.Grant.find(grantId);
+  const scope = grant?.getOIDCScope() || 'openid';
+  return grant?.getResourceScope(resource).split(' ').includes(API_SCOPE) ? `${scope} ${API_SCOPE}` : scope;
+}
+
 /** `{base_url}` and the issuer `{base_url}/oidc`. */
 export function oidcIssuer(c: Pick<AuthContext, 'config'>): { base: string; issuer: string } {
   const base = publicBaseUrl(c.config);
@@ -174,11 +188,12 @@ function configuration(
       rpInitiatedLogout: { enabled: true, logoutSource },
       resourceIndicators: {
         enabled: true,
-        // Every access token is for the platform API: a session JWT the edge accepts everywhere.
+        // Every access token is a session JWT for the platform API; the edge accepts it beyond userinfo only
+        // when the grant holds `api` (decision 0109).
         defaultResource: () => `${base}/`,
         useGrantedResource: () => true,
         getResourceServerInfo: () => ({
-          scope: 'api',
+          scope: API_SCOPE,
           audience: config.JWT_AUDIENCE,
           accessTokenTTL: config.OIDC_ACCESS_TOKEN_TTL_SECONDS,
           accessTokenFormat: 'jwt',
@@ -189,7 +204,7 @@ function configuration(
     formats: {
       customizers: {
         // spec 2.5 claims: the platform's issuer, a platform session per grant (what logout and
-        // revocation end), and the OIDC scopes the user granted.
+        // revocation end), and the scopes the user granted (`api` included when granted: 0109).
         async jwt(_ctx, token, jwt) {
           const t = token as unknown as {
             grantId: string;
@@ -219,7 +234,11 @@ function configuration(
           );
           jwt.payload.iss = config.JWT_ISSUER;
           jwt.payload.platformSessionId = t.grantId;
-          jwt.payload.scope = await grantedScope((_ctx as KoaContextWithOIDC).oidc.provider, t.grantId);
+          jwt.payload.scope = await tokenScope(
+            (_ctx as KoaContextWithOIDC).oidc.provider,
+            t.grantId,
+            `${base}/`,
+          );
         },
       },
     },
@@ -247,7 +266,7 @@ function configuration(
         accountId: ctx.oidc.session!.accountId!,
       });
       grant.addOIDCScope(OIDC_SCOPES.join(' '));
-      grant.addResourceScope(`${base}/`, 'api');
+      grant.addResourceScope(`${base}/`, API_SCOPE);
       await grant.save();
       return grant;
     },

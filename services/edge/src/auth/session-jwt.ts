@@ -13,6 +13,11 @@ export interface VerifiedSession {
   exp: number;
   scope: string;
   clientId: string | null;
+  /**
+   * whether it may call the platform API: false for an application's access token (the provider's `at+jwt`)
+   * whose `scope` lacks `api`, which the edge accepts at userinfo only (decision 0109)
+   */
+  api: boolean;
 }
 
 export interface SessionJwtOptions {
@@ -25,6 +30,12 @@ export interface SessionJwtOptions {
   clockSkewSeconds: number;
   cacheMaxEntries: number;
 }
+
+/** The resource scope an application's token needs for the platform API (auth's `getResourceServerInfo`). */
+export const API_SCOPE = 'api';
+
+/** RFC 9068's `typ` of a JWT access token: the OpenID provider's tokens, never the platform's own sessions. */
+const isAccessTokenTyp = (typ: unknown) => typeof typ === 'string' && /^(application\/)?at\+jwt$/i.test(typ);
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
@@ -89,13 +100,15 @@ export class SessionJwtVerifier {
     if (typeof claims.sub !== 'string' || !claims.sub) return null;
     if (typeof claims.platformSessionId !== 'string' || !claims.platformSessionId) return null;
     if (typeof claims.exp !== 'number') return null;
+    const scope = typeof claims.scope === 'string' ? claims.scope : '';
     const session: VerifiedSession = {
       userId: claims.sub,
       sessionId: claims.platformSessionId,
       kid: header.kid,
       exp: claims.exp,
-      scope: typeof claims.scope === 'string' ? claims.scope : '',
+      scope,
       clientId: typeof claims.client_id === 'string' ? claims.client_id : null,
+      api: !isAccessTokenTyp(header.typ) || scope.split(' ').includes(API_SCOPE),
     };
     // Still verifying its key the moment it is cached: a removal that raced the verification wins.
     if (this.options.keys.get(header.kid) === key) this.cache.set(hash, session);

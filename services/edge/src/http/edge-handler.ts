@@ -21,7 +21,7 @@ import { type PresentedCredential, presentedCredential } from '../auth/credentia
 import { csrfError, SAFE_METHODS } from '../auth/csrf';
 import type { PrincipalResolver, ResolvedPrincipal } from '../auth/principal-resolver';
 import { consumerOf, hasPermission } from '../auth/route-checks';
-import type { SessionJwtVerifier } from '../auth/session-jwt';
+import { API_SCOPE, type SessionJwtVerifier } from '../auth/session-jwt';
 import type { RateLimits } from '../limits/rate-limits';
 import { type RootMatch, type RootResolver, upstreamOf } from '../routing/roots';
 import type { CompiledRoute, RouteLookup } from '../routing/route-table';
@@ -143,6 +143,22 @@ function orgInPath(match: RootMatch): { orgSlug: string | null } | NotFound {
   return { orgSlug: org[1]! };
 }
 
+/**
+ * An application's access token without the `api` scope (decision 0109): on an authenticated route a 403 naming the
+ * scope; on a public one it is no credential (anonymous), so the account pages cannot be driven with it either.
+ */
+const insufficientScope = (route: CompiledRoute) =>
+  route.access === 'authenticated'
+    ? new Forbidden(
+        `The ${API_SCOPE} scope is required: this application's access token may only read userinfo`,
+        {
+          error: 'INSUFFICIENT_SCOPE',
+          code: 'INSUFFICIENT_SCOPE',
+          details: { scope: API_SCOPE },
+        },
+      )
+    : null;
+
 /** Credential → principal. Null: anonymous (allowed on public routes only). */
 async function authenticate(
   presented: PresentedCredential,
@@ -157,7 +173,11 @@ async function authenticate(
   try {
     if (presented.kind === 'jwt') {
       const session = await deps.jwt.verify(presented.token);
-      if (session) resolved = await deps.principals.resolve({ kind: 'session', session }, orgSlug);
+      if (session) {
+        resolved = await deps.principals.resolve({ kind: 'session', session }, orgSlug);
+        // After resolving, so that a revoked token is still a 401.
+        if (resolved && !session.api && !route.appToken) return insufficientScope(route);
+      }
     } else if (presented.kind === 'access_token') {
       resolved = await deps.principals.resolve({ kind: 'access_token', token: presented.token }, orgSlug);
     } else {

@@ -24,6 +24,8 @@ export interface RouteRule {
   rateLimit?: RateLimitRule;
   /** a file upload: its body may reach UPLOAD_BODY_LIMIT_BYTES instead of BODY_LIMIT_BYTES (the service checks its own limit) */
   upload?: true;
+  /** an application's access token without the `api` scope is accepted here (userinfo; decision 0109) */
+  appToken?: true;
 }
 
 /** A matched rule, compiled: `name` labels metrics and keys the rate limiter. */
@@ -40,6 +42,8 @@ export interface CompiledRoute {
   csrfHeader: boolean;
   /** whether the body limit is the upload one (UPLOAD_BODY_LIMIT_BYTES) */
   upload: boolean;
+  /** whether an application's access token without the `api` scope is accepted (only userinfo) */
+  appToken: boolean;
 }
 
 /** Default access per root when no rule matches: the legacy root validates its own credentials. */
@@ -93,8 +97,9 @@ export const ROUTES: RouteRule[] = [
   { root: 'base', method: 'POST', path: '/oidc/auth', access: 'public' },
   { root: 'base', method: 'GET', path: '/oidc/auth/:uid', access: 'public' },
   { root: 'base', method: 'POST', path: '/oidc/token', access: 'public' },
-  { root: 'base', method: 'GET', path: '/oidc/me', access: 'public' },
-  { root: 'base', method: 'POST', path: '/oidc/me', access: 'public' },
+  // userinfo: the one place an application's token without the `api` scope is a credential (decision 0109)
+  { root: 'base', method: 'GET', path: '/oidc/me', access: 'public', appToken: true },
+  { root: 'base', method: 'POST', path: '/oidc/me', access: 'public', appToken: true },
   { root: 'base', method: 'POST', path: '/oidc/token/revocation', access: 'public' },
   { root: 'base', method: 'GET', path: '/oidc/session/end', access: 'public' },
   { root: 'base', method: 'POST', path: '/oidc/session/end', access: 'public' },
@@ -196,6 +201,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       rateLimit: null,
       csrfHeader: true,
       upload: false,
+      appToken: false,
     };
   }
   for (const rule of rules) {
@@ -209,6 +215,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       rateLimit: rule.rateLimit ?? null,
       csrfHeader: rule.access !== 'public',
       upload: rule.upload === true,
+      appToken: rule.appToken === true,
     };
     if (path.includes('/:')) patterns.push({ root: rule.root, method, segments: path.split('/'), route });
     else exact.set(`${rule.root} ${method} ${path}`, route);
