@@ -117,7 +117,11 @@ describe('access tokens and API keys (introspected at auth)', () => {
 
   it('caches only valid answers and keys the cache by the path organization too', async () => {
     const token = accessToken();
-    expect((await request(edge.url, '/v2/me', { headers: bearer(token) })).status).toBe(401);
+    const refused = await request(edge.url, '/v2/me', { headers: bearer(token) });
+    expect(refused.status).toBe(401);
+    // RFC 6750's challenge on a refused credential, and on none
+    expect(refused.headers['www-authenticate']).toBe('Bearer realm="platform"');
+    expect((await request(edge.url, '/v2/me')).headers['www-authenticate']).toBe('Bearer realm="platform"');
     expect((await request(edge.url, '/v2/me', { headers: bearer(token) })).status).toBe(401);
     expect(callsFor(token)).toBe(2);
 

@@ -109,6 +109,10 @@ describe('session JWTs at the edge', () => {
         message: expect.stringContaining('api scope'),
         requestId: expect.any(String),
       });
+      // RFC 6750: the challenge names what the token lacks
+      expect(refused.headers['www-authenticate']).toBe(
+        'Bearer realm="platform", error="insufficient_scope", scope="api"',
+      );
     }
     for (const method of ['GET', 'POST']) {
       const info = await request(edge.url, '/oidc/me', { method, headers: bearer(signIn) });
