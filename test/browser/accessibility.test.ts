@@ -345,7 +345,7 @@ run('every page is usable with a keyboard, a screen reader, dark mode and a smal
       oidc
         .buildAuthorizationUrl(config, {
           redirect_uri: callbackUrl,
-          scope: 'openid email profile offline_access',
+          scope: 'openid email profile offline_access api',
           code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
           code_challenge_method: 'S256',
           state: oidc.randomState(),
