@@ -96,6 +96,16 @@ function oggPackets(ogg: Buffer): Buffer[] {
   return packets;
 }
 
+/** Big-endian 32-bit words. */
+const u32 = (...values: number[]) =>
+  Buffer.from(values.flatMap((v) => [v >>> 24, (v >> 16) & 255, (v >> 8) & 255, v & 255]));
+
+/** An ISO BMFF box of 32-bit size. */
+function box(type: string, ...content: Buffer[]): Buffer {
+  const body = Buffer.concat(content);
+  return Buffer.concat([u32(8 + body.length), Buffer.from(type, 'latin1'), body]);
+}
+
 /** An EBML element of 8-byte size. */
 function element(id: number[], ...body: Buffer[]): Buffer {
   const content = Buffer.concat(body);
@@ -327,12 +337,6 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
       const opus = fixture('speech-opus-fragmented.mp4');
       const moof = opus.indexOf('moof') - 4;
       const run = opus.indexOf('trun') - 4;
-      const u32 = (...values: number[]) =>
-        Buffer.from(values.flatMap((v) => [v >>> 24, (v >> 16) & 255, (v >> 8) & 255, v & 255]));
-      const box = (type: string, ...content: Buffer[]) => {
-        const body = Buffer.concat(content);
-        return Buffer.concat([u32(8 + body.length), Buffer.from(type, 'latin1'), body]);
-      };
       // the fixture's one run of 129 packets of 20 ms split into two track fragments of one movie fragment, the
       // first packet and the rest, neither with a base offset nor default-base-is-moof; their durations kept, or
       // each made one tick
@@ -543,13 +547,6 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
     });
 
     it('mp4: a 65th track after a 10 ms sound track and 63 empty ones', () => {
-      const box = (type: string, ...content: Buffer[]) => {
-        const body = Buffer.concat(content);
-        const header = Buffer.alloc(8);
-        header.writeUInt32BE(8 + body.length, 0);
-        header.write(type, 4, 'latin1');
-        return Buffer.concat([header, body]);
-      };
       const mdhd = Buffer.alloc(24);
       mdhd.writeUInt32BE(1000, 12); // timescale
       mdhd.writeUInt32BE(10, 16); // duration
@@ -627,12 +624,6 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
   it('an mp4 whose Opus samples are the same bytes read over and over is refused (an honest file’s do not overlap)', () => {
     const opus = fixture('speech-opus-fragmented.mp4');
     const moof = opus.indexOf('moof') - 4;
-    const u32 = (...values: number[]) =>
-      Buffer.from(values.flatMap((v) => [v >>> 24, (v >> 16) & 255, (v >> 8) & 255, v & 255]));
-    const box = (type: string, ...content: Buffer[]) => {
-      const body = Buffer.concat(content);
-      return Buffer.concat([u32(8 + body.length), Buffer.from(type, 'latin1'), body]);
-    };
     // after the fixture's moov (its Opus track, id 1): 1,000 runs of a million 8-byte samples, each run from the
     // movie fragment's start (default-base-is-moof), no durations
     const runs = Array.from({ length: 1000 }, () =>
@@ -689,12 +680,6 @@ describe('the duration of an uploaded audio file, read from its headers', () => 
   it('an mp4 of many fragment runs placed past its end is read at once (their samples are not walked one by one)', async () => {
     const opus = fixture('speech-opus-fragmented.mp4');
     const moof = opus.indexOf('moof') - 4;
-    const u32 = (...values: number[]) =>
-      Buffer.from(values.flatMap((v) => [v >>> 24, (v >> 16) & 255, (v >> 8) & 255, v & 255]));
-    const box = (type: string, ...content: Buffer[]) => {
-      const body = Buffer.concat(content);
-      return Buffer.concat([u32(8 + body.length), Buffer.from(type, 'latin1'), body]);
-    };
     // after the fixture's moov: one track fragment at base offset 2^40 (1-byte samples), then 20,000 runs of 2^32 - 1
     // samples each; walked a sample at a time up to the file's length, they held the thread for a minute (25 MiB of
     // them: days)
