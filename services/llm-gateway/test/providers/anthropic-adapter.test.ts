@@ -548,4 +548,34 @@ describe('Anthropic Messages adapter', () => {
     expect(sim.requests()).toHaveLength(0);
     expect(claude().rerank).toBeUndefined();
   });
+
+  it("a tool without parameters streams '{}' as its arguments, as the plain answer gives them", async () => {
+    // Anthropic streams such a tool_use block with no input_json_delta (or an empty one)
+    const nowTool = { type: 'function' as const, function: { name: 'now', description: 'The time' } };
+    const reply = {
+      reply: {
+        toolCalls: [
+          { name: 'now', arguments: '' },
+          { name: 'now', arguments: '{"tz":"UTC"}' },
+        ],
+      },
+    };
+    sim.script([reply]);
+    const ask = { model: 'x', tools: [nowTool], messages: [{ role: 'user' as const, content: 'Time?' }] };
+    const chunks = await collect(claude().chatStream({ ...ask, stream: true }, call()));
+    const deltas = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
+    const args = (index: number) =>
+      deltas
+        .filter((d) => d.index === index)
+        .map((d) => d.function?.arguments ?? '')
+        .join('');
+    expect([args(0), args(1)]).toEqual(['{}', '{"tz":"UTC"}']);
+
+    sim.script([reply]);
+    const plain = await claude().chat(ask, call());
+    const calls = (
+      plain.body.choices[0]!.message as { tool_calls: Array<{ function: { arguments: string } }> }
+    ).tool_calls;
+    expect(calls.map((c) => c.function.arguments)).toEqual(['{}', '{"tz":"UTC"}']);
+  });
 });
