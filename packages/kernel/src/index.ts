@@ -15,6 +15,7 @@ export * from './http/metrics';
 export * from './http/openapi';
 export * from './http/openapi-serve';
 export * from './http/plain-metrics';
+export { markSuspectJson, protoKeyRefusal } from './http/proto-keys';
 export * from './http/request-id';
 export * from './http/service-app';
 export * from './http/service-fetch';

@@ -119,6 +119,20 @@ describe('legacy Messages: names, blank text and methods', () => {
     expect(withEvent.body).not.toHaveProperty('query');
   });
 
+  it('refuses a body holding a key named __proto__ in the Messages shape, naming where', async () => {
+    const res = await app.http
+      .post('/v1/Messages')
+      .set(client(bot))
+      .set('content-type', 'application/json')
+      .send('{"userId":"visitor","platform":"web","text":"hi","__proto__":{"admin":true}}')
+      .expect(400);
+    expect(res.body.status).toMatchObject({
+      code: 400,
+      errorType: 'invalid_request',
+      errorDetails: expect.stringContaining('__proto__'),
+    });
+  });
+
   it('refuses another method than POST in the Messages shape, with Allow', async () => {
     const res = await app.http.get('/v1/Messages').set(client(bot)).expect(405);
     expect(res.headers.allow).toBe('POST');

@@ -104,6 +104,25 @@ describe('the common service app', () => {
     }
   });
 
+  it('answers 400 naming where to a JSON body holding a key named __proto__, escaped or not, at any depth', async () => {
+    for (const [raw, field] of [
+      ['{"name":"a","__proto__":{"admin":true}}', '__proto__'],
+      ['{"name":"a","nested":[{"x":1},{"\\u005f_proto__":1}]}', 'nested.1.__proto__'],
+    ] as const) {
+      const res = await request(app).post('/echo').set('content-type', 'application/json').send(raw);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        code: 'INVALID_BODY',
+        details: { issues: [{ field, message: expect.stringContaining('__proto__') }] },
+      });
+    }
+    // escapes alone, and the word in a value, are fine
+    for (const raw of ['{"name":"caf\\u00e9"}', '{"name":"__proto__"}']) {
+      const res = await request(app).post('/echo').set('content-type', 'application/json').send(raw);
+      expect(res.status).toBe(200);
+    }
+  });
+
   it('answers 415 to a body sent as anything but JSON on a JSON route, rather than reading it as no body', async () => {
     const form = await request(app).post('/echo').type('form').send('name=curl');
     expect(form.status).toBe(415);

@@ -8,6 +8,7 @@ import { errorMiddleware, notFoundHandler } from './error-middleware';
 import { compileTrustProxy } from './forwarding';
 import { expressLeanHandler, type LeanRoute, leanListener } from './lean-routes';
 import { createHttpMetrics, type HttpMetrics } from './metrics';
+import { markSuspectJson, refuseProtoKeys } from './proto-keys';
 import { requestId } from './request-id';
 import { expressMessages, withServerMessages } from './server-messages';
 
@@ -75,8 +76,10 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
       limit: options.bodyLimit ?? '1mb',
       strict: true,
       type: ['application/json', 'application/*+json'],
+      verify: markSuspectJson,
     }),
   );
+  app.use(refuseProtoKeys);
 
   const router = express.Router();
   const routes = recordRoutes(router);

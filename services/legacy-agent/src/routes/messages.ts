@@ -5,7 +5,9 @@ import {
   jsonBody,
   type Logger,
   MethodNotAllowed,
+  markSuspectJson,
   parseInput,
+  protoKeyRefusal,
   toAppError,
 } from '@platform/kernel';
 import express, { type RequestHandler, type Response, type Router } from 'express';
@@ -83,10 +85,18 @@ const MESSAGES_PATH = /^\/v1\/messages\/?$/i;
  * answered in the Messages shape rather than the platform envelope.
  */
 export function messagesBodyParser(limit: number, logger: Logger): RequestHandler {
-  const json = express.json({ limit, strict: true, type: ['application/json', 'application/*+json'] });
+  const json = express.json({
+    limit,
+    strict: true,
+    type: ['application/json', 'application/*+json'],
+    verify: markSuspectJson,
+  });
   return (req, res, next) => {
     if (req.method !== 'POST' || !MESSAGES_PATH.test(req.path)) return next();
-    json(req, res, (err?: unknown) => (err ? sendMessagesError(res, err, req.id, logger) : next()));
+    json(req, res, (err?: unknown) => {
+      const refused = err ?? protoKeyRefusal(req);
+      return refused ? sendMessagesError(res, refused, req.id, logger) : next();
+    });
   };
 }
 
