@@ -97,6 +97,17 @@ const ResponseOutputItemSchema = z.union([
     name: z.string(),
     arguments: z.string().meta({ description: 'JSON, as the model wrote it' }),
   }),
+  z
+    .object({
+      id: z.string().meta({ description: '`rs_...`' }),
+      type: z.literal('reasoning'),
+      status: z.enum(['completed', 'incomplete']),
+      summary: z
+        .array(z.unknown())
+        .meta({ description: 'always empty: providers give the thinking, not a summary' }),
+      content: z.array(z.object({ type: z.literal('reasoning_text'), text: z.string() })),
+    })
+    .meta({ description: "a reasoning model's thinking, before the message, when the provider sends it" }),
 ]);
 
 const ResponseObjectSchema = z

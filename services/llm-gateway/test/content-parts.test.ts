@@ -1,5 +1,6 @@
 import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
+import Ajv2020 from 'ajv/dist/2020';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
 
@@ -146,7 +147,7 @@ describe('answers whose content is an array of parts', () => {
     expect(withReasoning.usage.completion_tokens).toBe(asString.usage.completion_tokens);
   });
 
-  it('the Responses API answers the text parts as output_text, without the thinking, plain and streamed', async () => {
+  it('the Responses API answers the text parts as output_text, the thinking apart, plain and streamed', async () => {
     w.sim.script([
       { match: { model: 'gpt-sim' }, reply: { content: ANSWER, contentParts: { thinking: THOUGHT } } },
     ]);
@@ -169,13 +170,122 @@ describe('answers whose content is an array of parts', () => {
     });
     expect([plain.status, final.status]).toEqual(['completed', 'completed']);
     expect(plain.output).toEqual([
+      expect.objectContaining({ type: 'reasoning' }),
       expect.objectContaining({
         type: 'message',
         content: [{ type: 'output_text', text: ANSWER, annotations: [], logprobs: [] }],
       }),
     ]);
-    // one message with one text part: thinking deltas open nothing
-    expect(seen.filter((e) => e.type === 'response.content_part.added')).toHaveLength(1);
+    // one message with one text part: thinking deltas open no text part
+    expect(
+      seen.filter((e) => e.type === 'response.content_part.added' && e.part.type === 'output_text'),
+    ).toHaveLength(1);
+  });
+
+  // the two forms a reasoning model's thinking takes from OpenAI-compatible providers
+  const thinkingForms = [
+    ['Mistral’s thinking parts', { contentParts: { thinking: THOUGHT } }],
+    ['vLLM’s and DeepSeek’s reasoning_content', { reasoningContent: THOUGHT }],
+  ] as const;
+
+  it.each(thinkingForms)(
+    'the Responses API answers the thinking (%s) as a reasoning item before the message, plain and streamed',
+    async (_form, thinking) => {
+      w.sim.script([{ match: { model: 'gpt-sim' }, reply: { content: ANSWER, ...thinking } }]);
+      const client = w.client({ bearer: owner.token });
+      const ask = { model: 'sim/gpt', input: 'What is the capital of France?' };
+
+      const plain = await client.responses.create(ask);
+      const stream = client.responses.stream(ask);
+      const seen: ResponseStreamEvent[] = [];
+      for await (const event of stream) seen.push(event);
+      const streamed = await stream.finalResponse();
+
+      const expected = [
+        {
+          id: expect.stringMatching(/^rs_/),
+          type: 'reasoning',
+          status: 'completed',
+          summary: [],
+          content: [{ type: 'reasoning_text', text: THOUGHT }],
+        },
+        // the streamed text part has the SDK's `parsed` beside it
+        expect.objectContaining({
+          type: 'message',
+          content: [expect.objectContaining({ type: 'output_text', text: ANSWER })],
+        }),
+      ];
+      expect({ plain: plain.output, streamed: streamed.output }).toEqual({
+        plain: expected,
+        streamed: expected,
+      });
+      expect([plain.output_text, streamed.output_text]).toEqual([ANSWER, ANSWER]);
+      // and the published document describes it (the answer as sent: the SDK adds its own `output_text`)
+      const doc = (await (await fetch(`${w.p.gatewayUrl}/openapi.json`)).json()) as { components: object };
+      const ajv = new Ajv2020({ strict: false, allErrors: true });
+      ajv.addSchema({ components: doc.components }, 'gateway');
+      const validate = ajv.compile({ $ref: 'gateway#/components/schemas/Response' });
+      w.sim.script([{ match: { model: 'gpt-sim' }, reply: { content: ANSWER, ...thinking } }]);
+      const sent = (await w.call('gateway', 'POST', '/v1/responses', { bearer: owner.token }, ask)).body;
+      expect(sent.output[0].type).toBe('reasoning');
+      expect({ valid: validate(sent), errors: ajv.errorsText(validate.errors) }).toEqual({
+        valid: true,
+        errors: 'No errors',
+      });
+      const deltas = (type: string) =>
+        seen
+          .filter((e) => e.type === type)
+          .map((e) => (e as { delta: string }).delta)
+          .join('');
+      expect({
+        reasoning: deltas('response.reasoning_text.delta'),
+        text: deltas('response.output_text.delta'),
+      }).toEqual({ reasoning: THOUGHT, text: ANSWER });
+      // the reasoning item is whole before the message opens
+      const types = seen.map((e) => e.type);
+      expect(types.indexOf('response.reasoning_text.done')).toBeLessThan(
+        types.indexOf('response.output_text.delta'),
+      );
+
+      // the provider's reasoning tokens, as it reported them
+      expect(plain.usage?.output_tokens_details.reasoning_tokens).toBe(0);
+
+      // a stored response with a reasoning item continues: the thinking is not sent back to the provider
+      for (const first of [plain, streamed]) {
+        const next = await client.responses.create({
+          model: 'sim/gpt',
+          input: 'And of Italy?',
+          previous_response_id: first.id,
+        });
+        expect(next.status).toBe('completed');
+        expect((w.sim.requests().at(-1)!.body as { messages: unknown[] }).messages).toEqual([
+          { role: 'user', content: 'What is the capital of France?' },
+          { role: 'assistant', content: ANSWER },
+          { role: 'user', content: 'And of Italy?' },
+        ]);
+      }
+      // and sent back in input, as a stateless client does, it is dropped the same way
+      const again = await client.responses.create({
+        model: 'sim/gpt',
+        store: false,
+        input: [
+          { role: 'user', content: 'What is the capital of France?' },
+          ...(plain.output as never[]),
+          { role: 'user', content: 'And of Italy?' },
+        ],
+      });
+      expect(again.status).toBe('completed');
+      expect((w.sim.requests().at(-1)!.body as { messages: unknown[] }).messages).toHaveLength(3);
+    },
+  );
+
+  it('without thinking, the Responses answer has no reasoning item, plain and streamed', async () => {
+    w.sim.script([{ match: { model: 'gpt-sim' }, reply: { content: ANSWER } }]);
+    const client = w.client({ bearer: owner.token });
+    const ask = { model: 'sim/gpt', input: 'What is the capital of France?' };
+    const plain = await client.responses.create(ask);
+    const streamed = await client.responses.stream(ask).finalResponse();
+    expect([plain, streamed].map((r) => r.output.map((o) => o.type))).toEqual([['message'], ['message']]);
   });
 
   it('rerank through a chat model reads the score from the text parts', async () => {

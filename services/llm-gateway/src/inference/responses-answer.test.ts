@@ -136,6 +136,123 @@ describe('Responses events from chat chunks, as the openai SDK assembles them', 
     ]);
   });
 
+  it('thinking (reasoning_content, or Mistral’s thinking parts) is one reasoning item before the message', async () => {
+    const beside = (fields: Record<string, unknown>): ChatChunk => ({
+      choices: [{ delta: fields as never, finish_reason: null }],
+    });
+    const thought = (t: string) => ({ type: 'thinking', thinking: [{ type: 'text', text: t }] });
+    const feeds: Record<string, (w: ResponsesEventWriter) => void> = {
+      reasoning_content: (w) => {
+        w.chunk(beside({ role: 'assistant', content: '' }));
+        w.chunk(beside({ reasoning_content: 'Two and ', content: null }));
+        w.chunk(beside({ reasoning_content: 'two...', content: null }));
+        w.chunk(beside({ reasoning_content: null, content: 'It is ' }));
+        w.chunk(text('four.', 'stop'));
+      },
+      reasoning: (w) => {
+        w.chunk(beside({ reasoning: 'Two and ' }));
+        w.chunk(beside({ reasoning: 'two...' }));
+        w.chunk(text('It is four.', 'stop'));
+      },
+      parts: (w) => {
+        w.chunk(beside({ content: [thought('Two and ')] }));
+        // thinking and text in one delta
+        w.chunk(beside({ content: [thought('two...'), { type: 'text', text: 'It is ' }] }));
+        w.chunk(beside({ content: [{ type: 'text', text: 'four.' }] }));
+        w.chunk(finish('stop'));
+      },
+    };
+    for (const [form, feed] of Object.entries(feeds)) {
+      const { sent, final } = await assemble((w) => {
+        feed(w);
+        w.complete(FIGURES_USAGE, 1);
+      });
+      const response = await final;
+      expect({ form, text: response.output_text, output: response.output }).toMatchObject({
+        form,
+        text: 'It is four.',
+        output: [
+          {
+            type: 'reasoning',
+            id: expect.stringMatching(/^rs_/),
+            status: 'completed',
+            summary: [],
+            content: [{ type: 'reasoning_text', text: 'Two and two...' }],
+          },
+          { type: 'message', content: [{ type: 'output_text', text: 'It is four.' }] },
+        ],
+      });
+      expect(sent.map((e) => e.sequence_number)).toEqual(sent.map((_, i) => i));
+      expect(sent.map((e) => e.type)).toEqual([
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.content_part.added',
+        'response.reasoning_text.delta',
+        'response.reasoning_text.delta',
+        'response.reasoning_text.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.output_item.added',
+        'response.content_part.added',
+        ...(form === 'reasoning'
+          ? ['response.output_text.delta']
+          : Array(2).fill('response.output_text.delta')),
+        'response.output_text.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.completed',
+      ]);
+      expect(sent.find((e) => e.type === 'response.reasoning_text.done')).toMatchObject({
+        output_index: 0,
+        content_index: 0,
+        text: 'Two and two...',
+      });
+      expect(sent.find((e) => e.type === 'response.output_text.delta')).toMatchObject({ output_index: 1 });
+    }
+  });
+
+  it('thinking alone still answers an (empty) message; thinking cut short is an incomplete item', async () => {
+    const thinking = (t: string): ChatChunk => ({
+      choices: [{ delta: { reasoning_content: t }, finish_reason: null }],
+    });
+    const alone = await assemble((w) => {
+      w.chunk(thinking('Hmm.'));
+      w.chunk(finish('length'));
+      w.complete(FIGURES_USAGE, 1);
+    });
+    const only = await alone.final;
+    // the reasoning item is closed before the empty message opens
+    expect(alone.sent.map((e) => e.type).slice(5, 8)).toEqual([
+      'response.reasoning_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+    ]);
+    expect(only.output).toMatchObject([
+      { type: 'reasoning', status: 'incomplete', content: [{ text: 'Hmm.' }] },
+      { type: 'message', status: 'incomplete', content: [{ type: 'output_text', text: '' }] },
+    ]);
+    const { sent, final } = await assemble((w) => {
+      w.chunk(thinking('Let me'));
+      w.fail({ code: 'PROVIDER_ERROR', status: 502, message: 'gone' }, FIGURES_USAGE);
+    });
+    await expect(final).rejects.toBeInstanceOf(APIError);
+    expect(sent.at(-2)).toMatchObject({
+      type: 'response.failed',
+      response: { output: [{ type: 'reasoning', status: 'incomplete', content: [{ text: 'Let me' }] }] },
+    });
+  });
+
+  it('no thinking, no reasoning item: a null reasoning_content beside the text opens nothing', async () => {
+    const response = await (
+      await assemble((w) => {
+        w.chunk({ choices: [{ delta: { content: 'Hi', reasoning_content: null }, finish_reason: 'stop' }] });
+        w.complete(FIGURES_USAGE, 1);
+      })
+    ).final;
+    expect(response.output.map((o) => o.type)).toEqual(['message']);
+  });
+
   it('an empty answer is an empty message; the length limit makes it incomplete', async () => {
     const empty = await (await assemble((w) => w.complete(FIGURES_USAGE, 1))).final;
     expect(empty.output).toMatchObject([{ type: 'message', content: [{ type: 'output_text', text: '' }] }]);

@@ -25,7 +25,7 @@ export interface ResponseBase {
 type Status = 'in_progress' | 'completed' | 'incomplete' | 'failed';
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
-export const newId = (prefix: 'resp' | 'msg' | 'fc' | 'fco' | 'call' | 'item'): string =>
+export const newId = (prefix: 'resp' | 'msg' | 'rs' | 'fc' | 'fco' | 'call' | 'item'): string =>
   `${prefix}_${randomUUID().replaceAll('-', '')}`;
 
 /** A chat finish reason as the response's status: cut by the length limit or a filter is `incomplete`. */
@@ -103,6 +103,39 @@ function responseObject(
 
 const outputText = (text: string): Json => ({ type: 'output_text', text, annotations: [], logprobs: [] });
 
+/** What a chat message or stream delta may carry of the model's thinking. */
+interface Said {
+  content?: unknown;
+  reasoning_content?: unknown;
+  reasoning?: unknown;
+}
+
+/**
+ * The model's thinking in a chat message or stream delta, '' when there is none: vLLM's and DeepSeek's
+ * `reasoning_content` (or OpenRouter's `reasoning`; vLLM sends both, alike, so one is read) and the text of
+ * Mistral's `thinking` content parts. Read per chunk: a string `content` and no reasoning allocate nothing.
+ */
+function thinkingText(said: Said | undefined): string {
+  if (!said) return '';
+  let text = '';
+  if (typeof said.reasoning_content === 'string' && said.reasoning_content !== '')
+    text = said.reasoning_content;
+  else if (typeof said.reasoning === 'string') text = said.reasoning;
+  if (Array.isArray(said.content))
+    for (const part of said.content as Array<{ type?: unknown; thinking?: unknown } | null>)
+      if (part?.type === 'thinking') text += visibleText(part.thinking);
+  return text;
+}
+
+/** The thinking as the Responses API's `reasoning` item, before the message (`summary`: the model wrote none). */
+const reasoningItem = (status: ItemStatus, text: string): Json & { content: Json[] } => ({
+  id: newId('rs'),
+  type: 'reasoning',
+  status,
+  summary: [],
+  content: text === '' ? [] : [{ type: 'reasoning_text', text }],
+});
+
 interface ChatToolCall {
   id?: string;
   type?: string;
@@ -117,14 +150,17 @@ export function fromChatCompletion(
   completedAt: number,
 ): Json {
   const choice = (completion.choices as Array<Json> | undefined)?.[0];
-  const message = (choice?.message ?? {}) as { content?: unknown; refusal?: unknown; tool_calls?: unknown };
+  const message = (choice?.message ?? {}) as Said & { refusal?: unknown; tool_calls?: unknown };
   const { status, incomplete_details } = ending(choice?.finish_reason);
   const itemStatus: ItemStatus = status === 'completed' ? 'completed' : 'incomplete';
   // a `thinking` part is not the answer: `output_text` holds the text parts alone
   const text = visibleText(message.content);
   const refusal = typeof message.refusal === 'string' && message.refusal !== '' ? message.refusal : null;
   const calls = (Array.isArray(message.tool_calls) ? message.tool_calls : []) as ChatToolCall[];
-  const output: Json[] = [];
+  const thinking = thinkingText(message);
+  // the thinking is whole once the model answered after it, as a stream closes it then
+  const thought: ItemStatus = text !== '' || refusal !== null || calls.length > 0 ? 'completed' : itemStatus;
+  const output: Json[] = thinking !== '' ? [reasoningItem(thought, thinking)] : [];
   if (text !== '' || refusal !== null || calls.length === 0)
     output.push({
       id: newId('msg'),
@@ -165,6 +201,12 @@ interface OpenMessage {
   part: Json | null;
 }
 
+interface OpenReasoning {
+  item: Json & { content: Json[] };
+  index: number;
+  part: { type: 'reasoning_text'; text: string };
+}
+
 interface OpenCall {
   item: Json & { arguments: string };
   index: number;
@@ -172,15 +214,17 @@ interface OpenCall {
 
 /**
  * A chat stream's chunks as the Responses API's events, each with its `sequence_number`: `response.created` and
- * `response.in_progress`, then per output item `output_item.added`, its content part or argument deltas and
- * their `done` events, `output_item.done`, and one terminal event: `response.completed`, `response.incomplete`
- * (the length limit, a filter) or `response.failed` followed by an `error` event with the gateway's envelope.
+ * `response.in_progress`, then per output item `output_item.added`, its content part (`reasoning_text` for the
+ * thinking, which comes before the message) or argument deltas and their `done` events, `output_item.done`, and
+ * one terminal event: `response.completed`, `response.incomplete` (the length limit, a filter) or
+ * `response.failed` followed by an `error` event with the gateway's envelope.
  * Items are written one after the other, as providers stream them; `output` keeps them as they stand.
  */
 export class ResponsesEventWriter {
   private sequence = 0;
   private readonly output: Json[] = [];
   private message: OpenMessage | null = null;
+  private reasoning: OpenReasoning | null = null;
   private call: OpenCall | null = null;
   /** the items of the chat tool calls, by their chunk index */
   private readonly calls = new Map<number, OpenCall>();
@@ -205,7 +249,9 @@ export class ResponsesEventWriter {
   chunk(chunk: ChatChunk): void {
     const choice = chunk.choices?.[0];
     if (!choice) return;
-    const delta = choice.delta as { content?: unknown; refusal?: unknown; tool_calls?: unknown } | undefined;
+    const delta = choice.delta as (Said & { refusal?: unknown; tool_calls?: unknown }) | undefined;
+    const thinking = thinkingText(delta);
+    if (thinking !== '') this.think(thinking);
     const text = visibleText(delta?.content);
     if (text !== '') this.text('output_text', text);
     if (typeof delta?.refusal === 'string' && delta.refusal !== '') this.text('refusal', delta.refusal);
@@ -225,9 +271,13 @@ export class ResponsesEventWriter {
    */
   finish(usage: Json, completedAt: number): Json {
     const { status, incomplete_details } = ending(this.finishReason);
-    // an answer with nothing in it is still a message, as a plain answer's is
-    if (this.output.length === 0) this.openPart(this.openMessage(), 'output_text');
-    this.closeItems(status === 'completed' ? 'completed' : 'incomplete');
+    const itemStatus: ItemStatus = status === 'completed' ? 'completed' : 'incomplete';
+    // an answer with nothing in it (but thinking) is still a message, as a plain answer's is
+    if (this.output.every((item) => item.type === 'reasoning')) {
+      this.closeReasoning(itemStatus);
+      this.openPart(this.openMessage(), 'output_text');
+    }
+    this.closeItems(itemStatus);
     return responseObject(this.base, {
       status,
       output: this.output,
@@ -287,7 +337,36 @@ export class ResponsesEventWriter {
     return part;
   }
 
+  /** Thinking opens a reasoning item (closing the item before it) and adds to its one `reasoning_text` part. */
+  private think(delta: string): void {
+    let open = this.reasoning;
+    if (!open) {
+      this.closeMessage('completed');
+      this.closeCall();
+      const item = reasoningItem('in_progress', '');
+      open = { item, index: this.output.length, part: { type: 'reasoning_text', text: '' } };
+      this.reasoning = open;
+      this.output.push(item);
+      this.emit('response.output_item.added', { output_index: open.index, item });
+      item.content.push(open.part);
+      this.emit('response.content_part.added', {
+        item_id: item.id,
+        output_index: open.index,
+        content_index: 0,
+        part: open.part,
+      });
+    }
+    open.part.text += delta;
+    this.emit('response.reasoning_text.delta', {
+      item_id: open.item.id,
+      output_index: open.index,
+      content_index: 0,
+      delta,
+    });
+  }
+
   private text(kind: 'output_text' | 'refusal', delta: string): void {
+    this.closeReasoning();
     this.closeCall();
     const message = this.openMessage();
     const part = this.openPart(message, kind);
@@ -309,6 +388,7 @@ export class ResponsesEventWriter {
     const index = delta.index ?? 0;
     let call = this.calls.get(index);
     if (!call) {
+      this.closeReasoning();
       this.closeMessage('completed');
       this.closeCall();
       const item = {
@@ -373,7 +453,19 @@ export class ResponsesEventWriter {
     this.call = null;
   }
 
+  private closeReasoning(status: ItemStatus = 'completed'): void {
+    const open = this.reasoning;
+    if (!open) return;
+    const at = { item_id: open.item.id, output_index: open.index, content_index: 0 };
+    this.emit('response.reasoning_text.done', { ...at, text: open.part.text });
+    this.emit('response.content_part.done', { ...at, part: open.part });
+    open.item.status = status;
+    this.emit('response.output_item.done', { output_index: open.index, item: open.item });
+    this.reasoning = null;
+  }
+
   private closeItems(status: ItemStatus): void {
+    this.closeReasoning(status);
     this.closeMessage(status);
     this.closeCall(status);
   }

@@ -39,8 +39,8 @@ const REFUSED: Record<string, (value: unknown) => string | null> = {
   conversation: (v) => (v == null ? null : `is not supported: ${NO_CONVERSATIONS}`),
   background: (v) => (v == null || v === false ? null : 'is not supported: responses are answered at once'),
   prompt: (v) => (v == null ? null : 'is not supported: the gateway keeps no prompt templates'),
-  // reasoning.encrypted_content (Codex CLI and the Agents SDK send it with store: false) asks for the encrypted
-  // reasoning items the answer carries: the gateway answers none, so there is nothing to include
+  // reasoning.encrypted_content (Codex CLI and the Agents SDK send it with store: false) asks for the reasoning
+  // encrypted: the gateway's reasoning items are the provider's thinking in clear, so there is nothing to add
   include: (v) => {
     const asked = Array.isArray(v)
       ? v.filter((x) => x !== 'reasoning.encrypted_content')

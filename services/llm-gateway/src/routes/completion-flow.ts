@@ -152,11 +152,14 @@ const fallbackUsage = (prompt: number, completionText: string): Usage => {
 
 /**
  * The reasoning an OpenAI-compatible server writes beside the content, billed as completion tokens: vLLM's and
- * DeepSeek's `reasoning_content`, OpenRouter's `reasoning`.
+ * DeepSeek's `reasoning_content`, else OpenRouter's `reasoning` (newer vLLM sends both, the same text).
  */
 const reasoningText = (part: { reasoning_content?: unknown; reasoning?: unknown } | undefined): string =>
-  (typeof part?.reasoning_content === 'string' ? part.reasoning_content : '') +
-  (typeof part?.reasoning === 'string' ? part.reasoning : '');
+  typeof part?.reasoning_content === 'string'
+    ? part.reasoning_content
+    : typeof part?.reasoning === 'string'
+      ? part.reasoning
+      : '';
 
 /** What the answer's completion tokens are counted from when the provider reports none (thinking included). */
 function completionText(body: Record<string, unknown>): string {
