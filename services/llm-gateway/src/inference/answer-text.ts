@@ -29,3 +29,35 @@ export const visibleText = (content: unknown): string => partsText(content, fals
  * the `text` parts and the text of the `thinking` parts (the provider bills thinking as completion tokens).
  */
 export const billableText = (content: unknown): string => partsText(content, true);
+
+/** What a chat message or stream delta may carry of the model's thinking. */
+export interface Said {
+  content?: unknown;
+  reasoning_content?: unknown;
+  reasoning?: unknown;
+}
+
+/**
+ * The reasoning an OpenAI-compatible server writes beside the content: vLLM's and DeepSeek's `reasoning_content`,
+ * else OpenRouter's `reasoning` (newer vLLM sends both, the same text, so one is read).
+ */
+export const reasoningText = (said: Said | undefined): string =>
+  typeof said?.reasoning_content === 'string' && said.reasoning_content !== ''
+    ? said.reasoning_content
+    : typeof said?.reasoning === 'string'
+      ? said.reasoning
+      : '';
+
+/**
+ * The model's thinking in a chat message or stream delta, '' when there is none: the reasoning beside the content
+ * and the text of Mistral's `thinking` content parts. Read per chunk: a string `content` and no reasoning allocate
+ * nothing.
+ */
+export function thinkingText(said: Said | undefined): string {
+  if (!said) return '';
+  let text = reasoningText(said);
+  if (Array.isArray(said.content))
+    for (const part of said.content as Array<Part | null>)
+      if (part?.type === 'thinking') text += visibleText(part.thinking);
+  return text;
+}

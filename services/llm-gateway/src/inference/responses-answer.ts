@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { visibleText } from './answer-text';
+import { type Said, thinkingText, visibleText } from './answer-text';
 import type { Figures } from './gateway-context';
 import type { ChatChunk, ChatCompletion, Usage } from './provider-port';
 import type { ResponseEcho } from './responses-request';
@@ -102,30 +102,6 @@ function responseObject(
 }
 
 const outputText = (text: string): Json => ({ type: 'output_text', text, annotations: [], logprobs: [] });
-
-/** What a chat message or stream delta may carry of the model's thinking. */
-interface Said {
-  content?: unknown;
-  reasoning_content?: unknown;
-  reasoning?: unknown;
-}
-
-/**
- * The model's thinking in a chat message or stream delta, '' when there is none: vLLM's and DeepSeek's
- * `reasoning_content` (or OpenRouter's `reasoning`; vLLM sends both, alike, so one is read) and the text of
- * Mistral's `thinking` content parts. Read per chunk: a string `content` and no reasoning allocate nothing.
- */
-function thinkingText(said: Said | undefined): string {
-  if (!said) return '';
-  let text = '';
-  if (typeof said.reasoning_content === 'string' && said.reasoning_content !== '')
-    text = said.reasoning_content;
-  else if (typeof said.reasoning === 'string') text = said.reasoning;
-  if (Array.isArray(said.content))
-    for (const part of said.content as Array<{ type?: unknown; thinking?: unknown } | null>)
-      if (part?.type === 'thinking') text += visibleText(part.thinking);
-  return text;
-}
 
 /** The thinking as the Responses API's `reasoning` item, before the message (`summary`: the model wrote none). */
 const reasoningItem = (status: ItemStatus, text: string): Json & { content: Json[] } => ({

@@ -1,7 +1,7 @@
 import { envelopeOf, RateLimited } from '@platform/kernel';
 import type { Request, Response } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
-import { billableText } from '../inference/answer-text';
+import { billableText, reasoningText } from '../inference/answer-text';
 import {
   account,
   accountFailure,
@@ -149,17 +149,6 @@ const fallbackUsage = (prompt: number, completionText: string): Usage => {
   const completion = countText(completionText);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 };
-
-/**
- * The reasoning an OpenAI-compatible server writes beside the content, billed as completion tokens: vLLM's and
- * DeepSeek's `reasoning_content`, else OpenRouter's `reasoning` (newer vLLM sends both, the same text).
- */
-const reasoningText = (part: { reasoning_content?: unknown; reasoning?: unknown } | undefined): string =>
-  typeof part?.reasoning_content === 'string'
-    ? part.reasoning_content
-    : typeof part?.reasoning === 'string'
-      ? part.reasoning
-      : '';
 
 /** What the answer's completion tokens are counted from when the provider reports none (thinking included). */
 function completionText(body: Record<string, unknown>): string {
