@@ -25,3 +25,9 @@ export function classifyOpaqueCredential(value: string): OpaqueCredentialKind | 
   if (ORG_API_KEY_PATTERN.test(value)) return 'org_api_key';
   return null;
 }
+
+/**
+ * The platform API's resource scope (decision 0109): auth writes it into an application's access token only when the
+ * person allowed it, and the edge accepts the OpenID provider's tokens beyond userinfo only with it.
+ */
+export const API_SCOPE = 'api';

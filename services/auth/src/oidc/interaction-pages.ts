@@ -1,3 +1,4 @@
+import { API_SCOPE } from '@platform/contracts';
 import { AppError } from '@platform/kernel';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import { errors } from 'oidc-provider';
@@ -9,7 +10,7 @@ import type { FormTokens } from '../pages/csrf';
 import { html, type Raw, sendPage } from '../pages/html';
 import { signInForm } from '../pages/sign-in-form';
 import type { SsoClients, SsoProvider } from '../sso/providers';
-import { API_SCOPE, browserSignIn, type OidcProviderHost } from './provider';
+import { browserSignIn, type OidcProviderHost } from './provider';
 
 const SCOPE_TEXT: Record<string, string> = {
   openid: 'Know who you are (your user id)',

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Principal } from '@platform/contracts';
+import { API_SCOPE, type Principal } from '@platform/contracts';
 import Provider, { type Configuration, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
 import { ACCESS_TOKEN_COOKIE, CSRF_COOKIE } from '../accounts/cookies';
 import type { MfaDoc } from '../accounts/mfa';
@@ -55,16 +55,13 @@ export function claimsForScope(claims: UserClaims, scope: string): Partial<UserC
 }
 
 /**
- * The OpenID Connect scope a grant holds: the `scope` claim of every access token issued under it (spec 2.5),
- * `openid` when the grant is gone.
+ * The OpenID Connect scope a grant holds, which userinfo answers by (an access token's `scope` claim adds `api`:
+ * `tokenScope`), `openid` when the grant is gone.
  */
 export async function grantedScope(provider: Provider, grantId: string): Promise<string> {
   const grant = await provider.Grant.find(grantId);
   return grant?.getOIDCScope() || 'openid';
 }
-
-/** The resource scope of the platform API: an application's token without it is good for userinfo only (0109). */
-export const API_SCOPE = 'api';
 
 /**
  * An access token's `scope` claim: the grant's OpenID Connect scope, and `api` when the grant holds it for the

@@ -1,3 +1,4 @@
+import { API_SCOPE } from '@platform/contracts';
 import type { Clock } from '@platform/kernel';
 import jwt from 'jsonwebtoken';
 import { LRUCache } from 'lru-cache';
@@ -30,9 +31,6 @@ export interface SessionJwtOptions {
   clockSkewSeconds: number;
   cacheMaxEntries: number;
 }
-
-/** The resource scope an application's token needs for the platform API (auth's `getResourceServerInfo`). */
-export const API_SCOPE = 'api';
 
 /** RFC 9068's `typ` of a JWT access token: the OpenID provider's tokens, never the platform's own sessions. */
 const isAccessTokenTyp = (typ: unknown) => typeof typ === 'string' && /^(application\/)?at\+jwt$/i.test(typ);

@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { ORG_SLUG_PATTERN } from '@platform/contracts';
+import { API_SCOPE, ORG_SLUG_PATTERN } from '@platform/contracts';
 import {
   type AppError,
   type Clock,
@@ -21,7 +21,7 @@ import { type PresentedCredential, presentedCredential } from '../auth/credentia
 import { csrfError, SAFE_METHODS } from '../auth/csrf';
 import type { PrincipalResolver, ResolvedPrincipal } from '../auth/principal-resolver';
 import { consumerOf, hasPermission } from '../auth/route-checks';
-import { API_SCOPE, type SessionJwtVerifier } from '../auth/session-jwt';
+import type { SessionJwtVerifier } from '../auth/session-jwt';
 import type { RateLimits } from '../limits/rate-limits';
 import { type RootMatch, type RootResolver, upstreamOf } from '../routing/roots';
 import type { CompiledRoute, RouteLookup } from '../routing/route-table';
