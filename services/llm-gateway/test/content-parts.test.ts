@@ -151,14 +151,7 @@ describe('answers whose content is an array of parts', () => {
     w.sim.script([
       { match: { model: 'gpt-sim' }, reply: { content: ANSWER, contentParts: { thinking: THOUGHT } } },
     ]);
-    const client = w.client({ bearer: owner.token });
-
-    const ask = { model: 'sim/gpt', input: 'What is the capital of France?' };
-    const plain = await client.responses.create(ask);
-    const stream = client.responses.stream(ask);
-    const seen: ResponseStreamEvent[] = [];
-    for await (const event of stream) seen.push(event);
-    const final = await stream.finalResponse();
+    const { plain, streamed: final, seen } = await askBothWays();
     const deltas = seen
       .filter((e) => e.type === 'response.output_text.delta')
       .map((e) => (e as { delta: string }).delta)
@@ -182,6 +175,17 @@ describe('answers whose content is an array of parts', () => {
     ).toHaveLength(1);
   });
 
+  const ask = { model: 'sim/gpt', input: 'What is the capital of France?' };
+  /** the same Responses request plain, then streamed (its events kept), with the official SDK */
+  async function askBothWays() {
+    const client = w.client({ bearer: owner.token });
+    const plain = await client.responses.create(ask);
+    const stream = client.responses.stream(ask);
+    const seen: ResponseStreamEvent[] = [];
+    for await (const event of stream) seen.push(event);
+    return { plain, streamed: await stream.finalResponse(), seen };
+  }
+
   // the two forms a reasoning model's thinking takes from OpenAI-compatible providers
   const thinkingForms = [
     ['Mistral’s thinking parts', { contentParts: { thinking: THOUGHT } }],
@@ -193,13 +197,7 @@ describe('answers whose content is an array of parts', () => {
     async (_form, thinking) => {
       w.sim.script([{ match: { model: 'gpt-sim' }, reply: { content: ANSWER, ...thinking } }]);
       const client = w.client({ bearer: owner.token });
-      const ask = { model: 'sim/gpt', input: 'What is the capital of France?' };
-
-      const plain = await client.responses.create(ask);
-      const stream = client.responses.stream(ask);
-      const seen: ResponseStreamEvent[] = [];
-      for await (const event of stream) seen.push(event);
-      const streamed = await stream.finalResponse();
+      const { plain, streamed, seen } = await askBothWays();
 
       const expected = [
         {
@@ -281,10 +279,7 @@ describe('answers whose content is an array of parts', () => {
 
   it('without thinking, the Responses answer has no reasoning item, plain and streamed', async () => {
     w.sim.script([{ match: { model: 'gpt-sim' }, reply: { content: ANSWER } }]);
-    const client = w.client({ bearer: owner.token });
-    const ask = { model: 'sim/gpt', input: 'What is the capital of France?' };
-    const plain = await client.responses.create(ask);
-    const streamed = await client.responses.stream(ask).finalResponse();
+    const { plain, streamed } = await askBothWays();
     expect([plain, streamed].map((r) => r.output.map((o) => o.type))).toEqual([['message'], ['message']]);
   });
 
