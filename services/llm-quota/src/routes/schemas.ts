@@ -77,20 +77,6 @@ export const QuotaKeySchema = z
   .string()
   .regex(/^[A-Za-z0-9_:@+-]{1,200}$/, 'use 1-200 letters, digits or _ : @ + -');
 
-/**
- * A record keyed by what callers name (user ids, role slugs, model ids). JSON.parse keeps a `__proto__` member,
- * which a parsed record then drops without a word: refused instead.
- */
-const namedRecord = <K extends z.ZodType<string>, V extends z.ZodType>(key: K, value: V) =>
-  z.preprocess(
-    (input, ctx) => {
-      if (typeof input === 'object' && input !== null && Object.hasOwn(input, '__proto__'))
-        ctx.addIssue({ code: 'custom', message: 'a member named __proto__ is refused', input });
-      return input;
-    },
-    z.record(key, value),
-  );
-
 const UserQuotaPatchSchema = z
   .object({
     rpm: z.number().int().nonnegative().max(1e12).nullable().optional(),
@@ -129,7 +115,7 @@ const ModelGovernancePatchSchema = z
       .strict()
       .nullable()
       .optional(),
-    downgrade: namedRecord(ModelIdSchema, ModelIdSchema.nullable()).nullable().optional(),
+    downgrade: z.record(ModelIdSchema, ModelIdSchema.nullable()).nullable().optional(),
   })
   .strict()
   .nullable();
@@ -148,8 +134,8 @@ export const SettingsPatchSchema = z
     }),
     org_user_quotas: z
       .object({
-        overrides: namedRecord(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
-        by_role: namedRecord(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
+        overrides: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
+        by_role: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
       })
       .strict()
       .nullable()
