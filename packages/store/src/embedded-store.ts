@@ -22,7 +22,10 @@ import { storeUnavailable } from './unavailable';
 
 // NeDB's document model; `modify` applies update operators exactly as NeDB's own update does.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const nedbModel = require('@seald-io/nedb/lib/model') as { modify<T>(doc: T, update: object): T };
+const nedbModel = require('@seald-io/nedb/lib/model') as {
+  modify<T>(doc: T, update: object): T;
+  deepCopy<T>(doc: T): T;
+};
 
 export interface EmbeddedStoreOptions {
   /** folder holding one append-only file per collection; omit for a memory-only store (tests) */
@@ -363,7 +366,15 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         const n = await this.ds.countAsync(toNedbQuery(filter));
         return { matched: n, modified: 0 };
       }
-      const { numAffected } = await this.ds.updateAsync(toNedbQuery(filter), operators, { multi: true });
+      const query = toNedbQuery(filter);
+      if (namesInherited(operators)) {
+        const docs = await this.ds.findAsync(query);
+        for (const doc of docs) {
+          await this.ds.updateAsync({ _id: doc._id } as never, modifiedOwnPaths(doc, operators), {});
+        }
+        return { matched: docs.length, modified: docs.length };
+      }
+      const { numAffected } = await this.ds.updateAsync(query, operators, { multi: true });
       return { matched: numAffected, modified: numAffected };
     });
   }
@@ -387,7 +398,9 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     const current = await this.ds.findOneAsync(query);
     if (current) {
       if (Object.keys(operators).length === 0) return { doc: current };
-      const { affectedDocuments } = await this.ds.updateAsync({ _id: current._id } as never, operators, {
+      // a path through an inherited name is applied here and written whole (see `modifiedOwnPaths`)
+      const change = namesInherited(operators) ? modifiedOwnPaths(current, operators) : operators;
+      const { affectedDocuments } = await this.ds.updateAsync({ _id: current._id } as never, change, {
         multi: false,
         returnUpdatedDocs: true,
       });
@@ -397,10 +410,63 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     let fresh = { ...equalityFields(filter), ...($setOnInsert ?? {}) } as Record<string, unknown>;
     fresh = expandDotted(fresh);
     if (typeof fresh._id !== 'string') fresh._id = randomUUID();
-    const built = Object.keys(operators).length ? nedbModel.modify(fresh, operators) : fresh;
+    const built = Object.keys(operators).length ? modifiedOwnPaths(fresh, operators) : fresh;
     const inserted = await this.ds.insertAsync(built as T);
     return { doc: inserted, upsertedId: inserted._id };
   }
+}
+
+/** Names a document's objects, arrays and dates answer without holding them: `constructor`, `toString`, `length`… */
+const isInheritedName = (name: string): boolean =>
+  name in Object.prototype || name in Array.prototype || name in Date.prototype;
+
+type Operators = Record<string, Record<string, unknown>>;
+
+/** Whether an update's paths name, at any depth, a member that documents inherit. */
+function namesInherited(operators: object): boolean {
+  for (const fields of Object.values(operators as Operators)) {
+    for (const path of Object.keys(fields)) if (path.split('.').some(isInheritedName)) return true;
+  }
+  return false;
+}
+
+/** Operators that remove: a path through a field the document does not hold has nothing for them to do. */
+const REMOVING = new Set(['$unset', '$pull', '$pop']);
+
+/**
+ * `doc` after `operators`, as MongoDB applies them. NeDB walks a dotted path with `obj[part]`, so a part the
+ * document does not hold but inherits (a role named `constructor`, a user id `toString`) reaches the built-in:
+ * `$set: {'quotas.constructor.rpm': 3}` stored nothing and set `Object.rpm` in the process. Each such part is
+ * made an own field first, as NeDB does for a missing one, and removals through it are dropped.
+ */
+function modifiedOwnPaths<D extends object>(doc: D, operators: object): D {
+  const copy = nedbModel.deepCopy(doc) as Record<string, unknown>;
+  const kept: Operators = {};
+  for (const [op, fields] of Object.entries(operators as Operators)) {
+    kept[op] = {};
+    for (const [path, value] of Object.entries(fields)) {
+      if (ownPath(copy, path.split('.'), op)) kept[op][path] = value;
+    }
+  }
+  return nedbModel.modify(copy, kept) as D;
+}
+
+/** Makes each inherited part of `parts` an own field of `node`; false when `op` has nothing to remove there. */
+function ownPath(node: unknown, parts: string[], op: string): boolean {
+  for (const [i, part] of parts.entries()) {
+    if (typeof node !== 'object' || node === null) return true; // NeDB refuses or ignores it, as before
+    const holder = node as Record<string, unknown>;
+    const inherited = !Object.hasOwn(holder, part) && part in holder;
+    if (inherited && REMOVING.has(op)) return false;
+    if (inherited && Array.isArray(holder)) throw new Error(`Cannot create the field ${part} in an array`);
+    const last = i === parts.length - 1;
+    // a missing or inherited step becomes an own object, as NeDB makes a missing one (removals excepted)
+    if (!last && (inherited || holder[part] === undefined) && !REMOVING.has(op)) holder[part] = {};
+    // of the last step, only $min and $max read the value first (NeDB's others assign or look for an own field)
+    if (last && inherited && (op === '$min' || op === '$max')) holder[part] = undefined;
+    node = holder[part];
+  }
+  return true;
 }
 
 /** An error from the file system (it names its system call), as opposed to one about the data. */

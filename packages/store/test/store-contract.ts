@@ -117,6 +117,45 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect(await items.updateOne({ _id: 'none' }, { $set: { n: 1 } })).toMatchObject({ matched: 0 });
     });
 
+    it('writes fields named like members every object inherits (constructor, toString) as any other', async () => {
+      // e.g. a quota override for the role `constructor` or the user id `toString`
+      const docs = store.collection<{ _id: string; [field: string]: unknown }>(`inherited_${suffix}`, []);
+      const touched = () => [
+        Object,
+        Object.prototype.toString,
+        Object.prototype.hasOwnProperty,
+        Object.prototype.valueOf,
+      ];
+      const before = touched().map((f) => Object.keys(f).length);
+      await docs.insertOne({ _id: 'a', quotas: { toString: { rpm: 1 } } });
+      await docs.updateOne(
+        { _id: 'a' },
+        {
+          $set: { 'quotas.constructor.rpm': 3, 'quotas.toString.tpm': 2 },
+          $inc: { 'counts.hasOwnProperty': 2 },
+          $max: { 'peaks.valueOf': 5 },
+          $unset: { 'quotas.valueOf.rpm': '' },
+        },
+      );
+      await docs.updateOne({ _id: 'b' }, { $set: { 'quotas.constructor.rpm': 4 } }, { upsert: true });
+      await docs.updateMany({}, { $inc: { 'counts.toString': 1 } });
+      expect(await docs.findOne({ _id: 'a' })).toEqual({
+        _id: 'a',
+        quotas: { toString: { rpm: 1, tpm: 2 }, constructor: { rpm: 3 } },
+        counts: { hasOwnProperty: 2, toString: 1 },
+        peaks: { valueOf: 5 },
+      });
+      expect(await docs.findOne({ _id: 'b' })).toEqual({
+        _id: 'b',
+        quotas: { constructor: { rpm: 4 } },
+        counts: { toString: 1 },
+      });
+      await docs.updateOne({ _id: 'b' }, { $unset: { 'quotas.constructor': '' } });
+      expect(await docs.findOne({ _id: 'b' })).toEqual({ _id: 'b', quotas: {}, counts: { toString: 1 } });
+      // and nothing landed on the built-ins those names would have reached
+      expect(touched().map((f) => Object.keys(f).length)).toEqual(before);
+    });
+
     it('upserts: inserts from the filter and $setOnInsert once, then only updates', async () => {
       const first = await items.findOneAndUpdate(
         { _id: 'k', group: 'g' },

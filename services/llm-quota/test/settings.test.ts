@@ -133,6 +133,28 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       ]);
     });
 
+    it('keep quotas for a role named constructor and a user id named toString, as for any other', async () => {
+      // names every object inherits: the embedded store once dropped them silently (200, nothing kept)
+      await patch({
+        org_user_quotas: { overrides: { toString: { rpm: 2 } }, by_role: { constructor: { rpm: 4 } } },
+      });
+      const res = await patch({ org_user_quotas: { overrides: { toString: { tpm: 20 } } } });
+      expect(res.body.org_user_quotas).toEqual({
+        overrides: { toString: { rpm: 2, tpm: 20 } },
+        by_role: { constructor: { rpm: 4 } },
+      });
+      const odd = (await usage(edgeHeaders(principal({ userId: 'toString' }), clock))).body;
+      expect(odd.user.enforced).toEqual([
+        expect.objectContaining({ key: 'llm.rpm', source: 'override', limit: 2 }),
+        expect.objectContaining({ key: 'llm.tpm', source: 'override', limit: 20 }),
+      ]);
+      const inRole = (await usage(edgeHeaders(principal({ userId: 'u-9', role: 'constructor' }), clock)))
+        .body;
+      expect(inRole.user.enforced[0]).toEqual(
+        expect.objectContaining({ key: 'llm.rpm', source: 'role', limit: 4 }),
+      );
+    });
+
     it('merge their changes (JSON merge patch): null removes an entry or one limit, the rest stays', async () => {
       await patch({
         org_user_quotas: {
