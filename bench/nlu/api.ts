@@ -30,11 +30,18 @@ export function cpuTimeMs(pid: number): number {
 export type Topology = 'standalone' | 'split';
 
 /**
+ * The Messages rate limits off (decision 0112), for the benchmarks that send a corpus from one address as fast as it
+ * is answered: a test harness, not the visitors the limits are for. The latency benchmark keeps the defaults on and
+ * sends as visitors do (bench/nlu/latency.ts).
+ */
+export const MESSAGE_LIMITS_OFF = { LEGACY_MESSAGES_PER_ADDRESS: '0', LEGACY_MESSAGES_PER_USER: '0' };
+
+/**
  * The platform in processes of its own, so the load generator does not share their event loops:
  * `standalone` is `pnpm start` (a supervisor forking one process per service: auth, llm-quota, llm-gateway,
  * legacy-agent, edge); `split` is the bare production shape for the legacy root, one process per service it needs
  * (auth, legacy-agent, edge; no supervisor, llm-quota or llm-gateway). Embedded
- * store in a temp folder, legacy v1 kept open. BENCH_CPU_PROF=<dir> writes CPU profiles there (a sample
+ * store in a temp folder, legacy v1 kept open, every other setting the product's default. BENCH_CPU_PROF=<dir> writes CPU profiles there (a sample
  * every 200 µs, so that a stall of a few milliseconds shows its parts);
  * BENCH_NICE=<n> runs the platform (and the load generator) at that scheduling priority, e.g. -10 on a
  * machine shared with unrelated work, to approximate a host of its own. BENCH_BUILT=1 runs each entry's bundle

@@ -15,6 +15,13 @@
  * right after it is stored), plus 50 ms either side; the windows' requests are pooled (one window holds ~25 at 200 req/s, whose p99
  * would be their maximum; ten hold ~250, whose p99 is about their third slowest), and each window's slowest request
  * is printed too. Also the load average and CPU per message.
+ *
+ * The load is a site's visitors at the product's default settings, the Messages rate limits on (decision 0112): each
+ * simulated conversation is a visitor of its own (`userId`) behind an address of its own (the `X-Forwarded-For` a
+ * load balancer sends, believed by the edge from the bench's loopback hop: TRUST_PROXY, decision 0031), sending a
+ * message every VISITOR_PACE_MS for CONVERSATION_TURNS turns before a new visitor takes its place: at 200 req/s,
+ * 2,000 visitors chat at once, 6 messages a minute each, well within the budgets (30 per user, 120 per address), so
+ * every message is counted twice and none refused (a refusal would be printed as an error, `429: n`).
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -28,6 +35,26 @@ const SECONDS = Number(process.argv[3] ?? 30);
 const TOPOLOGY = (process.argv[4] ?? 'split') as Topology;
 const RETRAININGS = Number(process.argv[5] ?? 10);
 
+/** A visitor reads each answer and types the next message: one every 10 s (decision 0112: 10-20 s a turn). */
+const VISITOR_PACE_MS = 10_000;
+/** Messages of a conversation, after which its visitor leaves and a new one (new user, new address) comes. */
+const CONVERSATION_TURNS = 6;
+/** Messages sent so far, over every phase: visitors carry on from one phase to the next. */
+let messagesSent = 0;
+
+/** The visitor sending message `n`: RATE × pace slots, each a conversation of CONVERSATION_TURNS turns at a time. */
+function visitorOf(n: number): { userId: string; address: string } {
+  const slots = Math.max(1, Math.round((RATE * VISITOR_PACE_MS) / 1000));
+  const conversation = Math.floor(Math.floor(n / slots) / CONVERSATION_TURNS);
+  const visitor = conversation * slots + (n % slots);
+  // an address of its own in 198.18.0.0/15 (set aside for benchmarks, RFC 2544)
+  const host = visitor % 131_072;
+  return {
+    userId: `visitor-${visitor}`,
+    address: `198.${18 + (host >> 16)}.${(host >> 8) & 255}.${host & 255}`,
+  };
+}
+
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? Number.NaN;
@@ -39,6 +66,8 @@ interface LoadResult {
   /** [scheduled start, latency] of every answered request */
   samples: Array<[due: number, latency: number]>;
   errors: number;
+  /** refused by a Messages rate limit (429), among the errors */
+  refused: number;
   correct: number;
   fallbacks: number;
   sent: number;
@@ -56,7 +85,15 @@ async function load(
 ): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const total = Math.round(rate * seconds);
-  const result: LoadResult = { latencies: [], samples: [], errors: 0, correct: 0, fallbacks: 0, sent: 0 };
+  const result: LoadResult = {
+    latencies: [],
+    samples: [],
+    errors: 0,
+    refused: 0,
+    correct: 0,
+    fallbacks: 0,
+    sent: 0,
+  };
   const pending: Array<Promise<void>> = [];
   const start = performance.now();
   const side = during?.();
@@ -65,7 +102,8 @@ async function load(
     const wait = due - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
     const test = tests[i % tests.length]!;
-    const body = JSON.stringify({ userId: `user-${i % 500}`, platform: 'bench', text: test.text });
+    const visitor = visitorOf(messagesSent++);
+    const body = JSON.stringify({ userId: visitor.userId, platform: 'bench', text: test.text });
     result.sent++;
     pending.push(
       new Promise<void>((resolve) => {
@@ -78,6 +116,7 @@ async function load(
               'content-type': 'application/json',
               'content-length': Buffer.byteLength(body),
               authorization: `Bearer ${clientToken}`,
+              'x-forwarded-for': visitor.address,
             },
           },
           (res) => {
@@ -86,6 +125,7 @@ async function load(
             res.on('end', () => {
               result.latencies.push(performance.now() - due);
               result.samples.push([due, performance.now() - due]);
+              if (res.statusCode === 429) result.refused++;
               if (res.statusCode !== 200) result.errors++;
               else {
                 const top = JSON.parse(Buffer.concat(chunks).toString()).intents[0];
@@ -113,7 +153,7 @@ async function load(
 function print(label: string, r: LoadResult, seconds: number) {
   const l = r.latencies;
   console.log(
-    `${label.padEnd(28)} ${String(r.sent).padStart(6)} req in ${seconds}s  errors ${r.errors}  ` +
+    `${label.padEnd(28)} ${String(r.sent).padStart(6)} req in ${seconds}s  errors ${r.errors}${r.refused ? ` (429: ${r.refused})` : ''}  ` +
       `p50 ${ms(pct(l, 0.5))}  p90 ${ms(pct(l, 0.9))}  p99 ${ms(pct(l, 0.99))}  max ${ms(Math.max(...l))} ms  ` +
       `accuracy ${(r.correct / Math.max(1, r.sent - r.errors)).toFixed(3)} (fallbacks ${r.fallbacks})`,
   );
@@ -121,8 +161,13 @@ function print(label: string, r: LoadResult, seconds: number) {
 
 async function main() {
   if (process.env.BENCH_NICE) setPriority(0, Number(process.env.BENCH_NICE));
-  const platform = await startBenchPlatform({}, TOPOLOGY);
-  console.log(`topology: ${TOPOLOGY}, ${RATE} req/s, priority ${process.env.BENCH_NICE ?? 'normal'}`);
+  // the product's defaults, Messages rate limits on; the edge believes the X-Forwarded-For of the bench's loopback hop
+  const platform = await startBenchPlatform({ TRUST_PROXY: 'loopback' }, TOPOLOGY);
+  console.log(
+    `topology: ${TOPOLOGY}, ${RATE} req/s from ${Math.round((RATE * VISITOR_PACE_MS) / 1000)} visitors at a time ` +
+      `(a message each every ${VISITOR_PACE_MS / 1000} s, ${CONVERSATION_TURNS} per conversation), ` +
+      `priority ${process.env.BENCH_NICE ?? 'normal'}`,
+  );
   const api = new LegacyClient(platform.legacyUrl);
   try {
     const { set, tests } = syntheticAssistant(100, 2000, 1000);

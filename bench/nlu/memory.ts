@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { syntheticAssistant } from '../nlu-engine/synthetic';
-import { cpuTimeMs, LegacyClient, startBenchPlatform, type Topology } from './api';
+import { cpuTimeMs, LegacyClient, MESSAGE_LIMITS_OFF, startBenchPlatform, type Topology } from './api';
 
 const status = (pid: number, field: string): number => {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -27,8 +27,9 @@ const pss = (pid: number): number => {
 
 async function main() {
   const topology = (process.argv[2] as Topology | undefined) ?? 'standalone';
+  // the test sentences go from one address as fast as answered
   const platform = await startBenchPlatform(
-    { LEGACY_RETRAIN_DEBOUNCE_MS: '3000', LEGACY_RETRAIN_MAX_DELAY_MS: '600000' },
+    { LEGACY_RETRAIN_DEBOUNCE_MS: '3000', LEGACY_RETRAIN_MAX_DELAY_MS: '600000', ...MESSAGE_LIMITS_OFF },
     topology,
   );
   try {

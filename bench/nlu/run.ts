@@ -18,7 +18,7 @@ import {
   loadBraunCorpus,
   scoreCorpus,
 } from '../nlu-engine/braun';
-import { LegacyClient, startBenchPlatform } from './api';
+import { LegacyClient, MESSAGE_LIMITS_OFF, startBenchPlatform } from './api';
 
 const fmt = (x: number) => x.toFixed(3);
 
@@ -30,7 +30,8 @@ interface RunResult {
 
 async function runOnce(label: string, env: Record<string, string>): Promise<RunResult> {
   console.log(`\n# ${label}`);
-  const platform = await startBenchPlatform(env);
+  // every test sentence from one address, as fast as answered
+  const platform = await startBenchPlatform({ ...MESSAGE_LIMITS_OFF, ...env });
   const api = new LegacyClient(platform.legacyUrl);
   const scores: CorpusScore[] = [];
   let fallbacks = 0;

@@ -49,7 +49,14 @@ describe('legacy virtual agent end to end, through the edge', () => {
     // The edge retires legacy v1 on 2025-12-31 by default; an operator keeps it open during a migration.
     platform = await startTestPlatform({
       clock,
-      env: { LEGACY_V1_RETIREMENT_DATE: '2099-01-01', LEGACY_CONVERSATION_IDLE_SECONDS: '900' },
+      env: {
+        LEGACY_V1_RETIREMENT_DATE: '2099-01-01',
+        LEGACY_CONVERSATION_IDLE_SECONDS: '900',
+        // the whole conversation runs in one instant of the clock, and polls Messages while models train;
+        // Messages' rate limits (decision 0112) have their own test
+        LEGACY_MESSAGES_PER_ADDRESS: '0',
+        LEGACY_MESSAGES_PER_USER: '0',
+      },
     });
     call = client(platform.legacyUrl);
   });

@@ -1,4 +1,11 @@
 export { createEmbeddedStore, DataFolderError, type EmbeddedStoreOptions } from './embedded-store';
 export { createMongoStore, DatabaseUnreachableError, type MongoStoreOptions } from './mongo';
 export * from './port';
+export {
+  type RateWindows,
+  type RateWindowsOptions,
+  rateWindowsFor,
+  StoreRateWindows,
+  type WindowCount,
+} from './rate-windows';
 export { type Revised, updateWithRevision } from './revisions';

@@ -1,5 +1,6 @@
 import { commonConfig, env } from '@platform/kernel';
 import { z } from 'zod';
+import { compileAddressList } from './domain/address-keys';
 
 /** legacy-agent's configuration; every key is an environment variable, documented in the README. */
 export const legacyAgentConfigSchema = z.object({
@@ -59,6 +60,29 @@ export const legacyAgentConfigSchema = z.object({
   LEGACY_BODY_LIMIT_BYTES: env.int(2 * 1024 * 1024, 1024),
   /** largest body of the public POST /v1/Messages (a text is at most 4,000 characters) */
   LEGACY_MESSAGES_BODY_LIMIT_BYTES: env.int(64 * 1024, 1024),
+  /**
+   * messages one client address may send to one assistant per LEGACY_MESSAGES_RATE_WINDOW_SECONDS (an IPv6
+   * address counts by its /64); 0: no limit by address
+   */
+  LEGACY_MESSAGES_PER_ADDRESS: env.int(120, 0),
+  /** messages one `userId` (one conversation's user) may send to one assistant per window; 0: no limit by user */
+  LEGACY_MESSAGES_PER_USER: env.int(30, 0),
+  /** the window (seconds, aligned on the clock) in which the two limits above are counted */
+  LEGACY_MESSAGES_RATE_WINDOW_SECONDS: env.int(60, 1),
+  /**
+   * client addresses (addresses or CIDRs, comma-separated) limited only by user, not by address: server-side
+   * connectors that send many users' messages from one address
+   */
+  LEGACY_MESSAGES_UNLIMITED_ADDRESSES: z
+    .string()
+    .default('')
+    .superRefine((value, ctx) => {
+      try {
+        compileAddressList(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `must be addresses or CIDRs (${(err as Error).message})` });
+      }
+    }),
   /** most intents one assistant may hold */
   LEGACY_MAX_INTENTS: env.int(2_000, 1),
   /** most entities one assistant may hold */

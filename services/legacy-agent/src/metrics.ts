@@ -11,6 +11,8 @@ import {
 /** answered: an intent answered; fallback: no intent understood it; no_model: no trained model to classify with */
 export type MessageResult = 'answered' | 'fallback' | 'no_model';
 type TrainingResult = 'success' | 'failed';
+/** address, user: a message refused by that budget; store_failed: the counters failed and the message went through */
+export type MessageLimitOutcome = 'address' | 'user' | 'store_failed';
 
 export interface LegacyMetrics {
   /** request count and latency by route (the kernel's), and the registry behind /metrics */
@@ -19,6 +21,8 @@ export interface LegacyMetrics {
   message(result: MessageResult): void;
   /** one model trained by the engine (a timeout is a failure) */
   training(result: TrainingResult, seconds: number): void;
+  /** one message refused by a rate limit, or let through uncounted (decision 0112) */
+  messageLimit(outcome: MessageLimitOutcome): void;
 }
 
 /**
@@ -43,6 +47,14 @@ export function createLegacyMetrics(read: { trainingQueue: () => number }): Lega
   );
   const trainings = {} as Record<TrainingResult, HistogramSeries>;
   for (const result of ['success', 'failed'] as const) trainings[result] = trainingFamily.series({ result });
+  const limitFamily = counterFamily(
+    http.registry,
+    'legacy_agent_message_limits_total',
+    'Messages refused by a rate limit (address, user), or let through uncounted because the counters failed (store_failed)',
+  );
+  const limits = {} as Record<MessageLimitOutcome, CounterSeries>;
+  for (const outcome of ['address', 'user', 'store_failed'] as const)
+    limits[outcome] = limitFamily.series({ outcome });
   scrapedGauge(
     http.registry,
     'legacy_agent_training_queue_length',
@@ -55,5 +67,8 @@ export function createLegacyMetrics(read: { trainingQueue: () => number }): Lega
       messages[result].value++;
     },
     training: (result, seconds) => trainings[result].observe(seconds),
+    messageLimit: (outcome) => {
+      limits[outcome].value++;
+    },
   };
 }

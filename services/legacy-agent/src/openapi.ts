@@ -377,6 +377,10 @@ export const LEGACY_ROUTES: RouteDoc[] = [
         MessagesErrorSchema,
       ),
       413: ok('payload_too_large', MessagesErrorSchema),
+      429: ok(
+        "rate_limited: the client address or the `userId` sent its window's messages to this assistant (`status.details.scope`); `Retry-After` says when to send again",
+        MessagesErrorSchema,
+      ),
       500: ok('internal_error', MessagesErrorSchema),
       ...retired,
     },

@@ -12,6 +12,7 @@ import { Dialogue } from './domain/dialogue';
 import { Entities } from './domain/entities';
 import { giveExpiryToOlderRecords } from './domain/expiry-backfill';
 import { Intents } from './domain/intents';
+import { MessageLimits } from './domain/message-limits';
 import { type RetrainTimers, systemTimers } from './domain/timers';
 import { TokenSealer } from './domain/tokens';
 import { type NluEngine, Understanding } from './domain/understanding';
@@ -74,6 +75,7 @@ export function createLegacyDomain(deps: LegacyAgentDeps): LegacyDomain {
     entities: new Entities(ctx, onDataChange),
     understanding,
     dialogue,
+    messageLimits: new MessageLimits(ctx, deps.store),
   };
 }
 

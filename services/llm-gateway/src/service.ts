@@ -15,7 +15,7 @@ import {
   type ServiceApp,
   serviceFetch,
 } from '@platform/kernel';
-import type { Store } from '@platform/store';
+import { type Store, StoreRateWindows } from '@platform/store';
 import type { Express } from 'express';
 import { Outbox } from './accounting/outbox';
 import { type AdapterFactory, Catalogue } from './catalogue/catalogue';
@@ -33,7 +33,6 @@ import { ProviderDestinations } from './providers';
 import { Admission } from './quota/admission';
 import { type QuotaCounters, quotaCountersFor } from './quota/counters';
 import { OrgSettingsSource } from './quota/org-settings';
-import { StoreRateLimiter } from './quota/store-rate-limiter';
 import { mountAudio } from './routes/audio';
 import { mountCatalogueAdmin, mountProviderAdmin } from './routes/catalogue-admin';
 import { mountChatCompletions } from './routes/chat-completions';
@@ -188,7 +187,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       mountDefaults(router, context);
       mountSmokeTest(router, context, {
         store,
-        limiter: new StoreRateLimiter({ store, clock, keyPrefix: 'llm:smoke', durationSeconds: 60 }),
+        limiter: new StoreRateWindows(store, clock, { name: 'llm:smoke', durationMs: 60_000 }),
       });
       mountImages(router, context);
       mountAudio(router, context);
@@ -199,11 +198,10 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       );
       mountCatalogueAdmin(router, context, {
         admin,
-        bulkLimiter: new StoreRateLimiter({
-          store,
-          clock,
-          keyPrefix: 'llm:catalogue-bulk',
-          durationSeconds: 3600,
+        // an hour's window: on the store's documents on every engine, so a restart does not reset it
+        bulkLimiter: new StoreRateWindows(store, clock, {
+          name: 'llm:catalogue-bulk',
+          durationMs: 3_600_000,
         }),
       });
     },

@@ -4,6 +4,7 @@ import type { LegacyContext } from './context';
 import type { Dialogue } from './dialogue';
 import type { Entities } from './entities';
 import type { Intents } from './intents';
+import type { MessageLimits } from './message-limits';
 import type { Understanding } from './understanding';
 
 /** The service's use cases, built once in service.ts and handed to the routes. */
@@ -15,4 +16,5 @@ export interface LegacyDomain {
   entities: Entities;
   understanding: Understanding;
   dialogue: Dialogue;
+  messageLimits: MessageLimits;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   type ErrorKind,
   envelopeOf,
+  forwardedViewOf,
   jsonBody,
   type Logger,
   MethodNotAllowed,
@@ -101,12 +102,19 @@ export function messagesBodyParser(limit: number, logger: Logger): RequestHandle
 }
 
 /** Spec 4.4: `POST /v1/Messages` with the client token. */
-export function mountMessageRoutes(router: Router, { assistants, dialogue, ctx }: LegacyDomain): void {
+export function mountMessageRoutes(
+  router: Router,
+  { assistants, dialogue, messageLimits, ctx }: LegacyDomain,
+): void {
   router.post('/v1/Messages', async (req, res) => {
     try {
       const assistant = await assistants.byClientToken(bearerToken(req));
+      // CORS headers first: a browser page must be able to read a 429 too
       allowOrigin(req, res, assistant);
+      // a point before the body is looked at, as login's throttle (decision 0112)
+      await messageLimits.admitAddress(assistant._id, forwardedViewOf(req).clientAddress);
       const input = parseInput(messageBody, jsonBody(req) ?? {});
+      await messageLimits.admitUser(assistant._id, input.userId);
       res.json(await dialogue.reply(assistant, input));
     } catch (err) {
       sendMessagesError(res, err, req.id, ctx.logger);

@@ -14,13 +14,13 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   var base = script.src.replace(/\/v1\/widget\.js(?:[?#].*)?$/, '');
 
   var TEXTS = {
-    en: { open: 'Open chat', close: 'Close chat', title: 'Chat', input: 'Your message', send: 'Send', typing: 'Typing…', you: 'You said', unreachable: 'The assistant cannot be reached from this page. Please try again later.', failed: 'Your message could not be sent.', noToken: 'This chat is not set up: the page gives no assistant token.', opens: '(opens in a new tab)' },
-    fr: { open: 'Ouvrir la discussion', close: 'Fermer la discussion', title: 'Discussion', input: 'Votre message', send: 'Envoyer', typing: 'Écrit…', you: 'Vous avez dit', unreachable: "L'assistant est injoignable depuis cette page. Réessayez plus tard.", failed: "Votre message n'a pas pu être envoyé.", noToken: "Cette discussion n'est pas configurée : la page ne donne pas de jeton d'assistant.", opens: '(nouvel onglet)' },
-    de: { open: 'Chat öffnen', close: 'Chat schließen', title: 'Chat', input: 'Ihre Nachricht', send: 'Senden', typing: 'Schreibt…', you: 'Sie sagten', unreachable: 'Der Assistent ist von dieser Seite aus nicht erreichbar. Bitte später erneut versuchen.', failed: 'Ihre Nachricht konnte nicht gesendet werden.', noToken: 'Dieser Chat ist nicht eingerichtet: die Seite nennt kein Assistenten-Token.', opens: '(neuer Tab)' },
-    es: { open: 'Abrir chat', close: 'Cerrar chat', title: 'Chat', input: 'Tu mensaje', send: 'Enviar', typing: 'Escribiendo…', you: 'Dijiste', unreachable: 'No se puede contactar con el asistente desde esta página. Inténtalo más tarde.', failed: 'No se pudo enviar tu mensaje.', noToken: 'Este chat no está configurado: la página no indica el token del asistente.', opens: '(nueva pestaña)' },
-    it: { open: 'Apri chat', close: 'Chiudi chat', title: 'Chat', input: 'Il tuo messaggio', send: 'Invia', typing: 'Sta scrivendo…', you: 'Hai detto', unreachable: "Impossibile raggiungere l'assistente da questa pagina. Riprova più tardi.", failed: 'Impossibile inviare il messaggio.', noToken: "Questa chat non è configurata: la pagina non indica il token dell'assistente.", opens: '(nuova scheda)' },
-    pt: { open: 'Abrir conversa', close: 'Fechar conversa', title: 'Conversa', input: 'A sua mensagem', send: 'Enviar', typing: 'A escrever…', you: 'Você disse', unreachable: 'Não é possível contactar o assistente a partir desta página. Tente mais tarde.', failed: 'Não foi possível enviar a mensagem.', noToken: 'Esta conversa não está configurada: a página não indica o token do assistente.', opens: '(novo separador)' },
-    nl: { open: 'Chat openen', close: 'Chat sluiten', title: 'Chat', input: 'Uw bericht', send: 'Verstuur', typing: 'Typt…', you: 'U zei', unreachable: 'De assistent is vanaf deze pagina niet bereikbaar. Probeer het later opnieuw.', failed: 'Uw bericht kon niet worden verstuurd.', noToken: 'Deze chat is niet ingesteld: de pagina geeft geen assistent-token.', opens: '(nieuw tabblad)' }
+    en: { open: 'Open chat', close: 'Close chat', title: 'Chat', input: 'Your message', send: 'Send', typing: 'Typing…', you: 'You said', unreachable: 'The assistant cannot be reached from this page. Please try again later.', failed: 'Your message could not be sent.', tooFast: 'Sorry, too many messages were sent in a short time. Please wait a moment, then send yours again.', noToken: 'This chat is not set up: the page gives no assistant token.', opens: '(opens in a new tab)' },
+    fr: { open: 'Ouvrir la discussion', close: 'Fermer la discussion', title: 'Discussion', input: 'Votre message', send: 'Envoyer', typing: 'Écrit…', you: 'Vous avez dit', unreachable: "L'assistant est injoignable depuis cette page. Réessayez plus tard.", failed: "Votre message n'a pas pu être envoyé.", tooFast: 'Désolé, trop de messages ont été envoyés en peu de temps. Patientez un instant, puis renvoyez le vôtre.', noToken: "Cette discussion n'est pas configurée : la page ne donne pas de jeton d'assistant.", opens: '(nouvel onglet)' },
+    de: { open: 'Chat öffnen', close: 'Chat schließen', title: 'Chat', input: 'Ihre Nachricht', send: 'Senden', typing: 'Schreibt…', you: 'Sie sagten', unreachable: 'Der Assistent ist von dieser Seite aus nicht erreichbar. Bitte später erneut versuchen.', failed: 'Ihre Nachricht konnte nicht gesendet werden.', tooFast: 'Entschuldigung, in kurzer Zeit wurden zu viele Nachrichten gesendet. Bitte warten Sie einen Moment und senden Sie Ihre dann erneut.', noToken: 'Dieser Chat ist nicht eingerichtet: die Seite nennt kein Assistenten-Token.', opens: '(neuer Tab)' },
+    es: { open: 'Abrir chat', close: 'Cerrar chat', title: 'Chat', input: 'Tu mensaje', send: 'Enviar', typing: 'Escribiendo…', you: 'Dijiste', unreachable: 'No se puede contactar con el asistente desde esta página. Inténtalo más tarde.', failed: 'No se pudo enviar tu mensaje.', tooFast: 'Lo sentimos, se enviaron demasiados mensajes en poco tiempo. Espera un momento y vuelve a enviar el tuyo.', noToken: 'Este chat no está configurado: la página no indica el token del asistente.', opens: '(nueva pestaña)' },
+    it: { open: 'Apri chat', close: 'Chiudi chat', title: 'Chat', input: 'Il tuo messaggio', send: 'Invia', typing: 'Sta scrivendo…', you: 'Hai detto', unreachable: "Impossibile raggiungere l'assistente da questa pagina. Riprova più tardi.", failed: 'Impossibile inviare il messaggio.', tooFast: 'Spiacenti, sono stati inviati troppi messaggi in poco tempo. Attendi un momento, poi invia di nuovo il tuo.', noToken: "Questa chat non è configurata: la pagina non indica il token dell'assistente.", opens: '(nuova scheda)' },
+    pt: { open: 'Abrir conversa', close: 'Fechar conversa', title: 'Conversa', input: 'A sua mensagem', send: 'Enviar', typing: 'A escrever…', you: 'Você disse', unreachable: 'Não é possível contactar o assistente a partir desta página. Tente mais tarde.', failed: 'Não foi possível enviar a mensagem.', tooFast: 'Lamentamos, foram enviadas demasiadas mensagens em pouco tempo. Aguarde um momento e envie a sua novamente.', noToken: 'Esta conversa não está configurada: a página não indica o token do assistente.', opens: '(novo separador)' },
+    nl: { open: 'Chat openen', close: 'Chat sluiten', title: 'Chat', input: 'Uw bericht', send: 'Verstuur', typing: 'Typt…', you: 'U zei', unreachable: 'De assistent is vanaf deze pagina niet bereikbaar. Probeer het later opnieuw.', failed: 'Uw bericht kon niet worden verstuurd.', tooFast: 'Sorry, er zijn te veel berichten kort na elkaar verstuurd. Wacht even en verstuur het uwe dan opnieuw.', noToken: 'Deze chat is niet ingesteld: de pagina geeft geen assistent-token.', opens: '(nieuw tabblad)' }
   };
   var MAX_ENTRIES = 200;
   var KEY = 'platform-chat:' + token;
@@ -143,7 +143,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   var inputLabel = h('label', { 'for': 'chat-input', 'class': 'sr' });
   var input = h('input', { id: 'chat-input', type: 'text', autocomplete: 'off', maxlength: '4000', enterkeyhint: 'send' });
   var sendBtn = h('button', { type: 'submit', 'class': 'send' });
-  var form = h('form', { onsubmit: function (e) { e.preventDefault(); var t = input.value.trim(); if (!t) return; input.value = ''; sendText(t, t); } }, [inputLabel, input, sendBtn]);
+  var form = h('form', { onsubmit: function (e) { e.preventDefault(); var t = input.value.trim(); if (!t) return; input.value = ''; sendText(t, t, true); } }, [inputLabel, input, sendBtn]);
   var panel = h('section', { id: 'chat-panel', 'class': 'panel', role: 'dialog', 'aria-labelledby': 'chat-title', hidden: true, onkeydown: function (e) { if (e.key === 'Escape') { e.stopPropagation(); setOpen(false); } } },
     [h('div', { 'class': 'head' }, [avatar, title, closeBtn]), log, errorLine, form]);
   var root = h('div', { 'class': 'root' }, [panel, launcher]);
@@ -215,14 +215,17 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   /** Keeps the newest message in view while a reply renders (images load after it). */
   function keepScrolled() { log.scrollTop = log.scrollHeight; }
 
+  /** Shows one entry; a visitor's own message comes back as its node (taken back when it could not be sent). */
   function renderEntry(entry) {
+    var you = null;
     if (entry.who === 'user') {
-      var you = h('p', { 'class': 'msg user' }, [h('span', { 'class': 'sr', text: texts().you + ': ' }), document.createTextNode(entry.text)]);
+      you = h('p', { 'class': 'msg user' }, [h('span', { 'class': 'sr', text: texts().you + ': ' }), document.createTextNode(entry.text)]);
       log.appendChild(you);
     } else {
       renderReply(entry.items || []).forEach(function (n) { log.appendChild(n); });
     }
     log.scrollTop = log.scrollHeight;
+    return you;
   }
   function renderAll() {
     log.textContent = '';
@@ -231,7 +234,15 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   function push(entry) {
     state.entries.push(entry);
     save();
-    renderEntry(entry);
+    return renderEntry(entry);
+  }
+  /** A message that was not sent leaves the conversation; typed text goes back into the input, to send again. */
+  function takeBack(entry, node, typed) {
+    var at = state.entries.indexOf(entry);
+    if (at !== -1) state.entries.splice(at, 1);
+    save();
+    if (node) node.remove();
+    if (typed && !input.value) input.value = typed;
   }
 
   function showError(message) { errorLine.textContent = message || ''; }
@@ -249,7 +260,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
           var detail = data && ((data.status && data.status.errorDetails) || data.message);
           if (detail && window.console) console.warn('Chat: ' + detail);
           var refused = res.status === 401 || res.status === 403 || res.status === 404;
-          throw new Error(refused ? texts().unreachable : texts().failed);
+          throw new Error(res.status === 429 ? texts().tooFast : refused ? texts().unreachable : texts().failed);
         }
         return data;
       });
@@ -258,7 +269,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
 
   var queue = Promise.resolve();
   var typing = h('p', { 'class': 'typing', 'aria-hidden': 'true' });
-  function send(body) {
+  function send(body, onFailure) {
     queue = queue.then(function () {
       showError('');
       typing.textContent = texts().typing;
@@ -276,18 +287,22 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
         push({ who: 'bot', items: items });
       }).catch(function (err) {
         typing.remove();
+        if (onFailure) onFailure();
         showError(err.message);
       }).then(function () { log.removeAttribute('aria-busy'); });
     });
     return queue;
   }
-  function sendText(text, shown) {
-    push({ who: 'user', text: shown });
-    return send({ text: text });
+  function sendText(text, shown, typed) {
+    var entry = { who: 'user', text: shown };
+    var node = push(entry);
+    return send({ text: text }, function () { takeBack(entry, node, typed ? text : null); });
   }
   function sendEvent(name, shown) {
-    if (shown) push({ who: 'user', text: shown });
-    return send({ event: name });
+    if (!shown) return send({ event: name });
+    var entry = { who: 'user', text: shown };
+    var node = push(entry);
+    return send({ event: name }, function () { takeBack(entry, node, null); });
   }
 
   var configLoaded = false;

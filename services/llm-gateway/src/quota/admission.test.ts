@@ -1,10 +1,9 @@
 import { ManualClock, RateLimited } from '@platform/kernel';
-import { createEmbeddedStore, type Store } from '@platform/store';
+import { createEmbeddedStore, type Store, StoreRateWindows } from '@platform/store';
 import { Admission, MonthlyBudgetExhausted } from './admission';
 import { type QuotaCounters, quotaCountersFor } from './counters';
 import { MonthCounters } from './month-counters';
 import type { OrgGatewaySettings } from './org-settings';
-import { StoreRateLimiter } from './store-rate-limiter';
 
 const settings = (
   limits: OrgGatewaySettings['limits'],
@@ -26,8 +25,8 @@ const settings = (
 
 /** The counters on the store's documents (what MongoDB runs). */
 const onDocuments = (store: Store, clock: ManualClock): QuotaCounters => ({
-  requests: new StoreRateLimiter({ store, clock, keyPrefix: 'rpm', durationSeconds: 60 }),
-  tokens: new StoreRateLimiter({ store, clock, keyPrefix: 'tpm', durationSeconds: 60 }),
+  requests: new StoreRateWindows(store, clock, { name: 'rpm', durationMs: 60_000 }),
+  tokens: new StoreRateWindows(store, clock, { name: 'tpm', durationMs: 60_000 }),
   months: new MonthCounters(store, clock),
 });
 

@@ -1,5 +1,6 @@
 import { type Clock, RateLimited } from '@platform/kernel';
-import type { QuotaCounters, RateWindows, WindowCount } from './counters';
+import type { RateWindows, WindowCount } from '@platform/store';
+import type { QuotaCounters } from './counters';
 import { secondsToNextMonth } from './month-counters';
 import type { OrgGatewaySettings, UserQuota } from './org-settings';
 

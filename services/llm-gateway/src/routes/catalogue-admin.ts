@@ -1,4 +1,5 @@
 import { InvalidInput, jsonBody, PayloadTooLarge, RateLimited } from '@platform/kernel';
+import type { RateWindows } from '@platform/store';
 import type { Request, Router } from 'express';
 import { requireCatalogueAdmin } from '../catalogue/access';
 import {
@@ -9,7 +10,6 @@ import {
 } from '../catalogue/catalogue-admin';
 import type { ProviderAdmin } from '../catalogue/provider-admin';
 import type { GatewayContext } from '../inference/gateway-context';
-import type { StoreRateLimiter } from '../quota/store-rate-limiter';
 import { requestIdOf } from './client-abort';
 
 /** bulk replaces a consumer may run per hour */
@@ -25,7 +25,7 @@ const consumerOf = (actor: Actor) => (actor.userId ? `user:${actor.userId}` : 'o
 export function mountCatalogueAdmin(
   router: Router,
   ctx: GatewayContext,
-  deps: { admin: CatalogueAdmin; bulkLimiter: StoreRateLimiter },
+  deps: { admin: CatalogueAdmin; bulkLimiter: RateWindows },
 ): void {
   const secret = ctx.config.PLATFORM_INTERNAL_SECRET;
 

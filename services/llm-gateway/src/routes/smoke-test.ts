@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { envelopeOf, InvalidInput, jsonBody, parseInput, RateLimited } from '@platform/kernel';
-import type { Collection, Doc, Store } from '@platform/store';
+import type { Collection, Doc, RateWindows, Store } from '@platform/store';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { CatalogueModel } from '../catalogue/catalogue';
@@ -9,7 +9,6 @@ import { authorizeInference, type GatewayContext } from '../inference/gateway-co
 import { resolveModel } from '../inference/governance';
 import { providerHeaders } from '../inference/header-policy';
 import { type Pool, withResilience } from '../inference/provider-calls';
-import type { StoreRateLimiter } from '../quota/store-rate-limiter';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { silentWav } from './wav-fixture';
 
@@ -128,7 +127,7 @@ const unsupported = (model: CatalogueModel, what: string) =>
 export function mountSmokeTest(
   router: Router,
   ctx: GatewayContext,
-  deps: { store: Store; limiter: StoreRateLimiter },
+  deps: { store: Store; limiter: RateWindows },
 ): void {
   const runs: Collection<SmokeTestDoc> = deps.store.collection<SmokeTestDoc>('llm_smoke_tests', [
     { fields: { at: 1 }, expireAfterSeconds: 90 * 24 * 3600 },
