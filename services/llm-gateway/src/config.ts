@@ -75,6 +75,12 @@ export const llmGatewayConfigSchema = z.object({
   LLM_GATEWAY_RESPONSES_MAX_CHAIN: env.int(1_000, 1),
   /** the most bytes (JSON) of input and output items one chain may hold, the new request's input included; more is 400 `RESPONSE_CHAIN_TOO_LONG` */
   LLM_GATEWAY_RESPONSES_MAX_CHAIN_BYTES: env.int(16 * 1024 * 1024, 1024),
+  /** how long a conversation (`/v1/conversations`) and its items are kept after its last change: items added, a response made in it, its metadata updated (days; decision 0110) */
+  LLM_GATEWAY_CONVERSATIONS_RETENTION_DAYS: env.int(30, 1),
+  /** the most items one conversation may hold; adding more is 400 `CONVERSATION_TOO_LONG` (a response's output is added whatever this says, once its input passed) */
+  LLM_GATEWAY_CONVERSATIONS_MAX_ITEMS: env.int(2_000, 1),
+  /** the most bytes (JSON) of items one conversation may hold; adding more is 400 `CONVERSATION_TOO_LONG` */
+  LLM_GATEWAY_CONVERSATIONS_MAX_BYTES: env.int(16 * 1024 * 1024, 1024),
   /** grid emission factor for the carbon estimate (kgCO2eq per kWh; default: world average) */
   LLM_GATEWAY_GRID_KGCO2_PER_KWH: z.coerce.number().positive().default(0.59),
   /** data-centre power usage effectiveness for the carbon estimate */

@@ -2,7 +2,9 @@ import { buildOpenApiDocument, ErrorEnvelopeSchema, type RouteDoc } from '@platf
 import { LLM_QUOTA_ROUTES } from '@platform/llm-quota';
 import { z } from 'zod';
 import packageJson from '../package.json';
+import { anthropicMessagesRouteDocs } from './routes/anthropic-messages-openapi';
 import { catalogueRouteDocs } from './routes/catalogue-openapi';
+import { conversationRouteDocs } from './routes/conversations-openapi';
 import {
   ChatRequestSchema,
   EmbeddingsRequestSchema,
@@ -159,6 +161,10 @@ const ResponseObjectSchema = z
       description:
         'whether it is stored: as the request said (default true), false when the store refused the write',
     }),
+    conversation: z.object({ id: z.string() }).nullable().optional().meta({
+      description:
+        'the conversation it was made in (decision 0110), its turn added; null when the turn could not be added',
+    }),
   })
   .meta({ id: 'Response', description: "OpenAI's Responses API response object, with the gateway usage" });
 
@@ -287,7 +293,7 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     path: '/v1/responses',
     summary: "OpenAI's Responses API, served through chat completions, plain or streamed",
     description:
-      "`input` (a string, or messages with `input_text` / `input_image` / `output_text` parts and `function_call` / `function_call_output` items), `instructions`, function `tools`, `tool_choice`, `text.format` (`text`, `json_object`, `json_schema`), `max_output_tokens`, `temperature`, `top_p`, `parallel_tool_calls`, `user`, `metadata` (echoed, never sent to the provider). A completed or incomplete response is stored unless `store: false` (kept `LLM_GATEWAY_RESPONSES_RETENTION_DAYS` after the last response of its chain, readable by its maker alone); `previous_response_id` names one to continue: its chain's input and output items come before `input` (not its `instructions`), 404 `RESPONSE_NOT_FOUND` or 400 `RESPONSE_CHAIN_TOO_LONG` before any quota or provider call. `conversation`, `background`, `prompt`, a non-empty `include`, `truncation: auto`, tools other than functions and any other member are 400 `INVALID_BODY` naming them (`details.issues`). With `stream: true` the answer is `text/event-stream` of named events (`response.created` ... `response.completed` or `response.incomplete`, each with its `sequence_number`); a provider error or the monthly token budget ends it with `response.failed` and an `error` event carrying the envelope. Quotas, governance, failover and accounting are chat's; the usage event names the endpoint `chat.completions`.",
+      "`input` (a string, or messages with `input_text` / `input_image` / `output_text` parts and `function_call` / `function_call_output` items), `instructions`, function `tools`, `tool_choice`, `text.format` (`text`, `json_object`, `json_schema`), `max_output_tokens`, `temperature`, `top_p`, `parallel_tool_calls`, `user`, `metadata` (echoed, never sent to the provider). A completed or incomplete response is stored unless `store: false` (kept `LLM_GATEWAY_RESPONSES_RETENTION_DAYS` after the last response of its chain, readable by its maker alone); `previous_response_id` names one to continue: its chain's input and output items come before `input` (not its `instructions`), 404 `RESPONSE_NOT_FOUND` or 400 `RESPONSE_CHAIN_TOO_LONG` before any quota or provider call. `conversation` (decision 0110) names a conversation of the caller's instead: its items come before `input` and the finished response's input and output items are added to it (404 `CONVERSATION_NOT_FOUND`, 400 `CONVERSATION_TOO_LONG`; with `previous_response_id` 400). `background`, `prompt`, a non-empty `include`, `truncation: auto`, tools other than functions and any other member are 400 `INVALID_BODY` naming them (`details.issues`). With `stream: true` the answer is `text/event-stream` of named events (`response.created` ... `response.completed` or `response.incomplete`, each with its `sequence_number`); a provider error or the monthly token budget ends it with `response.failed` and an `error` event carrying the envelope. Quotas, governance, failover and accounting are chat's; the usage event names the endpoint `chat.completions`.",
     tags: ['completions'],
     security: CALLER,
     body: ResponsesRequestSchema,
@@ -333,6 +339,8 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     query: InputItemsQuerySchema,
     responses: { 200: { description: 'the items', schema: ResponseItemListSchema }, ...storedResponse },
   },
+  // OpenAI's Conversations API (decision 0110)
+  ...conversationRouteDocs(CALLER, error),
   {
     method: 'post',
     path: '/v1/embeddings',
@@ -359,6 +367,8 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     body: RerankRequestSchema,
     responses: { 200: { description: 'the ranking', schema: RerankResponseSchema }, ...inference },
   },
+  // Anthropic's Messages API (decision 0111): an organization API key may also come as `x-api-key` there
+  ...anthropicMessagesRouteDocs([...CALLER, 'anthropicApiKey']),
   ...catalogueRouteDocs(error, CALLER),
 ];
 
@@ -385,6 +395,13 @@ export function llmGatewayApiDocument(serverUrl: string): Record<string, unknown
         name: 'x-platform-api-key',
         description:
           'workspace API key, or organization API key `iak_{orgSlug}_{uuid}` (never as a Bearer credential)',
+      },
+      anthropicApiKey: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'x-api-key',
+        description:
+          "an organization API key as Anthropic's SDKs send their key, on `/v1/messages` and `/v1/messages/count_tokens` only",
       },
     },
     routes: [...LLM_QUOTA_ROUTES, ...LLM_GATEWAY_ROUTES],

@@ -33,9 +33,11 @@ import { ProviderDestinations } from './providers';
 import { Admission } from './quota/admission';
 import { type QuotaCounters, quotaCountersFor } from './quota/counters';
 import { OrgSettingsSource } from './quota/org-settings';
+import { COUNT_TOKENS_PATH, MESSAGES_PATH, mountAnthropicMessages } from './routes/anthropic-messages';
 import { mountAudio } from './routes/audio';
 import { mountCatalogueAdmin, mountProviderAdmin } from './routes/catalogue-admin';
 import { mountChatCompletions } from './routes/chat-completions';
+import { mountConversations } from './routes/conversations';
 import { mountDefaults } from './routes/defaults';
 import { mountEmbeddings } from './routes/embeddings';
 import { mountImages } from './routes/images';
@@ -44,6 +46,7 @@ import { mountRerank } from './routes/rerank';
 import { mountResponses } from './routes/responses';
 import { mountSmokeTest } from './routes/smoke-test';
 import { mountStoredResponses } from './routes/stored-responses';
+import { ConversationStore } from './stored-responses/conversation-store';
 import { credentialOwner, ResponseStore, userOwner } from './stored-responses/response-store';
 
 export interface LlmGatewayDeps extends BaseDeps<LlmGatewayConfig> {
@@ -65,6 +68,8 @@ export interface LlmGatewayParts {
   admin: CatalogueAdmin;
   /** the Responses API's stored responses */
   responses: ResponseStore;
+  /** the Conversations API's conversations (decision 0110) */
+  conversations: ConversationStore;
   /** closes the connections to llm-quota (and the restricted providers' pool) */
   closeQuotaClient(): Promise<void>;
 }
@@ -79,6 +84,8 @@ const INFERENCE_PATHS = [
   '/v1/audio/transcriptions',
   '/v1/audio/translations',
   '/v1/audio/speech',
+  MESSAGES_PATH,
+  COUNT_TOKENS_PATH,
 ];
 
 /** Builds the gateway's parts: the catalogue, quota enforcement, accounting and the express app (never listens). */
@@ -117,6 +124,11 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
     retentionDays: config.LLM_GATEWAY_RESPONSES_RETENTION_DAYS,
     maxChain: config.LLM_GATEWAY_RESPONSES_MAX_CHAIN,
     maxChainBytes: config.LLM_GATEWAY_RESPONSES_MAX_CHAIN_BYTES,
+  });
+  const conversations = new ConversationStore(store, clock, {
+    retentionDays: config.LLM_GATEWAY_CONVERSATIONS_RETENTION_DAYS,
+    maxItems: config.LLM_GATEWAY_CONVERSATIONS_MAX_ITEMS,
+    maxBytes: config.LLM_GATEWAY_CONVERSATIONS_MAX_BYTES,
   });
   const context: GatewayContext = {
     config,
@@ -179,8 +191,9 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
         });
       }
       mountChatCompletions(router, context);
-      mountResponses(router, context, responses);
+      mountResponses(router, context, responses, conversations);
       mountStoredResponses(router, responses);
+      mountConversations(router, conversations);
       mountEmbeddings(router, context);
       mountRerank(router, context);
       mountModels(router, context);
@@ -191,6 +204,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
       });
       mountImages(router, context);
       mountAudio(router, context);
+      mountAnthropicMessages(router, context);
       mountProviderAdmin(
         router,
         context,
@@ -210,7 +224,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
     await quota.close();
     await destinations.close();
   };
-  return { app, context, admin, responses, closeQuotaClient: close };
+  return { app, context, admin, responses, conversations, closeQuotaClient: close };
 }
 
 /** The gateway's express app alone (tests of routes); the catalogue is loaded by the service's start. */
@@ -223,7 +237,7 @@ export function createApp(deps: LlmGatewayDeps): Express {
  * organization's governance and quotas and emitting `analytics.llm.completion` for every request.
  */
 export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<PlatformService> {
-  const { app, context, admin, responses, closeQuotaClient } = createGatewayParts(deps);
+  const { app, context, admin, responses, conversations, closeQuotaClient } = createGatewayParts(deps);
   const box = new SecretBox(deps.config.LLM_GATEWAY_ENCRYPTION_KEY ?? deps.config.PLATFORM_INTERNAL_SECRET);
   const unsubscribes: Array<() => void> = [];
   let started = false;
@@ -259,19 +273,25 @@ export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<Pla
           if (event.success) context.orgSettings.forget(event.data.orgSlug);
         }),
       );
-      // Stored responses go with their organization, their user or their organization API key (decision 0108);
-      // one missed while this instance was away from the bus goes at the end of its retention
-      const forget = (what: Record<string, string>, deleting: Promise<number>) =>
+      // Stored responses and conversations go with their organization, their user or their organization API key
+      // (decisions 0108, 0110); one missed while this instance was away from the bus goes at the end of its retention
+      const forget = (what: Record<string, string>, deleting: Promise<number>, kind = 'stored responses') =>
         deleting
           .then((deleted) => {
-            if (deleted > 0) deps.logger.info({ ...what, deleted }, 'stored responses deleted');
+            if (deleted > 0) deps.logger.info({ ...what, deleted }, `${kind} deleted`);
           })
-          .catch((err) => deps.logger.error({ err, ...what }, 'stored responses could not be deleted'));
+          .catch((err) => deps.logger.error({ err, ...what }, `${kind} could not be deleted`));
+      const forgetOwner = (what: Record<string, string>, owner: string) => {
+        void forget(what, responses.forgetOwner(owner));
+        void forget(what, conversations.forgetOwner(owner), 'conversations');
+      };
       unsubscribes.push(
         deps.bus.subscribe(Subjects.orgDeleted, (payload) => {
           const event = OrgDeletedEvent.safeParse(payload);
-          if (event.success)
-            void forget({ orgSlug: event.data.orgSlug }, responses.forgetOrganization(event.data.orgSlug));
+          if (!event.success) return;
+          const { orgSlug } = event.data;
+          void forget({ orgSlug }, responses.forgetOrganization(orgSlug));
+          void forget({ orgSlug }, conversations.forgetOrganization(orgSlug), 'conversations');
         }),
       );
       unsubscribes.push(
@@ -279,9 +299,8 @@ export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<Pla
           const event = CredentialRevokedEvent.safeParse(payload);
           if (!event.success) return;
           const { kind, id } = event.data;
-          if (kind === 'user') void forget({ userId: id }, responses.forgetOwner(userOwner(id)));
-          else if (kind === 'org_api_key')
-            void forget({ apiKeyId: id }, responses.forgetOwner(credentialOwner(kind, id)));
+          if (kind === 'user') forgetOwner({ userId: id }, userOwner(id));
+          else if (kind === 'org_api_key') forgetOwner({ apiKeyId: id }, credentialOwner(kind, id));
         }),
       );
       // A change announced while this instance was away from the bus is picked up from the store.

@@ -369,7 +369,7 @@ describe('the Responses API through the edge', () => {
   it('refuses what the translation cannot serve: 400 INVALID_BODY naming each field, before any provider call', async () => {
     const as = { bearer: owner.token };
     const refusals: Array<[Record<string, unknown>, string]> = [
-      [{ conversation: 'conv_1' }, 'conversation'],
+      [{ conversation: 'conv_1', previous_response_id: 'resp_1' }, 'conversation'],
       [{ background: true }, 'background'],
       [{ tools: [{ type: 'web_search' }] }, 'tools.0.type'],
       [{ tools: [{ type: 'file_search', vector_store_ids: ['vs_1'] }] }, 'tools.0.type'],
@@ -401,7 +401,7 @@ describe('the Responses API through the edge', () => {
 
     const err = await w
       .client(as)
-      .responses.create({ model: 'sim/gpt', input: 'hi', conversation: 'conv_1' })
+      .responses.create({ model: 'sim/gpt', input: 'hi', prompt: { id: 'pmpt_1' } })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(APIError);
     expect({ status: (err as APIError).status, error: (err as APIError).error }).toEqual({

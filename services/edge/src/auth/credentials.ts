@@ -56,15 +56,52 @@ function fromApiKeyHeader(value: string): PresentedCredential {
 }
 
 /**
+ * `x-api-key`, where the route takes it (Anthropic's Messages API, whose SDKs send their key there): an organization
+ * API key, as if sent in `x-platform-api-key`. Anything else there is no platform credential: beside another one
+ * it is ignored (a client's placeholder), alone it is refused saying where the caller's credential goes.
+ * Undefined: the header says nothing.
+ */
+function fromAnthropicApiKey(
+  headers: IncomingHttpHeaders,
+): { key: string } | PresentedCredential | undefined {
+  const header = headers['x-api-key'];
+  if (typeof header !== 'string') return undefined;
+  const value = header.trim();
+  if (classifyOpaqueCredential(value) === 'org_api_key') return { key: value };
+  if (value.startsWith('iak_')) return { kind: 'invalid', reason: 'Malformed API key' };
+  if (headers.authorization !== undefined || headers['x-platform-api-key'] !== undefined) return undefined;
+  return {
+    kind: 'invalid',
+    reason:
+      'x-api-key takes an organization API key (iak_...) here; a session or an at: access token goes in Authorization: Bearer (Anthropic SDK: authToken, Claude Code: ANTHROPIC_AUTH_TOKEN)',
+  };
+}
+
+/**
  * Which credential a request presents. On the base and gateway roots: `Authorization: Bearer` (session
  * JWT or `at:` token), or `x-platform-api-key` (workspace or organization key), or the `access-token`
  * cookie; sending both a header credential and an API key is ambiguous and refused, unless the Bearer token is
  * that same API key. On the legacy root
  * `Authorization` belongs to legacy-agent, so only the API key and the cookie are platform credentials.
+ * `anthropicApiKey` (the route table's): an organization API key may come as `x-api-key` too.
  * Malformed values are refused here, without any lookup.
  */
-export function presentedCredential(root: RootName, headers: IncomingHttpHeaders): PresentedCredential {
-  const apiKey = headers['x-platform-api-key'];
+export function presentedCredential(
+  root: RootName,
+  headers: IncomingHttpHeaders,
+  options: { anthropicApiKey?: boolean } = {},
+): PresentedCredential {
+  let apiKey = headers['x-platform-api-key'];
+  if (options.anthropicApiKey) {
+    const anthropic = fromAnthropicApiKey(headers);
+    if (anthropic && 'kind' in anthropic) return anthropic;
+    if (anthropic) {
+      // the same key in both headers is one credential; two different ones are ambiguous (below)
+      if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey.trim() !== anthropic.key))
+        return { kind: 'invalid', reason: 'Send one API key: x-api-key or x-platform-api-key, not both' };
+      apiKey = anthropic.key;
+    }
+  }
   let authorization = root === 'legacy' ? undefined : headers.authorization;
   // The same API key in both is one credential, not two: the openai SDK always sends its `apiKey` as a Bearer
   // token, so `new OpenAI({ apiKey: key, defaultHeaders: { 'x-platform-api-key': key } })` presents it twice.

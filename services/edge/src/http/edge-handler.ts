@@ -230,6 +230,8 @@ function prepareUpstreamRequest(x: Exchange, resolved: ResolvedPrincipal | null)
     if (headers['x-legacy-session-token'] !== undefined) delete headers['x-legacy-session-token'];
   }
   if (headers['x-platform-api-key'] !== undefined) delete headers['x-platform-api-key'];
+  // where the edge reads x-api-key as a credential, it never goes further (llm-gateway decision 0111)
+  if (x.route.anthropicApiKey && headers['x-api-key'] !== undefined) delete headers['x-api-key'];
   const cookie = headers.cookie;
   if (cookie?.includes('access-token')) {
     const rest = withoutAccessTokenCookie(cookie);
@@ -318,7 +320,7 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     const org = orgInPath(match);
     if (org instanceof NotFound) return sendError(res, org, requestId);
 
-    const presented = presentedCredential(match.root, req.headers);
+    const presented = presentedCredential(match.root, req.headers, route);
     const resolved = await authenticate(presented, org.orgSlug, route, deps);
     if (resolved instanceof Error) return sendError(res, resolved, requestId);
     const principal = resolved as ResolvedPrincipal | null;

@@ -26,6 +26,8 @@ export interface RouteRule {
   upload?: true;
   /** an application's access token without the `api` scope is accepted here (userinfo; decision 0109) */
   appToken?: true;
+  /** Anthropic's Messages API: an organization API key may come as `x-api-key`, never forwarded (llm-gateway 0111) */
+  anthropicApiKey?: true;
 }
 
 /** A matched rule, compiled: `name` labels metrics and keys the rate limiter. */
@@ -44,6 +46,8 @@ export interface CompiledRoute {
   upload: boolean;
   /** whether an application's access token without the `api` scope is accepted (only userinfo) */
   appToken: boolean;
+  /** whether an organization API key is taken from `x-api-key` too (Anthropic's Messages API routes only) */
+  anthropicApiKey: boolean;
 }
 
 /** Default access per root when no rule matches: the legacy root validates its own credentials. */
@@ -148,6 +152,81 @@ export const ROUTES: RouteRule[] = [
     requireOrg: true,
     permission: 'models:read',
   },
+  // OpenAI's Conversations API (llm-gateway decision 0110): the gateway answers only their maker
+  {
+    root: 'gateway',
+    method: 'POST',
+    path: '/v1/conversations',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  {
+    root: 'gateway',
+    method: 'GET',
+    path: '/v1/conversations/:id',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  {
+    root: 'gateway',
+    method: 'POST',
+    path: '/v1/conversations/:id',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  {
+    root: 'gateway',
+    method: 'DELETE',
+    path: '/v1/conversations/:id',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  {
+    root: 'gateway',
+    method: 'POST',
+    path: '/v1/conversations/:id/items',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  {
+    root: 'gateway',
+    method: 'GET',
+    path: '/v1/conversations/:id/items',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  {
+    root: 'gateway',
+    method: 'GET',
+    path: '/v1/conversations/:id/items/:itemId',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  {
+    root: 'gateway',
+    method: 'DELETE',
+    path: '/v1/conversations/:id/items/:itemId',
+    requireOrg: true,
+    permission: 'models:read',
+  },
+  // Anthropic's Messages API, served through the chat path (llm-gateway decision 0111); Anthropic's SDKs send their
+  // key as x-api-key, so an organization API key is taken from it here, and here alone
+  {
+    root: 'gateway',
+    method: 'POST',
+    path: '/v1/messages',
+    requireOrg: true,
+    permission: 'models:read',
+    anthropicApiKey: true,
+  },
+  {
+    root: 'gateway',
+    method: 'POST',
+    path: '/v1/messages/count_tokens',
+    requireOrg: true,
+    permission: 'models:read',
+    anthropicApiKey: true,
+  },
   { root: 'gateway', method: 'POST', path: '/v1/embeddings', requireOrg: true, permission: 'models:read' },
   { root: 'gateway', method: 'POST', path: '/v1/rerank', requireOrg: true, permission: 'models:read' },
   {
@@ -202,6 +281,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       csrfHeader: true,
       upload: false,
       appToken: false,
+      anthropicApiKey: false,
     };
   }
   for (const rule of rules) {
@@ -216,6 +296,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       csrfHeader: rule.access !== 'public',
       upload: rule.upload === true,
       appToken: rule.appToken === true,
+      anthropicApiKey: rule.anthropicApiKey === true,
     };
     if (path.includes('/:')) patterns.push({ root: rule.root, method, segments: path.split('/'), route });
     else exact.set(`${rule.root} ${method} ${path}`, route);

@@ -4,8 +4,9 @@ import type { ChatRequest } from './provider-port';
 /**
  * The Responses API request (OpenAI's `POST /v1/responses`) said in chat completions' terms, so that it takes
  * the gateway's own chat path (decision 0106). What the model needs comes in `input`, after the items of the
- * stored responses `previous_response_id` continues (decision 0108); what would need a conversation object, a
- * server-side tool or a background run is refused with a 400 naming the field.
+ * stored responses `previous_response_id` continues (decision 0108) or of the `conversation` (decision 0110);
+ * what would need a server-side tool, a prompt template or a background run is refused with a 400 naming the
+ * field.
  */
 
 type Json = Record<string, unknown>;
@@ -31,12 +32,11 @@ export interface ResponseEcho {
   store: boolean;
 }
 
-const NO_CONVERSATIONS =
-  'the gateway keeps no conversation objects: continue a stored response with previous_response_id, or send the whole conversation in input';
+const NO_REFERENCES =
+  'stored items are not referenced one by one: continue a stored response with previous_response_id or a conversation, or send the items themselves in input';
 
 /** Members that ask for what a stateless translation to chat cannot give; null (or false, []) is the default. */
 const REFUSED: Record<string, (value: unknown) => string | null> = {
-  conversation: (v) => (v == null ? null : `is not supported: ${NO_CONVERSATIONS}`),
   background: (v) => (v == null || v === false ? null : 'is not supported: responses are answered at once'),
   prompt: (v) => (v == null ? null : 'is not supported: the gateway keeps no prompt templates'),
   // reasoning.encrypted_content (Codex CLI and the Agents SDK send it with store: false) asks for the reasoning
@@ -74,6 +74,7 @@ const READ = new Set([
   'stream',
   'store',
   'previous_response_id',
+  'conversation',
   'reasoning',
   'safety_identifier',
   'prompt_cache_key',
@@ -94,6 +95,12 @@ const refuse = (issues: Issue[]): never => {
 export function refuseUnsupported(body: unknown): void {
   if (!isObject(body)) return; // the schema says what is wrong with it
   const issues: Issue[] = [];
+  // OpenAI's rule: the earlier items come from one of them
+  if (body.conversation != null && body.previous_response_id != null)
+    issues.push({
+      field: 'conversation',
+      message: 'cannot be used with previous_response_id: give one of them',
+    });
   for (const [key, value] of Object.entries(body)) {
     // an own member only: `__proto__` or `constructor` in a body must not find Object's
     const why = Object.hasOwn(REFUSED, key) ? REFUSED[key] : undefined;
@@ -242,7 +249,7 @@ function chatMessages(input: unknown, issues: Issue[], into: ChatConversation, w
           issues.push({
             field: `${field}.call_id`,
             message:
-              'is not the call_id of a function_call before it in input or in the responses previous_response_id continues',
+              'is not the call_id of a function_call before it in input, in the responses previous_response_id continues or in the conversation',
           });
           return;
         }
@@ -259,7 +266,7 @@ function chatMessages(input: unknown, issues: Issue[], into: ChatConversation, w
       case 'item_reference':
         issues.push({
           field: `${field}.type`,
-          message: `'item_reference' is not supported: ${NO_CONVERSATIONS}`,
+          message: `'item_reference' is not supported: ${NO_REFERENCES}`,
         });
         return;
       default:
@@ -305,14 +312,33 @@ function chatResponseFormat(format: Json | undefined): Json | undefined {
 }
 
 /**
+ * What is wrong with `items` (a conversation's new items, named `where` in the issues) for a later turn to send
+ * them in chat's terms, after `earlier` (the conversation's items, whose function calls their outputs may answer).
+ */
+export function inputItemIssues(
+  items: readonly unknown[],
+  where: string,
+  earlier: readonly Json[] = [],
+): Issue[] {
+  const conversation: ChatConversation = { messages: [], callIds: new Set() };
+  // the earlier items were checked when they were added: only the calls they made matter here
+  chatMessages(earlier, [], conversation);
+  const issues: Issue[] = [];
+  chatMessages(items, issues, conversation, where);
+  return issues;
+}
+
+/**
  * A Responses request checked by `ResponsesRequestSchema` -> the chat request the gateway serves, and what the
- * answer echoes. `earlier` are the items of the stored chain `previous_response_id` continues (every input and
- * output item, oldest first): they come before `input`, and only this request's `instructions` are sent (OpenAI's
- * rule). Input items it cannot say in chat's terms are refused (400 INVALID_BODY naming each).
+ * answer echoes. `earlier` are the items of the stored chain `previous_response_id` continues or of the
+ * `conversation` (every input and output item, oldest first; `earlierWhere` names them in an issue): they come
+ * before `input`, and only this request's `instructions` are sent (OpenAI's rule). Input items it cannot say in
+ * chat's terms are refused (400 INVALID_BODY naming each).
  */
 export function toChatRequest(
   body: Json,
   earlier: readonly Json[] = [],
+  earlierWhere = 'previous_response_id.items',
 ): { chat: ChatRequest; echo: ResponseEcho } {
   const issues: Issue[] = [];
   const tools = (body.tools as Json[] | undefined) ?? [];
@@ -324,7 +350,7 @@ export function toChatRequest(
   if (isObject(choice) && typeof choice.name !== 'string')
     issues.push({ field: 'tool_choice.name', message: 'a function tool_choice needs its name' });
   const conversation: ChatConversation = { messages: [], callIds: new Set() };
-  if (earlier.length > 0) chatMessages(earlier, issues, conversation, 'previous_response_id.items');
+  if (earlier.length > 0) chatMessages(earlier, issues, conversation, earlierWhere);
   chatMessages(body.input, issues, conversation);
   const { messages } = conversation;
   if (issues.length > 0) refuse(issues);

@@ -9,6 +9,7 @@ import {
   responseUsage,
 } from '../inference/responses-answer';
 import { type ResponseEcho, refuseUnsupported, toChatRequest } from '../inference/responses-request';
+import { type ConversationStore, refuseRepeatedIds } from '../stored-responses/conversation-store';
 import { inputItems } from '../stored-responses/input-items';
 import {
   type ChainLink,
@@ -26,30 +27,113 @@ type Json = Record<string, unknown>;
 /**
  * `POST /v1/responses`: OpenAI's Responses API, translated to the gateway's chat path, so governance, quotas, the
  * stream's budget cut, failover and accounting are chat's own (decision 0106). A finished response is stored
- * unless `store: false`, and `previous_response_id` continues a stored one (decision 0108).
+ * unless `store: false`, and `previous_response_id` continues a stored one (decision 0108); a response in a
+ * `conversation` comes after its items and adds its turn to it (decision 0110).
  */
-export function mountResponses(router: Router, ctx: GatewayContext, responses: ResponseStore): void {
+export function mountResponses(
+  router: Router,
+  ctx: GatewayContext,
+  responses: ResponseStore,
+  conversations: ConversationStore,
+): void {
   router.post('/v1/responses', async (req, res) => {
     const raw = jsonBody(req) ?? {};
     refuseUnsupported(raw);
     const body = parseInput(ResponsesRequestSchema, raw) as Json;
     const who = ownershipOf(req);
     const input = inputItems(body.input);
-    // the chain is read (404, 400 over its bounds) before any quota is taken or provider called
-    const chain =
-      typeof body.previous_response_id === 'string'
-        ? await responses.chain(who, body.previous_response_id, jsonBytes(input))
-        : null;
-    const { chat, echo } = toChatRequest(body, chain?.items);
-    const keep = echo.store ? { responses, who, input, link: chain?.link ?? null } : null;
-    return runCompletion(ctx, req, res, chat, responsesWire(ctx, echo, keep));
+    const earlier = await earlierItems(who, body, input, responses, conversations);
+    const { chat, echo } = toChatRequest(body, earlier.items, earlier.where);
+    const keep = echo.store ? { responses, who, input, link: earlier.link } : null;
+    const turn = earlier.conversationId ? { conversations, who, id: earlier.conversationId, input } : null;
+    return runCompletion(ctx, req, res, chat, responsesWire(ctx, echo, keep, turn));
   });
+}
+
+/** What a request comes after: a stored chain's items, or a conversation's. */
+interface Earlier {
+  items: Json[];
+  /** how an issue names them */
+  where: string;
+  /** where a response continuing a chain joins it */
+  link: ChainLink | null;
+  conversationId: string | null;
+}
+
+/**
+ * The items before `input`: those of the chain `previous_response_id` continues, or of the `conversation` (the
+ * two are exclusive: `refuseUnsupported`). Read before any quota is taken or provider called: 404 when they are not
+ * the caller's, 400 over their bounds or for an input item whose id is already one of the conversation's.
+ */
+async function earlierItems(
+  who: Ownership,
+  body: Json,
+  input: Json[],
+  responses: ResponseStore,
+  conversations: ConversationStore,
+): Promise<Earlier> {
+  const bytes = jsonBytes(input);
+  if (typeof body.previous_response_id === 'string') {
+    const chain = await responses.chain(who, body.previous_response_id, bytes);
+    return {
+      items: chain.items,
+      where: 'previous_response_id.items',
+      link: chain.link,
+      conversationId: null,
+    };
+  }
+  const named = body.conversation as string | { id: string } | null | undefined;
+  if (named == null) return { items: [], where: 'input', link: null, conversationId: null };
+  const conversationId = typeof named === 'string' ? named : named.id;
+  const items = await conversations.history(who, conversationId, { count: input.length, bytes });
+  refuseRepeatedIds('input', items, input);
+  return { items, where: 'conversation.items', link: null, conversationId };
 }
 
 /** Whose the request's responses are: its organization, and its user or organization API key. */
 export function ownershipOf(req: Request): Ownership {
   const { principal, orgSlug } = authorizeInference(req);
   return { orgSlug, owner: ownerOf(principal) };
+}
+
+/** What a response in a conversation needs to add its turn to it. */
+interface Turn {
+  conversations: ConversationStore;
+  who: Ownership;
+  id: string;
+  input: Json[];
+}
+
+/**
+ * Adds a finished response's turn (its input items, then its output items) to its conversation, before it is
+ * answered, so that the next turn sees it. The answer names the conversation (`conversation: {id}`), or says
+ * `conversation: null` when the turn could not be added (the conversation was deleted meanwhile, the store refused
+ * the write): its tokens are spent, so it is answered all the same.
+ */
+async function addTurn(ctx: GatewayContext, turn: Turn | null, response: Json): Promise<Json> {
+  if (!turn) return response;
+  const items = [...turn.input, ...((response.output as Json[] | undefined) ?? [])];
+  try {
+    if (await turn.conversations.appendTurn(turn.who, turn.id, items))
+      return { ...response, conversation: { id: turn.id } };
+    ctx.logger.warn(
+      { conversationId: turn.id, responseId: response.id },
+      'the conversation went before the response finished: its turn was not added',
+    );
+  } catch (err) {
+    ctx.logger.error(
+      { err, conversationId: turn.id, responseId: response.id },
+      "a response's turn could not be added to its conversation: answered with conversation null",
+    );
+  }
+  return { ...response, conversation: null };
+}
+
+/** The response objects a stream's events carry, naming the conversation it is in (the writer knows none). */
+function namingConversation(turn: Turn | null, event: Json): Json {
+  const response = event.response as Json | undefined;
+  if (!turn || !response || 'conversation' in response) return event;
+  return { ...event, response: { ...response, conversation: { id: turn.id } } };
 }
 
 /** What a response that is kept needs to be stored. */
@@ -80,7 +164,17 @@ async function stored(ctx: GatewayContext, keep: Keeping | null, response: Json)
   }
 }
 
-function responsesWire(ctx: GatewayContext, echo: ResponseEcho, keep: Keeping | null): CompletionWire {
+/** A finished response: its turn added to its conversation, then stored (both before it is answered). */
+async function finished(ctx: GatewayContext, keep: Keeping | null, turn: Turn | null, response: Json) {
+  return stored(ctx, keep, await addTurn(ctx, turn, response));
+}
+
+function responsesWire(
+  ctx: GatewayContext,
+  echo: ResponseEcho,
+  keep: Keeping | null,
+  turn: Turn | null,
+): CompletionWire {
   const id = newId('resp');
   const createdAt = seconds(ctx);
   const base = (model: string): ResponseBase => ({ id, createdAt, model, echo });
@@ -96,9 +190,9 @@ function responsesWire(ctx: GatewayContext, echo: ResponseEcho, keep: Keeping | 
         responseUsage(usage, details, figures),
         seconds(ctx),
       );
-      res.set(headers).json(await stored(ctx, keep, response));
+      res.set(headers).json(await finished(ctx, keep, turn, response));
     },
-    stream: (res) => responsesStream(ctx, res, base, keep),
+    stream: (res) => responsesStream(ctx, res, base, keep, turn),
   };
 }
 
@@ -108,13 +202,14 @@ function responsesStream(
   res: Response,
   base: (model: string) => ResponseBase,
   keep: Keeping | null,
+  turn: Turn | null,
 ): StreamSink {
   let writer: ResponsesEventWriter | null = null;
   return {
     open(model, headers) {
       startEventStream(res, headers);
       writer = new ResponsesEventWriter(base(model.model_id), (type, event) =>
-        writeNamedEvent(res, type, event),
+        writeNamedEvent(res, type, namingConversation(turn, event)),
       );
       writer.start();
     },
@@ -126,7 +221,7 @@ function responsesStream(
       if (error) writer?.fail(error, answered);
       else if (outcome === 'success' && writer) {
         const response = writer.finish(answered, seconds(ctx));
-        writer.end(await stored(ctx, keep, response));
+        writer.end(await finished(ctx, keep, turn, response));
       }
       endNamedEventStream(res);
     },

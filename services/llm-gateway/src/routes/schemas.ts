@@ -196,6 +196,14 @@ export const ResponsesRequestSchema = z.looseObject({
     description:
       "a stored response of the caller's to continue: its chain's input and output items come before `input` (its `instructions` do not); 404 `RESPONSE_NOT_FOUND` when it is not the caller's or is gone, 400 `RESPONSE_CHAIN_TOO_LONG` over the chain's bounds",
   }),
+  conversation: z
+    .union([z.string().min(1).max(200), z.strictObject({ id: z.string().min(1).max(200) })])
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        "a conversation of the caller's (`conv_...` or `{id}`, decision 0110): its items come before `input`, and the response's input and output items are added to it once it is finished; not with `previous_response_id`; 404 `CONVERSATION_NOT_FOUND`, 400 `CONVERSATION_TOO_LONG`",
+    }),
   reasoning: z
     .looseObject({ effort: z.string().nullable().optional() })
     .nullable()

@@ -1,0 +1,323 @@
+import { invalidBody } from './errors';
+import type { ChatRequest } from './provider-port';
+
+/**
+ * Anthropic's Messages request (`POST /v1/messages`) said in chat completions' terms, so that it takes the
+ * gateway's own chat path on every completion model (decision 0111). What chat cannot carry and the answer does not
+ * depend on is ignored (`top_k`, `thinking`, `cache_control`…); what the caller would silently miss is refused with
+ * a 400 naming the field, before any quota is taken or provider called.
+ */
+
+type Json = Record<string, unknown>;
+type Issue = { field: string; message: string };
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The members the translation reads (the schema checks their shapes). */
+const READ = new Set([
+  'model',
+  'max_tokens',
+  'messages',
+  'system',
+  'tools',
+  'tool_choice',
+  'stop_sequences',
+  'temperature',
+  'top_p',
+  'metadata',
+  'stream',
+  'output_config',
+  'output_format',
+]);
+
+/**
+ * Accepted and not sent: chat has no form for them and the answer keeps its shape without them. `top_k` (OpenAI
+ * refuses the member), `thinking` (chat's `reasoning_effort` is refused by models that do not reason, and the
+ * Anthropic adapter sends no thinking: the model answers without it), `cache_control` (prompt caching is the
+ * provider's), `service_tier` and `speed` (the provider's capacity), `context_management` (the conversation is sent
+ * as it is), `diagnostics` (Anthropic's prompt-cache report).
+ */
+const IGNORED = new Set([
+  'top_k',
+  'thinking',
+  'cache_control',
+  'service_tier',
+  'speed',
+  'context_management',
+  'diagnostics',
+]);
+
+/**
+ * Members that ask for what the gateway has not: server-side MCP, code-execution containers, a region of
+ * inference (a constraint the caller would silently miss). Null is their default.
+ */
+const REFUSED: Record<string, string> = {
+  mcp_servers: 'is not supported: the gateway connects to no MCP server (define the tools as client tools)',
+  container: 'is not supported: the gateway runs no code-execution container',
+  inference_geo: "is not supported: where a model runs is its provider's (the catalogue's `region`)",
+};
+
+const refuse = (issues: Issue[]): never => {
+  throw invalidBody(
+    `Not supported by the gateway's Messages API: ${issues.map((i) => `${i.field} ${i.message}`).join('; ')}`,
+    issues,
+  );
+};
+
+/** The request's members the gateway does not serve, each named with why (checked before the schema). */
+export function refuseUnsupportedMessages(body: unknown): void {
+  if (!isObject(body)) return; // the schema says what is wrong with it
+  const issues: Issue[] = [];
+  for (const [key, value] of Object.entries(body)) {
+    if (READ.has(key) || IGNORED.has(key) || value === null) continue;
+    // an own member only: `__proto__` or `constructor` in a body must not find Object's
+    const why = Object.hasOwn(REFUSED, key) ? REFUSED[key] : 'is not supported';
+    issues.push({ field: key, message: why! });
+  }
+  if (Array.isArray(body.tools))
+    body.tools.forEach((tool, i) => {
+      if (isObject(tool) && tool.type !== undefined && tool.type !== null && tool.type !== 'custom')
+        issues.push({
+          field: `tools.${i}.type`,
+          message: `'${String(tool.type)}' is not supported: only client tools (name, description, input_schema); the gateway runs no server tools`,
+        });
+    });
+  if (issues.length > 0) refuse(issues);
+}
+
+/** An image block's source as the URL chat's `image_url` part takes (base64 as a data URL). */
+function imageUrl(block: Json, field: string, issues: Issue[]): string | null {
+  const source = isObject(block.source) ? block.source : {};
+  if (source.type === 'base64' && typeof source.media_type === 'string' && typeof source.data === 'string')
+    return `data:${source.media_type};base64,${source.data}`;
+  if (source.type === 'url' && typeof source.url === 'string' && source.url !== '') return source.url;
+  issues.push({
+    field: `${field}.source`,
+    message: 'an image source must be base64 (media_type and data) or url: file sources are not supported',
+  });
+  return null;
+}
+
+const imagePart = (url: string): Json => ({ type: 'image_url', image_url: { url } });
+
+/** A tool result's content: its text for the tool message, its images for a user message after it. */
+function toolResultContent(block: Json, field: string, issues: Issue[]): { text: string; images: Json[] } {
+  const content = block.content;
+  const images: Json[] = [];
+  let text = '';
+  if (typeof content === 'string') text = content;
+  else if (Array.isArray(content))
+    content.forEach((part, i) => {
+      const where = `${field}.content.${i}`;
+      if (isObject(part) && part.type === 'text' && typeof part.text === 'string')
+        text += (text === '' ? '' : '\n') + part.text;
+      else if (isObject(part) && part.type === 'image') {
+        const url = imageUrl(part, where, issues);
+        if (url) images.push(imagePart(url));
+      } else
+        issues.push({
+          field: `${where}.type`,
+          message: `'${isObject(part) ? String(part.type) : typeof part}' is not supported in a tool_result: text or image`,
+        });
+    });
+  else if (content !== undefined && content !== null)
+    issues.push({ field: `${field}.content`, message: 'a string or an array of text and image blocks' });
+  // chat's tool message has no error flag: the model reads it in the text
+  if (block.is_error === true) text = text === '' ? 'Error' : `Error: ${text}`;
+  return { text, images };
+}
+
+/**
+ * One user turn: its tool results first, as chat's tool messages (which must follow the assistant's calls), then
+ * a user message with its text and images, and the images the tool results held.
+ */
+function userTurn(content: unknown, field: string, issues: Issue[], messages: Json[]): void {
+  if (typeof content === 'string') {
+    messages.push({ role: 'user', content });
+    return;
+  }
+  const parts: Json[] = [];
+  const tools: Json[] = [];
+  (content as unknown[]).forEach((block, i) => {
+    const where = `${field}.${i}`;
+    if (!isObject(block)) {
+      issues.push({ field: where, message: 'a content block must be an object with a type' });
+      return;
+    }
+    switch (block.type) {
+      case 'text':
+        if (typeof block.text === 'string') parts.push({ type: 'text', text: block.text });
+        else issues.push({ field: `${where}.text`, message: 'a text block needs its text' });
+        return;
+      case 'image': {
+        const url = imageUrl(block, where, issues);
+        if (url) parts.push(imagePart(url));
+        return;
+      }
+      case 'tool_result': {
+        if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '') {
+          issues.push({ field: `${where}.tool_use_id`, message: 'a tool_result needs its tool_use_id' });
+          return;
+        }
+        const { text, images } = toolResultContent(block, where, issues);
+        tools.push({ role: 'tool', tool_call_id: block.tool_use_id, content: text });
+        parts.push(...images);
+        return;
+      }
+      default:
+        issues.push({
+          field: `${where}.type`,
+          message: `'${String(block.type)}' is not supported in a user message: text, image or tool_result`,
+        });
+    }
+  });
+  messages.push(...tools);
+  if (parts.length === 0) return;
+  // one text part is a string, as chat clients send it (every provider takes that)
+  messages.push({
+    role: 'user',
+    content: parts.length === 1 && parts[0]!.type === 'text' ? parts[0]!.text : parts,
+  });
+}
+
+/** One assistant turn: its text, and its tool uses as chat's tool calls; its thinking is dropped. */
+function assistantTurn(content: unknown, field: string, issues: Issue[], messages: Json[]): void {
+  if (typeof content === 'string') {
+    messages.push({ role: 'assistant', content });
+    return;
+  }
+  let text = '';
+  const calls: Json[] = [];
+  (content as unknown[]).forEach((block, i) => {
+    const where = `${field}.${i}`;
+    if (!isObject(block)) {
+      issues.push({ field: where, message: 'a content block must be an object with a type' });
+      return;
+    }
+    switch (block.type) {
+      case 'text':
+        if (typeof block.text === 'string') text += block.text;
+        return;
+      case 'tool_use':
+        if (typeof block.id !== 'string' || block.id === '' || typeof block.name !== 'string') {
+          issues.push({ field: where, message: 'a tool_use needs its id and name' });
+          return;
+        }
+        calls.push({
+          id: block.id,
+          type: 'function',
+          function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+        });
+        return;
+      // what the model thought on an earlier turn: chat has no place for it
+      case 'thinking':
+      case 'redacted_thinking':
+        return;
+      default:
+        issues.push({
+          field: `${where}.type`,
+          message: `'${String(block.type)}' is not supported in an assistant message: text, tool_use or thinking`,
+        });
+    }
+  });
+  if (text === '' && calls.length === 0) return;
+  messages.push({
+    role: 'assistant',
+    content: text === '' ? null : text,
+    ...(calls.length > 0 ? { tool_calls: calls } : {}),
+  });
+}
+
+/** `system`: a string, or text blocks joined as the Anthropic adapter joins system messages. */
+function systemText(system: unknown, issues: Issue[]): string {
+  if (typeof system === 'string') return system;
+  if (!Array.isArray(system)) return '';
+  return system
+    .map((block, i) => {
+      if (isObject(block) && block.type === 'text' && typeof block.text === 'string') return block.text;
+      issues.push({ field: `system.${i}`, message: 'the system prompt holds text blocks' });
+      return '';
+    })
+    .filter((text) => text !== '')
+    .join('\n\n');
+}
+
+const chatTool = (tool: Json): Json => ({
+  type: 'function',
+  function: {
+    name: tool.name,
+    ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+    parameters: isObject(tool.input_schema) ? tool.input_schema : { type: 'object', properties: {} },
+  },
+});
+
+/** `tool_choice` in chat's terms: auto, required (any), none, or one function. */
+function chatToolChoice(choice: Json): unknown {
+  switch (choice.type) {
+    case 'any':
+      return 'required';
+    case 'tool':
+      return { type: 'function', function: { name: choice.name } };
+    case 'none':
+      return 'none';
+    default:
+      return 'auto';
+  }
+}
+
+/** Structured outputs (`output_config.format` or the older `output_format`) as chat's `response_format`. */
+function responseFormat(body: Json, issues: Issue[]): Json | undefined {
+  const config = isObject(body.output_config) ? body.output_config : {};
+  const format = config.format ?? body.output_format;
+  if (format === undefined || format === null) return undefined;
+  if (isObject(format) && format.type === 'json_schema' && isObject(format.schema))
+    return { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } };
+  issues.push({
+    field: body.output_format !== undefined ? 'output_format' : 'output_config.format',
+    message: "a structured output format is {type: 'json_schema', schema}",
+  });
+  return undefined;
+}
+
+/**
+ * A Messages request checked by the route's schema -> the chat request the gateway serves. Turns become chat
+ * messages in order (a system message first); blocks chat cannot carry are refused (400 INVALID_BODY naming each).
+ * `count_tokens` translates its body alike (without `max_tokens`) to count what would be sent.
+ */
+export function chatRequestOfMessages(body: Json): ChatRequest {
+  const issues: Issue[] = [];
+  const messages: Json[] = [];
+  const system = systemText(body.system, issues);
+  if (system !== '') messages.push({ role: 'system', content: system });
+  (body.messages as Json[]).forEach((message, i) => {
+    const field = `messages.${i}.content`;
+    if (message.role === 'assistant') assistantTurn(message.content, field, issues, messages);
+    else userTurn(message.content, field, issues, messages);
+  });
+  const format = responseFormat(body, issues);
+  if (issues.length > 0) refuse(issues);
+
+  const chat: ChatRequest = { messages };
+  const set = (key: string, value: unknown) => {
+    if (value !== undefined && value !== null) chat[key] = value;
+  };
+  set('model', body.model);
+  if (body.stream === true) chat.stream = true;
+  set('max_completion_tokens', body.max_tokens);
+  const tools = (body.tools as Json[] | undefined) ?? [];
+  const choice = body.tool_choice as Json | undefined;
+  if (tools.length > 0) {
+    chat.tools = tools.map(chatTool);
+    if (choice) chat.tool_choice = chatToolChoice(choice);
+    if (choice?.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
+  } else if (choice && choice.type !== 'auto' && choice.type !== 'none')
+    // 'any' or a named tool without tools reach the provider's refusal, as in chat
+    chat.tool_choice = chatToolChoice(choice);
+  const stops = body.stop_sequences as string[] | undefined;
+  if (stops && stops.length > 0) chat.stop = stops;
+  set('temperature', body.temperature);
+  set('top_p', body.top_p);
+  set('user', (body.metadata as { user_id?: unknown } | undefined)?.user_id);
+  set('response_format', format);
+  return chat;
+}
