@@ -102,8 +102,10 @@ describe("Anthropic's Messages API through the edge", () => {
     expect(w.sim.requests().at(-1)!.body).toEqual({
       model: 'gpt-sim',
       stream: false,
+      // the breakpoint ends a system message (for an Anthropic model, a system block: 0113); OpenAI's sees none
       messages: [
-        { role: 'system', content: 'Be brief.\n\nAnswer in English.' },
+        { role: 'system', content: 'Be brief.' },
+        { role: 'system', content: 'Answer in English.' },
         { role: 'user', content: 'Say hello to the gateway' },
       ],
       max_completion_tokens: 200,

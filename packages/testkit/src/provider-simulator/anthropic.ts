@@ -7,6 +7,7 @@ import {
   streamPieces,
 } from './content';
 import type { ExchangeContext } from './openai';
+import { breakpointsOf } from './prompt-cache';
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -87,6 +88,11 @@ function validate(body: Json): Json[] {
   }
   if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system))
     bad('system: must be a string or an array of text blocks');
+  for (const block of Array.isArray(body.system) ? body.system : [])
+    if (!isObject(block) || block.type !== 'text' || typeof block.text !== 'string' || block.text === '')
+      bad('system: text content blocks must be non-empty');
+  // the cache breakpoints' shapes, number and order
+  breakpointsOf(body);
   const tools = Array.isArray(body.tools) ? body.tools : [];
   for (const tool of tools) {
     if (!isObject(tool) || typeof tool.name !== 'string' || !isObject(tool.input_schema))
@@ -123,8 +129,13 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
   );
   const scripted = ctx.rule.reply?.usage ?? {};
   const promptTokens = scripted.prompt_tokens ?? anthropicInputTokens(body as never);
-  const cacheRead = scripted.cached_tokens ?? 0;
-  const cacheWrite = scripted.cache_write_tokens ?? 0;
+  // scripted figures win; otherwise a request with breakpoints reads and writes the simulated prompt cache
+  const cached =
+    scripted.cached_tokens === undefined && scripted.cache_write_tokens === undefined
+      ? ctx.promptCache?.use(body, (prefix) => anthropicInputTokens(prefix as never))
+      : null;
+  const cacheRead = scripted.cached_tokens ?? Math.min(cached?.read ?? 0, promptTokens);
+  const cacheWrite = scripted.cache_write_tokens ?? Math.min(cached?.written ?? 0, promptTokens - cacheRead);
   const id = `msg_sim${ctx.seq}`;
   const toolUses = turn.toolCalls.map((call, i) => ({
     type: 'tool_use',

@@ -9,6 +9,7 @@ import {
   simulatedEmbedding,
   streamPieces,
 } from './content';
+import type { SimulatedPromptCache } from './prompt-cache';
 import type { SimulatorRule } from './script';
 
 export interface ExchangeContext {
@@ -18,6 +19,8 @@ export interface ExchangeContext {
   /** a per-simulator request number, for ids */
   seq: number;
   defaultEmbeddingDimensions: number;
+  /** Anthropic's prompt cache, per simulator (absent: no request reads or writes one) */
+  promptCache?: SimulatedPromptCache;
 }
 
 type Json = Record<string, unknown>;
@@ -57,6 +60,22 @@ export function openaiPromptTokens(body: { messages: unknown[]; tools?: unknown[
   return total;
 }
 
+/** OpenAI refuses members it does not know, such as Anthropic's prompt-cache breakpoints. */
+function refuseCacheControl(body: Json): void {
+  const unknown = (where: string) => bad(`Unknown parameter: '${where}.cache_control'.`);
+  (body.messages as unknown[]).forEach((m, i) => {
+    if (!isObject(m)) return;
+    if (m.cache_control !== undefined) unknown(`messages[${i}]`);
+    if (Array.isArray(m.content))
+      m.content.forEach((part, j) => {
+        if (isObject(part) && part.cache_control !== undefined) unknown(`messages[${i}].content[${j}]`);
+      });
+  });
+  (Array.isArray(body.tools) ? body.tools : []).forEach((tool, i) => {
+    if (isObject(tool) && tool.cache_control !== undefined) unknown(`tools[${i}]`);
+  });
+}
+
 export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) bad("'messages' must be a non-empty array");
@@ -65,6 +84,7 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
     if (!isObject(m) || !['system', 'developer', 'user', 'assistant', 'tool'].includes(String(m.role)))
       bad('each message needs a valid role');
   }
+  refuseCacheControl(body);
   const tools = (Array.isArray(body.tools) ? body.tools : [])
     .filter(isObject)
     .map((t) => (isObject(t.function) ? t.function : {}))

@@ -12,6 +12,7 @@ import {
 import { anthropicMessages } from './anthropic';
 import { openaiImages, openaiSpeech, openaiTranscription } from './media';
 import { type ExchangeContext, openaiChat, openaiEmbeddings, openaiModels, openaiRerank } from './openai';
+import { SimulatedPromptCache } from './prompt-cache';
 import { RuleBook, type SimulatorApi, type SimulatorEndpoint, type SimulatorRule } from './script';
 
 export interface ProviderSimulatorOptions {
@@ -65,7 +66,7 @@ export interface ProviderSimulator {
   requests(): SimulatedRequest[];
   /** the client ports of the connections open now (a kept-alive connection stays in this list) */
   openConnections(): number[];
-  /** forgets rules and recorded requests */
+  /** forgets rules, recorded requests and the simulated prompt cache */
   reset(): void;
   /** closes the server, cutting hanging and open connections */
   close(): Promise<void>;
@@ -132,6 +133,7 @@ export async function startProviderSimulator(
   const files = new Map<string, Buffer>();
   let seq = 0;
   let url = '';
+  const promptCache = new SimulatedPromptCache();
 
   const sendError = (res: ServerResponse, api: SimulatorApi, error: SimulatedProviderError, extra = {}) => {
     const body =
@@ -218,6 +220,7 @@ export async function startProviderSimulator(
       created: Math.floor(Date.now() / 1000),
       seq: ++seq,
       defaultEmbeddingDimensions: options.defaultEmbeddingDimensions ?? 16,
+      promptCache,
     };
     let body: Record<string, unknown> = {};
     if (found.endpoint === 'transcriptions' || found.endpoint === 'translations') {
@@ -392,6 +395,7 @@ export async function startProviderSimulator(
     reset() {
       rules.replace([]);
       received = [];
+      promptCache.clear();
     },
     async close() {
       const closed = new Promise((resolve) => server.close(resolve));

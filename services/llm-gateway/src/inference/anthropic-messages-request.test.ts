@@ -61,7 +61,9 @@ describe("Anthropic's Messages request in chat terms", () => {
       max_completion_tokens: 1024,
       user: 'session-1',
       messages: [
-        { role: 'system', content: 'You are Claude Code.\n\nBe concise.' },
+        // the breakpoint ends a system message: the Anthropic adapter cuts its system blocks there (0113)
+        { role: 'system', content: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+        { role: 'system', content: 'Be concise.' },
         { role: 'user', content: 'Read the screenshot and list files' },
         {
           role: 'assistant',
@@ -77,7 +79,7 @@ describe("Anthropic's Messages request in chat terms", () => {
           role: 'user',
           content: [
             { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBOR' } },
-            { type: 'text', text: 'Go on' },
+            { type: 'text', text: 'Go on', cache_control: { type: 'ephemeral' } },
           ],
         },
       ],
@@ -197,5 +199,151 @@ describe("Anthropic's Messages request in chat terms", () => {
       'messages.0.content.3.content.0.type',
       'messages.1.content.0.type',
     ]);
+  });
+
+  describe('prompt-cache breakpoints (decision 0113)', () => {
+    const ephemeral = { type: 'ephemeral' };
+    const hour = { type: 'ephemeral', ttl: '1h' };
+
+    it('keeps them on system stretches, a text part and tools', () => {
+      const chat = chatRequestOfMessages({
+        system: [
+          { type: 'text', text: 'Header' },
+          { type: 'text', text: 'You are Claude Code.', cache_control: hour },
+          { type: 'text', text: 'Long instructions', cache_control: ephemeral },
+          { type: 'text', text: 'Today is Friday.' },
+        ],
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'List files', cache_control: ephemeral }] },
+        ],
+        tools: [{ name: 'Bash', input_schema: { type: 'object' }, cache_control: hour }],
+      });
+      expect(chat.messages).toEqual([
+        { role: 'system', content: 'Header\n\nYou are Claude Code.', cache_control: hour },
+        { role: 'system', content: 'Long instructions', cache_control: ephemeral },
+        { role: 'system', content: 'Today is Friday.' },
+        // a single text part is a string: its breakpoint is the message's
+        { role: 'user', content: 'List files', cache_control: ephemeral },
+      ]);
+      expect(chat.tools).toEqual([
+        {
+          type: 'function',
+          function: { name: 'Bash', parameters: { type: 'object' } },
+          cache_control: hour,
+        },
+      ]);
+    });
+
+    it('keeps them on an assistant turn, a tool result (or its content) and an image', () => {
+      const chat = chatRequestOfMessages({
+        messages: [
+          { role: 'user', content: 'List files' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'text', text: 'Listing.' },
+              { type: 'tool_use', id: 'toolu_1', name: 'Bash', input: {}, cache_control: ephemeral },
+            ],
+          },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 'toolu_1',
+                content: [{ type: 'text', text: 'a.txt', cache_control: ephemeral }],
+              },
+              {
+                type: 'image',
+                source: { type: 'url', url: 'https://example.com/a.png' },
+                cache_control: ephemeral,
+              },
+              { type: 'text', text: 'And now?' },
+            ],
+          },
+        ],
+      });
+      expect(chat.messages).toEqual([
+        { role: 'user', content: 'List files' },
+        // chat's assistant message has one breakpoint, after its last block
+        {
+          role: 'assistant',
+          content: 'Listing.',
+          tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'Bash', arguments: '{}' } }],
+          cache_control: ephemeral,
+        },
+        { role: 'tool', tool_call_id: 'toolu_1', content: 'a.txt', cache_control: ephemeral },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'image_url',
+              image_url: { url: 'https://example.com/a.png' },
+              cache_control: ephemeral,
+            },
+            { type: 'text', text: 'And now?' },
+          ],
+        },
+      ]);
+    });
+
+    it("puts the request's own (automatic caching) on the last message; null is none", () => {
+      const chat = chatRequestOfMessages({
+        cache_control: ephemeral,
+        system: [{ type: 'text', text: 'Be brief.', cache_control: null }],
+        messages: [
+          { role: 'user', content: 'Hi' },
+          { role: 'assistant', content: 'Hello' },
+          { role: 'user', content: [{ type: 'text', text: 'Bye', cache_control: null }] },
+        ],
+      });
+      expect(chat.messages).toEqual([
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: 'Hello' },
+        { role: 'user', content: 'Bye', cache_control: ephemeral },
+      ]);
+    });
+
+    it('refuses a breakpoint of another shape and a fifth one, naming them', () => {
+      const issues = issuesOf(() =>
+        chatRequestOfMessages({
+          system: [{ type: 'text', text: 'S', cache_control: { type: 'persistent' } }],
+          messages: [
+            {
+              role: 'user',
+              content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral', ttl: '2h' } }],
+            },
+          ],
+          tools: [{ name: 'f', input_schema: {}, cache_control: { type: 'ephemeral', scope: 'org' } }],
+          cache_control: 'yes',
+        }),
+      );
+      expect(issues.map((i) => i.field)).toEqual([
+        'system.0.cache_control',
+        'messages.0.content.0.cache_control',
+        'tools.0.cache_control',
+        'cache_control',
+      ]);
+      expect(issues[1]!.message).toMatch(/'5m' or '1h'/);
+
+      const five = issuesOf(() =>
+        chatRequestOfMessages({
+          tools: [{ name: 'f', input_schema: {}, cache_control: ephemeral }],
+          system: [{ type: 'text', text: 'S', cache_control: ephemeral }],
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'a', cache_control: ephemeral },
+                { type: 'text', text: 'b', cache_control: ephemeral },
+              ],
+            },
+          ],
+          cache_control: ephemeral,
+        }),
+      );
+      expect(five).toEqual([{ field: 'cache_control', message: expect.stringMatching(/at most 4/) }]);
+    });
   });
 });

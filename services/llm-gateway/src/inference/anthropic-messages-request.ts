@@ -1,11 +1,13 @@
+import { cacheControlProblem, MAX_CACHE_BREAKPOINTS, tooManyBreakpoints } from './cache-breakpoints';
 import { invalidBody } from './errors';
 import type { ChatRequest } from './provider-port';
 
 /**
  * Anthropic's Messages request (`POST /v1/messages`) said in chat completions' terms, so that it takes the
  * gateway's own chat path on every completion model (decision 0111). What chat cannot carry and the answer does not
- * depend on is ignored (`top_k`, `thinking`, `cache_control`…); what the caller would silently miss is refused with
- * a 400 naming the field, before any quota is taken or provider called.
+ * depend on is ignored (`top_k`, `thinking`…); what the caller would silently miss is refused with a 400 naming the
+ * field, before any quota is taken or provider called. Prompt-cache breakpoints (`cache_control`) are kept in
+ * chat's convention, so that an Anthropic model gets them on the same blocks (decision 0113).
  */
 
 type Json = Record<string, unknown>;
@@ -28,24 +30,17 @@ const READ = new Set([
   'stream',
   'output_config',
   'output_format',
+  'cache_control',
 ]);
 
 /**
  * Accepted and not sent: chat has no form for them and the answer keeps its shape without them. `top_k` (OpenAI
  * refuses the member), `thinking` (chat's `reasoning_effort` is refused by models that do not reason, and the
- * Anthropic adapter sends no thinking: the model answers without it), `cache_control` (prompt caching is the
- * provider's), `service_tier` and `speed` (the provider's capacity), `context_management` (the conversation is sent
- * as it is), `diagnostics` (Anthropic's prompt-cache report).
+ * Anthropic adapter sends no thinking: the model answers without it), `service_tier` and `speed` (the provider's
+ * capacity), `context_management` (the conversation is sent as it is), `diagnostics` (Anthropic's prompt-cache
+ * report).
  */
-const IGNORED = new Set([
-  'top_k',
-  'thinking',
-  'cache_control',
-  'service_tier',
-  'speed',
-  'context_management',
-  'diagnostics',
-]);
+const IGNORED = new Set(['top_k', 'thinking', 'service_tier', 'speed', 'context_management', 'diagnostics']);
 
 /**
  * Members that ask for what the gateway has not: server-side MCP, code-execution containers, a region of
@@ -85,6 +80,45 @@ export function refuseUnsupportedMessages(body: unknown): void {
   if (issues.length > 0) refuse(issues);
 }
 
+/** A block's prompt-cache breakpoint, checked (an issue naming it when it is not Anthropic's shape); null is none. */
+function breakpointOf(block: Json, field: string, issues: Issue[]): Json | undefined {
+  const mark = block.cache_control;
+  if (mark === undefined || mark === null) return undefined;
+  const problem = cacheControlProblem(mark);
+  if (problem === null) return mark as Json;
+  issues.push({ field: field === '' ? 'cache_control' : `${field}.cache_control`, message: problem });
+  return undefined;
+}
+
+const marked = (mark: Json | undefined): Json => (mark ? { cache_control: mark } : {});
+
+/**
+ * The path of the request's fifth breakpoint (Anthropic's limit is four), or null: tools, system blocks, message
+ * blocks and the blocks inside tool results, then the request's own (automatic caching takes a slot too).
+ */
+function excessBreakpoint(body: Json): string | null {
+  let count = 0;
+  const over = (item: unknown) =>
+    isObject(item) && item.cache_control != null && ++count > MAX_CACHE_BREAKPOINTS;
+  const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+  const tools = list(body.tools);
+  for (let i = 0; i < tools.length; i++) if (over(tools[i])) return `tools.${i}.cache_control`;
+  const system = list(body.system);
+  for (let i = 0; i < system.length; i++) if (over(system[i])) return `system.${i}.cache_control`;
+  const messages = list(body.messages);
+  for (let i = 0; i < messages.length; i++) {
+    const blocks = list((messages[i] as Json | undefined)?.content);
+    for (let j = 0; j < blocks.length; j++) {
+      const block = blocks[j];
+      const inner = isObject(block) && block.type === 'tool_result' ? list(block.content) : [];
+      for (let k = 0; k < inner.length; k++)
+        if (over(inner[k])) return `messages.${i}.content.${j}.content.${k}.cache_control`;
+      if (over(block)) return `messages.${i}.content.${j}.cache_control`;
+    }
+  }
+  return over(body) ? 'cache_control' : null;
+}
+
 /** An image block's source as the URL chat's `image_url` part takes (base64 as a data URL). */
 function imageUrl(block: Json, field: string, issues: Issue[]): string | null {
   const source = isObject(block.source) ? block.source : {};
@@ -101,14 +135,21 @@ function imageUrl(block: Json, field: string, issues: Issue[]): string | null {
 const imagePart = (url: string): Json => ({ type: 'image_url', image_url: { url } });
 
 /** A tool result's content: its text for the tool message, its images for a user message after it. */
-function toolResultContent(block: Json, field: string, issues: Issue[]): { text: string; images: Json[] } {
+function toolResultContent(
+  block: Json,
+  field: string,
+  issues: Issue[],
+): { text: string; images: Json[]; mark: Json | undefined } {
   const content = block.content;
   const images: Json[] = [];
   let text = '';
+  // a breakpoint in the result's content marks the result: chat's tool message is one block
+  let mark = breakpointOf(block, field, issues);
   if (typeof content === 'string') text = content;
   else if (Array.isArray(content))
     content.forEach((part, i) => {
       const where = `${field}.content.${i}`;
+      if (isObject(part)) mark = breakpointOf(part, where, issues) ?? mark;
       if (isObject(part) && part.type === 'text' && typeof part.text === 'string')
         text += (text === '' ? '' : '\n') + part.text;
       else if (isObject(part) && part.type === 'image') {
@@ -124,7 +165,7 @@ function toolResultContent(block: Json, field: string, issues: Issue[]): { text:
     issues.push({ field: `${field}.content`, message: 'a string or an array of text and image blocks' });
   // chat's tool message has no error flag: the model reads it in the text
   if (block.is_error === true) text = text === '' ? 'Error' : `Error: ${text}`;
-  return { text, images };
+  return { text, images, mark };
 }
 
 /**
@@ -146,12 +187,13 @@ function userTurn(content: unknown, field: string, issues: Issue[], messages: Js
     }
     switch (block.type) {
       case 'text':
-        if (typeof block.text === 'string') parts.push({ type: 'text', text: block.text });
+        if (typeof block.text === 'string')
+          parts.push({ type: 'text', text: block.text, ...marked(breakpointOf(block, where, issues)) });
         else issues.push({ field: `${where}.text`, message: 'a text block needs its text' });
         return;
       case 'image': {
         const url = imageUrl(block, where, issues);
-        if (url) parts.push(imagePart(url));
+        if (url) parts.push({ ...imagePart(url), ...marked(breakpointOf(block, where, issues)) });
         return;
       }
       case 'tool_result': {
@@ -159,8 +201,8 @@ function userTurn(content: unknown, field: string, issues: Issue[], messages: Js
           issues.push({ field: `${where}.tool_use_id`, message: 'a tool_result needs its tool_use_id' });
           return;
         }
-        const { text, images } = toolResultContent(block, where, issues);
-        tools.push({ role: 'tool', tool_call_id: block.tool_use_id, content: text });
+        const { text, images, mark } = toolResultContent(block, where, issues);
+        tools.push({ role: 'tool', tool_call_id: block.tool_use_id, content: text, ...marked(mark) });
         parts.push(...images);
         return;
       }
@@ -173,11 +215,13 @@ function userTurn(content: unknown, field: string, issues: Issue[], messages: Js
   });
   messages.push(...tools);
   if (parts.length === 0) return;
-  // one text part is a string, as chat clients send it (every provider takes that)
-  messages.push({
-    role: 'user',
-    content: parts.length === 1 && parts[0]!.type === 'text' ? parts[0]!.text : parts,
-  });
+  // one text part is a string, as chat clients send it (every provider takes that), its breakpoint the message's
+  const only = parts.length === 1 && parts[0]!.type === 'text' ? parts[0]! : null;
+  messages.push(
+    only
+      ? { role: 'user', content: only.text, ...marked(only.cache_control as Json | undefined) }
+      : { role: 'user', content: parts },
+  );
 }
 
 /** One assistant turn: its text, and its tool uses as chat's tool calls; its thinking is dropped. */
@@ -188,12 +232,15 @@ function assistantTurn(content: unknown, field: string, issues: Issue[], message
   }
   let text = '';
   const calls: Json[] = [];
+  // chat's assistant message carries one breakpoint, after its last block (its text or last tool call)
+  let mark: Json | undefined;
   (content as unknown[]).forEach((block, i) => {
     const where = `${field}.${i}`;
     if (!isObject(block)) {
       issues.push({ field: where, message: 'a content block must be an object with a type' });
       return;
     }
+    if (block.type === 'text' || block.type === 'tool_use') mark = breakpointOf(block, where, issues) ?? mark;
     switch (block.type) {
       case 'text':
         if (typeof block.text === 'string') text += block.text;
@@ -225,30 +272,44 @@ function assistantTurn(content: unknown, field: string, issues: Issue[], message
     role: 'assistant',
     content: text === '' ? null : text,
     ...(calls.length > 0 ? { tool_calls: calls } : {}),
+    ...marked(mark),
   });
 }
 
-/** `system`: a string, or text blocks joined as the Anthropic adapter joins system messages. */
-function systemText(system: unknown, issues: Issue[]): string {
-  if (typeof system === 'string') return system;
-  if (!Array.isArray(system)) return '';
-  return system
-    .map((block, i) => {
-      if (isObject(block) && block.type === 'text' && typeof block.text === 'string') return block.text;
+/**
+ * `system`: a string, or text blocks joined by a blank line as the Anthropic adapter joins system messages. With
+ * breakpoints, one system message per stretch of blocks ending at one: the adapter joins them alike and cuts its
+ * system blocks at the same places, so an Anthropic model reads the same text with its breakpoints.
+ */
+function systemMessages(system: unknown, issues: Issue[]): Json[] {
+  if (typeof system === 'string') return system === '' ? [] : [{ role: 'system', content: system }];
+  if (!Array.isArray(system)) return [];
+  const out: Json[] = [];
+  let texts: string[] = [];
+  system.forEach((block, i) => {
+    if (!(isObject(block) && block.type === 'text' && typeof block.text === 'string')) {
       issues.push({ field: `system.${i}`, message: 'the system prompt holds text blocks' });
-      return '';
-    })
-    .filter((text) => text !== '')
-    .join('\n\n');
+      return;
+    }
+    if (block.text !== '') texts.push(block.text);
+    const mark = breakpointOf(block, `system.${i}`, issues);
+    if (!mark) return;
+    if (texts.length > 0) out.push({ role: 'system', content: texts.join('\n\n'), cache_control: mark });
+    else if (out.length > 0) out[out.length - 1]!.cache_control = mark;
+    texts = [];
+  });
+  if (texts.length > 0) out.push({ role: 'system', content: texts.join('\n\n') });
+  return out;
 }
 
-const chatTool = (tool: Json): Json => ({
+const chatTool = (tool: Json, i: number, issues: Issue[]): Json => ({
   type: 'function',
   function: {
     name: tool.name,
     ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
     parameters: isObject(tool.input_schema) ? tool.input_schema : { type: 'object', properties: {} },
   },
+  ...marked(breakpointOf(tool, `tools.${i}`, issues)),
 });
 
 /** `tool_choice` in chat's terms: auto, required (any), none, or one function. */
@@ -286,15 +347,20 @@ function responseFormat(body: Json, issues: Issue[]): Json | undefined {
  */
 export function chatRequestOfMessages(body: Json): ChatRequest {
   const issues: Issue[] = [];
-  const messages: Json[] = [];
-  const system = systemText(body.system, issues);
-  if (system !== '') messages.push({ role: 'system', content: system });
+  const messages: Json[] = systemMessages(body.system, issues);
   (body.messages as Json[]).forEach((message, i) => {
     const field = `messages.${i}.content`;
     if (message.role === 'assistant') assistantTurn(message.content, field, issues, messages);
     else userTurn(message.content, field, issues, messages);
   });
   const format = responseFormat(body, issues);
+  const tools = ((body.tools as Json[] | undefined) ?? []).map((tool, i) => chatTool(tool, i, issues));
+  // automatic caching: Anthropic puts the request's breakpoint on its last block, as chat's last message's does
+  const automatic = breakpointOf(body, '', issues);
+  const last = messages[messages.length - 1];
+  if (automatic && last && last.cache_control === undefined) last.cache_control = automatic;
+  const excess = excessBreakpoint(body);
+  if (excess) issues.push({ field: excess, message: tooManyBreakpoints });
   if (issues.length > 0) refuse(issues);
 
   const chat: ChatRequest = { messages };
@@ -304,10 +370,9 @@ export function chatRequestOfMessages(body: Json): ChatRequest {
   set('model', body.model);
   if (body.stream === true) chat.stream = true;
   set('max_completion_tokens', body.max_tokens);
-  const tools = (body.tools as Json[] | undefined) ?? [];
   const choice = body.tool_choice as Json | undefined;
   if (tools.length > 0) {
-    chat.tools = tools.map(chatTool);
+    chat.tools = tools;
     if (choice) chat.tool_choice = chatToolChoice(choice);
     if (choice?.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
   } else if (choice && choice.type !== 'auto' && choice.type !== 'none')

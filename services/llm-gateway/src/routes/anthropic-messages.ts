@@ -65,7 +65,10 @@ const conversation = {
     description:
       'user and assistant turns: a string, or blocks (text, image by base64 or url, tool_use, tool_result with text or image content and is_error; thinking blocks of assistant turns are dropped)',
   }),
-  system: TextBlocks.optional().meta({ description: 'a string or text blocks (`cache_control` ignored)' }),
+  system: TextBlocks.optional().meta({
+    description:
+      'a string or text blocks (`cache_control` kept: an Anthropic model gets it on the same text; 0113)',
+  }),
   tools: z.array(ToolSchema).optional(),
   tool_choice: ToolChoiceSchema.optional(),
 };

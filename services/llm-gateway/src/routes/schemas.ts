@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CacheControlSchema, chatBreakpointIssues } from '../inference/cache-breakpoints';
 
 /**
  * `{type, function?}` in one of OpenAI's forms (a tool, a tool choice, a tool call): any type passes on to
@@ -23,6 +24,8 @@ const ChatMessageSchema = z.looseObject({
     .union([z.string(), z.array(z.looseObject({ type: z.string().min(1) }))])
     .nullable()
     .optional(),
+  // a breakpoint after the message's last block (decision 0113)
+  cache_control: CacheControlSchema,
   name: z.string().optional(),
   tool_calls: z
     .array(
@@ -41,6 +44,7 @@ const ChatToolSchema = typedItem(
     parameters: z.record(z.string(), z.unknown()).optional(),
   }),
   'a tool',
+  { cache_control: CacheControlSchema },
 );
 
 const ToolChoiceSchema = z.union([
@@ -66,7 +70,7 @@ const ResponseFormatSchema = z
   });
 
 /** OpenAI's chat request: the members the gateway reads are checked; every other one passes through. */
-export const ChatRequestSchema = z.looseObject({
+const ChatRequestMembers = z.looseObject({
   model: z.string().max(200).optional(),
   messages: z
     .array(ChatMessageSchema)
@@ -89,6 +93,12 @@ export const ChatRequestSchema = z.looseObject({
   temperature: z.number().min(0).max(2).nullable().optional(),
   max_tokens: z.number().int().positive().nullable().optional(),
   max_completion_tokens: z.number().int().positive().nullable().optional(),
+});
+
+// the parts' breakpoints, and a fifth one, which Anthropic refuses: the gateway's own 400, whichever provider the
+// model is on (decision 0113)
+export const ChatRequestSchema = ChatRequestMembers.superRefine((body, ctx) => {
+  for (const issue of chatBreakpointIssues(body)) ctx.addIssue({ code: 'custom', ...issue });
 });
 
 const TokenArray = z.array(z.number().int().nonnegative());

@@ -3,6 +3,7 @@ import {
   type ChatCompletionRequest,
   type ChatContentPart,
   type ChatMessage,
+  type ChatRequestMessage,
   type ChatToolCall,
   type FinishReason,
   isFunction,
@@ -11,9 +12,11 @@ import {
 } from '../types';
 import type {
   AnthropicBlock,
+  AnthropicCacheControl,
   AnthropicMessage,
   AnthropicRequest,
   AnthropicResponse,
+  AnthropicTextBlock,
   AnthropicTool,
   AnthropicUsage,
 } from './anthropic-wire';
@@ -79,6 +82,118 @@ function textOf(content: ChatMessage['content']): string {
     .join('\n');
 }
 
+/** Anthropic takes at most this many cache breakpoints in a request (the chat schema refuses more before). */
+const MAX_BREAKPOINTS = 4;
+
+/**
+ * The prompt-cache breakpoint a content part, a message or a tool carries (LiteLLM's convention for Anthropic
+ * models behind chat completions, decision 0113); `null` is none. Its shape is the route schema's to check.
+ */
+const breakpointOf = (item: unknown): AnthropicCacheControl | undefined => {
+  const mark = (item as { cache_control?: unknown } | null | undefined)?.cache_control;
+  return mark == null ? undefined : (mark as AnthropicCacheControl);
+};
+
+/** The breakpoint of the last of these items that carries one. */
+function lastBreakpointOf(items: readonly unknown[]): AnthropicCacheControl | undefined {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const mark = breakpointOf(items[i]);
+    if (mark) return mark;
+  }
+  return undefined;
+}
+
+/** A breakpoint after the last block so far: a message's own, or that of a part that added no block. */
+function markLast(blocks: AnthropicBlock[], mark: AnthropicCacheControl | undefined): void {
+  const last = blocks[blocks.length - 1];
+  if (mark && last) last.cache_control = mark;
+}
+
+/** A piece of a text that chat joins (system messages, a message's parts), with its separator in front. */
+type Piece = { text: string; mark?: AnthropicCacheControl };
+
+/** The text parts of a message as pieces joined by `separator` (a string content is one piece). */
+function pieces(content: ChatMessage['content'], separator: string): Piece[] {
+  if (typeof content === 'string') return [{ text: content }];
+  const out: Piece[] = [];
+  for (const part of content ?? [])
+    if (part.type === 'text')
+      out.push({ text: (out.length > 0 ? separator : '') + String(part.text), mark: breakpointOf(part) });
+  return out;
+}
+
+/**
+ * Text pieces as text blocks cut after each breakpoint, so that the blocks together say the very text one block
+ * would (the model reads the same prompt with breakpoints or without). A breakpoint after nothing but whitespace
+ * marks the block before it: the prefix is the same, and Anthropic refuses a blank block.
+ */
+function cutAtBreakpoints(all: Piece[]): AnthropicTextBlock[] {
+  const blocks: AnthropicTextBlock[] = [];
+  let text = '';
+  for (const piece of all) {
+    text += piece.text;
+    if (!piece.mark) continue;
+    if (text.trim() !== '') {
+      blocks.push({ type: 'text', text, cache_control: piece.mark });
+      text = '';
+    } else markLast(blocks, piece.mark);
+  }
+  const last = blocks[blocks.length - 1];
+  if (text.trim() !== '' || !last) {
+    if (text !== '') blocks.push({ type: 'text', text });
+  } else last.text += text;
+  return blocks;
+}
+
+/**
+ * A system or developer message's pieces added to the system prompt's (messages joined by a blank line, as ever;
+ * an empty one adds nothing, and its breakpoint marks the prompt so far).
+ */
+function pushSystem(message: ChatRequestMessage, system: Piece[]): void {
+  const own = pieces(message.content, '\n');
+  const mark = breakpointOf(message);
+  if (own.every((p) => p.text === '')) {
+    const last = system[system.length - 1];
+    const lastMark = mark ?? [...own].reverse().find((p) => p.mark)?.mark;
+    if (last && lastMark) last.mark = lastMark;
+    return;
+  }
+  if (system.length > 0) own[0]!.text = `\n\n${own[0]!.text}`;
+  if (mark) own[own.length - 1]!.mark = mark;
+  system.push(...own);
+}
+
+/** The system prompt: a string, or text blocks when a breakpoint falls in it. */
+function systemPrompt(system: Piece[]): string | AnthropicTextBlock[] | undefined {
+  if (system.some((p) => p.mark)) {
+    const blocks = cutAtBreakpoints(system);
+    return blocks.length > 0 ? blocks : undefined;
+  }
+  return system.map((p) => p.text).join('') || undefined;
+}
+
+/** What Anthropic refuses of breakpoints: more than four, or one of an hour after one of five minutes. */
+function checkBreakpoints(out: AnthropicRequest): void {
+  const marks: AnthropicCacheControl[] = [];
+  const note = (item: unknown) => {
+    const mark = breakpointOf(item);
+    if (mark) marks.push(mark);
+  };
+  out.tools?.forEach(note);
+  if (Array.isArray(out.system)) out.system.forEach(note);
+  for (const message of out.messages) message.content.forEach(note);
+  if (marks.length > MAX_BREAKPOINTS)
+    throw new UntranslatableRequest(
+      `Anthropic takes at most ${MAX_BREAKPOINTS} cache_control breakpoints in a request, not ${marks.length}`,
+    );
+  // tools, then system, then messages is the order Anthropic reads them in
+  const short = marks.findIndex((mark) => mark.ttl !== '1h');
+  if (short !== -1 && marks.slice(short).some((mark) => mark.ttl === '1h'))
+    throw new UntranslatableRequest(
+      "a cache_control with ttl '1h' must come before those of 5 minutes (tools, then system, then messages)",
+    );
+}
+
 function imageBlock(part: Extract<ChatContentPart, { type: 'image_url' }>): AnthropicBlock {
   const url = part.image_url?.url ?? '';
   const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
@@ -87,18 +202,49 @@ function imageBlock(part: Extract<ChatContentPart, { type: 'image_url' }>): Anth
   throw new UntranslatableRequest('an image_url must be an http(s) URL or a base64 data URL');
 }
 
-function userBlocks(content: ChatMessage['content']): AnthropicBlock[] {
-  if (typeof content === 'string') return content ? [{ type: 'text', text: content }] : [];
+function userBlocks(message: ChatRequestMessage): AnthropicBlock[] {
+  const { content } = message;
   const blocks: AnthropicBlock[] = [];
-  for (const part of content ?? []) {
-    if (part.type === 'text') {
-      const text = String((part as { text: unknown }).text ?? '');
-      if (text) blocks.push({ type: 'text', text });
-    } else if (part.type === 'image_url')
-      blocks.push(imageBlock(part as Extract<ChatContentPart, { type: 'image_url' }>));
-    else throw new UntranslatableRequest(`Anthropic does not accept '${part.type}' content parts`);
-  }
+  if (typeof content === 'string') {
+    if (content) blocks.push({ type: 'text', text: content });
+  } else
+    for (const part of content ?? []) {
+      const mark = breakpointOf(part);
+      if (part.type === 'text') {
+        const text = String((part as { text: unknown }).text ?? '');
+        if (text) blocks.push({ type: 'text', text, ...(mark ? { cache_control: mark } : {}) });
+        else markLast(blocks, mark);
+      } else if (part.type === 'image_url')
+        blocks.push({
+          ...imageBlock(part as Extract<ChatContentPart, { type: 'image_url' }>),
+          ...(mark ? { cache_control: mark } : {}),
+        });
+      else throw new UntranslatableRequest(`Anthropic does not accept '${part.type}' content parts`);
+    }
+  markLast(blocks, breakpointOf(message));
   return blocks;
+}
+
+/** An assistant turn: its text (cut at the parts' breakpoints), then its tool calls. */
+function assistantBlocks(message: ChatRequestMessage): AnthropicBlock[] {
+  const blocks: AnthropicBlock[] = [
+    ...cutAtBreakpoints(pieces(message.content, '\n')),
+    ...(message.tool_calls ?? []).map(toolUse),
+  ];
+  markLast(blocks, breakpointOf(message));
+  return blocks;
+}
+
+/** A tool message as a tool_result, marked by the message's breakpoint or one of its parts'. */
+function toolResult(message: ChatRequestMessage): AnthropicBlock {
+  const mark =
+    breakpointOf(message) ?? (Array.isArray(message.content) ? lastBreakpointOf(message.content) : undefined);
+  return {
+    type: 'tool_result',
+    tool_use_id: String(message.tool_call_id ?? ''),
+    content: textOf(message.content),
+    ...(mark ? { cache_control: mark } : {}),
+  };
 }
 
 function toolUse(call: ChatToolCall | OtherChatTool): AnthropicBlock {
@@ -131,29 +277,22 @@ export function toAnthropicRequest(
   model: string,
   stream: boolean,
 ): AnthropicRequest {
-  const system: string[] = [];
+  const system: Piece[] = [];
   const messages: AnthropicMessage[] = [];
   for (const m of body.messages) {
     switch (m.role) {
       case 'system':
       case 'developer':
-        system.push(textOf(m.content));
+        pushSystem(m, system);
         break;
       case 'user':
-        push(messages, 'user', userBlocks(m.content));
+        push(messages, 'user', userBlocks(m));
         break;
-      case 'assistant': {
-        const text = textOf(m.content);
-        push(messages, 'assistant', [
-          ...(text ? [{ type: 'text' as const, text }] : []),
-          ...(m.tool_calls ?? []).map(toolUse),
-        ]);
+      case 'assistant':
+        push(messages, 'assistant', assistantBlocks(m));
         break;
-      }
       case 'tool':
-        push(messages, 'user', [
-          { type: 'tool_result', tool_use_id: String(m.tool_call_id ?? ''), content: textOf(m.content) },
-        ]);
+        push(messages, 'user', [toolResult(m)]);
         break;
       default:
         throw new UntranslatableRequest(`unknown message role '${String(m.role)}'`);
@@ -171,8 +310,8 @@ export function toAnthropicRequest(
     messages,
     ...(stream ? { stream: true } : {}),
   };
-  const systemText = system.filter(Boolean).join('\n\n');
-  if (systemText) out.system = systemText;
+  const systemField = systemPrompt(system);
+  if (systemField) out.system = systemField;
   // OpenAI's temperature goes to 2, Anthropic's to 1
   if (typeof body.temperature === 'number') out.temperature = Math.min(body.temperature, 1);
   if (typeof body.top_p === 'number') out.top_p = body.top_p;
@@ -188,10 +327,12 @@ export function toAnthropicRequest(
         throw new UntranslatableRequest(`Anthropic does not accept tools of type '${t.type}'`);
       if (t.function.name === JSON_RESPONSE_TOOL)
         throw new UntranslatableRequest(`the tool name '${JSON_RESPONSE_TOOL}' is reserved by the gateway`);
+      const mark = breakpointOf(t);
       return {
         name: t.function.name,
         ...(t.function.description ? { description: t.function.description } : {}),
         input_schema: t.function.parameters ?? { type: 'object', properties: {} },
+        ...(mark ? { cache_control: mark } : {}),
       };
     });
     const choice = body.tool_choice;
@@ -204,6 +345,7 @@ export function toAnthropicRequest(
       out.tool_choice = { type: 'tool', name: choice.function.name, ...noParallel };
     } else if (body.parallel_tool_calls === false) out.tool_choice = { type: 'auto', ...noParallel };
   }
+  checkBreakpoints(out);
   return out;
 }
 

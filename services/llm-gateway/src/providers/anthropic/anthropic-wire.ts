@@ -1,13 +1,28 @@
 /** The parts of Anthropic's Messages API the adapter speaks. */
 
+/** A prompt-cache breakpoint: the prefix up to and including the block that carries it is cached (decision 0113). */
+export interface AnthropicCacheControl {
+  type: 'ephemeral';
+  ttl?: '5m' | '1h';
+}
+
+type Cached = { cache_control?: AnthropicCacheControl };
+
+export type AnthropicTextBlock = { type: 'text'; text: string } & Cached;
+
 export type AnthropicBlock =
-  | { type: 'text'; text: string }
-  | {
+  | AnthropicTextBlock
+  | ({
       type: 'image';
       source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
-    }
-  | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: string | AnthropicBlock[]; is_error?: boolean }
+    } & Cached)
+  | ({ type: 'tool_use'; id: string; name: string; input: unknown } & Cached)
+  | ({
+      type: 'tool_result';
+      tool_use_id: string;
+      content: string | AnthropicBlock[];
+      is_error?: boolean;
+    } & Cached)
   | { type: string; [key: string]: unknown };
 
 export interface AnthropicMessage {
@@ -19,13 +34,15 @@ export interface AnthropicTool {
   name: string;
   description?: string;
   input_schema: unknown;
+  cache_control?: AnthropicCacheControl;
 }
 
 export interface AnthropicRequest {
   model: string;
   max_tokens: number;
   messages: AnthropicMessage[];
-  system?: string;
+  /** a string, or text blocks when a breakpoint falls in the system prompt */
+  system?: string | AnthropicTextBlock[];
   tools?: AnthropicTool[];
   tool_choice?: {
     type: 'auto' | 'any' | 'none' | 'tool';

@@ -19,6 +19,7 @@ import type {
   TranscriptionUpload,
 } from '../types';
 import { toUsage } from '../usage';
+import { withoutCacheControl } from './openai-cache-control';
 import { readOpenAiError } from './openai-errors';
 import { openAiChunks } from './openai-stream';
 
@@ -63,7 +64,7 @@ export function createOpenAiAdapter(
     name: spec.name,
 
     async chat(body, call) {
-      const { stream_options: _options, ...rest } = body;
+      const { stream_options: _options, ...rest } = withoutCacheControl(body);
       const answer = await sendForJson<ChatCompletion>(http, call, {
         url: url(call.model, 'chat/completions'),
         headers: headers(call, 'application/json'),
@@ -74,7 +75,8 @@ export function createOpenAiAdapter(
       return { body: answer, usage: toUsage(answer.usage) };
     },
 
-    chatStream(body, call) {
+    chatStream(chat, call) {
+      const body = withoutCacheControl(chat);
       return openAiChunks(http, call, {
         url: url(call.model, 'chat/completions'),
         headers: headers(call, 'text/event-stream'),

@@ -1,0 +1,167 @@
+import type { ChatCompletionRequest } from '../types';
+import { toAnthropicRequest, UntranslatableRequest } from './anthropic-translate';
+
+const ephemeral = { type: 'ephemeral' } as const;
+const hour = { type: 'ephemeral', ttl: '1h' } as const;
+const translate = (body: Omit<ChatCompletionRequest, 'model'>) =>
+  toAnthropicRequest({ model: 'm', ...body } as ChatCompletionRequest, 'claude', false);
+
+/** Chat's prompt-cache breakpoints (LiteLLM's convention) on the matching Anthropic blocks (decision 0113). */
+describe('cache breakpoints in the Anthropic translation', () => {
+  it('cuts the system prompt into blocks after each breakpoint, saying the same text', () => {
+    const plain = translate({
+      messages: [
+        { role: 'system', content: 'You are a librarian.' },
+        {
+          role: 'developer',
+          content: [
+            { type: 'text', text: 'The handbook:' },
+            { type: 'text', text: 'long' },
+          ],
+        },
+        { role: 'system', content: 'Today is Friday.' },
+        { role: 'user', content: 'Hi' },
+      ],
+    });
+    expect(plain.system).toBe('You are a librarian.\n\nThe handbook:\nlong\n\nToday is Friday.');
+
+    const cut = translate({
+      messages: [
+        { role: 'system', content: 'You are a librarian.', cache_control: hour },
+        {
+          role: 'developer',
+          content: [
+            { type: 'text', text: 'The handbook:' },
+            { type: 'text', text: 'long', cache_control: ephemeral },
+          ],
+        },
+        { role: 'system', content: 'Today is Friday.' },
+        { role: 'user', content: 'Hi' },
+      ],
+    });
+    expect(cut.system).toEqual([
+      { type: 'text', text: 'You are a librarian.', cache_control: hour },
+      { type: 'text', text: '\n\nThe handbook:\nlong', cache_control: ephemeral },
+      { type: 'text', text: '\n\nToday is Friday.' },
+    ]);
+    expect((cut.system as Array<{ text: string }>).map((b) => b.text).join('')).toBe(plain.system);
+  });
+
+  it('marks user text and image blocks, a string message, tool results, assistant turns and tools', () => {
+    const out = translate({
+      messages: [
+        { role: 'user', content: 'Find the weather', cache_control: ephemeral },
+        {
+          role: 'assistant',
+          content: 'Looking.',
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{}' } }],
+          cache_control: ephemeral,
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'Sunny', cache_control: ephemeral },
+        {
+          role: 'user',
+          content: [
+            { type: 'image_url', image_url: { url: 'https://example.com/a.png' }, cache_control: ephemeral },
+            { type: 'text', text: 'And this?' },
+          ],
+        },
+      ],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'weather', parameters: { type: 'object' } },
+          cache_control: null,
+        },
+      ],
+    });
+    expect(out.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Find the weather', cache_control: ephemeral }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Looking.' },
+          // the message's breakpoint follows its last block
+          { type: 'tool_use', id: 'call_1', name: 'weather', input: {}, cache_control: ephemeral },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'call_1', content: 'Sunny', cache_control: ephemeral },
+          {
+            type: 'image',
+            source: { type: 'url', url: 'https://example.com/a.png' },
+            cache_control: ephemeral,
+          },
+          { type: 'text', text: 'And this?' },
+        ],
+      },
+    ]);
+    expect(out.tools).toEqual([{ name: 'weather', input_schema: { type: 'object' } }]);
+    expect(out.system).toBeUndefined();
+  });
+
+  it('puts a tool breakpoint on the tool, and one on an empty part on the block before it', () => {
+    const out = translate({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Context' },
+            { type: 'text', text: '', cache_control: ephemeral },
+          ],
+        },
+      ],
+      tools: [{ type: 'function', function: { name: 'f' }, cache_control: hour }],
+    });
+    expect(out.tools).toEqual([
+      { name: 'f', input_schema: { type: 'object', properties: {} }, cache_control: hour },
+    ]);
+    expect(out.messages[0]!.content).toEqual([{ type: 'text', text: 'Context', cache_control: ephemeral }]);
+  });
+
+  it('refuses more than four, and an hour-long one after a 5-minute one, as Anthropic would', () => {
+    const user = (n: number) => ({
+      role: 'user' as const,
+      content: Array.from({ length: n }, (_, i) => ({
+        type: 'text',
+        text: `t${i}`,
+        cache_control: ephemeral,
+      })),
+    });
+    expect(() => translate({ messages: [user(4)] })).not.toThrow();
+    expect(() => translate({ messages: [user(5)] })).toThrow(UntranslatableRequest);
+    expect(() =>
+      translate({
+        messages: [
+          { role: 'system', content: 'S', cache_control: ephemeral },
+          { ...user(1), cache_control: hour },
+        ],
+      }),
+    ).toThrow(/ttl '1h' must come before/);
+    // tools come first: an hour there and five minutes later is the order Anthropic wants
+    expect(() =>
+      translate({
+        messages: [user(1)],
+        tools: [{ type: 'function', function: { name: 'f' }, cache_control: hour }],
+      }),
+    ).not.toThrow();
+  });
+
+  it('sends nothing new for a request without breakpoints', () => {
+    const out = translate({
+      messages: [
+        { role: 'system', content: 'S' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+        },
+      ],
+    });
+    expect(JSON.stringify(out)).not.toContain('cache_control');
+    expect(out.system).toBe('S');
+  });
+});
