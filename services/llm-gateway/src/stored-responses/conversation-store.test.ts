@@ -1,4 +1,4 @@
-import { ManualClock } from '@platform/kernel';
+import { ManualClock, NotFound } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
 import { waitFor } from '@platform/testkit';
 import { ConversationStore } from './conversation-store';
@@ -56,6 +56,59 @@ describe('the conversations', () => {
     await store.close();
   });
 
+  it('a conversation changed keeps every item as long as it lives, its first ones too', async () => {
+    const clock = new ManualClock('2026-01-01T00:00:00Z');
+    const store = createEmbeddedStore({ ttlSweepIntervalMs: 10, now: () => clock.now().getTime() });
+    const conversations = new ConversationStore(store, clock, limits);
+    const { id } = (await conversations.create(who, {}, items('a'))) as { id: string };
+    // a record due on day 30, the end of the retention of the items added on day 0 if nothing extended them
+    const batches = store.collection<{ _id: string; expiresAt: Date }>('llm_conversation_items');
+    await batches.insertOne({ _id: 'sentinel', expiresAt: new Date('2026-01-31T00:00:00Z') });
+    clock.advance(14 * 86_400_000);
+    await conversations.appendTurn(who, id, items('b'));
+    // day 31: the conversation lives until day 44, 30 days after its last change
+    clock.advance(17 * 86_400_000);
+    await waitFor(async () => (await batches.findOne({ _id: 'sentinel' })) === null, {
+      what: 'the sweep past day 30',
+    });
+    expect((await conversations.history(who, id, { count: 0, bytes: 0 })).map((i) => i.id)).toEqual([
+      'a',
+      'b',
+    ]);
+    await store.close();
+  });
+
+  it('a conversation deleted while a turn or items are written keeps none of them', async () => {
+    const store = createEmbeddedStore();
+    const conversations = new ConversationStore(store, new ManualClock('2026-01-01T00:00:00Z'), limits);
+    const batches = store.collection<{ _id: string; conversationId: string }>('llm_conversation_items');
+    const insert = batches.insertOne.bind(batches);
+    // the deletion (or the owner's, or the organization's) lands between the reservation and the insert
+    let deleting: ((id: string) => Promise<unknown>) | null = null;
+    batches.insertOne = async (doc) => {
+      await deleting?.(doc.conversationId);
+      return insert(doc);
+    };
+    const cases: Array<[string, (id: string) => Promise<unknown>]> = [
+      ['delete', (id) => conversations.delete(who, id)],
+      ['forgetOwner', () => conversations.forgetOwner(who.owner)],
+      ['forgetOrganization', () => conversations.forgetOrganization(who.orgSlug)],
+    ];
+    for (const [how, remove] of cases) {
+      deleting = null;
+      const { id } = (await conversations.create(who, {}, items('a'))) as { id: string };
+      const { id: other } = (await conversations.create(who, {}, items('b'))) as { id: string };
+      deleting = remove;
+      expect({ how, added: await conversations.appendTurn(who, id, items('c', 'd')) }).toEqual({
+        how,
+        added: false,
+      });
+      await expect(conversations.add(who, other, items('e'))).rejects.toBeInstanceOf(NotFound);
+      expect({ how, left: await batches.find({}) }).toEqual({ how, left: [] });
+    }
+    await store.close();
+  });
+
   it('the TTL sweep removes a conversation and its items at the end of their retention, unread', async () => {
     const clock = new ManualClock('2026-01-01T00:00:00Z');
     const store = createEmbeddedStore({ ttlSweepIntervalMs: 10, now: () => clock.now().getTime() });
@@ -70,10 +123,15 @@ describe('the conversations', () => {
       'b',
     ]);
     clock.advance(11 * 86_400_000);
-    const left = async () =>
-      (await store.collection('llm_conversations').find({})).length +
-      (await store.collection('llm_conversation_items').find({})).length;
-    await waitFor(async () => (await left()) === 0, { what: 'the expired conversation swept' });
+    await expect(conversations.get(who, id)).rejects.toBeInstanceOf(NotFound);
+    await waitFor(async () => (await store.collection('llm_conversations').find({})).length === 0, {
+      what: 'the expired conversation swept',
+    });
+    // its items, which nobody can read without it, half a retention later
+    clock.advance(15 * 86_400_000);
+    await waitFor(async () => (await store.collection('llm_conversation_items').find({})).length === 0, {
+      what: 'its items swept',
+    });
     await store.close();
   });
 });

@@ -44,6 +44,7 @@ export interface ItemBatchDoc {
   bytes: number;
   /** bumped by each change, so that two item deletions in one batch cannot undo each other */
   revision: number;
+  /** never before its conversation's: half a retention after it, when written or extended (`extendItems`) */
   expiresAt: Date;
 }
 
@@ -132,6 +133,14 @@ export class ConversationStore {
     return new Date(this.clock.now().getTime() + this.limits.retentionDays * DAY_MS);
   }
 
+  /**
+   * The removal of a batch of a conversation removed at `expiresAt`: half a retention later, so that a batch is
+   * rewritten at most once per half retention and never goes before its conversation (after it, nobody reads it).
+   */
+  private itemsExpiry(expiresAt: Date): Date {
+    return new Date(expiresAt.getTime() + (this.limits.retentionDays * DAY_MS) / 2);
+  }
+
   private ownFilter(who: Ownership, id: string) {
     return { _id: id, orgSlug: who.orgSlug, owner: who.owner, expiresAt: { $gt: this.clock.now() } };
   }
@@ -198,7 +207,8 @@ export class ConversationStore {
     const bytes = itemBytes(items);
     this.checkBounds({ _id: id, items: 0, bytes: 0 }, items.length, bytes);
     // the items first: until the conversation is written nobody can read them, and unclaimed they expire
-    if (items.length > 0) await this.batches.insertOne(this.batch(who, id, 0, items, expiresAt));
+    if (items.length > 0)
+      await this.batches.insertOne(this.batch(who, id, 0, items, this.itemsExpiry(expiresAt)));
     const doc: ConversationDoc = {
       _id: id,
       orgSlug: who.orgSlug,
@@ -282,7 +292,7 @@ export class ConversationStore {
       this.checkBounds(await this.live(who, id), items.length, bytes);
       throw conversationNotFound(id); // expired or deleted between the two reads
     }
-    await this.write(who, id, doc, items, bytes);
+    if (!(await this.write(who, id, doc, items, bytes))) throw conversationNotFound(id);
     return [...items];
   }
 
@@ -297,8 +307,7 @@ export class ConversationStore {
     const bytes = itemBytes(items);
     const doc = await this.reserve(who, id, items.length, bytes, {});
     if (!doc) return false;
-    await this.write(who, id, doc, items, bytes);
-    return true;
+    return this.write(who, id, doc, items, bytes);
   }
 
   /** Takes the next position and counts the items in, atomically; null when no live conversation matches. */
@@ -309,33 +318,46 @@ export class ConversationStore {
     );
   }
 
-  /** Writes the batch at the reserved position; a failed write gives the counted items back. */
+  /**
+   * Writes the batch at the reserved position; a failed write gives the counted items back. False when the
+   * conversation was deleted meanwhile: the batch goes too (the deletion removes the batches it finds first, so one
+   * written after it would be left, unreadable, holding what was to be deleted).
+   */
   private async write(
     who: Ownership,
     id: string,
     doc: ConversationDoc,
     items: readonly Json[],
     bytes: number,
-  ) {
+  ): Promise<boolean> {
+    const batch = this.batch(who, id, doc.batches - 1, items, this.itemsExpiry(doc.expiresAt));
     try {
-      await this.batches.insertOne(this.batch(who, id, doc.batches - 1, items, doc.expiresAt));
+      await this.batches.insertOne(batch);
     } catch (err) {
       await this.conversations
         .updateOne({ _id: id }, { $inc: { items: -items.length, bytes: -bytes } })
         .catch(() => undefined);
       throw err;
     }
+    if (!(await this.conversations.findOne({ _id: id }))) {
+      await this.batches.deleteOne({ _id: batch._id });
+      return false;
+    }
     await this.extendItems(id, doc.expiresAt);
+    return true;
   }
 
   /**
-   * The items live as long as their conversation: batches whose removal is less than half the retention away are
-   * given the conversation's (one `updateMany` matching nothing most of the time; each batch is rewritten at most
-   * once per half-retention).
+   * The items live as long as their conversation (`expiresAt`, just extended): the batches it would outlive are
+   * given half a retention more than it (one `updateMany` matching nothing most of the time; each batch is rewritten
+   * at most once per half retention). Given only the conversation's removal when their own was less than half a
+   * retention away, they would go first, by up to half a retention, were the conversation not changed again.
    */
   private async extendItems(id: string, expiresAt: Date): Promise<void> {
-    const half = new Date(this.clock.now().getTime() + (this.limits.retentionDays * DAY_MS) / 2);
-    await this.batches.updateMany({ conversationId: id, expiresAt: { $lt: half } }, { $set: { expiresAt } });
+    await this.batches.updateMany(
+      { conversationId: id, expiresAt: { $lt: expiresAt } },
+      { $set: { expiresAt: this.itemsExpiry(expiresAt) } },
+    );
   }
 
   /**
@@ -418,21 +440,20 @@ export class ConversationStore {
     throw itemNotFound(id, itemId);
   }
 
-  /** An organization was deleted: its conversations go, with their items. */
+  /**
+   * An organization was deleted: its conversations go, then their items (in that order, as `delete`: a batch
+   * written meanwhile either is found here or finds its conversation gone).
+   */
   async forgetOrganization(orgSlug: string): Promise<number> {
-    const [conversations] = await Promise.all([
-      this.conversations.deleteMany({ orgSlug }),
-      this.batches.deleteMany({ orgSlug }),
-    ]);
+    const conversations = await this.conversations.deleteMany({ orgSlug });
+    await this.batches.deleteMany({ orgSlug });
     return conversations;
   }
 
-  /** A user (or an organization API key) is gone: their conversations go, in every organization. */
+  /** A user (or an organization API key) is gone: their conversations go, in every organization, then their items. */
   async forgetOwner(owner: string): Promise<number> {
-    const [conversations] = await Promise.all([
-      this.conversations.deleteMany({ owner }),
-      this.batches.deleteMany({ owner }),
-    ]);
+    const conversations = await this.conversations.deleteMany({ owner });
+    await this.batches.deleteMany({ owner });
     return conversations;
   }
 }
