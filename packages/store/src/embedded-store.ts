@@ -25,6 +25,7 @@ import { storeUnavailable } from './unavailable';
 const nedbModel = require('@seald-io/nedb/lib/model') as {
   modify<T>(doc: T, update: object): T;
   deepCopy<T>(doc: T): T;
+  match(doc: unknown, query: object): boolean;
 };
 
 export interface EmbeddedStoreOptions {
@@ -454,11 +455,21 @@ function modifiedOwnPaths<D extends object>(doc: D, operators: object): D {
 /** Makes each inherited part of `parts` an own field of `node`; false when `op` has nothing to remove there. */
 function ownPath(node: unknown, parts: string[], op: string): boolean {
   for (const [i, part] of parts.entries()) {
-    if (typeof node !== 'object' || node === null) return true; // NeDB refuses or ignores it, as before
+    refuseProto(part);
+    if (node === undefined) return true; // NeDB makes the missing step (a removal skips it)
+    if (typeof node !== 'object' || node === null) {
+      // MongoDB refuses a field inside a value (`name.length` of a string); NeDB ignored it and answered success
+      if (REMOVING.has(op)) return false;
+      throw new Error(`Cannot create the field ${part} in a value that is not an object`);
+    }
     const holder = node as Record<string, unknown>;
+    // an array holds elements by index: `tags.length` would truncate it, `tags.map` reach Array.prototype
+    if (Array.isArray(holder) && !/^\d+$/.test(part)) {
+      if (REMOVING.has(op)) return false;
+      throw new Error(`Cannot create the field ${part} in an array`);
+    }
     const inherited = !Object.hasOwn(holder, part) && part in holder;
     if (inherited && REMOVING.has(op)) return false;
-    if (inherited && Array.isArray(holder)) throw new Error(`Cannot create the field ${part} in an array`);
     const last = i === parts.length - 1;
     // a missing or inherited step becomes an own object, as NeDB makes a missing one (removals excepted)
     if (!last && (inherited || holder[part] === undefined) && !REMOVING.has(op)) holder[part] = {};
@@ -467,6 +478,41 @@ function ownPath(node: unknown, parts: string[], op: string): boolean {
     node = holder[part];
   }
   return true;
+}
+
+/**
+ * NeDB copies documents with plain assignment, so a field `__proto__` cannot be held: a path through it set the
+ * field on Object.prototype, in every object of the process. MongoDB would store it; here it is refused.
+ */
+function refuseProto(part: string): void {
+  if (part === '__proto__') throw new Error('Field names cannot be __proto__ in the embedded store');
+}
+
+/** Whether a filter names, in any of its paths, a member that documents inherit (`q.toString`, `a.constructor`). */
+function queryNamesInherited(filter: unknown): boolean {
+  if (Array.isArray(filter)) return filter.some(queryNamesInherited);
+  if (typeof filter !== 'object' || filter === null || filter instanceof Date) return false;
+  for (const [key, value] of Object.entries(filter)) {
+    if (!key.startsWith('$') && pathReachesInherited(key)) return true;
+    if (queryNamesInherited(value)) return true;
+  }
+  return false;
+}
+
+/**
+ * A document is a plain object: its own top-level field names only Object's members (`{at: …}`, `{length: …}` keep
+ * NeDB's indexed path); a deeper step may be an array or a date.
+ */
+const pathReachesInherited = (path: string): boolean =>
+  path.split('.').some((part, i) => (i === 0 ? part in Object.prototype : isInheritedName(part)));
+
+/** `value` with every object holding only its own fields (no prototype): what a query should see of a document. */
+function ownView(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(ownView);
+  if (typeof value !== 'object' || value === null || value instanceof Date) return value;
+  const view = Object.create(null) as Record<string, unknown>;
+  for (const [k, v] of Object.entries(value)) view[k] = ownView(v);
+  return view;
 }
 
 /** An error from the file system (it names its system call), as opposed to one about the data. */
@@ -482,11 +528,23 @@ const RANGE_OPERATORS = ['$lt', '$lte', '$gt', '$gte'];
  * `{at: {$lte: date}}` would match documents without `at`).
  */
 export function toNedbQuery(filter: Filter): Filter {
+  const query = translateQuery(filter);
+  if (!queryNamesInherited(filter)) return query;
+  // NeDB reads a dotted path with `obj[part]`: `{'q.toString': {$exists: true}}` found every document with a `q`.
+  // Such a query is matched against the documents' own fields only, as MongoDB matches it.
+  return {
+    $where(this: unknown) {
+      return nedbModel.match(ownView(this), query);
+    },
+  } as Filter;
+}
+
+function translateQuery(filter: Filter): Filter {
   const out: Filter = {};
   const notEqual: Filter[] = [];
   for (const [key, value] of Object.entries(filter)) {
     if ((key === '$or' || key === '$and') && Array.isArray(value)) {
-      out[key] = value.map((f) => toNedbQuery(f as Filter));
+      out[key] = value.map((f) => translateQuery(f as Filter));
     } else if (isOperatorObject(value)) {
       let ops: Record<string, unknown> = { ...value };
       if ('$eq' in ops) {
@@ -542,8 +600,12 @@ function expandDotted(flat: Record<string, unknown>): Record<string, unknown> {
   for (const [key, value] of Object.entries(flat)) {
     const parts = key.split('.');
     let node = out;
+    for (const part of parts) refuseProto(part);
     for (const part of parts.slice(0, -1)) {
-      node[part] = (typeof node[part] === 'object' && node[part] !== null ? node[part] : {}) as object;
+      // an own object only: `constructor` of a fresh object is Object, not a field to go through
+      node[part] = (
+        Object.hasOwn(node, part) && typeof node[part] === 'object' && node[part] !== null ? node[part] : {}
+      ) as object;
       node = node[part] as Record<string, unknown>;
     }
     node[parts[parts.length - 1]!] = value;

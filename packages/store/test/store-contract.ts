@@ -156,6 +156,28 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect(touched().map((f) => Object.keys(f).length)).toEqual(before);
     });
 
+    it('finds by paths through inherited names only the documents holding those fields', async () => {
+      const docs = store.collection<{ _id: string; [field: string]: unknown }>(`inherited_q_${suffix}`, []);
+      await docs.insertOne({ _id: 'own', quotas: { toString: { rpm: 1 } } });
+      await docs.insertOne({ _id: 'none', quotas: { rpm: 2 } });
+      const ids = async (filter: Record<string, unknown>) =>
+        (await docs.find(filter, { sort: { _id: 1 } })).map((d) => d._id);
+      expect(await ids({ 'quotas.toString': { $exists: true } })).toEqual(['own']);
+      expect(await ids({ constructor: { $exists: true } })).toEqual([]);
+      expect(await ids({ 'quotas.constructor': { $exists: false } })).toEqual(['none', 'own']);
+      expect(await ids({ 'quotas.constructor': { $ne: 5 } })).toEqual(['none', 'own']);
+      expect(await ids({ $or: [{ 'quotas.valueOf': { $exists: true } }, { _id: 'own' }] })).toEqual(['own']);
+      expect(await docs.count({ 'quotas.toString.rpm': 1 })).toBe(1);
+      // the same through updates and deletes, which match as finds do
+      expect(
+        await docs.updateOne({ 'quotas.hasOwnProperty': { $exists: true } }, { $set: { x: 1 } }),
+      ).toEqual({
+        matched: 0,
+        modified: 0,
+      });
+      expect(await docs.deleteMany({ 'quotas.constructor': { $exists: true } })).toBe(0);
+    });
+
     it('upserts: inserts from the filter and $setOnInsert once, then only updates', async () => {
       const first = await items.findOneAndUpdate(
         { _id: 'k', group: 'g' },
