@@ -18,7 +18,10 @@ export interface RateWindows {
   consume(key: string, points: number): Promise<WindowCount>;
   /** adds points without a request: a settlement that used more than was consumed */
   penalty(key: string, points: number): Promise<WindowCount>;
-  /** takes points back: a refused or rolled-back request, a settlement that used less */
+  /**
+   * takes points back: a refused or rolled-back request, a settlement that used less. Only from the live window:
+   * points counted in a window that has ended are not owed to the next one (which would admit more than its limit)
+   */
   reward(key: string, points: number): Promise<WindowCount>;
 }
 
@@ -94,6 +97,8 @@ export class StoreRateWindows implements RateWindows {
     for (let attempt = 0; attempt < 5; attempt++) {
       const live = await this.windows.findOneAndUpdate({ _id, expire: { $gt: at } }, { $inc: { points } });
       if (live) return count(live);
+      // a reward with no live window has nothing to take back
+      if (points < 0) return { consumedPoints: 0, msBeforeNext: end - now };
       try {
         return count(await this.windows.insertOne({ _id, ...fresh }));
       } catch (err) {
@@ -143,7 +148,10 @@ export class MemoryWindows implements RateWindows {
     if (now >= this.nextSweep) this.sweep(now);
     let window = this.table.get(key);
     if (!window || window.expire <= now) {
-      window = { points: 0, expire: windowEnd(now, this.durationMs) };
+      const expire = windowEnd(now, this.durationMs);
+      // a reward with no live window has nothing to take back
+      if (points < 0) return { consumedPoints: 0, msBeforeNext: expire - now };
+      window = { points: 0, expire };
       this.table.set(key, window);
     }
     window.points += points;

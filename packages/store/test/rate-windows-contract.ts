@@ -69,6 +69,18 @@ export function rateWindowsContract(label: string, subject: RateWindowsSubject) 
       expect((await windows.consume('acme', 1)).consumedPoints).toBe(3);
     });
 
+    it('takes a reward back only from the live window: an ended window owes the next one nothing', async () => {
+      const windows = subject.windows(store, clock, MINUTE);
+      // a request counted at the end of a window, given back (refused, rolled back) just after it ended
+      expect((await windows.consume('acme', 1)).consumedPoints).toBe(1);
+      clock.advance(45_000);
+      expect(await windows.reward('acme', 1)).toEqual({ consumedPoints: 0, msBeforeNext: 60_000 });
+      // a settlement that used less than it reserved, in a later window
+      clock.advance(150_000);
+      await windows.reward('acme', 800);
+      expect((await windows.consume('acme', 1)).consumedPoints).toBe(1);
+    });
+
     it('keeps keys apart, and windows of different names apart', async () => {
       const requests = subject.windows(store, clock, MINUTE);
       const tokens = subject.windows(store, clock, { name: 'tpm', durationMs: 60_000 });
