@@ -116,6 +116,51 @@ jest.setTimeout(60_000);
       });
     });
     expect(await input.inputValue()).toBe('');
+
+    // two messages sent one after the other, before the first is answered, both refused: neither is lost
+    await step(page, 'two messages refused in a row', async () => {
+      await input.fill('Un pain aux raisins');
+      await page.keyboard.press('Enter');
+      await log.getByText('Un pain aux raisins').waitFor();
+      await page.waitForFunction(() => {
+        // biome-ignore lint/suspicious/noExplicitAny: browser-side code, checked by the browser
+        const root = (globalThis as any).document.querySelector('[data-platform-chat]').shadowRoot;
+        return root.querySelectorAll('.msg.bot').length === 4;
+      });
+      // the first is held on its way until the second is typed and sent
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      await page.route('**/v1/Messages', async (route) => {
+        await held;
+        await route.continue();
+      });
+      await input.fill('Une tarte');
+      await page.keyboard.press('Enter');
+      await input.fill('Deux éclairs');
+      await page.keyboard.press('Enter');
+      release();
+      await page.waitForFunction(() => {
+        // biome-ignore lint/suspicious/noExplicitAny: browser-side code, checked by the browser
+        const root = (globalThis as any).document.querySelector('[data-platform-chat]').shadowRoot;
+        return root.querySelectorAll('.msg.user').length === 3 && root.querySelector('input').value !== '';
+      });
+      await alert.getByText('Désolé', { exact: false }).waitFor();
+      // let the second refusal land too
+      await page.waitForFunction(() => {
+        // biome-ignore lint/suspicious/noExplicitAny: browser-side code, checked by the browser
+        const root = (globalThis as any).document.querySelector('[data-platform-chat]').shadowRoot;
+        return (
+          !root.querySelector('.log').hasAttribute('aria-busy') &&
+          root.querySelectorAll('.msg.user').length === 3
+        );
+      });
+    });
+    await page.screenshot({ path: path.join(OUTPUT, '8-too-fast-twice.png') });
+    expect(await input.inputValue()).toBe('Une tarte Deux éclairs');
+    expect(await log.getByText('Une tarte').count()).toBe(0);
+    expect(await log.getByText('Deux éclairs').count()).toBe(0);
     expect(problems).toEqual([]);
     await page.close();
   });

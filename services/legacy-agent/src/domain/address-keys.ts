@@ -16,11 +16,18 @@ export function clientKey(address: string): string {
     part ? part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])) : [];
   const first = groupsOf(head);
   const last = groupsOf(tail);
-  const groups =
-    tail === undefined ? first : [...first, ...Array(8 - first.length - last.length).fill('0'), ...last];
+  const groups = (
+    tail === undefined ? first : [...first, ...Array(8 - first.length - last.length).fill('0'), ...last]
+  ).map((g) => Number.parseInt(g, 16));
+  // IPv4-mapped written in hex (`::ffff:cb00:7107`, as a proxy may forward it): its IPv4 address, not the /64
+  // every mapped address shares
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    const [hi, lo] = [groups[6]!, groups[7]!];
+    return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+  }
   return `${groups
     .slice(0, 4)
-    .map((g) => Number.parseInt(g, 16).toString(16))
+    .map((g) => g.toString(16))
     .join(':')}::/64`;
 }
 

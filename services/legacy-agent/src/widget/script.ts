@@ -236,13 +236,16 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     save();
     return renderEntry(entry);
   }
-  /** A message that was not sent leaves the conversation; typed text goes back into the input, to send again. */
+  /**
+   * A message that was not sent leaves the conversation; typed text goes back into the input, to send again, after
+   * what the input holds (a draft, or a message refused before it): nothing typed is lost.
+   */
   function takeBack(entry, node, typed) {
     var at = state.entries.indexOf(entry);
     if (at !== -1) state.entries.splice(at, 1);
     save();
     if (node) node.remove();
-    if (typed && !input.value) input.value = typed;
+    if (typed) input.value = input.value ? input.value + ' ' + typed : typed;
   }
 
   function showError(message) { errorLine.textContent = message || ''; }
