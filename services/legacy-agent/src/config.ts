@@ -51,11 +51,12 @@ export const legacyAgentConfigSchema = z.object({
   LEGACY_CONVERSATION_IDLE_SECONDS: env.int(30 * 60, 1),
   /** turns an output context stays active when its intent does not say */
   LEGACY_DEFAULT_CONTEXT_LIFESPAN: env.int(5, 1),
-  /** what the built-in fallback says when the assistant has no fallback intent of its own */
-  LEGACY_BUILTIN_FALLBACK_TEXT: z
-    .string()
-    .min(1)
-    .default("Sorry, I didn't get that. Could you say it another way?"),
+  /**
+   * what the built-in fallback says, in every language, when the assistant has no fallback intent of its own; unset:
+   * "Sorry, I didn't get that. Could you say it another way?" in the conversation's language (en, fr, de, es, it,
+   * pt, nl; English otherwise)
+   */
+  LEGACY_BUILTIN_FALLBACK_TEXT: z.string().min(1).optional(),
   /** largest JSON request body */
   LEGACY_BODY_LIMIT_BYTES: env.int(2 * 1024 * 1024, 1024),
   /** largest body of the public POST /v1/Messages (a text is at most 4,000 characters) */

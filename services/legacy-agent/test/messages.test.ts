@@ -262,6 +262,48 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
     expect(texts(fallback.body)).toEqual(["Sorry, I didn't get that. Could you say it another way?"]);
   });
 
+  it("says the built-in fallback in the conversation's language, or the operator's text in every language", async () => {
+    const { bot: french } = await accountWithBot(app.http, { lang: 'fr', languages: ['fr', 'de', 'sv'] });
+    await app.http
+      .post('/v1/intents')
+      .set(dev(french))
+      .send({
+        name: 'Saluer',
+        utterances: { fr: ['bonjour', 'salut'].map(utterance), de: ['hallo'].map(utterance) },
+      })
+      .expect(200);
+    await trained(app.http, french);
+    const fallback = async (lang: string, http = app.http) =>
+      texts(
+        (
+          await http
+            .post('/v1/Messages')
+            .set(client(french))
+            .send({ userId: `u-${lang}`, platform: 'web', lang, event: 'NO_SUCH_EVENT' })
+            .expect(200)
+        ).body,
+      );
+    expect(await fallback('fr')).toEqual(["Désolé, je n'ai pas compris. Pouvez-vous le dire autrement ?"]);
+    expect(await fallback('de')).toEqual([
+      'Entschuldigung, das habe ich nicht verstanden. Können Sie es anders sagen?',
+    ]);
+    // a language without a text of its own: English
+    expect(await fallback('sv')).toEqual(["Sorry, I didn't get that. Could you say it another way?"]);
+
+    const custom = await startLegacyApp({ clock, env: { LEGACY_BUILTIN_FALLBACK_TEXT: 'Pardon?' } });
+    try {
+      const { bot } = await accountWithBot(custom.http, { lang: 'fr' });
+      const res = await custom.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', event: 'NO_SUCH_EVENT' })
+        .expect(200);
+      expect(texts(res.body)).toEqual(['Pardon?']);
+    } finally {
+      await custom.close();
+    }
+  });
+
   describe('errors keep the Messages shape', () => {
     it('answers 400 invalid_request naming the missing fields', async () => {
       const res = await app.http.post('/v1/Messages').set(client(bot)).send({ text: 'hi' }).expect(400);

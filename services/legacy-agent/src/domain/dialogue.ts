@@ -1,6 +1,7 @@
 import { InvalidInput } from '@platform/kernel';
 import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { MessageInput } from '../routes/schemas';
+import { builtinFallbackText } from './builtin-fallback';
 import type { LegacyContext } from './context';
 import type { Conversations } from './conversations';
 import { newId } from './ids';
@@ -97,7 +98,7 @@ export class Dialogue {
     };
     const items: ReplyItem[] = intent
       ? renderItems(chooseStream(intent.conditionalResponses[lang], vars), this.ctx.random)
-      : [{ text: this.ctx.config.LEGACY_BUILTIN_FALLBACK_TEXT }];
+      : [{ text: builtinFallbackText(lang, this.ctx.config.LEGACY_BUILTIN_FALLBACK_TEXT) }];
     const ended = intent?.endConversation ?? false;
     await this.conversations.recordTurn(conversation, {
       outputContexts: intent?.outputContexts[lang] ?? [],
