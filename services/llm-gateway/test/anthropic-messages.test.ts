@@ -394,6 +394,43 @@ describe("Anthropic's Messages API through the edge", () => {
     expect(gauge(usage, 'llm.monthly_tokens').used).toBe(0);
   });
 
+  it("count_tokens resolves the model as messages does: unknown is NotFoundError, outside the org's allowed list PermissionDeniedError", async () => {
+    const { owner: counter } = await w.org('messages-count-governed');
+    const as = { bearer: counter.token };
+    const client = anthropic(as);
+    const ask = { messages: [{ role: 'user' as const, content: 'Hello' }] };
+    const unknown = await client.messages
+      .countTokens({ ...ask, model: 'nonexistent/zzz' })
+      .catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(NotFoundError);
+    expect(unknown).toMatchObject({ status: 404, type: 'not_found_error', errorCode: 'MODEL_NOT_FOUND' });
+    expect((unknown as NotFoundError).details).toMatchObject({ model: 'nonexistent/zzz' });
+    expect(AnthropicErrorSchema.safeParse((unknown as NotFoundError).error).success).toBe(true);
+
+    const set = await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      models: { allowed: ['mock/chat'] },
+    });
+    expect(set.status).toBe(200);
+    const forbidden = await client.messages
+      .countTokens({ ...ask, model: 'sim/claude' })
+      .catch((e: unknown) => e);
+    expect(forbidden).toBeInstanceOf(PermissionDeniedError);
+    expect(forbidden).toMatchObject({
+      status: 403,
+      type: 'permission_error',
+      errorCode: 'MODEL_NOT_ALLOWED',
+    });
+    // the allowed model is still counted, and nothing of it is billed or taken from a quota
+    expect((await client.messages.countTokens({ ...ask, model: 'mock/chat' })).input_tokens).toBeGreaterThan(
+      0,
+    );
+    expect(w.sim.requests()).toHaveLength(0);
+    const usage = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
+    expect(gauge(usage, 'llm.rpm').used).toBe(0);
+    expect(gauge(usage, 'llm.monthly_tokens').used).toBe(0);
+    expect(gauge(usage, 'llm.monthly_cost').used).toBe(0);
+  });
+
   it('each message is counted once by llm-quota: /v1/quotas/usage shows exactly their tokens and cost', async () => {
     const { owner: counter } = await w.org('messages-count');
     const as = { bearer: counter.token };

@@ -96,6 +96,8 @@ describe('prompt-cache usage from the providers', () => {
       output_tokens: 500,
       cache_read_input_tokens: 6_000,
       cache_creation_input_tokens: 3_000,
+      // Anthropic's split of the writes by TTL: all 5-minute unless scripted (decision 0113)
+      cache_creation: { ephemeral_5m_input_tokens: 3_000, ephemeral_1h_input_tokens: 0 },
     });
     const streamed = await fetch(`${sim.anthropicBaseUrl}/v1/messages`, {
       method: 'POST',
@@ -173,6 +175,98 @@ describe('prompt-cache usage from the providers', () => {
       total_tokens: 10_500,
       prompt_tokens_details: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
     });
+  });
+
+  it('Anthropic: writes to the 1-hour cache are cache_creation_token_details, plain and streamed', async () => {
+    const usage = { ...cached, cache_write_tokens: 3_000, cache_write_1h_tokens: 2_000 };
+    const expected = {
+      prompt_tokens: 10_000,
+      completion_tokens: 500,
+      total_tokens: 10_500,
+      prompt_tokens_details: {
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+        cache_creation_token_details: { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 },
+      },
+    };
+    sim.script([{ reply: { usage } }]);
+    expect((await claude().chat(ask, call('claude-sim'))).usage).toEqual(expected);
+    sim.script([{ reply: { usage } }]);
+    expect(await lastUsage(claude().chatStream({ ...ask, stream: true }, call('claude-sim')))).toEqual(
+      expected,
+    );
+    // as Anthropic reports them: the split beside the sum
+    sim.script([{ reply: { usage } }]);
+    const answer = await fetch(`${sim.anthropicBaseUrl}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    expect(((await answer.json()) as { usage: unknown }).usage).toMatchObject({
+      cache_creation_input_tokens: 3_000,
+      cache_creation: { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 },
+    });
+  });
+
+  /** an adapter fed Anthropic's stream events as they are given */
+  const streamOf = (events: unknown[]) => {
+    const body = events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('');
+    return createProviderAdapter(
+      { name: 'claude', type: 'anthropic', baseUrl: 'https://api.anthropic.com' },
+      {
+        clock,
+        fetch: async () =>
+          new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } }),
+      },
+    ).chatStream({ ...ask, stream: true }, call('claude-sim'));
+  };
+  const streamed = (start: object, delta: object) => [
+    { type: 'message_start', message: { id: 'msg_1', model: 'claude-sim', usage: start } },
+    { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+    { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Done.' } },
+    { type: 'content_block_stop', index: 0 },
+    { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: delta },
+    { type: 'message_stop' },
+  ];
+
+  it("Anthropic: a stream's split of the writes by TTL is message_start's, or message_delta's when it gives one", async () => {
+    const figures = {
+      input_tokens: 1_000,
+      cache_read_input_tokens: 6_000,
+      cache_creation_input_tokens: 3_000,
+    };
+    const split = { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 };
+    const expected = {
+      prompt_tokens: 10_000,
+      completion_tokens: 500,
+      total_tokens: 10_500,
+      prompt_tokens_details: {
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+        cache_creation_token_details: split,
+      },
+    };
+    // message_start's split, with a message_delta repeating the figures with nulls
+    const nulls = { input_tokens: null, cache_read_input_tokens: null, cache_creation_input_tokens: null };
+    for (const delta of [
+      { output_tokens: 500 },
+      { output_tokens: 500, ...nulls, cache_creation: null },
+      { output_tokens: 500, ...nulls, cache_creation: { ephemeral_5m_input_tokens: null } },
+    ])
+      expect(
+        await lastUsage(streamOf(streamed({ ...figures, output_tokens: 1, cache_creation: split }, delta))),
+      ).toEqual(expected);
+    // the split given only by message_delta, its cumulative figures with it
+    expect(
+      await lastUsage(
+        streamOf(
+          streamed(
+            { input_tokens: 1_000, output_tokens: 1 },
+            { ...figures, output_tokens: 500, cache_creation: split },
+          ),
+        ),
+      ),
+    ).toEqual(expected);
   });
 
   it('Anthropic: an answer without cache reads or writes has no prompt_tokens_details, as before', async () => {

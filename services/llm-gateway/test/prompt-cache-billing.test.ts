@@ -43,6 +43,19 @@ describe('prompt-cache pricing through the edge', () => {
               cache_write_per_million: 3.75,
             },
           },
+          {
+            model_id: 'cache/claude-1h',
+            type: 'completion',
+            provider_config: { provider: 'claude', model: 'cache-claude' },
+            pricing: {
+              input_per_million: 3,
+              output_per_million: 15,
+              cached_input_per_million: 0.3,
+              cache_write_per_million: 3.75,
+              // the catalogue's own price of a 1-hour write wins over the rule (twice the input price)
+              cache_write_1h_per_million: 6.6,
+            },
+          },
         ],
       }),
     });
@@ -112,6 +125,68 @@ describe('prompt-cache pricing through the edge', () => {
       // 1,000 × 3 + 6,000 × 0.3 + 3,000 × 3.75 + 500 × 15 micros (at the input price alone: 0.0375)
       cost: 0.02355,
     },
+    // writes to the 1-hour cache (`ttl: "1h"`, decision 0113): Anthropic bills them at 2× input, not 1.25×
+    {
+      provider: 'Anthropic, 1-hour writes without their own price',
+      model: 'cache/claude',
+      api: 'anthropic' as const,
+      usage: {
+        prompt_tokens: 10_000,
+        completion_tokens: 500,
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+        cache_write_1h_tokens: 2_000,
+      },
+      details: {
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+        cache_creation_token_details: { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 },
+      },
+      event: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
+      // 1,000 × 3 + 6,000 × 0.3 + 1,000 × 3.75 + 2,000 × (2 × 3) + 500 × 15 micros (all writes at 3.75: 0.02355)
+      cost: 0.02805,
+    },
+    {
+      provider: 'Anthropic, 1-hour writes at the catalogue price',
+      model: 'cache/claude-1h',
+      api: 'anthropic' as const,
+      usage: {
+        prompt_tokens: 10_000,
+        completion_tokens: 500,
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+        cache_write_1h_tokens: 3_000,
+      },
+      details: {
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+        cache_creation_token_details: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 3_000 },
+      },
+      event: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
+      // 1,000 × 3 + 6,000 × 0.3 + 3,000 × 6.6 + 500 × 15 micros
+      cost: 0.0321,
+    },
+    // an OpenAI-protocol proxy in front of Claude (LiteLLM) reports the split as cache_creation_token_details
+    {
+      provider: "OpenAI-protocol, 1-hour writes reported in LiteLLM's shape",
+      model: 'cache/gpt',
+      api: 'openai' as const,
+      usage: {
+        prompt_tokens: 10_000,
+        completion_tokens: 500,
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+        cache_write_1h_tokens: 2_000,
+      },
+      details: {
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+        cache_creation_token_details: { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 },
+      },
+      event: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
+      // 1,000 × 2 + 6,000 × 0.5 + 1,000 × 2.5 + 2,000 × (2 × 2) + 500 × 8 micros
+      cost: 0.0195,
+    },
   ];
 
   describe.each(cases)('$provider provider', (c) => {
@@ -174,14 +249,15 @@ describe('prompt-cache pricing through the edge', () => {
     const made = await write('POST', '/v1/models', entry({ cached_input_per_million: 0.3 }));
     expect(made.status).toBe(201);
     const patched = await write('PATCH', '/v1/models/api/claude', {
-      pricing: { cache_write_per_million: 6 },
+      pricing: { cache_write_per_million: 4, cache_write_1h_per_million: 6.5 },
     });
     expect(patched.status).toBe(200);
     expect(((await patched.json()) as { pricing: unknown }).pricing).toEqual({
       input_per_million: 3,
       output_per_million: 15,
       cached_input_per_million: 0.3,
-      cache_write_per_million: 6,
+      cache_write_per_million: 4,
+      cache_write_1h_per_million: 6.5,
     });
 
     w.sim.script([
@@ -193,6 +269,7 @@ describe('prompt-cache pricing through the edge', () => {
             completion_tokens: 0,
             cached_tokens: 6_000,
             cache_write_tokens: 3_000,
+            cache_write_1h_tokens: 2_000,
           },
         },
       },
@@ -202,8 +279,8 @@ describe('prompt-cache pricing through the edge', () => {
     const { usage } = await waitFor(() => chat(client, 'api/claude', false).catch(() => undefined), {
       what: 'api/claude served',
     });
-    // 1,000 × 3 + 6,000 × 0.3 + 3,000 × 6 micros
-    expect(usage.cost).toBeCloseTo(0.0228, 12);
+    // 1,000 × 3 + 6,000 × 0.3 + 1,000 × 4 + 2,000 × 6.5 micros
+    expect(usage.cost).toBeCloseTo(0.0218, 12);
   });
 
   it.each([

@@ -3,7 +3,7 @@ import type { MessageParam, TextBlockParam } from '@anthropic-ai/sdk/resources/m
 import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { anthropicInputTokens, waitFor } from '@platform/testkit';
 import OpenAI from 'openai';
-import { type GatewayWorld, type gatewayFile, startGatewayWorld } from './support';
+import { type GatewayWorld, type gatewayFile, gauge, startGatewayWorld } from './support';
 
 type Json = Record<string, unknown>;
 const ephemeral = { type: 'ephemeral' as const };
@@ -144,6 +144,61 @@ describe('prompt-cache breakpoints through the edge', () => {
     expect(event.cost).toBeLessThan(
       (total * CLAUDE.input + event.usage.completion_tokens * CLAUDE.output) / 1e6,
     );
+  });
+
+  it('a 1-hour breakpoint is billed at twice the input price (no price of its own), the 5-minute write after it at the write price', async () => {
+    const { owner } = await w.org('cache-hour');
+    const as = { bearer: owner.token };
+    const client = new Anthropic({
+      baseURL: w.p.gatewayUrl,
+      apiKey: null,
+      authToken: owner.token,
+      maxRetries: 0,
+    });
+    const one = await client.messages.create({
+      model: 'cache/claude',
+      max_tokens: 100,
+      // the handbook for an hour, the question for five minutes (Anthropic wants the hour's breakpoints first)
+      system: [{ type: 'text', text: HANDBOOK, cache_control: hour }],
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'text', text: 'Which rule covers fines?', cache_control: ephemeral }],
+        },
+      ],
+    });
+    const sent = received();
+    expect(sent.system).toEqual([{ type: 'text', text: HANDBOOK, cache_control: hour }]);
+    // what the simulated Anthropic wrote for an hour: the prompt up to the system's breakpoint
+    const hourWritten = anthropicInputTokens({ tools: [], system: sent.system, messages: [] } as never);
+    const usage = one.usage as unknown as Record<string, number> & { cache_creation: Record<string, number> };
+    const fiveWritten = usage.cache_creation_input_tokens - hourWritten;
+    expect(hourWritten).toBeGreaterThan(1_000);
+    expect(fiveWritten).toBeGreaterThan(0);
+    expect(usage).toMatchObject({
+      input_tokens: 0,
+      cache_read_input_tokens: 0,
+      cache_creation_input_tokens: anthropicInputTokens(sent as never),
+      cache_creation: { ephemeral_5m_input_tokens: fiveWritten, ephemeral_1h_input_tokens: hourWritten },
+    });
+    const cost = usd(
+      hourWritten * 2 * CLAUDE.input + fiveWritten * CLAUDE.write + usage.output_tokens! * CLAUDE.output,
+    );
+    expect(usage.cost).toBeCloseTo(cost, 12);
+    // what pricing every write at the one write price missed (to the micro each rounds to): the hour's 2× input
+    // less 1.25×, on each of its tokens
+    expect(
+      Math.abs(cost - priced(usage) - (hourWritten * (2 * CLAUDE.input - CLAUDE.write)) / 1e6),
+    ).toBeLessThanOrEqual(1e-6);
+
+    // the usage event and the month's cost budget count that cost
+    const event = await waitFor(() => events.find((e) => e.orgSlug === 'cache-hour'), {
+      what: 'the usage event of the 1-hour write',
+    });
+    expect(event.usage.cache_write_tokens).toBe(usage.cache_creation_input_tokens);
+    expect(event.cost).toBeCloseTo(cost, 12);
+    const report = await w.counted('cache-hour', as, { requests: 1, cost });
+    expect(gauge(report, 'llm.monthly_cost').used).toBeCloseTo(cost, 9);
   });
 
   /** a chat request in LiteLLM's convention: a breakpoint on a system part, a string message and a tool */

@@ -44,6 +44,77 @@ describe('prompt-cache pricing', () => {
     );
   });
 
+  describe('writes to the 1-hour cache (decision 0113)', () => {
+    const hourly = (hour: number) => ({
+      cached_tokens: 6_000,
+      cache_write_tokens: 3_000,
+      cache_creation_token_details: {
+        ephemeral_5m_input_tokens: 3_000 - hour,
+        ephemeral_1h_input_tokens: hour,
+      },
+    });
+    const claude = {
+      input_per_million: 3,
+      output_per_million: 15,
+      cached_input_per_million: 0.3,
+      cache_write_per_million: 3.75,
+    };
+
+    it("are priced at the catalogue's cache_write_1h_per_million, the 5-minute ones at the write price", () => {
+      // 1,000 × 3 + 6,000 × 0.3 + 1,000 × 3.75 + 2,000 × 6.6 + 500 × 15 micros
+      expect(
+        costMicros(usage(10_000, 500, hourly(2_000)), { ...claude, cache_write_1h_per_million: 6.6 }),
+      ).toBe(3_000 + 1_800 + 3_750 + 13_200 + 7_500);
+    });
+
+    it('without their own price, at twice the input price (Anthropic’s rule), never below the write price', () => {
+      expect(costMicros(usage(10_000, 500, hourly(2_000)), claude)).toBe(
+        3_000 + 1_800 + 3_750 + 12_000 + 7_500,
+      );
+      // no cache price at all: the 5-minute writes at the input price as before, the hour's still at twice it
+      const bare = { input_per_million: 3, output_per_million: 15 };
+      expect(costMicros(usage(10_000, 500, hourly(2_000)), bare)).toBe(8_000 * 3 + 2_000 * 6 + 500 * 15);
+      // a write price above twice the input (a provider's own): the hour's is not cheaper
+      expect(
+        costMicros(
+          usage(3_000, 0, {
+            cache_write_tokens: 3_000,
+            cache_creation_token_details: { ephemeral_1h_input_tokens: 3_000 },
+          }),
+          { ...bare, cache_write_per_million: 7 },
+        ),
+      ).toBe(3_000 * 7);
+    });
+
+    it('are held to the writes, and a split that is no count is none', () => {
+      const details = {
+        cache_write_tokens: 1_000,
+        cache_creation_token_details: { ephemeral_1h_input_tokens: 5_000 },
+      };
+      expect(costMicros(usage(1_000, 0, details), claude)).toBe(1_000 * 6);
+      for (const bad of [-5, Number.NaN, '200'])
+        expect(
+          costMicros(
+            usage(1_000, 0, {
+              cache_write_tokens: 1_000,
+              cache_creation_token_details: { ephemeral_1h_input_tokens: bad as number },
+            }),
+            claude,
+          ),
+        ).toBe(3_750);
+    });
+
+    it('the usage event counts them among the cache writes, as the contract has it', () => {
+      expect(eventUsage(usage(10_000, 500, hourly(2_000)))).toEqual({
+        prompt_tokens: 10_000,
+        completion_tokens: 500,
+        total_tokens: 10_500,
+        cached_tokens: 6_000,
+        cache_write_tokens: 3_000,
+      });
+    });
+  });
+
   it('a catalogue without cache prices prices every usage exactly as before them', () => {
     const before = (u: Usage, p: { input_per_million: number; output_per_million: number }) =>
       Math.round(u.prompt_tokens * p.input_per_million + u.completion_tokens * p.output_per_million);
@@ -127,6 +198,7 @@ describe('prompt-cache pricing', () => {
           output_per_million: 15,
           cached_input_per_million: 0.3,
           cache_write_per_million: 3.75,
+          cache_write_1h_per_million: 6,
         }),
       );
       expect(priced.pricing).toEqual({
@@ -134,6 +206,7 @@ describe('prompt-cache pricing', () => {
         output_per_million: 15,
         cached_input_per_million: 0.3,
         cache_write_per_million: 3.75,
+        cache_write_1h_per_million: 6,
       });
       const plain = ModelEntrySchema.parse(entry({ input_per_million: 3, output_per_million: 15 }));
       expect(plain.pricing).toEqual({ input_per_million: 3, output_per_million: 15 });
@@ -141,7 +214,11 @@ describe('prompt-cache pricing', () => {
 
     it('refuses a cache price that is negative or not a number, naming it', () => {
       for (const bad of [-0.1, '0.3', null, Number.POSITIVE_INFINITY]) {
-        for (const key of ['cached_input_per_million', 'cache_write_per_million']) {
+        for (const key of [
+          'cached_input_per_million',
+          'cache_write_per_million',
+          'cache_write_1h_per_million',
+        ]) {
           const parsed = ModelEntrySchema.safeParse(
             entry({ input_per_million: 3, output_per_million: 15, [key]: bad }),
           );

@@ -136,6 +136,7 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
       : null;
   const cacheRead = scripted.cached_tokens ?? Math.min(cached?.read ?? 0, promptTokens);
   const cacheWrite = scripted.cache_write_tokens ?? Math.min(cached?.written ?? 0, promptTokens - cacheRead);
+  const hourWrite = Math.min(scripted.cache_write_1h_tokens ?? cached?.writtenHour ?? 0, cacheWrite);
   const id = `msg_sim${ctx.seq}`;
   const toolUses = turn.toolCalls.map((call, i) => ({
     type: 'tool_use',
@@ -154,6 +155,11 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
     output_tokens: turn.completionTokens,
     cache_creation_input_tokens: cacheWrite,
     cache_read_input_tokens: cacheRead,
+    // the writes by TTL, as Anthropic reports them beside their sum
+    cache_creation: {
+      ephemeral_5m_input_tokens: cacheWrite - hourWrite,
+      ephemeral_1h_input_tokens: hourWrite,
+    },
   };
   const message = {
     id,

@@ -120,6 +120,15 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
           ...(scripted.cache_write_tokens !== undefined
             ? { cache_write_tokens: scripted.cache_write_tokens }
             : {}),
+          ...(scripted.cache_write_1h_tokens !== undefined
+            ? {
+                cache_creation_token_details: {
+                  ephemeral_5m_input_tokens:
+                    (scripted.cache_write_tokens ?? 0) - scripted.cache_write_1h_tokens,
+                  ephemeral_1h_input_tokens: scripted.cache_write_1h_tokens,
+                },
+              }
+            : {}),
         }
       : scripted.prompt_tokens_details;
   // Mistral's reasoning models: content as an array of parts, the thinking first (billed as completion tokens)

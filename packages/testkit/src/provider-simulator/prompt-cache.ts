@@ -3,8 +3,9 @@ import { SimulatedProviderError } from './answers';
 /**
  * Anthropic's prompt cache, simulated (decision 0113's tests): a request's prefix up to each `cache_control`
  * breakpoint (tools, then system, then messages) is remembered per model; a later request repeating one reads the
- * longest remembered prefix from the cache, and writes what lies between it and its last breakpoint. No minimum
- * length and no expiry: `reset()` forgets it. The breakpoints are checked as the real API checks them.
+ * longest remembered prefix from the cache, and writes what lies between it and its last breakpoint: to the 1-hour
+ * cache up to its last `ttl: "1h"` breakpoint, to the 5-minute one after it. No minimum length and no expiry:
+ * `reset()` forgets it. The breakpoints are checked as the real API checks them.
  */
 
 type Json = Record<string, unknown>;
@@ -90,7 +91,10 @@ export class SimulatedPromptCache {
    * The tokens a request reads from the cache and writes to it (`count` counts a prefix as the request's input
    * tokens are counted), remembering its prefixes. Null for a request without breakpoints.
    */
-  use(body: Json, count: (prefix: Json) => number): { read: number; written: number } | null {
+  use(
+    body: Json,
+    count: (prefix: Json) => number,
+  ): { read: number; written: number; writtenHour: number } | null {
     const breakpoints = breakpointsOf(body);
     if (breakpoints.length === 0) return null;
     // the marks are not content: a prefix is the same whichever blocks carry them
@@ -103,7 +107,10 @@ export class SimulatedPromptCache {
       if (this.seen.has(key)) read = Math.max(read, count(breakpoints[i]!.prefix));
     });
     const last = count(breakpoints[breakpoints.length - 1]!.prefix);
+    // 1-hour breakpoints come first (breakpointsOf refuses one after a 5-minute one)
+    const lastHour = breakpoints.filter((b) => b.ttl === '1h').at(-1);
+    const hour = lastHour ? count(lastHour.prefix) : 0;
     for (const key of keys) this.seen.add(key);
-    return { read, written: Math.max(0, last - read) };
+    return { read, written: Math.max(0, last - read), writtenHour: Math.max(0, hour - read) };
   }
 }

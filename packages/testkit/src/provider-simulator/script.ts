@@ -80,6 +80,12 @@ export interface SimulatorRule {
        * `cache_creation_input_tokens` (taken out of `input_tokens`)
        */
       cache_write_tokens?: number;
+      /**
+       * of `cache_write_tokens`, those written to the 1-hour cache: Anthropic's `cache_creation.
+       * ephemeral_1h_input_tokens` (the rest its `ephemeral_5m_input_tokens`), OpenAI's face
+       * `prompt_tokens_details.cache_creation_token_details` (LiteLLM's name for it)
+       */
+      cache_write_1h_tokens?: number;
     };
     /** OpenAI streams: never send the usage chunk, even when asked (Anthropic always reports usage) */
     omitStreamUsage?: boolean;

@@ -56,6 +56,11 @@ export const PricingSchema = z
     cached_input_per_million: z.number().min(0).optional(),
     /** prompt tokens the provider wrote to its prompt cache (absent: `input_per_million`; decision 0107) */
     cache_write_per_million: z.number().min(0).optional(),
+    /**
+     * prompt tokens written to the provider's 1-hour prompt cache (Anthropic's `ttl: "1h"`); absent: twice
+     * `input_per_million` (Anthropic's rule), or `cache_write_per_million` when higher (decision 0113)
+     */
+    cache_write_1h_per_million: z.number().min(0).optional(),
     /** image generation: price of one image */
     per_image: z.number().min(0).optional(),
     /** audio transcription and translation: price of one minute of audio (billed by the second) */

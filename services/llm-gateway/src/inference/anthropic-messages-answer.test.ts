@@ -129,6 +129,7 @@ describe("Anthropic's Messages answer from chat", () => {
         output_tokens: 5,
         cache_read_input_tokens: 60,
         cache_creation_input_tokens: 30,
+        cache_creation: { ephemeral_5m_input_tokens: 30, ephemeral_1h_input_tokens: 0 },
         cost: 0.5,
         duration_ms: 12,
         carbon: null,

@@ -16,17 +16,23 @@ const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(
 
 /**
  * Chat usage in Anthropic's terms, with the gateway's additions (`cost`, `duration_ms`, `carbon`): Anthropic's
- * `input_tokens` are those neither read from nor written to the prompt cache, which it counts apart.
+ * `input_tokens` are those neither read from nor written to the prompt cache, which it counts apart, and its
+ * `cache_creation` splits the writes by TTL (the 1-hour ones priced apart: decision 0113).
  */
 export function messageUsage(usage: Usage, figures: Figures): Json {
   const details = usage.prompt_tokens_details;
   const read = count(details?.cached_tokens);
   const written = count(details?.cache_write_tokens);
+  const hour = Math.max(
+    0,
+    Math.min(count(details?.cache_creation_token_details?.ephemeral_1h_input_tokens), written),
+  );
   return {
     input_tokens: Math.max(0, usage.prompt_tokens - read - written),
     output_tokens: usage.completion_tokens,
     cache_creation_input_tokens: written,
     cache_read_input_tokens: read,
+    cache_creation: { ephemeral_5m_input_tokens: written - hour, ephemeral_1h_input_tokens: hour },
     cost: figures.cost,
     duration_ms: figures.durationMs,
     carbon: figures.carbon,

@@ -20,7 +20,17 @@ export interface Usage {
 type PromptTokensDetails = Record<string, unknown> & {
   cached_tokens?: number;
   cache_write_tokens?: number;
+  /**
+   * the cache writes by TTL, LiteLLM's name for Anthropic's `cache_creation`: `ephemeral_1h_input_tokens` of
+   * `cache_write_tokens` went to the 1-hour cache, priced apart; the rest to the 5-minute one (decision 0113)
+   */
+  cache_creation_token_details?: CacheCreationTokenDetails;
 };
+
+export interface CacheCreationTokenDetails {
+  ephemeral_5m_input_tokens?: number;
+  ephemeral_1h_input_tokens?: number;
+}
 
 /**
  * The prompt's breakdown among what a provider reported beside its three figures: what a usage built from

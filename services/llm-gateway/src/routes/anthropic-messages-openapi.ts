@@ -56,6 +56,9 @@ export const AnthropicMessageSchema = z
       output_tokens: z.number().int(),
       cache_creation_input_tokens: z.number().int(),
       cache_read_input_tokens: z.number().int(),
+      cache_creation: z
+        .object({ ephemeral_5m_input_tokens: z.number().int(), ephemeral_1h_input_tokens: z.number().int() })
+        .meta({ description: 'the cache writes by TTL (the 1-hour ones priced apart: decision 0113)' }),
       cost: z.number().meta({ description: "addition: the request's cost from the catalogue's pricing" }),
       duration_ms: z.number().meta({ description: 'addition: time spent in the gateway, provider included' }),
       carbon: z.object({ energy_kwh: z.number(), gwp_kgco2eq: z.number() }).nullable(),

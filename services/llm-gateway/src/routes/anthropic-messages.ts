@@ -11,7 +11,8 @@ import {
   newMessageId,
 } from '../inference/anthropic-messages-answer';
 import { chatRequestOfMessages, refuseUnsupportedMessages } from '../inference/anthropic-messages-request';
-import type { GatewayContext } from '../inference/gateway-context';
+import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
+import { resolveModel } from '../inference/governance';
 import { countChatPromptTokens } from '../inference/prompt-tokens';
 import type { ChatChunk } from '../inference/provider-port';
 import { requestIdOf } from './client-abort';
@@ -125,10 +126,14 @@ export function mountAnthropicMessages(router: Router, ctx: GatewayContext): voi
     return runCompletion(ctx, req, res, chatRequestOfMessages(body), wire);
   });
 
-  router.post(COUNT_TOKENS_PATH, (req, res) => {
+  router.post(COUNT_TOKENS_PATH, async (req, res) => {
     res.setHeader('request-id', requestIdOf(req));
     const raw = jsonBody(req) ?? {};
     const body = parseInput(CountTokensRequestSchema, raw) as Json;
+    // the model is resolved as a message's would be (unknown 404, outside the org's governance 403), as
+    // Anthropic's count_tokens refuses an unknown model; nothing is admitted, so no quota is taken
+    const { orgSlug } = authorizeInference(req);
+    resolveModel(body.model as string, 'completion', await ctx.orgSettings.get(orgSlug), ctx.catalogue);
     const chat = chatRequestOfMessages(
       Object.fromEntries(Object.entries(body).filter(([key]) => COUNTED.has(key))),
     );

@@ -16,9 +16,11 @@ interface StreamEvent {
   error?: { type?: string; message?: string };
 }
 
-/** the members of a usage report that carry a figure */
-const reported = (usage: AnthropicUsage | undefined): AnthropicUsage =>
-  Object.fromEntries(Object.entries(usage ?? {}).filter(([, v]) => v !== null && v !== undefined));
+/** the members of a usage report (or of its writes' split by TTL) that carry a figure */
+const reported = <T extends object>(usage: T | null | undefined): Partial<T> =>
+  Object.fromEntries(
+    Object.entries(usage ?? {}).filter(([, v]) => v !== null && v !== undefined),
+  ) as Partial<T>;
 
 const isMessageStop = (e: { event: string; data: string }) =>
   e.event === 'message_stop' || e.data.startsWith('{"type":"message_stop"');
@@ -126,12 +128,17 @@ export async function* anthropicChunks(
         }
         break;
       }
-      case 'message_delta':
+      case 'message_delta': {
         // message_delta's usage is cumulative; newer answers repeat the input and cache figures there too,
-        // null where they have none to give: a null never replaces message_start's figure
+        // null where they have none to give: a null never replaces message_start's figure (nor, inside the
+        // writes' split by TTL, one of its figures)
+        const byTtl = usage.cache_creation;
         usage = { ...usage, ...reported(event.usage) };
+        if (event.usage?.cache_creation)
+          usage.cache_creation = { ...byTtl, ...reported(event.usage.cache_creation) };
         if (event.delta?.stop_reason) yield chunk({}, answerFinishReason(event.delta.stop_reason, json));
         break;
+      }
       case 'message_stop':
         stopped = true;
         break;

@@ -371,10 +371,17 @@ export function finishReason(stop: string | null | undefined): FinishReason | nu
  * Anthropic's usage in OpenAI's terms: `prompt_tokens` is every input token (`input_tokens` counts only those
  * after the last cache breakpoint), and the cache reads and writes, billed at their own rates, are the
  * prompt's `cached_tokens` and `cache_write_tokens` (OpenAI's `prompt_tokens_details`), given when there are any.
+ * Writes to the 1-hour cache, dearer than the 5-minute ones, are `cache_creation_token_details` (LiteLLM's name
+ * for Anthropic's `cache_creation`), given when there are any (decision 0113).
  */
 export function usageFromAnthropic(usage: AnthropicUsage | undefined): Usage {
   const read = usage?.cache_read_input_tokens ?? 0;
-  const written = usage?.cache_creation_input_tokens ?? 0;
+  const byTtl = usage?.cache_creation;
+  const written =
+    usage?.cache_creation_input_tokens ??
+    (byTtl?.ephemeral_5m_input_tokens ?? 0) + (byTtl?.ephemeral_1h_input_tokens ?? 0);
+  // the hour's share of the writes, held to them: the rest is the 5 minutes'
+  const hour = Math.min(byTtl?.ephemeral_1h_input_tokens ?? 0, written);
   const prompt = (usage?.input_tokens ?? 0) + written + read;
   const completion = usage?.output_tokens ?? 0;
   return {
@@ -382,7 +389,20 @@ export function usageFromAnthropic(usage: AnthropicUsage | undefined): Usage {
     completion_tokens: completion,
     total_tokens: prompt + completion,
     ...(read > 0 || written > 0
-      ? { prompt_tokens_details: { cached_tokens: read, cache_write_tokens: written } }
+      ? {
+          prompt_tokens_details: {
+            cached_tokens: read,
+            cache_write_tokens: written,
+            ...(hour > 0
+              ? {
+                  cache_creation_token_details: {
+                    ephemeral_5m_input_tokens: written - hour,
+                    ephemeral_1h_input_tokens: hour,
+                  },
+                }
+              : {}),
+          },
+        }
       : {}),
   };
 }

@@ -61,6 +61,11 @@ export interface AnthropicUsage {
   output_tokens?: number;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  /** the cache writes by TTL (their sum is `cache_creation_input_tokens`): a 1-hour write costs more (0113) */
+  cache_creation?: {
+    ephemeral_5m_input_tokens?: number | null;
+    ephemeral_1h_input_tokens?: number | null;
+  } | null;
 }
 
 export interface AnthropicResponse {
