@@ -88,7 +88,7 @@ jest.setTimeout(60_000);
     await step(page, 'second message answered', async () => {
       await input.fill('Avez-vous des croissants ?');
       await page.keyboard.press('Enter');
-      await log.getByText("Sorry, I didn't get that.", { exact: false }).waitFor();
+      await log.getByText("Désolé, je n'ai pas compris.", { exact: false }).waitFor();
     });
     await step(page, 'third message refused', async () => {
       await input.fill('Et des baguettes ?');
