@@ -1,13 +1,19 @@
 import { Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
-import { APIError, NotFoundError } from 'openai';
+import { APIError } from 'openai';
 import type { ConversationItem } from 'openai/resources/conversations/items';
 import { WEATHER } from './responses-fixtures';
+import {
+  aroundOwner,
+  type Caller,
+  DAY_MS,
+  expectNotFoundWith,
+  failure,
+  orgKey as keyOf,
+  sentMessages as sentTo,
+} from './stored-fixtures';
 import { type GatewayWorld, type Reply, startGatewayWorld } from './support';
 
-type Caller = { bearer: string } | { apiKey: string };
-
-const DAY_MS = 86_400_000;
 const MAX_ITEMS = 12;
 
 /** the named events of a raw Responses stream, in order */
@@ -45,11 +51,6 @@ describe('conversations through the edge', () => {
     w.sim.reset();
   });
 
-  const failure = (call: Promise<unknown>) =>
-    call.then(
-      () => null,
-      (err: unknown) => err,
-    );
   const expectError = async (call: Promise<unknown>, status: number, code: string) => {
     const err = await failure(call);
     expect(err).toBeInstanceOf(APIError);
@@ -58,12 +59,8 @@ describe('conversations through the edge', () => {
       error: code,
     });
   };
-  const expectNotFound = async (call: Promise<unknown>) => {
-    const err = await failure(call);
-    expect(err).toBeInstanceOf(NotFoundError);
-    expect((err as APIError).error).toBe('CONVERSATION_NOT_FOUND');
-  };
-  const sentMessages = () => (w.sim.requests().at(-1)!.body as { messages: unknown[] }).messages;
+  const expectNotFound = expectNotFoundWith('CONVERSATION_NOT_FOUND');
+  const sentMessages = () => sentTo(w);
   const allItems = async (as: Caller, id: string) => {
     const items: ConversationItem[] = [];
     for await (const item of w.client(as).conversations.items.list(id, { order: 'asc' })) items.push(item);
@@ -73,13 +70,7 @@ describe('conversations through the edge', () => {
     const content = (item as { content?: Array<{ text?: string }> }).content;
     return content?.map((part) => part.text).join('');
   };
-  const orgKey = async (as: Caller, slug: string) =>
-    (
-      await w.call('base', 'POST', `/v2/orgs/${slug}/apikeys`, as, {
-        name: `key-${Math.random()}`,
-        permissions: ['models:read'],
-      })
-    ).body.apiKey as string;
+  const orgKey = (as: Caller, slug: string) => keyOf(w, as, slug);
 
   it('creates a conversation with items and metadata, reads it, updates its metadata, deletes it', async () => {
     const client = w.client({ bearer: owner.token });
@@ -439,29 +430,11 @@ describe('conversations through the edge', () => {
       items: [{ role: 'user', content: 'secret' }],
     });
     const [item] = await allItems({ bearer: owner.token }, mine.id);
+    const { sameUser, key, strangers } = await aroundOwner(w, owner, 'conversations');
     // the owner's access token is the same user
-    const at = await w.call(
-      'base',
-      'POST',
-      '/v2/user/accessTokens',
-      { bearer: owner.token },
-      { name: 'conversations', expiresAt: new Date(Date.now() + DAY_MS).toISOString() },
-    );
-    expect((await w.client({ bearer: at.body.token }).conversations.retrieve(mine.id)).id).toBe(mine.id);
-
-    const member = await w.login();
-    const added = await w.call(
-      'base',
-      'POST',
-      '/v2/orgs/conversations/members',
-      { bearer: owner.token },
-      { userId: member.userId, role: 'member' },
-    );
-    expect(added.status).toBe(201);
-    const key = await orgKey({ bearer: owner.token }, 'conversations');
-    const { owner: outsider } = await w.org('conversations-other');
+    expect((await w.client(sameUser).conversations.retrieve(mine.id)).id).toBe(mine.id);
     const before = w.sim.requests().length;
-    for (const as of [{ bearer: member.token }, { apiKey: key }, { bearer: outsider.token }] as Caller[]) {
+    for (const as of strangers) {
       const client = w.client(as);
       // each may use the API: only the owner's conversation is out of reach
       expect((await client.conversations.create()).id).toMatch(/^conv_/);

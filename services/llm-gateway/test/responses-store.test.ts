@@ -1,13 +1,18 @@
 import { Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
-import { APIError, NotFoundError } from 'openai';
+import { APIError } from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { WEATHER } from './responses-fixtures';
+import {
+  aroundOwner,
+  type Caller,
+  DAY_MS,
+  expectNotFoundWith,
+  failure,
+  orgKey as keyOf,
+  sentMessages as sentTo,
+} from './stored-fixtures';
 import { type GatewayWorld, startGatewayWorld } from './support';
-
-type Caller = { bearer: string } | { apiKey: string };
-
-const DAY_MS = 86_400_000;
 
 /**
  * Stored responses as a user of the official `openai` SDK meets them through the edge (decision 0108): a chain of
@@ -34,25 +39,9 @@ describe('stored responses through the edge', () => {
     w.sim.reset();
   });
 
-  /** the error a call raises, or null */
-  const failure = (call: Promise<unknown>) =>
-    call.then(
-      () => null,
-      (err: unknown) => err,
-    );
-  const expectNotFound = async (call: Promise<unknown>) => {
-    const err = await failure(call);
-    expect(err).toBeInstanceOf(NotFoundError);
-    expect((err as APIError).error).toBe('RESPONSE_NOT_FOUND');
-  };
-  const sentMessages = () => (w.sim.requests().at(-1)!.body as { messages: unknown[] }).messages;
-  const orgKey = async (as: Caller, slug: string) =>
-    (
-      await w.call('base', 'POST', `/v2/orgs/${slug}/apikeys`, as, {
-        name: `key-${Math.random()}`,
-        permissions: ['models:read'],
-      })
-    ).body.apiKey as string;
+  const expectNotFound = expectNotFoundWith('RESPONSE_NOT_FOUND');
+  const sentMessages = () => sentTo(w);
+  const orgKey = (as: Caller, slug: string) => keyOf(w, as, slug);
 
   it('previous_response_id continues a conversation: the earlier turns come first, not their instructions', async () => {
     const client = w.client({ bearer: owner.token });
@@ -290,29 +279,10 @@ describe('stored responses through the edge', () => {
     const mine = await w
       .client({ bearer: owner.token })
       .responses.create({ model: 'mock/chat', input: 'mine' });
+    const { sameUser, key, strangers } = await aroundOwner(w, owner, 'stored-responses');
     // the owner's access token is the same user: it reads
-    const at = await w.call(
-      'base',
-      'POST',
-      '/v2/user/accessTokens',
-      { bearer: owner.token },
-      { name: 'stored', expiresAt: new Date(Date.now() + DAY_MS).toISOString() },
-    );
-    expect((await w.client({ bearer: at.body.token }).responses.retrieve(mine.id)).id).toBe(mine.id);
-
-    const member = await w.login();
-    const added = await w.call(
-      'base',
-      'POST',
-      '/v2/orgs/stored-responses/members',
-      { bearer: owner.token },
-      { userId: member.userId, role: 'member' },
-    );
-    expect(added.status).toBe(201);
-    const key = await orgKey({ bearer: owner.token }, 'stored-responses');
-    const { owner: outsider } = await w.org('stored-responses-other');
-    const others: Caller[] = [{ bearer: member.token }, { apiKey: key }, { bearer: outsider.token }];
-    for (const as of others) {
+    expect((await w.client(sameUser).responses.retrieve(mine.id)).id).toBe(mine.id);
+    for (const as of strangers) {
       const client = w.client(as);
       // each may use the API: only the owner's response is out of reach
       await client.responses.create({ model: 'mock/chat', input: 'hello' });
