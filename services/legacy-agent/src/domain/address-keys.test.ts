@@ -12,6 +12,12 @@ describe('the client key of an address', () => {
     expect(clientKey('::ffff:cb00:7107')).not.toBe(clientKey('::ffff:c633:6407'));
   });
 
+  it('is the IPv4 address of an IPv4-mapped address written out in full with its dotted quad, not 0.0.0.0', () => {
+    expect(clientKey('0:0:0:0:0:ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(clientKey('0::FFFF:198.51.100.7')).toBe('198.51.100.7');
+    expect(clientKey('64:ff9b::203.0.113.7')).toBe('64:ff9b:0:0::/64');
+  });
+
   it("is an IPv6 address's /64, however the address is written", () => {
     expect(clientKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
     expect(clientKey('2001:0DB8:0001:0002:ffff:ffff:ffff:ffff')).toBe('2001:db8:1:2::/64');

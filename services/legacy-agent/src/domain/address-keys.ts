@@ -12,8 +12,13 @@ export function clientKey(address: string): string {
   if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
   if (!isIPv6(plain)) return plain;
   const [head, tail] = plain.includes('::') ? plain.split('::') : [plain, undefined];
+  // a trailing dotted quad is the last two groups (`0:0:0:0:0:ffff:203.0.113.7` is mapped, not 0.0.0.0)
+  const quadGroups = (quad: string) => {
+    const [a, b, c, d] = quad.split('.').map(Number) as [number, number, number, number];
+    return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
+  };
   const groupsOf = (part: string | undefined) =>
-    part ? part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])) : [];
+    part ? part.split(':').flatMap((g) => (g.includes('.') ? quadGroups(g) : [g])) : [];
   const first = groupsOf(head);
   const last = groupsOf(tail);
   const groups = (
