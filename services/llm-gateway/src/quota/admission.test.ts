@@ -107,6 +107,27 @@ describe.each([
     await expect(adm.admit(s, caller, 1, { checkMonth: true })).resolves.toBeDefined();
   });
 
+  it('an unused reservation is given back to the minute that counted it, never to a later one', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock(Math.floor(Date.now() / 60_000) * 60_000 + 10_000);
+    const adm = instance(store, clock);
+    const s = settings({ 'llm.tpm': 1_000 });
+    // a long stream reserves 800 prompt tokens, and settles two minutes later having used 10
+    const long = await adm.admit(s, caller, 800, { checkMonth: true });
+    clock.advance(120_000);
+    await adm.admit(s, caller, 800, { checkMonth: true });
+    await long.settle({ totalTokens: 10, costMicros: 0 });
+    // this minute really holds 800: another 800 would pass its 1,000
+    await expect(adm.admit(s, caller, 800, { checkMonth: true })).rejects.toMatchObject({
+      code: 'RATE_LIMITED',
+      details: { key: 'llm.tpm' },
+    });
+    // within its own minute, an unused reservation is given back
+    const quick = await adm.admit(s, caller, 150, { checkMonth: true });
+    await quick.settle({ totalTokens: 0, costMicros: 0 });
+    await expect(adm.admit(s, caller, 150, { checkMonth: true })).resolves.toBeDefined();
+  });
+
   it('a refusal gives back what earlier windows counted', async () => {
     const store = createEmbeddedStore();
     const clock = new ManualClock(Date.now());

@@ -56,6 +56,12 @@ export function userLimit(
 
 export type Limiters = Pick<QuotaCounters, 'requests' | 'tokens'>;
 
+/** A token window a reservation was counted in: its key, and when that window ends (ms since the epoch). */
+interface TokenWindow {
+  key: string;
+  end: number;
+}
+
 /** What an admitted request holds until it settles: the tokens it reserved in every window. */
 export class Ticket {
   private settled = false;
@@ -65,10 +71,11 @@ export class Ticket {
   private monthSeen: number;
 
   constructor(
-    private readonly deps: { limiters: Limiters; months: QuotaCounters['months'] },
+    private readonly deps: { limiters: Limiters; months: QuotaCounters['months']; clock: Clock },
     readonly caller: Caller,
     private readonly reservedTokens: number,
-    private readonly tokenKeys: string[],
+    /** the token windows the reservation was counted in: each key, and when its window ends (ms) */
+    private readonly tokenWindows: TokenWindow[],
     /** the month token limit under hard_block, or null when a stream needs no cut */
     readonly monthTokenLimit: number | null,
     private readonly monthFloor: number,
@@ -101,11 +108,16 @@ export class Ticket {
     if (this.settled) return;
     this.settled = true;
     const delta = actual.totalTokens - this.reservedTokens;
+    const now = this.deps.clock.now().getTime();
     await Promise.all([
-      ...this.tokenKeys.map((key) =>
+      // tokens used beyond the reservation count in the window they were used in; an unused reservation is given
+      // back only to the window that counted it: once that window is over, a later one owes nothing
+      ...this.tokenWindows.map(({ key, end }) =>
         delta >= 0
           ? this.deps.limiters.tokens.penalty(key, delta)
-          : this.deps.limiters.tokens.reward(key, -delta),
+          : now < end
+            ? this.deps.limiters.tokens.reward(key, -delta)
+            : undefined,
       ),
       this.deps.months.add(this.caller.orgSlug, actual.totalTokens - this.monthTokens, actual.costMicros),
     ]);
@@ -129,6 +141,7 @@ export class Admission {
   ): Promise<Ticket> {
     const { limiters } = this.deps;
     const undo: Array<() => Promise<unknown>> = [];
+    const now = () => this.deps.clock.now().getTime();
     const rollback = () => Promise.all(undo.map((u) => u()));
     const userKey = caller.userId === null ? null : `${caller.orgSlug}|${caller.userId}`;
     const windows: Array<{ limiter: RateWindows; key: string; points: number; limit: number | null }> = [
@@ -156,7 +169,7 @@ export class Admission {
         },
       );
     }
-    const tokenKeys: string[] = [];
+    const tokenWindows: TokenWindow[] = [];
     try {
       for (const w of windows) {
         // Token windows are counted even without a limit: a limit set later then sees the minute's use.
@@ -174,8 +187,10 @@ export class Admission {
           );
         }
         const res: WindowCount = await w.limiter.consume(w.key, w.points);
-        undo.push(() => w.limiter.reward(w.key, w.points));
-        if (w.limiter === limiters.tokens) tokenKeys.push(w.key);
+        const end = now() + res.msBeforeNext;
+        // given back only while its window lasts: a refusal just after the minute turned owes the next one nothing
+        undo.push(async () => (now() < end ? w.limiter.reward(w.key, w.points) : undefined));
+        if (w.limiter === limiters.tokens) tokenWindows.push({ key: w.key, end });
         if (w.limit !== null && res.consumedPoints > w.limit) {
           throw new RateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)), 'Rate limit exceeded', {
             details: {
@@ -202,10 +217,10 @@ export class Admission {
       }
       const streamLimit = options.checkMonth && settings.policy === 'hard_block' ? monthTokenLimit : null;
       return new Ticket(
-        { limiters, months: this.deps.months },
+        { limiters, months: this.deps.months, clock: this.deps.clock },
         caller,
         promptTokens,
-        tokenKeys,
+        tokenWindows,
         streamLimit,
         settings.month.tokens,
       );
