@@ -345,8 +345,31 @@ describe('stored responses through the edge', () => {
       previous_response_id: second.id,
     });
     expect(third.status).toBe('completed');
+    // the last turn goes 30 days after it; its earlier ones stay at most half a retention longer
     ahead = 62 * DAY_MS;
-    for (const id of [first.id, second.id, third.id]) await expectNotFound(client.responses.retrieve(id));
+    await expectNotFound(client.responses.retrieve(third.id));
+    ahead = 77 * DAY_MS;
+    for (const id of [first.id, second.id]) await expectNotFound(client.responses.retrieve(id));
+  });
+
+  it('a chain continued after a short pause keeps its first turns as long as its last', async () => {
+    const client = w.client({ apiKey: await orgKey({ bearer: owner.token }, 'stored-responses') });
+    const first = await client.responses.create({ model: 'mock/chat', input: 'one' });
+    // 14 days later: less than half the retention, the first turn is 16 days from its removal
+    ahead = 14 * DAY_MS;
+    const second = await client.responses.create({
+      model: 'mock/chat',
+      input: 'two',
+      previous_response_id: first.id,
+    });
+    // day 31: the first turn's own 30 days are over, the chain's last turn has 13 left
+    ahead = 31 * DAY_MS;
+    const third = await client.responses.create({
+      model: 'mock/chat',
+      input: 'three',
+      previous_response_id: second.id,
+    });
+    expect(third.status).toBe('completed');
   });
 
   it("an organization's deletion, and a user's, remove their stored responses", async () => {

@@ -152,8 +152,8 @@ export class ResponseStore {
   }
 
   /**
-   * Keeps a finished response. The chain's earlier responses live as long as its last one: those that would go
-   * within half the retention are given the full retention again (so each is rewritten at most once per half).
+   * Keeps a finished response. The chain's earlier responses outlive its last one: each that would go before it is
+   * given half a retention more than it (so each is rewritten at most once per half retention).
    */
   async save(
     who: Ownership,
@@ -181,12 +181,8 @@ export class ResponseStore {
       ancestors.length === 0
         ? null
         : this.records.updateMany(
-            {
-              _id: { $in: ancestors },
-              orgSlug: who.orgSlug,
-              expiresAt: { $lt: new Date(now.getTime() + this.retentionMs() / 2) },
-            },
-            { $set: { expiresAt } },
+            { _id: { $in: ancestors }, orgSlug: who.orgSlug, expiresAt: { $lt: expiresAt } },
+            { $set: { expiresAt: new Date(expiresAt.getTime() + this.retentionMs() / 2) } },
           ),
     ]);
   }
