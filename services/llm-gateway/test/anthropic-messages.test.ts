@@ -9,7 +9,13 @@ import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
 import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
 import { AnthropicErrorSchema, AnthropicMessageSchema } from '../src/routes/anthropic-messages-openapi';
-import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
+import {
+  type GatewayWorld,
+  gauge,
+  leaveStreamAfterFirstChunk,
+  minuteNow,
+  startGatewayWorld,
+} from './support';
 
 type Caller = { bearer: string } | { apiKey: string };
 
@@ -726,31 +732,17 @@ describe("Anthropic's Messages API through the edge", () => {
       accounted.push(e as LlmCompletionEvent);
     });
     try {
-      w.sim.script([
-        {
-          match: { model: 'gpt-sim', stream: true },
-          chunkDelayMs: 100,
-          reply: { content: Array.from({ length: 100 }, (_, i) => `w${i}`).join(' ') },
-        },
-      ]);
-      const controller = new AbortController();
-      const res = await fetch(`${w.p.gatewayUrl}/v1/messages`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${owner.token}`,
-          'content-type': 'application/json',
-          'x-request-id': 'cancel-this-message',
-        },
-        body: JSON.stringify({
+      await leaveStreamAfterFirstChunk(w, {
+        path: '/v1/messages',
+        token: owner.token,
+        requestId: 'cancel-this-message',
+        body: {
           model: 'sim/gpt',
           max_tokens: 1000,
           stream: true,
           messages: [{ role: 'user', content: 'a long one' }],
-        }),
-        signal: controller.signal,
+        },
       });
-      await res.body!.getReader().read();
-      controller.abort();
       const event = await waitFor(() => accounted.find((e) => e.requestId === 'cancel-this-message'), {
         what: 'the usage event of the cancelled message',
       });

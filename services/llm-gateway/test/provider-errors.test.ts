@@ -1,7 +1,7 @@
 import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
 import { APIError } from 'openai';
-import { type GatewayWorld, type Reply, startGatewayWorld } from './support';
+import { type GatewayWorld, leaveStreamAfterFirstChunk, type Reply, startGatewayWorld } from './support';
 
 /** Provider failures as callers meet them: retried, failed over, or answered in the envelope. */
 describe('provider errors, retries, failover and cancellation', () => {
@@ -174,31 +174,12 @@ describe('provider errors, retries, failover and cancellation', () => {
       events.push(e as LlmCompletionEvent);
     });
     try {
-      w.sim.script([
-        {
-          match: { model: 'gpt-sim', stream: true },
-          chunkDelayMs: 100,
-          reply: { content: Array.from({ length: 100 }, (_, i) => `w${i}`).join(' ') },
-        },
-      ]);
-      const controller = new AbortController();
-      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${as.bearer}`,
-          'content-type': 'application/json',
-          'x-request-id': 'cancel-me',
-        },
-        body: JSON.stringify({
-          model: 'sim/gpt',
-          stream: true,
-          messages: [{ role: 'user', content: 'a long one' }],
-        }),
-        signal: controller.signal,
+      await leaveStreamAfterFirstChunk(w, {
+        path: '/v1/chat/completions',
+        token: as.bearer,
+        requestId: 'cancel-me',
+        body: { model: 'sim/gpt', stream: true, messages: [{ role: 'user', content: 'a long one' }] },
       });
-      const reader = res.body!.getReader();
-      await reader.read();
-      controller.abort();
       const event = await waitFor(() => events.find((e) => e.requestId === 'cancel-me'), {
         what: 'the usage event of the cancelled stream',
       });

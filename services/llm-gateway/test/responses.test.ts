@@ -5,7 +5,13 @@ import { zodTextFormat } from 'openai/helpers/zod';
 import type { ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { z } from 'zod';
 import { WEATHER } from './responses-fixtures';
-import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
+import {
+  type GatewayWorld,
+  gauge,
+  leaveStreamAfterFirstChunk,
+  minuteNow,
+  startGatewayWorld,
+} from './support';
 
 type Caller = { bearer: string } | { apiKey: string };
 
@@ -511,26 +517,12 @@ describe('the Responses API through the edge', () => {
       accounted.push(e as LlmCompletionEvent);
     });
     try {
-      w.sim.script([
-        {
-          match: { model: 'gpt-sim', stream: true },
-          chunkDelayMs: 100,
-          reply: { content: Array.from({ length: 100 }, (_, i) => `w${i}`).join(' ') },
-        },
-      ]);
-      const controller = new AbortController();
-      const res = await fetch(`${w.p.gatewayUrl}/v1/responses`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${owner.token}`,
-          'content-type': 'application/json',
-          'x-request-id': 'cancel-this-response',
-        },
-        body: JSON.stringify({ model: 'sim/gpt', input: 'a long one', stream: true }),
-        signal: controller.signal,
+      await leaveStreamAfterFirstChunk(w, {
+        path: '/v1/responses',
+        token: owner.token,
+        requestId: 'cancel-this-response',
+        body: { model: 'sim/gpt', input: 'a long one', stream: true },
       });
-      await res.body!.getReader().read();
-      controller.abort();
       const event = await waitFor(() => accounted.find((e) => e.requestId === 'cancel-this-response'), {
         what: 'the usage event of the cancelled response',
       });

@@ -273,3 +273,34 @@ export const minuteNow = () => Math.floor(Date.now() / 60_000);
 
 export const gauge = (reply: Reply, key: string): { used: number; limit: number } =>
   reply.body.enforced.find((g: { key: string }) => g.key === key);
+
+/**
+ * A client that leaves a long stream after its first chunk: the simulator streams 100 words from `sim/gpt` at
+ * 100 ms a chunk, `body` is POSTed to `path` of the gateway with the user's session, and the request is aborted
+ * once the first chunk arrived. The cancellation tests of each wire format (chat, Responses, Anthropic Messages).
+ */
+export async function leaveStreamAfterFirstChunk(
+  w: GatewayWorld,
+  request: { path: string; token: string; requestId: string; body: Record<string, unknown> },
+): Promise<void> {
+  w.sim.script([
+    {
+      match: { model: 'gpt-sim', stream: true },
+      chunkDelayMs: 100,
+      reply: { content: Array.from({ length: 100 }, (_, i) => `w${i}`).join(' ') },
+    },
+  ]);
+  const controller = new AbortController();
+  const res = await fetch(`${w.p.gatewayUrl}${request.path}`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${request.token}`,
+      'content-type': 'application/json',
+      'x-request-id': request.requestId,
+    },
+    body: JSON.stringify(request.body),
+    signal: controller.signal,
+  });
+  await res.body!.getReader().read();
+  controller.abort();
+}
