@@ -504,7 +504,9 @@ function queryNamesInherited(filter: unknown): boolean {
  * NeDB's indexed path); a deeper step may be an array or a date.
  */
 const pathReachesInherited = (path: string): boolean =>
-  path.split('.').some((part, i) => (i === 0 ? part in Object.prototype : isInheritedName(part)));
+  path.indexOf('.') === -1
+    ? path in Object.prototype // most filters name plain fields: no array to split them into
+    : path.split('.').some((part, i) => (i === 0 ? part in Object.prototype : isInheritedName(part)));
 
 /** `value` with every object holding only its own fields (no prototype): what a query should see of a document. */
 function ownView(value: unknown): unknown {
