@@ -300,7 +300,9 @@ describe('edge routing and proxying', () => {
     });
 
     it('does not count the time a slow service holds a streamed body back against the client', async () => {
-      // the service stops reading for 500 ms (this edge's timeout is 300 ms) once the first 64 KiB arrived
+      // the service stops reading for 1.5 s once the first 64 KiB arrived: five times the 300 ms in which a client's
+      // body must keep arriving. It is llm-gateway, whose own answer timeout is long, so that the only timer the
+      // hold-back can trip is the client's (undici times a service that reads nothing out with the answer timeout).
       const service = await listen(
         (req, res) => {
           let received = 0;
@@ -310,7 +312,7 @@ describe('edge routing and proxying', () => {
             if (!paused && received >= 64 * 1024) {
               paused = true;
               req.pause();
-              setTimeout(() => req.resume(), 500);
+              setTimeout(() => req.resume(), 1_500);
             }
           });
           req.on('end', () => res.end(JSON.stringify({ received })));
@@ -320,18 +322,19 @@ describe('edge routing and proxying', () => {
       );
       const viaEdge = await startEdge({
         authUrl: auth.url,
-        legacyUrl: service.url,
         env: {
           SESSION_PRINCIPAL_SOURCE: 'jwt',
+          LLM_GATEWAY_URL: service.url,
           UPSTREAM_TIMEOUT_MS: '300',
+          GATEWAY_UPSTREAM_TIMEOUT_MS: '30000',
           BODY_LIMIT_BYTES: String(32 << 20),
         },
       });
       try {
         // more than the loopback sockets' buffers hold, so the edge itself has to wait
-        const answer = await request(viaEdge.url, '/legacy/v2/echo', {
+        const answer = await request(viaEdge.url, '/llm/v1/upload', {
           method: 'POST',
-          headers: { 'content-type': 'application/octet-stream' },
+          headers: { ...bearer(token), 'content-type': 'application/octet-stream' },
           body: Buffer.alloc(24 << 20, 'x'),
         });
         expect(answer.status).toBe(200);
