@@ -8,6 +8,13 @@ import {
 } from './content';
 import type { ExchangeContext } from './openai';
 import { breakpointsOf } from './prompt-cache';
+import {
+  checkThinkingBlock,
+  checkToolLoopThinking,
+  type SimulatedThinking,
+  simulatedThinking,
+  thinkingEnabled,
+} from './thinking';
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -51,22 +58,27 @@ export function anthropicInputTokens(body: {
   return total;
 }
 
+const BLOCK_TYPES = ['text', 'image', 'tool_use', 'tool_result', 'document', 'thinking', 'redacted_thinking'];
+
 /** Refuses what the real API refuses, so a wrong translation fails loudly in tests. */
-function validate(body: Json): Json[] {
+function validate(body: Json): { messages: Json[]; thinking: boolean } {
   if (typeof body.model !== 'string' || !body.model) bad('model: Field required');
   if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1)
     bad('max_tokens: Field required');
+  const thinking = thinkingEnabled(body);
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) bad('messages: at least one message is required');
   const toolUseIds = new Set<string>();
-  for (const message of messages) {
+  for (const [i, message] of messages.entries()) {
     if (!isObject(message) || (message.role !== 'user' && message.role !== 'assistant'))
       bad(
         `messages: Unexpected role. The roles are "user" and "assistant"; use the top-level "system" field`,
       );
-    for (const block of blocks(message.content)) {
-      if (!['text', 'image', 'tool_use', 'tool_result', 'document'].includes(String(block.type)))
+    for (const [j, block] of blocks(message.content).entries()) {
+      if (!BLOCK_TYPES.includes(String(block.type)))
         bad(`messages: unknown content block type '${String(block.type)}'`);
+      if (block.type === 'thinking' || block.type === 'redacted_thinking')
+        checkThinkingBlock(block, message.role, `messages.${i}.content.${j}`);
       if (block.type === 'image') {
         const source = isObject(block.source) ? block.source : {};
         const ok =
@@ -101,13 +113,14 @@ function validate(body: Json): Json[] {
   const choice = body.tool_choice;
   if (isObject(choice) && choice.type === 'tool' && !tools.some((t) => isObject(t) && t.name === choice.name))
     bad(`tool_choice: the tool '${String(choice.name)}' is not among the tools`);
-  return messages as Json[];
+  if (thinking) checkToolLoopThinking(messages as Json[]);
+  return { messages: messages as Json[], thinking };
 }
 
 const stopReason = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use' } as const;
 
 export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAnswer {
-  const messages = validate(body);
+  const { messages, thinking: thinks } = validate(body);
   const tools = (Array.isArray(body.tools) ? (body.tools as Json[]) : []).map((t) => ({
     name: String(t.name),
     parameters: t.input_schema,
@@ -117,17 +130,24 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
     choice.type === 'tool' ? String(choice.name) : choice.type === 'any' ? 'required' : String(choice.type);
   const last = messages[messages.length - 1]!;
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
+  const thinking: SimulatedThinking | null = thinks
+    ? simulatedThinking(blockText(lastUser?.content), ctx.rule.reply?.redactedThinking === true)
+    : null;
   const turn = decideTurn(
     {
       lastUserText: blockText(lastUser?.content),
       userSpokeLast: last.role === 'user' && !blocks(last.content).some((b) => b.type === 'tool_result'),
       tools,
       toolChoice,
-      maxTokens: body.max_tokens as number,
+      // the thinking is spent out of max_tokens, as Anthropic spends it
+      maxTokens: (body.max_tokens as number) - (thinking?.tokens ?? 0),
     },
     ctx.rule,
   );
   const scripted = ctx.rule.reply?.usage ?? {};
+  // Anthropic bills thinking as output; scripted figures win
+  const outputTokens =
+    turn.completionTokens + (scripted.completion_tokens === undefined ? (thinking?.tokens ?? 0) : 0);
   const promptTokens = scripted.prompt_tokens ?? anthropicInputTokens(body as never);
   // scripted figures win; otherwise a request with breakpoints reads and writes the simulated prompt cache
   const cached =
@@ -146,13 +166,14 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
     raw: call.arguments,
   }));
   const content = [
+    ...(thinking ? [thinking.block] : []),
     ...(turn.text ? [{ type: 'text', text: turn.text }] : []),
     ...toolUses.map(({ raw: _raw, ...block }) => block),
   ];
   // Anthropic's input_tokens are those after the last cache breakpoint: the prompt less its cache reads and writes
   const usage = {
     input_tokens: Math.max(0, promptTokens - cacheRead - cacheWrite),
-    output_tokens: turn.completionTokens,
+    output_tokens: outputTokens,
     cache_creation_input_tokens: cacheWrite,
     cache_read_input_tokens: cacheRead,
     // the writes by TTL, as Anthropic reports them beside their sum
@@ -179,6 +200,10 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
     }),
   ];
   let index = 0;
+  if (thinking) {
+    frames.push(...thinking.frames(index));
+    index += 1;
+  }
   if (turn.text) {
     frames.push(
       sseEvent('content_block_start', {
@@ -222,7 +247,7 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
     sseEvent('message_delta', {
       type: 'message_delta',
       delta: { stop_reason: stopReason[turn.finish], stop_sequence: null },
-      usage: { output_tokens: turn.completionTokens },
+      usage: { output_tokens: outputTokens },
     }),
   );
   frames.push(sseEvent('message_stop', { type: 'message_stop' }));

@@ -102,6 +102,12 @@ export interface SimulatorRule {
      * streamed, `delta.reasoning_content` pieces before the content's). It counts in the usage.
      */
     reasoningContent?: string;
+    /**
+     * Anthropic face, when the request enables `thinking`: answer the thinking as a `redacted_thinking` block
+     * (`{type: 'redacted_thinking', data}`, opaque data the simulator can verify when it is sent back) instead of
+     * the signed `thinking` block; streamed, one `content_block_start` carrying the whole block. It counts in the usage.
+     */
+    redactedThinking?: boolean;
   };
   /** embeddings: the dimensions when the request names none (default: the simulator's) */
   embeddingDimensions?: number;
