@@ -83,24 +83,46 @@ export interface MessageBase {
   /** the catalogue model that answers */
   model: string;
   /**
-   * the request asked for extended thinking: a reasoning model's thinking is answered as a `thinking` block first
-   * (its `signature` empty: the gateway signs nothing, and drops thinking blocks sent back); otherwise it is dropped
+   * the request asked for extended thinking: the model's thinking is answered first, as the blocks an Anthropic
+   * model signed (chat's `thinking_blocks`), else as one `thinking` block of a reasoning model's thinking whose
+   * `signature` is empty (the gateway signs nothing, and drops unsigned blocks sent back); otherwise it is dropped
    */
   thinking: boolean;
 }
 
 /** A thinking block (Anthropic's shape; the SDK accumulates `thinking_delta`s into it). */
-const thinkingBlock = (thinking: string): Json => ({ type: 'thinking', thinking, signature: '' });
+const thinkingBlock = (thinking: string, signature = ''): Json => ({ type: 'thinking', thinking, signature });
+
+/** Chat's `thinking_blocks` (an Anthropic model's, signed) as Anthropic's blocks; anything else is skipped. */
+function signedThinking(blocks: unknown): Json[] {
+  if (!Array.isArray(blocks)) return [];
+  const out: Json[] = [];
+  for (const block of blocks as Json[]) {
+    if (block?.type === 'thinking' && typeof block.thinking === 'string')
+      out.push(thinkingBlock(block.thinking, typeof block.signature === 'string' ? block.signature : ''));
+    else if (block?.type === 'redacted_thinking' && typeof block.data === 'string')
+      out.push({ type: 'redacted_thinking', data: block.data });
+  }
+  return out;
+}
 
 /** A plain chat completion as Anthropic's message: its text as a text block, its tool calls as tool_use blocks. */
 export function messageOfCompletion(base: MessageBase, completion: ChatCompletion, usage: Json): Json {
   const choice = (completion.choices as Json[] | undefined)?.[0];
-  const message = (choice?.message ?? {}) as Said & { refusal?: unknown; tool_calls?: unknown };
+  const message = (choice?.message ?? {}) as Said & {
+    refusal?: unknown;
+    tool_calls?: unknown;
+    thinking_blocks?: unknown;
+  };
   const refusal = typeof message.refusal === 'string' ? message.refusal : '';
   const text = visibleText(message.content) || refusal;
   const calls = (Array.isArray(message.tool_calls) ? message.tool_calls : []) as ChatToolCall[];
-  const thinking = base.thinking ? thinkingText(message) : '';
-  const content: Json[] = thinking === '' ? [] : [thinkingBlock(thinking)];
+  const content: Json[] = [];
+  if (base.thinking) {
+    content.push(...signedThinking(message.thinking_blocks));
+    const thinking = content.length === 0 ? thinkingText(message) : '';
+    if (thinking !== '') content.push(thinkingBlock(thinking));
+  }
   // an answer with nothing in it is still one (empty) text block, as its stream is
   if (text !== '' || calls.length === 0) content.push({ type: 'text', text });
   for (const call of calls)
@@ -176,12 +198,12 @@ export function anthropicError(envelope: Json): Json {
 
 interface OpenBlock {
   index: number;
-  kind: 'thinking' | 'text' | 'tool_use';
+  kind: 'thinking' | 'redacted_thinking' | 'text' | 'tool_use';
 }
 
 /**
  * A chat stream's chunks as Anthropic's events: `message_start`, then per content block `content_block_start`,
- * its `thinking_delta`s, `text_delta`s or `input_json_delta`s and `content_block_stop`, then `message_delta` (the
+ * its `thinking_delta`s (and `signature_delta`), `text_delta`s or `input_json_delta`s and `content_block_stop`, then `message_delta` (the
  * stop reason and the usage) and `message_stop`; a cut stream ends with an `error` event instead. Blocks are written
  * one after the other, as providers stream them: thinking (when asked for), text, then each tool call.
  */
@@ -227,6 +249,10 @@ export class MessagesEventWriter {
     if (this.base.thinking) {
       const thinking = thinkingText(delta);
       if (thinking !== '') this.think(thinking);
+      for (const block of signedThinking(
+        (delta as { thinking_blocks?: unknown } | undefined)?.thinking_blocks,
+      ))
+        this.signed(block);
     }
     const text = visibleText(delta?.content);
     if (text !== '') this.text(text);
@@ -259,7 +285,7 @@ export class MessagesEventWriter {
     this.close();
     const index = this.blocks++;
     this.block = { index, kind };
-    if (kind !== 'thinking') this.answered = true;
+    if (kind !== 'thinking' && kind !== 'redacted_thinking') this.answered = true;
     this.send('content_block_start', { type: 'content_block_start', index, content_block: contentBlock });
     return index;
   }
@@ -278,6 +304,35 @@ export class MessagesEventWriter {
       index,
       delta: { type: 'thinking_delta', thinking },
     });
+  }
+
+  /**
+   * A thinking block an Anthropic model signed, whole (chat's stream gives each once it is): the open thinking
+   * block, whose text has streamed, gets its signature and closes; a redacted one is a block of its own.
+   */
+  private signed(block: Json): void {
+    if (block.type === 'redacted_thinking') {
+      this.open('redacted_thinking', block);
+      this.close();
+      return;
+    }
+    let index = this.block?.kind === 'thinking' ? this.block.index : null;
+    if (index === null) {
+      index = this.open('thinking', thinkingBlock(''));
+      if (block.thinking !== '')
+        this.send('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'thinking_delta', thinking: block.thinking },
+        });
+    }
+    if (block.signature !== '')
+      this.send('content_block_delta', {
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'signature_delta', signature: block.signature },
+      });
+    this.close();
   }
 
   private text(text: string): void {

@@ -13,7 +13,7 @@ const issuesOf = (fn: () => unknown): Array<{ field: string; message: string }> 
 };
 
 describe("Anthropic's Messages request in chat terms", () => {
-  it('a Claude Code turn: system blocks, tool results first, their images after, thinking dropped, is_error said', () => {
+  it('a Claude Code turn: system blocks, tool results first, their images after, signed thinking kept, is_error said', () => {
     const chat = chatRequestOfMessages({
       model: 'sim/gpt',
       max_tokens: 1024,
@@ -28,6 +28,8 @@ describe("Anthropic's Messages request in chat terms", () => {
           role: 'assistant',
           content: [
             { type: 'thinking', thinking: 'I should call both tools', signature: 'sig' },
+            // the gateway's own, from a model that is not Anthropic's: nothing any model could check
+            { type: 'thinking', thinking: 'unsigned', signature: '' },
             { type: 'text', text: 'Reading.' },
             { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { path: 'shot.png' } },
             { type: 'tool_use', id: 'toolu_2', name: 'Bash', input: { command: 'ls' } },
@@ -72,6 +74,7 @@ describe("Anthropic's Messages request in chat terms", () => {
             { id: 'toolu_1', type: 'function', function: { name: 'Read', arguments: '{"path":"shot.png"}' } },
             { id: 'toolu_2', type: 'function', function: { name: 'Bash', arguments: '{"command":"ls"}' } },
           ],
+          thinking_blocks: [{ type: 'thinking', thinking: 'I should call both tools', signature: 'sig' }],
         },
         { role: 'tool', tool_call_id: 'toolu_1', content: 'an image' },
         { role: 'tool', tool_call_id: 'toolu_2', content: 'Error: ls: denied' },

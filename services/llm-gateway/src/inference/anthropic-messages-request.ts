@@ -5,9 +5,10 @@ import type { ChatRequest } from './provider-port';
 /**
  * Anthropic's Messages request (`POST /v1/messages`) said in chat completions' terms, so that it takes the
  * gateway's own chat path on every completion model (decision 0111). What chat cannot carry and the answer does not
- * depend on is ignored (`top_k`, `thinking`…); what the caller would silently miss is refused with a 400 naming the
+ * depend on is ignored (`top_k`…); what the caller would silently miss is refused with a 400 naming the
  * field, before any quota is taken or provider called. Prompt-cache breakpoints (`cache_control`) are kept in
- * chat's convention, so that an Anthropic model gets them on the same blocks (decision 0113).
+ * chat's convention, so that an Anthropic model gets them on the same blocks (decision 0113), and so is extended
+ * thinking: the request's `thinking` and the signed thinking blocks of earlier turns (decision 0114).
  */
 
 type Json = Record<string, unknown>;
@@ -31,16 +32,16 @@ const READ = new Set([
   'output_config',
   'output_format',
   'cache_control',
+  'thinking',
 ]);
 
 /**
  * Accepted and not sent: chat has no form for them and the answer keeps its shape without them. `top_k` (OpenAI
- * refuses the member), `thinking` (chat's `reasoning_effort` is refused by models that do not reason, and the
- * Anthropic adapter sends no thinking: the model answers without it), `service_tier` and `speed` (the provider's
+ * refuses the member), `service_tier` and `speed` (the provider's
  * capacity), `context_management` (the conversation is sent as it is), `diagnostics` (Anthropic's prompt-cache
  * report).
  */
-const IGNORED = new Set(['top_k', 'thinking', 'service_tier', 'speed', 'context_management', 'diagnostics']);
+const IGNORED = new Set(['top_k', 'service_tier', 'speed', 'context_management', 'diagnostics']);
 
 /**
  * Members that ask for what the gateway has not: server-side MCP, code-execution containers, a region of
@@ -224,7 +225,10 @@ function userTurn(content: unknown, field: string, issues: Issue[], messages: Js
   );
 }
 
-/** One assistant turn: its text, and its tool uses as chat's tool calls; its thinking is dropped. */
+/**
+ * One assistant turn: its text, its tool uses as chat's tool calls, and its thinking as the message's
+ * `thinking_blocks` (signed by Anthropic: sent back as they came to an Anthropic model, dropped for any other).
+ */
 function assistantTurn(content: unknown, field: string, issues: Issue[], messages: Json[]): void {
   if (typeof content === 'string') {
     messages.push({ role: 'assistant', content });
@@ -232,6 +236,7 @@ function assistantTurn(content: unknown, field: string, issues: Issue[], message
   }
   let text = '';
   const calls: Json[] = [];
+  const thinking: Json[] = [];
   // chat's assistant message carries one breakpoint, after its last block (its text or last tool call)
   let mark: Json | undefined;
   (content as unknown[]).forEach((block, i) => {
@@ -256,9 +261,16 @@ function assistantTurn(content: unknown, field: string, issues: Issue[], message
           function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
         });
         return;
-      // what the model thought on an earlier turn: chat has no place for it
       case 'thinking':
+        if (typeof block.thinking !== 'string' || typeof block.signature !== 'string')
+          issues.push({ field: where, message: 'a thinking block needs its thinking and signature' });
+        // unsigned: the gateway's own, from a model that is not Anthropic's (nothing any model could check)
+        else if (block.signature !== '')
+          thinking.push({ type: 'thinking', thinking: block.thinking, signature: block.signature });
+        return;
       case 'redacted_thinking':
+        if (typeof block.data === 'string') thinking.push({ type: 'redacted_thinking', data: block.data });
+        else issues.push({ field: `${where}.data`, message: 'a redacted_thinking block needs its data' });
         return;
       default:
         issues.push({
@@ -272,6 +284,7 @@ function assistantTurn(content: unknown, field: string, issues: Issue[], message
     role: 'assistant',
     content: text === '' ? null : text,
     ...(calls.length > 0 ? { tool_calls: calls } : {}),
+    ...(thinking.length > 0 ? { thinking_blocks: thinking } : {}),
     ...marked(mark),
   });
 }
@@ -384,5 +397,7 @@ export function chatRequestOfMessages(body: Json): ChatRequest {
   set('top_p', body.top_p);
   set('user', (body.metadata as { user_id?: unknown } | undefined)?.user_id);
   set('response_format', format);
+  // `{type: 'enabled', budget_tokens}`, `{type: 'disabled'}`…: for an Anthropic model, as it came (decision 0114)
+  set('thinking', body.thinking);
   return chat;
 }

@@ -38,9 +38,14 @@ export const AnthropicMessageSchema = z
     content: z.array(
       z.union([
         z.object({ type: z.literal('text'), text: z.string() }),
-        z
-          .object({ type: z.literal('thinking'), thinking: z.string(), signature: z.literal('') })
-          .meta({ description: "a reasoning model's thinking, when the request asked for thinking (first)" }),
+        z.object({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }).meta({
+          description:
+            "the model's thinking, when the request asked for thinking (first): a Claude model's signed, another reasoning model's with an empty signature",
+        }),
+        z.object({ type: z.literal('redacted_thinking'), data: z.string() }).meta({
+          description:
+            "a Claude model's thinking its provider encrypted, when the request asked for thinking",
+        }),
         z.object({
           type: z.literal('tool_use'),
           id: z.string(),
@@ -84,7 +89,7 @@ export function anthropicMessagesRouteDocs(security: string[]): RouteDoc[] {
       path: MESSAGES_PATH,
       summary: "Anthropic's Messages API, served through chat completions on every model, plain or streamed",
       description:
-        "For the `@anthropic-ai/sdk` and Claude Code (`baseURL` the gateway root). Text, image, tool_use and tool_result blocks, `system`, client `tools`, `tool_choice`, `stop_sequences`, `temperature`, `top_p`, `metadata.user_id`, structured outputs; `top_k` and `thinking` are accepted and not sent; `cache_control` breakpoints (on system, text, image, tool_use and tool_result blocks, tools, and the request's own on its last block; at most 4, each `{type: 'ephemeral', ttl?: '5m' | '1h'}`, else 400) reach an Anthropic model on the same blocks and are dropped for other providers (decision 0113); server tools, `mcp_servers`, `container` and any other member are 400 naming them. With `stream: true`, Anthropic events (`message_start` … `message_stop`); a provider error or the monthly token budget ends the stream with an `error` event. Quotas, governance, failover and accounting are chat's; the usage event names the endpoint `chat.completions`. Errors are in Anthropic's shape.",
+        "For the `@anthropic-ai/sdk` and Claude Code (`baseURL` the gateway root). Text, image, tool_use and tool_result blocks, `system`, client `tools`, `tool_choice`, `stop_sequences`, `temperature`, `top_p`, `metadata.user_id`, structured outputs; `top_k` is accepted and not sent; `thinking` and the signed thinking blocks of assistant turns reach Claude models as they came (decision 0114); `cache_control` breakpoints (on system, text, image, tool_use and tool_result blocks, tools, and the request's own on its last block; at most 4, each `{type: 'ephemeral', ttl?: '5m' | '1h'}`, else 400) reach an Anthropic model on the same blocks and are dropped for other providers (decision 0113); server tools, `mcp_servers`, `container` and any other member are 400 naming them. With `stream: true`, Anthropic events (`message_start` … `message_stop`); a provider error or the monthly token budget ends the stream with an `error` event. Quotas, governance, failover and accounting are chat's; the usage event names the endpoint `chat.completions`. Errors are in Anthropic's shape.",
       tags: ['completions'],
       security,
       body: MessagesRequestSchema,

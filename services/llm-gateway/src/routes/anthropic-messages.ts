@@ -64,7 +64,7 @@ const conversation = {
   model: z.string().min(1).max(200),
   messages: z.array(MessageParamSchema).min(1, 'at least one message').meta({
     description:
-      'user and assistant turns: a string, or blocks (text, image by base64 or url, tool_use, tool_result with text or image content and is_error; thinking blocks of assistant turns are dropped)',
+      'user and assistant turns: a string, or blocks (text, image by base64 or url, tool_use, tool_result with text or image content and is_error; thinking blocks of assistant turns reach Claude models, signed, as they came)',
   }),
   system: TextBlocks.optional().meta({
     description:
@@ -91,11 +91,11 @@ export const MessagesRequestSchema = z.looseObject({
     .meta({ description: '`user_id` is sent as chat `user`' }),
   stream: z.boolean().optional(),
   thinking: z
-    .looseObject({ type: z.string().min(1) })
+    .looseObject({ type: z.string().min(1), budget_tokens: z.number().int().positive().optional() })
     .optional()
     .meta({
       description:
-        "not sent (chat has no form for it); unless `disabled`, a reasoning model's thinking is answered as a `thinking` block",
+        "sent to Claude models as it is (decision 0114), never to others; unless `disabled`, the model's thinking is answered as `thinking` blocks first (a Claude model's signed)",
     }),
 });
 

@@ -11,13 +11,9 @@ import {
   RequestRefusedForProvider,
 } from '../types';
 import { anthropicChunks } from './anthropic-stream';
-import {
-  answersInJson,
-  fromAnthropicResponse,
-  toAnthropicRequest,
-  UntranslatableRequest,
-} from './anthropic-translate';
+import { answersInJson, fromAnthropicResponse, toAnthropicRequest } from './anthropic-translate';
 import type { AnthropicResponse } from './anthropic-wire';
+import { UntranslatableRequest } from './untranslatable';
 
 const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 const ANTHROPIC_VERSION = '2023-06-01';

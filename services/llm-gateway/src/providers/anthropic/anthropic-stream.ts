@@ -10,8 +10,24 @@ interface StreamEvent {
   type?: string;
   index?: number;
   message?: { id?: string; model?: string; usage?: AnthropicUsage };
-  content_block?: { type?: string; id?: string; name?: string; text?: string; input?: unknown };
-  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  content_block?: {
+    type?: string;
+    id?: string;
+    name?: string;
+    text?: string;
+    input?: unknown;
+    thinking?: string;
+    signature?: string;
+    data?: string;
+  };
+  delta?: {
+    type?: string;
+    text?: string;
+    partial_json?: string;
+    thinking?: string;
+    signature?: string;
+    stop_reason?: string | null;
+  };
   usage?: AnthropicUsage;
   error?: { type?: string; message?: string };
 }
@@ -32,7 +48,9 @@ const TRANSIENT = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 
  * Anthropic's stream events translated one by one into OpenAI chunks: text deltas to `content`,
  * `tool_use` blocks and their `input_json_delta` to indexed `tool_calls` deltas, `message_delta`'s
  * stop reason to `finish_reason`, and the usage (input from `message_start`, output from
- * `message_delta`) to a final usage chunk. The role rides on the first chunk that says something, so
+ * `message_delta`) to a final usage chunk. Thinking (decision 0114) streams as `reasoning_content` deltas, and each
+ * thinking block, once whole and signed, as a delta of `thinking_blocks` holding it (a redacted one as it starts),
+ * which the client sends back on the assistant message. The role rides on the first chunk that says something, so
  * a failure before any content leaves nothing sent (the gateway may still fail over). For a JSON
  * answer (`json`), the JSON tool's `input_json_delta`s are the `content` and nothing else is.
  */
@@ -53,6 +71,8 @@ export async function* anthropicChunks(
   /** tool blocks whose input has not streamed yet: their input as `content_block_start` gave it */
   const unstreamedInput = new Map<number, unknown>();
   let jsonBlock: number | null = null;
+  /** thinking blocks being streamed, by block index: their text and signature so far */
+  const thinking = new Map<number, { thinking: string; signature: string }>();
 
   const chunk = (delta: Delta, finish: ChatCompletionChunk['choices'][number]['finish_reason'] = null) => {
     const withRole = rolePending ? { role: 'assistant' as const, ...delta } : delta;
@@ -100,6 +120,13 @@ export async function* anthropicChunks(
           });
         } else if (event.content_block?.type === 'text' && event.content_block.text) {
           yield chunk({ content: event.content_block.text });
+        } else if (event.content_block?.type === 'thinking') {
+          const text = event.content_block.thinking ?? '';
+          thinking.set(event.index ?? 0, { thinking: text, signature: event.content_block.signature ?? '' });
+          if (text) yield chunk({ reasoning_content: text });
+        } else if (event.content_block?.type === 'redacted_thinking') {
+          const data = event.content_block.data ?? '';
+          yield chunk({ thinking_blocks: [{ type: 'redacted_thinking', data }] });
         }
         break;
       case 'content_block_delta':
@@ -110,6 +137,15 @@ export async function* anthropicChunks(
         }
         if (event.delta?.type === 'text_delta' && event.delta.text)
           yield chunk({ content: event.delta.text });
+        if (event.delta?.type === 'thinking_delta' && event.delta.thinking) {
+          const block = thinking.get(event.index ?? 0);
+          if (block) block.thinking += event.delta.thinking;
+          yield chunk({ reasoning_content: event.delta.thinking });
+        }
+        if (event.delta?.type === 'signature_delta' && event.delta.signature) {
+          const block = thinking.get(event.index ?? 0);
+          if (block) block.signature += event.delta.signature;
+        }
         if (event.delta?.type === 'input_json_delta' && event.delta.partial_json) {
           unstreamedInput.delete(event.index ?? 0);
           const index = toolIndexByBlock.get(event.index ?? 0) ?? 0;
@@ -120,6 +156,11 @@ export async function* anthropicChunks(
         // a tool without parameters streams no input at all (or only an empty partial_json): its arguments are
         // still JSON, `{}`, as the plain answer's and OpenAI's are, or a client's JSON.parse fails on ''
         const block = event.index ?? 0;
+        const thought = thinking.get(block);
+        if (thought) {
+          thinking.delete(block);
+          yield chunk({ thinking_blocks: [{ type: 'thinking', ...thought }] });
+        }
         if (unstreamedInput.has(block)) {
           const input = unstreamedInput.get(block);
           unstreamedInput.delete(block);
@@ -154,7 +195,7 @@ export async function* anthropicChunks(
         });
       }
       default:
-        break; // ping, thinking deltas: nothing to say in OpenAI's terms
+        break; // ping: nothing to say in OpenAI's terms
     }
     if (stopped) break;
   }

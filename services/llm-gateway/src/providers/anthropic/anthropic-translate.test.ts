@@ -1,5 +1,6 @@
 import type { ChatCompletionRequest } from '../types';
-import { toAnthropicRequest, UntranslatableRequest } from './anthropic-translate';
+import { toAnthropicRequest } from './anthropic-translate';
+import { UntranslatableRequest } from './untranslatable';
 
 const ephemeral = { type: 'ephemeral' } as const;
 const hour = { type: 'ephemeral', ttl: '1h' } as const;

@@ -10,6 +10,7 @@ import {
   type OtherChatTool,
   type Usage,
 } from '../types';
+import { chatThinkingOf, thinkingBlocksOf, thinkingPlan } from './anthropic-thinking';
 import type {
   AnthropicBlock,
   AnthropicCacheControl,
@@ -20,12 +21,10 @@ import type {
   AnthropicTool,
   AnthropicUsage,
 } from './anthropic-wire';
+import { UntranslatableRequest } from './untranslatable';
 
 /** Anthropic requires `max_tokens`; OpenAI does not. Used when the request names none. */
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
-
-/** A request that cannot be said in Anthropic's terms (the adapter turns it into a ProviderError). */
-export class UntranslatableRequest extends Error {}
 
 /**
  * The tool a `response_format` becomes (as LiteLLM does it): Messages has no JSON mode, but a forced
@@ -225,9 +224,10 @@ function userBlocks(message: ChatRequestMessage): AnthropicBlock[] {
   return blocks;
 }
 
-/** An assistant turn: its text (cut at the parts' breakpoints), then its tool calls. */
+/** An assistant turn: its signed thinking, its text (cut at the parts' breakpoints), then its tool calls. */
 function assistantBlocks(message: ChatRequestMessage): AnthropicBlock[] {
   const blocks: AnthropicBlock[] = [
+    ...thinkingBlocksOf(message),
     ...cutAtBreakpoints(pieces(message.content, '\n')),
     ...(message.tool_calls ?? []).map(toolUse),
   ];
@@ -304,11 +304,17 @@ export function toAnthropicRequest(
     throw new UntranslatableRequest('Anthropic answers one choice: n must be 1');
   refuseUnanswerable(body);
 
+  const plan = thinkingPlan(
+    body,
+    body.max_completion_tokens ?? body.max_tokens ?? undefined,
+    ANTHROPIC_DEFAULT_MAX_TOKENS,
+  );
   const out: AnthropicRequest = {
     model,
-    max_tokens: body.max_completion_tokens ?? body.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+    max_tokens: plan.maxTokens,
     messages,
     ...(stream ? { stream: true } : {}),
+    ...(plan.thinking ? { thinking: plan.thinking } : {}),
   };
   const systemField = systemPrompt(system);
   if (systemField) out.system = systemField;
@@ -319,6 +325,8 @@ export function toAnthropicRequest(
   if (body.user) out.metadata = { user_id: body.user };
   const jsonTool = jsonResponseTool(body);
   if (jsonTool) {
+    if (plan.thinking?.type === 'enabled')
+      throw new UntranslatableRequest('an Anthropic model cannot think while answering in a response_format');
     out.tools = [jsonTool];
     out.tool_choice = { type: 'tool', name: JSON_RESPONSE_TOOL };
   } else if (body.tools?.length) {
@@ -450,6 +458,7 @@ export function fromAnthropicResponse(
           content: json ? jsonText : text || (toolCalls.length > 0 ? null : ''),
           refusal: null,
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+          ...chatThinkingOf(answer.content),
         },
         finish_reason: answerFinishReason(answer.stop_reason, json),
         logprobs: null,

@@ -37,6 +37,13 @@ export interface AnthropicTool {
   cache_control?: AnthropicCacheControl;
 }
 
+/** Extended thinking (decision 0114): `enabled` with a budget of at least 1,024 tokens under `max_tokens` */
+export interface AnthropicThinking {
+  type: string;
+  budget_tokens?: number;
+  [key: string]: unknown;
+}
+
 export interface AnthropicRequest {
   model: string;
   max_tokens: number;
@@ -54,6 +61,7 @@ export interface AnthropicRequest {
   stop_sequences?: string[];
   metadata?: { user_id?: string };
   stream?: boolean;
+  thinking?: AnthropicThinking;
 }
 
 export interface AnthropicUsage {

@@ -19,7 +19,7 @@ import type {
   TranscriptionUpload,
 } from '../types';
 import { toUsage } from '../usage';
-import { withoutCacheControl } from './openai-cache-control';
+import { withoutAnthropicConventions } from './openai-anthropic-conventions';
 import { readOpenAiError } from './openai-errors';
 import { openAiChunks } from './openai-stream';
 
@@ -64,7 +64,7 @@ export function createOpenAiAdapter(
     name: spec.name,
 
     async chat(body, call) {
-      const { stream_options: _options, ...rest } = withoutCacheControl(body);
+      const { stream_options: _options, ...rest } = withoutAnthropicConventions(body);
       const answer = await sendForJson<ChatCompletion>(http, call, {
         url: url(call.model, 'chat/completions'),
         headers: headers(call, 'application/json'),
@@ -76,7 +76,7 @@ export function createOpenAiAdapter(
     },
 
     chatStream(chat, call) {
-      const body = withoutCacheControl(chat);
+      const body = withoutAnthropicConventions(chat);
       return openAiChunks(http, call, {
         url: url(call.model, 'chat/completions'),
         headers: headers(call, 'text/event-stream'),

@@ -1,5 +1,5 @@
 import type { ChatCompletionRequest } from '../types';
-import { withoutCacheControl } from './openai-cache-control';
+import { withoutAnthropicConventions } from './openai-anthropic-conventions';
 
 /** OpenAI refuses members it does not know: chat's prompt-cache breakpoints never reach it (decision 0113). */
 describe('breakpoints stripped for OpenAI-protocol providers', () => {
@@ -12,7 +12,7 @@ describe('breakpoints stripped for OpenAI-protocol providers', () => {
       ],
       tools: [{ type: 'function', function: { name: 'f' } }],
     };
-    expect(withoutCacheControl(body)).toBe(body);
+    expect(withoutAnthropicConventions(body)).toBe(body);
   });
 
   it('drops them from tools, messages and parts, copying only what carried one', () => {
@@ -36,7 +36,7 @@ describe('breakpoints stripped for OpenAI-protocol providers', () => {
       tools: [{ type: 'function', function: { name: 'f' }, cache_control: { type: 'ephemeral' } }, tool],
     };
     const copy = structuredClone(body);
-    const out = withoutCacheControl(body);
+    const out = withoutAnthropicConventions(body);
     expect(out).toEqual({
       model: 'm',
       temperature: 0.2,
@@ -58,5 +58,36 @@ describe('breakpoints stripped for OpenAI-protocol providers', () => {
     expect(out.messages[0]).toBe(untouched);
     expect(out.tools![1]).toBe(tool);
     expect(body).toEqual(copy); // the caller's request is left as it was
+  });
+
+  it("drops extended thinking (the request's and the signed blocks sent back), keeping reasoning_content", () => {
+    const plain = { role: 'user' as const, content: 'go on' };
+    const body: ChatCompletionRequest = {
+      model: 'm',
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      messages: [
+        { role: 'user', content: 'hi' },
+        {
+          role: 'assistant',
+          content: 'hello',
+          reasoning_content: 'I think',
+          thinking_blocks: [{ type: 'thinking', thinking: 'I think', signature: 'c2ln' }],
+          cache_control: { type: 'ephemeral' },
+        },
+        plain,
+      ],
+    };
+    const out = withoutAnthropicConventions(body);
+    expect(out).toEqual({
+      model: 'm',
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello', reasoning_content: 'I think' },
+        { role: 'user', content: 'go on' },
+      ],
+    });
+    expect(out.messages[2]).toBe(plain);
+    expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
+    expect(body.messages[1]!.thinking_blocks).toHaveLength(1);
   });
 });

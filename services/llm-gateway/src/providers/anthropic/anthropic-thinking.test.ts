@@ -1,0 +1,142 @@
+import type { ChatCompletionRequest } from '../types';
+import { fromAnthropicResponse, toAnthropicRequest } from './anthropic-translate';
+
+const translate = (
+  body: Omit<ChatCompletionRequest, 'model' | 'messages'> & Partial<ChatCompletionRequest>,
+) =>
+  toAnthropicRequest(
+    { model: 'm', messages: [{ role: 'user', content: 'Why?' }], ...body } as ChatCompletionRequest,
+    'claude',
+    false,
+  );
+
+const signed = { type: 'thinking', thinking: 'Because.', signature: 'c2lnbmVk' };
+const redacted = { type: 'redacted_thinking', data: 'cmVkYWN0ZWQ=' };
+
+/** Extended thinking on Anthropic models behind chat completions (decision 0114). */
+describe('thinking in the Anthropic translation', () => {
+  it('turns reasoning_effort into a budget, room made for it above the default bound', () => {
+    expect(translate({ reasoning_effort: 'low' })).toMatchObject({
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      max_tokens: 4096 + 1024,
+    });
+    expect(translate({ reasoning_effort: 'high' })).toMatchObject({
+      thinking: { type: 'enabled', budget_tokens: 4096 },
+      max_tokens: 4096 + 4096,
+    });
+    // a caller's bound covers the thinking too (OpenAI's max_completion_tokens does): the budget stays under it
+    expect(translate({ reasoning_effort: 'high', max_completion_tokens: 3000 })).toMatchObject({
+      thinking: { type: 'enabled', budget_tokens: 2999 },
+      max_tokens: 3000,
+    });
+    const none = translate({ reasoning_effort: 'none' });
+    expect(none).not.toHaveProperty('thinking');
+    expect(none.max_tokens).toBe(4096);
+    expect(translate({})).not.toHaveProperty('thinking');
+  });
+
+  it("sends Anthropic's own thinking member as it came, and it wins over reasoning_effort", () => {
+    expect(
+      translate({ thinking: { type: 'enabled', budget_tokens: 2000 }, reasoning_effort: 'high' }),
+    ).toMatchObject({ thinking: { type: 'enabled', budget_tokens: 2000 }, max_tokens: 4096 + 2000 });
+    expect(translate({ thinking: { type: 'disabled' }, max_tokens: 50 })).toMatchObject({
+      thinking: { type: 'disabled' },
+      max_tokens: 50,
+    });
+  });
+
+  it('refuses, by name, what Anthropic refuses with thinking', () => {
+    expect(() => translate({ reasoning_effort: 'extreme' })).toThrow(/reasoning_effort must be one of/);
+    expect(() => translate({ reasoning_effort: 'low', max_completion_tokens: 1024 })).toThrow(
+      /above its smallest thinking budget \(1024\)/,
+    );
+    expect(() => translate({ reasoning_effort: 'low', temperature: 0.2 })).toThrow(/temperature 1/);
+    expect(() => translate({ reasoning_effort: 'low', top_p: 0.5 })).toThrow(/top_p/);
+    expect(() => translate({ thinking: 'on' })).toThrow(/thinking must be an object/);
+    const tools = [{ type: 'function' as const, function: { name: 'f' } }];
+    expect(() => translate({ reasoning_effort: 'low', tools, tool_choice: 'required' })).toThrow(
+      /forces a tool/,
+    );
+    expect(() => translate({ reasoning_effort: 'low', response_format: { type: 'json_object' } })).toThrow(
+      /response_format/,
+    );
+    // temperature 1 is the one Anthropic takes with thinking
+    expect(() => translate({ reasoning_effort: 'low', temperature: 1 })).not.toThrow();
+  });
+
+  it("puts an assistant message's thinking_blocks first, signatures untouched", () => {
+    const out = translate({
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          reasoning_content: 'Because.',
+          thinking_blocks: [signed, redacted],
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+      ],
+      reasoning_effort: 'low',
+    });
+    expect(out.messages[1]!.content).toEqual([
+      signed,
+      redacted,
+      { type: 'tool_use', id: 'call_1', name: 'w', input: {} },
+    ]);
+    expect(out.thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
+    expect(() =>
+      translate({ messages: [{ role: 'assistant', content: 'x', thinking_blocks: [{ type: 'thought' }] }] }),
+    ).toThrow(/thinking_blocks\[0\]/);
+  });
+
+  it('sends a tool loop whose turn carries no signed thinking without thinking, as Anthropic requires', () => {
+    const out = translate({
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+      ],
+      reasoning_effort: 'medium',
+    });
+    expect(out).not.toHaveProperty('thinking');
+    expect(out.max_tokens).toBe(4096);
+  });
+
+  it("answers the model's thinking as reasoning_content and its signed blocks as thinking_blocks", () => {
+    const completion = fromAnthropicResponse(
+      {
+        id: 'msg_1',
+        type: 'message',
+        model: 'claude',
+        content: [signed, redacted, { type: 'text', text: 'Yes.' }],
+        stop_reason: 'end_turn',
+        usage: { input_tokens: 5, output_tokens: 9 },
+      },
+      0,
+    );
+    expect(completion.choices[0]!.message).toEqual({
+      role: 'assistant',
+      content: 'Yes.',
+      refusal: null,
+      reasoning_content: 'Because.',
+      thinking_blocks: [signed, redacted],
+    });
+    const plain = fromAnthropicResponse(
+      {
+        id: 'msg_2',
+        type: 'message',
+        model: 'claude',
+        content: [{ type: 'text', text: 'Yes.' }],
+        stop_reason: 'end_turn',
+        usage: {},
+      },
+      0,
+    );
+    expect(plain.choices[0]!.message).toEqual({ role: 'assistant', content: 'Yes.', refusal: null });
+  });
+});
