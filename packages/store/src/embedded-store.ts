@@ -525,9 +525,11 @@ const RANGE_OPERATORS = ['$lt', '$lte', '$gt', '$gte'];
 
 /**
  * Brings NeDB's query semantics to MongoDB's, recursively through `$or`/`$and`: `$eq` becomes plain
- * equality (NeDB has none), `$ne` on an array means no element equals, and range operators never
+ * equality (NeDB has none), `$ne` on an array means no element equals, range operators never
  * match a missing or null field (NeDB orders null and undefined before everything, so
- * `{at: {$lte: date}}` would match documents without `at`).
+ * `{at: {$lte: date}}` would match documents without `at`), and null matches a missing field too
+ * (`{revokedAt: null}`, `$eq`, `$in`), so `$ne: null` and `$nin: [null]` match only a present value
+ * (NeDB's null equals only null: `{revokedAt: null}` missed documents without the field).
  */
 export function toNedbQuery(filter: Filter): Filter {
   const query = translateQuery(filter);
@@ -541,8 +543,12 @@ export function toNedbQuery(filter: Filter): Filter {
   } as Filter;
 }
 
+/** MongoDB's `{[key]: null}`: the field is null or missing. */
+const nullOrMissing = (key: string): Filter => ({ $or: [{ [key]: null }, { [key]: { $exists: false } }] });
+
 function translateQuery(filter: Filter): Filter {
   const out: Filter = {};
+  // conditions every match must meet as well (NeDB's `$and`)
   const notEqual: Filter[] = [];
   for (const [key, value] of Object.entries(filter)) {
     if ((key === '$or' || key === '$and') && Array.isArray(value)) {
@@ -552,7 +558,8 @@ function translateQuery(filter: Filter): Filter {
       if ('$eq' in ops) {
         const { $eq, ...rest } = ops;
         if (Object.keys(rest).length === 0) {
-          out[key] = $eq;
+          if ($eq === null) notEqual.push(nullOrMissing(key));
+          else out[key] = $eq;
           continue;
         }
         ops = { ...rest, $in: [$eq] };
@@ -560,14 +567,26 @@ function translateQuery(filter: Filter): Filter {
       if ('$ne' in ops) {
         // MongoDB's `$ne` on an array field means "no element equals"; NeDB's means "some element differs".
         const { $ne, ...rest } = ops;
-        notEqual.push({ $not: { [key]: $ne } });
+        notEqual.push({ $not: $ne === null ? nullOrMissing(key) : { [key]: $ne } });
         ops = rest;
+      }
+      if (Array.isArray(ops.$in) && ops.$in.includes(null)) {
+        const { $in, ...rest } = ops;
+        const others = ($in as unknown[]).filter((v) => v !== null);
+        notEqual.push({ $or: [...(nullOrMissing(key).$or as Filter[]), { [key]: { $in: others } }] });
+        ops = rest;
+      }
+      if (Array.isArray(ops.$nin) && ops.$nin.includes(null)) {
+        notEqual.push({ $not: nullOrMissing(key) });
+        ops = { ...ops, $nin: (ops.$nin as unknown[]).filter((v) => v !== null) };
       }
       if (RANGE_OPERATORS.some((op) => op in ops && ops[op] !== null && ops[op] !== undefined)) {
         ops = { $exists: true, ...ops };
         notEqual.push({ $not: { [key]: null } });
       }
       if (Object.keys(ops).length) out[key] = ops;
+    } else if (value === null && !key.startsWith('$')) {
+      notEqual.push(nullOrMissing(key));
     } else {
       out[key] = value;
     }

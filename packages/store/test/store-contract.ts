@@ -63,6 +63,25 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect(await items.count({ at: { $lt: new Date('2020-01-01T00:00:00Z') } })).toBe(0);
     });
 
+    it('matches null as MongoDB does: a null or missing field, and $ne null only a present value', async () => {
+      await items.insertOne({ _id: 'dated', group: 'g', n: 1, at: new Date('2026-01-01T00:00:00Z') });
+      await items.insertOne({ _id: 'undated', group: 'g', n: 2 });
+      await items.insertOne({ _id: 'null', group: 'g', n: 3, at: null as unknown as Date });
+      await items.insertOne({ _id: 'nested', group: 'g', n: 4, nested: { a: 1 } });
+      const ids = async (filter: Record<string, unknown>) =>
+        (await items.find(filter, { sort: { n: 1 } })).map((d) => d._id);
+      expect(await ids({ at: null })).toEqual(['undated', 'null', 'nested']);
+      expect(await ids({ at: { $eq: null } })).toEqual(['undated', 'null', 'nested']);
+      expect(await ids({ at: { $ne: null } })).toEqual(['dated']);
+      expect(await ids({ at: { $in: [null] } })).toEqual(['undated', 'null', 'nested']);
+      expect(await ids({ at: { $nin: [null] } })).toEqual(['dated']);
+      expect(await ids({ 'nested.a': null })).toEqual(['dated', 'undated', 'null']);
+      expect(await ids({ 'nested.a': { $ne: null } })).toEqual(['nested']);
+      expect(await ids({ group: 'g', at: null, n: { $gte: 3 } })).toEqual(['null', 'nested']);
+      expect(await ids({ $or: [{ at: null }, { n: 1 }] })).toEqual(['dated', 'undated', 'null', 'nested']);
+      expect(await items.count({ at: { $ne: null, $lte: new Date('2027-01-01T00:00:00Z') } })).toBe(1);
+    });
+
     it('matches $ne on an array field only when no element equals the value', async () => {
       await items.insertOne({ _id: 'with', group: 'g', n: 1, tags: ['x', 'y'] });
       await items.insertOne({ _id: 'without', group: 'g', n: 2, tags: ['y'] });
