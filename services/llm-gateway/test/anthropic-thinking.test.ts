@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import Anthropic, { APIError } from '@anthropic-ai/sdk';
 import type {
   ContentBlock,
@@ -156,6 +157,37 @@ describe('extended thinking on Claude models through the edge', () => {
     expect(sent().max_tokens).toBe(4096);
   });
 
+  it('a tool loop without blocks goes on without thinking when the user speaks after the tool results too', async () => {
+    // Codex after an interrupted turn: the tool's output, then the user's next words (one user turn at Anthropic,
+    // its tool results included: still the tool loop whose assistant turn must start with thinking)
+    const user = { role: 'user' as const, content: 'Weather in Bern?' };
+    const first = await openai().chat.completions.create({
+      model: 'sim/claude',
+      messages: [user],
+      tools: [CHAT_WEATHER],
+      reasoning_effort: 'low',
+    });
+    const {
+      thinking_blocks: _blocks,
+      reasoning_content: _text,
+      ...bare
+    } = first.choices[0]!.message as Loose;
+    const next = await openai().chat.completions.create({
+      model: 'sim/claude',
+      messages: [
+        user,
+        bare,
+        { role: 'tool', tool_call_id: bare.tool_calls[0].id, content: 'aborted' },
+        { role: 'user', content: 'And in Geneva?' },
+      ],
+      tools: [CHAT_WEATHER],
+      reasoning_effort: 'low',
+    });
+    // answered (Anthropic would have refused the call with thinking: the simulator's 400, a 502 here)
+    expect(next.choices[0]!.finish_reason).toEqual(expect.any(String));
+    expect(sent()).not.toHaveProperty('thinking');
+  });
+
   it('refuses by name, before any call, what Claude refuses with thinking', async () => {
     const ask = (extra: Json) =>
       w.call(
@@ -264,6 +296,27 @@ describe('extended thinking on Claude models through the edge', () => {
     for await (const chunk of stream)
       blocks.push(...((chunk.choices[0]?.delta as Loose)?.thinking_blocks ?? []));
     expect(blocks).toEqual([redacted]);
+  });
+
+  it("count_tokens counts an earlier turn's thinking by its text, not its signature or a redacted block", async () => {
+    // Claude's signatures (and redacted data) are opaque base64, often longer than the thinking they sign
+    const opaque = randomBytes(3_000).toString('base64');
+    const count = (blocks: Array<Anthropic.ThinkingBlockParam | Anthropic.RedactedThinkingBlockParam>) =>
+      anthropic().messages.countTokens({
+        model: 'sim/claude',
+        thinking: { type: 'enabled', budget_tokens: 2000 },
+        messages: [
+          { role: 'user', content: 'Weather?' },
+          { role: 'assistant', content: [...blocks, { type: 'text', text: 'Sunny.' }] },
+          { role: 'user', content: 'Thanks' },
+        ],
+      });
+    const short = await count([{ type: 'thinking', thinking: 'Look it up.', signature: 'c2ln' }]);
+    const long = await count([
+      { type: 'thinking', thinking: 'Look it up.', signature: opaque },
+      { type: 'redacted_thinking', data: opaque },
+    ]);
+    expect(long.input_tokens).toBe(short.input_tokens);
   });
 
   it('an OpenAI-protocol model never receives thinking or thinking_blocks', async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { countTokens } from 'gpt-tokenizer';
 import {
   countChatPromptTokens,
@@ -58,6 +59,27 @@ describe('prompt token counting', () => {
     });
     expect(handed.reduce((n, t) => n + t.length, 0)).toBeLessThanOrEqual(EXACT_COUNT_CHARS);
     expect(Math.abs(counted - 2 * exact) / (2 * exact)).toBeLessThan(0.01);
+  });
+
+  it("counts an earlier turn's thinking by its text, not its signature or a redacted block's data", () => {
+    // a Claude model's signature (and a redacted block) is opaque base64, often longer than the thinking it signs
+    const opaque = randomBytes(3_000).toString('base64');
+    const turn = (blocks: unknown[]) => ({
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        { role: 'assistant', content: 'Sunny.', thinking_blocks: blocks },
+        { role: 'user', content: 'Thanks' },
+      ],
+    });
+    const bare = countChatPromptTokens(turn([{ type: 'thinking', thinking: 'Look it up.', signature: '' }]));
+    expect(
+      countChatPromptTokens(
+        turn([
+          { type: 'thinking', thinking: 'Look it up.', signature: opaque },
+          { type: 'redacted_thinking', data: opaque },
+        ]),
+      ),
+    ).toBe(bare);
   });
 
   it('shares the exact budget between the inputs of one embeddings request', () => {

@@ -73,7 +73,10 @@ function textsOf(value: unknown, out: string[]): void {
     const o = value as Record<string, unknown>;
     // image/audio parts are priced by providers differently; their URLs/data are not text tokens
     if (o.type === 'image_url' || o.type === 'input_audio') return;
-    for (const v of Object.values(o)) textsOf(v, out);
+    // a thinking block's signature and a redacted one's data are opaque base64 (decision 0114): only its text is read
+    if (o.type === 'redacted_thinking') return;
+    if (o.type === 'thinking') textsOf(o.thinking, out);
+    else for (const v of Object.values(o)) textsOf(v, out);
   }
 }
 

@@ -107,6 +107,28 @@ describe('thinking in the Anthropic translation', () => {
     expect(out.max_tokens).toBe(4096);
   });
 
+  it('counts the user speaking after the tool results as the same tool loop (one user turn at Anthropic)', () => {
+    const loop = [
+      { role: 'user' as const, content: 'Weather?' },
+      {
+        role: 'assistant' as const,
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function' as const, function: { name: 'w', arguments: '{}' } }],
+      },
+      { role: 'tool' as const, tool_call_id: 'call_1', content: 'sunny' },
+      { role: 'user' as const, content: 'And tomorrow?' },
+    ];
+    const out = translate({ messages: loop, reasoning_effort: 'medium' });
+    expect(out.messages.at(-1)!.content.map((b) => b.type)).toEqual(['tool_result', 'text']);
+    expect(out).not.toHaveProperty('thinking');
+    // a tool loop that ended earlier is no loop: the model thinks about the user's new words
+    const answered = [...loop.slice(0, 3), { role: 'assistant' as const, content: 'Sunny.' }, loop[3]!];
+    expect(translate({ messages: answered, reasoning_effort: 'medium' }).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 2048,
+    });
+  });
+
   it("answers the model's thinking as reasoning_content and its signed blocks as thinking_blocks", () => {
     const completion = fromAnthropicResponse(
       {

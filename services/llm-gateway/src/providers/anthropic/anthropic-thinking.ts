@@ -32,15 +32,17 @@ export interface ThinkingPlan {
 }
 
 /**
- * The last assistant message is a tool loop's (the conversation ends with its tools' results) and carries no signed
- * thinking: Anthropic refuses thinking there, since the turn's thinking must come first and cannot be made up.
+ * The last assistant message is a tool loop's (the conversation ends with its tools' results, the user's words after
+ * them included: Anthropic's last user turn holds both) and carries no signed thinking: Anthropic refuses thinking
+ * there, since the turn's thinking must come first and cannot be made up.
  */
 function toolLoopWithoutThinking(messages: readonly ChatRequestMessage[]): boolean {
-  if (messages[messages.length - 1]?.role !== 'tool') return false;
+  let toolResults = false;
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]!;
+    if (message.role === 'tool') toolResults = true;
     if (message.role !== 'assistant') continue;
-    return !Array.isArray(message.thinking_blocks) || message.thinking_blocks.length === 0;
+    return toolResults && (!Array.isArray(message.thinking_blocks) || message.thinking_blocks.length === 0);
   }
   return false;
 }
