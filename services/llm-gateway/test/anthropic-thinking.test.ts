@@ -6,7 +6,7 @@ import type {
   Tool,
 } from '@anthropic-ai/sdk/resources/messages';
 import type OpenAI from 'openai';
-import { type GatewayWorld, startGatewayWorld } from './support';
+import { type GatewayWorld, INTERNAL_SECRET, startGatewayWorld } from './support';
 
 type Json = Record<string, unknown>;
 // biome-ignore lint/suspicious/noExplicitAny: the simulator's requests and LiteLLM's members are asserted field by field
@@ -188,24 +188,21 @@ describe('extended thinking on Claude models through the edge', () => {
     expect(sent()).not.toHaveProperty('thinking');
   });
 
-  it('refuses by name, before any call, what Claude refuses with thinking', async () => {
+  it('refuses by name, before any call, what Claude refuses with its own thinking; reasoning_effort yields', async () => {
     const ask = (extra: Json) =>
       w.call(
         'gateway',
         'POST',
         '/v1/chat/completions',
         { bearer: owner.token },
-        {
-          model: 'sim/claude',
-          messages: [{ role: 'user', content: 'Hi' }],
-          ...extra,
-        },
+        { model: 'sim/claude', messages: [{ role: 'user', content: 'Hi' }], ...extra },
       );
+    const thinking = { type: 'enabled', budget_tokens: 2000 };
     const cases: Array<[Json, RegExp]> = [
-      [{ reasoning_effort: 'low', temperature: 0.2 }, /temperature 1/],
-      [{ reasoning_effort: 'low', max_completion_tokens: 500 }, /max_completion_tokens is 500/],
+      [{ thinking, temperature: 0.2 }, /temperature 1, not 0.2/],
+      [{ thinking, tools: [CHAT_WEATHER], tool_choice: 'required' }, /forces a tool/],
+      [{ thinking, response_format: { type: 'json_object' } }, /response_format/],
       [{ reasoning_effort: 'extreme' }, /reasoning_effort must be one of/],
-      [{ reasoning_effort: 'low', tools: [CHAT_WEATHER], tool_choice: 'required' }, /forces a tool/],
     ];
     for (const [extra, why] of cases) {
       const answer = await ask(extra);
@@ -217,6 +214,59 @@ describe('extended thinking on Claude models through the edge', () => {
       expect(answer.body.message).toMatch(why);
     }
     expect(w.sim.requests()).toHaveLength(0);
+
+    // reasoning_effort is a preference: where Claude cannot think as asked, it answers without thinking, as before
+    for (const extra of [
+      { temperature: 0.2 },
+      { max_completion_tokens: 500 },
+      { tools: [CHAT_WEATHER], tool_choice: 'required' },
+      { response_format: { type: 'json_object' } },
+    ]) {
+      const answer = await ask({ reasoning_effort: 'low', ...extra });
+      expect(answer.status).toBe(200);
+      expect(answer.body.choices[0].message).not.toHaveProperty('thinking_blocks');
+      expect(sent()).not.toHaveProperty('thinking');
+    }
+  });
+
+  it('asks no thinking of a Claude model the catalogue says does not reason', async () => {
+    const admin = await w.login();
+    const granted = await fetch(`${w.p.upstreams.auth}/internal/users/${admin.userId}/platform-admin`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', 'x-platform-internal-secret': INTERNAL_SECRET },
+      body: JSON.stringify({ granted: true }),
+    });
+    expect(granted.status).toBe(200);
+    const added = await w.call(
+      'gateway',
+      'POST',
+      '/v1/models',
+      { bearer: admin.token },
+      {
+        model_id: 'sim/claude-haiku-3',
+        type: 'completion',
+        provider_config: { provider: 'claude', model: 'claude-3-haiku-sim' },
+        pricing: { input_per_million: 0.25, output_per_million: 1.25 },
+        capabilities: { reasoning: false, tools: true },
+      },
+    );
+    expect(added.status).toBe(201);
+    const chat = await openai().chat.completions.create({
+      model: 'sim/claude-haiku-3',
+      messages: [{ role: 'user', content: 'Hi' }],
+      reasoning_effort: 'high',
+    });
+    expect(chat.choices[0]!.message).not.toHaveProperty('thinking_blocks');
+    expect(sent()).not.toHaveProperty('thinking');
+    const message = await anthropic().messages.create({
+      model: 'sim/claude-haiku-3',
+      max_tokens: 300,
+      thinking: { type: 'enabled', budget_tokens: 2000 },
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(message.content.map((b) => b.type)).toEqual(['text']);
+    expect(sent()).toMatchObject({ model: 'claude-3-haiku-sim', max_tokens: 300 });
+    expect(sent()).not.toHaveProperty('thinking');
   });
 
   it("Claude Code's thinking: signed blocks plain and streamed, and its tool loop sending them back", async () => {

@@ -136,6 +136,7 @@ export async function withResilience<T>(
           headers: headersFor(served),
           timeoutMs,
           signal,
+          reasons: served.capabilities?.reasoning !== false,
         };
         const result = await operation(served, call);
         metrics?.answered(served, (performance.now() - started) / 1000, timing);

@@ -48,6 +48,8 @@ export interface ProviderCall {
   headers: Record<string, string>;
   timeoutMs: number;
   signal: CancelSignal;
+  /** false when the catalogue says the model does not reason (`capabilities.reasoning: false`) */
+  reasons?: boolean;
 }
 
 // OpenAI wire objects are passed through as they are; the gateway reads a few members only.

@@ -253,6 +253,8 @@ export interface ProviderCall {
   timeoutMs: number;
   /** aborting it (client disconnect) cancels the provider call */
   signal: CancelSignal;
+  /** false when the catalogue says the model does not reason (`capabilities.reasoning: false`): no thinking is asked */
+  reasons?: boolean;
 }
 
 export interface ProviderAdapter {

@@ -54,7 +54,7 @@ export function createAnthropicAdapter(
 
   const translate = (body: ChatCompletionRequest, call: ProviderCall, stream: boolean) => {
     try {
-      return JSON.stringify(toAnthropicRequest(body, call.model, stream));
+      return JSON.stringify(toAnthropicRequest(body, call.model, stream, call.reasons !== false));
     } catch (err) {
       if (!(err instanceof UntranslatableRequest)) throw err;
       throw new RequestRefusedForProvider(spec.name, call.model, err.message);

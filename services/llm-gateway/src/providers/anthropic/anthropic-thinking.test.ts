@@ -45,23 +45,50 @@ describe('thinking in the Anthropic translation', () => {
     });
   });
 
-  it('refuses, by name, what Anthropic refuses with thinking', () => {
-    expect(() => translate({ reasoning_effort: 'extreme' })).toThrow(/reasoning_effort must be one of/);
-    expect(() => translate({ reasoning_effort: 'low', max_completion_tokens: 1024 })).toThrow(
-      /above its smallest thinking budget \(1024\)/,
-    );
-    expect(() => translate({ reasoning_effort: 'low', temperature: 0.2 })).toThrow(/temperature 1/);
-    expect(() => translate({ reasoning_effort: 'low', top_p: 0.5 })).toThrow(/top_p/);
-    expect(() => translate({ thinking: 'on' })).toThrow(/thinking must be an object/);
+  it("refuses by name, with Anthropic's own thinking, what Anthropic refuses with it", () => {
+    const thinking = { type: 'enabled', budget_tokens: 2000 };
     const tools = [{ type: 'function' as const, function: { name: 'f' } }];
-    expect(() => translate({ reasoning_effort: 'low', tools, tool_choice: 'required' })).toThrow(
-      /forces a tool/,
-    );
-    expect(() => translate({ reasoning_effort: 'low', response_format: { type: 'json_object' } })).toThrow(
+    expect(() => translate({ reasoning_effort: 'extreme' })).toThrow(/reasoning_effort must be one of/);
+    expect(() => translate({ thinking: 'on' })).toThrow(/thinking must be an object/);
+    expect(() => translate({ thinking, temperature: 0.2 })).toThrow(/temperature 1, not 0.2/);
+    expect(() => translate({ thinking, top_p: 0.5 })).toThrow(/top_p/);
+    expect(() => translate({ thinking, tools, tool_choice: 'required' })).toThrow(/forces a tool/);
+    expect(() => translate({ thinking, response_format: { type: 'json_object' } })).toThrow(
       /response_format/,
     );
     // temperature 1 is the one Anthropic takes with thinking
-    expect(() => translate({ reasoning_effort: 'low', temperature: 1 })).not.toThrow();
+    expect(translate({ thinking, temperature: 1 }).thinking).toEqual(thinking);
+  });
+
+  it('sends reasoning_effort without thinking where the model cannot think as asked, as before 0114', () => {
+    const tools = [{ type: 'function' as const, function: { name: 'f' } }];
+    const extras: Array<Partial<ChatCompletionRequest>> = [
+      { temperature: 0.2 },
+      { top_p: 0.5 },
+      { tools, tool_choice: 'required' },
+      { response_format: { type: 'json_object' } },
+      { max_completion_tokens: 1024 },
+    ];
+    for (const extra of extras) {
+      const out = translate({ reasoning_effort: 'low', ...extra });
+      expect(out).not.toHaveProperty('thinking');
+      expect(out.max_tokens).toBe(extra.max_completion_tokens ?? 4096);
+    }
+  });
+
+  it('asks no thinking of a model the catalogue says does not reason', () => {
+    const old = (body: Partial<ChatCompletionRequest>) =>
+      toAnthropicRequest(
+        { model: 'm', messages: [{ role: 'user', content: 'Why?' }], ...body } as ChatCompletionRequest,
+        'claude-3-haiku',
+        false,
+        false,
+      );
+    expect(old({ reasoning_effort: 'high' })).not.toHaveProperty('thinking');
+    expect(old({ thinking: { type: 'enabled', budget_tokens: 2000 }, max_tokens: 300 })).toEqual(
+      expect.not.objectContaining({ thinking: expect.anything() }),
+    );
+    expect(old({ thinking: { type: 'enabled', budget_tokens: 2000 }, max_tokens: 300 }).max_tokens).toBe(300);
   });
 
   it("puts an assistant message's thinking_blocks first, signatures untouched", () => {
@@ -88,6 +115,19 @@ describe('thinking in the Anthropic translation', () => {
     expect(() =>
       translate({ messages: [{ role: 'assistant', content: 'x', thinking_blocks: [{ type: 'thought' }] }] }),
     ).toThrow(/thinking_blocks\[0\]/);
+    // unsigned: another model's thinking, which no Anthropic model could check
+    const unsigned = translate({
+      messages: [
+        { role: 'user', content: 'Hi' },
+        {
+          role: 'assistant',
+          content: 'Hello',
+          thinking_blocks: [{ type: 'thinking', thinking: 'x', signature: '' }],
+        },
+        { role: 'user', content: 'Again' },
+      ],
+    });
+    expect(unsigned.messages[1]!.content).toEqual([{ type: 'text', text: 'Hello' }]);
   });
 
   it('sends a tool loop whose turn carries no signed thinking without thinking, as Anthropic requires', () => {

@@ -48,67 +48,87 @@ function toolLoopWithoutThinking(messages: readonly ChatRequestMessage[]): boole
 }
 
 /**
+ * What the request asks that an Anthropic model cannot do while it thinks, or null: a temperature other than 1,
+ * `top_p` below 0.95, a forced tool, or a `response_format` (0054 answers it through a forced tool).
+ */
+function conflictWithThinking(body: ChatCompletionRequest, json: boolean): string | null {
+  if (typeof body.temperature === 'number' && body.temperature !== 1)
+    return `an Anthropic model thinks only at temperature 1, not ${body.temperature}`;
+  if (typeof body.top_p === 'number' && body.top_p < 0.95)
+    return 'an Anthropic model thinks only with top_p of 0.95 or more';
+  const choice = body.tool_choice;
+  if (choice === 'required' || (typeof choice === 'object' && choice !== null))
+    return 'an Anthropic model cannot think when tool_choice forces a tool';
+  if (json) return 'an Anthropic model cannot think while answering in a response_format';
+  return null;
+}
+
+/**
  * The thinking a chat request asks of an Anthropic model, and the `max_tokens` that leaves room for it.
- * - `thinking` (Anthropic's member, as LiteLLM takes it) is sent as it is, and wins over `reasoning_effort`.
- * - `reasoning_effort` is a budget: a token bound (`max_completion_tokens`, which in OpenAI's terms covers the
- *   reasoning too) above Anthropic's smallest budget holds the budget under it; none adds the budget to the default.
- *   In a tool loop whose turn carries no signed thinking (a client that dropped `thinking_blocks`, or a turn begun
- *   without thinking) the call is sent without it, as Anthropic requires, instead of failing.
- * - Thinking rules out what Anthropic refuses with it: a temperature other than 1, `top_p` below 0.95, a forced tool.
+ * - `thinking` (Anthropic's member, as LiteLLM takes it) is a demand: sent as it is, it wins over
+ *   `reasoning_effort`, and what Anthropic refuses with it is refused by name.
+ * - `reasoning_effort` is a preference, a budget: a token bound (`max_completion_tokens`, which in OpenAI's terms
+ *   covers the reasoning too) holds the budget under it; none adds the budget to the default. Where the model cannot
+ *   think as asked, the call is sent without thinking, as every call was before decision 0114: a bound of at most
+ *   Anthropic's smallest budget, something Anthropic refuses with thinking (`conflictWithThinking`), or a tool loop
+ *   whose turn carries no signed thinking (a client that dropped `thinking_blocks`, or a turn begun without it).
+ * - A model the catalogue says does not reason (`capabilities.reasoning: false`) is sent neither.
  */
 export function thinkingPlan(
   body: ChatCompletionRequest,
   bound: number | undefined,
   defaultMaxTokens: number,
+  /** `reasons`: the catalogue does not say the model cannot; `json`: the answer is asked in a response_format */
+  model: { reasons: boolean; json: boolean },
 ): ThinkingPlan {
-  let thinking: AnthropicThinking | undefined;
-  if (isObject(body.thinking)) thinking = body.thinking as AnthropicThinking;
-  else if (body.thinking != null) throw new UntranslatableRequest('thinking must be an object');
-  else if (body.reasoning_effort != null) {
-    const effort = String(body.reasoning_effort);
-    if (!Object.hasOwn(BUDGET_BY_EFFORT, effort))
-      throw new UntranslatableRequest(
-        `reasoning_effort must be one of ${Object.keys(BUDGET_BY_EFFORT).join(', ')}, not '${effort}'`,
-      );
-    const budget = BUDGET_BY_EFFORT[effort]!;
-    if (budget === null || toolLoopWithoutThinking(body.messages))
-      return { maxTokens: bound ?? defaultMaxTokens };
-    if (bound !== undefined && bound <= MIN_BUDGET)
-      throw new UntranslatableRequest(
-        `reasoning on an Anthropic model needs a token bound above its smallest thinking budget (${MIN_BUDGET}): max_completion_tokens is ${bound}`,
-      );
-    thinking = { type: 'enabled', budget_tokens: bound === undefined ? budget : Math.min(budget, bound - 1) };
-    return checked(body, thinking, bound ?? defaultMaxTokens + budget);
+  const none = { maxTokens: bound ?? defaultMaxTokens };
+  if (isObject(body.thinking)) {
+    const thinking = body.thinking as AnthropicThinking;
+    if (!model.reasons) return none;
+    if (thinking.type !== 'enabled') return { thinking, maxTokens: none.maxTokens };
+    const conflict = conflictWithThinking(body, model.json);
+    if (conflict) throw new UntranslatableRequest(`${conflict}: thinking cannot be enabled`);
+    const budget = typeof thinking.budget_tokens === 'number' ? thinking.budget_tokens : 0;
+    return { thinking, maxTokens: bound ?? defaultMaxTokens + budget };
   }
-  if (thinking === undefined || thinking.type !== 'enabled')
-    return { thinking, maxTokens: bound ?? defaultMaxTokens };
-  const budget = typeof thinking.budget_tokens === 'number' ? thinking.budget_tokens : 0;
-  return checked(body, thinking, bound ?? defaultMaxTokens + budget);
-}
-
-function checked(body: ChatCompletionRequest, thinking: AnthropicThinking, maxTokens: number): ThinkingPlan {
-  if (typeof body.temperature === 'number' && body.temperature !== 1)
+  if (body.thinking != null) throw new UntranslatableRequest('thinking must be an object');
+  if (body.reasoning_effort == null) return none;
+  const effort = String(body.reasoning_effort);
+  if (!Object.hasOwn(BUDGET_BY_EFFORT, effort))
     throw new UntranslatableRequest(
-      `an Anthropic model thinks only at temperature 1: temperature cannot be ${body.temperature} with reasoning`,
+      `reasoning_effort must be one of ${Object.keys(BUDGET_BY_EFFORT).join(', ')}, not '${effort}'`,
     );
-  if (typeof body.top_p === 'number' && body.top_p < 0.95)
-    throw new UntranslatableRequest('an Anthropic model thinks only with top_p of 0.95 or more');
-  const choice = body.tool_choice;
-  if (choice === 'required' || (typeof choice === 'object' && choice !== null))
-    throw new UntranslatableRequest('an Anthropic model cannot think when tool_choice forces a tool');
-  return { thinking, maxTokens };
+  const budget = BUDGET_BY_EFFORT[effort]!;
+  if (
+    budget === null ||
+    !model.reasons ||
+    (bound !== undefined && bound <= MIN_BUDGET) ||
+    conflictWithThinking(body, model.json) !== null ||
+    toolLoopWithoutThinking(body.messages)
+  )
+    return none;
+  return {
+    thinking: { type: 'enabled', budget_tokens: bound === undefined ? budget : Math.min(budget, bound - 1) },
+    maxTokens: bound ?? defaultMaxTokens + budget,
+  };
 }
 
-/** An assistant message's `thinking_blocks`, sent back as they came (their signatures are Anthropic's to check). */
+/**
+ * An assistant message's `thinking_blocks`, sent back as they came (their signatures are Anthropic's to check). An
+ * unsigned thinking block is dropped: another model's thinking, which no Anthropic model could check (as
+ * `/v1/messages` drops the gateway's own).
+ */
 export function thinkingBlocksOf(message: ChatRequestMessage): AnthropicBlock[] {
   const blocks = message.thinking_blocks;
   if (blocks == null) return [];
   if (!Array.isArray(blocks)) throw new UntranslatableRequest('thinking_blocks must be an array');
-  return blocks.map((block, i) => {
+  return blocks.flatMap((block, i): AnthropicBlock[] => {
     if (isObject(block) && block.type === 'thinking' && typeof block.thinking === 'string')
-      return { type: 'thinking', thinking: block.thinking, signature: String(block.signature ?? '') };
+      return typeof block.signature === 'string' && block.signature !== ''
+        ? [{ type: 'thinking', thinking: block.thinking, signature: block.signature }]
+        : [];
     if (isObject(block) && block.type === 'redacted_thinking' && typeof block.data === 'string')
-      return { type: 'redacted_thinking', data: block.data };
+      return [{ type: 'redacted_thinking', data: block.data }];
     throw new UntranslatableRequest(
       `thinking_blocks[${i}] must be {type: 'thinking', thinking, signature} or {type: 'redacted_thinking', data}`,
     );

@@ -276,6 +276,8 @@ export function toAnthropicRequest(
   body: ChatCompletionRequest,
   model: string,
   stream: boolean,
+  /** the catalogue does not say the model cannot reason (`capabilities.reasoning: false`): it may think (0114) */
+  reasons = true,
 ): AnthropicRequest {
   const system: Piece[] = [];
   const messages: AnthropicMessage[] = [];
@@ -308,6 +310,7 @@ export function toAnthropicRequest(
     body,
     body.max_completion_tokens ?? body.max_tokens ?? undefined,
     ANTHROPIC_DEFAULT_MAX_TOKENS,
+    { reasons, json: answersInJson(body) },
   );
   const out: AnthropicRequest = {
     model,
@@ -325,8 +328,6 @@ export function toAnthropicRequest(
   if (body.user) out.metadata = { user_id: body.user };
   const jsonTool = jsonResponseTool(body);
   if (jsonTool) {
-    if (plan.thinking?.type === 'enabled')
-      throw new UntranslatableRequest('an Anthropic model cannot think while answering in a response_format');
     out.tools = [jsonTool];
     out.tool_choice = { type: 'tool', name: JSON_RESPONSE_TOOL };
   } else if (body.tools?.length) {
