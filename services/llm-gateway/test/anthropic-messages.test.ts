@@ -359,6 +359,46 @@ describe("Anthropic's Messages API through the edge", () => {
     expect(AnthropicErrorSchema.parse(refused.body)).toEqual(refused.body);
   });
 
+  it('an answer ended by a stop sequence says which, plain and streamed, where the provider says it', async () => {
+    w.sim.script(
+      ['claude-sim', 'gpt-sim'].map((model) => ({
+        match: { model },
+        reply: { content: 'Paris. END of answer' },
+      })),
+    );
+    const client = anthropic({ bearer: owner.token });
+    const ask = {
+      model: 'sim/claude',
+      max_tokens: 100,
+      stop_sequences: ['STOP', 'END'],
+      messages: [{ role: 'user' as const, content: 'Capital of France?' }],
+    };
+    const ended = {
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'END',
+      content: [{ type: 'text', text: 'Paris. ' }],
+    };
+    expect(await client.messages.create(ask)).toMatchObject(ended);
+    expect(await client.messages.stream(ask).finalMessage()).toMatchObject(ended);
+    // chat says it on the choice, as vLLM does
+    const chat = await w.client({ bearer: owner.token }).chat.completions.create({
+      model: 'sim/claude',
+      messages: ask.messages,
+      stop: ['END'],
+    });
+    expect(chat.choices[0]).toMatchObject({
+      finish_reason: 'stop',
+      stop_reason: 'END',
+      message: { content: 'Paris. ' },
+    });
+    // OpenAI does not say which sequence stopped an answer: end_turn
+    expect(await client.messages.create({ ...ask, model: 'sim/gpt' })).toMatchObject({
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      content: [{ type: 'text', text: 'Paris. ' }],
+    });
+  });
+
   it('max_tokens reached: stop_reason max_tokens, plain and streamed', async () => {
     const client = anthropic({ bearer: owner.token });
     const ask = {

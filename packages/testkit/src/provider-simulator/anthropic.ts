@@ -141,6 +141,7 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
       toolChoice,
       // the thinking is spent out of max_tokens, as Anthropic spends it
       maxTokens: (body.max_tokens as number) - (thinking?.tokens ?? 0),
+      stop: Array.isArray(body.stop_sequences) ? (body.stop_sequences as string[]) : undefined,
     },
     ctx.rule,
   );
@@ -187,8 +188,8 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
     type: 'message',
     role: 'assistant',
     model: body.model,
-    stop_reason: stopReason[turn.finish],
-    stop_sequence: null,
+    stop_reason: turn.stopSequence === undefined ? stopReason[turn.finish] : 'stop_sequence',
+    stop_sequence: turn.stopSequence ?? null,
   };
 
   if (body.stream !== true) return { kind: 'json', body: { ...message, content, usage } };
@@ -246,7 +247,7 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
   frames.push(
     sseEvent('message_delta', {
       type: 'message_delta',
-      delta: { stop_reason: stopReason[turn.finish], stop_sequence: null },
+      delta: { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence },
       usage: { output_tokens: outputTokens },
     }),
   );

@@ -7,6 +7,8 @@ export interface ChatDecision {
   toolCalls: Array<{ name: string; arguments: string }>;
   finish: 'stop' | 'length' | 'tool_calls';
   completionTokens: number;
+  /** the stop sequence that ended the text (cut before it), when one did */
+  stopSequence?: string;
 }
 
 export interface ChatTurnInput {
@@ -18,6 +20,19 @@ export interface ChatTurnInput {
   /** `none`, `auto`, `required`, or one tool's name */
   toolChoice: string;
   maxTokens: number | undefined;
+  /** the request's stop sequences: the text ends before the first one it holds */
+  stop?: readonly string[];
+}
+
+/** The text up to the first of the stop sequences it holds, and that sequence; the text itself when none. */
+function cutAtStop(text: string, stop: readonly string[] | undefined): { text: string; sequence?: string } {
+  let at = -1;
+  let sequence: string | undefined;
+  for (const candidate of stop ?? []) {
+    const index = candidate === '' ? -1 : text.indexOf(candidate);
+    if (index !== -1 && (at === -1 || index < at)) [at, sequence] = [index, candidate];
+  }
+  return sequence === undefined ? { text } : { text: text.slice(0, at), sequence };
 }
 
 const serialise = (call: SimulatorToolCall) => ({
@@ -49,7 +64,10 @@ export function decideTurn(input: ChatTurnInput, rule: SimulatorRule): ChatDecis
       completionTokens: rule.reply?.usage?.completion_tokens ?? countSimulatorTokens(text) + toolTokens,
     };
   }
-  const full = rule.reply?.content ?? simulatedAnswer(input.lastUserText);
+  const { text: full, sequence } = cutAtStop(
+    rule.reply?.content ?? simulatedAnswer(input.lastUserText),
+    input.stop,
+  );
   const limited =
     input.maxTokens !== undefined && countSimulatorTokens(full) > input.maxTokens
       ? truncateToTokens(full, input.maxTokens)
@@ -59,6 +77,7 @@ export function decideTurn(input: ChatTurnInput, rule: SimulatorRule): ChatDecis
     toolCalls: [],
     finish: limited === full ? 'stop' : 'length',
     completionTokens: rule.reply?.usage?.completion_tokens ?? countSimulatorTokens(limited),
+    ...(limited === full && sequence !== undefined ? { stopSequence: sequence } : {}),
   };
 }
 

@@ -106,6 +106,7 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
       tools,
       toolChoice,
       maxTokens: typeof maxTokens === 'number' ? maxTokens : undefined,
+      stop: typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : undefined,
     },
     ctx.rule,
   );

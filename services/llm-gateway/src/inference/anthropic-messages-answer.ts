@@ -40,9 +40,16 @@ export function messageUsage(usage: Usage, figures: Figures): Json {
 }
 
 /**
- * A chat finish reason as Anthropic's `stop_reason`. Chat does not say which stop sequence ended an answer (nor
- * whether one did), so a `stop` is `end_turn`, never `stop_sequence`.
+ * A chat finish reason as Anthropic's `stop_reason` and `stop_sequence`. Chat has no member for the stop sequence
+ * that ended an answer; vLLM and the Anthropic adapter say it as the choice's `stop_reason` (a string beside
+ * `finish_reason: "stop"`), and then it is `stop_sequence`. Other providers do not say it: `end_turn`.
  */
+function stopOf(finish: unknown, sequence: unknown): { stop_reason: string; stop_sequence: string | null } {
+  if (finish === 'stop' && typeof sequence === 'string')
+    return { stop_reason: 'stop_sequence', stop_sequence: sequence };
+  return { stop_reason: stopReason(finish), stop_sequence: null };
+}
+
 function stopReason(finish: unknown): string {
   switch (finish) {
     case 'length':
@@ -138,8 +145,7 @@ export function messageOfCompletion(base: MessageBase, completion: ChatCompletio
     role: 'assistant',
     model: base.model,
     content,
-    stop_reason: stopReason(choice?.finish_reason),
-    stop_sequence: null,
+    ...stopOf(choice?.finish_reason, choice?.stop_reason),
     usage,
   };
 }
@@ -215,6 +221,8 @@ export class MessagesEventWriter {
   /** the content block of each chat tool call, by its chunk index */
   private readonly calls = new Map<number, number>();
   private finishReason: unknown = null;
+  /** the stop sequence that ended the answer, when the provider says it (vLLM's and the adapter's `stop_reason`) */
+  private stopSequence: unknown = null;
 
   constructor(
     private readonly base: MessageBase,
@@ -260,6 +268,8 @@ export class MessagesEventWriter {
     if (Array.isArray(delta?.tool_calls))
       for (const call of delta.tool_calls as Array<ChatToolCall & { index?: number }>) this.toolCall(call);
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    const sequence = (choice as { stop_reason?: unknown }).stop_reason;
+    if (typeof sequence === 'string') this.stopSequence = sequence;
   }
 
   /** The answer is whole: its last block closed, then `message_delta` with the usage and `message_stop`. */
@@ -269,7 +279,7 @@ export class MessagesEventWriter {
     this.close();
     this.send('message_delta', {
       type: 'message_delta',
-      delta: { stop_reason: stopReason(this.finishReason), stop_sequence: null },
+      delta: stopOf(this.finishReason, this.stopSequence),
       // the whole message's counters (the SDK takes them over message_start's), with the gateway's additions
       usage,
     });

@@ -54,8 +54,11 @@ export const AnthropicMessageSchema = z
         }),
       ]),
     ),
-    stop_reason: z.enum(['end_turn', 'max_tokens', 'tool_use', 'refusal']),
-    stop_sequence: z.null(),
+    stop_reason: z.enum(['end_turn', 'max_tokens', 'tool_use', 'refusal', 'stop_sequence']),
+    stop_sequence: z.string().nullable().meta({
+      description:
+        'the stop sequence that ended the answer, when the provider says which (Anthropic models, vLLM); else null',
+    }),
     usage: z.object({
       input_tokens: z.number().int(),
       output_tokens: z.number().int(),

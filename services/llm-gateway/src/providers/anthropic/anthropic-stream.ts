@@ -1,7 +1,12 @@
 import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
 import { invalidAnswer, sendForEvents } from '../http/provider-http';
 import { type ChatCompletionChunk, type ProviderCall, ProviderError } from '../types';
-import { answerFinishReason, JSON_RESPONSE_TOOL, usageFromAnthropic } from './anthropic-translate';
+import {
+  answerFinishReason,
+  JSON_RESPONSE_TOOL,
+  stopSequenceOf,
+  usageFromAnthropic,
+} from './anthropic-translate';
 import type { AnthropicUsage } from './anthropic-wire';
 
 type Delta = ChatCompletionChunk['choices'][number]['delta'];
@@ -27,6 +32,7 @@ interface StreamEvent {
     thinking?: string;
     signature?: string;
     stop_reason?: string | null;
+    stop_sequence?: string | null;
   };
   usage?: AnthropicUsage;
   error?: { type?: string; message?: string };
@@ -74,7 +80,11 @@ export async function* anthropicChunks(
   /** thinking blocks being streamed, by block index: their text and signature so far */
   const thinking = new Map<number, { thinking: string; signature: string }>();
 
-  const chunk = (delta: Delta, finish: ChatCompletionChunk['choices'][number]['finish_reason'] = null) => {
+  const chunk = (
+    delta: Delta,
+    finish: ChatCompletionChunk['choices'][number]['finish_reason'] = null,
+    stopped: { stop_reason?: string } = {},
+  ) => {
     const withRole = rolePending ? { role: 'assistant' as const, ...delta } : delta;
     rolePending = false;
     yielded = true;
@@ -83,7 +93,7 @@ export async function* anthropicChunks(
       object: 'chat.completion.chunk' as const,
       created,
       model,
-      choices: [{ index: 0, delta: withRole, finish_reason: finish, logprobs: null }],
+      choices: [{ index: 0, delta: withRole, finish_reason: finish, ...stopped, logprobs: null }],
     };
   };
 
@@ -177,7 +187,9 @@ export async function* anthropicChunks(
         usage = { ...usage, ...reported(event.usage) };
         if (event.usage?.cache_creation)
           usage.cache_creation = { ...byTtl, ...reported(event.usage.cache_creation) };
-        if (event.delta?.stop_reason) yield chunk({}, answerFinishReason(event.delta.stop_reason, json));
+        const stop = event.delta?.stop_reason;
+        if (stop)
+          yield chunk({}, answerFinishReason(stop, json), stopSequenceOf(stop, event.delta?.stop_sequence));
         break;
       }
       case 'message_stop':

@@ -416,6 +416,16 @@ export function usageFromAnthropic(usage: AnthropicUsage | undefined): Usage {
   };
 }
 
+/**
+ * The stop sequence that ended an answer, as vLLM says it on a choice (`stop_reason`, beside `finish_reason: "stop"`):
+ * chat has no member of its own for it, and `/v1/messages` answers it back as Anthropic's `stop_sequence`.
+ */
+export const stopSequenceOf = (
+  stop: string | null | undefined,
+  sequence: unknown,
+): { stop_reason?: string } =>
+  stop === 'stop_sequence' && typeof sequence === 'string' ? { stop_reason: sequence } : {};
+
 /** The finish reason of an answer; the forced JSON tool's use is the answer's plain end. */
 export function answerFinishReason(stop: string | null | undefined, json: boolean): FinishReason | null {
   return json && stop === 'tool_use' ? 'stop' : finishReason(stop);
@@ -462,6 +472,7 @@ export function fromAnthropicResponse(
           ...chatThinkingOf(answer.content),
         },
         finish_reason: answerFinishReason(answer.stop_reason, json),
+        ...stopSequenceOf(answer.stop_reason, answer.stop_sequence),
         logprobs: null,
       },
     ],

@@ -82,5 +82,7 @@ export interface AnthropicResponse {
   model: string;
   content: AnthropicBlock[];
   stop_reason: string | null;
+  /** the stop sequence that ended the answer (`stop_reason: "stop_sequence"`) */
+  stop_sequence?: string | null;
   usage: AnthropicUsage;
 }
