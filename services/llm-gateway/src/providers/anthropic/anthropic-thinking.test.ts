@@ -145,6 +145,21 @@ describe('thinking in the Anthropic translation', () => {
     });
     expect(out).not.toHaveProperty('thinking');
     expect(out.max_tokens).toBe(4096);
+    // unsigned blocks are not sent, so they are none
+    const unsigned = translate({
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          thinking_blocks: [{ type: 'thinking', thinking: 'x', signature: '' }],
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+      ],
+      reasoning_effort: 'medium',
+    });
+    expect(unsigned).not.toHaveProperty('thinking');
   });
 
   it('counts the user speaking after the tool results as the same tool loop (one user turn at Anthropic)', () => {

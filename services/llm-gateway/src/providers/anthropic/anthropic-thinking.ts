@@ -42,7 +42,8 @@ function toolLoopWithoutThinking(messages: readonly ChatRequestMessage[]): boole
     const message = messages[i]!;
     if (message.role === 'tool') toolResults = true;
     if (message.role !== 'assistant') continue;
-    return toolResults && (!Array.isArray(message.thinking_blocks) || message.thinking_blocks.length === 0);
+    // the blocks that will be sent: unsigned ones are not
+    return toolResults && thinkingBlocksOf(message).length === 0;
   }
   return false;
 }
