@@ -107,7 +107,13 @@ const ResponseOutputItemSchema = z.union([
       summary: z
         .array(z.unknown())
         .meta({ description: 'always empty: providers give the thinking, not a summary' }),
-      content: z.array(z.object({ type: z.literal('reasoning_text'), text: z.string() })),
+      content: z
+        .array(z.object({ type: z.literal('reasoning_text'), text: z.string() }))
+        .meta({ description: 'the thinking text; empty when the model thought only in a redacted block' }),
+      encrypted_content: z.string().optional().meta({
+        description:
+          "Claude's signed thinking blocks (decision 0114), `gwtb1:` then base64url JSON, not secret (Anthropic's signature protects them): answered when `include` has `reasoning.encrypted_content` or the response is kept (stored, or in a conversation); sent back in `input`, they let Claude think on through a tool loop",
+      }),
     })
     .meta({ description: "a reasoning model's thinking, before the message, when the provider sends it" }),
 ]);

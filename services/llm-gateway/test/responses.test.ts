@@ -425,7 +425,8 @@ describe('the Responses API through the edge', () => {
       store: false,
     });
     expect(defaults.status).toBe(200);
-    // what Codex CLI and the Agents SDK send without storing: the encrypted reasoning the answer carries (none)
+    // what Codex CLI and the Agents SDK send without storing: the encrypted reasoning the answer carries (none: the
+    // mock does not think; Claude's signed thinking is in responses-thinking.test.ts)
     const encryptedReasoning = await post(as, {
       model: 'mock/chat',
       input: 'hi',

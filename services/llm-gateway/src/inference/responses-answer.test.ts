@@ -1,17 +1,18 @@
 import { APIError } from 'openai';
 import { ResponseStream } from 'openai/lib/responses/ResponseStream';
 import type { ChatChunk } from './provider-port';
-import { type ResponseBase, ResponsesEventWriter } from './responses-answer';
+import { fromChatCompletion, type ResponseBase, ResponsesEventWriter } from './responses-answer';
 import { toChatRequest } from './responses-request';
 
 const FIGURES_USAGE = { input_tokens: 5, output_tokens: 7, total_tokens: 12 };
 
-function base(): ResponseBase {
+function base(encryptedReasoning = false): ResponseBase {
   return {
     id: 'resp_test',
     createdAt: 1_700_000_000,
     model: 'mock/chat',
     echo: toChatRequest({ input: 'hi' }).echo,
+    encryptedReasoning,
   };
 }
 
@@ -36,9 +37,9 @@ const call = (index: number, fields: { id?: string; name?: string; arguments?: s
 const finish = (reason: string): ChatChunk => ({ choices: [{ delta: {}, finish_reason: reason }] });
 
 /** The writer's events, fed to the SDK's own stream helper, which checks every item identity and index. */
-async function assemble(feed: (writer: ResponsesEventWriter) => void) {
+async function assemble(feed: (writer: ResponsesEventWriter) => void, encryptedReasoning = false) {
   const sent: Array<Record<string, unknown>> = [];
-  const writer = new ResponsesEventWriter(base(), (_type, event) =>
+  const writer = new ResponsesEventWriter(base(encryptedReasoning), (_type, event) =>
     sent.push(JSON.parse(JSON.stringify(event))),
   );
   writer.start();
@@ -292,5 +293,108 @@ describe('Responses events from chat chunks, as the openai SDK assembles them', 
       },
       { type: 'error', code: 'MONTHLY_QUOTA_EXCEEDED', message: 'spent', param: null, error: envelope },
     ]);
+  });
+
+  describe("Claude's signed thinking blocks as the reasoning item's encrypted_content", () => {
+    const signed = { type: 'thinking', thinking: 'Two and two...', signature: 'c2ln' };
+    const redacted = { type: 'redacted_thinking', data: 'cmVk' };
+    const carried = (blocks: unknown[]) =>
+      `gwtb1:${Buffer.from(JSON.stringify(blocks)).toString('base64url')}`;
+    const delta = (fields: Record<string, unknown>): ChatChunk => ({
+      choices: [{ delta: fields as never, finish_reason: null }],
+    });
+
+    it('streamed: the blocks join the item, whose done event and the final response carry them', async () => {
+      const feed = (w: ResponsesEventWriter) => {
+        w.chunk(delta({ reasoning_content: 'Two and ' }));
+        w.chunk(delta({ reasoning_content: 'two...' }));
+        w.chunk(delta({ thinking_blocks: [signed] }));
+        w.chunk(text('Four.', 'stop'));
+        w.complete(FIGURES_USAGE, 1);
+      };
+      const { sent, final } = await assemble(feed, true);
+      const response = await final;
+      expect(response.output[0]).toEqual({
+        id: expect.stringMatching(/^rs_/),
+        type: 'reasoning',
+        status: 'completed',
+        summary: [],
+        content: [{ type: 'reasoning_text', text: 'Two and two...' }],
+        encrypted_content: carried([signed]),
+      });
+      const done = sent.find((e) => e.type === 'response.output_item.done') as { item: unknown };
+      expect(done.item).toEqual(response.output[0]);
+      expect(sent.at(-1)).toMatchObject({
+        type: 'response.completed',
+        response: { output: [done.item, {}] },
+      });
+      // not asked, not kept: the blocks are passed over, as before
+      const plain = await (await assemble(feed)).final;
+      expect(plain.output[0]).not.toHaveProperty('encrypted_content');
+    });
+
+    it('a redacted block alone opens a reasoning item without text; a later thinking block joins it', async () => {
+      const { sent, final } = await assemble((w) => {
+        w.chunk(delta({ thinking_blocks: [redacted] }));
+        w.chunk(delta({ reasoning_content: 'Hmm.' }));
+        w.chunk(delta({ thinking_blocks: [{ ...signed, thinking: 'Hmm.' }] }));
+        w.chunk(call(0, { id: 'call_a', name: 'weather', arguments: '{}' }));
+        w.chunk(finish('tool_calls'));
+        w.complete(FIGURES_USAGE, 1);
+      }, true);
+      const response = await final;
+      expect(response.output.map((o) => o.type)).toEqual(['reasoning', 'function_call']);
+      expect(response.output[0]).toMatchObject({
+        content: [{ type: 'reasoning_text', text: 'Hmm.' }],
+        encrypted_content: carried([redacted, { ...signed, thinking: 'Hmm.' }]),
+      });
+      const alone = await (
+        await assemble((w) => {
+          w.chunk(delta({ thinking_blocks: [redacted] }));
+          w.chunk(text('Fog.', 'stop'));
+          w.complete(FIGURES_USAGE, 1);
+        }, true)
+      ).final;
+      expect(alone.output[0]).toEqual({
+        id: expect.stringMatching(/^rs_/),
+        type: 'reasoning',
+        status: 'completed',
+        summary: [],
+        content: [],
+        encrypted_content: carried([redacted]),
+      });
+      expect(sent.filter((e) => e.type === 'response.content_part.added')).toHaveLength(1);
+    });
+
+    it('a plain answer: its blocks on the reasoning item, a redacted block alone making one', () => {
+      const answer = (message: Record<string, unknown>, encryptedReasoning: boolean) =>
+        fromChatCompletion(
+          base(encryptedReasoning),
+          {
+            choices: [
+              { message: { role: 'assistant', content: 'Four.', ...message }, finish_reason: 'stop' },
+            ],
+          },
+          FIGURES_USAGE,
+          1,
+        ).output as Array<Record<string, unknown>>;
+      expect(answer({ reasoning_content: 'Two and two...', thinking_blocks: [signed] }, true)[0]).toEqual({
+        id: expect.stringMatching(/^rs_/),
+        type: 'reasoning',
+        status: 'completed',
+        summary: [],
+        content: [{ type: 'reasoning_text', text: 'Two and two...' }],
+        encrypted_content: carried([signed]),
+      });
+      expect(answer({ thinking_blocks: [redacted] }, true)[0]).toMatchObject({
+        type: 'reasoning',
+        content: [],
+        encrypted_content: carried([redacted]),
+      });
+      expect(answer({ thinking_blocks: [redacted] }, false).map((o) => o.type)).toEqual(['message']);
+      expect(
+        answer({ reasoning_content: 'Two and two...', thinking_blocks: [signed] }, false)[0],
+      ).not.toHaveProperty('encrypted_content');
+    });
   });
 });

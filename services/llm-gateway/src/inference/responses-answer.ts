@@ -3,6 +3,7 @@ import { type Said, thinkingText, visibleText } from './answer-text';
 import type { Figures } from './gateway-context';
 import type { ChatChunk, ChatCompletion, Usage } from './provider-port';
 import type { ResponseEcho } from './responses-request';
+import { encodeThinking, type ThinkingBlock, thinkingBlocksIn } from './responses-thinking';
 
 /**
  * The Responses API's answer from a chat completion: the `response` object, and for a stream the event
@@ -20,6 +21,11 @@ export interface ResponseBase {
   /** the catalogue model that answers */
   model: string;
   echo: ResponseEcho;
+  /**
+   * reasoning items carry Claude's signed thinking blocks as `encrypted_content`: the request's `include` asked
+   * for it, or the response is kept (stored, or a conversation's turn) and a later turn reads it back
+   */
+  encryptedReasoning: boolean;
 }
 
 type Status = 'in_progress' | 'completed' | 'incomplete' | 'failed';
@@ -103,13 +109,21 @@ function responseObject(
 
 const outputText = (text: string): Json => ({ type: 'output_text', text, annotations: [], logprobs: [] });
 
-/** The thinking as the Responses API's `reasoning` item, before the message (`summary`: the model wrote none). */
-const reasoningItem = (status: ItemStatus, text: string): Json & { content: Json[] } => ({
+/**
+ * The thinking as the Responses API's `reasoning` item, before the message (`summary`: the model wrote none), with
+ * its signed blocks as `encrypted_content` when there are any to carry.
+ */
+const reasoningItem = (
+  status: ItemStatus,
+  text: string,
+  blocks: readonly ThinkingBlock[] = [],
+): Json & { content: Json[] } => ({
   id: newId('rs'),
   type: 'reasoning',
   status,
   summary: [],
   content: text === '' ? [] : [{ type: 'reasoning_text', text }],
+  ...(blocks.length > 0 ? { encrypted_content: encodeThinking(blocks) } : {}),
 });
 
 interface ChatToolCall {
@@ -126,7 +140,11 @@ export function fromChatCompletion(
   completedAt: number,
 ): Json {
   const choice = (completion.choices as Array<Json> | undefined)?.[0];
-  const message = (choice?.message ?? {}) as Said & { refusal?: unknown; tool_calls?: unknown };
+  const message = (choice?.message ?? {}) as Said & {
+    refusal?: unknown;
+    tool_calls?: unknown;
+    thinking_blocks?: unknown;
+  };
   const { status, incomplete_details } = ending(choice?.finish_reason);
   const itemStatus: ItemStatus = status === 'completed' ? 'completed' : 'incomplete';
   // a `thinking` part is not the answer: `output_text` holds the text parts alone
@@ -134,9 +152,12 @@ export function fromChatCompletion(
   const refusal = typeof message.refusal === 'string' && message.refusal !== '' ? message.refusal : null;
   const calls = (Array.isArray(message.tool_calls) ? message.tool_calls : []) as ChatToolCall[];
   const thinking = thinkingText(message);
+  // a redacted block alone has no text: its item is there to carry it
+  const blocks = base.encryptedReasoning ? thinkingBlocksIn(message.thinking_blocks) : [];
   // the thinking is whole once the model answered after it, as a stream closes it then
   const thought: ItemStatus = text !== '' || refusal !== null || calls.length > 0 ? 'completed' : itemStatus;
-  const output: Json[] = thinking !== '' ? [reasoningItem(thought, thinking)] : [];
+  const output: Json[] =
+    thinking !== '' || blocks.length > 0 ? [reasoningItem(thought, thinking, blocks)] : [];
   if (text !== '' || refusal !== null || calls.length === 0)
     output.push({
       id: newId('msg'),
@@ -180,7 +201,10 @@ interface OpenMessage {
 interface OpenReasoning {
   item: Json & { content: Json[] };
   index: number;
-  part: { type: 'reasoning_text'; text: string };
+  /** its one `reasoning_text` part, opened by the first text (a redacted block alone has none) */
+  part: { type: 'reasoning_text'; text: string } | null;
+  /** the signed blocks that have arrived whole, its `encrypted_content` when it is done */
+  blocks: ThinkingBlock[];
 }
 
 interface OpenCall {
@@ -225,9 +249,14 @@ export class ResponsesEventWriter {
   chunk(chunk: ChatChunk): void {
     const choice = chunk.choices?.[0];
     if (!choice) return;
-    const delta = choice.delta as (Said & { refusal?: unknown; tool_calls?: unknown }) | undefined;
+    const delta = choice.delta as
+      | (Said & { refusal?: unknown; tool_calls?: unknown; thinking_blocks?: unknown })
+      | undefined;
     const thinking = thinkingText(delta);
     if (thinking !== '') this.think(thinking);
+    // each signed block once whole, after its text (a redacted one as it starts, without text)
+    if (delta?.thinking_blocks !== undefined && this.base.encryptedReasoning)
+      this.thinkingBlocks(thinkingBlocksIn(delta.thinking_blocks));
     const text = visibleText(delta?.content);
     if (text !== '') this.text('output_text', text);
     if (typeof delta?.refusal === 'string' && delta.refusal !== '') this.text('refusal', delta.refusal);
@@ -313,32 +342,46 @@ export class ResponsesEventWriter {
     return part;
   }
 
-  /** Thinking opens a reasoning item (closing the item before it) and adds to its one `reasoning_text` part. */
+  /** The reasoning item being written, opened (and the item before it closed) when there is none. */
+  private openReasoning(): OpenReasoning {
+    if (this.reasoning) return this.reasoning;
+    this.closeMessage('completed');
+    this.closeCall();
+    const item = reasoningItem('in_progress', '');
+    const open: OpenReasoning = { item, index: this.output.length, part: null, blocks: [] };
+    this.reasoning = open;
+    this.output.push(item);
+    this.emit('response.output_item.added', { output_index: open.index, item });
+    return open;
+  }
+
+  /** Thinking opens a reasoning item and adds to its one `reasoning_text` part. */
   private think(delta: string): void {
-    let open = this.reasoning;
-    if (!open) {
-      this.closeMessage('completed');
-      this.closeCall();
-      const item = reasoningItem('in_progress', '');
-      open = { item, index: this.output.length, part: { type: 'reasoning_text', text: '' } };
-      this.reasoning = open;
-      this.output.push(item);
-      this.emit('response.output_item.added', { output_index: open.index, item });
-      item.content.push(open.part);
+    const open = this.openReasoning();
+    let part = open.part;
+    if (!part) {
+      part = { type: 'reasoning_text', text: '' };
+      open.part = part;
+      open.item.content.push(part);
       this.emit('response.content_part.added', {
-        item_id: item.id,
+        item_id: open.item.id,
         output_index: open.index,
         content_index: 0,
-        part: open.part,
+        part,
       });
     }
-    open.part.text += delta;
+    part.text += delta;
     this.emit('response.reasoning_text.delta', {
       item_id: open.item.id,
       output_index: open.index,
       content_index: 0,
       delta,
     });
+  }
+
+  /** Signed blocks join the reasoning item (one is opened for a redacted block alone): its `encrypted_content`. */
+  private thinkingBlocks(blocks: ThinkingBlock[]): void {
+    if (blocks.length > 0) this.openReasoning().blocks.push(...blocks);
   }
 
   private text(kind: 'output_text' | 'refusal', delta: string): void {
@@ -433,8 +476,12 @@ export class ResponsesEventWriter {
     const open = this.reasoning;
     if (!open) return;
     const at = { item_id: open.item.id, output_index: open.index, content_index: 0 };
-    this.emit('response.reasoning_text.done', { ...at, text: open.part.text });
-    this.emit('response.content_part.done', { ...at, part: open.part });
+    if (open.part) {
+      this.emit('response.reasoning_text.done', { ...at, text: open.part.text });
+      this.emit('response.content_part.done', { ...at, part: open.part });
+    }
+    // the blocks whole: the item's done event and the final response carry them, not the added event
+    if (open.blocks.length > 0) open.item.encrypted_content = encodeThinking(open.blocks);
     open.item.status = status;
     this.emit('response.output_item.done', { output_index: open.index, item: open.item });
     this.reasoning = null;

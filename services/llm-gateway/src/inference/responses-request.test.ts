@@ -188,4 +188,94 @@ describe('a Responses request in chat terms', () => {
     expect(toChatRequest({ input: 'x', store: null }).echo.store).toBe(true);
     expect(toChatRequest({ input: 'x', store: false }).echo.store).toBe(false);
   });
+
+  describe("a reasoning item's encrypted_content, the gateway's own, as Claude's signed thinking", () => {
+    const signed = { type: 'thinking', thinking: 'Hmm.', signature: 'c2ln' };
+    const redacted = { type: 'redacted_thinking', data: 'cmVk' };
+    const carried = (blocks: unknown) => `gwtb1:${Buffer.from(JSON.stringify(blocks)).toString('base64url')}`;
+    const reasoning = (encrypted_content?: string) => ({
+      type: 'reasoning',
+      id: 'rs_1',
+      summary: [],
+      content: [{ type: 'reasoning_text', text: 'Hmm.' }],
+      ...(encrypted_content !== undefined ? { encrypted_content } : {}),
+    });
+    const fc = (id: string) => ({ type: 'function_call', call_id: id, name: 'weather', arguments: '{}' });
+    const messagesOf = (input: unknown[], earlier: Array<Record<string, unknown>> = []) =>
+      toChatRequest({ input }, earlier).chat.messages;
+
+    it('becomes the thinking_blocks of the assistant message the items after it form', () => {
+      expect(
+        messagesOf([
+          { role: 'user', content: 'Weather?' },
+          reasoning(carried([redacted, signed])),
+          fc('call_1'),
+          fc('call_2'),
+          { type: 'function_call_output', call_id: 'call_1', output: 'Sunny' },
+        ]),
+      ).toEqual([
+        { role: 'user', content: 'Weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [expect.objectContaining({ id: 'call_1' }), expect.objectContaining({ id: 'call_2' })],
+          thinking_blocks: [redacted, signed],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'Sunny' },
+      ]);
+      // before a message: the message's; the calls after it join that turn
+      expect(
+        messagesOf([
+          { role: 'user', content: 'Weather?' },
+          reasoning(carried([signed])),
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Looking.' }] },
+          fc('call_1'),
+        ])[1],
+      ).toEqual({
+        role: 'assistant',
+        content: 'Looking.',
+        thinking_blocks: [signed],
+        tool_calls: [expect.objectContaining({ id: 'call_1' })],
+      });
+      // a stored chain's items alike
+      expect(
+        messagesOf(
+          [{ type: 'function_call_output', call_id: 'call_1', output: 'Sunny' }],
+          [{ role: 'user', content: 'Weather?' }, reasoning(carried([signed])), fc('call_1')],
+        )[1],
+      ).toMatchObject({ role: 'assistant', thinking_blocks: [signed] });
+    });
+
+    it('text alone, OpenAI’s own content, or thinking no assistant turn follows: no thinking_blocks', () => {
+      const messages = messagesOf([
+        { role: 'user', content: 'Weather?' },
+        reasoning(),
+        fc('call_1'),
+        { type: 'function_call_output', call_id: 'call_1', output: 'Sunny' },
+        reasoning('gAAAAABopenai'),
+        fc('call_2'),
+        { type: 'function_call_output', call_id: 'call_2', output: 'Rain' },
+        reasoning(carried([signed])),
+        { role: 'user', content: 'And tomorrow?' },
+        { role: 'assistant', content: 'Snow.' },
+      ]);
+      expect(messages.filter((m) => 'thinking_blocks' in (m as object))).toEqual([]);
+    });
+
+    it('a malformed gwtb1 payload is refused, naming the item', () => {
+      for (const bad of [
+        'gwtb1:',
+        'gwtb1:@@@',
+        `gwtb1:${Buffer.from('not json').toString('base64url')}`,
+        carried({ type: 'thinking' }),
+        carried([]),
+        carried([{ type: 'thinking', thinking: 'x' }]),
+        carried([{ type: 'tool_use' }]),
+      ])
+        expect({
+          bad,
+          issues: issuesOf(() => messagesOf([{ role: 'user', content: 'x' }, reasoning(bad)])),
+        }).toEqual({ bad, issues: [{ field: 'input.1.encrypted_content', message: expect.any(String) }] });
+    });
+  });
 });

@@ -1,5 +1,6 @@
 import { invalidBody } from './errors';
 import type { ChatRequest } from './provider-port';
+import { decodeThinking, ENCRYPTED_REASONING, type ThinkingBlock } from './responses-thinking';
 
 /**
  * The Responses API request (OpenAI's `POST /v1/responses`) said in chat completions' terms, so that it takes
@@ -40,13 +41,9 @@ const REFUSED: Record<string, (value: unknown) => string | null> = {
   background: (v) => (v == null || v === false ? null : 'is not supported: responses are answered at once'),
   prompt: (v) => (v == null ? null : 'is not supported: the gateway keeps no prompt templates'),
   // reasoning.encrypted_content (Codex CLI and the Agents SDK send it with store: false) asks for the reasoning
-  // encrypted: the gateway's reasoning items are the provider's thinking in clear, so there is nothing to add
+  // item's encrypted_content: Claude's signed thinking blocks (`responses-thinking.ts`), read by the answer
   include: (v) => {
-    const asked = Array.isArray(v)
-      ? v.filter((x) => x !== 'reasoning.encrypted_content')
-      : v == null
-        ? []
-        : [v];
+    const asked = Array.isArray(v) ? v.filter((x) => x !== ENCRYPTED_REASONING) : v == null ? [] : [v];
     return asked.length === 0
       ? null
       : `${JSON.stringify(asked[0])} is not supported: no log-probability or built-in tool content is answered`;
@@ -196,11 +193,24 @@ const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
 interface ChatConversation {
   messages: Json[];
   callIds: Set<string>;
+  /** signed thinking read from reasoning items, for the assistant message the next items form */
+  thinking: ThinkingBlock[];
+}
+
+const newConversation = (): ChatConversation => ({ messages: [], callIds: new Set(), thinking: [] });
+
+/** The assistant message's share of the thinking read before it: its `thinking_blocks`, then none is pending. */
+function takeThinking(into: ChatConversation, message: Json): void {
+  if (into.thinking.length === 0) return;
+  const held = Array.isArray(message.thinking_blocks) ? message.thinking_blocks : [];
+  message.thinking_blocks = [...held, ...into.thinking];
+  into.thinking = [];
 }
 
 /**
  * The items of `input` as chat messages, after those of `into`: function calls join the assistant's turn, their
- * outputs are tool messages. `where` names the items in an issue (`input`).
+ * outputs are tool messages, and a reasoning item's signed thinking (the gateway's `encrypted_content`) is the
+ * `thinking_blocks` of the assistant message the items after it form. `where` names the items in an issue (`input`).
  */
 function chatMessages(input: unknown, issues: Issue[], into: ChatConversation, where = 'input'): void {
   const { messages, callIds } = into;
@@ -222,7 +232,11 @@ function chatMessages(input: unknown, issues: Issue[], into: ChatConversation, w
           issues.push({ field: `${field}.role`, message: 'user, assistant, system or developer' });
           return;
         }
-        messages.push({ role, content: chatContent(role, item.content, `${field}.content`, issues) });
+        const message: Json = { role, content: chatContent(role, item.content, `${field}.content`, issues) };
+        // thinking not followed by the model's own words has no turn to go with
+        if (role === 'assistant') takeThinking(into, message);
+        else into.thinking = [];
+        messages.push(message);
         return;
       }
       case 'function_call': {
@@ -238,10 +252,15 @@ function chatMessages(input: unknown, issues: Issue[], into: ChatConversation, w
         };
         // the calls of one turn are one assistant message, with the text said before them
         const last = messages[messages.length - 1];
-        if (last?.role !== 'assistant')
-          messages.push({ role: 'assistant', content: null, tool_calls: [call] });
-        else if (Array.isArray(last.tool_calls)) last.tool_calls.push(call);
-        else last.tool_calls = [call];
+        if (last?.role !== 'assistant') {
+          const message: Json = { role: 'assistant', content: null, tool_calls: [call] };
+          takeThinking(into, message);
+          messages.push(message);
+        } else {
+          if (Array.isArray(last.tool_calls)) last.tool_calls.push(call);
+          else last.tool_calls = [call];
+          takeThinking(into, last);
+        }
         return;
       }
       case 'function_call_output': {
@@ -253,6 +272,7 @@ function chatMessages(input: unknown, issues: Issue[], into: ChatConversation, w
           });
           return;
         }
+        into.thinking = [];
         messages.push({
           role: 'tool',
           tool_call_id: item.call_id,
@@ -260,9 +280,16 @@ function chatMessages(input: unknown, issues: Issue[], into: ChatConversation, w
         });
         return;
       }
-      // what the model thought on an earlier turn (another API's answer): chat has no place for it
-      case 'reasoning':
+      // what the model thought on an earlier turn: Claude's signed thinking, which the gateway answered as
+      // `encrypted_content`, goes back with the turn; the text alone, or another provider's encrypted reasoning,
+      // has no place in chat
+      case 'reasoning': {
+        const blocks = decodeThinking(item.encrypted_content);
+        if (Array.isArray(blocks)) into.thinking.push(...blocks);
+        else if (blocks !== null)
+          issues.push({ field: `${field}.encrypted_content`, message: blocks.malformed });
         return;
+      }
       case 'item_reference':
         issues.push({
           field: `${field}.type`,
@@ -320,7 +347,7 @@ export function inputItemIssues(
   where: string,
   earlier: readonly Json[] = [],
 ): Issue[] {
-  const conversation: ChatConversation = { messages: [], callIds: new Set() };
+  const conversation = newConversation();
   // the earlier items were checked when they were added: only the calls they made matter here
   chatMessages(earlier, [], conversation);
   const issues: Issue[] = [];
@@ -349,7 +376,7 @@ export function toChatRequest(
   const choice = body.tool_choice as string | Json | undefined;
   if (isObject(choice) && typeof choice.name !== 'string')
     issues.push({ field: 'tool_choice.name', message: 'a function tool_choice needs its name' });
-  const conversation: ChatConversation = { messages: [], callIds: new Set() };
+  const conversation = newConversation();
   if (earlier.length > 0) chatMessages(earlier, issues, conversation, earlierWhere);
   chatMessages(body.input, issues, conversation);
   const { messages } = conversation;

@@ -9,6 +9,7 @@ import {
   responseUsage,
 } from '../inference/responses-answer';
 import { type ResponseEcho, refuseUnsupported, toChatRequest } from '../inference/responses-request';
+import { includesEncryptedReasoning } from '../inference/responses-thinking';
 import { type ConversationStore, refuseRepeatedIds } from '../stored-responses/conversation-store';
 import { inputItems } from '../stored-responses/input-items';
 import {
@@ -46,7 +47,10 @@ export function mountResponses(
     const { chat, echo } = toChatRequest(body, earlier.items, earlier.where);
     const keep = echo.store ? { responses, who, input, link: earlier.link } : null;
     const turn = earlier.conversationId ? { conversations, who, id: earlier.conversationId, input } : null;
-    return runCompletion(ctx, req, res, chat, responsesWire(ctx, echo, keep, turn));
+    // Claude's signed thinking is answered when asked, and kept with what a later turn reads back (decision 0114)
+    const encryptedReasoning = includesEncryptedReasoning(body.include) || keep !== null || turn !== null;
+    const wire = responsesWire(ctx, echo, keep, turn, encryptedReasoning);
+    return runCompletion(ctx, req, res, chat, wire);
   });
 }
 
@@ -174,10 +178,11 @@ function responsesWire(
   echo: ResponseEcho,
   keep: Keeping | null,
   turn: Turn | null,
+  encryptedReasoning: boolean,
 ): CompletionWire {
   const id = newId('resp');
   const createdAt = seconds(ctx);
-  const base = (model: string): ResponseBase => ({ id, createdAt, model, echo });
+  const base = (model: string): ResponseBase => ({ id, createdAt, model, echo, encryptedReasoning });
   return {
     // the usage event's contract (v1) names no `responses` endpoint, and llm-quota refuses a name it does not
     // know: the request is accounted as the chat completion it is served as (decision 0106)

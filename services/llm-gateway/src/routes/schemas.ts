@@ -149,7 +149,7 @@ export const ResponsesRequestSchema = z.looseObject({
   model: z.string().max(200).optional(),
   input: z.union([z.string(), z.array(ResponsesItemSchema).min(1, 'at least one item')]).meta({
     description:
-      'a string (one user message), or messages (`input_text`, `input_image`, `output_text` parts) with `function_call` and `function_call_output` items',
+      "a string (one user message), or messages (`input_text`, `input_image`, `output_text` parts) with `function_call` and `function_call_output` items; a `reasoning` item's `encrypted_content` of the gateway's (`gwtb1:`) goes back to Claude as its signed thinking (400 when malformed), anything else in it is passed over",
   }),
   instructions: z.string().nullable().optional(),
   tools: z
@@ -214,6 +214,10 @@ export const ResponsesRequestSchema = z.looseObject({
       description:
         "a conversation of the caller's (`conv_...` or `{id}`, decision 0110): its items come before `input`, and the response's input and output items are added to it once it is finished; not with `previous_response_id`; 404 `CONVERSATION_NOT_FOUND`, 400 `CONVERSATION_TOO_LONG`",
     }),
+  include: z.array(z.string()).nullable().optional().meta({
+    description:
+      "`reasoning.encrypted_content` alone (any other value is refused): reasoning items carry a Claude model's signed thinking as `encrypted_content`, to send back in a stateless tool loop (`store: false`); a kept response carries it anyway",
+  }),
   reasoning: z
     .looseObject({ effort: z.string().nullable().optional() })
     .nullable()
