@@ -364,6 +364,22 @@ describe('provider simulator: Anthropic wire format', () => {
     expect(delta.usage.output_tokens).toBeGreaterThan(0);
   });
 
+  it('cuts the answer before the first stop sequence, named as Anthropic names it: in the answer, not at message_start', async () => {
+    sim.script([{ reply: { content: 'Paris. END of answer' } }]);
+    const ask = { ...messages, stop_sequences: ['STOP', 'END'] };
+    expect(await (await anthropic(ask)).json()).toMatchObject({
+      content: [{ type: 'text', text: 'Paris. ' }],
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'END',
+    });
+    const all = await frames(await anthropic({ ...ask, stream: true }));
+    expect(JSON.parse(all[0]!.data).message).toMatchObject({ stop_reason: null, stop_sequence: null });
+    expect(JSON.parse(all.at(-2)!.data).delta).toEqual({
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'END',
+    });
+  });
+
   it('answers scripted errors in Anthropic shape: 529 overloaded, mid-stream error event', async () => {
     sim.script([
       { times: 1, error: { status: 529 } },

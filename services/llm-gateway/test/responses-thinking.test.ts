@@ -163,6 +163,53 @@ describe("Claude's signed thinking through the Responses API", () => {
     expectThinkingContinued(turnBlocks[0]!);
   });
 
+  it('a turn whose text came between its parallel calls, as a stream writes it, still thinks on', async () => {
+    w.sim.script([
+      {
+        match: { model: 'claude-sim' },
+        times: 1,
+        reply: {
+          content: 'Checking both.',
+          toolCalls: [
+            { name: 'get_weather', arguments: { city: 'Oslo' } },
+            { name: 'get_weather', arguments: { city: 'Rome' } },
+          ],
+        },
+      },
+    ]);
+    const input = [ask('Weather in Oslo and Rome? Use the tool.')];
+    const first = await client().responses.create({ ...codex, input });
+    expect(first.output.map((item) => item.type)).toEqual([
+      'reasoning',
+      'message',
+      'function_call',
+      'function_call',
+    ]);
+    const [reasoning, message, oslo, rome] = first.output as Loose[];
+    const blocks = blocksOf(reasoning.encrypted_content);
+    // Claude's [thinking, tool_use, text, tool_use] streamed: the text after the first call is a message item of its own
+    const second = await client().responses.create({
+      ...codex,
+      input: [
+        ...input,
+        reasoning,
+        oslo,
+        message,
+        rome,
+        { type: 'function_call_output', call_id: oslo.call_id, output: 'Sunny' },
+        { type: 'function_call_output', call_id: rome.call_id, output: 'Rain' },
+      ],
+    });
+    expect(second.status).toBe('completed');
+    expectThinkingContinued(blocks[0]!);
+    expect(sent().messages[1].content.map((b: Json) => b.type)).toEqual([
+      'thinking',
+      'tool_use',
+      'text',
+      'tool_use',
+    ]);
+  });
+
   it('without include, a response not stored answers no encrypted_content, and the loop goes on without thinking', async () => {
     const { include: _include, ...plain } = codex;
     const input = [ask('Weather in Madrid? Use the tool.')];

@@ -197,7 +197,13 @@ export function anthropicMessages(body: Json, ctx: ExchangeContext): SimulatedAn
   const frames = [
     sseEvent('message_start', {
       type: 'message_start',
-      message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } },
+      message: {
+        ...message,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { ...usage, output_tokens: 1 },
+      },
     }),
   ];
   let index = 0;

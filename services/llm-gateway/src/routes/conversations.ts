@@ -49,7 +49,10 @@ export const ConversationItemsCreateSchema = z.strictObject({
 });
 
 export const ConversationItemQuerySchema = z.object({
-  include: z.unknown().optional().meta({ description: 'accepted; there is nothing more to include' }),
+  include: z.unknown().optional().meta({
+    description:
+      "accepted and not needed: items are answered as stored, a reasoning item's encrypted_content included (0114)",
+  }),
 });
 
 /** The cursor list of conversation items (OpenAI's `ConversationItemList`). */

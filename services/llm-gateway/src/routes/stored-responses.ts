@@ -9,7 +9,10 @@ export const ResponseRetrieveQuerySchema = z.object({
     .enum(['true', 'false'])
     .optional()
     .meta({ description: '`true` is refused: a stored response is answered whole, never streamed again' }),
-  include: z.unknown().optional().meta({ description: 'accepted; there is nothing more to include' }),
+  include: z.unknown().optional().meta({
+    description:
+      "accepted and not needed: items are answered as stored, a reasoning item's encrypted_content included (0114)",
+  }),
   include_obfuscation: z.string().optional().meta({ description: 'accepted; no stream is answered' }),
   starting_after: z.string().optional().meta({ description: 'accepted; no stream is answered' }),
 });
@@ -21,7 +24,10 @@ export const InputItemsQuerySchema = z.object({
     .default('desc')
     .meta({ description: '`desc` (the default, as OpenAI): the last item first' }),
   after: z.string().min(1).optional().meta({ description: 'an item id: the items after it, in `order`' }),
-  include: z.unknown().optional().meta({ description: 'accepted; there is nothing more to include' }),
+  include: z.unknown().optional().meta({
+    description:
+      "accepted and not needed: items are answered as stored, a reasoning item's encrypted_content included (0114)",
+  }),
 });
 
 /**

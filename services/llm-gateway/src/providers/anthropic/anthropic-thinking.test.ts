@@ -162,6 +162,30 @@ describe('thinking in the Anthropic translation', () => {
     expect(unsigned).not.toHaveProperty('thinking');
   });
 
+  it('reads assistant messages in a row as the one turn Anthropic makes of them, which must start with the thinking', () => {
+    const call = (id: string) => ({
+      id,
+      type: 'function' as const,
+      function: { name: 'w', arguments: '{}' },
+    });
+    const loop = (first: object, second: object) =>
+      translate({
+        messages: [
+          { role: 'user', content: 'Weather in Oslo and Rome?' },
+          { role: 'assistant', content: null, ...first, tool_calls: [call('call_1')] },
+          { role: 'assistant', content: 'And Rome.', ...second, tool_calls: [call('call_2')] },
+          { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+          { role: 'tool', tool_call_id: 'call_2', content: 'rain' },
+        ],
+        reasoning_effort: 'medium',
+      });
+    const thinks = loop({ thinking_blocks: [signed] }, {});
+    expect(thinks).toMatchObject({ thinking: { type: 'enabled', budget_tokens: 2048 } });
+    expect(thinks.messages[1]!.content[0]).toEqual(signed);
+    // the merged turn would start with a tool call: Anthropic refuses thinking there
+    expect(loop({}, { thinking_blocks: [signed] })).not.toHaveProperty('thinking');
+  });
+
   it('counts the user speaking after the tool results as the same tool loop (one user turn at Anthropic)', () => {
     const loop = [
       { role: 'user' as const, content: 'Weather?' },

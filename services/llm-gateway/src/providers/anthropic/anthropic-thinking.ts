@@ -42,8 +42,11 @@ function toolLoopWithoutThinking(messages: readonly ChatRequestMessage[]): boole
     const message = messages[i]!;
     if (message.role === 'tool') toolResults = true;
     if (message.role !== 'assistant') continue;
+    // assistant messages in a row are one Anthropic turn (`push` merges them), which must start with the thinking
+    // (a Responses stream's text between two calls is a message of its own)
+    while (i > 0 && messages[i - 1]!.role === 'assistant') i--;
     // the blocks that will be sent: unsigned ones are not
-    return toolResults && thinkingBlocksOf(message).length === 0;
+    return toolResults && thinkingBlocksOf(messages[i]!).length === 0;
   }
   return false;
 }
