@@ -229,7 +229,8 @@ describe('extended thinking on Claude models through the edge', () => {
     }
   });
 
-  it('asks no thinking of a Claude model the catalogue says does not reason', async () => {
+  /** a catalogue model added by a platform administrator, as `pnpm platform admin grant` makes one */
+  const addModel = async (entry: Json) => {
     const admin = await w.login();
     const granted = await fetch(`${w.p.upstreams.auth}/internal/users/${admin.userId}/platform-admin`, {
       method: 'PUT',
@@ -237,19 +238,17 @@ describe('extended thinking on Claude models through the edge', () => {
       body: JSON.stringify({ granted: true }),
     });
     expect(granted.status).toBe(200);
-    const added = await w.call(
-      'gateway',
-      'POST',
-      '/v1/models',
-      { bearer: admin.token },
-      {
-        model_id: 'sim/claude-haiku-3',
-        type: 'completion',
-        provider_config: { provider: 'claude', model: 'claude-3-haiku-sim' },
-        pricing: { input_per_million: 0.25, output_per_million: 1.25 },
-        capabilities: { reasoning: false, tools: true },
-      },
-    );
+    return w.call('gateway', 'POST', '/v1/models', { bearer: admin.token }, entry);
+  };
+
+  it('asks no thinking of a Claude model the catalogue says does not reason', async () => {
+    const added = await addModel({
+      model_id: 'sim/claude-haiku-3',
+      type: 'completion',
+      provider_config: { provider: 'claude', model: 'claude-3-haiku-sim' },
+      pricing: { input_per_million: 0.25, output_per_million: 1.25 },
+      capabilities: { reasoning: false, tools: true },
+    });
     expect(added.status).toBe(201);
     const chat = await openai().chat.completions.create({
       model: 'sim/claude-haiku-3',
@@ -267,6 +266,35 @@ describe('extended thinking on Claude models through the edge', () => {
     expect(message.content.map((b) => b.type)).toEqual(['text']);
     expect(sent()).toMatchObject({ model: 'claude-3-haiku-sim', max_tokens: 300 });
     expect(sent()).not.toHaveProperty('thinking');
+  });
+
+  it("Claude Code's anthropic-beta (interleaved thinking) reaches Claude where the model forwards it, only there", async () => {
+    const added = await addModel({
+      model_id: 'sim/claude-beta',
+      type: 'completion',
+      provider_config: { provider: 'claude', model: 'claude-sim', forward_headers: ['anthropic-beta'] },
+      pricing: { input_per_million: 3, output_per_million: 15 },
+    });
+    expect(added.status).toBe(201);
+    const beta = 'interleaved-thinking-2025-05-14,context-1m-2025-08-07';
+    const claudeCode = new Anthropic({
+      baseURL: w.p.gatewayUrl,
+      apiKey: null,
+      authToken: owner.token,
+      maxRetries: 0,
+      defaultHeaders: { 'anthropic-beta': beta },
+    });
+    const ask: MessageCreateParamsNonStreaming = {
+      model: 'sim/claude-beta',
+      max_tokens: 4000,
+      thinking: { type: 'enabled', budget_tokens: 2000 },
+      messages: [{ role: 'user', content: 'Hi' }],
+    };
+    await claudeCode.messages.create(ask);
+    expect(w.sim.requests().at(-1)!.headers['anthropic-beta']).toBe(beta);
+    // a model that does not forward it: the provider entry's own headers only
+    await claudeCode.messages.create({ ...ask, model: 'sim/claude' });
+    expect(w.sim.requests().at(-1)!.headers).not.toHaveProperty('anthropic-beta');
   });
 
   it("Claude Code's thinking: signed blocks plain and streamed, and its tool loop sending them back", async () => {
