@@ -6,7 +6,7 @@ import type {
   Tool,
 } from '@anthropic-ai/sdk/resources/messages';
 import type OpenAI from 'openai';
-import { type GatewayWorld, INTERNAL_SECRET, startGatewayWorld } from './support';
+import { type GatewayWorld, startGatewayWorld } from './support';
 
 type Json = Record<string, unknown>;
 // biome-ignore lint/suspicious/noExplicitAny: the simulator's requests and LiteLLM's members are asserted field by field
@@ -133,19 +133,25 @@ describe('extended thinking on Claude models through the edge', () => {
     });
   });
 
-  it('a tool loop whose blocks the client dropped goes on without thinking instead of failing', async () => {
-    const user = { role: 'user' as const, content: 'Weather in Rome?' };
+  /** a tool call Claude answered while thinking, as a client that drops LiteLLM's members sends it back */
+  const callWithoutBlocks = async (user: { role: 'user'; content: string }, effort: 'low' | 'high') => {
     const first = await openai().chat.completions.create({
       model: 'sim/claude',
       messages: [user],
       tools: [CHAT_WEATHER],
-      reasoning_effort: 'high',
+      reasoning_effort: effort,
     });
     const {
       thinking_blocks: _blocks,
       reasoning_content: _text,
       ...bare
     } = first.choices[0]!.message as Loose;
+    return bare;
+  };
+
+  it('a tool loop whose blocks the client dropped goes on without thinking instead of failing', async () => {
+    const user = { role: 'user' as const, content: 'Weather in Rome?' };
+    const bare = await callWithoutBlocks(user, 'high');
     const next = await openai().chat.completions.create({
       model: 'sim/claude',
       messages: [user, bare, { role: 'tool', tool_call_id: bare.tool_calls[0].id, content: 'rain' }],
@@ -161,17 +167,7 @@ describe('extended thinking on Claude models through the edge', () => {
     // Codex after an interrupted turn: the tool's output, then the user's next words (one user turn at Anthropic,
     // its tool results included: still the tool loop whose assistant turn must start with thinking)
     const user = { role: 'user' as const, content: 'Weather in Bern?' };
-    const first = await openai().chat.completions.create({
-      model: 'sim/claude',
-      messages: [user],
-      tools: [CHAT_WEATHER],
-      reasoning_effort: 'low',
-    });
-    const {
-      thinking_blocks: _blocks,
-      reasoning_content: _text,
-      ...bare
-    } = first.choices[0]!.message as Loose;
+    const bare = await callWithoutBlocks(user, 'low');
     const next = await openai().chat.completions.create({
       model: 'sim/claude',
       messages: [
@@ -230,16 +226,8 @@ describe('extended thinking on Claude models through the edge', () => {
   });
 
   /** a catalogue model added by a platform administrator, as `pnpm platform admin grant` makes one */
-  const addModel = async (entry: Json) => {
-    const admin = await w.login();
-    const granted = await fetch(`${w.p.upstreams.auth}/internal/users/${admin.userId}/platform-admin`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json', 'x-platform-internal-secret': INTERNAL_SECRET },
-      body: JSON.stringify({ granted: true }),
-    });
-    expect(granted.status).toBe(200);
-    return w.call('gateway', 'POST', '/v1/models', { bearer: admin.token }, entry);
-  };
+  const addModel = async (entry: Json) =>
+    w.call('gateway', 'POST', '/v1/models', { bearer: (await w.platformAdmin()).token }, entry);
 
   it('asks no thinking of a Claude model the catalogue says does not reason', async () => {
     const added = await addModel({

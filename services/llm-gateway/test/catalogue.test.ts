@@ -6,17 +6,6 @@ describe('model catalogue API', () => {
   let admin: { userId: string; token: string };
   let member: { userId: string; token: string };
 
-  /** a platform administrator, made one the way `pnpm platform admin grant` does */
-  const platformAdmin = async () => {
-    const user = await w.login();
-    const res = await fetch(`${w.p.upstreams.auth}/internal/users/${user.userId}/platform-admin`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json', 'x-platform-internal-secret': INTERNAL_SECRET },
-      body: JSON.stringify({ granted: true }),
-    });
-    expect(res.status).toBe(200);
-    return user;
-  };
   const entry = (model_id: string, extra: Record<string, unknown> = {}) => ({
     model_id,
     type: 'completion',
@@ -27,7 +16,7 @@ describe('model catalogue API', () => {
 
   beforeAll(async () => {
     w = await startGatewayWorld();
-    admin = await platformAdmin();
+    admin = await w.platformAdmin();
     member = (await w.org('cat-org')).owner;
   }, 60_000);
   afterAll(() => w?.stop());
@@ -202,7 +191,7 @@ describe('model catalogue API', () => {
 
   describe('PUT /v1/models (bulk replace)', () => {
     it('answers INVALID_BODY, INVALID_ITEMS with details, and 413 over 500 items', async () => {
-      const as = { bearer: (await platformAdmin()).token };
+      const as = { bearer: (await w.platformAdmin()).token };
       for (const body of [{}, { models: 'x' }, []]) {
         const r = await w.call('gateway', 'PUT', '/v1/models', as, body);
         expect([r.status, r.body.code]).toEqual([400, 'INVALID_BODY']);
@@ -227,7 +216,7 @@ describe('model catalogue API', () => {
     });
 
     it('replaces the whole catalogue and answers {deleted, inserted}; the 6th replace in an hour is 429', async () => {
-      const as = { bearer: (await platformAdmin()).token };
+      const as = { bearer: (await w.platformAdmin()).token };
       const before = (await w.call('gateway', 'GET', '/v1/models?orgSlug=all', as)).body.total;
       const exported = (await w.call('gateway', 'GET', '/v1/models?orgSlug=all', as)).body.data.map(
         ({ id: _i, object: _o, created: _c, owned_by: _b, ...e }: Record<string, unknown>) => e,
@@ -245,7 +234,7 @@ describe('model catalogue API', () => {
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
       expect((await w.call('gateway', 'GET', '/v1/models/bulk/new', as)).status).toBe(404);
       // another administrator has a budget of its own
-      const other = { bearer: (await platformAdmin()).token };
+      const other = { bearer: (await w.platformAdmin()).token };
       expect((await w.call('gateway', 'PUT', '/v1/models', other, { models: exported })).status).toBe(200);
     });
   });

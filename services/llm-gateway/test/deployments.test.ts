@@ -299,14 +299,7 @@ describe('a model served by several deployments', () => {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     beforeAll(async () => {
-      const user = await w.login();
-      const res = await fetch(`${w.p.upstreams.auth}/internal/users/${user.userId}/platform-admin`, {
-        method: 'PUT',
-        headers: { 'content-type': 'application/json', 'x-platform-internal-secret': INTERNAL_SECRET },
-        body: JSON.stringify({ granted: true }),
-      });
-      expect(res.status).toBe(200);
-      admin = { bearer: user.token };
+      admin = { bearer: (await w.platformAdmin()).token };
     });
     const two = [
       { provider: 'sim', model: 'api-a', weight: 2 },

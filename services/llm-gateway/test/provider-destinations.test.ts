@@ -12,14 +12,7 @@ describe('where providers may connect', () => {
 
   beforeAll(async () => {
     w = await startGatewayWorld();
-    const user = await w.login();
-    const granted = await fetch(`${w.p.upstreams.auth}/internal/users/${user.userId}/platform-admin`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json', 'x-platform-internal-secret': INTERNAL_SECRET },
-      body: JSON.stringify({ granted: true }),
-    });
-    expect(granted.status).toBe(200);
-    admin = { bearer: user.token };
+    admin = { bearer: (await w.platformAdmin()).token };
     member = { bearer: (await w.org('dest-org')).owner.token };
   }, 60_000);
   afterAll(() => w?.stop());

@@ -147,6 +147,8 @@ export interface GatewayWorld {
     headers?: Record<string, string>,
   ): Promise<Reply>;
   login(): Promise<{ userId: string; token: string }>;
+  /** a new user made a platform administrator, the way `pnpm platform admin grant` does */
+  platformAdmin(): Promise<{ userId: string; token: string }>;
   /** a new organization owned by a new user, on a plan */
   org(slug: string, plan?: keyof typeof TEST_PLANS): Promise<{ owner: { userId: string; token: string } }>;
   client(as: { bearer: string } | { apiKey: string }): OpenAI;
@@ -215,6 +217,16 @@ export async function startGatewayWorld(
     sim,
     call,
     login,
+    async platformAdmin() {
+      const user = await login();
+      const res = await fetch(`${p.upstreams.auth}/internal/users/${user.userId}/platform-admin`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', 'x-platform-internal-secret': INTERNAL_SECRET },
+        body: JSON.stringify({ granted: true }),
+      });
+      if (res.status !== 200) throw new Error(`platform admin: ${res.status}`);
+      return user;
+    },
     async org(slug, plan = 'roomy') {
       const owner = await login();
       const made = await call('base', 'POST', '/v2/orgs', { bearer: owner.token }, { slug, name: slug });
