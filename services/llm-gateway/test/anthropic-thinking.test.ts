@@ -209,6 +209,12 @@ describe('extended thinking on Claude models through the edge', () => {
       });
       expect(answer.body.message).toMatch(why);
     }
+    // a thinking member of the wrong shape: the gateway's own 400, whichever model
+    for (const model of ['sim/claude', 'sim/gpt']) {
+      const malformed = await ask({ model, thinking: { type: 'enabled', budget_tokens: 'big' } });
+      expect([malformed.status, malformed.body.code]).toEqual([400, 'INVALID_BODY']);
+      expect(JSON.stringify(malformed.body.details)).toContain('thinking');
+    }
     expect(w.sim.requests()).toHaveLength(0);
 
     // reasoning_effort is a preference: where Claude cannot think as asked, it answers without thinking, as before

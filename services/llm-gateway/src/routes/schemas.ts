@@ -93,6 +93,11 @@ const ChatRequestMembers = z.looseObject({
   temperature: z.number().min(0).max(2).nullable().optional(),
   max_tokens: z.number().int().positive().nullable().optional(),
   max_completion_tokens: z.number().int().positive().nullable().optional(),
+  // Anthropic's extended thinking, as LiteLLM takes it (decision 0114): sent to Claude models, never to others
+  thinking: z
+    .looseObject({ type: z.string().min(1), budget_tokens: z.number().int().positive().optional() })
+    .nullable()
+    .optional(),
 });
 
 // the parts' breakpoints, and a fifth one, which Anthropic refuses: the gateway's own 400, whichever provider the
