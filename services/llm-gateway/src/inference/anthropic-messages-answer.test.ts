@@ -183,6 +183,35 @@ describe("Anthropic's Messages answer from chat", () => {
     ]);
   });
 
+  it("names the stop sequence a provider says ended the answer, when it is one of the request's", async () => {
+    const ended = (sequence: unknown, base: MessageBase) =>
+      messageOfCompletion(
+        base,
+        {
+          choices: [
+            {
+              message: { role: 'assistant', content: 'Paris. ' },
+              finish_reason: 'stop',
+              stop_reason: sequence,
+            },
+          ],
+        },
+        USAGE,
+      );
+    const asked = { ...BASE, stopSequences: ['END', 'STOP'] };
+    expect(ended('END', asked)).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: 'END' });
+    // a provider's own word for its stop (a proxy's `stop_reason: "end_turn"`), or vLLM's EOS token id: no sequence
+    for (const sequence of ['end_turn', 2, null])
+      expect(ended(sequence, asked)).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null });
+    expect(ended('END', BASE)).toMatchObject({ stop_reason: 'end_turn', stop_sequence: null });
+    const streamed = assemble((writer) => {
+      writer.chunk({ choices: [{ delta: { content: 'Paris. ' } }] } as never);
+      writer.chunk({ choices: [{ delta: {}, finish_reason: 'stop', stop_reason: 'STOP' }] } as never);
+      writer.finish(USAGE);
+    }, asked);
+    expect(await streamed.final).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: 'STOP' });
+  });
+
   it('an answer with nothing in it is one empty text block; a refusal is text; length is max_tokens', async () => {
     const empty = assemble((writer) => {
       writer.chunk(finish('stop'));

@@ -44,8 +44,12 @@ export function messageUsage(usage: Usage, figures: Figures): Json {
  * that ended an answer; vLLM and the Anthropic adapter say it as the choice's `stop_reason` (a string beside
  * `finish_reason: "stop"`), and then it is `stop_sequence`. Other providers do not say it: `end_turn`.
  */
-function stopOf(finish: unknown, sequence: unknown): { stop_reason: string; stop_sequence: string | null } {
-  if (finish === 'stop' && typeof sequence === 'string')
+function stopOf(
+  finish: unknown,
+  sequence: unknown,
+  asked: readonly string[] = [],
+): { stop_reason: string; stop_sequence: string | null } {
+  if (finish === 'stop' && typeof sequence === 'string' && asked.includes(sequence))
     return { stop_reason: 'stop_sequence', stop_sequence: sequence };
   return { stop_reason: stopReason(finish), stop_sequence: null };
 }
@@ -95,6 +99,8 @@ export interface MessageBase {
    * `signature` is empty (the gateway signs nothing, and drops unsigned blocks sent back); otherwise it is dropped
    */
   thinking: boolean;
+  /** the request's `stop_sequences`: a provider's `stop_reason` names one of them, or it is not a stop sequence */
+  stopSequences?: readonly string[];
 }
 
 /** A thinking block (Anthropic's shape; the SDK accumulates `thinking_delta`s into it). */
@@ -145,7 +151,7 @@ export function messageOfCompletion(base: MessageBase, completion: ChatCompletio
     role: 'assistant',
     model: base.model,
     content,
-    ...stopOf(choice?.finish_reason, choice?.stop_reason),
+    ...stopOf(choice?.finish_reason, choice?.stop_reason, base.stopSequences),
     usage,
   };
 }
@@ -279,7 +285,7 @@ export class MessagesEventWriter {
     this.close();
     this.send('message_delta', {
       type: 'message_delta',
-      delta: stopOf(this.finishReason, this.stopSequence),
+      delta: stopOf(this.finishReason, this.stopSequence, this.base.stopSequences),
       // the whole message's counters (the SDK takes them over message_start's), with the gateway's additions
       usage,
     });

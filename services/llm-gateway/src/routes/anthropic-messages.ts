@@ -122,7 +122,10 @@ export function mountAnthropicMessages(router: Router, ctx: GatewayContext): voi
     refuseUnsupportedMessages(raw);
     const body = parseInput(MessagesRequestSchema, raw) as Json;
     const thinking = (body.thinking as { type?: unknown } | undefined)?.type;
-    const wire = new MessagesWire(thinking !== undefined && thinking !== 'disabled');
+    const wire = new MessagesWire(
+      thinking !== undefined && thinking !== 'disabled',
+      (body.stop_sequences as string[] | undefined) ?? [],
+    );
     return runCompletion(ctx, req, res, chatRequestOfMessages(body), wire);
   });
 
@@ -171,11 +174,15 @@ class MessagesWire implements CompletionWire {
   readonly endpoint = 'chat.completions';
   private readonly id = newMessageId();
 
-  /** `thinking`: the request asked for extended thinking, so a reasoning model's is answered */
-  constructor(private readonly thinking: boolean) {}
+  constructor(
+    /** the request asked for extended thinking, so a reasoning model's is answered */
+    private readonly thinking: boolean,
+    /** the request's stop sequences, which a provider may name as the one that ended the answer */
+    private readonly stopSequences: readonly string[],
+  ) {}
 
   private base(model: CatalogueModel): MessageBase {
-    return { id: this.id, model: model.model_id, thinking: this.thinking };
+    return { id: this.id, model: model.model_id, thinking: this.thinking, stopSequences: this.stopSequences };
   }
 
   respond(res: Response, { completion, model, usage, figures, headers }: Answered): void {
