@@ -1,3 +1,4 @@
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { startTestPlatform, type TestPlatform } from '../../../test/harness';
 import { audioDuration } from '../src/audio/duration';
@@ -7,10 +8,11 @@ import { silentWav } from '../src/routes/wav-fixture';
 describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
   let p: TestPlatform;
   let client: OpenAI;
+  let token: string;
   beforeAll(async () => {
     p = await startTestPlatform();
     const login = await fetch(`${p.baseUrl}/v2/login/anonymous`, { method: 'POST' });
-    const { token } = (await login.json()) as { token: string };
+    ({ token } = (await login.json()) as { token: string });
     await fetch(`${p.baseUrl}/v2/orgs`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -88,6 +90,55 @@ describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
     });
     for await (const chunk of stream) streamed += chunk.choices[0]?.delta?.content ?? '';
     expect(streamed).toBe(a.choices[0]?.message.content);
+  });
+
+  it('mock/chat reasons when asked, as a reasoning model does, through chat, Responses and Messages', async () => {
+    const ask = {
+      model: 'mock/chat',
+      messages: [{ role: 'user' as const, content: 'Why is the sky blue?' }],
+    };
+    const plain = await client.chat.completions.create({ ...ask, reasoning_effort: 'low' });
+    const message = plain.choices[0]!.message as { content: string; reasoning_content?: string };
+    expect(message.reasoning_content).toBe('Mock reasoning about: Why is the sky blue?');
+    expect(message.content).toBe('Mock answer to: Why is the sky blue?');
+    // billed as output, and said apart as OpenAI says it
+    const reasoningTokens = plain.usage!.completion_tokens_details!.reasoning_tokens!;
+    expect(reasoningTokens).toBeGreaterThan(0);
+    const without = await client.chat.completions.create(ask);
+    expect(without.choices[0]!.message).not.toHaveProperty('reasoning_content');
+    expect(plain.usage!.completion_tokens).toBe(without.usage!.completion_tokens + reasoningTokens);
+
+    let reasoning = '';
+    const stream = await client.chat.completions.create({ ...ask, reasoning_effort: 'high', stream: true });
+    for await (const chunk of stream)
+      reasoning +=
+        (chunk.choices[0]?.delta as { reasoning_content?: string } | undefined)?.reasoning_content ?? '';
+    expect(reasoning).toBe(message.reasoning_content);
+
+    const response = await client.responses.create({
+      model: 'mock/chat',
+      input: 'Why is the sky blue?',
+      reasoning: { effort: 'medium' },
+    });
+    expect(response.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
+
+    // Claude Code's thinking on the mock: a thinking block, unsigned (the mock signs nothing)
+    const claudeCode = new Anthropic({
+      baseURL: p.gatewayUrl,
+      apiKey: null,
+      authToken: token,
+      maxRetries: 0,
+    });
+    const thought = await claudeCode.messages.create({
+      model: 'mock/chat',
+      max_tokens: 3000,
+      thinking: { type: 'enabled', budget_tokens: 2000 },
+      messages: [{ role: 'user', content: 'Why is the sky blue?' }],
+    });
+    expect(thought.content).toEqual([
+      { type: 'thinking', thinking: 'Mock reasoning about: Why is the sky blue?', signature: '' },
+      { type: 'text', text: 'Mock answer to: Why is the sky blue?' },
+    ]);
   });
 
   it('mock/embeddings answers vectors of the requested dimensions', async () => {

@@ -18,6 +18,7 @@ import {
   lexicalScore,
   mockEmbedding,
   mockPromptTokens,
+  mockReasoning,
   mockTokens,
   mockTurn,
   tokenPieces,
@@ -33,10 +34,12 @@ export const MOCK_EMBEDDING_DIMENSIONS = 256;
  */
 const MOCK_MAX_EMBEDDING_DIMENSIONS = 3072;
 
-const usageOf = (prompt: number, completion: number): Usage => ({
+/** The usage; reasoning tokens are completion tokens too, and said apart as OpenAI says them. */
+const usageOf = (prompt: number, completion: number, reasoning = 0): Usage => ({
   prompt_tokens: prompt,
-  completion_tokens: completion,
-  total_tokens: prompt + completion,
+  completion_tokens: completion + reasoning,
+  total_tokens: prompt + completion + reasoning,
+  ...(reasoning > 0 ? { completion_tokens_details: { reasoning_tokens: reasoning } } : {}),
 });
 
 function abortIfNeeded(call: ProviderCall): void {
@@ -58,12 +61,17 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
   function answer(body: ChatCompletionRequest, call: ProviderCall) {
     abortIfNeeded(call);
     const turn = mockTurn(body);
+    const reasoning = mockReasoning(body);
     const id = idFor('chatcmpl-mock-', body.messages);
-    const usage = usageOf(mockPromptTokens(body), turn.completionTokens);
+    const usage = usageOf(
+      mockPromptTokens(body),
+      turn.completionTokens,
+      reasoning === null ? 0 : mockTokens(reasoning),
+    );
     const toolCalls = turn.toolCall
       ? [{ id: `call_${id.slice(-16)}`, type: 'function' as const, function: turn.toolCall }]
       : undefined;
-    return { turn, id, usage, toolCalls };
+    return { turn, reasoning, id, usage, toolCalls };
   }
 
   const adapter: ProviderAdapter = {
@@ -71,7 +79,7 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
     maxEmbeddingDimensions: MOCK_MAX_EMBEDDING_DIMENSIONS,
 
     async chat(body, call) {
-      const { turn, id, usage, toolCalls } = answer(body, call);
+      const { turn, reasoning, id, usage, toolCalls } = answer(body, call);
       const completion: ChatCompletion = {
         id,
         object: 'chat.completion',
@@ -84,6 +92,7 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
               role: 'assistant',
               content: turn.text,
               refusal: null,
+              ...(reasoning === null ? {} : { reasoning_content: reasoning }),
               ...(toolCalls ? { tool_calls: toolCalls } : {}),
             },
             finish_reason: turn.finish,
@@ -96,7 +105,7 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
     },
 
     async *chatStream(body, call) {
-      const { turn, id, usage, toolCalls } = answer(body, call);
+      const { turn, reasoning, id, usage, toolCalls } = answer(body, call);
       const head = { id, object: 'chat.completion.chunk' as const, created: created(), model: call.model };
       const chunk = (
         delta: ChatCompletionChunk['choices'][number]['delta'],
@@ -106,6 +115,10 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
         choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
       });
       yield chunk({ role: 'assistant', content: '' });
+      for (const piece of tokenPieces(reasoning ?? '')) {
+        abortIfNeeded(call);
+        yield chunk({ reasoning_content: piece });
+      }
       for (const piece of tokenPieces(turn.text ?? '')) {
         abortIfNeeded(call);
         yield chunk({ content: piece });

@@ -95,6 +95,23 @@ function inResponseFormat(sentence: string, format: ChatCompletionRequest['respo
 }
 
 /**
+ * What the mock thinks before it answers, when the request asks it to reason (`reasoning_effort` other than `none`,
+ * or Anthropic's `thinking` enabled), as a reasoning model behind an OpenAI-compatible server says it
+ * (`reasoning_content`, no signature): null otherwise. Deterministic, like the answer.
+ */
+export function mockReasoning(body: ChatCompletionRequest): string | null {
+  const effort = body.reasoning_effort;
+  const thinking = body.thinking as { type?: unknown } | null | undefined;
+  const asked = (typeof effort === 'string' && effort !== 'none') || thinking?.type === 'enabled';
+  if (!asked) return null;
+  const last = body.messages[body.messages.length - 1];
+  if (last?.role === 'tool') return 'Mock reasoning: the tool has answered; say what it found.';
+  const lastUser = [...body.messages].reverse().find((m) => m.role === 'user');
+  const words = contentText(lastUser?.content).trim().split(/\s+/).filter(Boolean).slice(0, 12).join(' ');
+  return `Mock reasoning about: ${words}`;
+}
+
+/**
  * The mock calls a tool when tools are offered, the user spoke last, and either `tool_choice` demands
  * one or the user's words name a tool (or say "tool"); otherwise it answers from the prompt.
  */
