@@ -11,6 +11,7 @@ import {
   RerankRequestSchema,
   ResponsesRequestSchema,
 } from './routes/schemas';
+import { storedItemSchema } from './routes/stored-items-openapi';
 import { InputItemsQuerySchema, ResponseRetrieveQuerySchema } from './routes/stored-responses';
 
 const CALLER = ['sessionJwt', 'accessToken', 'apiKey'];
@@ -175,36 +176,11 @@ const ResponseObjectSchema = z
   .meta({ id: 'Response', description: "OpenAI's Responses API response object, with the gateway usage" });
 
 /** An input item as `GET /v1/responses/{id}/input_items` lists it: as it was sent, with its id and status. */
-const ResponseInputItemSchema = z.union([
-  z.object({
-    id: z.string().meta({ description: "the client's, else `msg_...`" }),
-    type: z.literal('message'),
-    role: z.enum(['user', 'system', 'developer', 'assistant']),
-    content: z.array(z.record(z.string(), z.unknown())).meta({
-      description:
-        'its parts as sent (`input_text`, `input_image`, `output_text`...); a string as one text part',
-    }),
-    status: z.literal('completed'),
-  }),
-  z.object({
-    id: z.string().meta({ description: "the client's, else `fc_...`" }),
-    type: z.literal('function_call'),
-    status: z.literal('completed'),
-    call_id: z.string(),
-    name: z.string(),
-    arguments: z.string(),
-  }),
-  z.object({
-    id: z.string().meta({ description: "the client's, else `fco_...`" }),
-    type: z.literal('function_call_output'),
-    status: z.literal('completed'),
-    call_id: z.string(),
-    output: z.union([z.string(), z.array(z.record(z.string(), z.unknown()))]),
-  }),
-  z
-    .record(z.string(), z.unknown())
-    .meta({ description: 'another item (`reasoning`) as it was sent, with an id' }),
-]);
+const ResponseInputItemSchema = storedItemSchema({
+  status: z.literal('completed'),
+  parts: 'its parts as sent (`input_text`, `input_image`, `output_text`...); a string as one text part',
+  other: 'another item (`reasoning`) as it was sent, with an id',
+});
 
 const ResponseItemListSchema = z
   .object({

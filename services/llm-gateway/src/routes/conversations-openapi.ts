@@ -6,6 +6,7 @@ import {
   ConversationItemsCreateSchema,
   ConversationUpdateSchema,
 } from './conversations';
+import { storedItemSchema } from './stored-items-openapi';
 import { InputItemsQuerySchema } from './stored-responses';
 
 /** The Conversations API's routes in the `{gateway_url}` document (decision 0110). */
@@ -24,38 +25,11 @@ const ConversationDeletedSchema = z
   .meta({ id: 'ConversationDeleted' });
 
 /** An item as the conversation holds it: as it was sent or answered, with its id and status. */
-const ConversationItemSchema = z
-  .union([
-    z.object({
-      id: z.string().meta({ description: "the client's, else `msg_...`" }),
-      type: z.literal('message'),
-      role: z.enum(['user', 'system', 'developer', 'assistant']),
-      content: z.array(z.record(z.string(), z.unknown())).meta({
-        description:
-          'its parts (`input_text`, `input_image`, `output_text`, `refusal`...); a string as one text part',
-      }),
-      status: z.enum(['completed', 'incomplete']),
-    }),
-    z.object({
-      id: z.string().meta({ description: "the client's, else `fc_...`" }),
-      type: z.literal('function_call'),
-      status: z.enum(['completed', 'incomplete']),
-      call_id: z.string(),
-      name: z.string(),
-      arguments: z.string(),
-    }),
-    z.object({
-      id: z.string().meta({ description: "the client's, else `fco_...`" }),
-      type: z.literal('function_call_output'),
-      status: z.literal('completed'),
-      call_id: z.string(),
-      output: z.union([z.string(), z.array(z.record(z.string(), z.unknown()))]),
-    }),
-    z
-      .record(z.string(), z.unknown())
-      .meta({ description: 'another item (`reasoning`) as it was sent or answered, with an id' }),
-  ])
-  .meta({ id: 'ConversationItem' });
+const ConversationItemSchema = storedItemSchema({
+  status: z.enum(['completed', 'incomplete']),
+  parts: 'its parts (`input_text`, `input_image`, `output_text`, `refusal`...); a string as one text part',
+  other: 'another item (`reasoning`) as it was sent or answered, with an id',
+}).meta({ id: 'ConversationItem' });
 
 const ConversationItemListSchema = z
   .object({
