@@ -1,5 +1,5 @@
 import type { ChatCompletionRequest, ChatRequestMessage } from '../types';
-import type { AnthropicBlock, AnthropicThinking } from './anthropic-wire';
+import type { AnthropicBlock, AnthropicMessage, AnthropicThinking } from './anthropic-wire';
 import { UntranslatableRequest } from './untranslatable';
 
 /**
@@ -32,23 +32,16 @@ export interface ThinkingPlan {
 }
 
 /**
- * The last assistant message is a tool loop's (the conversation ends with its tools' results, the user's words after
- * them included: Anthropic's last user turn holds both) and carries no signed thinking: Anthropic refuses thinking
- * there, since the turn's thinking must come first and cannot be made up.
+ * The conversation, as Anthropic will read it, is in a tool loop (its last user turn holds tool results, the user's
+ * words after them included) whose assistant turn does not start with thinking: Anthropic refuses thinking there,
+ * since the turn's thinking must come first and cannot be made up. Read on the translated turns, so that assistant
+ * messages merged into one turn, and unsigned blocks left out, count as Anthropic counts them.
  */
-function toolLoopWithoutThinking(messages: readonly ChatRequestMessage[]): boolean {
-  let toolResults = false;
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i]!;
-    if (message.role === 'tool') toolResults = true;
-    if (message.role !== 'assistant') continue;
-    // assistant messages in a row are one Anthropic turn (`push` merges them), which must start with the thinking
-    // (a Responses stream's text between two calls is a message of its own)
-    while (i > 0 && messages[i - 1]!.role === 'assistant') i--;
-    // the blocks that will be sent: unsigned ones are not
-    return toolResults && thinkingBlocksOf(messages[i]!).length === 0;
-  }
-  return false;
+function toolLoopWithoutThinking(turns: readonly AnthropicMessage[]): boolean {
+  const last = turns[turns.length - 1];
+  if (last?.role !== 'user' || !last.content.some((block) => block.type === 'tool_result')) return false;
+  const first = turns[turns.length - 2]?.content[0]?.type;
+  return first !== 'thinking' && first !== 'redacted_thinking';
 }
 
 /**
@@ -82,8 +75,11 @@ export function thinkingPlan(
   body: ChatCompletionRequest,
   bound: number | undefined,
   defaultMaxTokens: number,
-  /** `reasons`: the catalogue does not say the model cannot; `json`: the answer is asked in a response_format */
-  model: { reasons: boolean; json: boolean },
+  /**
+   * `reasons`: the catalogue does not say the model cannot; `json`: the answer is asked in a response_format;
+   * `turns`: the conversation as translated for Anthropic
+   */
+  model: { reasons: boolean; json: boolean; turns: readonly AnthropicMessage[] },
 ): ThinkingPlan {
   const none = { maxTokens: bound ?? defaultMaxTokens };
   if (isObject(body.thinking)) {
@@ -108,7 +104,7 @@ export function thinkingPlan(
     !model.reasons ||
     (bound !== undefined && bound <= MIN_BUDGET) ||
     conflictWithThinking(body, model.json) !== null ||
-    toolLoopWithoutThinking(body.messages)
+    toolLoopWithoutThinking(model.turns)
   )
     return none;
   return {

@@ -310,7 +310,7 @@ export function toAnthropicRequest(
     body,
     body.max_completion_tokens ?? body.max_tokens ?? undefined,
     ANTHROPIC_DEFAULT_MAX_TOKENS,
-    { reasons, json: answersInJson(body) },
+    { reasons, json: answersInJson(body), turns: messages },
   );
   const out: AnthropicRequest = {
     model,
