@@ -90,11 +90,24 @@ export const LlmCompletionEvent = z.object({
     cache_write_tokens: z.number().int().nonnegative().optional(),
   }),
   cost: z.number().nonnegative(),
-  // Optional fields added by the LLM gateway (issue 9); version 1 consumers ignore what they do not know.
+  // Optional fields added by the LLM gateway (issue 9), describing the call. Counting reads none of them: a
+  // version 1 consumer ignores the members it does not know, and a value it does not know (an endpoint added since)
+  // in the members it does (`CountedLlmCompletion`), so an event is never refused for what only describes it.
   /** request id of the inference call (the `x-request-id` the caller saw) */
   requestId: z.string().max(200).optional(),
-  /** the gateway endpoint: chat completions, embeddings or rerank */
-  endpoint: z.enum(['chat.completions', 'embeddings', 'rerank', 'images', 'audio']).optional(),
+  /** the gateway API the caller used (`responses`: OpenAI's Responses API; `messages`: Anthropic's Messages API) */
+  endpoint: z
+    .enum([
+      'chat.completions',
+      'completions',
+      'responses',
+      'messages',
+      'embeddings',
+      'rerank',
+      'images',
+      'audio',
+    ])
+    .optional(),
   /** how the request ended: a full answer, a provider error, a stream cut at the budget, a client gone */
   outcome: z.enum(['success', 'provider_error', 'budget_cut', 'client_cancelled']).optional(),
   stream: z.boolean().optional(),
@@ -111,6 +124,22 @@ export const LlmCompletionEvent = z.object({
     .optional(),
 });
 export type LlmCompletionEvent = z.infer<typeof LlmCompletionEvent>;
+
+/**
+ * What counting an `analytics.llm.completion` reads, validated as strictly as the whole event; its descriptive
+ * members are left unread, so a consumer older than its producer still counts every event.
+ */
+export const CountedLlmCompletion = LlmCompletionEvent.pick({
+  id: true,
+  version: true,
+  occurredAt: true,
+  orgSlug: true,
+  userId: true,
+  model: true,
+  provider: true,
+  usage: true,
+  cost: true,
+});
 
 /** `llm.catalogue.updated`, version 1: gateway instances reload their in-memory model catalogue. */
 export const LlmCatalogueUpdatedEvent = z.object({ version: z.literal(1), at: z.string() });

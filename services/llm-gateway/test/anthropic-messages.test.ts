@@ -501,10 +501,10 @@ describe("Anthropic's Messages API through the edge", () => {
       if (minuteNow() === sentIn) expect(gauge(usage, 'llm.rpm').used).toBe(3);
       expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
       expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(cost, 9);
-      // one event per request, named as the chat completion it is served as (the v1 contract has no `messages`)
+      // one event per request, naming the API the caller used
       const mine = accounted.filter((e) => e.orgSlug === 'messages-count');
       expect(mine).toHaveLength(3);
-      expect(mine.every((e) => e.endpoint === 'chat.completions')).toBe(true);
+      expect(mine.every((e) => e.endpoint === 'messages')).toBe(true);
       expect(mine.map((e) => e.stream)).toEqual([false, true, false]);
     } finally {
       unsubscribe();
@@ -780,7 +780,7 @@ describe("Anthropic's Messages API through the edge", () => {
       });
       expect(event).toMatchObject({
         outcome: 'client_cancelled',
-        endpoint: 'chat.completions',
+        endpoint: 'messages',
         stream: true,
       });
       await waitFor(() => w.sim.requests().find((r) => r.model === 'gpt-sim' && r.clientClosed), {

@@ -527,10 +527,9 @@ describe('the Responses API through the edge', () => {
       const event = await waitFor(() => accounted.find((e) => e.requestId === 'cancel-this-response'), {
         what: 'the usage event of the cancelled response',
       });
-      // the event contract (v1) has no `responses` endpoint: the request is accounted as the chat it is served as
       expect(event).toMatchObject({
         outcome: 'client_cancelled',
-        endpoint: 'chat.completions',
+        endpoint: 'responses',
         stream: true,
       });
       expect(event.usage.completion_tokens).toBeLessThan(60);

@@ -169,9 +169,7 @@ function anthropicErrors(ctx: GatewayContext): ErrorRequestHandler {
 
 /** Anthropic's message, plain or as its events, from the chat path's answer. */
 class MessagesWire implements CompletionWire {
-  // the usage event's contract (v1) names no `messages` endpoint, and llm-quota refuses a name it does not
-  // know: the request is accounted as the chat completion it is served as (decisions 0106, 0111)
-  readonly endpoint = 'chat.completions';
+  readonly endpoint = 'messages';
   private readonly id = newMessageId();
 
   constructor(

@@ -184,9 +184,7 @@ function responsesWire(
   const createdAt = seconds(ctx);
   const base = (model: string): ResponseBase => ({ id, createdAt, model, echo, encryptedReasoning });
   return {
-    // the usage event's contract (v1) names no `responses` endpoint, and llm-quota refuses a name it does not
-    // know: the request is accounted as the chat completion it is served as (decision 0106)
-    endpoint: 'chat.completions',
+    endpoint: 'responses',
     async respond(res, { completion, model, usage, figures, headers }) {
       const details = (completion.usage ?? {}) as Record<string, unknown>;
       const response = fromChatCompletion(

@@ -35,6 +35,17 @@ describe('reading analytics.llm.completion', () => {
     expect(noUser.ok && noUser.event.userId).toBeNull();
   });
 
+  it('counts an event whatever its descriptive members say, so a newer gateway is counted by an older consumer', () => {
+    const newer = read({
+      ...valid,
+      endpoint: 'batches',
+      outcome: 'expired',
+      usageSource: 'estimate',
+      stream: 'no',
+    });
+    expect(newer).toMatchObject({ ok: true, event: { id: 'e1', total_tokens: 10, cost_micros: 1235 } });
+  });
+
   it('counts an event from the future at its arrival time', () => {
     const intake = read({ ...valid, occurredAt: '2025-03-15T13:00:00+01:00' }); // 12:00:00Z: past
     expect(intake.ok && intake.clockAhead).toBe(false);

@@ -1,4 +1,4 @@
-import { LlmCompletionEvent, ORG_SLUG_PATTERN } from '@platform/contracts';
+import { CountedLlmCompletion, ORG_SLUG_PATTERN } from '@platform/contracts';
 import { costToMicros } from '../domain/gauges';
 
 /** A valid event, reduced to what counting needs, with the time it counts at. */
@@ -41,7 +41,7 @@ export function readCompletionEvent(raw: string, arrival: Date, maxAgeMs: number
     json && typeof json === 'object' && typeof (json as { id?: unknown }).id === 'string'
       ? (json as { id: string }).id
       : undefined;
-  const parsed = LlmCompletionEvent.safeParse(json);
+  const parsed = CountedLlmCompletion.safeParse(json);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => ({
       field: i.path.join('.') || '(event)',
