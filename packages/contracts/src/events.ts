@@ -76,6 +76,11 @@ export const LlmCompletionEvent = z.object({
   occurredAt: z.iso.datetime({ offset: true }),
   orgSlug: z.string().min(1).max(100),
   userId: z.string().min(1).max(200).optional(),
+  /**
+   * the organization API key that made the request, whose own limits llm-quota reports (optional, added with them:
+   * an older consumer ignores it and counts the event for the organization alone)
+   */
+  apiKeyId: z.string().min(1).max(200).optional(),
   model: z.string().min(1).max(200),
   provider: z.string().min(1).max(100),
   usage: z.object({
@@ -135,6 +140,7 @@ export const CountedLlmCompletion = LlmCompletionEvent.pick({
   occurredAt: true,
   orgSlug: true,
   userId: true,
+  apiKeyId: true,
   model: true,
   provider: true,
   usage: true,

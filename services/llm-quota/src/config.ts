@@ -80,7 +80,7 @@ export const llmQuotaConfigSchema = z
     LLM_QUOTA_SWEEP_INTERVAL_MS: env.int(5_000, 100),
     /** largest JSON request body (settings updates) */
     LLM_QUOTA_BODY_LIMIT_BYTES: env.int(256 * 1024, 1024),
-    /** most per-user overrides, and most role entries, one organization may hold */
+    /** most entries one organization may hold in each map: per-user overrides, roles, API keys */
     LLM_QUOTA_MAX_USER_OVERRIDES: env.int(10_000, 1),
   })
   .superRefine((config, ctx) => {

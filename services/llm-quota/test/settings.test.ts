@@ -114,6 +114,7 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         org_user_quotas: {
           overrides: { 'user-1': { rpm: 5, tpm: 5_000 } },
           by_role: { member: { rpm: 10 } },
+          by_api_key: {},
         },
         models: { allowed: null, defaults: {}, downgrade: {} },
         updated_at: '2025-03-15T12:00:30.000Z',
@@ -142,6 +143,7 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       expect(res.body.org_user_quotas).toEqual({
         overrides: { toString: { rpm: 2, tpm: 20 } },
         by_role: { constructor: { rpm: 4 } },
+        by_api_key: {},
       });
       const odd = (await usage(edgeHeaders(principal({ userId: 'toString' }), clock))).body;
       expect(odd.user.enforced).toEqual([
@@ -160,13 +162,22 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         org_user_quotas: {
           overrides: { a: { rpm: 1, tpm: 2 }, b: { rpm: 3 } },
           by_role: { guest: { rpm: 0 } },
+          by_api_key: { k1: { rpm: 5, tpm: 50 } },
         },
       });
       await patch({ org_user_quotas: { overrides: { c: { tpm: 9 } } } });
       const res = await patch({
-        org_user_quotas: { overrides: { a: { tpm: null }, b: null }, by_role: { guest: { rpm: null } } },
+        org_user_quotas: {
+          overrides: { a: { tpm: null }, b: null },
+          by_role: { guest: { rpm: null } },
+          by_api_key: { k1: { rpm: null } },
+        },
       });
-      expect(res.body.org_user_quotas).toEqual({ overrides: { a: { rpm: 1 }, c: { tpm: 9 } }, by_role: {} });
+      expect(res.body.org_user_quotas).toEqual({
+        overrides: { a: { rpm: 1 }, c: { tpm: 9 } },
+        by_role: {},
+        by_api_key: { k1: { tpm: 50 } },
+      });
       expect(res.body.policy).toBe('hard_block');
       const read = await request(quota.service.handler).get('/v1/quotas/settings').set(admin());
       expect(read.body).toEqual(res.body);
@@ -176,9 +187,13 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       const oneMap = await patch({ policy: null, org_user_quotas: { overrides: null } });
       expect(oneMap.status).toBe(200);
       expect(oneMap.body.policy).toBe('hard_block');
-      expect(oneMap.body.org_user_quotas).toEqual({ overrides: {}, by_role: { guest: { rpm: 1 } } });
+      expect(oneMap.body.org_user_quotas).toEqual({
+        overrides: {},
+        by_role: { guest: { rpm: 1 } },
+        by_api_key: { k1: { tpm: 50 } },
+      });
       const all = await patch({ org_user_quotas: null });
-      expect(all.body.org_user_quotas).toEqual({ overrides: {}, by_role: {} });
+      expect(all.body.org_user_quotas).toEqual({ overrides: {}, by_role: {}, by_api_key: {} });
     });
 
     it('get a 400 naming the fields for an invalid change, and nothing is stored', async () => {
@@ -223,8 +238,41 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       const res = await patch({ org_user_quotas: { overrides: { c: { rpm: 1 } } } });
       expect(res.status).toBe(400);
       expect(res.body.details.issues[0].field).toBe('org_user_quotas.overrides');
+      const keys = await patch({
+        org_user_quotas: { by_api_key: { k1: { rpm: 1 }, k2: { rpm: 1 }, k3: { rpm: 1 } } },
+      });
+      expect(keys.body.details.issues[0].field).toBe('org_user_quotas.by_api_key');
       // replacing one is fine
       expect((await patch({ org_user_quotas: { overrides: { a: null, c: { rpm: 1 } } } })).status).toBe(200);
+    });
+
+    it("set an organization API key's own limits, which the key's usage report shows (no plan default)", async () => {
+      const key = principal({ userId: null, permissions: ['models:read'] });
+      const other = principal({ userId: null, permissions: ['models:read'] });
+      const res = await patch({ org_user_quotas: { by_api_key: { [key.credential.id]: { rpm: 3 } } } });
+      expect(res.body.org_user_quotas.by_api_key).toEqual({ [key.credential.id]: { rpm: 3 } });
+      const report = (await usage(edgeHeaders(key, clock))).body;
+      expect(report.user).toBeUndefined();
+      expect(report.api_key).toEqual({
+        id: key.credential.id,
+        enforced: [
+          expect.objectContaining({
+            key: 'llm.rpm',
+            scope: 'api_key',
+            source: 'override',
+            limit: 3,
+            used: 0,
+          }),
+        ],
+      });
+      // a key without an entry has no gauge of its own; a user's report has none either
+      expect((await usage(edgeHeaders(other, clock))).body.api_key).toBeUndefined();
+      expect((await usage()).body.api_key).toBeUndefined();
+      // and the gateway reads the entry with the rest of the settings
+      const read = await request(quota.service.handler)
+        .get('/internal/orgs/acme/gateway-settings')
+        .set(internal());
+      expect(read.body.org_user_quotas.by_api_key).toEqual({ [key.credential.id]: { rpm: 3 } });
     });
 
     it('through an organization key holding quotas:manage are recorded by the key id', async () => {

@@ -112,6 +112,7 @@ async function admitInference(
     orgSlug,
     userId: principal.user.id,
     roleSlug: principal.session.org?.role.slug ?? null,
+    apiKeyId: principal.credential.kind === 'org_api_key' ? principal.credential.id : null,
   };
   const serving = (m: CatalogueModel): Pool => {
     const { pool, refusal } = servingPool(m, checkModel);
@@ -218,6 +219,7 @@ export async function account(ctx: GatewayContext, prepared: Prepared, done: Fin
     currency: prepared.settings.plan.currency,
   };
   if (prepared.caller.userId !== null) event.userId = prepared.caller.userId;
+  if (prepared.caller.apiKeyId !== null) event.apiKeyId = prepared.caller.apiKeyId;
   if (prepared.downgradedFrom) event.requestedModel = prepared.downgradedFrom;
   if (figures.carbon) event.carbon = figures.carbon;
   ctx.metrics.accounted(event);

@@ -1,6 +1,6 @@
 import { ManualClock, RateLimited } from '@platform/kernel';
 import { createEmbeddedStore, type Store, StoreRateWindows } from '@platform/store';
-import { Admission, MonthlyBudgetExhausted } from './admission';
+import { Admission, type Caller, MonthlyBudgetExhausted } from './admission';
 import { type QuotaCounters, quotaCountersFor } from './counters';
 import { MonthCounters } from './month-counters';
 import type { OrgGatewaySettings } from './org-settings';
@@ -30,7 +30,7 @@ const onDocuments = (store: Store, clock: ManualClock): QuotaCounters => ({
   months: new MonthCounters(store, clock),
 });
 
-const caller = { orgSlug: 'acme', userId: 'u1', roleSlug: 'member' };
+const caller: Caller = { orgSlug: 'acme', userId: 'u1', roleSlug: 'member', apiKeyId: null };
 
 describe.each([
   ['documents of the shared store (MongoDB)', onDocuments],
@@ -88,9 +88,45 @@ describe.each([
       }
       return n;
     };
-    expect(await admitted({ orgSlug: 'acme', userId: 'vip', roleSlug: 'member' })).toBe(3);
-    expect(await admitted({ orgSlug: 'acme', userId: 'm', roleSlug: 'member' })).toBe(2);
-    expect(await admitted({ orgSlug: 'acme', userId: 'g', roleSlug: 'guest' })).toBe(5);
+    expect(await admitted({ ...caller, userId: 'vip', roleSlug: 'member' })).toBe(3);
+    expect(await admitted({ ...caller, userId: 'm', roleSlug: 'member' })).toBe(2);
+    expect(await admitted({ ...caller, userId: 'g', roleSlug: 'guest' })).toBe(5);
+  });
+
+  it("an organization API key's own rpm and tpm, apart from the other keys and the organization's", async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock(Date.now());
+    const adm = instance(store, clock);
+    const s = settings(
+      { 'llm.rpm': 100 },
+      {
+        // a plan default for users never reaches a key
+        per_user_defaults: { rpm: 1 },
+        org_user_quotas: { overrides: {}, by_role: {}, by_api_key: { app: { rpm: 2 }, batch: { tpm: 50 } } },
+      },
+    );
+    const key = (apiKeyId: string): Caller => ({ orgSlug: 'acme', userId: null, roleSlug: null, apiKeyId });
+    const outcomes = async (c: Caller, tokens: number, n: number) => {
+      const out: string[] = [];
+      for (let i = 0; i < n; i++)
+        out.push(
+          await adm.admit(s, c, tokens, { checkMonth: true }).then(
+            () => 'ok',
+            (err: RateLimited) =>
+              `${(err.details as { scope: string; key: string }).key}/${(err.details as { scope: string }).scope}`,
+          ),
+        );
+      return out;
+    };
+    expect(await outcomes(key('app'), 1, 3)).toEqual(['ok', 'ok', 'llm.rpm/api_key']);
+    // another key, with no entry: only the organization's limits
+    expect(await outcomes(key('other'), 1, 5)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok']);
+    expect(await outcomes(key('batch'), 30, 2)).toEqual(['ok', 'llm.tpm/api_key']);
+    // a prompt larger than the key's whole minute is said at once
+    await expect(adm.admit(s, key('batch'), 80, { checkMonth: true })).rejects.toMatchObject({
+      message: expect.stringContaining("the API key's limit of 50 tokens"),
+      details: { key: 'llm.tpm', scope: 'api_key', limit: 50, requested: 80 },
+    });
   });
 
   it("rate windows are calendar minutes, llm-quota's: the refusal's Retry-After is the minute's end", async () => {

@@ -33,6 +33,8 @@ export interface Caller {
   orgSlug: string;
   userId: string | null;
   roleSlug: string | null;
+  /** the organization API key making the request (it has no user), whose own limits apply */
+  apiKeyId: string | null;
 }
 
 /** A user's limit: override, else role entry, else plan default (same rule as llm-quota's report). */
@@ -53,6 +55,21 @@ export function userLimit(
   const d = settings.per_user_defaults[field];
   return typeof d === 'number' ? d : null;
 }
+
+/** An organization API key's limit: its entry in `by_api_key`, else none (keys have no plan default). */
+export function apiKeyLimit(
+  field: keyof UserQuota,
+  settings: OrgGatewaySettings,
+  caller: Caller,
+): number | null {
+  const byKey = settings.org_user_quotas.by_api_key;
+  if (caller.apiKeyId === null || byKey === undefined || !Object.hasOwn(byKey, caller.apiKeyId)) return null;
+  const limit = byKey[caller.apiKeyId]?.[field];
+  return typeof limit === 'number' ? limit : null;
+}
+
+type Scope = 'org' | 'user' | 'api_key';
+const SCOPE_NAMES: Record<Scope, string> = { org: 'organization', user: 'user', api_key: 'API key' };
 
 export type Limiters = Pick<QuotaCounters, 'requests' | 'tokens'>;
 
@@ -143,31 +160,32 @@ export class Admission {
     const undo: Array<() => Promise<unknown>> = [];
     const now = () => this.deps.clock.now().getTime();
     const rollback = () => Promise.all(undo.map((u) => u()));
-    const userKey = caller.userId === null ? null : `${caller.orgSlug}|${caller.userId}`;
-    const windows: Array<{ limiter: RateWindows; key: string; points: number; limit: number | null }> = [
-      {
-        limiter: limiters.requests,
-        key: caller.orgSlug,
-        points: 1,
-        limit: settings.limits['llm.rpm'] ?? null,
-      },
-      {
-        limiter: limiters.tokens,
-        key: caller.orgSlug,
-        points: promptTokens,
-        limit: settings.limits['llm.tpm'] ?? null,
-      },
-    ];
-    if (userKey) {
+    const windows: Array<{
+      limiter: RateWindows;
+      key: string;
+      scope: Scope;
+      points: number;
+      limit: number | null;
+    }> = [];
+    const both = (scope: Scope, key: string, rpm: number | null, tpm: number | null) =>
       windows.push(
-        { limiter: limiters.requests, key: userKey, points: 1, limit: userLimit('rpm', settings, caller) },
-        {
-          limiter: limiters.tokens,
-          key: userKey,
-          points: promptTokens,
-          limit: userLimit('tpm', settings, caller),
-        },
+        { limiter: limiters.requests, key, scope, points: 1, limit: rpm },
+        { limiter: limiters.tokens, key, scope, points: promptTokens, limit: tpm },
       );
+    both('org', caller.orgSlug, settings.limits['llm.rpm'] ?? null, settings.limits['llm.tpm'] ?? null);
+    if (caller.userId !== null)
+      both(
+        'user',
+        `${caller.orgSlug}|${caller.userId}`,
+        userLimit('rpm', settings, caller),
+        userLimit('tpm', settings, caller),
+      );
+    if (caller.apiKeyId !== null) {
+      // a key's windows are kept only while the organization sets it a limit: most keys have none
+      const rpm = apiKeyLimit('rpm', settings, caller);
+      const tpm = apiKeyLimit('tpm', settings, caller);
+      // `key:` sets its windows apart from the organization's and users' (an org slug has no `:`)
+      if (rpm !== null || tpm !== null) both('api_key', `key:${caller.orgSlug}|${caller.apiKeyId}`, rpm, tpm);
     }
     const tokenWindows: TokenWindow[] = [];
     try {
@@ -176,12 +194,17 @@ export class Admission {
         if (w.limit === null && w.limiter === limiters.requests) continue;
         // A prompt larger than a whole minute's tokens never fits: said at once, and not worth an SDK's retries.
         if (w.limit !== null && w.limiter === limiters.tokens && w.points > w.limit) {
-          const scope = w.key === caller.orgSlug ? 'org' : 'user';
           throw new RateLimited(
             60,
-            `This request's ${w.points} prompt tokens exceed the ${scope}'s limit of ${w.limit} tokens a minute: shorten it, or ask for a higher limit`,
+            `This request's ${w.points} prompt tokens exceed the ${SCOPE_NAMES[w.scope]}'s limit of ${w.limit} tokens a minute: shorten it, or ask for a higher limit`,
             {
-              details: { key: 'llm.tpm', scope, limit: w.limit, requested: w.points, window: 'minute' },
+              details: {
+                key: 'llm.tpm',
+                scope: w.scope,
+                limit: w.limit,
+                requested: w.points,
+                window: 'minute',
+              },
               retryable: false,
             },
           );
@@ -195,7 +218,7 @@ export class Admission {
           throw new RateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)), 'Rate limit exceeded', {
             details: {
               key: w.limiter === limiters.requests ? 'llm.rpm' : 'llm.tpm',
-              scope: w.key === caller.orgSlug ? 'org' : 'user',
+              scope: w.scope,
               limit: w.limit,
               window: 'minute',
             },

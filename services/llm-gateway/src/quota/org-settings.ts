@@ -19,7 +19,12 @@ export interface OrgGatewaySettings {
     'llm.monthly_cost'?: number | null;
   };
   per_user_defaults: UserQuota;
-  org_user_quotas: { overrides: Record<string, UserQuota>; by_role: Record<string, UserQuota> };
+  org_user_quotas: {
+    overrides: Record<string, UserQuota>;
+    by_role: Record<string, UserQuota>;
+    /** an organization API key's own limits, by key id (absent from an llm-quota older than them) */
+    by_api_key?: Record<string, UserQuota>;
+  };
   models: {
     allowed: string[] | null;
     defaults: {

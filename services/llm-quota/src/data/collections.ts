@@ -34,10 +34,12 @@ export interface OrgSettingsDoc extends Doc {
   deletedAt?: Date;
 }
 
-/** A usage counter for one window: of an organization, or of one user in it. */
+/** A usage counter for one window: of an organization, or of one user or API key in it. */
 export interface CounterDoc extends Doc {
   orgSlug: string;
   userId: string | null;
+  /** the organization API key counted here (absent from counters written before keys were counted) */
+  apiKeyId?: string | null;
   window: WindowKind;
   start: Date;
   requests: number;
@@ -60,6 +62,7 @@ export interface LedgerDoc extends Doc {
   batch: string;
   orgSlug: string;
   userId: string | null;
+  apiKeyId: string | null;
   model: string;
   provider: string;
   occurredAt: Date;
@@ -79,6 +82,7 @@ export interface CounterIncrement {
   counterId: string;
   orgSlug: string;
   userId: string | null;
+  apiKeyId: string | null;
   window: WindowKind;
   start: Date;
   requests: number;

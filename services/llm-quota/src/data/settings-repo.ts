@@ -50,6 +50,7 @@ export interface SettingsPatch {
   org_user_quotas?: {
     overrides?: Record<string, { rpm?: number | null; tpm?: number | null } | null> | null;
     by_role?: Record<string, { rpm?: number | null; tpm?: number | null } | null> | null;
+    by_api_key?: Record<string, { rpm?: number | null; tpm?: number | null } | null> | null;
   } | null;
   models?: ModelGovernancePatch;
 }
@@ -63,9 +64,14 @@ const served = (doc: OrgSettingsDoc): OrgSettingsDoc => {
   return normalise(doc);
 };
 
+/** The maps of `org_user_quotas`, each of rpm / tpm entries, patched alike. */
+const QUOTA_MAPS = ['overrides', 'by_role', 'by_api_key'] as const satisfies ReadonlyArray<
+  keyof OrgUserQuotas
+>;
+
 export class TooManyEntries extends Error {
   constructor(
-    readonly field: 'overrides' | 'by_role',
+    readonly field: keyof OrgUserQuotas,
     readonly max: number,
   ) {
     super(`org_user_quotas.${field} may hold at most ${max} entries`);
@@ -160,7 +166,7 @@ export class SettingsRepository {
     if (patch.policy !== undefined) $set.policy = patch.policy ?? 'hard_block';
     if (patch.models !== undefined)
       $set.models = mergeGovernance(current.models ?? NO_GOVERNANCE, patch.models);
-    for (const field of ['overrides', 'by_role'] as const) {
+    for (const field of QUOTA_MAPS) {
       const entries = patch.org_user_quotas === null ? null : patch.org_user_quotas?.[field];
       if (entries === undefined) continue;
       if (entries === null) {
@@ -212,7 +218,7 @@ export class SettingsRepository {
     return {
       plan: this.defaultPlan,
       policy: 'hard_block' as QuotaPolicy,
-      org_user_quotas: { overrides: {}, by_role: {} },
+      org_user_quotas: { overrides: {}, by_role: {}, by_api_key: {} },
       createdAt: now,
       updatedAt: now,
       updatedBy: null,
@@ -235,6 +241,7 @@ function normalise(doc: OrgSettingsDoc): OrgSettingsDoc {
   const quotas: OrgUserQuotas = {
     overrides: clean(doc.org_user_quotas?.overrides),
     by_role: clean(doc.org_user_quotas?.by_role),
+    by_api_key: clean(doc.org_user_quotas?.by_api_key),
   };
   return {
     ...doc,

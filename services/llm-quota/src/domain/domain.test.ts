@@ -1,6 +1,6 @@
 import { costToMicros, microsToCost, percentOf } from './gauges';
 import { BUILT_IN_PLANS } from './plans';
-import { effectiveUserLimit } from './user-limits';
+import { apiKeyLimit, effectiveUserLimit } from './user-limits';
 import { counterId, countersBefore, minuteStart, monthStart, nextMonthStart, windowLabel } from './windows';
 
 describe('windows (UTC, aligned)', () => {
@@ -65,6 +65,7 @@ describe('per-user limits', () => {
   const quotas = {
     overrides: { u1: { rpm: 5 } },
     by_role: { member: { rpm: 10, tpm: 1000 }, guest: { rpm: 0 } },
+    by_api_key: { k1: { tpm: 500 } },
   };
 
   it('take the user override, then the role, then the plan default, field by field', () => {
@@ -77,9 +78,15 @@ describe('per-user limits', () => {
 
   it('are none when no level sets one, and ignore inherited object keys', () => {
     const bare = { ...plan, per_user_defaults: {} };
-    expect(effectiveUserLimit('rpm', { overrides: {}, by_role: {} }, bare, 'u', 'member')).toBeNull();
-    expect(
-      effectiveUserLimit('rpm', { overrides: {}, by_role: {} }, bare, 'constructor', 'toString'),
-    ).toBeNull();
+    const none = { overrides: {}, by_role: {}, by_api_key: {} };
+    expect(effectiveUserLimit('rpm', none, bare, 'u', 'member')).toBeNull();
+    expect(effectiveUserLimit('rpm', none, bare, 'constructor', 'toString')).toBeNull();
+  });
+
+  it("an API key's are its own entry, field by field, with no plan default", () => {
+    expect(apiKeyLimit('tpm', quotas, 'k1')).toEqual({ limit: 500, source: 'override' });
+    expect(apiKeyLimit('rpm', quotas, 'k1')).toBeNull();
+    expect(apiKeyLimit('rpm', quotas, 'k2')).toBeNull();
+    expect(apiKeyLimit('rpm', quotas, 'constructor')).toBeNull();
   });
 });

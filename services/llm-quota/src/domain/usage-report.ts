@@ -3,8 +3,8 @@ import type { CounterDoc, OrgSettingsDoc, QuotaCollections } from '../data/colle
 import type { QuotaGauge, UsageResponse } from '../routes/schemas';
 import { microsToCost, percentOf } from './gauges';
 import { LIMIT_KEYS, type LimitKey, type Plan, type PlanCatalog } from './plans';
-import { effectiveUserLimit } from './user-limits';
-import { type CounterScope, counterId, type WindowKind, windowEnd, windowStart } from './windows';
+import { apiKeyLimit, type EffectiveUserLimit, effectiveUserLimit } from './user-limits';
+import { type CounterScope, counterId, scopeName, type WindowKind, windowEnd, windowStart } from './windows';
 
 const WINDOW_OF: Record<LimitKey, WindowKind> = {
   'llm.rpm': 'minute',
@@ -12,6 +12,11 @@ const WINDOW_OF: Record<LimitKey, WindowKind> = {
   'llm.monthly_tokens': 'month',
   'llm.monthly_cost': 'month',
 };
+
+const RATE_FIELDS = [
+  ['llm.rpm', 'rpm'],
+  ['llm.tpm', 'tpm'],
+] as const;
 
 /** What a gauge measures in a counter. */
 function usedOf(key: LimitKey, counter: CounterDoc | undefined): number {
@@ -55,23 +60,23 @@ export interface ReportInput {
   now: Date;
   /** the caller, when the credential carries a user */
   user: { id: string; role: string | null } | null;
+  /** the calling organization API key's id, when the credential is one */
+  apiKeyId: string | null;
 }
 
-/** The ids of the few counters a report reads (all by primary key). */
-export function countersToRead(orgSlug: string, now: Date, userId: string | null): string[] {
-  const org: CounterScope = { orgSlug };
-  const ids = [
-    counterId(org, 'minute', windowStart('minute', now)),
-    counterId(org, 'month', windowStart('month', now)),
-  ];
-  if (userId !== null) {
-    const user: CounterScope = { orgSlug, userId };
-    ids.push(
-      counterId(user, 'minute', windowStart('minute', now)),
-      counterId(user, 'month', windowStart('month', now)),
-    );
-  }
-  return ids;
+/** The ids of the few counters a report reads (all by primary key): the organization's and the caller's. */
+export function countersToRead(
+  orgSlug: string,
+  now: Date,
+  caller: { userId: string | null; apiKeyId: string | null },
+): string[] {
+  const scopes: CounterScope[] = [{ orgSlug }];
+  if (caller.userId !== null) scopes.push({ orgSlug, userId: caller.userId });
+  if (caller.apiKeyId !== null) scopes.push({ orgSlug, apiKeyId: caller.apiKeyId });
+  return scopes.flatMap((scope) => [
+    counterId(scope, 'minute', windowStart('minute', now)),
+    counterId(scope, 'month', windowStart('month', now)),
+  ]);
 }
 
 /** Spec 2.1 from the settings, the plan and the current counters. */
@@ -91,14 +96,14 @@ export function buildUsageReport(input: ReportInput, counters: Map<string, Count
     const out: QuotaGauge = {
       key,
       source,
-      scope: scope.userId === undefined ? 'org' : 'user',
+      scope: scopeName(scope),
       window,
       limit,
       used,
       percent: percentOf(used, limit),
     };
     if (window === 'minute') {
-      // The time of the last request recorded this month, for the organization or the user.
+      // The time of the last request recorded this month, in the gauge's scope.
       const last = read(scope, 'month')?.lastRequestAt;
       if (last) out.as_of = new Date(last).toISOString();
     }
@@ -124,17 +129,22 @@ export function buildUsageReport(input: ReportInput, counters: Map<string, Count
     org_user_quotas: settings.org_user_quotas,
     plan: { name: plan.name, currency: plan.plan.currency },
   };
+  const rateGauges = (scope: CounterScope, limitOf: (field: 'rpm' | 'tpm') => EffectiveUserLimit | null) =>
+    RATE_FIELDS.flatMap(([key, field]) => {
+      const limit = limitOf(field);
+      return limit ? [gauge(key, scope, limit.limit, limit.source)] : [];
+    });
+  const quotas = settings.org_user_quotas;
   if (user) {
-    const scope: CounterScope = { orgSlug, userId: user.id };
-    const userGauges: QuotaGauge[] = [];
-    for (const [key, field] of [
-      ['llm.rpm', 'rpm'],
-      ['llm.tpm', 'tpm'],
-    ] as const) {
-      const limit = effectiveUserLimit(field, settings.org_user_quotas, plan.plan, user.id, user.role);
-      if (limit) userGauges.push(gauge(key, scope, limit.limit, limit.source));
-    }
-    report.user = { userId: user.id, role: user.role, enforced: userGauges };
+    const enforced = rateGauges({ orgSlug, userId: user.id }, (field) =>
+      effectiveUserLimit(field, quotas, plan.plan, user.id, user.role),
+    );
+    report.user = { userId: user.id, role: user.role, enforced };
+  }
+  if (input.apiKeyId !== null) {
+    const id = input.apiKeyId;
+    const enforced = rateGauges({ orgSlug, apiKeyId: id }, (field) => apiKeyLimit(field, quotas, id));
+    if (enforced.length > 0) report.api_key = { id, enforced };
   }
   return report;
 }

@@ -11,6 +11,8 @@ export interface OrgUserQuotas {
   overrides: Record<string, UserQuota>;
   /** by organization role slug */
   by_role: Record<string, UserQuota>;
+  /** by organization API key id: an application's own limits (an API key carries no user) */
+  by_api_key: Record<string, UserQuota>;
 }
 
 export type UserLimitSource = 'override' | 'role' | 'plan';
@@ -39,4 +41,14 @@ export function effectiveUserLimit(
   const fallback = plan.per_user_defaults[field];
   if (typeof fallback === 'number') return { limit: fallback, source: 'plan' };
   return null;
+}
+
+/** An organization API key's limit for `rpm` or `tpm`: its entry, or none (keys have no plan default). */
+export function apiKeyLimit(
+  field: keyof UserQuota,
+  quotas: OrgUserQuotas,
+  keyId: string,
+): EffectiveUserLimit | null {
+  const limit = Object.hasOwn(quotas.by_api_key, keyId) ? quotas.by_api_key[keyId]?.[field] : undefined;
+  return typeof limit === 'number' ? { limit, source: 'override' } : null;
 }

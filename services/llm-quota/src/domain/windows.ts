@@ -33,19 +33,28 @@ export function windowLabel(kind: WindowKind, start: Date): string {
   return kind === 'minute' ? iso.slice(0, 16) : iso.slice(0, 7);
 }
 
-/** Who a counter is about: the organization, or one of its users. */
-export type CounterScope = { orgSlug: string; userId?: undefined } | { orgSlug: string; userId: string };
+/** Who a counter is about: the organization, one of its users, or one of its API keys. */
+export type CounterScope =
+  | { orgSlug: string; userId?: undefined; apiKeyId?: undefined }
+  | { orgSlug: string; userId: string; apiKeyId?: undefined }
+  | { orgSlug: string; userId?: undefined; apiKeyId: string };
+
+/** what a gauge of the scope says it is about */
+export const scopeName = (scope: CounterScope): 'org' | 'user' | 'api_key' =>
+  scope.userId !== undefined ? 'user' : scope.apiKeyId !== undefined ? 'api_key' : 'org';
 
 /**
- * The id of a counter document: `minute|2025-03-15T12:00|org|acme`, `month|2025-03|user|acme|u1`.
- * Ids sort by window start within a kind. Parts are URI-encoded so that no org slug or user id can make two
- * different counters share an id.
+ * The id of a counter document: `minute|2025-03-15T12:00|org|acme`, `month|2025-03|user|acme|u1`,
+ * `month|2025-03|key|acme|k1`. Ids sort by window start within a kind. Parts are URI-encoded so that no org slug,
+ * user id or key id can make two different counters share an id.
  */
 export function counterId(scope: CounterScope, kind: WindowKind, start: Date): string {
   const who =
-    scope.userId === undefined
-      ? `org|${enc(scope.orgSlug)}`
-      : `user|${enc(scope.orgSlug)}|${enc(scope.userId)}`;
+    scope.userId !== undefined
+      ? `user|${enc(scope.orgSlug)}|${enc(scope.userId)}`
+      : scope.apiKeyId !== undefined
+        ? `key|${enc(scope.orgSlug)}|${enc(scope.apiKeyId)}`
+        : `org|${enc(scope.orgSlug)}`;
   return `${kind}|${windowLabel(kind, start)}|${who}`;
 }
 

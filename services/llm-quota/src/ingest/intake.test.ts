@@ -33,6 +33,10 @@ describe('reading analytics.llm.completion', () => {
     });
     const noUser = read({ ...valid, userId: undefined });
     expect(noUser.ok && noUser.event.userId).toBeNull();
+    expect(noUser.ok && noUser.event.apiKeyId).toBeNull();
+    const byKey = read({ ...valid, userId: undefined, apiKeyId: 'k1' });
+    expect(byKey.ok && byKey.event.apiKeyId).toBe('k1');
+    expect(read({ ...valid, apiKeyId: '' })).toMatchObject({ ok: false, reason: 'invalid_event' });
   });
 
   it('counts an event whatever its descriptive members say, so a newer gateway is counted by an older consumer', () => {

@@ -6,6 +6,8 @@ export interface CountableEvent {
   id: string;
   orgSlug: string;
   userId: string | null;
+  /** the organization API key that made the request (its usage is counted apart, for its limits) */
+  apiKeyId: string | null;
   model: string;
   provider: string;
   occurredAt: Date;
@@ -79,6 +81,7 @@ export function readCompletionEvent(raw: string, arrival: Date, maxAgeMs: number
       id: event.id,
       orgSlug: event.orgSlug,
       userId: event.userId ?? null,
+      apiKeyId: event.apiKeyId ?? null,
       model: event.model,
       provider: event.provider,
       occurredAt,

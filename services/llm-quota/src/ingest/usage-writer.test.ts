@@ -16,6 +16,7 @@ function event(overrides: Partial<CountableEvent> = {}): CountableEvent {
     id: `e-${n}`,
     orgSlug: 'acme',
     userId: 'u1',
+    apiKeyId: null,
     model: 'm',
     provider: 'p',
     occurredAt: at,
@@ -99,6 +100,27 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect(await c.batches.count({})).toBe(0);
     expect(await c.ledger.count({})).toBe(3);
     expect(await c.finishedBatches.count({})).toBe(1);
+  });
+
+  it("counts an organization API key's requests in its own minute and month, apart from the users'", async () => {
+    const writer = writerWith(c);
+    await writer.apply([
+      event({ userId: null, apiKeyId: 'k1' }),
+      event({ userId: null, apiKeyId: 'k1' }),
+      event({ userId: null, apiKeyId: 'k2' }),
+    ]);
+    const key = (id: string, window: 'minute' | 'month', start: string) =>
+      c.counters.findOne({ _id: counterId({ orgSlug: 'acme', apiKeyId: id }, window, new Date(start)) });
+    expect(await key('k1', 'minute', '2025-03-15T12:00:00Z')).toMatchObject({
+      apiKeyId: 'k1',
+      userId: null,
+      requests: 2,
+      tokens: 20,
+    });
+    expect(await key('k1', 'month', '2025-03-01Z')).toMatchObject({ requests: 2, cost_micros: 3_000 });
+    expect(await key('k2', 'minute', '2025-03-15T12:00:00Z')).toMatchObject({ requests: 1 });
+    expect(await orgMinute()).toMatchObject({ requests: 3, tokens: 30 });
+    expect(await userMinute()).toBeNull();
   });
 
   it('never counts an event id twice, in later batches or by another instance', async () => {

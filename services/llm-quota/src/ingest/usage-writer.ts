@@ -262,6 +262,7 @@ export class UsageWriter {
             $setOnInsert: {
               orgSlug: inc.orgSlug,
               userId: inc.userId,
+              apiKeyId: inc.apiKeyId,
               window: inc.window,
               start: new Date(inc.start),
             },
@@ -329,6 +330,7 @@ function ledgerDoc(event: CountableEvent, batchId: string): LedgerDoc {
     batch: batchId,
     orgSlug: event.orgSlug,
     userId: event.userId,
+    apiKeyId: event.apiKeyId,
     model: event.model,
     provider: event.provider,
     occurredAt: event.occurredAt,
@@ -341,7 +343,7 @@ function ledgerDoc(event: CountableEvent, batchId: string): LedgerDoc {
   };
 }
 
-/** The batch's increments, one per counter: the organization's and each user's minute and month. */
+/** The batch's increments, one per counter: the organization's, each user's and each API key's minute and month. */
 export function sumIncrements(events: CountableEvent[]): CounterIncrement[] {
   const byId = new Map<string, CounterIncrement>();
   const add = (scope: CounterScope, window: WindowKind, event: CountableEvent) => {
@@ -353,6 +355,7 @@ export function sumIncrements(events: CountableEvent[]): CounterIncrement[] {
         counterId: id,
         orgSlug: scope.orgSlug,
         userId: scope.userId ?? null,
+        apiKeyId: scope.apiKeyId ?? null,
         window,
         start,
         requests: 0,
@@ -379,6 +382,11 @@ export function sumIncrements(events: CountableEvent[]): CounterIncrement[] {
       const user: CounterScope = { orgSlug: event.orgSlug, userId: event.userId };
       add(user, 'minute', event);
       add(user, 'month', event);
+    }
+    if (event.apiKeyId !== null) {
+      const key: CounterScope = { orgSlug: event.orgSlug, apiKeyId: event.apiKeyId };
+      add(key, 'minute', event);
+      add(key, 'month', event);
     }
   }
   return [...byId.values()];

@@ -8,7 +8,7 @@ export const QuotaGaugeSchema = z
     source: z
       .enum(['plan', 'override', 'role'])
       .meta({ description: 'where the limit comes from: always `plan` for organization gauges' }),
-    scope: z.enum(['user', 'org']),
+    scope: z.enum(['user', 'org', 'api_key']),
     window: z.enum(['minute', 'month']),
     limit: z.number().meta({ description: 'requests, tokens or cost (plan currency) depending on `key`' }),
     used: z
@@ -40,6 +40,9 @@ export const OrgUserQuotasSchema = z.object({
   by_role: z
     .record(z.string(), UserQuotaSchema)
     .meta({ description: 'per-user limits by organization role' }),
+  by_api_key: z
+    .record(z.string(), UserQuotaSchema)
+    .meta({ description: 'limits of an organization API key, by key id' }),
 });
 
 /** Spec 2.1, plus the optional `plan` and `user` extensions. */
@@ -68,11 +71,18 @@ export const UsageResponseSchema = z
         description:
           "extension: the caller's own per-user rate gauges (scope `user`), for credentials that carry a user",
       }),
+    api_key: z
+      .object({ id: z.string(), enforced: z.array(QuotaGaugeSchema) })
+      .optional()
+      .meta({
+        description:
+          "extension: the calling organization API key's rate gauges (scope `api_key`), when it has limits",
+      }),
   })
   .meta({ id: 'OrgQuotaUsage' });
 export type UsageResponse = z.infer<typeof UsageResponseSchema>;
 
-/** Keys of `overrides` and `by_role` become field names in the store: no `.` nor `$`. */
+/** Keys of `overrides`, `by_role` and `by_api_key` become field names in the store: no `.` nor `$`. */
 export const QuotaKeySchema = z
   .string()
   .regex(/^[A-Za-z0-9_:@+-]{1,200}$/, 'use 1-200 letters, digits or _ : @ + -');
@@ -136,12 +146,20 @@ export const SettingsPatchSchema = z
       .object({
         overrides: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
         by_role: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
+        by_api_key: z
+          .record(QuotaKeySchema, UserQuotaPatchSchema)
+          .nullable()
+          .optional()
+          .meta({
+            description: "an organization API key's own rpm / tpm, by key id (no plan default applies)",
+          }),
       })
       .strict()
       .nullable()
       .optional()
       .meta({
-        description: '`null` removes every entry, `overrides: null` or `by_role: null` those of one map',
+        description:
+          '`null` removes every entry, `overrides: null` (or `by_role`, `by_api_key`) those of one map',
       }),
   })
   .strict()
@@ -183,6 +201,10 @@ const PublishedOrgUserQuotasSchema = z
     by_role: z
       .record(z.string(), PublishedUserQuotaSchema)
       .meta({ description: 'per-user limits by organization role' }),
+    by_api_key: z
+      .record(z.string(), PublishedUserQuotaSchema)
+      .optional()
+      .meta({ description: 'addition: limits of an organization API key, by key id' }),
   })
   .meta({ id: 'OrgUserQuotas', description: "the organization's per-user quota settings" });
 
@@ -190,7 +212,7 @@ const PublishedOrgUserQuotasSchema = z
 export const PublishedQuotaGaugeSchema = z
   .looseObject({
     key: gauge.key,
-    scope: gauge.scope,
+    scope: z.enum(['user', 'org']),
     window: gauge.window.meta({ description: '`minute` for rate keys, `month` for monthly keys' }),
     limit: gauge.limit,
     used: gauge.used,
@@ -247,6 +269,16 @@ export const PublishedUsageResponseSchema = z
       .meta({
         description:
           "addition: the caller's own per-user rate gauges (scope `user`), for credentials that carry a user",
+      }),
+    api_key: z
+      .looseObject({
+        id: z.string(),
+        enforced: z.array(PublishedQuotaGaugeSchema.extend({ scope: z.literal('api_key') })),
+      })
+      .optional()
+      .meta({
+        description:
+          "addition: the calling organization API key's rate gauges (scope `api_key`), when its organization set limits for it",
       }),
   })
   .meta({ id: 'OrgQuotaUsage', description: 'Organization quota usage (spec 2.1)' });

@@ -5,7 +5,7 @@ import type { RouteDeps } from './deps';
 
 /**
  * `GET /v1/quotas/usage` (spec 4.1): the active organization's enforced limits and live usage. It
- * reads the organization's settings and at most four counters, each by primary key.
+ * reads the organization's settings and at most six counters, each by primary key.
  */
 export function mountUsageRoute(router: Router, deps: RouteDeps): void {
   router.get('/v1/quotas/usage', async (req, res) => {
@@ -13,13 +13,18 @@ export function mountUsageRoute(router: Router, deps: RouteDeps): void {
     const now = deps.clock.now();
     const settings = await deps.settings.get(org.slug);
     const userId = principal.user.id;
-    const counters = await readCounters(deps.collections, countersToRead(org.slug, now, userId));
+    const apiKeyId = principal.credential.kind === 'org_api_key' ? principal.credential.id : null;
+    const counters = await readCounters(
+      deps.collections,
+      countersToRead(org.slug, now, { userId, apiKeyId }),
+    );
     const report = buildUsageReport(
       {
         settings,
         plan: deps.planOf(settings),
         now,
         user: userId === null ? null : { id: userId, role: org.role.slug ?? null },
+        apiKeyId,
       },
       counters,
     );

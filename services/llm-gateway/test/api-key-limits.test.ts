@@ -1,0 +1,122 @@
+import { waitFor } from '@platform/testkit';
+import { APIError } from 'openai';
+import { type GatewayWorld, startGatewayWorld } from './support';
+
+/**
+ * An organization API key's own rate limits (`org_user_quotas.by_api_key`), as a platform team gives each
+ * application a key: set by an administrator, enforced by the gateway for that key alone, and reported to the key
+ * by `GET /v1/quotas/usage` with what llm-quota counted for it.
+ */
+describe("an organization API key's own limits, through the edge", () => {
+  let w: GatewayWorld;
+  beforeAll(async () => {
+    w = await startGatewayWorld();
+  });
+  afterAll(() => w?.stop());
+
+  const createKey = async (owner: { token: string }, org: string, name: string) => {
+    const made = await w.call(
+      'base',
+      'POST',
+      `/v2/orgs/${org}/apikeys`,
+      { bearer: owner.token },
+      { name, permissions: ['models:read'] },
+    );
+    expect(made.status).toBe(201);
+    return { id: made.body._id as string, apiKey: made.body.apiKey as string };
+  };
+
+  it('hold the key to its rpm and tpm, leave the other keys to the organization, and show the key its usage', async () => {
+    const { owner } = await w.org('key-limits');
+    const app = await createKey(owner, 'key-limits', 'app');
+    const other = await createKey(owner, 'key-limits', 'other');
+    const set = await w.call(
+      'gateway',
+      'PATCH',
+      '/v1/quotas/settings',
+      { bearer: owner.token },
+      { org_user_quotas: { by_api_key: { [app.id]: { rpm: 2, tpm: 10_000 } } } },
+    );
+    expect(set.status).toBe(200);
+    expect(set.body.org_user_quotas.by_api_key).toEqual({ [app.id]: { rpm: 2, tpm: 10_000 } });
+
+    // the official SDK, as the application calls it with its key
+    const client = w.client({ apiKey: app.apiKey });
+    const ask = () =>
+      client.chat.completions.create({ model: 'sim/cheap', messages: [{ role: 'user', content: 'hello' }] });
+    const answers = [await ask(), await ask()];
+    const refused = await ask().then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(APIError);
+    const error = refused as APIError;
+    expect(error.status).toBe(429);
+    expect(Number(error.headers?.get('retry-after'))).toBeGreaterThan(0);
+    const envelope = await w.call(
+      'gateway',
+      'POST',
+      '/v1/chat/completions',
+      { apiKey: app.apiKey },
+      {
+        model: 'sim/cheap',
+        messages: [{ role: 'user', content: 'hello' }],
+      },
+    );
+    expect(envelope.status).toBe(429);
+    expect(envelope.body).toMatchObject({
+      code: 'RATE_LIMITED',
+      details: { key: 'llm.rpm', scope: 'api_key', limit: 2, window: 'minute' },
+    });
+
+    // another key of the organization is held to the organization's limits alone
+    const others = w.client({ apiKey: other.apiKey });
+    let othersTokens = 0;
+    for (let i = 0; i < 3; i++) {
+      const answer = await others.chat.completions.create({
+        model: 'sim/cheap',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+      othersTokens += answer.usage?.total_tokens ?? 0;
+    }
+
+    // the key sees its own gauges, counted by llm-quota from the gateway's events
+    const tokens = answers.reduce((sum, a) => sum + (a.usage?.total_tokens ?? 0), 0);
+    const report = await waitFor(
+      async () => {
+        const reply = await w.call('gateway', 'GET', '/v1/quotas/usage', { apiKey: app.apiKey });
+        const tpm = reply.body?.api_key?.enforced?.find((g: { key: string }) => g.key === 'llm.tpm');
+        return reply.status === 200 && tpm?.used >= tokens ? reply.body : null;
+      },
+      { what: "llm-quota to count the key's two answers", timeoutMs: 20_000 },
+    );
+    expect(report.user).toBeUndefined();
+    expect(report.api_key).toEqual({
+      id: app.id,
+      enforced: [
+        expect.objectContaining({ key: 'llm.rpm', scope: 'api_key', source: 'override', limit: 2 }),
+        expect.objectContaining({ key: 'llm.tpm', scope: 'api_key', limit: 10_000, used: tokens }),
+      ],
+    });
+    // the organization counted all five, the key's two among them
+    await w.counted('key-limits', { bearer: owner.token }, { requests: 5, tokens: tokens + othersTokens });
+    const otherReport = await w.call('gateway', 'GET', '/v1/quotas/usage', { apiKey: other.apiKey });
+    expect(otherReport.body.api_key).toBeUndefined();
+  });
+
+  it('refuse a malformed entry in the envelope, naming the field, and keep what was stored', async () => {
+    const { owner } = await w.org('key-limits-bad');
+    const as = { bearer: owner.token };
+    const bad = await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      org_user_quotas: { by_api_key: { 'key.with.dot': { rpm: 1 } } },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ code: 'INVALID_BODY', status: 400 });
+    const negative = await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      org_user_quotas: { by_api_key: { k1: { rpm: -1 } } },
+    });
+    expect(negative.body.details.issues[0].field).toContain('by_api_key');
+    const read = await w.call('gateway', 'GET', '/v1/quotas/settings', as);
+    expect(read.body.org_user_quotas.by_api_key).toEqual({});
+  });
+});
