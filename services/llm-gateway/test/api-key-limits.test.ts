@@ -7,7 +7,7 @@ import { type GatewayWorld, startGatewayWorld } from './support';
  * application a key: set by an administrator, enforced by the gateway for that key alone, and reported to the key
  * by `GET /v1/quotas/usage` with what llm-quota counted for it.
  */
-describe("an organization API key's own limits, through the edge", () => {
+describe("an organization API key's own limits and usage, through the edge", () => {
   let w: GatewayWorld;
   beforeAll(async () => {
     w = await startGatewayWorld();
@@ -100,6 +100,24 @@ describe("an organization API key's own limits, through the edge", () => {
     });
     // the organization counted all five, the key's two among them
     await w.counted('key-limits', { bearer: owner.token }, { requests: 5, tokens: tokens + othersTokens });
+    // the administrator's chargeback: each key's month
+    const requestsOf = await waitFor(
+      async () => {
+        const reply = await w.call('gateway', 'GET', '/v1/quotas/usage/breakdown?by=api_key', {
+          bearer: owner.token,
+        });
+        const counts = Object.fromEntries(
+          (reply.body.items ?? []).map((i: { id: string; requests: number }) => [i.id, i.requests]),
+        );
+        return reply.status === 200 && counts[other.id] === 3 ? counts : null;
+      },
+      { what: "the breakdown to show the other key's three requests" },
+    );
+    expect(requestsOf).toEqual({ [app.id]: 2, [other.id]: 3 });
+    const forbidden = await w.call('gateway', 'GET', '/v1/quotas/usage/breakdown?by=api_key', {
+      apiKey: app.apiKey,
+    });
+    expect(forbidden.status).toBe(403);
     const otherReport = await w.call('gateway', 'GET', '/v1/quotas/usage', { apiKey: other.apiKey });
     expect(otherReport.body.api_key).toBeUndefined();
   });

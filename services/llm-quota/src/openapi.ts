@@ -1,5 +1,6 @@
 import { buildOpenApiDocument, ErrorEnvelopeSchema, OPENAPI_ROUTE, type RouteDoc } from '@platform/kernel';
 import packageJson from '../package.json';
+import { BreakdownQuerySchema, BreakdownResponseSchema } from './routes/breakdown';
 import {
   PublishedSettingsResponseSchema,
   PublishedUsageResponseSchema,
@@ -29,6 +30,21 @@ export const LLM_QUOTA_ROUTES: RouteDoc[] = [
       200: { description: 'organization quota usage (spec 2.1)', schema: PublishedUsageResponseSchema },
       ...orgRoute('models:read'),
       429: error('RATE_LIMITED; `retryAfter` (seconds) and the Retry-After header say when to come back'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/quotas/usage/breakdown',
+    summary: "A month's usage of each user or organization API key of the active organization (chargeback)",
+    description:
+      "As llm-quota counted it from the gateway's usage events, a page of items by id (`limit`, `after`). Needs `quotas:manage`: it shows everyone's usage.",
+    tags: ['quotas'],
+    security: CALLER,
+    query: BreakdownQuerySchema,
+    responses: {
+      200: { description: 'the usage by user or key', schema: BreakdownResponseSchema },
+      ...orgRoute('quotas:manage'),
+      400: error('an invalid query (`details.issues`), or NO_ORG_CONTEXT'),
     },
   },
   {

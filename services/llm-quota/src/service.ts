@@ -20,6 +20,7 @@ import { UsageConsumer } from './ingest/usage-consumer';
 import { UsageWriter } from './ingest/usage-writer';
 import { createQuotaMetrics } from './metrics';
 import { llmQuotaApiDocument } from './openapi';
+import { mountBreakdownRoute } from './routes/breakdown';
 import type { RouteDeps } from './routes/deps';
 import { mountInternalRoutes } from './routes/internal';
 import { mountSettingsRoutes } from './routes/settings';
@@ -111,6 +112,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(llmQuotaApiDocument));
       mountUsageRoute(router, routeDeps);
+      mountBreakdownRoute(router, routeDeps);
       mountSettingsRoutes(router, routeDeps);
       mountInternalRoutes(router, routeDeps);
     },

@@ -146,13 +146,9 @@ export const SettingsPatchSchema = z
       .object({
         overrides: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
         by_role: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
-        by_api_key: z
-          .record(QuotaKeySchema, UserQuotaPatchSchema)
-          .nullable()
-          .optional()
-          .meta({
-            description: "an organization API key's own rpm / tpm, by key id (no plan default applies)",
-          }),
+        by_api_key: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional().meta({
+          description: "an organization API key's own rpm / tpm, by key id (no plan default applies)",
+        }),
       })
       .strict()
       .nullable()
