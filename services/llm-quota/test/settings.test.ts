@@ -3,17 +3,20 @@ import { ManualClock } from '@platform/kernel';
 import { tempDir } from '@platform/testkit';
 import request from 'supertest';
 import { INTERNAL_SECRET_HEADER } from '../src/routes/internal';
-import { edgeHeaders, principal, type QuotaServiceHandle, SECRET, startQuotaService } from './support';
+import {
+  adminHeaders,
+  edgeHeaders,
+  principal,
+  type QuotaServiceHandle,
+  SECRET,
+  startQuotaService,
+} from './support';
 
 describe('quota settings: administrators (PATCH /v1/quotas/settings) and operators (internal API)', () => {
   let bus: Bus;
   let clock: ManualClock;
   let quota: QuotaServiceHandle;
-  const admin = () =>
-    edgeHeaders(
-      principal({ userId: 'admin-1', role: 'owner', permissions: ['models:read', 'quotas:manage'] }),
-      clock,
-    );
+  const admin = () => adminHeaders(clock);
   const patch = (body: unknown, headers = admin()) =>
     request(quota.service.handler)
       .patch('/v1/quotas/settings')

@@ -66,6 +66,13 @@ export function edgeHeaders(p: Principal, clock?: Clock): Record<string, string>
   return headers;
 }
 
+/** The edge's headers for the organization's owner `admin-1`, who manages its quotas. */
+export const adminHeaders = (clock: Clock): Record<string, string> =>
+  edgeHeaders(
+    principal({ userId: 'admin-1', role: 'owner', permissions: ['models:read', 'quotas:manage'] }),
+    clock,
+  );
+
 export function quotaConfig(env: Record<string, string> = {}): LlmQuotaConfig {
   return loadConfig(llmQuotaConfigSchema, {
     PLATFORM_INTERNAL_SECRET: SECRET,

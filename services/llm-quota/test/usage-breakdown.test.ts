@@ -3,17 +3,20 @@ import { Subjects } from '@platform/contracts';
 import { ManualClock } from '@platform/kernel';
 import { waitFor } from '@platform/testkit';
 import request from 'supertest';
-import { completion, edgeHeaders, principal, type QuotaServiceHandle, startQuotaService } from './support';
+import {
+  adminHeaders,
+  completion,
+  edgeHeaders,
+  principal,
+  type QuotaServiceHandle,
+  startQuotaService,
+} from './support';
 
 describe('GET /v1/quotas/usage/breakdown (usage by user or organization API key)', () => {
   let bus: Bus;
   let clock: ManualClock;
   let quota: QuotaServiceHandle;
-  const admin = () =>
-    edgeHeaders(
-      principal({ userId: 'admin-1', role: 'owner', permissions: ['models:read', 'quotas:manage'] }),
-      clock,
-    );
+  const admin = () => adminHeaders(clock);
   const breakdown = (query: string, headers = admin()) =>
     request(quota.service.handler).get(`/v1/quotas/usage/breakdown${query}`).set(headers);
   const publish = (...events: ReturnType<typeof completion>[]) =>
@@ -89,7 +92,14 @@ describe('GET /v1/quotas/usage/breakdown (usage by user or organization API key)
     expect(second.body.items.map((i: { id: string }) => i.id)).toEqual(['key-c']);
     expect(second.body.next_after).toBeNull();
 
-    const february = await breakdown('?by=user&month=2025-02');
+    // counted in the month it happened in, when it arrived just after
+    const february = await waitFor(
+      async () => {
+        const res = await breakdown('?by=user&month=2025-02');
+        return res.body.items?.length ? res : null;
+      },
+      { what: "February's event to be counted" },
+    );
     expect(february.body.items).toEqual([expect.objectContaining({ id: 'user-1', requests: 1 })]);
     expect((await breakdown('?by=user&month=2024-01')).body.items).toEqual([]);
   });
