@@ -10,6 +10,7 @@ import {
   EmbeddingsRequestSchema,
   RerankRequestSchema,
   ResponsesRequestSchema,
+  TextCompletionRequestSchema,
 } from './routes/schemas';
 import { storedItemSchema } from './routes/stored-items-openapi';
 import { InputItemsQuerySchema, ResponseRetrieveQuerySchema } from './routes/stored-responses';
@@ -69,6 +70,29 @@ const ChatCompletionSchema = z
   .meta({
     id: 'ChatCompletion',
     description: 'OpenAI chat completion (as the provider answered it) with the gateway usage',
+  });
+
+/** A legacy text completion (decision 0115), as the provider answered it, with the gateway usage. */
+const TextCompletionSchema = z
+  .looseObject({
+    id: z.string(),
+    object: z.literal('text_completion'),
+    created: z.number().int(),
+    model: z.string().meta({ description: 'the catalogue model that answered' }),
+    choices: z.array(
+      z.looseObject({
+        text: z.string().meta({ description: 'the completion; the prompt first under `echo`' }),
+        index: z.number().int(),
+        logprobs: z.record(z.string(), z.unknown()).nullable().optional(),
+        finish_reason: z.string().nullable(),
+      }),
+    ),
+    usage: UsageSchema,
+    system_fingerprint: z.string().nullable().optional(),
+  })
+  .meta({
+    id: 'TextCompletion',
+    description: "OpenAI's legacy text completion (as the provider answered it) with the gateway usage",
   });
 
 /** The Responses API's answer, as the gateway builds it from a chat completion (decision 0106). */
@@ -269,6 +293,23 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     security: CALLER,
     body: ChatRequestSchema,
     responses: { 200: { description: 'the completion', schema: ChatCompletionSchema }, ...inference },
+  },
+  {
+    method: 'post',
+    path: '/v1/completions',
+    summary: "OpenAI's legacy text completions (code completion, fill-in-the-middle), plain or streamed",
+    description:
+      "`prompt` (a string, strings, token ids or token-id arrays) and `suffix` are counted by the gateway's tokenizer before the call (`n` and `best_of` multiply nothing, as in chat); every other member (`max_tokens`, `temperature`, `stop`, `echo`, `logprobs`, `best_of`...) reaches the provider as sent, with the provider's model name. Governance, quotas, failover, the stream's monthly budget cut and accounting are chat's; the usage event names the endpoint `completions`. A model no deployment of which has the endpoint (Anthropic's API has none) is 400 before any quota or provider call. With `stream: true` the answer is `text/event-stream`: `text_completion` chunks, then `data: [DONE]`; a provider error or the monthly token budget ends it with a `data: {\"error\": ...}` chunk first, and `stream_options.include_usage` adds the usage chunk (decision 0115).",
+    tags: ['completions'],
+    security: CALLER,
+    body: TextCompletionRequestSchema,
+    responses: {
+      200: { description: 'the completion', schema: TextCompletionSchema },
+      ...inference,
+      400: error(
+        'INVALID_BODY (`details.issues`; or, with `details.provider`, a model whose provider has no text completions endpoint), NO_ORG_CONTEXT, or the model is of the wrong type',
+      ),
+    },
   },
   {
     method: 'post',

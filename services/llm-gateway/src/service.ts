@@ -46,6 +46,7 @@ import { mountRerank } from './routes/rerank';
 import { mountResponses } from './routes/responses';
 import { mountSmokeTest } from './routes/smoke-test';
 import { mountStoredResponses } from './routes/stored-responses';
+import { mountTextCompletions } from './routes/text-completions';
 import { ConversationStore } from './stored-responses/conversation-store';
 import { credentialOwner, ResponseStore, userOwner } from './stored-responses/response-store';
 
@@ -77,6 +78,7 @@ export interface LlmGatewayParts {
 /** The inference routes: each needs `models:read` in an active organization. */
 const INFERENCE_PATHS = [
   '/v1/chat/completions',
+  '/v1/completions',
   '/v1/responses',
   '/v1/embeddings',
   '/v1/rerank',
@@ -191,6 +193,7 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
         });
       }
       mountChatCompletions(router, context);
+      mountTextCompletions(router, context);
       mountResponses(router, context, responses, conversations);
       mountStoredResponses(router, responses);
       mountConversations(router, conversations);

@@ -231,6 +231,109 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
   };
 }
 
+/** A text completion's prompts: a string, strings, token ids or token-id arrays (undefined when none of these). */
+function textPrompts(prompt: unknown): Array<string | number[]> | undefined {
+  if (typeof prompt === 'string') return [prompt];
+  return embeddingInputs(prompt);
+}
+
+/**
+ * The simulator's prompt-token count of an OpenAI text completion request: each prompt's tokens (a token-id prompt
+ * one per id) and the `suffix`'s once per prompt.
+ */
+export function openaiTextPromptTokens(body: { prompt?: unknown; suffix?: unknown }): number {
+  const suffix = typeof body.suffix === 'string' ? countSimulatorTokens(body.suffix) : 0;
+  return (textPrompts(body.prompt) ?? []).reduce<number>(
+    (sum, p) => sum + (typeof p === 'string' ? countSimulatorTokens(p) : p.length) + suffix,
+    0,
+  );
+}
+
+/**
+ * OpenAI's legacy text completions (`/v1/completions`): per prompt and per `n` a choice answering the prompt's text
+ * (the scripted reply when given), cut at `stop` and `max_tokens`, the prompt first under `echo`; streamed, one
+ * `text_completion` chunk per token, the finish, then the usage chunk when `stream_options.include_usage`.
+ */
+export function openaiCompletions(body: Json, ctx: ExchangeContext): SimulatedAnswer {
+  const prompts = textPrompts(body.prompt);
+  if (!prompts)
+    bad(
+      "'prompt' must be a string, an array of strings, an array of token ids or an array of token-id arrays",
+    );
+  if (typeof body.model !== 'string' || !body.model) bad("'model' is required");
+  if (body.suffix !== undefined && body.suffix !== null && typeof body.suffix !== 'string')
+    bad("'suffix' must be a string");
+  const n = typeof body.n === 'number' ? body.n : 1;
+  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : undefined;
+  const choices = prompts.flatMap((prompt) => {
+    const said = typeof prompt === 'string' ? prompt : `${prompt.length} tokens`;
+    const turn = decideTurn(
+      {
+        lastUserText: said,
+        userSpokeLast: true,
+        tools: [],
+        toolChoice: 'none',
+        maxTokens: typeof body.max_tokens === 'number' ? body.max_tokens : undefined,
+        stop,
+      },
+      ctx.rule,
+    );
+    const text = (body.echo === true && typeof prompt === 'string' ? prompt : '') + turn.text;
+    return Array.from({ length: n }, () => ({ text, finish: turn.finish, tokens: turn.completionTokens }));
+  });
+  const promptTokens = ctx.rule.reply?.usage?.prompt_tokens ?? openaiTextPromptTokens(body);
+  const completionTokens = choices.reduce((sum, c) => sum + c.tokens, 0);
+  const usage = {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
+  const head = {
+    id: `cmpl-sim${ctx.seq}`,
+    object: 'text_completion',
+    created: ctx.created,
+    model: body.model,
+  };
+
+  if (body.stream !== true) {
+    return {
+      kind: 'json',
+      body: {
+        ...head,
+        choices: choices.map((c, index) => ({
+          text: c.text,
+          index,
+          logprobs: null,
+          finish_reason: c.finish,
+        })),
+        ...(ctx.rule.reply?.omitUsage ? {} : { usage }),
+      },
+    };
+  }
+  const includeUsage =
+    isObject(body.stream_options) &&
+    body.stream_options.include_usage === true &&
+    !ctx.rule.reply?.omitStreamUsage;
+  const chunk = (index: number, text: string, finish: string | null) =>
+    sseData({
+      ...head,
+      choices: [{ text, index, logprobs: null, finish_reason: finish }],
+      ...(includeUsage ? { usage: null } : {}),
+    });
+  const frames: string[] = [];
+  choices.forEach((c, index) => {
+    for (const piece of streamPieces(c.text)) frames.push(chunk(index, piece, null));
+    frames.push(chunk(index, '', c.finish));
+  });
+  if (includeUsage) frames.push(sseData({ ...head, choices: [], usage }));
+  frames.push('data: [DONE]\n\n');
+  return {
+    kind: 'sse',
+    frames,
+    errorFrame: (type, message) => sseData(openaiErrorBody(type, message, null)),
+  };
+}
+
 const isTokenArray = (v: unknown): v is number[] =>
   Array.isArray(v) && v.length > 0 && v.every((t) => Number.isInteger(t) && (t as number) >= 0);
 

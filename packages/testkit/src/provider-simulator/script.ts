@@ -3,6 +3,8 @@
 export type SimulatorApi = 'openai' | 'anthropic';
 export type SimulatorEndpoint =
   | 'chat'
+  /** OpenAI's legacy text completions (`/v1/completions`) */
+  | 'completions'
   | 'messages'
   | 'embeddings'
   | 'rerank'

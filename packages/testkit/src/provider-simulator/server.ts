@@ -11,7 +11,14 @@ import {
 } from './answers';
 import { anthropicMessages } from './anthropic';
 import { openaiImages, openaiSpeech, openaiTranscription } from './media';
-import { type ExchangeContext, openaiChat, openaiEmbeddings, openaiModels, openaiRerank } from './openai';
+import {
+  type ExchangeContext,
+  openaiChat,
+  openaiCompletions,
+  openaiEmbeddings,
+  openaiModels,
+  openaiRerank,
+} from './openai';
 import { SimulatedPromptCache } from './prompt-cache';
 import { RuleBook, type SimulatorApi, type SimulatorEndpoint, type SimulatorRule } from './script';
 
@@ -80,12 +87,13 @@ interface Route {
 
 function route(method: string, path: string): Route | undefined {
   const azure =
-    /^\/openai\/deployments\/([^/]+)\/(chat\/completions|embeddings|images\/generations|audio\/(?:transcriptions|translations|speech))$/.exec(
+    /^\/openai\/deployments\/([^/]+)\/(chat\/completions|completions|embeddings|images\/generations|audio\/(?:transcriptions|translations|speech))$/.exec(
       path,
     );
   if (azure && method === 'POST') {
     const kinds: Record<string, SimulatorEndpoint> = {
       'chat/completions': 'chat',
+      completions: 'completions',
       embeddings: 'embeddings',
       'images/generations': 'images',
       'audio/transcriptions': 'transcriptions',
@@ -96,6 +104,7 @@ function route(method: string, path: string): Route | undefined {
   }
   const table: Record<string, Route> = {
     'POST /v1/chat/completions': { api: 'openai', endpoint: 'chat' },
+    'POST /v1/completions': { api: 'openai', endpoint: 'completions' },
     'POST /v1/embeddings': { api: 'openai', endpoint: 'embeddings' },
     'POST /v1/rerank': { api: 'openai', endpoint: 'rerank' },
     'POST /v1/images/generations': { api: 'openai', endpoint: 'images' },
@@ -285,6 +294,9 @@ export async function startProviderSimulator(
     switch (found.endpoint) {
       case 'chat':
         result = openaiChat(body, ctx);
+        break;
+      case 'completions':
+        result = openaiCompletions(body, ctx);
         break;
       case 'messages':
         result = anthropicMessages(body, ctx);

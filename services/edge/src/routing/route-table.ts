@@ -134,6 +134,8 @@ export const ROUTES: RouteRule[] = [
     requireOrg: true,
     permission: 'models:read',
   },
+  // OpenAI's legacy text completions, on the chat path's flow (llm-gateway decision 0115)
+  { root: 'gateway', method: 'POST', path: '/v1/completions', requireOrg: true, permission: 'models:read' },
   // the Responses API, served through the chat path (llm-gateway decision 0106)
   { root: 'gateway', method: 'POST', path: '/v1/responses', requireOrg: true, permission: 'models:read' },
   // stored responses (llm-gateway decision 0108): the gateway answers only their maker

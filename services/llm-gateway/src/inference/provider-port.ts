@@ -70,6 +70,19 @@ export type ChatChunk = Record<string, unknown> & {
   /** the figures, and whatever else the provider reported beside them (OpenAI's `*_details`) */
   usage?: (Usage & Record<string, unknown>) | null;
 };
+/** OpenAI's legacy text completions (decision 0115): passed through as chat is; the gateway reads `prompt` and `suffix`. */
+export type TextCompletionRequest = Record<string, unknown> & {
+  model?: string;
+  stream?: boolean;
+  prompt: string | string[] | number[] | number[][];
+  suffix?: string | null;
+};
+export type TextCompletion = Record<string, unknown> & { usage?: Record<string, unknown> | null };
+/** a text completion chunk: each choice's `text` since the last chunk */
+export type TextCompletionChunk = Record<string, unknown> & {
+  choices?: Array<{ text?: unknown; finish_reason?: string | null }>;
+  usage?: (Usage & Record<string, unknown>) | null;
+};
 export type EmbeddingsRequest = Record<string, unknown> & { input: unknown; dimensions?: number };
 export type EmbeddingsResponse = Record<string, unknown> & { usage?: Record<string, unknown> | null };
 
@@ -79,6 +92,12 @@ export interface ProviderAdapterPort {
   readonly maxEmbeddingDimensions?: number;
   chat(body: ChatRequest, call: ProviderCall): Promise<{ body: ChatCompletion; usage: Usage | null }>;
   chatStream(body: ChatRequest, call: ProviderCall): AsyncIterable<ChatChunk>;
+  /** legacy text completions (OpenAI `completions`); absent when the provider type has none (Anthropic) */
+  completions?(
+    body: TextCompletionRequest,
+    call: ProviderCall,
+  ): Promise<{ body: TextCompletion; usage: Usage | null }>;
+  completionsStream?(body: TextCompletionRequest, call: ProviderCall): AsyncIterable<TextCompletionChunk>;
   embeddings(
     body: EmbeddingsRequest,
     call: ProviderCall,

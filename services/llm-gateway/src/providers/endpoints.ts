@@ -1,8 +1,12 @@
 import type { ProviderSpec } from './types';
 
-/** An endpoint of the OpenAI surface the gateway may call on a provider (`chat` every provider has). */
+/**
+ * An endpoint of the OpenAI surface the gateway may call on a provider (`chat` every provider has; `completions` is
+ * the legacy text completions, decision 0115).
+ */
 export type ProviderEndpoint =
   | 'chat'
+  | 'completions'
   | 'embeddings'
   | 'rerank'
   | 'images'
@@ -15,6 +19,7 @@ export type ProviderKind = 'openai' | 'azure-openai' | 'anthropic' | 'mock';
 
 const EVERY_ENDPOINT: readonly ProviderEndpoint[] = [
   'chat',
+  'completions',
   'embeddings',
   'rerank',
   'images',
@@ -32,7 +37,7 @@ const EVERY_ENDPOINT: readonly ProviderEndpoint[] = [
 export const PROVIDER_ENDPOINTS: Readonly<Record<ProviderKind, readonly ProviderEndpoint[]>> = {
   openai: EVERY_ENDPOINT,
   'azure-openai': EVERY_ENDPOINT.filter((e) => e !== 'rerank'),
-  // the Messages API alone
+  // the Messages API alone: no legacy text completions either (decision 0115)
   anthropic: ['chat'],
   mock: EVERY_ENDPOINT,
 };
@@ -40,6 +45,7 @@ export const PROVIDER_ENDPOINTS: Readonly<Record<ProviderKind, readonly Provider
 /** how messages name an endpoint ("provider claude (anthropic) has no image generation endpoint") */
 export const ENDPOINT_NAMES: Readonly<Record<ProviderEndpoint, string>> = {
   chat: 'chat completions',
+  completions: 'text completions',
   embeddings: 'embeddings',
   rerank: 'rerank',
   images: 'image generation',

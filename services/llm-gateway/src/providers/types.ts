@@ -147,6 +147,53 @@ export interface ChatCompletionChunk {
   [key: string]: unknown;
 }
 
+/**
+ * OpenAI's legacy text completions (`/v1/completions`, decision 0115): `prompt` is a string, strings, token ids or
+ * arrays of token ids; `suffix` is the text after the insertion point (fill-in-the-middle). The rest passes through.
+ */
+export interface TextCompletionRequest {
+  model: string;
+  prompt: string | string[] | number[] | number[][];
+  suffix?: string | null;
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean } | null;
+  max_tokens?: number | null;
+  n?: number | null;
+  echo?: boolean | null;
+  stop?: string | string[] | null;
+  [key: string]: unknown;
+}
+
+export interface TextCompletionChoice {
+  text: string;
+  index: number;
+  logprobs: unknown;
+  finish_reason: FinishReason | null;
+  [key: string]: unknown;
+}
+
+export interface TextCompletion {
+  id: string;
+  object: 'text_completion';
+  created: number;
+  model: string;
+  choices: TextCompletionChoice[];
+  usage?: Usage;
+  [key: string]: unknown;
+}
+
+/** a streamed piece: the same object, each choice with the text since the last one */
+export interface TextCompletionChunk {
+  id: string;
+  object: 'text_completion';
+  created: number;
+  model: string;
+  choices: TextCompletionChoice[];
+  /** set on the final usage chunk only (its `choices` is empty) */
+  usage?: Usage | null;
+  [key: string]: unknown;
+}
+
 export interface EmbeddingsRequest {
   model: string;
   input: string | string[] | number[] | number[][];
@@ -268,6 +315,13 @@ export interface ProviderAdapter {
   /** OpenAI-shaped chunks; asks the provider for usage and yields a final usage chunk (`choices: []`,
    *  `usage` set) when the provider reports one, whether or not the client asked for it. */
   chatStream(body: ChatCompletionRequest, call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
+  /** legacy text completions (OpenAI `completions`); absent when the provider type has none (Anthropic) */
+  completions?(
+    body: TextCompletionRequest,
+    call: ProviderCall,
+  ): Promise<{ body: TextCompletion; usage: Usage | null }>;
+  /** text completion chunks; asks for usage and yields a final usage chunk as `chatStream` does */
+  completionsStream?(body: TextCompletionRequest, call: ProviderCall): AsyncIterable<TextCompletionChunk>;
   embeddings(
     body: EmbeddingsRequest,
     call: ProviderCall,

@@ -15,11 +15,12 @@ import {
   prepareInference,
 } from '../inference/gateway-context';
 import { countChatPromptTokens, countText } from '../inference/prompt-tokens';
-import { toAnswer } from '../inference/provider-calls';
+import { type DeploymentCheck, toAnswer } from '../inference/provider-calls';
 import {
   type ChatChunk,
   type ChatCompletion,
   type ChatRequest,
+  type ProviderCall,
   promptDetailsOf,
   type Usage,
 } from '../inference/provider-port';
@@ -32,7 +33,7 @@ const USAGE_LINGER_MS = 5_000;
 
 /** A plain answer, ready to be written in the route's wire format. */
 export interface Answered {
-  /** the provider's chat completion as it came (its `model` is the provider's) */
+  /** the provider's completion (chat's, or a text completion) as it came (its `model` is the provider's) */
   completion: ChatCompletion;
   /** the served deployment: its `model_id` is the catalogue's */
   model: CatalogueModel;
@@ -54,49 +55,105 @@ export interface StreamEnd {
   figures: Figures;
 }
 
+/** What the flow reads of a provider's chunk, chat's or a text completion's: the finish, the usage. */
+export type FlowChunk = Record<string, unknown> & {
+  choices?: Array<{ finish_reason?: string | null }>;
+  usage?: (Usage & Record<string, unknown>) | null;
+};
+
 /** Writes one streamed answer: opened once the first chunk is in (failover is over), then chunk by chunk. */
-export interface StreamSink {
+export interface StreamSink<K extends FlowChunk = ChatChunk> {
   open(model: CatalogueModel, headers: Record<string, string>): void;
   /** a provider chunk that carries something (usage-only chunks are read, not passed) */
-  chunk(chunk: ChatChunk): void;
+  chunk(chunk: K): void;
   /** the last words and the end of the answer; nothing is written once the client left */
   close(end: StreamEnd): void | Promise<void>;
 }
 
 /**
- * One wire format over the gateway's chat path: chat completions as they are, or another API translated to
- * them (the Responses API). Admission, the provider call, the stream's budget and accounting are the flow's.
+ * One wire format over the gateway's completion flow: chat or text completions as they are (`OpenAiWire`), or
+ * another API translated to chat (the Responses API, Anthropic's Messages). Admission, the provider call, the
+ * stream's budget and accounting are the flow's.
  */
-export interface CompletionWire {
+export interface CompletionWire<K extends FlowChunk = ChatChunk> {
   endpoint: Finished['endpoint'];
   /** writes the answer (the Responses API stores it first); never rejects */
   respond(res: Response, answered: Answered): void | Promise<void>;
-  stream(res: Response): StreamSink;
+  stream(res: Response): StreamSink<K>;
+}
+
+/** A request body of an OpenAI completion API: what the flow reads of it. */
+export type CompletionBody = Record<string, unknown> & { model?: string; stream?: boolean };
+
+/**
+ * One of OpenAI's completion APIs on the provider side of the flow: chat completions, or the legacy text
+ * completions (decision 0115). It says how the prompt is counted, which deployments can serve it, how the provider is
+ * called, and what text an answer and a chunk hold (the tokenizer's count when a provider reports no usage, the
+ * stream's budget). One instance per API, shared by every request: the flow allocates nothing for it.
+ */
+export interface CompletionApi<B extends CompletionBody, K extends FlowChunk> {
+  /** the usage event's endpoint */
+  readonly endpoint: Finished['endpoint'];
+  /** the `object` of the API's stream chunks, and the prefix of a completion id */
+  readonly chunkObject: string;
+  readonly idPrefix: string;
+  /** whether a deployment can serve the API (the provider has its endpoint); absent: every deployment can */
+  readonly check: DeploymentCheck | undefined;
+  promptTokens(body: B): number;
+  answer(
+    model: CatalogueModel,
+    body: B,
+    call: ProviderCall,
+  ): Promise<{ body: ChatCompletion; usage: Usage | null }>;
+  stream(model: CatalogueModel, body: B, call: ProviderCall): AsyncIterable<K>;
+  /** what the answer's completion tokens are counted from when the provider reports none */
+  answerText(answer: Record<string, unknown>): string;
+  /** the text a chunk adds, counted against the monthly budget as it streams */
+  chunkText(chunk: K): string;
 }
 
 /** What the provider receives: the caller's body with the provider's model name and without gateway-only members. */
-function providerBody(body: ChatRequest, stream: boolean): ChatRequest {
+function providerBody<B extends CompletionBody>(body: B, stream: boolean): B {
   const { model: _m, stream: _s, stream_options: _o, ...rest } = body;
-  return stream ? { ...rest, stream: true } : rest;
+  return (stream ? { ...rest, stream: true } : rest) as B;
 }
 
 /**
  * A chat request through the gateway: governance and quotas, the provider call with its retries and failover,
  * the answer (plain, or streamed with the monthly budget's cut), then one usage event.
  */
-export async function runCompletion(
+export function runCompletion(
   ctx: GatewayContext,
   req: Request,
   res: Response,
   body: ChatRequest,
   wire: CompletionWire,
 ): Promise<void> {
-  const prepared = await prepareInference(ctx, req, 'completion', body.model, countChatPromptTokens(body));
-  if (body.stream) return streamCompletion(ctx, req, res, body, prepared, wire);
+  return serveCompletion(CHAT_COMPLETIONS, ctx, req, res, body, wire);
+}
+
+/** A request of one of the completion APIs (`api`) through the gateway, as `runCompletion` serves chat. */
+export async function serveCompletion<B extends CompletionBody, K extends FlowChunk>(
+  api: CompletionApi<B, K>,
+  ctx: GatewayContext,
+  req: Request,
+  res: Response,
+  body: B,
+  wire: CompletionWire<K>,
+): Promise<void> {
+  const prepared = await prepareInference(
+    ctx,
+    req,
+    'completion',
+    body.model,
+    api.promptTokens(body),
+    api.check,
+  );
+  if (body.stream) return streamCompletion(api, ctx, req, res, body, prepared, wire);
 
   const abort = abortOnClose(req, res);
   const answered = await callPrepared(ctx, req, prepared, abort.signal, (m, call) =>
-    m.adapter.chat(providerBody(body, false), call),
+    api.answer(m, providerBody(body, false), call),
   ).catch((err: unknown) => {
     accountFailure(ctx, prepared, {
       endpoint: wire.endpoint,
@@ -107,7 +164,7 @@ export async function runCompletion(
     throw err;
   });
   const { result, model } = answered;
-  const usage = result.usage ?? fallbackUsage(prepared.promptTokens, completionText(result.body));
+  const usage = result.usage ?? fallbackUsage(prepared.promptTokens, api.answerText(result.body));
   const figures = figuresOf(ctx, prepared, model, usage);
   const responded = wire.respond(res, {
     completion: result.body,
@@ -180,20 +237,21 @@ function chunkText(chunk: ChatChunk): string {
  * first chunk, forwards each chunk as it arrives, counts completion tokens as they stream (so a
  * `hard_block` org's monthly token budget ends the stream at the crossing), and ends it with the wire's last words.
  */
-async function streamCompletion(
+async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
+  api: CompletionApi<B, K>,
   ctx: GatewayContext,
   req: Request,
   res: Response,
-  body: ChatRequest,
+  body: B,
   prepared: Prepared,
-  wire: CompletionWire,
+  wire: CompletionWire<K>,
 ) {
   // A client that leaves once the answer is finished (its finish_reason forwarded) does not stop the provider
   // stream at once: its usage report, hidden reasoning tokens included, follows the last chunk and is what the
   // request cost. Cancelling there would charge only the visible text the tokenizer counts.
   let finished = false;
   const abort = abortOnClose(req, res, () => (finished ? USAGE_LINGER_MS : 0));
-  let first: { iterator: AsyncIterator<ChatChunk>; chunk: IteratorResult<ChatChunk> };
+  let first: { iterator: AsyncIterator<K>; chunk: IteratorResult<K> };
   let model = prepared.model;
   try {
     const opened = await callPrepared(
@@ -202,7 +260,7 @@ async function streamCompletion(
       prepared,
       abort.signal,
       async (m, call) => {
-        const iterator = m.adapter.chatStream(providerBody(body, true), call)[Symbol.asyncIterator]();
+        const iterator = api.stream(m, providerBody(body, true), call)[Symbol.asyncIterator]();
         return { iterator, chunk: await iterator.next() };
       },
       'first_chunk',
@@ -238,7 +296,7 @@ async function streamCompletion(
         usageDetails = details;
       }
       if (!(chunk.usage && (chunk.choices?.length ?? 0) === 0)) sink.chunk(chunk);
-      const tokens = countText(chunkText(chunk));
+      const tokens = countText(api.chunkText(chunk));
       completionTokens += tokens;
       if (!(await prepared.ticket.streamed(tokens))) {
         outcome = 'budget_cut';
@@ -299,3 +357,33 @@ async function streamCompletion(
   );
   if (closed) await closed;
 }
+
+/** Chat completions: the messages counted as admission does, every deployment, `chat` on the provider. */
+class ChatCompletionsApi implements CompletionApi<ChatRequest, ChatChunk> {
+  readonly endpoint = 'chat.completions';
+  readonly chunkObject = 'chat.completion.chunk';
+  readonly idPrefix = 'chatcmpl-';
+  readonly check = undefined;
+
+  promptTokens(body: ChatRequest): number {
+    return countChatPromptTokens(body);
+  }
+
+  answer(model: CatalogueModel, body: ChatRequest, call: ProviderCall) {
+    return model.adapter.chat(body, call);
+  }
+
+  stream(model: CatalogueModel, body: ChatRequest, call: ProviderCall): AsyncIterable<ChatChunk> {
+    return model.adapter.chatStream(body, call);
+  }
+
+  answerText(answer: Record<string, unknown>): string {
+    return completionText(answer);
+  }
+
+  chunkText(chunk: ChatChunk): string {
+    return chunkText(chunk);
+  }
+}
+
+export const CHAT_COMPLETIONS: CompletionApi<ChatRequest, ChatChunk> = new ChatCompletionsApi();

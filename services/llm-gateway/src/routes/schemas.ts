@@ -126,6 +126,46 @@ export const EmbeddingsRequestSchema = z.looseObject({
   user: z.string().optional(),
 });
 
+/**
+ * OpenAI's legacy text completions (decision 0115): the members the gateway reads or counts are checked, in OpenAI's
+ * shapes; every other one (`logit_bias`, `seed`, a server's own such as vLLM's `top_k`) passes through.
+ */
+export const TextCompletionRequestSchema = z.looseObject({
+  model: z.string().max(200).optional(),
+  prompt: z.union(
+    [
+      z.string(),
+      z.array(z.string()).min(1).max(2048),
+      TokenArray.min(1),
+      z.array(TokenArray.min(1)).min(1).max(2048),
+    ],
+    {
+      error:
+        'a string, or an array of 1 to 2048 strings, an array of token ids, or an array of 1 to 2048 token-id arrays',
+    },
+  ),
+  suffix: z
+    .string()
+    .nullable()
+    .optional()
+    .meta({ description: 'the text after the insertion point (fill-in-the-middle)' }),
+  stream: z.boolean().optional(),
+  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
+  // OpenAI's bounds; `max_tokens: 0` with `echo` scores the prompt alone
+  max_tokens: z.number().int().nonnegative().nullable().optional(),
+  n: z.number().int().min(1).max(128).nullable().optional(),
+  best_of: z.number().int().min(1).max(128).nullable().optional(),
+  echo: z.boolean().nullable().optional(),
+  logprobs: z.number().int().nonnegative().nullable().optional(),
+  stop: z
+    .union([z.string(), z.array(z.string())])
+    .nullable()
+    .optional(),
+  temperature: z.number().min(0).max(2).nullable().optional(),
+  top_p: z.number().min(0).max(1).nullable().optional(),
+  user: z.string().optional(),
+});
+
 export const MAX_RERANK_DOCUMENTS = 200;
 export const RerankRequestSchema = z
   .object({

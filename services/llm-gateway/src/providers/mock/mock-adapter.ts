@@ -8,6 +8,8 @@ import type {
   ProviderAdapter,
   ProviderCall,
   ProviderSpec,
+  TextCompletion,
+  TextCompletionChunk,
   TranscriptionResult,
   TranscriptionUpload,
   Usage,
@@ -19,6 +21,7 @@ import {
   mockEmbedding,
   mockPromptTokens,
   mockReasoning,
+  mockTextCompletion,
   mockTokens,
   mockTurn,
   tokenPieces,
@@ -72,6 +75,20 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
       ? [{ id: `call_${id.slice(-16)}`, type: 'function' as const, function: turn.toolCall }]
       : undefined;
     return { turn, reasoning, id, usage, toolCalls };
+  }
+
+  /** a text completion (decision 0115): its choices, usage and the head of its answer and chunks */
+  function textAnswer(body: Parameters<NonNullable<ProviderAdapter['completions']>>[0], call: ProviderCall) {
+    abortIfNeeded(call);
+    const { promptTokens, choices } = mockTextCompletion(body);
+    const completion = choices.reduce((n, c) => n + c.completionTokens, 0);
+    const head = {
+      id: idFor('cmpl-mock-', [body.prompt, body.suffix ?? null]),
+      object: 'text_completion' as const,
+      created: created(),
+      model: call.model,
+    };
+    return { choices, head, usage: usageOf(promptTokens, completion) };
   }
 
   const adapter: ProviderAdapter = {
@@ -135,6 +152,44 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
           });
       }
       yield chunk({}, turn.finish);
+      yield { ...head, choices: [], usage };
+    },
+
+    async completions(body, call) {
+      const { choices, head, usage } = textAnswer(body, call);
+      const completion: TextCompletion = {
+        ...head,
+        choices: choices.map((c, index) => ({
+          text: c.text,
+          index,
+          logprobs: null,
+          finish_reason: c.finish,
+        })),
+        usage,
+      };
+      return { body: completion, usage };
+    },
+
+    async *completionsStream(body, call) {
+      const { choices, head, usage } = textAnswer(body, call);
+      const chunk = (
+        index: number,
+        text: string,
+        finish: TextCompletion['choices'][number]['finish_reason'] = null,
+      ): TextCompletionChunk => ({
+        ...head,
+        choices: [{ text, index, logprobs: null, finish_reason: finish }],
+      });
+      for (const [index, choice] of choices.entries()) {
+        const pieces = tokenPieces(choice.text);
+        // an echoed prompt's trailing spaces, which no piece holds (the code before a cursor often ends so)
+        const rest = choice.text.slice(pieces.join('').length);
+        for (const piece of rest ? [...pieces, rest] : pieces) {
+          abortIfNeeded(call);
+          yield chunk(index, piece);
+        }
+        yield chunk(index, '', choice.finish);
+      }
       yield { ...head, choices: [], usage };
     },
 

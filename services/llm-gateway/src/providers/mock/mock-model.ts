@@ -5,6 +5,7 @@ import {
   type ChatMessage,
   type FinishReason,
   isFunction,
+  type TextCompletionRequest,
 } from '../types';
 
 /**
@@ -158,6 +159,59 @@ export function mockTurn(body: ChatCompletionRequest): MockTurn {
     finish: kept.length < pieces.length ? 'length' : 'stop',
     completionTokens: kept.length,
   };
+}
+
+/** One choice of a mock text completion: the text (the prompt first under `echo`) and what it cost. */
+export interface MockTextChoice {
+  text: string;
+  finish: FinishReason;
+  completionTokens: number;
+}
+
+/** The text before the first of the stop sequences it holds (the whole text when none). */
+function beforeStop(text: string, stop: TextCompletionRequest['stop']): string {
+  let end = text.length;
+  for (const sequence of typeof stop === 'string' ? [stop] : (stop ?? [])) {
+    const at = sequence === '' ? -1 : text.indexOf(sequence);
+    if (at !== -1 && at < end) end = at;
+  }
+  return text.slice(0, end);
+}
+
+/**
+ * A legacy text completion (decision 0115): per prompt (a string, or token ids the mock reads as their count) and
+ * per `n`, "Mock completion of: " and the prompt's last words, cut at `stop` and `max_tokens`; the prompt first
+ * under `echo`. The prompt tokens are each prompt's and the `suffix`'s, once per prompt.
+ */
+export function mockTextCompletion(body: TextCompletionRequest): {
+  promptTokens: number;
+  choices: MockTextChoice[];
+} {
+  const raw = body.prompt;
+  const prompts: Array<string | number[]> =
+    typeof raw === 'string' || typeof raw[0] === 'number' ? [raw as string | number[]] : (raw as string[]);
+  const suffix = typeof body.suffix === 'string' ? mockTokens(body.suffix) : 0;
+  const n = body.n ?? 1;
+  const limit = body.max_tokens ?? undefined;
+  let promptTokens = 0;
+  const choices: MockTextChoice[] = [];
+  for (const prompt of prompts) {
+    promptTokens += (typeof prompt === 'string' ? mockTokens(prompt) : prompt.length) + suffix;
+    const words =
+      typeof prompt === 'string'
+        ? prompt.trim().split(/\s+/).filter(Boolean).slice(-12).join(' ')
+        : `${prompt.length} tokens`;
+    const pieces = tokenPieces(beforeStop(`Mock completion of: ${words}`, body.stop));
+    const kept = typeof limit === 'number' && pieces.length > limit ? pieces.slice(0, limit) : pieces;
+    const text = (body.echo && typeof prompt === 'string' ? prompt : '') + kept.join('');
+    for (let i = 0; i < n; i++)
+      choices.push({
+        text,
+        finish: kept.length < pieces.length ? 'length' : 'stop',
+        completionTokens: kept.length,
+      });
+  }
+  return { promptTokens, choices };
 }
 
 /** A unit vector derived from the input alone. */

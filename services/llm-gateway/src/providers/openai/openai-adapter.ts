@@ -15,6 +15,8 @@ import type {
   ProviderAdapter,
   ProviderCall,
   ProviderSpec,
+  TextCompletion,
+  TextCompletionChunk,
   TranscriptionResult,
   TranscriptionUpload,
 } from '../types';
@@ -87,6 +89,37 @@ export function createOpenAiAdapter(
           stream_options: { ...body.stream_options, include_usage: true },
         }),
       });
+    },
+
+    // legacy text completions (decision 0115): passed through as chat is, with the provider's model name
+    async completions(body, call) {
+      const { stream_options: _options, ...rest } = body;
+      const answer = await sendForJson<TextCompletion>(http, call, {
+        url: url(call.model, 'completions'),
+        headers: headers(call, 'application/json'),
+        body: JSON.stringify({ ...rest, model: call.model, stream: false }),
+      });
+      if (!Array.isArray(answer?.choices))
+        throw invalidAnswer(http, call, 'a text completion without choices');
+      return { body: answer, usage: toUsage(answer.usage) };
+    },
+
+    completionsStream(body, call) {
+      return openAiChunks<TextCompletionChunk>(
+        http,
+        call,
+        {
+          url: url(call.model, 'completions'),
+          headers: headers(call, 'text/event-stream'),
+          body: JSON.stringify({
+            ...body,
+            model: call.model,
+            stream: true,
+            stream_options: { ...body.stream_options, include_usage: true },
+          }),
+        },
+        'text_completion',
+      );
     },
 
     async embeddings(body, call) {

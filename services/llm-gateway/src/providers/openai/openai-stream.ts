@@ -1,10 +1,18 @@
 import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
 import { invalidAnswer, sendForEvents } from '../http/provider-http';
-import { type ChatCompletionChunk, type ProviderCall, ProviderError, type Usage } from '../types';
+import {
+  type ChatCompletionChunk,
+  type ProviderCall,
+  ProviderError,
+  type TextCompletionChunk,
+  type Usage,
+} from '../types';
 import { toUsage } from '../usage';
 import { readOpenAiError } from './openai-errors';
 
-type RawChunk = Partial<ChatCompletionChunk> & { error?: unknown; x_groq?: { usage?: unknown } };
+/** a chunk of chat completions or of text completions (decision 0115): the stream reads their common members */
+type Chunk = ChatCompletionChunk | TextCompletionChunk;
+type RawChunk = Partial<Chunk> & { error?: unknown; x_groq?: { usage?: unknown } };
 
 /**
  * The provider's usage as it came (OpenAI's `prompt_tokens_details` and `completion_tokens_details`
@@ -19,15 +27,17 @@ function withFigures(raw: unknown): Usage | null {
  * OpenAI-protocol SSE to chunks. Usage, wherever the provider puts it (the `include_usage` chunk, on
  * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded once, as a final
  * chunk with empty `choices`. Chunks with neither choices nor usage (Azure's prompt filter
- * preamble) are dropped. A stream that ends without `[DONE]` or a finish reason was cut.
+ * preamble) are dropped. A stream that ends without `[DONE]` or a finish reason was cut. `object` names the final
+ * usage chunk's kind: chat's `chat.completion.chunk`, or text completions' `text_completion`.
  */
-export async function* openAiChunks(
+export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
   http: ProviderHttp,
   call: ProviderCall,
   request: ProviderRequest,
-): AsyncGenerator<ChatCompletionChunk> {
+  object: K['object'] = 'chat.completion.chunk',
+): AsyncGenerator<K> {
   let usage: Usage | null = null;
-  let last: ChatCompletionChunk | undefined;
+  let last: K | undefined;
   let finished = false;
   let done = false;
   let yielded = false;
@@ -56,7 +66,7 @@ export async function* openAiChunks(
     usage = withFigures(raw.usage) ?? withFigures(raw.x_groq?.usage) ?? usage;
     if (!Array.isArray(raw.choices) || raw.choices.length === 0) continue;
     const { usage: _usage, x_groq: _groq, ...chunk } = raw;
-    last = chunk as ChatCompletionChunk;
+    last = chunk as K;
     if (last.choices.some((c) => c.finish_reason)) finished = true;
     yielded = true;
     yield last;
@@ -74,11 +84,11 @@ export async function* openAiChunks(
   if (usage) {
     yield {
       id: last?.id ?? '',
-      object: 'chat.completion.chunk',
+      object,
       created: last?.created ?? 0,
       model: last?.model ?? call.model,
       choices: [],
       usage,
-    };
+    } as unknown as K;
   }
 }

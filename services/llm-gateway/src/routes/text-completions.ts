@@ -1,0 +1,81 @@
+import { jsonBody, parseInput } from '@platform/kernel';
+import type { Router } from 'express';
+import type { CatalogueModel } from '../catalogue/catalogue';
+import type { GatewayContext } from '../inference/gateway-context';
+import type {
+  ProviderCall,
+  TextCompletion,
+  TextCompletionChunk,
+  TextCompletionRequest,
+  Usage,
+} from '../inference/provider-port';
+import { countTextPromptTokens, textAnswerText, textChunkText } from '../inference/text-completion';
+import { ENDPOINT_NAMES } from '../providers/endpoints';
+import { type CompletionApi, serveCompletion } from './completion-flow';
+import { noMediaEndpoint } from './images';
+import { OpenAiWire } from './openai-wire';
+import { TextCompletionRequestSchema } from './schemas';
+
+type TextBody = TextCompletionRequest & { stream_options?: { include_usage?: boolean } | null };
+
+/** a deployment whose provider has no text completions (Anthropic) is never drawn; a model with none is refused */
+function hasCompletions(model: CatalogueModel): void {
+  if (!model.adapter.completions || !model.adapter.completionsStream)
+    throw noMediaEndpoint(model, ENDPOINT_NAMES.completions);
+}
+
+/**
+ * OpenAI's legacy text completions on the chat path's flow (decision 0115): the prompt (and suffix) counted by the
+ * gateway's tokenizer, the deployments whose provider has the endpoint, `completions` on the provider.
+ */
+class TextCompletionsApi implements CompletionApi<TextBody, TextCompletionChunk> {
+  readonly endpoint = 'completions';
+  readonly chunkObject = 'text_completion';
+  readonly idPrefix = 'cmpl-';
+  readonly check = hasCompletions;
+
+  promptTokens(body: TextBody): number {
+    return countTextPromptTokens(body);
+  }
+
+  // `check` left out every deployment without these
+  answer(
+    model: CatalogueModel,
+    body: TextBody,
+    call: ProviderCall,
+  ): Promise<{ body: TextCompletion; usage: Usage | null }> {
+    return model.adapter.completions!(body, call);
+  }
+
+  stream(model: CatalogueModel, body: TextBody, call: ProviderCall): AsyncIterable<TextCompletionChunk> {
+    return model.adapter.completionsStream!(body, call);
+  }
+
+  answerText(answer: Record<string, unknown>): string {
+    return textAnswerText(answer);
+  }
+
+  chunkText(chunk: TextCompletionChunk): string {
+    return textChunkText(chunk);
+  }
+}
+
+const TEXT_COMPLETIONS = new TextCompletionsApi();
+
+/**
+ * `POST /v1/completions`: OpenAI's legacy text completions (code completion, fill-in-the-middle with `suffix`),
+ * plain or streamed, with chat's governance, quotas, failover, budget cut and accounting (endpoint `completions`).
+ */
+export function mountTextCompletions(router: Router, ctx: GatewayContext): void {
+  router.post('/v1/completions', (req, res) => {
+    const body = parseInput(TextCompletionRequestSchema, jsonBody(req) ?? {}) as TextBody;
+    return serveCompletion(
+      TEXT_COMPLETIONS,
+      ctx,
+      req,
+      res,
+      body,
+      new OpenAiWire(ctx, TEXT_COMPLETIONS, body.stream_options?.include_usage === true),
+    );
+  });
+}
