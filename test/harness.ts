@@ -1,7 +1,9 @@
 import { createNatsBus } from '@platform/bus';
 import { type Clock, listen, loadConfig, type RunningServer, silentLogger } from '@platform/kernel';
+import { runCli } from '@platform/operator-cli';
 import { type Env, type RunningPlatform, startPlatform } from '@platform/standalone';
 import { freePort, tempDir } from '@platform/testkit';
+import { startMailCatcher } from '../services/auth/test/mail-catcher';
 import { createEdgeService, edgeConfigSchema } from '../services/edge/src';
 
 export interface TestPlatform extends RunningPlatform {
@@ -40,6 +42,61 @@ export async function startTestPlatform(
       data.remove();
     },
   };
+}
+
+/**
+ * The platform as the account and sign-in tests need it: its public root `base` on a free port (or `port`), which
+ * is also the issuer of its tokens and the root of the links it mails; a mail catcher receiving those mails; cheap
+ * password hashing; `secret` as the internal secret. `env` adds to that, or changes it. `cliEnv` is what the
+ * operator CLI needs to reach auth.
+ */
+export async function startPlatformWithMail(options: { secret: string; env?: Env; port?: number }) {
+  const mail = await startMailCatcher();
+  const port = options.port ?? (await freePort());
+  const base = `http://127.0.0.1:${port}`;
+  const p = await startTestPlatform({
+    port,
+    env: {
+      PLATFORM_INTERNAL_SECRET: options.secret,
+      PUBLIC_BASE_URL: base,
+      JWT_ISSUER: base,
+      SMTP_URL: mail.url,
+      PASSWORD_SCRYPT_N: '1024',
+      PASSWORD_SCRYPT_P: '1',
+      ...options.env,
+    },
+  });
+  return { p, mail, base, cliEnv: { AUTH_URL: p.upstreams.auth, PLATFORM_INTERNAL_SECRET: options.secret } };
+}
+
+/** A new anonymous user of `platform`, signed in through the edge. */
+export async function anonymousLogin(platform: TestPlatform): Promise<{ userId: string; token: string }> {
+  return (await callJson(`${platform.baseUrl}/v2/login/anonymous`, 'POST')).body;
+}
+
+/** What the operator CLI needs to reach every part of `platform`, as the user of `token`. */
+export const operatorCliEnv = (
+  platform: TestPlatform,
+  secret: string,
+  token: string,
+): Record<string, string> => ({
+  PLATFORM_URL: platform.baseUrl,
+  PLATFORM_GATEWAY_URL: platform.gatewayUrl,
+  PLATFORM_TOKEN: token,
+  AUTH_URL: platform.upstreams.auth,
+  LLM_QUOTA_URL: platform.upstreams.llmQuota,
+  PLATFORM_INTERNAL_SECRET: secret,
+  DATA_DIR: platform.dataDir,
+});
+
+/** The operator CLI as `pnpm platform <argv> --json` runs it: its exit code, the outcome it printed, its stderr. */
+export async function runCliJson(env: Record<string, string>, ...argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runCli([...argv, '--json'], env, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  // biome-ignore lint/suspicious/noExplicitAny: outcomes are asserted field by field
+  const outcome: any = out.length ? JSON.parse(out.join('\n')) : null;
+  return { code, outcome, err: err.join('\n') };
 }
 
 /**

@@ -4,13 +4,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { runCli } from '@platform/operator-cli';
-import { freePort } from '@platform/testkit';
 import type { AxeResults } from 'axe-core';
 import * as oidc from 'openid-client';
 import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
-import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+import { callJson, startPlatformWithMail, type TestPlatform } from '../harness';
 import { type CafeSite, closeSite, createCafeAssistant, hostCafeSite } from './cafe-assistant';
 import { chromiumAvailable, launchChromium } from './chromium';
 
@@ -305,7 +304,6 @@ run('every page is usable with a keyboard, a screen reader, dark mode and a smal
 
   beforeAll(async () => {
     mkdirSync(OUTPUT, { recursive: true });
-    mail = await startMailCatcher();
     app = createServer((_req, res) => {
       res.setHeader('content-type', 'text/html');
       res.end('<!doctype html><title>Notes</title><h1>Signed in to Notes</h1>');
@@ -313,25 +311,21 @@ run('every page is usable with a keyboard, a screen reader, dark mode and a smal
     app.listen(0, '127.0.0.1');
     await once(app, 'listening');
     callbackUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const secret = 'a11y-test-internal-secret-0123456789abcdef';
-    p = await startTestPlatform({
-      port,
+    let cli: Record<string, string>;
+    ({
+      p,
+      mail,
+      base,
+      cliEnv: cli,
+    } = await startPlatformWithMail({
+      secret: 'a11y-test-internal-secret-0123456789abcdef',
       env: {
-        PLATFORM_INTERNAL_SECRET: secret,
-        PUBLIC_BASE_URL: base,
-        JWT_ISSUER: base,
-        SMTP_URL: mail.url,
-        PASSWORD_SCRYPT_N: '1024',
-        PASSWORD_SCRYPT_P: '1',
         PLATFORM_NAME: 'Acme AI Platform',
         // the web chat lives under legacy v1 and retires with it: keep v1 open here
         LEGACY_V1_RETIREMENT_DATE: '2099-01-01',
       },
-    });
+    }));
     const io = { out: () => undefined, err: (l: string) => console.error(l) };
-    const cli = { AUTH_URL: p.upstreams.auth, PLATFORM_INTERNAL_SECRET: secret };
     const add = ['oidc-client', 'add', 'notes-app', '--redirect-uri', callbackUrl, '--name', 'Notes'];
     expect(await runCli(add, cli, io)).toBe(0);
     // a single sign-on button on the sign-in forms (its issuer is never called here)

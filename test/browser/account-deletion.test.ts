@@ -1,9 +1,8 @@
-import path from 'node:path';
 import { waitFor } from '@platform/testkit';
 import type { Browser, Page } from 'playwright-core';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
 import { callJson, startTestPlatform, type TestPlatform } from '../harness';
-import { chromiumAvailable, launchChromium, SCREENSHOTS, step } from './chromium';
+import { chromiumAvailable, launchChromium, platformPage, screenshot, step } from './chromium';
 
 /**
  * A person in Chromium, through the edge, leaves for good (decision 0099): the account page's "Delete my account"
@@ -33,10 +32,7 @@ run('deleting an account in Chromium', () => {
     });
     base = p.baseUrl;
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' && msg.location().url.startsWith(base)) consoleErrors.push(msg.text());
-    });
+    page = await platformPage(browser, base, consoleErrors);
   });
   afterAll(async () => {
     await browser?.close();
@@ -44,10 +40,7 @@ run('deleting an account in Chromium', () => {
     await mail?.close();
   });
 
-  const shot = (name: string) =>
-    process.env.BROWSER_SCREENSHOTS === '1'
-      ? page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true })
-      : Promise.resolve();
+  const shot = (name: string) => screenshot(page, name);
   const api = (method: string, route: string, bearer: string, body?: unknown) =>
     callJson(`${base}${route}`, method, { bearer, body });
 

@@ -45,3 +45,21 @@ export async function step<T>(page: Page, name: string, run: () => Promise<T>): 
     throw new Error(`step "${name}" failed (screenshot: ${file}): ${(err as Error).message}`);
   }
 }
+
+/**
+ * A page in `browser` at a laptop's size, noting in `errors` what the platform's own pages (those under `base`) log
+ * as errors.
+ */
+export async function platformPage(browser: Browser, base: string, errors: string[]): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && msg.location().url.startsWith(base)) errors.push(msg.text());
+  });
+  return page;
+}
+
+/** Keeps a full-page screenshot named `name` in test/browser/screenshots when BROWSER_SCREENSHOTS=1. */
+export const screenshot = (page: Page, name: string) =>
+  process.env.BROWSER_SCREENSHOTS === '1'
+    ? page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true })
+    : Promise.resolve();

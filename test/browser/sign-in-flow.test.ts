@@ -1,15 +1,13 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { runCli } from '@platform/operator-cli';
-import { freePort } from '@platform/testkit';
 import * as oidc from 'openid-client';
 import * as OTPAuth from 'otpauth';
 import type { Browser, Page } from 'playwright-core';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
-import { callJson, startTestPlatform, type TestPlatform } from '../harness';
-import { chromiumAvailable, launchChromium, SCREENSHOTS, step } from './chromium';
+import { callJson, startPlatformWithMail, type TestPlatform } from '../harness';
+import { chromiumAvailable, launchChromium, platformPage, screenshot, step } from './chromium';
 
 /**
  * A person in Chromium, through the edge: sign up, confirm the email from the mail, sign in, turn on
@@ -30,7 +28,6 @@ run('sign-in pages in Chromium', () => {
   const callbacks: string[] = [];
 
   beforeAll(async () => {
-    mail = await startMailCatcher();
     app = createServer((req, res) => {
       callbacks.push(req.url ?? '');
       res.setHeader('content-type', 'text/html');
@@ -39,30 +36,17 @@ run('sign-in pages in Chromium', () => {
     app.listen(0, '127.0.0.1');
     await once(app, 'listening');
     callbackUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/callback`;
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const secret = 'browser-test-internal-secret-0123456789abcdef';
-    p = await startTestPlatform({
-      port,
-      env: {
-        PLATFORM_INTERNAL_SECRET: secret,
-        PUBLIC_BASE_URL: base,
-        JWT_ISSUER: base,
-        SMTP_URL: mail.url,
-        PASSWORD_SCRYPT_N: '1024',
-        PASSWORD_SCRYPT_P: '1',
-        PLATFORM_NAME: 'Acme AI Platform',
-      },
-    });
+    let cliEnv: Record<string, string>;
+    ({ p, mail, base, cliEnv } = await startPlatformWithMail({
+      secret: 'browser-test-internal-secret-0123456789abcdef',
+      env: { PLATFORM_NAME: 'Acme AI Platform' },
+    }));
     const io = { out: () => undefined, err: (l: string) => console.error(l) };
     const add = ['oidc-client', 'add', 'notes-app', '--redirect-uri', callbackUrl, '--name', 'Notes'];
-    expect(await runCli(add, { AUTH_URL: p.upstreams.auth, PLATFORM_INTERNAL_SECRET: secret }, io)).toBe(0);
+    expect(await runCli(add, cliEnv, io)).toBe(0);
     browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
     // what the platform's own pages log as errors (a missing favicon was one, on every page)
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' && msg.location().url.startsWith(base)) consoleErrors.push(msg.text());
-    });
+    page = await platformPage(browser, base, consoleErrors);
   });
   afterAll(async () => {
     await browser?.close();
@@ -71,10 +55,7 @@ run('sign-in pages in Chromium', () => {
     app?.close();
   });
 
-  const shot = (name: string) =>
-    process.env.BROWSER_SCREENSHOTS === '1'
-      ? page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true })
-      : Promise.resolve();
+  const shot = (name: string) => screenshot(page, name);
 
   it('sign up → confirm by mail → sign in → TOTP → sign out → sign in to an app with TOTP and consent', async () => {
     const email = `ada-${Date.now()}@example.com`;

@@ -1,14 +1,15 @@
 import { runCli } from '@platform/operator-cli';
-import {
-  describeWithNats,
-  freePort,
-  type NatsServerHandle,
-  startNatsServer,
-  waitFor,
-} from '@platform/testkit';
+import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
 import * as oidc from 'openid-client';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
-import { callJson, type JsonReply, startSecondEdge, startTestPlatform, type TestPlatform } from '../harness';
+import {
+  callJson,
+  type JsonReply,
+  startPlatformWithMail,
+  startSecondEdge,
+  startTestPlatform,
+  type TestPlatform,
+} from '../harness';
 import { BrowserAgent, formFields } from '../support/browser-agent';
 
 /**
@@ -30,26 +31,18 @@ describe('deleting accounts and organizations through the edge', () => {
   const secret = 'deletion-e2e-internal-secret-0123456789abcdef';
 
   beforeAll(async () => {
-    mail = await startMailCatcher();
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    p = await startTestPlatform({
-      port,
+    let cliEnv: Record<string, string>;
+    ({ p, mail, base, cliEnv } = await startPlatformWithMail({
+      secret,
       env: {
-        PLATFORM_INTERNAL_SECRET: secret,
-        PUBLIC_BASE_URL: base,
-        JWT_ISSUER: base,
-        SMTP_URL: mail.url,
-        PASSWORD_SCRYPT_N: '1024',
-        PASSWORD_SCRYPT_P: '1',
         JWKS_PUBLISH_DELAY_SECONDS: '0',
         ANONYMOUS_LOGIN_RATE_LIMIT: '1000',
         ACCOUNT_MAIL_RATE_LIMIT: '1000',
       },
-    });
+    }));
     const io = { out: () => undefined, err: (l: string) => console.error(l) };
     const add = ['oidc-client', 'add', 'notes-app', '--redirect-uri', REDIRECT, '--name', 'Notes App'];
-    expect(await runCli(add, { AUTH_URL: p.upstreams.auth, PLATFORM_INTERNAL_SECRET: secret }, io)).toBe(0);
+    expect(await runCli(add, cliEnv, io)).toBe(0);
     client = await oidc.discovery(new URL(`${base}/oidc`), 'notes-app', undefined, oidc.None(), {
       execute: [oidc.allowInsecureRequests],
     });

@@ -1,9 +1,9 @@
 import { runCli } from '@platform/operator-cli';
-import { freePort, waitFor } from '@platform/testkit';
+import { waitFor } from '@platform/testkit';
 import * as oidc from 'openid-client';
 import * as OTPAuth from 'otpauth';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
-import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+import { callJson, startPlatformWithMail, type TestPlatform } from '../harness';
 import { BrowserAgent, formFields } from '../support/browser-agent';
 
 /** `openid-client` as a relying party of {base_url}/oidc, through the edge. */
@@ -23,23 +23,10 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     });
 
   beforeAll(async () => {
-    mail = await startMailCatcher();
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const secret = 'oidc-e2e-internal-secret-0123456789abcdef';
-    p = await startTestPlatform({
-      port,
-      env: {
-        PLATFORM_INTERNAL_SECRET: secret,
-        PUBLIC_BASE_URL: base,
-        JWT_ISSUER: base,
-        SMTP_URL: mail.url,
-        PASSWORD_SCRYPT_N: '1024',
-        PASSWORD_SCRYPT_P: '1',
-        JWKS_PUBLISH_DELAY_SECONDS: '0',
-        OIDC_FIRST_PARTY_REDIRECT_URIS: REDIRECT,
-      },
-    });
+    ({ p, mail, base, cliEnv } = await startPlatformWithMail({
+      secret: 'oidc-e2e-internal-secret-0123456789abcdef',
+      env: { JWKS_PUBLISH_DELAY_SECONDS: '0', OIDC_FIRST_PARTY_REDIRECT_URIS: REDIRECT },
+    }));
     const lines: string[] = [];
     const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
     const cli = [
@@ -52,7 +39,6 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
       'Notes App',
       '--json',
     ];
-    cliEnv = { AUTH_URL: p.upstreams.auth, PLATFORM_INTERNAL_SECRET: secret };
     const env = cliEnv;
     expect(await runCli(cli, env, io)).toBe(0);
     expect(JSON.parse(lines.pop()!)).toMatchObject({ result: 'created', data: { clientId: 'notes-app' } });

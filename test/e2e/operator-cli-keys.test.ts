@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { runCli } from '@platform/operator-cli';
 import { waitFor } from '@platform/testkit';
 import jwt from 'jsonwebtoken';
-import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+import { callJson, runCliJson, startTestPlatform, type TestPlatform } from '../harness';
 
 /** `pnpm platform keys list | revoke` against the real platform (decision 0102). */
 describe('operator CLI: signing keys (pnpm platform keys)', () => {
@@ -10,12 +10,7 @@ describe('operator CLI: signing keys (pnpm platform keys)', () => {
   let env: Record<string, string>;
   const secret = randomBytes(32).toString('base64url');
 
-  const run = async (...argv: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await runCli([...argv, '--json'], env, { out: (l) => out.push(l), err: (l) => err.push(l) });
-    return { code, outcome: out.length ? JSON.parse(out.join('\n')) : null, err: err.join('\n') };
-  };
+  const run = (...argv: string[]) => runCliJson(env, ...argv);
   const kidOf = (token: string) => jwt.decode(token, { complete: true })!.header.kid!;
   const jwksKids = async () =>
     (

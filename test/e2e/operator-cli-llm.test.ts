@@ -1,9 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { runCli } from '@platform/operator-cli';
 import type { ProviderSimulator } from '@platform/testkit';
 import { startProviderSimulator, tempDir } from '@platform/testkit';
-import { startTestPlatform, type TestPlatform } from '../harness';
+import { anonymousLogin, operatorCliEnv, runCliJson, startTestPlatform, type TestPlatform } from '../harness';
 
 const SECRET = 'operator-cli-llm-internal-secret-0123456789';
 
@@ -15,12 +14,7 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
   const dir = tempDir('cli-llm-');
   let operator: { userId: string; token: string };
 
-  const run = async (...argv: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await runCli([...argv, '--json'], env, { out: (l) => out.push(l), err: (l) => err.push(l) });
-    return { code, outcome: out.length ? JSON.parse(out.join('\n')) : null, err: err.join('\n') };
-  };
+  const run = (...argv: string[]) => runCliJson(env, ...argv);
   const gateway = async (method: string, p: string, body?: unknown) => {
     const res = await fetch(`${platform.gatewayUrl}${p}`, {
       method,
@@ -42,19 +36,8 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
         LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS: '127.0.0.0/8,::1',
       },
     });
-    operator = (await (await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' })).json()) as {
-      token: string;
-      userId: string;
-    };
-    env = {
-      PLATFORM_URL: platform.baseUrl,
-      PLATFORM_GATEWAY_URL: platform.gatewayUrl,
-      PLATFORM_TOKEN: operator.token,
-      AUTH_URL: platform.upstreams.auth,
-      LLM_QUOTA_URL: platform.upstreams.llmQuota,
-      PLATFORM_INTERNAL_SECRET: SECRET,
-      DATA_DIR: platform.dataDir,
-    };
+    operator = await anonymousLogin(platform);
+    env = operatorCliEnv(platform, SECRET, operator.token);
   }, 60_000);
   afterAll(async () => {
     await platform?.stop();

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { runCli } from '@platform/operator-cli';
-import { startTestPlatform, type TestPlatform } from '../harness';
+import { anonymousLogin, operatorCliEnv, runCliJson, startTestPlatform, type TestPlatform } from '../harness';
 
 /**
  * `pnpm platform plan assign` names an organization that auth knows: llm-quota learns organizations from their
@@ -11,12 +11,7 @@ describe('operator CLI: plan assign', () => {
   let env: Record<string, string>;
   const secret = randomBytes(32).toString('base64url');
 
-  const run = async (...argv: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await runCli([...argv, '--json'], env, { out: (l) => out.push(l), err: (l) => err.push(l) });
-    return { code, outcome: out.length ? JSON.parse(out.join('\n')) : null, err: err.join('\n') };
-  };
+  const run = (...argv: string[]) => runCliJson(env, ...argv);
   const quotaSettings = (org: string) =>
     fetch(`${platform.upstreams.llmQuota}/internal/orgs/${org}/quota-settings`, {
       headers: { 'x-platform-internal-secret': secret },
@@ -24,19 +19,8 @@ describe('operator CLI: plan assign', () => {
 
   beforeAll(async () => {
     platform = await startTestPlatform({ env: { PLATFORM_INTERNAL_SECRET: secret } });
-    const operator = (await (
-      await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' })
-    ).json()) as {
-      token: string;
-    };
-    env = {
-      PLATFORM_URL: platform.baseUrl,
-      PLATFORM_TOKEN: operator.token,
-      AUTH_URL: platform.upstreams.auth,
-      LLM_QUOTA_URL: platform.upstreams.llmQuota,
-      PLATFORM_INTERNAL_SECRET: secret,
-      DATA_DIR: platform.dataDir,
-    };
+    const operator = await anonymousLogin(platform);
+    env = operatorCliEnv(platform, secret, operator.token);
   });
   afterAll(() => platform?.stop());
 
@@ -49,11 +33,7 @@ describe('operator CLI: plan assign', () => {
   });
 
   it('assigns a plan to an organization that exists, whoever its members are', async () => {
-    const someone = (await (
-      await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' })
-    ).json()) as {
-      token: string;
-    };
+    const someone = await anonymousLogin(platform);
     const created = await fetch(`${platform.baseUrl}/v2/orgs`, {
       method: 'POST',
       headers: { authorization: `Bearer ${someone.token}`, 'content-type': 'application/json' },

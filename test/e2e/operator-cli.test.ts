@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runCli } from '@platform/operator-cli';
-import { startTestPlatform, type TestPlatform } from '../harness';
+import { anonymousLogin, operatorCliEnv, runCliJson, startTestPlatform, type TestPlatform } from '../harness';
 
 /** The operator CLI against the real platform: every command, twice, to show it is idempotent. */
 describe('operator CLI (pnpm platform)', () => {
@@ -11,29 +11,13 @@ describe('operator CLI (pnpm platform)', () => {
   let env: Record<string, string>;
   const secret = randomBytes(32).toString('base64url');
 
-  const run = async (...argv: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await runCli([...argv, '--json'], env, { out: (l) => out.push(l), err: (l) => err.push(l) });
-    return { code, outcome: out.length ? JSON.parse(out.join('\n')) : null, err: err.join('\n') };
-  };
-  const login = async () =>
-    (await (await fetch(`${platform.baseUrl}/v2/login/anonymous`, { method: 'POST' })).json()) as {
-      token: string;
-      userId: string;
-    };
+  const run = (...argv: string[]) => runCliJson(env, ...argv);
+  const login = () => anonymousLogin(platform);
 
   beforeAll(async () => {
     platform = await startTestPlatform({ env: { PLATFORM_INTERNAL_SECRET: secret } });
     const operator = await login();
-    env = {
-      PLATFORM_URL: platform.baseUrl,
-      PLATFORM_TOKEN: operator.token,
-      AUTH_URL: platform.upstreams.auth,
-      LLM_QUOTA_URL: platform.upstreams.llmQuota,
-      PLATFORM_INTERNAL_SECRET: secret,
-      DATA_DIR: platform.dataDir,
-    };
+    env = operatorCliEnv(platform, secret, operator.token);
   });
   afterAll(async () => {
     await platform.stop();

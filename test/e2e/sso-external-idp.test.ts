@@ -5,7 +5,7 @@ import { runCli } from '@platform/operator-cli';
 import { freePort } from '@platform/testkit';
 import Provider from 'oidc-provider';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
-import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+import { callJson, startPlatformWithMail, type TestPlatform } from '../harness';
 import { BrowserAgent } from '../support/browser-agent';
 
 /**
@@ -22,7 +22,6 @@ describe('sign-in with an external OpenID Connect provider', () => {
   let companySlug: string;
 
   beforeAll(async () => {
-    mail = await startMailCatcher();
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     idp = createServer();
@@ -54,20 +53,11 @@ describe('sign-in with an external OpenID Connect provider', () => {
     });
     idp.on('request', provider.callback());
 
-    const secret = 'sso-e2e-internal-secret-0123456789abcdef';
-    p = await startTestPlatform({
+    ({ p, mail, cliEnv } = await startPlatformWithMail({
+      secret: 'sso-e2e-internal-secret-0123456789abcdef',
       port,
-      env: {
-        PLATFORM_INTERNAL_SECRET: secret,
-        PUBLIC_BASE_URL: base,
-        JWT_ISSUER: base,
-        SMTP_URL: mail.url,
-        PASSWORD_SCRYPT_N: '1024',
-        PASSWORD_SCRYPT_P: '1',
-        ANONYMOUS_LOGIN_RATE_LIMIT: '1000',
-      },
-    });
-    cliEnv = { AUTH_URL: p.upstreams.auth, PLATFORM_INTERNAL_SECRET: secret };
+      env: { ANONYMOUS_LOGIN_RATE_LIMIT: '1000' },
+    }));
   });
   afterAll(async () => {
     await p.stop();

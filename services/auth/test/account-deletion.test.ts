@@ -46,6 +46,46 @@ describe('deleting one’s own account', () => {
 
   const col = () => h.service.context.collections;
 
+  /** An SSO provider as an operator configures one: of organization `orgSlug`, or the platform's own (null). */
+  const ssoProvider = (orgSlug: string | null) => {
+    const now = h.clock.now();
+    return {
+      _id: unique('idp'),
+      name: 'Acme SSO',
+      issuer: 'https://sso.example.com',
+      clientId: 'platform',
+      clientSecret: null,
+      orgSlug,
+      createdAt: now,
+      updatedAt: now,
+    };
+  };
+
+  /** A user without a password, who signs in as `sub` at a new SSO provider of the platform's. */
+  async function ssoOnlyUser(label: string, sub: string, fields: Partial<UserDoc> = {}) {
+    const c = h.service.context;
+    const now = h.clock.now();
+    const user: UserDoc = {
+      _id: newId(),
+      anonymous: false,
+      email: `${unique(label)}@example.com`,
+      createdAt: now,
+      ...fields,
+    };
+    await c.collections.users.insertOne(user);
+    const sso = openSsoCollections(c.store);
+    const provider = ssoProvider(null);
+    await sso.providers.insertOne(provider);
+    await sso.identities.insertOne({
+      _id: `${provider._id}:${sub}`,
+      provider: provider._id,
+      sub,
+      userId: user._id,
+      linkedAt: now,
+    });
+    return { user, provider: provider._id, sso };
+  }
+
   async function signUp(email = `${unique('del')}@example.com`) {
     const res = await h.http
       .post('/v2/signup')
@@ -240,34 +280,7 @@ describe('deleting one’s own account', () => {
 
   it('an account without a password (SSO only) needs a sign-in of the last ten minutes; its identity goes', async () => {
     const c = h.service.context;
-    const now = h.clock.now();
-    const user: UserDoc = {
-      _id: newId(),
-      anonymous: false,
-      email: `${unique('sso')}@example.com`,
-      emailVerifiedAt: now,
-      createdAt: now,
-    };
-    await c.collections.users.insertOne(user);
-    const sso = openSsoCollections(c.store);
-    const provider = unique('idp');
-    await sso.providers.insertOne({
-      _id: provider,
-      name: 'Acme SSO',
-      issuer: 'https://sso.example.com',
-      clientId: 'platform',
-      clientSecret: null,
-      orgSlug: null,
-      createdAt: now,
-      updatedAt: now,
-    });
-    await sso.identities.insertOne({
-      _id: `${provider}:sub-1`,
-      provider,
-      sub: 'sub-1',
-      userId: user._id,
-      linkedAt: now,
-    });
+    const { user, provider, sso } = await ssoOnlyUser('sso', 'sub-1', { emailVerifiedAt: h.clock.now() });
     const old = await openUserSession(c, user);
     h.clock.advance(11 * 60_000);
     const stale: Actor = { credential: { kind: 'session', userId: user._id, sessionId: old.sessionId } };
@@ -286,33 +299,7 @@ describe('deleting one’s own account', () => {
 
   it('the page: without a password, a stale sign-in is sent to sign in again, a fresh one confirms with a button', async () => {
     const c = h.service.context;
-    const now = h.clock.now();
-    const user: UserDoc = {
-      _id: newId(),
-      anonymous: false,
-      email: `${unique('page')}@example.com`,
-      createdAt: now,
-    };
-    await c.collections.users.insertOne(user);
-    const sso = openSsoCollections(c.store);
-    const provider = unique('idp');
-    await sso.providers.insertOne({
-      _id: provider,
-      name: 'Acme SSO',
-      issuer: 'https://sso.example.com',
-      clientId: 'platform',
-      clientSecret: null,
-      orgSlug: null,
-      createdAt: now,
-      updatedAt: now,
-    });
-    await sso.identities.insertOne({
-      _id: `${provider}:p`,
-      provider,
-      sub: 'p',
-      userId: user._id,
-      linkedAt: now,
-    });
+    const { user, provider } = await ssoOnlyUser('page', 'p');
     const headersOf = async (sessionId: string) => {
       const { principal } = await c.introspection.resolve(
         { kind: 'session', userId: user._id, sessionId },
@@ -435,21 +422,11 @@ describe('deleting one’s own account', () => {
     await col().users.updateOne({ _id: actor.userId }, { $set: { emailVerifiedAt: h.clock.now() } });
     const owner = await h.newUser();
     const company = await org(owner, [actor, 'member']);
-    const now = h.clock.now();
     const sso = new SsoClients(
       openSsoCollections(h.service.context.store),
       'unused: this provider is never discovered',
     );
-    const provider = {
-      _id: unique('idp'),
-      name: 'Acme SSO',
-      issuer: 'https://sso.example.com',
-      clientId: 'platform',
-      clientSecret: null,
-      orgSlug: company,
-      createdAt: now,
-      updatedAt: now,
-    };
+    const provider = ssoProvider(company);
     // the sign-in found the person by their address and is about to link the identity to them
     const held = gated.gate('sso_identities', (doc) => (doc as { userId?: string }).userId === actor.userId);
     const signingIn = userForIdentity(h.service.context, sso, provider, {
@@ -471,21 +448,11 @@ describe('deleting one’s own account', () => {
   it("a deleted organization's SSO provider signs nobody in and makes no account", async () => {
     const owner = await h.newUser();
     const company = await org(owner);
-    const now = h.clock.now();
     const sso = new SsoClients(
       openSsoCollections(h.service.context.store),
       'unused: this provider is never discovered',
     );
-    const provider = {
-      _id: unique('idp'),
-      name: 'Acme SSO',
-      issuer: 'https://sso.example.com',
-      clientId: 'platform',
-      clientSecret: null,
-      orgSlug: company,
-      createdAt: now,
-      updatedAt: now,
-    };
+    const provider = ssoProvider(company);
     expect((await h.call(owner, 'delete', `/v2/orgs/${company}`)).status).toBe(204);
     const email = `${unique('newcomer')}@example.com`;
     const outcome = await userForIdentity(h.service.context, sso, provider, {

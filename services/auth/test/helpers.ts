@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { type Bus, createInProcessBus } from '@platform/bus';
+import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
 import type { EventPayloads } from '@platform/contracts';
 import {
   AppError,
@@ -13,7 +13,7 @@ import {
   USER_ID_HEADER,
 } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
-import { tempDir } from '@platform/testkit';
+import { startNatsServer, tempDir, waitFor } from '@platform/testkit';
 import jwt from 'jsonwebtoken';
 import request from 'supertest';
 import { type AuthConfig, authConfigSchema } from '../src';
@@ -205,6 +205,55 @@ export function recordEvents<S extends keyof EventPayloads>(bus: Bus, subjects: 
     seen,
     stop: () => {
       for (const stop of stops) stop();
+    },
+  };
+}
+
+/** The kids auth's JWKS publishes, in its order. */
+export const publishedKids = async (h: AuthHarness): Promise<string[]> =>
+  (await h.http.get('/oidc/jwks')).body.keys.map((k: { kid: string }) => k.kid);
+
+/** Lets the instances run a few more key checks, so "exactly one" is not just "not yet two". */
+export async function severalMoreKeyChecks(...instances: AuthHarness[]) {
+  const marks = instances.map((h) => h.service.context.keys.ticks);
+  await waitFor(() => instances.every((h, i) => h.service.context.keys.ticks >= marks[i]! + 4), {
+    what: 'more rotation checks',
+  });
+}
+
+/**
+ * Two auth instances, `a` and `b`, over one store on disk and one NATS server, started at once (so both may try
+ * to create the first key), and the events on `subjects` as a third connection to NATS sees them.
+ */
+export async function startAuthPair<S extends keyof EventPayloads>(options: {
+  clock: ManualClock;
+  env: Record<string, string>;
+  subjects: S[];
+}) {
+  const nats = await startNatsServer();
+  const data = tempDir('auth-pair-');
+  const store = createEmbeddedStore({ dataDir: data.dir, compactionIntervalMs: 0 });
+  const buses: Bus[] = [];
+  for (const name of ['auth-a', 'auth-b', 'observer'])
+    buses.push(await createNatsBus({ url: nats.url, name }));
+  const events = recordEvents(buses[2]!, options.subjects);
+  await buses[2]!.ping();
+  const { clock, env } = options;
+  const [a, b] = await Promise.all([
+    startAuth({ store, bus: buses[0], clock, env }),
+    startAuth({ store, bus: buses[1], clock, env }),
+  ]);
+  return {
+    a,
+    b,
+    events,
+    async stop() {
+      await a.stop();
+      await b.stop();
+      for (const bus of buses) await bus.close();
+      await store.close();
+      await nats.dispose();
+      data.remove();
     },
   };
 }

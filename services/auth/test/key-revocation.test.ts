@@ -1,16 +1,19 @@
-import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
+import { createInProcessBus } from '@platform/bus';
 import { type JwksUpdatedEvent, Subjects } from '@platform/contracts';
 import { ManualClock } from '@platform/kernel';
-import { createEmbeddedStore, type Store } from '@platform/store';
-import {
-  describeWithNats,
-  type NatsServerHandle,
-  startNatsServer,
-  tempDir,
-  waitFor,
-} from '@platform/testkit';
+import { createEmbeddedStore } from '@platform/store';
+import { describeWithNats, tempDir, waitFor } from '@platform/testkit';
 import jwt from 'jsonwebtoken';
-import { type AuthHarness, INTERNAL_SECRET, kidOf, recordEvents, startAuth, verifyWithJwks } from './helpers';
+import {
+  type AuthHarness,
+  INTERNAL_SECRET,
+  kidOf,
+  publishedKids,
+  severalMoreKeyChecks,
+  startAuth,
+  startAuthPair,
+  verifyWithJwks,
+} from './helpers';
 
 const DAY = 86_400_000;
 const env = {
@@ -19,8 +22,6 @@ const env = {
   JWKS_CHECK_INTERVAL_MS: '40',
 };
 
-const kids = async (h: AuthHarness): Promise<string[]> =>
-  (await h.http.get('/oidc/jwks')).body.keys.map((k: { kid: string }) => k.kid);
 const loginToken = async (h: AuthHarness): Promise<string> => (await h.newUser()).token;
 const revoke = (h: AuthHarness, kid: string, secret: string | null = INTERNAL_SECRET) => {
   const req = h.http.post(`/internal/signing-keys/${kid}/revoke`);
@@ -49,47 +50,23 @@ async function forgedWith(h: AuthHarness): Promise<string> {
   );
 }
 
-async function severalMoreChecks(...instances: AuthHarness[]) {
-  const marks = instances.map((h) => h.service.context.keys.ticks);
-  await waitFor(() => instances.every((h, i) => h.service.context.keys.ticks >= marks[i]! + 4), {
-    what: 'more rotation checks',
-  });
-}
-
 describeWithNats('revoking a signing key: two auth instances, one store, one NATS', () => {
-  let nats: NatsServerHandle;
-  let store: Store;
-  let data: ReturnType<typeof tempDir>;
-  const buses: Bus[] = [];
+  let pair: Awaited<ReturnType<typeof startAuthPair<'gateway.jwks.updated'>>>;
   let a: AuthHarness;
   let b: AuthHarness;
   const clock = new ManualClock('2025-01-01T00:00:00Z');
-  let events: ReturnType<typeof recordEvents<'gateway.jwks.updated'>>;
+  let events: typeof pair.events;
   const gatewayEvents = () => events.seen.map((e) => e.payload as JwksUpdatedEvent);
 
   beforeAll(async () => {
-    nats = await startNatsServer();
-    data = tempDir('auth-revocation-');
-    store = createEmbeddedStore({ dataDir: data.dir, compactionIntervalMs: 0 });
-    for (const name of ['auth-a', 'auth-b', 'observer'])
-      buses.push(await createNatsBus({ url: nats.url, name }));
-    events = recordEvents(buses[2]!, [Subjects.gatewayJwksUpdated]);
-    await buses[2]!.ping();
-    a = await startAuth({ store, bus: buses[0], clock, env });
-    b = await startAuth({ store, bus: buses[1], clock, env });
+    pair = await startAuthPair({ clock, env, subjects: [Subjects.gatewayJwksUpdated] });
+    ({ a, b, events } = pair);
     await waitFor(() => events.seen.length === 1, { what: 'the first key announced' });
   });
-  afterAll(async () => {
-    await a?.stop();
-    await b?.stop();
-    for (const bus of buses) await bus.close();
-    await store.close();
-    await nats.dispose();
-    data.remove();
-  });
+  afterAll(() => pair?.stop());
 
   it('revoking the signing key: a new key signs at once everywhere; the leaked one verifies nothing, is announced once', async () => {
-    const [leakedKid] = await kids(a);
+    const [leakedKid] = await publishedKids(a);
     const honest = await loginToken(a);
     const forged = await forgedWith(a);
     const jwksBefore = (await a.http.get('/oidc/jwks')).body;
@@ -115,7 +92,7 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
     await waitFor(async () => kidOf(await loginToken(b)) === signingKid, {
       what: 'b signing with the new key',
     });
-    for (const h of [a, b]) expect(await kids(h)).toEqual([signingKid]);
+    for (const h of [a, b]) expect(await publishedKids(h)).toEqual([signingKid]);
     const jwks = (await b.http.get('/oidc/jwks')).body;
     for (const token of [honest, forged])
       expect(() => verifyWithJwks(token, jwks, a.config, clock)).toThrow(/not in the JWKS/);
@@ -127,7 +104,7 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
     ).toMatchObject({ state: 'active', revokedAt: clock.now() });
 
     await waitFor(() => gatewayEvents().some((e) => e.deleted.includes(leakedKid!)), { what: 'the event' });
-    await severalMoreChecks(a, b);
+    await severalMoreKeyChecks(a, b);
     expect(gatewayEvents()).toEqual([
       { version: 1, created: [signingKid], deleted: [leakedKid], at: expect.any(String) },
     ]);
@@ -141,13 +118,13 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
       state: 'active',
       signingKid,
     });
-    expect(await kids(a)).toEqual([signingKid]);
+    expect(await publishedKids(a)).toEqual([signingKid]);
     expect((await rotation(a))!.activeKid).toBe(signingKid);
   });
 
   it('lists every key with its state and dates, never key material; unknown kid 404, no secret 401', async () => {
     const listed = await list(a);
-    const [signing] = await kids(a);
+    const [signing] = await publishedKids(a);
     expect(listed[0]).toMatchObject({ kid: signing, state: 'active', revokedAt: null });
     expect(listed.find((k) => k.state === 'revoked')).toMatchObject({
       state: 'revoked',
@@ -168,11 +145,11 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
     expect((await revoke(a, signing!, null)).status).toBe(401);
     expect((await revoke(a, signing!, `${INTERNAL_SECRET}x`)).status).toBe(401);
     expect((await a.http.get('/internal/signing-keys')).status).toBe(401);
-    expect(await kids(a)).toEqual([signing]);
+    expect(await publishedKids(a)).toEqual([signing]);
   });
 
   it('a pending key revoked is withdrawn and the rotation starts afresh; the signing key revoked withdraws a pending one with it', async () => {
-    const [signing] = await kids(a);
+    const [signing] = await publishedKids(a);
     // (a rotate racing another instance's check may not start: it says so, and asking again is harmless)
     await waitFor(
       async () =>
@@ -188,7 +165,7 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
 
     const revokedPending = await revoke(a, pending);
     expect(revokedPending.body).toMatchObject({ state: 'pending', signingKid: signing, withdrawn: [] });
-    expect(await kids(b)).not.toContain(pending);
+    expect(await publishedKids(b)).not.toContain(pending);
     // The rotation is still due: a check starts it again with a fresh key, published before it signs.
     await waitFor(async () => ![null, pending].includes((await rotation(b))!.pendingKid), {
       what: 'a fresh pending key',
@@ -203,19 +180,19 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
     const replacement = revoked.body.signingKid as string;
     expect([signing, fresh]).not.toContain(replacement);
     expect(kidOf(await loginToken(b))).toBe(replacement);
-    for (const h of [a, b]) expect(await kids(h)).toEqual([replacement]);
+    for (const h of [a, b]) expect(await publishedKids(h)).toEqual([replacement]);
     expect(await rotation(a)).toMatchObject({ activeKid: replacement, pendingKid: null, lease: null });
     expect((await list(a)).find((k) => k.kid === fresh)).toMatchObject({
       state: 'revoked',
       revokedWith: signing,
     });
     // The rotation schedule restarts from the new key: nothing is due for 30 days.
-    await severalMoreChecks(a, b);
-    expect(await kids(a)).toEqual([replacement]);
+    await severalMoreKeyChecks(a, b);
+    expect(await publishedKids(a)).toEqual([replacement]);
   });
 
   it('revoking a retired key changes nothing else: the signing key keeps signing', async () => {
-    const [signing] = await kids(a);
+    const [signing] = await publishedKids(a);
     clock.advance(30 * DAY + 1000);
     await waitFor(async () => (await rotation(a))!.pendingKid !== null, {
       what: 'a rotation',
@@ -227,20 +204,20 @@ describeWithNats('revoking a signing key: two auth instances, one store, one NAT
       timeoutMs: 30_000,
     });
     const next = (await rotation(a))!.activeKid!;
-    expect(await kids(a)).toEqual([next, signing]);
+    expect(await publishedKids(a)).toEqual([next, signing]);
 
     const revoked = await revoke(a, signing!);
     expect(revoked.body).toMatchObject({ state: 'retired', signingKid: next, withdrawn: [] });
-    expect(await kids(b)).toEqual([next]);
+    expect(await publishedKids(b)).toEqual([next]);
     expect(kidOf(await loginToken(b))).toBe(next);
   });
 
   it('two instances revoking the same signing key at once make exactly one new key', async () => {
-    const [signing] = await kids(a);
+    const [signing] = await publishedKids(a);
     const [fromA, fromB] = await Promise.all([revoke(a, signing!), revoke(b, signing!)]);
     expect([fromA.status, fromB.status]).toEqual([200, 200]);
-    await severalMoreChecks(a, b);
-    const left = await kids(a);
+    await severalMoreKeyChecks(a, b);
+    const left = await publishedKids(a);
     expect(left).toHaveLength(1);
     expect(left).not.toContain(signing);
     expect(fromA.body.signingKid).toBe(left[0]);
@@ -256,12 +233,12 @@ describe('a revoked signing key never comes back', () => {
     const bus = createInProcessBus();
     const clock = new ManualClock('2025-01-01T00:00:00Z');
     const first = await startAuth({ store, bus, clock, env });
-    const [leaked] = await kids(first);
+    const [leaked] = await publishedKids(first);
     const replacement = (await revoke(first, leaked!)).body.signingKid;
     await first.stop();
     const second = await startAuth({ store, bus, clock, env });
     try {
-      expect(await kids(second)).toEqual([replacement]);
+      expect(await publishedKids(second)).toEqual([replacement]);
       expect(kidOf(await loginToken(second))).toBe(replacement);
       expect((await list(second)).map((k) => [k.kid, k.state])).toEqual(
         expect.arrayContaining([
@@ -293,7 +270,7 @@ describe('a revoked signing key never comes back', () => {
         revokedAt: h.clock.now(),
       });
       // out of the JWKS from the tombstone on
-      expect(await kids(h)).not.toContain(leaked!._id);
+      expect(await publishedKids(h)).not.toContain(leaked!._id);
       // a lease later, no instance can still be working on it: a check finishes it
       h.clock.advance(60_000);
       await waitFor(async () => (await signingKeys.findOne({ _id: leaked!._id })) === null, {
@@ -301,7 +278,7 @@ describe('a revoked signing key never comes back', () => {
       });
       const active = (await rotation(h))!.activeKid;
       expect(active).not.toBe(leaked!._id);
-      expect(await kids(h)).toEqual([active]);
+      expect(await publishedKids(h)).toEqual([active]);
       expect(kidOf(await loginToken(h))).toBe(active);
     } finally {
       await h.stop();

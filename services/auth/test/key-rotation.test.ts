@@ -1,16 +1,18 @@
-import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
+import { createInProcessBus } from '@platform/bus';
 import { type JwksUpdatedEvent, Subjects } from '@platform/contracts';
 import { ManualClock } from '@platform/kernel';
-import { createEmbeddedStore, type Store } from '@platform/store';
-import {
-  describeWithNats,
-  type NatsServerHandle,
-  startNatsServer,
-  tempDir,
-  waitFor,
-} from '@platform/testkit';
+import { createEmbeddedStore } from '@platform/store';
+import { describeWithNats, waitFor } from '@platform/testkit';
 import jwt from 'jsonwebtoken';
-import { type AuthHarness, kidOf, recordEvents, startAuth, verifyWithJwks } from './helpers';
+import {
+  type AuthHarness,
+  kidOf,
+  publishedKids,
+  severalMoreKeyChecks,
+  startAuth,
+  startAuthPair,
+  verifyWithJwks,
+} from './helpers';
 
 const DAY = 86_400_000;
 const MAX_AGE_SECONDS = 86_400; // tokens live one day here, so the old key's removal comes before the next rotation
@@ -25,52 +27,25 @@ const env = {
   JWKS_CHECK_INTERVAL_MS: '40',
 };
 
-const kids = async (h: AuthHarness): Promise<string[]> =>
-  (await h.http.get('/oidc/jwks')).body.keys.map((k: { kid: string }) => k.kid);
-
 const loginToken = async (h: AuthHarness): Promise<string> => (await h.newUser()).token;
 
-/** Lets both instances run a few more checks, so "exactly one" is not just "not yet two". */
-async function severalMoreChecks(...instances: AuthHarness[]) {
-  const marks = instances.map((h) => h.service.context.keys.ticks);
-  await waitFor(() => instances.every((h, i) => h.service.context.keys.ticks >= marks[i]! + 4), {
-    what: 'more rotation checks',
-  });
-}
-
 describeWithNats('signing-key rotation: two auth instances, one store, one NATS', () => {
-  let nats: NatsServerHandle;
-  let store: Store;
-  let data: ReturnType<typeof tempDir>;
-  const buses: Bus[] = [];
+  let pair: Awaited<ReturnType<typeof startAuthPair<'gateway.jwks.updated' | 'runtime.jwks.updated'>>>;
   let a: AuthHarness;
   let b: AuthHarness;
   const clock = new ManualClock('2025-01-01T00:00:00Z');
-  let events: ReturnType<typeof recordEvents<'gateway.jwks.updated' | 'runtime.jwks.updated'>>;
+  let events: typeof pair.events;
 
   beforeAll(async () => {
-    nats = await startNatsServer();
-    data = tempDir('auth-rotation-');
-    store = createEmbeddedStore({ dataDir: data.dir, compactionIntervalMs: 0 });
-    for (const name of ['auth-a', 'auth-b', 'observer'])
-      buses.push(await createNatsBus({ url: nats.url, name }));
-    events = recordEvents(buses[2]!, [Subjects.gatewayJwksUpdated, Subjects.runtimeJwksUpdated]);
-    await buses[2]!.ping();
     // Both start at once against an empty store: only one may create the first key.
-    [a, b] = await Promise.all([
-      startAuth({ store, bus: buses[0], clock, env }),
-      startAuth({ store, bus: buses[1], clock, env }),
-    ]);
+    pair = await startAuthPair({
+      clock,
+      env,
+      subjects: [Subjects.gatewayJwksUpdated, Subjects.runtimeJwksUpdated],
+    });
+    ({ a, b, events } = pair);
   });
-
-  afterAll(async () => {
-    await a?.stop();
-    await b?.stop();
-    for (const bus of buses) await bus.close();
-    await store.close();
-    await nats.dispose();
-    data.remove();
-  });
+  afterAll(() => pair?.stop());
 
   const gatewayEvents = () =>
     events.seen
@@ -78,10 +53,10 @@ describeWithNats('signing-key rotation: two auth instances, one store, one NATS'
       .map((e) => e.payload as JwksUpdatedEvent);
 
   it('bootstraps exactly one key, shared by both instances and announced on both subjects', async () => {
-    await severalMoreChecks(a, b);
-    expect(await kids(a)).toHaveLength(1);
-    expect(await kids(b)).toEqual(await kids(a));
-    const [first] = await kids(a);
+    await severalMoreKeyChecks(a, b);
+    expect(await publishedKids(a)).toHaveLength(1);
+    expect(await publishedKids(b)).toEqual(await publishedKids(a));
+    const [first] = await publishedKids(a);
     expect(kidOf(await loginToken(a))).toBe(first);
     expect(kidOf(await loginToken(b))).toBe(first);
     await waitFor(() => gatewayEvents().length === 1 && events.seen.length === 2, {
@@ -95,14 +70,14 @@ describeWithNats('signing-key rotation: two auth instances, one store, one NATS'
   });
 
   it('rotates once when due, publishes before signing, keeps the old key until its tokens expired', async () => {
-    const [oldKid] = await kids(a);
+    const [oldKid] = await publishedKids(a);
     events.seen.length = 0;
 
     // 30 days later: the rotation is due on both instances.
     clock.advance(30 * DAY + 1000);
-    await waitFor(async () => (await kids(b)).length === 2, { what: 'a second key in the JWKS' });
-    await severalMoreChecks(a, b);
-    const published = await kids(a);
+    await waitFor(async () => (await publishedKids(b)).length === 2, { what: 'a second key in the JWKS' });
+    await severalMoreKeyChecks(a, b);
+    const published = await publishedKids(a);
     expect(published).toHaveLength(2);
     const newKid = published.find((k) => k !== oldKid)!;
     const rotation = await a.service.context.collections.rotation.findOne({ _id: 'rotation' });
@@ -129,12 +104,12 @@ describeWithNats('signing-key rotation: two auth instances, one store, one NATS'
         (await a.service.context.collections.rotation.findOne({ _id: 'rotation' }))?.activeKid === newKid,
       { what: 'activation' },
     );
-    await severalMoreChecks(a, b);
+    await severalMoreKeyChecks(a, b);
     expect((await a.service.context.collections.rotation.findOne({ _id: 'rotation' }))!.rotations).toBe(2);
 
     // One second before the old key's last token expires, it still verifies against the served JWKS.
     clock.set(oldExp * 1000 - 1000);
-    await severalMoreChecks(a, b);
+    await severalMoreKeyChecks(a, b);
     expect(
       verifyWithJwks(oldToken, (await b.http.get('/oidc/jwks')).body, a.config, clock).sub,
     ).toBeDefined();
@@ -143,18 +118,20 @@ describeWithNats('signing-key rotation: two auth instances, one store, one NATS'
     const retired = await a.service.context.collections.signingKeys.findOne({ _id: oldKid });
     expect(retired!.removeAfter!.getTime()).toBeGreaterThanOrEqual((oldExp + SKEW_SECONDS) * 1000);
     clock.set(retired!.removeAfter!.getTime() - 1000);
-    await severalMoreChecks(a, b);
-    expect(await kids(a)).toEqual(expect.arrayContaining([oldKid, newKid]));
+    await severalMoreKeyChecks(a, b);
+    expect(await publishedKids(a)).toEqual(expect.arrayContaining([oldKid, newKid]));
     expect(() => verifyWithJwks(oldToken, jwks, a.config, clock)).toThrow(/jwt expired/);
     events.seen.length = 0;
 
     // ...then exactly one instance removes it and says so.
     clock.advance(2000);
-    await waitFor(async () => !(await kids(b)).includes(oldKid), { what: 'the old key to leave the JWKS' });
-    await severalMoreChecks(a, b);
-    expect(await kids(a)).toEqual([newKid]);
+    await waitFor(async () => !(await publishedKids(b)).includes(oldKid), {
+      what: 'the old key to leave the JWKS',
+    });
+    await severalMoreKeyChecks(a, b);
+    expect(await publishedKids(a)).toEqual([newKid]);
     await waitFor(() => gatewayEvents().some((e) => e.deleted.length), { what: 'the deleted event' });
-    await severalMoreChecks(a, b);
+    await severalMoreKeyChecks(a, b);
     expect(gatewayEvents().filter((e) => e.deleted.length)).toEqual([
       { version: 1, created: [], deleted: [oldKid], at: expect.any(String) },
     ]);
@@ -209,7 +186,7 @@ describe('signing keys: algorithms, encryption at rest, interrupted rotations', 
     const bus = createInProcessBus();
     const clock = new ManualClock('2025-01-01T00:00:00Z');
     const first = await startAuth({ store, bus, clock });
-    const [rsaKid] = await kids(first);
+    const [rsaKid] = await publishedKids(first);
     await first.stop();
     const second = await startAuth({
       store,
@@ -218,7 +195,7 @@ describe('signing keys: algorithms, encryption at rest, interrupted rotations', 
       env: { JWKS_KTY: 'EC', JWKS_ALG: 'ES384', JWKS_SIZE: '384', JWKS_PUBLISH_DELAY_SECONDS: '0' },
     });
     try {
-      await waitFor(async () => (await kids(second)).length === 2, { what: 'an EC key' });
+      await waitFor(async () => (await publishedKids(second)).length === 2, { what: 'an EC key' });
       clock.advance(1000);
       const token = await loginToken(second);
       expect(kidOf(token)).not.toBe(rsaKid);

@@ -1,38 +1,34 @@
-import { ManualClock, openPrincipal } from '@platform/kernel';
+import { ManualClock } from '@platform/kernel';
 import {
   accessToken,
+  type Backends,
   bearer,
+  forwardedPrincipal,
   orgKey,
   principalOf,
   request,
-  SECRET,
+  startBackends,
   startEdge,
-  startFakeAuth,
-  startUpstream,
   type TestEdge,
 } from './support';
-
-type FakeAuth = Awaited<ReturnType<typeof startFakeAuth>>;
 
 /**
  * Anthropic's SDKs send their key as `x-api-key`. On the routes of Anthropic's Messages API, and there alone, the
  * edge takes an organization API key from it, and never forwards the header (llm-gateway decision 0111).
  */
 describe('an organization API key in x-api-key', () => {
-  let auth: FakeAuth;
-  let gateway: Awaited<ReturnType<typeof startUpstream>>;
+  let services: Backends;
   let clock: ManualClock;
   let edge: TestEdge;
 
   beforeEach(async () => {
-    auth = await startFakeAuth();
-    gateway = await startUpstream('llm-gateway');
+    services = await startBackends();
     clock = new ManualClock('2026-11-27T10:00:00Z');
-    edge = await startEdge({ authUrl: auth.url, llmQuotaUrl: gateway.url, clock });
+    edge = await startEdge({ ...services.urls, clock });
   });
   afterEach(async () => {
     await edge.close();
-    await Promise.all([auth.close(), gateway.close()]);
+    await services.close();
   });
 
   const member = (kind: 'org_api_key' | 'access_token') =>
@@ -42,7 +38,7 @@ describe('an organization API key in x-api-key', () => {
       org: { slug: 'acme', permissions: ['models:read'] },
     });
   const valid = (credential: string, kind: 'org_api_key' | 'access_token' = 'org_api_key') =>
-    auth.state.answers.set(credential, () => ({
+    services.auth.state.answers.set(credential, () => ({
       principal: member(kind),
       expiresAt: null,
       cacheTtlSeconds: 30,
@@ -61,11 +57,9 @@ describe('an organization API key in x-api-key', () => {
       const answer = await post(path, { 'x-api-key': key });
       expect({ path, status: answer.status }).toEqual({ path, status: 200 });
       expect(answer.json.headers['x-api-key']).toBeUndefined();
-      expect(
-        openPrincipal(answer.json.headers['x-platform-principal'], SECRET, clock)?.credential,
-      ).toMatchObject({ kind: 'org_api_key' });
+      expect(forwardedPrincipal(answer, clock)?.credential).toMatchObject({ kind: 'org_api_key' });
     }
-    expect(auth.state.principalCalls.at(-1)).toEqual({ credential: { kind: 'api_key', key } });
+    expect(services.auth.state.principalCalls.at(-1)).toEqual({ credential: { kind: 'api_key', key } });
   });
 
   it('is no credential on any other route: chat completions and the Responses API refuse it', async () => {
@@ -75,7 +69,7 @@ describe('an organization API key in x-api-key', () => {
       const answer = await post(path, { 'x-api-key': key });
       expect({ path, status: answer.status }).toEqual({ path, status: 401 });
     }
-    expect(auth.state.principalCalls).toHaveLength(0);
+    expect(services.auth.state.principalCalls).toHaveLength(0);
   });
 
   it('takes the same key twice as one, and refuses two different credentials', async () => {
@@ -105,9 +99,7 @@ describe('an organization API key in x-api-key', () => {
     const withBearer = await post('/v1/messages', { 'x-api-key': 'sk-ant-placeholder', ...bearer(token) });
     expect(withBearer.status).toBe(200);
     expect(withBearer.json.headers['x-api-key']).toBeUndefined();
-    expect(openPrincipal(withBearer.json.headers['x-platform-principal'], SECRET, clock)?.user.id).toBe(
-      'u-1',
-    );
+    expect(forwardedPrincipal(withBearer, clock)?.user.id).toBe('u-1');
 
     const alone = await post('/v1/messages', { 'x-api-key': token });
     expect(alone.status).toBe(401);

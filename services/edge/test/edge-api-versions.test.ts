@@ -1,41 +1,28 @@
 import { ManualClock } from '@platform/kernel';
 import {
+  type Backends,
   bearer,
-  makeSigningKey,
   request,
   signSession,
+  startBackends,
   startEdge,
-  startFakeAuth,
-  startUpstream,
   type TestEdge,
 } from './support';
 
 describe('API version lifecycle at the edge', () => {
-  const key = makeSigningKey();
-  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
-  let legacy: Awaited<ReturnType<typeof startUpstream>>;
-  let quota: Awaited<ReturnType<typeof startUpstream>>;
+  let services: Backends;
   const edges: TestEdge[] = [];
 
   beforeAll(async () => {
-    auth = await startFakeAuth();
-    auth.state.keys.push(key);
-    legacy = await startUpstream('legacy-agent');
-    quota = await startUpstream('llm-quota');
+    services = await startBackends();
   });
   afterAll(async () => {
     for (const e of edges) await e.close();
-    await Promise.all([auth.close(), legacy.close(), quota.close()]);
+    await services.close();
   });
 
   const edgeAt = async (clock: ManualClock, env: Record<string, string> = {}) => {
-    const e = await startEdge({
-      authUrl: auth.url,
-      legacyUrl: legacy.url,
-      llmQuotaUrl: quota.url,
-      clock,
-      env: { SESSION_PRINCIPAL_SOURCE: 'jwt', ...env },
-    });
+    const e = await startEdge({ ...services.urls, clock, env: { SESSION_PRINCIPAL_SOURCE: 'jwt', ...env } });
     edges.push(e);
     return e;
   };
@@ -55,7 +42,7 @@ describe('API version lifecycle at the edge', () => {
     expect(before.headers.link).toContain('rel="deprecation"');
 
     clock.set('2025-12-31T00:00:00Z');
-    const seen = legacy.received.length;
+    const seen = services.legacy.received.length;
     const after = await request(edge.url, '/legacy/v1/Messages', {
       method: 'POST',
       headers: { authorization: 'Bearer client-token', 'content-type': 'application/json' },
@@ -74,7 +61,7 @@ describe('API version lifecycle at the edge', () => {
       },
     });
     expect(after.json.migration.documentation).toMatch(/^https:\/\//);
-    expect(legacy.received.length).toBe(seen);
+    expect(services.legacy.received.length).toBe(seen);
     // Any spelling the service would route: case and trailing slashes too.
     expect((await request(edge.url, '/legacy/V1/intents/')).status).toBe(410);
   });
@@ -90,7 +77,7 @@ describe('API version lifecycle at the edge', () => {
 
   it('never deprecates the legacy /v2 token paths, the gateway /v1 or the platform v2', async () => {
     const edge = await edgeAt(new ManualClock('2026-11-23T12:00:00Z'));
-    const token = signSession(key, { now: new Date('2026-11-23T12:00:00Z') });
+    const token = signSession(services.key, { now: new Date('2026-11-23T12:00:00Z') });
     for (const [path, headers] of [
       ['/legacy/v2/auth/accessToken', {}],
       ['/legacy/v2/bots', {}],

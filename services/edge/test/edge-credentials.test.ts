@@ -1,39 +1,39 @@
 import { type Bus, createInProcessBus, createNatsBus } from '@platform/bus';
 import { Subjects } from '@platform/contracts';
-import { ManualClock, openPrincipal } from '@platform/kernel';
+import { ManualClock } from '@platform/kernel';
 import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
 import { credentialHash } from '../src/auth/credential-hash';
 import {
   accessToken,
+  type Backends,
   bearer,
+  type FakeAuth,
+  forwardedPrincipal,
   orgKey,
   principalOf,
   request,
-  SECRET,
+  startBackends,
   startEdge,
   startFakeAuth,
   startUpstream,
   type TestEdge,
+  type Upstream,
   workspaceKey,
 } from './support';
 
-type FakeAuth = Awaited<ReturnType<typeof startFakeAuth>>;
-
 describe('access tokens and API keys (introspected at auth)', () => {
-  let auth: FakeAuth;
-  let quota: Awaited<ReturnType<typeof startUpstream>>;
+  let services: Backends;
   let clock: ManualClock;
   let edge: TestEdge;
 
   beforeEach(async () => {
-    auth = await startFakeAuth();
-    quota = await startUpstream('llm-quota');
+    services = await startBackends();
     clock = new ManualClock('2026-11-23T10:00:00Z');
-    edge = await startEdge({ authUrl: auth.url, llmQuotaUrl: quota.url, clock });
+    edge = await startEdge({ ...services.urls, clock });
   });
   afterEach(async () => {
     await edge.close();
-    await Promise.all([auth.close(), quota.close()]);
+    await services.close();
   });
 
   const valid = (
@@ -41,10 +41,11 @@ describe('access tokens and API keys (introspected at auth)', () => {
     principal = principalOf({}),
     ttl = 30,
     expiresAt: string | null = null,
-  ) => auth.state.answers.set(credential, () => ({ principal, expiresAt, cacheTtlSeconds: ttl }));
+  ) => services.auth.state.answers.set(credential, () => ({ principal, expiresAt, cacheTtlSeconds: ttl }));
   const callsFor = (value: string) =>
-    auth.state.principalCalls.filter((c) => c.credential.token === value || c.credential.key === value)
-      .length;
+    services.auth.state.principalCalls.filter(
+      (c) => c.credential.token === value || c.credential.key === value,
+    ).length;
 
   it('introspects an at: token once, then answers from the cache until the TTL of the answer', async () => {
     const token = accessToken();
@@ -52,10 +53,10 @@ describe('access tokens and API keys (introspected at auth)', () => {
     const first = await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
     expect(first.status).toBe(200);
     expect(first.json.headers['x-platform-user-id']).toBe('u-at');
-    expect(
-      openPrincipal(first.json.headers['x-platform-principal'], SECRET, clock)?.credential,
-    ).toMatchObject({ kind: 'access_token', id: 'tok-1' });
-    expect(auth.state.principalCalls.at(-1)).toEqual({ credential: { kind: 'access_token', token } });
+    expect(forwardedPrincipal(first, clock)?.credential).toMatchObject({ kind: 'access_token', id: 'tok-1' });
+    expect(services.auth.state.principalCalls.at(-1)).toEqual({
+      credential: { kind: 'access_token', token },
+    });
     await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
     expect(callsFor(token)).toBe(1);
     clock.advance(20_001);
@@ -68,9 +69,7 @@ describe('access tokens and API keys (introspected at auth)', () => {
     valid(token, principalOf({ userId: 'u-ryw', org: null }), 60);
     const orgOf = async () => {
       const answer = await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
-      return (
-        openPrincipal(answer.json.headers['x-platform-principal'], SECRET, clock)?.session.org?.slug ?? null
-      );
+      return forwardedPrincipal(answer, clock)?.session.org?.slug ?? null;
     };
     expect(await orgOf()).toBeNull();
     // auth creates the organization and makes it the session's active one; its event has not reached the edge
@@ -110,7 +109,7 @@ describe('access tokens and API keys (introspected at auth)', () => {
     valid(token, principalOf({}), 60, new Date(clock.now().getTime() + 10_000).toISOString());
     expect((await request(edge.url, '/llm/v1/x', { headers: bearer(token) })).status).toBe(200);
     clock.advance(10_001);
-    auth.state.answers.delete(token); // auth too now says it expired
+    services.auth.state.answers.delete(token); // auth too now says it expired
     expect((await request(edge.url, '/llm/v1/x', { headers: bearer(token) })).status).toBe(401);
     expect(callsFor(token)).toBe(2);
   });
@@ -125,20 +124,16 @@ describe('access tokens and API keys (introspected at auth)', () => {
     expect((await request(edge.url, '/v2/me', { headers: bearer(token) })).status).toBe(401);
     expect(callsFor(token)).toBe(2);
 
-    auth.state.answers.set(token, (orgSlug) => ({
+    services.auth.state.answers.set(token, (orgSlug) => ({
       principal: principalOf({ org: orgSlug ? { slug: orgSlug } : null }),
       expiresAt: null,
       cacheTtlSeconds: 30,
     }));
     const acme = await request(edge.url, '/v2/orgs/acme/members', { headers: bearer(token) });
     const globex = await request(edge.url, '/v2/orgs/globex/members', { headers: bearer(token) });
-    expect(openPrincipal(acme.json.headers['x-platform-principal'], SECRET, clock)?.session.org?.slug).toBe(
-      'acme',
-    );
-    expect(openPrincipal(globex.json.headers['x-platform-principal'], SECRET, clock)?.session.org?.slug).toBe(
-      'globex',
-    );
-    expect(auth.state.principalCalls.slice(-2).map((c) => c.orgSlug)).toEqual(['acme', 'globex']);
+    expect(forwardedPrincipal(acme, clock)?.session.org?.slug).toBe('acme');
+    expect(forwardedPrincipal(globex, clock)?.session.org?.slug).toBe('globex');
+    expect(services.auth.state.principalCalls.slice(-2).map((c) => c.orgSlug)).toEqual(['acme', 'globex']);
     await request(edge.url, '/v2/orgs/acme/members', { headers: bearer(token) });
     expect(callsFor(token)).toBe(4);
     expect((await request(edge.url, '/v2/orgs/NOT_A_SLUG/members', { headers: bearer(token) })).status).toBe(
@@ -163,7 +158,7 @@ describe('access tokens and API keys (introspected at auth)', () => {
       headers: { ...bearer(key), 'x-platform-api-key': key },
     });
     expect(twice.status).toBe(200);
-    expect(auth.state.principalCalls.at(-1)).toEqual({ credential: { kind: 'api_key', key } });
+    expect(services.auth.state.principalCalls.at(-1)).toEqual({ credential: { kind: 'api_key', key } });
     const token = accessToken();
     valid(token);
     const two = await request(edge.url, '/llm/v1/x', {
@@ -175,7 +170,7 @@ describe('access tokens and API keys (introspected at auth)', () => {
 
   it('answers 503 (not 401) when auth cannot answer', async () => {
     const token = accessToken();
-    auth.state.internalStatus = 500;
+    services.auth.state.internalStatus = 500;
     const answer = await request(edge.url, '/llm/v1/x', { headers: bearer(token) });
     expect(answer.status).toBe(503);
     expect(answer.json).toMatchObject({ error: 'AuthUnavailable', status: 503 });
@@ -191,7 +186,7 @@ describe('access tokens and API keys (introspected at auth)', () => {
     expect(await ok(bearer(token))).toBe(true);
     expect(await ok({ 'x-platform-api-key': key })).toBe(true);
 
-    auth.state.answers.delete(token);
+    services.auth.state.answers.delete(token);
     await edge.bus.publish(Subjects.credentialRevoked, {
       version: 1,
       kind: 'access_token',
@@ -217,8 +212,8 @@ describe('access tokens and API keys (introspected at auth)', () => {
     for (const token of [first, second, someoneElse]) expect(await status(token)).toBe(200);
 
     // auth refuses them from now on; only the event explains a refusal before the cache's 60 s
-    auth.state.answers.delete(first);
-    auth.state.answers.delete(second);
+    services.auth.state.answers.delete(first);
+    services.auth.state.answers.delete(second);
     await edge.bus.publish(Subjects.credentialRevoked, { version: 1, kind: 'user', id: 'u-gone', at: '' });
     await waitFor(async () => (await status(first)) === 401 && (await status(second)) === 401);
     const before = callsFor(someoneElse);
@@ -230,7 +225,7 @@ describe('access tokens and API keys (introspected at auth)', () => {
 describeWithNats('revocation across edge instances', () => {
   let nats: NatsServerHandle;
   let auth: FakeAuth;
-  let quota: Awaited<ReturnType<typeof startUpstream>>;
+  let quota: Upstream;
   const buses: Bus[] = [];
   const edges: TestEdge[] = [];
 

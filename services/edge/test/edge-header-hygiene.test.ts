@@ -1,45 +1,33 @@
 import { createServiceApp, edgePrincipal, listen, requirePrincipal, silentLogger } from '@platform/kernel';
 import {
   accessToken,
+  type Backends,
   bearer,
-  makeSigningKey,
   orgKey,
   principalOf,
   rawRequest,
   request,
   SECRET,
   signSession,
+  startBackends,
   startEdge,
-  startFakeAuth,
-  startUpstream,
   type TestEdge,
   workspaceKey,
 } from './support';
 
 describe('header hygiene', () => {
-  const key = makeSigningKey();
-  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
-  let quota: Awaited<ReturnType<typeof startUpstream>>;
-  let legacy: Awaited<ReturnType<typeof startUpstream>>;
+  let services: Backends;
   let edge: TestEdge;
   let token: string;
 
   beforeAll(async () => {
-    auth = await startFakeAuth();
-    auth.state.keys.push(key);
-    quota = await startUpstream('llm-quota');
-    legacy = await startUpstream('legacy-agent');
-    edge = await startEdge({
-      authUrl: auth.url,
-      llmQuotaUrl: quota.url,
-      legacyUrl: legacy.url,
-      env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
-    });
-    token = signSession(key, { sub: 'real-user' });
+    services = await startBackends();
+    edge = await startEdge({ ...services.urls, env: { SESSION_PRINCIPAL_SOURCE: 'jwt' } });
+    token = signSession(services.key, { sub: 'real-user' });
   });
   afterAll(async () => {
     await edge.close();
-    await Promise.all([auth.close(), quota.close(), legacy.close()]);
+    await services.close();
   });
 
   const raw = (path: string, lines: string[]) =>
@@ -93,7 +81,7 @@ describe('header hygiene', () => {
     expect(answer.json.headers['x-legacy-session-token']).toBeUndefined();
 
     const k = orgKey('acme');
-    auth.state.answers.set(k, () => ({
+    services.auth.state.answers.set(k, () => ({
       principal: principalOf({ kind: 'org_api_key', userId: null, org: { slug: 'acme' } }),
       expiresAt: null,
       cacheTtlSeconds: 30,
@@ -166,7 +154,7 @@ describe('header hygiene', () => {
     });
     const svc = await listen(app, 0, '127.0.0.1');
     const viaEdge = await startEdge({
-      authUrl: auth.url,
+      authUrl: services.auth.url,
       llmQuotaUrl: svc.url,
       env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
     });
@@ -187,7 +175,7 @@ describe('header hygiene', () => {
   });
 
   it('refuses malformed opaque credentials and credentials in the wrong place without any lookup', async () => {
-    const calls = auth.state.principalCalls.length;
+    const calls = services.auth.state.principalCalls.length;
     const cases: Array<Record<string, string>> = [
       bearer('at:short'),
       bearer(orgKey('acme')),
@@ -202,6 +190,6 @@ describe('header hygiene', () => {
       const answer = await request(edge.url, '/llm/v1/x', { headers });
       expect(answer.status).toBe(401);
     }
-    expect(auth.state.principalCalls.length).toBe(calls);
+    expect(services.auth.state.principalCalls.length).toBe(calls);
   });
 });

@@ -4,64 +4,58 @@ import { connect } from 'node:net';
 import { createServiceApp, listen, silentLogger } from '@platform/kernel';
 import { freePort, waitFor } from '@platform/testkit';
 import {
+  type Backends,
   bearer,
-  makeSigningKey,
   rawRequest,
   request,
   signSession,
+  startBackends,
   startEdge,
-  startFakeAuth,
   startUpstream,
   type TestEdge,
 } from './support';
 
 describe('edge routing and proxying', () => {
-  const key = makeSigningKey();
-  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
-  let quota: Awaited<ReturnType<typeof startUpstream>>;
-  let legacy: Awaited<ReturnType<typeof startUpstream>>;
+  let services: Backends;
   let edge: TestEdge;
   let token: string;
 
   beforeAll(async () => {
-    auth = await startFakeAuth();
-    auth.state.keys.push(key);
-    quota = await startUpstream('llm-quota', {
-      '/slow': () => true, // never answers
-      '/reset': (req) => {
-        req.socket.destroy();
-        return true;
-      },
-      '/cookies': (_req, res) => {
-        res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; Path=/']);
-        res.setHeader('x-upstream', 'yes');
-        res.setHeader('keep-alive', 'timeout=5');
-        res.end('{}');
-        return true;
-      },
-      '/stream': (_req, res) => {
-        res.setHeader('content-type', 'text/plain');
-        res.write('first ');
-        setTimeout(() => res.end('second'), 20);
-        return true;
+    services = await startBackends({
+      quotaRoutes: {
+        '/slow': () => true, // never answers
+        '/reset': (req) => {
+          req.socket.destroy();
+          return true;
+        },
+        '/cookies': (_req, res) => {
+          res.setHeader('set-cookie', ['a=1; Path=/', 'b=2; Path=/']);
+          res.setHeader('x-upstream', 'yes');
+          res.setHeader('keep-alive', 'timeout=5');
+          res.end('{}');
+          return true;
+        },
+        '/stream': (_req, res) => {
+          res.setHeader('content-type', 'text/plain');
+          res.write('first ');
+          setTimeout(() => res.end('second'), 20);
+          return true;
+        },
       },
     });
-    legacy = await startUpstream('legacy-agent');
     edge = await startEdge({
-      authUrl: auth.url,
-      llmQuotaUrl: quota.url,
-      legacyUrl: legacy.url,
+      ...services.urls,
       env: {
         SESSION_PRINCIPAL_SOURCE: 'jwt',
         UPSTREAM_TIMEOUT_MS: '300',
         BODY_LIMIT_BYTES: '1024',
       },
     });
-    token = signSession(key);
+    token = signSession(services.key);
   });
   afterAll(async () => {
     await edge.close();
-    await Promise.all([auth.close(), quota.close(), legacy.close()]);
+    await services.close();
   });
 
   it('sends each root to its service, stripping the gateway and legacy prefixes and keeping the query', async () => {
@@ -108,9 +102,9 @@ describe('edge routing and proxying', () => {
   });
 
   it('reuses kept-alive upstream connections', async () => {
-    const before = legacy.connections();
+    const before = services.legacy.connections();
     for (let i = 0; i < 20; i++) await request(edge.url, '/legacy/v2/bots');
-    expect(legacy.connections() - before).toBeLessThanOrEqual(1);
+    expect(services.legacy.connections() - before).toBeLessThanOrEqual(1);
   });
 
   it('passes the upstream answer headers through, repeated ones included, without hop-by-hop fields', async () => {
@@ -144,7 +138,7 @@ describe('edge routing and proxying', () => {
     const gateway = await startUpstream('llm-gateway', { '/v1/thinking': thinking, '/v1/hung': () => true });
     const slowQuota = await startUpstream('llm-quota', { '/v1/quotas/thinking': thinking });
     const viaEdge = await startEdge({
-      authUrl: auth.url,
+      authUrl: services.auth.url,
       llmQuotaUrl: slowQuota.url,
       env: {
         SESSION_PRINCIPAL_SOURCE: 'jwt',
@@ -178,7 +172,7 @@ describe('edge routing and proxying', () => {
 
   it('answers 503 in the envelope when the upstream is down', async () => {
     const down = await startEdge({
-      authUrl: auth.url,
+      authUrl: services.auth.url,
       llmQuotaUrl: `http://127.0.0.1:${await freePort()}`,
       env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
     });
@@ -221,7 +215,7 @@ describe('edge routing and proxying', () => {
         '127.0.0.1',
       );
       const viaEdge = await startEdge({
-        authUrl: auth.url,
+        authUrl: services.auth.url,
         legacyUrl: service.url,
         env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
       });
@@ -268,8 +262,8 @@ describe('edge routing and proxying', () => {
       );
       // past the size the edge reads whole, so streamed (on an edge whose body limit allows it): 600 of 70,000 bytes
       const roomy = await startEdge({
-        authUrl: auth.url,
-        legacyUrl: legacy.url,
+        authUrl: services.auth.url,
+        legacyUrl: services.legacy.url,
         env: { SESSION_PRINCIPAL_SOURCE: 'jwt', UPSTREAM_TIMEOUT_MS: '300' },
       });
       const large = await rawRequest(
@@ -321,7 +315,7 @@ describe('edge routing and proxying', () => {
         '127.0.0.1',
       );
       const viaEdge = await startEdge({
-        authUrl: auth.url,
+        authUrl: services.auth.url,
         env: {
           SESSION_PRINCIPAL_SOURCE: 'jwt',
           LLM_GATEWAY_URL: service.url,
@@ -356,7 +350,7 @@ describe('edge routing and proxying', () => {
         '127.0.0.1',
       );
       const viaEdge = await startEdge({
-        authUrl: auth.url,
+        authUrl: services.auth.url,
         legacyUrl: service.url,
         env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
       });
@@ -396,7 +390,7 @@ describe('edge routing and proxying', () => {
     });
 
     it('answers 413 PAYLOAD_TOO_LARGE from Content-Length without reaching the service', async () => {
-      const before = legacy.received.length;
+      const before = services.legacy.received.length;
       const answer = await request(edge.url, '/legacy/v2/echo', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -404,7 +398,7 @@ describe('edge routing and proxying', () => {
       });
       expect(answer.status).toBe(413);
       expect(answer.json).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', status: 413 });
-      expect(legacy.received.length).toBe(before);
+      expect(services.legacy.received.length).toBe(before);
     });
 
     it('counts a chunked body as it streams and answers 413 past the limit', async () => {
@@ -425,7 +419,7 @@ describe('edge routing and proxying', () => {
       });
       const service = await listen(app, 0, '127.0.0.1');
       const viaEdge = await startEdge({
-        authUrl: auth.url,
+        authUrl: services.auth.url,
         legacyUrl: service.url,
         env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
       });
@@ -459,7 +453,7 @@ describe('edge routing and proxying', () => {
       },
     });
     const e = await startEdge({
-      authUrl: auth.url,
+      authUrl: services.auth.url,
       legacyUrl: slow.url,
       env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
     });

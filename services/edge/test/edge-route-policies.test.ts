@@ -1,6 +1,7 @@
 import {
   accessToken,
   bearer,
+  type FakeAuth,
   orgKey,
   principalOf,
   request,
@@ -8,12 +9,13 @@ import {
   startFakeAuth,
   startUpstream,
   type TestEdge,
+  type Upstream,
   workspaceKey,
 } from './support';
 
 describe('GET {gateway_url}/v1/quotas/usage: the edge route policy', () => {
-  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
-  let quota: Awaited<ReturnType<typeof startUpstream>>;
+  let auth: FakeAuth;
+  let quota: Upstream;
   let edge: TestEdge;
 
   beforeAll(async () => {
@@ -113,8 +115,8 @@ describe('GET {gateway_url}/v1/quotas/usage: the edge route policy', () => {
 });
 
 describe('upload routes: a larger body limit than the rest', () => {
-  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
-  let gateway: Awaited<ReturnType<typeof startUpstream>>;
+  let auth: FakeAuth;
+  let gateway: Upstream;
   let edge: TestEdge;
 
   beforeAll(async () => {

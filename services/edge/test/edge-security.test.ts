@@ -4,32 +4,39 @@ import { createLogger, listen } from '@platform/kernel';
 import { describeWithNats, startNatsServer, waitFor } from '@platform/testkit';
 import {
   accessToken,
+  type Backends,
   bearer,
   makeSigningKey,
   principalOf,
   rawRequest,
   request,
   signSession,
+  startBackends,
   startEdge,
   startFakeAuth,
-  startUpstream,
   type TestEdge,
 } from './support';
 
 /** Regression tests of issue 14 (black-box probe) for what the edge decides. */
 describe('the edge against a black-box attacker', () => {
-  const key = makeSigningKey();
   const lines: Array<Record<string, unknown>> = [];
-  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
-  let quota: Awaited<ReturnType<typeof startUpstream>>;
-  let legacy: Awaited<ReturnType<typeof startUpstream>>;
+  let services: Backends;
   let edge: TestEdge;
   let token: string;
   const quotaToken = accessToken();
 
   beforeAll(async () => {
-    auth = await startFakeAuth();
-    auth.state.keys.push(key);
+    services = await startBackends({
+      quotaRoutes: {
+        '/page': (_req, res) => {
+          res.setHeader('content-security-policy', "default-src 'self'");
+          res.setHeader('cache-control', 'public, max-age=60');
+          res.end('<html></html>');
+          return true;
+        },
+      },
+    });
+    const { auth } = services;
     auth.state.answers.set('session:session-1', () => ({
       principal: principalOf({ kind: 'session', userId: 'user-1', sessionId: 'session-1' }),
       expiresAt: null,
@@ -40,15 +47,6 @@ describe('the edge against a black-box attacker', () => {
       expiresAt: null,
       cacheTtlSeconds: 60,
     }));
-    quota = await startUpstream('llm-quota', {
-      '/page': (_req, res) => {
-        res.setHeader('content-security-policy', "default-src 'self'");
-        res.setHeader('cache-control', 'public, max-age=60');
-        res.end('<html></html>');
-        return true;
-      },
-    });
-    legacy = await startUpstream('legacy-agent');
     const sink = new Writable({
       write(chunk, _enc, done) {
         lines.push(JSON.parse(chunk.toString()));
@@ -56,22 +54,20 @@ describe('the edge against a black-box attacker', () => {
       },
     });
     edge = await startEdge({
-      authUrl: auth.url,
-      llmQuotaUrl: quota.url,
-      legacyUrl: legacy.url,
+      ...services.urls,
       logger: createLogger({ name: 'edge', level: 'info', destination: sink }),
       env: { ACCESS_LOG_SAMPLE_RATE: '0' },
     });
-    token = signSession(key);
+    token = signSession(services.key);
   });
   afterAll(async () => {
     await edge.close();
-    await Promise.all([auth.close(), quota.close(), legacy.close()]);
+    await services.close();
   });
 
   describe('item 2: the path the edge checks is the path the service sees', () => {
     it('refuses a request target with a fragment (400), so a fragment cannot dodge the quota rate limit', async () => {
-      const before = quota.received.length;
+      const before = services.quota.received.length;
       const answer = await rawRequest(
         edge.port,
         `GET /llm/v1/quotas/usage#x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${quotaToken}\r\nConnection: close\r\n\r\n`,
@@ -83,7 +79,7 @@ describe('the edge against a black-box attacker', () => {
         `GET /llm/v1/quotas/usage?a=1#x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${quotaToken}\r\nConnection: close\r\n\r\n`,
       );
       expect(inQuery.status).toBe(400);
-      expect(quota.received.length).toBe(before);
+      expect(services.quota.received.length).toBe(before);
     });
 
     it('refuses paths with characters that must be percent-encoded or malformed escapes (400 envelope)', async () => {
@@ -123,13 +119,16 @@ describe('the edge against a black-box attacker', () => {
       '/llm/metrics',
       '/llm/internal/usage',
     ])('%s answers 404 from the edge, with or without credentials', async (path) => {
-      const before = quota.received.length + legacy.received.length + auth.received.length;
+      const before =
+        services.quota.received.length + services.legacy.received.length + services.auth.received.length;
       for (const headers of [{}, bearer(token)]) {
         const answer = await request(edge.url, path, { headers });
         expect(answer.status).toBe(404);
         expect(answer.json).toMatchObject({ error: 'RouteNotFound', status: 404 });
       }
-      expect(quota.received.length + legacy.received.length + auth.received.length).toBe(before);
+      expect(
+        services.quota.received.length + services.legacy.received.length + services.auth.received.length,
+      ).toBe(before);
     });
 
     it('refuses a doubled slash before internal too', async () => {
@@ -194,8 +193,8 @@ describe('the edge against a black-box attacker', () => {
 
     it('behind a trusted TLS proxy, keeps its forwarding headers, appends the hop and sends HSTS', async () => {
       const trusting = await startEdge({
-        authUrl: auth.url,
-        legacyUrl: legacy.url,
+        authUrl: services.auth.url,
+        legacyUrl: services.legacy.url,
         env: { TRUST_PROXY: 'loopback' },
       });
       try {
@@ -225,7 +224,7 @@ describe('the edge against a black-box attacker', () => {
     });
 
     it('refuses a state change authenticated by the cookie without the matching x-csrf-token (403)', async () => {
-      const before = auth.received.length;
+      const before = services.auth.received.length;
       for (const headers of [
         cookieHeaders(),
         cookieHeaders({ 'x-csrf-token': 'other1' }),
@@ -236,7 +235,7 @@ describe('the edge against a black-box attacker', () => {
         expect(answer.status).toBe(403);
         expect(answer.json).toMatchObject({ code: 'CSRF_TOKEN_INVALID', status: 403 });
       }
-      expect(auth.received.length).toBe(before);
+      expect(services.auth.received.length).toBe(before);
     });
 
     it('lets it through with the matching header, and never asks it of reads or header credentials', async () => {
@@ -280,7 +279,7 @@ describe('the edge against a black-box attacker', () => {
         0,
         '127.0.0.1',
       );
-      const e = await startEdge({ authUrl: auth.url, legacyUrl: early.url });
+      const e = await startEdge({ authUrl: services.auth.url, legacyUrl: early.url });
       try {
         const body = Buffer.alloc(1_100_000, 97);
         const seen: Record<string, number> = {};

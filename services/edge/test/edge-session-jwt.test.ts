@@ -7,6 +7,8 @@ import jwt from 'jsonwebtoken';
 import {
   AUDIENCE,
   bearer,
+  type FakeAuth,
+  forwardedPrincipal,
   ISSUER,
   makeSigningKey,
   principalOf,
@@ -18,6 +20,7 @@ import {
   startFakeAuth,
   startUpstream,
   type TestEdge,
+  type Upstream,
 } from './support';
 
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -31,11 +34,11 @@ const claims = (now: Date) => ({
 });
 
 describe('session JWTs at the edge', () => {
-  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
+  let auth: FakeAuth;
   let key: SigningKey;
   let clock: ManualClock;
   let edge: TestEdge;
-  let service: Awaited<ReturnType<typeof startUpstream>>;
+  let service: Upstream;
 
   beforeAll(async () => {
     service = await startUpstream('llm-quota');
@@ -117,7 +120,7 @@ describe('session JWTs at the edge', () => {
     for (const method of ['GET', 'POST']) {
       const info = await request(edge.url, '/oidc/me', { method, headers: bearer(signIn) });
       expect(info.status).toBe(200);
-      expect(openPrincipal(info.json.headers['x-platform-principal'], SECRET, clock)).toMatchObject({
+      expect(forwardedPrincipal(info, clock)).toMatchObject({
         session: { id: 'grant-1' },
       });
     }
@@ -260,9 +263,7 @@ describe('session JWTs at the edge', () => {
       const token = signSession(key, { now: clock.now(), sub: 'u-9', platformSessionId: 's-9' });
       const answer = await request(viaAuth.url, '/v2/orgs/acme/members', { headers: bearer(token) });
       expect(answer.status).toBe(200);
-      expect(
-        openPrincipal(answer.json.headers['x-platform-principal'], SECRET, clock)?.session.org?.slug,
-      ).toBe('acme');
+      expect(forwardedPrincipal(answer, clock)?.session.org?.slug).toBe('acme');
       expect(auth.state.principalCalls.at(-1)).toEqual({
         credential: { kind: 'session', userId: 'u-9', sessionId: 's-9' },
         orgSlug: 'acme',
@@ -287,7 +288,7 @@ describe('session JWTs at the edge', () => {
 
 describeWithNats('JWKS rotation across edge instances', () => {
   let nats: NatsServerHandle;
-  let auth: Awaited<ReturnType<typeof startFakeAuth>>;
+  let auth: FakeAuth;
   const buses: Bus[] = [];
   const edges: TestEdge[] = [];
 

@@ -15,6 +15,7 @@ import {
   type Logger,
   listen,
   loadConfig,
+  openPrincipal,
   type RunningServer,
   silentLogger,
 } from '@platform/kernel';
@@ -233,6 +234,33 @@ export const accessToken = () => `at:${randomBytes(32).toString('base64url')}`;
 export const workspaceKey = () => `wak_${randomBytes(32).toString('base64url')}`;
 export const orgKey = (slug: string) => `iak_${slug}_${randomUUID()}`;
 
+export type FakeAuth = Awaited<ReturnType<typeof startFakeAuth>>;
+export type Upstream = Awaited<ReturnType<typeof startUpstream>>;
+
+/**
+ * The services an edge stands in front of: a fake auth whose JWKS holds `key` (the key session JWTs are signed
+ * with), and llm-quota and legacy-agent upstreams that echo what reaches them (but for `quotaRoutes`).
+ * `urls` are the edge's options naming them.
+ */
+export async function startBackends(options: { quotaRoutes?: Record<string, Route> } = {}) {
+  const key = makeSigningKey();
+  const auth = await startFakeAuth();
+  auth.state.keys.push(key);
+  const quota = await startUpstream('llm-quota', options.quotaRoutes);
+  const legacy = await startUpstream('legacy-agent');
+  return {
+    key,
+    auth,
+    quota,
+    legacy,
+    urls: { authUrl: auth.url, llmQuotaUrl: quota.url, legacyUrl: legacy.url },
+    async close() {
+      await Promise.all([auth.close(), quota.close(), legacy.close()]);
+    },
+  };
+}
+export type Backends = Awaited<ReturnType<typeof startBackends>>;
+
 export interface TestEdge {
   url: string;
   /** the admin listener (/healthz, /readyz, /metrics) */
@@ -372,3 +400,7 @@ export function rawRequest(
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** The principal the edge sealed into the request an echoing upstream answered with (`clock` says when it is opened). */
+export const forwardedPrincipal = (answer: Answer, clock: Clock) =>
+  openPrincipal(answer.json.headers['x-platform-principal'], SECRET, clock);

@@ -6,14 +6,18 @@ import Anthropic, {
   RateLimitError,
 } from '@anthropic-ai/sdk';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
-import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
 import { AnthropicErrorSchema, AnthropicMessageSchema } from '../src/routes/anthropic-messages-openapi';
+import { PARIS_WEATHER_ROUND_TRIP } from './responses-fixtures';
 import {
+  accessToken,
   type GatewayWorld,
   gauge,
   leaveStreamAfterFirstChunk,
   minuteNow,
+  orgApiKey,
+  recordCompletions,
+  sseEvents,
   startGatewayWorld,
 } from './support';
 
@@ -24,17 +28,6 @@ const WEATHER: Tool = {
   description: 'The weather in a city',
   input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
 };
-
-/** the named events of a raw Messages stream, in order */
-function events(body: string): Array<{ event: string; data: Record<string, unknown> }> {
-  return body
-    .split('\n\n')
-    .filter(Boolean)
-    .map((frame) => ({
-      event: /^event: (.*)$/m.exec(frame)?.[1] ?? '',
-      data: JSON.parse(/^data: (.*)$/m.exec(frame)?.[1] ?? 'null'),
-    }));
-}
 
 /**
  * Anthropic's Messages API as a user of the official `@anthropic-ai/sdk` (or Claude Code) meets it through the edge:
@@ -212,21 +205,7 @@ describe("Anthropic's Messages API through the edge", () => {
       .requests()
       .filter((r) => r.api === 'openai')
       .at(-1)!;
-    expect((openai.body as { messages: unknown[] }).messages).toEqual([
-      { role: 'user', content: 'What is the weather in Paris? Use the tool.' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
-          {
-            id: expect.stringMatching(/^call_sim/),
-            type: 'function',
-            function: { name: 'get_weather', arguments: expect.any(String) },
-          },
-        ],
-      },
-      { role: 'tool', tool_call_id: expect.stringMatching(/^call_sim/), content: 'Sunny, 21 C' },
-    ]);
+    expect((openai.body as { messages: unknown[] }).messages).toEqual(PARIS_WEATHER_ROUND_TRIP);
     expect((openai.body as { tools: unknown }).tools).toEqual([
       {
         type: 'function',
@@ -473,10 +452,7 @@ describe("Anthropic's Messages API through the edge", () => {
     const { owner: counter } = await w.org('messages-count');
     const as = { bearer: counter.token };
     const client = anthropic(as);
-    const accounted: LlmCompletionEvent[] = [];
-    const unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      accounted.push(e as LlmCompletionEvent);
-    });
+    const accounted = recordCompletions(w);
     try {
       const sentIn = minuteNow();
       let tokens = 0;
@@ -502,12 +478,12 @@ describe("Anthropic's Messages API through the edge", () => {
       expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
       expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(cost, 9);
       // one event per request, naming the API the caller used
-      const mine = accounted.filter((e) => e.orgSlug === 'messages-count');
+      const mine = accounted.events.filter((e) => e.orgSlug === 'messages-count');
       expect(mine).toHaveLength(3);
       expect(mine.every((e) => e.endpoint === 'messages')).toBe(true);
       expect(mine.map((e) => e.stream)).toEqual([false, true, false]);
     } finally {
-      unsubscribe();
+      accounted.stop();
     }
   });
 
@@ -644,7 +620,7 @@ describe("Anthropic's Messages API through the edge", () => {
     const sentIn = minuteNow();
     const raw = await post(as, ask);
     expect(raw.status).toBe(200);
-    const seen = events(raw.body as string);
+    const seen = sseEvents(raw.body as string);
     expect(seen[0]!.event).toBe('message_start');
     expect(seen.at(-1)).toEqual({
       event: 'error',
@@ -676,23 +652,10 @@ describe("Anthropic's Messages API through the edge", () => {
   });
 
   it('works with an at: token as authToken and an organization API key in x-api-key', async () => {
-    const at = await w.call(
-      'base',
-      'POST',
-      '/v2/user/accessTokens',
-      { bearer: owner.token },
-      { name: 'messages', expiresAt: new Date(Date.now() + 86_400_000).toISOString() },
-    );
-    const key = await w.call(
-      'base',
-      'POST',
-      '/v2/orgs/messages-e2e/apikeys',
-      { bearer: owner.token },
-      { name: 'messages-key', permissions: ['models:read'] },
-    );
-    const apiKey = key.body.apiKey as string;
+    const at = await accessToken(w, { bearer: owner.token }, 'messages');
+    const apiKey = await orgApiKey(w, { bearer: owner.token }, 'messages-e2e');
     const clients = [
-      anthropic({ bearer: at.body.token as string }),
+      anthropic({ bearer: at }),
       anthropic({ apiKey }),
       // this SDK's own apiKey (a Bearer token) with the same key in the platform's header
       new Anthropic({
@@ -759,10 +722,7 @@ describe("Anthropic's Messages API through the edge", () => {
   });
 
   it('a client that leaves cancels the provider call; the one usage event counts what was consumed', async () => {
-    const accounted: LlmCompletionEvent[] = [];
-    const unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      accounted.push(e as LlmCompletionEvent);
-    });
+    const accounted = recordCompletions(w);
     try {
       await leaveStreamAfterFirstChunk(w, {
         path: '/v1/messages',
@@ -775,9 +735,7 @@ describe("Anthropic's Messages API through the edge", () => {
           messages: [{ role: 'user', content: 'a long one' }],
         },
       });
-      const event = await waitFor(() => accounted.find((e) => e.requestId === 'cancel-this-message'), {
-        what: 'the usage event of the cancelled message',
-      });
+      const event = await accounted.of('cancel-this-message');
       expect(event).toMatchObject({
         outcome: 'client_cancelled',
         endpoint: 'messages',
@@ -786,9 +744,9 @@ describe("Anthropic's Messages API through the edge", () => {
       await waitFor(() => w.sim.requests().find((r) => r.model === 'gpt-sim' && r.clientClosed), {
         what: 'the provider call to be cancelled',
       });
-      expect(accounted.filter((e) => e.requestId === 'cancel-this-message')).toHaveLength(1);
+      expect(accounted.events.filter((e) => e.requestId === 'cancel-this-message')).toHaveLength(1);
     } finally {
-      unsubscribe();
+      accounted.stop();
     }
   });
 });

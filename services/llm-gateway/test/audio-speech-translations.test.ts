@@ -1,10 +1,17 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
 import { APIError, toFile } from 'openai';
 import { countText } from '../src/inference/prompt-tokens';
-import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
+import {
+  type CompletionRecord,
+  type GatewayWorld,
+  gauge,
+  minuteNow,
+  modelEntry,
+  recordCompletions,
+  startGatewayWorld,
+} from './support';
 
 /** tts-1's price: USD 15 per million characters */
 const PER_MILLION_CHARACTERS = 15;
@@ -23,6 +30,10 @@ const FORMATS = [
   ['pcm', 'audio/pcm', [0, 0]],
 ] as const;
 
+// Each test waits for llm-quota to count its requests (up to 20 s) and for usage events (up to 15 s), on a whole
+// platform started once: under a loaded CI machine that is more than jest's default 30 s.
+jest.setTimeout(60_000);
+
 /**
  * `audio.speech` and `audio.translations` as a developer calls them with the official `openai` SDK through the
  * edge, on the provider simulator: the audio comes back as the provider sends it, every refusal comes before
@@ -30,50 +41,48 @@ const FORMATS = [
  */
 describe('the openai SDK on audio.speech and audio.translations', () => {
   let w: GatewayWorld;
-  const events: LlmCompletionEvent[] = [];
-  let unsubscribe: () => void;
+  let completions: CompletionRecord;
   beforeAll(async () => {
+    const tts = { provider: 'sim', model: 'tts-sim' };
     w = await startGatewayWorld({
-      file: (base) => ({
-        ...base,
-        models: [
-          ...base.models,
-          {
-            model_id: 'sim/tts',
-            type: 'audio_speech',
-            provider_config: { provider: 'sim', model: 'tts-sim' },
-            pricing: { per_million_characters: PER_MILLION_CHARACTERS },
-            timeout_ms: 1_000,
-          },
-          {
-            model_id: 'sim/whisper',
-            type: 'audio_transcription',
-            provider_config: { provider: 'sim', model: 'whisper-sim' },
-            pricing: { per_audio_minute: PER_MINUTE },
-          },
-        ],
-      }),
+      models: [
+        // the gateway's default timeout: no answer of a busy machine races it, and a client that leaves does so
+        // long before it
+        modelEntry('sim/tts', 'audio_speech', tts, { per_million_characters: PER_MILLION_CHARACTERS }),
+        // the same model giving up on a silent provider after a second: the tests of a silent provider alone use it
+        modelEntry(
+          'sim/tts-impatient',
+          'audio_speech',
+          tts,
+          { per_million_characters: PER_MILLION_CHARACTERS },
+          { timeout_ms: 1_000 },
+        ),
+        modelEntry(
+          'sim/whisper',
+          'audio_transcription',
+          { provider: 'sim', model: 'whisper-sim' },
+          { per_audio_minute: PER_MINUTE },
+        ),
+      ],
     });
-    unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      events.push(e as LlmCompletionEvent);
-    });
-  });
+    completions = recordCompletions(w);
+  }, 60_000);
   afterEach(() => w.sim.script([]));
   afterAll(async () => {
-    unsubscribe?.();
+    completions?.stop();
     await w?.stop();
   });
 
   const speechCalls = () => w.sim.requests().filter((r) => r.endpoint === 'speech').length;
-  const eventsOf = (org: string) => events.filter((e) => e.orgSlug === org);
+  const eventsOf = (org: string) => completions.events.filter((e) => e.orgSlug === org);
   /** the usage events of these requests, in their order, once each has been published */
   const eventsFor = (ids: string[]) =>
     waitFor(
       () => {
-        const found = ids.map((id) => events.filter((e) => e.requestId === id));
+        const found = ids.map((id) => completions.events.filter((e) => e.requestId === id));
         return found.every((list) => list.length > 0) ? found.map((list) => list[0]!) : null;
       },
-      { what: `the usage events of ${ids.join(', ')}` },
+      { what: `the usage events of ${ids.join(', ')}`, timeoutMs: 15_000 },
     );
 
   it('speech answers the provider’s audio in each format with its content type; usage shows exactly its tokens and cost', async () => {
@@ -180,13 +189,13 @@ describe('the openai SDK on audio.speech and audio.translations', () => {
   it('provider errors as the other routes: PROVIDER_ERROR, a 5xx retried, PROVIDER_NO_RESPONSE; none charged', async () => {
     const { owner } = await w.org('speech-errors');
     const as = { bearer: owner.token };
-    const speak = (input: string) =>
+    const speak = (input: string, model = 'sim/tts') =>
       w.call(
         'gateway',
         'POST',
         '/v1/audio/speech',
         as,
-        { model: 'sim/tts', input, voice: 'alloy' },
+        { model, input, voice: 'alloy' },
         { 'x-request-id': `speech-${input}` },
       );
     w.sim.script([{ match: { endpoint: 'speech' }, error: { status: 400, type: 'invalid_request_error' } }]);
@@ -207,7 +216,7 @@ describe('the openai SDK on audio.speech and audio.translations', () => {
     expect(speechCalls()).toBe(before + 2);
 
     w.sim.script([{ match: { endpoint: 'speech' }, hang: true }]);
-    const silent = await speak('silent');
+    const silent = await speak('silent', 'sim/tts-impatient');
     expect(silent.status).toBe(504);
     expect(silent.body.code).toBe('PROVIDER_NO_RESPONSE');
 
@@ -242,7 +251,7 @@ describe('the openai SDK on audio.speech and audio.translations', () => {
 
     // a provider silent for longer than the model's timeout after its first bytes: the answer is cut
     const cut = await client.audio.speech.create(
-      { model: 'sim/tts', input, voice: 'alloy' },
+      { model: 'sim/tts-impatient', input, voice: 'alloy' },
       { headers: { 'x-request-id': 'speech-cut' } },
     );
     const failed = await cut.arrayBuffer().then(

@@ -1,8 +1,13 @@
-import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
-import { waitFor } from '@platform/testkit';
 import Ajv2020 from 'ajv/dist/2020';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
-import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
+import {
+  type CompletionRecord,
+  type GatewayWorld,
+  gauge,
+  minuteNow,
+  recordCompletions,
+  startGatewayWorld,
+} from './support';
 
 /** the reasoning and the answer of a magistral-like model (pieces that split alike apart and together) */
 const THOUGHT = 'The user asks for the capital of France. It is Paris.';
@@ -17,18 +22,15 @@ const ANSWER = ' Paris is the capital of France.';
 describe('answers whose content is an array of parts', () => {
   let w: GatewayWorld;
   let owner: { userId: string; token: string };
-  const events: LlmCompletionEvent[] = [];
-  let unsubscribe: () => void;
+  let completions: CompletionRecord;
 
   beforeAll(async () => {
     w = await startGatewayWorld();
     ({ owner } = await w.org('parts-e2e'));
-    unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      events.push(e as LlmCompletionEvent);
-    });
+    completions = recordCompletions(w);
   });
   afterAll(async () => {
-    unsubscribe?.();
+    completions?.stop();
     await w?.stop();
   });
   afterEach(() => w.sim.reset());
@@ -42,8 +44,6 @@ describe('answers whose content is an array of parts', () => {
       { model: 'sim/gpt', stream, messages: [{ role: 'user', content: 'What is the capital of France?' }] },
       { 'x-request-id': requestId },
     );
-  const eventOf = (requestId: string) =>
-    waitFor(() => events.find((e) => e.requestId === requestId), { what: `the usage event of ${requestId}` });
   /** the simulator answers without usage: as parts (thinking, then the answer), or their text as one string */
   const scriptNoUsage = (parts: boolean) =>
     w.sim.script([
@@ -74,8 +74,8 @@ describe('answers whose content is an array of parts', () => {
 
     const counted = async (kind: string) => {
       const [asString, asParts] = await Promise.all([
-        eventOf(`string-${kind}-${run}`),
-        eventOf(`parts-${kind}-${run}`),
+        completions.of(`string-${kind}-${run}`),
+        completions.of(`parts-${kind}-${run}`),
       ]);
       expect(asString.usage.completion_tokens).toBeGreaterThan(10);
       return {
@@ -94,7 +94,7 @@ describe('answers whose content is an array of parts', () => {
     });
     // the client's own usage says the same
     expect(plain.body.usage.completion_tokens).toBe(
-      (await eventOf(`parts-plain-${run}`)).usage.completion_tokens,
+      (await completions.of(`parts-plain-${run}`)).usage.completion_tokens,
     );
   });
 
@@ -141,8 +141,8 @@ describe('answers whose content is an array of parts', () => {
     scriptNoUsage(false);
     await chat(`string-plain-again-${run}`, false);
     const [withReasoning, asString] = await Promise.all([
-      eventOf(`reasoning-plain-${run}`),
-      eventOf(`string-plain-again-${run}`),
+      completions.of(`reasoning-plain-${run}`),
+      completions.of(`string-plain-again-${run}`),
     ]);
     expect(withReasoning.usage.completion_tokens).toBe(asString.usage.completion_tokens);
   });

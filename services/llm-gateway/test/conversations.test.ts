@@ -1,9 +1,9 @@
-import { Subjects } from '@platform/contracts';
-import { waitFor } from '@platform/testkit';
 import { APIError } from 'openai';
 import type { ConversationItem } from 'openai/resources/conversations/items';
 import { WEATHER } from './responses-fixtures';
 import {
+  announceOrgDeleted,
+  announceUserDeleted,
   aroundOwner,
   type Caller,
   DAY_MS,
@@ -11,20 +11,12 @@ import {
   failure,
   orgKey as keyOf,
   sentMessages as sentTo,
+  storedInput,
+  untilGone,
 } from './stored-fixtures';
-import { type GatewayWorld, type Reply, startGatewayWorld } from './support';
+import { clockAhead, type GatewayWorld, type Reply, sseEvents, startGatewayWorld } from './support';
 
 const MAX_ITEMS = 12;
-
-/** the named events of a raw Responses stream, in order */
-const events = (body: string) =>
-  body
-    .split('\n\n')
-    .filter(Boolean)
-    .map((frame) => ({
-      event: /^event: (.*)$/m.exec(frame)?.[1] ?? '',
-      data: JSON.parse(/^data: (.*)$/m.exec(frame)?.[1] ?? 'null'),
-    }));
 
 /**
  * OpenAI's Conversations API as a user of the official `openai` SDK meets it through the edge (decision 0110):
@@ -35,19 +27,19 @@ const events = (body: string) =>
 describe('conversations through the edge', () => {
   let w: GatewayWorld;
   let owner: { userId: string; token: string };
-  /** the platform's clock runs this far ahead of the system's */
-  let ahead = 0;
+  /** the platform's clock: a test moves it days ahead, and it is back at the system's after each */
+  const time = clockAhead();
 
   beforeAll(async () => {
     w = await startGatewayWorld({
-      clock: { now: () => new Date(Date.now() + ahead) },
+      clock: time.clock,
       env: { LLM_GATEWAY_CONVERSATIONS_MAX_ITEMS: String(MAX_ITEMS) },
     });
     ({ owner } = await w.org('conversations'));
   });
   afterAll(() => w?.stop());
   afterEach(() => {
-    ahead = 0;
+    time.ahead = 0;
     w.sim.reset();
   });
 
@@ -100,20 +92,8 @@ describe('conversations through the edge', () => {
     });
 
     expect(await allItems({ bearer: owner.token }, conversation.id)).toEqual([
-      {
-        id: expect.stringMatching(/^msg_/),
-        type: 'message',
-        role: 'developer',
-        content: [{ type: 'input_text', text: 'Use metric units' }],
-        status: 'completed',
-      },
-      {
-        id: expect.stringMatching(/^msg_/),
-        type: 'message',
-        role: 'user',
-        content: [{ type: 'input_text', text: 'Hello' }],
-        status: 'completed',
-      },
+      storedInput('developer', 'Use metric units'),
+      storedInput('user', 'Hello'),
     ]);
     // without anything: an empty conversation, metadata {}
     const empty = await client.conversations.create();
@@ -312,7 +292,7 @@ describe('conversations through the edge', () => {
       conversation: id,
       stream: true,
     });
-    const seen = events(raw.body as string);
+    const seen = sseEvents(raw.body as string);
     const withResponse = seen.filter((e) => e.data.response);
     expect(withResponse.map((e) => e.event)).toEqual([
       'response.created',
@@ -648,13 +628,13 @@ describe('conversations through the edge', () => {
     const client = w.client({ apiKey: key });
     const old = await client.conversations.create({ items: [{ role: 'user', content: 'old' }] });
     const used = await client.conversations.create({ items: [{ role: 'user', content: 'first' }] });
-    ahead = 20 * DAY_MS;
+    time.ahead = 20 * DAY_MS;
     await client.responses.create({ model: 'mock/chat', input: 'twenty days later', conversation: used.id });
-    ahead = 31 * DAY_MS;
+    time.ahead = 31 * DAY_MS;
     await expectNotFound(client.conversations.retrieve(old.id));
     // the turn 20 days in gave the conversation and its first items 30 more days
     expect((await allItems({ apiKey: key }, used.id)).map(text)[0]).toBe('first');
-    ahead = 51 * DAY_MS;
+    time.ahead = 51 * DAY_MS;
     await expectNotFound(client.conversations.retrieve(used.id));
   });
 
@@ -664,33 +644,13 @@ describe('conversations through the edge', () => {
     const gone = await w.client({ bearer: doomed.token }).conversations.create({
       items: [{ role: 'user', content: 'bye' }],
     });
-    await w.p.bus.publish(Subjects.orgDeleted, {
-      version: 1,
-      orgId: 'org-id',
-      orgSlug: 'conversations-doomed',
-      at: new Date().toISOString(),
-    });
-    await waitFor(
-      async () =>
-        (await w.call('gateway', 'GET', `/v1/conversations/${gone.id}`, { bearer: doomed.token })).status ===
-        404,
-      { what: "the deleted organization's conversation removed" },
-    );
+    await announceOrgDeleted(w, 'conversations-doomed');
+    await untilGone(w, `/v1/conversations/${gone.id}`, { bearer: doomed.token });
 
     const { owner: leaving } = await w.org('conversations-leaving');
     const theirs = await w.client({ bearer: leaving.token }).conversations.create();
-    await w.p.bus.publish(Subjects.credentialRevoked, {
-      version: 1,
-      kind: 'user',
-      id: leaving.userId,
-      at: new Date().toISOString(),
-    });
-    await waitFor(
-      async () =>
-        (await w.call('gateway', 'GET', `/v1/conversations/${theirs.id}`, { bearer: leaving.token }))
-          .status === 404,
-      { what: "the deleted user's conversation removed" },
-    );
+    await announceUserDeleted(w, leaving.userId);
+    await untilGone(w, `/v1/conversations/${theirs.id}`, { bearer: leaving.token });
     expect((await w.client({ bearer: owner.token }).conversations.retrieve(kept.id)).id).toBe(kept.id);
   });
 

@@ -1,8 +1,14 @@
-import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { metricSum, type ProviderSimulator, startProviderSimulator, waitFor } from '@platform/testkit';
 import type OpenAI from 'openai';
 import { APIError } from 'openai';
-import { type GatewayWorld, INTERNAL_SECRET, startGatewayWorld } from './support';
+import {
+  type CompletionRecord,
+  clockAhead,
+  type GatewayWorld,
+  INTERNAL_SECRET,
+  recordCompletions,
+  startGatewayWorld,
+} from './support';
 
 /**
  * One model served by several deployments (decision 0101), through the edge with the official openai SDK against
@@ -16,10 +22,9 @@ describe('a model served by several deployments', () => {
   let simC: ProviderSimulator;
   let client: OpenAI;
   let as: { bearer: string };
-  /** the platform's clock runs this far ahead of the system's: cooldowns end when the test moves it */
-  let ahead = 0;
-  const events: LlmCompletionEvent[] = [];
-  let unsubscribe = () => {};
+  /** the platform's clock: cooldowns end when the test moves it */
+  const time = clockAhead();
+  let completions: CompletionRecord;
 
   const sims = () => ({ sim: w.sim, 'sim-b': simB, 'sim-c': simC });
   /** how many requests a simulator received for one of its models */
@@ -34,8 +39,6 @@ describe('a model served by several deployments', () => {
     );
     return { answer, requestId };
   };
-  const eventOf = (requestId: string) =>
-    waitFor(() => events.find((e) => e.requestId === requestId), { what: `the usage event of ${requestId}` });
   /** sends requests one at a time until `done` holds (at most `max`); the answers */
   const chatUntil = async (model: string, done: () => boolean, max = 60) => {
     const sent = [];
@@ -67,7 +70,7 @@ describe('a model served by several deployments', () => {
     simB = await startProviderSimulator({ port: 0 });
     simC = await startProviderSimulator({ port: 0 });
     w = await startGatewayWorld({
-      clock: { now: () => new Date(Date.now() + ahead) },
+      clock: time.clock,
       file: (base) => ({
         ...base,
         providers: [
@@ -120,12 +123,10 @@ describe('a model served by several deployments', () => {
     const { owner } = await w.org('lb-org');
     as = { bearer: owner.token };
     client = w.client(as);
-    unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      events.push(e as LlmCompletionEvent);
-    });
+    completions = recordCompletions(w);
   }, 60_000);
   afterAll(async () => {
-    unsubscribe();
+    completions?.stop();
     await w?.stop();
     await simB?.close();
     await simC?.close();
@@ -155,10 +156,10 @@ describe('a model served by several deployments', () => {
     // the request that met the 429 was answered by another deployment, and accounted once, to it
     const unlucky = first.at(-1)!;
     expect(unlucky.answer.choices[0]?.message.content).toBeTruthy();
-    const event = await eventOf(unlucky.requestId);
+    const event = await completions.of(unlucky.requestId);
     expect(event).toMatchObject({ model: 'lb/cool', outcome: 'success' });
     expect(['sim-b', 'sim-c']).toContain(event.provider);
-    expect(events.filter((e) => e.requestId === unlucky.requestId)).toHaveLength(1);
+    expect(completions.events.filter((e) => e.requestId === unlucky.requestId)).toHaveLength(1);
 
     // cooling down (the provider's Retry-After: 30 s): the other two take everything, both of them
     await burst('lb/cool', 30, 5);
@@ -166,9 +167,9 @@ describe('a model served by several deployments', () => {
     expect(received(simB, 'cool-b')).toBeGreaterThan(0);
     expect(received(simC, 'cool-c')).toBeGreaterThan(0);
 
-    ahead += 31_000;
+    time.ahead += 31_000;
     const back = await chatUntil('lb/cool', () => received(w.sim, 'cool-a') === 2);
-    expect((await eventOf(back.at(-1)!.requestId)).provider).toBe('sim');
+    expect((await completions.of(back.at(-1)!.requestId)).provider).toBe('sim');
 
     // accounting runs after the answers: every request of the test, each counted once to the deployment that served
     const sent = first.length + 30 + back.length;
@@ -206,7 +207,7 @@ describe('a model served by several deployments', () => {
     expect([received(w.sim, 'cold-a'), received(simB, 'cold-b')]).toEqual([1, 1]);
 
     const { requestId } = await chat('lb/cold');
-    expect((await eventOf(requestId)).provider).toBe('sim-b');
+    expect((await completions.of(requestId)).provider).toBe('sim-b');
     expect([received(w.sim, 'cold-a'), received(simB, 'cold-b')]).toEqual([1, 2]);
   });
 
@@ -220,7 +221,7 @@ describe('a model served by several deployments', () => {
     // LLM_GATEWAY_MAX_ATTEMPTS (3) on the model, then its failover
     expect(received(w.sim, 'chain-a') + received(simB, 'chain-b')).toBe(3);
     expect(received(w.sim, 'cheap-sim')).toBe(1);
-    expect(await eventOf(requestId)).toMatchObject({ model: 'sim/cheap', provider: 'sim' });
+    expect(await completions.of(requestId)).toMatchObject({ model: 'sim/cheap', provider: 'sim' });
   });
 
   it('a stream moves to another deployment before its first chunk, never after it', async () => {
@@ -239,7 +240,7 @@ describe('a model served by several deployments', () => {
     }
     const switched = streamed.at(-1)!;
     expect(switched.text).toBeTruthy();
-    expect((await eventOf(switched.requestId)).provider).toBe('sim-b');
+    expect((await completions.of(switched.requestId)).provider).toBe('sim-b');
 
     // stream-a sits out (60 s); stream-b is cut after two chunks: the stream ends in error, stream-a is not called
     simB.script([{ match: { model: 'stream-b' }, streamFailure: { afterChunks: 2, mode: 'disconnect' } }]);
@@ -254,7 +255,10 @@ describe('a model served by several deployments', () => {
     expect(failure).toBeInstanceOf(APIError);
     expect(chunks.length).toBeGreaterThan(0);
     expect(received(w.sim, 'stream-a')).toBe(1);
-    expect(await eventOf('lb-stream-cut')).toMatchObject({ provider: 'sim-b', outcome: 'provider_error' });
+    expect(await completions.of('lb-stream-cut')).toMatchObject({
+      provider: 'sim-b',
+      outcome: 'provider_error',
+    });
   });
 
   it('usage is counted once per request, at the model’s price, whichever deployment served', async () => {

@@ -1,7 +1,7 @@
 import { APIError } from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
+import { accessToken, type GatewayWorld, gauge, minuteNow, orgApiKey, startGatewayWorld } from './support';
 
 /**
  * The gateway as a new user meets it: the official `openai` SDK pointed at `{gateway_url}/v1`
@@ -399,28 +399,10 @@ describe('OpenAI-compatible inference through the edge', () => {
   });
 
   it('the SDK works with an `at:` access token and with an org API key in defaultHeaders', async () => {
-    const at = await w.call(
-      'base',
-      'POST',
-      '/v2/user/accessTokens',
-      { bearer: owner.token },
-      {
-        name: 'sdk',
-        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
-      },
-    );
-    expect(at.body.token).toMatch(/^at:/);
-    const key = await w.call(
-      'base',
-      'POST',
-      '/v2/orgs/infer-e2e/apikeys',
-      { bearer: owner.token },
-      {
-        name: 'sdk-key',
-        permissions: ['models:read'],
-      },
-    );
-    for (const as of [{ bearer: at.body.token as string }, { apiKey: key.body.apiKey as string }]) {
+    const at = await accessToken(w, { bearer: owner.token }, 'sdk');
+    expect(at).toMatch(/^at:/);
+    const apiKey = await orgApiKey(w, { bearer: owner.token }, 'infer-e2e');
+    for (const as of [{ bearer: at }, { apiKey }]) {
       const answer = await w.client(as).chat.completions.create({
         model: 'mock/chat',
         messages: [{ role: 'user', content: 'credential check' }],

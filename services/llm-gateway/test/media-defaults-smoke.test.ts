@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '@platform/testkit';
 import { toFile } from 'openai';
-import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
+import { type GatewayWorld, gauge, minuteNow, modelEntry, startGatewayWorld } from './support';
 
 /** Debian's espeak-ng speaks a sentence to a real WAV; without it the audio tests skip loudly. */
 const ESPEAK = spawnSync('espeak-ng', ['--version']).status === 0;
@@ -26,29 +26,28 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
     // the tests' gateway file with image and audio models and the platform's defaults
     w = await startGatewayWorld({
       env: { LLM_GATEWAY_AUDIO_MAX_BYTES: String(AUDIO_MAX_BYTES) },
+      models: [
+        modelEntry(
+          'sim/image',
+          'image_generation',
+          { provider: 'sim', model: 'image-sim' },
+          { per_image: 0.04 },
+        ),
+        modelEntry(
+          'sim/whisper',
+          'audio_transcription',
+          { provider: 'sim', model: 'whisper-sim' },
+          { per_audio_minute: 0.006 },
+        ),
+        modelEntry(
+          'sim/tts',
+          'audio_speech',
+          { provider: 'sim', model: 'tts-sim' },
+          { per_million_characters: 15 },
+        ),
+      ],
       file: (base) => ({
         ...base,
-        models: [
-          ...base.models,
-          {
-            model_id: 'sim/image',
-            type: 'image_generation',
-            provider_config: { provider: 'sim', model: 'image-sim' },
-            pricing: { per_image: 0.04 },
-          },
-          {
-            model_id: 'sim/whisper',
-            type: 'audio_transcription',
-            provider_config: { provider: 'sim', model: 'whisper-sim' },
-            pricing: { per_audio_minute: 0.006 },
-          },
-          {
-            model_id: 'sim/tts',
-            type: 'audio_speech',
-            provider_config: { provider: 'sim', model: 'tts-sim' },
-            pricing: { per_million_characters: 15 },
-          },
-        ],
         defaults: {
           completions: 'sim/gpt',
           embeddings: 'sim/embed',

@@ -1,22 +1,7 @@
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
-import { type Principal, permissionTree } from '@platform/contracts';
-import {
-  loadConfig,
-  type PlatformService,
-  PRINCIPAL_HEADER,
-  sealPrincipal,
-  silentLogger,
-  systemClock,
-  USER_ID_HEADER,
-} from '@platform/kernel';
-import { createEmbeddedStore } from '@platform/store';
-import { tempDir } from '@platform/testkit';
 import request from 'supertest';
-import { llmGatewayConfigSchema } from '../src/config';
 import type { OrgGatewaySettings } from '../src/quota/org-settings';
-import { createLlmGatewayService } from '../src/service';
+import { fakeQuota, orgSettings, ownerHeaders, startGatewayService } from './gateway-instance';
 
 /**
  * A model restricted to some organizations (`org_slugs`) does not exist for the others, wherever their request
@@ -25,10 +10,6 @@ import { createLlmGatewayService } from '../src/service';
  * catalogue gets, so nothing tells another organization it exists.
  */
 describe("another organization's restricted model", () => {
-  const SECRET = 's'.repeat(40);
-  const QUOTA_URL = 'http://llm-quota.test';
-  let service: PlatformService;
-  let folder: { dir: string; remove(): void };
   const bus = createInProcessBus();
 
   const chat = (model: string) => ({
@@ -57,81 +38,23 @@ describe("another organization's restricted model", () => {
 
   /** each organization's settings as llm-quota answers them; a test sets its own */
   const settings = new Map<string, OrgGatewaySettings>();
-  const settingsOf = (
-    orgSlug: string,
-    change: Partial<Omit<OrgGatewaySettings, 'models'>> & {
-      models?: Partial<OrgGatewaySettings['models']>;
-    } = {},
-  ): OrgGatewaySettings => ({
-    orgSlug,
-    plan: { name: 'roomy', currency: 'USD' },
-    policy: 'hard_block',
-    limits: {},
-    per_user_defaults: {},
-    org_user_quotas: { overrides: {}, by_role: {} },
-    month: { start: '2026-01-01T00:00:00.000Z', tokens: 0, cost: 0 },
-    ...change,
-    models: { allowed: null, defaults: {}, downgrade: {}, ...change.models },
-  });
-  const fetchVia: typeof fetch = async (input) => {
-    const url = String(input instanceof Request ? input.url : input);
-    const slug = /\/internal\/orgs\/([^/]+)\//.exec(url)?.[1];
-    const found = slug ? settings.get(decodeURIComponent(slug)) : undefined;
-    return found ? Response.json(found) : Response.json({ error: 'NOT_FOUND' }, { status: 404 });
-  };
+  let gateway: Awaited<ReturnType<typeof startGatewayService>>;
 
   beforeAll(async () => {
-    folder = tempDir('gateway-restricted-');
-    const configFile = path.join(folder.dir, 'gateway.json');
-    writeFileSync(configFile, JSON.stringify(file));
-    service = await createLlmGatewayService({
-      config: loadConfig(llmGatewayConfigSchema, {
-        PLATFORM_INTERNAL_SECRET: SECRET,
-        LLM_QUOTA_URL: QUOTA_URL,
-        LLM_GATEWAY_CONFIG: configFile,
-        LLM_GATEWAY_SETTINGS_TTL_MS: '0',
-      }),
-      clock: systemClock,
-      logger: silentLogger(),
-      store: createEmbeddedStore(),
+    gateway = await startGatewayService({
+      file,
       bus,
-      fetch: fetchVia,
+      fetch: fakeQuota((slug) => settings.get(slug)),
+      env: { LLM_GATEWAY_SETTINGS_TTL_MS: '0' },
     });
-    await service.start();
   }, 30_000);
   afterAll(async () => {
-    await service?.stop();
+    await gateway?.stop();
     await bus.close();
-    folder?.remove();
   });
 
-  const principalOf = (slug: string): Principal => ({
-    credential: { kind: 'session', id: `sess-${slug}` },
-    session: {
-      id: `sess-${slug}`,
-      org: {
-        slug,
-        name: slug,
-        role: { slug: 'owner', permissions: ['models:read'], scopes: [] },
-        groups: [],
-        settings: {},
-        subscription: null,
-      },
-    },
-    user: { id: `user-${slug}`, email: `u@${slug}.test`, anonymous: false, role: null },
-    run: {
-      permissions: permissionTree(['models:read']),
-      scopes: [],
-      correlationId: 'c',
-      sourceWorkspaceId: null,
-    },
-  });
   const post = (org: string, route: string, body: Record<string, unknown>) =>
-    request(service.handler)
-      .post(route)
-      .set(PRINCIPAL_HEADER, sealPrincipal(principalOf(org), SECRET))
-      .set(USER_ID_HEADER, `user-${org}`)
-      .send(body);
+    request(gateway.service.handler).post(route).set(ownerHeaders(org)).send(body);
   const ask = (org: string, model?: string) =>
     post(org, '/v1/chat/completions', {
       ...(model === undefined ? {} : { model }),
@@ -146,8 +69,8 @@ describe("another organization's restricted model", () => {
   });
 
   it('asked for by name, it answers as a model that does not exist; its own organization is served', async () => {
-    settings.set('globex', settingsOf('globex'));
-    settings.set('acme', settingsOf('acme'));
+    settings.set('globex', orgSettings('globex'));
+    settings.set('acme', orgSettings('acme'));
     const restricted = await ask('globex', 'acme/private');
     expect(restricted.status).toBe(404);
     expect(seen(restricted, 'acme/private')).toEqual(seen(await ask('globex', 'no/such'), 'no/such'));
@@ -155,13 +78,9 @@ describe("another organization's restricted model", () => {
   });
 
   it('the model list names neither the other organizations a model is offered to nor a failover to it', async () => {
-    settings.set('globex', settingsOf('globex'));
-    settings.set('acme', settingsOf('acme'));
-    const list = (org: string) =>
-      request(service.handler)
-        .get('/v1/models')
-        .set(PRINCIPAL_HEADER, sealPrincipal(principalOf(org), SECRET))
-        .set(USER_ID_HEADER, `user-${org}`);
+    settings.set('globex', orgSettings('globex'));
+    settings.set('acme', orgSettings('acme'));
+    const list = (org: string) => request(gateway.service.handler).get('/v1/models').set(ownerHeaders(org));
     const theirs = await list('globex');
     expect(theirs.status).toBe(200);
     expect(theirs.body.data.map((m: { id: string }) => m.id)).toContain('open/resilient');
@@ -172,17 +91,17 @@ describe("another organization's restricted model", () => {
   });
 
   it("as the organization's default, it answers as a default that does not exist", async () => {
-    settings.set('globex', settingsOf('globex', { models: { defaults: { completions: 'acme/private' } } }));
+    settings.set('globex', orgSettings('globex', { models: { defaults: { completions: 'acme/private' } } }));
     const restricted = await ask('globex');
-    settings.set('globex', settingsOf('globex', { models: { defaults: { completions: 'no/such' } } }));
+    settings.set('globex', orgSettings('globex', { models: { defaults: { completions: 'no/such' } } }));
     const missing = await ask('globex');
     expect(restricted.status).toBe(404);
     expect(seen(restricted, 'acme/private')).toEqual(seen(missing, 'no/such'));
   });
 
   it("as the platform's default, it is no default for the others", async () => {
-    settings.set('globex', settingsOf('globex'));
-    settings.set('acme', settingsOf('acme'));
+    settings.set('globex', orgSettings('globex'));
+    settings.set('acme', orgSettings('acme'));
     const other = await post('globex', '/v1/embeddings', { input: 'hello' });
     expect(other.status).toBe(400);
     expect(other.body).toMatchObject({
@@ -197,7 +116,7 @@ describe("another organization's restricted model", () => {
 
   it('a governance downgrade (soft_downgrade) never lands on it', async () => {
     const governed = (to: string) =>
-      settingsOf('globex', {
+      orgSettings('globex', {
         policy: 'soft_downgrade',
         models: { allowed: ['open/cheap', to], downgrade: { 'open/chat': to } },
       });
@@ -211,7 +130,7 @@ describe("another organization's restricted model", () => {
 
   it('over the monthly budget, the downgrade map never lands on it: the budget answers as for an unknown model', async () => {
     const overBudget = (org: string, to: string) =>
-      settingsOf(org, {
+      orgSettings(org, {
         policy: 'soft_downgrade',
         limits: { 'llm.monthly_tokens': 100 },
         month: { start: '2026-01-01T00:00:00.000Z', tokens: 1_000, cost: 0 },

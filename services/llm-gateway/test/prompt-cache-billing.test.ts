@@ -1,7 +1,14 @@
-import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
 import type OpenAI from 'openai';
-import { type GatewayWorld, gatewayFile, gauge, INTERNAL_SECRET, startGatewayWorld } from './support';
+import {
+  type CompletionRecord,
+  type GatewayWorld,
+  gauge,
+  INTERNAL_SECRET,
+  modelEntry,
+  recordCompletions,
+  startGatewayWorld,
+} from './support';
 
 /**
  * A platform team using prompt caching is charged what its provider charges (decision 0107): through the edge with
@@ -11,60 +18,42 @@ import { type GatewayWorld, gatewayFile, gauge, INTERNAL_SECRET, startGatewayWor
  */
 describe('prompt-cache pricing through the edge', () => {
   let w: GatewayWorld;
-  const events: LlmCompletionEvent[] = [];
-  let unsubscribe = () => {};
+  let completions: CompletionRecord;
   let orgs = 0;
 
   beforeAll(async () => {
+    const claudePrices = {
+      input_per_million: 3,
+      output_per_million: 15,
+      cached_input_per_million: 0.3,
+      cache_write_per_million: 3.75,
+    };
+    const claude = { provider: 'claude', model: 'cache-claude' };
     w = await startGatewayWorld({
-      file: (base: ReturnType<typeof gatewayFile>) => ({
-        ...base,
-        models: [
-          ...base.models,
+      models: [
+        modelEntry(
+          'cache/gpt',
+          'completion',
+          { provider: 'sim', model: 'cache-gpt' },
           {
-            model_id: 'cache/gpt',
-            type: 'completion',
-            provider_config: { provider: 'sim', model: 'cache-gpt' },
-            pricing: {
-              input_per_million: 2,
-              output_per_million: 8,
-              cached_input_per_million: 0.5,
-              cache_write_per_million: 2.5,
-            },
+            input_per_million: 2,
+            output_per_million: 8,
+            cached_input_per_million: 0.5,
+            cache_write_per_million: 2.5,
           },
-          {
-            model_id: 'cache/claude',
-            type: 'completion',
-            provider_config: { provider: 'claude', model: 'cache-claude' },
-            pricing: {
-              input_per_million: 3,
-              output_per_million: 15,
-              cached_input_per_million: 0.3,
-              cache_write_per_million: 3.75,
-            },
-          },
-          {
-            model_id: 'cache/claude-1h',
-            type: 'completion',
-            provider_config: { provider: 'claude', model: 'cache-claude' },
-            pricing: {
-              input_per_million: 3,
-              output_per_million: 15,
-              cached_input_per_million: 0.3,
-              cache_write_per_million: 3.75,
-              // the catalogue's own price of a 1-hour write wins over the rule (twice the input price)
-              cache_write_1h_per_million: 6.6,
-            },
-          },
-        ],
-      }),
+        ),
+        modelEntry('cache/claude', 'completion', claude, claudePrices),
+        // the catalogue's own price of a 1-hour write wins over the rule (twice the input price)
+        modelEntry('cache/claude-1h', 'completion', claude, {
+          ...claudePrices,
+          cache_write_1h_per_million: 6.6,
+        }),
+      ],
     });
-    unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      events.push(e as LlmCompletionEvent);
-    });
+    completions = recordCompletions(w);
   }, 60_000);
   afterAll(async () => {
-    unsubscribe();
+    completions?.stop();
     await w?.stop();
   });
   afterEach(() => w.sim.reset());
@@ -95,10 +84,29 @@ describe('prompt-cache pricing through the edge', () => {
       if (chunk.usage) usage = chunk.usage as unknown as Record<string, unknown>;
     return { usage: usage!, requestId };
   };
-  const eventOf = (requestId: string) =>
-    waitFor(() => events.find((e) => e.requestId === requestId), { what: `the usage event of ${requestId}` });
 
   // OpenAI reports cache reads only; Anthropic reads and writes (its input_tokens is the rest of the prompt)
+  /** a prompt of 10,000 tokens: 6,000 read from the cache, 3,000 written to it; and 500 completion tokens */
+  const readAndWritten = {
+    prompt_tokens: 10_000,
+    completion_tokens: 500,
+    cached_tokens: 6_000,
+    cache_write_tokens: 3_000,
+  };
+  /** the cache's part of that prompt, as `prompt_tokens_details` and the usage event show it */
+  const readAndWrittenParts = { cached_tokens: 6_000, cache_write_tokens: 3_000 };
+  /** the same prompt with `oneHour` of its 3,000 written tokens written to the 1-hour cache */
+  const withHourWrites = (oneHour: number) => ({
+    usage: { ...readAndWritten, cache_write_1h_tokens: oneHour },
+    details: {
+      ...readAndWrittenParts,
+      cache_creation_token_details: {
+        ephemeral_5m_input_tokens: 3_000 - oneHour,
+        ephemeral_1h_input_tokens: oneHour,
+      },
+    },
+    event: readAndWrittenParts,
+  });
   const cases = [
     {
       provider: 'OpenAI',
@@ -114,14 +122,9 @@ describe('prompt-cache pricing through the edge', () => {
       provider: 'Anthropic',
       model: 'cache/claude',
       api: 'anthropic' as const,
-      usage: {
-        prompt_tokens: 10_000,
-        completion_tokens: 500,
-        cached_tokens: 6_000,
-        cache_write_tokens: 3_000,
-      },
-      details: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
-      event: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
+      usage: readAndWritten,
+      details: readAndWrittenParts,
+      event: readAndWrittenParts,
       // 1,000 × 3 + 6,000 × 0.3 + 3,000 × 3.75 + 500 × 15 micros (at the input price alone: 0.0375)
       cost: 0.02355,
     },
@@ -130,19 +133,7 @@ describe('prompt-cache pricing through the edge', () => {
       provider: 'Anthropic, 1-hour writes without their own price',
       model: 'cache/claude',
       api: 'anthropic' as const,
-      usage: {
-        prompt_tokens: 10_000,
-        completion_tokens: 500,
-        cached_tokens: 6_000,
-        cache_write_tokens: 3_000,
-        cache_write_1h_tokens: 2_000,
-      },
-      details: {
-        cached_tokens: 6_000,
-        cache_write_tokens: 3_000,
-        cache_creation_token_details: { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 },
-      },
-      event: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
+      ...withHourWrites(2_000),
       // 1,000 × 3 + 6,000 × 0.3 + 1,000 × 3.75 + 2,000 × (2 × 3) + 500 × 15 micros (all writes at 3.75: 0.02355)
       cost: 0.02805,
     },
@@ -150,19 +141,7 @@ describe('prompt-cache pricing through the edge', () => {
       provider: 'Anthropic, 1-hour writes at the catalogue price',
       model: 'cache/claude-1h',
       api: 'anthropic' as const,
-      usage: {
-        prompt_tokens: 10_000,
-        completion_tokens: 500,
-        cached_tokens: 6_000,
-        cache_write_tokens: 3_000,
-        cache_write_1h_tokens: 3_000,
-      },
-      details: {
-        cached_tokens: 6_000,
-        cache_write_tokens: 3_000,
-        cache_creation_token_details: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 3_000 },
-      },
-      event: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
+      ...withHourWrites(3_000),
       // 1,000 × 3 + 6,000 × 0.3 + 3,000 × 6.6 + 500 × 15 micros
       cost: 0.0321,
     },
@@ -171,19 +150,7 @@ describe('prompt-cache pricing through the edge', () => {
       provider: "OpenAI-protocol, 1-hour writes reported in LiteLLM's shape",
       model: 'cache/gpt',
       api: 'openai' as const,
-      usage: {
-        prompt_tokens: 10_000,
-        completion_tokens: 500,
-        cached_tokens: 6_000,
-        cache_write_tokens: 3_000,
-        cache_write_1h_tokens: 2_000,
-      },
-      details: {
-        cached_tokens: 6_000,
-        cache_write_tokens: 3_000,
-        cache_creation_token_details: { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 },
-      },
-      event: { cached_tokens: 6_000, cache_write_tokens: 3_000 },
+      ...withHourWrites(2_000),
       // 1,000 × 2 + 6,000 × 0.5 + 1,000 × 2.5 + 2,000 × (2 × 2) + 500 × 8 micros
       cost: 0.0195,
     },
@@ -212,7 +179,7 @@ describe('prompt-cache pricing through the edge', () => {
         if (c.api === 'openai') expect(usage.completion_tokens_details).toEqual({ reasoning_tokens: 100 });
         expect(usage.cost).toBeCloseTo(c.cost, 12);
 
-        const event = await eventOf(requestId);
+        const event = await completions.of(requestId);
         expect(event.usage).toEqual({
           prompt_tokens: c.usage.prompt_tokens,
           completion_tokens: c.usage.completion_tokens,
@@ -237,12 +204,17 @@ describe('prompt-cache pricing through the edge', () => {
         headers: { 'content-type': 'application/json', 'x-platform-internal-secret': INTERNAL_SECRET },
         body: JSON.stringify(body),
       });
-    const entry = (pricing: Record<string, unknown>) => ({
-      model_id: 'api/claude',
-      type: 'completion',
-      provider_config: { provider: 'claude', model: 'api-claude' },
-      pricing: { input_per_million: 3, output_per_million: 15, ...pricing },
-    });
+    const entry = (pricing: Record<string, number>) =>
+      modelEntry(
+        'api/claude',
+        'completion',
+        { provider: 'claude', model: 'api-claude' },
+        {
+          input_per_million: 3,
+          output_per_million: 15,
+          ...pricing,
+        },
+      );
     const bad = await write('POST', '/v1/models', entry({ cached_input_per_million: -0.3 }));
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await bad.json())).toContain('pricing.cached_input_per_million');

@@ -1,9 +1,15 @@
 import Anthropic, { BadRequestError } from '@anthropic-ai/sdk';
 import type { MessageParam, TextBlockParam } from '@anthropic-ai/sdk/resources/messages';
-import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { anthropicInputTokens, waitFor } from '@platform/testkit';
 import OpenAI from 'openai';
-import { type GatewayWorld, type gatewayFile, gauge, startGatewayWorld } from './support';
+import {
+  type CompletionRecord,
+  type GatewayWorld,
+  gauge,
+  modelEntry,
+  recordCompletions,
+  startGatewayWorld,
+} from './support';
 
 type Json = Record<string, unknown>;
 const ephemeral = { type: 'ephemeral' as const };
@@ -22,42 +28,39 @@ const HANDBOOK = Array.from({ length: 300 }, (_, i) => `rule${i} of the handbook
 describe('prompt-cache breakpoints through the edge', () => {
   let w: GatewayWorld;
   let token: string;
-  const events: LlmCompletionEvent[] = [];
-  let unsubscribe = () => {};
+  let completions: CompletionRecord;
 
   beforeAll(async () => {
     w = await startGatewayWorld({
-      file: (base: ReturnType<typeof gatewayFile>) => ({
-        ...base,
-        models: [
-          ...base.models,
+      models: [
+        modelEntry(
+          'cache/claude',
+          'completion',
+          { provider: 'claude', model: 'cache-claude' },
           {
-            model_id: 'cache/claude',
-            type: 'completion',
-            provider_config: { provider: 'claude', model: 'cache-claude' },
-            pricing: {
-              input_per_million: CLAUDE.input,
-              output_per_million: CLAUDE.output,
-              cached_input_per_million: CLAUDE.read,
-              cache_write_per_million: CLAUDE.write,
-            },
+            input_per_million: CLAUDE.input,
+            output_per_million: CLAUDE.output,
+            cached_input_per_million: CLAUDE.read,
+            cache_write_per_million: CLAUDE.write,
           },
+        ),
+        modelEntry(
+          'cache/gpt',
+          'completion',
+          { provider: 'sim', model: 'cache-gpt' },
           {
-            model_id: 'cache/gpt',
-            type: 'completion',
-            provider_config: { provider: 'sim', model: 'cache-gpt' },
-            pricing: { input_per_million: 2, output_per_million: 8, cached_input_per_million: 0.5 },
+            input_per_million: 2,
+            output_per_million: 8,
+            cached_input_per_million: 0.5,
           },
-        ],
-      }),
+        ),
+      ],
     });
     ({ token } = (await w.org('cache-breakpoints')).owner);
-    unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      events.push(e as LlmCompletionEvent);
-    });
+    completions = recordCompletions(w);
   }, 60_000);
   afterAll(async () => {
-    unsubscribe();
+    completions?.stop();
     await w?.stop();
   });
   afterEach(() => w.sim.reset());
@@ -135,7 +138,7 @@ describe('prompt-cache breakpoints through the edge', () => {
 
     // the usage event (what the month's cost budget counts) prices the cache reads at their rate
     const event = await waitFor(
-      () => events.find((e) => e.usage.cached_tokens === usage2.cache_read_input_tokens),
+      () => completions.events.find((e) => e.usage.cached_tokens === usage2.cache_read_input_tokens),
       { what: 'the second turn’s usage event' },
     );
     expect(event.usage.cache_write_tokens).toBe(usage2.cache_creation_input_tokens);
@@ -192,7 +195,7 @@ describe('prompt-cache breakpoints through the edge', () => {
     ).toBeLessThanOrEqual(1e-6);
 
     // the usage event and the month's cost budget count that cost
-    const event = await waitFor(() => events.find((e) => e.orgSlug === 'cache-hour'), {
+    const event = await waitFor(() => completions.events.find((e) => e.orgSlug === 'cache-hour'), {
       what: 'the usage event of the 1-hour write',
     });
     expect(event.usage.cache_write_tokens).toBe(usage.cache_creation_input_tokens);

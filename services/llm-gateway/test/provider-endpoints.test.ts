@@ -1,24 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
-import { type Principal, permissionTree } from '@platform/contracts';
-import {
-  createLogger,
-  loadConfig,
-  type PlatformService,
-  PRINCIPAL_HEADER,
-  sealPrincipal,
-  systemClock,
-  USER_ID_HEADER,
-} from '@platform/kernel';
+import { createLogger, loadConfig } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
 import { type ProviderSimulator, startProviderSimulator, tempDir } from '@platform/testkit';
 import request from 'supertest';
 import { catalogueCollections, type ModelDoc } from '../src/catalogue/catalogue-store';
 import { llmGatewayConfigSchema } from '../src/config';
 import { BUILT_IN_GATEWAY_FILE, GatewayFileSchema, readGatewayFile } from '../src/gateway-file';
-import type { OrgGatewaySettings } from '../src/quota/org-settings';
-import { createLlmGatewayService } from '../src/service';
+import { fakeQuota, orgSettings, ownerHeaders, QUOTA_URL, startGatewayService } from './gateway-instance';
+import { INTERNAL_SECRET } from './support';
 
 /**
  * A model's deployments must be on providers that have the endpoint the model needs (decision 0105): an image,
@@ -26,8 +17,6 @@ import { createLlmGatewayService } from '../src/service';
  * gateway file and by the catalogue API, a provider cannot change into a type its models cannot use, and an
  * entry stored before this check loses the deployments that could never serve it, so a failover never lands there.
  */
-const SECRET = 's'.repeat(40);
-const QUOTA_URL = 'http://llm-quota.test';
 const providers = [
   { name: 'sim', type: 'openai', baseUrl: 'http://sim.test/v1', apiKey: 'sk-sim' },
   { name: 'sim-b', type: 'openai', baseUrl: 'http://sim.test/v1', apiKey: 'sk-sim-b' },
@@ -86,7 +75,7 @@ describe('the gateway file (LLM_GATEWAY_CONFIG)', () => {
     expect(() => readGatewayFile(file)).toThrow(why);
     expect(() =>
       loadConfig(llmGatewayConfigSchema, {
-        PLATFORM_INTERNAL_SECRET: SECRET,
+        PLATFORM_INTERNAL_SECRET: INTERNAL_SECRET,
         LLM_QUOTA_URL: QUOTA_URL,
         LLM_GATEWAY_CONFIG: file,
       }),
@@ -131,8 +120,7 @@ describe('the gateway file (LLM_GATEWAY_CONFIG)', () => {
 
 describe('the catalogue API and the stored catalogue', () => {
   let sim: ProviderSimulator;
-  let service: PlatformService;
-  let folder: { dir: string; remove(): void };
+  let gateway: Awaited<ReturnType<typeof startGatewayService>>;
   const bus = createInProcessBus();
   const logged: Array<Record<string, unknown>> = [];
 
@@ -177,93 +165,46 @@ describe('the catalogue API and the stored catalogue', () => {
     { _id: 'emb/old-claude', type: 'embeddings', deployments: [on('claude', 'claude-emb-2')] },
   ];
 
-  const settings: OrgGatewaySettings = {
-    orgSlug: 'acme',
-    plan: { name: 'roomy', currency: 'USD' },
-    policy: 'hard_block',
-    limits: {},
-    per_user_defaults: {},
-    org_user_quotas: { overrides: {}, by_role: {} },
-    models: { allowed: null, defaults: {}, downgrade: {} },
-    month: { start: '2026-01-01T00:00:00.000Z', tokens: 0, cost: 0 },
-  };
-  const principal: Principal = {
-    credential: { kind: 'session', id: 'sess-1' },
-    session: {
-      id: 'sess-1',
-      org: {
-        slug: 'acme',
-        name: 'Acme',
-        role: { slug: 'owner', permissions: ['models:read'], scopes: [] },
-        groups: [],
-        settings: {},
-        subscription: null,
-      },
-    },
-    user: { id: 'user-1', email: 'u@acme.test', anonymous: false, role: null },
-    run: {
-      permissions: permissionTree(['models:read']),
-      scopes: [],
-      correlationId: 'c',
-      sourceWorkspaceId: null,
-    },
-  };
-  const fetchVia: typeof fetch = async (input, init) => {
-    const url = String(input instanceof Request ? input.url : input);
-    if (url.startsWith(QUOTA_URL)) return Response.json(settings);
-    return fetch(input, init);
-  };
-
   beforeAll(async () => {
     sim = await startProviderSimulator({ port: 0 });
-    const gateway = file();
-    for (const p of gateway.providers)
+    const gatewayFile = file();
+    for (const p of gatewayFile.providers)
       if (p.type === 'anthropic') p.baseUrl = sim.anthropicBaseUrl;
       else if (p.type === 'openai') p.baseUrl = 'azure' in p ? sim.url : sim.openaiBaseUrl;
-    folder = tempDir('gateway-endpoints-api-');
-    const configFile = path.join(folder.dir, 'gateway.json');
-    writeFileSync(configFile, JSON.stringify(gateway));
     const store = createEmbeddedStore();
     const { models } = catalogueCollections(store);
     for (const { _id, ...entry } of stored)
       await models.insertOne({ _id, ...entry, ...priced, source: 'api', updatedAt: new Date() } as ModelDoc);
-    service = await createLlmGatewayService({
-      config: loadConfig(llmGatewayConfigSchema, {
-        PLATFORM_INTERNAL_SECRET: SECRET,
-        LLM_QUOTA_URL: QUOTA_URL,
-        LLM_GATEWAY_CONFIG: configFile,
-        LLM_GATEWAY_RETRY_BASE_MS: '1',
-      }),
-      clock: systemClock,
+    gateway = await startGatewayService({
+      file: gatewayFile,
+      store,
+      bus,
+      // llm-quota's answer for the organization; every other address is a provider's
+      fetch: fakeQuota(() => orgSettings('acme')),
+      env: { LLM_GATEWAY_RETRY_BASE_MS: '1' },
       logger: createLogger({
         name: 'llm-gateway',
         level: 'error',
         destination: { write: (line: string) => logged.push(JSON.parse(line)) },
       }),
-      store,
-      bus,
-      fetch: fetchVia,
     });
-    await service.start();
   }, 30_000);
   afterAll(async () => {
-    await service?.stop();
+    await gateway?.stop();
     await bus.close();
     await sim?.close();
-    folder?.remove();
   });
   beforeEach(() => sim.reset());
 
   const operator = (method: 'post' | 'put' | 'patch' | 'get', route: string, body?: unknown) =>
-    request(service.handler)
+    request(gateway.service.handler)
       [method](route)
-      .set('x-platform-internal-secret', SECRET)
+      .set('x-platform-internal-secret', INTERNAL_SECRET)
       .send(body as object);
   const embed = (model: string) =>
-    request(service.handler)
+    request(gateway.service.handler)
       .post('/v1/embeddings')
-      .set(PRINCIPAL_HEADER, sealPrincipal(principal, SECRET))
-      .set(USER_ID_HEADER, 'user-1')
+      .set(ownerHeaders('acme'))
       .send({ model, input: 'hello' });
   const received = (model: string) => sim.requests().filter((r) => r.model === model).length;
 

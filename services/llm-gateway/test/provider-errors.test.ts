@@ -1,7 +1,11 @@
-import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
-import { waitFor } from '@platform/testkit';
 import { APIError } from 'openai';
-import { type GatewayWorld, leaveStreamAfterFirstChunk, type Reply, startGatewayWorld } from './support';
+import {
+  type GatewayWorld,
+  leaveStreamAfterFirstChunk,
+  type Reply,
+  recordCompletions,
+  startGatewayWorld,
+} from './support';
 
 /** Provider failures as callers meet them: retried, failed over, or answered in the envelope. */
 describe('provider errors, retries, failover and cancellation', () => {
@@ -169,10 +173,7 @@ describe('provider errors, retries, failover and cancellation', () => {
   });
 
   it('a client that disconnects cancels the provider call, and the event counts what was consumed', async () => {
-    const events: LlmCompletionEvent[] = [];
-    const unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      events.push(e as LlmCompletionEvent);
-    });
+    const completions = recordCompletions(w);
     try {
       await leaveStreamAfterFirstChunk(w, {
         path: '/v1/chat/completions',
@@ -180,23 +181,18 @@ describe('provider errors, retries, failover and cancellation', () => {
         requestId: 'cancel-me',
         body: { model: 'sim/gpt', stream: true, messages: [{ role: 'user', content: 'a long one' }] },
       });
-      const event = await waitFor(() => events.find((e) => e.requestId === 'cancel-me'), {
-        what: 'the usage event of the cancelled stream',
-      });
+      const event = await completions.of('cancel-me');
       expect(event.outcome).toBe('client_cancelled');
       expect(event.usageSource).toBe('tokenizer');
       // far fewer than the 100 words the provider would have streamed
       expect(event.usage.completion_tokens).toBeLessThan(60);
     } finally {
-      unsubscribe();
+      completions.stop();
     }
   });
 
   it('a client that leaves after the last chunk is charged what the provider reports, hidden reasoning included', async () => {
-    const events: LlmCompletionEvent[] = [];
-    const unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      events.push(e as LlmCompletionEvent);
-    });
+    const completions = recordCompletions(w);
     try {
       // the usage report comes 300 ms after the finish_reason chunk, and counts 500 tokens of reasoning
       w.sim.script([
@@ -237,16 +233,14 @@ describe('provider errors, retries, failover and cancellation', () => {
         seen += decoder.decode(value, { stream: true });
       }
       controller.abort();
-      const event = await waitFor(() => events.find((e) => e.requestId === 'leave-at-the-end'), {
-        what: 'the usage event of the stream its client left at the end',
-      });
+      const event = await completions.of('leave-at-the-end');
       expect({ outcome: event.outcome, source: event.usageSource, usage: event.usage }).toMatchObject({
         outcome: 'client_cancelled',
         source: 'provider',
         usage: { prompt_tokens: 12, completion_tokens: 501 },
       });
     } finally {
-      unsubscribe();
+      completions.stop();
     }
   });
 });

@@ -1,9 +1,9 @@
-import { Subjects } from '@platform/contracts';
-import { waitFor } from '@platform/testkit';
 import { APIError } from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { WEATHER } from './responses-fixtures';
 import {
+  announceOrgDeleted,
+  announceUserDeleted,
   aroundOwner,
   type Caller,
   DAY_MS,
@@ -11,8 +11,10 @@ import {
   failure,
   orgKey as keyOf,
   sentMessages as sentTo,
+  storedInput,
+  untilGone,
 } from './stored-fixtures';
-import { type GatewayWorld, startGatewayWorld } from './support';
+import { clockAhead, type GatewayWorld, startGatewayWorld } from './support';
 
 /**
  * Stored responses as a user of the official `openai` SDK meets them through the edge (decision 0108): a chain of
@@ -23,19 +25,19 @@ import { type GatewayWorld, startGatewayWorld } from './support';
 describe('stored responses through the edge', () => {
   let w: GatewayWorld;
   let owner: { userId: string; token: string };
-  /** the platform's clock runs this far ahead of the system's */
-  let ahead = 0;
+  /** the platform's clock: a test moves it days ahead, and it is back at the system's after each */
+  const time = clockAhead();
 
   beforeAll(async () => {
     w = await startGatewayWorld({
-      clock: { now: () => new Date(Date.now() + ahead) },
+      clock: time.clock,
       env: { LLM_GATEWAY_RESPONSES_MAX_CHAIN: '4' },
     });
     ({ owner } = await w.org('stored-responses'));
   });
   afterAll(() => w?.stop());
   afterEach(() => {
-    ahead = 0;
+    time.ahead = 0;
     w.sim.reset();
   });
 
@@ -166,20 +168,8 @@ describe('stored responses through the edge', () => {
     for await (const item of client.responses.inputItems.list(made.id, { order: 'asc', limit: 1 }))
       asc.push(item);
     expect(asc).toEqual([
-      {
-        id: expect.stringMatching(/^msg_/),
-        type: 'message',
-        role: 'developer',
-        content: [{ type: 'input_text', text: 'Use metric units' }],
-        status: 'completed',
-      },
-      {
-        id: expect.stringMatching(/^msg_/),
-        type: 'message',
-        role: 'user',
-        content: [{ type: 'input_text', text: 'Weather here?' }],
-        status: 'completed',
-      },
+      storedInput('developer', 'Use metric units'),
+      storedInput('user', 'Weather here?'),
       {
         id: expect.stringMatching(/^msg_/),
         type: 'message',
@@ -187,13 +177,7 @@ describe('stored responses through the edge', () => {
         content: [{ type: 'output_text', text: 'Where are you?', annotations: [], logprobs: [] }],
         status: 'completed',
       },
-      {
-        id: expect.stringMatching(/^msg_/),
-        type: 'message',
-        role: 'user',
-        content: [{ type: 'input_text', text: 'Oslo' }],
-        status: 'completed',
-      },
+      storedInput('user', 'Oslo'),
     ]);
     // OpenAI's default order is the last item first
     const page = await w.call('gateway', 'GET', `/v1/responses/${made.id}/input_items?limit=3`, {
@@ -329,14 +313,14 @@ describe('stored responses through the edge', () => {
     const client = w.client({ apiKey: key });
     const old = await client.responses.create({ model: 'mock/chat', input: 'old' });
     const first = await client.responses.create({ model: 'mock/chat', input: 'one' });
-    ahead = 20 * DAY_MS;
+    time.ahead = 20 * DAY_MS;
     // a turn 20 days later gives the chain's earlier responses its own 30 days
     const second = await client.responses.create({
       model: 'mock/chat',
       input: 'two',
       previous_response_id: first.id,
     });
-    ahead = 31 * DAY_MS;
+    time.ahead = 31 * DAY_MS;
     await expectNotFound(client.responses.retrieve(old.id));
     expect((await client.responses.retrieve(first.id)).id).toBe(first.id);
     const third = await client.responses.create({
@@ -346,9 +330,9 @@ describe('stored responses through the edge', () => {
     });
     expect(third.status).toBe('completed');
     // the last turn goes 30 days after it; its earlier ones stay at most half a retention longer
-    ahead = 62 * DAY_MS;
+    time.ahead = 62 * DAY_MS;
     await expectNotFound(client.responses.retrieve(third.id));
-    ahead = 77 * DAY_MS;
+    time.ahead = 77 * DAY_MS;
     for (const id of [first.id, second.id]) await expectNotFound(client.responses.retrieve(id));
   });
 
@@ -356,14 +340,14 @@ describe('stored responses through the edge', () => {
     const client = w.client({ apiKey: await orgKey({ bearer: owner.token }, 'stored-responses') });
     const first = await client.responses.create({ model: 'mock/chat', input: 'one' });
     // 14 days later: less than half the retention, the first turn is 16 days from its removal
-    ahead = 14 * DAY_MS;
+    time.ahead = 14 * DAY_MS;
     const second = await client.responses.create({
       model: 'mock/chat',
       input: 'two',
       previous_response_id: first.id,
     });
     // day 31: the first turn's own 30 days are over, the chain's last turn has 13 left
-    ahead = 31 * DAY_MS;
+    time.ahead = 31 * DAY_MS;
     const third = await client.responses.create({
       model: 'mock/chat',
       input: 'three',
@@ -380,36 +364,16 @@ describe('stored responses through the edge', () => {
     const gone = await w
       .client({ bearer: doomed.token })
       .responses.create({ model: 'mock/chat', input: 'gone' });
-    // the event auth publishes when an organization is deleted (the organization itself stays, to be asked)
-    await w.p.bus.publish(Subjects.orgDeleted, {
-      version: 1,
-      orgId: 'org-id',
-      orgSlug: 'stored-responses-doomed',
-      at: new Date().toISOString(),
-    });
-    await waitFor(
-      async () =>
-        (await w.call('gateway', 'GET', `/v1/responses/${gone.id}`, { bearer: doomed.token })).status === 404,
-      { what: "the deleted organization's response removed" },
-    );
+    await announceOrgDeleted(w, 'stored-responses-doomed');
+    await untilGone(w, `/v1/responses/${gone.id}`, { bearer: doomed.token });
     expect((await w.client({ bearer: owner.token }).responses.retrieve(kept.id)).id).toBe(kept.id);
 
     const { owner: leaving } = await w.org('stored-responses-leaving');
     const theirs = await w
       .client({ bearer: leaving.token })
       .responses.create({ model: 'mock/chat', input: 'mine' });
-    await w.p.bus.publish(Subjects.credentialRevoked, {
-      version: 1,
-      kind: 'user',
-      id: leaving.userId,
-      at: new Date().toISOString(),
-    });
-    await waitFor(
-      async () =>
-        (await w.call('gateway', 'GET', `/v1/responses/${theirs.id}`, { bearer: leaving.token })).status ===
-        404,
-      { what: "the deleted user's response removed" },
-    );
+    await announceUserDeleted(w, leaving.userId);
+    await untilGone(w, `/v1/responses/${theirs.id}`, { bearer: leaving.token });
     expect((await w.client({ bearer: owner.token }).responses.retrieve(kept.id)).id).toBe(kept.id);
   });
 

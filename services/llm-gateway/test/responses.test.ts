@@ -1,31 +1,22 @@
-import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { waitFor } from '@platform/testkit';
 import { APIError } from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import type { ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { z } from 'zod';
-import { WEATHER } from './responses-fixtures';
+import { PARIS_WEATHER_ROUND_TRIP, WEATHER } from './responses-fixtures';
 import {
+  accessToken,
   type GatewayWorld,
   gauge,
   leaveStreamAfterFirstChunk,
   minuteNow,
+  orgApiKey,
+  recordCompletions,
+  sseEvents,
   startGatewayWorld,
 } from './support';
 
 type Caller = { bearer: string } | { apiKey: string };
-
-/** the named events of a raw Responses stream, in order */
-function events(body: string): Array<{ event: string; data: Record<string, unknown> }> {
-  return body
-    .split('\n\n')
-    .filter(Boolean)
-    .map((frame) => {
-      const event = /^event: (.*)$/m.exec(frame)?.[1] ?? '';
-      const data = /^data: (.*)$/m.exec(frame)?.[1] ?? 'null';
-      return { event, data: JSON.parse(data) };
-    });
-}
 
 /**
  * OpenAI's Responses API as a user of the official `openai` SDK meets it through the edge: `responses.create`,
@@ -202,21 +193,7 @@ describe('the Responses API through the edge', () => {
     }
     // what the OpenAI-protocol provider was sent on the second turn: chat's own tool round trip
     const turns = w.sim.requests().filter((r) => r.api === 'openai');
-    expect((turns.at(-1)!.body as { messages: unknown[] }).messages).toEqual([
-      { role: 'user', content: 'What is the weather in Paris? Use the tool.' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
-          {
-            id: expect.stringMatching(/^call_sim/),
-            type: 'function',
-            function: { name: 'get_weather', arguments: expect.any(String) },
-          },
-        ],
-      },
-      { role: 'tool', tool_call_id: expect.stringMatching(/^call_sim/), content: 'Sunny, 21 C' },
-    ]);
+    expect((turns.at(-1)!.body as { messages: unknown[] }).messages).toEqual(PARIS_WEATHER_ROUND_TRIP);
     expect((turns.at(-1)!.body as { tools: unknown }).tools).toEqual([
       {
         type: 'function',
@@ -296,7 +273,7 @@ describe('the Responses API through the edge', () => {
     });
     expect(plain.output[0]).toMatchObject({ type: 'message', status: 'incomplete' });
     const raw = await post({ bearer: owner.token }, { ...ask, stream: true });
-    const last = events(raw.body as string).at(-1)!;
+    const last = sseEvents(raw.body as string).at(-1)!;
     expect(last.event).toBe('response.incomplete');
     expect(last.data.response).toMatchObject({
       status: 'incomplete',
@@ -344,7 +321,7 @@ describe('the Responses API through the edge', () => {
     const as = { bearer: budgeted.token };
     const sentIn = minuteNow();
     const raw = await post(as, { model: 'sim/gpt', input: 'long answer', stream: true });
-    const seen = events(raw.body as string);
+    const seen = sseEvents(raw.body as string);
     const [failed, error] = seen.slice(-2);
     expect(failed!.event).toBe('response.failed');
     expect(failed!.data.response).toMatchObject({
@@ -471,7 +448,7 @@ describe('the Responses API through the edge', () => {
     ]);
     const raw = await post(as, { model: 'sim/gpt', input: 'a stream that breaks', stream: true });
     expect(raw.status).toBe(200);
-    const [failed, error] = events(raw.body as string).slice(-2);
+    const [failed, error] = sseEvents(raw.body as string).slice(-2);
     expect(failed!.data.response).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
     expect(error!.data).toMatchObject({
       type: 'error',
@@ -507,16 +484,13 @@ describe('the Responses API through the edge', () => {
     w.sim.script([{ match: { model: 'flaky-sim' }, hang: true }]);
     const failedOver = await post(mine, { model: 'sim/flaky', input: 'hi', stream: true });
     expect(failedOver.status).toBe(200);
-    expect(events(failedOver.body as string).at(-1)).toMatchObject({
+    expect(sseEvents(failedOver.body as string).at(-1)).toMatchObject({
       event: 'response.completed',
       data: { response: { model: 'sim/cheap', status: 'completed' } },
     });
 
     // a client that leaves cancels the provider call; the one event counts what was consumed
-    const accounted: LlmCompletionEvent[] = [];
-    const unsubscribe = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
-      accounted.push(e as LlmCompletionEvent);
-    });
+    const accounted = recordCompletions(w);
     try {
       await leaveStreamAfterFirstChunk(w, {
         path: '/v1/responses',
@@ -524,9 +498,7 @@ describe('the Responses API through the edge', () => {
         requestId: 'cancel-this-response',
         body: { model: 'sim/gpt', input: 'a long one', stream: true },
       });
-      const event = await waitFor(() => accounted.find((e) => e.requestId === 'cancel-this-response'), {
-        what: 'the usage event of the cancelled response',
-      });
+      const event = await accounted.of('cancel-this-response');
       expect(event).toMatchObject({
         outcome: 'client_cancelled',
         endpoint: 'responses',
@@ -536,28 +508,16 @@ describe('the Responses API through the edge', () => {
       await waitFor(() => w.sim.requests().find((r) => r.model === 'gpt-sim' && r.clientClosed), {
         what: 'the provider call to be cancelled',
       });
-      expect(accounted.filter((e) => e.requestId === 'cancel-this-response')).toHaveLength(1);
+      expect(accounted.events.filter((e) => e.requestId === 'cancel-this-response')).toHaveLength(1);
     } finally {
-      unsubscribe();
+      accounted.stop();
     }
   });
 
   it('works with an `at:` access token and an org API key, and says when soft_downgrade chose another model', async () => {
-    const at = await w.call(
-      'base',
-      'POST',
-      '/v2/user/accessTokens',
-      { bearer: owner.token },
-      { name: 'responses', expiresAt: new Date(Date.now() + 86_400_000).toISOString() },
-    );
-    const key = await w.call(
-      'base',
-      'POST',
-      '/v2/orgs/responses-e2e/apikeys',
-      { bearer: owner.token },
-      { name: 'responses-key', permissions: ['models:read'] },
-    );
-    for (const as of [{ bearer: at.body.token as string }, { apiKey: key.body.apiKey as string }]) {
+    const at = await accessToken(w, { bearer: owner.token }, 'responses');
+    const apiKey = await orgApiKey(w, { bearer: owner.token }, 'responses-e2e');
+    for (const as of [{ bearer: at }, { apiKey }]) {
       const answer = await w.client(as).responses.create({ model: 'mock/chat', input: 'credential check' });
       expect(answer.output_text.length).toBeGreaterThan(0);
     }
@@ -574,6 +534,6 @@ describe('the Responses API through the edge', () => {
     expect(plain.headers.get('x-platform-model-downgraded')).toBe('sim/gpt -> sim/cheap');
     const streamed = await post(as, { model: 'sim/gpt', input: 'hi', stream: true });
     expect(streamed.headers.get('x-platform-model-downgraded')).toBe('sim/gpt -> sim/cheap');
-    expect(events(streamed.body as string).at(-1)!.data.response).toMatchObject({ model: 'sim/cheap' });
+    expect(sseEvents(streamed.body as string).at(-1)!.data.response).toMatchObject({ model: 'sim/cheap' });
   });
 });

@@ -8,7 +8,7 @@ import {
 import { APIError, APIUserAbortError, toFile } from 'openai';
 import { mockEmbedding } from '../src/providers/mock/mock-model';
 import { silentWav } from '../src/routes/wav-fixture';
-import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
+import { type GatewayWorld, gauge, minuteNow, modelEntry, startGatewayWorld } from './support';
 
 type Usage = Record<string, number>;
 
@@ -21,42 +21,41 @@ describe('the openai SDK on embeddings, rerank, images and transcriptions', () =
   let w: GatewayWorld;
   beforeAll(async () => {
     w = await startGatewayWorld({
-      file: (base) => ({
-        ...base,
-        models: [
-          ...base.models,
+      models: [
+        modelEntry(
+          'sim/image',
+          'image_generation',
+          { provider: 'sim', model: 'image-sim' },
+          { per_image: 0.04 },
+        ),
+        modelEntry(
+          'sim/whisper',
+          'audio_transcription',
+          { provider: 'sim', model: 'whisper-sim' },
+          { per_audio_minute: 0.006 },
+        ),
+        modelEntry(
+          'mock/embeddings',
+          'embeddings',
+          { provider: 'mock', model: 'mock-embeddings' },
           {
-            model_id: 'sim/image',
-            type: 'image_generation',
-            provider_config: { provider: 'sim', model: 'image-sim' },
-            pricing: { per_image: 0.04 },
+            input_per_million: 0.5,
+            output_per_million: 0,
           },
-          {
-            model_id: 'sim/whisper',
-            type: 'audio_transcription',
-            provider_config: { provider: 'sim', model: 'whisper-sim' },
-            pricing: { per_audio_minute: 0.006 },
-          },
-          {
-            model_id: 'mock/embeddings',
-            type: 'embeddings',
-            provider_config: { provider: 'mock', model: 'mock-embeddings' },
-            pricing: { input_per_million: 0.5, output_per_million: 0 },
-          },
-          {
-            model_id: 'mock/images',
-            type: 'image_generation',
-            provider_config: { provider: 'mock', model: 'mock-images' },
-            pricing: { per_image: 0.01 },
-          },
-          {
-            model_id: 'mock/transcriptions',
-            type: 'audio_transcription',
-            provider_config: { provider: 'mock', model: 'mock-transcriptions' },
-            pricing: { per_audio_minute: 0.006 },
-          },
-        ],
-      }),
+        ),
+        modelEntry(
+          'mock/images',
+          'image_generation',
+          { provider: 'mock', model: 'mock-images' },
+          { per_image: 0.01 },
+        ),
+        modelEntry(
+          'mock/transcriptions',
+          'audio_transcription',
+          { provider: 'mock', model: 'mock-transcriptions' },
+          { per_audio_minute: 0.006 },
+        ),
+      ],
     });
   });
   afterEach(() => w.sim.script([]));

@@ -1,9 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import type { Clock } from '@platform/kernel';
 import { type ProviderSimulator, startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
 import OpenAI from 'openai';
 import { startTestPlatform, type TestPlatform } from '../../../test/harness';
+import type { MODEL_TYPES } from '../src/catalogue/model-entry';
 
 export interface Reply {
   status: number;
@@ -135,6 +137,15 @@ export function gatewayFile(sim: ProviderSimulator) {
   };
 }
 
+/** An entry of the gateway file: `model_id`, a model of `type` served as `model` by the provider named `provider`. */
+export const modelEntry = (
+  model_id: string,
+  type: (typeof MODEL_TYPES)[number],
+  served: { provider: string; model: string },
+  pricing: Record<string, number>,
+  more: Record<string, unknown> = {},
+) => ({ model_id, type, provider_config: served, pricing, ...more });
+
 export interface GatewayWorld {
   p: TestPlatform;
   sim: ProviderSimulator;
@@ -170,7 +181,9 @@ export async function startGatewayWorld(
   options: {
     natsUrl?: string;
     env?: Record<string, string>;
-    /** changes the tests' gateway file (more models, platform defaults) */
+    /** models added to the tests' gateway file */
+    models?: unknown[];
+    /** changes the tests' gateway file (other providers, platform defaults), after `models` are added */
     file?: (base: ReturnType<typeof gatewayFile>) => unknown;
     /** the platform's clock (default: the system's) */
     clock?: Clock;
@@ -179,7 +192,9 @@ export async function startGatewayWorld(
   const sim = await startProviderSimulator({ port: 0 });
   const dir = tempDir('gateway-file-');
   const file = path.join(dir.dir, 'gateway.json');
-  writeFileSync(file, JSON.stringify(options.file ? options.file(gatewayFile(sim)) : gatewayFile(sim)));
+  const base = gatewayFile(sim);
+  base.models.push(...((options.models ?? []) as typeof base.models));
+  writeFileSync(file, JSON.stringify(options.file ? options.file(base) : base));
   const p = await startTestPlatform({
     natsUrl: options.natsUrl,
     clock: options.clock,
@@ -278,6 +293,69 @@ export async function startGatewayWorld(
       dir.remove();
     },
   };
+}
+
+/** The usage events (`llm.completion`) the gateway publishes from now on, until `stop()`. */
+export interface CompletionRecord {
+  /** every event so far, in the order published */
+  events: LlmCompletionEvent[];
+  /** the event of the request `requestId`, once published */
+  of(requestId: string): Promise<LlmCompletionEvent>;
+  stop(): void;
+}
+
+export function recordCompletions(w: GatewayWorld): CompletionRecord {
+  const events: LlmCompletionEvent[] = [];
+  const stop = w.p.bus.subscribe(Subjects.llmCompletion, (e) => {
+    events.push(e as LlmCompletionEvent);
+  });
+  return {
+    events,
+    of: (requestId) =>
+      waitFor(() => events.find((e) => e.requestId === requestId), {
+        what: `the usage event of ${requestId}`,
+      }),
+    stop,
+  };
+}
+
+/** The named events of a raw server-sent-events stream (Responses, Messages), in order. */
+// biome-ignore lint/suspicious/noExplicitAny: events are asserted field by field
+export function sseEvents(body: string): Array<{ event: string; data: any }> {
+  return body
+    .split('\n\n')
+    .filter(Boolean)
+    .map((frame) => ({
+      event: /^event: (.*)$/m.exec(frame)?.[1] ?? '',
+      data: JSON.parse(/^data: (.*)$/m.exec(frame)?.[1] ?? 'null'),
+    }));
+}
+
+/** A new `at:` access token of the user of `session`, valid for a day. */
+export async function accessToken(
+  w: GatewayWorld,
+  session: { bearer: string },
+  name: string,
+): Promise<string> {
+  const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+  return (await w.call('base', 'POST', '/v2/user/accessTokens', session, { name, expiresAt })).body.token;
+}
+
+/** A new API key of organization `slug`, made by one of its admins, with `permissions` (by default `models:read`). */
+export async function orgApiKey(
+  w: GatewayWorld,
+  admin: Caller,
+  slug: string,
+  permissions = ['models:read'],
+): Promise<string> {
+  const name = `key-${Math.random()}`;
+  return (await w.call('base', 'POST', `/v2/orgs/${slug}/apikeys`, admin, { name, permissions })).body.apiKey;
+}
+
+/** The platform's clock for a test that moves time: it runs `ahead` milliseconds ahead of the system's. */
+export function clockAhead(): { ahead: number; clock: Clock } {
+  const time = { ahead: 0, clock: { now: () => new Date(Date.now() + time.ahead) } };
+  return time;
 }
 
 /** the wall clock's minute: llm-quota's minute gauges count the requests of the current one */

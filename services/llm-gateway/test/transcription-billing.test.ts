@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { APIError, toFile } from 'openai';
 import { silentWav } from '../src/routes/wav-fixture';
-import { type GatewayWorld, gauge, minuteNow, startGatewayWorld } from './support';
+import { type GatewayWorld, gauge, minuteNow, modelEntry, startGatewayWorld } from './support';
 
 const PER_MINUTE = 0.006;
 /** what llm-quota counts: the price of those seconds, in millionths of the currency */
@@ -33,24 +33,20 @@ describe('transcriptions are billed by the audio in the upload, whatever its for
   let w: GatewayWorld;
   beforeAll(async () => {
     w = await startGatewayWorld({
-      file: (base) => ({
-        ...base,
-        models: [
-          ...base.models,
-          {
-            model_id: 'sim/whisper',
-            type: 'audio_transcription',
-            provider_config: { provider: 'sim', model: 'whisper-sim' },
-            pricing: { per_audio_minute: PER_MINUTE },
-          },
-          {
-            model_id: 'mock/transcriptions',
-            type: 'audio_transcription',
-            provider_config: { provider: 'mock', model: 'mock-transcriptions' },
-            pricing: { per_audio_minute: PER_MINUTE },
-          },
-        ],
-      }),
+      models: [
+        modelEntry(
+          'sim/whisper',
+          'audio_transcription',
+          { provider: 'sim', model: 'whisper-sim' },
+          { per_audio_minute: PER_MINUTE },
+        ),
+        modelEntry(
+          'mock/transcriptions',
+          'audio_transcription',
+          { provider: 'mock', model: 'mock-transcriptions' },
+          { per_audio_minute: PER_MINUTE },
+        ),
+      ],
     });
   });
   afterAll(() => w?.stop());

@@ -1,6 +1,11 @@
 import { APIError } from '@anthropic-ai/sdk';
 import { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
 import {
+  toolCallChunk as call,
+  finishChunk as finish,
+  textChunk as text,
+} from '../../test/provider-fixtures';
+import {
   anthropicError,
   type MessageBase,
   MessagesEventWriter,
@@ -12,26 +17,6 @@ import type { ChatChunk } from './provider-port';
 const BASE: MessageBase = { id: 'msg_test', model: 'sim/gpt', thinking: false };
 const FIGURES = { cost: 0.5, costMicros: 500_000, durationMs: 12, carbon: null };
 const USAGE = messageUsage({ prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 }, FIGURES);
-
-const text = (content: string, finish: string | null = null): ChatChunk => ({
-  choices: [{ delta: { content }, finish_reason: finish }],
-});
-const call = (index: number, fields: { id?: string; name?: string; arguments?: string }): ChatChunk => ({
-  choices: [
-    {
-      delta: {
-        tool_calls: [
-          {
-            index,
-            ...(fields.id ? { id: fields.id, type: 'function' } : {}),
-            function: { ...(fields.name ? { name: fields.name } : {}), arguments: fields.arguments ?? '' },
-          },
-        ],
-      },
-    },
-  ],
-});
-const finish = (reason: string): ChatChunk => ({ choices: [{ delta: {}, finish_reason: reason }] });
 
 /**
  * The writer's events as the SDK reads them off the wire: a server-sent event stream fed to `MessageStream`, which

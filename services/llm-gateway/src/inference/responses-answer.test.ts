@@ -1,5 +1,10 @@
 import { APIError } from 'openai';
 import { ResponseStream } from 'openai/lib/responses/ResponseStream';
+import {
+  toolCallChunk as call,
+  finishChunk as finish,
+  textChunk as text,
+} from '../../test/provider-fixtures';
 import type { ChatChunk } from './provider-port';
 import { fromChatCompletion, type ResponseBase, ResponsesEventWriter } from './responses-answer';
 import { toChatRequest } from './responses-request';
@@ -15,26 +20,6 @@ function base(encryptedReasoning = false): ResponseBase {
     encryptedReasoning,
   };
 }
-
-const text = (content: string, finish: string | null = null): ChatChunk => ({
-  choices: [{ delta: { content }, finish_reason: finish }],
-});
-const call = (index: number, fields: { id?: string; name?: string; arguments?: string }): ChatChunk => ({
-  choices: [
-    {
-      delta: {
-        tool_calls: [
-          {
-            index,
-            ...(fields.id ? { id: fields.id, type: 'function' } : {}),
-            function: { ...(fields.name ? { name: fields.name } : {}), arguments: fields.arguments ?? '' },
-          },
-        ],
-      },
-    },
-  ],
-});
-const finish = (reason: string): ChatChunk => ({ choices: [{ delta: {}, finish_reason: reason }] });
 
 /** The writer's events, fed to the SDK's own stream helper, which checks every item identity and index. */
 async function assemble(feed: (writer: ResponsesEventWriter) => void, encryptedReasoning = false) {

@@ -1,23 +1,10 @@
-import { writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
-import { type LlmCompletionEvent, type Principal, permissionTree, Subjects } from '@platform/contracts';
-import {
-  loadConfig,
-  type PlatformService,
-  PRINCIPAL_HEADER,
-  sealPrincipal,
-  silentLogger,
-  systemClock,
-  USER_ID_HEADER,
-} from '@platform/kernel';
+import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
 import { createEmbeddedStore } from '@platform/store';
-import { type ProviderSimulator, startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
+import { type ProviderSimulator, startProviderSimulator, waitFor } from '@platform/testkit';
 import request from 'supertest';
+import { fakeQuota, orgSettings, ownerHeaders, startGatewayService } from '../../test/gateway-instance';
 import { catalogueCollections, type ModelDoc } from '../catalogue/catalogue-store';
-import { llmGatewayConfigSchema } from '../config';
-import type { OrgGatewaySettings } from '../quota/org-settings';
-import { createLlmGatewayService } from '../service';
 
 /**
  * Which deployments a request may reach, through the gateway's routes against a provider simulator: a deployment
@@ -27,45 +14,10 @@ import { createLlmGatewayService } from '../service';
  * failed it last.
  */
 describe('the deployments a request may reach', () => {
-  const SECRET = 's'.repeat(40);
-  const QUOTA_URL = 'http://llm-quota.test';
   let sim: ProviderSimulator;
-  let service: PlatformService;
-  let folder: { dir: string; remove(): void };
+  let gateway: Awaited<ReturnType<typeof startGatewayService>>;
   const bus = createInProcessBus();
   const events: LlmCompletionEvent[] = [];
-
-  const settings: OrgGatewaySettings = {
-    orgSlug: 'acme',
-    plan: { name: 'roomy', currency: 'USD' },
-    policy: 'hard_block',
-    limits: {},
-    per_user_defaults: {},
-    org_user_quotas: { overrides: {}, by_role: {} },
-    models: { allowed: null, defaults: {}, downgrade: {} },
-    month: { start: '2026-01-01T00:00:00.000Z', tokens: 0, cost: 0 },
-  };
-  const principal: Principal = {
-    credential: { kind: 'session', id: 'sess-1' },
-    session: {
-      id: 'sess-1',
-      org: {
-        slug: 'acme',
-        name: 'Acme',
-        role: { slug: 'owner', permissions: ['models:read'], scopes: [] },
-        groups: [],
-        settings: {},
-        subscription: null,
-      },
-    },
-    user: { id: 'user-1', email: 'u@acme.test', anonymous: false, role: null },
-    run: {
-      permissions: permissionTree(['models:read']),
-      scopes: [],
-      correlationId: 'c',
-      sourceWorkspaceId: null,
-    },
-  };
 
   const priced = { pricing: { input_per_million: 1, output_per_million: 1, per_image: 0.01 } };
   const on = (provider: string, model: string, weight?: number) => ({ provider, model, weight });
@@ -160,21 +112,11 @@ describe('the deployments a request may reach', () => {
     },
   ];
 
-  /** llm-quota's answer for the organization; every other address is a provider's */
-  const fetchVia: typeof fetch = async (input, init) => {
-    const url = String(input instanceof Request ? input.url : input);
-    if (url.startsWith(QUOTA_URL)) return Response.json(settings);
-    return fetch(input, init);
-  };
-
   beforeAll(async () => {
     sim = await startProviderSimulator({ port: 0 });
     for (const p of file.providers)
       if (p.type === 'openai') p.baseUrl = sim.openaiBaseUrl;
       else if (p.type === 'anthropic') p.baseUrl = sim.anthropicBaseUrl;
-    folder = tempDir('gateway-serving-');
-    const configFile = path.join(folder.dir, 'gateway.json');
-    writeFileSync(configFile, JSON.stringify(file));
     const store = createEmbeddedStore();
     for (const { _id, ...entry } of stored)
       await catalogueCollections(store).models.insertOne({
@@ -183,40 +125,31 @@ describe('the deployments a request may reach', () => {
         source: 'api',
         updatedAt: new Date(),
       } as ModelDoc);
-    service = await createLlmGatewayService({
-      config: loadConfig(llmGatewayConfigSchema, {
-        PLATFORM_INTERNAL_SECRET: SECRET,
-        LLM_QUOTA_URL: QUOTA_URL,
-        LLM_GATEWAY_CONFIG: configFile,
-        LLM_GATEWAY_RETRY_BASE_MS: '1',
-        LLM_GATEWAY_OUTBOX_INTERVAL_MS: '50',
-      }),
-      clock: systemClock,
-      logger: silentLogger(),
+    gateway = await startGatewayService({
+      file,
       store,
       bus,
-      fetch: fetchVia,
+      // llm-quota's answer for the organization; every other address is a provider's
+      fetch: fakeQuota(() => orgSettings('acme')),
+      env: { LLM_GATEWAY_RETRY_BASE_MS: '1', LLM_GATEWAY_OUTBOX_INTERVAL_MS: '50' },
     });
-    await service.start();
     bus.subscribe(Subjects.llmCompletion, (e) => {
       events.push(e as LlmCompletionEvent);
     });
   }, 30_000);
   afterAll(async () => {
-    await service?.stop();
+    await gateway?.stop();
     await bus.close();
     await sim?.close();
-    folder?.remove();
   });
   beforeEach(() => sim.reset());
 
   let seq = 0;
   const post = async (route: string, body: Record<string, unknown>) => {
     const requestId = `serving-${++seq}`;
-    const res = await request(service.handler)
+    const res = await request(gateway.service.handler)
       .post(route)
-      .set(PRINCIPAL_HEADER, sealPrincipal(principal, SECRET))
-      .set(USER_ID_HEADER, 'user-1')
+      .set(ownerHeaders('acme'))
       .set('x-request-id', requestId)
       .send(body);
     return { res, requestId };

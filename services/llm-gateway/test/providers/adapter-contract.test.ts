@@ -1,11 +1,11 @@
 import { type ProviderSimulator, startProviderSimulator } from '@platform/testkit';
 import {
-  type ChatCompletionChunk,
   type ChatCompletionRequest,
   createProviderAdapter,
   type ProviderAdapter,
   type ProviderCall,
 } from '../../src/providers';
+import { collect } from '../provider-fixtures';
 
 /**
  * What the gateway relies on from every adapter, whatever the provider: one contract, run against the
@@ -65,12 +65,6 @@ const tools = [
     },
   },
 ];
-
-async function collect(stream: AsyncIterable<ChatCompletionChunk>) {
-  const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  return chunks;
-}
 
 describe.each(engines)('provider adapter contract: %s', (_name, make) => {
   it('streams the same text and usage a plain call answers, usage last and only there', async () => {

@@ -15,6 +15,7 @@ import {
   ProviderUnsupportedError,
 } from '../../src/providers';
 import { finishReason, JSON_RESPONSE_TOOL } from '../../src/providers/anthropic/anthropic-translate';
+import { collect, providerCall } from '../provider-fixtures';
 
 let sim: ProviderSimulator;
 beforeAll(async () => {
@@ -35,13 +36,7 @@ const claude = (baseUrl = sim.anthropicBaseUrl) =>
     },
     { clock },
   );
-const call = (over: Partial<ProviderCall> = {}): ProviderCall => ({
-  model: 'claude-sim',
-  headers: {},
-  timeoutMs: 2_000,
-  signal: new AbortController().signal,
-  ...over,
-});
+const call = (over: Partial<ProviderCall> = {}) => providerCall('claude-sim', over);
 const weatherTool = {
   type: 'function' as const,
   function: {
@@ -51,11 +46,6 @@ const weatherTool = {
   },
 };
 
-async function collect(stream: AsyncIterable<ChatCompletionChunk>) {
-  const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  return chunks;
-}
 const sent = () => sim.requests().at(-1)!.body as Record<string, unknown>;
 
 describe('Anthropic Messages adapter', () => {

@@ -12,6 +12,7 @@ import {
   ProviderError,
   ProviderTimeoutError,
 } from '../../src/providers';
+import { collect, providerCall } from '../provider-fixtures';
 
 let sim: ProviderSimulator;
 beforeAll(async () => {
@@ -32,23 +33,12 @@ const adapter = () =>
     },
     { clock },
   );
-const call = (over: Partial<ProviderCall> = {}): ProviderCall => ({
-  model: 'gpt-sim',
-  headers: {},
-  timeoutMs: 2_000,
-  signal: new AbortController().signal,
-  ...over,
-});
+const call = (over: Partial<ProviderCall> = {}) => providerCall('gpt-sim', over);
 const ask: ChatCompletionRequest = {
   model: 'catalogue/chat',
   messages: [{ role: 'user', content: 'Name three rivers in Europe' }],
 };
 
-async function collect(stream: AsyncIterable<ChatCompletionChunk>) {
-  const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of stream) chunks.push(chunk);
-  return chunks;
-}
 const textOf = (chunks: ChatCompletionChunk[]) =>
   chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
 const expectedAnswer = 'Simulated answer to: Name three rivers in Europe';
