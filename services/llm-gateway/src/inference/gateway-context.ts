@@ -107,7 +107,9 @@ async function admitInference(
   const startedAt = performance.now();
   const { principal, orgSlug } = authorizeInference(req);
   const settings = await ctx.orgSettings.get(orgSlug);
-  const resolved = resolveModel(requestedModel, type, settings, ctx.catalogue);
+  // a downgrade (governance's, the budget's) to a model that cannot serve the request is none (decision 0115)
+  const serves = (m: CatalogueModel) => !checkModel || servingPool(m, checkModel).pool.length > 0;
+  const resolved = resolveModel(requestedModel, type, settings, ctx.catalogue, serves);
   const caller: Caller = {
     orgSlug,
     userId: principal.user.id,
@@ -127,7 +129,7 @@ async function admitInference(
     ticket = await ctx.admission.admit(settings, caller, promptTokens, { checkMonth: true });
   } catch (err) {
     if (!(err instanceof MonthlyBudgetExhausted)) throw err;
-    const cheaper = budgetDowngrade(model, settings, ctx.catalogue);
+    const cheaper = budgetDowngrade(model, settings, ctx.catalogue, serves);
     if (!cheaper) throw err.toRateLimited();
     downgradedFrom = downgradedFrom ?? model.model_id;
     pool = serving(cheaper);

@@ -22,14 +22,17 @@ export const DEFAULT_KEY = {
  * Which catalogue model serves a request, by the organization's governance: `model` omitted or
  * `"default"` uses the org's default of that type; an unknown model is MODEL_NOT_FOUND; a model
  * outside `allowed` is MODEL_NOT_ALLOWED under `hard_block`, and under `soft_downgrade` goes to its
- * mapped model, else the org's default, when that one is allowed. Every model named on the way (asked,
- * default, downgrade) is looked up by `usableModel`: one restricted to other organizations is unknown.
+ * mapped model, else the org's default, when that one is allowed and `serves` the request. Every model
+ * named on the way (asked, default, downgrade) is looked up by `usableModel`: one restricted to other
+ * organizations is unknown.
  */
 export function resolveModel(
   requested: string | undefined,
   type: ModelType,
   settings: OrgGatewaySettings,
   catalogue: Catalogue,
+  /** whether a downgrade target can serve the request (the route's endpoint): one that cannot is passed over */
+  serves: (model: CatalogueModel) => boolean = () => true,
 ): ResolvedModel {
   const gov = settings.models;
   const byDefault = requested === undefined || requested === '' || requested === 'default';
@@ -70,7 +73,7 @@ export function resolveModel(
     for (const candidate of [gov.downgrade[id], gov.defaults[DEFAULT_KEY[type]]]) {
       if (!candidate || candidate === id || !isAllowed(candidate, settings)) continue;
       const target = usableModel(candidate, settings, catalogue);
-      if (target && target.type === type) return { model: target, downgradedFrom: id };
+      if (target && target.type === type && serves(target)) return { model: target, downgradedFrom: id };
     }
   }
   throw modelNotAllowed(id);
@@ -105,16 +108,17 @@ export const isAllowed = (id: string, settings: OrgGatewaySettings): boolean =>
 
 /**
  * `soft_downgrade` over a monthly budget: the mapped model, when there is one and it is usable (enabled,
- * allowed, of the same type, and not restricted to other organizations).
+ * allowed, of the same type, not restricted to other organizations, and able to serve the request).
  */
 export function budgetDowngrade(
   from: CatalogueModel,
   settings: OrgGatewaySettings,
   catalogue: Catalogue,
+  serves: (model: CatalogueModel) => boolean = () => true,
 ): CatalogueModel | null {
   if (settings.policy !== 'soft_downgrade') return null;
   const to = settings.models.downgrade[from.model_id];
   if (!to || to === from.model_id || !isAllowed(to, settings)) return null;
   const target = usableModel(to, settings, catalogue);
-  return target && target.type === from.type ? target : null;
+  return target && target.type === from.type && serves(target) ? target : null;
 }

@@ -27,8 +27,9 @@ function withFigures(raw: unknown): Usage | null {
  * OpenAI-protocol SSE to chunks. Usage, wherever the provider puts it (the `include_usage` chunk, on
  * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded once, as a final
  * chunk with empty `choices`. Chunks with neither choices nor usage (Azure's prompt filter
- * preamble) are dropped. A stream that ends without `[DONE]` or a finish reason was cut. `object` names the final
- * usage chunk's kind: chat's `chat.completion.chunk`, or text completions' `text_completion`.
+ * preamble) are dropped. A stream that ends without `[DONE]` before every choice begun has its finish reason (`n`,
+ * a batch of prompts) was cut. `object` names the final usage chunk's kind: chat's `chat.completion.chunk`, or text
+ * completions' `text_completion`.
  */
 export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
   http: ProviderHttp,
@@ -38,7 +39,10 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
 ): AsyncGenerator<K> {
   let usage: Usage | null = null;
   let last: K | undefined;
-  let finished = false;
+  // the choices begun and not finished yet, and those finished: with several, the first finish is not the end (a
+  // finished choice's later chunk, such as Azure's content filter results, does not begin it again)
+  const open = new Set<unknown>();
+  const finished = new Set<unknown>();
   let done = false;
   let yielded = false;
   for await (const event of sendForEvents(http, call, request, (e) => e.data === '[DONE]')) {
@@ -67,11 +71,16 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
     if (!Array.isArray(raw.choices) || raw.choices.length === 0) continue;
     const { usage: _usage, x_groq: _groq, ...chunk } = raw;
     last = chunk as K;
-    if (last.choices.some((c) => c.finish_reason)) finished = true;
+    for (const c of last.choices) {
+      if (c.finish_reason) {
+        finished.add(c.index);
+        open.delete(c.index);
+      } else if (!finished.has(c.index)) open.add(c.index);
+    }
     yielded = true;
     yield last;
   }
-  if (!done && !finished) {
+  if (!done && (finished.size === 0 || open.size > 0)) {
     throw new ProviderError({
       provider: http.provider,
       model: call.model,
