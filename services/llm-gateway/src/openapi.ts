@@ -273,7 +273,7 @@ const inference = {
   405: error('METHOD_NOT_ALLOWED (`Allow` names the methods)'),
   413: error('PAYLOAD_TOO_LARGE'),
   429: error(
-    'RATE_LIMITED (org or user rpm/tpm; `retryAfter` and Retry-After), or MONTHLY_QUOTA_EXCEEDED (the month budget; `retryAfter` = seconds to the next month)',
+    'RATE_LIMITED (org, user or organization API key rpm/tpm, named by `details.scope`; `retryAfter` and Retry-After), or MONTHLY_QUOTA_EXCEEDED (the month budget; `retryAfter` = seconds to the next month)',
   ),
   502: error(
     "PROVIDER_ERROR with `provider`, `model`, `provider_error_type`; `x-should-retry` says whether sending it again can help, and a provider's 429 passes its Retry-After on",

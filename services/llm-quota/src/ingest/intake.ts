@@ -1,6 +1,12 @@
 import { CountedLlmCompletion, ORG_SLUG_PATTERN } from '@platform/contracts';
 import { costToMicros } from '../domain/gauges';
 
+/**
+ * A user or key id names counters URI-encoded, and a lone surrogate has no URI encoding: counting such an event
+ * would throw for its whole batch, again at every delivery, and hold back every event delivered with it.
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 /** A valid event, reduced to what counting needs, with the time it counts at. */
 export interface CountableEvent {
   id: string;
@@ -59,6 +65,17 @@ export function readCompletionEvent(raw: string, arrival: Date, maxAgeMs: number
       details: { issues: [{ field: 'orgSlug', message: 'not an organization slug' }] },
       eventId,
     };
+  }
+  for (const field of ['userId', 'apiKeyId'] as const) {
+    const id = event[field];
+    if (id !== undefined && LONE_SURROGATE.test(id)) {
+      return {
+        ok: false,
+        reason: 'invalid_event',
+        details: { issues: [{ field, message: 'not well-formed Unicode (a lone surrogate)' }] },
+        eventId,
+      };
+    }
   }
   const costMicros = costToMicros(event.cost);
   if (!Number.isSafeInteger(costMicros)) {

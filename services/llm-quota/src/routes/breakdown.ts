@@ -32,7 +32,8 @@ export const BreakdownQuerySchema = z
   })
   .strict();
 
-const BreakdownItemSchema = z.object({
+// published open, as every response object (spec 9.3: a later version may add fields)
+const BreakdownItemSchema = z.looseObject({
   id: z.string().meta({ description: 'the user id, or the organization API key `_id`' }),
   requests: z.number().int(),
   tokens: z.number().int(),
