@@ -19,3 +19,12 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/**
+ * Waits, when less than `marginMs` of the current calendar minute is left, for the next minute to begin: a burst a
+ * test counts against a per-minute limit then falls in one window (limits count calendar minutes, decision 0016).
+ */
+export async function clearOfMinuteEnd(marginMs = 20_000): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
