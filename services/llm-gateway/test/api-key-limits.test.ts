@@ -1,4 +1,4 @@
-import { waitFor } from '@platform/testkit';
+import { clearOfMinuteEnd, waitFor } from '@platform/testkit';
 import { APIError } from 'openai';
 import { type GatewayWorld, startGatewayWorld } from './support';
 
@@ -40,8 +40,9 @@ describe("an organization API key's own limits and usage, through the edge", () 
     expect(set.status).toBe(200);
     expect(set.body.org_user_quotas.by_api_key).toEqual({ [app.id]: { rpm: 2, tpm: 10_000 } });
 
-    // the official SDK, as the application calls it with its key
+    // the official SDK, as the application calls it with its key; the three requests in one calendar minute
     const client = w.client({ apiKey: app.apiKey });
+    await clearOfMinuteEnd(10_000);
     const ask = () =>
       client.chat.completions.create({ model: 'sim/cheap', messages: [{ role: 'user', content: 'hello' }] });
     const answers = [await ask(), await ask()];

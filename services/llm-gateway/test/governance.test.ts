@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { clearOfMinuteEnd } from '@platform/testkit';
 import { type GatewayWorld, gauge, minuteNow, type Reply, startGatewayWorld } from './support';
 
 /**
@@ -135,6 +136,8 @@ describe('governance, header policy and quotas at the gateway', () => {
 
   it('RATE_LIMITED on the org rpm, on the user rpm, and on a role override, with Retry-After', async () => {
     const { owner } = await w.org('gov-rpm', 'tight');
+    // every request below in one calendar minute
+    await clearOfMinuteEnd(15_000);
     const as = { bearer: owner.token };
     // user rpm 3 (plan default)
     const statuses: number[] = [];

@@ -51,7 +51,7 @@ describe('GET /v1/quotas/usage/breakdown (usage by user or organization API key)
         const res = await breakdown('?by=user');
         return res.body.items?.length === 2 && res.body.items[1].requests === 2 ? res : null;
       },
-      { what: 'the users of March to be counted' },
+      { what: 'the users of March to be counted', timeoutMs: 20_000 },
     );
     expect(users.status).toBe(200);
     expect(users.headers['cache-control']).toBe('no-store');
@@ -81,7 +81,7 @@ describe('GET /v1/quotas/usage/breakdown (usage by user or organization API key)
         const res = await breakdown('?by=api_key&limit=2');
         return res.body.items?.length === 2 ? res : null;
       },
-      { what: 'the keys to be counted' },
+      { what: 'the keys to be counted', timeoutMs: 20_000 },
     );
     expect(first.body.items.map((i: { id: string; cost: number }) => [i.id, i.cost])).toEqual([
       ['key-a', 1],
@@ -98,7 +98,7 @@ describe('GET /v1/quotas/usage/breakdown (usage by user or organization API key)
         const res = await breakdown('?by=user&month=2025-02');
         return res.body.items?.length ? res : null;
       },
-      { what: "February's event to be counted" },
+      { what: "February's event to be counted", timeoutMs: 20_000 },
     );
     expect(february.body.items).toEqual([expect.objectContaining({ id: 'user-1', requests: 1 })]);
     expect((await breakdown('?by=user&month=2024-01')).body.items).toEqual([]);
