@@ -247,4 +247,57 @@ describe.each([
     await t.settle({ totalTokens: 45, costMicros: 0 });
     expect((await counters.months.add('acme', 0, 0)).tokens).toBe(45);
   });
+
+  it("an organization API key's month: its own token and cost budgets, over llm-quota's count, and its stream cut", async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const adm = instance(store, clock);
+    const key = (apiKeyId: string): Caller => ({ orgSlug: 'acme', userId: null, roleSlug: null, apiKeyId });
+    const s = settings(
+      { 'llm.monthly_tokens': 10_000 },
+      {
+        org_user_quotas: {
+          overrides: {},
+          by_role: {},
+          by_api_key: {
+            app: { monthly_tokens: 100 },
+            counted: { monthly_tokens: 100 },
+            spender: { monthly_cost: 1 },
+          },
+        },
+        // what llm-quota counted: a floor under this instance's counters (after a restart on the embedded engine)
+        api_key_months: { counted: { tokens: 90, cost: 0 } },
+      },
+    );
+    await expect(adm.admit(s, key('counted'), 20, { checkMonth: true })).rejects.toMatchObject({
+      scope: 'api_key',
+      used: 90,
+    });
+    const first = await adm.admit(s, key('app'), 30, { checkMonth: true });
+    await first.settle({ totalTokens: 85, costMicros: 0 });
+    const refused = await adm.admit(s, key('app'), 20, { checkMonth: true }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(MonthlyBudgetExhausted);
+    expect((refused as MonthlyBudgetExhausted).toRateLimited()).toMatchObject({
+      code: 'MONTHLY_QUOTA_EXCEEDED',
+      message: "The API key's monthly budget (llm.monthly_tokens) is exhausted",
+      details: { key: 'llm.monthly_tokens', scope: 'api_key', limit: 100, used: 85 },
+    });
+    // another key, and the organization's month, go on
+    await expect(adm.admit(s, key('other'), 20, { checkMonth: true })).resolves.toBeDefined();
+    // a stream crossing the key's budget is cut, and says whose: 85 + 5 reserved + 4 fits, 7 more does not
+    const stream = await adm.admit(s, key('app'), 5, { checkMonth: true });
+    expect(await stream.streamed(4)).toBe(true);
+    expect(stream.crossed).toBeNull();
+    expect(await stream.streamed(7)).toBe(false);
+    expect(stream.crossed).toEqual({ scope: 'api_key', limit: 100 });
+    // a cost budget: refused once spent
+    const spent = await adm.admit(s, key('spender'), 1, { checkMonth: true });
+    await spent.settle({ totalTokens: 1, costMicros: 1_000_000 });
+    await expect(adm.admit(s, key('spender'), 1, { checkMonth: true })).rejects.toMatchObject({
+      key: 'llm.monthly_cost',
+      scope: 'api_key',
+    });
+    // checkMonth off (the downgrade's second admission): the key's budget is not what refuses
+    await expect(adm.admit(s, key('spender'), 1, { checkMonth: false })).resolves.toBeDefined();
+  });
 });

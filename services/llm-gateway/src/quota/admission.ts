@@ -2,7 +2,7 @@ import { type Clock, RateLimited } from '@platform/kernel';
 import type { RateWindows, WindowCount } from '@platform/store';
 import type { QuotaCounters } from './counters';
 import { secondsToNextMonth } from './month-counters';
-import type { OrgGatewaySettings, UserQuota } from './org-settings';
+import type { ApiKeyQuota, OrgGatewaySettings, UserQuota } from './org-settings';
 
 export const COST_SCALE = 1_000_000;
 
@@ -15,8 +15,10 @@ export class MonthlyBudgetExhausted extends Error {
     readonly limit: number,
     readonly used: number,
     readonly retryAfterSeconds: number,
+    /** whose month: the organization's, or an organization API key's own budget (decision 0117) */
+    readonly scope: MonthScope = 'org',
   ) {
-    super(`The organization's monthly budget (${key}) is exhausted`);
+    super(`The ${SCOPE_NAMES[scope]}'s monthly budget (${key}) is exhausted`);
   }
   toRateLimited(): RateLimited {
     return new RateLimited(this.retryAfterSeconds, this.message, {
@@ -24,7 +26,7 @@ export class MonthlyBudgetExhausted extends Error {
       code: MONTHLY_QUOTA_EXCEEDED,
       // an SDK's retries a few seconds later cannot succeed before the month ends
       retryable: false,
-      details: { key: this.key, limit: this.limit, used: this.used, window: 'month' },
+      details: { key: this.key, scope: this.scope, limit: this.limit, used: this.used, window: 'month' },
     });
   }
 }
@@ -58,7 +60,7 @@ export function userLimit(
 
 /** An organization API key's limit: its entry in `by_api_key`, else none (keys have no plan default). */
 export function apiKeyLimit(
-  field: keyof UserQuota,
+  field: keyof ApiKeyQuota,
   settings: OrgGatewaySettings,
   caller: Caller,
 ): number | null {
@@ -69,7 +71,11 @@ export function apiKeyLimit(
 }
 
 type Scope = 'org' | 'user' | 'api_key';
+type MonthScope = Exclude<Scope, 'user'>;
 const SCOPE_NAMES: Record<Scope, string> = { org: 'organization', user: 'user', api_key: 'API key' };
+
+/** An API key's windows and month, apart from the organization's and users' (an org slug has no `:`). */
+const keyCounter = (caller: Caller & { apiKeyId: string }) => `key:${caller.orgSlug}|${caller.apiKeyId}`;
 
 export type Limiters = Pick<QuotaCounters, 'requests' | 'tokens'>;
 
@@ -79,13 +85,35 @@ interface TokenWindow {
   end: number;
 }
 
-/** What an admitted request holds until it settles: the tokens it reserved in every window. */
+/**
+ * One month a request counts in: the organization's, and an organization API key's when it has a budget. The
+ * request's tokens reach it as they are used, so that a stream ends at the crossing of its token limit.
+ */
+class MonthTally {
+  /** month tokens this request has added to the store (prompt reservation + streamed chunks) */
+  tokens: number;
+  /** the month as last seen: the store's answer, plus chunks it failed to take since */
+  seen: number;
+
+  constructor(
+    readonly counter: string,
+    readonly scope: MonthScope,
+    /** the month token limit under hard_block, or null when a stream needs no cut */
+    readonly tokenLimit: number | null,
+    /** what llm-quota counted this month: a floor under the gateway's own counter */
+    readonly floor: number,
+    reserved: number,
+  ) {
+    this.tokens = reserved;
+    this.seen = floor;
+  }
+}
+
+/** What an admitted request holds until it settles: the tokens it reserved in every window and month. */
 export class Ticket {
   private settled = false;
-  /** month tokens this request has added to the store (prompt reservation + streamed chunks) */
-  private monthTokens: number;
-  /** the organization's month as last seen: the store's answer, plus chunks it failed to take since */
-  private monthSeen: number;
+  /** the month whose token limit a stream crossed (`streamed` said false), for the stream's last words */
+  crossed: { scope: MonthScope; limit: number } | null = null;
 
   constructor(
     private readonly deps: { limiters: Limiters; months: QuotaCounters['months']; clock: Clock },
@@ -93,31 +121,32 @@ export class Ticket {
     private readonly reservedTokens: number,
     /** the token windows the reservation was counted in: each key, and when its window ends (ms) */
     private readonly tokenWindows: TokenWindow[],
-    /** the month token limit under hard_block, or null when a stream needs no cut */
-    readonly monthTokenLimit: number | null,
-    private readonly monthFloor: number,
-  ) {
-    this.monthTokens = reservedTokens;
-    this.monthSeen = monthFloor;
-  }
+    /** the organization's month first, then the key's when it has a budget */
+    private readonly months: MonthTally[],
+  ) {}
 
   /**
-   * Counts tokens a stream has produced so far in the month; true while the month stays within its
-   * limit. Called per chunk, it lets a stream end at the crossing (at most one chunk over).
+   * Counts tokens a stream has produced so far in each month; true while every month stays within its limit.
+   * Called per chunk, it lets a stream end at the crossing (at most one chunk over).
    */
   async streamed(tokens: number): Promise<boolean> {
-    // Without a limit to enforce, the stream's tokens reach the month once, when the ticket settles.
-    if (tokens <= 0 || this.monthTokenLimit === null) return true;
-    try {
-      const month = await this.deps.months.add(this.caller.orgSlug, tokens, 0);
-      this.monthTokens += tokens;
-      this.monthSeen = month.tokens;
-    } catch {
-      // The store stopped answering mid-stream: not the provider's fault, so no reason to cut a stream it serves.
-      // The cut still comes at the crossing as this request sees it, and `settle` adds what the store missed.
-      this.monthSeen += tokens;
+    if (tokens <= 0) return true;
+    for (const month of this.months) {
+      // Without a limit to enforce, the stream's tokens reach the month once, when the ticket settles.
+      if (month.tokenLimit === null) continue;
+      try {
+        const now = await this.deps.months.add(month.counter, tokens, 0);
+        month.tokens += tokens;
+        month.seen = now.tokens;
+      } catch {
+        // The store stopped answering mid-stream: not the provider's fault, so no reason to cut a stream it serves.
+        // The cut still comes at the crossing as this request sees it, and `settle` adds what the store missed.
+        month.seen += tokens;
+      }
+      if (Math.max(month.seen, month.floor) > month.tokenLimit && this.crossed === null)
+        this.crossed = { scope: month.scope, limit: month.tokenLimit };
     }
-    return Math.max(this.monthSeen, this.monthFloor) <= this.monthTokenLimit;
+    return this.crossed === null;
   }
 
   /** replaces the reservation with what was really consumed (zero when nothing was) */
@@ -136,7 +165,9 @@ export class Ticket {
             ? this.deps.limiters.tokens.reward(key, -delta)
             : undefined,
       ),
-      this.deps.months.add(this.caller.orgSlug, actual.totalTokens - this.monthTokens, actual.costMicros),
+      ...this.months.map((month) =>
+        this.deps.months.add(month.counter, actual.totalTokens - month.tokens, actual.costMicros),
+      ),
     ]);
   }
 }
@@ -184,8 +215,8 @@ export class Admission {
       // a key's windows are kept only while the organization sets it a limit: most keys have none
       const rpm = apiKeyLimit('rpm', settings, caller);
       const tpm = apiKeyLimit('tpm', settings, caller);
-      // `key:` sets its windows apart from the organization's and users' (an org slug has no `:`)
-      if (rpm !== null || tpm !== null) both('api_key', `key:${caller.orgSlug}|${caller.apiKeyId}`, rpm, tpm);
+      if (rpm !== null || tpm !== null)
+        both('api_key', keyCounter({ ...caller, apiKeyId: caller.apiKeyId }), rpm, tpm);
     }
     const tokenWindows: TokenWindow[] = [];
     try {
@@ -225,27 +256,56 @@ export class Admission {
           });
         }
       }
-      const monthTokenLimit = settings.limits['llm.monthly_tokens'] ?? null;
-      const monthCostLimit = settings.limits['llm.monthly_cost'] ?? null;
-      const month = await this.deps.months.add(caller.orgSlug, promptTokens, 0);
-      undo.push(() => this.deps.months.add(caller.orgSlug, -promptTokens, 0));
-      if (options.checkMonth) {
-        const retry = secondsToNextMonth(this.deps.clock.now());
-        const usedBefore = Math.max(month.tokens - promptTokens, settings.month.tokens);
-        if (monthTokenLimit !== null && usedBefore + promptTokens > monthTokenLimit)
-          throw new MonthlyBudgetExhausted('llm.monthly_tokens', monthTokenLimit, usedBefore, retry);
-        const cost = Math.max(month.costMicros / COST_SCALE, settings.month.cost);
-        if (monthCostLimit !== null && cost >= monthCostLimit)
-          throw new MonthlyBudgetExhausted('llm.monthly_cost', monthCostLimit, cost, retry);
+      const hardBlock = options.checkMonth && settings.policy === 'hard_block';
+      const months: MonthTally[] = [];
+      const month = async (
+        counter: string,
+        scope: MonthScope,
+        limits: { tokens: number | null; cost: number | null },
+        floor: { tokens: number; cost: number },
+      ) => {
+        const now = await this.deps.months.add(counter, promptTokens, 0);
+        undo.push(() => this.deps.months.add(counter, -promptTokens, 0));
+        if (options.checkMonth) {
+          const retry = secondsToNextMonth(this.deps.clock.now());
+          const usedBefore = Math.max(now.tokens - promptTokens, floor.tokens);
+          if (limits.tokens !== null && usedBefore + promptTokens > limits.tokens)
+            throw new MonthlyBudgetExhausted('llm.monthly_tokens', limits.tokens, usedBefore, retry, scope);
+          const cost = Math.max(now.costMicros / COST_SCALE, floor.cost);
+          if (limits.cost !== null && cost >= limits.cost)
+            throw new MonthlyBudgetExhausted('llm.monthly_cost', limits.cost, cost, retry, scope);
+        }
+        months.push(
+          new MonthTally(counter, scope, hardBlock ? limits.tokens : null, floor.tokens, promptTokens),
+        );
+      };
+      await month(
+        caller.orgSlug,
+        'org',
+        {
+          tokens: settings.limits['llm.monthly_tokens'] ?? null,
+          cost: settings.limits['llm.monthly_cost'] ?? null,
+        },
+        settings.month,
+      );
+      if (caller.apiKeyId !== null) {
+        // a key's month is kept only while the organization gives it a budget; llm-quota counts every key's anyway
+        const tokens = apiKeyLimit('monthly_tokens', settings, caller);
+        const cost = apiKeyLimit('monthly_cost', settings, caller);
+        if (tokens !== null || cost !== null)
+          await month(
+            keyCounter({ ...caller, apiKeyId: caller.apiKeyId }),
+            'api_key',
+            { tokens, cost },
+            settings.api_key_months?.[caller.apiKeyId] ?? { tokens: 0, cost: 0 },
+          );
       }
-      const streamLimit = options.checkMonth && settings.policy === 'hard_block' ? monthTokenLimit : null;
       return new Ticket(
         { limiters, months: this.deps.months, clock: this.deps.clock },
         caller,
         promptTokens,
         tokenWindows,
-        streamLimit,
-        settings.month.tokens,
+        months,
       );
     } catch (err) {
       await rollback();

@@ -7,6 +7,12 @@ export interface UserQuota {
   tpm?: number;
 }
 
+/** An organization API key's limits: a user's rates, and a month's budget of its own (decision 0117). */
+export interface ApiKeyQuota extends UserQuota {
+  monthly_tokens?: number;
+  monthly_cost?: number;
+}
+
 /** What llm-quota says the gateway enforces for one organization (`/internal/orgs/:slug/gateway-settings`). */
 export interface OrgGatewaySettings {
   orgSlug: string;
@@ -23,7 +29,7 @@ export interface OrgGatewaySettings {
     overrides: Record<string, UserQuota>;
     by_role: Record<string, UserQuota>;
     /** an organization API key's own limits, by key id (absent from an llm-quota older than them) */
-    by_api_key?: Record<string, UserQuota>;
+    by_api_key?: Record<string, ApiKeyQuota>;
   };
   models: {
     allowed: string[] | null;
@@ -38,6 +44,8 @@ export interface OrgGatewaySettings {
   };
   /** the month's usage llm-quota has counted (a floor under the gateway's own month counters) */
   month: { start: string; tokens: number; cost: number };
+  /** the month llm-quota counted for each API key with a budget (absent from an llm-quota older than them) */
+  api_key_months?: Record<string, { tokens: number; cost: number }>;
 }
 
 /** organizations whose settings one instance keeps when its configuration names no other bound */

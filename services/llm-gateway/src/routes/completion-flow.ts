@@ -300,12 +300,13 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
       completionTokens += tokens;
       if (!(await prepared.ticket.streamed(tokens))) {
         outcome = 'budget_cut';
-        const limit = prepared.ticket.monthTokenLimit;
+        const { scope, limit } = prepared.ticket.crossed!;
+        const whose = scope === 'org' ? "The organization's" : "This API key's";
         error = envelopeOf(
-          new RateLimited(0, "The organization's monthly token budget was reached during this stream", {
+          new RateLimited(0, `${whose} monthly token budget was reached during this stream`, {
             error: MONTHLY_QUOTA_EXCEEDED,
             code: MONTHLY_QUOTA_EXCEEDED,
-            details: { key: 'llm.monthly_tokens', limit, window: 'month' },
+            details: { key: 'llm.monthly_tokens', scope, limit, window: 'month' },
           }),
           requestIdOf(req),
         );

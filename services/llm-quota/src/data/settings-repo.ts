@@ -1,6 +1,6 @@
 import { type Clock, NotFound } from '@platform/kernel';
 import { type Update, updateWithRevision } from '@platform/store';
-import type { OrgUserQuotas, UserQuota } from '../domain/user-limits';
+import { type ApiKeyQuota, type OrgUserQuotas, QUOTA_FIELDS } from '../domain/user-limits';
 import type { OrgSettingsDoc, QuotaCollections, QuotaPolicy, StoredModelGovernance } from './collections';
 
 /** A merge patch of the model governance: null resets a member (or all of it). */
@@ -50,7 +50,15 @@ export interface SettingsPatch {
   org_user_quotas?: {
     overrides?: Record<string, { rpm?: number | null; tpm?: number | null } | null> | null;
     by_role?: Record<string, { rpm?: number | null; tpm?: number | null } | null> | null;
-    by_api_key?: Record<string, { rpm?: number | null; tpm?: number | null } | null> | null;
+    by_api_key?: Record<
+      string,
+      {
+        rpm?: number | null;
+        tpm?: number | null;
+        monthly_tokens?: number | null;
+        monthly_cost?: number | null;
+      } | null
+    > | null;
   } | null;
   models?: ModelGovernancePatch;
 }
@@ -64,10 +72,12 @@ const served = (doc: OrgSettingsDoc): OrgSettingsDoc => {
   return normalise(doc);
 };
 
-/** The maps of `org_user_quotas`, each of rpm / tpm entries, patched alike. */
+/** The maps of `org_user_quotas`, patched alike, each entry with its map's limits (`QUOTA_FIELDS`). */
 const QUOTA_MAPS = ['overrides', 'by_role', 'by_api_key'] as const satisfies ReadonlyArray<
   keyof OrgUserQuotas
 >;
+
+type Limits = Partial<Record<keyof ApiKeyQuota, number>>;
 
 export class TooManyEntries extends Error {
   constructor(
@@ -182,10 +192,11 @@ export class SettingsRepository {
           keys.delete(key);
           continue;
         }
-        const merged: UserQuota = { ...current.org_user_quotas[field][key] };
-        for (const limit of ['rpm', 'tpm'] as const) {
+        const fields = QUOTA_FIELDS[field];
+        const merged: Limits = { ...current.org_user_quotas[field][key] };
+        for (const limit of fields) {
           if (!(limit in value)) continue;
-          const v = value[limit];
+          const v = (value as Record<string, number | null | undefined>)[limit];
           if (v === null || v === undefined) {
             $unset[`${path}.${limit}`] = '';
             delete merged[limit];
@@ -194,9 +205,9 @@ export class SettingsRepository {
             merged[limit] = v;
           }
         }
-        if (merged.rpm === undefined && merged.tpm === undefined) {
+        if (fields.every((limit) => merged[limit] === undefined)) {
           // An entry left with no limit is removed rather than kept empty.
-          for (const limit of ['rpm', 'tpm']) {
+          for (const limit of fields) {
             delete $set[`${path}.${limit}`];
             delete $unset[`${path}.${limit}`];
           }
@@ -228,20 +239,22 @@ export class SettingsRepository {
 
 /** Fills what an older document may lack and drops entries with no limit left. */
 function normalise(doc: OrgSettingsDoc): OrgSettingsDoc {
-  const clean = (entries: Record<string, UserQuota> | undefined) => {
-    const out: Record<string, UserQuota> = {};
-    for (const [key, value] of Object.entries(entries ?? {})) {
-      const quota: UserQuota = {};
-      if (typeof value?.rpm === 'number') quota.rpm = value.rpm;
-      if (typeof value?.tpm === 'number') quota.tpm = value.tpm;
-      if (quota.rpm !== undefined || quota.tpm !== undefined) out[key] = quota;
+  const clean = (field: keyof OrgUserQuotas) => {
+    const out: Record<string, Limits> = {};
+    for (const [key, value] of Object.entries(doc.org_user_quotas?.[field] ?? {})) {
+      const quota: Limits = {};
+      for (const limit of QUOTA_FIELDS[field]) {
+        const v = (value as Limits | null)?.[limit];
+        if (typeof v === 'number') quota[limit] = v;
+      }
+      if (Object.keys(quota).length > 0) out[key] = quota;
     }
     return out;
   };
   const quotas: OrgUserQuotas = {
-    overrides: clean(doc.org_user_quotas?.overrides),
-    by_role: clean(doc.org_user_quotas?.by_role),
-    by_api_key: clean(doc.org_user_quotas?.by_api_key),
+    overrides: clean('overrides'),
+    by_role: clean('by_role'),
+    by_api_key: clean('by_api_key'),
   };
   return {
     ...doc,

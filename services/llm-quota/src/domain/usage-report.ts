@@ -17,6 +17,12 @@ const RATE_FIELDS = [
   ['llm.rpm', 'rpm'],
   ['llm.tpm', 'tpm'],
 ] as const;
+/** an organization API key's: its rates and its month's budget */
+const KEY_FIELDS = [
+  ...RATE_FIELDS,
+  ['llm.monthly_tokens', 'monthly_tokens'],
+  ['llm.monthly_cost', 'monthly_cost'],
+] as const;
 
 /** What a gauge measures in a counter. */
 function usedOf(key: LimitKey, counter: CounterDoc | undefined): number {
@@ -129,21 +135,27 @@ export function buildUsageReport(input: ReportInput, counters: Map<string, Count
     org_user_quotas: settings.org_user_quotas,
     plan: { name: plan.name, currency: plan.plan.currency },
   };
-  const rateGauges = (scope: CounterScope, limitOf: (field: 'rpm' | 'tpm') => EffectiveUserLimit | null) =>
-    RATE_FIELDS.flatMap(([key, field]) => {
+  const gaugesOf = <F extends string>(
+    fields: ReadonlyArray<readonly [LimitKey, F]>,
+    scope: CounterScope,
+    limitOf: (field: F) => EffectiveUserLimit | null,
+  ) =>
+    fields.flatMap(([key, field]) => {
       const limit = limitOf(field);
       return limit ? [gauge(key, scope, limit.limit, limit.source)] : [];
     });
   const quotas = settings.org_user_quotas;
   if (user) {
-    const enforced = rateGauges({ orgSlug, userId: user.id }, (field) =>
+    const enforced = gaugesOf(RATE_FIELDS, { orgSlug, userId: user.id }, (field) =>
       effectiveUserLimit(field, quotas, plan.plan, user.id, user.role),
     );
     report.user = { userId: user.id, role: user.role, enforced };
   }
   if (input.apiKeyId !== null) {
     const id = input.apiKeyId;
-    const enforced = rateGauges({ orgSlug, apiKeyId: id }, (field) => apiKeyLimit(field, quotas, id));
+    const enforced = gaugesOf(KEY_FIELDS, { orgSlug, apiKeyId: id }, (field) =>
+      apiKeyLimit(field, quotas, id),
+    );
     if (enforced.length > 0) report.api_key = { id, enforced };
   }
   return report;

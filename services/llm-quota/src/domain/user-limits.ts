@@ -5,6 +5,20 @@ export interface UserQuota {
   tpm?: number;
 }
 
+/** An organization API key's limits: a user's rates, and a month's budget of its own (tokens, cost). */
+export interface ApiKeyQuota extends UserQuota {
+  monthly_tokens?: number;
+  /** in the plan currency */
+  monthly_cost?: number;
+}
+
+/** The limits each map of `org_user_quotas` holds, in the order they are reported. */
+export const QUOTA_FIELDS = {
+  overrides: ['rpm', 'tpm'],
+  by_role: ['rpm', 'tpm'],
+  by_api_key: ['rpm', 'tpm', 'monthly_tokens', 'monthly_cost'],
+} as const satisfies Record<keyof OrgUserQuotas, ReadonlyArray<keyof ApiKeyQuota>>;
+
 /** An organization's per-user settings (spec 2.1 `org_user_quotas`). */
 export interface OrgUserQuotas {
   /** by user id */
@@ -12,7 +26,7 @@ export interface OrgUserQuotas {
   /** by organization role slug */
   by_role: Record<string, UserQuota>;
   /** by organization API key id: an application's own limits (an API key carries no user) */
-  by_api_key: Record<string, UserQuota>;
+  by_api_key: Record<string, ApiKeyQuota>;
 }
 
 export type UserLimitSource = 'override' | 'role' | 'plan';
@@ -43,9 +57,9 @@ export function effectiveUserLimit(
   return null;
 }
 
-/** An organization API key's limit for `rpm` or `tpm`: its entry, or none (keys have no plan default). */
+/** An organization API key's limit: its entry's, or none (keys have no plan default). */
 export function apiKeyLimit(
-  field: keyof UserQuota,
+  field: keyof ApiKeyQuota,
   quotas: OrgUserQuotas,
   keyId: string,
 ): EffectiveUserLimit | null {

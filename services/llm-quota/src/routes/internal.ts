@@ -45,7 +45,12 @@ export function mountInternalRoutes(router: Router, deps: RouteDeps): void {
     const now = deps.clock.now();
     const monthStart = windowStart('month', now);
     const monthId = counterId({ orgSlug }, 'month', monthStart);
-    const month = (await readCounters(deps.collections, [monthId])).get(monthId);
+    // the month of every organization API key with a budget: a floor under the gateway's own key counters
+    const budgeted = Object.entries(settings.org_user_quotas.by_api_key)
+      .filter(([, quota]) => quota.monthly_tokens !== undefined || quota.monthly_cost !== undefined)
+      .map(([apiKeyId]) => [apiKeyId, counterId({ orgSlug, apiKeyId }, 'month', monthStart)] as const);
+    const counters = await readCounters(deps.collections, [monthId, ...budgeted.map(([, id]) => id)]);
+    const month = counters.get(monthId);
     res.setHeader('cache-control', 'no-store');
     res.json({
       orgSlug,
@@ -60,6 +65,15 @@ export function mountInternalRoutes(router: Router, deps: RouteDeps): void {
         tokens: month?.tokens ?? 0,
         cost: month ? microsToCost(month.cost_micros) : 0,
       },
+      api_key_months: Object.fromEntries(
+        budgeted.map(([apiKeyId, id]) => {
+          const counted = counters.get(id);
+          return [
+            apiKeyId,
+            { tokens: counted?.tokens ?? 0, cost: counted ? microsToCost(counted.cost_micros) : 0 },
+          ];
+        }),
+      ),
     });
   });
 

@@ -34,6 +34,10 @@ const UserQuotaSchema = z.object({
   rpm: z.number().int().nonnegative().optional(),
   tpm: z.number().int().nonnegative().optional(),
 });
+const ApiKeyQuotaSchema = UserQuotaSchema.extend({
+  monthly_tokens: z.number().int().nonnegative().optional(),
+  monthly_cost: z.number().nonnegative().optional(),
+});
 
 export const OrgUserQuotasSchema = z.object({
   overrides: z.record(z.string(), UserQuotaSchema).meta({ description: 'per-user limits by user id' }),
@@ -41,7 +45,7 @@ export const OrgUserQuotasSchema = z.object({
     .record(z.string(), UserQuotaSchema)
     .meta({ description: 'per-user limits by organization role' }),
   by_api_key: z
-    .record(z.string(), UserQuotaSchema)
+    .record(z.string(), ApiKeyQuotaSchema)
     .meta({ description: 'limits of an organization API key, by key id' }),
 });
 
@@ -87,10 +91,17 @@ export const QuotaKeySchema = z
   .string()
   .regex(/^[A-Za-z0-9_:@+-]{1,200}$/, 'use 1-200 letters, digits or _ : @ + -');
 
-const UserQuotaPatchSchema = z
+const rateLimitPatches = {
+  rpm: z.number().int().nonnegative().max(1e12).nullable().optional(),
+  tpm: z.number().int().nonnegative().max(1e15).nullable().optional(),
+};
+const UserQuotaPatchSchema = z.object(rateLimitPatches).strict().nullable();
+const ApiKeyQuotaPatchSchema = z
   .object({
-    rpm: z.number().int().nonnegative().max(1e12).nullable().optional(),
-    tpm: z.number().int().nonnegative().max(1e15).nullable().optional(),
+    ...rateLimitPatches,
+    monthly_tokens: z.number().int().nonnegative().max(1e15).nullable().optional(),
+    // as llm-quota counts cost: in millionths of the currency, exactly (Number.MAX_SAFE_INTEGER / 1e6)
+    monthly_cost: z.number().nonnegative().max(1e9).nullable().optional(),
   })
   .strict()
   .nullable();
@@ -146,8 +157,9 @@ export const SettingsPatchSchema = z
       .object({
         overrides: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
         by_role: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
-        by_api_key: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional().meta({
-          description: "an organization API key's own rpm / tpm, by key id (no plan default applies)",
+        by_api_key: z.record(QuotaKeySchema, ApiKeyQuotaPatchSchema).nullable().optional().meta({
+          description:
+            "an organization API key's own rpm / tpm and month's budget (monthly_tokens, monthly_cost in the plan currency), by key id (no plan default applies)",
         }),
       })
       .strict()
@@ -189,6 +201,10 @@ const PublishedUserQuotaSchema = z.looseObject({
   rpm: z.number().int().nonnegative().optional(),
   tpm: z.number().int().nonnegative().optional(),
 });
+const PublishedApiKeyQuotaSchema = PublishedUserQuotaSchema.extend({
+  monthly_tokens: z.number().int().nonnegative().optional(),
+  monthly_cost: z.number().nonnegative().optional().meta({ description: 'in the plan currency' }),
+});
 const PublishedOrgUserQuotasSchema = z
   .looseObject({
     overrides: z
@@ -198,7 +214,7 @@ const PublishedOrgUserQuotasSchema = z
       .record(z.string(), PublishedUserQuotaSchema)
       .meta({ description: 'per-user limits by organization role' }),
     by_api_key: z
-      .record(z.string(), PublishedUserQuotaSchema)
+      .record(z.string(), PublishedApiKeyQuotaSchema)
       .optional()
       .meta({ description: 'addition: limits of an organization API key, by key id' }),
   })
