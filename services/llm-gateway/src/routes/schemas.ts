@@ -107,20 +107,22 @@ export const ChatRequestSchema = ChatRequestMembers.superRefine((body, ctx) => {
 });
 
 const TokenArray = z.array(z.number().int().nonnegative());
+/** what embeddings embed and text completions complete: OpenAI's four shapes of text or token ids */
+const TextsOrTokens = z.union(
+  [
+    z.string(),
+    z.array(z.string()).min(1).max(2048),
+    TokenArray.min(1),
+    z.array(TokenArray.min(1)).min(1).max(2048),
+  ],
+  {
+    error:
+      'a string, or an array of 1 to 2048 strings, an array of token ids, or an array of 1 to 2048 token-id arrays',
+  },
+);
 export const EmbeddingsRequestSchema = z.looseObject({
   model: z.string().max(200).optional(),
-  input: z.union(
-    [
-      z.string(),
-      z.array(z.string()).min(1).max(2048),
-      TokenArray.min(1),
-      z.array(TokenArray.min(1)).min(1).max(2048),
-    ],
-    {
-      error:
-        'a string, or an array of 1 to 2048 strings, an array of token ids, or an array of 1 to 2048 token-id arrays',
-    },
-  ),
+  input: TextsOrTokens,
   dimensions: z.number().int().positive().optional(),
   encoding_format: z.enum(['float', 'base64']).optional(),
   user: z.string().optional(),
@@ -132,18 +134,7 @@ export const EmbeddingsRequestSchema = z.looseObject({
  */
 export const TextCompletionRequestSchema = z.looseObject({
   model: z.string().max(200).optional(),
-  prompt: z.union(
-    [
-      z.string(),
-      z.array(z.string()).min(1).max(2048),
-      TokenArray.min(1),
-      z.array(TokenArray.min(1)).min(1).max(2048),
-    ],
-    {
-      error:
-        'a string, or an array of 1 to 2048 strings, an array of token ids, or an array of 1 to 2048 token-id arrays',
-    },
-  ),
+  prompt: TextsOrTokens,
   suffix: z
     .string()
     .nullable()

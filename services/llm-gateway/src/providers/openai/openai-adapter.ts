@@ -62,19 +62,29 @@ export function createOpenAiAdapter(
       ...auth,
     });
 
+  /** a plain (not streamed) chat or text completion, as the client sent it with the provider's model name */
+  const answerOf = async <A extends { choices: unknown[]; usage?: unknown }>(
+    call: ProviderCall,
+    path: string,
+    body: Record<string, unknown>,
+    kind: 'chat' | 'text',
+  ) => {
+    const { stream_options: _options, ...rest } = body;
+    const answer = await sendForJson<A>(http, call, {
+      url: url(call.model, path),
+      headers: headers(call, 'application/json'),
+      body: JSON.stringify({ ...rest, model: call.model, stream: false }),
+    });
+    if (!Array.isArray(answer?.choices))
+      throw invalidAnswer(http, call, `a ${kind} completion without choices`);
+    return { body: answer, usage: toUsage(answer.usage) };
+  };
+
   const adapter: ProviderAdapter = {
     name: spec.name,
 
-    async chat(body, call) {
-      const { stream_options: _options, ...rest } = withoutAnthropicConventions(body);
-      const answer = await sendForJson<ChatCompletion>(http, call, {
-        url: url(call.model, 'chat/completions'),
-        headers: headers(call, 'application/json'),
-        body: JSON.stringify({ ...rest, model: call.model, stream: false }),
-      });
-      if (!Array.isArray(answer?.choices))
-        throw invalidAnswer(http, call, 'a chat completion without choices');
-      return { body: answer, usage: toUsage(answer.usage) };
+    chat(body, call) {
+      return answerOf<ChatCompletion>(call, 'chat/completions', withoutAnthropicConventions(body), 'chat');
     },
 
     chatStream(chat, call) {
@@ -92,16 +102,8 @@ export function createOpenAiAdapter(
     },
 
     // legacy text completions (decision 0115): passed through as chat is, with the provider's model name
-    async completions(body, call) {
-      const { stream_options: _options, ...rest } = body;
-      const answer = await sendForJson<TextCompletion>(http, call, {
-        url: url(call.model, 'completions'),
-        headers: headers(call, 'application/json'),
-        body: JSON.stringify({ ...rest, model: call.model, stream: false }),
-      });
-      if (!Array.isArray(answer?.choices))
-        throw invalidAnswer(http, call, 'a text completion without choices');
-      return { body: answer, usage: toUsage(answer.usage) };
+    completions(body, call) {
+      return answerOf<TextCompletion>(call, 'completions', body, 'text');
     },
 
     completionsStream(body, call) {
