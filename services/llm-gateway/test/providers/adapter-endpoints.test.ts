@@ -32,6 +32,8 @@ async function serves(adapter: ProviderAdapter, endpoint: ProviderEndpoint): Pro
   switch (endpoint) {
     case 'chat':
       return typeof adapter.chat === 'function' && typeof adapter.chatStream === 'function';
+    case 'completions':
+      return typeof adapter.completions === 'function' && typeof adapter.completionsStream === 'function';
     case 'embeddings':
       return adapter.embeddings({ model: 'm', input: 'hi' }, call).then(
         () => true,
@@ -47,6 +49,7 @@ describe.each(Object.keys(specs) as ProviderKind[])('the %s adapter', (kind) => 
     const adapter = createProviderAdapter(specs[kind]);
     const all: ProviderEndpoint[] = [
       'chat',
+      'completions',
       'embeddings',
       'rerank',
       'images',
@@ -58,4 +61,11 @@ describe.each(Object.keys(specs) as ProviderKind[])('the %s adapter', (kind) => 
     for (const endpoint of all) if (await serves(adapter, endpoint)) found.push(endpoint);
     expect(found).toEqual(all.filter((e) => PROVIDER_ENDPOINTS[kind].includes(e)));
   });
+});
+
+it("text completions (decision 0115) are OpenAI's, Azure's and the mock's, not Anthropic's", () => {
+  const kinds = (Object.keys(specs) as ProviderKind[]).filter((k) =>
+    PROVIDER_ENDPOINTS[k].includes('completions'),
+  );
+  expect(kinds).toEqual(['openai', 'azure-openai', 'mock']);
 });
