@@ -632,6 +632,8 @@ describe("Anthropic's Messages API through the edge", () => {
           details: {
             error_code: 'MONTHLY_QUOTA_EXCEEDED',
             key: 'llm.monthly_tokens',
+            // whose budget: the organization's (an API key with its own budget reads `api_key`, decision 0117)
+            scope: 'org',
             limit: 400,
             window: 'month',
             retryAfter: 0,

@@ -76,13 +76,15 @@ describe('GET /v1/quotas/usage/breakdown (usage by user or organization API key)
       next_after: null,
     });
 
-    const first = await waitFor(
+    // all three keys counted before paging: two of them alone would make a first page with no next
+    await waitFor(
       async () => {
-        const res = await breakdown('?by=api_key&limit=2');
-        return res.body.items?.length === 2 ? res : null;
+        const res = await breakdown('?by=api_key');
+        return res.body.items?.length === 3 ? res : null;
       },
       { what: 'the keys to be counted', timeoutMs: 20_000 },
     );
+    const first = await breakdown('?by=api_key&limit=2');
     expect(first.body.items.map((i: { id: string; cost: number }) => [i.id, i.cost])).toEqual([
       ['key-a', 1],
       ['key-b', 2],

@@ -300,4 +300,50 @@ describe.each([
     // checkMonth off (the downgrade's second admission): the key's budget is not what refuses
     await expect(adm.admit(s, key('spender'), 1, { checkMonth: false })).resolves.toBeDefined();
   });
+
+  it("a stream is cut where llm-quota's count plus its own tokens cross the budget, though the gateway's counter starts lower (a key's budget set mid-month, a restart)", async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const adm = instance(store, clock);
+    // llm-quota counted 90 tokens of the month; this instance's counters hold none of them
+    const s = settings(
+      { 'llm.monthly_tokens': 100 },
+      {
+        month: { start: '2026-11-01T00:00:00.000Z', tokens: 90, cost: 0 },
+        org_user_quotas: { overrides: {}, by_role: {}, by_api_key: { mid: { monthly_tokens: 100 } } },
+        api_key_months: { mid: { tokens: 90, cost: 0 } },
+      },
+    );
+    const org = await adm.admit(s, caller, 5, { checkMonth: true });
+    // 90 + 5 reserved + 4 fits, 7 more does not
+    expect(await org.streamed(4)).toBe(true);
+    expect(await org.streamed(7)).toBe(false);
+    expect(org.crossed).toEqual({ scope: 'org', limit: 100 });
+    await org.settle({ totalTokens: 16, costMicros: 0 });
+
+    const key = await adm.admit(
+      { ...s, limits: {}, month: { ...s.month, tokens: 0 } },
+      { orgSlug: 'acme', userId: null, roleSlug: null, apiKeyId: 'mid' },
+      5,
+      { checkMonth: true },
+    );
+    expect(await key.streamed(4)).toBe(true);
+    expect(await key.streamed(7)).toBe(false);
+    expect(key.crossed).toEqual({ scope: 'api_key', limit: 100 });
+  });
+
+  it("a refusal by the key's month gives back the organization's month its prompt reservation", async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const counters = countersFor(store, clock);
+    const adm = new Admission({ limiters: counters, months: counters.months, clock });
+    const s = settings(
+      { 'llm.monthly_tokens': 10_000 },
+      { org_user_quotas: { overrides: {}, by_role: {}, by_api_key: { small: { monthly_tokens: 10 } } } },
+    );
+    const key: Caller = { orgSlug: 'acme', userId: null, roleSlug: null, apiKeyId: 'small' };
+    await expect(adm.admit(s, key, 20, { checkMonth: true })).rejects.toMatchObject({ scope: 'api_key' });
+    expect((await counters.months.add('acme', 0, 0)).tokens).toBe(0);
+    expect((await counters.months.add('key:acme|small', 0, 0)).tokens).toBe(0);
+  });
 });

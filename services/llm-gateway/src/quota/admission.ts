@@ -94,6 +94,11 @@ class MonthTally {
   tokens: number;
   /** the month as last seen: the store's answer, plus chunks it failed to take since */
   seen: number;
+  /**
+   * the least the month holds: llm-quota's count (which this request is not in yet) plus this request's tokens. The
+   * store's counter can start below it (a key's budget set mid-month, a restart on the embedded engine).
+   */
+  least: number;
 
   constructor(
     readonly counter: string,
@@ -101,11 +106,12 @@ class MonthTally {
     /** the month token limit under hard_block, or null when a stream needs no cut */
     readonly tokenLimit: number | null,
     /** what llm-quota counted this month: a floor under the gateway's own counter */
-    readonly floor: number,
+    floor: number,
     reserved: number,
   ) {
     this.tokens = reserved;
     this.seen = floor;
+    this.least = floor + reserved;
   }
 }
 
@@ -143,7 +149,8 @@ export class Ticket {
         // The cut still comes at the crossing as this request sees it, and `settle` adds what the store missed.
         month.seen += tokens;
       }
-      if (Math.max(month.seen, month.floor) > month.tokenLimit && this.crossed === null)
+      month.least += tokens;
+      if (Math.max(month.seen, month.least) > month.tokenLimit && this.crossed === null)
         this.crossed = { scope: month.scope, limit: month.tokenLimit };
     }
     return this.crossed === null;

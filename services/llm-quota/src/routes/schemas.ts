@@ -80,7 +80,7 @@ export const UsageResponseSchema = z
       .optional()
       .meta({
         description:
-          "extension: the calling organization API key's rate gauges (scope `api_key`), when it has limits",
+          "extension: the calling organization API key's rate and month gauges (scope `api_key`), when it has limits",
       }),
   })
   .meta({ id: 'OrgQuotaUsage' });
@@ -290,7 +290,7 @@ export const PublishedUsageResponseSchema = z
       .optional()
       .meta({
         description:
-          "addition: the calling organization API key's rate gauges (scope `api_key`), when its organization set limits for it",
+          "addition: the calling organization API key's rate and month gauges (scope `api_key`), when its organization set limits for it",
       }),
   })
   .meta({ id: 'OrgQuotaUsage', description: 'Organization quota usage (spec 2.1)' });
