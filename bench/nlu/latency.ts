@@ -303,7 +303,8 @@ async function main() {
       `  slowest request of each adoption window: ${windows
         .map((w) => {
           const l = within(w.from, w.to);
-          return `${ms(Math.max(...l))} ms (${l.length} req)`;
+          // a window no request fell in (the adoption took less than the gap between two requests)
+          return l.length === 0 ? 'none (0 req)' : `${ms(Math.max(...l))} ms (${l.length} req)`;
         })
         .join(', ')}` +
         // wall-clock bounds, to read the stall probe's lines (BENCH_PROBE_DIR) that fall inside
