@@ -67,6 +67,7 @@ describe("an organization API key's own limits and usage, through the edge", () 
     expect(envelope.status).toBe(429);
     expect(envelope.body).toMatchObject({
       code: 'RATE_LIMITED',
+      message: "Rate limit exceeded: the API key's limit of 2 requests a minute",
       details: { key: 'llm.rpm', scope: 'api_key', limit: 2, window: 'minute' },
     });
 

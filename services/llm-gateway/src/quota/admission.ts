@@ -253,14 +253,20 @@ export class Admission {
         undo.push(async () => (now() < end ? w.limiter.reward(w.key, w.points) : undefined));
         if (w.limiter === limiters.tokens) tokenWindows.push({ key: w.key, end });
         if (w.limit !== null && res.consumedPoints > w.limit) {
-          throw new RateLimited(Math.max(1, Math.ceil(res.msBeforeNext / 1000)), 'Rate limit exceeded', {
-            details: {
-              key: w.limiter === limiters.requests ? 'llm.rpm' : 'llm.tpm',
-              scope: w.scope,
-              limit: w.limit,
-              window: 'minute',
+          const unit = w.limiter === limiters.requests ? 'requests' : 'tokens';
+          const whose = `${SCOPE_NAMES[w.scope]}'s limit of ${w.limit} ${unit} a minute`;
+          throw new RateLimited(
+            Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+            `Rate limit exceeded: the ${whose}`,
+            {
+              details: {
+                key: w.limiter === limiters.requests ? 'llm.rpm' : 'llm.tpm',
+                scope: w.scope,
+                limit: w.limit,
+                window: 'minute',
+              },
             },
-          });
+          );
         }
       }
       const hardBlock = options.checkMonth && settings.policy === 'hard_block';
