@@ -139,4 +139,25 @@ describe("an organization API key's own limits and usage, through the edge", () 
     const read = await w.call('gateway', 'GET', '/v1/quotas/settings', as);
     expect(read.body.org_user_quotas.by_api_key).toEqual({});
   });
+
+  it("lose the key's entry when the key is revoked", async () => {
+    const { owner } = await w.org('key-limits-revoked');
+    const as = { bearer: owner.token };
+    const gone = await createKey(owner, 'key-limits-revoked', 'gone');
+    const kept = await createKey(owner, 'key-limits-revoked', 'kept');
+    await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      org_user_quotas: { by_api_key: { [gone.id]: { rpm: 5 }, [kept.id]: { monthly_tokens: 1_000 } } },
+    });
+    const revoked = await w.call('base', 'DELETE', `/v2/orgs/key-limits-revoked/apikeys/${gone.id}`, as);
+    expect(revoked.status).toBeLessThan(300);
+    const entries = await waitFor(
+      async () => {
+        const read = await w.call('gateway', 'GET', '/v1/quotas/settings', as);
+        const byKey = read.body.org_user_quotas.by_api_key;
+        return byKey[gone.id] === undefined ? byKey : null;
+      },
+      { what: "the revoked key's entry to go" },
+    );
+    expect(entries).toEqual({ [kept.id]: { monthly_tokens: 1_000 } });
+  });
 });

@@ -1,5 +1,5 @@
 import type { Bus } from '@platform/bus';
-import { OrgDeletedEvent, Subjects } from '@platform/contracts';
+import { CredentialRevokedEvent, OrgDeletedEvent, Subjects } from '@platform/contracts';
 import {
   type BaseDeps,
   type Clock,
@@ -136,8 +136,31 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     }
   };
 
+  /**
+   * `auth.credential.revoked`: a revoked organization API key's own limits, and a deleted user's overrides, go from
+   * the settings of every organization holding them (decision 0117). Core NATS, as above: one missed leaves an entry
+   * that matches nothing.
+   */
+  const onCredentialRevoked = async (payload: unknown) => {
+    const event = CredentialRevokedEvent.safeParse(payload);
+    if (!event.success)
+      return logger.warn({ issues: event.error.issues }, 'malformed auth.credential.revoked');
+    const { kind, id } = event.data;
+    const field = kind === 'org_api_key' ? 'by_api_key' : kind === 'user' ? 'overrides' : null;
+    if (!field) return;
+    try {
+      for (const orgSlug of await settings.forget(field, id)) {
+        logger.info({ orgSlug, field, id }, 'quota entry of a revoked credential removed');
+        await routeDeps.settingsChanged(orgSlug);
+      }
+    } catch (err) {
+      logger.error({ err, kind, id }, 'auth.credential.revoked could not be applied to quota settings');
+    }
+  };
+
   let started = false;
   let unsubscribe: (() => void) | undefined;
+  let unsubscribeRevoked: (() => void) | undefined;
   return {
     name: 'llm-quota',
     handler: app,
@@ -145,6 +168,9 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     async start() {
       if (started) return;
       unsubscribe = bus.subscribe(Subjects.orgDeleted, (payload) => onOrgDeleted(payload));
+      unsubscribeRevoked = bus.subscribe(Subjects.credentialRevoked, (payload) =>
+        onCredentialRevoked(payload),
+      );
       await consumer.start();
       maintenance.start();
       started = true;
@@ -153,6 +179,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
       if (!started) return;
       started = false;
       unsubscribe?.();
+      unsubscribeRevoked?.();
       await consumer.stop();
       await maintenance.stop();
     },

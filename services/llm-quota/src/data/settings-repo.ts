@@ -131,6 +131,21 @@ export class SettingsRepository {
     );
   }
 
+  /**
+   * Removes the entry of a credential that no longer exists (`auth.credential.revoked`): a revoked organization API
+   * key's `by_api_key` entry, a deleted user's `overrides`. Ids are never given out again, so the entry could match
+   * nothing; it would only count against the entry cap. Returns the organizations whose settings changed.
+   */
+  async forget(field: 'overrides' | 'by_api_key', id: string): Promise<string[]> {
+    // stored entries are keyed by ids of this shape (QuotaKeySchema): another names no field path, nor any entry
+    if (!/^[A-Za-z0-9_:@+-]{1,200}$/.test(id)) return [];
+    const path = `org_user_quotas.${field}.${id}`;
+    const holders = await this.collections.settings.find({ [path]: { $exists: true } });
+    for (const doc of holders)
+      await this.collections.settings.updateOne({ _id: doc._id }, { $unset: { [path]: '' } });
+    return holders.map((doc) => doc._id);
+  }
+
   /** Makes sure the organization has settings (first sight through a usage event). */
   async ensure(orgSlug: string): Promise<void> {
     await this.collections.settings.updateOne(
