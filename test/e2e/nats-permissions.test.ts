@@ -292,7 +292,7 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       },
       'llm-quota': {
         publish: ['analytics.llm.completion.dead', 'llm.quota.settings.changed'],
-        subscribe: ['auth.org.deleted', '_INBOX.llm-quota.reply'],
+        subscribe: ['auth.credential.revoked', 'auth.org.deleted', '_INBOX.llm-quota.reply'],
         all: false,
       },
       'legacy-agent': { publish: [], subscribe: [], all: false },
