@@ -58,24 +58,29 @@ export function userLimit(
   return typeof d === 'number' ? d : null;
 }
 
-/** An organization API key's limit: its entry in `by_api_key`, else none (keys have no plan default). */
-export function apiKeyLimit(
-  field: keyof ApiKeyQuota,
-  settings: OrgGatewaySettings,
-  caller: Caller,
-): number | null {
+const limitOf = (value: number | undefined): number | null => (typeof value === 'number' ? value : null);
+
+/**
+ * An organization API key's limits (its entry in `by_api_key`; no plan default), its counters' key, apart from the
+ * organization's and users' (an org slug has no `:`), and the month llm-quota counted for it; null without an entry.
+ */
+function apiKeyLimits(settings: OrgGatewaySettings, orgSlug: string, apiKeyId: string) {
   const byKey = settings.org_user_quotas.by_api_key;
-  if (caller.apiKeyId === null || byKey === undefined || !Object.hasOwn(byKey, caller.apiKeyId)) return null;
-  const limit = byKey[caller.apiKeyId]?.[field];
-  return typeof limit === 'number' ? limit : null;
+  const entry: ApiKeyQuota | undefined =
+    byKey && Object.hasOwn(byKey, apiKeyId) ? byKey[apiKeyId] : undefined;
+  if (!entry) return null;
+  return {
+    counter: `key:${orgSlug}|${apiKeyId}`,
+    rpm: limitOf(entry.rpm),
+    tpm: limitOf(entry.tpm),
+    monthly: { tokens: limitOf(entry.monthly_tokens), cost: limitOf(entry.monthly_cost) },
+    floor: settings.api_key_months?.[apiKeyId] ?? { tokens: 0, cost: 0 },
+  };
 }
 
 type Scope = 'org' | 'user' | 'api_key';
 type MonthScope = Exclude<Scope, 'user'>;
 const SCOPE_NAMES: Record<Scope, string> = { org: 'organization', user: 'user', api_key: 'API key' };
-
-/** An API key's windows and month, apart from the organization's and users' (an org slug has no `:`). */
-const keyCounter = (caller: Caller & { apiKeyId: string }) => `key:${caller.orgSlug}|${caller.apiKeyId}`;
 
 export type Limiters = Pick<QuotaCounters, 'requests' | 'tokens'>;
 
@@ -218,13 +223,9 @@ export class Admission {
         userLimit('rpm', settings, caller),
         userLimit('tpm', settings, caller),
       );
-    if (caller.apiKeyId !== null) {
-      // a key's windows are kept only while the organization sets it a limit: most keys have none
-      const rpm = apiKeyLimit('rpm', settings, caller);
-      const tpm = apiKeyLimit('tpm', settings, caller);
-      if (rpm !== null || tpm !== null)
-        both('api_key', keyCounter({ ...caller, apiKeyId: caller.apiKeyId }), rpm, tpm);
-    }
+    // a key's windows and month are kept only while the organization gives it limits: most keys have none
+    const key = caller.apiKeyId === null ? null : apiKeyLimits(settings, caller.orgSlug, caller.apiKeyId);
+    if (key && (key.rpm !== null || key.tpm !== null)) both('api_key', key.counter, key.rpm, key.tpm);
     const tokenWindows: TokenWindow[] = [];
     try {
       for (const w of windows) {
@@ -277,14 +278,14 @@ export class Admission {
         limits: { tokens: number | null; cost: number | null },
         floor: { tokens: number; cost: number },
       ) => {
-        const now = await this.deps.months.add(counter, promptTokens, 0);
+        const counted = await this.deps.months.add(counter, promptTokens, 0);
         undo.push(() => this.deps.months.add(counter, -promptTokens, 0));
         if (options.checkMonth) {
           const retry = secondsToNextMonth(this.deps.clock.now());
-          const usedBefore = Math.max(now.tokens - promptTokens, floor.tokens);
+          const usedBefore = Math.max(counted.tokens - promptTokens, floor.tokens);
           if (limits.tokens !== null && usedBefore + promptTokens > limits.tokens)
             throw new MonthlyBudgetExhausted('llm.monthly_tokens', limits.tokens, usedBefore, retry, scope);
-          const cost = Math.max(now.costMicros / COST_SCALE, floor.cost);
+          const cost = Math.max(counted.costMicros / COST_SCALE, floor.cost);
           if (limits.cost !== null && cost >= limits.cost)
             throw new MonthlyBudgetExhausted('llm.monthly_cost', limits.cost, cost, retry, scope);
         }
@@ -301,18 +302,9 @@ export class Admission {
         },
         settings.month,
       );
-      if (caller.apiKeyId !== null) {
-        // a key's month is kept only while the organization gives it a budget; llm-quota counts every key's anyway
-        const tokens = apiKeyLimit('monthly_tokens', settings, caller);
-        const cost = apiKeyLimit('monthly_cost', settings, caller);
-        if (tokens !== null || cost !== null)
-          await month(
-            keyCounter({ ...caller, apiKeyId: caller.apiKeyId }),
-            'api_key',
-            { tokens, cost },
-            settings.api_key_months?.[caller.apiKeyId] ?? { tokens: 0, cost: 0 },
-          );
-      }
+      // llm-quota counts every key's month anyway, for its report
+      if (key && (key.monthly.tokens !== null || key.monthly.cost !== null))
+        await month(key.counter, 'api_key', key.monthly, key.floor);
       return new Ticket(
         { limiters, months: this.deps.months, clock: this.deps.clock },
         caller,
