@@ -1,38 +1,16 @@
-import { type Bus, createInProcessBus } from '@platform/bus';
 import { Subjects } from '@platform/contracts';
-import { ManualClock } from '@platform/kernel';
 import { waitFor } from '@platform/testkit';
 import request from 'supertest';
 import { INTERNAL_SECRET_HEADER } from '../src/routes/internal';
-import {
-  adminHeaders,
-  completion,
-  edgeHeaders,
-  principal,
-  type QuotaServiceHandle,
-  SECRET,
-  startQuotaService,
-} from './support';
+import { adminHeaders, completion, edgeHeaders, principal, quotaServiceForEachTest, SECRET } from './support';
 
 describe("an organization API key's month budget in llm-quota (decision 0117)", () => {
-  let bus: Bus;
-  let clock: ManualClock;
-  let quota: QuotaServiceHandle;
+  const world = quotaServiceForEachTest('2025-03-15T12:00:30.000Z');
   const patch = (body: unknown) =>
-    request(quota.service.handler)
+    request(world.quota.service.handler)
       .patch('/v1/quotas/settings')
-      .set(adminHeaders(clock))
+      .set(adminHeaders(world.clock))
       .send(body as object);
-
-  beforeEach(async () => {
-    bus = createInProcessBus();
-    clock = new ManualClock('2025-03-15T12:00:30.000Z');
-    quota = await startQuotaService({ bus, clock });
-  });
-  afterEach(async () => {
-    await quota.stop();
-    await bus.close();
-  });
 
   it('is set beside its rates, reported to the key with what it used, and read by the gateway with its month', async () => {
     const key = principal({ userId: null, permissions: ['models:read'] });
@@ -50,7 +28,7 @@ describe("an organization API key's month budget in llm-quota (decision 0117)", 
       [id]: { monthly_tokens: 1_000, monthly_cost: 2.5 },
     });
 
-    await bus.publishDurable(
+    await world.bus.publishDurable(
       Subjects.llmCompletion,
       completion({
         userId: undefined,
@@ -61,7 +39,9 @@ describe("an organization API key's month budget in llm-quota (decision 0117)", 
     );
     const report = await waitFor(
       async () => {
-        const res = await request(quota.service.handler).get('/v1/quotas/usage').set(edgeHeaders(key, clock));
+        const res = await request(world.quota.service.handler)
+          .get('/v1/quotas/usage')
+          .set(edgeHeaders(key, world.clock));
         const tokens = res.body.api_key?.enforced?.find(
           (g: { key: string }) => g.key === 'llm.monthly_tokens',
         );
@@ -87,7 +67,7 @@ describe("an organization API key's month budget in llm-quota (decision 0117)", 
         percent: 20,
       }),
     ]);
-    const gateway = await request(quota.service.handler)
+    const gateway = await request(world.quota.service.handler)
       .get('/internal/orgs/acme/gateway-settings')
       .set({ [INTERNAL_SECRET_HEADER]: SECRET });
     expect(gateway.body.api_key_months).toEqual({ [id]: { tokens: 100, cost: 0.5 } });

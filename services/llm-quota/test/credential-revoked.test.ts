@@ -1,35 +1,30 @@
-import { type Bus, createInProcessBus } from '@platform/bus';
 import { type CredentialRevokedEvent, Subjects } from '@platform/contracts';
-import { ManualClock } from '@platform/kernel';
 import { waitFor } from '@platform/testkit';
 import request from 'supertest';
-import { edgeHeaders, principal, type QuotaServiceHandle, startQuotaService } from './support';
+import { edgeHeaders, principal, quotaServiceForEachTest } from './support';
 
 /** `auth.credential.revoked`: the quota entries of a revoked key or a deleted user go (decision 0117). */
 describe('a credential auth revoked', () => {
-  let bus: Bus;
-  let clock: ManualClock;
-  let quota: QuotaServiceHandle;
+  const world = quotaServiceForEachTest('2025-03-15T12:00:30Z');
   const admin = (org: string) =>
-    edgeHeaders(principal({ org, role: 'owner', permissions: ['models:read', 'quotas:manage'] }), clock);
+    edgeHeaders(
+      principal({ org, role: 'owner', permissions: ['models:read', 'quotas:manage'] }),
+      world.clock,
+    );
   const settingsOf = async (org: string) =>
-    (await request(quota.service.handler).get('/v1/quotas/settings').set(admin(org))).body.org_user_quotas;
+    (await request(world.quota.service.handler).get('/v1/quotas/settings').set(admin(org))).body
+      .org_user_quotas;
   const revoked = (kind: CredentialRevokedEvent['kind'], id: string) =>
-    bus.publish(Subjects.credentialRevoked, { version: 1, kind, id, at: clock.now().toISOString() });
-
-  beforeEach(async () => {
-    bus = createInProcessBus();
-    clock = new ManualClock('2025-03-15T12:00:30Z');
-    quota = await startQuotaService({ bus, clock });
-  });
-  afterEach(async () => {
-    await quota.stop();
-    await bus.close();
-  });
+    world.bus.publish(Subjects.credentialRevoked, {
+      version: 1,
+      kind,
+      id,
+      at: world.clock.now().toISOString(),
+    });
 
   it("takes a revoked key's limits and a deleted user's overrides out of every organization, and says so", async () => {
     for (const org of ['acme', 'beta']) {
-      const res = await request(quota.service.handler)
+      const res = await request(world.quota.service.handler)
         .patch('/v1/quotas/settings')
         .set(admin(org))
         .send({
@@ -41,7 +36,7 @@ describe('a credential auth revoked', () => {
       expect(res.status).toBe(200);
     }
     const changed: string[] = [];
-    bus.subscribe(
+    world.bus.subscribe(
       Subjects.llmQuotaSettingsChanged,
       (e) => void changed.push((e as { orgSlug: string }).orgSlug),
     );

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Bus } from '@platform/bus';
+import { type Bus, createInProcessBus } from '@platform/bus';
 import type { LlmCompletionEvent } from '@platform/contracts';
 import { type Principal, permissionTree } from '@platform/contracts';
 import {
@@ -141,4 +141,29 @@ export function completion(overrides: Partial<LlmCompletionEvent> = {}): LlmComp
     cost: 0.25,
     ...overrides,
   };
+}
+
+/** What a test of llm-quota works with: its bus, its clock, the service itself. */
+export interface QuotaTestWorld {
+  bus: Bus;
+  clock: ManualClock;
+  quota: QuotaServiceHandle;
+}
+
+/**
+ * A fresh llm-quota for each test of the calling `describe`, on an in-process bus with a manual clock at `at`;
+ * stopped after it. The world's members are set before each test.
+ */
+export function quotaServiceForEachTest(at: string): QuotaTestWorld {
+  const world = {} as QuotaTestWorld;
+  beforeEach(async () => {
+    world.bus = createInProcessBus();
+    world.clock = new ManualClock(at);
+    world.quota = await startQuotaService({ bus: world.bus, clock: world.clock });
+  });
+  afterEach(async () => {
+    await world.quota.stop();
+    await world.bus.close();
+  });
+  return world;
 }

@@ -1,36 +1,15 @@
-import { type Bus, createInProcessBus } from '@platform/bus';
 import { Subjects } from '@platform/contracts';
-import { ManualClock } from '@platform/kernel';
 import { waitFor } from '@platform/testkit';
 import request from 'supertest';
-import {
-  adminHeaders,
-  completion,
-  edgeHeaders,
-  principal,
-  type QuotaServiceHandle,
-  startQuotaService,
-} from './support';
+import { adminHeaders, completion, edgeHeaders, principal, quotaServiceForEachTest } from './support';
 
 describe('GET /v1/quotas/usage/breakdown (usage by user or organization API key)', () => {
-  let bus: Bus;
-  let clock: ManualClock;
-  let quota: QuotaServiceHandle;
-  const admin = () => adminHeaders(clock);
+  const world = quotaServiceForEachTest('2025-03-01T00:10:00.000Z');
+  const admin = () => adminHeaders(world.clock);
   const breakdown = (query: string, headers = admin()) =>
-    request(quota.service.handler).get(`/v1/quotas/usage/breakdown${query}`).set(headers);
+    request(world.quota.service.handler).get(`/v1/quotas/usage/breakdown${query}`).set(headers);
   const publish = (...events: ReturnType<typeof completion>[]) =>
-    Promise.all(events.map((e) => bus.publishDurable(Subjects.llmCompletion, e)));
-
-  beforeEach(async () => {
-    bus = createInProcessBus();
-    clock = new ManualClock('2025-03-01T00:10:00.000Z');
-    quota = await startQuotaService({ bus, clock });
-  });
-  afterEach(async () => {
-    await quota.stop();
-    await bus.close();
-  });
+    Promise.all(events.map((e) => world.bus.publishDurable(Subjects.llmCompletion, e)));
 
   it("gives each user's and each key's month, its own organization's only, page by page", async () => {
     const march = '2025-03-01T00:05:00Z';
@@ -107,7 +86,7 @@ describe('GET /v1/quotas/usage/breakdown (usage by user or organization API key)
   });
 
   it('needs quotas:manage, and names the field of a bad query', async () => {
-    const member = edgeHeaders(principal({ permissions: ['models:read'] }), clock);
+    const member = edgeHeaders(principal({ permissions: ['models:read'] }), world.clock);
     expect((await breakdown('?by=user', member)).status).toBe(403);
     for (const query of [
       '',
