@@ -52,6 +52,7 @@ describe('governance, header policy and quotas at the gateway', () => {
       allowed: ['sim/cheap', 'mock/chat'],
       defaults: { completions: 'mock/chat' },
       downgrade: { 'sim/gpt': 'sim/cheap' },
+      by_api_key: {},
     });
     const before = w.sim.requests().length;
     expectEnvelope(await chat(as, 'sim/gpt'), 403, 'MODEL_NOT_ALLOWED');

@@ -12,8 +12,7 @@ describe('a credential auth revoked', () => {
       world.clock,
     );
   const settingsOf = async (org: string) =>
-    (await request(world.quota.service.handler).get('/v1/quotas/settings').set(admin(org))).body
-      .org_user_quotas;
+    (await request(world.quota.service.handler).get('/v1/quotas/settings').set(admin(org))).body;
   const revoked = (kind: CredentialRevokedEvent['kind'], id: string) =>
     world.bus.publish(Subjects.credentialRevoked, {
       version: 1,
@@ -32,6 +31,7 @@ describe('a credential auth revoked', () => {
             overrides: { 'user-gone': { rpm: 1 }, 'user-kept': { rpm: 2 } },
             by_api_key: { 'key-gone': { monthly_tokens: 10 }, 'key-kept': { rpm: 3 } },
           },
+          models: { by_api_key: { 'key-gone': ['mock/chat'], 'key-kept': ['mock/chat'] } },
         });
       expect(res.status).toBe(200);
     }
@@ -46,15 +46,20 @@ describe('a credential auth revoked', () => {
     // another kind of credential, or an id no entry could have, changes nothing
     await revoked('access_token', 'key-kept');
     await revoked('org_api_key', 'key.with.dot');
-    await waitFor(async () => (await settingsOf('beta')).overrides['user-gone'] === undefined, {
-      what: 'the entries to go',
-    });
-    for (const org of ['acme', 'beta'])
-      expect(await settingsOf(org)).toEqual({
+    await waitFor(
+      async () => (await settingsOf('beta')).org_user_quotas.overrides['user-gone'] === undefined,
+      { what: 'the entries to go' },
+    );
+    for (const org of ['acme', 'beta']) {
+      const settings = await settingsOf(org);
+      expect(settings.org_user_quotas).toEqual({
         overrides: { 'user-kept': { rpm: 2 } },
         by_role: {},
         by_api_key: { 'key-kept': { rpm: 3 } },
       });
+      // the key's allowed models too (decision 0118)
+      expect(settings.models.by_api_key).toEqual({ 'key-kept': ['mock/chat'] });
+    }
     // the gateways drop their copy of each organization, once per change
     await waitFor(() => changed.length === 4, { what: 'the settings changes' });
     expect(changed.sort()).toEqual(['acme', 'acme', 'beta', 'beta']);

@@ -61,6 +61,7 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         allowed: ['gpt-4.1', 'mock/chat'],
         defaults: { completions: 'gpt-4.1' },
         downgrade: { 'gpt-4.1': 'gpt-4.1-mini', 'o3.pro': 'gpt-4.1' },
+        by_api_key: {},
       });
       const second = await patch({
         models: { defaults: { embeddings: 'mock/embeddings' }, downgrade: { 'o3.pro': null } },
@@ -69,12 +70,32 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         allowed: ['gpt-4.1', 'mock/chat'],
         defaults: { completions: 'gpt-4.1', embeddings: 'mock/embeddings' },
         downgrade: { 'gpt-4.1': 'gpt-4.1-mini' },
+        by_api_key: {},
       });
+      // an organization API key's own models (decision 0118): each key's list is replaced whole, null removes it
+      const keys = await patch({
+        models: { by_api_key: { k1: ['mock/chat', 'mock/chat'], k2: ['gpt-4.1'] } },
+      });
+      expect(keys.body.models.by_api_key).toEqual({ k1: ['mock/chat'], k2: ['gpt-4.1'] });
+      const replaced = await patch({ models: { by_api_key: { k1: [], k2: null } } });
+      expect(replaced.body.models.by_api_key).toEqual({ k1: [] });
+      expect(replaced.body.models.allowed).toEqual(['gpt-4.1', 'mock/chat']);
+      expect((await patch({ models: { by_api_key: null } })).body.models.by_api_key).toEqual({});
+      for (const body of [
+        { models: { by_api_key: { 'key.with.dot': ['mock/chat'] } } },
+        { models: { by_api_key: { k1: 'mock/chat' } } },
+        { models: { by_api_key: { k1: [''] } } },
+      ]) {
+        const refused = await patch(body);
+        expect(refused.status).toBe(400);
+        expect(refused.body.details.issues[0].field).toContain('models.by_api_key');
+      }
       expect((await patch({ models: { allowed: null } })).body.models.allowed).toBeNull();
       expect((await patch({ models: null })).body.models).toEqual({
         allowed: null,
         defaults: {},
         downgrade: {},
+        by_api_key: {},
       });
       const bad = await patch({ models: { allowed: 'everything' } });
       expect(bad.status).toBe(400);
@@ -119,7 +140,7 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
           by_role: { member: { rpm: 10 } },
           by_api_key: {},
         },
-        models: { allowed: null, defaults: {}, downgrade: {} },
+        models: { allowed: null, defaults: {}, downgrade: {}, by_api_key: {} },
         updated_at: '2025-03-15T12:00:30.000Z',
         updated_by: 'user:admin-1',
       });
@@ -245,6 +266,10 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         org_user_quotas: { by_api_key: { k1: { rpm: 1 }, k2: { rpm: 1 }, k3: { rpm: 1 } } },
       });
       expect(keys.body.details.issues[0].field).toBe('org_user_quotas.by_api_key');
+      const models = await patch({ models: { by_api_key: { k1: [], k2: [], k3: [] } } });
+      expect(models.status).toBe(400);
+      expect(models.body.details.issues[0].field).toBe('models.by_api_key');
+      expect((await patch({ models: { by_api_key: { k1: [], k2: [] } } })).status).toBe(200);
       // replacing one is fine
       expect((await patch({ org_user_quotas: { overrides: { a: null, c: { rpm: 1 } } } })).status).toBe(200);
     });

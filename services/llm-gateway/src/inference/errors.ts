@@ -9,12 +9,14 @@ export const modelNotFound = (model: string, message = `No model named ${model} 
     extra: { model },
   });
 
-export const modelNotAllowed = (model: string) =>
-  new Forbidden(`The organization does not allow the model ${model}`, {
-    error: 'MODEL_NOT_ALLOWED',
-    code: 'MODEL_NOT_ALLOWED',
-    extra: { model },
-  });
+/** 403 MODEL_NOT_ALLOWED: outside the organization's `allowed` (scope `org`), or the calling API key's list (`api_key`) */
+export const modelNotAllowed = (model: string, scope: 'org' | 'api_key' = 'org') =>
+  new Forbidden(
+    scope === 'org'
+      ? `The organization does not allow the model ${model}`
+      : `This API key may not use the model ${model}: its models are set in models.by_api_key of the organization's quota settings`,
+    { error: 'MODEL_NOT_ALLOWED', code: 'MODEL_NOT_ALLOWED', details: { scope }, extra: { model } },
+  );
 
 export const invalidBody = (message: string, issues?: Array<{ field: string; message: string }>) =>
   new InvalidInput(message, {

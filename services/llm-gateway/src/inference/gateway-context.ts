@@ -11,7 +11,7 @@ import type { LlmGatewayConfig } from '../config';
 import type { GatewayMetrics } from '../metrics/gateway-metrics';
 import { type Admission, type Caller, MonthlyBudgetExhausted, type Ticket } from '../quota/admission';
 import type { OrgGatewaySettings, OrgSettingsSource } from '../quota/org-settings';
-import { budgetDowngrade, type ModelType, resolveModel } from './governance';
+import { apiKeyIdOf, budgetDowngrade, type ModelType, resolveModel } from './governance';
 import {
   type DeploymentCheck,
   failoverChain,
@@ -109,13 +109,13 @@ async function admitInference(
   const settings = await ctx.orgSettings.get(orgSlug);
   // a downgrade (governance's, the budget's) to a model that cannot serve the request is none (decision 0115)
   const serves = (m: CatalogueModel) => !checkModel || servingPool(m, checkModel).pool.length > 0;
-  const resolved = resolveModel(requestedModel, type, settings, ctx.catalogue, serves);
   const caller: Caller = {
     orgSlug,
     userId: principal.user.id,
     roleSlug: principal.session.org?.role.slug ?? null,
-    apiKeyId: principal.credential.kind === 'org_api_key' ? principal.credential.id : null,
+    apiKeyId: apiKeyIdOf(principal),
   };
+  const resolved = resolveModel(requestedModel, type, settings, ctx.catalogue, caller.apiKeyId, serves);
   const serving = (m: CatalogueModel): Pool => {
     const { pool, refusal } = servingPool(m, checkModel);
     if (pool.length === 0) throw refusal;
@@ -129,14 +129,14 @@ async function admitInference(
     ticket = await ctx.admission.admit(settings, caller, promptTokens, { checkMonth: true });
   } catch (err) {
     if (!(err instanceof MonthlyBudgetExhausted)) throw err;
-    const cheaper = budgetDowngrade(model, settings, ctx.catalogue, serves);
+    const cheaper = budgetDowngrade(model, settings, ctx.catalogue, caller.apiKeyId, serves);
     if (!cheaper) throw err.toRateLimited();
     downgradedFrom = downgradedFrom ?? model.model_id;
     pool = serving(cheaper);
     model = cheaper;
     ticket = await ctx.admission.admit(settings, caller, promptTokens, { checkMonth: false });
   }
-  const chain = failoverChain(model, pool, settings, ctx.catalogue, checkModel);
+  const chain = failoverChain(model, pool, settings, ctx.catalogue, caller.apiKeyId, checkModel);
   return {
     principal,
     caller,

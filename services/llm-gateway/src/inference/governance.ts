@@ -1,3 +1,4 @@
+import type { Principal } from '@platform/contracts';
 import type { Catalogue, CatalogueModel } from '../catalogue/catalogue';
 import type { OrgGatewaySettings } from '../quota/org-settings';
 import { invalidBody, modelNotAllowed, modelNotFound } from './errors';
@@ -21,16 +22,18 @@ export const DEFAULT_KEY = {
 /**
  * Which catalogue model serves a request, by the organization's governance: `model` omitted or
  * `"default"` uses the org's default of that type; an unknown model is MODEL_NOT_FOUND; a model
- * outside `allowed` is MODEL_NOT_ALLOWED under `hard_block`, and under `soft_downgrade` goes to its
- * mapped model, else the org's default, when that one is allowed and `serves` the request. Every model
- * named on the way (asked, default, downgrade) is looked up by `usableModel`: one restricted to other
- * organizations is unknown.
+ * outside `allowed` (or, for an organization API key, outside its own list) is MODEL_NOT_ALLOWED under
+ * `hard_block`, and under `soft_downgrade` goes to its mapped model, else the org's default, when that
+ * one is allowed and `serves` the request. Every model named on the way (asked, default, downgrade) is
+ * looked up by `usableModel`: one restricted to other organizations is unknown.
  */
 export function resolveModel(
   requested: string | undefined,
   type: ModelType,
   settings: OrgGatewaySettings,
   catalogue: Catalogue,
+  /** the calling organization API key (`apiKeyIdOf`), null for other credentials */
+  apiKeyId: string | null,
   /** whether a downgrade target can serve the request (the route's endpoint): one that cannot is passed over */
   serves: (model: CatalogueModel) => boolean = () => true,
 ): ResolvedModel {
@@ -68,15 +71,15 @@ export function resolveModel(
       { field: 'model', message: `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} model is needed` },
     ]);
   }
-  if (isAllowed(id, settings)) return { model, downgradedFrom: null };
+  if (isAllowed(id, settings, apiKeyId)) return { model, downgradedFrom: null };
   if (settings.policy === 'soft_downgrade') {
     for (const candidate of [gov.downgrade[id], gov.defaults[DEFAULT_KEY[type]]]) {
-      if (!candidate || candidate === id || !isAllowed(candidate, settings)) continue;
+      if (!candidate || candidate === id || !isAllowed(candidate, settings, apiKeyId)) continue;
       const target = usableModel(candidate, settings, catalogue);
       if (target && target.type === type && serves(target)) return { model: target, downgradedFrom: id };
     }
   }
-  throw modelNotAllowed(id);
+  throw modelNotAllowed(id, isAllowed(id, settings, null) ? 'api_key' : 'org');
 }
 
 /** a model restricted to some organizations (`org_slugs`) does not exist for the others */
@@ -103,8 +106,20 @@ function platformDefault(
   return id && usableModel(id, settings, catalogue) ? id : undefined;
 }
 
-export const isAllowed = (id: string, settings: OrgGatewaySettings): boolean =>
-  settings.models.allowed === null || settings.models.allowed.includes(id);
+/** The organization API key a request comes with (its own allowed models narrow the organization's), else null. */
+export const apiKeyIdOf = (principal: Principal): string | null =>
+  principal.credential.kind === 'org_api_key' ? principal.credential.id : null;
+
+/**
+ * Whether the organization allows a model (`allowed`, null = every model) and, for an organization API key with an
+ * entry in `by_api_key`, whether the key's own list has it too (decision 0118).
+ */
+export function isAllowed(id: string, settings: OrgGatewaySettings, apiKeyId: string | null): boolean {
+  const { allowed, by_api_key } = settings.models;
+  if (allowed !== null && !allowed.includes(id)) return false;
+  if (apiKeyId === null || !by_api_key || !Object.hasOwn(by_api_key, apiKeyId)) return true;
+  return by_api_key[apiKeyId]!.includes(id);
+}
 
 /**
  * `soft_downgrade` over a monthly budget: the mapped model, when there is one and it is usable (enabled,
@@ -114,11 +129,12 @@ export function budgetDowngrade(
   from: CatalogueModel,
   settings: OrgGatewaySettings,
   catalogue: Catalogue,
+  apiKeyId: string | null,
   serves: (model: CatalogueModel) => boolean = () => true,
 ): CatalogueModel | null {
   if (settings.policy !== 'soft_downgrade') return null;
   const to = settings.models.downgrade[from.model_id];
-  if (!to || to === from.model_id || !isAllowed(to, settings)) return null;
+  if (!to || to === from.model_id || !isAllowed(to, settings, apiKeyId)) return null;
   const target = usableModel(to, settings, catalogue);
   return target && target.type === from.type && serves(target) ? target : null;
 }

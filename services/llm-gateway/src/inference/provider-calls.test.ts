@@ -66,24 +66,26 @@ describe('the failover chain', () => {
     const first = model('first', 'x');
     // x and y fail over to each other; neither is allowed, so neither is ever in the chain
     const catalogue = catalogueOf(first, model('x', 'y'), model('y', 'x'));
-    expect(ids(failoverChain(first, first.pool, settingsFor('acme', ['first']), catalogue))).toEqual([
+    expect(ids(failoverChain(first, first.pool, settingsFor('acme', ['first']), catalogue, null))).toEqual([
       'first',
     ]);
     const toSelf = model('to-self', 'self');
     const self = model('self', 'self');
     expect(
-      ids(failoverChain(toSelf, toSelf.pool, settingsFor('acme', ['to-self']), catalogueOf(toSelf, self))),
+      ids(
+        failoverChain(toSelf, toSelf.pool, settingsFor('acme', ['to-self']), catalogueOf(toSelf, self), null),
+      ),
     ).toEqual(['to-self']);
   });
 
   it("passes over a model restricted to other organizations, as governance's own resolution does", () => {
     const first = model('first', 'theirs');
     const catalogue = catalogueOf(first, model('theirs', 'shared', ['globex']), model('shared'));
-    expect(ids(failoverChain(first, first.pool, settingsFor('acme', null), catalogue))).toEqual([
+    expect(ids(failoverChain(first, first.pool, settingsFor('acme', null), catalogue, null))).toEqual([
       'first',
       'shared',
     ]);
-    expect(ids(failoverChain(first, first.pool, settingsFor('globex', null), catalogue))).toEqual([
+    expect(ids(failoverChain(first, first.pool, settingsFor('globex', null), catalogue, null))).toEqual([
       'first',
       'theirs',
       'shared',

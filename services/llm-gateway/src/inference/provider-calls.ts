@@ -60,6 +60,8 @@ export function failoverChain(
   pool: Pool,
   settings: OrgGatewaySettings,
   catalogue: Catalogue,
+  /** the calling organization API key: a failover model outside its list is passed over too */
+  apiKeyId: string | null,
   check?: DeploymentCheck,
 ): Pool[] {
   const chain = [pool];
@@ -69,7 +71,7 @@ export function failoverChain(
     const m = catalogue.get(next);
     if (!m || m.type !== model.type) break;
     seen.push(m.model_id);
-    if (isAllowed(m.model_id, settings) && visibleTo(m, settings.orgSlug)) {
+    if (isAllowed(m.model_id, settings, apiKeyId) && visibleTo(m, settings.orgSlug)) {
       const serving = servingPool(m, check).pool;
       if (serving.length > 0) chain.push(serving);
     }

@@ -41,6 +41,8 @@ export interface OrgGatewaySettings {
       audio_speech?: string;
     };
     downgrade: Record<string, string>;
+    /** the models an organization API key may use (within `allowed`), by key id (absent from an older llm-quota) */
+    by_api_key?: Record<string, string[]>;
   };
   /** the month's usage llm-quota has counted (a floor under the gateway's own month counters) */
   month: { start: string; tokens: number; cost: number };

@@ -12,7 +12,7 @@ import {
 } from '../inference/anthropic-messages-answer';
 import { chatRequestOfMessages, refuseUnsupportedMessages } from '../inference/anthropic-messages-request';
 import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
-import { resolveModel } from '../inference/governance';
+import { apiKeyIdOf, resolveModel } from '../inference/governance';
 import { countChatPromptTokens } from '../inference/prompt-tokens';
 import type { ChatChunk } from '../inference/provider-port';
 import { requestIdOf } from './client-abort';
@@ -135,8 +135,9 @@ export function mountAnthropicMessages(router: Router, ctx: GatewayContext): voi
     const body = parseInput(CountTokensRequestSchema, raw) as Json;
     // the model is resolved as a message's would be (unknown 404, outside the org's governance 403), as
     // Anthropic's count_tokens refuses an unknown model; nothing is admitted, so no quota is taken
-    const { orgSlug } = authorizeInference(req);
-    resolveModel(body.model as string, 'completion', await ctx.orgSettings.get(orgSlug), ctx.catalogue);
+    const { principal, orgSlug } = authorizeInference(req);
+    const settings = await ctx.orgSettings.get(orgSlug);
+    resolveModel(body.model as string, 'completion', settings, ctx.catalogue, apiKeyIdOf(principal));
     const chat = chatRequestOfMessages(
       Object.fromEntries(Object.entries(body).filter(([key]) => COUNTED.has(key))),
     );

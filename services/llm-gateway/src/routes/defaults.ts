@@ -3,7 +3,7 @@ import type { Router } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import type { PlatformDefaults } from '../catalogue/model-entry';
 import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
-import { resolveModel } from '../inference/governance';
+import { apiKeyIdOf, resolveModel } from '../inference/governance';
 import type { OrgGatewaySettings } from '../quota/org-settings';
 
 const CONCERNS = {
@@ -24,9 +24,17 @@ export function resolvedDefault(
   ctx: GatewayContext,
   settings: OrgGatewaySettings,
   concern: keyof PlatformDefaults,
+  /** the calling organization API key, whose own allowed models narrow the organization's */
+  apiKeyId: string | null,
 ): { model: CatalogueModel; source: 'org' | 'platform'; downgradedFrom: string | null } | null {
   try {
-    const { model, downgradedFrom } = resolveModel(undefined, CONCERNS[concern], settings, ctx.catalogue);
+    const { model, downgradedFrom } = resolveModel(
+      undefined,
+      CONCERNS[concern],
+      settings,
+      ctx.catalogue,
+      apiKeyId,
+    );
     const source = settings.models.defaults[concern] === undefined ? 'platform' : 'org';
     return { model, source, downgradedFrom };
   } catch (err) {
@@ -38,11 +46,11 @@ export function resolvedDefault(
 /** `GET /v1/defaults`: the resolved default model per concern, the platform's merged with the organization's. */
 export function mountDefaults(router: Router, ctx: GatewayContext): void {
   router.get('/v1/defaults', async (req, res) => {
-    const { orgSlug } = authorizeInference(req);
+    const { principal, orgSlug } = authorizeInference(req);
     const settings = await ctx.orgSettings.get(orgSlug);
     const out: Record<string, unknown> = {};
     for (const concern of Object.keys(CONCERNS) as Array<keyof PlatformDefaults>) {
-      const found = resolvedDefault(ctx, settings, concern);
+      const found = resolvedDefault(ctx, settings, concern, apiKeyIdOf(principal));
       if (!found) {
         out[concern] = null;
         continue;

@@ -6,7 +6,7 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import { MODEL_TYPES } from '../catalogue/model-entry';
 import { modelNotFound } from '../inference/errors';
 import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
-import { isAllowed, visibleTo } from '../inference/governance';
+import { apiKeyIdOf, isAllowed, visibleTo } from '../inference/governance';
 
 /**
  * A catalogue model as callers see it: OpenAI's model object (`id`, `object`, `created`, `owned_by`)
@@ -105,11 +105,15 @@ async function viewOf(
 ): Promise<{ models: CatalogueModel[]; admin: boolean }> {
   const admin = catalogueAdmin(req, ctx.config.PLATFORM_INTERNAL_SECRET) !== null;
   let slug: string;
+  // an organization API key sees the models it may use (decision 0118)
+  let apiKeyId: string | null = null;
   if (admin && (orgSlug !== undefined || !req.principal?.session.org)) {
     if (orgSlug === undefined || orgSlug === 'all') return { models: ctx.catalogue.all(), admin };
     slug = orgSlug;
   } else {
-    slug = authorizeInference(req).orgSlug;
+    const authorized = authorizeInference(req);
+    slug = authorized.orgSlug;
+    apiKeyId = apiKeyIdOf(authorized.principal);
     if (orgSlug !== undefined && orgSlug !== slug) {
       throw new Forbidden('Only a platform administrator may see another organization’s models (orgSlug)', {
         error: 'PLATFORM_ADMIN_REQUIRED',
@@ -119,7 +123,9 @@ async function viewOf(
   }
   const settings = await ctx.orgSettings.get(slug);
   return {
-    models: ctx.catalogue.list().filter((m) => visibleTo(m, slug) && isAllowed(m.model_id, settings)),
+    models: ctx.catalogue
+      .list()
+      .filter((m) => visibleTo(m, slug) && isAllowed(m.model_id, settings, apiKeyId)),
     admin,
   };
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import { modelNotAllowed, modelNotFound } from '../inference/errors';
 import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
-import { resolveModel } from '../inference/governance';
+import { apiKeyIdOf, isAllowed, resolveModel } from '../inference/governance';
 import { providerHeaders } from '../inference/header-policy';
 import { type Pool, withResilience } from '../inference/provider-calls';
 import { abortOnClose, requestIdOf } from './client-abort';
@@ -138,8 +138,11 @@ export function mountSmokeTest(
     const settings = await ctx.orgSettings.get(orgSlug);
     const found = ctx.catalogue.get(modelId);
     if (!found) throw modelNotFound(modelId);
-    const { model } = resolveModel(modelId, found.type, settings, ctx.catalogue);
-    if (model.model_id !== modelId) throw modelNotAllowed(modelId); // a smoke test never tests a stand-in
+    const apiKeyId = apiKeyIdOf(principal);
+    const { model } = resolveModel(modelId, found.type, settings, ctx.catalogue, apiKeyId);
+    // a smoke test never tests a stand-in
+    if (model.model_id !== modelId)
+      throw modelNotAllowed(modelId, isAllowed(modelId, settings, null) ? 'api_key' : 'org');
     const tested = provider === undefined ? model.pool : deploymentOn(model, provider);
     const window = await deps.limiter.consume(orgSlug, 1);
     if (window.consumedPoints > SMOKE_TESTS_PER_MINUTE)

@@ -12,6 +12,11 @@ export interface StoredModelGovernance {
   allowed: string[] | null;
   defaults: { completions?: string; embeddings?: string };
   downgrade: Array<{ from: string; to: string }>;
+  /**
+   * the models an organization API key may use, by key id (within `allowed`; decision 0118); absent on documents
+   * written before it existed (= no key restricted)
+   */
+  by_api_key?: Record<string, string[]>;
 }
 
 /** One organization's quota settings; `_id` is the org slug. */

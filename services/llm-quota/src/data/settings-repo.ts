@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type Clock, NotFound } from '@platform/kernel';
 import { type Update, updateWithRevision } from '@platform/store';
 import { type ApiKeyQuota, type OrgUserQuotas, QUOTA_FIELDS } from '../domain/user-limits';
@@ -8,14 +9,19 @@ export type ModelGovernancePatch = {
   allowed?: string[] | null;
   defaults?: { completions?: string | null; embeddings?: string | null } | null;
   downgrade?: Record<string, string | null> | null;
+  by_api_key?: Record<string, string[] | null> | null;
 } | null;
 
 export const NO_GOVERNANCE: StoredModelGovernance = { allowed: null, defaults: {}, downgrade: [] };
 
-/** Applies a governance merge patch to the stored governance. */
+/**
+ * Applies a governance merge patch to the stored governance; TooManyEntries when `by_api_key` would hold more than
+ * `maxEntries` keys.
+ */
 export function mergeGovernance(
   current: StoredModelGovernance,
   patch: ModelGovernancePatch,
+  maxEntries: number,
 ): StoredModelGovernance {
   if (patch === null) return NO_GOVERNANCE;
   const next: StoredModelGovernance = {
@@ -23,6 +29,16 @@ export function mergeGovernance(
     defaults: { ...current.defaults },
     downgrade: [...current.downgrade],
   };
+  const byKey = { ...current.by_api_key };
+  if (patch.by_api_key === null) for (const id of Object.keys(byKey)) delete byKey[id];
+  else if (patch.by_api_key) {
+    for (const [id, models] of Object.entries(patch.by_api_key)) {
+      if (models === null) delete byKey[id];
+      else byKey[id] = [...new Set(models)];
+    }
+    if (Object.keys(byKey).length > maxEntries) throw new TooManyEntries('models.by_api_key', maxEntries);
+  }
+  if (Object.keys(byKey).length > 0) next.by_api_key = byKey;
   if (patch.allowed !== undefined) next.allowed = patch.allowed === null ? null : [...new Set(patch.allowed)];
   if (patch.defaults === null) next.defaults = {};
   else if (patch.defaults) {
@@ -81,10 +97,11 @@ type Limits = Partial<Record<keyof ApiKeyQuota, number>>;
 
 export class TooManyEntries extends Error {
   constructor(
-    readonly field: keyof OrgUserQuotas,
+    /** the map's path in the settings, `org_user_quotas.overrides` or `models.by_api_key` */
+    readonly field: string,
     readonly max: number,
   ) {
-    super(`org_user_quotas.${field} may hold at most ${max} entries`);
+    super(`${field} may hold at most ${max} entries`);
   }
 }
 
@@ -132,18 +149,28 @@ export class SettingsRepository {
   }
 
   /**
-   * Removes the entry of a credential that no longer exists (`auth.credential.revoked`): a revoked organization API
-   * key's `by_api_key` entry, a deleted user's `overrides`. Ids are never given out again, so the entry could match
-   * nothing; it would only count against the entry cap. Returns the organizations whose settings changed.
+   * Removes the entries of a credential that no longer exists (`auth.credential.revoked`): a revoked organization API
+   * key's `by_api_key` limits and allowed models, a deleted user's `overrides`. Ids are never given out again, so the
+   * entries could match nothing; they would only count against the entry caps. A new revision makes a concurrent
+   * PATCH (which writes the governance whole) compute again from the settings without them. Returns the
+   * organizations whose settings changed.
    */
   async forget(field: 'overrides' | 'by_api_key', id: string): Promise<string[]> {
     // stored entries are keyed by ids of this shape (QuotaKeySchema): another names no field path, nor any entry
     if (!/^[A-Za-z0-9_:@+-]{1,200}$/.test(id)) return [];
-    const path = `org_user_quotas.${field}.${id}`;
-    const holders = await this.collections.settings.find({ [path]: { $exists: true } });
-    for (const doc of holders)
-      await this.collections.settings.updateOne({ _id: doc._id }, { $unset: { [path]: '' } });
-    return holders.map((doc) => doc._id);
+    const paths = [`org_user_quotas.${field}.${id}`];
+    if (field === 'by_api_key') paths.push(`models.by_api_key.${id}`);
+    const changed = new Set<string>();
+    for (const path of paths) {
+      for (const doc of await this.collections.settings.find({ [path]: { $exists: true } })) {
+        await this.collections.settings.updateOne(
+          { _id: doc._id },
+          { $unset: { [path]: '' }, $set: { revision: randomUUID() } },
+        );
+        changed.add(doc._id);
+      }
+    }
+    return [...changed];
   }
 
   /** Makes sure the organization has settings (first sight through a usage event). */
@@ -190,7 +217,7 @@ export class SettingsRepository {
     const $unset: Record<string, ''> = {};
     if (patch.policy !== undefined) $set.policy = patch.policy ?? 'hard_block';
     if (patch.models !== undefined)
-      $set.models = mergeGovernance(current.models ?? NO_GOVERNANCE, patch.models);
+      $set.models = mergeGovernance(current.models ?? NO_GOVERNANCE, patch.models, maxEntries);
     for (const field of QUOTA_MAPS) {
       const entries = patch.org_user_quotas === null ? null : patch.org_user_quotas?.[field];
       if (entries === undefined) continue;
@@ -232,7 +259,7 @@ export class SettingsRepository {
           keys.add(key);
         }
       }
-      if (keys.size > maxEntries) throw new TooManyEntries(field, maxEntries);
+      if (keys.size > maxEntries) throw new TooManyEntries(`org_user_quotas.${field}`, maxEntries);
     }
     const update: Update = { $set };
     if (Object.keys($unset).length) update.$unset = $unset;

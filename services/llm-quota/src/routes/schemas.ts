@@ -121,6 +121,10 @@ export const ModelGovernanceSchema = z
     downgrade: z
       .record(ModelIdSchema, ModelIdSchema)
       .meta({ description: '`soft_downgrade`: the model a refused or over-budget model is replaced with' }),
+    by_api_key: z.record(z.string(), z.array(ModelIdSchema)).meta({
+      description:
+        'the models an organization API key may use, by key id, within `allowed`; a key without an entry may use every allowed model',
+    }),
   })
   .meta({ id: 'ModelGovernance' });
 export type ModelGovernance = z.infer<typeof ModelGovernanceSchema>;
@@ -137,6 +141,7 @@ const ModelGovernancePatchSchema = z
       .nullable()
       .optional(),
     downgrade: z.record(ModelIdSchema, ModelIdSchema.nullable()).nullable().optional(),
+    by_api_key: z.record(QuotaKeySchema, z.array(ModelIdSchema).max(10_000).nullable()).nullable().optional(),
   })
   .strict()
   .nullable();
@@ -151,7 +156,7 @@ export const SettingsPatchSchema = z
       .meta({ description: '`null`: back to the default, `hard_block`' }),
     models: ModelGovernancePatchSchema.optional().meta({
       description:
-        'model governance: `allowed` (null = every enabled model), `defaults` per type, `downgrade` map; `null` resets a member',
+        'model governance: `allowed` (null = every enabled model), `defaults` per type, `downgrade` map, `by_api_key` (the models each organization API key may use, by key id); `null` resets a member',
     }),
     org_user_quotas: z
       .object({
@@ -307,11 +312,15 @@ export const PublishedSettingsResponseSchema = z
         allowed: z.array(z.string()).nullable(),
         defaults: z.looseObject({ completions: z.string().optional(), embeddings: z.string().optional() }),
         downgrade: z.record(z.string(), z.string()),
+        by_api_key: z
+          .record(z.string(), z.array(z.string()))
+          .optional()
+          .meta({ description: 'the models an organization API key may use (within `allowed`), by key id' }),
       })
       .optional()
       .meta({
         id: 'ModelGovernance',
-        description: "the organization's model governance (allowed, defaults, downgrade)",
+        description: "the organization's model governance (allowed, defaults, downgrade, by_api_key)",
       }),
     updated_at: z.iso.datetime(),
     updated_by: z.string().nullable().meta({ description: '`user:<id>` or `<credential kind>:<id>`' }),

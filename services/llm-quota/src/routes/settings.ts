@@ -11,6 +11,7 @@ export const governanceView = (stored: StoredModelGovernance): ModelGovernance =
   allowed: stored.allowed,
   defaults: stored.defaults,
   downgrade: Object.fromEntries(stored.downgrade.map((d) => [d.from, d.to])),
+  by_api_key: stored.by_api_key ?? {},
 });
 
 export const settingsView = (doc: OrgSettingsDoc): SettingsResponse => ({
@@ -57,7 +58,7 @@ export function mountSettingsRoutes(router: Router, deps: RouteDeps): void {
     } catch (err) {
       if (err instanceof TooManyEntries) {
         throw new InvalidInput(err.message, {
-          details: { issues: [{ field: `org_user_quotas.${err.field}`, message: err.message }] },
+          details: { issues: [{ field: err.field, message: err.message }] },
         });
       }
       throw err;
