@@ -2,6 +2,7 @@ import type { Logger } from '@platform/kernel';
 import type { ModelFileEntry } from '../gateway-file';
 import type { ProviderAdapterPort } from '../inference/provider-port';
 import { hasEndpoint } from '../providers/endpoints';
+import { type RequestShape, requestShapeOf } from '../providers/request-shape';
 import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
 import { SERVED_BY } from './deployment-endpoints';
 import { deploymentsOf, type PlatformDefaults, type ProviderConfig } from './model-entry';
@@ -30,6 +31,8 @@ export interface CatalogueModel extends Omit<ModelFileEntry, 'enabled' | 'provid
   health: DeploymentHealth;
   /** every deployment of the model, this one included (a model of one provider_config: itself alone) */
   pool: readonly CatalogueModel[];
+  /** this deployment's renamed and excluded request members, when it has any (decision 0119) */
+  requestShape?: RequestShape;
 }
 
 /** Builds an adapter from a stored provider (key already opened); the provider layer's factory. */
@@ -116,6 +119,7 @@ export class Catalogue {
           weight: weight ?? 1,
           health: kept,
           pool,
+          requestShape: requestShapeOf(config),
         });
       }
       if (pool[0]) next.set(_id, pool[0]);

@@ -26,6 +26,13 @@ const HeaderPolicyValueSchema = z.union([
   z.object({ value: z.string(), required: z.boolean().optional() }).strict(),
 ]);
 
+/** a top-level member of a request body a deployment may rename or drop: never `model`, which the gateway sets */
+const RequestMemberSchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .refine((name) => name !== 'model', 'the provider model is set by provider_config.model');
+
 export const ProviderConfigSchema = z
   .object({
     provider: z.string().min(1),
@@ -34,6 +41,13 @@ export const ProviderConfigSchema = z
     headers: z.record(z.string(), HeaderPolicyValueSchema).optional(),
     /** client request headers (lower case) forwarded to the provider; every other one is dropped */
     forward_headers: z.array(z.string().min(1)).optional(),
+    /** request members renamed for this provider, `{max_tokens: 'max_completion_tokens'}` (decision 0119) */
+    parameter_aliases: z
+      .record(RequestMemberSchema, RequestMemberSchema)
+      .refine((aliases) => Object.keys(aliases).length <= 50, 'at most 50 aliases')
+      .optional(),
+    /** request members dropped for this provider; `stream`: called without streaming, the gateway streams the answer */
+    exclude_parameters: z.array(RequestMemberSchema).max(50).optional(),
   })
   .strict();
 export type ProviderConfig = z.infer<typeof ProviderConfigSchema>;

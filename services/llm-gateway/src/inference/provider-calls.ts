@@ -139,6 +139,7 @@ export async function withResilience<T>(
           timeoutMs,
           signal,
           reasons: served.capabilities?.reasoning !== false,
+          shape: served.requestShape,
         };
         const result = await operation(served, call);
         metrics?.answered(served, (performance.now() - started) / 1000, timing);

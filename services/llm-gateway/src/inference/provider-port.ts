@@ -1,4 +1,5 @@
 import type { CancelSignal } from '../providers/cancellation';
+import type { RequestShape } from '../providers/request-shape';
 
 /**
  * What the gateway needs from the provider layer (`src/providers`, contract in the provider-interface
@@ -50,6 +51,8 @@ export interface ProviderCall {
   signal: CancelSignal;
   /** false when the catalogue says the model does not reason (`capabilities.reasoning: false`) */
   reasons?: boolean;
+  /** the deployment's renamed and excluded request members (decision 0119) */
+  shape?: RequestShape;
 }
 
 // OpenAI wire objects are passed through as they are; the gateway reads a few members only.

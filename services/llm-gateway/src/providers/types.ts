@@ -1,4 +1,5 @@
 import type { CancelSignal } from './cancellation';
+import type { RequestShape } from './request-shape';
 /**
  * The provider layer's contract with the rest of the gateway: OpenAI-shaped bodies in and out, typed
  * errors with no HTTP in them. One adapter per provider entry; each call makes exactly one attempt
@@ -302,6 +303,8 @@ export interface ProviderCall {
   signal: CancelSignal;
   /** false when the catalogue says the model does not reason (`capabilities.reasoning: false`): no thinking is asked */
   reasons?: boolean;
+  /** the deployment's renamed and excluded request members (`shapeBody`), when it has any */
+  shape?: RequestShape;
 }
 
 export interface ProviderAdapter {

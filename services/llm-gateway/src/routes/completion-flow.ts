@@ -1,6 +1,7 @@
 import { envelopeOf, RateLimited } from '@platform/kernel';
 import type { Request, Response } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
+import { chatChunksOf } from '../inference/answer-chunks';
 import { billableText, reasoningText } from '../inference/answer-text';
 import {
   account,
@@ -106,6 +107,8 @@ export interface CompletionApi<B extends CompletionBody, K extends FlowChunk> {
     call: ProviderCall,
   ): Promise<{ body: ChatCompletion; usage: Usage | null }>;
   stream(model: CatalogueModel, body: B, call: ProviderCall): AsyncIterable<K>;
+  /** a whole answer as the chunks of its stream, for a deployment called without streaming (decision 0119) */
+  chunksOf(answer: ChatCompletion): K[];
   /** what the answer's completion tokens are counted from when the provider reports none */
   answerText(answer: Record<string, unknown>): string;
   /** the text a chunk adds, counted against the monthly budget as it streams */
@@ -260,7 +263,11 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
       prepared,
       abort.signal,
       async (m, call) => {
-        const iterator = api.stream(m, providerBody(body, true), call)[Symbol.asyncIterator]();
+        const chunks =
+          m.requestShape?.streams === false
+            ? answerAsStream(api, m, providerBody(body, false), call)
+            : api.stream(m, providerBody(body, true), call);
+        const iterator = chunks[Symbol.asyncIterator]();
         return { iterator, chunk: await iterator.next() };
       },
       'first_chunk',
@@ -359,6 +366,20 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   if (closed) await closed;
 }
 
+/**
+ * The stream of a deployment that is called without streaming (`exclude_parameters: [stream]`): the provider's whole
+ * answer, then its chunks. A failure is the first chunk's, so the request still fails over.
+ */
+async function* answerAsStream<B extends CompletionBody, K extends FlowChunk>(
+  api: CompletionApi<B, K>,
+  model: CatalogueModel,
+  body: B,
+  call: ProviderCall,
+): AsyncGenerator<K> {
+  const { body: answer } = await api.answer(model, body, call);
+  yield* api.chunksOf(answer);
+}
+
 /** Chat completions: the messages counted as admission does, every deployment, `chat` on the provider. */
 class ChatCompletionsApi implements CompletionApi<ChatRequest, ChatChunk> {
   readonly endpoint = 'chat.completions';
@@ -376,6 +397,10 @@ class ChatCompletionsApi implements CompletionApi<ChatRequest, ChatChunk> {
 
   stream(model: CatalogueModel, body: ChatRequest, call: ProviderCall): AsyncIterable<ChatChunk> {
     return model.adapter.chatStream(body, call);
+  }
+
+  chunksOf(answer: ChatCompletion): ChatChunk[] {
+    return chatChunksOf(answer);
   }
 
   answerText(answer: Record<string, unknown>): string {

@@ -1,6 +1,7 @@
 import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
+import { textChunksOf } from '../inference/answer-chunks';
 import type { GatewayContext } from '../inference/gateway-context';
 import type {
   ProviderCall,
@@ -49,6 +50,10 @@ class TextCompletionsApi implements CompletionApi<TextBody, TextCompletionChunk>
 
   stream(model: CatalogueModel, body: TextBody, call: ProviderCall): AsyncIterable<TextCompletionChunk> {
     return model.adapter.completionsStream!(body, call);
+  }
+
+  chunksOf(answer: TextCompletion): TextCompletionChunk[] {
+    return textChunksOf(answer);
   }
 
   answerText(answer: Record<string, unknown>): string {

@@ -2,6 +2,7 @@ import type { Clock } from '@platform/kernel';
 import { mergeHeaders } from '../http/headers';
 import { type ErrorTypeReader, invalidAnswer, type ProviderHttp, sendForJson } from '../http/provider-http';
 import type { ProviderTransport } from '../http/transport';
+import { shapeBody } from '../request-shape';
 import {
   type ChatCompletionRequest,
   type ProviderAdapter,
@@ -54,7 +55,9 @@ export function createAnthropicAdapter(
 
   const translate = (body: ChatCompletionRequest, call: ProviderCall, stream: boolean) => {
     try {
-      return JSON.stringify(toAnthropicRequest(body, call.model, stream, call.reasons !== false));
+      return JSON.stringify(
+        shapeBody(call, toAnthropicRequest(body, call.model, stream, call.reasons !== false)),
+      );
     } catch (err) {
       if (!(err instanceof UntranslatableRequest)) throw err;
       throw new RequestRefusedForProvider(spec.name, call.model, err.message);

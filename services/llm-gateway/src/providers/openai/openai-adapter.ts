@@ -8,6 +8,7 @@ import {
   sendForJson,
 } from '../http/provider-http';
 import type { ProviderTransport } from '../http/transport';
+import { shapeBody } from '../request-shape';
 import type {
   ChatCompletion,
   EmbeddingsResponse,
@@ -73,7 +74,7 @@ export function createOpenAiAdapter(
     const answer = await sendForJson<A>(http, call, {
       url: url(call.model, path),
       headers: headers(call, 'application/json'),
-      body: JSON.stringify({ ...rest, model: call.model, stream: false }),
+      body: JSON.stringify(shapeBody(call, { ...rest, model: call.model, stream: false })),
     });
     if (!Array.isArray(answer?.choices))
       throw invalidAnswer(http, call, `a ${kind} completion without choices`);
@@ -92,12 +93,14 @@ export function createOpenAiAdapter(
       return openAiChunks(http, call, {
         url: url(call.model, 'chat/completions'),
         headers: headers(call, 'text/event-stream'),
-        body: JSON.stringify({
-          ...body,
-          model: call.model,
-          stream: true,
-          stream_options: { ...body.stream_options, include_usage: true },
-        }),
+        body: JSON.stringify(
+          shapeBody(call, {
+            ...body,
+            model: call.model,
+            stream: true,
+            stream_options: { ...body.stream_options, include_usage: true },
+          }),
+        ),
       });
     },
 
@@ -113,12 +116,14 @@ export function createOpenAiAdapter(
         {
           url: url(call.model, 'completions'),
           headers: headers(call, 'text/event-stream'),
-          body: JSON.stringify({
-            ...body,
-            model: call.model,
-            stream: true,
-            stream_options: { ...body.stream_options, include_usage: true },
-          }),
+          body: JSON.stringify(
+            shapeBody(call, {
+              ...body,
+              model: call.model,
+              stream: true,
+              stream_options: { ...body.stream_options, include_usage: true },
+            }),
+          ),
         },
         'text_completion',
       );
@@ -128,7 +133,7 @@ export function createOpenAiAdapter(
       const answer = await sendForJson<EmbeddingsResponse>(http, call, {
         url: url(call.model, 'embeddings'),
         headers: headers(call, 'application/json'),
-        body: JSON.stringify({ ...body, model: call.model }),
+        body: JSON.stringify(shapeBody(call, { ...body, model: call.model })),
       });
       if (!Array.isArray(answer?.data)) throw invalidAnswer(http, call, 'embeddings without data');
       return { body: answer, usage: toUsage(answer.usage) };
@@ -138,7 +143,7 @@ export function createOpenAiAdapter(
       const answer = await sendForJson<ImagesResponse>(http, call, {
         url: url(call.model, 'images/generations'),
         headers: headers(call, 'application/json'),
-        body: JSON.stringify({ ...body, model: call.model }),
+        body: JSON.stringify(shapeBody(call, { ...body, model: call.model })),
       });
       if (!Array.isArray(answer?.data)) throw invalidAnswer(http, call, 'an image answer without data');
       return { body: answer };
@@ -151,7 +156,7 @@ export function createOpenAiAdapter(
       const answer = await sendForBytes(http, call, {
         url: url(call.model, 'audio/speech'),
         headers: headers(call, '*/*'),
-        body: JSON.stringify({ ...body, model: call.model }),
+        body: JSON.stringify(shapeBody(call, { ...body, model: call.model })),
       });
       return { contentType: answer.contentType, audio: answer.body };
     },
@@ -202,12 +207,14 @@ export function createOpenAiAdapter(
       }>(http, call, {
         url: `${base}/rerank`,
         headers: headers(call, 'application/json'),
-        body: JSON.stringify({
-          model: call.model,
-          query: body.query,
-          documents: body.documents,
-          top_n: body.top_n,
-        }),
+        body: JSON.stringify(
+          shapeBody(call, {
+            model: call.model,
+            query: body.query,
+            documents: body.documents,
+            top_n: body.top_n,
+          }),
+        ),
       });
       if (!Array.isArray(answer?.results)) throw invalidAnswer(http, call, 'a rerank answer without results');
       const results = answer.results

@@ -1,0 +1,161 @@
+import { type GatewayWorld, gauge, startGatewayWorld } from './support';
+
+/**
+ * A deployment's request shaping (`provider_config.parameter_aliases` and `exclude_parameters`, decision 0119), as an
+ * operator serves a provider that renamed a parameter, refuses one, or streams badly, without the clients changing:
+ * what the provider receives, through the edge with the official `openai` SDK.
+ */
+describe("a deployment's renamed and excluded request parameters, through the edge", () => {
+  let w: GatewayWorld;
+  beforeAll(async () => {
+    w = await startGatewayWorld({
+      models: [
+        {
+          model_id: 'sim/renamed',
+          type: 'completion',
+          provider_config: {
+            provider: 'sim',
+            model: 'renamed-sim',
+            parameter_aliases: { max_tokens: 'max_completion_tokens' },
+            exclude_parameters: ['top_p', 'presence_penalty'],
+          },
+          pricing: { input_per_million: 1, output_per_million: 2 },
+        },
+        {
+          model_id: 'sim/unstreamed',
+          type: 'completion',
+          provider_config: { provider: 'sim', model: 'unstreamed-sim', exclude_parameters: ['stream'] },
+          pricing: { input_per_million: 1, output_per_million: 2 },
+        },
+        {
+          model_id: 'sim/claude-shaped',
+          type: 'completion',
+          provider_config: { provider: 'claude', model: 'claude-sim', exclude_parameters: ['temperature'] },
+          pricing: { input_per_million: 3, output_per_million: 15 },
+        },
+      ],
+    });
+  });
+  afterAll(() => w?.stop());
+
+  const lastBody = (model: string) =>
+    w.sim
+      .requests()
+      .filter((r) => r.model === model)
+      .at(-1)?.body as Record<string, unknown>;
+
+  it('rename and drop members before the provider receives them; other models get the body as sent', async () => {
+    const { owner } = await w.org('shaped-params');
+    const client = w.client({ bearer: owner.token });
+    const ask = {
+      messages: [{ role: 'user' as const, content: 'hello' }],
+      max_tokens: 50,
+      top_p: 0.5,
+      presence_penalty: 0.1,
+      temperature: 0.2,
+    };
+    const answer = await client.chat.completions.create({ ...ask, model: 'sim/renamed' });
+    expect(answer.choices[0]!.message.content).toEqual(expect.any(String));
+    const sent = lastBody('renamed-sim');
+    expect(sent).toMatchObject({ model: 'renamed-sim', max_completion_tokens: 50, temperature: 0.2 });
+    expect(Object.keys(sent)).not.toEqual(expect.arrayContaining(['max_tokens']));
+    for (const dropped of ['max_tokens', 'top_p', 'presence_penalty'])
+      expect(sent).not.toHaveProperty(dropped);
+
+    // streamed too: the gateway's own stream members are shaped alike
+    const stream = await client.chat.completions.create({ ...ask, model: 'sim/renamed', stream: true });
+    for await (const _chunk of stream);
+    expect(lastBody('renamed-sim')).toMatchObject({ max_completion_tokens: 50, stream: true });
+    expect(lastBody('renamed-sim')).not.toHaveProperty('top_p');
+
+    // a client that sent the new name itself keeps its own value
+    await client.chat.completions.create({ ...ask, model: 'sim/renamed', max_completion_tokens: 70 });
+    expect(lastBody('renamed-sim')).toMatchObject({ max_completion_tokens: 70 });
+    expect(lastBody('renamed-sim')).not.toHaveProperty('max_tokens');
+
+    // an Anthropic deployment: its translated body is shaped
+    await client.chat.completions.create({ ...ask, model: 'sim/claude-shaped' });
+    const anthropic = lastBody('claude-sim');
+    expect(anthropic).toMatchObject({ model: 'claude-sim', max_tokens: 50 });
+    expect(anthropic).not.toHaveProperty('temperature');
+
+    // a model without shaping gets every member
+    await client.chat.completions.create({ ...ask, model: 'sim/cheap' });
+    expect(lastBody('cheap-sim')).toMatchObject({ max_tokens: 50, top_p: 0.5, presence_penalty: 0.1 });
+  });
+
+  it('call a deployment without stream in one request, and stream its answer to the client, counted once', async () => {
+    const { owner } = await w.org('shaped-stream');
+    const client = w.client({ bearer: owner.token });
+    const messages = [{ role: 'user' as const, content: 'Tell me about the weather' }];
+    const plain = await client.chat.completions.create({ model: 'sim/unstreamed', messages });
+    const stream = await client.chat.completions.create({
+      model: 'sim/unstreamed',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let finish: string | null = null;
+    let usage: { total_tokens: number } | null = null;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+      expect(chunk.model).toBe('sim/unstreamed');
+    }
+    expect(chunks).toBeGreaterThanOrEqual(3);
+    expect(text).toBe(plain.choices[0]!.message.content);
+    expect(finish).toBe('stop');
+    expect(usage?.total_tokens).toBe(plain.usage!.total_tokens);
+    const sent = lastBody('unstreamed-sim');
+    expect(sent).not.toHaveProperty('stream');
+    expect(sent).not.toHaveProperty('stream_options');
+    expect(w.sim.requests().filter((r) => r.model === 'unstreamed-sim')).toHaveLength(2);
+
+    // text completions alike
+    const completion = await client.completions.create({
+      model: 'sim/unstreamed',
+      prompt: 'def add(a, b):',
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let completed = '';
+    let textUsage = 0;
+    for await (const chunk of completion) {
+      completed += chunk.choices[0]?.text ?? '';
+      if (chunk.usage) textUsage = chunk.usage.total_tokens;
+    }
+    expect(completed.length).toBeGreaterThan(0);
+    expect(textUsage).toBeGreaterThan(0);
+    expect(lastBody('unstreamed-sim')).not.toHaveProperty('stream');
+
+    // llm-quota counted what the provider reported, once each: the plain answer, the stream, the text completion
+    const tokens = 2 * plain.usage!.total_tokens + textUsage;
+    const counted = await w.counted('shaped-stream', { bearer: owner.token }, { requests: 3, tokens });
+    expect(gauge(counted, 'llm.monthly_tokens').used).toBe(tokens);
+  });
+
+  it('refuse a deployment renaming or dropping model, in the envelope, naming the field', async () => {
+    const entry = (provider_config: Record<string, unknown>) => ({
+      model_id: 'sim/bad-shape',
+      type: 'completion',
+      provider_config: { provider: 'sim', model: 'bad', ...provider_config },
+    });
+    const admin = { bearer: (await w.platformAdmin()).token };
+    for (const config of [
+      { exclude_parameters: ['model'] },
+      { parameter_aliases: { model: 'engine' } },
+      { parameter_aliases: { max_tokens: 7 } },
+    ]) {
+      const refused = await w.call('gateway', 'POST', '/v1/models', admin, entry(config));
+      expect(refused.status).toBe(400);
+      expect(refused.body.code).toBe('INVALID_BODY');
+      expect(JSON.stringify(refused.body.details)).toMatch(
+        /provider_config\.(exclude_parameters|parameter_aliases)/,
+      );
+    }
+  });
+});
