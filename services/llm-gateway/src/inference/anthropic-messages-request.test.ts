@@ -199,6 +199,8 @@ describe("Anthropic's Messages request in chat terms", () => {
       'messages.0.content.0.type',
       'messages.0.content.1.source',
       'messages.0.content.2.tool_use_id',
+      // a result answers an earlier tool use
+      'messages.0.content.3.tool_use_id',
       'messages.0.content.3.content.0.type',
       'messages.1.content.0.type',
     ]);

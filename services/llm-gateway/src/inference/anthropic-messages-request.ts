@@ -173,7 +173,13 @@ function toolResultContent(
  * One user turn: its tool results first, as chat's tool messages (which must follow the assistant's calls), then
  * a user message with its text and images, and the images the tool results held.
  */
-function userTurn(content: unknown, field: string, issues: Issue[], messages: Json[]): void {
+function userTurn(
+  content: unknown,
+  field: string,
+  issues: Issue[],
+  messages: Json[],
+  toolUses: ReadonlySet<string>,
+): void {
   if (typeof content === 'string') {
     messages.push({ role: 'user', content });
     return;
@@ -202,6 +208,12 @@ function userTurn(content: unknown, field: string, issues: Issue[], messages: Js
           issues.push({ field: `${where}.tool_use_id`, message: 'a tool_result needs its tool_use_id' });
           return;
         }
+        // Anthropic's rule (and chat's, whose tool message answers a call): a result answers a tool use
+        if (!toolUses.has(block.tool_use_id))
+          issues.push({
+            field: `${where}.tool_use_id`,
+            message: 'is not the id of a tool_use in an earlier assistant message',
+          });
         const { text, images, mark } = toolResultContent(block, where, issues);
         tools.push({ role: 'tool', tool_call_id: block.tool_use_id, content: text, ...marked(mark) });
         parts.push(...images);
@@ -229,7 +241,13 @@ function userTurn(content: unknown, field: string, issues: Issue[], messages: Js
  * One assistant turn: its text, its tool uses as chat's tool calls, and its thinking as the message's
  * `thinking_blocks` (signed by Anthropic: sent back as they came to an Anthropic model, dropped for any other).
  */
-function assistantTurn(content: unknown, field: string, issues: Issue[], messages: Json[]): void {
+function assistantTurn(
+  content: unknown,
+  field: string,
+  issues: Issue[],
+  messages: Json[],
+  toolUses: Set<string>,
+): void {
   if (typeof content === 'string') {
     messages.push({ role: 'assistant', content });
     return;
@@ -255,6 +273,7 @@ function assistantTurn(content: unknown, field: string, issues: Issue[], message
           issues.push({ field: where, message: 'a tool_use needs its id and name' });
           return;
         }
+        toolUses.add(block.id);
         calls.push({
           id: block.id,
           type: 'function',
@@ -361,11 +380,29 @@ function responseFormat(body: Json, issues: Issue[]): Json | undefined {
 export function chatRequestOfMessages(body: Json): ChatRequest {
   const issues: Issue[] = [];
   const messages: Json[] = systemMessages(body.system, issues);
-  (body.messages as Json[]).forEach((message, i) => {
+  const turns = body.messages as Json[];
+  // the ids of the tool uses so far, which a later tool_result answers
+  const toolUses = new Set<string>();
+  turns.forEach((message, i) => {
     const field = `messages.${i}.content`;
-    if (message.role === 'assistant') assistantTurn(message.content, field, issues, messages);
-    else userTurn(message.content, field, issues, messages);
+    // Anthropic's rule: every message says something, but a last assistant turn (a prefill to continue)
+    if (
+      Array.isArray(message.content) &&
+      message.content.length === 0 &&
+      !(message.role === 'assistant' && i === turns.length - 1)
+    )
+      issues.push({
+        field,
+        message: 'at least one content block (only a last assistant message may be empty)',
+      });
+    if (message.role === 'assistant') assistantTurn(message.content, field, issues, messages, toolUses);
+    else userTurn(message.content, field, issues, messages, toolUses);
   });
+  if (issues.length === 0 && messages.every((m) => m.role === 'system'))
+    issues.push({
+      field: 'messages',
+      message: 'hold nothing the model reads: a text, an image or a tool use',
+    });
   const format = responseFormat(body, issues);
   const tools = ((body.tools as Json[] | undefined) ?? []).map((tool, i) => chatTool(tool, i, issues));
   // automatic caching: Anthropic puts the request's breakpoint on its last block, as chat's last message's does

@@ -380,9 +380,16 @@ export function toChatRequest(
   if (earlier.length > 0) chatMessages(earlier, issues, conversation, earlierWhere);
   chatMessages(body.input, issues, conversation);
   const { messages } = conversation;
+  const instructed = typeof body.instructions === 'string' && body.instructions !== '';
+  // reasoning items alone are not sent: a provider would refuse a request without messages (a 502 for a 400)
+  if (issues.length === 0 && messages.length === 0 && !instructed)
+    issues.push({
+      field: 'input',
+      message:
+        'holds nothing the model reads: a message, a function_call or its output (reasoning items are not sent)',
+    });
   if (issues.length > 0) refuse(issues);
-  if (typeof body.instructions === 'string' && body.instructions !== '')
-    messages.unshift({ role: 'system', content: body.instructions });
+  if (instructed) messages.unshift({ role: 'system', content: body.instructions });
 
   const text = body.text as { format?: Json; verbosity?: string | null } | undefined;
   const reasoning = body.reasoning as { effort?: string | null } | null | undefined;

@@ -67,7 +67,7 @@ interface Earlier {
 /**
  * The items before `input`: those of the chain `previous_response_id` continues, or of the `conversation` (the
  * two are exclusive: `refuseUnsupported`). Read before any quota is taken or provider called: 404 when they are not
- * the caller's, 400 over their bounds or for an input item whose id is already one of the conversation's.
+ * the caller's, 400 over their bounds, for an input item id given twice or already one of the conversation's.
  */
 async function earlierItems(
   who: Ownership,
@@ -76,6 +76,8 @@ async function earlierItems(
   responses: ResponseStore,
   conversations: ConversationStore,
 ): Promise<Earlier> {
+  // OpenAI's rule: an item id names one item (and `input_items` pages by it: a repeated id would loop them)
+  refuseRepeatedIds('input', [], input);
   const bytes = jsonBytes(input);
   if (typeof body.previous_response_id === 'string') {
     const chain = await responses.chain(who, body.previous_response_id, bytes);
