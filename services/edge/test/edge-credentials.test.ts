@@ -202,6 +202,36 @@ describe('access tokens and API keys (introspected at auth)', () => {
     await waitFor(async () => (await ok({ 'x-platform-api-key': key })) && callsFor(key) === before + 1);
   });
 
+  it('answers a request that arrives after auth.credential.revoked from a lookup of its own, not one begun before', async () => {
+    const token = accessToken();
+    valid(token, principalOf({ userId: 'u-late', kind: 'access_token', id: 'tok-late' }));
+    let release!: () => void;
+    services.auth.state.held = new Promise((resolve) => {
+      release = resolve;
+    });
+    const resolve = jest.spyOn(edge.service.internals.principals, 'resolve');
+    // a lookup in flight at auth (which still finds the token valid) ...
+    const before = request(edge.url, '/llm/v1/x', { headers: bearer(token) });
+    await waitFor(() => callsFor(token) === 1, { what: 'the first lookup at auth' });
+    // ... when auth revokes the token and says so
+    services.auth.state.answers.delete(token);
+    await edge.bus.publish(Subjects.credentialRevoked, {
+      version: 1,
+      kind: 'access_token',
+      id: 'tok-late',
+      credentialHash: credentialHash(token),
+      at: '',
+    });
+    const after = request(edge.url, '/llm/v1/x', { headers: bearer(token) });
+    await waitFor(() => resolve.mock.calls.length === 2, { what: 'the second request at the edge' });
+    services.auth.state.held = null;
+    release();
+    // the request in flight before the event is answered as auth answered it; the one after is refused
+    expect((await before).status).toBe(200);
+    expect((await after).status).toBe(401);
+    expect(callsFor(token)).toBe(2);
+  });
+
   it('drops every cached answer of a person whose account was deleted (auth.credential.revoked, kind user)', async () => {
     const [first, second, someoneElse] = [accessToken(), accessToken(), accessToken()];
     valid(first, principalOf({ userId: 'u-gone', kind: 'access_token', id: 'tok-1' }), 60);

@@ -59,6 +59,39 @@ describe('header hygiene', () => {
     expect(echo.headers['x-platformer']).toBe('not ours');
   });
 
+  it('drops the fields a client names in Connection (hop-by-hop, RFC 9110 7.6.1), never the ones the edge sets', async () => {
+    const answer = await rawRequest(
+      edge.port,
+      [
+        'GET /legacy/v2/bots HTTP/1.1',
+        'Host: localhost',
+        'Connection: close, X-Hop-Secret, x-legacy-session-token,x-forwarded-for , X-Request-Id, x-platform-user-id',
+        'connection: Cookie',
+        'Authorization: Bearer legacy-developer-token',
+        'X-Hop-Secret: for the first hop only',
+        'X-Legacy-Session-Token: r:hop',
+        `Cookie: access-token=${token}; theme=dark`,
+        'X-Request-Id: hop-request-1',
+        'X-Kept: yes',
+        '',
+        '',
+      ].join('\r\n'),
+    );
+    expect(answer.status).toBe(200);
+    const echo = JSON.parse(answer.raw.slice(answer.raw.indexOf('\r\n\r\n') + 4));
+    expect(echo.headers['x-hop-secret']).toBeUndefined();
+    expect(echo.headers['x-legacy-session-token']).toBeUndefined();
+    expect(echo.headers.cookie).toBeUndefined();
+    expect(echo.headers['x-kept']).toBe('yes');
+    // the edge, the hop they are meant for, still reads them (the cookie session), and what it sets itself reaches
+    // the service whatever the client listed
+    expect(echo.headers['x-platform-user-id']).toBe('real-user');
+    expect(echo.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(echo.headers['x-request-id']).toBe('hop-request-1');
+    // the legacy root's own credential is still forwarded when it is not listed
+    expect(echo.headers.authorization).toBe('Bearer legacy-developer-token');
+  });
+
   it('answers 401 to two Authorization or two x-platform-api-key fields, on every root', async () => {
     for (const path of ['/v2/me', '/llm/v1/x', '/legacy/v2/auth/accessToken', '/legacy/v2/bots']) {
       const two = await raw(path, [`Authorization: Bearer ${token}`, `authorization: Bearer ${token}`]);

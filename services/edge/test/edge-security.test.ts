@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { createNatsBus } from '@platform/bus';
 import { createLogger, listen } from '@platform/kernel';
-import { describeWithNats, startNatsServer, waitFor } from '@platform/testkit';
+import { describeWithNats, freePort, startNatsServer, waitFor } from '@platform/testkit';
 import {
   accessToken,
   type Backends,
@@ -315,6 +315,54 @@ describe('the edge against a black-box attacker', () => {
       // Successes are sampled (0 here): none logged.
       await request(edge.url, '/legacy/v2/bots');
       expect(lines.filter((l) => l.msg === 'request')).toHaveLength(31);
+    });
+
+    it('never writes the legacy access token a revocation names in its path to the log', async () => {
+      lines.length = 0;
+      const secret = 'r:0123456789abcdef0123456789abcdef';
+      const refused = await request(edge.url, `/legacy/v2/auth/accessToken/${secret}?x=1`, {
+        method: 'DELETE',
+        headers: { 'x-platform-api-version': 'yesterday', 'x-request-id': 'revoke-1' },
+      });
+      expect(refused.status).toBe(400);
+      await waitFor(() => lines.some((l) => l.requestId === 'revoke-1'));
+      expect(JSON.stringify(lines)).not.toContain('0123456789abcdef');
+      expect(lines.find((l) => l.requestId === 'revoke-1')).toMatchObject({
+        method: 'DELETE',
+        path: '/legacy/v2/auth/accessToken/[redacted]',
+        status: 400,
+      });
+
+      // nor when legacy-agent cannot be reached (the proxy's own warning)
+      const down = await startEdge({
+        authUrl: services.auth.url,
+        legacyUrl: `http://127.0.0.1:${await freePort()}`,
+        logger: createLogger({
+          name: 'edge',
+          level: 'info',
+          destination: new Writable({
+            write(chunk, _enc, done) {
+              lines.push(JSON.parse(chunk.toString()));
+              done();
+            },
+          }),
+        }),
+      });
+      try {
+        const unreachable = await request(down.url, `/legacy/v2/auth/accessToken/${secret}`, {
+          method: 'DELETE',
+          headers: { 'x-request-id': 'revoke-2' },
+        });
+        expect(unreachable.status).toBe(503);
+        await waitFor(() => lines.filter((l) => l.requestId === 'revoke-2').length >= 2);
+      } finally {
+        await down.close();
+      }
+      expect(lines.find((l) => l.msg === 'upstream request failed')).toMatchObject({
+        requestId: 'revoke-2',
+        path: '/v2/auth/accessToken/[redacted]',
+      });
+      expect(JSON.stringify(lines)).not.toContain('0123456789abcdef');
     });
   });
 });

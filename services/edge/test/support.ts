@@ -152,6 +152,8 @@ export async function startFakeAuth() {
     /** credential value (token/key, or `session:<id>`) → answer; absent = 401 */
     answers: new Map<string, (orgSlug?: string) => PrincipalAnswer | null>(),
     internalStatus: 200,
+    /** while set, principal answers (decided when each call arrives) are held back until it resolves */
+    held: null as Promise<void> | null,
   };
   const upstream = await startUpstream('auth', {
     '/oidc/jwks': (_req, res) => {
@@ -181,9 +183,13 @@ export async function startFakeAuth() {
       const c = parsed.credential;
       const id = c.kind === 'session' ? `session:${c.sessionId}` : (c.token ?? c.key)!;
       const answer = state.answers.get(id)?.(parsed.orgSlug) ?? null;
-      res.setHeader('content-type', 'application/json');
-      res.statusCode = answer ? 200 : 401;
-      res.end(JSON.stringify(answer ?? { error: 'Unauthorized', status: 401 }));
+      const send = () => {
+        res.setHeader('content-type', 'application/json');
+        res.statusCode = answer ? 200 : 401;
+        res.end(JSON.stringify(answer ?? { error: 'Unauthorized', status: 401 }));
+      };
+      if (state.held) void state.held.then(send);
+      else send();
       return true;
     },
   });

@@ -64,7 +64,8 @@ const principalAnswer = z.object({
  * cache keyed by sha256(credential) + path org that holds only valid answers, for at most the answer's
  * `cacheTtlSeconds` (≤ PRINCIPAL_CACHE_MAX_TTL_SECONDS), re-checking the credential's expiry on every
  * hit. Concurrent misses of one key share one call. Revocation and membership events drop entries; a
- * lookup that was in flight while an event arrived is answered but not cached.
+ * lookup that was in flight while an event arrived answers the requests already waiting on it, is not
+ * cached, and is joined by no later request (that one asks auth again).
  *
  * An answer for a path organization the credential holds no context in (not a member, another
  * organization's key) is not cached: the path is the client's to choose, and one credential naming
@@ -98,16 +99,19 @@ export class PrincipalResolver {
       }
       this.cache.delete(key);
     }
-    let pending = this.inFlight.get(key);
-    if (!pending) {
-      const generation = this.generation;
-      pending = this.lookup(credential, orgSlug, hash).then((entry) => {
-        if (entry && generation === this.generation && heldIn(entry, orgSlug)) this.cache.set(key, entry);
-        return entry;
-      });
-      pending.finally(() => this.inFlight.delete(key)).catch(() => undefined);
-      this.inFlight.set(key, pending);
-    }
+    const joined = this.inFlight.get(key);
+    if (joined) return joined;
+    const generation = this.generation;
+    const pending = this.lookup(credential, orgSlug, hash).then((entry) => {
+      if (entry && generation === this.generation && heldIn(entry, orgSlug)) this.cache.set(key, entry);
+      return entry;
+    });
+    pending
+      .finally(() => {
+        if (this.inFlight.get(key) === pending) this.inFlight.delete(key);
+      })
+      .catch(() => undefined);
+    this.inFlight.set(key, pending);
     return pending;
   }
 
@@ -116,7 +120,7 @@ export class PrincipalResolver {
    * account deleted) every credential of that user.
    */
   onCredentialRevoked(event: CredentialRevokedEvent): void {
-    this.generation++;
+    this.invalidate();
     for (const [key, entry] of this.cache.entries()) {
       const c = entry.principal.credential;
       if (
@@ -132,7 +136,7 @@ export class PrincipalResolver {
 
   /** `auth.membership.changed`: drop answers of that user, or of every member of the organization. */
   onMembershipChanged(event: MembershipChangedEvent): void {
-    this.generation++;
+    this.invalidate();
     for (const [key, entry] of this.cache.entries()) {
       const p = entry.principal;
       const affected = event.userId
@@ -153,16 +157,28 @@ export class PrincipalResolver {
     const hash = (resolved as Partial<CacheEntry>).hash;
     if (hash === undefined) return;
     for (const [key, entry] of this.cache.entries()) if (entry.hash === hash) this.cache.delete(key);
+    // its lookups begun before the change are not joined by its next requests either
+    for (const key of this.inFlight.keys())
+      if (key === hash || key.startsWith(`${hash}|`)) this.inFlight.delete(key);
   }
 
   /** After the bus reconnects, anything may have been missed: forget every answer. */
   clear(): void {
-    this.generation++;
+    this.invalidate();
     this.cache.clear();
   }
 
   get size(): number {
     return this.cache.size;
+  }
+
+  /**
+   * Something changed at auth: no lookup in flight may be cached, and none may answer a request that comes after
+   * (it began before the change, and auth may have answered it as things were). Its own waiters still get it.
+   */
+  private invalidate(): void {
+    this.generation++;
+    this.inFlight.clear();
   }
 
   /** forgets the answers whose cache life or credential has ended (at most once per longest cache life) */

@@ -35,8 +35,8 @@ import {
   type VersionEntry,
 } from '../versioning/lifecycle';
 import type { EdgeMetrics } from './edge-metrics';
-import { scrubRequestHeaders, withoutAccessTokenCookie } from './header-hygiene';
-import { isPrivateServicePath, privatePathError, requestTargetError } from './request-target';
+import { dropConnectionListed, scrubRequestHeaders, withoutAccessTokenCookie } from './header-hygiene';
+import { isPrivateServicePath, loggedPath, privatePathError, requestTargetError } from './request-target';
 import { sendError } from './respond';
 import type { SecurityHeaders } from './security-headers';
 import type { UpstreamProxy } from './undici-proxy';
@@ -221,6 +221,7 @@ async function checkRoute(
 function prepareUpstreamRequest(x: Exchange, resolved: ResolvedPrincipal | null): void {
   const { req, match, view, requestId } = x;
   const headers = req.headers;
+  dropConnectionListed(headers);
   if (resolved) {
     headers['x-platform-principal'] = resolved.sealed;
     if (resolved.userId) headers['x-platform-user-id'] = resolved.userId;
@@ -278,11 +279,10 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
       const seconds = (performance.now() - started) / 1000;
       metrics.observe(req.method ?? 'GET', route, status, seconds);
       if (status >= 400 || (deps.accessLogSampleRate > 0 && Math.random() < deps.accessLogSampleRate)) {
-        const q = url.indexOf('?');
         const line = {
           requestId,
           method: req.method,
-          path: q === -1 ? url : url.slice(0, q),
+          path: loggedPath(url),
           route,
           status,
           ms: Math.round(seconds * 1000),
@@ -357,7 +357,7 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     const requestId = resolveRequestId(req.headers['x-request-id']);
     handle(req, res, requestId).catch((err) => {
       logger.error(
-        { err, requestId, method: req.method, path: req.url?.split('?', 1)[0] },
+        { err, requestId, method: req.method, path: loggedPath(req.url ?? '/') },
         'edge request failed',
       );
       if (!res.headersSent) sendError(res, err, requestId);

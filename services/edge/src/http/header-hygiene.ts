@@ -45,6 +45,30 @@ export function scrubRequestHeaders(rawHeaders: string[], headers: IncomingHttpH
   return { authorizationCount, apiKeyCount };
 }
 
+/**
+ * Fields a `Connection` list never removes: the message's framing, which the edge itself re-makes for the service,
+ * and the API version the edge has already resolved (and answered in X-Platform-API-Version-Used).
+ */
+const NEVER_CONNECTION_LISTED = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'x-platform-api-version',
+]);
+
+/**
+ * Removes the fields the client named in `Connection` (RFC 9110 7.6.1: they are meant for the edge, the first hop,
+ * and are never forwarded). Run before the edge adds its own fields, so a client cannot name those away.
+ */
+export function dropConnectionListed(headers: IncomingHttpHeaders): void {
+  const connection = headers.connection;
+  if (typeof connection !== 'string') return;
+  for (const token of connection.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name && !NEVER_CONNECTION_LISTED.has(name) && headers[name] !== undefined) delete headers[name];
+  }
+}
+
 const ACCESS_TOKEN_COOKIE = 'access-token';
 
 /** The value of one cookie (first occurrence), unquoted; undefined when absent or empty. */

@@ -53,3 +53,13 @@ export function isPrivateServicePath(path: string): boolean {
 
 export const privatePathError = (path: string) =>
   new NotFound(`No route for ${path}`, { error: 'RouteNotFound' });
+
+/** `DELETE {legacy_url}/v2/auth/accessToken/<access_token>` names a credential in its path (spec 4.5). */
+const TOKEN_IN_PATH = /(\/v2\/auth\/accesstoken\/)[^/]+/i;
+
+/** A request target's path as the log shows it: without the query, and without a credential it names. */
+export function loggedPath(url: string): string {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  return TOKEN_IN_PATH.test(path) ? path.replace(TOKEN_IN_PATH, '$1[redacted]') : path;
+}

@@ -5,6 +5,7 @@ import type { Logger } from '@platform/kernel';
 import { BadGateway, PayloadTooLarge, RequestTimeout, Unavailable, UpstreamTimeout } from '@platform/kernel';
 import { type Dispatcher, Pool } from 'undici';
 import type { UpstreamName } from '../routing/roots';
+import { loggedPath } from './request-target';
 import { sendError } from './respond';
 
 export interface UpstreamProxyOptions {
@@ -230,7 +231,10 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       failure = new Unavailable('Upstream service is unavailable');
     else failure = new BadGateway();
     if (!(err instanceof BodyTooLarge || err instanceof BodyStalled))
-      options.logger.warn({ err, requestId, url, code: err.code }, 'upstream request failed');
+      options.logger.warn(
+        { err, requestId, path: loggedPath(url ?? '/'), code: err.code },
+        'upstream request failed',
+      );
     sendError(res, failure, requestId);
   };
 
