@@ -53,6 +53,7 @@ describe('governance, header policy and quotas at the gateway', () => {
       defaults: { completions: 'mock/chat' },
       downgrade: { 'sim/gpt': 'sim/cheap' },
       by_api_key: {},
+      routing: null,
     });
     const before = w.sim.requests().length;
     expectEnvelope(await chat(as, 'sim/gpt'), 403, 'MODEL_NOT_ALLOWED');

@@ -62,6 +62,7 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         defaults: { completions: 'gpt-4.1' },
         downgrade: { 'gpt-4.1': 'gpt-4.1-mini', 'o3.pro': 'gpt-4.1' },
         by_api_key: {},
+        routing: null,
       });
       const second = await patch({
         models: { defaults: { embeddings: 'mock/embeddings' }, downgrade: { 'o3.pro': null } },
@@ -71,6 +72,7 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         defaults: { completions: 'gpt-4.1', embeddings: 'mock/embeddings' },
         downgrade: { 'gpt-4.1': 'gpt-4.1-mini' },
         by_api_key: {},
+        routing: null,
       });
       // an organization API key's own models (decision 0118): each key's list is replaced whole, null removes it
       const keys = await patch({
@@ -96,6 +98,7 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         defaults: {},
         downgrade: {},
         by_api_key: {},
+        routing: null,
       });
       const bad = await patch({ models: { allowed: 'everything' } });
       expect(bad.status).toBe(400);
@@ -140,7 +143,7 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
           by_role: { member: { rpm: 10 } },
           by_api_key: {},
         },
-        models: { allowed: null, defaults: {}, downgrade: {}, by_api_key: {} },
+        models: { allowed: null, defaults: {}, downgrade: {}, by_api_key: {}, routing: null },
         updated_at: '2025-03-15T12:00:30.000Z',
         updated_by: 'user:admin-1',
       });

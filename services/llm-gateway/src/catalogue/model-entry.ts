@@ -19,7 +19,9 @@ export const ModelIdSchema = z
   .min(1)
   .max(200)
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, 'letters, digits and . _ : / @ + -')
-  .refine((id) => !id.includes('//') && !id.endsWith('/'), 'no empty path segment');
+  .refine((id) => !id.includes('//') && !id.endsWith('/'), 'no empty path segment')
+  // a request's `auto` and `default` name the organization's routing and default (decision 0120), never a model
+  .refine((id) => id !== 'auto' && id !== 'default', 'auto and default are names requests give, not models');
 
 const HeaderPolicyValueSchema = z.union([
   z.string(),

@@ -11,7 +11,14 @@ import type { LlmGatewayConfig } from '../config';
 import type { GatewayMetrics } from '../metrics/gateway-metrics';
 import { type Admission, type Caller, MonthlyBudgetExhausted, type Ticket } from '../quota/admission';
 import type { OrgGatewaySettings, OrgSettingsSource } from '../quota/org-settings';
-import { apiKeyIdOf, budgetDowngrade, type ModelType, resolveModel } from './governance';
+import {
+  AUTO_MODEL,
+  apiKeyIdOf,
+  budgetDowngrade,
+  type ModelType,
+  type RequestTraits,
+  resolveModel,
+} from './governance';
 import {
   type DeploymentCheck,
   failoverChain,
@@ -49,14 +56,21 @@ export function authorizeInference(req: Request): { principal: Principal; orgSlu
   return { principal, orgSlug: org.slug };
 }
 
-/** `x-platform-model-downgraded: <asked> -> <served>` when the organization's soft_downgrade chose another model */
-export const downgradeHeaders = (
-  prepared: Pick<Prepared, 'downgradedFrom'>,
+/**
+ * What the answer says of the model governance chose: `x-platform-model-downgraded: <asked> -> <served>` when
+ * soft_downgrade or a budget chose another model, `x-platform-model-routed: auto -> <routed>` when routing chose
+ * (decision 0120).
+ */
+export function downgradeHeaders(
+  prepared: Pick<Prepared, 'downgradedFrom'> & { routed?: string | null },
   served: { model_id: string },
-): Record<string, string> =>
-  prepared.downgradedFrom
-    ? { 'x-platform-model-downgraded': `${prepared.downgradedFrom} -> ${served.model_id}` }
-    : {};
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (prepared.routed) headers['x-platform-model-routed'] = `${AUTO_MODEL} -> ${prepared.routed}`;
+  if (prepared.downgradedFrom)
+    headers['x-platform-model-downgraded'] = `${prepared.downgradedFrom} -> ${served.model_id}`;
+  return headers;
+}
 
 export interface Prepared {
   principal: Principal;
@@ -65,6 +79,8 @@ export interface Prepared {
   model: CatalogueModel;
   /** the model the caller asked for, when governance or a budget replaced it */
   downgradedFrom: string | null;
+  /** the model routing chose for `model: "auto"` (before any downgrade), else null */
+  routed: string | null;
   /** the model's deployments that can serve the request, then each failover model's (`failoverChain`) */
   chain: readonly Pool[];
   /** the deployment the provider call called last, set as it goes: the one a failed request's usage event names */
@@ -87,9 +103,11 @@ export async function prepareInference(
    * none of whose can is refused with the check's error before any quota is consumed
    */
   checkModel?: DeploymentCheck,
+  /** what `model: "auto"` is routed by (completion requests; decision 0120) */
+  traits?: RequestTraits,
 ): Promise<Prepared> {
   try {
-    return await admitInference(ctx, req, type, requestedModel, promptTokens, checkModel);
+    return await admitInference(ctx, req, type, requestedModel, promptTokens, checkModel, traits);
   } catch (err) {
     ctx.metrics.refused(err);
     throw err;
@@ -103,6 +121,7 @@ async function admitInference(
   requestedModel: string | undefined,
   promptTokens: number,
   checkModel?: DeploymentCheck,
+  traits?: RequestTraits,
 ): Promise<Prepared> {
   const startedAt = performance.now();
   const { principal, orgSlug } = authorizeInference(req);
@@ -115,7 +134,8 @@ async function admitInference(
     roleSlug: principal.session.org?.role.slug ?? null,
     apiKeyId: apiKeyIdOf(principal),
   };
-  const resolved = resolveModel(requestedModel, type, settings, ctx.catalogue, caller.apiKeyId, serves);
+  const choice = { apiKeyId: caller.apiKeyId, serves, traits };
+  const resolved = resolveModel(requestedModel, type, settings, ctx.catalogue, choice);
   const serving = (m: CatalogueModel): Pool => {
     const { pool, refusal } = servingPool(m, checkModel);
     if (pool.length === 0) throw refusal;
@@ -129,7 +149,7 @@ async function admitInference(
     ticket = await ctx.admission.admit(settings, caller, promptTokens, { checkMonth: true });
   } catch (err) {
     if (!(err instanceof MonthlyBudgetExhausted)) throw err;
-    const cheaper = budgetDowngrade(model, settings, ctx.catalogue, caller.apiKeyId, serves);
+    const cheaper = budgetDowngrade(model, settings, ctx.catalogue, choice);
     if (!cheaper) throw err.toRateLimited();
     downgradedFrom = downgradedFrom ?? model.model_id;
     pool = serving(cheaper);
@@ -143,6 +163,7 @@ async function admitInference(
     settings,
     model,
     downgradedFrom,
+    routed: resolved.routed ? resolved.model.model_id : null,
     chain,
     lastCalled: null,
     ticket,
@@ -222,7 +243,9 @@ export async function account(ctx: GatewayContext, prepared: Prepared, done: Fin
   };
   if (prepared.caller.userId !== null) event.userId = prepared.caller.userId;
   if (prepared.caller.apiKeyId !== null) event.apiKeyId = prepared.caller.apiKeyId;
-  if (prepared.downgradedFrom) event.requestedModel = prepared.downgradedFrom;
+  // what the caller asked: `auto` when routing chose, else the model a downgrade replaced
+  if (prepared.routed) event.requestedModel = AUTO_MODEL;
+  else if (prepared.downgradedFrom) event.requestedModel = prepared.downgradedFrom;
   if (figures.carbon) event.carbon = figures.carbon;
   ctx.metrics.accounted(event);
   // never rejects: what the store refuses goes to the bus, or waits in memory (outbox.ts)

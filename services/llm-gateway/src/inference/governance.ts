@@ -9,6 +9,30 @@ export interface ResolvedModel {
   model: CatalogueModel;
   /** the model the caller asked for, when governance replaced it */
   downgradedFrom: string | null;
+  /** `model: "auto"` was asked, and the organization's routing chose (decision 0120) */
+  routed: boolean;
+}
+
+/** The model a request names to have the organization's routing choose (decision 0120). */
+export const AUTO_MODEL = 'auto';
+
+/** What routing reads of a completion request (decision 0120). */
+export interface RequestTraits {
+  /** the messages of the conversation (a text completion: 1) */
+  messages: number;
+  promptTokens: number;
+  /** the capabilities it uses: `vision` (image parts), `tools`, `json_mode` (a JSON `response_format`) */
+  needs: readonly string[];
+}
+
+/** Who asks and for what, beyond the model: what narrows the models a request may get. */
+export interface ModelChoice {
+  /** the calling organization API key (`apiKeyIdOf`), null for other credentials */
+  apiKeyId: string | null;
+  /** whether a model can serve the request (the route's endpoint): a downgrade or route that cannot is passed over */
+  serves?: (model: CatalogueModel) => boolean;
+  /** the request as routing reads it; without it, `auto` is the default */
+  traits?: RequestTraits;
 }
 
 export const DEFAULT_KEY = {
@@ -32,16 +56,18 @@ export function resolveModel(
   type: ModelType,
   settings: OrgGatewaySettings,
   catalogue: Catalogue,
-  /** the calling organization API key (`apiKeyIdOf`), null for other credentials */
-  apiKeyId: string | null,
-  /** whether a downgrade target can serve the request (the route's endpoint): one that cannot is passed over */
-  serves: (model: CatalogueModel) => boolean = () => true,
+  choice: ModelChoice,
 ): ResolvedModel {
+  const { apiKeyId, serves = () => true } = choice;
   const gov = settings.models;
-  const byDefault = requested === undefined || requested === '' || requested === 'default';
+  const auto = requested === AUTO_MODEL && type === 'completion';
+  const routed = auto && choice.traits ? routedModel(settings, catalogue, choice, choice.traits) : undefined;
+  // `auto` with no routing, or none of whose choices the caller may use: the default, as Prisme.ai's gateway does
+  const byDefault =
+    requested === undefined || requested === '' || requested === 'default' || (auto && !routed);
   const id = byDefault
     ? (gov.defaults[DEFAULT_KEY[type]] ?? platformDefault(type, settings, catalogue))
-    : requested;
+    : (routed ?? requested);
   if (!id) {
     throw invalidBody(
       `model is required: the organization has no default ${DEFAULT_KEY[type]} model (PATCH /v1/quotas/settings models.defaults)`,
@@ -71,12 +97,13 @@ export function resolveModel(
       { field: 'model', message: `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} model is needed` },
     ]);
   }
-  if (isAllowed(id, settings, apiKeyId)) return { model, downgradedFrom: null };
+  if (isAllowed(id, settings, apiKeyId)) return { model, downgradedFrom: null, routed: auto };
   if (settings.policy === 'soft_downgrade') {
     for (const candidate of [gov.downgrade[id], gov.defaults[DEFAULT_KEY[type]]]) {
       if (!candidate || candidate === id || !isAllowed(candidate, settings, apiKeyId)) continue;
       const target = usableModel(candidate, settings, catalogue);
-      if (target && target.type === type && serves(target)) return { model: target, downgradedFrom: id };
+      if (target && target.type === type && serves(target))
+        return { model: target, downgradedFrom: id, routed: auto };
     }
   }
   throw modelNotAllowed(id, isAllowed(id, settings, null) ? 'api_key' : 'org');
@@ -106,6 +133,67 @@ function platformDefault(
   return id && usableModel(id, settings, catalogue) ? id : undefined;
 }
 
+/**
+ * `model: "auto"` (decision 0120): `rules`, the model of the first rule the request matches (none, or one the caller
+ * may not use: the default); `cost_optimized`, the cheapest completion model the caller may use that can serve the
+ * request (not hidden, not denying a capability it uses, its context window holding the prompt), by blended price
+ * (three input tokens to one output token), ties by id. Undefined: the default serves.
+ */
+function routedModel(
+  settings: OrgGatewaySettings,
+  catalogue: Catalogue,
+  choice: ModelChoice,
+  traits: RequestTraits,
+): string | undefined {
+  const routing = settings.models.routing;
+  if (!routing) return undefined;
+  const usable = (m: CatalogueModel) =>
+    m.type === 'completion' &&
+    visibleTo(m, settings.orgSlug) &&
+    isAllowed(m.model_id, settings, choice.apiKeyId) &&
+    canServe(m, traits) &&
+    (choice.serves?.(m) ?? true);
+  if (routing.strategy === 'rules') {
+    const rule = (routing.rules ?? []).find((r) => ruleMatches(r, traits));
+    const model = rule && catalogue.get(rule.model);
+    return model && usable(model) ? model.model_id : undefined;
+  }
+  let best: CatalogueModel | undefined;
+  for (const m of catalogue.list()) {
+    if (m.display?.hidden || !usable(m)) continue;
+    const price = blendedPrice(m);
+    if (!best || price < blendedPrice(best)) best = m;
+  }
+  return best?.model_id;
+}
+
+type RoutingRule = NonNullable<NonNullable<OrgGatewaySettings['models']['routing']>['rules']>[number];
+
+function ruleMatches(rule: RoutingRule, traits: RequestTraits): boolean {
+  const value = rule.condition === 'messages_count' ? traits.messages : traits.promptTokens;
+  switch (rule.operator) {
+    case '<':
+      return value < rule.threshold;
+    case '<=':
+      return value <= rule.threshold;
+    case '>':
+      return value > rule.threshold;
+    case '>=':
+      return value >= rule.threshold;
+    default:
+      return value === rule.threshold;
+  }
+}
+
+/** a model can serve the request unless its catalogue entry denies a capability it uses, or its context is too short */
+const canServe = (m: CatalogueModel, traits: RequestTraits): boolean =>
+  traits.needs.every((need) => m.capabilities?.[need] !== false) &&
+  !(m.limits?.context_window !== undefined && traits.promptTokens > m.limits.context_window);
+
+/** per million tokens, three input tokens to one output token (the usual blended price) */
+const blendedPrice = (m: CatalogueModel): number =>
+  (3 * m.pricing.input_per_million + m.pricing.output_per_million) / 4;
+
 /** The organization API key a request comes with (its own allowed models narrow the organization's), else null. */
 export const apiKeyIdOf = (principal: Principal): string | null =>
   principal.credential.kind === 'org_api_key' ? principal.credential.id : null;
@@ -129,8 +217,7 @@ export function budgetDowngrade(
   from: CatalogueModel,
   settings: OrgGatewaySettings,
   catalogue: Catalogue,
-  apiKeyId: string | null,
-  serves: (model: CatalogueModel) => boolean = () => true,
+  { apiKeyId, serves = () => true }: ModelChoice,
 ): CatalogueModel | null {
   if (settings.policy !== 'soft_downgrade') return null;
   const to = settings.models.downgrade[from.model_id];

@@ -43,6 +43,16 @@ export interface OrgGatewaySettings {
     downgrade: Record<string, string>;
     /** the models an organization API key may use (within `allowed`), by key id (absent from an older llm-quota) */
     by_api_key?: Record<string, string[]>;
+    /** how `model: "auto"` chooses (decision 0120); absent or null: `auto` is the default */
+    routing?: {
+      strategy: 'rules' | 'cost_optimized';
+      rules?: Array<{
+        condition: 'messages_count' | 'prompt_tokens';
+        operator: '<' | '<=' | '>' | '>=' | '=';
+        threshold: number;
+        model: string;
+      }>;
+    } | null;
   };
   /** the month's usage llm-quota has counted (a floor under the gateway's own month counters) */
   month: { start: string; tokens: number; cost: number };

@@ -137,7 +137,9 @@ export function mountAnthropicMessages(router: Router, ctx: GatewayContext): voi
     // Anthropic's count_tokens refuses an unknown model; nothing is admitted, so no quota is taken
     const { principal, orgSlug } = authorizeInference(req);
     const settings = await ctx.orgSettings.get(orgSlug);
-    resolveModel(body.model as string, 'completion', settings, ctx.catalogue, apiKeyIdOf(principal));
+    resolveModel(body.model as string, 'completion', settings, ctx.catalogue, {
+      apiKeyId: apiKeyIdOf(principal),
+    });
     const chat = chatRequestOfMessages(
       Object.fromEntries(Object.entries(body).filter(([key]) => COUNTED.has(key))),
     );

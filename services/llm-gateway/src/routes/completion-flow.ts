@@ -15,6 +15,7 @@ import {
   type Prepared,
   prepareInference,
 } from '../inference/gateway-context';
+import { AUTO_MODEL, type RequestTraits } from '../inference/governance';
 import { countChatPromptTokens, countText } from '../inference/prompt-tokens';
 import { type DeploymentCheck, toAnswer } from '../inference/provider-calls';
 import {
@@ -101,6 +102,8 @@ export interface CompletionApi<B extends CompletionBody, K extends FlowChunk> {
   /** whether a deployment can serve the API (the provider has its endpoint); absent: every deployment can */
   readonly check: DeploymentCheck | undefined;
   promptTokens(body: B): number;
+  /** what routing reads of the request, for `model: "auto"` (decision 0120) */
+  traits(body: B, promptTokens: number): RequestTraits;
   answer(
     model: CatalogueModel,
     body: B,
@@ -144,13 +147,15 @@ export async function serveCompletion<B extends CompletionBody, K extends FlowCh
   body: B,
   wire: CompletionWire<K>,
 ): Promise<void> {
+  const promptTokens = api.promptTokens(body);
   const prepared = await prepareInference(
     ctx,
     req,
     'completion',
     body.model,
-    api.promptTokens(body),
+    promptTokens,
     api.check,
+    body.model === AUTO_MODEL ? api.traits(body, promptTokens) : undefined,
   );
   if (body.stream) return streamCompletion(api, ctx, req, res, body, prepared, wire);
 
@@ -380,6 +385,22 @@ async function* answerAsStream<B extends CompletionBody, K extends FlowChunk>(
   yield* api.chunksOf(answer);
 }
 
+/** What a chat request uses, for routing: images, audio, tools, a JSON response format. */
+function chatTraits(body: ChatRequest, promptTokens: number): RequestTraits {
+  const needs = new Set<string>();
+  for (const message of body.messages as Array<{ content?: unknown }>) {
+    if (!Array.isArray(message?.content)) continue;
+    for (const part of message.content as Array<{ type?: unknown }>) {
+      if (part?.type === 'image_url') needs.add('vision');
+      else if (part?.type === 'input_audio') needs.add('audio');
+    }
+  }
+  if (Array.isArray(body.tools) && body.tools.length > 0) needs.add('tools');
+  const format = (body.response_format as { type?: unknown } | undefined)?.type;
+  if (format === 'json_object' || format === 'json_schema') needs.add('json_mode');
+  return { messages: body.messages.length, promptTokens, needs: [...needs] };
+}
+
 /** Chat completions: the messages counted as admission does, every deployment, `chat` on the provider. */
 class ChatCompletionsApi implements CompletionApi<ChatRequest, ChatChunk> {
   readonly endpoint = 'chat.completions';
@@ -389,6 +410,10 @@ class ChatCompletionsApi implements CompletionApi<ChatRequest, ChatChunk> {
 
   promptTokens(body: ChatRequest): number {
     return countChatPromptTokens(body);
+  }
+
+  traits(body: ChatRequest, promptTokens: number): RequestTraits {
+    return chatTraits(body, promptTokens);
   }
 
   answer(model: CatalogueModel, body: ChatRequest, call: ProviderCall) {

@@ -28,13 +28,9 @@ export function resolvedDefault(
   apiKeyId: string | null,
 ): { model: CatalogueModel; source: 'org' | 'platform'; downgradedFrom: string | null } | null {
   try {
-    const { model, downgradedFrom } = resolveModel(
-      undefined,
-      CONCERNS[concern],
-      settings,
-      ctx.catalogue,
+    const { model, downgradedFrom } = resolveModel(undefined, CONCERNS[concern], settings, ctx.catalogue, {
       apiKeyId,
-    );
+    });
     const source = settings.models.defaults[concern] === undefined ? 'platform' : 'org';
     return { model, source, downgradedFrom };
   } catch (err) {

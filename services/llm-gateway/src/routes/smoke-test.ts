@@ -139,7 +139,7 @@ export function mountSmokeTest(
     const found = ctx.catalogue.get(modelId);
     if (!found) throw modelNotFound(modelId);
     const apiKeyId = apiKeyIdOf(principal);
-    const { model } = resolveModel(modelId, found.type, settings, ctx.catalogue, apiKeyId);
+    const { model } = resolveModel(modelId, found.type, settings, ctx.catalogue, { apiKeyId });
     // a smoke test never tests a stand-in
     if (model.model_id !== modelId)
       throw modelNotAllowed(modelId, isAllowed(modelId, settings, null) ? 'api_key' : 'org');

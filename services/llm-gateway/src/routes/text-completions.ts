@@ -3,6 +3,7 @@ import type { Router } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import { textChunksOf } from '../inference/answer-chunks';
 import type { GatewayContext } from '../inference/gateway-context';
+import type { RequestTraits } from '../inference/governance';
 import type {
   ProviderCall,
   TextCompletion,
@@ -37,6 +38,11 @@ class TextCompletionsApi implements CompletionApi<TextBody, TextCompletionChunk>
 
   promptTokens(body: TextBody): number {
     return countTextPromptTokens(body);
+  }
+
+  /** a prompt is one message, and needs no capability routing reads */
+  traits(_body: TextBody, promptTokens: number): RequestTraits {
+    return { messages: 1, promptTokens, needs: [] };
   }
 
   // `check` left out every deployment without these

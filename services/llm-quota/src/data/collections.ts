@@ -17,6 +17,21 @@ export interface StoredModelGovernance {
    * written before it existed (= no key restricted)
    */
   by_api_key?: Record<string, string[]>;
+  /** how `model: "auto"` chooses (decision 0120); absent: `auto` is the organization's default */
+  routing?: ModelRouting;
+}
+
+/** `model: "auto"`: the first matching rule's model, or the cheapest model that can serve the request. */
+export interface ModelRouting {
+  strategy: 'rules' | 'cost_optimized';
+  rules?: RoutingRule[];
+}
+
+export interface RoutingRule {
+  condition: 'messages_count' | 'prompt_tokens';
+  operator: '<' | '<=' | '>' | '>=' | '=';
+  threshold: number;
+  model: string;
 }
 
 /** One organization's quota settings; `_id` is the org slug. */

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { type Clock, NotFound } from '@platform/kernel';
 import { type Update, updateWithRevision } from '@platform/store';
 import { type ApiKeyQuota, type OrgUserQuotas, QUOTA_FIELDS } from '../domain/user-limits';
-import type { OrgSettingsDoc, QuotaCollections, QuotaPolicy, StoredModelGovernance } from './collections';
+import type {
+  ModelRouting,
+  OrgSettingsDoc,
+  QuotaCollections,
+  QuotaPolicy,
+  StoredModelGovernance,
+} from './collections';
 
 /** A merge patch of the model governance: null resets a member (or all of it). */
 export type ModelGovernancePatch = {
@@ -10,6 +16,7 @@ export type ModelGovernancePatch = {
   defaults?: { completions?: string | null; embeddings?: string | null } | null;
   downgrade?: Record<string, string | null> | null;
   by_api_key?: Record<string, string[] | null> | null;
+  routing?: ModelRouting | null;
 } | null;
 
 export const NO_GOVERNANCE: StoredModelGovernance = { allowed: null, defaults: {}, downgrade: [] };
@@ -39,6 +46,9 @@ export function mergeGovernance(
     if (Object.keys(byKey).length > maxEntries) throw new TooManyEntries('models.by_api_key', maxEntries);
   }
   if (Object.keys(byKey).length > 0) next.by_api_key = byKey;
+  // the routing is one setting: replaced whole, or removed with null
+  const routing = patch.routing === undefined ? current.routing : patch.routing;
+  if (routing) next.routing = routing;
   if (patch.allowed !== undefined) next.allowed = patch.allowed === null ? null : [...new Set(patch.allowed)];
   if (patch.defaults === null) next.defaults = {};
   else if (patch.defaults) {

@@ -108,6 +108,30 @@ const ApiKeyQuotaPatchSchema = z
 
 const ModelIdSchema = z.string().min(1).max(200);
 
+/** `model: "auto"` (decision 0120): rules on the request, first match wins, or the cheapest model that can serve it. */
+const ModelRoutingSchema = z
+  .object({
+    strategy: z.enum(['rules', 'cost_optimized']).meta({
+      description:
+        "`rules`: the first matching rule's model, else the default; `cost_optimized`: the cheapest allowed model that can serve the request",
+    }),
+    rules: z
+      .array(
+        z
+          .object({
+            condition: z.enum(['messages_count', 'prompt_tokens']),
+            operator: z.enum(['<', '<=', '>', '>=', '=']),
+            threshold: z.number().int().nonnegative().max(1e9),
+            model: ModelIdSchema,
+          })
+          .strict(),
+      )
+      .max(50)
+      .optional(),
+  })
+  .strict()
+  .meta({ id: 'ModelRouting' });
+
 /** The organization's model governance as stored and returned (issue 9 item 3). */
 export const ModelGovernanceSchema = z
   .object({
@@ -124,6 +148,9 @@ export const ModelGovernanceSchema = z
     by_api_key: z.record(z.string(), z.array(ModelIdSchema)).meta({
       description:
         'the models an organization API key may use, by key id, within `allowed`; a key without an entry may use every allowed model',
+    }),
+    routing: ModelRoutingSchema.nullable().meta({
+      description: 'how `model: "auto"` chooses; null: `auto` is the organization\'s default',
     }),
   })
   .meta({ id: 'ModelGovernance' });
@@ -142,6 +169,7 @@ const ModelGovernancePatchSchema = z
       .optional(),
     downgrade: z.record(ModelIdSchema, ModelIdSchema.nullable()).nullable().optional(),
     by_api_key: z.record(QuotaKeySchema, z.array(ModelIdSchema).max(10_000).nullable()).nullable().optional(),
+    routing: ModelRoutingSchema.nullable().optional(),
   })
   .strict()
   .nullable();
@@ -156,7 +184,7 @@ export const SettingsPatchSchema = z
       .meta({ description: '`null`: back to the default, `hard_block`' }),
     models: ModelGovernancePatchSchema.optional().meta({
       description:
-        'model governance: `allowed` (null = every enabled model), `defaults` per type, `downgrade` map, `by_api_key` (the models each organization API key may use, by key id); `null` resets a member',
+        'model governance: `allowed` (null = every enabled model), `defaults` per type, `downgrade` map, `by_api_key` (the models each organization API key may use, by key id), `routing` (how `model: "auto"` chooses); `null` resets a member',
     }),
     org_user_quotas: z
       .object({
@@ -316,6 +344,13 @@ export const PublishedSettingsResponseSchema = z
           .record(z.string(), z.array(z.string()))
           .optional()
           .meta({ description: 'the models an organization API key may use (within `allowed`), by key id' }),
+        routing: z
+          .looseObject({ strategy: z.string(), rules: z.array(z.looseObject({})).optional() })
+          .nullable()
+          .optional()
+          .meta({
+            description: 'how `model: "auto"` chooses (`rules` or `cost_optimized`); null: the default',
+          }),
       })
       .optional()
       .meta({

@@ -12,6 +12,7 @@ export const governanceView = (stored: StoredModelGovernance): ModelGovernance =
   defaults: stored.defaults,
   downgrade: Object.fromEntries(stored.downgrade.map((d) => [d.from, d.to])),
   by_api_key: stored.by_api_key ?? {},
+  routing: stored.routing ?? null,
 });
 
 export const settingsView = (doc: OrgSettingsDoc): SettingsResponse => ({

@@ -1,0 +1,168 @@
+import { type GatewayWorld, startGatewayWorld } from './support';
+
+/**
+ * `model: "auto"` (decision 0120): the organization's routing chooses the model of each request, by rules on the
+ * request or by the cheapest model that can serve it, within everything governance allows the caller; through the
+ * edge, as an application calls it.
+ */
+describe('model routing (model: "auto"), through the edge', () => {
+  let w: GatewayWorld;
+  beforeAll(async () => {
+    w = await startGatewayWorld({
+      models: [
+        {
+          model_id: 'sim/tiny',
+          type: 'completion',
+          provider_config: { provider: 'sim', model: 'tiny-sim' },
+          pricing: { input_per_million: 0.01, output_per_million: 0.01 },
+          capabilities: { vision: false, tools: false },
+          limits: { context_window: 60 },
+        },
+      ],
+    });
+  });
+  afterAll(() => w?.stop());
+
+  const patch = (as: { bearer: string }, models: unknown) =>
+    w.call('gateway', 'PATCH', '/v1/quotas/settings', as, { models });
+  const ask = (as: { bearer: string } | { apiKey: string }, extra: Record<string, unknown> = {}) =>
+    w.call('gateway', 'POST', '/v1/chat/completions', as, {
+      model: 'auto',
+      messages: [{ role: 'user', content: 'hello' }],
+      ...extra,
+    });
+  const served = (reply: Awaited<ReturnType<typeof ask>>) => ({
+    status: reply.status,
+    model: reply.body.model,
+    routed: reply.headers.get('x-platform-model-routed'),
+  });
+
+  it('cost_optimized: the cheapest model the caller may use that can serve what the request uses', async () => {
+    const { owner } = await w.org('routing-cost');
+    const as = { bearer: owner.token };
+    expect((await patch(as, { routing: { strategy: 'cost_optimized' } })).body.models.routing).toEqual({
+      strategy: 'cost_optimized',
+    });
+    expect(served(await ask(as))).toEqual({ status: 200, model: 'sim/tiny', routed: 'auto -> sim/tiny' });
+    expect(w.sim.requests().at(-1)?.model).toBe('tiny-sim');
+
+    // what the cheapest cannot serve goes to the next cheapest: images, tools, a prompt over its context window
+    const image = {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'what is this?' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          ],
+        },
+      ],
+    };
+    expect(served(await ask(as, image)).model).toBe('sim/cheap');
+    const tools = {
+      tools: [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }],
+    };
+    expect(served(await ask(as, tools)).model).toBe('sim/cheap');
+    const long = { messages: [{ role: 'user', content: 'word '.repeat(200) }] };
+    expect(served(await ask(as, long)).model).toBe('sim/cheap');
+
+    // within the organization's allowed models, and an API key's own list
+    await patch(as, { allowed: ['sim/cheap', 'sim/gpt', 'sim/tiny'] });
+    const key = await w.call('base', 'POST', '/v2/orgs/routing-cost/apikeys', as, {
+      name: 'app',
+      permissions: ['models:read'],
+    });
+    await patch(as, { by_api_key: { [key.body._id]: ['sim/gpt'] } });
+    expect(served(await ask({ apiKey: key.body.apiKey }))).toEqual({
+      status: 200,
+      model: 'sim/gpt',
+      routed: 'auto -> sim/gpt',
+    });
+
+    // streamed, with the official SDK: the stream names the routed model
+    const stream = await w
+      .client({ bearer: owner.token })
+      .chat.completions.create({ model: 'auto', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const models = new Set<string>();
+    for await (const chunk of stream) models.add(chunk.model);
+    expect([...models]).toEqual(['sim/tiny']);
+  });
+
+  it('rules: the first matching rule, else the default; a rule the caller may not use gives the default', async () => {
+    const { owner } = await w.org('routing-rules');
+    const as = { bearer: owner.token };
+    const set = await patch(as, {
+      defaults: { completions: 'sim/cheap' },
+      routing: {
+        strategy: 'rules',
+        rules: [
+          { condition: 'messages_count', operator: '>=', threshold: 3, model: 'sim/gpt' },
+          { condition: 'prompt_tokens', operator: '>', threshold: 100, model: 'sim/claude' },
+        ],
+      },
+    });
+    expect(set.status).toBe(200);
+    expect(served(await ask(as))).toEqual({ status: 200, model: 'sim/cheap', routed: 'auto -> sim/cheap' });
+    const conversation = {
+      messages: [
+        { role: 'user', content: 'hello' },
+        { role: 'assistant', content: 'hi' },
+        { role: 'user', content: 'and now?' },
+      ],
+    };
+    expect(served(await ask(as, conversation)).model).toBe('sim/gpt');
+    expect(served(await ask(as, { messages: [{ role: 'user', content: 'word '.repeat(200) }] })).model).toBe(
+      'sim/claude',
+    );
+    // the rule's model outside allowed: the default serves it, as Prisme.ai's gateway does
+    await patch(as, { allowed: ['sim/cheap', 'sim/claude'] });
+    expect(served(await ask(as, conversation))).toEqual({
+      status: 200,
+      model: 'sim/cheap',
+      routed: 'auto -> sim/cheap',
+    });
+    // text completions route alike (one message)
+    const text = await w.call('gateway', 'POST', '/v1/completions', as, {
+      model: 'auto',
+      prompt: 'def f():',
+    });
+    expect(text.headers.get('x-platform-model-routed')).toBe('auto -> sim/cheap');
+  });
+
+  it('auto is the default without routing, and only for completions; routing settings are checked', async () => {
+    const { owner } = await w.org('routing-none');
+    const as = { bearer: owner.token };
+    await patch(as, { defaults: { completions: 'sim/gpt' } });
+    expect(served(await ask(as))).toEqual({ status: 200, model: 'sim/gpt', routed: 'auto -> sim/gpt' });
+    const embedding = await w.call('gateway', 'POST', '/v1/embeddings', as, { model: 'auto', input: 'x' });
+    expect(embedding.body).toMatchObject({ status: 404, code: 'MODEL_NOT_FOUND' });
+
+    for (const routing of [
+      { strategy: 'magic' },
+      {
+        strategy: 'rules',
+        rules: [{ condition: 'messages_count', operator: '!=', threshold: 1, model: 'x' }],
+      },
+      { strategy: 'rules', rules: [{ condition: 'mood', operator: '>', threshold: 1, model: 'x' }] },
+      {
+        strategy: 'rules',
+        rules: [{ condition: 'prompt_tokens', operator: '>', threshold: -1, model: 'x' }],
+      },
+    ]) {
+      const refused = await patch(as, { routing });
+      expect(refused.status).toBe(400);
+      expect(refused.body.details.issues[0].field).toContain('models.routing');
+    }
+    await patch(as, { routing: { strategy: 'cost_optimized' } });
+    expect((await patch(as, { routing: null })).body.models.routing).toBeNull();
+
+    // a catalogue model may not take a name requests give
+    const admin = { bearer: (await w.platformAdmin()).token };
+    const named = await w.call('gateway', 'POST', '/v1/models', admin, {
+      model_id: 'auto',
+      type: 'completion',
+      provider_config: { provider: 'sim', model: 'x' },
+    });
+    expect(named.status).toBe(400);
+  });
+});
