@@ -271,6 +271,67 @@ describe('legacy dialogue through the edge: a bilingual assistant', () => {
     expect(items(built)).toEqual([{ text: 'Built by someone.' }]);
   });
 
+  it('fills and remembers a slot whose name holds a dot, and refuses a channel name with a dot (400, not 500)', async () => {
+    await manage('/v1/entities', {
+      name: 'trip.kind',
+      automaticallyExtensible: { en: false },
+      useSynonyms: { en: false },
+      data: { en: [{ value: 'train' }, { value: 'plane' }] },
+    });
+    await manage('/v1/intents', {
+      name: 'Mode',
+      utterances: {
+        en: [
+          {
+            data: [
+              { text: 'I travel by ' },
+              { text: 'train', entity: 'trip.kind', slot_name: 'mode.choice' },
+            ],
+          },
+          {
+            data: [
+              { text: 'I travel by ' },
+              { text: 'plane', entity: 'trip.kind', slot_name: 'mode.choice' },
+            ],
+          },
+        ],
+      },
+      conditionalResponses: { en: { default: { default: [text('Noted.')] } } },
+    });
+    await manage('/v1/intents', {
+      name: 'Which mode',
+      events: ['MODE'],
+      conditionalResponses: {
+        en: {
+          default: { default: [text('No mode yet.')] },
+          if: [
+            {
+              conditions: [['slots.mode.choice', '==', 'plane']],
+              fulfillment: { default: [text('By plane.')] },
+            },
+          ],
+        },
+      },
+    });
+    await waitFor(async () => (await call('GET', '/v1/bots', dev)).body.training.upToDate === true, {
+      timeoutMs: 30_000,
+      what: 'the assistant to be retrained',
+    });
+    const noted = await say('erin', { text: 'I travel by plane' });
+    expect(noted.intents[0]).toMatchObject({ name: 'Mode', slots: { 'mode.choice': 'plane' } });
+    // remembered in the stored conversation for the next turn's conditions
+    expect(items(await say('erin', { event: 'MODE' }))).toEqual([{ text: 'By plane.' }]);
+
+    const dotted = await call('POST', '/v1/intents', dev, {
+      name: 'Dotted channel',
+      conditionalResponses: { en: { default: { 'web.v2': [text('hi')] } } },
+    });
+    expect(dotted.status).toBe(400);
+    expect(dotted.body.details.issues).toEqual([
+      expect.objectContaining({ field: expect.stringContaining('conditionalResponses.en.default') }),
+    ]);
+  });
+
   it('refuses another method than POST on Messages in the Messages shape', async () => {
     const res = await call('GET', '/v1/Messages', client);
     expect(res.status).toBe(405);

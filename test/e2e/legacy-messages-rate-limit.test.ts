@@ -102,6 +102,39 @@ describe('Messages rate limit through the edge', () => {
     expect((await message(platform.legacyUrl, bot.clientToken, from, 'v5')).status).toBe(429);
     expect((await message(platform.legacyUrl, second.clientToken, from, 'v0')).status).toBe(200);
   });
+
+  it('checks the token, the origin and the address budget before the body: a malformed body is still a request', async () => {
+    const from = '203.0.113.12';
+    const malformed = (headers: Record<string, string>) =>
+      fetch(`${platform.legacyUrl}/v1/Messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': from, ...headers },
+        body: '{"userId": "x", "platform": ',
+      });
+    // no token, or a page of a refused origin: refused as such, spending nothing
+    const anonymous = await malformed({});
+    expect(anonymous.status).toBe(401);
+    expect(((await anonymous.json()) as { status: { errorType: string } }).status.errorType).toBe(
+      'unauthorized',
+    );
+    const refusedOrigin = await malformed({
+      authorization: `Bearer ${bot.clientToken}`,
+      origin: 'https://elsewhere.example',
+    });
+    expect(refusedOrigin.status).toBe(403);
+    // each malformed body takes a point of the address's budget, as any message does
+    for (let i = 0; i < 5; i++) {
+      const res = await malformed({ authorization: `Bearer ${bot.clientToken}`, origin: SHOP });
+      expect(res.status).toBe(400);
+      // an allowed page can read why
+      expect(res.headers.get('access-control-allow-origin')).toBe(SHOP);
+      expect(((await res.json()) as { status: { errorType: string } }).status.errorType).toBe(
+        'invalid_request',
+      );
+    }
+    expect((await malformed({ authorization: `Bearer ${bot.clientToken}` })).status).toBe(429);
+    expect((await message(platform.legacyUrl, bot.clientToken, from, 'after')).status).toBe(429);
+  });
 });
 
 describe('two legacy-agent instances sharing one store', () => {

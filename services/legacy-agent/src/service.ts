@@ -91,7 +91,7 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     trustProxy: deps.config.TRUST_PROXY,
     before: [
       corsPreflight(domain.assistants),
-      messagesBodyParser(deps.config.LEGACY_MESSAGES_BODY_LIMIT_BYTES, deps.logger),
+      messagesBodyParser(domain, deps.config.LEGACY_MESSAGES_BODY_LIMIT_BYTES, deps.logger),
     ],
     routes: (router) => {
       router.get('/openapi.json', openApiHandler(legacyApiDocument));

@@ -1,5 +1,32 @@
-import { accountWithBot, dev, signup } from './support/fixtures';
+import { waitFor } from '@platform/testkit';
+import type { NluModel } from '../src/domain/understanding';
+import { accountWithBot, dev, signup, trained, utterance } from './support/fixtures';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
+import { ScriptedNlu } from './support/scripted-nlu';
+
+/** An engine whose storing of a trained model waits until released: a deletion can land while a model is stored. */
+class HeldStoringNlu extends ScriptedNlu {
+  storing = 0;
+  private storeGate: Promise<void> | null = null;
+  private openStoreGate: (() => void) | null = null;
+
+  holdStoring(): void {
+    this.storeGate = new Promise((resolve) => {
+      this.openStoreGate = resolve;
+    });
+  }
+
+  releaseStoring(): void {
+    this.openStoreGate?.();
+    this.storeGate = null;
+  }
+
+  override async storedModelForm(model: NluModel): Promise<Uint8Array> {
+    this.storing++;
+    if (this.storeGate) await this.storeGate;
+    return super.storedModelForm(model);
+  }
+}
 
 describe('legacy assistants', () => {
   let app: LegacyTestApp;
@@ -130,5 +157,43 @@ describe('legacy assistants', () => {
       .expect(200);
     await app.http.get('/v1/bots').set(dev(bot)).expect(401);
     expect(await app.store.collection('legacy_intents').count({ assistantId: bot.id })).toBe(0);
+  });
+
+  it('leaves no model behind when the assistant is deleted while its model is being stored', async () => {
+    const nlu = new HeldStoringNlu();
+    const held = await startLegacyApp({ nlu });
+    try {
+      const { account, bot } = await accountWithBot(held.http);
+      nlu.holdStoring();
+      await held.http
+        .post('/v1/intents')
+        .set(dev(bot))
+        .send({ name: 'greet', utterances: { en: [utterance('hello there')] } })
+        .expect(200);
+      await waitFor(() => nlu.storing === 1, {
+        timeoutMs: 10_000,
+        intervalMs: 10,
+        what: 'the model being stored',
+      });
+      await held.http
+        .delete(`/v2/bots/${bot.id}`)
+        .set('X-Legacy-Session-Token', account.sessionToken)
+        .expect(200);
+      nlu.releaseStoring();
+      // trainings run one at a time: once another assistant's model is trained, the first training is over
+      const { bot: other } = await accountWithBot(held.http);
+      await held.http
+        .post('/v1/intents')
+        .set(dev(other))
+        .send({ name: 'greet', utterances: { en: [utterance('hello there')] } })
+        .expect(200);
+      await trained(held.http, other);
+      expect(await held.store.collection('legacy_models').count({ assistantId: bot.id })).toBe(0);
+      const blobs = await held.store.blobs('legacy_models').list();
+      expect(blobs.filter((blob) => blob.id.startsWith(`${bot.id}:`))).toEqual([]);
+    } finally {
+      nlu.releaseStoring();
+      await held.close();
+    }
   });
 });

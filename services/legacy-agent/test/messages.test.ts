@@ -1,5 +1,6 @@
 import { ManualClock } from '@platform/kernel';
 import { waitFor } from '@platform/testkit';
+import type { ConversationDoc } from '../src/persistence/collections';
 import { accountWithBot, type Bot, client, dev, say, trained, utterance } from './support/fixtures';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 import { GIBBERISH, travelEntities, travelIntents } from './support/travel-assistant';
@@ -232,6 +233,29 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
     expect(texts((await m('how much is it')).body)).toEqual(['Where to?']);
     await m('to Marienplatz');
     expect(texts((await m('what does it cost')).body)).toEqual(['3 euros to Marienplatz']);
+
+    // slots named as before are stored as before: a conversation the previous version wrote goes on
+    const earlier = newUser();
+    const now = clock.now();
+    await app.store.collection<ConversationDoc>('legacy_conversations').insertOne({
+      _id: `${memo.id}:${earlier}`,
+      assistantId: memo.id,
+      userId: earlier,
+      sessionId: 'earlier-session',
+      conversationId: 'earlier-conversation',
+      contexts: [],
+      slots: { to: 'Marienplatz' },
+      startedAt: now,
+      lastActivityAt: now,
+      expiresAt: new Date(now.getTime() + 600_000),
+    });
+    const resumed = await app.http
+      .post('/v1/Messages')
+      .set(client(memo))
+      .send({ userId: earlier, platform: 'web', text: 'what does it cost' })
+      .expect(200);
+    expect(resumed.body.conversationId).toBe('earlier-conversation');
+    expect(texts(resumed.body)).toEqual(['3 euros to Marienplatz']);
   });
 
   it('answers the built-in fallback when the assistant has no fallback intent, and waits for the first model', async () => {

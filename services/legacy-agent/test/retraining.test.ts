@@ -1,9 +1,11 @@
 import { existsSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { ManualClock } from '@platform/kernel';
 import { TRAINING_REVISION } from '@platform/nlu';
 import { createEmbeddedStore } from '@platform/store';
 import { waitFor } from '@platform/testkit';
 import { ORPHAN_BLOB_GRACE_MS } from '../src/domain/orphan-blobs';
+import type { NluModel, NluTrainingSet } from '../src/domain/understanding';
 import type { ModelDoc } from '../src/persistence/collections';
 import { accountWithBot, type Bot, client, dev, trained, utterance } from './support/fixtures';
 import { startLegacyApp } from './support/legacy-app';
@@ -180,6 +182,97 @@ describe('legacy models: retraining without blocking Messages', () => {
     }
   });
 
+  it('starts no training for each message to an assistant whose training failed: the fallback answers', async () => {
+    // a training that fails (a worker stopped at LEGACY_TRAINING_TIMEOUT_SECONDS, say) holds the one queue
+    class FailingNlu extends ScriptedNlu {
+      override async trainModelInWorker(): Promise<never> {
+        this.started++;
+        throw new Error('the training worker stopped');
+      }
+    }
+    const nlu = new FailingNlu();
+    const app = await startLegacyApp({ nlu });
+    try {
+      const { bot } = await accountWithBot(app.http);
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+      await waitFor(async () => (await app.http.get('/v1/bots').set(dev(bot))).body.training.error !== null, {
+        what: 'the failed training in the status',
+      });
+      expect(nlu.started).toBe(1);
+      for (let i = 0; i < 3; i++) {
+        const res = await app.http
+          .post('/v1/Messages')
+          .set(client(bot))
+          .send({ userId: 'u', platform: 'web', text: 'hello there' })
+          .expect(200);
+        expect(res.body.intents[0]).toMatchObject({ name: 'Default Fallback Intent', isFallback: true });
+      }
+      expect(nlu.started).toBe(1);
+      // the next change trains again
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Bye', 'goodbye')).expect(200);
+      await waitFor(() => nlu.started === 2, { what: 'the training of the next change' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('starts no training from a message while the previous model answers after a failed training', async () => {
+    class FlakyNlu extends ScriptedNlu {
+      failing = false;
+      override async trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
+        if (!this.failing) return super.trainModelInWorker(set);
+        this.started++;
+        throw new Error('the training worker stopped');
+      }
+    }
+    const nlu = new FlakyNlu();
+    const timers = new ManualTimers();
+    const clock = new ManualClock('2026-11-23T10:00:00Z');
+    const app = await startLegacyApp({ nlu, timers, clock, env: { LEGACY_RETRAIN_DEBOUNCE_MS: '10' } });
+    try {
+      const { bot } = await accountWithBot(app.http);
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+      timers.advance(10);
+      await trained(app.http, bot);
+      nlu.failing = true;
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Bye', 'goodbye')).expect(200);
+      timers.advance(10);
+      await waitFor(async () => (await app.http.get('/v1/bots').set(dev(bot))).body.training.error !== null, {
+        what: 'the failed training in the status',
+      });
+      // long after the change, and past the once-a-second look at the store for a newer model
+      clock.advance(60_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const res = await app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', text: 'hello there' })
+        .expect(200);
+      expect(res.body.intents[0].name).toBe('Greet');
+      expect(timers.pending).toBe(0);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('stops without waiting for a training under way, and stores nothing of it', async () => {
+    const nlu = new ScriptedNlu();
+    const app = await startLegacyApp({ nlu });
+    try {
+      const { bot } = await accountWithBot(app.http);
+      nlu.hold();
+      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+      await waitFor(() => nlu.started === 1, { what: 'the training to begin' });
+      // the training is held for good: a stop that waited for it would never end
+      await app.service.stop();
+      nlu.release();
+      expect(await app.store.collection('legacy_models').count({ assistantId: bot.id })).toBe(0);
+    } finally {
+      nlu.release();
+      await app.close();
+    }
+  });
+
   it('answers the fallback when the first model takes longer than LEGACY_FIRST_MODEL_WAIT_MS', async () => {
     const nlu = new ScriptedNlu();
     const app = await startLegacyApp({ nlu, env: { LEGACY_FIRST_MODEL_WAIT_MS: '50' } });
@@ -263,6 +356,40 @@ describe('legacy models: retraining without blocking Messages', () => {
       }
     } finally {
       await again.stop().catch(() => undefined);
+    }
+  });
+
+  it('removes at start the models of an assistant whose removal was cut short', async () => {
+    const app = await startLegacyApp({ nlu: new ScriptedNlu() });
+    const { bot } = await accountWithBot(app.http);
+    await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+    await trained(app.http, bot);
+    const { bot: kept } = await accountWithBot(app.http);
+    await app.http.post('/v1/intents').set(dev(kept)).send(intent('Greet', 'hello there')).expect(200);
+    await trained(app.http, kept);
+    await app.stop();
+
+    // a removal stopped after its first step (the assistant is gone, its models are not)
+    const store = createEmbeddedStore({ dataDir: app.dataDir });
+    await store.collection('legacy_assistants').deleteOne({ _id: bot.id });
+    await store.close();
+    const restarted = await startLegacyApp({ nlu: new ScriptedNlu(), dataDir: app.dataDir });
+    try {
+      const models = restarted.store.collection<ModelDoc>('legacy_models');
+      expect(await models.count({ assistantId: bot.id })).toBe(0);
+      const blobs = (await restarted.store.blobs('legacy_models').list()).map((blob) => blob.id);
+      expect(blobs.filter((id) => id.startsWith(`${bot.id}:`))).toEqual([]);
+      // the other assistant's model stays, and answers
+      expect(await models.count({ assistantId: kept.id })).toBe(1);
+      expect(blobs.filter((id) => id.startsWith(`${kept.id}:`))).toHaveLength(1);
+      const res = await restarted.http
+        .post('/v1/Messages')
+        .set(client(kept))
+        .send({ userId: 'u', platform: 'web', text: 'hello there' })
+        .expect(200);
+      expect(res.body.intents[0].name).toBe('Greet');
+    } finally {
+      await restarted.close();
     }
   });
 });

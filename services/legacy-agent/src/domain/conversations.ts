@@ -23,7 +23,7 @@ export class Conversations {
     const now = this.ctx.clock.now();
     const stored = await this.ctx.cols.conversations.findOne({ _id: conversationKey(assistantId, userId) });
     if (stored && now.getTime() - stored.lastActivityAt.getTime() <= this.idleMs())
-      return { doc: stored, stored: true };
+      return { doc: { ...stored, slots: slotsFromStore(stored.slots) }, stored: true };
     return {
       doc: {
         _id: conversationKey(assistantId, userId),
@@ -74,6 +74,7 @@ export class Conversations {
           userId: doc.userId,
           sessionId: doc.sessionId,
           ...next,
+          slots: slotsForStore(next.slots),
           lastActivityAt: now,
           expiresAt: new Date(now.getTime() + this.idleMs()),
         },
@@ -85,6 +86,34 @@ export class Conversations {
   private idleMs(): number {
     return this.ctx.config.LEGACY_CONVERSATION_IDLE_SECONDS * 1000;
   }
+}
+
+/**
+ * A slot's name as a key of the stored conversation. Names come from entities, `slot_name`s and parameters' `name`s,
+ * and may hold a dot or start with `$`, which the store refuses in a key (every message filling such a slot answered
+ * 500): those, and `%`, are written `%XX`. Other names are kept as they are, as they were stored before.
+ */
+const storedSlotKey = (name: string): string =>
+  name.replace(/%|\.|^\$/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const slotNameOf = (key: string): string =>
+  key.replace(/%(25|2E|24)/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+
+/** The slots of a conversation as it is stored. */
+export function slotsForStore(slots: Record<string, string>): Record<string, string> {
+  const stored: Record<string, string> = {};
+  for (const [name, value] of Object.entries(slots)) stored[storedSlotKey(name)] = value;
+  return stored;
+}
+
+/** The slots of a stored conversation. */
+export function slotsFromStore(stored: Record<string, string> | undefined): Record<string, string> {
+  const slots: Record<string, string> = {};
+  for (const [key, value] of Object.entries(stored ?? {})) {
+    const name = slotNameOf(key);
+    // a name that would set the object's prototype holds no slot (refused as a name since)
+    if (name !== '__proto__') slots[name] = value;
+  }
+  return slots;
 }
 
 const sameContexts = (a: ConversationContext[], b: ConversationContext[]) =>

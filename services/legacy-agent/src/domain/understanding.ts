@@ -90,6 +90,8 @@ const modelKey = (assistantId: string, lang: string) => `${assistantId}:${lang}`
 /** the blob of a model: its key and its training set's fingerprint, so a record never names another set's model */
 const blobOf = (key: string, fingerprint: string) => `${key}:${fingerprint}`;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** what a training under way gives when the service stops */
+const STOPPED = Symbol('stopped');
 
 /** A training the service will not run (too large): its message is the assistant's to read. */
 class TrainingRefused extends Error {}
@@ -121,6 +123,11 @@ export class Understanding {
   /** one training at a time: the machine's cores also answer Messages */
   private queue: Promise<void> = Promise.resolve();
   private stopped = false;
+  private signalStop: () => void = () => undefined;
+  /** resolved by `stop()`: a training under way is not waited for (its worker ends with the process) */
+  private readonly stopSignal = new Promise<typeof STOPPED>((resolve) => {
+    this.signalStop = () => resolve(STOPPED);
+  });
 
   constructor(
     private readonly ctx: LegacyContext,
@@ -136,7 +143,10 @@ export class Understanding {
   async start(): Promise<void> {
     const { cols } = this.ctx;
     const assistants = await cols.assistants.find({ dataRevision: { $gt: 0 } });
-    const models = await cols.models.find({});
+    const models = await this.withoutRemovedAssistants(
+      await cols.models.find({}),
+      new Set(assistants.map((a) => a._id)),
+    );
     const trained = new Map(models.map((m) => [m._id, m.revision]));
     for (const model of models) {
       if (!model.hasModel) continue;
@@ -159,6 +169,7 @@ export class Understanding {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.signalStop();
     for (const state of this.training.values()) this.ctx.timers.clear(state.timer);
     await Promise.all([...this.training.values()].map((s) => s.running?.catch(() => undefined)));
     for (const state of this.training.values()) for (const wake of state.waiters.splice(0)) wake();
@@ -261,7 +272,12 @@ export class Understanding {
     // the training that makes one, scheduling it if this process has none (after a restart, say).
     const deadline = Date.now() + this.ctx.config.LEGACY_FIRST_MODEL_WAIT_MS;
     for (;;) {
-      if (!this.isTraining(assistant._id)) this.schedule(assistant._id, 0);
+      if (!this.isTraining(assistant._id)) {
+        // After a failed training a message starts no other (each would hold the one queue as long, up to
+        // LEGACY_TRAINING_TIMEOUT_SECONDS): the next change, or a restart, trains again.
+        if (this.failures.has(assistant._id)) return null;
+        this.schedule(assistant._id, 0);
+      }
       await this.trained(assistant._id, deadline - Date.now());
       cached = this.cached(key) ?? (await this.loadStored(assistant._id, lang));
       if (cached?.model) return cached.model;
@@ -291,7 +307,9 @@ export class Understanding {
       return (await this.loadStored(assistant._id, lang)) ?? cached;
     }
     const quietMs = this.ctx.clock.now().getTime() - assistant.updatedAt.getTime();
-    if (quietMs > this.ctx.config.LEGACY_RETRAIN_MAX_DELAY_MS + 30_000) this.schedule(assistant._id, 0);
+    // not after this process's own training failed: a message would start it again every second
+    if (quietMs > this.ctx.config.LEGACY_RETRAIN_MAX_DELAY_MS + 30_000 && !this.failures.has(assistant._id))
+      this.schedule(assistant._id, 0);
     return cached;
   }
 
@@ -374,6 +392,12 @@ export class Understanding {
       if (this.stopped || !(await cols.assistants.findOne({ _id: assistantId })))
         return this.forget(assistantId);
       await this.persist(assistantId, lang, { revision, fingerprint, model, trainingMs }, stored);
+      // Deleted while the model was stored: the removal may have looked for models before this one was
+      // written (it deletes the assistant first, then its models), so what was written goes here.
+      if (!(await cols.assistants.findOne({ _id: assistantId }))) {
+        await this.discardModels(assistantId);
+        return this.forget(assistantId);
+      }
       this.unloadable.delete(key);
       this.remember(key, { model, revision, fingerprint, checkedAt: Date.now() });
       logger.info({ assistantId, lang, revision, trainingMs, intents: set.intents.length }, 'model trained');
@@ -381,15 +405,22 @@ export class Understanding {
   }
 
   /** The engine's training of one set (in a worker unless configured otherwise), timed for the metrics. */
-  private async trainTimed(set: NluTrainingSet, timeoutSeconds: number): Promise<NluModel> {
+  private async trainTimed(set: NluTrainingSet, timeoutSeconds: number): Promise<NluModel | null> {
     const started = performance.now();
     try {
-      const model = this.ctx.config.LEGACY_TRAIN_IN_WORKER
-        ? await this.engine.trainModelInWorker(set, {
+      const training = this.ctx.config.LEGACY_TRAIN_IN_WORKER
+        ? this.engine.trainModelInWorker(set, {
             nice: this.ctx.config.LEGACY_TRAINING_NICE,
             timeoutMs: timeoutSeconds * 1000,
           })
-        : await this.engine.trainModel(set);
+        : Promise.resolve(this.engine.trainModel(set));
+      // A stop does not wait for the worker (up to LEGACY_TRAINING_TIMEOUT_SECONDS: the shutdown would outlast
+      // its grace period), whose model would not be stored anyway: null, and the caller sees `stopped`.
+      const model = await Promise.race([training, this.stopSignal]);
+      if (model === STOPPED) {
+        training.catch(() => undefined);
+        return null;
+      }
       this.ctx.metrics.training('success', (performance.now() - started) / 1000);
       return model;
     } catch (err) {
@@ -439,6 +470,40 @@ export class Understanding {
       { upsert: true },
     );
     if (previous?.blob && previous.blob !== stored?.blob) await cols.modelBlobs.delete(previous.blob);
+  }
+
+  /**
+   * The model records whose assistant exists; those of a removed one (a removal cut short, or one that met a
+   * training storing its model) are deleted with their blobs, which their records would otherwise keep for good.
+   * `live`: the assistants read at start; one made since (another instance) is looked up before anything goes.
+   */
+  private async withoutRemovedAssistants(models: ModelDoc[], live: ReadonlySet<string>): Promise<ModelDoc[]> {
+    const { cols, logger } = this.ctx;
+    const kept: ModelDoc[] = [];
+    const removed = new Set<string>();
+    for (const model of models) {
+      if (live.has(model.assistantId)) kept.push(model);
+      else if (removed.has(model.assistantId)) continue;
+      else if (await cols.assistants.findOne({ _id: model.assistantId })) kept.push(model);
+      else removed.add(model.assistantId);
+    }
+    try {
+      for (const assistantId of removed) await this.discardModels(assistantId);
+      if (removed.size > 0)
+        logger.info({ assistants: removed.size }, 'models of removed assistants were deleted');
+    } catch (err) {
+      // the store is away: the next start tries again; these models cost disk space, nothing else
+      logger.warn({ err }, 'could not delete the models of removed assistants');
+    }
+    return kept;
+  }
+
+  /** The model records and blobs of a removed assistant. */
+  private async discardModels(assistantId: string): Promise<void> {
+    const { cols } = this.ctx;
+    const models = await cols.models.find({ assistantId });
+    await Promise.all(models.flatMap((m) => (m.blob ? [cols.modelBlobs.delete(m.blob)] : [])));
+    await cols.models.deleteMany({ assistantId });
   }
 
   /**

@@ -151,7 +151,10 @@ export interface ConversationDoc {
   sessionId: string;
   conversationId: string;
   contexts: ConversationContext[];
-  /** slots filled so far in this conversation, latest value wins */
+  /**
+   * slots filled so far in this conversation, latest value wins; stored with a dot or a leading `$` of a name,
+   * which no stored key may hold, escaped (`slotsForStore`)
+   */
   slots: Record<string, string>;
   startedAt: Date;
   /** refreshed at least every tenth of the idle time while the user talks */

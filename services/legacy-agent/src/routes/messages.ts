@@ -11,9 +11,10 @@ import {
   protoKeyRefusal,
   toAppError,
 } from '@platform/kernel';
-import express, { type RequestHandler, type Response, type Router } from 'express';
+import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import { z } from 'zod';
 import type { LegacyDomain } from '../domain';
+import type { AssistantDoc } from '../persistence/collections';
 import { allowOrigin } from './cors';
 import { bearerToken } from './credentials';
 import { messageBody } from './schemas';
@@ -82,10 +83,27 @@ export function sendMessagesError(
 const MESSAGES_PATH = /^\/v1\/messages\/?$/i;
 
 /**
- * Parses the body of `/v1/Messages` before the app's own parser, so a malformed or oversized body is
- * answered in the Messages shape rather than the platform envelope.
+ * What every message goes through before its body is looked at (decision 0112): the client token, then the
+ * page's origin (403 before anything is spent), then a point of the address's budget; CORS headers set for an
+ * allowed page, so it can read whatever follows (a 429 too).
  */
-export function messagesBodyParser(limit: number, logger: Logger): RequestHandler {
+async function admit(
+  { assistants, messageLimits }: LegacyDomain,
+  req: Request,
+  res: Response,
+): Promise<AssistantDoc> {
+  const assistant = await assistants.byClientToken(bearerToken(req));
+  allowOrigin(req, res, assistant);
+  await messageLimits.admitAddress(assistant._id, forwardedViewOf(req).clientAddress);
+  return assistant;
+}
+
+/**
+ * Parses the body of `/v1/Messages` before the app's own parser, so a malformed or oversized body is
+ * answered in the Messages shape rather than the platform envelope; after the checks every message goes through
+ * first (a malformed body is still a request: it costs a point, and a refused page learns only that it is refused).
+ */
+export function messagesBodyParser(domain: LegacyDomain, limit: number, logger: Logger): RequestHandler {
   const json = express.json({
     limit,
     strict: true,
@@ -96,23 +114,23 @@ export function messagesBodyParser(limit: number, logger: Logger): RequestHandle
     if (req.method !== 'POST' || !MESSAGES_PATH.test(req.path)) return next();
     json(req, res, (err?: unknown) => {
       const refused = err ?? protoKeyRefusal(req);
-      return refused ? sendMessagesError(res, refused, req.id, logger) : next();
+      if (!refused) return next();
+      admit(domain, req, res)
+        .then(
+          () => sendMessagesError(res, refused, req.id, logger),
+          (first: unknown) => sendMessagesError(res, first, req.id, logger),
+        )
+        .catch(next);
     });
   };
 }
 
 /** Spec 4.4: `POST /v1/Messages` with the client token. */
-export function mountMessageRoutes(
-  router: Router,
-  { assistants, dialogue, messageLimits, ctx }: LegacyDomain,
-): void {
+export function mountMessageRoutes(router: Router, domain: LegacyDomain): void {
+  const { dialogue, messageLimits, ctx } = domain;
   router.post('/v1/Messages', async (req, res) => {
     try {
-      const assistant = await assistants.byClientToken(bearerToken(req));
-      // CORS headers first: a browser page must be able to read a 429 too
-      allowOrigin(req, res, assistant);
-      // a point before the body is looked at, as login's throttle (decision 0112)
-      await messageLimits.admitAddress(assistant._id, forwardedViewOf(req).clientAddress);
+      const assistant = await admit(domain, req, res);
       const input = parseInput(messageBody, jsonBody(req) ?? {});
       await messageLimits.admitUser(assistant._id, input.userId);
       res.json(await dialogue.reply(assistant, input));

@@ -9,7 +9,8 @@ import { DEFAULT_SETTINGS } from '../domain/model-types';
 export const LANG_PATTERN = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
 /** names of entities, slots, contexts and events: letters, digits, `_`, `.`, `-`, no spaces */
 export const SYMBOL_PATTERN = /^[\p{L}\p{N}_][\p{L}\p{N}_.-]{0,63}$/u;
-const CHANNEL_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+/** a channel is a key of the stored intent: no dot (the store refuses one in a key; such an intent answered 500) */
+const CHANNEL_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 export const langCode = z
   .string()
@@ -173,7 +174,7 @@ const responseElement = z.discriminatedUnion('type', [
 
 const fulfillment = z
   .record(
-    z.string().regex(CHANNEL_PATTERN, 'channel names are 1-64 letters, digits, "_", "." or "-"'),
+    z.string().regex(CHANNEL_PATTERN, 'channel names are 1-64 letters, digits, "_" or "-"'),
     z.array(responseElement).max(50),
   )
   .meta({ description: 'channel (the Messages `platform`, or "default") -> ordered stream of elements' });
