@@ -297,4 +297,23 @@ describeWithNats('GET {gateway_url}/v1/quotas/usage end to end', () => {
       gauge(january, 'llm.monthly_tokens').used + 1,
     );
   });
+
+  it('reads a gauge past its limit as its whole percent (113 %, not the 112 binary floating point gave)', async () => {
+    // a month of its own (within the 30 days of the callers' tokens); the free plan: 1,000,000 tokens, 10 USD
+    clock.set('2025-03-01T12:00:00Z');
+    publish(
+      event({
+        usage: { prompt_tokens: 1_000_000, completion_tokens: 130_000, total_tokens: 1_130_000 },
+        cost: 11.1,
+      }),
+    );
+    await drained();
+    const reply = await usage(bearer('member'));
+    expect(gauge(reply, 'llm.monthly_tokens')).toMatchObject({
+      limit: 1_000_000,
+      used: 1_130_000,
+      percent: 113,
+    });
+    expect(gauge(reply, 'llm.monthly_cost')).toMatchObject({ limit: 10, used: 11.1, percent: 111 });
+  });
 });

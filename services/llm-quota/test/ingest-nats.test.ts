@@ -150,6 +150,32 @@ describeWithNats('llm-quota consuming analytics.llm.completion from a real nats-
     expect(info.state.subjects).toEqual({ [Subjects.llmCompletionDeadLetter]: 5 });
   });
 
+  it('dead-letters an invalid event too large to be stored whole as a dead letter, and acknowledges it', async () => {
+    const dead: Array<{ reason: string; raw: string }> = [];
+    const sub = nc.subscribe(Subjects.llmCompletionDeadLetter, {
+      callback: (_err, msg) => dead.push(JSON.parse(codec.decode(msg.data))),
+    });
+    await nc.flush();
+    // 800 kB, under the server's 1 MB payload limit; quoted again inside a dead letter, each `\"` takes 4 bytes
+    const raw = JSON.stringify({ ...completion(), version: 2, note: '"'.repeat(400_000) });
+    publish(raw);
+    publish(completion());
+    await waitFor(() => dead.length === 1, { what: 'the dead letter' });
+    await waitFor(async () => (await monthRequests()) === 1 && (await pending()) === 0, {
+      what: 'the valid event counted and the invalid one acknowledged',
+    });
+    expect(dead[0]!.reason).toMatch(
+      /^invalid_event: .*version.*\(raw truncated to its first 100000 of 800\d{3} characters\)$/,
+    );
+    expect(raw.startsWith(dead[0]!.raw)).toBe(true);
+    expect(dead[0]!.raw).toHaveLength(100_000);
+    sub.unsubscribe();
+    // kept in the stream, as every dead letter
+    const jsm = await nc.jetstreamManager();
+    const info = await jsm.streams.info('ANALYTICS', { subjects_filter: Subjects.llmCompletionDeadLetter });
+    expect(info.state.subjects).toEqual({ [Subjects.llmCompletionDeadLetter]: 1 });
+  });
+
   it('counts an event from a gateway whose clock runs ahead at its arrival time, not in a later window', async () => {
     publish(completion({ occurredAt: '2025-04-02T00:00:00Z' }));
     await waitFor(async () => (await monthRequests()) === 1, { what: 'counted in March' });

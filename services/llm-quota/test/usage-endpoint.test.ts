@@ -256,6 +256,35 @@ describe('GET /v1/quotas/usage', () => {
     });
   });
 
+  it('reads a gauge past its limit to the whole percent (113 %, not the 112 binary floating point gives)', async () => {
+    await quota.stop();
+    quota = await startQuotaService({
+      bus,
+      clock,
+      env: {
+        LLM_QUOTA_PLANS: JSON.stringify({
+          small: { limits: { 'llm.monthly_tokens': 1000, 'llm.monthly_cost': 1 } },
+        }),
+        LLM_QUOTA_DEFAULT_PLAN: 'small',
+      },
+    });
+    // usage passes a limit under soft_downgrade, or once the limit is lowered
+    await publish(
+      completion({ usage: { prompt_tokens: 1000, completion_tokens: 130, total_tokens: 1130 }, cost: 1.13 }),
+    );
+    const gauges = await waitFor(
+      async () => {
+        const res = await get();
+        return res.body.enforced[0]?.used === 1130 ? res.body.enforced : null;
+      },
+      { what: 'the event counted' },
+    );
+    expect(gauges).toEqual([
+      expect.objectContaining({ key: 'llm.monthly_tokens', limit: 1000, used: 1130, percent: 113 }),
+      expect.objectContaining({ key: 'llm.monthly_cost', limit: 1, used: 1.13, percent: 113 }),
+    ]);
+  });
+
   it('is not reachable with the user id header of somebody else', async () => {
     const headers = {
       [PRINCIPAL_HEADER]: sealPrincipal(principal(), SECRET, clock),

@@ -47,6 +47,17 @@ describe('percent', () => {
     expect(percentOf(1509, 1000)).toBe(150);
   });
 
+  it('is not thrown off by binary floating point (113 % reads 113, 14.5 % rounds up)', () => {
+    // (1130 / 1000) * 100 is 112.99999999999999 in binary floating point
+    expect(percentOf(1130, 1000)).toBe(113);
+    expect(percentOf(1_130_000, 1_000_000)).toBe(113);
+    expect(percentOf(57, 50)).toBe(114);
+    expect(percentOf(1.13, 1)).toBe(113); // a cost
+    expect(percentOf(0.3, 0.1)).toBe(300);
+    expect(percentOf(29, 200)).toBe(15); // 14.5 rounds half up
+    expect(percentOf(0.29, 2)).toBe(15);
+  });
+
   it('reads 100 for a zero limit: nothing is allowed', () => {
     expect(percentOf(0, 0)).toBe(100);
     expect(percentOf(5, 0)).toBe(100);

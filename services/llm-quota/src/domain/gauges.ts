@@ -5,7 +5,8 @@
  */
 export function percentOf(used: number, limit: number): number {
   if (limit <= 0) return 100;
-  const exact = (used / limit) * 100;
+  // to 12 significant digits: binary floating point makes 1130 / 1000 × 100 112.999…, which would read 112
+  const exact = Number(((used * 100) / limit).toPrecision(12));
   if (used < limit) return Math.min(99, Math.round(exact));
   return Math.floor(exact);
 }

@@ -21,6 +21,12 @@ export interface UsageConsumerOptions {
   onOutcome?: (outcome: 'counted' | 'duplicate' | 'retry' | 'dead_letter', lagSeconds?: number) => void;
 }
 
+/**
+ * The most of a refused event's raw text a dead letter keeps when the whole of it cannot be stored: quoted in the dead
+ * letter (at most 6 bytes a character), it stays under NATS's default 1 MB payload limit.
+ */
+const DEAD_LETTER_RAW_MAX = 100_000;
+
 /** Asks the stream to deliver a message again later; never a crash of the consumer. */
 export class RetryLater extends Error {
   constructor(readonly eventId: string) {
@@ -80,13 +86,33 @@ export class UsageConsumer {
       try {
         await this.options.bus.publishDurable(Subjects.llmCompletionDeadLetter, deadLetter);
       } catch (err) {
-        // No stream takes the subject (a stream made elsewhere without `analytics.>`): never let one
-        // bad event come back forever; the log line keeps it.
+        // Never let one bad event come back forever. Either the dead letter is too large for the bus (the raw
+        // event, quoted again, can pass the server's payload limit that the event itself was under): it goes
+        // with the start of the raw event; or no stream takes the subject (a stream made elsewhere without
+        // `analytics.>`): it goes to subscribers only. The log line keeps it too.
+        const shortened =
+          deadLetter.raw.length > DEAD_LETTER_RAW_MAX
+            ? {
+                ...deadLetter,
+                reason: `${deadLetter.reason} (raw truncated to its first ${DEAD_LETTER_RAW_MAX} of ${deadLetter.raw.length} characters)`,
+                raw: deadLetter.raw.slice(0, DEAD_LETTER_RAW_MAX),
+              }
+            : null;
+        const stored =
+          shortened !== null &&
+          (await this.options.bus.publishDurable(Subjects.llmCompletionDeadLetter, shortened).then(
+            () => true,
+            () => false,
+          ));
         this.options.logger.error(
           { err, deadLetter: { ...deadLetter, raw: deadLetter.raw.slice(0, 10_000) } },
-          'dead letter not stored in the stream; published to subscribers only',
+          stored
+            ? 'dead letter stored with its raw event truncated'
+            : 'dead letter not stored in the stream; published to subscribers only',
         );
-        await this.options.bus.publish(Subjects.llmCompletionDeadLetter, deadLetter);
+        if (!stored) {
+          await this.options.bus.publish(Subjects.llmCompletionDeadLetter, shortened ?? deadLetter);
+        }
       }
       this.options.onOutcome?.('dead_letter');
       return;
