@@ -135,6 +135,28 @@ describe('the platform against the issue 14 probe', () => {
     expect(big.status).toBe(200);
   });
 
+  it("a request Node cannot read is answered in the envelope with a request id, not Node's bare status line", async () => {
+    const cases: Array<[string, number, string]> = [
+      ['GET /v2/me HTTP/1.1\nHost: x\nBad Header: space in its name', 400, 'BadRequest'],
+      ['GET /v2/me HTTP/1.1\nHost: x\nContent-Length: 1\nContent-Length: 2', 400, 'BadRequest'],
+      ['NOT HTTP AT ALL', 400, 'BadRequest'],
+      [`GET /v2/me HTTP/1.1\nHost: x\nX-Big: ${'y'.repeat(20_000)}`, 431, 'RequestHeaderFieldsTooLarge'],
+    ];
+    for (const [head, status, error] of cases) {
+      const answer = await raw(p.baseUrl, head);
+      expect({ head: head.slice(0, 40), status: answer.status }).toEqual({ head: head.slice(0, 40), status });
+      const envelope = JSON.parse(answer.body);
+      expect(envelope).toMatchObject({
+        status,
+        error,
+        message: expect.any(String),
+        requestId: expect.any(String),
+      });
+      expect(answer.headers).toContain(`x-request-id: ${envelope.requestId}`);
+      expect(answer.headers.toLowerCase()).toContain('content-type: application/json');
+    }
+  });
+
   it('item 2: a fragment cannot dodge the quota endpoint’s checks (400, as HTTP never sends one)', async () => {
     const answer = await raw(
       p.baseUrl,

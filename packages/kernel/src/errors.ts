@@ -16,7 +16,8 @@ export type ErrorKind =
   | 'unavailable'
   | 'bad_gateway'
   | 'timeout'
-  | 'request_timeout';
+  | 'request_timeout'
+  | 'header_fields_too_large';
 
 export interface AppErrorOptions {
   /** stable identifier for the envelope's `error` field (PascalCase or a spec code) */
@@ -148,6 +149,16 @@ export class RequestTimeout extends AppError {
   }
 }
 
+/** The request head (its line and header fields) is larger than the server reads. */
+export class HeaderFieldsTooLarge extends AppError {
+  constructor(message = 'The request head is too large', options: AppErrorOptions = {}) {
+    super('header_fields_too_large', 'RequestHeaderFieldsTooLarge', message, {
+      code: 'HEADER_FIELDS_TOO_LARGE',
+      ...options,
+    });
+  }
+}
+
 export const statusOfKind: Record<ErrorKind, number> = {
   invalid_input: 400,
   unauthenticated: 401,
@@ -163,4 +174,5 @@ export const statusOfKind: Record<ErrorKind, number> = {
   bad_gateway: 502,
   timeout: 504,
   request_timeout: 408,
+  header_fields_too_large: 431,
 };

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { RequestListener, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { answerClientError } from './http/client-error';
 import { serverMessagesOf } from './http/server-messages';
 import type { Logger } from './logger';
 
@@ -46,6 +47,8 @@ export async function listen(
   );
   // Longer than common load balancers' idle timeouts, so they close first and never hit a closed socket.
   server.keepAliveTimeout = 65_000;
+  // what Node cannot read is answered in the envelope too
+  server.on('clientError', answerClientError);
   server.listen(port, host);
   await once(server, 'listening');
   const address = server.address() as AddressInfo;

@@ -35,6 +35,7 @@ export const MESSAGES_ERROR_TYPES: Record<ErrorKind | 'internal', string> = {
   bad_gateway: 'internal_error',
   timeout: 'internal_error',
   request_timeout: 'invalid_request',
+  header_fields_too_large: 'invalid_request',
   internal: 'internal_error',
 };
 
