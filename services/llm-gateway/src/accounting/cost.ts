@@ -61,13 +61,17 @@ export function costMicros(usage: Usage, pricing: TokenPricing): number {
   );
 }
 
-/** A request's usage as its `analytics.llm.completion` carries it: the totals, and the cached split when there is one. */
+/**
+ * A request's usage as its `analytics.llm.completion` carries it: the totals, and the cached split when there is one.
+ * Whole token counts, as the event's contract has them: llm-quota refuses any other event, and a provider reporting
+ * `7.5` tokens would have had its request never counted.
+ */
 export function eventUsage(usage: Usage): LlmCompletionEvent['usage'] {
   const { cached, written } = promptSplit(usage);
   return {
-    prompt_tokens: usage.prompt_tokens,
-    completion_tokens: usage.completion_tokens,
-    total_tokens: usage.total_tokens,
+    prompt_tokens: count(usage.prompt_tokens),
+    completion_tokens: count(usage.completion_tokens),
+    total_tokens: count(usage.total_tokens),
     ...(cached > 0 ? { cached_tokens: cached } : {}),
     ...(written > 0 ? { cache_write_tokens: written } : {}),
   };

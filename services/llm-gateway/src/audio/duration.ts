@@ -47,7 +47,19 @@ export function audioDuration(file: Buffer): { container: AudioContainer; second
     return ['mpeg-audio', mpegAudioSeconds(file, start)];
   };
   const [container, seconds] = measure();
-  if (seconds === null || !Number.isFinite(seconds) || seconds < 0) return null;
-  if (seconds > MAX_SECONDS || seconds * MIN_BYTES_PER_SECOND > file.length) return null;
+  if (seconds === null || !believable(seconds, file.length)) return null;
   return { container, seconds: Math.round(seconds * 1000) / 1000 };
+}
+
+/**
+ * Whether `seconds` of audio can be in `bytes`: a number, not negative, at most a week, and no more than the
+ * bytes can carry. What a header, or a provider's answer, says beyond that is damaged or made up.
+ */
+export function believable(seconds: number, bytes: number): boolean {
+  return (
+    Number.isFinite(seconds) &&
+    seconds >= 0 &&
+    seconds <= MAX_SECONDS &&
+    seconds * MIN_BYTES_PER_SECOND <= bytes
+  );
 }

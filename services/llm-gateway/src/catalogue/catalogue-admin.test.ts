@@ -1,8 +1,11 @@
 import { ManualClock, silentLogger } from '@platform/kernel';
 import { createEmbeddedStore, type Doc } from '@platform/store';
+import { ProviderDestinations } from '../providers/http/destinations';
 import { CatalogueAdmin } from './catalogue-admin';
 import { catalogueCollections } from './catalogue-store';
 import type { ModelEntry } from './model-entry';
+import { ProviderAdmin } from './provider-admin';
+import { SecretBox } from './secret-box';
 
 const entry = (model_id: string): ModelEntry => ({
   model_id,
@@ -66,5 +69,44 @@ describe('CatalogueAdmin bulk replace journal', () => {
     expect(await admin.replaceAll([entry('x/y')], operator, null)).toEqual({ deleted: 1, inserted: 1 });
     expect((await collections.models.find({})).map((m) => m._id)).toEqual(['x/y']);
     expect(await journal.count({})).toBe(0);
+  });
+});
+
+describe('CatalogueAdmin concurrent deletes', () => {
+  it('two deletes of one model at once: one succeeds and is audited, the other is 404 MODEL_NOT_FOUND', async () => {
+    const { store, collections, admin } = setup();
+    await collections.providers.insertOne({ _id: 'mock', type: 'mock', updatedAt: new Date() });
+    await admin.create(entry('gone/soon'), operator, null);
+    const results = await Promise.allSettled([
+      admin.remove('gone/soon', operator, 'first'),
+      admin.remove('gone/soon', operator, 'second'),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({
+      reason: { code: 'MODEL_NOT_FOUND' },
+    });
+    const audit = await store.collection<Doc & { action: string }>('llm_catalogue_audit').find({});
+    expect(audit.filter((a) => a.action === 'delete')).toHaveLength(1);
+  });
+
+  it('two deletes of one provider at once: one succeeds and is audited, the other is 404 PROVIDER_NOT_FOUND', async () => {
+    const { store, collections, admin } = setup();
+    const providers = new ProviderAdmin({
+      collections,
+      box: new SecretBox('test-secret'),
+      catalogue: admin,
+      destinations: new ProviderDestinations(),
+    });
+    await providers.put('spare', { type: 'mock' }, operator, null);
+    const results = await Promise.allSettled([
+      providers.remove('spare', operator, 'first'),
+      providers.remove('spare', operator, 'second'),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({
+      reason: { code: 'PROVIDER_NOT_FOUND' },
+    });
+    const audit = await store.collection<Doc & { action: string }>('llm_catalogue_audit').find({});
+    expect(audit.filter((a) => a.action === 'provider.delete')).toHaveLength(1);
   });
 });

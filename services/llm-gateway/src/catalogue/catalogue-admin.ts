@@ -167,7 +167,8 @@ export class CatalogueAdmin {
   async remove(id: string, actor: Actor, requestId: string | null): Promise<void> {
     const current = await this.deps.collections.models.findOne({ _id: id });
     if (!current) throw modelMissing(id);
-    await this.deps.collections.models.deleteOne({ _id: id });
+    // a delete that went in meanwhile has removed it: that one is the change, audited once
+    if ((await this.deps.collections.models.deleteOne({ _id: id })) === 0) throw modelMissing(id);
     await this.committed(actor, 'delete', id, entryOf(current), null, requestId);
   }
 
@@ -180,6 +181,8 @@ export class CatalogueAdmin {
       issues: Array<{ field: string; message: string }>;
     }> = [];
     const entries: ModelEntry[] = [];
+    /** each valid entry's place in the list (an item may be anything, `null` included) */
+    const indexOf = new Map<ModelEntry, number>();
     const seen = new Set<string>();
     items.forEach((item, index) => {
       const parsed = ModelEntrySchema.safeParse(item);
@@ -195,12 +198,15 @@ export class CatalogueAdmin {
       issues.push(...missingEndpoints(parsed.data, (p) => providers.get(p)));
       seen.add(parsed.data.model_id);
       if (issues.length) bad.push({ index, model_id: parsed.data.model_id, issues });
-      else entries.push(parsed.data);
+      else {
+        entries.push(parsed.data);
+        indexOf.set(parsed.data, index);
+      }
     });
     entries.forEach((e) => {
       if (e.failover !== undefined && !seen.has(e.failover))
         bad.push({
-          index: items.indexOf(items.find((i) => (i as { model_id?: string }).model_id === e.model_id)),
+          index: indexOf.get(e)!,
           model_id: e.model_id,
           issues: [{ field: 'failover', message: `no model named ${e.failover} in the list` }],
         });

@@ -7,13 +7,30 @@ import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
 import { missingEndpoints } from './deployment-endpoints';
 import type { SecretBox } from './secret-box';
 
+/**
+ * A header HTTP can carry (RFC 9110: a name is a token, a value holds no control character but tab): the HTTP
+ * client refuses any other at every call, which then fails as if the provider could not be reached.
+ */
+const HeaderNameSchema = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'not an HTTP header name');
+const HeaderValueSchema = z
+  .string()
+  .regex(
+    /^[\t\x20-\x7e\x80-\xff]*$/,
+    'an HTTP header value holds no line break, control or non-Latin-1 character',
+  );
+
 /** `PUT /v1/providers/{name}`: a provider as the gateway file gives one, its key inline (sealed at rest). */
 export const ProviderBodySchema = z
   .object({
     type: z.enum(['openai', 'anthropic', 'mock']),
     baseUrl: z.url().optional(),
-    apiKey: z.string().min(1).optional(),
-    headers: z.record(z.string(), z.string()).optional(),
+    // sent in a header: a key pasted with its line break would fail every call
+    apiKey: z
+      .string()
+      .min(1)
+      .regex(/^[\x21-\x7e]+$/, 'an API key holds no space, line break or control character')
+      .optional(),
+    headers: z.record(HeaderNameSchema, HeaderValueSchema).optional(),
     azure: z
       .object({ apiVersion: z.string().min(1) })
       .strict()
@@ -134,11 +151,7 @@ export class ProviderAdmin {
 
   async remove(name: string, actor: Actor, requestId: string | null) {
     const before = await this.deps.collections.providers.findOne({ _id: name });
-    if (!before)
-      throw new NotFound(`No provider named ${name}`, {
-        error: 'PROVIDER_NOT_FOUND',
-        code: 'PROVIDER_NOT_FOUND',
-      });
+    if (!before) throw providerMissing(name);
     const users = await this.users(name);
     if (users.length)
       throw new Conflict(`Models still use the provider ${name}; remove or move them first`, {
@@ -146,7 +159,8 @@ export class ProviderAdmin {
         code: 'PROVIDER_IN_USE',
         details: { models: users.map((m) => m._id) },
       });
-    await this.deps.collections.providers.deleteOne({ _id: name });
+    // a delete that went in meanwhile has removed it: that one is the change, audited once
+    if ((await this.deps.collections.providers.deleteOne({ _id: name })) === 0) throw providerMissing(name);
     await this.deps.catalogue.recordChange(
       actor,
       'provider.delete',
@@ -157,3 +171,6 @@ export class ProviderAdmin {
     );
   }
 }
+
+const providerMissing = (name: string) =>
+  new NotFound(`No provider named ${name}`, { error: 'PROVIDER_NOT_FOUND', code: 'PROVIDER_NOT_FOUND' });

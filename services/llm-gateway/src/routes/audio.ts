@@ -1,6 +1,6 @@
 import { InvalidInput, PayloadTooLarge } from '@platform/kernel';
 import type { Request, RequestHandler, Router } from 'express';
-import { AUDIO_FORMATS, audioDuration } from '../audio/duration';
+import { AUDIO_FORMATS, audioDuration, believable } from '../audio/duration';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
@@ -153,7 +153,10 @@ function audioToText(ctx: GatewayContext, task: keyof typeof AUDIO_TEXT_TASKS): 
       const { result, model } = await callPrepared(ctx, req, prepared, abort.signal, (m, call) =>
         m.adapter[task]!(upload, call),
       );
-      const seconds = result.durationSeconds ?? measured;
+      // the provider's figure wins when the upload can hold it: a negative one credited the organization's
+      // budget, and a huge one would charge it without bound
+      const reported = result.durationSeconds;
+      const seconds = reported !== null && believable(reported, upload.file.length) ? reported : measured;
       const figures = mediaFigures(prepared, (seconds / 60) * (model.pricing.per_audio_minute ?? 0));
       res.set({
         'x-platform-audio-seconds': String(seconds),

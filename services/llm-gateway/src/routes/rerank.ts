@@ -28,12 +28,15 @@ const scoringMessages = (query: string, document: string) => [
   { role: 'user', content: `Query: ${query}\n\nDocument: ${document}\n\nRelevance (0 to 1):` },
 ];
 
-/** The first number of a scoring answer, clamped to [0, 1]; 0 when there is none. */
+/** The first number of a scoring answer (`0.75`, `.75`, `1.`), clamped to [0, 1]; 0 when there is none. */
 export function scoreOf(text: string): number {
-  const m = /-?\d+(?:\.\d+)?(?:e-?\d+)?/i.exec(text);
+  const m = /-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?/i.exec(text);
   const v = m ? Number(m[0]) : 0;
   return Number.isFinite(v) ? Math.min(1, Math.max(0, v)) : 0;
 }
+
+const isCount = (u: Usage) =>
+  [u.prompt_tokens, u.completion_tokens, u.total_tokens].every((n) => Number.isFinite(n) && n >= 0);
 
 const addUsage = (a: Usage, b: Usage): Usage => ({
   prompt_tokens: a.prompt_tokens + b.prompt_tokens,
@@ -166,12 +169,24 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
         if (m.native_rerank && m.adapter.rerank) {
           const r = await m.adapter.rerank({ query: body.query, documents }, call);
           const fallback = counted.documents.reduce((n, d) => n + queryTokens + d, 0);
-          const usage = r.usage ?? {
-            prompt_tokens: fallback,
-            completion_tokens: 0,
-            total_tokens: fallback,
-          };
-          return { results: r.results, native: usage };
+          // the provider's figures when they are counts: a negative one would credit the organization's budget
+          const usage =
+            r.usage && isCount(r.usage)
+              ? r.usage
+              : {
+                  prompt_tokens: fallback,
+                  completion_tokens: 0,
+                  total_tokens: fallback,
+                };
+          // a provider's result for no document sent, or for one already ranked, is no result
+          const ranked = new Set<number>();
+          const results = r.results.filter(({ index }) => {
+            if (!Number.isInteger(index) || index < 0 || index >= documents.length || ranked.has(index))
+              return false;
+            ranked.add(index);
+            return true;
+          });
+          return { results, native: usage };
         }
         return {
           results: await scoreByChat(m, call, body.query, documents, progress, counted),

@@ -113,12 +113,37 @@ function shouldRetry(res: ProviderResponse): boolean {
   return isRetryableStatus(res.status);
 }
 
+/** The most of an error answer read: its type and message come first; an error page of any size is not held. */
+const MAX_ERROR_BYTES = 64 * 1024;
+
+/** The start of an error answer's body (the rest is dropped with its connection); what arrived when it fails. */
+async function errorText(res: ProviderResponse): Promise<string> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  try {
+    const reader = res.chunks();
+    for (;;) {
+      const { done, value } = await reader.next();
+      if (done) break;
+      parts.push(value);
+      size += value.length;
+      if (size > MAX_ERROR_BYTES) {
+        await res.cancel();
+        break;
+      }
+    }
+  } catch {
+    // what arrived is all there is
+  }
+  return Buffer.concat(parts).subarray(0, MAX_ERROR_BYTES).toString('utf8');
+}
+
 async function errorFromResponse(
   http: ProviderHttp,
   model: string,
   res: ProviderResponse,
 ): Promise<ProviderError> {
-  const text = await res.text().catch(() => '');
+  const text = await errorText(res);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -41,6 +41,14 @@ describe('SSE parser', () => {
     expect(parser.end()).toEqual([]);
   });
 
+  it('refuses a frame whose data lines never end it instead of buffering without bound', () => {
+    const parser = new SseParser();
+    const piece = bytes(`data: ${'x'.repeat(1024)}\n`.repeat(1024));
+    expect(() => {
+      for (let i = 0; i < 10; i += 1) parser.push(piece);
+    }).toThrow(SseLineTooLong);
+  });
+
   it('refuses a line that never ends instead of buffering without bound', () => {
     const parser = new SseParser();
     const piece = bytes(`data: ${'x'.repeat(1024 * 1024)}`);

@@ -19,6 +19,8 @@ export class SseParser {
   private readonly decoder = new TextDecoder('utf-8');
   private pending = '';
   private data: string[] = [];
+  /** characters of `data` so far: a frame that never ends is bounded as a line is */
+  private dataChars = 0;
   private event = '';
   private started = false;
 
@@ -63,6 +65,7 @@ export class SseParser {
     if (line === '') {
       if (this.data.length > 0) out.push({ event: this.event || 'message', data: this.data.join('\n') });
       this.data = [];
+      this.dataChars = 0;
       this.event = '';
       return;
     }
@@ -71,7 +74,11 @@ export class SseParser {
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? '' : line.slice(colon + 1);
     if (value.charCodeAt(0) === 32) value = value.slice(1);
-    if (field === 'data') this.data.push(value);
-    else if (field === 'event') this.event = value;
+    if (field === 'data') {
+      this.dataChars += value.length + 1;
+      if (this.dataChars > MAX_PENDING_CHARS)
+        throw new SseLineTooLong(`an event stream frame longer than ${MAX_PENDING_CHARS} characters`);
+      this.data.push(value);
+    } else if (field === 'event') this.event = value;
   }
 }

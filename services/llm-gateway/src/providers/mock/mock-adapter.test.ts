@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { inflateSync } from 'node:zlib';
 import { audioDuration } from '../../audio/duration';
 import { createProviderAdapter } from '..';
@@ -149,6 +150,29 @@ describe('mock provider', () => {
     expect(bytes.readFloatLE(4)).toBeCloseTo((floats.body.data[0]!.embedding as number[])[1]!, 6);
     const again = await mock.embeddings({ model: 'e', input: 'hello world', dimensions: 64 }, call());
     expect(again.body.data[0]!.embedding).toEqual(body.data[0]!.embedding);
+  });
+
+  it('hashes an input once, not once per 8 dimensions: a long input at 3072 dimensions took seconds of CPU', async () => {
+    const hashed: number[] = [];
+    const real = crypto.createHash;
+    const spy = jest.spyOn(crypto, 'createHash').mockImplementation((algorithm, options) => {
+      const hash = real(algorithm, options);
+      const update = hash.update.bind(hash);
+      hash.update = ((data: string) => {
+        hashed.push(data.length);
+        return update(data);
+      }) as typeof hash.update;
+      return hash;
+    });
+    const input = 'word '.repeat(20_000);
+    try {
+      const { body } = await mock.embeddings({ model: 'e', input, dimensions: 3072 }, call());
+      expect((body.data[0]!.embedding as number[]).length).toBe(3072);
+    } finally {
+      spy.mockRestore();
+    }
+    // the input once, whatever the dimensions
+    expect(hashed.reduce((n, size) => n + size, 0)).toBeLessThan(2 * input.length);
   });
 
   it('reranks by a lexical score, best first', async () => {
