@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '@platform/testkit';
+import { seedCatalogue } from './catalogue/catalogue-store';
 import { readGatewayFile } from './gateway-file';
 
 describe('the gateway file (LLM_GATEWAY_CONFIG)', () => {
@@ -52,6 +53,37 @@ describe('the gateway file (LLM_GATEWAY_CONFIG)', () => {
       /bad\.yaml is not valid YAML/,
     );
     expect(() => readGatewayFile(write('bad.json', '{"providers": '))).toThrow(/bad\.json is not valid JSON/);
+  });
+
+  it('refuses a provider key or header HTTP cannot send (they would fail every call as unreachable)', () => {
+    const provider = (over: Record<string, unknown>) =>
+      write(
+        'odd.json',
+        JSON.stringify({
+          ...expected,
+          providers: [{ ...expected.providers[0], apiKeyEnv: undefined, ...over }],
+        }),
+      );
+    expect(() => readGatewayFile(provider({ apiKey: 'sk-pasted\n' }))).toThrow(/apiKey/);
+    expect(() => readGatewayFile(provider({ headers: { 'x team': 'a' } }))).toThrow(/headers/);
+    expect(() => readGatewayFile(provider({ headers: { 'x-team': 'a\r\nx-evil: 1' } }))).toThrow(/headers/);
+    expect(
+      readGatewayFile(provider({ apiKey: 'sk-fine', headers: { 'x-team': 'search\tteam' } })).providers[0],
+    ).toMatchObject({
+      apiKey: 'sk-fine',
+    });
+  });
+
+  it('refuses at start a key read from the environment with its trailing newline, naming the variable', async () => {
+    const file = readGatewayFile(write('env.json', JSON.stringify(expected)));
+    const collections = { providers: { deleteOne: async () => 0, insertOne: async () => undefined } };
+    await expect(
+      seedCatalogue(collections as never, file, {
+        box: { seal: (v: string) => v } as never,
+        clock: { now: () => new Date() },
+        env: { LOCAL_KEY: 'sk-from-a-secret\n' },
+      }),
+    ).rejects.toThrow(/LOCAL_KEY holds a space, line break or control character/);
   });
 
   it("loads the README's example as it is written", () => {

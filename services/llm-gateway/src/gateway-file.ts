@@ -8,6 +8,7 @@ import {
   ModelEntrySchema,
   PlatformDefaultsSchema,
 } from './catalogue/model-entry';
+import { ProviderHeadersSchema, ProviderKeySchema } from './catalogue/provider-fields';
 
 /**
  * The operator's gateway file named by LLM_GATEWAY_CONFIG (YAML or JSON): the providers and the model
@@ -19,9 +20,9 @@ export const ProviderFileEntrySchema = z
     name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits, ".", "_" or "-"'),
     type: z.enum(['openai', 'anthropic', 'mock']),
     baseUrl: z.url().optional(),
-    apiKey: z.string().min(1).optional(),
+    apiKey: ProviderKeySchema.optional(),
     apiKeyEnv: z.string().min(1).optional(),
-    headers: z.record(z.string(), z.string()).optional(),
+    headers: ProviderHeadersSchema.optional(),
     azure: z
       .object({ apiVersion: z.string().min(1) })
       .strict()

@@ -1,6 +1,7 @@
 import type { Clock } from '@platform/kernel';
 import type { Collection, Doc, Store } from '@platform/store';
 import type { GatewayFile, ModelFileEntry, ProviderFileEntry } from '../gateway-file';
+import { PROVIDER_KEY_PATTERN } from './provider-fields';
 import type { SecretBox } from './secret-box';
 
 /** A provider as stored: its key sealed, never returned by any route. */
@@ -50,6 +51,10 @@ export async function seedCatalogue(
       p.apiKey ?? (p.apiKeyEnv && Object.hasOwn(deps.env, p.apiKeyEnv) ? deps.env[p.apiKeyEnv] : undefined);
     if (p.apiKeyEnv && !key)
       throw new Error(`provider ${p.name}: environment variable ${p.apiKeyEnv} is not set`);
+    if (p.apiKeyEnv && key && !PROVIDER_KEY_PATTERN.test(key))
+      throw new Error(
+        `provider ${p.name}: environment variable ${p.apiKeyEnv} holds a space, line break or control character (a key written with its trailing newline?)`,
+      );
     const doc: Omit<ProviderDoc, '_id'> = { type: p.type, updatedAt: now };
     if (p.baseUrl) doc.baseUrl = p.baseUrl;
     if (key) doc.apiKeySealed = deps.box.seal(key);

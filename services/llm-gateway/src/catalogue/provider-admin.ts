@@ -5,32 +5,16 @@ import type { ProviderDestinations } from '../providers/http/destinations';
 import { type Actor, type CatalogueAdmin, entryOf } from './catalogue-admin';
 import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
 import { missingEndpoints } from './deployment-endpoints';
+import { ProviderHeadersSchema, ProviderKeySchema } from './provider-fields';
 import type { SecretBox } from './secret-box';
-
-/**
- * A header HTTP can carry (RFC 9110: a name is a token, a value holds no control character but tab): the HTTP
- * client refuses any other at every call, which then fails as if the provider could not be reached.
- */
-const HeaderNameSchema = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'not an HTTP header name');
-const HeaderValueSchema = z
-  .string()
-  .regex(
-    /^[\t\x20-\x7e\x80-\xff]*$/,
-    'an HTTP header value holds no line break, control or non-Latin-1 character',
-  );
 
 /** `PUT /v1/providers/{name}`: a provider as the gateway file gives one, its key inline (sealed at rest). */
 export const ProviderBodySchema = z
   .object({
     type: z.enum(['openai', 'anthropic', 'mock']),
     baseUrl: z.url().optional(),
-    // sent in a header: a key pasted with its line break would fail every call
-    apiKey: z
-      .string()
-      .min(1)
-      .regex(/^[\x21-\x7e]+$/, 'an API key holds no space, line break or control character')
-      .optional(),
-    headers: z.record(HeaderNameSchema, HeaderValueSchema).optional(),
+    apiKey: ProviderKeySchema.optional(),
+    headers: ProviderHeadersSchema.optional(),
     azure: z
       .object({ apiVersion: z.string().min(1) })
       .strict()

@@ -369,3 +369,22 @@ describe('OpenAI-protocol adapter', () => {
     expect(sim.requests()[0]).toMatchObject({ path: '/v1/rerank', model: 'gpt-sim' });
   });
 });
+
+describe('OpenAI-protocol stream events that are not chunks', () => {
+  it('are an invalid_response error, never a TypeError (a 500): null, a number, a choice that is not an object', async () => {
+    for (const data of ['null', '42', '"text"', '[1]', '{"choices":[null]}', '{"choices":[1]}']) {
+      const fakeFetch: typeof fetch = async () =>
+        new Response(`data: ${data}\n\ndata: [DONE]\n\n`, {
+          status: 200,
+          headers: { 'content-type': 'text/event-stream' },
+        });
+      const a = createProviderAdapter(
+        { name: 'oai', type: 'openai', baseUrl: 'http://unused/v1' },
+        { clock, fetch: fakeFetch },
+      );
+      await expect(collect(a.chatStream(ask, call()))).rejects.toMatchObject({
+        providerErrorType: 'invalid_response',
+      });
+    }
+  });
+});

@@ -1,5 +1,5 @@
 import type { ChatCompletionRequest } from '../types';
-import { toAnthropicRequest } from './anthropic-translate';
+import { toAnthropicRequest, usageFromAnthropic } from './anthropic-translate';
 import { UntranslatableRequest } from './untranslatable';
 
 const ephemeral = { type: 'ephemeral' } as const;
@@ -164,5 +164,34 @@ describe('cache breakpoints in the Anthropic translation', () => {
     });
     expect(JSON.stringify(out)).not.toContain('cache_control');
     expect(out.system).toBe('S');
+  });
+});
+
+describe("Anthropic's usage in OpenAI's terms", () => {
+  it('counts a negative, fractional or non-number figure as whole tokens or none, never a negative cost', () => {
+    expect(
+      usageFromAnthropic({
+        input_tokens: -1_000_000,
+        output_tokens: 7.5,
+        cache_read_input_tokens: Number.NaN,
+        cache_creation_input_tokens: '12' as unknown as number,
+      }),
+    ).toEqual({ prompt_tokens: 0, completion_tokens: 7, total_tokens: 7 });
+    expect(
+      usageFromAnthropic({
+        input_tokens: 10,
+        output_tokens: 5,
+        cache_creation: { ephemeral_5m_input_tokens: -3, ephemeral_1h_input_tokens: 4 },
+      }),
+    ).toEqual({
+      prompt_tokens: 14,
+      completion_tokens: 5,
+      total_tokens: 19,
+      prompt_tokens_details: {
+        cached_tokens: 0,
+        cache_write_tokens: 4,
+        cache_creation_token_details: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 4 },
+      },
+    });
   });
 });

@@ -376,6 +376,10 @@ export function finishReason(stop: string | null | undefined): FinishReason | nu
   }
 }
 
+/** A token count as the provider reported it, when it is one: a negative or non-number figure counts none. */
+const tokens = (v: unknown): number =>
+  typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
+
 /**
  * Anthropic's usage in OpenAI's terms: `prompt_tokens` is every input token (`input_tokens` counts only those
  * after the last cache breakpoint), and the cache reads and writes, billed at their own rates, are the
@@ -384,15 +388,16 @@ export function finishReason(stop: string | null | undefined): FinishReason | nu
  * for Anthropic's `cache_creation`), given when there are any (decision 0113).
  */
 export function usageFromAnthropic(usage: AnthropicUsage | undefined): Usage {
-  const read = usage?.cache_read_input_tokens ?? 0;
+  const read = tokens(usage?.cache_read_input_tokens);
   const byTtl = usage?.cache_creation;
   const written =
-    usage?.cache_creation_input_tokens ??
-    (byTtl?.ephemeral_5m_input_tokens ?? 0) + (byTtl?.ephemeral_1h_input_tokens ?? 0);
+    usage?.cache_creation_input_tokens !== undefined
+      ? tokens(usage.cache_creation_input_tokens)
+      : tokens(byTtl?.ephemeral_5m_input_tokens) + tokens(byTtl?.ephemeral_1h_input_tokens);
   // the hour's share of the writes, held to them: the rest is the 5 minutes'
-  const hour = Math.min(byTtl?.ephemeral_1h_input_tokens ?? 0, written);
-  const prompt = (usage?.input_tokens ?? 0) + written + read;
-  const completion = usage?.output_tokens ?? 0;
+  const hour = Math.min(tokens(byTtl?.ephemeral_1h_input_tokens), written);
+  const prompt = tokens(usage?.input_tokens) + written + read;
+  const completion = tokens(usage?.output_tokens);
   return {
     prompt_tokens: prompt,
     completion_tokens: completion,

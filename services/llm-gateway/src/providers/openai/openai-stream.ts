@@ -56,6 +56,11 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
     } catch {
       throw invalidAnswer(http, call, 'a stream event that is not JSON');
     }
+    // `data: null`, a number, or a choice that is not an object: read further, each would throw a TypeError (a 500)
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw invalidAnswer(http, call, 'a stream event that is not a JSON object');
+    if (Array.isArray(raw.choices) && raw.choices.some((c) => typeof c !== 'object' || c === null))
+      throw invalidAnswer(http, call, 'a stream chunk with a choice that is not an object');
     if (raw.error !== undefined) {
       const { type, message } = readOpenAiError(raw);
       throw new ProviderError({
