@@ -167,4 +167,47 @@ describe('the models an organization API key may use, through the edge', () => {
       w.sim.script([]);
     }
   });
+
+  it('refuses a key over its month rather than downgrade it to a model outside its list; downgrades within it', async () => {
+    const { owner } = await w.org('key-budget-downgrade');
+    const as = { bearer: owner.token };
+    const made = await w.call('base', 'POST', '/v2/orgs/key-budget-downgrade/apikeys', as, {
+      name: 'app',
+      permissions: ['models:read'],
+    });
+    expect(made.status).toBe(201);
+    const app = { id: made.body._id as string, apiKey: made.body.apiKey as string };
+    const set = await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      policy: 'soft_downgrade',
+      models: { downgrade: { 'sim/gpt': 'sim/cheap' }, by_api_key: { [app.id]: ['sim/gpt'] } },
+      org_user_quotas: { by_api_key: { [app.id]: { monthly_tokens: 1 } } },
+    });
+    expect(set.status).toBe(200);
+    const chat = () =>
+      w.call(
+        'gateway',
+        'POST',
+        '/v1/chat/completions',
+        { apiKey: app.apiKey },
+        {
+          model: 'sim/gpt',
+          messages: [{ role: 'user', content: 'hello' }],
+        },
+      );
+    // a month of 1 token: the prompt alone is over it
+    const before = w.sim.requests().length;
+    const refused = await chat();
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ code: 'MONTHLY_QUOTA_EXCEEDED', details: { scope: 'api_key' } });
+    expect(w.sim.requests().length).toBe(before);
+
+    // the downgrade's model in the key's list: the budget downgrades to it
+    await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
+      models: { by_api_key: { [app.id]: ['sim/gpt', 'sim/cheap'] } },
+    });
+    const downgraded = await chat();
+    expect(downgraded.status).toBe(200);
+    expect(downgraded.body.model).toBe('sim/cheap');
+    expect(downgraded.headers.get('x-platform-model-downgraded')).toBe('sim/gpt -> sim/cheap');
+  });
 });

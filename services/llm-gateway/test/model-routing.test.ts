@@ -165,4 +165,82 @@ describe('model routing (model: "auto"), through the edge', () => {
     });
     expect(named.status).toBe(400);
   });
+
+  const patchSettings = (as: { bearer: string }, body: unknown) =>
+    w.call('gateway', 'PATCH', '/v1/quotas/settings', as, body);
+  const hello = [{ role: 'user', content: 'hello' }];
+
+  it("counts an auto request's tokens as its message is served: routed, not refused for want of a default", async () => {
+    const { owner } = await w.org('route-count');
+    const as = { bearer: owner.token };
+    expect((await patchSettings(as, { models: { routing: { strategy: 'cost_optimized' } } })).status).toBe(
+      200,
+    );
+    const message = await w.call('gateway', 'POST', '/v1/messages', as, {
+      model: 'auto',
+      max_tokens: 50,
+      messages: hello,
+    });
+    expect(message.status).toBe(200);
+    expect(message.body.model).toBe('sim/tiny');
+    const counted = await w.call('gateway', 'POST', '/v1/messages/count_tokens', as, {
+      model: 'auto',
+      messages: hello,
+    });
+    expect(counted.status).toBe(200);
+    expect(counted.body.input_tokens).toBeGreaterThan(0);
+    // a rule naming a model the caller may not use: the default, which the organization does not have
+    await patchSettings(as, {
+      models: {
+        allowed: ['sim/tiny'],
+        routing: {
+          strategy: 'rules',
+          rules: [{ condition: 'messages_count', operator: '>=', threshold: 1, model: 'sim/gpt' }],
+        },
+      },
+    });
+    const refused = await w.call('gateway', 'POST', '/v1/messages/count_tokens', as, {
+      model: 'auto',
+      messages: hello,
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.type).toBe('invalid_request_error');
+  });
+
+  it('names the model routing chose in x-platform-model-routed, and the downgrade that followed apart', async () => {
+    const { owner } = await w.org('route-downgrade');
+    const as = { bearer: owner.token };
+    await patchSettings(as, {
+      policy: 'soft_downgrade',
+      models: {
+        defaults: { completions: 'sim/gpt' },
+        allowed: ['sim/cheap'],
+        downgrade: { 'sim/gpt': 'sim/cheap' },
+      },
+    });
+    const answer = await w.call('gateway', 'POST', '/v1/chat/completions', as, {
+      model: 'auto',
+      messages: hello,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.model).toBe('sim/cheap');
+    expect(answer.headers.get('x-platform-model-routed')).toBe('auto -> sim/gpt');
+    expect(answer.headers.get('x-platform-model-downgraded')).toBe('sim/gpt -> sim/cheap');
+  });
+
+  it("takes a rerank's auto as the organization's default, and says so", async () => {
+    const { owner } = await w.org('route-rerank');
+    const as = { bearer: owner.token };
+    await patchSettings(as, {
+      models: { defaults: { completions: 'sim/cheap' }, routing: { strategy: 'cost_optimized' } },
+    });
+    const ranked = await w.call('gateway', 'POST', '/v1/rerank', as, {
+      model: 'auto',
+      query: 'capital of France',
+      documents: ['Paris', 'Berlin'],
+    });
+    expect(ranked.status).toBe(200);
+    expect(ranked.body.model).toBe('sim/cheap');
+    expect(ranked.headers.get('x-platform-model-routed')).toBe('auto -> sim/cheap');
+  });
 });

@@ -1,3 +1,4 @@
+import Anthropic from '@anthropic-ai/sdk';
 import { type GatewayWorld, gauge, startGatewayWorld } from './support';
 
 /**
@@ -28,6 +29,16 @@ describe("a deployment's renamed and excluded request parameters, through the ed
           pricing: { input_per_million: 1, output_per_million: 2 },
         },
         {
+          model_id: 'sim/claude-unstreamed',
+          type: 'completion',
+          provider_config: {
+            provider: 'claude',
+            model: 'claude-unstreamed-sim',
+            exclude_parameters: ['stream'],
+          },
+          pricing: { input_per_million: 3, output_per_million: 15 },
+        },
+        {
           model_id: 'sim/claude-shaped',
           type: 'completion',
           provider_config: { provider: 'claude', model: 'claude-sim', exclude_parameters: ['temperature'] },
@@ -37,6 +48,7 @@ describe("a deployment's renamed and excluded request parameters, through the ed
     });
   });
   afterAll(() => w?.stop());
+  afterEach(() => w.sim.script([]));
 
   const lastBody = (model: string) =>
     w.sim
@@ -157,5 +169,58 @@ describe("a deployment's renamed and excluded request parameters, through the ed
         /provider_config\.(exclude_parameters|parameter_aliases)/,
       );
     }
+  });
+
+  it("streams the stop sequence that ended the answer, as the plain answer says it (Anthropic's Messages, chat)", async () => {
+    const { owner } = await w.org('unstreamed-stop');
+    w.sim.script([{ match: { model: 'claude-unstreamed-sim' }, reply: { content: 'Paris. END of answer' } }]);
+    const client = new Anthropic({
+      baseURL: w.p.gatewayUrl,
+      apiKey: null,
+      authToken: owner.token,
+      maxRetries: 0,
+    });
+    const ask = {
+      model: 'sim/claude-unstreamed',
+      max_tokens: 100,
+      stop_sequences: ['STOP', 'END'],
+      messages: [{ role: 'user' as const, content: 'Capital of France?' }],
+    };
+    const ended = {
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'END',
+      content: [{ type: 'text', text: 'Paris. ' }],
+    };
+    expect(await client.messages.create(ask)).toMatchObject(ended);
+    expect(await client.messages.stream(ask).finalMessage()).toMatchObject(ended);
+    // chat says it on the choice's finish, as vLLM streams it
+    const stream = await w.client({ bearer: owner.token }).chat.completions.create({
+      model: 'sim/claude-unstreamed',
+      messages: ask.messages,
+      stop: ['END'],
+      stream: true,
+    });
+    const finishes = [];
+    for await (const chunk of stream) for (const c of chunk.choices) if (c.finish_reason) finishes.push(c);
+    expect(finishes).toEqual([expect.objectContaining({ finish_reason: 'stop', stop_reason: 'END' })]);
+  });
+
+  it('counts a provider usage that is no count as a plain answer does (the tokenizer), never a negative figure', async () => {
+    const { owner } = await w.org('unstreamed-usage');
+    w.sim.script([{ match: { model: 'unstreamed-sim' }, reply: { usage: { prompt_tokens: -1000 } } }]);
+    const client = w.client({ bearer: owner.token });
+    const ask = { model: 'sim/unstreamed', messages: [{ role: 'user' as const, content: 'hello' }] };
+    const plain = await client.chat.completions.create(ask);
+    const stream = await client.chat.completions.create({
+      ...ask,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let usage: { prompt_tokens: number; total_tokens: number } | null = null;
+    for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
+    expect(plain.usage!.prompt_tokens).toBeGreaterThan(0);
+    expect(usage).toMatchObject({ prompt_tokens: plain.usage!.prompt_tokens });
+    expect(usage!.total_tokens).toBeGreaterThan(0);
+    expect((usage as unknown as { cost: number }).cost).toBeGreaterThan(0);
   });
 });

@@ -23,9 +23,12 @@ export function chatChunksOf(answer: ChatCompletion): ChatChunk[] {
   });
   choices.forEach((choice, i) => {
     const index = typeof choice.index === 'number' ? choice.index : i;
+    // what else the provider says of the choice (vLLM's and the Anthropic adapter's `stop_reason`, the stop sequence;
+    // Azure's `content_filter_results`) comes with its finish, as a streaming provider sends it
+    const { message: _message, logprobs: _logprobs, index: _index, finish_reason, ...said } = choice;
     chunks.push({
       ...head,
-      choices: [{ index, delta: {}, finish_reason: (choice.finish_reason as string | null) ?? 'stop' }],
+      choices: [{ ...said, index, delta: {}, finish_reason: (finish_reason as string | null) ?? 'stop' }],
     });
   });
   if (answer.usage) chunks.push({ ...head, choices: [], usage: answer.usage });

@@ -163,7 +163,8 @@ async function admitInference(
     settings,
     model,
     downgradedFrom,
-    routed: resolved.routed ? resolved.model.model_id : null,
+    // what routing chose, before soft_downgrade replaced it (x-platform-model-downgraded says that apart)
+    routed: resolved.routed ? (resolved.downgradedFrom ?? resolved.model.model_id) : null,
     chain,
     lastCalled: null,
     ticket,

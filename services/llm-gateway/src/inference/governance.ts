@@ -158,6 +158,8 @@ function routedModel(
     const model = rule && catalogue.get(rule.model);
     return model && usable(model) ? model.model_id : undefined;
   }
+  // a strategy this gateway does not know (from a newer llm-quota): the default, as with no routing
+  if (routing.strategy !== 'cost_optimized') return undefined;
   let best: CatalogueModel | undefined;
   for (const m of catalogue.list()) {
     if (m.display?.hidden || !usable(m)) continue;

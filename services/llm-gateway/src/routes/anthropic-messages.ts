@@ -12,12 +12,13 @@ import {
 } from '../inference/anthropic-messages-answer';
 import { chatRequestOfMessages, refuseUnsupportedMessages } from '../inference/anthropic-messages-request';
 import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
-import { apiKeyIdOf, resolveModel } from '../inference/governance';
+import { AUTO_MODEL, apiKeyIdOf, resolveModel } from '../inference/governance';
 import { countChatPromptTokens } from '../inference/prompt-tokens';
 import type { ChatChunk } from '../inference/provider-port';
 import { requestIdOf } from './client-abort';
 import {
   type Answered,
+  CHAT_COMPLETIONS,
   type CompletionWire,
   runCompletion,
   type StreamEnd,
@@ -137,13 +138,19 @@ export function mountAnthropicMessages(router: Router, ctx: GatewayContext): voi
     // Anthropic's count_tokens refuses an unknown model; nothing is admitted, so no quota is taken
     const { principal, orgSlug } = authorizeInference(req);
     const settings = await ctx.orgSettings.get(orgSlug);
+    const counted = () => {
+      const chat = chatRequestOfMessages(
+        Object.fromEntries(Object.entries(body).filter(([key]) => COUNTED.has(key))),
+      );
+      return { chat, tokens: countChatPromptTokens(chat as { messages: unknown[]; tools?: unknown }) };
+    };
+    // `auto` is routed as the message would be (decision 0120): by what the request holds
+    const auto = body.model === AUTO_MODEL ? counted() : undefined;
     resolveModel(body.model as string, 'completion', settings, ctx.catalogue, {
       apiKeyId: apiKeyIdOf(principal),
+      traits: auto && CHAT_COMPLETIONS.traits(auto.chat, auto.tokens),
     });
-    const chat = chatRequestOfMessages(
-      Object.fromEntries(Object.entries(body).filter(([key]) => COUNTED.has(key))),
-    );
-    res.json({ input_tokens: countChatPromptTokens(chat as { messages: unknown[]; tools?: unknown }) });
+    res.json({ input_tokens: (auto ?? counted()).tokens });
   });
 
   router.use([MESSAGES_PATH, COUNT_TOKENS_PATH], anthropicErrors(ctx));

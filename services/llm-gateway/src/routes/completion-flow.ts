@@ -381,8 +381,11 @@ async function* answerAsStream<B extends CompletionBody, K extends FlowChunk>(
   body: B,
   call: ProviderCall,
 ): AsyncGenerator<K> {
-  const { body: answer } = await api.answer(model, body, call);
-  yield* api.chunksOf(answer);
+  const { body: answer, usage } = await api.answer(model, body, call);
+  // the usage the adapter read of the answer (figures that are counts, else none: the tokenizer counts), as a
+  // provider's stream reports it, never the answer's raw member (a negative figure would credit the budget)
+  const { usage: raw, ...rest } = answer;
+  yield* api.chunksOf(usage ? { ...rest, usage: { ...(raw as object), ...usage } } : rest);
 }
 
 /** What a chat request uses, for routing: images, audio, tools, a JSON response format. */
