@@ -83,6 +83,17 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       expect(replaced.body.models.by_api_key).toEqual({ k1: [] });
       expect(replaced.body.models.allowed).toEqual(['gpt-4.1', 'mock/chat']);
       expect((await patch({ models: { by_api_key: null } })).body.models.by_api_key).toEqual({});
+      // lists grow patch by patch, each under the body limit, never past the governance's own bound (1 MiB)
+      const list = (key: string) => Array.from({ length: 1_200 }, (_, i) => `${key}/${i}/${'x'.repeat(180)}`);
+      for (const key of ['k1', 'k2', 'k3', 'k4'])
+        expect((await patch({ models: { by_api_key: { [key]: list(key) } } })).status).toBe(200);
+      const grown = await patch({ models: { by_api_key: { k5: list('k5') } } });
+      expect(grown.status).toBe(400);
+      expect(grown.body.details.issues[0]).toMatchObject({
+        field: 'models',
+        message: expect.stringMatching(/^models may take at most 1024 KiB/),
+      });
+      expect((await patch({ models: { by_api_key: null } })).body.models.by_api_key).toEqual({});
       for (const body of [
         { models: { by_api_key: { 'key.with.dot': ['mock/chat'] } } },
         { models: { by_api_key: { k1: 'mock/chat' } } },

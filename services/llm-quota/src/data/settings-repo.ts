@@ -49,6 +49,14 @@ export function mergeGovernance(
   // the routing is one setting: replaced whole, or removed with null
   const routing = patch.routing === undefined ? current.routing : patch.routing;
   if (routing) next.routing = routing;
+  // every gateway reads the governance with each settings refresh: patches may add lists, never without bound
+  const bytes = Buffer.byteLength(JSON.stringify(next));
+  if (bytes > MAX_GOVERNANCE_BYTES)
+    throw new TooManyEntries(
+      'models',
+      MAX_GOVERNANCE_BYTES,
+      `models may take at most ${MAX_GOVERNANCE_BYTES / 1024} KiB (this change makes ${Math.ceil(bytes / 1024)} KiB)`,
+    );
   if (patch.allowed !== undefined) next.allowed = patch.allowed === null ? null : [...new Set(patch.allowed)];
   if (patch.defaults === null) next.defaults = {};
   else if (patch.defaults) {
@@ -105,15 +113,20 @@ const QUOTA_MAPS = ['overrides', 'by_role', 'by_api_key'] as const satisfies Rea
 
 type Limits = Partial<Record<keyof ApiKeyQuota, number>>;
 
+/** A change that would make a part of the settings too large: at most `max` entries (or bytes, as `message` says). */
 export class TooManyEntries extends Error {
   constructor(
-    /** the map's path in the settings, `org_user_quotas.overrides` or `models.by_api_key` */
+    /** the part's path in the settings, `org_user_quotas.overrides`, `models.by_api_key`, `models` */
     readonly field: string,
     readonly max: number,
+    message = `${field} may hold at most ${max} entries`,
   ) {
-    super(`${field} may hold at most ${max} entries`);
+    super(message);
   }
 }
+
+/** the most the model governance may take, as JSON */
+const MAX_GOVERNANCE_BYTES = 1024 * 1024;
 
 /**
  * Organizations' quota settings. An organization llm-quota has never seen gets the default plan the
