@@ -88,6 +88,8 @@ export const legacyAgentConfigSchema = z.object({
   LEGACY_MAX_INTENTS: env.int(2_000, 1),
   /** most entities one assistant may hold */
   LEGACY_MAX_ENTITIES: env.int(1_000, 1),
+  /** most bytes one assistant's intents and entities may take (their stored JSON): the service holds them in memory */
+  LEGACY_MAX_ASSISTANT_BYTES: env.int(32 * 1024 * 1024, 1024),
   /** the name answered in the assistant's `nlu` field */
   LEGACY_NLU_NAME: z.string().min(1).default('platform-nlu'),
 });

@@ -69,6 +69,7 @@ export class Assistants {
       dataRevision: 0,
       intentCount: 0,
       entityCount: 0,
+      dataBytes: 0,
       createdAt: now,
       updatedAt: now,
     };

@@ -2,7 +2,7 @@ import { Conflict, NotFound } from '@platform/kernel';
 import { DuplicateKeyError, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, EntityDoc, IntentDoc } from '../persistence/collections';
 import type { EntityInput } from '../routes/schemas';
-import { insertInPlace, releasePlace } from './assistant-places';
+import { checkGrowth, insertInPlace, releasePlace, resized, storedBytes } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import type { DataChangeListener } from './intents';
@@ -42,8 +42,13 @@ export class Entities {
       updatedAt: now,
     };
     this.check(assistant, doc);
-    await insertInPlace(this.ctx, assistant._id, 'entities', config.LEGACY_MAX_ENTITIES, () =>
-      this.write(() => cols.entities.insertOne(doc)),
+    await insertInPlace(
+      this.ctx,
+      assistant._id,
+      'entities',
+      config.LEGACY_MAX_ENTITIES,
+      storedBytes(doc),
+      () => this.write(() => cols.entities.insertOne(doc)),
     );
     await this.onChange(assistant._id);
     return doc;
@@ -65,11 +70,13 @@ export class Entities {
         if (merged.name !== current.name) await this.refuseWhenUsed(assistant, current, 'renamed');
         const doc = { ...current, ...merged, nameKey: nameKey(merged.name), updatedAt: this.ctx.clock.now() };
         this.check(assistant, doc);
+        await checkGrowth(this.ctx, assistant._id, storedBytes(doc) - storedBytes(current));
         const { _id, revision: _revision, ...fields } = doc;
         return { $set: fields };
       }),
     );
     if (!updated) throw entityNotFound(id);
+    await resized(this.ctx, assistant._id, storedBytes(updated.after) - storedBytes(updated.before));
     await this.onChange(assistant._id);
     return updated.after;
   }
@@ -78,7 +85,7 @@ export class Entities {
     const current = await this.get(assistant, id);
     await this.refuseWhenUsed(assistant, current, 'deleted');
     if (await this.ctx.cols.entities.deleteOne({ _id: id, assistantId: assistant._id }))
-      await releasePlace(this.ctx, assistant._id, 'entities');
+      await releasePlace(this.ctx, assistant._id, 'entities', storedBytes(current));
     await this.onChange(assistant._id);
     return { id, deleted: true };
   }

@@ -2,7 +2,7 @@ import { Conflict, NotFound } from '@platform/kernel';
 import { DuplicateKeyError, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { IntentInput } from '../routes/schemas';
-import { insertInPlace, releasePlace } from './assistant-places';
+import { checkGrowth, insertInPlace, releasePlace, resized, storedBytes } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import { type Issue, languageIssues, throwIfIssues } from './issues';
@@ -51,7 +51,7 @@ export class Intents {
       { name: `Intent ${id.slice(-12)}`, ...input },
     );
     await this.check(assistant, doc);
-    await insertInPlace(this.ctx, assistant._id, 'intents', config.LEGACY_MAX_INTENTS, () =>
+    await insertInPlace(this.ctx, assistant._id, 'intents', config.LEGACY_MAX_INTENTS, storedBytes(doc), () =>
       this.write(() => cols.intents.insertOne(doc)),
     );
     await this.onChange(assistant._id);
@@ -70,19 +70,21 @@ export class Intents {
           { ...current, ...input },
         );
         await this.check(assistant, merged);
+        await checkGrowth(this.ctx, assistant._id, storedBytes(merged) - storedBytes(current));
         const { _id, ...fields } = merged;
         return { $set: fields };
       }),
     );
     if (!updated) throw intentNotFound(id);
+    await resized(this.ctx, assistant._id, storedBytes(updated.after) - storedBytes(updated.before));
     await this.onChange(assistant._id);
     return updated.after;
   }
 
   async remove(assistant: AssistantDoc, id: string): Promise<{ id: string; deleted: true }> {
-    await this.get(assistant, id);
+    const current = await this.get(assistant, id);
     if (await this.ctx.cols.intents.deleteOne({ _id: id, assistantId: assistant._id }))
-      await releasePlace(this.ctx, assistant._id, 'intents');
+      await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(current));
     await this.onChange(assistant._id);
     return { id, deleted: true };
   }

@@ -72,6 +72,8 @@ export interface AssistantDoc {
    */
   intentCount?: number;
   entityCount?: number;
+  /** the bytes its intents and entities take, stored JSON (`assistant-places.ts`); absent: counted at first creation */
+  dataBytes?: number;
   createdAt: Date;
   updatedAt: Date;
 }
