@@ -81,6 +81,24 @@ export function createOpenAiAdapter(
     return { body: answer, usage: toUsage(answer.usage) };
   };
 
+  /** a streamed chat or text completion: the client's body with the provider's model name, usage always asked */
+  const streamRequest = (
+    call: ProviderCall,
+    path: string,
+    body: { stream_options?: object | null } & Record<string, unknown>,
+  ) => ({
+    url: url(call.model, path),
+    headers: headers(call, 'text/event-stream'),
+    body: JSON.stringify(
+      shapeBody(call, {
+        ...body,
+        model: call.model,
+        stream: true,
+        stream_options: { ...body.stream_options, include_usage: true },
+      }),
+    ),
+  });
+
   const adapter: ProviderAdapter = {
     name: spec.name,
 
@@ -89,19 +107,11 @@ export function createOpenAiAdapter(
     },
 
     chatStream(chat, call) {
-      const body = withoutAnthropicConventions(chat);
-      return openAiChunks(http, call, {
-        url: url(call.model, 'chat/completions'),
-        headers: headers(call, 'text/event-stream'),
-        body: JSON.stringify(
-          shapeBody(call, {
-            ...body,
-            model: call.model,
-            stream: true,
-            stream_options: { ...body.stream_options, include_usage: true },
-          }),
-        ),
-      });
+      return openAiChunks(
+        http,
+        call,
+        streamRequest(call, 'chat/completions', withoutAnthropicConventions(chat)),
+      );
     },
 
     // legacy text completions (decision 0115): passed through as chat is, with the provider's model name
@@ -113,18 +123,7 @@ export function createOpenAiAdapter(
       return openAiChunks<TextCompletionChunk>(
         http,
         call,
-        {
-          url: url(call.model, 'completions'),
-          headers: headers(call, 'text/event-stream'),
-          body: JSON.stringify(
-            shapeBody(call, {
-              ...body,
-              model: call.model,
-              stream: true,
-              stream_options: { ...body.stream_options, include_usage: true },
-            }),
-          ),
-        },
+        streamRequest(call, 'completions', body),
         'text_completion',
       );
     },

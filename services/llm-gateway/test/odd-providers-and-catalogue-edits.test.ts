@@ -32,7 +32,7 @@ async function startOddProvider() {
 }
 
 /** Embeddings, rerank, media and the catalogue administration, against odd inputs and odd providers. */
-describe('gateway core hunt', () => {
+describe('odd providers and odd catalogue edits, through the edge', () => {
   let w: GatewayWorld;
   let odd: Awaited<ReturnType<typeof startOddProvider>>;
   let admin: { userId: string; token: string };
