@@ -188,5 +188,10 @@ describe('legacy web chat: origins, CORS, script and demo page', () => {
     expect(csp).not.toContain('unsafe-inline');
     const missing = await app.http.get('/v1/widget-demo').expect(400);
     expect(missing.text).toContain('?token=');
+    // the page's own script tag names the script from the root: at `/v1/widget-demo/` too, it loads
+    for (const page of ['/v1/widget-demo', '/v1/widget-demo/']) {
+      const shown = await app.http.get(page).query({ token: bot.clientToken }).expect(200);
+      expect(shown.text).toContain(`<script src="/v1/widget.js" data-token="${bot.clientToken}" defer>`);
+    }
   });
 });

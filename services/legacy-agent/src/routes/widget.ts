@@ -35,10 +35,15 @@ function scriptEncoding(req: Request): keyof typeof SCRIPT_ENCODED | undefined {
   return undefined;
 }
 
-/** The script's public address as the browser sees it (through the edge: its host, protocol and root). */
-function scriptUrl(req: Request): string {
+/**
+ * The script's address as the browser sees it (through the edge: its host, protocol and root): in full, for the line
+ * a site copies, and from the root of the origin, for the demo page's own tag (relative to the page, it would miss
+ * at `/v1/widget-demo/`).
+ */
+function scriptAddress(req: Request): { url: string; path: string } {
   const view = forwardedViewOf(req);
-  return `${view.protocol}://${view.host ?? 'localhost'}${view.prefix}/v1/widget.js`;
+  const path = `${view.prefix}/v1/widget.js`;
+  return { url: `${view.protocol}://${view.host ?? 'localhost'}${path}`, path };
 }
 
 /** The web chat: its script, the assistant's public face for it, and a demo page (issue 12 item 5). */
@@ -94,6 +99,6 @@ export function mountWidgetRoutes(router: Router, { assistants }: LegacyDomain):
     res
       .status(unknown ? 404 : token ? 200 : 400)
       .type('text/html; charset=utf-8')
-      .send(demoPage(token, scriptUrl(req), unknown));
+      .send(demoPage(token, scriptAddress(req), unknown));
   });
 }

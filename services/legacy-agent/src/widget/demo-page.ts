@@ -38,7 +38,11 @@ const escapeHtml = (value: string) =>
  * `GET /v1/widget-demo?token=<client token>`: a page showing the web chat of that assistant; without a token, or
  * with one no assistant has (`unknown`), a page saying what to give.
  */
-export function demoPage(token: string | undefined, scriptUrl: string, unknown = false): string {
+export function demoPage(
+  token: string | undefined,
+  script: { url: string; path: string },
+  unknown = false,
+): string {
   const body = unknown
     ? `<h1>Web chat demo</h1>
 <p class="note">No assistant has this client token. Check it with <code>GET /v1/bots</code> and the developer token.</p>`
@@ -46,8 +50,8 @@ export function demoPage(token: string | undefined, scriptUrl: string, unknown =
       ? `<h1>Web chat demo</h1>
 <p>This page embeds the assistant's web chat. Open it with the button at the bottom right, or press Tab to reach it.</p>
 <p>To put the same chat on your site, add this line to your pages and allow your site's origin in the assistant's <code>allowedOrigins</code> (<code>PATCH /v1/bots</code> with the developer token):</p>
-<pre>&lt;script src="${escapeHtml(scriptUrl)}" data-token="${escapeHtml(token)}" defer&gt;&lt;/script&gt;</pre>
-<script src="widget.js" data-token="${escapeHtml(token)}" defer></script>`
+<pre>&lt;script src="${escapeHtml(script.url)}" data-token="${escapeHtml(token)}" defer&gt;&lt;/script&gt;</pre>
+<script src="${escapeHtml(script.path)}" data-token="${escapeHtml(token)}" defer></script>`
       : `<h1>Web chat demo</h1>
 <p class="note">Give an assistant's client token in the address: <code>/v1/widget-demo?token=CLIENT_TOKEN</code>.</p>`;
   return `<!doctype html>
