@@ -46,6 +46,8 @@ describe('header hygiene', () => {
       'X_Platform_Api_Key: wak_sneaky',
       'X-Platform-Api-Version: 2025-06-01',
       'x-platformer: not ours',
+      'Forwarded: for=203.0.113.9;proto=https',
+      'X-Real-IP: 203.0.113.9',
     ]);
     expect(answer.status).toBe(200);
     const echo = JSON.parse(answer.raw.slice(answer.raw.indexOf('\r\n\r\n') + 4));
@@ -57,6 +59,10 @@ describe('header hygiene', () => {
     ]);
     expect(echo.headers['x-platform-user-id']).toBe('real-user');
     expect(echo.headers['x-platformer']).toBe('not ours');
+    // where the client is, only as the edge says it
+    expect(echo.headers.forwarded).toBeUndefined();
+    expect(echo.headers['x-real-ip']).toBeUndefined();
+    expect(echo.headers['x-forwarded-for']).not.toContain('203.0.113.9');
   });
 
   it('drops the fields a client names in Connection (hop-by-hop, RFC 9110 7.6.1), never the ones the edge sets', async () => {

@@ -3,8 +3,21 @@ import type { IncomingHttpHeaders } from 'node:http';
 /** Client-sent `x-platform-*` headers that survive hygiene (exact, dash-spelled names only). */
 const KEPT_PLATFORM_HEADERS = new Set(['x-platform-api-key', 'x-platform-api-version']);
 
-/** Hop-by-hop headers (RFC 9110 7.6.1) the edge never forwards; `connection` is handled by the proxy. */
-const HOP_BY_HOP = ['keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'upgrade'];
+/**
+ * Headers the edge never forwards: hop-by-hop ones (RFC 9110 7.6.1; `connection` is handled by the proxy), and a
+ * client's own claims of where it is (`Forwarded`, `X-Real-IP`): the edge says that in the `X-Forwarded-*` it sets
+ * (decision 0031), and a service must never read an address the client made up.
+ */
+const HOP_BY_HOP = [
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'upgrade',
+  'forwarded',
+  'x-real-ip',
+];
 
 export interface ScrubbedHeaders {
   /** how many `Authorization` fields the client sent (any letter case) */
