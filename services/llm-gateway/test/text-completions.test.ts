@@ -316,7 +316,7 @@ describe('text completions through the edge', () => {
       [{ model: 'sim/gpt' }, 'prompt'],
       [{ model: 'sim/gpt', prompt: 5 }, 'prompt'],
       [{ model: 'sim/gpt', prompt: [] }, 'prompt'],
-      [{ model: 'sim/gpt', prompt: ['a', 7] }, 'prompt'],
+      [{ model: 'sim/gpt', prompt: ['a', 7] }, 'prompt.1'],
       [{ model: 'sim/gpt', prompt: 'x', suffix: 3 }, 'suffix'],
       [{ model: 'sim/gpt', prompt: 'x', max_tokens: -1 }, 'max_tokens'],
       [{ model: 'sim/gpt', prompt: 'x', stream: 'yes' }, 'stream'],

@@ -7,6 +7,7 @@ import type { ConversationStore } from '../stored-responses/conversation-store';
 import { inputItems } from '../stored-responses/input-items';
 import { jsonBytes } from '../stored-responses/response-store';
 import { ownershipOf } from './responses';
+import { ItemIdSchema } from './schemas';
 import { InputItemsQuerySchema } from './stored-responses';
 
 type Json = Record<string, unknown>;
@@ -21,12 +22,7 @@ const MetadataSchema = z
 const ItemSchema = z.looseObject({
   type: z.string().min(1).optional(),
   role: z.string().min(1).optional(),
-  id: z
-    .string()
-    .min(1)
-    .max(200)
-    .optional()
-    .meta({ description: 'kept as the item id; a new one when absent' }),
+  id: ItemIdSchema.optional(),
 });
 
 /** OpenAI's bound: "You may add up to 20 items at a time". */

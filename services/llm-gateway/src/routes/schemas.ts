@@ -172,9 +172,18 @@ export const RerankRequestSchema = z
   .strict();
 
 /** A Responses API content part or input item: its `type` is read, the rest by the translation (responses-request.ts). */
+/** An input item's id, kept as the item's (stored responses, conversations): a new one when absent. */
+export const ItemIdSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .meta({ description: 'kept as the item id; a new one when absent' });
+
 const ResponsesItemSchema = z.looseObject({
   type: z.string().min(1).optional(),
   role: z.string().min(1).optional(),
+  // as `items.create` takes it: an id a conversation keeps and `input_items` pages by
+  id: ItemIdSchema.nullable().optional(),
 });
 
 /**

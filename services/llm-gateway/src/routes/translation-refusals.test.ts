@@ -151,4 +151,19 @@ describe('what the Responses and Messages translations refuse before any provide
     });
     expect(sim.requests()).toHaveLength(0);
   });
+
+  it('an input item id a conversation could not keep (over 200 characters, not a string) is a 400 naming it', async () => {
+    for (const id of ['x'.repeat(201), 42]) {
+      const res = await post('/v1/responses', {
+        model: 'chat/sim',
+        input: [{ type: 'message', role: 'user', content: 'hello', id }],
+      });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        status: 400,
+        details: { issues: [expect.objectContaining({ field: 'input.0.id' })] },
+      });
+    }
+    expect(sim.requests()).toHaveLength(0);
+  });
 });
