@@ -154,6 +154,9 @@ describe('the platform against the issue 14 probe', () => {
       });
       expect(answer.headers).toContain(`x-request-id: ${envelope.requestId}`);
       expect(answer.headers.toLowerCase()).toContain('content-type: application/json');
+      // the edge's fixed security headers, as on every other answer of it (item 7)
+      expect(answer.headers).toContain('x-content-type-options: nosniff');
+      expect(answer.headers).toContain('cache-control: no-store');
     }
   });
 

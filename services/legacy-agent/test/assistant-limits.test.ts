@@ -129,6 +129,139 @@ describe('how many bytes an assistant holds (LEGACY_MAX_ASSISTANT_BYTES)', () =>
     expect(await stored(bot.id)).toBe(held.reduce((sum, doc) => sum + storedBytes(doc), 0));
   });
 
+  /** what the assistant's intents and entities take, as stored */
+  const held = async (assistantId: string) => {
+    const docs = [
+      ...(await app.store.collection('legacy_intents').find({ assistantId })),
+      ...(await app.store.collection('legacy_entities').find({ assistantId })),
+    ];
+    return docs.reduce((sum, doc) => sum + storedBytes(doc), 0);
+  };
+  const update = (bot: Parameters<typeof dev>[0], id: string, body: unknown) =>
+    app.http
+      .post(`/v1/intents/${id}`)
+      .set(dev(bot))
+      .send(body as object);
+
+  it('a deletion overtaken by an update gives back the bytes it deleted, not those it read', async () => {
+    const { bot } = await accountWithBot(app.http);
+    await create(bot, intent('Kept', 5)).expect(200);
+    const id = (await create(bot, intent('Shrunk then deleted'))).body.id;
+    const intents = app.store.collection('legacy_intents');
+    const deleteOne = intents.deleteOne.bind(intents);
+    // the update lands between the deletion's read and its delete
+    const spy = jest.spyOn(intents, 'deleteOne').mockImplementationOnce(async (filter) => {
+      await update(bot, id, intent('Shrunk then deleted', 1)).expect(200);
+      return deleteOne(filter);
+    });
+    try {
+      await app.http.delete(`/v1/intents/${id}`).set(dev(bot)).expect(200);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await intents.findOne({ _id: id })).toBeNull();
+    expect(await stored(bot.id)).toBe(await held(bot.id));
+  });
+
+  it('an update overtaken by a deletion after its write counts nothing of an intent gone', async () => {
+    const { bot } = await accountWithBot(app.http);
+    await create(bot, intent('Kept', 5)).expect(200);
+    const id = (await create(bot, intent('Deleted after its update'))).body.id;
+    await update(bot, id, intent('Deleted after its update', 30)).expect(200);
+    const intents = app.store.collection('legacy_intents');
+    const findOneAndUpdate = intents.findOneAndUpdate.bind(intents);
+    // the deletion lands between the update's write and whatever follows it
+    const spy = jest
+      .spyOn(intents, 'findOneAndUpdate')
+      .mockImplementationOnce(async (filter, change, options) => {
+        const written = await findOneAndUpdate(filter, change, options);
+        await app.http.delete(`/v1/intents/${id}`).set(dev(bot)).expect(200);
+        return written;
+      });
+    try {
+      await update(bot, id, intent('Deleted after its update', 2)).expect(200);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await intents.findOne({ _id: id })).toBeNull();
+    expect(await stored(bot.id)).toBe(await held(bot.id));
+  });
+
+  it('updates racing near the budget never pass it together', async () => {
+    const { bot } = await accountWithBot(app.http);
+    const a = (await create(bot, intent('A', 5)).expect(200)).body.id;
+    const b = (await create(bot, intent('B', 5)).expect(200)).body.id;
+    await update(bot, a, intent('A', 5)).expect(200);
+    const intents = app.store.collection('legacy_intents');
+    const findOneAndUpdate = intents.findOneAndUpdate.bind(intents);
+    // A's growth is checked, then B grows the whole way before A's write: each fits the budget alone, not both
+    let b2: number | undefined;
+    const spy = jest
+      .spyOn(intents, 'findOneAndUpdate')
+      .mockImplementationOnce(async (filter, change, options) => {
+        b2 = (await update(bot, b, intent('B', 70))).status;
+        return findOneAndUpdate(filter, change, options);
+      });
+    let a2: number;
+    try {
+      a2 = (await update(bot, a, intent('A', 70))).status;
+    } finally {
+      spy.mockRestore();
+    }
+    expect([a2, b2].sort()).toEqual([200, 409]);
+    expect(await held(bot.id)).toBeLessThanOrEqual(30_000);
+    expect(await stored(bot.id)).toBe(await held(bot.id));
+  });
+
+  it('an intent or entity created while its assistant is deleted is not left behind, outside every budget', async () => {
+    for (const [collection, path, body] of [
+      ['legacy_intents', '/v1/intents', intent('Orphan', 5)],
+      ['legacy_entities', '/v1/entities', entity('Orphan')],
+    ] as const) {
+      const { account, bot } = await accountWithBot(app.http);
+      const docs = app.store.collection(collection);
+      const insertOne = docs.insertOne.bind(docs);
+      // the assistant's deletion runs whole between the creation's place taken and its write
+      const spy = jest.spyOn(docs, 'insertOne').mockImplementationOnce(async (doc) => {
+        await app.http
+          .delete(`/v2/bots/${bot.id}`)
+          .set('X-Legacy-Session-Token', account.sessionToken)
+          .expect(200);
+        return insertOne(doc);
+      });
+      try {
+        expect((await app.http.post(path).set(dev(bot)).send(body)).status).toBe(404);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(await docs.find({ assistantId: bot.id })).toEqual([]);
+    }
+  });
+
+  it('a creation whose assistant is deleted before its place is taken is a 404, not LimitExceeded', async () => {
+    const { account, bot } = await accountWithBot(app.http);
+    const assistants = app.store.collection('legacy_assistants');
+    const findOneAndUpdate = assistants.findOneAndUpdate.bind(assistants);
+    const spy = jest
+      .spyOn(assistants, 'findOneAndUpdate')
+      .mockImplementationOnce(async (filter, change, options) => {
+        await app.http
+          .delete(`/v2/bots/${bot.id}`)
+          .set('X-Legacy-Session-Token', account.sessionToken)
+          .expect(200);
+        return findOneAndUpdate(filter, change, options);
+      });
+    try {
+      const refused = await create(bot, intent('Late', 5));
+      expect({ status: refused.status, error: refused.body.error }).toEqual({
+        status: 404,
+        error: 'AssistantNotFound',
+      });
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('counts what an assistant made before the budget holds, at its first change', async () => {
     const { bot } = await accountWithBot(app.http);
     for (let i = 0; i < 3; i++) await create(bot, intent(`Old ${i}`)).expect(200);

@@ -116,6 +116,29 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       expect(bad.body.code).toBe('INVALID_BODY');
     });
 
+    it("the whole governance is held to 1 MiB: the downgrade map and the allowed list too, not only the keys' lists", async () => {
+      // the downgrade map merges patch by patch, each under the body limit
+      const downgrade = (batch: number) =>
+        Object.fromEntries(
+          Array.from({ length: 1_000 }, (_, i) => [`m/${batch}/${i}/${'x'.repeat(180)}`, 'mock/chat']),
+        );
+      const statuses: number[] = [];
+      for (let batch = 0; batch < 6; batch++)
+        statuses.push((await patch({ models: { downgrade: downgrade(batch) } })).status);
+      expect(statuses.slice(0, 4)).toEqual([200, 200, 200, 200]);
+      expect(statuses.slice(4)).toEqual([400, 400]);
+      const stored = await request(quota.service.handler).get('/v1/quotas/settings').set(admin());
+      expect(Buffer.byteLength(JSON.stringify(stored.body.models))).toBeLessThan(1024 * 1024);
+      // keys' lists beside an allowed list that alone fits: together past the bound
+      expect((await patch({ models: { downgrade: null } })).status).toBe(200);
+      const ids = (key: string) => Array.from({ length: 1_200 }, (_, i) => `${key}/${i}/${'x'.repeat(180)}`);
+      for (const key of ['k1', 'k2', 'k3', 'k4'])
+        expect((await patch({ models: { by_api_key: { [key]: ids(key) } } })).status).toBe(200);
+      const allowed = await patch({ models: { allowed: ids('a') } });
+      expect(allowed.status).toBe(400);
+      expect(allowed.body.details.issues[0]).toMatchObject({ field: 'models' });
+    });
+
     it('the gateway reads policy, limits, per-user quotas, governance and the month through the internal API', async () => {
       await patch({ models: { allowed: ['mock/chat'] }, policy: 'soft_downgrade' });
       const res = await request(quota.service.handler)

@@ -28,13 +28,29 @@ function failureOf(code: string | undefined): AppError {
 }
 
 /**
+ * What every answer written here carries besides its framing: the edge's fixed security headers (its
+ * `security-headers.ts`, but HSTS, which depends on its configuration), since this answer never reaches it.
+ */
+const FIXED_HEADERS =
+  'x-content-type-options: nosniff\r\n' +
+  'x-frame-options: DENY\r\n' +
+  "content-security-policy: default-src 'none'; frame-ancestors 'none'; base-uri 'none'\r\n" +
+  'referrer-policy: no-referrer\r\n' +
+  'cache-control: no-store\r\n';
+
+/** The socket's answer in progress, as Node's server notes it (none between a keep-alive connection's requests). */
+type ServerSocket = Duplex & { _httpMessage?: { headersSent?: boolean } | null };
+
+/**
  * A server's `clientError`: a request Node could not read (a malformed request line or header field, a head over the
  * size limit, a head that took too long) is answered in the platform's envelope, with a request id, instead of
- * Node's bare status line. As Node does, only on a connection that has answered nothing yet (another may be in the
- * middle of an answer); the connection is closed either way.
+ * Node's bare status line. As Node does, only when no answer is being written on the connection (none in progress,
+ * or one whose head is not sent yet): a kept-alive connection's earlier answers, complete, do not prevent it. The
+ * connection is closed either way.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
-  if (socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0) {
+  const inProgress = (socket as ServerSocket)._httpMessage;
+  if (socket.writable && !inProgress?.headersSent) {
     const requestId = resolveRequestId(undefined);
     const envelope = envelopeOf(failureOf(err.code), requestId);
     const body = JSON.stringify(envelope);
@@ -43,6 +59,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
         'connection: close\r\n' +
         'content-type: application/json; charset=utf-8\r\n' +
         `content-length: ${Buffer.byteLength(body)}\r\n` +
+        FIXED_HEADERS +
         `x-request-id: ${requestId}\r\n\r\n${body}`,
     );
   }

@@ -1,4 +1,5 @@
-import { Conflict } from '@platform/kernel';
+import { Conflict, NotFound } from '@platform/kernel';
+import type { Collection, Filter, Revised } from '@platform/store';
 import type { LegacyContext } from './context';
 
 /**
@@ -9,8 +10,9 @@ import type { LegacyContext } from './context';
  * - how many bytes they take (`dataBytes`, their stored JSON; `LEGACY_MAX_ASSISTANT_BYTES`): every intent is
  *   bounded by the body limit, but 2,000 of 2 MB would hold 4 GB in the service (the embedded store keeps its data
  *   in memory) and answer a list no process can build. A creation takes its bytes with its place, atomically; an
- *   update that grows checks the budget first and counts its change after its write, so updates racing near the
- *   budget may pass it by their own growth, never more.
+ *   update takes its growth the same way (or gives back its shrink) before its write, and gives it back when
+ *   nothing was written, so updates racing near the budget never pass it together; a deletion gives back the bytes
+ *   of the version it deleted (`deleteAsRead`), never those of a version an update replaced meanwhile.
  * Assistants made before a counter get it counted once, at their first creation.
  */
 const COUNTERS = { intents: 'intentCount', entities: 'entityCount' } as const;
@@ -80,18 +82,26 @@ async function takePlace(
     );
     if (taken) return;
     const assistant = await cols.assistants.findOne({ _id: assistantId });
-    if (!assistant) break;
+    if (!assistant) throw assistantGone();
     if (assistant[counter] !== undefined && assistant.dataBytes !== undefined) {
       if (assistant[counter] < max) throw overBudget(ctx, assistant.dataBytes, bytes);
       break;
     }
     // an assistant made before the counters: counted once (while one is absent, no place is taken)
-    if (!(await countOnce(ctx, assistantId, held))) break;
+    if (!(await countOnce(ctx, assistantId, held))) throw assistantGone();
   }
   throw new Conflict(`An assistant holds at most ${max} ${held}`, { error: 'LimitExceeded' });
 }
 
-/** Makes an intent or entity of `bytes` in a place taken first, given back when `insert` fails. */
+/** the assistant was deleted while one of its intents or entities was being made */
+const assistantGone = () =>
+  new NotFound('No such assistant for this account', { error: 'AssistantNotFound' });
+
+/**
+ * Makes an intent or entity of `bytes` in a place taken first, given back when `insert` fails. One made while its
+ * assistant was being deleted (after the deletion's sweep of its intents and entities) is removed again (`remove`):
+ * nothing would ever count or delete it.
+ */
 export async function insertInPlace(
   ctx: LegacyContext,
   assistantId: string,
@@ -99,6 +109,7 @@ export async function insertInPlace(
   max: number,
   bytes: number,
   insert: () => Promise<unknown>,
+  remove: () => Promise<unknown>,
 ): Promise<void> {
   await takePlace(ctx, assistantId, held, max, bytes);
   try {
@@ -106,6 +117,11 @@ export async function insertInPlace(
   } catch (err) {
     await releasePlace(ctx, assistantId, held, bytes);
     throw err;
+  }
+  // the assistant is deleted before its intents and entities: still there, its deletion's sweep comes after this
+  if (!(await ctx.cols.assistants.findOne({ _id: assistantId }))) {
+    await remove();
+    throw assistantGone();
   }
 }
 
@@ -124,21 +140,90 @@ export async function releasePlace(
   await resized(ctx, assistantId, -bytes);
 }
 
-/** Before an update that grows an intent or entity by `growth` bytes: 409 `LimitExceeded` past the budget. */
-export async function checkGrowth(ctx: LegacyContext, assistantId: string, growth: number): Promise<void> {
-  if (growth <= 0) return;
-  let assistant = await ctx.cols.assistants.findOne({ _id: assistantId });
-  if (assistant && assistant.dataBytes === undefined && (await countOnce(ctx, assistantId, 'intents')))
-    assistant = await ctx.cols.assistants.findOne({ _id: assistantId });
-  const used = assistant?.dataBytes ?? 0;
-  if (used + growth > ctx.config.LEGACY_MAX_ASSISTANT_BYTES) throw overBudget(ctx, used, growth);
+/** Takes `bytes` more for an assistant's update; 409 `LimitExceeded` past the budget; false when it is gone. */
+async function takeBytes(ctx: LegacyContext, assistantId: string, bytes: number): Promise<boolean> {
+  const { cols } = ctx;
+  const maxBytes = ctx.config.LEGACY_MAX_ASSISTANT_BYTES;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const taken = await cols.assistants.findOneAndUpdate(
+      { _id: assistantId, dataBytes: { $lte: maxBytes - bytes } },
+      { $inc: { dataBytes: bytes } },
+    );
+    if (taken) return true;
+    const assistant = await cols.assistants.findOne({ _id: assistantId });
+    if (!assistant) return false;
+    if (assistant.dataBytes !== undefined) throw overBudget(ctx, assistant.dataBytes, bytes);
+    // an assistant made before the budget: counted once, then taken from
+    if (!(await countOnce(ctx, assistantId, 'intents'))) return false;
+  }
+  return false;
 }
 
-/** Counts an update's change of size (an assistant not counted yet is counted whole at its first creation). */
-export async function resized(ctx: LegacyContext, assistantId: string, change: number): Promise<void> {
-  if (change === 0) return;
-  await ctx.cols.assistants.updateOne(
+/**
+ * The change of size of one update of an intent or entity, counted before its write: `count` runs in the
+ * computation of the change (which `updateWithRevision` may run again, each replacing what the last counted), a
+ * growth taken from the budget atomically (409 `LimitExceeded` past it); `undo` gives it back when nothing was
+ * written; `settle` counts what the write made of it when that differs.
+ */
+export class SizeChange {
+  private counted = 0;
+
+  constructor(
+    private readonly ctx: LegacyContext,
+    private readonly assistantId: string,
+  ) {}
+
+  async count(change: number): Promise<void> {
+    await this.undo();
+    if (change > 0) {
+      if (await takeBytes(this.ctx, this.assistantId, change)) this.counted = change;
+    } else if (change < 0 && (await resized(this.ctx, this.assistantId, change))) this.counted = change;
+  }
+
+  async undo(): Promise<void> {
+    const counted = this.counted;
+    this.counted = 0;
+    await resized(this.ctx, this.assistantId, -counted);
+  }
+
+  async settle(before: object, after: object): Promise<void> {
+    const difference = storedBytes(after) - storedBytes(before) - this.counted;
+    this.counted = 0;
+    await resized(this.ctx, this.assistantId, difference);
+  }
+}
+
+/** Counts a change of size (an assistant not counted yet is counted whole at its first change); false if not. */
+export async function resized(ctx: LegacyContext, assistantId: string, change: number): Promise<boolean> {
+  if (change === 0) return false;
+  const { matched } = await ctx.cols.assistants.updateOne(
     { _id: assistantId, dataBytes: { $exists: true } },
     { $inc: { dataBytes: change } },
   );
+  return matched > 0;
+}
+
+/**
+ * Deletes an intent or entity as it stands: only the version read (`current`, then as read again), so what is
+ * given back is what was deleted, never a version an update replaced meanwhile. `check` runs on each version read
+ * again. Answers the document deleted, or null when it is gone already.
+ */
+export async function deleteAsRead<T extends Revised>(
+  collection: Collection<T>,
+  filter: Filter,
+  current: T,
+  check: (doc: T) => Promise<void> = async () => undefined,
+): Promise<T | null> {
+  let doc: T | null = current;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const revision = doc.revision ?? { $exists: false };
+    if (await collection.deleteOne({ ...filter, revision })) return doc;
+    doc = await collection.findOne(filter);
+    if (!doc) return null;
+    await check(doc);
+  }
+  throw new Conflict('The resource was changed by other requests meanwhile; try again', {
+    error: 'ConcurrentUpdate',
+    retryable: true,
+  });
 }

@@ -2,7 +2,7 @@ import { Conflict, NotFound } from '@platform/kernel';
 import { DuplicateKeyError, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, EntityDoc, IntentDoc } from '../persistence/collections';
 import type { EntityInput } from '../routes/schemas';
-import { checkGrowth, insertInPlace, releasePlace, resized, storedBytes } from './assistant-places';
+import { deleteAsRead, insertInPlace, releasePlace, SizeChange, storedBytes } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import type { DataChangeListener } from './intents';
@@ -49,6 +49,7 @@ export class Entities {
       config.LEGACY_MAX_ENTITIES,
       storedBytes(doc),
       () => this.write(() => cols.entities.insertOne(doc)),
+      () => cols.entities.deleteOne({ _id: doc._id }),
     );
     await this.onChange(assistant._id);
     return doc;
@@ -64,19 +65,39 @@ export class Entities {
     id: string,
     merge: (current: EntityDoc) => EntityInput,
   ): Promise<EntityDoc> {
-    const updated = await this.write(() =>
-      updateWithRevision(this.ctx.cols.entities, { _id: id, assistantId: assistant._id }, async (current) => {
-        const merged = merge(current);
-        if (merged.name !== current.name) await this.refuseWhenUsed(assistant, current, 'renamed');
-        const doc = { ...current, ...merged, nameKey: nameKey(merged.name), updatedAt: this.ctx.clock.now() };
-        this.check(assistant, doc);
-        await checkGrowth(this.ctx, assistant._id, storedBytes(doc) - storedBytes(current));
-        const { _id, revision: _revision, ...fields } = doc;
-        return { $set: fields };
-      }),
-    );
-    if (!updated) throw entityNotFound(id);
-    await resized(this.ctx, assistant._id, storedBytes(updated.after) - storedBytes(updated.before));
+    // counted before the write (a growth taken from the budget), given back when nothing was written
+    const size = new SizeChange(this.ctx, assistant._id);
+    let updated: { before: EntityDoc; after: EntityDoc } | null;
+    try {
+      updated = await this.write(() =>
+        updateWithRevision(
+          this.ctx.cols.entities,
+          { _id: id, assistantId: assistant._id },
+          async (current) => {
+            const merged = merge(current);
+            if (merged.name !== current.name) await this.refuseWhenUsed(assistant, current, 'renamed');
+            const doc = {
+              ...current,
+              ...merged,
+              nameKey: nameKey(merged.name),
+              updatedAt: this.ctx.clock.now(),
+            };
+            this.check(assistant, doc);
+            await size.count(storedBytes(doc) - storedBytes(current));
+            const { _id, revision: _revision, ...fields } = doc;
+            return { $set: fields };
+          },
+        ),
+      );
+    } catch (err) {
+      await size.undo();
+      throw err;
+    }
+    if (!updated) {
+      await size.undo();
+      throw entityNotFound(id);
+    }
+    await size.settle(updated.before, updated.after);
     await this.onChange(assistant._id);
     return updated.after;
   }
@@ -84,8 +105,14 @@ export class Entities {
   async remove(assistant: AssistantDoc, id: string): Promise<{ id: string; deleted: true }> {
     const current = await this.get(assistant, id);
     await this.refuseWhenUsed(assistant, current, 'deleted');
-    if (await this.ctx.cols.entities.deleteOne({ _id: id, assistantId: assistant._id }))
-      await releasePlace(this.ctx, assistant._id, 'entities', storedBytes(current));
+    // a version renamed meanwhile is checked again
+    const deleted = await deleteAsRead(
+      this.ctx.cols.entities,
+      { _id: id, assistantId: assistant._id },
+      current,
+      (doc) => this.refuseWhenUsed(assistant, doc, 'deleted'),
+    );
+    if (deleted) await releasePlace(this.ctx, assistant._id, 'entities', storedBytes(deleted));
     await this.onChange(assistant._id);
     return { id, deleted: true };
   }

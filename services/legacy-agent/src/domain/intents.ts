@@ -2,7 +2,7 @@ import { Conflict, NotFound } from '@platform/kernel';
 import { DuplicateKeyError, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { IntentInput } from '../routes/schemas';
-import { checkGrowth, insertInPlace, releasePlace, resized, storedBytes } from './assistant-places';
+import { deleteAsRead, insertInPlace, releasePlace, SizeChange, storedBytes } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import { type Issue, languageIssues, throwIfIssues } from './issues';
@@ -51,8 +51,14 @@ export class Intents {
       { name: `Intent ${id.slice(-12)}`, ...input },
     );
     await this.check(assistant, doc);
-    await insertInPlace(this.ctx, assistant._id, 'intents', config.LEGACY_MAX_INTENTS, storedBytes(doc), () =>
-      this.write(() => cols.intents.insertOne(doc)),
+    await insertInPlace(
+      this.ctx,
+      assistant._id,
+      'intents',
+      config.LEGACY_MAX_INTENTS,
+      storedBytes(doc),
+      () => this.write(() => cols.intents.insertOne(doc)),
+      () => cols.intents.deleteOne({ _id: doc._id }),
     );
     await this.onChange(assistant._id);
     return doc;
@@ -63,28 +69,44 @@ export class Intents {
    * back, only over the version it was merged with: a concurrent update of another field is merged again, not lost.
    */
   async update(assistant: AssistantDoc, id: string, input: IntentInput): Promise<IntentDoc> {
-    const updated = await this.write(() =>
-      updateWithRevision(this.ctx.cols.intents, { _id: id, assistantId: assistant._id }, async (current) => {
-        const merged = this.normalize(
-          { ...current, updatedAt: this.ctx.clock.now() },
-          { ...current, ...input },
-        );
-        await this.check(assistant, merged);
-        await checkGrowth(this.ctx, assistant._id, storedBytes(merged) - storedBytes(current));
-        const { _id, ...fields } = merged;
-        return { $set: fields };
-      }),
-    );
-    if (!updated) throw intentNotFound(id);
-    await resized(this.ctx, assistant._id, storedBytes(updated.after) - storedBytes(updated.before));
+    // counted before the write (a growth taken from the budget), given back when nothing was written
+    const size = new SizeChange(this.ctx, assistant._id);
+    let updated: { before: IntentDoc; after: IntentDoc } | null;
+    try {
+      updated = await this.write(() =>
+        updateWithRevision(
+          this.ctx.cols.intents,
+          { _id: id, assistantId: assistant._id },
+          async (current) => {
+            const merged = this.normalize(
+              { ...current, updatedAt: this.ctx.clock.now() },
+              { ...current, ...input },
+            );
+            await this.check(assistant, merged);
+            const { _id, ...fields } = merged;
+            await size.count(storedBytes({ ...current, ...fields }) - storedBytes(current));
+            return { $set: fields };
+          },
+        ),
+      );
+    } catch (err) {
+      await size.undo();
+      throw err;
+    }
+    if (!updated) {
+      await size.undo();
+      throw intentNotFound(id);
+    }
+    await size.settle(updated.before, updated.after);
     await this.onChange(assistant._id);
     return updated.after;
   }
 
   async remove(assistant: AssistantDoc, id: string): Promise<{ id: string; deleted: true }> {
     const current = await this.get(assistant, id);
-    if (await this.ctx.cols.intents.deleteOne({ _id: id, assistantId: assistant._id }))
-      await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(current));
+    const filter = { _id: id, assistantId: assistant._id };
+    const deleted = await deleteAsRead(this.ctx.cols.intents, filter, current);
+    if (deleted) await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(deleted));
     await this.onChange(assistant._id);
     return { id, deleted: true };
   }

@@ -23,7 +23,7 @@ export const NO_GOVERNANCE: StoredModelGovernance = { allowed: null, defaults: {
 
 /**
  * Applies a governance merge patch to the stored governance; TooManyEntries when `by_api_key` would hold more than
- * `maxEntries` keys.
+ * `maxEntries` keys, or when the change grows the whole past MAX_GOVERNANCE_BYTES.
  */
 export function mergeGovernance(
   current: StoredModelGovernance,
@@ -49,14 +49,6 @@ export function mergeGovernance(
   // the routing is one setting: replaced whole, or removed with null
   const routing = patch.routing === undefined ? current.routing : patch.routing;
   if (routing) next.routing = routing;
-  // every gateway reads the governance with each settings refresh: patches may add lists, never without bound
-  const bytes = Buffer.byteLength(JSON.stringify(next));
-  if (bytes > MAX_GOVERNANCE_BYTES)
-    throw new TooManyEntries(
-      'models',
-      MAX_GOVERNANCE_BYTES,
-      `models may take at most ${MAX_GOVERNANCE_BYTES / 1024} KiB (this change makes ${Math.ceil(bytes / 1024)} KiB)`,
-    );
   if (patch.allowed !== undefined) next.allowed = patch.allowed === null ? null : [...new Set(patch.allowed)];
   if (patch.defaults === null) next.defaults = {};
   else if (patch.defaults) {
@@ -75,6 +67,15 @@ export function mergeGovernance(
     }
     next.downgrade = [...map].map(([from, to]) => ({ from, to }));
   }
+  // every gateway reads the governance with each settings refresh: patches may add lists (and downgrade entries),
+  // never without bound; measured whole, once every member is merged. One stored larger before may still shrink.
+  const bytes = Buffer.byteLength(JSON.stringify(next));
+  if (bytes > MAX_GOVERNANCE_BYTES && bytes > Buffer.byteLength(JSON.stringify(current)))
+    throw new TooManyEntries(
+      'models',
+      MAX_GOVERNANCE_BYTES,
+      `models may take at most ${MAX_GOVERNANCE_BYTES / 1024} KiB (this change makes ${Math.ceil(bytes / 1024)} KiB)`,
+    );
   return next;
 }
 

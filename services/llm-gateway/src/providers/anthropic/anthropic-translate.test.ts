@@ -194,4 +194,24 @@ describe("Anthropic's usage in OpenAI's terms", () => {
       },
     });
   });
+
+  it('reads a null cache_creation_input_tokens as absent: the writes by TTL count, as before the figures were held', () => {
+    expect(
+      usageFromAnthropic({
+        input_tokens: 10,
+        output_tokens: 5,
+        cache_creation_input_tokens: null as unknown as number,
+        cache_creation: { ephemeral_5m_input_tokens: 2, ephemeral_1h_input_tokens: 4 },
+      }),
+    ).toEqual({
+      prompt_tokens: 16,
+      completion_tokens: 5,
+      total_tokens: 21,
+      prompt_tokens_details: {
+        cached_tokens: 0,
+        cache_write_tokens: 6,
+        cache_creation_token_details: { ephemeral_5m_input_tokens: 2, ephemeral_1h_input_tokens: 4 },
+      },
+    });
+  });
 });

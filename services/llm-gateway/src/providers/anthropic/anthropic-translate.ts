@@ -391,7 +391,8 @@ export function usageFromAnthropic(usage: AnthropicUsage | undefined): Usage {
   const read = tokens(usage?.cache_read_input_tokens);
   const byTtl = usage?.cache_creation;
   const written =
-    usage?.cache_creation_input_tokens !== undefined
+    // null is no figure, as absent: the writes by TTL are counted then
+    usage?.cache_creation_input_tokens != null
       ? tokens(usage.cache_creation_input_tokens)
       : tokens(byTtl?.ephemeral_5m_input_tokens) + tokens(byTtl?.ephemeral_1h_input_tokens);
   // the hour's share of the writes, held to them: the rest is the 5 minutes'

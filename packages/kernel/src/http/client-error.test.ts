@@ -1,0 +1,76 @@
+import { connect, type Socket } from 'node:net';
+import { listen, type RunningServer } from '../lifecycle';
+
+/** Everything a raw connection receives until the server closes it. */
+function exchange(port: number, send: (socket: Socket, received: () => string) => void): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    socket.on('data', (d) => {
+      text += d.toString('utf8');
+    });
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+    send(socket, () => text);
+  });
+}
+
+/** The answers in `text`, each its status and body (every answer here has a Content-Length). */
+function answersIn(text: string): Array<{ status: number; head: string; body: string }> {
+  const answers: Array<{ status: number; head: string; body: string }> = [];
+  let rest = text;
+  while (rest.length > 0) {
+    const split = rest.indexOf('\r\n\r\n');
+    if (split < 0) break;
+    const head = rest.slice(0, split);
+    const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+    answers.push({
+      status: Number(head.slice(9, 12)),
+      head,
+      body: rest.slice(split + 4, split + 4 + length),
+    });
+    rest = rest.slice(split + 4 + length);
+  }
+  return answers;
+}
+
+describe("a request Node cannot read (kernel listen's clientError)", () => {
+  let running: RunningServer;
+  beforeAll(async () => {
+    running = await listen(
+      (_req, res) => {
+        res.setHeader('content-type', 'text/plain');
+        res.end('ok');
+      },
+      0,
+      '127.0.0.1',
+    );
+  });
+  afterAll(() => running.close(100));
+
+  it("is answered in the envelope on a new connection, with the edge's fixed security headers", async () => {
+    const text = await exchange(running.port, (socket) =>
+      socket.write('GET / HTTP/1.1\r\nBad Header: x\r\n\r\n'),
+    );
+    const [answer] = answersIn(text);
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ status: 400, error: 'BadRequest' });
+    expect(answer.head).toMatch(/\r\nx-content-type-options: nosniff\r\n/);
+    expect(answer.head).toMatch(/\r\ncache-control: no-store\r\n/);
+  });
+
+  it('is answered too on a kept-alive connection whose earlier answers are complete (as Node does)', async () => {
+    const text = await exchange(running.port, (socket, received) => {
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      const next = () => {
+        if (!received().endsWith('ok')) return void socket.once('data', next);
+        socket.write('GET / HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n');
+      };
+      socket.once('data', next);
+    });
+    const answers = answersIn(text);
+    expect(answers.map((a) => a.status)).toEqual([200, 400]);
+    expect(JSON.parse(answers[1].body)).toMatchObject({ status: 400, error: 'BadRequest' });
+    expect(answers[1].head).toMatch(/\r\nconnection: close\r\n/i);
+  });
+});
