@@ -2,6 +2,7 @@ import http from 'node:http';
 import { freePort } from '@platform/testkit';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
 import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+import { BrowserAgent, formFields } from '../support/browser-agent';
 
 /** Password accounts as a client reaches them: through the edge, with a real SMTP server. */
 
@@ -158,5 +159,20 @@ describe('accounts through the edge', () => {
       body: { email, password: 'my new long password' },
     });
     expect(login.status).toBe(200);
+  });
+  it('the sign-up page makes no account that POST /v2/login would refuse as an invalid email', async () => {
+    for (const email of [`ü-${Date.now()}@example.com`, `dot-${Date.now()}@example.c`]) {
+      const browser = new BrowserAgent(p.baseUrl);
+      const form = await browser.go('/account/signup');
+      const page = await browser.go('/account/signup', {
+        method: 'POST',
+        form: { ...formFields(form.text, '/account/signup'), email, password: PASSWORD },
+      });
+      expect([email, page.status]).toEqual([email, 400]);
+      expect(page.text).toContain('Enter a valid email address');
+      // what the page accepts, the API signs in: here neither
+      const login = await callJson(`${p.baseUrl}/v2/login`, 'POST', { body: { email, password: PASSWORD } });
+      expect(login.status).toBe(400);
+    }
   });
 });

@@ -72,6 +72,27 @@ describe('API keys through the edge', () => {
       expect([400, 403]).toContain((await api('GET', '/llm/v1/quotas/usage', as)).status);
     });
 
+    it('a rule member the service does not know is 400, never dropped (an inverted rule would have granted)', async () => {
+      for (const [member, value] of [
+        ['inverted', true],
+        ['fields', ['name']],
+        ['reason', 'read only'],
+      ] as const) {
+        const res = await api('POST', `/v2/workspaces/${ws}/security/apikeys`, owner, {
+          name: 'bot',
+          rules: [{ action: 'update', subject: 'workspace', [member]: value }],
+        });
+        expect([member, res.status, res.body.code]).toEqual([member, 400, 'INVALID_BODY']);
+        expect(res.body.message).toContain(member);
+      }
+      const keys = await api('GET', `/v2/workspaces/${ws}/security/apikeys`, owner);
+      expect(
+        keys.body.filter((k: { rules: Array<{ action: string[] }> }) =>
+          k.rules[0]!.action.includes('update'),
+        ),
+      ).toEqual([]);
+    });
+
     it('revoked: 401 at the edge', async () => {
       const key = await mint([{ action: 'read', subject: 'workspace' }]);
       expect((await api('GET', `/v2/workspaces/${ws}`, { apiKey: key.apiKey })).status).toBe(200);

@@ -2,6 +2,7 @@ import type { Collection, Doc, Filter, Store } from '@platform/store';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import { type AuthHarness, startAuth } from './helpers';
+import { storeWithInsertGate } from './store-gate';
 
 /**
  * A store whose `findOne` on one collection, for the filters `armed` picks, waits until `parties` such reads are
@@ -90,5 +91,41 @@ describe('auth under concurrent requests', () => {
     expect(theirs).toHaveLength(1);
     // the one answered last is the role stored
     expect(['editor', 'viewer']).toContain(theirs[0].role);
+  });
+});
+
+describe('a custom role deleted while it is being given', () => {
+  let h: AuthHarness;
+  const folder = tempDir('auth-role-race-');
+  const gated = storeWithInsertGate(createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }));
+  beforeAll(async () => {
+    h = await startAuth({ store: gated.store });
+  });
+  afterAll(async () => {
+    await h.stop();
+    folder.remove();
+  });
+
+  it('no member is left holding a role that no longer exists (a namesake made later would give it its permissions)', async () => {
+    const owner = await h.newUser();
+    const newcomer = await h.newUser();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: 'role-race', name: 'Race' })).status).toBe(201);
+    const role = await h.call(owner, 'put', '/v2/orgs/role-race/roles/readers', {
+      permissions: ['models:read'],
+    });
+    expect(role.status).toBe(201);
+    // the membership is held at its insert, after its role was found, while the role is deleted
+    const held = gated.gate('memberships', (doc) => (doc as { userId?: string }).userId === newcomer.userId);
+    const adding = h.call(owner, 'post', '/v2/orgs/role-race/members', {
+      userId: newcomer.userId,
+      role: 'readers',
+    });
+    await held.arrived;
+    expect((await h.call(owner, 'delete', '/v2/orgs/role-race/roles/readers')).status).toBe(204);
+    held.release();
+    const added = await adding;
+    expect([added.status, added.body.error]).toEqual([409, 'RoleNotFound']);
+    const members = await h.call(owner, 'get', '/v2/orgs/role-race/members');
+    expect(members.body.map((m: { role: string }) => m.role)).toEqual(['owner']);
   });
 });

@@ -47,12 +47,14 @@ export function requireOwner(access: OrgAccess, what: string): void {
 
 /**
  * Organization routes: unknown slug 404; a user who is not a member, a key of another organization,
- * a project-restricted key (organization routes are not about one project) or a workspace key: 403.
+ * a project-restricted key (organization routes are not about one project) or a workspace key: 403. `leaving`: the
+ * caller is a user removing their own membership, which the organization's two-step rule does not refuse.
  */
 export async function orgAccess(
   collections: AuthCollections,
   caller: Caller,
   slug: string,
+  options: { leaving?: boolean } = {},
 ): Promise<OrgAccess> {
   const org = await collections.orgs.findOne({ slug });
   if (!org) throw orgNotFound(slug, (await collections.orgTombstones.findOne({ _id: slug })) !== null);
@@ -62,7 +64,8 @@ export async function orgAccess(
     case 'user': {
       membership = await collections.memberships.findOne({ orgId: org._id, userId: caller.user._id });
       if (!membership) throw new Forbidden(`Not a member of ${slug}`, { error: 'NotAMember' });
-      if (!meetsMfaPolicy(org, caller.holder)) throw mfaRequired(slug);
+      // leaving is always the member's own (decision 0032): the two-step rule keeps nobody in
+      if (!options.leaving && !meetsMfaPolicy(org, caller.holder)) throw mfaRequired(slug);
       role = (await findRole(collections, org, membership.role)) ?? NO_ROLE;
       break;
     }

@@ -72,11 +72,15 @@ export interface WorkspaceAccess {
   require(action: string, subjectName: string, fields?: Record<string, unknown>): void;
 }
 
-/** Rules of the caller on one workspace: workspace role, organization-wide admin, or a key's own rules. */
+/**
+ * Rules of the caller on one workspace: workspace role, organization-wide admin, or a key's own rules. `leaving`: the
+ * caller is a user removing their own membership, which the organization's two-step rule does not refuse (0032).
+ */
 export async function workspaceRules(
   collections: AuthCollections,
   caller: Caller,
   workspace: WorkspaceDoc,
+  options: { leaving?: boolean } = {},
 ): Promise<{ rules: Rule[]; role: WorkspaceRole | null; orgAdmin: boolean }> {
   switch (caller.kind) {
     case 'user': {
@@ -88,7 +92,7 @@ export async function workspaceRules(
       // a workspace of a deleted organization gives nobody anything, whatever its sweep has reached (0099)
       if (!orgMembership || !org) return { rules: [], role: null, orgAdmin: false };
       // the organization's two-step rule holds in its workspaces too
-      if (org && !meetsMfaPolicy(org, caller.holder)) throw mfaRequired(org.slug);
+      if (!options.leaving && !meetsMfaPolicy(org, caller.holder)) throw mfaRequired(org.slug);
       const role = (wsMembership?.role as WorkspaceRole | undefined) ?? null;
       const orgRole = await findRole(collections, { _id: workspace.orgId }, orgMembership.role);
       if (orgRole?.permissions.includes('workspaces:manage')) {
@@ -121,11 +125,12 @@ export async function workspaceAccess(
   collections: AuthCollections,
   caller: Caller,
   workspaceId: string,
+  options: { leaving?: boolean } = {},
 ): Promise<WorkspaceAccess> {
   const workspace = await collections.workspaces.findOne({ _id: workspaceId });
   if (!workspace)
     throw new NotFound(`Workspace ${workspaceId} does not exist`, { error: 'WorkspaceNotFound' });
-  const { rules, role, orgAdmin } = await workspaceRules(collections, caller, workspace);
+  const { rules, role, orgAdmin } = await workspaceRules(collections, caller, workspace, options);
   const ability = createMongoAbility(rules);
   const can = (action: string, subjectName: string, fields?: Record<string, unknown>) =>
     ability.can(action, workspaceSubject(subjectName, workspace._id, fields));

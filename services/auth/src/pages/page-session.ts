@@ -31,9 +31,18 @@ export function readCookie(req: Request, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(';')) {
     const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+    if (i > 0 && part.slice(0, i).trim() === name) return decodedCookie(part.slice(i + 1).trim());
   }
   return undefined;
+}
+
+/** A value with a malformed percent-escape (`%`, `%E0%A4%A`) is no cookie: the page goes on as without it. */
+function decodedCookie(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

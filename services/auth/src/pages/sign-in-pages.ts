@@ -8,6 +8,7 @@ import { publicBaseUrl } from '../accounts/public-url';
 import type { RateLimiterStorePort } from '../accounts/store-rate-limiter';
 import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
+import { Email } from '../routes/accounts';
 import type { SsoClients, SsoProvider } from '../sso/providers';
 import type { FormTokens } from './csrf';
 import { alert, errorField, html, type Raw, raw, sendPage } from './html';
@@ -204,7 +205,8 @@ ${alert('error', error)}
         403,
       );
     }
-    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(values.email)) {
+    // the API's own rule (POST /v2/signup, /v2/login): an address the page took, the API would refuse to sign in
+    if (!Email.safeParse(values.email).success) {
       return show(
         res,
         'Create account',

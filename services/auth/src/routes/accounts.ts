@@ -11,7 +11,7 @@ import type { RateLimiterStorePort } from '../accounts/store-rate-limiter';
 import type { AuthContext } from '../context';
 import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
 
-const Email = z
+export const Email = z
   .string()
   .trim()
   .max(254)

@@ -2,7 +2,7 @@ import { Forbidden, jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
-import { loadCaller } from '../domain/caller';
+import { loadCaller, requireUser } from '../domain/caller';
 import { orgAccess } from '../domain/org-access';
 
 export const OrgSecurityBody = z
@@ -30,12 +30,14 @@ export function mountOrgSecurityRoutes(router: Router, c: AuthContext): void {
   });
 
   router.put('/v2/orgs/:orgSlug/security', async (req, res) => {
-    const caller = await loadCaller(c.collections, c.clock, req);
+    // The rule binds people, and only a person changes it: an API key, which no second factor guards, could
+    // otherwise lift it for everyone (while it holds, a user reaching this route has met it).
+    const caller = requireUser(await loadCaller(c.collections, c.clock, req));
     const access = await orgAccess(c.collections, caller, String(req.params.orgSlug));
     access.require('members:manage');
     const { requireMfa } = parseInput(OrgSecurityBody, jsonBody(req));
     // Whoever turns it on must be able to meet it, or they would lock themselves out.
-    if (requireMfa && (caller.kind !== 'user' || caller.via !== 'session' || caller.holder.mfa !== true)) {
+    if (requireMfa && (caller.via !== 'session' || caller.holder.mfa !== true)) {
       throw new Forbidden('Sign in with two-step verification before requiring it of the members', {
         error: 'MfaRequired',
       });

@@ -221,9 +221,10 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
       if (existing.role !== body.role) {
         await mayChangeMember(c, access, existing);
         await c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: body.role } });
-        await keepAnOwner(c, access.org, existing, () =>
-          c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: existing.role } }),
-        );
+        const undo = () =>
+          c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: existing.role } });
+        await keepAnOwner(c, access.org, existing, undo);
+        await keepARole(c, access.org, body.role, undo);
         await c.events.membershipChanged(access.org.slug, body.userId);
       }
       res.status(200).json(memberView({ ...existing, role: body.role }));
@@ -244,6 +245,9 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
         throw new Conflict('This user was added concurrently', { error: 'AlreadyAMember' });
       throw err;
     }
+    await keepARole(c, access.org, body.role, () =>
+      c.collections.memberships.deleteOne({ _id: membership._id }),
+    );
     // the organization, or the user's account, was deleted while this ran: the membership goes too
     const [orgThere, userThere] = await Promise.all([
       orgExists(c, access.org._id),
@@ -260,8 +264,11 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
   });
 
   router.delete('/v2/orgs/:orgSlug/members/:userId', async (req, res) => {
-    const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
+    const who = await caller(req);
     const userId = String(req.params.userId);
+    const access = await orgAccess(c.collections, who, String(req.params.orgSlug), {
+      leaving: who.kind === 'user' && who.user._id === userId,
+    });
     const leaving = access.membership?.userId === userId;
     // Any member may leave; removing someone else needs members:manage.
     if (!leaving) access.require('members:manage');
@@ -297,6 +304,17 @@ async function keepAnOwner(c: AuthContext, org: OrgDoc, before: MembershipDoc, u
   if (owners > 0) return;
   await undo();
   throw new Conflict(`The last owner of ${org.slug} cannot be removed or demoted`, { error: 'LastOwner' });
+}
+
+/**
+ * A custom role deleted while it was being given (decision 0090's check after the write): the membership is taken
+ * back, or a member would hold a role that names nothing, and a namesake made later would give them its permissions.
+ * `DELETE` of a role looks again after its own write, for the other order.
+ */
+async function keepARole(c: AuthContext, org: OrgDoc, slug: string, undo: () => Promise<unknown>) {
+  if (await findRole(c.collections, org, slug)) return;
+  await undo();
+  throw new Conflict(`Role ${slug} was deleted meanwhile`, { error: 'RoleNotFound' });
 }
 
 /**

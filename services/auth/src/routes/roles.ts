@@ -1,5 +1,6 @@
 import { isPermissionName, PERMISSIONS } from '@platform/contracts';
 import { Conflict, Forbidden, jsonBody, NotFound, parseInput } from '@platform/kernel';
+import { DuplicateKeyError } from '@platform/store';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -115,10 +116,20 @@ export function mountRoleRoutes(router: Router, c: AuthContext): void {
     const slug = String(req.params.role);
     if (isBuiltInRole(slug))
       throw new Forbidden(`The built-in role ${slug} cannot be deleted`, { error: 'BuiltInRole' });
-    const inUse = await c.collections.memberships.count({ orgId: access.org._id, role: slug });
+    const holders = () => c.collections.memberships.count({ orgId: access.org._id, role: slug });
+    const inUse = await holders();
     if (inUse > 0) throw new Conflict(`Role ${slug} is held by ${inUse} member(s)`, { error: 'RoleInUse' });
-    const deleted = await c.collections.roles.deleteOne({ orgId: access.org._id, slug });
-    if (!deleted) throw new NotFound(`No role ${slug}`, { error: 'RoleNotFound' });
+    const role = await c.collections.roles.findOne({ orgId: access.org._id, slug });
+    if (!role || !(await c.collections.roles.deleteOne({ _id: role._id })))
+      throw new NotFound(`No role ${slug}`, { error: 'RoleNotFound' });
+    // given to someone between the count and the delete: the role comes back (the grant looks again too)
+    const late = await holders();
+    if (late > 0) {
+      await c.collections.roles.insertOne(role).catch((err) => {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      });
+      throw new Conflict(`Role ${slug} is held by ${late} member(s)`, { error: 'RoleInUse' });
+    }
     res.status(204).end();
   });
 }

@@ -17,8 +17,10 @@ import { checkExpiry, IsoDateTime, iso, Name } from './common';
 
 const Action = z.enum(WORKSPACE_RULE_ACTIONS);
 
+// Strict like every body (docs/spec-decisions.md): a CASL member such as `inverted` or `fields`, dropped, would grant
+// what the client meant to deny or narrow.
 export const WorkspaceKeyRule = z
-  .object({
+  .strictObject({
     action: z.union([Action, z.array(Action).min(1).max(WORKSPACE_RULE_ACTIONS.length)]),
     subject: z
       .enum([...WORKSPACE_RULE_SUBJECTS, ...Object.keys(WORKSPACE_RULE_SUBJECT_PLURALS)])

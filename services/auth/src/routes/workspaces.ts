@@ -323,8 +323,10 @@ const removeWorkspaceMember =
   (c: AuthContext): RequestHandler =>
   async (req, res) => {
     const who = await callerOf(c, req);
-    const access = await workspaceAccess(c.collections, who, String(req.params.id));
     const userId = String(req.params.userId);
+    const access = await workspaceAccess(c.collections, who, String(req.params.id), {
+      leaving: who.kind === 'user' && who.user._id === userId,
+    });
     const existing = await c.collections.workspaceMembers.findOne({
       workspaceId: access.workspace._id,
       userId,

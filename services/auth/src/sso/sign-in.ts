@@ -204,7 +204,9 @@ export function mountSsoPages(
     });
     const [body, mac] = (raw ?? '').split('.');
     const expected = Buffer.from(sign(body ?? ''));
-    if (!body || !mac || expected.length !== mac.length || !timingSafeEqual(expected, Buffer.from(mac))) {
+    // bytes against bytes: a signature of as many characters but other bytes (non-ASCII) must not throw
+    const given = Buffer.from(mac ?? '');
+    if (!body || !mac || expected.length !== given.length || !timingSafeEqual(expected, given)) {
       return failed(res, 'The sign-in took too long or was started elsewhere. Please start again.');
     }
     const pending = JSON.parse(Buffer.from(body, 'base64url').toString()) as PendingSso;
