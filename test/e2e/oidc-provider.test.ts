@@ -222,6 +222,35 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     const me = await callJson(`${base}/v2/me`, 'GET', { bearer: tokens.access_token });
     expect(me.status).toBe(200);
     expect(me.body.email).toBe(email);
+    // it acts as the person, but mints nothing that would outlive the person revoking its grant
+    const as = { bearer: tokens.access_token };
+    const slug = `api-app-${Date.now().toString(36)}`;
+    expect(
+      (await callJson(`${base}/v2/orgs`, 'POST', { ...as, body: { name: 'App org', slug } })).status,
+    ).toBe(201);
+    const minted = [
+      await callJson(`${base}/v2/user/accessTokens`, 'POST', {
+        ...as,
+        body: { name: 'from app', expiresAt: new Date(Date.now() + 86_400_000).toISOString() },
+      }),
+      await callJson(`${base}/v2/orgs/${slug}/apikeys`, 'POST', {
+        ...as,
+        body: { name: 'from app', permissions: ['models:read'] },
+      }),
+    ];
+    expect(
+      (await callJson(`${base}/v2/user/active-org`, 'PUT', { ...as, body: { orgSlug: slug } })).status,
+    ).toBe(200);
+    const workspace = await callJson(`${base}/v2/workspaces`, 'POST', { ...as, body: { name: 'App team' } });
+    expect(workspace.status).toBe(201);
+    minted.push(
+      await callJson(`${base}/v2/workspaces/${workspace.body.id}/security/apikeys`, 'POST', {
+        ...as,
+        body: { name: 'from app', rules: [{ action: 'read', subject: 'workspace' }] },
+      }),
+    );
+    for (const refused of minted)
+      expect(refused.body).toMatchObject({ status: 403, error: 'PlatformSessionRequired' });
   });
 
   it('refreshes; old tokens verify after a key rotation; a reused refresh token revokes the family', async () => {

@@ -8,6 +8,7 @@ import {
   lastOwnerConflict,
   planAccountDeletion,
 } from '../domain/account-deletion';
+import { isPlatformSession } from '../domain/caller';
 import type { SsoClients } from '../sso/providers';
 import type { Accounts } from './accounts';
 
@@ -79,7 +80,7 @@ export class AccountDeletion {
    */
   async verify(deleter: Deleter, answer: DeletionAnswer, address: string): Promise<void> {
     const { config } = this.c;
-    if (![config.PASSWORD_CLIENT_ID, config.ANONYMOUS_CLIENT_ID].includes(deleter.session.clientId)) {
+    if (!isPlatformSession(deleter.session, config)) {
       throw new Forbidden(
         "An application's token cannot delete an account: sign in on the platform and delete it there",
         { error: 'PlatformSessionRequired' },

@@ -65,6 +65,27 @@ export function requireUser(caller: Caller): UserCaller {
   return caller;
 }
 
+type PlatformClients = { PASSWORD_CLIENT_ID: string; ANONYMOUS_CLIENT_ID: string };
+
+/** A session of the platform's own sign-in (password, SSO, anonymous), not an application's token. */
+export const isPlatformSession = (session: SessionDoc, config: PlatformClients): boolean =>
+  session.clientId === config.PASSWORD_CLIENT_ID || session.clientId === config.ANONYMOUS_CLIENT_ID;
+
+/**
+ * Minting a credential (an `at:` token, an API key) is the person's own act on the platform: an application's token,
+ * even with the `api` scope (decision 0109), may not, since what it minted would outlive the person revoking the
+ * application's grant. The platform's own sessions are those of its password (and SSO) and anonymous clients, as
+ * for deleting an account (decision 0099).
+ */
+export function requireNoApplication<C extends UserCaller>(caller: C, config: PlatformClients): C {
+  if (caller.via === 'session' && !isPlatformSession(caller.holder, config))
+    throw new Forbidden(
+      "An application's token cannot create credentials: sign in on the platform and create them there",
+      { error: 'PlatformSessionRequired' },
+    );
+  return caller;
+}
+
 /** Minting or listing credentials needs an interactive session, not a long-lived token or key. */
 export function requireSession(caller: Caller): Extract<Caller, { via: 'session' }> {
   const user = requireUser(caller);

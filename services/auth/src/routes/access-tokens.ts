@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { AccessTokenDoc } from '../data/collections';
 import { createAccessToken, revokeAccessToken } from '../domain/access-tokens';
-import { loadCaller, requireSession, requireUser } from '../domain/caller';
+import { loadCaller, requireNoApplication, requireSession, requireUser } from '../domain/caller';
 import { IsoDateTime, iso, Name } from './common';
 
 export const CreateAccessTokenBody = z
@@ -47,7 +47,10 @@ const listed = (t: AccessTokenDoc) => ({
 /** User access tokens (spec 2.6, 4.2): shown once, stored as sha256 only. */
 export function mountAccessTokenRoutes(router: Router, c: AuthContext): void {
   router.post('/v2/user/accessTokens', async (req, res) => {
-    const caller = requireSession(await loadCaller(c.collections, c.clock, req));
+    const caller = requireNoApplication(
+      requireSession(await loadCaller(c.collections, c.clock, req)),
+      c.config,
+    );
     const body = parseInput(CreateAccessTokenBody, jsonBody(req));
     const { doc, token } = await createAccessToken(c, caller.holder, body.name, body.expiresAt);
     res

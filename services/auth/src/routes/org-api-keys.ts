@@ -4,7 +4,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { OrgApiKeyDoc } from '../data/collections';
-import { loadCaller, requireUser } from '../domain/caller';
+import { loadCaller, requireNoApplication, requireUser } from '../domain/caller';
 import { orgExists } from '../domain/liveness';
 import { orgAccess } from '../domain/org-access';
 import { orgNotFound } from '../domain/org-deletion';
@@ -76,7 +76,7 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
   router.post('/v2/orgs/:orgSlug/apikeys', async (req, res) => {
     const who = await caller(req);
     // Keys are minted by people, so every key traces back to a user.
-    const user = requireUser(who);
+    const user = requireNoApplication(requireUser(who), c.config);
     const access = await orgAccess(c.collections, user, String(req.params.orgSlug));
     access.require('apikeys:manage');
     const body = parseInput(CreateOrgApiKeyBody, jsonBody(req));

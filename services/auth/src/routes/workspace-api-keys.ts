@@ -9,7 +9,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { WorkspaceApiKeyDoc } from '../data/collections';
-import { loadCaller, requireUser } from '../domain/caller';
+import { loadCaller, requireNoApplication, requireUser } from '../domain/caller';
 import { workspaceExists } from '../domain/liveness';
 import { newId, newWorkspaceApiKey, sha256Hex } from '../domain/secrets';
 import { storedRule, workspaceAccess } from '../domain/workspace-access';
@@ -88,7 +88,7 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
   const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
 
   router.post('/v2/workspaces/:id/security/apikeys', async (req, res) => {
-    const user = requireUser(await caller(req));
+    const user = requireNoApplication(requireUser(await caller(req)), c.config);
     const access = await workspaceAccess(c.collections, user, String(req.params.id));
     access.require('create', 'apikey');
     const body = parseInput(CreateWorkspaceKeyBody, jsonBody(req));
