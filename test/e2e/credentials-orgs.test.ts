@@ -126,6 +126,24 @@ describe('organizations through the edge', () => {
     expect((await api('GET', '/v2/orgs/extra-org', users.owner)).status).toBe(404);
   });
 
+  it('refuses a name that is not text (a control character, a lone surrogate), naming the field', async () => {
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    for (const name of ['Acme\u0000', 'line\nbreak', 'half \ud83d pair']) {
+      for (const [path, body] of [
+        ['/v2/orgs', { slug: 'text-org', name }],
+        ['/v2/user/accessTokens', { name, expiresAt }],
+        ['/v2/workspaces', { name }],
+      ] as const) {
+        const res = await api('POST', path, users.owner, body);
+        expect([path, res.status, res.body.details?.issues?.[0]?.field]).toEqual([path, 400, 'name']);
+      }
+    }
+    // text of any script, emoji included, is a name
+    expect(
+      (await api('POST', '/v2/orgs', users.owner, { slug: 'text-org', name: 'Café 東京 😀' })).status,
+    ).toBe(201);
+  });
+
   it('a taken slug is 409', async () => {
     expect((await api('POST', '/v2/orgs', users.outsider, { slug: 'edge-org', name: 'Mine' })).status).toBe(
       409,

@@ -10,6 +10,7 @@ import { type IssuedLogin, refreshSession } from '../accounts/sessions';
 import type { RateLimiterStorePort } from '../accounts/store-rate-limiter';
 import type { AuthContext } from '../context';
 import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
+import { displayName } from './common';
 
 export const Email = z
   .string()
@@ -22,7 +23,7 @@ const Password = z
   .min(1)
   .max(256)
   .meta({ description: 'password; at least PASSWORD_MIN_LENGTH characters at signup' });
-const PersonName = z.string().trim().min(1).max(100);
+const PersonName = displayName(100);
 
 export const SignupBody = z
   .strictObject({

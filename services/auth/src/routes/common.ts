@@ -4,7 +4,23 @@ import { z } from 'zod';
 /** An ISO 8601 date-time with an offset (`Z` or `+02:00`). */
 export const IsoDateTime = z.iso.datetime({ offset: true });
 
-export const Name = z.string().trim().min(1).max(100).meta({ description: 'a label' });
+/** a control character (C0, DEL, C1), or half of a surrogate pair without its other half (`u`: pairs are one) */
+const NOT_TEXT = /[\p{Cc}\p{Cs}]/u;
+
+/**
+ * A name a person gives and reads back (organizations, workspaces, tokens, keys, people): trimmed, 1 to `max`
+ * characters, and text: no control character, which a page or a log line would show as nothing or break on, and no
+ * lone surrogate, which is not text at all (a MongoDB document would keep U+FFFD in its place).
+ */
+export const displayName = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .refine((s) => !NOT_TEXT.test(s), 'holds a control character or a lone surrogate');
+
+export const Name = displayName(100).meta({ description: 'a label' });
 
 /** A 400 naming one field, shaped like parseInput's. */
 export function invalidField(field: string, message: string): InvalidInput {

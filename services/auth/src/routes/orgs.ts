@@ -19,9 +19,9 @@ import { type OrgAccess, orgAccess, requireOwner } from '../domain/org-access';
 import { deleteOrganization, orgNotFound } from '../domain/org-deletion';
 import { findRole } from '../domain/roles';
 import { newId } from '../domain/secrets';
-import { iso } from './common';
+import { displayName, iso } from './common';
 
-const OrgName = z.string().trim().min(1).max(200);
+const OrgName = displayName(200);
 
 export const CreateOrgBody = z
   .strictObject({

@@ -30,9 +30,9 @@ import {
   workspaceSubject,
 } from '../domain/workspace-access';
 import { deleteWorkspaceRecords } from '../domain/workspace-deletion';
-import { iso } from './common';
+import { displayName, iso } from './common';
 
-export const WorkspaceName = z.string().trim().min(1).max(200);
+export const WorkspaceName = displayName(200);
 
 export const CreateWorkspaceBody = z.strictObject({ name: WorkspaceName }).meta({
   description: 'POST /v2/workspaces: the workspace belongs to the caller’s active organization',
