@@ -61,7 +61,7 @@ export function authorizeInference(req: Request): { principal: Principal; orgSlu
  * soft_downgrade or a budget chose another model, `x-platform-model-routed: auto -> <routed>` when routing chose
  * (decision 0120).
  */
-export function downgradeHeaders(
+export function modelChoiceHeaders(
   prepared: Pick<Prepared, 'downgradedFrom'> & { routed?: string | null },
   served: { model_id: string },
 ): Record<string, string> {

@@ -4,9 +4,9 @@ import { AUDIO_FORMATS, audioDuration, believable } from '../audio/duration';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
-  downgradeHeaders,
   failedOn,
   type GatewayContext,
+  modelChoiceHeaders,
   type Outcome,
   prepareInference,
 } from '../inference/gateway-context';
@@ -161,7 +161,7 @@ function audioToText(ctx: GatewayContext, task: keyof typeof AUDIO_TEXT_TASKS): 
       res.set({
         'x-platform-audio-seconds': String(seconds),
         'x-platform-cost': String(figures.cost),
-        ...downgradeHeaders(prepared, model),
+        ...modelChoiceHeaders(prepared, model),
       });
       if (result.body !== null && typeof result.body === 'object') {
         const body = result.body as Record<string, unknown>;

@@ -6,11 +6,11 @@ import { billableText, reasoningText } from '../inference/answer-text';
 import {
   account,
   accountFailure,
-  downgradeHeaders,
   type Figures,
   type Finished,
   figuresOf,
   type GatewayContext,
+  modelChoiceHeaders,
   type Outcome,
   type Prepared,
   prepareInference,
@@ -179,7 +179,7 @@ export async function serveCompletion<B extends CompletionBody, K extends FlowCh
     model,
     usage,
     figures,
-    headers: downgradeHeaders(prepared, model),
+    headers: modelChoiceHeaders(prepared, model),
   });
   void account(
     ctx,
@@ -290,7 +290,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   }
   const served = { ...prepared, model };
   const sink = wire.stream(res);
-  sink.open(model, downgradeHeaders(served, served.model));
+  sink.open(model, modelChoiceHeaders(served, served.model));
 
   let providerUsage: Usage | null = null;
   let usageDetails: Record<string, unknown> = {};

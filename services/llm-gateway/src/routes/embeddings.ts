@@ -3,9 +3,9 @@ import type { Router } from 'express';
 import {
   account,
   accountFailure,
-  downgradeHeaders,
   figuresOf,
   type GatewayContext,
+  modelChoiceHeaders,
   prepareInference,
 } from '../inference/gateway-context';
 import { countInputTokens } from '../inference/prompt-tokens';
@@ -55,7 +55,7 @@ export function mountEmbeddings(router: Router, ctx: GatewayContext): void {
         total_tokens: promptTokens,
       };
       const figures = figuresOf(ctx, prepared, model, usage);
-      const headers = downgradeHeaders(prepared, model);
+      const headers = modelChoiceHeaders(prepared, model);
       res.set(headers).json({
         ...result.body,
         model: model.model_id,

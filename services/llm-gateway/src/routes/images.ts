@@ -4,9 +4,9 @@ import { z } from 'zod';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
-  downgradeHeaders,
   failedOn,
   type GatewayContext,
+  modelChoiceHeaders,
   type Outcome,
   prepareInference,
   zeroUsage,
@@ -63,7 +63,7 @@ export function mountImages(router: Router, ctx: GatewayContext): void {
       );
       const images = result.body.data.length;
       const figures = mediaFigures(prepared, images * (model.pricing.per_image ?? 0));
-      const headers = downgradeHeaders(prepared, model);
+      const headers = modelChoiceHeaders(prepared, model);
       // the tokens counted are the ones the answer reports: the provider's (GPT Image models report
       // input and output tokens), else the gateway's count of the prompt, in OpenAI's image usage shape
       const reported = result.body.usage as Record<string, unknown> | undefined;

@@ -5,10 +5,10 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import { billableText, visibleText } from '../inference/answer-text';
 import {
   account,
-  downgradeHeaders,
   failedOn,
   figuresOf,
   type GatewayContext,
+  modelChoiceHeaders,
   type Outcome,
   prepareInference,
   zeroUsage,
@@ -203,7 +203,7 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
       .slice(0, body.top_n ?? documents.length)
       .map((r) => (body.return_documents ? { ...r, document: { text: documents[r.index] } } : r));
     const done = settle(model, result.native, 'success');
-    res.set(downgradeHeaders(prepared, model)).json({
+    res.set(modelChoiceHeaders(prepared, model)).json({
       object: 'rerank',
       model: model.model_id,
       results: ranked,

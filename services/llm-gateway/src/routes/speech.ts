@@ -4,9 +4,9 @@ import { z } from 'zod';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import {
   account,
-  downgradeHeaders,
   failedOn,
   type GatewayContext,
+  modelChoiceHeaders,
   type Outcome,
   prepareInference,
   zeroUsage,
@@ -128,7 +128,7 @@ export function mountSpeech(router: Router, ctx: GatewayContext): void {
         'x-accel-buffering': 'no',
         'x-platform-characters': String(input),
         'x-platform-cost': String(mediaFigures(prepared, priceOf(model)).cost),
-        ...downgradeHeaders(prepared, model),
+        ...modelChoiceHeaders(prepared, model),
       });
       await forward(result.audio, res);
       if (abort.signal.aborted) outcome = 'client_cancelled';
