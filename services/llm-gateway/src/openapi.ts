@@ -268,7 +268,9 @@ const inference = {
     "INVALID_BODY (`details.issues`; or, with `provider` and `model`, a request the model's provider cannot take), NO_ORG_CONTEXT, or the model is of the wrong type",
   ),
   401: error('missing or invalid credentials'),
-  403: error('`models:read` missing; MODEL_NOT_ALLOWED; HEADER_POLICY_VIOLATION (`details.missing`)'),
+  403: error(
+    "`models:read` missing; MODEL_NOT_ALLOWED (`details.scope`: `org`, or `api_key` for a model outside the calling key's `models.by_api_key` list); HEADER_POLICY_VIOLATION (`details.missing`)",
+  ),
   404: error('MODEL_NOT_FOUND'),
   405: error('METHOD_NOT_ALLOWED (`Allow` names the methods)'),
   413: error('PAYLOAD_TOO_LARGE'),
@@ -288,7 +290,7 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
     path: '/v1/chat/completions',
     summary: 'Chat completions (OpenAI wire format), plain or streamed',
     description:
-      'With `stream: true` the answer is `text/event-stream`: `data:` chunks, then `data: [DONE]`; a provider error or the monthly token budget ends it with a `data: {"error": ...}` chunk first. `model` omitted or `"default"` uses the organization default. Under `soft_downgrade` the answer may carry `x-platform-model-downgraded: <from> -> <to>`.',
+      'With `stream: true` the answer is `text/event-stream`: `data:` chunks, then `data: [DONE]`; a provider error or the monthly token budget ends it with a `data: {"error": ...}` chunk first. `model` omitted or `"default"` uses the organization default; `"auto"` lets the organization\'s `models.routing` choose (rules on the messages or prompt tokens, or the cheapest model that can serve the request), said in `x-platform-model-routed: auto -> <model>`. Under `soft_downgrade` the answer may carry `x-platform-model-downgraded: <from> -> <to>`.',
     tags: ['completions'],
     security: CALLER,
     body: ChatRequestSchema,
