@@ -74,13 +74,25 @@ export class Catalogue {
     ]);
     const adapters = new Map<string, { adapter: ProviderAdapterPort; provider: ProviderDoc }>();
     for (const p of providers) {
+      let apiKey: string | undefined;
+      try {
+        apiKey = p.apiKeySealed ? this.deps.box.open(p.apiKeySealed) : undefined;
+      } catch (err) {
+        // sealed under another LLM_GATEWAY_ENCRYPTION_KEY (a secret changed, a store restored from elsewhere): this provider
+        // cannot be called, every other one still can; its models are left out below, each logged
+        this.deps.logger.error(
+          { err, provider: p._id },
+          'provider left out: its key cannot be opened with this LLM_GATEWAY_ENCRYPTION_KEY; set the key again (PUT /v1/providers)',
+        );
+        continue;
+      }
       adapters.set(p._id, {
         provider: p,
         adapter: this.deps.createAdapter({
           name: p._id,
           type: p.type,
           baseUrl: p.baseUrl,
-          apiKey: p.apiKeySealed ? this.deps.box.open(p.apiKeySealed) : undefined,
+          apiKey,
           headers: p.headers,
           azure: p.azure,
           restricted: p.restricted === true,
