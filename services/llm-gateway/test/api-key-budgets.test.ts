@@ -16,16 +16,7 @@ describe("an organization API key's month budget, through the edge", () => {
   it("cuts the key's stream at its budget, then refuses the key alone with MONTHLY_QUOTA_EXCEEDED", async () => {
     const { owner } = await w.org('key-budget');
     const keys: Record<string, { id: string; apiKey: string }> = {};
-    for (const name of ['app', 'other']) {
-      const made = await w.call(
-        'base',
-        'POST',
-        '/v2/orgs/key-budget/apikeys',
-        { bearer: owner.token },
-        { name, permissions: ['models:read'] },
-      );
-      keys[name] = { id: made.body._id, apiKey: made.body.apiKey };
-    }
+    for (const name of ['app', 'other']) keys[name] = await w.orgKey(owner, 'key-budget', name);
     const set = await w.call(
       'gateway',
       'PATCH',

@@ -14,22 +14,10 @@ describe("an organization API key's own limits and usage, through the edge", () 
   });
   afterAll(() => w?.stop());
 
-  const createKey = async (owner: { token: string }, org: string, name: string) => {
-    const made = await w.call(
-      'base',
-      'POST',
-      `/v2/orgs/${org}/apikeys`,
-      { bearer: owner.token },
-      { name, permissions: ['models:read'] },
-    );
-    expect(made.status).toBe(201);
-    return { id: made.body._id as string, apiKey: made.body.apiKey as string };
-  };
-
   it('hold the key to its rpm and tpm, leave the other keys to the organization, and show the key its usage', async () => {
     const { owner } = await w.org('key-limits');
-    const app = await createKey(owner, 'key-limits', 'app');
-    const other = await createKey(owner, 'key-limits', 'other');
+    const app = await w.orgKey(owner, 'key-limits', 'app');
+    const other = await w.orgKey(owner, 'key-limits', 'other');
     const set = await w.call(
       'gateway',
       'PATCH',
@@ -143,8 +131,8 @@ describe("an organization API key's own limits and usage, through the edge", () 
   it("lose the key's entry when the key is revoked", async () => {
     const { owner } = await w.org('key-limits-revoked');
     const as = { bearer: owner.token };
-    const gone = await createKey(owner, 'key-limits-revoked', 'gone');
-    const kept = await createKey(owner, 'key-limits-revoked', 'kept');
+    const gone = await w.orgKey(owner, 'key-limits-revoked', 'gone');
+    const kept = await w.orgKey(owner, 'key-limits-revoked', 'kept');
     await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
       org_user_quotas: { by_api_key: { [gone.id]: { rpm: 5 }, [kept.id]: { monthly_tokens: 1_000 } } },
     });

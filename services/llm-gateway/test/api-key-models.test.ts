@@ -13,17 +13,6 @@ describe('the models an organization API key may use, through the edge', () => {
   });
   afterAll(() => w?.stop());
 
-  const createKey = async (owner: { token: string }, org: string, name: string) => {
-    const made = await w.call(
-      'base',
-      'POST',
-      `/v2/orgs/${org}/apikeys`,
-      { bearer: owner.token },
-      { name, permissions: ['models:read'] },
-    );
-    expect(made.status).toBe(201);
-    return { id: made.body._id as string, apiKey: made.body.apiKey as string };
-  };
   const chat = (as: { bearer: string } | { apiKey: string }, model: string | undefined) =>
     w.call('gateway', 'POST', '/v1/chat/completions', as, {
       ...(model === undefined ? {} : { model }),
@@ -33,8 +22,8 @@ describe('the models an organization API key may use, through the edge', () => {
   it("hold the key to its list (MODEL_NOT_ALLOWED, scope api_key), leave other keys and users to the organization's, and list only its models", async () => {
     const { owner } = await w.org('key-models');
     const as = { bearer: owner.token };
-    const app = await createKey(owner, 'key-models', 'app');
-    const other = await createKey(owner, 'key-models', 'other');
+    const app = await w.orgKey(owner, 'key-models', 'app');
+    const other = await w.orgKey(owner, 'key-models', 'other');
     const set = await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
       models: { by_api_key: { [app.id]: ['sim/cheap', 'sim/embed'] } },
     });
@@ -114,7 +103,7 @@ describe('the models an organization API key may use, through the edge', () => {
   it("choose only the key's models for a default, a soft downgrade and a failover", async () => {
     const { owner } = await w.org('key-models-choice');
     const as = { bearer: owner.token };
-    const app = await createKey(owner, 'key-models-choice', 'app');
+    const app = await w.orgKey(owner, 'key-models-choice', 'app');
     await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
       models: {
         defaults: { completions: 'sim/gpt' },
@@ -171,12 +160,7 @@ describe('the models an organization API key may use, through the edge', () => {
   it('refuses a key over its month rather than downgrade it to a model outside its list; downgrades within it', async () => {
     const { owner } = await w.org('key-budget-downgrade');
     const as = { bearer: owner.token };
-    const made = await w.call('base', 'POST', '/v2/orgs/key-budget-downgrade/apikeys', as, {
-      name: 'app',
-      permissions: ['models:read'],
-    });
-    expect(made.status).toBe(201);
-    const app = { id: made.body._id as string, apiKey: made.body.apiKey as string };
+    const app = await w.orgKey(owner, 'key-budget-downgrade', 'app');
     const set = await w.call('gateway', 'PATCH', '/v1/quotas/settings', as, {
       policy: 'soft_downgrade',
       models: { downgrade: { 'sim/gpt': 'sim/cheap' }, by_api_key: { [app.id]: ['sim/gpt'] } },

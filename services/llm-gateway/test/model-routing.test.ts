@@ -68,12 +68,9 @@ describe('model routing (model: "auto"), through the edge', () => {
 
     // within the organization's allowed models, and an API key's own list
     await patch(as, { allowed: ['sim/cheap', 'sim/gpt', 'sim/tiny'] });
-    const key = await w.call('base', 'POST', '/v2/orgs/routing-cost/apikeys', as, {
-      name: 'app',
-      permissions: ['models:read'],
-    });
-    await patch(as, { by_api_key: { [key.body._id]: ['sim/gpt'] } });
-    expect(served(await ask({ apiKey: key.body.apiKey }))).toEqual({
+    const key = await w.orgKey(owner, 'routing-cost', 'app');
+    await patch(as, { by_api_key: { [key.id]: ['sim/gpt'] } });
+    expect(served(await ask({ apiKey: key.apiKey }))).toEqual({
       status: 200,
       model: 'sim/gpt',
       routed: 'auto -> sim/gpt',

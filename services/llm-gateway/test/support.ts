@@ -162,6 +162,8 @@ export interface GatewayWorld {
   platformAdmin(): Promise<{ userId: string; token: string }>;
   /** a new organization owned by a new user, on a plan */
   org(slug: string, plan?: keyof typeof TEST_PLANS): Promise<{ owner: { userId: string; token: string } }>;
+  /** an organization API key the owner makes, holding `models:read` (its `_id` and the key itself) */
+  orgKey(owner: { token: string }, slug: string, name: string): Promise<{ id: string; apiKey: string }>;
   client(as: { bearer: string } | { apiKey: string }): OpenAI;
   /**
    * the org's usage once llm-quota has counted `requests` requests and, when given, `tokens` tokens and `cost`
@@ -255,6 +257,17 @@ export async function startGatewayWorld(
         if (res.status !== 200) throw new Error(`plan of ${slug}: ${res.status}`);
       }
       return { owner };
+    },
+    async orgKey(owner, slug, name) {
+      const made = await call(
+        'base',
+        'POST',
+        `/v2/orgs/${slug}/apikeys`,
+        { bearer: owner.token },
+        { name, permissions: ['models:read'] },
+      );
+      if (made.status !== 201) throw new Error(`key of ${slug}: ${made.status} ${JSON.stringify(made.body)}`);
+      return { id: made.body._id as string, apiKey: made.body.apiKey as string };
     },
     client(as) {
       return 'bearer' in as

@@ -191,6 +191,25 @@ export class SizeChange {
     this.counted = 0;
     await resized(this.ctx, this.assistantId, difference);
   }
+
+  /**
+   * Runs an update whose change `count` takes as it computes it: what it wrote is settled, and what it did not write
+   * (a refusal, a document gone) is given back. Answers the update's result.
+   */
+  async around<T extends object>(
+    update: () => Promise<{ before: T; after: T } | null>,
+  ): Promise<{ before: T; after: T } | null> {
+    let updated: { before: T; after: T } | null;
+    try {
+      updated = await update();
+    } catch (err) {
+      await this.undo();
+      throw err;
+    }
+    if (!updated) await this.undo();
+    else await this.settle(updated.before, updated.after);
+    return updated;
+  }
 }
 
 /** Counts a change of size (an assistant not counted yet is counted whole at its first change); false if not. */

@@ -67,9 +67,8 @@ export class Entities {
   ): Promise<EntityDoc> {
     // counted before the write (a growth taken from the budget), given back when nothing was written
     const size = new SizeChange(this.ctx, assistant._id);
-    let updated: { before: EntityDoc; after: EntityDoc } | null;
-    try {
-      updated = await this.write(() =>
+    const updated = await size.around(() =>
+      this.write(() =>
         updateWithRevision(
           this.ctx.cols.entities,
           { _id: id, assistantId: assistant._id },
@@ -88,16 +87,9 @@ export class Entities {
             return { $set: fields };
           },
         ),
-      );
-    } catch (err) {
-      await size.undo();
-      throw err;
-    }
-    if (!updated) {
-      await size.undo();
-      throw entityNotFound(id);
-    }
-    await size.settle(updated.before, updated.after);
+      ),
+    );
+    if (!updated) throw entityNotFound(id);
     await this.onChange(assistant._id);
     return updated.after;
   }

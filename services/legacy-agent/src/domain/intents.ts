@@ -71,9 +71,8 @@ export class Intents {
   async update(assistant: AssistantDoc, id: string, input: IntentInput): Promise<IntentDoc> {
     // counted before the write (a growth taken from the budget), given back when nothing was written
     const size = new SizeChange(this.ctx, assistant._id);
-    let updated: { before: IntentDoc; after: IntentDoc } | null;
-    try {
-      updated = await this.write(() =>
+    const updated = await size.around(() =>
+      this.write(() =>
         updateWithRevision(
           this.ctx.cols.intents,
           { _id: id, assistantId: assistant._id },
@@ -88,16 +87,9 @@ export class Intents {
             return { $set: fields };
           },
         ),
-      );
-    } catch (err) {
-      await size.undo();
-      throw err;
-    }
-    if (!updated) {
-      await size.undo();
-      throw intentNotFound(id);
-    }
-    await size.settle(updated.before, updated.after);
+      ),
+    );
+    if (!updated) throw intentNotFound(id);
     await this.onChange(assistant._id);
     return updated.after;
   }
