@@ -251,6 +251,15 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     );
     for (const refused of minted)
       expect(refused.body).toMatchObject({ status: 403, error: 'PlatformSessionRequired' });
+    // nor through the account pages, which mint `at:` tokens: there, in its cookie or its header, it is nobody
+    const ways: Array<Record<string, string>> = [
+      { cookie: `access-token=${tokens.access_token}` },
+      { authorization: `Bearer ${tokens.access_token}` },
+    ];
+    for (const headers of ways) {
+      const page = await fetch(`${base}/account`, { headers, redirect: 'manual' });
+      expect(await page.text()).not.toContain(email);
+    }
   });
 
   it('refreshes; old tokens verify after a key rotation; a reused refresh token revokes the family', async () => {
@@ -324,7 +333,14 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     const callback = await signIn(browser, web.page, email);
     expect(callback.status).toBe(303);
     expect(callback.url.startsWith(REDIRECT)).toBe(true);
-    expect(await meStatus((await web.redeem(callback.url)).access_token)).toBe(200);
+    const webToken = (await web.redeem(callback.url)).access_token;
+    expect(await meStatus(webToken)).toBe(200);
+    // the platform's own pages, not an application: they mint the person's credentials (0109, "Later")
+    const minted = await callJson(`${base}/v2/user/accessTokens`, 'POST', {
+      bearer: webToken,
+      body: { name: 'from the pages', expiresAt: new Date(Date.now() + 86_400_000).toISOString() },
+    });
+    expect([minted.status, minted.body.token]).toEqual([201, expect.stringMatching(/^at:/)]);
 
     const io = { out: () => undefined, err: () => undefined };
     const cli = ['oidc-client', 'add', 'acme.notes', '--redirect-uri', REDIRECT, '--json'];

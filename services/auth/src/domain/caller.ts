@@ -8,6 +8,7 @@ import type {
   UserDoc,
   WorkspaceApiKeyDoc,
 } from '../data/collections';
+import { FIRST_PARTY_CLIENT_ID } from '../oidc/clients';
 
 /**
  * Who is calling one of auth's own routes. The edge-sealed principal says which credential was used;
@@ -72,13 +73,22 @@ export const isPlatformSession = (session: SessionDoc, config: PlatformClients):
   session.clientId === config.PASSWORD_CLIENT_ID || session.clientId === config.ANONYMOUS_CLIENT_ID;
 
 /**
+ * A session of the platform's own, not a third-party application's token: its sign-in's (`isPlatformSession`) or
+ * `platform-web`'s, the platform's own pages as an OpenID client (no grant a person revokes: it holds `api` without
+ * asking, 0109). What such a session may do that an application's may not: mint credentials, use the account pages.
+ */
+export const isOwnSession = (session: SessionDoc, config: PlatformClients): boolean =>
+  isPlatformSession(session, config) || session.clientId === FIRST_PARTY_CLIENT_ID;
+
+/**
  * Minting a credential (an `at:` token, an API key) is the person's own act on the platform: an application's token,
  * even with the `api` scope (decision 0109), may not, since what it minted would outlive the person revoking the
  * application's grant. The platform's own sessions are those of its password (and SSO) and anonymous clients, as
- * for deleting an account (decision 0099).
+ * for deleting an account (decision 0099), and of `platform-web`, the platform's own pages as an OpenID client (no
+ * grant a person revokes: it holds `api` without asking, 0109).
  */
 export function requireNoApplication<C extends UserCaller>(caller: C, config: PlatformClients): C {
-  if (caller.via === 'session' && !isPlatformSession(caller.holder, config))
+  if (caller.via === 'session' && !isOwnSession(caller.holder, config))
     throw new Forbidden(
       "An application's token cannot create credentials: sign in on the platform and create them there",
       { error: 'PlatformSessionRequired' },

@@ -4,7 +4,7 @@ import type { Request, Response } from 'express';
 import { CSRF_COOKIE, secureCookies } from '../accounts/cookies';
 import type { AuthContext } from '../context';
 import type { SessionDoc, UserDoc } from '../data/collections';
-import { loadCaller } from '../domain/caller';
+import { isOwnSession, loadCaller } from '../domain/caller';
 
 /** The signed-in person of a page: the edge resolved the `access-token` cookie into a session. */
 export interface PageSession {
@@ -20,6 +20,8 @@ export async function pageSession(
   try {
     const caller = await loadCaller(c.collections, c.clock, req);
     if (caller.kind !== 'user' || caller.via !== 'session' || caller.user.anonymous) return null;
+    // an application's token (its `api` scope included) is nobody on the account pages, which mint `at:` tokens
+    if (!isOwnSession(caller.holder, c.config)) return null;
     return { user: caller.user, session: caller.holder };
   } catch {
     return null;
