@@ -7,6 +7,7 @@ import { clientAddress } from '../accounts/client-address';
 import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
 import type { FormTokens } from '../pages/csrf';
+import { formText } from '../pages/form-fields';
 import { html, type Raw, sendPage } from '../pages/html';
 import { signInForm } from '../pages/sign-in-form';
 import type { SsoClients, SsoProvider } from '../sso/providers';
@@ -20,8 +21,6 @@ const SCOPE_TEXT: Record<string, string> = {
   // the platform API's resource scope (decision 0109): without it the application's token reads userinfo only
   [API_SCOPE]: 'Use the platform API as you: your organizations, their API keys, models and usage',
 };
-
-const text = (v: unknown, max = 256) => (typeof v === 'string' ? v.slice(0, max) : '');
 
 /** Why the provider asks who the person is; only these may be answered by the browser's platform session. */
 const SESSION_ANSWERS = new Set(['no_session', 'platform_session']);
@@ -167,7 +166,7 @@ export function mountInteractionPages(
       const details = await provider.interactionDetails(req, res);
       const clientId = String(details.params.client_id);
       const clientName = await clientNameOf(clientId);
-      const email = text(req.body?.email, 254);
+      const email = formText(req.body?.email, 254);
       if (!tokens.valid(details.uid, 'interaction-login', req.body?.csrf)) {
         return page(
           res,
@@ -179,7 +178,7 @@ export function mountInteractionPages(
       }
       let user: UserDoc;
       try {
-        user = await accounts.authenticate(email, text(req.body?.password), clientAddress(req));
+        user = await accounts.authenticate(email, formText(req.body?.password), clientAddress(req));
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         const status = err.kind === 'rate_limited' ? 429 : 401;

@@ -10,10 +10,9 @@ import type { AuthContext } from '../context';
 import { createAccessToken, revokeAccessToken } from '../domain/access-tokens';
 import { hasBlockers } from '../domain/account-deletion';
 import type { FormTokens } from './csrf';
+import { formName, formText } from './form-fields';
 import { alert, errorField, html, type Raw, raw, sendPage } from './html';
 import { type PageSession, pageSession } from './page-session';
-
-const text = (v: unknown, max = 256) => (typeof v === 'string' ? v.slice(0, max) : '');
 
 /** The cards of the account page, each with the forms whose answers it shows. */
 type Section = 'profile' | 'mfa' | 'sessions' | 'tokens';
@@ -283,8 +282,8 @@ ${proofPart}
   router.post('/account/profile', form, async (req, res) => {
     const s = await posted(req, res, 'profile');
     if (!s) return;
-    const firstName = text(req.body?.firstName, 100).trim() || null;
-    const lastName = text(req.body?.lastName, 100).trim() || null;
+    const firstName = formName(req.body?.firstName, 100) || null;
+    const lastName = formName(req.body?.lastName, 100) || null;
     await c.collections.users.updateOne({ _id: s.user._id }, { $set: { firstName, lastName } });
     Object.assign(s.user, { firstName, lastName });
     show(res, s, 'Your account', await home(s, say('profile', 'ok', 'Profile saved.')));
@@ -314,9 +313,9 @@ ${proofPart}
   router.post('/account/tokens', form, async (req, res) => {
     const s = await posted(req, res, 'token-create');
     if (!s) return;
-    const name = text(req.body?.name, 100).trim();
-    const entered = { name, days: text(req.body?.days, 3) };
-    const days = Number(text(req.body?.days, 4));
+    const name = formName(req.body?.name, 100);
+    const entered = { name, days: formText(req.body?.days, 3) };
+    const days = Number(formText(req.body?.days, 4));
     if (!name || !Number.isInteger(days) || days < 1 || days > c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS) {
       const msg = `Give the token a name and a validity of 1 to ${c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS} days.`;
       return show(res, s, 'Your account', await home(s, say('tokens', 'error', msg), entered), 400);
@@ -352,8 +351,8 @@ ${proofPart}
     const s = await posted(req, res, 'delete-account');
     if (!s) return;
     const answer = {
-      password: text(req.body?.password) || undefined,
-      mfaCode: text(req.body?.code, 20).trim() || undefined,
+      password: formText(req.body?.password) || undefined,
+      mfaCode: formText(req.body?.code, 20).trim() || undefined,
     };
     try {
       await deletion.delete({ user: s.user, session: s.session }, answer, clientAddress(req));
@@ -418,7 +417,7 @@ ${alert('error', error)}
   router.post('/account/mfa', form, async (req, res) => {
     const s = await posted(req, res, 'mfa-enrol');
     if (!s) return;
-    const codes = await accounts.mfa.confirm(s.user._id, text(req.body?.code, 20));
+    const codes = await accounts.mfa.confirm(s.user._id, formText(req.body?.code, 20));
     if (!codes)
       return show(
         res,
@@ -443,7 +442,7 @@ ${alert('error', error)}
     if (!s) return;
     let right: boolean;
     try {
-      right = await accounts.secondFactor(s.user, text(req.body?.code, 20), clientAddress(req));
+      right = await accounts.secondFactor(s.user, formText(req.body?.code, 20), clientAddress(req));
     } catch (err) {
       if (!(err instanceof AppError && err.kind === 'rate_limited')) throw err;
       return show(res, s, 'Your account', await home(s, say('mfa', 'error', err.message)), 429);

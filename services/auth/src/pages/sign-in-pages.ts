@@ -11,11 +11,10 @@ import type { UserDoc } from '../data/collections';
 import { Email } from '../routes/accounts';
 import type { SsoClients, SsoProvider } from '../sso/providers';
 import type { FormTokens } from './csrf';
+import { formName, formText } from './form-fields';
 import { alert, errorField, html, type Raw, raw, sendPage } from './html';
 import { browserBinding, type MfaChallenge, pageSession, safeNext } from './page-session';
 import { signInForm } from './sign-in-form';
-
-const text = (v: unknown, max = 256) => (typeof v === 'string' ? v.slice(0, max) : '');
 
 /**
  * Sign-in pages without JavaScript: sign in (then the second factor when enrolled), sign up, forgot
@@ -118,7 +117,7 @@ ${alert('error', error)}
     const base = publicBaseUrl(c.config);
     const binding = browserBinding(req, res, base);
     const next = safeNext(req.body?.next);
-    const email = text(req.body?.email, 254);
+    const email = formText(req.body?.email, 254);
     const csrf = tokens.issue(binding, 'login');
     if (!tokens.valid(binding, 'login', req.body?.csrf)) {
       return show(
@@ -130,7 +129,7 @@ ${alert('error', error)}
     }
     let user: UserDoc;
     try {
-      user = await accounts.authenticate(email, text(req.body?.password), clientAddress(req));
+      user = await accounts.authenticate(email, formText(req.body?.password), clientAddress(req));
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       const status = err.kind === 'rate_limited' ? 429 : 401;
@@ -163,7 +162,7 @@ ${alert('error', error)}
     if (!user || user.deletedAt) return res.redirect(303, '/account/login');
     let right: boolean;
     try {
-      right = await accounts.secondFactor(user, text(req.body?.code, 20), clientAddress(req));
+      right = await accounts.secondFactor(user, formText(req.body?.code, 20), clientAddress(req));
     } catch (err) {
       if (!(err instanceof AppError && err.kind === 'rate_limited')) throw err;
       return show(res, 'Two-step verification', mfaForm(csrf, next, err.message), 429);
@@ -192,9 +191,9 @@ ${alert('error', error)}
     const base = publicBaseUrl(c.config);
     const binding = browserBinding(req, res, base);
     const values = {
-      email: text(req.body?.email, 254).trim(),
-      firstName: text(req.body?.firstName, 100).trim(),
-      lastName: text(req.body?.lastName, 100).trim(),
+      email: formText(req.body?.email, 254).trim(),
+      firstName: formName(req.body?.firstName, 100),
+      lastName: formName(req.body?.lastName, 100),
     };
     const csrf = tokens.issue(binding, 'signup');
     if (!tokens.valid(binding, 'signup', req.body?.csrf)) {
@@ -223,7 +222,7 @@ ${alert('error', error)}
       const issued = await accounts.signup(
         {
           email: values.email,
-          password: text(req.body?.password),
+          password: formText(req.body?.password),
           ...(values.firstName ? { firstName: values.firstName } : {}),
           ...(values.lastName ? { lastName: values.lastName } : {}),
         },
@@ -265,7 +264,7 @@ ${alert('error', error)}
         403,
       );
     }
-    const email = text(req.body?.email, 254).trim();
+    const email = formText(req.body?.email, 254).trim();
     try {
       await consumeOrThrow(
         mailLimiter,

@@ -10,6 +10,7 @@ import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
 import { userIsLive } from '../domain/liveness';
 import { newId } from '../domain/secrets';
+import { formName } from '../pages/form-fields';
 import { html, sendPage } from '../pages/html';
 import { readCookie, safeNext } from '../pages/page-session';
 import type { SsoClients, SsoProvider } from './providers';
@@ -97,8 +98,8 @@ export async function userForIdentity(
       anonymous: false,
       email,
       emailVerifiedAt: now,
-      firstName: typeof claims.given_name === 'string' ? claims.given_name.slice(0, 100) : null,
-      lastName: typeof claims.family_name === 'string' ? claims.family_name.slice(0, 100) : null,
+      firstName: formName(claims.given_name, 100) || null,
+      lastName: formName(claims.family_name, 100) || null,
       createdAt: now,
     };
     if (!existing) await c.collections.users.insertOne(user);

@@ -1,0 +1,17 @@
+import { formName, formText } from './form-fields';
+
+describe('form fields', () => {
+  it('cut text without splitting a surrogate pair, and keep a password as typed', () => {
+    expect(formText('ab😀', 3)).toBe('ab');
+    expect(formText('ab😀', 4)).toBe('ab😀');
+    expect(formText(' pass\tword ', 256)).toBe(' pass\tword ');
+    expect(formText(42)).toBe('');
+  });
+
+  it('take names as text: no control characters, no lone surrogates, trimmed', () => {
+    expect(formName('  Zoë\u0000\n ', 100)).toBe('Zoë');
+    expect(formName('half \ud83d', 100)).toBe('half');
+    expect(formName(`${'x'.repeat(99)}😀`, 100)).toBe('x'.repeat(99));
+    expect(formName(undefined, 100)).toBe('');
+  });
+});

@@ -1,0 +1,20 @@
+/**
+ * A form field as text: a string cut to `max` UTF-16 units, never between the two halves of a surrogate pair (a cut
+ * there would leave a lone surrogate, not text); anything else is ''. Passwords are read this way too: nothing of
+ * what a person typed is changed, only cut.
+ */
+export function formText(value: unknown, max = 256): string {
+  if (typeof value !== 'string') return '';
+  const cut = value.slice(0, max);
+  const last = cut.charCodeAt(cut.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
+}
+
+/**
+ * A name a person gives in a form, or an identity provider gives: text without control characters or lone surrogates
+ * (as the API's `displayName` refuses them), trimmed.
+ */
+export const formName = (value: unknown, max: number): string =>
+  formText(value, max)
+    .replace(/[\p{Cc}\p{Cs}]/gu, '')
+    .trim();
