@@ -188,6 +188,13 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     expect((await run('models', 'enable', 'mock/chat-2')).outcome.data.enabled).toBe(true);
   });
 
+  it('models export to a file it cannot write: exit 1 naming the file and why, not a stack trace', async () => {
+    const file = path.join(dir.dir, 'no-such-folder', 'catalogue.json');
+    const exported = await run('models', 'export', '--out', file);
+    expect(exported.code).toBe(1);
+    expect(exported.err).toBe(`Cannot write ${file}: ENOENT: no such file or directory, open '${file}'`);
+  });
+
   it("org allow, default and downgrade change the organization's governance", async () => {
     expect((await run('org', 'create', 'cli-gov')).code).toBe(0);
     const allowed = await run('org', 'allow', 'cli-gov', 'mock/chat', 'mock/embeddings');

@@ -1,8 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runCli } from '@platform/operator-cli';
+import { tempDir } from '@platform/testkit';
 import { anonymousLogin, operatorCliEnv, runCliJson, startTestPlatform, type TestPlatform } from '../harness';
 
 /** The operator CLI against the real platform: every command, twice, to show it is idempotent. */
@@ -126,6 +129,85 @@ describe('operator CLI (pnpm platform)', () => {
     expect(
       await attempt(['keys', 'rotate'], { AUTH_URL: 'auth:8081', PLATFORM_INTERNAL_SECRET: secret }),
     ).toEqual({ code: 2, said: expect.stringMatching(/^AUTH_URL /) });
+  });
+
+  it('reads the services and the secret of a local pnpm start from DATA_DIR/standalone.json, an empty variable being unset', async () => {
+    const data = tempDir('cli-hints-');
+    try {
+      writeFileSync(
+        `${data.dir}/standalone.json`,
+        JSON.stringify({
+          authUrl: platform.upstreams.auth,
+          llmQuotaUrl: platform.upstreams.llmQuota,
+          internalSecret: secret,
+        }),
+      );
+      writeFileSync(`${data.dir}/standalone.lock`, `${process.pid}\n`);
+      // as a shell that sourced an .env file with `PLATFORM_INTERNAL_SECRET=` and `AUTH_URL=` has them
+      const listed = await runCliJson(
+        { DATA_DIR: data.dir, PLATFORM_INTERNAL_SECRET: '', AUTH_URL: '' },
+        'keys',
+        'list',
+      );
+      expect(listed).toMatchObject({ code: 0, outcome: { result: 'listed' } });
+    } finally {
+      data.remove();
+    }
+  });
+
+  it("finds a local pnpm start's edge in DATA_DIR/standalone.json (its PORT, its gateway root), unless PLATFORM_URL names another", async () => {
+    const data = tempDir('cli-hints-edge-');
+    try {
+      writeFileSync(
+        `${data.dir}/standalone.json`,
+        JSON.stringify({
+          baseUrl: platform.baseUrl,
+          gatewayUrl: platform.gatewayUrl,
+          internalSecret: secret,
+        }),
+      );
+      writeFileSync(`${data.dir}/standalone.lock`, `${process.pid}\n`);
+      const token = env.PLATFORM_TOKEN!;
+      const created = await runCliJson(
+        { DATA_DIR: data.dir, PLATFORM_TOKEN: token },
+        'org',
+        'create',
+        'from-hints',
+      );
+      expect(created).toMatchObject({ code: 0, outcome: { result: 'created' } });
+      // the gateway root too: a platform administrator's command reaches llm-gateway (refused, not unreachable)
+      const providers = await runCliJson({ DATA_DIR: data.dir, PLATFORM_TOKEN: token }, 'providers', 'list');
+      expect(providers.err).toMatch(/^Listing the providers failed \(403/);
+      // another platform named: the local edge is not used for it
+      const closed = createServer().listen(0, '127.0.0.1');
+      await once(closed, 'listening');
+      const { port } = closed.address() as AddressInfo;
+      closed.close();
+      const elsewhere = await runCliJson(
+        { DATA_DIR: data.dir, PLATFORM_TOKEN: token, PLATFORM_URL: `http://127.0.0.1:${port}` },
+        'providers',
+        'list',
+      );
+      expect(elsewhere.err).toContain(`Cannot reach http://127.0.0.1:${port}`);
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('ignores the DATA_DIR/standalone.json of a pnpm start that is gone (killed with SIGKILL, its lock held by no one)', async () => {
+    const data = tempDir('cli-hints-stale-');
+    try {
+      writeFileSync(
+        `${data.dir}/standalone.json`,
+        JSON.stringify({ authUrl: platform.upstreams.auth, internalSecret: secret }),
+      );
+      writeFileSync(`${data.dir}/standalone.lock`, `${spawnSync(process.execPath, ['-e', '']).pid}\n`);
+      const listed = await runCliJson({ DATA_DIR: data.dir }, 'keys', 'list');
+      expect(listed.code).toBe(2);
+      expect(listed.err).toMatch(/^This command talks to auth directly: --auth-url or AUTH_URL/);
+    } finally {
+      data.remove();
+    }
   });
 
   it('says why a service cannot be reached (the connection error, not "fetch failed")', async () => {

@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { tempDir, waitFor } from '@platform/testkit';
@@ -66,6 +66,8 @@ describe('pnpm start: every service in its own process', () => {
   it('prints the roots from configuration on stderr, and only JSON lines with one service each on stdout', () => {
     expect(stderr).toContain(`{gateway_url} ${baseUrl}/gw`);
     expect(stderr).toContain(`{legacy_url}  ${baseUrl}/legacy`);
+    // and to DATA_DIR/standalone.json, where `pnpm platform` finds them
+    expect(hints()).toMatchObject({ baseUrl, gatewayUrl: `${baseUrl}/gw` });
     const lines = stdout.split('\n').filter(Boolean);
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) {
@@ -185,16 +187,91 @@ describe('pnpm start: every service in its own process', () => {
     expect(stdout).toContain('service process died');
   });
 
+  it('refuses a second pnpm start on the same data folder: exit 1 naming it, the first running with its files', async () => {
+    const { code, output } = await startUntilExit({ PORT: '0', DATA_DIR: data.dir });
+    expect(code).toBe(1);
+    expect(output).toContain(
+      `cannot start: ${data.dir} is in use by another pnpm start (process ${platform.pid}): two platforms on one data folder lose each other's writes; stop it, or set DATA_DIR to another folder`,
+    );
+    expect(output).not.toContain('"service":"auth"'); // no service of its own started
+    expect(Object.keys(hints().pids)).toHaveLength(5);
+    expect((await callJson(`${baseUrl}/v2/login/anonymous`, 'POST')).status).toBe(200);
+  }, 60_000);
+
+  it('restarts the edge on the port it got at start (PORT=0): {base_url} answers again', async () => {
+    const before: number = hints().pids.edge;
+    process.kill(before, 'SIGKILL');
+    await waitFor(() => (hints().pids.edge ?? before) !== before, {
+      timeoutMs: 30_000,
+      what: 'the edge restarted',
+    });
+    expect((await callJson(`${baseUrl}/v2/login/anonymous`, 'POST')).status).toBe(200);
+  }, 40_000);
+
   it('SIGTERM stops every process and exits 0', async () => {
     const { pids } = hints();
     const exited = new Promise<number | null>((resolve) => platform.once('exit', (code) => resolve(code)));
     platform.kill('SIGTERM');
     expect(await exited).toBe(0);
     for (const pid of Object.values(pids) as number[]) expect(alive(pid)).toBe(false);
+    // the data folder is free for the next pnpm start
+    expect(existsSync(path.join(data.dir, 'standalone.lock'))).toBe(false);
   }, 30_000);
 });
 
-/** `pnpm start` until it exits; its exit code and everything it printed */
+describe('pnpm start killed with SIGKILL', () => {
+  it('each service shuts down in full on its own (its store closed), llm-quota with its usage consumer included', async () => {
+    const data = tempDir('standalone-sigkill-');
+    const platform = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: data.dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    platform.stdout!.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    platform.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const services = ['auth', 'llm-quota', 'llm-gateway', 'legacy-agent', 'edge'];
+    const stopped = () =>
+      services.filter((name) =>
+        stdout
+          .split('\n')
+          .some((line) => line.includes(`"service":"${name}"`) && line.includes('"msg":"stopped"')),
+      );
+    try {
+      await waitFor(() => stderr.includes('{legacy_url}') || platform.exitCode !== null, {
+        timeoutMs: 45_000,
+        what: 'the banner',
+      });
+      platform.kill('SIGKILL');
+      await waitFor(() => stopped().length === services.length, {
+        timeoutMs: 20_000,
+        what: 'every service stopped',
+      }).catch(() => undefined);
+      expect(stopped().sort()).toEqual([...services].sort());
+    } finally {
+      if (platform.exitCode === null) platform.kill('SIGKILL');
+      // a child still running (none should) would keep writing there
+      for (const pid of Object.values<number>(readHints(data.dir)?.pids ?? {}))
+        if (alive(pid)) process.kill(pid, 'SIGKILL');
+      data.remove();
+    }
+  }, 90_000);
+});
+
+const readHints = (dir: string) => {
+  try {
+    return JSON.parse(readFileSync(path.join(dir, 'standalone.json'), 'utf8'));
+  } catch {
+    return undefined;
+  }
+};
+
+/** `pnpm start` until it exits (stopped if it gets ready); its exit code and everything it printed */
 function startUntilExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'], {
     cwd: ROOT,
@@ -207,6 +284,7 @@ function startUntilExit(env: Record<string, string>): Promise<{ code: number | n
   });
   child.stderr!.on('data', (d: Buffer) => {
     output += d.toString();
+    if (output.includes('Platform ready')) child.kill('SIGTERM');
   });
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
 }
@@ -217,6 +295,9 @@ describe('pnpm start with a setting it cannot use', () => {
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const port = (taken.address() as net.AddressInfo).port;
     const data = tempDir('standalone-port-taken-');
+    // left by a platform killed with SIGKILL: taken over, and released when this one gives up
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    writeFileSync(path.join(data.dir, 'standalone.lock'), `${gone}\n`);
     try {
       const { code, output } = await startUntilExit({ PORT: String(port), DATA_DIR: data.dir });
       expect(code).toBe(1);
@@ -224,6 +305,7 @@ describe('pnpm start with a setting it cannot use', () => {
         `cannot listen on 127.0.0.1:${port}: the port is already in use; set PORT to another port`,
       );
       expect(output).not.toContain('EADDRINUSE: address already in use');
+      expect(existsSync(path.join(data.dir, 'standalone.lock'))).toBe(false);
     } finally {
       taken.close();
       data.remove();
@@ -236,6 +318,18 @@ describe('pnpm start with a setting it cannot use', () => {
       const { code, output } = await startUntilExit({ PORT: 'eighty', DATA_DIR: data.dir });
       expect(code).toBe(1);
       expect(output).toContain('config error: PORT: must be a port number from 0 to 65535 (got eighty)');
+    } finally {
+      data.remove();
+    }
+  }, 60_000);
+
+  it('a log level that is not one: exits 1 with the config error every service gives, not a stack trace', async () => {
+    const data = tempDir('standalone-log-level-');
+    try {
+      const { code, output } = await startUntilExit({ PORT: '0', DATA_DIR: data.dir, LOG_LEVEL: 'verbose' });
+      expect(code).toBe(1);
+      expect(output).toMatch(/^config error: LOG_LEVEL: Invalid option: expected one of "fatal"\|/m);
+      expect(output).not.toContain('    at ');
     } finally {
       data.remove();
     }

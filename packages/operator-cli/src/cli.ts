@@ -70,23 +70,49 @@ Connection (flags win over the environment):
   --auth-url URL       auth, for keys, oidc-client add, sso add, plan assign   AUTH_URL
   --llm-quota-url URL  llm-quota, for plan assign    LLM_QUOTA_URL
                        the shared internal secret    PLATFORM_INTERNAL_SECRET
-  Against a local \`pnpm start\`, the last three are read from DATA_DIR/standalone.json.
+  Against a local \`pnpm start\`, all but the token are read from DATA_DIR/standalone.json.
 
   --json               print the outcome as JSON
   -h, --help           this text
 `;
+
+const alive = (pid: number) => {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: a process of another user holds that id
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
 
 export interface Io {
   out(line: string): void;
   err(line: string): void;
 }
 
-/** Reads what a local standalone platform wrote about itself (its internal URLs and secret). */
+/**
+ * Reads what a local standalone platform wrote about itself (its URLs and secret), while it runs: the file of one
+ * killed with SIGKILL stays behind, naming ports nothing listens on, so it counts only while the process holding
+ * DATA_DIR/standalone.lock is alive.
+ */
 function standaloneHints(env: Record<string, string | undefined>): Partial<CliSettings> {
-  const file = path.resolve(env.DATA_DIR ?? './data', 'standalone.json');
+  const dir = env.DATA_DIR || './data';
   try {
-    const hints = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
-    return { authUrl: hints.authUrl, llmQuotaUrl: hints.llmQuotaUrl, internalSecret: hints.internalSecret };
+    const holder = Number.parseInt(readFileSync(path.resolve(dir, 'standalone.lock'), 'utf8'), 10);
+    if (!alive(holder)) return {};
+    const hints = JSON.parse(readFileSync(path.resolve(dir, 'standalone.json'), 'utf8')) as Record<
+      string,
+      string
+    >;
+    return {
+      url: hints.baseUrl,
+      gatewayUrl: hints.gatewayUrl,
+      authUrl: hints.authUrl,
+      llmQuotaUrl: hints.llmQuotaUrl,
+      internalSecret: hints.internalSecret,
+    };
   } catch {
     return {};
   }
@@ -122,13 +148,16 @@ export async function runCli(
     return baseUrl(hint, 'DATA_DIR/standalone.json');
   };
   try {
+    // the local platform's edge (its PORT, its GATEWAY_PATH_PREFIX) unless another one is named
+    const url = from('url', 'PLATFORM_URL');
     const settings: CliSettings = {
-      url: from('url', 'PLATFORM_URL') ?? 'http://localhost:8080',
-      gatewayUrl: from('gateway-url', 'PLATFORM_GATEWAY_URL'),
-      token: values.token ?? env.PLATFORM_TOKEN,
+      url: url ?? from('url', 'PLATFORM_URL', hints.url) ?? 'http://localhost:8080',
+      gatewayUrl: from('gateway-url', 'PLATFORM_GATEWAY_URL', url ? undefined : hints.gatewayUrl),
+      token: values.token || env.PLATFORM_TOKEN || undefined,
       authUrl: from('auth-url', 'AUTH_URL', hints.authUrl),
       llmQuotaUrl: from('llm-quota-url', 'LLM_QUOTA_URL', hints.llmQuotaUrl),
-      internalSecret: env.PLATFORM_INTERNAL_SECRET ?? hints.internalSecret,
+      // an empty variable is unset, as the services read it
+      internalSecret: env.PLATFORM_INTERNAL_SECRET || hints.internalSecret,
     };
     const outcome = await dispatch(positionals, values, settings);
     if (values.json) io.out(JSON.stringify(outcome));

@@ -156,7 +156,11 @@ export async function exportModels(s: CliSettings, out?: string): Promise<Outcom
     ({ id: _i, object: _o, created: _c, owned_by: _b, ...entry }) => entry,
   );
   if (out) {
-    writeFileSync(out, `${JSON.stringify({ models }, null, 2)}\n`);
+    try {
+      writeFileSync(out, `${JSON.stringify({ models }, null, 2)}\n`);
+    } catch (err) {
+      throw new CliError(`Cannot write ${out}: ${(err as Error).message}`);
+    }
     return { result: 'exported', data: { file: out, models: models.length } };
   }
   return { result: 'exported', data: { models } };

@@ -86,7 +86,7 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
     (req, res) => adminHandler(req, res),
     common.ADMIN_PORT,
     common.ADMIN_HOST,
-  ).catch((err) => cannotListen(logger, err, common.ADMIN_HOST, common.ADMIN_PORT, 'ADMIN_PORT'));
+  ).catch((err) => cannotListen(logger, err, common.ADMIN_HOST, common.ADMIN_PORT, 'ADMIN'));
   // SIGTERM while the database is away: nothing is in flight yet, so stop at once (the full shutdown comes later)
   const stopWhileWaiting = (signal: string) => {
     logger.info({ signal }, 'stopped while waiting for the store');
@@ -114,13 +114,21 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
         });
   process.off('SIGTERM', stopWhileWaiting).off('SIGINT', stopWhileWaiting);
   starting = 'starting';
-  const bus = await openBus(settings, logger, options.localBus);
-  const service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
-  await service.start();
+  let bus: Bus;
+  let service: PlatformService;
+  try {
+    bus = await openBus(settings, logger, options.localBus);
+    service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
+    await service.start();
+  } catch (err) {
+    // one log line saying why, as for a bad setting: not Node's stack trace of an unhandled rejection
+    logger.fatal({ err }, `${options.name} cannot start: ${err instanceof Error ? err.message : err}`);
+    process.exit(1);
+  }
   const host = options.host ?? process.env.HOST ?? '0.0.0.0';
   const server = await listen(service.handler, port.data, host, {
     maxHeaderSize: options.maxHeaderBytes ?? SERVICE_MAX_HEADER_BYTES,
-  }).catch((err) => cannotListen(logger, err, host, port.data, 'PORT'));
+  }).catch((err) => cannotListen(logger, err, host, port.data, ''));
   adminHandler = service.admin;
   logger.info({ url: server.url, admin: admin.url }, `${options.name} listening`);
   options.onListening?.(server.url);
@@ -133,23 +141,26 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   });
 }
 
-/** A port the service cannot have: one line saying which and what to change, not a stack trace. */
+/** An address or port the service cannot have: one line saying which and what to change, not a stack trace. */
 function cannotListen(
   logger: Logger,
   err: Error & { code?: string },
   host: string,
   port: number,
-  setting: string,
+  /** the settings' prefix: '' (HOST, PORT) or 'ADMIN' (ADMIN_HOST, ADMIN_PORT) */
+  prefix: '' | 'ADMIN',
 ): never {
-  const reason =
+  const setting = (name: 'HOST' | 'PORT') => (prefix ? `${prefix}_${name}` : name);
+  const [reason, change] =
     err.code === 'EADDRINUSE'
-      ? 'the port is already in use'
+      ? ['the port is already in use', `set ${setting('PORT')} to another port`]
       : err.code === 'EACCES'
-        ? 'permission denied (ports below 1024 need privileges)'
-        : err.message;
-  logger.fatal(
-    { code: err.code, host, port },
-    `cannot listen on ${host}:${port}: ${reason}; set ${setting} to another port`,
-  );
+        ? ['permission denied (ports below 1024 need privileges)', `set ${setting('PORT')} to another port`]
+        : err.code === 'EADDRNOTAVAIL'
+          ? ["the address is not one of this machine's", `set ${setting('HOST')} to another address`]
+          : err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN'
+            ? ['no such host', `set ${setting('HOST')} to another address`]
+            : [err.message, `check ${setting('HOST')} and ${setting('PORT')}`];
+  logger.fatal({ code: err.code, host, port }, `cannot listen on ${host}:${port}: ${reason}; ${change}`);
   process.exit(1);
 }

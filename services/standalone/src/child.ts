@@ -1,4 +1,4 @@
-import { createIpcBusClient, parentProcessChannel } from '@platform/bus';
+import { type Bus, createIpcBusClient, parentProcessChannel } from '@platform/bus';
 import { runServiceMain } from '@platform/runtime';
 import type { ListeningMessage } from './service-process';
 import { edgeEntry, platformServices } from './services';
@@ -14,11 +14,20 @@ export function runStandaloneChild(name: string): void {
     console.error(`unknown service "${name}"`);
     process.exit(1);
   }
-  process.on('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+  let bus: Bus | undefined;
+  process.on('disconnect', () => {
+    // the hub went with the parent: what waits for its answer (a consumer stopping, a publish) fails now
+    // instead of holding the shutdown forever, so the service still drains and closes its store
+    void bus?.close();
+    process.kill(process.pid, 'SIGTERM');
+  });
   const common = {
     name,
     defaultPort: 0,
-    localBus: () => createIpcBusClient(parentProcessChannel()),
+    localBus: () => {
+      bus = createIpcBusClient(parentProcessChannel());
+      return bus;
+    },
     // after what the bus queued this turn (its channel flushes on setImmediate, in order): the parent
     // never sees a child listening before the subscriptions it made
     onListening: (url: string) =>

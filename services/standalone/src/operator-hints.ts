@@ -2,6 +2,9 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface OperatorHints {
+  /** the edge's {base_url} and {gateway_url}, for the CLI's public calls */
+  baseUrl?: string;
+  gatewayUrl?: string;
   authUrl: string;
   llmQuotaUrl: string;
   legacyAgentUrl: string;

@@ -110,20 +110,19 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
     );
     const upstreams = Object.fromEntries(services.map(({ service, url }) => [service.name, url]));
     const edgeAdminPort = pickEdgeAdmin ? ports[ports.length - 1]! : Number(env.ADMIN_PORT);
-    const edge = new ServiceProcess(
-      'edge',
-      {
-        ...env,
-        ...upstreamEnv,
-        PORT: env.PORT ?? '8080',
-        HOST: env.HOST ?? '0.0.0.0',
-        ADMIN_PORT: String(edgeAdminPort),
-      },
-      { hub, logger, entry, onRestart: options.onRestart },
-    );
+    const edgeEnv: Env = {
+      ...env,
+      ...upstreamEnv,
+      PORT: env.PORT ?? '8080',
+      HOST: env.HOST ?? '0.0.0.0',
+      ADMIN_PORT: String(edgeAdminPort),
+    };
+    const edge = new ServiceProcess('edge', edgeEnv, { hub, logger, entry, onRestart: options.onRestart });
     processes.push(edge);
     admin.edge = `http://127.0.0.1:${edgeAdminPort}`;
     const baseUrl = await edge.start();
+    // PORT=0 picked a port: a restarted edge comes back on it, where {base_url} says it is
+    if (edgeEnv.PORT === '0') edgeEnv.PORT = new URL(baseUrl).port;
     return {
       ...rootsOf(baseUrl, edgeConfig),
       upstreams,

@@ -54,6 +54,7 @@ export class ServiceProcess {
 
   constructor(
     readonly name: string,
+    /** read at each start: a restart sees what the supervisor changed in it (the edge's picked PORT) */
     private readonly env: Record<string, string | undefined>,
     private readonly deps: { hub: BusHub; logger: Logger; entry: ChildEntry; onRestart?: () => void },
   ) {}

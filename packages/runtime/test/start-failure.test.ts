@@ -1,0 +1,105 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { tempDir } from '@platform/testkit';
+
+/**
+ * A service that cannot start (here auth, whose signing-keys secret is a folder) stops with one JSON log line
+ * saying why, exit code 1: what an operator's log collector reads, not Node's unstructured stack trace.
+ */
+const ROOT = path.resolve(__dirname, '../../..');
+
+/** a service's production entry until it exits: its exit code and output */
+async function runUntilExit(service: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', `services/${service}/src/main.ts`], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      PLATFORM_INTERNAL_SECRET: 'a-test-secret-of-at-least-32-characters!!',
+      PORT: '0',
+      ADMIN_PORT: '0',
+      HOST: '127.0.0.1',
+      ADMIN_HOST: '127.0.0.1',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  return { code, stdout, stderr };
+}
+
+describe("a listening address that is not this machine's", () => {
+  it.each([
+    ['HOST', '192.0.2.1', "the address is not one of this machine's"],
+    ['HOST', 'no-such-host.invalid', 'no such host'],
+    ['ADMIN_HOST', '192.0.2.1', "the address is not one of this machine's"],
+  ])(
+    '%s=%s: exits 1 naming the setting to change, not PORT',
+    async (setting, address, reason) => {
+      const data = tempDir('runtime-host-');
+      try {
+        const { code, stdout } = await runUntilExit('llm-quota', { DATA_DIR: data.dir, [setting]: address });
+        expect(code).toBe(1);
+        expect(stdout).toContain(
+          `cannot listen on ${address}:0: ${reason}; set ${setting} to another address`,
+        );
+      } finally {
+        data.remove();
+      }
+    },
+    60_000,
+  );
+});
+
+describe('a service that fails while starting', () => {
+  it('logs one fatal JSON line naming the cause and exits 1, with no raw stack trace', async () => {
+    const data = tempDir('runtime-start-failure-');
+    mkdirSync(path.join(data.dir, 'signing-keys.secret'));
+    try {
+      const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/auth/src/main.ts'], {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          PLATFORM_INTERNAL_SECRET: 'a-test-secret-of-at-least-32-characters!!',
+          DATA_DIR: data.dir,
+          PORT: '0',
+          ADMIN_PORT: '0',
+          HOST: '127.0.0.1',
+          ADMIN_HOST: '127.0.0.1',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        stdout += d.toString();
+      });
+      child.stderr!.on('data', (d: Buffer) => {
+        stderr += d.toString();
+      });
+      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      expect(code).toBe(1);
+      expect(stderr.replace(/^.*oidc-provider WARNING.*\n/m, '')).toBe('');
+      const fatal = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.level === 60);
+      expect(fatal).toHaveLength(1);
+      expect(fatal[0]).toMatchObject({
+        service: 'auth',
+        msg: expect.stringMatching(/^auth cannot start: EISDIR: illegal operation on a directory/),
+      });
+    } finally {
+      data.remove();
+    }
+  }, 60_000);
+});
