@@ -58,4 +58,38 @@ describe('in-process bus', () => {
     expect(attempts).toEqual([1, 2]);
     await bus.close();
   });
+
+  it('keeps durable messages published before their stream or its first consumer exists, as JetStream would', async () => {
+    // `pnpm start`: the gateway's outbox can publish before llm-quota has made the stream and its consumer; the
+    // publication was acknowledged and the event was gone
+    const bus = createInProcessBus();
+    const event = (id: string) => ({
+      id,
+      version: 1 as const,
+      occurredAt: '2026-01-01T00:00:00Z',
+      orgSlug: 'acme',
+      model: 'm',
+      provider: 'p',
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      cost: 0,
+    });
+    await bus.publishDurable('analytics.llm.completion', event('before-stream'), 'before-stream');
+    await bus.ensureStream({ name: 'LATE', subjects: ['analytics.>'] });
+    await bus.publishDurable('analytics.llm.completion', event('before-consumer'), 'before-consumer');
+    await bus.publishDurable('analytics.llm.completion.dead', { reason: 'x', raw: '{}', at: 'now' });
+    const got: string[] = [];
+    const consumer = await bus.consumeDurable({
+      stream: 'LATE',
+      durable: 'late',
+      filterSubject: 'analytics.llm.completion',
+      handler: async (m) => {
+        got.push((JSON.parse(m.data) as { id: string }).id);
+      },
+    });
+    await bus.publishDurable('analytics.llm.completion', event('after'), 'after');
+    await waitFor(() => got.length === 3);
+    expect(got).toEqual(['before-stream', 'before-consumer', 'after']);
+    await consumer.stop();
+    await bus.close();
+  });
 });

@@ -21,19 +21,41 @@ export function subjectMatches(pattern: string, subject: string): boolean {
   return p.length === s.length;
 }
 
+const takes = (stream: InProcessStream, subject: string) =>
+  stream.options.subjects.some((pattern) => subjectMatches(pattern, subject));
+
 interface QueuedMessage {
   subject: string;
   data: string;
   deliveryCount: number;
 }
 
+/** durable messages kept for a stream or a first consumer not made yet, at most this many (the oldest go first) */
+const WAITING_MAX = 10_000;
+
+const hold = (list: QueuedMessage[], message: QueuedMessage) => {
+  if (list.length >= WAITING_MAX) list.shift();
+  list.push(message);
+};
+
+interface InProcessStream {
+  options: StreamOptions;
+  consumers: Map<string, DurableQueue>;
+  /** what the stream took before it had a consumer, for its first one (JetStream keeps it in the stream) */
+  waiting: QueuedMessage[];
+}
+
 /**
  * The bus of standalone mode: one process, delivery on a later tick like a network would.
  * Durable streams are queues kept for the life of the process, shared by consumers of one name.
+ * A durable publication made before its stream or the stream's first consumer exists (services start
+ * at once: the gateway's outbox may publish before llm-quota made them) waits for them.
  */
 export function createInProcessBus(): Bus {
   const subscribers = new Map<string, Set<Handler>>();
-  const streams = new Map<string, { options: StreamOptions; consumers: Map<string, DurableQueue> }>();
+  const streams = new Map<string, InProcessStream>();
+  /** durable messages no stream takes yet */
+  const unrouted: QueuedMessage[] = [];
   let closed = false;
 
   const deliver = (subject: string, data: string) => {
@@ -65,15 +87,26 @@ export function createInProcessBus(): Bus {
       return () => set.delete(handler);
     },
     async ensureStream(options) {
-      if (!streams.has(options.name)) streams.set(options.name, { options, consumers: new Map() });
+      if (streams.has(options.name)) return;
+      const stream: InProcessStream = { options, consumers: new Map(), waiting: [] };
+      streams.set(options.name, stream);
+      for (let i = 0; i < unrouted.length; ) {
+        if (takes(stream, unrouted[i]!.subject)) stream.waiting.push(...unrouted.splice(i, 1));
+        else i++;
+      }
     },
     async publishDurable<S extends EventSubject>(subject: S, payload: EventPayloads[S]) {
       if (closed) throw new Error('bus is closed');
       const data = JSON.stringify(payload);
-      for (const { options, consumers } of streams.values()) {
-        if (!options.subjects.some((p) => subjectMatches(p, subject))) continue;
-        for (const queue of consumers.values()) queue.push({ subject, data, deliveryCount: 0 });
+      let stored = false;
+      for (const stream of streams.values()) {
+        if (!takes(stream, subject)) continue;
+        stored = true;
+        const message = { subject, data, deliveryCount: 0 };
+        if (stream.consumers.size === 0) hold(stream.waiting, message);
+        for (const queue of stream.consumers.values()) queue.push({ ...message });
       }
+      if (!stored) hold(unrouted, { subject, data, deliveryCount: 0 });
       deliver(subject, data);
     },
     async consumeDurable(options) {
@@ -83,6 +116,7 @@ export function createInProcessBus(): Bus {
       if (!queue) {
         queue = new DurableQueue(options.filterSubject);
         stream.consumers.set(options.durable, queue);
+        for (const message of stream.waiting.splice(0)) queue.push(message);
       }
       return queue.attach(options);
     },

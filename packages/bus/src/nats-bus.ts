@@ -104,6 +104,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const subscriptions = new Set<SubscriptionEntry>();
   const earlyPublications: Array<{ subject: string; data: Uint8Array }> = [];
   const earlyStreams: StreamOptions[] = [];
+  /** the streams ensured while away, by name: a consumer made meanwhile makes its own again if it was refused */
+  const streamsAsked = new Map<string, StreamOptions>();
   let nc: NatsConnection | null = null;
   let closed = false;
   let connected!: (conn: NatsConnection) => void;
@@ -161,6 +163,20 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     }
   };
 
+  /**
+   * Calls every reconnect listener; one that throws is reported. Thrown out of here, it ended the status loop (no
+   * later reconnection told) or, at a late first connection, had the connection opened again, and again.
+   */
+  const tellReconnected = () => {
+    for (const listener of reconnectListeners) {
+      try {
+        listener();
+      } catch (err) {
+        report(err, 'reconnect listener');
+      }
+    }
+  };
+
   /** takes the connection into use: what waited for it first, then the callers */
   const adopt = async (conn: NatsConnection, late: boolean) => {
     void (async () => {
@@ -169,7 +185,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       for await (const status of conn.status()) {
         if (status.type === Events.Reconnect) {
           refusalReported = false;
-          for (const listener of reconnectListeners) listener();
+          tellReconnected();
         } else if (status.type === Events.Error) {
           // a refused subscription is reported by the subscription itself
           if (status.permissionContext?.operation === 'subscription') continue;
@@ -188,7 +204,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     for (const { subject, data } of earlyPublications.splice(0)) conn.publish(subject, data);
     nc = conn;
     connected(conn);
-    if (late) for (const listener of reconnectListeners) listener();
+    if (late) tellReconnected();
   };
 
   // the first attempt is awaited (a reachable NATS is connected before the service goes on); later ones are not
@@ -294,8 +310,9 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       };
     },
     async ensureStream(stream) {
-      if (nc) await ensureStreamOn(nc, stream);
-      else earlyStreams.push(stream);
+      if (nc) return ensureStreamOn(nc, stream);
+      earlyStreams.push(stream);
+      streamsAsked.set(stream.name, stream);
     },
     async publishDurable<S extends EventSubject>(subject: S, payload: EventPayloads[S], id?: string) {
       if (!nc) throw new NotConnected();
@@ -305,17 +322,40 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     },
     async consumeDurable(consumerOptions): Promise<Consumer> {
       if (nc) return startConsumer(nc, consumerOptions);
-      // made once connected; stopping it first cancels it
+      // Made once connected; stopping it first cancels it. Nobody awaits it then, so a refusal (its stream not
+      // made yet, JetStream still electing its leader) is reported and tried again, every 0.25 s doubling to 5 s,
+      // its stream first: given up, the service would run on without consuming.
       let stopped = false;
+      let wake: (() => void) | undefined;
       const started = connection.then(
-        (conn) => (stopped ? null : startConsumer(conn, consumerOptions)),
+        async (conn) => {
+          for (let attempt = 0, wait = 250; !stopped && !closed; attempt++) {
+            try {
+              const stream = streamsAsked.get(consumerOptions.stream);
+              if (attempt > 0 && stream) await ensureStreamOn(conn, stream);
+              return await startConsumer(conn, consumerOptions);
+            } catch (err) {
+              if (attempt % 12 === 0)
+                report(
+                  err,
+                  `durable ${consumerOptions.durable} of ${consumerOptions.stream}: not made; retrying`,
+                );
+            }
+            await new Promise<void>((resolve) => {
+              wake = resolve;
+              setTimeout(resolve, wait).unref();
+            });
+            wait = Math.min(wait * 2, FIRST_CONNECT_MAX_WAIT_MS);
+          }
+          return null;
+        },
         () => null,
       );
-      started.catch((err) => report(err, `durable ${consumerOptions.durable}`));
       return {
         async stop() {
           stopped = true;
-          const consumer = await started.catch(() => null);
+          wake?.();
+          const consumer = await started;
           await consumer?.stop();
         },
       };

@@ -195,6 +195,46 @@ describeWithNats('NATS bus on a real nats-server', () => {
     }
   });
 
+  it('a reconnect listener that throws is reported, and neither doubles the connection nor silences later reconnections', async () => {
+    await server.stop();
+    let restarted = false;
+    try {
+      const errors: string[] = [];
+      const bus = await createNatsBus({
+        url: server.url,
+        name: 'throwing-listener',
+        onError: (_err, context) => errors.push(context),
+      });
+      buses.push(bus);
+      bus.onReconnect(() => {
+        throw new Error('a listener fails');
+      });
+      let reconnects = 0;
+      bus.onReconnect(() => reconnects++);
+      const seen: unknown[] = [];
+      bus.subscribe('gateway.jwks.updated', (payload) => void seen.push(payload));
+      await server.start();
+      restarted = true;
+      await waitFor(() => reconnects === 1, { timeoutMs: 15_000, what: 'connected' });
+      const other = await open('throwing-listener-peer');
+      const jwks = { version: 1 as const, created: ['k-once'], deleted: [], at: '2026-11-28T00:00:00Z' };
+      await other.publish('gateway.jwks.updated', jwks);
+      await waitFor(() => seen.length > 0, { what: 'the publication' });
+      // one more message through the same connection: it comes after any second copy of the first
+      await other.publish('gateway.jwks.updated', { ...jwks, created: ['k-next'] });
+      await waitFor(() => seen.some((p) => (p as typeof jwks).created[0] === 'k-next'), {
+        what: 'the next one',
+      });
+      expect(seen.map((p) => (p as typeof jwks).created[0])).toEqual(['k-once', 'k-next']);
+      expect(errors.some((e) => e.includes('reconnect listener'))).toBe(true);
+      await server.stop();
+      await server.start();
+      await waitFor(() => reconnects === 2, { timeoutMs: 15_000, what: 'the second reconnection' });
+    } finally {
+      if (!restarted) await server.start();
+    }
+  });
+
   it('a bus closed before the server came stops trying, and its waiting consumer stops at once', async () => {
     await server.stop();
     try {
@@ -221,5 +261,56 @@ describeWithNats('NATS bus on a real nats-server', () => {
     await server.start();
     await waitFor(() => reconnects > 0, { timeoutMs: 10_000, what: 'reconnect' });
     await expect(bus.ping()).resolves.toBeUndefined();
+  });
+
+  it('a consumer made while the server was away, whose stream could not be made at first, starts once it can', async () => {
+    // a stream taking the same subjects keeps the stream below from being made at first (run last: TEST1 goes)
+    const admin = await connect({ servers: server.url.replace(/^nats:\/\//, '') });
+    const jsm = await admin.jetstreamManager();
+    await jsm.streams.delete('TEST1').catch(() => undefined);
+    await jsm.streams.add({ name: 'BLOCKER', subjects: ['analytics.>'] });
+    await admin.close();
+    await server.stop();
+    let restarted = false;
+    try {
+      const errors: string[] = [];
+      const early = await createNatsBus({
+        url: server.url,
+        name: 'early-refused',
+        onError: (_err, context) => errors.push(context),
+      });
+      buses.push(early);
+      await early.ensureStream({ name: 'LATE_STREAM', subjects: ['analytics.llm.completion'] });
+      const got: string[] = [];
+      const consumer = await early.consumeDurable({
+        stream: 'LATE_STREAM',
+        durable: 'late',
+        filterSubject: 'analytics.llm.completion',
+        handler: async (m: DurableMessage) => void got.push(JSON.parse(m.data).id),
+      });
+      await server.start();
+      restarted = true;
+      await waitFor(() => errors.some((e) => e.includes('LATE_STREAM')), { what: 'the refused stream' });
+      // what refused it goes away
+      const again = await connect({ servers: server.url.replace(/^nats:\/\//, '') });
+      await (await again.jetstreamManager()).streams.delete('BLOCKER');
+      await again.close();
+      const producer = await open('late-producer');
+      await waitFor(
+        () =>
+          producer.publishDurable('analytics.llm.completion', completion('late-1'), 'late-1').then(
+            () => true,
+            () => false,
+          ),
+        { timeoutMs: 15_000, what: 'the stream made at last' },
+      );
+      await waitFor(() => got.includes('late-1'), {
+        timeoutMs: 15_000,
+        what: 'the consumer started at last',
+      });
+      await consumer.stop();
+    } finally {
+      if (!restarted) await server.start();
+    }
   });
 });

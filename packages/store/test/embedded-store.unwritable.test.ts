@@ -51,6 +51,35 @@ describe('embedded store when its file cannot be written', () => {
   });
 });
 
+describe('embedded store reads made while a write fails', () => {
+  it('never answer the failed write, which NeDB had put in memory before its append failed', async () => {
+    const data = tempDir('store-unwritable-read-');
+    const store = createEmbeddedStore({ dataDir: data.dir });
+    const docs = store.collection<{ _id: string; n: number }>('docs');
+    try {
+      await docs.insertOne({ _id: 'kept', n: 1 });
+      const repair = breakFile(data.dir, 'docs');
+      // each read is made while the write before it is in flight
+      const inserted = docs.insertOne({ _id: 'lost', n: 2 }).catch((e: unknown) => e);
+      const readInserted = docs.findOne({ _id: 'lost' }).catch((e: unknown) => e);
+      const updated = docs.updateOne({ _id: 'kept' }, { $inc: { n: 5 } }).catch((e: unknown) => e);
+      const readUpdated = docs.find({ _id: 'kept' }).catch((e: unknown) => e);
+      const counted = docs.count({ n: { $gt: 1 } }).catch((e: unknown) => e);
+      expect(await inserted).toMatchObject({ kind: 'unavailable' });
+      expect(await updated).toMatchObject({ kind: 'unavailable' });
+      for (const read of [await readInserted, await readUpdated, await counted]) {
+        expect(read).toMatchObject({ kind: 'unavailable' });
+      }
+      repair();
+      expect(await docs.findOne({ _id: 'lost' })).toBeNull();
+      expect(await docs.find({})).toEqual([{ _id: 'kept', n: 1 }]);
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+});
+
 describe('embedded store on a folder it cannot use', () => {
   it('refuses at once, naming the folder and why', () => {
     const data = tempDir('store-folder-refused-');

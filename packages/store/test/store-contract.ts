@@ -91,6 +91,20 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect((await items.find({ n: { $ne: 2, $gte: 2 } })).map((d) => d._id)).toEqual(['none']);
     });
 
+    it('matches $nin on an array field only when no element is listed, and $exists on an empty array', async () => {
+      await items.insertOne({ _id: 'with', group: 'g', n: 1, tags: ['x', 'y'] });
+      await items.insertOne({ _id: 'without', group: 'g', n: 2, tags: ['y'] });
+      await items.insertOne({ _id: 'empty', group: 'g', n: 3, tags: [] });
+      await items.insertOne({ _id: 'none', group: 'g', n: 4 });
+      const ids = async (filter: Record<string, unknown>) =>
+        (await items.find(filter, { sort: { n: 1 } })).map((d) => d._id);
+      expect(await ids({ tags: { $nin: ['x'] } })).toEqual(['without', 'empty', 'none']);
+      expect(await ids({ tags: { $nin: ['x', null] } })).toEqual(['without', 'empty']);
+      expect(await ids({ tags: { $exists: true } })).toEqual(['with', 'without', 'empty']);
+      expect(await ids({ tags: { $exists: false } })).toEqual(['none']);
+      expect(await ids({ $or: [{ tags: { $nin: ['y'] } }, { n: 1 }] })).toEqual(['with', 'empty', 'none']);
+    });
+
     it('sorts, skips and limits', async () => {
       for (let n = 0; n < 10; n++) await items.insertOne({ _id: `d${n}`, group: 'g', n });
       const page = await items.find({}, { sort: { n: -1 }, skip: 2, limit: 3 });
@@ -134,6 +148,28 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect(doc).toMatchObject({ n: 6, tags: ['y'], nested: { a: 0 } });
       expect(doc?.nested?.b).toBeUndefined();
       expect(await items.updateOne({ _id: 'none' }, { $set: { n: 1 } })).toMatchObject({ matched: 0 });
+    });
+
+    it('refuses to make a field inside a value that is not an object, keeping the document as it was', async () => {
+      // NeDB skipped such a path and answered success: an acknowledged update that stored nothing
+      await items.insertOne({ _id: 'a', group: 'g', n: 1, tags: ['x'], nested: { a: 1, b: 'text' } });
+      await expect(items.updateOne({ _id: 'a' }, { $set: { 'n.deeper': 2 } })).rejects.toThrow();
+      await expect(items.findOneAndUpdate({ _id: 'a' }, { $inc: { 'nested.b.count': 1 } })).rejects.toThrow();
+      await expect(items.updateOne({ _id: 'a' }, { $set: { 'tags.first': 'y' } })).rejects.toThrow();
+      await expect(items.updateMany({ group: 'g' }, { $set: { 'n.deeper': 2 } })).rejects.toThrow();
+      expect(await items.findOne({ _id: 'a' })).toEqual({
+        _id: 'a',
+        group: 'g',
+        n: 1,
+        tags: ['x'],
+        nested: { a: 1, b: 'text' },
+      });
+      // an index into an array, a missing step and a removal through a value are no such fields
+      await items.updateOne(
+        { _id: 'a' },
+        { $set: { 'tags.0': 'y', 'fresh.deeper': 1 }, $unset: { 'n.deeper': '' } },
+      );
+      expect(await items.findOne({ _id: 'a' })).toMatchObject({ tags: ['y'], fresh: { deeper: 1 }, n: 1 });
     });
 
     it('writes fields named like members every object inherits (constructor, toString) as any other', async () => {
