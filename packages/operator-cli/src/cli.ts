@@ -92,16 +92,27 @@ export interface Io {
   err(line: string): void;
 }
 
+/** The process id in DATA_DIR/standalone.lock; null without the file (a pnpm start from before it wrote one). */
+function lockHolder(dir: string): number | null {
+  try {
+    return Number.parseInt(readFileSync(path.resolve(dir, 'standalone.lock'), 'utf8'), 10);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
 /**
  * Reads what a local standalone platform wrote about itself (its URLs and secret), while it runs: the file of one
  * killed with SIGKILL stays behind, naming ports nothing listens on, so it counts only while the process holding
- * DATA_DIR/standalone.lock is alive.
+ * DATA_DIR/standalone.lock is alive. A file without a lock beside it is that of a pnpm start older than the lock
+ * (still running its old code after an update), read as it was then.
  */
 function standaloneHints(env: Record<string, string | undefined>): Partial<CliSettings> {
   const dir = env.DATA_DIR || './data';
   try {
-    const holder = Number.parseInt(readFileSync(path.resolve(dir, 'standalone.lock'), 'utf8'), 10);
-    if (!alive(holder)) return {};
+    const holder = lockHolder(dir);
+    if (holder !== null && !alive(holder)) return {};
     const hints = JSON.parse(readFileSync(path.resolve(dir, 'standalone.json'), 'utf8')) as Record<
       string,
       string

@@ -1,14 +1,29 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
+import { CHILD_SERVICE_ENV } from './service-process';
+
+/** how often the holder renews its lock (its modification time) */
+const RENEW_MS = 15_000;
+/** a lock of another host not renewed for this long is left by a platform that is gone */
+const STALE_AFTER_MS = 60_000;
 
 /** A second `pnpm start` on a data folder a running one holds. */
 export class DataDirInUseError extends Error {
   constructor(
     readonly dataDir: string,
     readonly pid: number,
+    /** the holder's host, when it is another one (a shared volume) */
+    readonly host?: string,
+    /** the process is a service of a supervisor that is gone, still stopping */
+    stopping = false,
   ) {
     super(
-      `${dataDir} is in use by another pnpm start (process ${pid}): two platforms on one data folder lose each other's writes; stop it, or set DATA_DIR to another folder`,
+      stopping
+        ? `${dataDir} is in use by a pnpm start that was killed (process ${pid}, a service of it still stopping): two platforms on one data folder lose each other's writes; wait for it to exit, or set DATA_DIR to another folder`
+        : host
+          ? `${dataDir} is in use by another pnpm start (process ${pid} on host ${host}): two platforms on one data folder lose each other's writes; stop it, or set DATA_DIR to another folder (a lock its holder has not renewed for a minute is taken over)`
+          : `${dataDir} is in use by another pnpm start (process ${pid}): two platforms on one data folder lose each other's writes; stop it, or set DATA_DIR to another folder`,
     );
     this.name = 'DataDirInUseError';
   }
@@ -25,39 +40,112 @@ const alive = (pid: number) => {
 };
 
 /**
- * Claims DATA_DIR for this supervisor (`DATA_DIR/standalone.lock`, holding its process id), so that no two
+ * Whether a process of this host is a service of a pnpm start (its environment names one, as `ServiceProcess` starts
+ * it): a process id listed long ago may be another program's now. Without /proc, whether it runs.
+ */
+const runningService = (pid: number) => {
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !alive(pid)) return false;
+  try {
+    const environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
+    return environ.split('\0').some((entry) => entry.startsWith(`${CHILD_SERVICE_ENV}=`));
+  } catch {
+    return !existsSync('/proc/self');
+  }
+};
+
+/**
+ * A service of a supervisor killed with SIGKILL, still finishing its shutdown (its requests, its usage, its store
+ * closed): DATA_DIR/standalone.json, left behind, lists the services' process ids.
+ */
+function stoppingService(dataDir: string): number | undefined {
+  try {
+    const { pids } = JSON.parse(readFileSync(path.join(dataDir, 'standalone.json'), 'utf8')) as {
+      pids?: Record<string, unknown>;
+    };
+    return Object.values(pids ?? {}).find(
+      (pid): pid is number => typeof pid === 'number' && runningService(pid),
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a lock says: its holder's process id and host (absent in the format before the host was recorded). */
+function readLock(file: string): { pid: number; host: string | null; renewedAt: number } | null {
+  try {
+    const [pid, host] = readFileSync(file, 'utf8').split('\n');
+    return {
+      pid: Number.parseInt(pid ?? '', 10),
+      host: host?.trim() || null,
+      renewedAt: statSync(file).mtimeMs,
+    };
+  } catch {
+    return null; // removed meanwhile (its holder stopped, or another start took it over)
+  }
+}
+
+/**
+ * Claims DATA_DIR for this supervisor (`DATA_DIR/standalone.lock`, holding its process id and host), so that no two
  * platforms ever write the same store files (docs/decisions/0037) nor each other's `standalone.json`. A lock
- * left by a process that is gone (killed) is taken over; so is one naming this very process or its parent
- * (a container restarted with the same volume gets the same process ids). Returns the release.
+ * left by a process of this host that is gone (killed) is taken over; so is one naming this very process or its
+ * parent (a container restarted with the same volume gets the same process ids). A process id of another host (a
+ * shared volume, another container) says nothing here: its lock is taken over only once its holder, which renews it
+ * every RENEW_MS, has not for STALE_AFTER_MS. The services of a supervisor killed with SIGKILL finish their shutdown
+ * first (`stoppingService`). Returns the release.
  */
 export function lockDataDir(dataDir: string): () => void {
   const file = path.resolve(dataDir, 'standalone.lock');
+  const host = hostname();
   // a folder that cannot be written: each service names it and DATA_DIR when it opens its store
   const unlocked = () => undefined;
   try {
-    mkdirSync(dataDir, { recursive: true });
+    // owner-only, as the store makes it (collections and standalone.json hold secrets): made here first now
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   } catch {
     return unlocked;
   }
-  for (let attempt = 0; attempt < 2; attempt++) {
+  let seen: ReturnType<typeof readLock> = null;
+  for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      writeFileSync(file, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
-      return () => {
+      writeFileSync(file, `${process.pid}\n${host}\n`, { flag: 'wx', mode: 0o600 });
+      const renewal = setInterval(() => {
         try {
-          if (Number.parseInt(readFileSync(file, 'utf8'), 10) === process.pid) rmSync(file, { force: true });
+          const now = new Date();
+          utimesSync(file, now, now);
         } catch {
-          // already gone
+          // removed: nothing to renew
         }
+      }, RENEW_MS);
+      renewal.unref();
+      return () => {
+        clearInterval(renewal);
+        const lock = readLock(file);
+        if (lock?.pid === process.pid && (lock.host ?? host) === host) rmSync(file, { force: true });
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return unlocked;
-      const holder = Number.parseInt(readFileSync(file, 'utf8'), 10);
-      const ours = holder === process.pid || holder === process.ppid;
-      if (Number.isInteger(holder) && holder > 0 && !ours && alive(holder))
-        throw new DataDirInUseError(path.resolve(dataDir), holder);
+      seen = readLock(file);
+      if (!seen) continue;
+      const { pid: holder, host: holderHost } = seen;
+      if (holderHost && holderHost !== host) {
+        if (Date.now() - seen.renewedAt < STALE_AFTER_MS)
+          throw new DataDirInUseError(path.resolve(dataDir), holder, holderHost);
+      } else {
+        const ours = holder === process.pid || holder === process.ppid;
+        if (Number.isInteger(holder) && holder > 0 && !ours && alive(holder))
+          throw new DataDirInUseError(path.resolve(dataDir), holder);
+        const service = stoppingService(dataDir);
+        if (service !== undefined)
+          throw new DataDirInUseError(path.resolve(dataDir), service, undefined, true);
+      }
       rmSync(file, { force: true });
     }
   }
   // another start took the stale lock over at the same moment
-  throw new DataDirInUseError(path.resolve(dataDir), Number.parseInt(readFileSync(file, 'utf8'), 10));
+  const holder = readLock(file) ?? seen;
+  throw new DataDirInUseError(
+    path.resolve(dataDir),
+    holder?.pid ?? 0,
+    holder?.host && holder.host !== host ? holder.host : undefined,
+  );
 }

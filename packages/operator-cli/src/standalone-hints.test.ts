@@ -1,0 +1,69 @@
+import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { runCli } from './cli';
+
+/** What the CLI takes from DATA_DIR/standalone.json, against a stand-in for auth's internal API. */
+describe('operator CLI: DATA_DIR/standalone.json', () => {
+  let server: Server;
+  let authUrl: string;
+  let dir: string;
+  const seen: string[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers['x-internal-secret'] ?? ''}`);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ keys: [] }));
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    authUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => server.close());
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'cli-hints-'));
+    seen.length = 0;
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const run = async () => {
+    const lines: string[] = [];
+    const code = await runCli(
+      ['keys', 'list', '--json'],
+      { DATA_DIR: dir },
+      {
+        out: (line) => lines.push(line),
+        err: (line) => lines.push(line),
+      },
+    );
+    return { code, said: lines.join('\n') };
+  };
+
+  it('reads the file of a pnpm start from before standalone.lock (no baseUrl, no lock beside it)', async () => {
+    // a platform started before the update keeps running with its file: the CLI found it then
+    writeFileSync(
+      path.join(dir, 'standalone.json'),
+      JSON.stringify({
+        authUrl,
+        llmQuotaUrl: authUrl,
+        legacyAgentUrl: authUrl,
+        internalSecret: 'old-secret',
+      }),
+    );
+    expect(await run()).toEqual({ code: 0, said: JSON.stringify({ result: 'listed', data: [] }) });
+    expect(seen).toEqual([expect.stringMatching(/^GET \/internal\/signing-keys /)]);
+  });
+
+  it('ignores the file of a pnpm start that is gone (its lock held by no process)', async () => {
+    writeFileSync(path.join(dir, 'standalone.json'), JSON.stringify({ authUrl, internalSecret: 's' }));
+    writeFileSync(path.join(dir, 'standalone.lock'), `${spawnSync(process.execPath, ['-e', '']).pid}\n`);
+    const { code, said } = await run();
+    expect(code).toBe(2);
+    expect(said).toMatch(/AUTH_URL/);
+    expect(seen).toEqual([]);
+  });
+});
