@@ -92,4 +92,21 @@ describe('in-process bus', () => {
     await consumer.stop();
     await bus.close();
   });
+
+  it('says so, once, when it drops the oldest of more durable messages than it holds for a missing stream', async () => {
+    const bus = createInProcessBus();
+    const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      for (let i = 0; i < 10_002; i++)
+        await bus.publishDurable('analytics.llm.completion.dead', { reason: 'x', raw: String(i), at: 'now' });
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn.mock.calls[0]).toEqual([
+        expect.stringMatching(/^more than 10000 durable messages on analytics\.llm\.completion\.dead wait/),
+        'BusWarning',
+      ]);
+    } finally {
+      warn.mockRestore();
+      await bus.close();
+    }
+  }, 30_000);
 });

@@ -34,9 +34,20 @@ interface QueuedMessage {
 const WAITING_MAX = 10_000;
 
 const hold = (list: QueuedMessage[], message: QueuedMessage) => {
-  if (list.length >= WAITING_MAX) list.shift();
+  if (list.length >= WAITING_MAX) {
+    const dropped = list.shift()!;
+    // the publisher (the gateway's outbox) took it as delivered: say so, once per subject, where an operator looks
+    if (!warnedSubjects.has(dropped.subject)) {
+      warnedSubjects.add(dropped.subject);
+      process.emitWarning(
+        `more than ${WAITING_MAX} durable messages on ${dropped.subject} wait for a stream or its first consumer: the oldest are dropped`,
+        'BusWarning',
+      );
+    }
+  }
   list.push(message);
 };
+const warnedSubjects = new Set<string>();
 
 interface InProcessStream {
   options: StreamOptions;
