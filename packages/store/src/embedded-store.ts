@@ -13,6 +13,7 @@ import {
   type Filter,
   type FindOptions,
   type IndexSpec,
+  refuseUndefined,
   type Store,
   type Update,
   type UpdateOptions,
@@ -676,6 +677,7 @@ const RANGE_OPERATORS = ['$lt', '$lte', '$gt', '$gte'];
  * (NeDB's null equals only null: `{revokedAt: null}` missed documents without the field).
  */
 export function toNedbQuery(filter: Filter): Filter {
+  refuseUndefined(filter);
   const query = translateQuery(filter);
   if (!queryNamesInherited(filter)) return query;
   // NeDB reads a dotted path with `obj[part]`: `{'q.toString': {$exists: true}}` found every document with a `q`.

@@ -24,6 +24,7 @@ import {
   type Filter,
   type FindOptions,
   type IndexSpec,
+  refuseUndefined,
   type Store,
   type Update,
   type UpdateOptions,
@@ -193,10 +194,12 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
   }
 
   findOne(filter: Filter): Promise<T | null> {
+    refuseUndefined(filter);
     return this.run(async () => (await this.native.findOne(filter)) as unknown as T | null);
   }
 
   find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    refuseUndefined(filter);
     return this.run(async () => {
       let cursor = this.native.find(filter);
       if (options.sort) cursor = cursor.sort(options.sort);
@@ -207,10 +210,12 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
   }
 
   count(filter: Filter): Promise<number> {
+    refuseUndefined(filter);
     return this.run(() => this.native.countDocuments(filter));
   }
 
   updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    refuseUndefined(filter);
     return this.run(async () => {
       const r = await this.native.updateOne(filter, update as MongoDocument, {
         upsert: options.upsert ?? false,
@@ -224,6 +229,7 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
   }
 
   updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
+    refuseUndefined(filter);
     return this.run(async () => {
       const r = await this.native.updateMany(filter, update as MongoDocument);
       return { matched: r.matchedCount, modified: r.modifiedCount };
@@ -231,6 +237,7 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
   }
 
   findOneAndUpdate(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<T | null> {
+    refuseUndefined(filter);
     return this.run(
       async () =>
         (await this.native.findOneAndUpdate(filter, update as MongoDocument, {
@@ -241,10 +248,12 @@ class MongoCollectionAdapter<T extends Doc> implements Collection<T> {
   }
 
   deleteOne(filter: Filter): Promise<number> {
+    refuseUndefined(filter);
     return this.run(async () => (await this.native.deleteOne(filter)).deletedCount);
   }
 
   deleteMany(filter: Filter): Promise<number> {
+    refuseUndefined(filter);
     return this.run(async () => (await this.native.deleteMany(filter)).deletedCount);
   }
 }

@@ -113,3 +113,24 @@ export class DuplicateKeyError extends Error {
     this.name = 'DuplicateKeyError';
   }
 }
+
+/**
+ * Refuses a filter holding `undefined` anywhere (`{orgId: undefined}`, `{$in: [undefined]}`): the embedded engine
+ * matches nothing there, while MongoDB's driver sends it as `null`, which matches every document without the field
+ * (another organization's, say). The engines must not disagree on what a filter selects; such a filter is a bug of its
+ * caller, so it is a plain Error naming the path.
+ */
+export function refuseUndefined(filter: Filter): void {
+  const walk = (value: unknown, path: string): void => {
+    if (value === undefined) throw new Error(`undefined in a store filter at ${path || '(filter)'}`);
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) walk(value[i], `${path}.${i}`);
+    } else if (
+      value !== null &&
+      typeof value === 'object' &&
+      Object.getPrototypeOf(value) === Object.prototype
+    )
+      for (const [key, inner] of Object.entries(value)) walk(inner, path ? `${path}.${key}` : key);
+  };
+  walk(filter, '');
+}

@@ -150,6 +150,26 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect(await items.updateOne({ _id: 'none' }, { $set: { n: 1 } })).toMatchObject({ matched: 0 });
     });
 
+    it('refuses a filter holding undefined, on which the engines would disagree (nothing, or every document without it)', async () => {
+      await items.insertOne({ _id: 'a', group: 'g1', n: 1 });
+      await items.insertOne({ _id: 'b', group: 'g2', n: 2 });
+      for (const filter of [
+        { group: undefined },
+        { group: { $in: ['g1', undefined] } },
+        { $or: [{ n: undefined }] },
+      ]) {
+        await expect(items.find(filter)).rejects.toThrow(/^undefined in a store filter at /);
+        await expect(items.deleteMany(filter)).rejects.toThrow(/undefined in a store filter/);
+        await expect(items.updateOne(filter, { $set: { n: 9 } })).rejects.toThrow(
+          /undefined in a store filter/,
+        );
+      }
+      expect((await items.find({})).map((d) => [d._id, d.n]).sort()).toEqual([
+        ['a', 1],
+        ['b', 2],
+      ]);
+    });
+
     it('refuses to make a field inside a value that is not an object, keeping the document as it was', async () => {
       // NeDB skipped such a path and answered success: an acknowledged update that stored nothing
       await items.insertOne({ _id: 'a', group: 'g', n: 1, tags: ['x'], nested: { a: 1, b: 'text' } });
