@@ -184,7 +184,27 @@ export async function runCli(
   }
 }
 
-function parse(argv: string[]) {
+/** put in front of a value beginning with one dash while the arguments are parsed, and taken off after */
+const VALUE_MARK = '\u0000';
+
+/**
+ * The command line. The CLI's only short option is `-h`: any other word beginning with one dash is a value, such as a
+ * signing key's id (base64url, which may begin with `-`: `keys revoke -uDno…` was a usage error one time in 64).
+ */
+export function parse(argv: string[]) {
+  const marked = argv.map((arg) => (/^-[^-]/.test(arg) && arg !== '-h' ? VALUE_MARK + arg : arg));
+  const parsed = parseOptions(marked);
+  const unmark = (value: string) => (value.startsWith(VALUE_MARK) ? value.slice(1) : value);
+  const values = Object.fromEntries(
+    Object.entries(parsed.values).map(([name, value]) => [
+      name,
+      typeof value === 'string' ? unmark(value) : Array.isArray(value) ? value.map(unmark) : value,
+    ]),
+  ) as typeof parsed.values;
+  return { values, positionals: parsed.positionals.map(unmark) };
+}
+
+function parseOptions(argv: string[]) {
   return parseArgs({
     args: argv,
     allowPositionals: true,
@@ -219,7 +239,7 @@ function parse(argv: string[]) {
   });
 }
 
-type Values = ReturnType<typeof parse>['values'];
+type Values = ReturnType<typeof parseOptions>['values'];
 
 function dispatch(positionals: string[], values: Values, s: CliSettings): Promise<Outcome> {
   const [group, verb, ...args] = positionals;
