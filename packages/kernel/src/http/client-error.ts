@@ -28,15 +28,19 @@ function failureOf(code: string | undefined): AppError {
 }
 
 /**
- * What every answer written here carries besides its framing: the edge's fixed security headers (its
- * `security-headers.ts`, but HSTS, which depends on its configuration), since this answer never reaches it.
+ * The security headers on every answer of the edge, whatever its configuration (HSTS depends on it, so the edge adds
+ * that one itself): its own answers and proxied ones (`security-headers.ts`), and the answers written here, which
+ * never reach it.
  */
-const FIXED_HEADERS =
-  'x-content-type-options: nosniff\r\n' +
-  'x-frame-options: DENY\r\n' +
-  "content-security-policy: default-src 'none'; frame-ancestors 'none'; base-uri 'none'\r\n" +
-  'referrer-policy: no-referrer\r\n' +
-  'cache-control: no-store\r\n';
+export const FIXED_SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ['x-content-type-options', 'nosniff'],
+  ['x-frame-options', 'DENY'],
+  ['content-security-policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"],
+  ['referrer-policy', 'no-referrer'],
+  ['cache-control', 'no-store'],
+];
+
+const FIXED_HEADERS = FIXED_SECURITY_HEADERS.map(([name, value]) => `${name}: ${value}\r\n`).join('');
 
 /** The socket's answer in progress, as Node's server notes it (none between a keep-alive connection's requests). */
 type ServerSocket = Duplex & { _httpMessage?: { headersSent?: boolean } | null };

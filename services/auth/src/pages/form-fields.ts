@@ -1,3 +1,5 @@
+import { NOT_TEXT } from '../routes/common';
+
 /**
  * A form field as text: a string cut to `max` UTF-16 units, never between the two halves of a surrogate pair (a cut
  * there would leave a lone surrogate, not text); anything else is ''. Passwords are read this way too: nothing of
@@ -15,6 +17,4 @@ export function formText(value: unknown, max = 256): string {
  * (as the API's `displayName` refuses them), trimmed.
  */
 export const formName = (value: unknown, max: number): string =>
-  formText(value, max)
-    .replace(/[\p{Cc}\p{Cs}]/gu, '')
-    .trim();
+  formText(value, max).replace(new RegExp(NOT_TEXT.source, 'gu'), '').trim();

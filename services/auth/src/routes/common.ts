@@ -5,7 +5,7 @@ import { z } from 'zod';
 export const IsoDateTime = z.iso.datetime({ offset: true });
 
 /** a control character (C0, DEL, C1), or half of a surrogate pair without its other half (`u`: pairs are one) */
-const NOT_TEXT = /[\p{Cc}\p{Cs}]/u;
+export const NOT_TEXT = /[\p{Cc}\p{Cs}]/u;
 
 /**
  * A name a person gives and reads back (organizations, workspaces, tokens, keys, people): trimmed, 1 to `max`

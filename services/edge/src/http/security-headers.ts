@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { FIXED_SECURITY_HEADERS } from '@platform/kernel';
 
 /**
  * Headers on every answer of the edge (its own errors and proxied answers alike). An upstream that
@@ -6,14 +7,6 @@ import type { ServerResponse } from 'node:http';
  * the proxy replaces the edge's value with the service's. `Cache-Control: no-store` is the default
  * because API answers carry identities and secrets; JWKS and OpenAPI documents say otherwise.
  */
-const ALWAYS: Array<[string, string]> = [
-  ['x-content-type-options', 'nosniff'],
-  ['x-frame-options', 'DENY'],
-  ['content-security-policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"],
-  ['referrer-policy', 'no-referrer'],
-  ['cache-control', 'no-store'],
-];
-
 export interface SecurityHeaders {
   /** sets the headers; HSTS only when the client came over TLS (the edge's own, or a trusted proxy's) */
   apply(res: ServerResponse, https: boolean): void;
@@ -24,7 +17,7 @@ export function createSecurityHeaders(options: { hstsMaxAgeSeconds: number }): S
     options.hstsMaxAgeSeconds > 0 ? `max-age=${options.hstsMaxAgeSeconds}; includeSubDomains` : null;
   return {
     apply(res, https) {
-      for (const [name, value] of ALWAYS) res.setHeader(name, value);
+      for (const [name, value] of FIXED_SECURITY_HEADERS) res.setHeader(name, value);
       if (https && hsts) res.setHeader('strict-transport-security', hsts);
     },
   };
