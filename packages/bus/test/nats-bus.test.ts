@@ -14,6 +14,24 @@ const completion = (id: string): LlmCompletionEvent => ({
   cost: 0.01,
 });
 
+/** A durable consumer of the completions on `stream` that hands each one's id to `seen`. */
+const consumeIds = (bus: Bus, stream: string, durable: string, seen: (id: string) => void) =>
+  bus.consumeDurable({
+    stream,
+    durable,
+    filterSubject: 'analytics.llm.completion',
+    handler: async (m: DurableMessage) => {
+      seen((JSON.parse(m.data) as LlmCompletionEvent).id);
+    },
+  });
+
+/** true once `promise` resolves, false if it rejects: for waiting until a call succeeds */
+const succeeds = (promise: Promise<unknown>) =>
+  promise.then(
+    () => true,
+    () => false,
+  );
+
 describeWithNats('NATS bus on a real nats-server', () => {
   let server: NatsServerHandle;
   const buses: Bus[] = [];
@@ -22,11 +40,35 @@ describeWithNats('NATS bus on a real nats-server', () => {
     buses.push(bus);
     return bus;
   };
+  /** a bus that keeps what it reports to `onError` in `errors` (made while the server is away, in these tests) */
+  const openKeepingErrors = async (name: string) => {
+    const errors: string[] = [];
+    const bus = await createNatsBus({
+      url: server.url,
+      name,
+      onError: (_err, context) => errors.push(context),
+    });
+    buses.push(bus);
+    return { bus, errors };
+  };
+  /** a plain nats.js connection beside the buses, to watch or administer the server */
+  const connectPlainly = () => connect({ servers: server.url.replace(/^nats:\/\//, '') });
+  // a test that stops the server may leave it stopped: it comes back before the next test
+  let serverAway = false;
+  const stopServer = async () => {
+    await server.stop();
+    serverAway = true;
+  };
+  const startServer = async () => {
+    await server.start();
+    serverAway = false;
+  };
 
   beforeAll(async () => {
     server = await startNatsServer();
   });
   afterEach(async () => {
+    if (serverAway) await startServer();
     await Promise.all(buses.splice(0).map((b) => b.close()));
   });
   afterAll(async () => {
@@ -55,21 +97,14 @@ describeWithNats('NATS bus on a real nats-server', () => {
 
     const consumerBus = await open('consumer');
     const got: string[] = [];
-    const consumer = await consumerBus.consumeDurable({
-      stream: 'TEST1',
-      durable: 'test-consumer',
-      filterSubject: 'analytics.llm.completion',
-      handler: async (m) => {
-        got.push((JSON.parse(m.data) as LlmCompletionEvent).id);
-      },
-    });
+    const consumer = await consumeIds(consumerBus, 'TEST1', 'test-consumer', (id) => got.push(id));
     await waitFor(() => got.length >= 2);
     expect(got).toEqual(['e1', 'e2']);
     await consumer.stop();
   });
 
   it('receives the answers to its requests on its own inbox, _INBOX.<its name>, whatever the name holds', async () => {
-    const watcher = await connect({ servers: server.url.replace(/^nats:\/\//, '') });
+    const watcher = await connectPlainly();
     const inboxes: string[] = [];
     watcher.subscribe('_INBOX.>', { callback: (_err, m) => inboxes.push(m.subject) });
     await watcher.flush();
@@ -110,15 +145,7 @@ describeWithNats('NATS bus on a real nats-server', () => {
     await producer.ensureStream({ name: 'TEST1', subjects: ['analytics.>'] });
     const consumerBus = await open('restarting');
     const got = new Set<string>();
-    const consume = () =>
-      consumerBus.consumeDurable({
-        stream: 'TEST1',
-        durable: 'restarting',
-        filterSubject: 'analytics.llm.completion',
-        handler: async (m) => {
-          got.add((JSON.parse(m.data) as LlmCompletionEvent).id);
-        },
-      });
+    const consume = () => consumeIds(consumerBus, 'TEST1', 'restarting', (id) => got.add(id));
     await (await consume()).stop(); // the durable consumer exists: later rounds only see what they publish
     got.clear();
     // a rolling restart, eight times: stop, events arrive from another connection at once, start again
@@ -141,176 +168,110 @@ describeWithNats('NATS bus on a real nats-server', () => {
   });
 
   it('starts while the server is away, and once it is there makes the streams, subscriptions, consumers and publications that waited', async () => {
-    await server.stop();
-    let restarted = false;
-    try {
-      const errors: string[] = [];
-      const early = await createNatsBus({
-        url: server.url,
-        name: 'early',
-        onError: (_err, context) => errors.push(context),
-      });
-      buses.push(early);
-      expect(errors).toEqual([expect.stringContaining('retrying in the background')]);
-      await expect(early.ping()).rejects.toThrow('NATS is not connected yet');
-      await expect(
-        early.publishDurable('analytics.llm.completion', completion('refused'), 'refused'),
-      ).rejects.toThrow('NATS is not connected yet');
-      let reconnects = 0;
-      early.onReconnect(() => reconnects++);
-      await early.ensureStream({ name: 'TEST1', subjects: ['analytics.>'] });
-      const seen: unknown[] = [];
-      early.subscribe('gateway.jwks.updated', (payload) => void seen.push(payload));
-      const durable: string[] = [];
-      const consumer = await early.consumeDurable({
-        stream: 'TEST1',
-        durable: 'early',
-        filterSubject: 'analytics.llm.completion',
-        handler: async (m: DurableMessage) => void durable.push(JSON.parse(m.data).id),
-      });
-      // a publication made while away goes out once connected; this bus hears it on its own subscription
-      const jwks = { version: 1 as const, created: ['k-early'], deleted: [], at: '2026-11-26T00:00:00Z' };
-      await early.publish('gateway.jwks.updated', jwks);
+    await stopServer();
+    const { bus: early, errors } = await openKeepingErrors('early');
+    expect(errors).toEqual([expect.stringContaining('retrying in the background')]);
+    await expect(early.ping()).rejects.toThrow('NATS is not connected yet');
+    await expect(
+      early.publishDurable('analytics.llm.completion', completion('refused'), 'refused'),
+    ).rejects.toThrow('NATS is not connected yet');
+    let reconnects = 0;
+    early.onReconnect(() => reconnects++);
+    await early.ensureStream({ name: 'TEST1', subjects: ['analytics.>'] });
+    const seen: unknown[] = [];
+    early.subscribe('gateway.jwks.updated', (payload) => void seen.push(payload));
+    const durable: string[] = [];
+    const consumer = await consumeIds(early, 'TEST1', 'early', (id) => durable.push(id));
+    // a publication made while away goes out once connected; this bus hears it on its own subscription
+    const jwks = { version: 1 as const, created: ['k-early'], deleted: [], at: '2026-11-26T00:00:00Z' };
+    await early.publish('gateway.jwks.updated', jwks);
 
-      await server.start();
-      restarted = true;
-      await waitFor(
-        async () =>
-          early.ping().then(
-            () => true,
-            () => false,
-          ),
-        { timeoutMs: 15_000, what: 'connected' },
-      );
-      expect(reconnects).toBe(1);
-      await waitFor(() => seen.length === 1, { what: 'the publication that waited' });
-      expect(seen).toEqual([jwks]);
-      const producer = await open('early-producer');
-      await producer.publishDurable('analytics.llm.completion', completion('after'), 'after');
-      await waitFor(() => durable.includes('after'), { what: 'the consumer made once connected' });
-      expect(durable).not.toContain('refused');
-      await consumer.stop();
-    } finally {
-      if (!restarted) await server.start();
-    }
+    await startServer();
+    await waitFor(() => succeeds(early.ping()), { timeoutMs: 15_000, what: 'connected' });
+    expect(reconnects).toBe(1);
+    await waitFor(() => seen.length === 1, { what: 'the publication that waited' });
+    expect(seen).toEqual([jwks]);
+    const producer = await open('early-producer');
+    await producer.publishDurable('analytics.llm.completion', completion('after'), 'after');
+    await waitFor(() => durable.includes('after'), { what: 'the consumer made once connected' });
+    expect(durable).not.toContain('refused');
+    await consumer.stop();
   });
 
   it('a reconnect listener that throws is reported, and neither doubles the connection nor silences later reconnections', async () => {
-    await server.stop();
-    let restarted = false;
-    try {
-      const errors: string[] = [];
-      const bus = await createNatsBus({
-        url: server.url,
-        name: 'throwing-listener',
-        onError: (_err, context) => errors.push(context),
-      });
-      buses.push(bus);
-      bus.onReconnect(() => {
-        throw new Error('a listener fails');
-      });
-      let reconnects = 0;
-      bus.onReconnect(() => reconnects++);
-      const seen: unknown[] = [];
-      bus.subscribe('gateway.jwks.updated', (payload) => void seen.push(payload));
-      await server.start();
-      restarted = true;
-      await waitFor(() => reconnects === 1, { timeoutMs: 15_000, what: 'connected' });
-      const other = await open('throwing-listener-peer');
-      const jwks = { version: 1 as const, created: ['k-once'], deleted: [], at: '2026-11-28T00:00:00Z' };
-      await other.publish('gateway.jwks.updated', jwks);
-      await waitFor(() => seen.length > 0, { what: 'the publication' });
-      // one more message through the same connection: it comes after any second copy of the first
-      await other.publish('gateway.jwks.updated', { ...jwks, created: ['k-next'] });
-      await waitFor(() => seen.some((p) => (p as typeof jwks).created[0] === 'k-next'), {
-        what: 'the next one',
-      });
-      expect(seen.map((p) => (p as typeof jwks).created[0])).toEqual(['k-once', 'k-next']);
-      expect(errors.some((e) => e.includes('reconnect listener'))).toBe(true);
-      await server.stop();
-      await server.start();
-      await waitFor(() => reconnects === 2, { timeoutMs: 15_000, what: 'the second reconnection' });
-    } finally {
-      if (!restarted) await server.start();
-    }
+    await stopServer();
+    const { bus, errors } = await openKeepingErrors('throwing-listener');
+    bus.onReconnect(() => {
+      throw new Error('a listener fails');
+    });
+    let reconnects = 0;
+    bus.onReconnect(() => reconnects++);
+    const seen: unknown[] = [];
+    bus.subscribe('gateway.jwks.updated', (payload) => void seen.push(payload));
+    await startServer();
+    await waitFor(() => reconnects === 1, { timeoutMs: 15_000, what: 'connected' });
+    const other = await open('throwing-listener-peer');
+    const jwks = { version: 1 as const, created: ['k-once'], deleted: [], at: '2026-11-28T00:00:00Z' };
+    await other.publish('gateway.jwks.updated', jwks);
+    await waitFor(() => seen.length > 0, { what: 'the publication' });
+    // one more message through the same connection: it comes after any second copy of the first
+    await other.publish('gateway.jwks.updated', { ...jwks, created: ['k-next'] });
+    await waitFor(() => seen.some((p) => (p as typeof jwks).created[0] === 'k-next'), {
+      what: 'the next one',
+    });
+    expect(seen.map((p) => (p as typeof jwks).created[0])).toEqual(['k-once', 'k-next']);
+    expect(errors.some((e) => e.includes('reconnect listener'))).toBe(true);
+    await stopServer();
+    await startServer();
+    await waitFor(() => reconnects === 2, { timeoutMs: 15_000, what: 'the second reconnection' });
   });
 
   it('a bus closed before the server came stops trying, and its waiting consumer stops at once', async () => {
-    await server.stop();
-    try {
-      const bus = await createNatsBus({ url: server.url, name: 'never' });
-      const consumer = await bus.consumeDurable({
-        stream: 'TEST1',
-        durable: 'never',
-        filterSubject: 'analytics.llm.completion',
-        handler: async () => undefined,
-      });
-      await bus.close();
-      await consumer.stop();
-      await expect(bus.ping()).rejects.toThrow('NATS is not connected yet');
-    } finally {
-      await server.start();
-    }
+    await stopServer();
+    const bus = await createNatsBus({ url: server.url, name: 'never' });
+    const consumer = await consumeIds(bus, 'TEST1', 'never', () => undefined);
+    await bus.close();
+    await consumer.stop();
+    await expect(bus.ping()).rejects.toThrow('NATS is not connected yet');
   });
 
   it('tells listeners when the connection comes back after the server restarts', async () => {
     const bus = await open('reconnect');
     let reconnects = 0;
     bus.onReconnect(() => reconnects++);
-    await server.stop();
-    await server.start();
+    await stopServer();
+    await startServer();
     await waitFor(() => reconnects > 0, { timeoutMs: 10_000, what: 'reconnect' });
     await expect(bus.ping()).resolves.toBeUndefined();
   });
 
   it('a consumer made while the server was away, whose stream could not be made at first, starts once it can', async () => {
     // a stream taking the same subjects keeps the stream below from being made at first (run last: TEST1 goes)
-    const admin = await connect({ servers: server.url.replace(/^nats:\/\//, '') });
+    const admin = await connectPlainly();
     const jsm = await admin.jetstreamManager();
     await jsm.streams.delete('TEST1').catch(() => undefined);
     await jsm.streams.add({ name: 'BLOCKER', subjects: ['analytics.>'] });
     await admin.close();
-    await server.stop();
-    let restarted = false;
-    try {
-      const errors: string[] = [];
-      const early = await createNatsBus({
-        url: server.url,
-        name: 'early-refused',
-        onError: (_err, context) => errors.push(context),
-      });
-      buses.push(early);
-      await early.ensureStream({ name: 'LATE_STREAM', subjects: ['analytics.llm.completion'] });
-      const got: string[] = [];
-      const consumer = await early.consumeDurable({
-        stream: 'LATE_STREAM',
-        durable: 'late',
-        filterSubject: 'analytics.llm.completion',
-        handler: async (m: DurableMessage) => void got.push(JSON.parse(m.data).id),
-      });
-      await server.start();
-      restarted = true;
-      await waitFor(() => errors.some((e) => e.includes('LATE_STREAM')), { what: 'the refused stream' });
-      // what refused it goes away
-      const again = await connect({ servers: server.url.replace(/^nats:\/\//, '') });
-      await (await again.jetstreamManager()).streams.delete('BLOCKER');
-      await again.close();
-      const producer = await open('late-producer');
-      await waitFor(
-        () =>
-          producer.publishDurable('analytics.llm.completion', completion('late-1'), 'late-1').then(
-            () => true,
-            () => false,
-          ),
-        { timeoutMs: 15_000, what: 'the stream made at last' },
-      );
-      await waitFor(() => got.includes('late-1'), {
-        timeoutMs: 15_000,
-        what: 'the consumer started at last',
-      });
-      await consumer.stop();
-    } finally {
-      if (!restarted) await server.start();
-    }
+    await stopServer();
+    const { bus: early, errors } = await openKeepingErrors('early-refused');
+    await early.ensureStream({ name: 'LATE_STREAM', subjects: ['analytics.llm.completion'] });
+    const got: string[] = [];
+    const consumer = await consumeIds(early, 'LATE_STREAM', 'late', (id) => got.push(id));
+    await startServer();
+    await waitFor(() => errors.some((e) => e.includes('LATE_STREAM')), { what: 'the refused stream' });
+    // what refused it goes away
+    const again = await connectPlainly();
+    await (await again.jetstreamManager()).streams.delete('BLOCKER');
+    await again.close();
+    const producer = await open('late-producer');
+    await waitFor(
+      () => succeeds(producer.publishDurable('analytics.llm.completion', completion('late-1'), 'late-1')),
+      { timeoutMs: 15_000, what: 'the stream made at last' },
+    );
+    await waitFor(() => got.includes('late-1'), {
+      timeoutMs: 15_000,
+      what: 'the consumer started at last',
+    });
+    await consumer.stop();
   });
 });

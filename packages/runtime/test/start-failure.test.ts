@@ -64,28 +64,7 @@ describe('a service that fails while starting', () => {
     const data = tempDir('runtime-start-failure-');
     mkdirSync(path.join(data.dir, 'signing-keys.secret'));
     try {
-      const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/auth/src/main.ts'], {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH,
-          PLATFORM_INTERNAL_SECRET: 'a-test-secret-of-at-least-32-characters!!',
-          DATA_DIR: data.dir,
-          PORT: '0',
-          ADMIN_PORT: '0',
-          HOST: '127.0.0.1',
-          ADMIN_HOST: '127.0.0.1',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout!.on('data', (d: Buffer) => {
-        stdout += d.toString();
-      });
-      child.stderr!.on('data', (d: Buffer) => {
-        stderr += d.toString();
-      });
-      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      const { code, stdout, stderr } = await runUntilExit('auth', { DATA_DIR: data.dir });
       expect(code).toBe(1);
       expect(stderr.replace(/^.*oidc-provider WARNING.*\n/m, '')).toBe('');
       const fatal = stdout

@@ -8,7 +8,7 @@ import { ORPHAN_BLOB_GRACE_MS } from '../src/domain/orphan-blobs';
 import type { NluModel, NluTrainingSet } from '../src/domain/understanding';
 import type { ModelDoc } from '../src/persistence/collections';
 import { accountWithBot, type Bot, client, dev, trained, utterance } from './support/fixtures';
-import { startLegacyApp } from './support/legacy-app';
+import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 import { ManualTimers } from './support/manual-timers';
 import { ScriptedNlu } from './support/scripted-nlu';
 
@@ -18,168 +18,163 @@ const intent = (name: string, ...sentences: string[]) => ({
   conditionalResponses: { en: { default: { default: [{ type: 'text', text: [`${name} answer`] }] } } },
 });
 
+/** Adds intent `name`, said as `sentences`, to the assistant (POST /v1/intents as its developer). */
+const addIntent = (app: LegacyTestApp, bot: Bot, name: string, ...sentences: string[]) =>
+  app.http
+    .post('/v1/intents')
+    .set(dev(bot))
+    .send(intent(name, ...sentences))
+    .expect(200);
+
+/** The intent the assistant answers `text` with (POST /v1/Messages as its client). */
+const topIntent = async (app: LegacyTestApp, bot: Bot, text: string) =>
+  (
+    await app.http
+      .post('/v1/Messages')
+      .set(client(bot))
+      .send({ userId: 'u', platform: 'web', text })
+      .expect(200)
+  ).body.intents[0] as { name: string; isFallback: boolean };
+
 describe('legacy models: retraining without blocking Messages', () => {
-  it('keeps answering with the previous model until the new one is ready', async () => {
-    const nlu = new ScriptedNlu();
-    const app = await startLegacyApp({ nlu });
-    try {
-      const { bot } = await accountWithBot(app.http);
-      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
-      await trained(app.http, bot);
-      nlu.hold();
-      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Weather', 'weather today')).expect(200);
-      const during = await app.http
-        .post('/v1/Messages')
-        .set(client(bot))
-        .send({ userId: 'u', platform: 'web', text: 'hello there' })
-        .expect(200);
-      expect(during.body.intents[0].name).toBe('Greet');
-      const unknownYet = await app.http
-        .post('/v1/Messages')
-        .set(client(bot))
-        .send({ userId: 'u', platform: 'web', text: 'weather today' })
-        .expect(200);
-      expect(unknownYet.body.intents[0].isFallback).toBe(true);
-      expect((await app.http.get('/v1/bots').set(dev(bot))).body.training.upToDate).toBe(false);
-      nlu.release();
-      await trained(app.http, bot);
-      const after = await app.http
-        .post('/v1/Messages')
-        .set(client(bot))
-        .send({ userId: 'u', platform: 'web', text: 'weather today' })
-        .expect(200);
-      expect(after.body.intents[0].name).toBe('Weather');
-    } finally {
-      nlu.release();
+  const started: Array<{ app: LegacyTestApp; nlu: ScriptedNlu }> = [];
+  /** The app on `nlu` with one new assistant (in `languages`, else English), closed after the test. */
+  const appWithAssistant = async (
+    nlu: ScriptedNlu,
+    options: {
+      env?: Record<string, string>;
+      timers?: ManualTimers;
+      clock?: ManualClock;
+      languages?: string[];
+    } = {},
+  ) => {
+    const { languages, ...appOptions } = options;
+    const app = await startLegacyApp({ ...appOptions, nlu });
+    started.push({ app, nlu });
+    const { bot } = await accountWithBot(app.http, languages ? { languages } : {});
+    return { app, bot };
+  };
+  afterEach(async () => {
+    for (const { app, nlu } of started.splice(0)) {
+      nlu.release(); // a training the test still holds ends before the app closes
       await app.close();
     }
+  });
+
+  it('keeps answering with the previous model until the new one is ready', async () => {
+    const nlu = new ScriptedNlu();
+    const { app, bot } = await appWithAssistant(nlu);
+    await addIntent(app, bot, 'Greet', 'hello there');
+    await trained(app.http, bot);
+    nlu.hold();
+    await addIntent(app, bot, 'Weather', 'weather today');
+    expect((await topIntent(app, bot, 'hello there')).name).toBe('Greet');
+    expect((await topIntent(app, bot, 'weather today')).isFallback).toBe(true);
+    expect((await app.http.get('/v1/bots').set(dev(bot))).body.training.upToDate).toBe(false);
+    nlu.release();
+    await trained(app.http, bot);
+    expect((await topIntent(app, bot, 'weather today')).name).toBe('Weather');
   });
 
   it('trains once for a burst of changes, and only the languages that changed', async () => {
     const nlu = new ScriptedNlu();
     const timers = new ManualTimers();
-    const app = await startLegacyApp({
-      nlu,
+    const { app, bot } = await appWithAssistant(nlu, {
       timers,
       env: { LEGACY_RETRAIN_DEBOUNCE_MS: '300', LEGACY_RETRAIN_MAX_DELAY_MS: '10000' },
+      languages: ['en', 'fr'],
     });
-    try {
-      const { bot } = await accountWithBot(app.http, { languages: ['en', 'fr'] });
-      for (let i = 0; i < 8; i++) {
-        await app.http
-          .post('/v1/intents')
-          .set(dev(bot))
-          .send({
-            name: `I${i}`,
-            utterances: { en: [utterance(`sentence ${i}`)], fr: [utterance(`phrase ${i}`)] },
-          })
-          .expect(200);
-        timers.advance(299); // each change inside the quiet time restarts it
-      }
-      expect(nlu.trainings).toHaveLength(0);
-      timers.advance(1);
-      await trained(app.http, bot);
-      expect(nlu.trainings.map((s) => s.lang).sort()).toEqual(['en', 'fr']);
-      expect(nlu.trainings[0]!.intents).toHaveLength(8);
-
-      const list = (await app.http.get('/v1/intents').set(dev(bot)).expect(200)).body;
+    for (let i = 0; i < 8; i++) {
       await app.http
-        .post(`/v1/intents/${list[0].id}`)
+        .post('/v1/intents')
         .set(dev(bot))
-        .send({ utterances: { en: list[0].utterances.en, fr: [utterance('une autre phrase')] } })
+        .send({
+          name: `I${i}`,
+          utterances: { en: [utterance(`sentence ${i}`)], fr: [utterance(`phrase ${i}`)] },
+        })
         .expect(200);
-      timers.advance(300);
-      await trained(app.http, bot);
-      expect(nlu.trainings.map((s) => s.lang)).toEqual([expect.any(String), expect.any(String), 'fr']);
-    } finally {
-      await app.close();
+      timers.advance(299); // each change inside the quiet time restarts it
     }
+    expect(nlu.trainings).toHaveLength(0);
+    timers.advance(1);
+    await trained(app.http, bot);
+    expect(nlu.trainings.map((s) => s.lang).sort()).toEqual(['en', 'fr']);
+    expect(nlu.trainings[0]!.intents).toHaveLength(8);
+
+    const list = (await app.http.get('/v1/intents').set(dev(bot)).expect(200)).body;
+    await app.http
+      .post(`/v1/intents/${list[0].id}`)
+      .set(dev(bot))
+      .send({ utterances: { en: list[0].utterances.en, fr: [utterance('une autre phrase')] } })
+      .expect(200);
+    timers.advance(300);
+    await trained(app.http, bot);
+    expect(nlu.trainings.map((s) => s.lang)).toEqual([expect.any(String), expect.any(String), 'fr']);
   });
 
   it('never delays a long burst of changes past LEGACY_RETRAIN_MAX_DELAY_MS', async () => {
     const nlu = new ScriptedNlu();
     const timers = new ManualTimers();
-    const app = await startLegacyApp({
-      nlu,
+    const { app, bot } = await appWithAssistant(nlu, {
       timers,
       env: { LEGACY_RETRAIN_DEBOUNCE_MS: '300', LEGACY_RETRAIN_MAX_DELAY_MS: '1000' },
     });
-    try {
-      const { bot } = await accountWithBot(app.http);
-      for (let i = 0; i < 4; i++) {
-        await app.http
-          .post('/v1/intents')
-          .set(dev(bot))
-          .send(intent(`I${i}`, `sentence ${i}`))
-          .expect(200);
-        timers.advance(250);
-      }
-      // 1,000 ms after the first change, though the last one was 250 ms ago
-      await waitFor(() => nlu.trainings.length === 1, { what: 'training at the burst deadline' });
-    } finally {
-      await app.close();
+    for (let i = 0; i < 4; i++) {
+      await addIntent(app, bot, `I${i}`, `sentence ${i}`);
+      timers.advance(250);
     }
+    // 1,000 ms after the first change, though the last one was 250 ms ago
+    await waitFor(() => nlu.trainings.length === 1, { what: 'training at the burst deadline' });
   });
 
   it('refuses to train more than LEGACY_MAX_TRAINING_SENTENCES, says why in the status, and keeps the model', async () => {
     const nlu = new ScriptedNlu();
-    const app = await startLegacyApp({ nlu, env: { LEGACY_MAX_TRAINING_SENTENCES: '3' } });
-    try {
-      const { bot } = await accountWithBot(app.http);
-      const made = await app.http
-        .post('/v1/intents')
-        .set(dev(bot))
-        .send({ name: 'Small', utterances: { en: [utterance('one'), utterance('two')] } })
-        .expect(200);
-      await trained(app.http, bot);
-      expect(nlu.trainings).toHaveLength(1);
-      await app.http
-        .post(`/v1/intents/${made.body.id}`)
-        .set(dev(bot))
-        .send({ utterances: { en: ['one', 'two', 'three', 'four'].map(utterance) } })
-        .expect(200);
-      const status = await waitFor(
-        async () => {
-          const training = (await app.http.get('/v1/bots').set(dev(bot))).body.training;
-          return training.error ? training : null;
-        },
-        { what: 'the refusal in the status' },
-      );
-      expect(status.upToDate).toBe(false);
-      expect(status.error).toMatch(/^4 training sentences in en, more than the 3 a model is trained on/);
-      expect(nlu.trainings).toHaveLength(1);
-      expect(status.languages.en.hasModel).toBe(true);
-    } finally {
-      await app.close();
-    }
+    const { app, bot } = await appWithAssistant(nlu, { env: { LEGACY_MAX_TRAINING_SENTENCES: '3' } });
+    const made = await app.http
+      .post('/v1/intents')
+      .set(dev(bot))
+      .send({ name: 'Small', utterances: { en: [utterance('one'), utterance('two')] } })
+      .expect(200);
+    await trained(app.http, bot);
+    expect(nlu.trainings).toHaveLength(1);
+    await app.http
+      .post(`/v1/intents/${made.body.id}`)
+      .set(dev(bot))
+      .send({ utterances: { en: ['one', 'two', 'three', 'four'].map(utterance) } })
+      .expect(200);
+    const status = await waitFor(
+      async () => {
+        const training = (await app.http.get('/v1/bots').set(dev(bot))).body.training;
+        return training.error ? training : null;
+      },
+      { what: 'the refusal in the status' },
+    );
+    expect(status.upToDate).toBe(false);
+    expect(status.error).toMatch(/^4 training sentences in en, more than the 3 a model is trained on/);
+    expect(nlu.trainings).toHaveLength(1);
+    expect(status.languages.en.hasModel).toBe(true);
   });
 
   it('makes a message to a brand-new assistant wait for its first model', async () => {
     const nlu = new ScriptedNlu();
-    const app = await startLegacyApp({ nlu });
-    try {
-      const { bot } = await accountWithBot(app.http);
-      nlu.hold();
-      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
-      let answered = false;
-      const pending = app.http
-        .post('/v1/Messages')
-        .set(client(bot))
-        .send({ userId: 'u', platform: 'web', text: 'hello there' })
-        .then((res) => {
-          answered = true;
-          return res;
-        });
-      await waitFor(() => nlu.started === 1, { what: 'the first training to begin' });
-      expect(answered).toBe(false); // it cannot answer before the held training ends
-      nlu.release();
-      const res = await pending;
-      expect(res.status).toBe(200);
-      expect(res.body.intents[0]).toMatchObject({ name: 'Greet', isFallback: false });
-    } finally {
-      nlu.release();
-      await app.close();
-    }
+    const { app, bot } = await appWithAssistant(nlu);
+    nlu.hold();
+    await addIntent(app, bot, 'Greet', 'hello there');
+    let answered = false;
+    const pending = app.http
+      .post('/v1/Messages')
+      .set(client(bot))
+      .send({ userId: 'u', platform: 'web', text: 'hello there' })
+      .then((res) => {
+        answered = true;
+        return res;
+      });
+    await waitFor(() => nlu.started === 1, { what: 'the first training to begin' });
+    expect(answered).toBe(false); // it cannot answer before the held training ends
+    nlu.release();
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(res.body.intents[0]).toMatchObject({ name: 'Greet', isFallback: false });
   });
 
   it('starts no training for each message to an assistant whose training failed: the fallback answers', async () => {
@@ -191,29 +186,22 @@ describe('legacy models: retraining without blocking Messages', () => {
       }
     }
     const nlu = new FailingNlu();
-    const app = await startLegacyApp({ nlu });
-    try {
-      const { bot } = await accountWithBot(app.http);
-      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
-      await waitFor(async () => (await app.http.get('/v1/bots').set(dev(bot))).body.training.error !== null, {
-        what: 'the failed training in the status',
+    const { app, bot } = await appWithAssistant(nlu);
+    await addIntent(app, bot, 'Greet', 'hello there');
+    await waitFor(async () => (await app.http.get('/v1/bots').set(dev(bot))).body.training.error !== null, {
+      what: 'the failed training in the status',
+    });
+    expect(nlu.started).toBe(1);
+    for (let i = 0; i < 3; i++) {
+      expect(await topIntent(app, bot, 'hello there')).toMatchObject({
+        name: 'Default Fallback Intent',
+        isFallback: true,
       });
-      expect(nlu.started).toBe(1);
-      for (let i = 0; i < 3; i++) {
-        const res = await app.http
-          .post('/v1/Messages')
-          .set(client(bot))
-          .send({ userId: 'u', platform: 'web', text: 'hello there' })
-          .expect(200);
-        expect(res.body.intents[0]).toMatchObject({ name: 'Default Fallback Intent', isFallback: true });
-      }
-      expect(nlu.started).toBe(1);
-      // the next change trains again
-      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Bye', 'goodbye')).expect(200);
-      await waitFor(() => nlu.started === 2, { what: 'the training of the next change' });
-    } finally {
-      await app.close();
     }
+    expect(nlu.started).toBe(1);
+    // the next change trains again
+    await addIntent(app, bot, 'Bye', 'goodbye');
+    await waitFor(() => nlu.started === 2, { what: 'the training of the next change' });
   });
 
   it('starts no training from a message while the previous model answers after a failed training', async () => {
@@ -228,87 +216,62 @@ describe('legacy models: retraining without blocking Messages', () => {
     const nlu = new FlakyNlu();
     const timers = new ManualTimers();
     const clock = new ManualClock('2026-11-23T10:00:00Z');
-    const app = await startLegacyApp({ nlu, timers, clock, env: { LEGACY_RETRAIN_DEBOUNCE_MS: '10' } });
-    try {
-      const { bot } = await accountWithBot(app.http);
-      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
-      timers.advance(10);
-      await trained(app.http, bot);
-      nlu.failing = true;
-      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Bye', 'goodbye')).expect(200);
-      timers.advance(10);
-      await waitFor(async () => (await app.http.get('/v1/bots').set(dev(bot))).body.training.error !== null, {
-        what: 'the failed training in the status',
-      });
-      // long after the change, and past the once-a-second look at the store for a newer model
-      clock.advance(60_000);
-      await new Promise((resolve) => setTimeout(resolve, 1_100));
-      const res = await app.http
-        .post('/v1/Messages')
-        .set(client(bot))
-        .send({ userId: 'u', platform: 'web', text: 'hello there' })
-        .expect(200);
-      expect(res.body.intents[0].name).toBe('Greet');
-      expect(timers.pending).toBe(0);
-    } finally {
-      await app.close();
-    }
+    const { app, bot } = await appWithAssistant(nlu, {
+      timers,
+      clock,
+      env: { LEGACY_RETRAIN_DEBOUNCE_MS: '10' },
+    });
+    await addIntent(app, bot, 'Greet', 'hello there');
+    timers.advance(10);
+    await trained(app.http, bot);
+    nlu.failing = true;
+    await addIntent(app, bot, 'Bye', 'goodbye');
+    timers.advance(10);
+    await waitFor(async () => (await app.http.get('/v1/bots').set(dev(bot))).body.training.error !== null, {
+      what: 'the failed training in the status',
+    });
+    // long after the change, and past the once-a-second look at the store for a newer model
+    clock.advance(60_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect((await topIntent(app, bot, 'hello there')).name).toBe('Greet');
+    expect(timers.pending).toBe(0);
   });
 
   it('stops without waiting for a training under way, and stores nothing of it', async () => {
     const nlu = new ScriptedNlu();
-    const app = await startLegacyApp({ nlu });
-    try {
-      const { bot } = await accountWithBot(app.http);
-      nlu.hold();
-      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
-      await waitFor(() => nlu.started === 1, { what: 'the training to begin' });
-      // the training is held for good: a stop that waited for it would never end
-      await app.service.stop();
-      nlu.release();
-      expect(await app.store.collection('legacy_models').count({ assistantId: bot.id })).toBe(0);
-    } finally {
-      nlu.release();
-      await app.close();
-    }
+    const { app, bot } = await appWithAssistant(nlu);
+    nlu.hold();
+    await addIntent(app, bot, 'Greet', 'hello there');
+    await waitFor(() => nlu.started === 1, { what: 'the training to begin' });
+    // the training is held for good: a stop that waited for it would never end
+    await app.service.stop();
+    nlu.release();
+    expect(await app.store.collection('legacy_models').count({ assistantId: bot.id })).toBe(0);
   });
 
   it('answers the fallback when the first model takes longer than LEGACY_FIRST_MODEL_WAIT_MS', async () => {
     const nlu = new ScriptedNlu();
-    const app = await startLegacyApp({ nlu, env: { LEGACY_FIRST_MODEL_WAIT_MS: '50' } });
-    try {
-      const { bot } = await accountWithBot(app.http);
-      nlu.hold();
-      await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
-      const res = await app.http
-        .post('/v1/Messages')
-        .set(client(bot))
-        .send({ userId: 'u', platform: 'web', text: 'hello there' })
-        .expect(200);
-      expect(res.body.intents[0]).toMatchObject({ name: 'Default Fallback Intent', isFallback: true });
-    } finally {
-      nlu.release();
-      await app.close();
-    }
+    const { app, bot } = await appWithAssistant(nlu, { env: { LEGACY_FIRST_MODEL_WAIT_MS: '50' } });
+    nlu.hold();
+    await addIntent(app, bot, 'Greet', 'hello there');
+    expect(await topIntent(app, bot, 'hello there')).toMatchObject({
+      name: 'Default Fallback Intent',
+      isFallback: true,
+    });
   });
 
   it('keeps trained models across a restart, and retrains at start what fell behind', async () => {
     const first = new ScriptedNlu();
     const app = await startLegacyApp({ nlu: first });
     const { bot } = await accountWithBot(app.http);
-    await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+    await addIntent(app, bot, 'Greet', 'hello there');
     await trained(app.http, bot);
     await app.stop();
 
     const second = new ScriptedNlu();
     const again = await startLegacyApp({ nlu: second, dataDir: app.dataDir });
     try {
-      const res = await again.http
-        .post('/v1/Messages')
-        .set(client(bot))
-        .send({ userId: 'u', platform: 'web', text: 'hello there' })
-        .expect(200);
-      expect(res.body.intents[0].name).toBe('Greet');
+      expect((await topIntent(again, bot, 'hello there')).name).toBe('Greet');
       expect(second.trainings).toHaveLength(0);
       await again.stop();
 
@@ -324,12 +287,7 @@ describe('legacy models: retraining without blocking Messages', () => {
       try {
         await waitFor(() => third.trainings.length === 1, { what: 'retraining at start' });
         await trained(restarted.http, bot);
-        const res2 = await restarted.http
-          .post('/v1/Messages')
-          .set(client(bot))
-          .send({ userId: 'u', platform: 'web', text: 'good morning' })
-          .expect(200);
-        expect(res2.body.intents[0].name).toBe('Greet');
+        expect((await topIntent(restarted, bot, 'good morning')).name).toBe('Greet');
       } finally {
         await restarted.close();
       }
@@ -362,10 +320,10 @@ describe('legacy models: retraining without blocking Messages', () => {
   it('removes at start the models of an assistant whose removal was cut short', async () => {
     const app = await startLegacyApp({ nlu: new ScriptedNlu() });
     const { bot } = await accountWithBot(app.http);
-    await app.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+    await addIntent(app, bot, 'Greet', 'hello there');
     await trained(app.http, bot);
     const { bot: kept } = await accountWithBot(app.http);
-    await app.http.post('/v1/intents').set(dev(kept)).send(intent('Greet', 'hello there')).expect(200);
+    await addIntent(app, kept, 'Greet', 'hello there');
     await trained(app.http, kept);
     await app.stop();
 
@@ -382,12 +340,7 @@ describe('legacy models: retraining without blocking Messages', () => {
       // the other assistant's model stays, and answers
       expect(await models.count({ assistantId: kept.id })).toBe(1);
       expect(blobs.filter((id) => id.startsWith(`${kept.id}:`))).toHaveLength(1);
-      const res = await restarted.http
-        .post('/v1/Messages')
-        .set(client(kept))
-        .send({ userId: 'u', platform: 'web', text: 'hello there' })
-        .expect(200);
-      expect(res.body.intents[0].name).toBe('Greet');
+      expect((await topIntent(restarted, kept, 'hello there')).name).toBe('Greet');
     } finally {
       await restarted.close();
     }
@@ -395,30 +348,20 @@ describe('legacy models: retraining without blocking Messages', () => {
 });
 
 describe('legacy models: stored form (the real engine)', () => {
-  const asked = async (app: Awaited<ReturnType<typeof startLegacyApp>>, bot: Bot, text: string) =>
-    (
-      await app.http
-        .post('/v1/Messages')
-        .set(client(bot))
-        .send({ userId: 'u', platform: 'web', text })
-        .expect(200)
-    ).body.intents[0].name as string;
-
   it('stores the binary form as a file, loads it after a restart without retraining, and retrains what it cannot load', async () => {
     const app = await startLegacyApp();
     const { account, bot } = await accountWithBot(app.http);
-    await app.http
-      .post('/v1/intents')
-      .set(dev(bot))
-      .send(intent('Greet', 'hello there', 'good morning', 'hi friend'))
-      .expect(200);
-    await app.http
-      .post('/v1/intents')
-      .set(dev(bot))
-      .send(intent('Weather', 'will it rain today', 'what is the weather like', 'is it sunny outside'))
-      .expect(200);
+    await addIntent(app, bot, 'Greet', 'hello there', 'good morning', 'hi friend');
+    await addIntent(
+      app,
+      bot,
+      'Weather',
+      'will it rain today',
+      'what is the weather like',
+      'is it sunny outside',
+    );
     await trained(app.http, bot);
-    expect(await asked(app, bot, 'what about the weather')).toBe('Weather');
+    expect((await topIntent(app, bot, 'what about the weather')).name).toBe('Weather');
     const key = `${bot.id}:en`;
     const record = (await app.store.collection<ModelDoc>('legacy_models').findOne({ _id: key }))!;
     // chunks: 0 makes a version before blobs (after a rollback) retrain instead of answering without a model
@@ -431,8 +374,8 @@ describe('legacy models: stored form (the real engine)', () => {
     // after a restart: the stored model answers, nothing is retrained (trainedAt unchanged)
     const again = await startLegacyApp({ dataDir: app.dataDir });
     try {
-      expect(await asked(again, bot, 'hello there my friend')).toBe('Greet');
-      expect(await asked(again, bot, 'what about the weather')).toBe('Weather');
+      expect((await topIntent(again, bot, 'hello there my friend')).name).toBe('Greet');
+      expect((await topIntent(again, bot, 'what about the weather')).name).toBe('Weather');
       const after = await again.store.collection<ModelDoc>('legacy_models').findOne({ _id: key });
       expect(after!.trainedAt).toEqual(record.trainedAt);
     } finally {
@@ -443,7 +386,7 @@ describe('legacy models: stored form (the real engine)', () => {
     writeFileSync(file, 'not a model');
     const repaired = await startLegacyApp({ dataDir: app.dataDir });
     try {
-      expect(await asked(repaired, bot, 'what about the weather')).toBe('Weather');
+      expect((await topIntent(repaired, bot, 'what about the weather')).name).toBe('Weather');
       await waitFor(async () => readFileSync(file, 'utf8') !== 'not a model', {
         what: 'the damaged model retrained and stored',
       });
@@ -457,7 +400,7 @@ describe('legacy models: stored form (the real engine)', () => {
     rmSync(file);
     const refilled = await startLegacyApp({ dataDir: app.dataDir });
     try {
-      expect(await asked(refilled, bot, 'what about the weather')).toBe('Weather');
+      expect((await topIntent(refilled, bot, 'what about the weather')).name).toBe('Weather');
       await waitFor(async () => existsSync(file), { what: 'the missing model retrained and stored' });
     } finally {
       await refilled.stop();
@@ -495,7 +438,7 @@ describe('legacy models: stored form (the real engine)', () => {
         .collection<Record<string, unknown> & { _id: string }>('legacy_models')
         .findOne({ _id: key });
       expect(now).not.toHaveProperty('format');
-      expect(await asked(upgraded, bot, 'what about the weather')).toBe('Weather');
+      expect((await topIntent(upgraded, bot, 'what about the weather')).name).toBe('Weather');
     } finally {
       await upgraded.stop();
     }
@@ -515,7 +458,7 @@ describe('legacy models: stored form (the real engine)', () => {
       expect(existsSync(orphan)).toBe(false);
       expect(existsSync(fresh)).toBe(true);
       expect(existsSync(file)).toBe(true);
-      expect(await asked(swept, bot, 'what about the weather')).toBe('Weather');
+      expect((await topIntent(swept, bot, 'what about the weather')).name).toBe('Weather');
     } finally {
       await swept.stop();
     }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '@platform/testkit';
 import { toFile } from 'openai';
+import { SIM_IMAGE_MODEL, SIM_WHISPER_MODEL } from './media-fixtures';
 import { type GatewayWorld, gauge, minuteNow, modelEntry, startGatewayWorld } from './support';
 
 /** Debian's espeak-ng speaks a sentence to a real WAV; without it the audio tests skip loudly. */
@@ -27,18 +28,8 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
     w = await startGatewayWorld({
       env: { LLM_GATEWAY_AUDIO_MAX_BYTES: String(AUDIO_MAX_BYTES) },
       models: [
-        modelEntry(
-          'sim/image',
-          'image_generation',
-          { provider: 'sim', model: 'image-sim' },
-          { per_image: 0.04 },
-        ),
-        modelEntry(
-          'sim/whisper',
-          'audio_transcription',
-          { provider: 'sim', model: 'whisper-sim' },
-          { per_audio_minute: 0.006 },
-        ),
+        SIM_IMAGE_MODEL,
+        SIM_WHISPER_MODEL,
         modelEntry(
           'sim/tts',
           'audio_speech',

@@ -8,6 +8,7 @@ import {
 import { APIError, APIUserAbortError, toFile } from 'openai';
 import { mockEmbedding } from '../src/providers/mock/mock-model';
 import { silentWav } from '../src/routes/wav-fixture';
+import { SIM_IMAGE_MODEL, SIM_WHISPER_MODEL } from './media-fixtures';
 import { type GatewayWorld, gauge, minuteNow, modelEntry, startGatewayWorld } from './support';
 
 type Usage = Record<string, number>;
@@ -22,18 +23,8 @@ describe('the openai SDK on embeddings, rerank, images and transcriptions', () =
   beforeAll(async () => {
     w = await startGatewayWorld({
       models: [
-        modelEntry(
-          'sim/image',
-          'image_generation',
-          { provider: 'sim', model: 'image-sim' },
-          { per_image: 0.04 },
-        ),
-        modelEntry(
-          'sim/whisper',
-          'audio_transcription',
-          { provider: 'sim', model: 'whisper-sim' },
-          { per_audio_minute: 0.006 },
-        ),
+        SIM_IMAGE_MODEL,
+        SIM_WHISPER_MODEL,
         modelEntry(
           'mock/embeddings',
           'embeddings',
