@@ -38,6 +38,27 @@ describe('API keys through the edge', () => {
   });
   afterAll(() => p.stop());
 
+  /** an anonymous person made a member of keyco with `role`: their session and an `at:` token of theirs */
+  const person = async (role: string) => {
+    const user = (await api('POST', '/v2/login/anonymous', null)).body;
+    expect((await api('POST', '/v2/orgs/keyco/members', owner, { userId: user.userId, role })).status).toBe(
+      201,
+    );
+    const expiresAt = new Date(clock.now().getTime() + 86_400_000).toISOString();
+    const made = await api(
+      'POST',
+      '/v2/user/accessTokens',
+      { bearer: user.token },
+      { name: 'script', expiresAt },
+    );
+    expect(made.status).toBe(201);
+    return {
+      userId: user.userId as string,
+      session: { bearer: user.token },
+      token: { bearer: made.body.token },
+    };
+  };
+
   describe('workspace API keys', () => {
     const mint = async (rules: unknown, extra: Record<string, unknown> = {}) => {
       const res = await api('POST', `/v2/workspaces/${ws}/security/apikeys`, owner, {
@@ -117,6 +138,66 @@ describe('API keys through the edge', () => {
       expect((await api('GET', `/v2/workspaces/${ws}`, { apiKey: key.apiKey })).status).toBe(401);
     });
 
+    it('a key or an at: token revokes only keys within its own rights (403 PermissionEscalation); a session, any it may', async () => {
+      const manager = await mint([{ action: ['read', 'delete'], subject: 'apikey' }]);
+      const strong = await mint([{ action: 'delete', subject: 'workspace' }]);
+      const revoke = (key: { _id: string }, as: Credential) =>
+        api('DELETE', `/v2/workspaces/${ws}/security/apikeys/${key._id}`, as);
+
+      const refused = await revoke(strong, { apiKey: manager.apiKey });
+      expect(refused.status).toBe(403);
+      expect(refused.body).toMatchObject({
+        error: 'PermissionEscalation',
+        status: 403,
+        details: { rules: [{ action: 'delete', subject: 'workspace' }] },
+      });
+      expect(
+        (await api('GET', `/v2/workspaces/${ws}/security/apikeys`, owner)).body.map(
+          (k: { _id: string }) => k._id,
+        ),
+      ).toContain(strong._id);
+      const weaker = await mint([{ action: 'read', subject: 'apikey' }]);
+      expect((await revoke(weaker, { apiKey: manager.apiKey })).status).toBe(204);
+
+      // a workspace admin may revoke keys but not delete the workspace: their access token is held to that
+      const admin = await person('member');
+      expect(
+        (await api('PUT', `/v2/workspaces/${ws}/members/${admin.userId}`, owner, { role: 'admin' })).status,
+      ).toBe(201);
+      expect((await revoke(strong, admin.token)).body).toMatchObject({
+        error: 'PermissionEscalation',
+        status: 403,
+      });
+      expect((await revoke(strong, admin.session)).status).toBe(204);
+      expect((await revoke(manager, { apiKey: manager.apiKey })).status).toBe(204);
+    });
+
+    it('a key that manages members gives, changes or takes no role holding rights it lacks (403 PermissionEscalation)', async () => {
+      const reads = ['workspace', 'page', 'file', 'automation'].map((subject) => ({
+        action: 'read',
+        subject,
+      }));
+      const hr = await mint([{ action: 'manage', subject: 'member' }, ...reads]);
+      const as = { apiKey: hr.apiKey };
+      const someone = await person('member');
+      const put = (role: string) =>
+        api('PUT', `/v2/workspaces/${ws}/members/${someone.userId}`, as, { role });
+
+      const admin = await put('admin');
+      expect(admin.status).toBe(403);
+      expect(admin.body).toMatchObject({ error: 'PermissionEscalation', status: 403 });
+      expect((await put('viewer')).status).toBe(201);
+      // made an admin by the owner, they are neither demoted nor removed by the key
+      expect(
+        (await api('PUT', `/v2/workspaces/${ws}/members/${someone.userId}`, owner, { role: 'admin' })).status,
+      ).toBe(200);
+      expect((await put('viewer')).body).toMatchObject({ error: 'PermissionEscalation', status: 403 });
+      const removed = await api('DELETE', `/v2/workspaces/${ws}/members/${someone.userId}`, as);
+      expect(removed.body).toMatchObject({ error: 'PermissionEscalation', status: 403 });
+      const members = await api('GET', `/v2/workspaces/${ws}/members`, owner);
+      expect(members.body).toContainEqual(expect.objectContaining({ userId: someone.userId, role: 'admin' }));
+    });
+
     it('only workspace administrators mint keys', async () => {
       const member = (await api('POST', '/v2/login/anonymous', null)).body;
       await api('POST', '/v2/orgs/keyco/members', owner, { userId: member.userId, role: 'member' });
@@ -160,6 +241,37 @@ describe('API keys through the edge', () => {
     it('a project-restricted key is refused outside its project', async () => {
       const key = await mint({ permissions: ['members:read', 'models:read'], projectId: 'proj-1' });
       expect((await api('GET', '/v2/orgs/keyco/members', { apiKey: key.apiKey })).status).toBe(403);
+    });
+
+    it('a key or an at: token revokes only keys within its own permissions (403 PermissionEscalation); a session, any it may', async () => {
+      const manager = await mint({ permissions: ['apikeys:manage'] });
+      const strong = await mint({ permissions: ['apikeys:manage', 'members:manage'] });
+      const revoke = (key: { _id: string }, as: Credential) =>
+        api('DELETE', `/v2/orgs/keyco/apikeys/${key._id}`, as);
+
+      const refused = await revoke(strong, { apiKey: manager.apiKey });
+      expect(refused.status).toBe(403);
+      expect(refused.body).toMatchObject({
+        error: 'PermissionEscalation',
+        status: 403,
+        details: { permissions: ['members:manage'] },
+      });
+      const listed = await api('GET', '/v2/orgs/keyco/apikeys', owner);
+      expect(listed.body.map((k: { _id: string }) => k._id)).toContain(strong._id);
+      const same = await mint({ permissions: ['apikeys:manage'] });
+      expect((await revoke(same, { apiKey: manager.apiKey })).status).toBe(204);
+
+      // a member whose role manages keys only: their access token is held to it, their session is not
+      expect(
+        (await api('PUT', '/v2/orgs/keyco/roles/keymaster', owner, { permissions: ['apikeys:manage'] }))
+          .status,
+      ).toBe(201);
+      const keymaster = await person('keymaster');
+      expect((await revoke(strong, keymaster.token)).body).toMatchObject({
+        error: 'PermissionEscalation',
+        status: 403,
+      });
+      expect((await revoke(strong, keymaster.session)).status).toBe(204);
     });
 
     it('revoked: 401 at the edge', async () => {

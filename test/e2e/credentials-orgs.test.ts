@@ -18,13 +18,15 @@ function client(p: TestPlatform) {
     callJson(`${p.baseUrl}${path}`, method, { bearer: as?.token, body });
 }
 
+const ORG_LIMIT = 3;
+
 describe('organizations through the edge', () => {
   let p: TestPlatform;
   let api: ReturnType<typeof client>;
   const users = {} as Record<'owner' | 'member' | 'guest' | 'outsider', User>;
 
   beforeAll(async () => {
-    p = await startTestPlatform();
+    p = await startTestPlatform({ env: { ORGANIZATIONS_PER_USER_LIMIT: String(ORG_LIMIT) } });
     api = client(p);
     for (const name of ['owner', 'member', 'guest', 'outsider'] as const) {
       users[name] = (await api('POST', '/v2/login/anonymous', null)).body;
@@ -148,6 +150,40 @@ describe('organizations through the edge', () => {
     expect((await api('POST', '/v2/orgs', users.outsider, { slug: 'edge-org', name: 'Mine' })).status).toBe(
       409,
     );
+  });
+
+  it('an anonymous user creates organizations, at most ORGANIZATIONS_PER_USER_LIMIT even when creations race (409)', async () => {
+    const user = (await api('POST', '/v2/login/anonymous', null)).body as User;
+    const raced = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        api('POST', '/v2/orgs', user, { slug: `racer-${i}`, name: 'Racer' }),
+      ),
+    );
+    const made = raced.filter((r) => r.status === 201).length;
+    expect(made).toBeLessThanOrEqual(ORG_LIMIT);
+    for (const refused of raced.filter((r) => r.status !== 201)) {
+      expect(refused.body).toMatchObject({
+        error: 'TooManyOrganizations',
+        status: 409,
+        details: { limit: ORG_LIMIT },
+      });
+    }
+    // a refused creation keeps no organization and no slug: the places left are taken one by one, then no more
+    for (let i = made; i < ORG_LIMIT; i++) {
+      expect((await api('POST', '/v2/orgs', user, { slug: `settler-${i}`, name: 'Settler' })).status).toBe(
+        201,
+      );
+    }
+    const over = await api('POST', '/v2/orgs', user, { slug: 'one-too-many', name: 'Over' });
+    expect(over.status).toBe(409);
+    expect(over.body).toMatchObject({ error: 'TooManyOrganizations', status: 409 });
+    expect((await api('GET', '/v2/orgs', user)).body).toHaveLength(ORG_LIMIT);
+    expect((await api('GET', '/v2/orgs/one-too-many', users.outsider)).status).toBe(404);
+    // another user is not counted against: it takes a slug the refused racers let go
+    const freed = raced.findIndex((r) => r.status !== 201);
+    expect(
+      (await api('POST', '/v2/orgs', users.member, { slug: `racer-${freed}`, name: 'Mine' })).status,
+    ).toBe(201);
   });
 
   it('active organization: first membership, then the switch, then the path', async () => {

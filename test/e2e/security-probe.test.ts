@@ -68,7 +68,10 @@ describe('the platform against the issue 14 probe', () => {
   let member: string;
 
   beforeAll(async () => {
-    p = await startTestPlatform({ env: { PLATFORM_INTERNAL_SECRET: SECRET } });
+    // item 1 makes 1,000 organizations as one user, past the default ORGANIZATIONS_PER_USER_LIMIT
+    p = await startTestPlatform({
+      env: { PLATFORM_INTERNAL_SECRET: SECRET, ORGANIZATIONS_PER_USER_LIMIT: '1000' },
+    });
     session = (await callJson(`${p.baseUrl}/v2/login/anonymous`, 'POST')).body.token;
     browserSession = (await callJson(`${p.baseUrl}/v2/login/anonymous`, 'POST')).body.token;
   });

@@ -6,7 +6,7 @@ import { freePort } from '@platform/testkit';
 import Provider from 'oidc-provider';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
 import { callJson, startPlatformWithMail, type TestPlatform } from '../harness';
-import { BrowserAgent } from '../support/browser-agent';
+import { BrowserAgent, formFields } from '../support/browser-agent';
 
 /**
  * Single sign-on: a second oidc-provider plays a company's identity provider (its development login
@@ -161,6 +161,46 @@ describe('sign-in with an external OpenID Connect provider', () => {
     const { page } = await signInWithAcme('unverified-eve');
     expect(page.status).toBe(403);
     expect(page.text).toContain('did not confirm an email address');
+  });
+
+  it('an address an SSO sign-in made an account for takes no second account: API, page and anonymous sign-up are 409', async () => {
+    const { browser } = await signInWithAcme('henry');
+    const me = await fetch(`${base}/v2/me`, { headers: { cookie: cookieOf(browser) } });
+    const henry = (await me.json()) as { id: string; email: string };
+    expect(henry.email).toBe('henry@acme.example');
+    const email = ' Henry@ACME.example ';
+
+    const api = await callJson(`${base}/v2/signup`, 'POST', {
+      body: { email, password: 'a long password here' },
+    });
+    expect(api.status).toBe(409);
+    expect(api.body).toMatchObject({ error: 'SignupRefused', status: 409 });
+
+    const anonymous = await callJson(`${base}/v2/login/anonymous`, 'POST');
+    const upgrade = await callJson(`${base}/v2/signup`, 'POST', {
+      bearer: anonymous.body.token,
+      body: { email, password: 'a long password here' },
+    });
+    expect(upgrade.body).toMatchObject({ error: 'SignupRefused', status: 409 });
+    const stillAnonymous = await callJson(`${base}/v2/me`, 'GET', { bearer: anonymous.body.token });
+    expect(stillAnonymous.body).toMatchObject({ anonymous: true, email: null });
+
+    const visitor = new BrowserAgent(base);
+    const form = await visitor.go('/account/signup');
+    const page = await visitor.go('/account/signup', {
+      method: 'POST',
+      form: { ...formFields(form.text, '/account/signup'), email, password: 'a long password here' },
+    });
+    expect(page.status).toBe(409);
+    expect(page.text).toContain('An account cannot be created with this email');
+    // nor can the address sign in with a password it never had
+    const login = await callJson(`${base}/v2/login`, 'POST', {
+      body: { email, password: 'a long password here' },
+    });
+    expect(login.status).toBe(401);
+    const again = await signInWithAcme('henry');
+    const me2 = await fetch(`${base}/v2/me`, { headers: { cookie: cookieOf(again.browser) } });
+    expect(((await me2.json()) as { id: string }).id).toBe(henry.id);
   });
 
   it('a forged or replayed callback is refused', async () => {

@@ -62,6 +62,8 @@ export const authConfigSchema = z
     ACCESS_TOKEN_MAX_LIFETIME_DAYS: env.int(366, 1),
     /** most live access tokens one user may hold */
     ACCESS_TOKENS_PER_USER_LIMIT: env.int(100, 1),
+    /** most organizations one user may have created and not deleted (anonymous users included) */
+    ORGANIZATIONS_PER_USER_LIMIT: env.int(100, 1),
     /** public root of the platform ({base_url}) for mailed links, SSO callbacks and cookie flags; unset: JWT_ISSUER */
     PUBLIC_BASE_URL: z.url().optional(),
     /** `client_id` claim of sessions from POST /v2/login and /v2/signup */

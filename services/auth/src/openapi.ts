@@ -271,7 +271,7 @@ export const AUTH_ROUTES: RouteDoc[] = [
       ...invalid,
       ...denied,
       409: error(
-        'OrgSlugTaken: in use, or (`details.reason: "deleted"`) held by a deleted organization for good',
+        'OrgSlugTaken: in use, or (`details.reason: "deleted"`) held by a deleted organization for good; TooManyOrganizations: the caller made ORGANIZATIONS_PER_USER_LIMIT already',
       ),
     },
   },

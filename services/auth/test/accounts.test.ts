@@ -2,8 +2,11 @@ import { Subjects } from '@platform/contracts';
 import { ManualClock } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
+import { openSsoCollections, SsoClients } from '../src/sso/providers';
+import { userForIdentity } from '../src/sso/sign-in';
 import { type AuthHarness, randomAddress, recordEvents, startAuth } from './helpers';
 import { startMailCatcher } from './mail-catcher';
+import { storeWithInsertGate } from './store-gate';
 
 /** Password accounts at the service: signup, login, throttling, mail links, refresh. */
 
@@ -184,6 +187,92 @@ describe('password accounts', () => {
     } finally {
       await b.stop();
     }
+  });
+});
+
+describe('one account per email, whether it signs in with a password or an identity provider', () => {
+  const folder = tempDir('auth-one-account-per-email-');
+  const gated = storeWithInsertGate(createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }));
+  let a: AuthHarness;
+  let sso: SsoClients;
+  beforeAll(async () => {
+    a = await startAuth({ store: gated.store, env: FAST_HASH });
+    sso = new SsoClients(
+      openSsoCollections(a.service.context.store),
+      'unused: this provider is never discovered',
+    );
+  });
+  afterAll(async () => {
+    await a.stop();
+    await gated.store.close();
+    folder.remove();
+  });
+
+  let subs = 0;
+  /** the first sign-in of a new person at the platform's own provider, which confirms `email` */
+  const ssoSignIn = (email: string) => {
+    const now = a.clock.now();
+    const provider = {
+      _id: `idp-${++subs}`,
+      name: 'Acme SSO',
+      issuer: 'https://sso.example.com',
+      clientId: 'platform',
+      clientSecret: null,
+      orgSlug: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    return userForIdentity(a.service.context, sso, provider, {
+      sub: `sub-${subs}`,
+      email,
+      email_verified: true,
+    }).then(
+      (user) => user._id,
+      (err) => err.error as string,
+    );
+  };
+  const usersWith = (email: string) => a.service.context.collections.users.find({ email });
+
+  it('a password sign-up with the address of a user an SSO sign-in made is 409 SignupRefused (any case)', async () => {
+    const email = newEmail();
+    const ssoUser = await ssoSignIn(email);
+    expect(await usersWith(email)).toEqual([expect.objectContaining({ _id: ssoUser })]);
+
+    const again = await signup(a, { email: ` ${email.toUpperCase()} `, password: PASSWORD });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ error: 'SignupRefused', status: 409 });
+    // an anonymous user signing up with it stays the anonymous user it was
+    const anon = await a.newUser();
+    expect((await a.call(anon, 'post', '/v2/signup', { email, password: PASSWORD })).body.error).toBe(
+      'SignupRefused',
+    );
+    expect((await a.call(anon, 'get', '/v2/me')).body).toMatchObject({ anonymous: true, email: null });
+    expect(await usersWith(email)).toHaveLength(1);
+    expect(await a.service.context.collections.accounts.findOne({ _id: email })).toBeNull();
+  });
+
+  it('an SSO sign-in racing a password sign-up for one address: one account, never two', async () => {
+    // the sign-up stored its password and is about to write its user when the SSO sign-in comes
+    const first = newEmail();
+    const held = gated.gate('users', (doc) => (doc as { email?: string }).email === first);
+    // supertest sends when awaited: `then` starts it
+    const signingUp = signup(a, { email: first, password: PASSWORD }).then((res) => res);
+    await held.arrived;
+    expect(await ssoSignIn(first)).toBe('SignupRefused');
+    held.release();
+    expect((await signingUp).status).toBe(201);
+    expect(await usersWith(first)).toHaveLength(1);
+
+    // the SSO sign-in is about to write its user when the sign-up comes: the sign-up wins, the sign-in takes it back
+    const second = newEmail();
+    const ssoHeld = gated.gate('users', (doc) => (doc as { email?: string }).email === second);
+    const signingIn = ssoSignIn(second);
+    await ssoHeld.arrived;
+    const signedUp = await signup(a, { email: second, password: PASSWORD });
+    expect(signedUp.status).toBe(201);
+    ssoHeld.release();
+    expect(await signingIn).toBe('SignupRefused');
+    expect(await usersWith(second)).toEqual([expect.objectContaining({ _id: signedUp.body.userId })]);
   });
 });
 

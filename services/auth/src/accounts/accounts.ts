@@ -17,6 +17,27 @@ import { type IssuedLogin, openUserSession, revokeSession } from './sessions';
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
+/**
+ * One person per address (decision 0121): whether a live user other than `userId` has `email` (normalised), with or
+ * without a password (an SSO sign-in makes users without one). Anonymous users have no address; one being deleted
+ * gives its address back.
+ */
+export async function emailTaken(c: AuthContext, email: string, userId: string): Promise<boolean> {
+  const holder = await c.collections.users.findOne({
+    email,
+    anonymous: false,
+    deletedAt: { $exists: false },
+    _id: { $ne: userId },
+  });
+  return holder !== null;
+}
+
+/** The answer to an address that has an account already (409; it does not say how the account signs in). */
+export const signupRefused = () =>
+  new Conflict('An account cannot be created with this email. Sign in, or reset your password.', {
+    error: 'SignupRefused',
+  });
+
 export interface SignupInput {
   email: string;
   password: string;
@@ -98,9 +119,13 @@ export class Accounts {
       });
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
-      throw new Conflict('An account cannot be created with this email. Sign in, or reset your password.', {
-        error: 'SignupRefused',
-      });
+      throw signupRefused();
+    }
+    // A user an SSO sign-in made has the address without a password. Looked for with the account stored, so that an
+    // SSO sign-in making such a user at this moment finds the account instead, and stops.
+    if (await emailTaken(c, email, userId)) {
+      await c.collections.accounts.deleteOne({ _id: email, userId });
+      throw signupRefused();
     }
     const profile = {
       email,

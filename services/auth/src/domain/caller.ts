@@ -96,6 +96,14 @@ export function requireNoApplication<C extends UserCaller>(caller: C, config: Pl
   return caller;
 }
 
+/**
+ * Revoking a key: a person on the platform's own session acts with what their role gives them; any other credential
+ * (an API key, an `at:` token, an application's token) only on keys whose rights are within its own, as for minting
+ * (a leaked credential allowed to manage keys cannot disarm the stronger keys of those who would respond).
+ */
+export const boundByItsOwnRights = (caller: Caller, config: PlatformClients): boolean =>
+  caller.kind !== 'user' || caller.via !== 'session' || !isOwnSession(caller.holder, config);
+
 /** Minting or listing credentials needs an interactive session, not a long-lived token or key. */
 export function requireSession(caller: Caller): Extract<Caller, { via: 'session' }> {
   const user = requireUser(caller);

@@ -4,7 +4,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { OrgApiKeyDoc } from '../data/collections';
-import { loadCaller, requireNoApplication, requireUser } from '../domain/caller';
+import { boundByItsOwnRights, loadCaller, requireNoApplication, requireUser } from '../domain/caller';
 import { orgExists } from '../domain/liveness';
 import { orgAccess } from '../domain/org-access';
 import { orgNotFound } from '../domain/org-deletion';
@@ -121,6 +121,18 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
     const access = await orgAccess(c.collections, await caller(req), String(req.params.orgSlug));
     access.require('apikeys:manage');
     const id = String(req.params.id);
+    if (boundByItsOwnRights(access.caller, c.config)) {
+      const target = await c.collections.orgApiKeys.findOne({
+        _id: id,
+        orgId: access.org._id,
+        revokedAt: null,
+      });
+      if (target)
+        access.requireHeld(
+          target.permissions,
+          'A credential may not revoke a key holding permissions it does not hold',
+        );
+    }
     const revoked = await c.collections.orgApiKeys.findOneAndUpdate(
       { _id: id, orgId: access.org._id, revokedAt: null },
       { $set: { revokedAt: c.clock.now() } },

@@ -96,10 +96,20 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
   const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
   const retired = async (slug: string) => (await c.collections.orgTombstones.findOne({ _id: slug })) !== null;
 
+  const orgLimit = c.config.ORGANIZATIONS_PER_USER_LIMIT;
+  const orgsCreatedBy = (userId: string) => c.collections.orgs.count({ createdBy: userId });
+  const tooManyOrgs = () =>
+    new Conflict(`At most ${orgLimit} organizations per user`, {
+      error: 'TooManyOrganizations',
+      details: { limit: orgLimit },
+    });
+
   router.post('/v2/orgs', async (req, res) => {
     const user = requireUser(await caller(req));
     const body = parseInput(CreateOrgBody, jsonBody(req));
     if (await retired(body.slug)) throw slugRetired(body.slug);
+    // ORGANIZATIONS_PER_USER_LIMIT counts the organizations a user made that still exist
+    if ((await orgsCreatedBy(user.user._id)) >= orgLimit) throw tooManyOrgs();
     const now = c.clock.now();
     const org: OrgDoc = {
       _id: newId(),
@@ -126,6 +136,11 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
     if (await retired(body.slug)) {
       await c.collections.orgs.deleteOne({ _id: org._id });
       throw slugRetired(body.slug);
+    }
+    // counted again with this one stored: of creations racing past the first count, those over the limit go back
+    if ((await orgsCreatedBy(user.user._id)) > orgLimit) {
+      await c.collections.orgs.deleteOne({ _id: org._id });
+      throw tooManyOrgs();
     }
     const ownerId = newId();
     try {

@@ -1,4 +1,5 @@
 import {
+  type ApiKeyRule,
   canonicalWorkspaceSubject,
   WORKSPACE_RULE_ACTIONS,
   WORKSPACE_RULE_SUBJECT_PLURALS,
@@ -9,10 +10,10 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { WorkspaceApiKeyDoc } from '../data/collections';
-import { loadCaller, requireNoApplication, requireUser } from '../domain/caller';
+import { boundByItsOwnRights, loadCaller, requireNoApplication, requireUser } from '../domain/caller';
 import { workspaceExists } from '../domain/liveness';
 import { newId, newWorkspaceApiKey, sha256Hex } from '../domain/secrets';
-import { storedRule, workspaceAccess } from '../domain/workspace-access';
+import { storedRule, type WorkspaceAccess, workspaceAccess } from '../domain/workspace-access';
 import { checkExpiry, IsoDateTime, iso, Name } from './common';
 
 const Action = z.enum(WORKSPACE_RULE_ACTIONS);
@@ -83,6 +84,15 @@ const keyView = (k: WorkspaceApiKeyDoc) => ({
   expiresAt: iso(k.expiresAt),
 });
 
+/** 403 `PermissionEscalation` listing each action of `rules` the caller may not take itself. */
+function requireWithin(access: WorkspaceAccess, rules: ApiKeyRule[], message: string): void {
+  const beyond = rules.flatMap((r) =>
+    r.action.filter((a) => !access.can(a, r.subject)).map((a) => ({ action: a, subject: r.subject })),
+  );
+  if (beyond.length)
+    throw new Forbidden(message, { error: 'PermissionEscalation', details: { rules: beyond } });
+}
+
 /** Workspace API keys (spec 2.7): explicit rules scoped to the workspace, enforced with CASL. */
 export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void {
   const caller = (req: Parameters<typeof loadCaller>[2]) => loadCaller(c.collections, c.clock, req);
@@ -96,15 +106,7 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
     const expiresAt = checkExpiry('expiresAt', body.expiresAt, now);
     const rules = body.rules.map((r) => storedRule(r.action, r.subject, access.workspace._id));
     // A key never holds more than its creator: an admin cannot mint a key that deletes the workspace.
-    const beyond = rules.flatMap((r) =>
-      r.action.filter((a) => !access.can(a, r.subject)).map((a) => ({ action: a, subject: r.subject })),
-    );
-    if (beyond.length) {
-      throw new Forbidden('A key may not hold rights its creator does not hold', {
-        error: 'PermissionEscalation',
-        details: { rules: beyond },
-      });
-    }
+    requireWithin(access, rules, 'A key may not hold rights its creator does not hold');
     const apiKey = newWorkspaceApiKey();
     const doc: WorkspaceApiKeyDoc = {
       _id: newId(),
@@ -141,9 +143,23 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
   });
 
   router.delete('/v2/workspaces/:id/security/apikeys/:keyId', async (req, res) => {
-    const access = await workspaceAccess(c.collections, await caller(req), String(req.params.id));
+    const who = await caller(req);
+    const access = await workspaceAccess(c.collections, who, String(req.params.id));
     access.require('delete', 'apikey');
     const id = String(req.params.keyId);
+    if (boundByItsOwnRights(who, c.config)) {
+      const target = await c.collections.workspaceApiKeys.findOne({
+        _id: id,
+        workspaceId: access.workspace._id,
+        revokedAt: null,
+      });
+      if (target)
+        requireWithin(
+          access,
+          target.rules,
+          'A credential may not revoke a key holding rights it does not hold',
+        );
+    }
     const revoked = await c.collections.workspaceApiKeys.findOneAndUpdate(
       { _id: id, workspaceId: access.workspace._id, revokedAt: null },
       { $set: { revokedAt: c.clock.now() } },

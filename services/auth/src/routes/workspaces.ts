@@ -22,6 +22,7 @@ import { orgNotFound } from '../domain/org-deletion';
 import { findRole } from '../domain/roles';
 import { newId } from '../domain/secrets';
 import {
+  rulesOfWorkspaceRole,
   WORKSPACE_ROLES,
   type WorkspaceAccess,
   type WorkspaceRole,
@@ -261,6 +262,27 @@ const putWorkspaceMember =
     }
   };
 
+/**
+ * Nobody gives, changes or takes a workspace role holding rights they do not hold, as for organization roles: a key
+ * allowed to manage members makes no admin (403 `PermissionEscalation`). People who manage members hold what they give.
+ */
+function requireRoleWithin(access: WorkspaceAccess, role: string): void {
+  const beyond = rulesOfWorkspaceRole(role, access.workspace._id).flatMap((rule) =>
+    [rule.action].flat().flatMap((action) =>
+      [rule.subject ?? []]
+        .flat()
+        .filter((subject) => !access.can(action, String(subject)))
+        .map((subject) => ({ action, subject: String(subject) })),
+    ),
+  );
+  if (beyond.length) {
+    throw new Forbidden(`The ${role} role holds rights the caller does not hold`, {
+      error: 'PermissionEscalation',
+      details: { rules: beyond },
+    });
+  }
+}
+
 /** Adds `userId` to the workspace with `role`, or changes their role; DuplicateKeyError when added meanwhile. */
 async function setWorkspaceMember(
   c: AuthContext,
@@ -279,6 +301,8 @@ async function setWorkspaceMember(
       error: 'OwnerOnly',
     });
   }
+  requireRoleWithin(access, role);
+  if (existing) requireRoleWithin(access, existing.role);
   const orgMember = await c.collections.memberships.findOne({ orgId: access.workspace.orgId, userId });
   if (!orgMember) {
     throw new InvalidInput(`${userId} is not a member of ${access.workspace.orgSlug}`, {
@@ -343,6 +367,7 @@ const removeWorkspaceMember =
       if (existing.role === 'owner' && !access.can('manage', 'all')) {
         throw new Forbidden('Only a workspace owner may remove an owner', { error: 'OwnerOnly' });
       }
+      requireRoleWithin(access, existing.role);
     }
     await c.collections.workspaceMembers.deleteOne({ _id: existing._id });
     await keepAWorkspaceOwner(c, access.workspace, existing, () =>

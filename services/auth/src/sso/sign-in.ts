@@ -3,7 +3,7 @@ import { AppError, Forbidden } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { Request, Response, Router } from 'express';
 import * as oidc from 'openid-client';
-import { normalizeEmail } from '../accounts/accounts';
+import { emailTaken, normalizeEmail, signupRefused } from '../accounts/accounts';
 import { secureCookies } from '../accounts/cookies';
 import { publicBaseUrl } from '../accounts/public-url';
 import type { AuthContext } from '../context';
@@ -93,6 +93,9 @@ export async function userForIdentity(
         { error: 'SsoLinkRefused' },
       );
     }
+    // A password sign-up holding the address whose user is not written yet (decision 0121): no second account.
+    const signingUp = () => c.collections.accounts.findOne({ _id: email });
+    if (!existing && (await signingUp())) throw signupRefused();
     user = existing ?? {
       _id: newId(),
       anonymous: false,
@@ -102,7 +105,14 @@ export async function userForIdentity(
       lastName: formName(claims.family_name, 100) || null,
       createdAt: now,
     };
-    if (!existing) await c.collections.users.insertOne(user);
+    if (!existing) {
+      await c.collections.users.insertOne(user);
+      // looked for again with this user stored: of a sign-up (or another sign-in) racing for the address, one stops
+      if ((await signingUp()) || (await emailTaken(c, email, user._id))) {
+        await c.collections.users.deleteOne({ _id: user._id });
+        throw signupRefused();
+      }
+    }
     try {
       await identities.insertOne({
         _id: id,
@@ -241,7 +251,7 @@ export function mountSsoPages(
     try {
       user = await userForIdentity(c, sso, found.provider, claims);
     } catch (err) {
-      if (err instanceof AppError) return failed(res, err.message, 403);
+      if (err instanceof AppError) return failed(res, err.message, err.kind === 'conflict' ? 409 : 403);
       throw err;
     }
     await finish(req, res, user, pending.next);
