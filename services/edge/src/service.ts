@@ -14,6 +14,7 @@ import {
   serviceFetch,
   serviceLookup,
 } from '@platform/kernel';
+import { watchBus } from './auth/bus-watch';
 import { PrincipalResolver } from './auth/principal-resolver';
 import { SessionJwtVerifier } from './auth/session-jwt';
 import { SigningKeys } from './auth/signing-keys';
@@ -208,6 +209,8 @@ export async function buildEdgeService(
           resolver.clear();
           void reconcile();
         }),
+        // While it is down, cached principals are checked with auth again after a few seconds.
+        watchBus(bus, resolver),
       );
       // A failed first fetch does not stop the edge: readiness reports the JWKS until one succeeds.
       await reconcile();

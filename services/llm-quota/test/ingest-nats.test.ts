@@ -185,6 +185,32 @@ describeWithNats('llm-quota consuming analytics.llm.completion from a real nats-
     expect(res.body.enforced[0]).toMatchObject({ key: 'llm.rpm', used: 1, as_of: NOW });
   });
 
+  it('remembers the id of an event dated ahead for as long as the event could be accepted again', async () => {
+    const collections = () => quotaCollections(quota.store);
+    publish(completion({ orgSlug: 'marker-org' }));
+    await waitFor(async () => (await monthRequests('marker-org')) === 1, { what: 'the marker counted' });
+    const ahead = completion({ occurredAt: '2025-03-19T12:00:00Z' }); // four days ahead of its arrival
+    publish(ahead);
+    await waitFor(async () => (await monthRequests()) === 1 && (await pending()) === 0, {
+      what: 'counted at its arrival',
+    });
+    const markerBatch = (await collections().ledger.findOne({ orgSlug: 'marker-org' }))!.batch;
+
+    // Ten days later its arrival is past the id retention (8 days), its own date is not past the maximum age (7).
+    for (const handle of started.splice(0)) await handle.service.stop();
+    clock.set('2025-03-25T12:00:00Z');
+    quota = await start({ store: quota.store }); // its first maintenance pass forgets what is past retention
+    await waitFor(async () => (await collections().finishedBatches.findOne({ _id: markerBatch })) === null, {
+      what: 'the retention pass',
+    });
+    publish(ahead); // replayed by a gateway, or by an operator from the stream
+    publish(completion({ orgSlug: 'marker-org', occurredAt: '2025-03-25T12:00:00Z' }));
+    await waitFor(async () => (await monthRequests('marker-org')) === 2 && (await pending()) === 0, {
+      what: 'both handled',
+    });
+    expect(await monthRequests()).toBe(1);
+  });
+
   it('loses nothing published while llm-quota is stopped', async () => {
     publish(completion());
     await waitFor(async () => (await monthRequests()) === 1, { what: 'first event' });

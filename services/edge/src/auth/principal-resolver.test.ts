@@ -1,12 +1,19 @@
-import { ManualClock, silentLogger } from '@platform/kernel';
-import { PrincipalResolver } from './principal-resolver';
+import { ManualClock, silentLogger, Unavailable } from '@platform/kernel';
+import { PrincipalResolver, TRUST_WITHOUT_BUS_MS } from './principal-resolver';
 
-/** auth's introspection: a member of `acme` only; an organization named in the path that is not hers gives no context. */
+/**
+ * auth's introspection: a member of `acme` only; an organization named in the path that is not hers gives no context.
+ * A token in `revoked` is refused (401); while `state.down`, auth cannot be reached.
+ */
 function fakeAuth() {
   const calls: Array<{ token: string; orgSlug?: string }> = [];
+  const revoked = new Set<string>();
+  const state = { down: false };
   const doFetch = (async (_url: string, init: RequestInit) => {
     const body = JSON.parse(String(init.body)) as { credential: { token: string }; orgSlug?: string };
     calls.push({ token: body.credential.token, orgSlug: body.orgSlug });
+    if (state.down) throw new TypeError('fetch failed');
+    if (revoked.has(body.credential.token)) return new Response(null, { status: 401 });
     const org =
       body.orgSlug === undefined || body.orgSlug === 'acme'
         ? { slug: 'acme', name: 'Acme', role: { slug: 'owner', permissions: [], scopes: [] } }
@@ -22,7 +29,7 @@ function fakeAuth() {
       headers: { 'content-type': 'application/json' },
     });
   }) as unknown as typeof fetch;
-  return { calls, doFetch };
+  return { calls, doFetch, revoked, state };
 }
 
 function resolverWith(doFetch: typeof fetch, clock: ManualClock, maxEntries = 1_000) {
@@ -71,5 +78,60 @@ describe('the edge remembering principals', () => {
     clock.advance(61_000);
     await resolver.resolve(token('late'), null);
     expect(resolver.size).toBe(1);
+  });
+});
+
+describe('the edge remembering principals while the bus is away', () => {
+  it('asks auth again about an answer older than a few seconds, so a revocation the bus could not bring is seen', async () => {
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const { calls, doFetch, revoked } = fakeAuth();
+    const resolver = resolverWith(doFetch, clock);
+    expect(await resolver.resolve(token('alice'), null)).not.toBeNull();
+    expect(await resolver.resolve(token('bob'), null)).not.toBeNull();
+
+    resolver.busAway();
+    clock.advance(TRUST_WITHOUT_BUS_MS - 1);
+    await resolver.resolve(token('alice'), null);
+    expect(calls).toHaveLength(2); // still trusted
+
+    revoked.add('alice'); // the event announcing it is lost with the bus
+    clock.advance(1);
+    expect(await resolver.resolve(token('alice'), null)).toBeNull();
+    expect(await resolver.resolve(token('bob'), null)).not.toBeNull();
+    expect(calls).toHaveLength(4);
+    await resolver.resolve(token('bob'), null); // the new answer is trusted for a few seconds in turn
+    expect(calls).toHaveLength(4);
+  });
+
+  it('answers 503 rather than an old answer when auth cannot be reached either', async () => {
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const { doFetch, state } = fakeAuth();
+    const resolver = resolverWith(doFetch, clock);
+    await resolver.resolve(token('alice'), null);
+    resolver.busAway();
+    state.down = true;
+    clock.advance(TRUST_WITHOUT_BUS_MS);
+    await expect(resolver.resolve(token('alice'), null)).rejects.toBeInstanceOf(Unavailable);
+    state.down = false;
+    expect(await resolver.resolve(token('alice'), null)).not.toBeNull();
+  });
+
+  it('forgets every answer once the bus is back: what was published meanwhile was missed', async () => {
+    const clock = new ManualClock('2026-11-24T10:00:00Z');
+    const { calls, doFetch, revoked } = fakeAuth();
+    const resolver = resolverWith(doFetch, clock);
+    resolver.busAway();
+    await resolver.resolve(token('alice'), null); // answered while the bus was away
+    revoked.add('alice');
+    resolver.busBack();
+    expect(resolver.size).toBe(0);
+    expect(await resolver.resolve(token('alice'), null)).toBeNull();
+    expect(calls).toHaveLength(2);
+
+    // with the bus there, an answer is trusted for its whole cache life again
+    await resolver.resolve(token('bob'), null);
+    clock.advance(30_000);
+    await resolver.resolve(token('bob'), null);
+    expect(calls).toHaveLength(3);
   });
 });

@@ -26,6 +26,8 @@ interface CacheEntry extends ResolvedPrincipal {
   /** sha256 of the credential as sent (sessions: of the session id) */
   hash: string;
   sealedAt: number;
+  /** when auth gave this answer (ms) */
+  checkedAt: number;
 }
 
 export interface PrincipalResolverOptions {
@@ -44,6 +46,9 @@ export interface PrincipalResolverOptions {
 
 /** Seals older than this are renewed (services accept seals up to 300 s old). */
 const RESEAL_AFTER_MS = 60_000;
+
+/** While the bus that brings revocations is away, an answer older than this is asked of auth again. */
+export const TRUST_WITHOUT_BUS_MS = 5_000;
 
 const principalAnswer = z.object({
   principal: z.looseObject({
@@ -72,6 +77,10 @@ const principalAnswer = z.object({
  * a new organization in each request would otherwise fill the whole cache, pushing out every other
  * caller's answers. Answers whose time is up are swept once per longest cache life, so a burst of
  * callers does not leave its entries in memory for good.
+ *
+ * The events come on the bus: while it is away (`busAway`), a revocation would go unheard, so an answer is
+ * trusted for TRUST_WITHOUT_BUS_MS only, then asked of auth again (auth unreachable too: 503, never the old
+ * answer); once the bus is back (`busBack`), every answer goes, since what was published meanwhile was missed.
  */
 export class PrincipalResolver {
   private readonly cache: LRUCache<string, CacheEntry>;
@@ -79,6 +88,7 @@ export class PrincipalResolver {
   private generation = 0;
   private readonly endpoint: string;
   private nextSweep = 0;
+  private busIsAway = false;
 
   constructor(private readonly options: PrincipalResolverOptions) {
     this.cache = new LRUCache({ max: options.maxEntries });
@@ -93,7 +103,11 @@ export class PrincipalResolver {
     if (now >= this.nextSweep) this.sweep(now);
     const hit = this.cache.get(key);
     if (hit) {
-      if (hit.cachedUntil > now && (hit.expiresAt === null || hit.expiresAt > now)) {
+      if (
+        hit.cachedUntil > now &&
+        (hit.expiresAt === null || hit.expiresAt > now) &&
+        (!this.busIsAway || now - hit.checkedAt < TRUST_WITHOUT_BUS_MS)
+      ) {
         if (now - hit.sealedAt > RESEAL_AFTER_MS) this.reseal(hit, now);
         return hit;
       }
@@ -168,6 +182,24 @@ export class PrincipalResolver {
     this.cache.clear();
   }
 
+  /** The bus does not answer: revocations may go unheard, answers are trusted for TRUST_WITHOUT_BUS_MS only. */
+  busAway(): void {
+    if (this.busIsAway) return;
+    this.busIsAway = true;
+    this.options.logger.warn(
+      { recheckAfterMs: TRUST_WITHOUT_BUS_MS },
+      'bus away: cached principals are checked with auth again after a few seconds',
+    );
+  }
+
+  /** The bus answers again: what was published while it was away was missed, so every answer goes. */
+  busBack(): void {
+    if (!this.busIsAway) return;
+    this.busIsAway = false;
+    this.clear();
+    this.options.logger.info('bus back: cached principals dropped');
+  }
+
   get size(): number {
     return this.cache.size;
   }
@@ -212,6 +244,7 @@ export class PrincipalResolver {
       userId: principal.user.id ?? null,
       sealed: sealPrincipal(principal, this.options.secret, this.options.clock),
       sealedAt: now,
+      checkedAt: now,
       expiresAt,
       cachedUntil: now + ttlMs,
       hash,

@@ -76,7 +76,11 @@ export interface CounterDoc extends Doc {
   applied?: Record<string, true>;
 }
 
-/** One event of the usage ledger; `_id` is the event id, so an event is claimed at most once. */
+/**
+ * One event of the usage ledger; `_id` is the event id, so an event is claimed at most once. Kept
+ * LLM_QUOTA_EVENT_ID_RETENTION_HOURS past the later of its `receivedAt` and `occurredAt`: an event dated ahead is
+ * accepted again (not too old by its own date) until its `occurredAt` plus the maximum age.
+ */
 export interface LedgerDoc extends Doc {
   /** the batch that claimed it: whether the event counts is that batch's state */
   batch: string;
@@ -124,12 +128,16 @@ export interface BatchDoc extends Doc {
   events: number;
   /** the increments it applies, once `applying` */
   increments: CounterIncrement[];
+  /** the latest `occurredAt` of the events it claimed, once `applying` (absent on batches written before it) */
+  latestOccurredAt?: Date;
 }
 
-/** The tombstone of a finished batch: its claims are counted. Kept as long as event ids are. */
+/** The tombstone of a finished batch: its claims are counted. Kept as long as its claims are (and an hour more). */
 export interface FinishedBatchDoc extends Doc {
   countedAt: Date;
   events: number;
+  /** the latest `occurredAt` of its events (absent on tombstones written before it was kept) */
+  latestOccurredAt?: Date;
 }
 
 export interface QuotaCollections {

@@ -36,7 +36,8 @@ export type Intake =
  * late after an outage lands in the month it belongs to. An `occurredAt` in the future is taken as
  * the arrival time, so a gateway whose clock runs ahead cannot fill windows that have not begun; one
  * older than `maxAgeMs` is refused (dead letter), so that closed months stay closed and the
- * duplicate-id memory, which outlives that age, is always there to refuse a replay.
+ * duplicate-id memory, which outlives that age past the later of the event's arrival and its date (an
+ * event dated ahead is not too old until its own date plus that age), is always there to refuse a replay.
  */
 export function readCompletionEvent(raw: string, arrival: Date, maxAgeMs: number): Intake {
   let json: unknown;

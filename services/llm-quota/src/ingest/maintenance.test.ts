@@ -7,7 +7,7 @@ import { Maintenance } from './maintenance';
 const HOUR = 3_600_000;
 
 describe('Maintenance', () => {
-  it('recovers batches, then forgets event ids and minute counters past retention, keeping month counters', async () => {
+  it('recovers batches, then forgets event ids and minute counters past retention, keeping month counters and the ids of events dated ahead', async () => {
     const store = createEmbeddedStore();
     const c = quotaCollections(store);
     const clock = new ManualClock('2025-03-15T12:00:00Z');
@@ -30,20 +30,23 @@ describe('Maintenance', () => {
     await c.counters.insertOne(counter('minute', '2025-03-13T11:00:00Z')); // 49 h old
     await c.counters.insertOne(counter('minute', '2025-03-13T13:00:00Z')); // 47 h old
     await c.counters.insertOne(counter('month', '2025-01-01T00:00:00Z'));
-    const ledger = (id: string, receivedAt: string) =>
-      ({ _id: id, batch: 'b', receivedAt: new Date(receivedAt) }) as never;
+    const ledger = (id: string, receivedAt: string, occurredAt = receivedAt) =>
+      ({ _id: id, batch: 'b', receivedAt: new Date(receivedAt), occurredAt: new Date(occurredAt) }) as never;
     await c.ledger.insertOne(ledger('old', '2025-03-07T11:00:00Z')); // 8 days + 1 h
     await c.ledger.insertOne(ledger('recent', '2025-03-07T13:00:00Z'));
-    await c.finishedBatches.insertOne({
-      _id: 'old-batch',
-      countedAt: new Date('2025-03-07T10:00:00Z'),
-      events: 1,
-    });
-    await c.finishedBatches.insertOne({
-      _id: 'recent-batch',
-      countedAt: new Date('2025-03-07T11:30:00Z'),
-      events: 1,
-    });
+    // received as long ago, dated two days ahead: it is not too old by its own date until March 16
+    await c.ledger.insertOne(ledger('dated-ahead', '2025-03-07T11:00:00Z', '2025-03-09T11:00:00Z'));
+    const batch = (id: string, countedAt: string, latestOccurredAt?: string) =>
+      c.finishedBatches.insertOne({
+        _id: id,
+        countedAt: new Date(countedAt),
+        events: 1,
+        ...(latestOccurredAt ? { latestOccurredAt: new Date(latestOccurredAt) } : {}),
+      });
+    await batch('old-batch', '2025-03-07T10:00:00Z', '2025-03-07T09:59:00Z');
+    await batch('old-batch-without-dates', '2025-03-07T10:00:00Z'); // written before batches kept them
+    await batch('recent-batch', '2025-03-07T11:30:00Z', '2025-03-07T11:29:00Z');
+    await batch('dated-ahead-batch', '2025-03-07T10:00:00Z', '2025-03-09T11:00:00Z');
 
     const maintenance = new Maintenance({
       collections: c,
@@ -61,9 +64,12 @@ describe('Maintenance', () => {
       'minute|2025-03-13T13:00|org|acme',
       'month|2025-01|org|acme',
     ]);
-    expect((await c.ledger.find({})).map((d) => d._id)).toEqual(['recent']);
+    expect((await c.ledger.find({})).map((d) => d._id).sort()).toEqual(['dated-ahead', 'recent']);
     // batches are kept an hour longer than the claims pointing to them
-    expect((await c.finishedBatches.find({})).map((d) => d._id)).toEqual(['recent-batch']);
+    expect((await c.finishedBatches.find({})).map((d) => d._id).sort()).toEqual([
+      'dated-ahead-batch',
+      'recent-batch',
+    ]);
     await maintenance.stop();
     await store.close();
   });

@@ -16,7 +16,8 @@ export interface MaintenanceOptions {
 /**
  * Background upkeep, on every instance (all of it is safe to run concurrently): finish or undo
  * batches left unfinished, remove the markers of finished batches, then, about once a minute, forget event ids and minute counters past
- * their retention. Month counters are the usage ledger and are kept.
+ * their retention (an event id: past the later of its arrival and its `occurredAt`). Month counters are the usage
+ * ledger and are kept.
  */
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
@@ -60,15 +61,23 @@ export class Maintenance {
     this.lastRetention = realNow;
     const now = this.options.clock.now().getTime();
     const { ledger, counters, batches, finishedBatches } = this.options.collections;
-    const ids = await ledger.deleteMany({
-      receivedAt: { $lt: new Date(now - this.options.eventIdRetentionMs) },
-    });
+    // An id is kept past the later of its arrival and its date: an event dated ahead is not too old by its own date
+    // until then, and its replay must still be known.
+    const idCutoff = new Date(now - this.options.eventIdRetentionMs);
+    const ids = await ledger.deleteMany({ receivedAt: { $lt: idCutoff }, occurredAt: { $lt: idCutoff } });
     const minutes = await counters.deleteMany({
       _id: countersBefore('minute', new Date(now - this.options.minuteRetentionMs)),
     });
     // Batches are kept a little longer than the claims that point to them.
     const batchCutoff = new Date(now - this.options.eventIdRetentionMs - 3_600_000);
-    await finishedBatches.deleteMany({ countedAt: { $lt: batchCutoff } });
+    await finishedBatches.deleteMany({
+      countedAt: { $lt: batchCutoff },
+      latestOccurredAt: { $lt: batchCutoff },
+    });
+    await finishedBatches.deleteMany({
+      countedAt: { $lt: batchCutoff },
+      latestOccurredAt: { $exists: false },
+    });
     await batches.deleteMany({ state: 'aborted', countedAt: { $lt: batchCutoff } });
     if (ids || minutes)
       this.options.logger.info({ ids, minutes }, 'forgot old event ids and minute counters');

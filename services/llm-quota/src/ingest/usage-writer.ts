@@ -89,7 +89,14 @@ export class UsageWriter {
       if (this.leaseHeld(leaseUntil)) {
         applying = await this.c.batches.findOneAndUpdate(
           { _id: batchId, state: 'claiming', owner: this.instanceId },
-          { $set: { state: 'applying', increments: sumIncrements(claimed), events: claimed.length } },
+          {
+            $set: {
+              state: 'applying',
+              increments: sumIncrements(claimed),
+              events: claimed.length,
+              latestOccurredAt: latestOccurredAt(claimed),
+            },
+          },
         );
       }
     } catch (err) {
@@ -223,6 +230,7 @@ export class UsageWriter {
         _id: batch._id,
         countedAt: batch.countedAt,
         events: batch.events,
+        ...(batch.latestOccurredAt ? { latestOccurredAt: batch.latestOccurredAt } : {}),
       });
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err; // finished by a recovery at the same time
@@ -341,6 +349,13 @@ function ledgerDoc(event: CountableEvent, batchId: string): LedgerDoc {
     total_tokens: event.total_tokens,
     cost_micros: event.cost_micros,
   };
+}
+
+/** The latest `occurredAt` of the events: their claims, and the batch's tombstone, are kept that long past it. */
+function latestOccurredAt(events: CountableEvent[]): Date {
+  let latest = events[0]!.occurredAt;
+  for (const event of events) if (event.occurredAt > latest) latest = event.occurredAt;
+  return latest;
 }
 
 /** The batch's increments, one per counter: the organization's, each user's and each API key's minute and month. */
