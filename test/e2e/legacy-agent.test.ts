@@ -140,6 +140,23 @@ describe('legacy virtual agent end to end, through the edge', () => {
       en: { placeholder: 'How can I help you?', disableInput: false },
     });
 
+    // paging (an addition): a page at a time in id order, the next page's `after` in X-Next-After
+    const paged: string[] = [];
+    let after = '';
+    for (;;) {
+      const page = await call('GET', `/v1/intents?limit=2${after}`, undefined, bearer(bot.developerToken));
+      expect(page.status).toBe(200);
+      expect(page.headers.get('x-platform-api-deprecation')).toContain('v2');
+      paged.push(...page.body.map((i: { id: string }) => i.id));
+      const next = page.headers.get('x-next-after');
+      if (!next) break;
+      after = `&after=${next}`;
+    }
+    expect(paged).toEqual(list.body.map((i: { id: string }) => i.id).sort());
+    const badLimit = await call('GET', '/v1/intents?limit=0', undefined, bearer(bot.developerToken));
+    expect(badLimit.status).toBe(400);
+    expect(badLimit.body.details.issues).toEqual([{ field: 'limit', message: expect.any(String) }]);
+
     const invalid = await call(
       'POST',
       '/v1/intents',
@@ -211,6 +228,12 @@ describe('legacy virtual agent end to end, through the edge', () => {
     });
     expect(reply.body.intents[0].confidence).toBeGreaterThan(0.5);
     expect(reply.headers.get('x-platform-api-deprecation')).toContain('v2');
+  });
+
+  it('takes a language tag in any letter case (BCP 47)', async () => {
+    const reply = await message({ userId: 'u-lang', event: 'HELP', lang: 'EN' });
+    expect(reply.status).toBe(200);
+    expect(texts(reply)).toEqual(['I find train connections.']);
   });
 
   it('answers per channel, with the fallback below the threshold, and by event', async () => {

@@ -8,4 +8,4 @@ export {
   StoreRateWindows,
   type WindowCount,
 } from './rate-windows';
-export { type Revised, updateWithRevision } from './revisions';
+export { deleteAsRead, type Revised, updateWithRevision } from './revisions';

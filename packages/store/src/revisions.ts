@@ -68,3 +68,28 @@ export async function updateWithRevision<T extends Revised>(
   }
   throw concurrentUpdate();
 }
+
+/**
+ * Deletes one document as it stands: only the version read (`current`, then as read again), so a caller giving
+ * back what the document held (its bytes, say) gives back what was deleted, never what a version written meanwhile
+ * holds. `check` runs on each version read again (and may throw to refuse the deletion). Answers the document
+ * deleted, or null when none matches `filter` any more; throws 409 `ConcurrentUpdate` after `attempts` misses.
+ */
+export async function deleteAsRead<T extends Revised>(
+  collection: Collection<T>,
+  filter: Filter,
+  current: T,
+  check: (doc: T) => Promise<void> = async () => undefined,
+  options: { attempts?: number } = {},
+): Promise<T | null> {
+  const attempts = options.attempts ?? DEFAULT_ATTEMPTS;
+  let doc: T | null = current;
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const revision = doc.revision ?? { $exists: false };
+    if (await collection.deleteOne({ ...filter, revision })) return doc;
+    doc = await collection.findOne(filter);
+    if (!doc) return null;
+    await check(doc);
+  }
+  throw concurrentUpdate();
+}

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { type Collection, DuplicateKeyError, type Store, updateWithRevision } from '../src';
+import { type Collection, DuplicateKeyError, deleteAsRead, type Store, updateWithRevision } from '../src';
 
 interface Item {
   _id: string;
@@ -343,6 +343,42 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       );
       await expect(losing).rejects.toMatchObject({ kind: 'conflict', error: 'ConcurrentUpdate' });
       expect((await items.findOne({ _id: 'busy' }))?.n).toBe(3);
+    });
+
+    it('deletes as read: only the version read, a version written meanwhile checked again, none when gone', async () => {
+      await items.insertOne({ _id: 'del', group: 'd', n: 1 });
+      const read = (await items.findOne({ _id: 'del' }))!;
+      await updateWithRevision(items, { _id: 'del' }, () => ({ $set: { n: 2 } }));
+      // the version read is gone: the one written meanwhile is checked, then deleted (and answered)
+      const checked: number[] = [];
+      const deleted = await deleteAsRead(items, { _id: 'del' }, read, async (doc) => {
+        checked.push(doc.n);
+      });
+      expect(checked).toEqual([2]);
+      expect(deleted?.n).toBe(2);
+      expect(await items.findOne({ _id: 'del' })).toBeNull();
+      expect(await deleteAsRead(items, { _id: 'del' }, read)).toBeNull();
+      // a check that refuses the version written meanwhile leaves it stored
+      await items.insertOne({ _id: 'kept', group: 'k', n: 1 });
+      const first = (await items.findOne({ _id: 'kept' }))!;
+      await updateWithRevision(items, { _id: 'kept' }, () => ({ $set: { n: 3 } }));
+      const refused = deleteAsRead(items, { _id: 'kept' }, first, async (doc) => {
+        if (doc.n === 3) throw new Error('in use');
+      });
+      await expect(refused).rejects.toThrow('in use');
+      expect((await items.findOne({ _id: 'kept' }))?.n).toBe(3);
+    });
+
+    it('deletes as read: 409 ConcurrentUpdate when other writers keep winning', async () => {
+      await items.insertOne({ _id: 'busy-del', group: 'bd', n: 0 });
+      const read = (await items.findOne({ _id: 'busy-del' }))!;
+      const bump = () => updateWithRevision(items, { _id: 'busy-del' }, () => ({ $inc: { n: 1 } }));
+      await bump();
+      const losing = deleteAsRead(items, { _id: 'busy-del' }, read, async () => void (await bump()), {
+        attempts: 3,
+      });
+      await expect(losing).rejects.toMatchObject({ kind: 'conflict', error: 'ConcurrentUpdate' });
+      expect((await items.findOne({ _id: 'busy-del' }))?.n).toBe(4);
     });
 
     it('updates and deletes many, and deletes one', async () => {

@@ -1,6 +1,7 @@
 import { buildOpenApiDocument, ErrorEnvelopeSchema, OPENAPI_ROUTE, type RouteDoc } from '@platform/kernel';
 import { z } from 'zod';
 import packageJson from '../package.json';
+import { listQuery, NEXT_AFTER_HEADER } from './routes/lists';
 import { MessagesErrorSchema } from './routes/messages';
 import {
   AccessTokenRecordSchema,
@@ -35,6 +36,8 @@ const account = { 401: error('missing, unknown, expired or revoked session or ac
 const developer = { 401: error('missing or unknown developer token') };
 /** Answered by the edge once legacy v1 is retired (spec 9.8), with `migration` information. */
 const retired = { 410: error('ApiVersionRetired: v1 is retired; the envelope carries `migration`') };
+/** The lists' paging (an addition): opt-in, the body stays the list of spec 4.3. */
+const PAGING = `Without \`limit\` or \`after\`, the whole list in creation order. With them, one page in id order; while more follow, the \`${NEXT_AFTER_HEADER}\` header holds the \`after\` of the next page.`;
 const unknown = (what: string) => ({ 404: error(`unknown ${what}, or another's`) });
 
 /** legacy-agent's routes, as the same zod schemas that validate them (served under {legacy_url}). */
@@ -191,7 +194,17 @@ export const LEGACY_ROUTES: RouteDoc[] = [
     summary: 'All intents (spec 4.3)',
     tags: ['v1'],
     security: DEVELOPER,
-    responses: { 200: ok('intents in creation order', z.array(IntentSchema)), ...developer, ...retired },
+    description: PAGING,
+    query: listQuery,
+    responses: {
+      200: ok(
+        'intents in creation order; one page of them in id order with `limit` or `after`',
+        z.array(IntentSchema),
+      ),
+      400: error('a bad `limit` or `after`: `details.issues` names it'),
+      ...developer,
+      ...retired,
+    },
   },
   {
     method: 'post',
@@ -246,7 +259,17 @@ export const LEGACY_ROUTES: RouteDoc[] = [
     summary: 'All entities',
     tags: ['v1'],
     security: DEVELOPER,
-    responses: { 200: ok('entities in creation order', z.array(EntitySchema)), ...developer, ...retired },
+    description: PAGING,
+    query: listQuery,
+    responses: {
+      200: ok(
+        'entities in creation order; one page of them in id order with `limit` or `after`',
+        z.array(EntitySchema),
+      ),
+      400: error('a bad `limit` or `after`: `details.issues` names it'),
+      ...developer,
+      ...retired,
+    },
   },
   {
     method: 'post',

@@ -1,4 +1,6 @@
-import { accountWithBot, dev, say, utterance } from './support/fixtures';
+import { newId } from '../src/domain/ids';
+import type { IntentDoc } from '../src/persistence/collections';
+import { accountWithBot, client, dev, say, trained, utterance } from './support/fixtures';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 
 const fields = (res: { body: { details: { issues: Array<{ field: string }> } } }) =>
@@ -327,6 +329,341 @@ describe('legacy intents and entities (spec 4.3)', () => {
       await app.http.post('/v1/entities').set(dev(bot)).send(station).expect(409);
       await app.http.delete(`/v1/intents/${intent.body.id}`).set(dev(bot)).expect(200);
       await app.http.delete(`/v1/entities/${entity.id}`).set(dev(bot)).expect(200);
+    });
+
+    /** Runs `meanwhile` once, right after an intent's check read the entities it tags (before its write). */
+    function afterEntityCheck(meanwhile: () => Promise<void>) {
+      const entities = app.store.collection('legacy_entities');
+      const find = entities.find.bind(entities);
+      let done = false;
+      return jest.spyOn(entities, 'find').mockImplementation(async (filter, options) => {
+        const found = await find(filter, options);
+        // the intent's check reads without options; training reads sorted
+        if (!options && !done) {
+          done = true;
+          await meanwhile();
+        }
+        return found;
+      });
+    }
+
+    it('never lets an intent keep tagging an entity deleted while it was created or updated', async () => {
+      const bot = await botWithStation();
+      const [entity] = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;
+      const tagged = { en: [utterance('to [Marienplatz](Station)')] };
+      // created: the entity is deleted between the intent's check and its write
+      let spy = afterEntityCheck(async () => {
+        await app.http.delete(`/v1/entities/${entity.id}`).set(dev(bot)).expect(200);
+      });
+      try {
+        const refused = await app.http
+          .post('/v1/intents')
+          .set(dev(bot))
+          .send({ name: 'go', utterances: tagged })
+          .expect(400);
+        expect(fields(refused)).toEqual(['utterances.en.0.data.1.entity']);
+      } finally {
+        spy.mockRestore();
+      }
+      await app.http.get('/v1/intents').set(dev(bot)).expect(200, []);
+
+      // updated: the same, for an intent that did not tag it before
+      const again = await app.http.post('/v1/entities').set(dev(bot)).send(station).expect(200);
+      const intent = await app.http.post('/v1/intents').set(dev(bot)).send({ name: 'go' }).expect(200);
+      spy = afterEntityCheck(async () => {
+        await app.http.delete(`/v1/entities/${again.body.id}`).set(dev(bot)).expect(200);
+      });
+      try {
+        await app.http
+          .post(`/v1/intents/${intent.body.id}`)
+          .set(dev(bot))
+          .send({ name: 'go on', utterances: tagged })
+          .expect(400);
+      } finally {
+        spy.mockRestore();
+      }
+      const kept = await app.http.get(`/v1/intents/${intent.body.id}`).set(dev(bot)).expect(200);
+      expect(kept.body).toMatchObject({ name: 'go', utterances: {} });
+    });
+
+    it('refuses deleting an entity an intent tags once the intent is written, even if it read it before', async () => {
+      const bot = await botWithStation();
+      const [entity] = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;
+      const intents = app.store.collection('legacy_intents');
+      const insertOne = intents.insertOne.bind(intents);
+      // the deletion reads the entity and finds no user, then the intent is written before the deletion's write
+      const entities = app.store.collection('legacy_entities');
+      const deleteOne = entities.deleteOne.bind(entities);
+      let created: Promise<{ status: number }> | undefined;
+      const spy = jest.spyOn(entities, 'deleteOne').mockImplementationOnce(async (filter) => {
+        let written!: () => void;
+        const inserted = new Promise<void>((resolve) => {
+          written = resolve;
+        });
+        const insertSpy = jest.spyOn(intents, 'insertOne').mockImplementationOnce(async (doc) => {
+          const result = await insertOne(doc);
+          written();
+          return result;
+        });
+        created = app.http
+          .post('/v1/intents')
+          .set(dev(bot))
+          .send({ name: 'go', utterances: { en: [utterance('to [Marienplatz](Station)')] } })
+          .then((res) => res);
+        await inserted;
+        insertSpy.mockRestore();
+        return deleteOne(filter);
+      });
+      let deletion: { status: number; body: { error?: string } };
+      try {
+        deletion = await app.http.delete(`/v1/entities/${entity.id}`).set(dev(bot));
+      } finally {
+        spy.mockRestore();
+      }
+      const creation = await created!;
+      // one of them gives way: never an intent tagging an entity that is gone
+      const intentsLeft = (await app.http.get('/v1/intents').set(dev(bot)).expect(200)).body;
+      const entitiesLeft = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;
+      expect({ deletion: deletion.status, creation: creation.status }).toEqual(
+        entitiesLeft.length === 1 ? { deletion: 409, creation: 200 } : { deletion: 200, creation: 400 },
+      );
+      if (entitiesLeft.length === 0) expect(intentsLeft).toEqual([]);
+    });
+  });
+
+  describe('lists: whole as before, or a page at a time (an addition)', () => {
+    type Stored = { _id: string; name: string; nameKey: string; createdAt: Date };
+
+    /** `count` intents as stored, copies of one made through the API; made at three instants, not in id order */
+    async function botWithIntents(count: number) {
+      const { bot } = await accountWithBot(app.http);
+      const made = await app.http.post('/v1/intents').set(dev(bot)).send({ name: 'I0' }).expect(200);
+      const intents = app.store.collection<Stored>('legacy_intents');
+      const first = (await intents.findOne({ _id: made.body.id }))!;
+      for (let i = 1; i < count; i++)
+        await intents.insertOne({
+          ...first,
+          _id: newId(),
+          name: `I${i}`,
+          nameKey: `i${i}`,
+          createdAt: new Date(first.createdAt.getTime() - (i % 3) * 1000),
+        });
+      const stored = await intents.find({ assistantId: bot.id });
+      const byCreation = [...stored].sort(
+        (a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a._id < b._id ? -1 : 1),
+      );
+      const byId = [...stored].sort((a, b) => (a._id < b._id ? -1 : 1));
+      return { bot, byCreation: byCreation.map((d) => d._id), byId: byId.map((d) => d._id) };
+    }
+
+    it('answers the whole list in creation order without paging parameters, never reading it whole at once', async () => {
+      const { bot, byCreation, byId } = await botWithIntents(250);
+      expect(byCreation).not.toEqual(byId);
+      const intents = app.store.collection('legacy_intents');
+      const find = jest.spyOn(intents, 'find');
+      let list: { body: Array<{ id: string; name: string }>; headers: Record<string, string> };
+      try {
+        list = await app.http.get('/v1/intents?unrelated=1').set(dev(bot)).expect(200);
+        expect(find.mock.calls.length).toBeGreaterThan(1);
+        for (const [, options] of find.mock.calls) expect(options?.limit).toBeLessThanOrEqual(100);
+      } finally {
+        find.mockRestore();
+      }
+      expect(list.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(list.headers['x-next-after']).toBeUndefined();
+      expect(list.body.map((i) => i.id)).toEqual(byCreation);
+      expect(list.body[0]).toMatchObject({ name: expect.any(String), settings: { en: expect.any(Object) } });
+    });
+
+    it('answers a page in id order with limit and after, the next page named in X-Next-After', async () => {
+      const { bot, byId } = await botWithIntents(250);
+      const seen: string[] = [];
+      let after: string | undefined;
+      for (let pages = 1; ; pages++) {
+        const page = await app.http
+          .get('/v1/intents')
+          .query({ limit: 100, ...(after ? { after } : {}) })
+          .set(dev(bot))
+          .expect(200);
+        seen.push(...page.body.map((i: { id: string }) => i.id));
+        after = page.headers['x-next-after'];
+        if (!after) {
+          expect(pages).toBe(3);
+          break;
+        }
+        expect(after).toBe(seen[seen.length - 1]);
+      }
+      expect(seen).toEqual(byId);
+      // `after` alone pages too; entities page the same way
+      const rest = await app.http.get('/v1/intents').query({ after: byId[199] }).set(dev(bot)).expect(200);
+      expect(rest.body.map((i: { id: string }) => i.id)).toEqual(byId.slice(200));
+      const withEntities = await botWithStation();
+      await app.http
+        .post('/v1/entities')
+        .set(dev(withEntities))
+        .send({ ...station, name: 'Stop' })
+        .expect(200);
+      const entities = (await app.http.get('/v1/entities').set(dev(withEntities)).expect(200)).body;
+      const first = await app.http.get('/v1/entities?limit=1').set(dev(withEntities)).expect(200);
+      expect(first.body).toEqual([entities[0]]);
+      const second = await app.http
+        .get(`/v1/entities?limit=1&after=${first.headers['x-next-after']}`)
+        .set(dev(withEntities))
+        .expect(200);
+      expect(second.body).toEqual([entities[1]]);
+      expect(second.headers['x-next-after']).toBeUndefined();
+    });
+
+    it('refuses bad paging values with 400 naming them', async () => {
+      const { bot } = await accountWithBot(app.http);
+      for (const [query, field] of [
+        ['limit=0', 'limit'],
+        ['limit=201', 'limit'],
+        ['limit=ten', 'limit'],
+        ['limit=1.5', 'limit'],
+        ['limit=1&limit=2', 'limit'],
+        ['after=', 'after'],
+        [`after=${'x'.repeat(201)}`, 'after'],
+      ]) {
+        for (const path of ['/v1/intents', '/v1/entities']) {
+          const res = await app.http.get(`${path}?${query}`).set(dev(bot)).expect(400);
+          expect({ query, error: res.body.error, fields: fields(res) }).toEqual({
+            query,
+            error: 'InvalidInput',
+            fields: [field],
+          });
+        }
+      }
+    });
+  });
+
+  describe('language tags, case-insensitive (BCP 47): kept as pt-BR', () => {
+    const greet = (text: string) => ({ en: [{ data: [{ text }] }] }).en;
+
+    it('keeps each language once, in canonical case, wherever a tag enters', async () => {
+      const { bot } = await accountWithBot(app.http, {
+        lang: 'PT-br',
+        languages: ['pt-BR', 'pt-br', 'zh-hant-tw', 'EN'],
+      });
+      expect({ lang: bot.lang, languages: bot.languages }).toEqual({
+        lang: 'pt-BR',
+        languages: ['pt-BR', 'zh-Hant-TW', 'en'],
+      });
+      const intent = await app.http
+        .post('/v1/intents')
+        .set(dev(bot))
+        .send({
+          utterances: { 'pt-br': greet('olá'), 'ZH-HANT-TW': greet('你好') },
+          // the same content under two cases of one language is one language
+          settings: { 'pt-br': { placeholder: 'Oi' }, 'pt-BR': { placeholder: 'Oi' } },
+        })
+        .expect(200);
+      expect(Object.keys(intent.body.utterances)).toEqual(['pt-BR', 'zh-Hant-TW']);
+      expect(intent.body.settings['pt-BR']).toEqual({ placeholder: 'Oi', disableInput: false });
+      const stored = await app.store.collection<IntentDoc>('legacy_intents').findOne({ _id: intent.body.id });
+      expect(Object.keys(stored!.utterances)).toEqual(['pt-BR', 'zh-Hant-TW']);
+      expect(Object.keys(stored!.settings)).toEqual(['pt-BR']);
+      const entity = await app.http
+        .post('/v1/entities')
+        .set(dev(bot))
+        .send({
+          name: 'Cidade',
+          automaticallyExtensible: { 'PT-BR': false },
+          useSynonyms: { 'pt-br': false },
+          data: { 'pt-Br': [{ value: 'Lisboa' }] },
+        })
+        .expect(200);
+      expect(entity.body).toMatchObject({
+        automaticallyExtensible: { 'pt-BR': false },
+        useSynonyms: { 'pt-BR': false },
+        data: { 'pt-BR': [{ value: 'Lisboa' }] },
+      });
+      // Messages in any case of a language the assistant speaks
+      await trained(app.http, bot);
+      const reply = await app.http
+        .post('/v1/Messages')
+        .set(client(bot))
+        .send({ userId: 'u', platform: 'web', text: 'olá', lang: 'pt-br' })
+        .expect(200);
+      expect(reply.body.status).toEqual({ code: 200, errorType: 'success' });
+    });
+
+    it('refuses two cases of one language with different content, naming both, and stores nothing', async () => {
+      const { bot } = await accountWithBot(app.http, { lang: 'pt-BR' });
+      const refused = await app.http
+        .post('/v1/intents')
+        .set(dev(bot))
+        .send({ name: 'Oi', utterances: { 'pt-BR': greet('olá'), 'pt-br': greet('oi') } })
+        .expect(400);
+      expect(refused.body.details.issues).toEqual([
+        {
+          field: 'utterances.pt-br',
+          message: '"pt-BR" and "pt-br" are the same language with different content: send one of them',
+        },
+      ]);
+      await app.http.get('/v1/intents').set(dev(bot)).expect(200, []);
+      const entity = await app.http
+        .post('/v1/entities')
+        .set(dev(bot))
+        .send({
+          name: 'Cidade',
+          automaticallyExtensible: { 'pt-BR': false, 'pt-br': true },
+          useSynonyms: { 'pt-BR': false },
+          data: { 'pt-BR': [{ value: 'Lisboa' }] },
+        })
+        .expect(400);
+      expect(fields(entity)).toEqual(['automaticallyExtensible.pt-br']);
+    });
+
+    it('reads what was stored in other cases as canonical, and loses none of it', async () => {
+      const { bot } = await accountWithBot(app.http, { lang: 'pt-BR', languages: ['pt-BR', 'en'] });
+      const made = await app.http
+        .post('/v1/intents')
+        .set(dev(bot))
+        .send({ name: 'Oi', utterances: { 'pt-BR': greet('olá') } })
+        .expect(200);
+      // as stored before tags were kept canonical: an assistant speaking pt-br twice, an intent with both cases
+      await app.store
+        .collection('legacy_assistants')
+        .updateOne({ _id: bot.id }, { $set: { lang: 'pt-br', languages: ['pt-br', 'pt-BR', 'en'] } });
+      const intents = app.store.collection<IntentDoc>('legacy_intents');
+      await intents.updateOne(
+        { _id: made.body.id },
+        { $set: { utterances: { 'pt-br': greet('oi'), 'pt-BR': greet('olá') }, settings: { 'pt-br': {} } } },
+      );
+      const read = await app.http.get('/v1/bots').set(dev(bot)).expect(200);
+      expect({ lang: read.body.lang, languages: read.body.languages }).toEqual({
+        lang: 'pt-BR',
+        languages: ['pt-BR', 'en'],
+      });
+      const intent = await app.http.get(`/v1/intents/${made.body.id}`).set(dev(bot)).expect(200);
+      expect(intent.body.utterances).toEqual({ 'pt-BR': greet('olá'), 'pt-br': greet('oi') });
+      expect(intent.body.settings).toEqual({
+        'pt-BR': { placeholder: 'How can I help you?', disableInput: false },
+        en: { placeholder: 'How can I help you?', disableInput: false },
+      });
+      // an update keeping both is refused, naming both; one sending the field keeps what it sends
+      const refused = await app.http
+        .post(`/v1/intents/${made.body.id}`)
+        .set(dev(bot))
+        .send({ name: 'Olá' })
+        .expect(400);
+      expect(refused.body.details.issues).toEqual([
+        {
+          field: 'utterances.pt-br',
+          message:
+            '"pt-BR" and "pt-br" are the same language with different content: send utterances with one of them',
+        },
+      ]);
+      expect((await intents.findOne({ _id: made.body.id }))!.utterances['pt-br']).toEqual(greet('oi'));
+      await app.http
+        .post(`/v1/intents/${made.body.id}`)
+        .set(dev(bot))
+        .send({ name: 'Olá', utterances: { 'pt-br': [...greet('olá'), ...greet('oi')] } })
+        .expect(200);
+      const stored = (await intents.findOne({ _id: made.body.id }))!;
+      expect(stored.utterances).toEqual({ 'pt-BR': [...greet('olá'), ...greet('oi')] });
+      expect(stored.settings).toEqual({ 'pt-BR': {} });
     });
   });
 });

@@ -1,5 +1,4 @@
 import { Conflict, NotFound } from '@platform/kernel';
-import type { Collection, Filter, Revised } from '@platform/store';
 import type { LegacyContext } from './context';
 
 /**
@@ -12,7 +11,7 @@ import type { LegacyContext } from './context';
  *   in memory) and answer a list no process can build. A creation takes its bytes with its place, atomically; an
  *   update takes its growth the same way (or gives back its shrink) before its write, and gives it back when
  *   nothing was written, so updates racing near the budget never pass it together; a deletion gives back the bytes
- *   of the version it deleted (`deleteAsRead`), never those of a version an update replaced meanwhile.
+ *   of the version it deleted (the store's `deleteAsRead`), never those of a version an update replaced meanwhile.
  * Assistants made before a counter get it counted once, at their first creation.
  */
 const COUNTERS = { intents: 'intentCount', entities: 'entityCount' } as const;
@@ -163,7 +162,8 @@ async function takeBytes(ctx: LegacyContext, assistantId: string, bytes: number)
  * The change of size of one update of an intent or entity, counted before its write: `count` runs in the
  * computation of the change (which `updateWithRevision` may run again, each replacing what the last counted), a
  * growth taken from the budget atomically (409 `LimitExceeded` past it); `undo` gives it back when nothing was
- * written; `settle` counts what the write made of it when that differs.
+ * written. What is written is the version counted (the write is guarded by the revision it was computed from),
+ * so a write keeps what was counted as it is.
  */
 export class SizeChange {
   private counted = 0;
@@ -186,15 +186,9 @@ export class SizeChange {
     await resized(this.ctx, this.assistantId, -counted);
   }
 
-  async settle(before: object, after: object): Promise<void> {
-    const difference = storedBytes(after) - storedBytes(before) - this.counted;
-    this.counted = 0;
-    await resized(this.ctx, this.assistantId, difference);
-  }
-
   /**
-   * Runs an update whose change `count` takes as it computes it: what it wrote is settled, and what it did not write
-   * (a refusal, a document gone) is given back. Answers the update's result.
+   * Runs an update whose change `count` takes as it computes it: what it wrote stays counted, and what it did not
+   * write (a refusal, a document gone) is given back. Answers the update's result.
    */
   async around<T extends object>(
     update: () => Promise<{ before: T; after: T } | null>,
@@ -207,7 +201,7 @@ export class SizeChange {
       throw err;
     }
     if (!updated) await this.undo();
-    else await this.settle(updated.before, updated.after);
+    else this.counted = 0;
     return updated;
   }
 }
@@ -220,29 +214,4 @@ export async function resized(ctx: LegacyContext, assistantId: string, change: n
     { $inc: { dataBytes: change } },
   );
   return matched > 0;
-}
-
-/**
- * Deletes an intent or entity as it stands: only the version read (`current`, then as read again), so what is
- * given back is what was deleted, never a version an update replaced meanwhile. `check` runs on each version read
- * again. Answers the document deleted, or null when it is gone already.
- */
-export async function deleteAsRead<T extends Revised>(
-  collection: Collection<T>,
-  filter: Filter,
-  current: T,
-  check: (doc: T) => Promise<void> = async () => undefined,
-): Promise<T | null> {
-  let doc: T | null = current;
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const revision = doc.revision ?? { $exists: false };
-    if (await collection.deleteOne({ ...filter, revision })) return doc;
-    doc = await collection.findOne(filter);
-    if (!doc) return null;
-    await check(doc);
-  }
-  throw new Conflict('The resource was changed by other requests meanwhile; try again', {
-    error: 'ConcurrentUpdate',
-    retryable: true,
-  });
 }

@@ -1,12 +1,13 @@
 import { Conflict, NotFound } from '@platform/kernel';
-import { DuplicateKeyError, updateWithRevision } from '@platform/store';
+import { DuplicateKeyError, deleteAsRead, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, EntityDoc, IntentDoc } from '../persistence/collections';
 import type { EntityInput } from '../routes/schemas';
-import { deleteAsRead, insertInPlace, releasePlace, SizeChange, storedBytes } from './assistant-places';
+import { insertInPlace, releasePlace, SizeChange, storedBytes } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import type { DataChangeListener } from './intents';
 import { languageIssues, throwIfIssues } from './issues';
+import { inCreationOrder, pageById } from './lists';
 
 const nameKey = (name: string) => name.normalize('NFKC').toLowerCase();
 
@@ -20,8 +21,14 @@ export class Entities {
     private readonly onChange: DataChangeListener,
   ) {}
 
-  async list(assistant: AssistantDoc): Promise<EntityDoc[]> {
-    return this.ctx.cols.entities.find({ assistantId: assistant._id }, { sort: { createdAt: 1, _id: 1 } });
+  /** All of the assistant's entities, in creation order, a batch at a time. */
+  all(assistant: AssistantDoc): AsyncIterable<EntityDoc[]> {
+    return inCreationOrder(this.ctx.cols.entities, { assistantId: assistant._id });
+  }
+
+  /** A page of the assistant's entities in id order, after the id `after`. */
+  page(assistant: AssistantDoc, limit: number, after?: string) {
+    return pageById(this.ctx.cols.entities, { assistantId: assistant._id }, limit, after);
   }
 
   async get(assistant: AssistantDoc, id: string): Promise<EntityDoc> {

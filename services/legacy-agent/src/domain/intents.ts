@@ -1,23 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { Conflict, NotFound } from '@platform/kernel';
-import { DuplicateKeyError, updateWithRevision } from '@platform/store';
+import { DuplicateKeyError, deleteAsRead, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { IntentInput } from '../routes/schemas';
-import { deleteAsRead, insertInPlace, releasePlace, SizeChange, storedBytes } from './assistant-places';
+import { insertInPlace, releasePlace, resized, SizeChange, storedBytes } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
 import { type Issue, languageIssues, throwIfIssues } from './issues';
+import { INTENT_LANGUAGE_KEYED } from './language-tags';
+import { inCreationOrder, pageById } from './lists';
 import { DEFAULT_SETTINGS, type IntentSettings, type OutputContext } from './model-types';
 
 export type DataChangeListener = (assistantId: string) => Promise<void>;
-
-const LANGUAGE_KEYED = [
-  'disambiguationSentence',
-  'outputContexts',
-  'utterances',
-  'parameters',
-  'conditionalResponses',
-  'settings',
-] as const;
 
 const nameKey = (name: string) => name.normalize('NFKC').toLowerCase();
 
@@ -31,8 +25,14 @@ export class Intents {
     private readonly onChange: DataChangeListener,
   ) {}
 
-  async list(assistant: AssistantDoc): Promise<IntentDoc[]> {
-    return this.ctx.cols.intents.find({ assistantId: assistant._id }, { sort: { createdAt: 1, _id: 1 } });
+  /** All of the assistant's intents, in creation order, a batch at a time. */
+  all(assistant: AssistantDoc): AsyncIterable<IntentDoc[]> {
+    return inCreationOrder(this.ctx.cols.intents, { assistantId: assistant._id });
+  }
+
+  /** A page of the assistant's intents in id order, after the id `after`. */
+  page(assistant: AssistantDoc, limit: number, after?: string) {
+    return pageById(this.ctx.cols.intents, { assistantId: assistant._id }, limit, after);
   }
 
   async get(assistant: AssistantDoc, id: string): Promise<IntentDoc> {
@@ -60,6 +60,13 @@ export class Intents {
       () => this.write(() => cols.intents.insertOne(doc)),
       () => cols.intents.deleteOne({ _id: doc._id }),
     );
+    const gone = await this.holdEntities(assistant, doc);
+    if (gone.size > 0) {
+      // an entity it tags was deleted (or renamed) between the check and the write: the intent is not kept
+      await cols.intents.deleteOne({ _id: doc._id });
+      await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(doc));
+      throwIfIssues(unknownEntities(doc, gone));
+    }
     await this.onChange(assistant._id);
     return doc;
   }
@@ -90,6 +97,11 @@ export class Intents {
       ),
     );
     if (!updated) throw intentNotFound(id);
+    const gone = await this.holdEntities(assistant, updated.after, updated.before);
+    if (gone.size > 0) {
+      await this.restore(assistant, updated.before, updated.after);
+      throwIfIssues(unknownEntities(updated.after, gone));
+    }
     await this.onChange(assistant._id);
     return updated.after;
   }
@@ -159,28 +171,51 @@ export class Intents {
 
   /** Rules that need the assistant: its languages, and entities that exist. */
   private async check(assistant: AssistantDoc, doc: IntentDoc): Promise<void> {
-    const issues: Issue[] = LANGUAGE_KEYED.flatMap((field) =>
+    const issues: Issue[] = INTENT_LANGUAGE_KEYED.flatMap((field) =>
       languageIssues(field, doc[field] as Record<string, unknown>, assistant.languages),
     );
-    const tagged = new Set<string>();
-    for (const utterances of Object.values(doc.utterances))
-      for (const u of utterances) for (const part of u.data) if (part.entity) tagged.add(part.entity);
+    const tagged = taggedEntities(doc);
     if (tagged.size > 0) {
       const entities = await this.ctx.cols.entities.find({ assistantId: assistant._id });
       const known = new Set(entities.map((e) => e.name));
-      for (const [lang, utterances] of Object.entries(doc.utterances)) {
-        for (const [i, u] of utterances.entries()) {
-          for (const [j, part] of u.data.entries()) {
-            if (part.entity && !known.has(part.entity))
-              issues.push({
-                field: `utterances.${lang}.${i}.data.${j}.entity`,
-                message: `unknown entity "${part.entity}"; create it first`,
-              });
-          }
-        }
-      }
+      issues.push(...unknownEntities(doc, new Set([...tagged].filter((name) => !known.has(name)))));
     }
     throwIfIssues(issues);
+  }
+
+  /**
+   * After an intent's write, the entities it newly tags (those `before` did not) are held: each gets a new revision
+   * (the store's `updateWithRevision`), which an entity's deletion or rename checking its users before then cannot
+   * write over; it reads the entity again and, checking again, finds this intent (`Entities.refuseWhenUsed`). One
+   * deleted or renamed before its hold is answered among those gone: the intent must not keep tagging it.
+   */
+  private async holdEntities(
+    assistant: AssistantDoc,
+    after: IntentDoc,
+    before?: IntentDoc,
+  ): Promise<Set<string>> {
+    const had = before ? taggedEntities(before) : new Set<string>();
+    const gone = new Set<string>();
+    for (const name of taggedEntities(after)) {
+      if (had.has(name)) continue;
+      const held = await updateWithRevision(
+        this.ctx.cols.entities,
+        { assistantId: assistant._id, name },
+        () => ({}),
+      );
+      if (!held) gone.add(name);
+    }
+    return gone;
+  }
+
+  /** Puts back the version an update replaced, unless another update wrote over it meanwhile. */
+  private async restore(assistant: AssistantDoc, before: IntentDoc, after: IntentDoc): Promise<void> {
+    const { _id, revision: _revision, ...fields } = before;
+    const restored = await this.ctx.cols.intents.findOneAndUpdate(
+      { _id, assistantId: assistant._id, revision: after.revision },
+      { $set: { ...fields, revision: randomUUID() } },
+    );
+    if (restored) await resized(this.ctx, assistant._id, storedBytes(restored) - storedBytes(after));
   }
 
   private async write<T>(task: () => Promise<T>): Promise<T> {
@@ -194,4 +229,27 @@ export class Intents {
       throw err;
     }
   }
+}
+
+/** The names of the entities an intent's utterances tag. */
+function taggedEntities(doc: IntentDoc): Set<string> {
+  const tagged = new Set<string>();
+  for (const utterances of Object.values(doc.utterances))
+    for (const u of utterances) for (const part of u.data) if (part.entity) tagged.add(part.entity);
+  return tagged;
+}
+
+/** An issue for each part of the intent's utterances that tags one of `names`. */
+function unknownEntities(doc: IntentDoc, names: ReadonlySet<string>): Issue[] {
+  const issues: Issue[] = [];
+  if (names.size === 0) return issues;
+  for (const [lang, utterances] of Object.entries(doc.utterances))
+    for (const [i, u] of utterances.entries())
+      for (const [j, part] of u.data.entries())
+        if (part.entity && names.has(part.entity))
+          issues.push({
+            field: `utterances.${lang}.${i}.data.${j}.entity`,
+            message: `unknown entity "${part.entity}"; create it first`,
+          });
+  return issues;
 }

@@ -1,4 +1,5 @@
 import { InvalidInput } from '@platform/kernel';
+import { canonicalLanguage } from './language-tags';
 
 export interface Issue {
   field: string;
@@ -14,7 +15,11 @@ export function throwIfIssues(issues: Issue[]): void {
   });
 }
 
-/** Issues for every language key of a language-keyed map that the assistant does not speak. */
+/**
+ * Issues for every language key of a language-keyed map that the assistant does not speak. A key in another letter
+ * case than a language it speaks is one stored beside that language's, with other content (`byCanonicalLanguage`):
+ * its issue names both, so the one to keep is sent.
+ */
 export function languageIssues(
   field: string,
   map: Record<string, unknown> | undefined,
@@ -23,8 +28,13 @@ export function languageIssues(
   if (!map) return [];
   return Object.keys(map)
     .filter((lang) => !languages.includes(lang))
-    .map((lang) => ({
-      field: `${field}.${lang}`,
-      message: `language ${lang} is not one of the assistant's languages (${languages.join(', ')})`,
-    }));
+    .map((lang) => {
+      const canonical = canonicalLanguage(lang);
+      return {
+        field: `${field}.${lang}`,
+        message: languages.includes(canonical)
+          ? `"${canonical}" and "${lang}" are the same language with different content: send ${field} with one of them`
+          : `language ${lang} is not one of the assistant's languages (${languages.join(', ')})`,
+      };
+    });
 }

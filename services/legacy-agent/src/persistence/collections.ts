@@ -1,4 +1,10 @@
-import type { BlobBucket, Collection, Store } from '@platform/store';
+import type { BlobBucket, Collection, Doc, Store } from '@platform/store';
+import {
+  assistantWithCanonicalLanguages,
+  ENTITY_LANGUAGE_KEYED,
+  INTENT_LANGUAGE_KEYED,
+  withCanonicalLanguages,
+} from '../domain/language-tags';
 import type {
   ConditionalResponse,
   EntityOccurrence,
@@ -182,6 +188,32 @@ export interface LegacyCollections {
   conversations: Collection<ConversationDoc>;
 }
 
+/**
+ * The collection with every document it answers read through `read`: what older versions stored as this one
+ * stores it. Writes go through as they are; the methods are looked up on `inner` at each call.
+ */
+function readingAs<T extends Doc>(inner: Collection<T>, read: (doc: T) => T): Collection<T> {
+  const readOne = (doc: T | null) => (doc ? read(doc) : null);
+  return {
+    name: inner.name,
+    insertOne: (doc) => inner.insertOne(doc),
+    ...(inner.insertMany ? { insertMany: (docs: T[]) => inner.insertMany!(docs) } : {}),
+    findOne: async (filter) => readOne(await inner.findOne(filter)),
+    find: async (filter, options) => (await inner.find(filter, options)).map(read),
+    count: (filter) => inner.count(filter),
+    updateOne: (filter, update, options) => inner.updateOne(filter, update, options),
+    updateMany: (filter, update) => inner.updateMany(filter, update),
+    findOneAndUpdate: async (filter, update, options) =>
+      readOne(await inner.findOneAndUpdate(filter, update, options)),
+    deleteOne: (filter) => inner.deleteOne(filter),
+    deleteMany: (filter) => inner.deleteMany(filter),
+  };
+}
+
+/**
+ * The service's collections. Language tags are kept in canonical case (`pt-BR`) since decision 0122; assistants,
+ * intents and entities stored before are read with theirs in canonical case too (`language-tags.ts`).
+ */
 export function openCollections(store: Store): LegacyCollections {
   return {
     accounts: store.collection<AccountDoc>('legacy_accounts', [{ fields: { usernameKey: 1 }, unique: true }]),
@@ -194,20 +226,29 @@ export function openCollections(store: Store): LegacyCollections {
     loginFailures: store.collection<LoginFailureDoc>('legacy_login_failures', [
       { fields: { expiresAt: 1 }, expireAfterSeconds: 0 },
     ]),
-    assistants: store.collection<AssistantDoc>('legacy_assistants', [
-      { fields: { clientTokenHash: 1 }, unique: true },
-      { fields: { developerTokenHash: 1 }, unique: true },
-      { fields: { ownerId: 1 } },
-      { fields: { allowedOrigins: 1 } },
-    ]),
-    intents: store.collection<IntentDoc>('legacy_intents', [
-      { fields: { assistantId: 1 } },
-      { fields: { assistantId: 1, nameKey: 1 }, unique: true },
-    ]),
-    entities: store.collection<EntityDoc>('legacy_entities', [
-      { fields: { assistantId: 1 } },
-      { fields: { assistantId: 1, nameKey: 1 }, unique: true },
-    ]),
+    assistants: readingAs(
+      store.collection<AssistantDoc>('legacy_assistants', [
+        { fields: { clientTokenHash: 1 }, unique: true },
+        { fields: { developerTokenHash: 1 }, unique: true },
+        { fields: { ownerId: 1 } },
+        { fields: { allowedOrigins: 1 } },
+      ]),
+      assistantWithCanonicalLanguages,
+    ),
+    intents: readingAs(
+      store.collection<IntentDoc>('legacy_intents', [
+        { fields: { assistantId: 1 } },
+        { fields: { assistantId: 1, nameKey: 1 }, unique: true },
+      ]),
+      (doc) => withCanonicalLanguages(doc, INTENT_LANGUAGE_KEYED),
+    ),
+    entities: readingAs(
+      store.collection<EntityDoc>('legacy_entities', [
+        { fields: { assistantId: 1 } },
+        { fields: { assistantId: 1, nameKey: 1 }, unique: true },
+      ]),
+      (doc) => withCanonicalLanguages(doc, ENTITY_LANGUAGE_KEYED),
+    ),
     models: store.collection<ModelDoc>('legacy_models', [{ fields: { assistantId: 1 } }]),
     modelBlobs: store.blobs('legacy_models'),
     olderModelPieces: store.collection('legacy_model_chunks'),

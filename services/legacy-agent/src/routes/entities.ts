@@ -3,13 +3,18 @@ import type { Router } from 'express';
 import type { LegacyDomain } from '../domain';
 import type { EntityDoc } from '../persistence/collections';
 import { bearerToken } from './credentials';
+import { answerList } from './lists';
 import { entityBody, entityPatchBody } from './schemas';
 
 /** Spec 4.3 entities (2.10), authenticated by the developer token. */
 export function mountEntityRoutes(router: Router, { assistants, entities }: LegacyDomain): void {
   router.get('/v1/entities', async (req, res) => {
     const assistant = await assistants.byDeveloperToken(bearerToken(req));
-    res.json((await entities.list(assistant)).map((doc) => entities.view(doc)));
+    const list = {
+      all: () => entities.all(assistant),
+      page: (limit: number, after?: string) => entities.page(assistant, limit, after),
+    };
+    await answerList(req, res, list, (doc) => entities.view(doc));
   });
 
   router.post('/v1/entities', async (req, res) => {

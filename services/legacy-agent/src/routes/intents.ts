@@ -2,13 +2,18 @@ import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { LegacyDomain } from '../domain';
 import { bearerToken } from './credentials';
+import { answerList } from './lists';
 import { intentBody } from './schemas';
 
 /** Spec 4.3 intents, authenticated by the developer token; another assistant's intent is a 404. */
 export function mountIntentRoutes(router: Router, { assistants, intents }: LegacyDomain): void {
   router.get('/v1/intents', async (req, res) => {
     const assistant = await assistants.byDeveloperToken(bearerToken(req));
-    res.json((await intents.list(assistant)).map((doc) => intents.view(doc, assistant)));
+    const list = {
+      all: () => intents.all(assistant),
+      page: (limit: number, after?: string) => intents.page(assistant, limit, after),
+    };
+    await answerList(req, res, list, (doc) => intents.view(doc, assistant));
   });
 
   router.post('/v1/intents', async (req, res) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { byCanonicalLanguage, canonicalLanguage } from '../domain/language-tags';
 import { DEFAULT_SETTINGS } from '../domain/model-types';
 
 /**
@@ -6,18 +7,22 @@ import { DEFAULT_SETTINGS } from '../domain/model-types';
  * from them. Unknown fields are dropped (clients may post back what they read, ids included).
  */
 
-export const LANG_PATTERN = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
+/** a language tag (BCP 47 shape, in any letter case: tags are case-insensitive) */
+export const LANG_PATTERN = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
 /** names of entities, slots, contexts and events: letters, digits, `_`, `.`, `-`, no spaces */
 export const SYMBOL_PATTERN = /^[\p{L}\p{N}_][\p{L}\p{N}_.-]{0,63}$/u;
 /** a channel is a key of the stored intent: no dot (the store refuses one in a key; such an intent answered 500) */
 const CHANNEL_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
-export const langCode = z
+const langTag = z
   .string()
   // a tag that long names no language, and would push the model's blob id past the store's 200 characters
   .max(35)
-  .regex(LANG_PATTERN, 'must be a language code such as "en" or "pt-BR"')
-  .meta({ description: 'language code' });
+  .regex(LANG_PATTERN, 'must be a language code such as "en" or "pt-BR"');
+/** A language code, in any letter case, kept in the case BCP 47 recommends (`pt-br` is `pt-BR`). */
+export const langCode = langTag
+  .transform(canonicalLanguage)
+  .meta({ description: 'language code; any letter case, kept as `pt-BR`, `zh-Hant-TW`' });
 const symbolText = (what: string) =>
   z.string().regex(SYMBOL_PATTERN, `${what} must be 1-64 letters, digits, "_", "." or "-"`);
 /** A name a developer gives: it becomes a key of slots and of stored objects, where `__proto__` sets a prototype. */
@@ -26,7 +31,21 @@ const symbol = (what: string) =>
 const text = (max: number) => z.string().max(max);
 const nonEmptyText = (max: number) => z.string().trim().min(1).max(max);
 const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048);
-const byLang = <T extends z.ZodType>(value: T) => z.record(langCode, value);
+/**
+ * A map by language code, its keys kept in canonical case: two keys naming one language (`pt-br`, `pt-BR`) become
+ * one when their contents are equal, and are refused, both named, when they differ (neither is dropped).
+ */
+const byLang = <T extends z.ZodType>(value: T) =>
+  z.record(langTag, value).transform((map, ctx) => {
+    const { map: canonical, clashes } = byCanonicalLanguage(map);
+    for (const { kept, other } of clashes)
+      ctx.addIssue({
+        code: 'custom',
+        path: [other],
+        message: `"${kept}" and "${other}" are the same language with different content: send one of them`,
+      });
+    return clashes.length > 0 ? z.NEVER : canonical;
+  });
 
 // ---- accounts and tokens ----------------------------------------------------------------------
 
@@ -380,7 +399,7 @@ export type MessageInput = z.infer<typeof messageBody>;
 // What the routes answer, every object open to fields added later; language-keyed maps are by code.
 
 const instant = z.iso.datetime();
-const byLangOut = <T extends z.ZodType>(value: T) => z.record(langCode, value);
+const byLangOut = <T extends z.ZodType>(value: T) => z.record(langTag, value);
 
 /** `POST /v2/auth/signup` and `/v2/auth/login`. */
 export const SessionGrantSchema = z

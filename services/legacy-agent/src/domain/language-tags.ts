@@ -1,0 +1,100 @@
+import { isDeepStrictEqual } from 'node:util';
+
+/**
+ * A language tag in the case BCP 47 recommends (RFC 5646 2.1.1; tags are case-insensitive): the language
+ * lower-case, a two-letter subtag (a region) upper-case, a four-letter one (a script) title-case, the rest
+ * lower-case, and everything after a one-letter singleton (an extension, `x-` private use) lower-case:
+ * `PT-br` is `pt-BR`, `zh-hant-tw` is `zh-Hant-TW`.
+ */
+export function canonicalLanguage(tag: string): string {
+  let afterSingleton = false;
+  return tag
+    .split('-')
+    .map((subtag, i) => {
+      const lower = subtag.toLowerCase();
+      if (subtag.length === 1) afterSingleton = true;
+      if (i === 0 || afterSingleton) return lower;
+      if (subtag.length === 2) return subtag.toUpperCase();
+      if (subtag.length === 4) return lower[0]!.toUpperCase() + lower.slice(1);
+      return lower;
+    })
+    .join('-');
+}
+
+/** Two keys of one language-keyed map that name one language with different content. */
+interface LanguageClash {
+  kept: string;
+  other: string;
+}
+
+/**
+ * A language-keyed map with its keys in canonical case. Keys naming one language with equal content become one;
+ * with different content, the first keeps it under the canonical key and the others stay as they are, answered
+ * in `clashes` (nothing is dropped: the caller refuses, or shows what is stored). The map itself when no key
+ * changes.
+ */
+export function byCanonicalLanguage<V>(map: Record<string, V>): {
+  map: Record<string, V>;
+  clashes: LanguageClash[];
+} {
+  const keys = Object.keys(map);
+  if (keys.every((key) => canonicalLanguage(key) === key)) return { map, clashes: [] };
+  const result: Record<string, V> = {};
+  const clashes: LanguageClash[] = [];
+  // the key already in canonical case first: it keeps the canonical key when contents differ
+  const ordered = [...keys].sort(
+    (a, b) => Number(canonicalLanguage(b) === b) - Number(canonicalLanguage(a) === a),
+  );
+  const firstOf = new Map<string, string>();
+  for (const key of ordered) {
+    const canonical = canonicalLanguage(key);
+    const first = firstOf.get(canonical);
+    if (first === undefined) {
+      firstOf.set(canonical, key);
+      result[canonical] = map[key]!;
+    } else if (!isDeepStrictEqual(map[first], map[key])) {
+      clashes.push({ kept: first, other: key });
+      result[key] = map[key]!;
+    }
+  }
+  return { map: result, clashes };
+}
+
+/** The language-keyed maps of an intent and of an entity. */
+export const INTENT_LANGUAGE_KEYED = [
+  'disambiguationSentence',
+  'outputContexts',
+  'utterances',
+  'parameters',
+  'conditionalResponses',
+  'settings',
+] as const;
+export const ENTITY_LANGUAGE_KEYED = ['automaticallyExtensible', 'useSynonyms', 'data'] as const;
+
+/**
+ * A stored document as read: its language-keyed `fields` keyed in canonical case (`byCanonicalLanguage`), so data
+ * stored before tags were kept canonical reads as data stored since. The document itself when nothing changes.
+ */
+export function withCanonicalLanguages<T extends object>(doc: T, fields: readonly (keyof T)[]): T {
+  let read: T | undefined;
+  for (const field of fields) {
+    const map = doc[field] as Record<string, unknown> | undefined;
+    if (!map) continue;
+    const canonical = byCanonicalLanguage(map).map;
+    if (canonical !== map) read = { ...(read ?? doc), [field]: canonical };
+  }
+  return read ?? doc;
+}
+
+/** An assistant as read: its `lang` and `languages` in canonical case, a language named twice once. */
+export function assistantWithCanonicalLanguages<T extends { lang: string; languages: string[] }>(doc: T): T {
+  const lang = canonicalLanguage(doc.lang);
+  const languages = [...new Set(doc.languages.map(canonicalLanguage))];
+  if (
+    lang === doc.lang &&
+    languages.length === doc.languages.length &&
+    languages.every((l, i) => l === doc.languages[i])
+  )
+    return doc;
+  return { ...doc, lang, languages };
+}
