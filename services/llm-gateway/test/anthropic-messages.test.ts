@@ -568,6 +568,7 @@ describe("Anthropic's Messages API through the edge", () => {
         'messages.0.content.0.source',
       ],
       [{ ...base, tool_choice: { type: 'tool' } }, 'tool_choice.name'],
+      [{ ...base, tools: [WEATHER, WEATHER] }, 'tools.1.name'],
     ];
     const before = w.sim.requests().length;
     for (const [body, field] of refusals) {
@@ -596,6 +597,56 @@ describe("Anthropic's Messages API through the edge", () => {
       .messages.create({ ...base, messages: [{ role: 'user', content: 'hi' }], max_tokens: 0 })
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BadRequestError);
+  });
+
+  it('count_tokens refuses what messages refuses, with the same 400; generation-only members are ignored there', async () => {
+    const { owner: counter } = await w.org('messages-count-refusals');
+    const as = { bearer: counter.token };
+    const base = { model: 'sim/gpt', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] };
+    const bodies: unknown[] = [
+      { ...base, messages: [] },
+      { ...base, messages: [{ role: 'system', content: 'x' }] },
+      { ...base, tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
+      { ...base, mcp_servers: [{ type: 'url', url: 'https://mcp.example', name: 'x' }] },
+      { ...base, inference_geo: 'eu' },
+      { ...base, frobnicate: true },
+      { ...base, thinking: { type: 'enabled', budget_tokens: 0 } },
+      { ...base, output_config: { format: { type: 'text' } } },
+      { ...base, system: [{ type: 'text', text: 'x', cache_control: { type: 'forever' } }] },
+      {
+        ...base,
+        messages: [
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_x', content: 'done' }] },
+        ],
+      },
+      {
+        ...base,
+        messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'file', file_id: 'f' } }] }],
+      },
+      { ...base, tool_choice: { type: 'tool' } },
+      { ...base, tools: [WEATHER, WEATHER] },
+      [base],
+    ];
+    for (const body of bodies) {
+      const message = await post(as, body);
+      const counted = await post(as, body, '/v1/messages/count_tokens');
+      expect(message.status).toBe(400);
+      expect({ status: counted.status, error: counted.body?.error }).toEqual({
+        status: 400,
+        error: message.body.error,
+      });
+    }
+    // what only generation reads is not needed, nor checked, to count
+    const { max_tokens: _, ...withoutMax } = base;
+    const generation = { stop_sequences: ['END'], temperature: 1.5, top_k: 5, metadata: {}, stream: true };
+    for (const body of [withoutMax, { ...base, ...generation }]) {
+      const counted = await post(as, body, '/v1/messages/count_tokens');
+      expect({ status: counted.status, tokens: counted.body.input_tokens }).toEqual({
+        status: 200,
+        tokens: expect.any(Number),
+      });
+    }
+    expect(w.sim.requests()).toHaveLength(0);
   });
 
   it('a hard_block stream is cut at the monthly token budget with an Anthropic error event the SDK raises', async () => {

@@ -92,6 +92,42 @@ describe('the built-in mock models when LLM_GATEWAY_CONFIG is unset', () => {
     expect(streamed).toBe(a.choices[0]?.message.content);
   });
 
+  it('mock/chat answers n choices, plain and streamed, their completion tokens counted for each', async () => {
+    const ask = { model: 'mock/chat', messages: [{ role: 'user' as const, content: 'Hello mock' }] };
+    const one = await client.chat.completions.create(ask);
+    const two = await client.chat.completions.create({ ...ask, n: 2 });
+    expect(two.choices.map((c) => [c.index, c.message.content, c.finish_reason])).toEqual([
+      [0, one.choices[0]!.message.content, 'stop'],
+      [1, one.choices[0]!.message.content, 'stop'],
+    ]);
+    expect(two.usage).toMatchObject({
+      prompt_tokens: one.usage!.prompt_tokens,
+      completion_tokens: 2 * one.usage!.completion_tokens,
+    });
+    const stream = await client.chat.completions.create({
+      ...ask,
+      n: 2,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const texts = ['', ''];
+    const finishes: Array<[number, string]> = [];
+    let completionTokens = 0;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        texts[c.index] += c.delta?.content ?? '';
+        if (c.finish_reason) finishes.push([c.index, c.finish_reason]);
+      }
+      if (chunk.usage) completionTokens = chunk.usage.completion_tokens;
+    }
+    expect(texts).toEqual([one.choices[0]!.message.content, one.choices[0]!.message.content]);
+    expect(finishes).toEqual([
+      [0, 'stop'],
+      [1, 'stop'],
+    ]);
+    expect(completionTokens).toBe(2 * one.usage!.completion_tokens);
+  });
+
   it('mock/chat reasons when asked, as a reasoning model does, through chat, Responses and Messages', async () => {
     const ask = {
       model: 'mock/chat',

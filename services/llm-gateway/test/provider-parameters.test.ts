@@ -1,5 +1,5 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { type GatewayWorld, gauge, startGatewayWorld } from './support';
+import { type GatewayWorld, gauge, recordCompletions, startGatewayWorld } from './support';
 
 /**
  * A deployment's request shaping (`provider_config.parameter_aliases` and `exclude_parameters`, decision 0119), as an
@@ -148,6 +148,59 @@ describe("a deployment's renamed and excluded request parameters, through the ed
     const tokens = 2 * plain.usage!.total_tokens + textUsage;
     const counted = await w.counted('shaped-stream', { bearer: owner.token }, { requests: 3, tokens });
     expect(gauge(counted, 'llm.monthly_tokens').used).toBe(tokens);
+  });
+
+  it("a replay cut by the monthly budget is billed the provider's usage, hidden reasoning included; the stream ends as a cut", async () => {
+    const { owner } = await w.org('unstreamed-cut', 'budget');
+    const completions = recordCompletions(w);
+    try {
+      // the whole answer (600 words, over the budget of 400 tokens) and 2,000 hidden tokens were generated
+      w.sim.script([
+        {
+          match: { model: 'unstreamed-sim' },
+          reply: {
+            content: Array.from({ length: 600 }, (_, i) => `word${i}`).join(' '),
+            usage: {
+              prompt_tokens: 20,
+              completion_tokens: 3_000,
+              completion_tokens_details: { reasoning_tokens: 2_000 },
+            },
+          },
+        },
+      ]);
+      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${owner.token}`,
+          'content-type': 'application/json',
+          'x-request-id': 'unstreamed-cut',
+        },
+        body: JSON.stringify({
+          model: 'sim/unstreamed',
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: [{ role: 'user', content: 'a long answer' }],
+        }),
+      });
+      const frames = (await res.text()).split('\n\n').filter(Boolean);
+      expect(frames.at(-1)).toBe('data: [DONE]');
+      expect(JSON.parse(frames.at(-2)!.slice(6)).error).toMatchObject({ code: 'MONTHLY_QUOTA_EXCEEDED' });
+      const event = await completions.of('unstreamed-cut');
+      expect({ outcome: event.outcome, source: event.usageSource, usage: event.usage }).toMatchObject({
+        outcome: 'budget_cut',
+        source: 'provider',
+        usage: { prompt_tokens: 20, completion_tokens: 3_000, total_tokens: 3_020 },
+      });
+      const counted = await w.counted(
+        'unstreamed-cut',
+        { bearer: owner.token },
+        { requests: 1, tokens: 3_020 },
+      );
+      expect(gauge(counted, 'llm.monthly_tokens').used).toBe(3_020);
+      expect(completions.events.filter((e) => e.requestId === 'unstreamed-cut')).toHaveLength(1);
+    } finally {
+      completions.stop();
+    }
   });
 
   it('refuse a deployment renaming or dropping model, in the envelope, naming the field', async () => {

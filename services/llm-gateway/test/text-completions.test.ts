@@ -451,6 +451,51 @@ describe('text completions through the edge', () => {
       outcome: 'provider_error',
     });
   });
+
+  it('with n > 1, a client that leaves after the first choice cancels the provider call; counted once, as consumed', async () => {
+    const { owner } = await w.org('text-leave-choices');
+    const as = { bearer: owner.token };
+    const requestId = `text-leave-choices-${Math.random().toString(36).slice(2)}`;
+    // two choices one after the other, then a usage report counting 1,000 hidden tokens: the provider generates on
+    w.sim.script([
+      {
+        match: { endpoint: 'completions', model: 'gpt-sim', stream: true },
+        chunkDelayMs: 300,
+        reply: { content: 'short', usage: { prompt_tokens: 12, completion_tokens: 1_002 } },
+      },
+    ]);
+    const controller = new AbortController();
+    const res = await fetch(`${w.p.gatewayUrl}/v1/completions`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${owner.token}`,
+        'content-type': 'application/json',
+        'x-request-id': requestId,
+      },
+      body: JSON.stringify({ model: 'sim/gpt', stream: true, n: 2, prompt: 'two answers' }),
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let seen = '';
+    while (!/"finish_reason":"\w+"/.test(seen)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += decoder.decode(value, { stream: true });
+    }
+    controller.abort();
+    // the second choice was not waited for: what was streamed is counted by the tokenizer, not the provider's report
+    const event = await eventOf(requestId);
+    expect({ outcome: event.outcome, source: event.usageSource }).toEqual({
+      outcome: 'client_cancelled',
+      source: 'tokenizer',
+    });
+    expect(event.usage.completion_tokens).toBeLessThan(10);
+    const total = event.usage.prompt_tokens + event.usage.completion_tokens;
+    const counted = await w.counted('text-leave-choices', as, { requests: 1, tokens: total });
+    expect(gauge(counted, 'llm.monthly_tokens').used).toBe(total);
+    expect(events.filter((e) => e.requestId === requestId)).toHaveLength(1);
+  });
 });
 
 /** `pnpm start` as a newcomer finds it: no LLM_GATEWAY_CONFIG, and `mock/chat` completes text too. */

@@ -405,6 +405,13 @@ export function chatRequestOfMessages(body: Json): ChatRequest {
     });
   const format = responseFormat(body, issues);
   const tools = ((body.tools as Json[] | undefined) ?? []).map((tool, i) => chatTool(tool, i, issues));
+  // Anthropic's rule ("Tool names must be unique"), whichever provider the model is on
+  const names = new Set<unknown>();
+  tools.forEach((tool, i) => {
+    const name = (tool.function as Json).name;
+    if (names.has(name)) issues.push({ field: `tools.${i}.name`, message: 'is the name of an earlier tool' });
+    names.add(name);
+  });
   // automatic caching: Anthropic puts the request's breakpoint on its last block, as chat's last message's does
   const automatic = breakpointOf(body, '', issues);
   const last = messages[messages.length - 1];

@@ -92,7 +92,7 @@ export function anthropicMessagesRouteDocs(security: string[]): RouteDoc[] {
       path: MESSAGES_PATH,
       summary: "Anthropic's Messages API, served through chat completions on every model, plain or streamed",
       description:
-        "For the `@anthropic-ai/sdk` and Claude Code (`baseURL` the gateway root). Text, image, tool_use and tool_result blocks, `system`, client `tools`, `tool_choice`, `stop_sequences`, `temperature`, `top_p`, `metadata.user_id`, structured outputs; `top_k` is accepted and not sent; `thinking` and the signed thinking blocks of assistant turns reach Claude models as they came (decision 0114); `cache_control` breakpoints (on system, text, image, tool_use and tool_result blocks, tools, and the request's own on its last block; at most 4, each `{type: 'ephemeral', ttl?: '5m' | '1h'}`, else 400) reach an Anthropic model on the same blocks and are dropped for other providers (decision 0113); server tools, `mcp_servers`, `container` and any other member are 400 naming them. With `stream: true`, Anthropic events (`message_start` … `message_stop`); a provider error or the monthly token budget ends the stream with an `error` event. Quotas, governance, failover and accounting are chat's; the usage event names the endpoint `chat.completions`. Errors are in Anthropic's shape.",
+        "For the `@anthropic-ai/sdk` and Claude Code (`baseURL` the gateway root). Text, image, tool_use and tool_result blocks, `system`, client `tools`, `tool_choice`, `stop_sequences`, `temperature`, `top_p`, `metadata.user_id`, structured outputs; `top_k` is accepted and not sent; `thinking` and the signed thinking blocks of assistant turns reach Claude models as they came (decision 0114); `cache_control` breakpoints (on system, text, image, tool_use and tool_result blocks, tools, and the request's own on its last block; at most 4, each `{type: 'ephemeral', ttl?: '5m' | '1h'}`, else 400) reach an Anthropic model on the same blocks and are dropped for other providers (decision 0113); server tools, two tools of one name (Anthropic's rule), `mcp_servers`, `container` and any other member are 400 naming them. With `stream: true`, Anthropic events (`message_start` … `message_stop`); a provider error or the monthly token budget ends the stream with an `error` event. Quotas, governance, failover and accounting are chat's; the usage event names the endpoint `chat.completions`. Errors are in Anthropic's shape.",
       tags: ['completions'],
       security,
       body: MessagesRequestSchema,
@@ -110,7 +110,7 @@ export function anthropicMessagesRouteDocs(security: string[]): RouteDoc[] {
       path: COUNT_TOKENS_PATH,
       summary: "A Messages request's prompt tokens, counted by the gateway's tokenizer",
       description:
-        'The count the gateway reserves against the quotas before a call (o200k_base with chat overheads), whatever the model; an estimate for Claude models. Not billed, no quota taken.',
+        'The count the gateway reserves against the quotas before a call (o200k_base with chat overheads), whatever the model; an estimate for Claude models. Not billed, no quota taken. The request is checked as a message is, with the same 400 naming each member; `max_tokens`, `stop_sequences`, `temperature`, `top_p`, `top_k`, `metadata` and `stream` (generation only) are ignored unchecked.',
       tags: ['completions'],
       security,
       body: CountTokensRequestSchema,

@@ -14,7 +14,7 @@ import { chatRequestOfMessages, refuseUnsupportedMessages } from '../inference/a
 import { authorizeInference, type GatewayContext } from '../inference/gateway-context';
 import { AUTO_MODEL, apiKeyIdOf, resolveModel } from '../inference/governance';
 import { countChatPromptTokens } from '../inference/prompt-tokens';
-import type { ChatChunk } from '../inference/provider-port';
+import type { ChatChunk, ChatRequest } from '../inference/provider-port';
 import { requestIdOf } from './client-abort';
 import {
   type Answered,
@@ -100,15 +100,40 @@ export const MessagesRequestSchema = z.looseObject({
     }),
 });
 
-/** `count_tokens`: the conversation alone (a `thinking` member is accepted and counts nothing). */
-export const CountTokensRequestSchema = z.looseObject({
-  ...conversation,
-  thinking: z.looseObject({ type: z.string().min(1) }).optional(),
-});
+/**
+ * Members only generation reads. Anthropic's `count_tokens` request has none of them; sent there (a client counting
+ * the request it is about to send), they are ignored unchecked, and the rest is checked as a message's.
+ */
+const GENERATION_ONLY = {
+  max_tokens: true,
+  stop_sequences: true,
+  temperature: true,
+  top_p: true,
+  top_k: true,
+  metadata: true,
+  stream: true,
+} as const;
 
-const COUNTED = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'cache_control']);
+/** `count_tokens`: a Messages request without what only generation reads (`max_tokens`…), checked alike. */
+export const CountTokensRequestSchema = MessagesRequestSchema.omit(GENERATION_ONLY);
 
 type Json = Record<string, unknown>;
+
+/**
+ * A request of either route checked and translated to chat, by the same rules so that a body refused by one is
+ * refused by the other with the same 400 (decision 0111): the members the gateway does not serve, the schema's
+ * shapes, then the translation's (each issue naming its member). `count_tokens` drops the generation-only members
+ * first, unread.
+ */
+function checkedRequest(raw: unknown, counting: boolean): { body: Json; chat: ChatRequest } {
+  const request =
+    counting && typeof raw === 'object' && raw !== null && !Array.isArray(raw)
+      ? Object.fromEntries(Object.entries(raw).filter(([key]) => !Object.hasOwn(GENERATION_ONLY, key)))
+      : raw;
+  refuseUnsupportedMessages(request);
+  const body = parseInput(counting ? CountTokensRequestSchema : MessagesRequestSchema, request) as Json;
+  return { body, chat: chatRequestOfMessages(body) };
+}
 
 /**
  * `POST /v1/messages`: Anthropic's Messages API translated to the gateway's chat path, so governance, quotas, the
@@ -119,38 +144,30 @@ type Json = Record<string, unknown>;
 export function mountAnthropicMessages(router: Router, ctx: GatewayContext): void {
   router.post(MESSAGES_PATH, (req, res) => {
     res.setHeader('request-id', requestIdOf(req));
-    const raw = jsonBody(req) ?? {};
-    refuseUnsupportedMessages(raw);
-    const body = parseInput(MessagesRequestSchema, raw) as Json;
+    const { body, chat } = checkedRequest(jsonBody(req) ?? {}, false);
     const thinking = (body.thinking as { type?: unknown } | undefined)?.type;
     const wire = new MessagesWire(
       thinking !== undefined && thinking !== 'disabled',
       (body.stop_sequences as string[] | undefined) ?? [],
     );
-    return runCompletion(ctx, req, res, chatRequestOfMessages(body), wire);
+    return runCompletion(ctx, req, res, chat, wire);
   });
 
   router.post(COUNT_TOKENS_PATH, async (req, res) => {
     res.setHeader('request-id', requestIdOf(req));
-    const raw = jsonBody(req) ?? {};
-    const body = parseInput(CountTokensRequestSchema, raw) as Json;
+    const { body, chat } = checkedRequest(jsonBody(req) ?? {}, true);
     // the model is resolved as a message's would be (unknown 404, outside the org's governance 403), as
     // Anthropic's count_tokens refuses an unknown model; nothing is admitted, so no quota is taken
     const { principal, orgSlug } = authorizeInference(req);
     const settings = await ctx.orgSettings.get(orgSlug);
-    const counted = () => {
-      const chat = chatRequestOfMessages(
-        Object.fromEntries(Object.entries(body).filter(([key]) => COUNTED.has(key))),
-      );
-      return { chat, tokens: countChatPromptTokens(chat as { messages: unknown[]; tools?: unknown }) };
-    };
+    const tokens = () => countChatPromptTokens(chat);
     // `auto` is routed as the message would be (decision 0120): by what the request holds
-    const auto = body.model === AUTO_MODEL ? counted() : undefined;
+    const auto = body.model === AUTO_MODEL ? tokens() : undefined;
     resolveModel(body.model as string, 'completion', settings, ctx.catalogue, {
       apiKeyId: apiKeyIdOf(principal),
-      traits: auto && CHAT_COMPLETIONS.traits(auto.chat, auto.tokens),
+      traits: auto !== undefined ? CHAT_COMPLETIONS.traits(chat, auto) : undefined,
     });
-    res.json({ input_tokens: (auto ?? counted()).tokens });
+    res.json({ input_tokens: auto ?? tokens() });
   });
 
   router.use([MESSAGES_PATH, COUNT_TOKENS_PATH], anthropicErrors(ctx));

@@ -59,7 +59,7 @@ export interface StreamEnd {
 
 /** What the flow reads of a provider's chunk, chat's or a text completion's: the finish, the usage. */
 export type FlowChunk = Record<string, unknown> & {
-  choices?: Array<{ finish_reason?: string | null }>;
+  choices?: Array<{ index?: number; finish_reason?: string | null }>;
   usage?: (Usage & Record<string, unknown>) | null;
 };
 
@@ -102,6 +102,8 @@ export interface CompletionApi<B extends CompletionBody, K extends FlowChunk> {
   /** whether a deployment can serve the API (the provider has its endpoint); absent: every deployment can */
   readonly check: DeploymentCheck | undefined;
   promptTokens(body: B): number;
+  /** how many choices the answer holds (`n`, per prompt): a stream is finished once each has its finish */
+  choices(body: B): number;
   /** what routing reads of the request, for `model: "auto"` (decision 0120) */
   traits(body: B, promptTokens: number): RequestTraits;
   answer(
@@ -254,12 +256,15 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   prepared: Prepared,
   wire: CompletionWire<K>,
 ) {
-  // A client that leaves once the answer is finished (its finish_reason forwarded) does not stop the provider
-  // stream at once: its usage report, hidden reasoning tokens included, follows the last chunk and is what the
-  // request cost. Cancelling there would charge only the visible text the tokenizer counts.
+  // A client that leaves once the answer is finished (every choice's finish_reason forwarded) does not stop the
+  // provider stream at once: its usage report, hidden reasoning tokens included, follows the last chunk and is what
+  // the request cost. Cancelling there would charge only the visible text the tokenizer counts. With choices still
+  // to come (`n` > 1), the provider is still generating: a client that leaves cancels it at once.
+  const choices = api.choices(body);
+  const finishedChoices = new Set<number>();
   let finished = false;
   const abort = abortOnClose(req, res, () => (finished ? USAGE_LINGER_MS : 0));
-  let first: { iterator: AsyncIterator<K>; chunk: IteratorResult<K> };
+  let first: { iterator: AsyncIterator<K>; chunk: IteratorResult<K>; replay: Replay };
   let model = prepared.model;
   try {
     const opened = await callPrepared(
@@ -268,12 +273,13 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
       prepared,
       abort.signal,
       async (m, call) => {
+        const replay: Replay = { report: null };
         const chunks =
           m.requestShape?.streams === false
-            ? answerAsStream(api, m, providerBody(body, false), call)
+            ? answerAsStream(api, m, providerBody(body, false), call, replay)
             : api.stream(m, providerBody(body, true), call);
         const iterator = chunks[Symbol.asyncIterator]();
-        return { iterator, chunk: await iterator.next() };
+        return { iterator, chunk: await iterator.next(), replay };
       },
       'first_chunk',
     );
@@ -292,8 +298,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   const sink = wire.stream(res);
   sink.open(model, modelChoiceHeaders(served, served.model));
 
-  let providerUsage: Usage | null = null;
-  let usageDetails: Record<string, unknown> = {};
+  let report: Report | null = null;
   let completionTokens = 0;
   let outcome: Outcome = 'success';
   let error: Record<string, unknown> | null = null;
@@ -301,12 +306,10 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   try {
     while (!result.done) {
       const chunk = result.value;
-      if (chunk.choices?.some((c) => c.finish_reason)) finished = true;
-      if (chunk.usage) {
-        const { prompt_tokens, completion_tokens, total_tokens, ...details } = chunk.usage;
-        providerUsage = { prompt_tokens, completion_tokens, total_tokens, ...promptDetailsOf(details) };
-        usageDetails = details;
-      }
+      for (const choice of chunk.choices ?? [])
+        if (choice.finish_reason) finishedChoices.add(choice.index ?? 0);
+      finished = finishedChoices.size >= choices;
+      if (chunk.usage) report = reportOf(chunk.usage);
       if (!(chunk.usage && (chunk.choices?.length ?? 0) === 0)) sink.chunk(chunk);
       const tokens = countText(api.chunkText(chunk));
       completionTokens += tokens;
@@ -346,46 +349,72 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   // (the answer is not ended yet: destroyed means its client left)
   if (outcome === 'success' && (abort.signal.aborted || res.destroyed)) outcome = 'client_cancelled';
   if (!complete) void first.iterator.return?.().catch(() => undefined);
-  const reported = providerUsage !== null && complete && outcome !== 'budget_cut';
+  // A replayed answer (decision 0119) was generated whole, hidden reasoning included, whatever cut its replay (the
+  // budget, the client leaving): its report is what the request cost.
+  const whole = first.replay.report ?? (complete && outcome !== 'budget_cut' ? report : null);
 
-  // The provider's report when it sent one (a full answer), else what the tokenizer counted.
-  const usage: Usage =
-    reported && providerUsage
-      ? providerUsage
-      : {
-          prompt_tokens: providerUsage?.prompt_tokens ?? prepared.promptTokens,
-          completion_tokens: completionTokens,
-          total_tokens: (providerUsage?.prompt_tokens ?? prepared.promptTokens) + completionTokens,
-        };
+  // The provider's report when it covers the whole answer, else what the tokenizer counted.
+  const prompt = report?.usage.prompt_tokens ?? prepared.promptTokens;
+  const usage: Usage = whole?.usage ?? {
+    prompt_tokens: prompt,
+    completion_tokens: completionTokens,
+    total_tokens: prompt + completionTokens,
+  };
   const figures = figuresOf(ctx, prepared, model, usage);
-  const closed = sink.close({ outcome, error, usage, usageDetails, figures });
+  const closed = sink.close({
+    outcome,
+    error,
+    usage,
+    usageDetails: (whole ?? report)?.details ?? {},
+    figures,
+  });
   void account(
     ctx,
     served,
     {
       ...stamp(served, usage, outcome, wire.endpoint, true, requestIdOf(req)),
-      usageSource: reported ? 'provider' : 'tokenizer',
+      usageSource: whole ? 'provider' : 'tokenizer',
     },
     figures,
   );
   if (closed) await closed;
 }
 
+/** A provider's usage report: the figures the flow bills, and what it says beside them (OpenAI's `*_details`). */
+interface Report {
+  usage: Usage;
+  details: Record<string, unknown>;
+}
+
+function reportOf(reported: Usage & Record<string, unknown>): Report {
+  const { prompt_tokens, completion_tokens, total_tokens, ...details } = reported;
+  return { usage: { prompt_tokens, completion_tokens, total_tokens, ...promptDetailsOf(details) }, details };
+}
+
+/** A deployment called without streaming: its whole answer's usage report, once the answer is in. */
+interface Replay {
+  report: Report | null;
+}
+
 /**
  * The stream of a deployment that is called without streaming (`exclude_parameters: [stream]`): the provider's whole
- * answer, then its chunks. A failure is the first chunk's, so the request still fails over.
+ * answer (its usage report kept in `replay`, when the adapter read one), then its chunks. A failure is the first
+ * chunk's, so the request still fails over.
  */
 async function* answerAsStream<B extends CompletionBody, K extends FlowChunk>(
   api: CompletionApi<B, K>,
   model: CatalogueModel,
   body: B,
   call: ProviderCall,
+  replay: Replay,
 ): AsyncGenerator<K> {
   const { body: answer, usage } = await api.answer(model, body, call);
   // the usage the adapter read of the answer (figures that are counts, else none: the tokenizer counts), as a
   // provider's stream reports it, never the answer's raw member (a negative figure would credit the budget)
   const { usage: raw, ...rest } = answer;
-  yield* api.chunksOf(usage ? { ...rest, usage: { ...(raw as object), ...usage } } : rest);
+  const reported = usage ? { ...(raw as object), ...usage } : null;
+  if (reported) replay.report = reportOf(reported);
+  yield* api.chunksOf(reported ? { ...rest, usage: reported } : rest);
 }
 
 /** What a chat request uses, for routing: images, audio, tools, a JSON response format. */
@@ -413,6 +442,10 @@ class ChatCompletionsApi implements CompletionApi<ChatRequest, ChatChunk> {
 
   promptTokens(body: ChatRequest): number {
     return countChatPromptTokens(body);
+  }
+
+  choices(body: ChatRequest): number {
+    return typeof body.n === 'number' ? body.n : 1;
   }
 
   traits(body: ChatRequest, promptTokens: number): RequestTraits {

@@ -40,6 +40,12 @@ class TextCompletionsApi implements CompletionApi<TextBody, TextCompletionChunk>
     return countTextPromptTokens(body);
   }
 
+  /** `n` per prompt: a list of texts or of token lists is several prompts */
+  choices(body: TextBody): number {
+    const prompts = Array.isArray(body.prompt) && typeof body.prompt[0] !== 'number' ? body.prompt.length : 1;
+    return prompts * (typeof body.n === 'number' ? body.n : 1);
+  }
+
   /** a prompt is one message, and needs no capability routing reads */
   traits(_body: TextBody, promptTokens: number): RequestTraits {
     return { messages: 1, promptTokens, needs: [] };

@@ -221,6 +221,16 @@ describe('Anthropic Messages adapter', () => {
         call(),
       ),
     ).rejects.toMatchObject({ providerErrorType: 'invalid_request_error' });
+    // two tools of one name: Anthropic's 400, which OpenAI does not give
+    await expect(
+      claude().chat(
+        { model: 'x', messages: [{ role: 'user', content: 'Hi' }], tools: [weatherTool, weatherTool] },
+        call(),
+      ),
+    ).rejects.toMatchObject({
+      providerErrorType: 'invalid_request_error',
+      message: expect.stringMatching(/two tools are named 'get_weather'/),
+    });
     expect(sim.requests()).toHaveLength(0);
   });
 

@@ -331,11 +331,18 @@ export function toAnthropicRequest(
     out.tools = [jsonTool];
     out.tool_choice = { type: 'tool', name: JSON_RESPONSE_TOOL };
   } else if (body.tools?.length) {
+    const names = new Set<string>();
     out.tools = body.tools.map((t) => {
       if (!isFunction(t))
         throw new UntranslatableRequest(`Anthropic does not accept tools of type '${t.type}'`);
       if (t.function.name === JSON_RESPONSE_TOOL)
         throw new UntranslatableRequest(`the tool name '${JSON_RESPONSE_TOOL}' is reserved by the gateway`);
+      // Anthropic's 400 ("Tool names must be unique"), which OpenAI does not give
+      if (names.has(t.function.name))
+        throw new UntranslatableRequest(
+          `two tools are named '${t.function.name}': Anthropic wants unique names`,
+        );
+      names.add(t.function.name);
       const mark = breakpointOf(t);
       return {
         name: t.function.name,

@@ -61,20 +61,22 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
   const created = () => Math.floor(deps.clock.now().getTime() / 1000);
   const idFor = (prefix: string, body: unknown) => `${prefix}${hashOf(body).toString('hex').slice(0, 24)}`;
 
+  /** a chat answer: `n` choices (OpenAI's), each the same turn, and the usage of all of them */
   function answer(body: ChatCompletionRequest, call: ProviderCall) {
     abortIfNeeded(call);
     const turn = mockTurn(body);
     const reasoning = mockReasoning(body);
     const id = idFor('chatcmpl-mock-', body.messages);
+    const n = typeof body.n === 'number' ? body.n : 1;
     const usage = usageOf(
       mockPromptTokens(body),
-      turn.completionTokens,
-      reasoning === null ? 0 : mockTokens(reasoning),
+      n * turn.completionTokens,
+      reasoning === null ? 0 : n * mockTokens(reasoning),
     );
     const toolCalls = turn.toolCall
       ? [{ id: `call_${id.slice(-16)}`, type: 'function' as const, function: turn.toolCall }]
       : undefined;
-    return { turn, reasoning, id, usage, toolCalls };
+    return { turn, reasoning, id, n, usage, toolCalls };
   }
 
   /** a text completion (decision 0115): its choices, usage and the head of its answer and chunks */
@@ -96,62 +98,63 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
     maxEmbeddingDimensions: MOCK_MAX_EMBEDDING_DIMENSIONS,
 
     async chat(body, call) {
-      const { turn, reasoning, id, usage, toolCalls } = answer(body, call);
+      const { turn, reasoning, id, n, usage, toolCalls } = answer(body, call);
       const completion: ChatCompletion = {
         id,
         object: 'chat.completion',
         created: created(),
         model: call.model,
-        choices: [
-          {
-            index: 0,
-            message: {
-              role: 'assistant',
-              content: turn.text,
-              refusal: null,
-              ...(reasoning === null ? {} : { reasoning_content: reasoning }),
-              ...(toolCalls ? { tool_calls: toolCalls } : {}),
-            },
-            finish_reason: turn.finish,
-            logprobs: null,
+        choices: Array.from({ length: n }, (_, index) => ({
+          index,
+          message: {
+            role: 'assistant' as const,
+            content: turn.text,
+            refusal: null,
+            ...(reasoning === null ? {} : { reasoning_content: reasoning }),
+            ...(toolCalls ? { tool_calls: toolCalls } : {}),
           },
-        ],
+          finish_reason: turn.finish,
+          logprobs: null,
+        })),
         usage,
       };
       return { body: completion, usage };
     },
 
     async *chatStream(body, call) {
-      const { turn, reasoning, id, usage, toolCalls } = answer(body, call);
+      const { turn, reasoning, id, n, usage, toolCalls } = answer(body, call);
       const head = { id, object: 'chat.completion.chunk' as const, created: created(), model: call.model };
-      const chunk = (
-        delta: ChatCompletionChunk['choices'][number]['delta'],
-        finish: ChatCompletion['choices'][number]['finish_reason'] = null,
-      ): ChatCompletionChunk => ({
-        ...head,
-        choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
-      });
-      yield chunk({ role: 'assistant', content: '' });
-      for (const piece of tokenPieces(reasoning ?? '')) {
-        abortIfNeeded(call);
-        yield chunk({ reasoning_content: piece });
-      }
-      for (const piece of tokenPieces(turn.text ?? '')) {
-        abortIfNeeded(call);
-        yield chunk({ content: piece });
-      }
-      for (const [index, tool] of (toolCalls ?? []).entries()) {
-        yield chunk({
-          tool_calls: [
-            { index, id: tool.id, type: 'function', function: { name: tool.function.name, arguments: '' } },
-          ],
+      // the choices one after the other, as the mock's text completions stream them
+      for (let choice = 0; choice < n; choice++) {
+        const chunk = (
+          delta: ChatCompletionChunk['choices'][number]['delta'],
+          finish: ChatCompletion['choices'][number]['finish_reason'] = null,
+        ): ChatCompletionChunk => ({
+          ...head,
+          choices: [{ index: choice, delta, finish_reason: finish, logprobs: null }],
         });
-        for (let at = 0; at < tool.function.arguments.length; at += 16)
+        yield chunk({ role: 'assistant', content: '' });
+        for (const piece of tokenPieces(reasoning ?? '')) {
+          abortIfNeeded(call);
+          yield chunk({ reasoning_content: piece });
+        }
+        for (const piece of tokenPieces(turn.text ?? '')) {
+          abortIfNeeded(call);
+          yield chunk({ content: piece });
+        }
+        for (const [index, tool] of (toolCalls ?? []).entries()) {
           yield chunk({
-            tool_calls: [{ index, function: { arguments: tool.function.arguments.slice(at, at + 16) } }],
+            tool_calls: [
+              { index, id: tool.id, type: 'function', function: { name: tool.function.name, arguments: '' } },
+            ],
           });
+          for (let at = 0; at < tool.function.arguments.length; at += 16)
+            yield chunk({
+              tool_calls: [{ index, function: { arguments: tool.function.arguments.slice(at, at + 16) } }],
+            });
+        }
+        yield chunk({}, turn.finish);
       }
-      yield chunk({}, turn.finish);
       yield { ...head, choices: [], usage };
     },
 
