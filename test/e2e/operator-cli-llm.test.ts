@@ -216,4 +216,13 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     expect((await run('org', 'allow', 'cli-gov', '--all')).outcome.data.allowed).toBeNull();
     expect((await run('org', 'default', 'cli-gov', 'images', 'x')).code).toBe(2);
   });
+
+  it('models disable with an id no model has (one holding ? or #) is refused, not applied to the model it begins with', async () => {
+    for (const typo of ['mock/chat?beta', 'mock/chat#beta']) {
+      const refused = await run('models', 'disable', typo);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toMatch(/^Disabling the model failed \(404/);
+      expect((await gateway('GET', '/v1/models/mock/chat?orgSlug=all')).body.enabled).toBe(true);
+    }
+  });
 });

@@ -226,4 +226,27 @@ describe('operator CLI (pnpm platform)', () => {
       `Cannot reach http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`,
     );
   });
+
+  it('says when an answer is cut short (the service went away while answering), not a stack trace', async () => {
+    const cutting = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"keys": [', () => res.socket?.destroy());
+    }).listen(0, '127.0.0.1');
+    await once(cutting, 'listening');
+    const { port } = cutting.address() as AddressInfo;
+    try {
+      const lines: string[] = [];
+      const code = await runCli(
+        ['keys', 'list'],
+        { DATA_DIR: '/nonexistent', AUTH_URL: `http://127.0.0.1:${port}`, PLATFORM_INTERNAL_SECRET: secret },
+        { out: () => undefined, err: (l) => lines.push(l) },
+      );
+      expect({ code, said: lines.join('\n') }).toEqual({
+        code: 1,
+        said: `The answer of http://127.0.0.1:${port} was cut short: other side closed`,
+      });
+    } finally {
+      cutting.close();
+    }
+  });
 });

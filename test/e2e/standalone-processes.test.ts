@@ -1,7 +1,10 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { runCli } from '@platform/operator-cli';
 import { tempDir, waitFor } from '@platform/testkit';
 import { callJson } from '../harness';
 
@@ -201,7 +204,8 @@ describe('pnpm start: every service in its own process', () => {
   it('restarts the edge on the port it got at start (PORT=0): {base_url} answers again', async () => {
     const before: number = hints().pids.edge;
     process.kill(before, 'SIGKILL');
-    await waitFor(() => (hints().pids.edge ?? before) !== before, {
+    // its new process is listed once spawned, and running once it listens
+    await waitFor(() => (hints().pids.edge ?? before) !== before && hints().states.edge === 'running', {
       timeoutMs: 30_000,
       what: 'the edge restarted',
     });
@@ -261,6 +265,152 @@ describe('pnpm start killed with SIGKILL', () => {
       data.remove();
     }
   }, 90_000);
+});
+
+describe('pnpm start killed while it stops', () => {
+  it('keeps its services listed in standalone.json until they exited: the next start waits for them', async () => {
+    const data = tempDir('standalone-killed-stopping-');
+    const platform = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: data.dir },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    platform.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    let pids: Record<string, number> = {};
+    try {
+      await waitFor(() => stderr.includes('{legacy_url}') || platform.exitCode !== null, {
+        timeoutMs: 45_000,
+        what: 'the banner',
+      });
+      pids = readHints(data.dir).pids;
+      // auth, stopped last, is slow to stop (held still) when the supervisor is killed
+      process.kill(pids.auth!, 'SIGSTOP');
+      platform.kill('SIGTERM');
+      await waitFor(() => readHints(data.dir)?.states?.auth === 'stopping', {
+        timeoutMs: 30_000,
+        what: 'auth asked to stop',
+      });
+      const exited = once(platform, 'exit');
+      platform.kill('SIGKILL');
+      await exited;
+      expect(readHints(data.dir)).toMatchObject({ state: 'stopping', pids: { auth: pids.auth } });
+      const { code, output } = await startUntilExit({ PORT: '0', DATA_DIR: data.dir });
+      expect(code).toBe(1);
+      expect(output).toContain(`(process ${pids.auth}, a service of it still stopping)`);
+    } finally {
+      if (platform.exitCode === null) platform.kill('SIGKILL');
+      for (const pid of Object.values(pids))
+        if (alive(pid)) {
+          process.kill(pid, 'SIGKILL');
+          process.kill(pid, 'SIGCONT');
+        }
+      data.remove();
+    }
+  }, 120_000);
+});
+
+describe('pnpm start stopped while its services start (their database does not answer)', () => {
+  const services = ['auth', 'legacy-agent', 'llm-gateway', 'llm-quota'];
+
+  /** `pnpm start` on a database that does not answer: its services wait for it, spawned and not listening */
+  async function startWaiting(dataDir: string) {
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const mongoPort = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const platform = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        MONGO_URL: `mongodb://127.0.0.1:${mongoPort}/platform`,
+        SIGNING_KEYS_ENCRYPTION_KEY: randomBytes(48).toString('base64'),
+      },
+      stdio: 'ignore',
+    });
+    const listed = () => {
+      const hints = readHints(dataDir);
+      return Object.keys(hints?.pids ?? {}).length === services.length && hints;
+    };
+    try {
+      const hints = await waitFor(listed, {
+        timeoutMs: 30_000,
+        what: 'the services listed in standalone.json',
+      });
+      return { platform, hints, pids: hints.pids as Record<string, number> };
+    } catch (err) {
+      platform.kill('SIGKILL');
+      throw err;
+    }
+  }
+
+  it('lists each process from its spawn in standalone.json: the CLI says it is starting, the next start waits for them', async () => {
+    const data = tempDir('standalone-killed-starting-');
+    // what a platform killed with SIGKILL before left there: its lock and its file, naming ports nothing listens on
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    writeFileSync(path.join(data.dir, 'standalone.lock'), `${gone}\n`);
+    writeFileSync(
+      path.join(data.dir, 'standalone.json'),
+      JSON.stringify({ authUrl: 'http://127.0.0.1:1', internalSecret: 'old', pids: {} }),
+    );
+    const { platform, hints, pids } = await startWaiting(data.dir);
+    try {
+      expect(hints).toMatchObject({
+        state: 'starting',
+        states: Object.fromEntries(services.map((s) => [s, 'starting'])),
+      });
+      expect(Object.keys(pids).sort()).toEqual(services);
+      expect(hints.authUrl).toBeUndefined();
+      const lines: string[] = [];
+      const code = await runCli(
+        ['keys', 'list'],
+        { DATA_DIR: data.dir },
+        { out: () => undefined, err: (l) => lines.push(l) },
+      );
+      expect(code).toBe(2);
+      expect(lines.join('\n')).toContain(`The pnpm start on ${data.dir} is still starting`);
+      // one service slow to stop (held still), as the supervisor is killed
+      process.kill(pids.auth!, 'SIGSTOP');
+      const exited = once(platform, 'exit');
+      platform.kill('SIGKILL');
+      await exited;
+      const { code: again, output } = await startUntilExit({ PORT: '0', DATA_DIR: data.dir });
+      expect(again).toBe(1);
+      expect(output).toContain(
+        `cannot start: ${data.dir} is in use by a pnpm start that was killed (process ${pids.auth}, a service of it still stopping)`,
+      );
+    } finally {
+      if (platform.exitCode === null) platform.kill('SIGKILL');
+      for (const pid of Object.values(pids))
+        if (alive(pid)) {
+          process.kill(pid, 'SIGKILL');
+          process.kill(pid, 'SIGCONT');
+        }
+      data.remove();
+    }
+  }, 90_000);
+
+  it('SIGTERM stops the services started so far, frees the data folder and exits 0', async () => {
+    const data = tempDir('standalone-stopped-starting-');
+    const { platform, pids } = await startWaiting(data.dir);
+    try {
+      const exited = new Promise<number | null>((resolve) => platform.once('exit', (code) => resolve(code)));
+      platform.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      for (const pid of Object.values(pids)) expect(alive(pid)).toBe(false);
+      expect(existsSync(path.join(data.dir, 'standalone.lock'))).toBe(false);
+      expect(existsSync(path.join(data.dir, 'standalone.json'))).toBe(false);
+    } finally {
+      if (platform.exitCode === null) platform.kill('SIGKILL');
+      for (const pid of Object.values(pids)) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      data.remove();
+    }
+  }, 60_000);
 });
 
 const readHints = (dir: string) => {

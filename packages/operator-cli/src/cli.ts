@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { baseUrl, CliError, type CliSettings } from './client';
@@ -92,10 +93,14 @@ export interface Io {
   err(line: string): void;
 }
 
-/** The process id in DATA_DIR/standalone.lock; null without the file (a pnpm start from before it wrote one). */
-function lockHolder(dir: string): number | null {
+/**
+ * The process id and host in DATA_DIR/standalone.lock (no host in the format before it was recorded); null without
+ * the file (a pnpm start from before it wrote one).
+ */
+function lockHolder(dir: string): { pid: number; host?: string } | null {
   try {
-    return Number.parseInt(readFileSync(path.resolve(dir, 'standalone.lock'), 'utf8'), 10);
+    const [pid, host] = readFileSync(path.resolve(dir, 'standalone.lock'), 'utf8').split('\n');
+    return { pid: Number.parseInt(pid ?? '', 10), host: host?.trim() || undefined };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -106,17 +111,28 @@ function lockHolder(dir: string): number | null {
  * Reads what a local standalone platform wrote about itself (its URLs and secret), while it runs: the file of one
  * killed with SIGKILL stays behind, naming ports nothing listens on, so it counts only while the process holding
  * DATA_DIR/standalone.lock is alive. A file without a lock beside it is that of a pnpm start older than the lock
- * (still running its old code after an update), read as it was then.
+ * (still running its old code after an update), read as it was then. One still starting or already stopping gives
+ * a note, which a failed command then shows; so does one of another host (a shared volume), whose services
+ * listen on that host's loopback: the secret is never sent to what listens on these ports here.
  */
-function standaloneHints(env: Record<string, string | undefined>): Partial<CliSettings> {
+function standaloneHints(env: Record<string, string | undefined>): Partial<CliSettings> & { note?: string } {
   const dir = env.DATA_DIR || './data';
   try {
     const holder = lockHolder(dir);
-    if (holder !== null && !alive(holder)) return {};
+    if (holder?.host && holder.host !== hostname())
+      return {
+        note: `The pnpm start on ${dir} runs on host ${holder.host}, its services on that host's loopback: name them (--url, --auth-url, --llm-quota-url) to reach them from here.`,
+      };
+    if (holder !== null && !alive(holder.pid)) return {};
     const hints = JSON.parse(readFileSync(path.resolve(dir, 'standalone.json'), 'utf8')) as Record<
       string,
       string
     >;
+    if (hints.state === 'starting')
+      return {
+        note: `The pnpm start on ${dir} is still starting: run this again once it prints "Platform ready".`,
+      };
+    if (hints.state === 'stopping') return { note: `The pnpm start on ${dir} is stopping.` };
     return {
       url: hints.baseUrl,
       gatewayUrl: hints.gatewayUrl,
@@ -177,6 +193,7 @@ export async function runCli(
   } catch (err) {
     if (err instanceof CliError) {
       io.err(err.message);
+      if (hints.note) io.err(hints.note);
       if (err.exitCode === 2) io.err(`\n${HELP}`);
       return err.exitCode;
     }

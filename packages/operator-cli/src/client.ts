@@ -45,17 +45,26 @@ export interface ApiAnswer {
   body: unknown;
 }
 
+/** fetch says only "fetch failed" or "terminated"; the reason (ECONNREFUSED, a certificate, a closed socket) is its cause */
+const reasonOf = (err: unknown) => {
+  const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+  return cause?.message ?? cause?.code ?? (err as Error).message;
+};
+
 async function call(url: string, init: RequestInit): Promise<ApiAnswer> {
   let response: Response;
   try {
     response = await fetch(url, init);
   } catch (err) {
-    // fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND, a certificate...) is its cause
-    const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
-    const reason = cause?.message ?? cause?.code ?? (err as Error).message;
-    throw new CliError(`Cannot reach ${new URL(url).origin}: ${reason}`);
+    throw new CliError(`Cannot reach ${new URL(url).origin}: ${reasonOf(err)}`);
   }
-  const text = await response.text();
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (err) {
+    // the service went away while it answered (a platform stopping, a proxy cutting the connection)
+    throw new CliError(`The answer of ${new URL(url).origin} was cut short: ${reasonOf(err)}`);
+  }
   let body: unknown = text;
   try {
     body = text ? JSON.parse(text) : null;

@@ -167,7 +167,8 @@ export async function exportModels(s: CliSettings, out?: string): Promise<Outcom
 }
 
 export async function setModelEnabled(s: CliSettings, id: string, enabled: boolean): Promise<Outcome> {
-  const answer = await gateway(s, 'PATCH', `/v1/models/${id}`, { enabled });
+  // encoded: a mistyped id holding `?` or `#` would name another model (the gateway takes `/` encoded or not)
+  const answer = await gateway(s, 'PATCH', `/v1/models/${encodeURIComponent(id)}`, { enabled });
   if (answer.status === 200) return { result: 'updated', data: answer.body };
   throw failed(enabled ? 'Enabling the model' : 'Disabling the model', answer);
 }

@@ -66,4 +66,48 @@ describe('operator CLI: DATA_DIR/standalone.json', () => {
     expect(said).toMatch(/AUTH_URL/);
     expect(seen).toEqual([]);
   });
+
+  it('says that the pnpm start is still starting (its file lists processes, no URLs yet) when a command cannot run', async () => {
+    writeFileSync(
+      path.join(dir, 'standalone.json'),
+      JSON.stringify({
+        state: 'starting',
+        internalSecret: 's',
+        pids: { auth: process.pid },
+        states: { auth: 'starting' },
+      }),
+    );
+    writeFileSync(path.join(dir, 'standalone.lock'), `${process.pid}\n`);
+    const { code, said } = await run();
+    expect(code).toBe(2);
+    expect(said).toContain(
+      `The pnpm start on ${dir} is still starting: run this again once it prints "Platform ready".`,
+    );
+    expect(seen).toEqual([]);
+  });
+
+  it('does not use the URLs of a pnpm start that is stopping', async () => {
+    writeFileSync(
+      path.join(dir, 'standalone.json'),
+      JSON.stringify({ state: 'stopping', authUrl, internalSecret: 's' }),
+    );
+    writeFileSync(path.join(dir, 'standalone.lock'), `${process.pid}\n`);
+    const { code, said } = await run();
+    expect(code).toBe(2);
+    expect(said).toContain(`The pnpm start on ${dir} is stopping.`);
+    expect(seen).toEqual([]);
+  });
+
+  it("ignores the file of a pnpm start on another host (a shared volume): its loopback addresses are that host's", async () => {
+    writeFileSync(
+      path.join(dir, 'standalone.json'),
+      JSON.stringify({ state: 'running', authUrl, internalSecret: 's' }),
+    );
+    // whatever its process id means here
+    writeFileSync(path.join(dir, 'standalone.lock'), `${process.pid}\nother-host.example\n`);
+    const { code, said } = await run();
+    expect(code).toBe(2);
+    expect(said).toContain(`The pnpm start on ${dir} runs on host other-host.example`);
+    expect(seen).toEqual([]);
+  });
 });

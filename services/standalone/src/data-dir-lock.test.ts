@@ -1,9 +1,25 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { DataDirInUseError, lockDataDir } from './data-dir-lock';
+
+/** polls `done` until it holds, for at most 20 s */
+async function until(done: () => boolean, what: string) {
+  for (const deadline = Date.now() + 20_000; !done(); await new Promise((resolve) => setTimeout(resolve, 20)))
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+}
 
 /** a process id no process holds now */
 const gonePid = () => spawnSync(process.execPath, ['-e', '']).pid!;
@@ -65,6 +81,93 @@ describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
       lockDataDir(dataDir)();
     }
   });
+
+  it('of two starts that both find the lock stale, takes it only if the other has not taken it over meanwhile', async () => {
+    const dataDir = path.join(root, 'raced');
+    mkdirSync(dataDir);
+    const file = path.join(dataDir, 'standalone.lock');
+    const stalePid = gonePid();
+    writeFileSync(file, `${stalePid}\n${hostname()}\n`);
+    // the other start, which takes the stale lock over while this one is still judging it
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
+    const kill = process.kill.bind(process);
+    const judging = jest.spyOn(process, 'kill').mockImplementation((pid, signal) => {
+      if (pid === stalePid && existsSync(file) && readFileSync(file, 'utf8').startsWith(`${stalePid}\n`)) {
+        rmSync(file);
+        writeFileSync(file, `${other.pid}\n${hostname()}\n`);
+      }
+      return kill(pid, signal);
+    });
+    try {
+      expect(() => lockDataDir(dataDir)).toThrow(`(process ${other.pid}):`);
+      expect(readFileSync(file, 'utf8')).toBe(`${other.pid}\n${hostname()}\n`);
+      expect(readdirSync(dataDir)).toEqual(['standalone.lock']); // no takeover claim left behind
+    } finally {
+      judging.mockRestore();
+      other.kill('SIGKILL');
+      await once(other, 'exit');
+    }
+  });
+
+  it('takes over a stale lock whose takeover a start killed meanwhile left unfinished', () => {
+    const dataDir = path.join(root, 'claimed');
+    mkdirSync(dataDir);
+    const file = path.join(dataDir, 'standalone.lock');
+    writeFileSync(file, `${gonePid()}\n${hostname()}\n`);
+    const { ino, mtimeMs } = statSync(file);
+    writeFileSync(`${file}.takeover-${ino}-${Math.round(mtimeMs)}`, `${gonePid()}\n${hostname()}\n`);
+    const release = lockDataDir(dataDir);
+    try {
+      expect(readFileSync(file, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`);
+      expect(readdirSync(dataDir)).toEqual(['standalone.lock']);
+    } finally {
+      release();
+    }
+  });
+
+  it('lets one start alone take over a stale lock that several start on at once', async () => {
+    const dataDir = path.join(root, 'crowd');
+    mkdirSync(dataDir);
+    writeFileSync(path.join(dataDir, 'standalone.lock'), `${gonePid()}\n${hostname()}\n`);
+    const go = path.join(root, 'go');
+    // each waits for the others to be ready, then tries, and holds what it got until its stdin closes
+    const script = `
+      const { existsSync } = require('node:fs');
+      const { lockDataDir } = require(${JSON.stringify(path.join(__dirname, 'data-dir-lock.ts'))});
+      process.stdout.write('ready\\n');
+      for (const end = Date.now() + 20_000; !existsSync(${JSON.stringify(go)}) && Date.now() < end; );
+      try {
+        lockDataDir(${JSON.stringify(dataDir)});
+        process.stdout.write('locked\\n');
+      } catch (err) {
+        process.stdout.write(err.name + '\\n');
+      }
+      process.stdin.resume();
+      process.stdin.on('end', () => process.exit(0));
+    `;
+    const starts = Array.from({ length: 4 }, () =>
+      spawn(process.execPath, ['--require', 'tsx/cjs', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] }),
+    );
+    const said = starts.map(() => '');
+    for (const [i, start] of starts.entries())
+      start.stdout!.on('data', (d: Buffer) => {
+        said[i] += d.toString();
+      });
+    try {
+      await until(() => said.every((s) => s.includes('ready')), 'every start ready');
+      writeFileSync(go, '');
+      await until(() => said.every((s) => s.split('\n').length > 2), 'every start done');
+      expect(said.map((s) => s.split('\n')[1]).sort()).toEqual([
+        'DataDirInUseError',
+        'DataDirInUseError',
+        'DataDirInUseError',
+        'locked',
+      ]);
+    } finally {
+      for (const start of starts) start.stdin!.end();
+      await Promise.all(starts.map((start) => (start.exitCode === null ? once(start, 'exit') : undefined)));
+    }
+  }, 60_000);
 
   it('refuses a lock of this host whose process runs, naming it', async () => {
     const dataDir = path.join(root, 'local');

@@ -71,17 +71,55 @@ function stoppingService(dataDir: string): number | undefined {
 }
 
 /** What a lock says: its holder's process id and host (absent in the format before the host was recorded). */
-function readLock(file: string): { pid: number; host: string | null; renewedAt: number } | null {
+function readLock(file: string): { pid: number; host: string | null; renewedAt: number; ino: number } | null {
   try {
     const [pid, host] = readFileSync(file, 'utf8').split('\n');
-    return {
-      pid: Number.parseInt(pid ?? '', 10),
-      host: host?.trim() || null,
-      renewedAt: statSync(file).mtimeMs,
-    };
+    const { mtimeMs, ino } = statSync(file);
+    return { pid: Number.parseInt(pid ?? '', 10), host: host?.trim() || null, renewedAt: mtimeMs, ino };
   } catch {
     return null; // removed meanwhile (its holder stopped, or another start took it over)
   }
+}
+
+type Lock = NonNullable<ReturnType<typeof readLock>>;
+
+const sameLock = (a: Lock | null, b: Lock) =>
+  a !== null && a.pid === b.pid && a.host === b.host && a.renewedAt === b.renewedAt && a.ino === b.ino;
+
+/**
+ * Removes `file`, a lock (or a takeover claim) judged stale as `stale`, unless another start does: of two starts that
+ * both judged it stale, one alone removes it, the other then finds the lock the first one took. Whoever creates the
+ * claim `<file>.takeover-<its identity>` (O_EXCL) may remove that very file, if it is still the same one; a claim left
+ * by a start killed meanwhile is stale in turn, and taken over the same way. Answers the live start that is taking
+ * the file over, if another one is.
+ */
+function removeStale(
+  file: string,
+  stale: Lock,
+  host: string,
+  isStale: (lock: Lock) => boolean,
+): Lock | undefined {
+  const claim = `${file}.takeover-${stale.ino}-${Math.round(stale.renewedAt)}`;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      writeFileSync(claim, `${process.pid}\n${host}\n`, { flag: 'wx', mode: 0o600 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const taker = readLock(claim);
+      if (!taker) continue;
+      if (!isStale(taker)) return taker;
+      const other = removeStale(claim, taker, host, isStale);
+      if (other) return other;
+      continue;
+    }
+    try {
+      if (sameLock(readLock(file), stale)) rmSync(file, { force: true });
+      return undefined;
+    } finally {
+      rmSync(claim, { force: true });
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -104,7 +142,20 @@ export function lockDataDir(dataDir: string): () => void {
   } catch {
     return unlocked;
   }
-  let seen: ReturnType<typeof readLock> = null;
+  const inUse = (lock: Lock) =>
+    new DataDirInUseError(
+      path.resolve(dataDir),
+      lock.pid,
+      lock.host && lock.host !== host ? lock.host : undefined,
+    );
+  // a lock (or a takeover claim) whose holder is gone: of this host, not running (or this very process or its
+  // parent, as above); of another host, not renewed for STALE_AFTER_MS
+  const stale = (lock: Lock) => {
+    if (lock.host && lock.host !== host) return Date.now() - lock.renewedAt >= STALE_AFTER_MS;
+    const ours = lock.pid === process.pid || lock.pid === process.ppid;
+    return !(Number.isInteger(lock.pid) && lock.pid > 0 && !ours && alive(lock.pid));
+  };
+  let seen: Lock | null = null;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       writeFileSync(file, `${process.pid}\n${host}\n`, { flag: 'wx', mode: 0o600 });
@@ -126,26 +177,18 @@ export function lockDataDir(dataDir: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return unlocked;
       seen = readLock(file);
       if (!seen) continue;
-      const { pid: holder, host: holderHost } = seen;
-      if (holderHost && holderHost !== host) {
-        if (Date.now() - seen.renewedAt < STALE_AFTER_MS)
-          throw new DataDirInUseError(path.resolve(dataDir), holder, holderHost);
-      } else {
-        const ours = holder === process.pid || holder === process.ppid;
-        if (Number.isInteger(holder) && holder > 0 && !ours && alive(holder))
-          throw new DataDirInUseError(path.resolve(dataDir), holder);
+      if (!stale(seen)) throw inUse(seen);
+      if (!seen.host || seen.host === host) {
         const service = stoppingService(dataDir);
         if (service !== undefined)
           throw new DataDirInUseError(path.resolve(dataDir), service, undefined, true);
       }
-      rmSync(file, { force: true });
+      // two starts may both have judged it stale: one alone takes it over
+      const taker = removeStale(file, seen, host, stale);
+      if (taker) throw inUse(taker);
     }
   }
   // another start took the stale lock over at the same moment
   const holder = readLock(file) ?? seen;
-  throw new DataDirInUseError(
-    path.resolve(dataDir),
-    holder?.pid ?? 0,
-    holder?.host && holder.host !== host ? holder.host : undefined,
-  );
+  throw holder ? inUse(holder) : new DataDirInUseError(path.resolve(dataDir), 0);
 }

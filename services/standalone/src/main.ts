@@ -2,8 +2,8 @@ import { ConfigError, createLogger, handleProcessSignals, loadConfig } from '@pl
 import { runStandaloneChild } from './child';
 import { DataDirInUseError, lockDataDir } from './data-dir-lock';
 import { newcomerEnv } from './newcomer-env';
-import { writeOperatorHints } from './operator-hints';
-import { startProcessPlatform } from './process-platform';
+import { type OperatorHints, removeOperatorHints, writeOperatorHints } from './operator-hints';
+import { StartStopped, startProcessPlatform } from './process-platform';
 import { CHILD_SERVICE_ENV } from './service-process';
 import { edgeEntry } from './services';
 
@@ -23,27 +23,59 @@ async function main() {
   }
   const logger = createLogger({ name: 'standalone', level });
   let unlock: () => void = () => undefined;
+  let removeHints: () => void = () => undefined;
   try {
     const env = newcomerEnv({ ...process.env });
     // as the services read it: an empty DATA_DIR is unset
     const dataDir = env.DATA_DIR || './data';
     // before any service opens its store there: one platform per data folder
     unlock = lockDataDir(dataDir);
-    let removeHints: () => void = () => undefined;
-    const writeHints = () => {
-      removeHints = writeOperatorHints(dataDir, {
-        baseUrl: platform.baseUrl,
-        gatewayUrl: platform.gatewayUrl,
-        authUrl: platform.upstreams.auth!,
-        llmQuotaUrl: platform.upstreams['llm-quota']!,
-        legacyAgentUrl: platform.upstreams['legacy-agent']!,
-        internalSecret: env.PLATFORM_INTERNAL_SECRET!,
-        admin: platform.admin,
-        pids: platform.pids(),
-      });
+    // from now on it says this start's state and processes, not what a start killed before left there
+    const hints: OperatorHints = {
+      state: 'starting',
+      internalSecret: env.PLATFORM_INTERNAL_SECRET!,
+      pids: {},
+      states: {},
     };
-    const platform = await startProcessPlatform({ env, logger, onRestart: () => writeHints() });
-    writeHints();
+    const writeHints = (change: Partial<OperatorHints>) => {
+      Object.assign(hints, change);
+      try {
+        writeOperatorHints(dataDir, hints);
+      } catch {
+        // a data folder it cannot write: each service names it, and DATA_DIR, as it opens its store
+      }
+    };
+    writeHints({});
+    removeHints = () => removeOperatorHints(dataDir);
+    // a stop asked for while the services start (SIGTERM, Ctrl-C) stops those started so far, then frees DATA_DIR
+    const starting = new AbortController();
+    const stopStarting = (signal: NodeJS.Signals) => {
+      if (starting.signal.aborted) return;
+      logger.info({ signal }, 'shutting down');
+      writeHints({ state: 'stopping' });
+      starting.abort();
+    };
+    process.on('SIGTERM', stopStarting).on('SIGINT', stopStarting);
+    const platform = await startProcessPlatform({
+      env,
+      logger,
+      signal: starting.signal,
+      onChange: (processes) =>
+        writeHints({
+          pids: Object.fromEntries(Object.entries(processes).map(([name, p]) => [name, p.pid])),
+          states: Object.fromEntries(Object.entries(processes).map(([name, p]) => [name, p.state])),
+        }),
+    });
+    process.off('SIGTERM', stopStarting).off('SIGINT', stopStarting);
+    writeHints({
+      state: 'running',
+      baseUrl: platform.baseUrl,
+      gatewayUrl: platform.gatewayUrl,
+      authUrl: platform.upstreams.auth!,
+      llmQuotaUrl: platform.upstreams['llm-quota']!,
+      legacyAgentUrl: platform.upstreams['legacy-agent']!,
+      admin: platform.admin,
+    });
     const roots = {
       base_url: platform.baseUrl,
       gateway_url: platform.gatewayUrl,
@@ -55,12 +87,19 @@ async function main() {
       `\nPlatform ready:\n  {base_url}    ${roots.base_url}\n  {gateway_url} ${roots.gateway_url}\n  {legacy_url}  ${roots.legacy_url}\n`,
     );
     handleProcessSignals(logger, async () => {
-      removeHints();
+      // its services stay listed until they exited: a start after this one was killed meanwhile waits for them
+      writeHints({ state: 'stopping' });
       await platform.stop();
+      removeHints();
       unlock();
     });
   } catch (err) {
+    removeHints();
     unlock();
+    if (err instanceof StartStopped) {
+      logger.info('stopped');
+      process.exit(0);
+    }
     if (err instanceof DataDirInUseError) {
       console.error(`cannot start: ${err.message}`);
       process.exit(1);

@@ -1,28 +1,43 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { ProcessState } from './service-process';
 
 export interface OperatorHints {
-  /** the edge's {base_url} and {gateway_url}, for the CLI's public calls */
+  /** the platform's: `starting` until every service listens, `stopping` once it was asked to stop */
+  state: 'starting' | 'running' | 'stopping';
+  /** the edge's {base_url} and {gateway_url}, for the CLI's public calls (once running) */
   baseUrl?: string;
   gatewayUrl?: string;
-  authUrl: string;
-  llmQuotaUrl: string;
-  legacyAgentUrl: string;
+  authUrl?: string;
+  llmQuotaUrl?: string;
+  legacyAgentUrl?: string;
   internalSecret: string;
   /** each process's admin listener, by service name */
   admin?: Record<string, string>;
-  /** each service's process id, by service name */
-  pids?: Record<string, number | undefined>;
+  /** the process id of each service started so far, by service name (none while it is down) */
+  pids: Record<string, number | undefined>;
+  /** the state of each service started so far, by service name */
+  states: Record<string, ProcessState>;
 }
 
 /**
  * Writes where the services of a local platform listen, and its internal secret, to
- * DATA_DIR/standalone.json (owner-only), so `pnpm platform` works against `pnpm start` with no flags.
- * Returns a function that removes the file again.
+ * DATA_DIR/standalone.json (owner-only), so `pnpm platform` works against `pnpm start` with no flags; and
+ * which processes it started, so that a start after this one was killed waits for them (`lockDataDir`).
+ * Written whole or not at all (renamed into place): a reader never sees half of it.
  */
-export function writeOperatorHints(dataDir: string, hints: OperatorHints): () => void {
+export function writeOperatorHints(dataDir: string, hints: OperatorHints): void {
   mkdirSync(dataDir, { recursive: true });
   const file = path.resolve(dataDir, 'standalone.json');
-  writeFileSync(file, `${JSON.stringify(hints, null, 2)}\n`, { mode: 0o600 });
-  return () => rmSync(file, { force: true });
+  const next = `${file}.${process.pid}.tmp`;
+  writeFileSync(next, `${JSON.stringify(hints, null, 2)}\n`, { mode: 0o600 });
+  renameSync(next, file);
+}
+
+export function removeOperatorHints(dataDir: string): void {
+  try {
+    rmSync(path.resolve(dataDir, 'standalone.json'), { force: true });
+  } catch {
+    // a data folder it could not write (a part of its path is a file): nothing was written there
+  }
 }

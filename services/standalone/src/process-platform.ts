@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { createIpcBusHub } from '@platform/bus';
 import { type Logger, loadConfig } from '@platform/kernel';
 import type { Env } from './platform';
-import { type ChildEntry, ServiceProcess } from './service-process';
+import { type ChildEntry, type ProcessState, ServiceProcess } from './service-process';
 import { edgeEntry, platformServices, rootsOf, SERVICE_TRUST_PROXY_IN_STANDALONE } from './services';
 
 export interface ProcessPlatformOptions {
@@ -17,8 +17,27 @@ export interface ProcessPlatformOptions {
   entry?: ChildEntry;
   /** how long a stopping service may drain before SIGKILL */
   stopGraceMs?: number;
-  /** called after a service was restarted (its process id changed) */
-  onRestart?: () => void;
+  /**
+   * called whenever a process was spawned (at start or after a crash), listens, exited or was asked to stop, with
+   * every process started so far: what a supervisor killed at any moment leaves running is known
+   */
+  onChange?: (processes: Record<string, ServiceProcessView>) => void;
+  /** aborted while it starts (SIGTERM, Ctrl-C): the processes started so far are stopped, and it rejects `StartStopped` */
+  signal?: AbortSignal;
+}
+
+/** The start was asked to stop before every service listened: what it started has been stopped. */
+export class StartStopped extends Error {
+  constructor() {
+    super('stopped while starting');
+    this.name = 'StartStopped';
+  }
+}
+
+/** One service process as the supervisor sees it: its process id (none while it is down) and state. */
+export interface ServiceProcessView {
+  pid?: number;
+  state: ProcessState;
 }
 
 export interface RunningProcessPlatform {
@@ -67,12 +86,22 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
   const entry = options.entry ?? { file: process.argv[1]!, execArgv: process.execArgv };
   const graceMs = options.stopGraceMs ?? 15_000;
   const processes: ServiceProcess[] = [];
+  const onChange = () =>
+    options.onChange?.(Object.fromEntries(processes.map((p) => [p.name, { pid: p.pid, state: p.state }])));
   const admin: Record<string, string> = {};
   const stop = async () => {
     // the edge first (started last), so no request reaches a service that is already gone
     for (const p of [...processes].reverse()) await p.stop(graceMs);
     await hub.close();
   };
+
+  // each wait below ends as soon as a stop is asked for
+  const stopAsked = new Promise<never>((_, reject) => {
+    if (options.signal?.aborted) reject(new StartStopped());
+    options.signal?.addEventListener('abort', () => reject(new StartStopped()), { once: true });
+  });
+  stopAsked.catch(() => undefined);
+  const unlessStopped = <T>(work: Promise<T>) => Promise.race([work, stopAsked]);
 
   try {
     // Ports first, so every service knows where the others listen (the gateway reads llm-quota);
@@ -87,26 +116,28 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
     const upstreamEnv = Object.fromEntries(
       planned.map(({ service, port }) => [service.upstreamKey, `http://127.0.0.1:${port}`]),
     );
-    const services = await Promise.all(
-      planned.map(async ({ service, port, adminPort }) => {
-        const child = new ServiceProcess(
-          service.name,
-          {
-            ...env,
-            ...upstreamEnv,
-            TRUST_PROXY: SERVICE_TRUST_PROXY_IN_STANDALONE,
-            PORT: String(port),
-            ADMIN_PORT: String(adminPort),
-            // only the edge faces the network: the services' ports, admin included, stay on loopback
-            HOST: '127.0.0.1',
-            ADMIN_HOST: '127.0.0.1',
-          },
-          { hub, logger, entry, onRestart: options.onRestart },
-        );
-        processes.push(child);
-        admin[service.name] = `http://127.0.0.1:${adminPort}`;
-        return { service, url: await child.start() };
-      }),
+    const services = await unlessStopped(
+      Promise.all(
+        planned.map(async ({ service, port, adminPort }) => {
+          const child = new ServiceProcess(
+            service.name,
+            {
+              ...env,
+              ...upstreamEnv,
+              TRUST_PROXY: SERVICE_TRUST_PROXY_IN_STANDALONE,
+              PORT: String(port),
+              ADMIN_PORT: String(adminPort),
+              // only the edge faces the network: the services' ports, admin included, stay on loopback
+              HOST: '127.0.0.1',
+              ADMIN_HOST: '127.0.0.1',
+            },
+            { hub, logger, entry, onChange },
+          );
+          processes.push(child);
+          admin[service.name] = `http://127.0.0.1:${adminPort}`;
+          return { service, url: await child.start() };
+        }),
+      ),
     );
     const upstreams = Object.fromEntries(services.map(({ service, url }) => [service.name, url]));
     const edgeAdminPort = pickEdgeAdmin ? ports[ports.length - 1]! : Number(env.ADMIN_PORT);
@@ -117,10 +148,10 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
       HOST: env.HOST ?? '0.0.0.0',
       ADMIN_PORT: String(edgeAdminPort),
     };
-    const edge = new ServiceProcess('edge', edgeEnv, { hub, logger, entry, onRestart: options.onRestart });
+    const edge = new ServiceProcess('edge', edgeEnv, { hub, logger, entry, onChange });
     processes.push(edge);
     admin.edge = `http://127.0.0.1:${edgeAdminPort}`;
-    const baseUrl = await edge.start();
+    const baseUrl = await unlessStopped(edge.start());
     // PORT=0 picked a port: a restarted edge comes back on it, where {base_url} says it is
     if (edgeEnv.PORT === '0') edgeEnv.PORT = new URL(baseUrl).port;
     return {

@@ -33,6 +33,9 @@ export const NATIVE_MEMORY_ENV = {
   MALLOC_TRIM_THRESHOLD_: '131072',
 } as const;
 
+/** Where a service process is in its life (DATA_DIR/standalone.json tells each one's). */
+export type ProcessState = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped';
+
 const RESTART_MIN_MS = 250;
 const RESTART_MAX_MS = 5_000;
 /** a child that lived this long starts its restart delays from the minimum again */
@@ -51,12 +54,19 @@ export class ServiceProcess {
   private startedAt = 0;
   /** where the service listens, once it said so */
   url?: string;
+  state: ProcessState = 'starting';
 
   constructor(
     readonly name: string,
     /** read at each start: a restart sees what the supervisor changed in it (the edge's picked PORT) */
     private readonly env: Record<string, string | undefined>,
-    private readonly deps: { hub: BusHub; logger: Logger; entry: ChildEntry; onRestart?: () => void },
+    private readonly deps: {
+      hub: BusHub;
+      logger: Logger;
+      entry: ChildEntry;
+      /** called whenever its process or state changed: spawned, listening, exited, asked to stop */
+      onChange?: () => void;
+    },
   ) {}
 
   get pid(): number | undefined {
@@ -75,6 +85,7 @@ export class ServiceProcess {
     });
     this.child = child;
     this.startedAt = Date.now();
+    this.setState('starting');
     // the child's end batches too (parentProcessChannel): both ends read batches
     const detach = this.deps.hub.attach(
       batchingChannel({
@@ -92,6 +103,7 @@ export class ServiceProcess {
         if (!isListening(message)) return;
         child.off('message', onMessage);
         this.url = message.url;
+        this.setState('running');
         resolve(message.url);
       };
       child.on('message', onMessage);
@@ -103,23 +115,27 @@ export class ServiceProcess {
     child.once('exit', (code, signal) => {
       detach();
       if (this.child === child) this.child = undefined;
-      if (!this.stopping) this.restartAfterCrash(code, signal);
+      if (this.stopping) this.setState('stopped');
+      else this.restartAfterCrash(code, signal);
     });
     return listening;
+  }
+
+  private setState(state: ProcessState): void {
+    this.state = state;
+    this.deps.onChange?.();
   }
 
   private restartAfterCrash(code: number | null, signal: NodeJS.Signals | null): void {
     if (Date.now() - this.startedAt > HEALTHY_AFTER_MS) this.restarts = 0;
     const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** this.restarts++);
+    this.setState('restarting');
     this.deps.logger.error({ child: this.name, code, signal, restartInMs: delay }, 'service process died');
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
       if (this.stopping) return;
       this.start().then(
-        (url) => {
-          this.deps.logger.info({ child: this.name, url, pid: this.pid }, 'service process restarted');
-          this.deps.onRestart?.();
-        },
+        (url) => this.deps.logger.info({ child: this.name, url, pid: this.pid }, 'service process restarted'),
         (err) => this.deps.logger.error({ child: this.name, err }, 'service process failed to restart'),
       );
     }, delay);
@@ -130,8 +146,12 @@ export class ServiceProcess {
     this.stopping = true;
     clearTimeout(this.restartTimer);
     const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) {
+      if (this.state !== 'stopped') this.setState('stopped');
+      return;
+    }
     const exited = once(child, 'exit');
+    this.setState('stopping');
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
     try {
