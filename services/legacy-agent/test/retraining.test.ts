@@ -345,6 +345,52 @@ describe('legacy models: retraining without blocking Messages', () => {
       await restarted.close();
     }
   });
+
+  it('removes at start the models of a language tag stored in another case, and trains the canonical one', async () => {
+    const app = await startLegacyApp({ nlu: new ScriptedNlu() });
+    const { bot } = await accountWithBot(app.http, { lang: 'pt-BR' });
+    await app.http
+      .post('/v1/intents')
+      .set(dev(bot))
+      .send({ name: 'Oi', utterances: { 'pt-BR': [utterance('olá')] } })
+      .expect(200);
+    await trained(app.http, bot);
+    await app.stop();
+
+    // as stored before tags were kept canonical: the assistant, its intent and its model in `pt-br`
+    const store = createEmbeddedStore({ dataDir: app.dataDir });
+    const models = store.collection<ModelDoc>('legacy_models');
+    const blobs = store.blobs('legacy_models');
+    const model = (await models.findOne({ _id: `${bot.id}:pt-BR` }))!;
+    const older = `${bot.id}:pt-br`;
+    await blobs.put(`${older}:${model.fingerprint}`, (await blobs.get(model.blob!))!);
+    await models.insertOne({ ...model, _id: older, lang: 'pt-br', blob: `${older}:${model.fingerprint}` });
+    await blobs.delete(model.blob!);
+    await models.deleteOne({ _id: model._id });
+    await store
+      .collection('legacy_assistants')
+      .updateOne({ _id: bot.id }, { $set: { lang: 'pt-br', languages: ['pt-br'] } });
+    await store
+      .collection('legacy_intents')
+      .updateOne({ assistantId: bot.id }, { $set: { utterances: { 'pt-br': [utterance('olá')] } } });
+    await store.close();
+
+    const nlu = new ScriptedNlu();
+    const restarted = await startLegacyApp({ nlu, dataDir: app.dataDir });
+    try {
+      await waitFor(() => nlu.trainings.length === 1, { what: 'the canonical language trained at start' });
+      expect(nlu.trainings[0]!.lang).toBe('pt-BR');
+      await trained(restarted.http, bot);
+      const stored = await restarted.store
+        .collection<ModelDoc>('legacy_models')
+        .find({ assistantId: bot.id });
+      expect(stored.map((m) => m.lang)).toEqual(['pt-BR']);
+      const left = (await restarted.store.blobs('legacy_models').list()).map((blob) => blob.id);
+      expect(left.filter((id) => id.startsWith(`${bot.id}:`))).toEqual([stored[0]!.blob]);
+    } finally {
+      await restarted.close();
+    }
+  });
 });
 
 describe('legacy models: stored form (the real engine)', () => {

@@ -62,9 +62,10 @@ export class Intents {
     );
     const gone = await this.holdEntities(assistant, doc);
     if (gone.size > 0) {
-      // an entity it tags was deleted (or renamed) between the check and the write: the intent is not kept
-      await cols.intents.deleteOne({ _id: doc._id });
-      await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(doc));
+      // an entity it tags was deleted (or renamed) between the check and the write: the intent is not kept; its
+      // place is given back by whoever deletes it (a deletion of its id may have come first), with what it holds
+      const deleted = await deleteAsRead(cols.intents, { _id: doc._id }, doc);
+      if (deleted) await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(deleted));
       throwIfIssues(unknownEntities(doc, gone));
     }
     await this.onChange(assistant._id);
@@ -184,10 +185,11 @@ export class Intents {
   }
 
   /**
-   * After an intent's write, the entities it newly tags (those `before` did not) are held: each gets a new revision
-   * (the store's `updateWithRevision`), which an entity's deletion or rename checking its users before then cannot
-   * write over; it reads the entity again and, checking again, finds this intent (`Entities.refuseWhenUsed`). One
-   * deleted or renamed before its hold is answered among those gone: the intent must not keep tagging it.
+   * After an intent's write, the entities it newly tags (those `before` did not) are held: each gets a new revision,
+   * which an entity's deletion or rename checking its users before then cannot write over (the store's
+   * `deleteAsRead`, `updateWithRevision`); it reads the entity again and, checking again, finds this intent
+   * (`Entities.refuseWhenUsed`). The revision is written whatever it was, so no other writer makes a hold try
+   * again. One deleted or renamed before its hold is answered among those gone: the intent must not keep tagging it.
    */
   private async holdEntities(
     assistant: AssistantDoc,
@@ -198,12 +200,11 @@ export class Intents {
     const gone = new Set<string>();
     for (const name of taggedEntities(after)) {
       if (had.has(name)) continue;
-      const held = await updateWithRevision(
-        this.ctx.cols.entities,
+      const { matched } = await this.ctx.cols.entities.updateOne(
         { assistantId: assistant._id, name },
-        () => ({}),
+        { $set: { revision: randomUUID() } },
       );
-      if (!held) gone.add(name);
+      if (matched === 0) gone.add(name);
     }
     return gone;
   }

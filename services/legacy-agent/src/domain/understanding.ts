@@ -143,9 +143,9 @@ export class Understanding {
   async start(): Promise<void> {
     const { cols } = this.ctx;
     const assistants = await cols.assistants.find({ dataRevision: { $gt: 0 } });
-    const models = await this.withoutRemovedAssistants(
-      await cols.models.find({}),
-      new Set(assistants.map((a) => a._id)),
+    const models = await this.withoutUnspokenLanguages(
+      await this.withoutRemovedAssistants(await cols.models.find({}), new Set(assistants.map((a) => a._id))),
+      assistants,
     );
     const trained = new Map(models.map((m) => [m._id, m.revision]));
     for (const model of models) {
@@ -496,6 +496,36 @@ export class Understanding {
       logger.warn({ err }, 'could not delete the models of removed assistants');
     }
     return kept;
+  }
+
+  /**
+   * `models` but those of a language their assistant does not speak: one stored in another letter case before tags
+   * were kept canonical (decision 0122), whose assistant now speaks it as `pt-BR`. Nothing would read or delete
+   * them: they are deleted (record and blob), and the canonical language is trained like any language without a
+   * model. `assistants`: those the start read (the others' models are kept).
+   */
+  private async withoutUnspokenLanguages(
+    models: ModelDoc[],
+    assistants: AssistantDoc[],
+  ): Promise<ModelDoc[]> {
+    const { cols, logger } = this.ctx;
+    const languagesOf = new Map(assistants.map((a) => [a._id, a.languages]));
+    const unspoken = models.filter((m) => languagesOf.get(m.assistantId)?.includes(m.lang) === false);
+    if (unspoken.length === 0) return models;
+    try {
+      for (const model of unspoken) {
+        if (model.blob) await cols.modelBlobs.delete(model.blob);
+        await cols.models.deleteOne({ _id: model._id });
+      }
+      logger.info(
+        { models: unspoken.length },
+        'models of languages their assistant does not speak were deleted',
+      );
+    } catch (err) {
+      // the store is away: the next start tries again; these models cost disk space, nothing else
+      logger.warn({ err }, 'could not delete the models of languages their assistant does not speak');
+    }
+    return models.filter((m) => !unspoken.includes(m));
   }
 
   /** The model records and blobs of a removed assistant. */
