@@ -364,7 +364,9 @@ export const AUTH_ROUTES: RouteDoc[] = [
       ...invalid,
       ...denied,
       ...unknown('organization or user'),
-      409: error('LastOwner or AlreadyAMember'),
+      409: error(
+        'LastOwner, AlreadyAMember, or ConcurrentUpdate (the role was changed meanwhile: try again)',
+      ),
     },
   },
   {
@@ -377,7 +379,7 @@ export const AUTH_ROUTES: RouteDoc[] = [
       204: none('removed'),
       ...denied,
       ...unknown('organization or member'),
-      409: error('LastOwner'),
+      409: error('LastOwner, or ConcurrentUpdate (the role was changed meanwhile: try again)'),
     },
   },
   {
@@ -526,7 +528,7 @@ export const AUTH_ROUTES: RouteDoc[] = [
       400: error('invalid body, or NotAnOrgMember'),
       ...denied,
       ...unknown('workspace'),
-      409: error('LastOwner'),
+      409: error('LastOwner, or ConcurrentUpdate (the role was changed meanwhile: try again)'),
     },
   },
   {
@@ -539,7 +541,7 @@ export const AUTH_ROUTES: RouteDoc[] = [
       204: none('removed'),
       ...denied,
       ...unknown('workspace or member'),
-      409: error('LastOwner'),
+      409: error('LastOwner, or ConcurrentUpdate (the role was changed meanwhile: try again)'),
     },
   },
   {

@@ -2,6 +2,7 @@ import { Subjects } from '@platform/contracts';
 import { ManualClock } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
+import { deleteAccount } from '../src/domain/account-deletion';
 import { openSsoCollections, SsoClients } from '../src/sso/providers';
 import { userForIdentity } from '../src/sso/sign-in';
 import { type AuthHarness, randomAddress, recordEvents, startAuth } from './helpers';
@@ -273,6 +274,44 @@ describe('one account per email, whether it signs in with a password or an ident
     ssoHeld.release();
     expect(await signingIn).toBe('SignupRefused');
     expect(await usersWith(second)).toEqual([expect.objectContaining({ _id: signedUp.body.userId })]);
+  });
+
+  it('an account being deleted keeps its address until it is gone: a deletion put back leaves one account', async () => {
+    const { collections } = a.service.context;
+    const email = newEmail();
+    const ssoUser = await ssoSignIn(email);
+    // the last owner of an organization another person belongs to: its deletion is put back (409 LastOwner)
+    const now = a.clock.now();
+    const orgId = `org-${ssoUser}`;
+    const orgSlug = `kept-${emailCounter}`;
+    const org = { _id: orgId, slug: orgSlug, name: 'Kept', createdAt: now, createdBy: ssoUser };
+    await collections.orgs.insertOne({ ...org, settings: {}, subscription: null });
+    for (const [userId, role] of [
+      [ssoUser, 'owner'],
+      ['someone-else', 'member'],
+    ])
+      await collections.memberships.insertOne({
+        _id: `${orgId}-${userId}`,
+        orgId,
+        orgSlug,
+        userId,
+        role,
+        createdAt: now,
+      });
+
+    // held as it puts the membership back, its mark still on the user
+    const puttingBack = gated.gate('memberships', (doc) => (doc as { userId?: string }).userId === ssoUser);
+    const deleting = deleteAccount(a.service.context, ssoUser).catch((err) => err.error as string);
+    await puttingBack.arrived;
+    try {
+      const signedUp = await signup(a, { email, password: PASSWORD });
+      expect(signedUp.body).toMatchObject({ error: 'SignupRefused', status: 409 });
+      expect(await ssoSignIn(email)).toBe('SignupRefused'); // through another provider
+    } finally {
+      puttingBack.release();
+    }
+    expect(await deleting).toBe('LastOwner');
+    expect(await usersWith(email)).toEqual([expect.objectContaining({ _id: ssoUser })]);
   });
 });
 

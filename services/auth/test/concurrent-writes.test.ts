@@ -92,6 +92,124 @@ describe('auth under concurrent requests', () => {
     // the one answered last is the role stored
     expect(['editor', 'viewer']).toContain(theirs[0].role);
   });
+
+  /** An organization with a workspace its owner owns, `admin` administers, and `member` edits. */
+  const workspaceWithAnEditor = async (slug: string) => {
+    const owner = await h.newUser();
+    const admin = await h.newUser();
+    const member = await h.newUser();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug, name: 'Racing roles' })).status).toBe(201);
+    for (const { userId } of [admin, member]) {
+      const joined = await h.call(owner, 'post', `/v2/orgs/${slug}/members`, { userId, role: 'member' });
+      expect(joined.status).toBe(201);
+    }
+    const workspaceId = (await h.call(owner, 'post', '/v2/workspaces', { name: 'Racing roles' })).body.id;
+    const members = `/v2/workspaces/${workspaceId}/members`;
+    expect((await h.call(owner, 'put', `${members}/${admin.userId}`, { role: 'admin' })).status).toBe(201);
+    expect((await h.call(owner, 'put', `${members}/${member.userId}`, { role: 'editor' })).status).toBe(201);
+    const roleOf = async () =>
+      (await h.call(owner, 'get', members)).body.find((m: { userId: string }) => m.userId === member.userId)
+        ?.role as string | undefined;
+    return { owner, admin, member, members, roleOf };
+  };
+  const statusesOf = (replies: Array<{ status: number; body: { error?: string } }>) =>
+    replies.map((r) => (r.status === 409 ? `409 ${r.body.error}` : String(r.status))).sort();
+
+  it('an admin demoting an editor the owner makes an owner at that moment does not take the owner role away', async () => {
+    const { owner, admin, member, members, roleOf } = await workspaceWithAnEditor('racing-roles');
+    // both PUTs read "editor" before either writes
+    raced.arm(2, (filter) => filter.userId === member.userId);
+    const [promoted, demoted] = await Promise.all([
+      h.call(owner, 'put', `${members}/${member.userId}`, { role: 'owner' }),
+      h.call(admin, 'put', `${members}/${member.userId}`, { role: 'viewer' }),
+    ]);
+    // the role each one checked is the role it changed: the later one is refused, and may try again
+    expect(statusesOf([promoted, demoted])).toEqual(['200', '409 ConcurrentUpdate']);
+    expect(await roleOf()).toBe(promoted.status === 200 ? 'owner' : 'viewer');
+  });
+
+  it('an admin removing an editor the owner makes an owner at that moment: one of them is refused', async () => {
+    const { owner, admin, member, members, roleOf } = await workspaceWithAnEditor('racing-removal');
+    raced.arm(2, (filter) => filter.userId === member.userId);
+    const [promoted, removed] = await Promise.all([
+      h.call(owner, 'put', `${members}/${member.userId}`, { role: 'owner' }),
+      h.call(admin, 'delete', `${members}/${member.userId}`),
+    ]);
+    expect(statusesOf([promoted, removed])).toEqual(
+      promoted.status === 200 ? ['200', '409 ConcurrentUpdate'] : ['204', '409 ConcurrentUpdate'],
+    );
+    expect(await roleOf()).toBe(promoted.status === 200 ? 'owner' : undefined);
+  });
+});
+
+describe('an organization member whose role changes while another request changes it', () => {
+  let h: AuthHarness;
+  let raced: ReturnType<typeof storeWithReadBarrier>;
+  const folder = tempDir('auth-member-races-');
+  beforeAll(async () => {
+    raced = storeWithReadBarrier(
+      createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }),
+      'memberships',
+    );
+    h = await startAuth({ store: raced.store });
+  });
+  afterAll(async () => {
+    await h.stop();
+    folder.remove();
+  });
+
+  /** An organization its owner owns, a `managers` member may manage the members of, and `member` belongs to. */
+  const orgWithAMember = async (slug: string) => {
+    const owner = await h.newUser();
+    const manager = await h.newUser();
+    const member = await h.newUser();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug, name: 'Racing members' })).status).toBe(201);
+    const managers = await h.call(owner, 'put', `/v2/orgs/${slug}/roles/managers`, {
+      permissions: ['members:read', 'members:manage', 'roles:read', 'workspaces:create', 'models:read'],
+    });
+    expect(managers.status).toBe(201);
+    for (const [{ userId }, role] of [
+      [manager, 'managers'],
+      [member, 'member'],
+    ] as const) {
+      expect((await h.call(owner, 'post', `/v2/orgs/${slug}/members`, { userId, role })).status).toBe(201);
+    }
+    const roleOf = async () =>
+      (await h.call(owner, 'get', `/v2/orgs/${slug}/members`)).body.find(
+        (m: { userId: string }) => m.userId === member.userId,
+      )?.role as string | undefined;
+    return { owner, manager, member, roleOf };
+  };
+  const statusesOf = (replies: Array<{ status: number; body: { error?: string } }>) =>
+    replies.map((r) => (r.status === 409 ? `409 ${r.body.error}` : String(r.status))).sort();
+
+  it('a manager making a member a guest as the owner makes them an owner does not take the owner role away', async () => {
+    const { owner, manager, member, roleOf } = await orgWithAMember('racing-members');
+    // both read "member" before either writes
+    raced.arm(2, (filter) => filter.userId === member.userId);
+    const [promoted, demoted] = await Promise.all([
+      h.call(owner, 'post', '/v2/orgs/racing-members/members', { userId: member.userId, role: 'owner' }),
+      h.call(manager, 'post', '/v2/orgs/racing-members/members', { userId: member.userId, role: 'guest' }),
+    ]);
+    expect(statusesOf([promoted, demoted])).toEqual(['200', '409 ConcurrentUpdate']);
+    expect(await roleOf()).toBe(promoted.status === 200 ? 'owner' : 'guest');
+  });
+
+  it('a manager removing a member as the owner makes them an owner: one of them is refused', async () => {
+    const { owner, manager, member, roleOf } = await orgWithAMember('racing-member-removal');
+    raced.arm(2, (filter) => filter.userId === member.userId);
+    const [promoted, removed] = await Promise.all([
+      h.call(owner, 'post', '/v2/orgs/racing-member-removal/members', {
+        userId: member.userId,
+        role: 'owner',
+      }),
+      h.call(manager, 'delete', `/v2/orgs/racing-member-removal/members/${member.userId}`),
+    ]);
+    expect(statusesOf([promoted, removed])).toEqual(
+      promoted.status === 200 ? ['200', '409 ConcurrentUpdate'] : ['204', '409 ConcurrentUpdate'],
+    );
+    expect(await roleOf()).toBe(promoted.status === 200 ? 'owner' : undefined);
+  });
 });
 
 describe('a custom role deleted while it is being given', () => {

@@ -204,7 +204,8 @@ export async function buildEdgeService(
             return log.warn({ issues: event.error.issues }, 'malformed auth.membership.changed');
           resolver.onMembershipChanged(event.data);
         }),
-        // Whatever was published while the connection was down was missed: catch up.
+        // Whatever was published while the connection was down was missed: catch up. This is the one time cached
+        // principals are all dropped; the watch below hearing the bus again later drops nothing more.
         bus.onReconnect(() => {
           resolver.clear();
           void reconcile();

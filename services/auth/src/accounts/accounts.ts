@@ -18,17 +18,13 @@ import { type IssuedLogin, openUserSession, revokeSession } from './sessions';
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
 /**
- * One person per address (decision 0121): whether a live user other than `userId` has `email` (normalised), with or
- * without a password (an SSO sign-in makes users without one). Anonymous users have no address; one being deleted
- * gives its address back.
+ * One person per address (decision 0121): whether a user other than `userId` has `email` (normalised), with or
+ * without a password (an SSO sign-in makes users without one). Anonymous users have no address. One being deleted
+ * keeps it until its document is gone, as a password account keeps it until its password is: a deletion may still be
+ * put back (409 `LastOwner`), and its address must not have gone to a second account meanwhile.
  */
 export async function emailTaken(c: AuthContext, email: string, userId: string): Promise<boolean> {
-  const holder = await c.collections.users.findOne({
-    email,
-    anonymous: false,
-    deletedAt: { $exists: false },
-    _id: { $ne: userId },
-  });
+  const holder = await c.collections.users.findOne({ email, anonymous: false, _id: { $ne: userId } });
   return holder !== null;
 }
 

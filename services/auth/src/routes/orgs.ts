@@ -235,7 +235,12 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
     if (existing) {
       if (existing.role !== body.role) {
         await mayChangeMember(c, access, existing);
-        await c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: body.role } });
+        // Only the role checked above is changed: one given or taken meanwhile (an owner made) is not overwritten.
+        const { matched } = await c.collections.memberships.updateOne(
+          { _id: existing._id, role: existing.role },
+          { $set: { role: body.role } },
+        );
+        if (matched === 0) throw memberChangedConcurrently();
         const undo = () =>
           c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: existing.role } });
         await keepAnOwner(c, access.org, existing, undo);
@@ -294,7 +299,12 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
       throw new Forbidden('Only an owner may remove an owner', { error: 'OwnerOnly' });
     }
     if (!leaving) await mayChangeMember(c, access, existing);
-    await c.collections.memberships.deleteOne({ _id: existing._id });
+    // Only with the role checked above: one given meanwhile (an owner made) is not taken away unchecked.
+    if ((await c.collections.memberships.deleteOne({ _id: existing._id, role: existing.role })) === 0) {
+      if (await c.collections.memberships.findOne({ _id: existing._id })) throw memberChangedConcurrently();
+      res.status(204).end(); // removed meanwhile
+      return;
+    }
     await keepAnOwner(c, access.org, existing, () => c.collections.memberships.insertOne(existing));
     // Workspace roles in this organization's workspaces go with the membership.
     const workspaces = await c.collections.workspaces.find({ orgId: access.org._id });
@@ -320,6 +330,10 @@ async function keepAnOwner(c: AuthContext, org: OrgDoc, before: MembershipDoc, u
   await undo();
   throw new Conflict(`The last owner of ${org.slug} cannot be removed or demoted`, { error: 'LastOwner' });
 }
+
+/** 409 to a member change whose role was changed after the request read it: it may try again. */
+const memberChangedConcurrently = () =>
+  new Conflict('This member was changed concurrently; try again', { error: 'ConcurrentUpdate' });
 
 /**
  * A custom role deleted while it was being given (decision 0090's check after the write): the membership is taken

@@ -254,13 +254,14 @@ const putWorkspaceMember =
         return;
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err;
-        if (attempt > 0)
-          throw new Conflict('This member was changed concurrently; try again', {
-            error: 'ConcurrentUpdate',
-          });
+        if (attempt > 0) throw changedConcurrently();
       }
     }
   };
+
+/** 409 to a member change whose role was changed (or who was added) after the request read it: it may try again. */
+const changedConcurrently = () =>
+  new Conflict('This member was changed concurrently; try again', { error: 'ConcurrentUpdate' });
 
 /**
  * Nobody gives, changes or takes a workspace role holding rights they do not hold, as for organization roles: a key
@@ -313,7 +314,12 @@ async function setWorkspaceMember(
     });
   }
   if (existing) {
-    await c.collections.workspaceMembers.updateOne({ _id: existing._id }, { $set: { role } });
+    // Only the role checked above is changed: one given or taken meanwhile (an owner made) is not overwritten.
+    const { matched } = await c.collections.workspaceMembers.updateOne(
+      { _id: existing._id, role: existing.role },
+      { $set: { role } },
+    );
+    if (matched === 0) throw changedConcurrently();
     await keepAWorkspaceOwner(c, access.workspace, existing, () =>
       c.collections.workspaceMembers.updateOne({ _id: existing._id }, { $set: { role: existing.role } }),
     );
@@ -369,7 +375,12 @@ const removeWorkspaceMember =
       }
       requireRoleWithin(access, existing.role);
     }
-    await c.collections.workspaceMembers.deleteOne({ _id: existing._id });
+    // Only with the role checked above: one given meanwhile (an owner made) is not taken away unchecked.
+    if ((await c.collections.workspaceMembers.deleteOne({ _id: existing._id, role: existing.role })) === 0) {
+      if (await c.collections.workspaceMembers.findOne({ _id: existing._id })) throw changedConcurrently();
+      res.status(204).end(); // removed meanwhile
+      return;
+    }
     await keepAWorkspaceOwner(c, access.workspace, existing, () =>
       c.collections.workspaceMembers.insertOne(existing),
     );

@@ -80,7 +80,8 @@ const principalAnswer = z.object({
  *
  * The events come on the bus: while it is away (`busAway`), a revocation would go unheard, so an answer is
  * trusted for TRUST_WITHOUT_BUS_MS only, then asked of auth again (auth unreachable too: 503, never the old
- * answer); once the bus is back (`busBack`), every answer goes, since what was published meanwhile was missed.
+ * answer). A bus that reconnects (`clear`) lost what was published meanwhile: every answer goes, once. A bus that
+ * answers again without reconnecting (`busBack`: it was slow, or the edge was) lost nothing: the answers stay.
  */
 export class PrincipalResolver {
   private readonly cache: LRUCache<string, CacheEntry>;
@@ -176,10 +177,11 @@ export class PrincipalResolver {
       if (key === hash || key.startsWith(`${hash}|`)) this.inFlight.delete(key);
   }
 
-  /** After the bus reconnects, anything may have been missed: forget every answer. */
+  /** After the bus reconnects, anything may have been missed: forget every answer. The bus is there again. */
   clear(): void {
     this.invalidate();
     this.cache.clear();
+    this.busIsAway = false;
   }
 
   /** The bus does not answer: revocations may go unheard, answers are trusted for TRUST_WITHOUT_BUS_MS only. */
@@ -192,12 +194,14 @@ export class PrincipalResolver {
     );
   }
 
-  /** The bus answers again: what was published while it was away was missed, so every answer goes. */
+  /**
+   * The bus answers again without having reconnected (a reconnection clears first): it was slow, or the edge was, and
+   * delivered everything in order meanwhile, so the answers stay and are trusted for their whole cache life again.
+   */
   busBack(): void {
     if (!this.busIsAway) return;
     this.busIsAway = false;
-    this.clear();
-    this.options.logger.info('bus back: cached principals dropped');
+    this.options.logger.info('bus back: cached principals trusted again');
   }
 
   get size(): number {
