@@ -377,7 +377,7 @@ export const LLM_GATEWAY_ROUTES: RouteDoc[] = [
       200: { description: 'the embeddings', schema: EmbeddingsResponseSchema },
       ...inference,
       400: error(
-        'INVALID_BODY, NO_ORG_CONTEXT, or INVALID_DIMENSIONS (`details.supported_dimensions`; the mock computes at most `details.max_dimensions`, 3072)',
+        'INVALID_BODY (an empty string in `input` names it, `input` or `input.N`: OpenAI refuses it), NO_ORG_CONTEXT, or INVALID_DIMENSIONS (`details.supported_dimensions`; the mock computes at most `details.max_dimensions`, 3072)',
       ),
     },
   },

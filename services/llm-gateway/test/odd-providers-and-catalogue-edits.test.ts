@@ -236,6 +236,48 @@ describe('odd providers and odd catalogue edits, through the edge', () => {
     ]);
   });
 
+  it("rerank's usage event says who counted: the provider's figures, else the gateway's tokenizer", async () => {
+    const record = recordCompletions(w);
+    const results = [
+      { index: 1, relevance_score: 0.9 },
+      { index: 0, relevance_score: 0.1 },
+    ];
+    const rerank = async (requestId: string, model: string) => {
+      const res = await w.call(
+        'gateway',
+        'POST',
+        '/v1/rerank',
+        { bearer: member.token },
+        { model, query: 'q', documents: ['a', 'b'] },
+        { 'x-request-id': requestId },
+      );
+      expect(res.status).toBe(200);
+      const event = await record.of(requestId);
+      return { source: event.usageSource, total: event.usage.total_tokens };
+    };
+    try {
+      // native: the provider's tokens, none, or figures that are no counts
+      odd.answer('/rerank', 200, 'application/json', JSON.stringify({ results, usage: { total_tokens: 9 } }));
+      expect(await rerank('hunt-rerank-reported', 'odd/rerank')).toEqual({ source: 'provider', total: 9 });
+      odd.answer('/rerank', 200, 'application/json', JSON.stringify({ results }));
+      expect((await rerank('hunt-rerank-unreported', 'odd/rerank')).source).toBe('tokenizer');
+      odd.answer(
+        '/rerank',
+        200,
+        'application/json',
+        JSON.stringify({ results, usage: { total_tokens: -5 } }),
+      );
+      expect((await rerank('hunt-rerank-negative', 'odd/rerank')).source).toBe('tokenizer');
+      // chat scoring: each call's usage, or none
+      w.sim.script([{ match: { endpoint: 'chat' }, reply: { content: '0.5' } }]);
+      expect((await rerank('hunt-rerank-scored', 'sim/gpt')).source).toBe('provider');
+      w.sim.script([{ match: { endpoint: 'chat' }, reply: { content: '0.5', omitUsage: true } }]);
+      expect((await rerank('hunt-rerank-scored-uncounted', 'sim/gpt')).source).toBe('tokenizer');
+    } finally {
+      record.stop();
+    }
+  });
+
   it('a provider reporting fractional tokens still gives a usage event llm-quota counts (whole tokens)', async () => {
     odd.answer(
       '/embeddings',

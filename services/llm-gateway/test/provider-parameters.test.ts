@@ -39,6 +39,12 @@ describe("a deployment's renamed and excluded request parameters, through the ed
           pricing: { input_per_million: 3, output_per_million: 15 },
         },
         {
+          model_id: 'sim/one-choice',
+          type: 'completion',
+          provider_config: { provider: 'sim', model: 'one-choice-sim', exclude_parameters: ['n'] },
+          pricing: { input_per_million: 1, output_per_million: 2 },
+        },
+        {
           model_id: 'sim/claude-shaped',
           type: 'completion',
           provider_config: { provider: 'claude', model: 'claude-sim', exclude_parameters: ['temperature'] },
@@ -198,6 +204,49 @@ describe("a deployment's renamed and excluded request parameters, through the ed
       );
       expect(gauge(counted, 'llm.monthly_tokens').used).toBe(3_020);
       expect(completions.events.filter((e) => e.requestId === 'unstreamed-cut')).toHaveLength(1);
+    } finally {
+      completions.stop();
+    }
+  });
+
+  it("a deployment not sent `n` answers one choice: a client leaving after its finish is billed the provider's report", async () => {
+    const completions = recordCompletions(w);
+    try {
+      // the usage report comes 300 ms after the finish_reason chunk, and counts 500 tokens of reasoning
+      w.sim.script([
+        {
+          match: { model: 'one-choice-sim', stream: true },
+          chunkDelayMs: 300,
+          reply: {
+            content: 'short',
+            usage: {
+              prompt_tokens: 12,
+              completion_tokens: 501,
+              completion_tokens_details: { reasoning_tokens: 500 },
+            },
+          },
+        },
+      ]);
+      const { owner } = await w.org('one-choice-leave');
+      const as = { bearer: owner.token };
+      // the openai SDK's stream, left at the finish as a client that reads no further does
+      const stream = await w
+        .client(as)
+        .chat.completions.create(
+          { model: 'sim/one-choice', stream: true, n: 2, messages: [{ role: 'user', content: 'think' }] },
+          { headers: { 'x-request-id': 'one-choice-leave' } },
+        );
+      for await (const chunk of stream) if (chunk.choices.some((c) => c.finish_reason)) break;
+      expect(lastBody('one-choice-sim')).not.toHaveProperty('n');
+      // its answer was whole: the report that follows is read, as with one choice asked
+      const event = await completions.of('one-choice-leave');
+      expect({ outcome: event.outcome, source: event.usageSource, usage: event.usage }).toMatchObject({
+        outcome: 'client_cancelled',
+        source: 'provider',
+        usage: { prompt_tokens: 12, completion_tokens: 501 },
+      });
+      const counted = await w.counted('one-choice-leave', as, { requests: 1, tokens: 513 });
+      expect(gauge(counted, 'llm.monthly_tokens').used).toBe(513);
     } finally {
       completions.stop();
     }

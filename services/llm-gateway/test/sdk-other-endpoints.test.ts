@@ -118,6 +118,31 @@ describe('the openai SDK on embeddings, rerank, images and transcriptions', () =
     expect(bad.body.message).toMatch(/input: a string, or an array of 1 to 2048 strings/);
   });
 
+  it('embeddings: an empty string, alone or in the list, is 400 INVALID_BODY naming it, before any provider call', async () => {
+    const { owner } = await w.org('sdk-embeddings-empty');
+    const as = { bearer: owner.token };
+    const from = w.sim.requests().length;
+    for (const [input, field] of [
+      ['', 'input'],
+      [['first', ''], 'input.1'],
+      [['', 'second', ''], 'input.0'],
+    ] as const) {
+      const err = await w
+        .client(as)
+        .embeddings.create({ model: 'sim/embed', input: input as string | string[] })
+        .catch((e: unknown) => e);
+      expect((err as APIError).status).toBe(400);
+      const res = await w.call('gateway', 'POST', '/v1/embeddings', as, { model: 'sim/embed', input });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'INVALID_BODY' });
+      expect(res.body.details.issues[0]).toEqual({ field, message: 'must not be an empty string' });
+    }
+    expect(w.sim.requests().slice(from)).toHaveLength(0);
+    // token ids are not text: a list of ids holding 0 is one input
+    const ids = await w.client(as).embeddings.create({ model: 'mock/embeddings', input: [0] });
+    expect(ids.data).toHaveLength(1);
+  });
+
   describe('rerank through chat scoring', () => {
     const documents = Array.from({ length: 20 }, (_, i) => `document number ${i}`);
     const SCORE = '0.5';

@@ -260,7 +260,6 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   // provider stream at once: its usage report, hidden reasoning tokens included, follows the last chunk and is what
   // the request cost. Cancelling there would charge only the visible text the tokenizer counts. With choices still
   // to come (`n` > 1), the provider is still generating: a client that leaves cancels it at once.
-  const choices = api.choices(body);
   const finishedChoices = new Set<number>();
   let finished = false;
   const abort = abortOnClose(req, res, () => (finished ? USAGE_LINGER_MS : 0));
@@ -294,6 +293,8 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
     });
     throw err;
   }
+  // the choices the served deployment answers: one a prompt when it is not sent `n` (`exclude_parameters`, 0119)
+  const choices = api.choices(model.requestShape?.exclude.has('n') ? { ...body, n: undefined } : body);
   const served = { ...prepared, model };
   const sink = wire.stream(res);
   sink.open(model, modelChoiceHeaders(served, served.model));

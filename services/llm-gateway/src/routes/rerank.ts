@@ -54,6 +54,8 @@ interface ScoringProgress {
   scores: Array<number | undefined>;
   /** consumed per model: the pricing of a failover model differs */
   usage: Map<CatalogueModel, Usage>;
+  /** whether the tokenizer counted a call the provider answered without usage */
+  counted: boolean;
 }
 
 /**
@@ -94,6 +96,7 @@ async function scoreByChat(
             counted.query + counted.documents[i]!,
             countText(billableText(choice?.message?.content)),
           );
+        if (!u) progress.counted = true;
         progress.usage.set(model, addUsage(progress.usage.get(model) ?? zeroUsage(), spent));
       } catch (err) {
         failure ??= { err };
@@ -140,12 +143,19 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
     const estimate = counted.documents.reduce((n, d) => n + queryTokens + d + 40, 0);
     const prepared = await prepareInference(ctx, req, 'completion', body.model, estimate);
     const abort = abortOnClose(req, res);
-    const progress: ScoringProgress = { model: null, scores: [], usage: new Map() };
-    /** one usage event for the request: every scoring call answered, plus the native answer when there is one */
-    const settle = (model: CatalogueModel, native: Usage | null, outcome: Outcome) => {
+    const progress: ScoringProgress = { model: null, scores: [], usage: new Map(), counted: false };
+    /**
+     * one usage event for the request: every scoring call answered, plus the native answer when there is one
+     * (`counted` when the tokenizer counted it), said the tokenizer's when it counted any of it
+     */
+    const settle = (
+      model: CatalogueModel,
+      native: { usage: Usage; counted: boolean } | null,
+      outcome: Outcome,
+    ) => {
       const scored = consumed(progress);
-      const usage = native ? addUsage(scored.usage, native) : scored.usage;
-      const micros = scored.costMicros + (native ? costMicros(native, model.pricing) : 0);
+      const usage = native ? addUsage(scored.usage, native.usage) : scored.usage;
+      const micros = scored.costMicros + (native ? costMicros(native.usage, model.pricing) : 0);
       const figures = {
         ...figuresOf(ctx, prepared, model, usage),
         cost: micros / 1_000_000,
@@ -154,7 +164,7 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
       const finished = {
         model,
         usage,
-        usageSource: 'provider' as const,
+        usageSource: progress.counted || native?.counted ? ('tokenizer' as const) : ('provider' as const),
         outcome,
         endpoint: 'rerank' as const,
         stream: false,
@@ -162,7 +172,10 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
       };
       return { usage, figures, account: () => void account(ctx, { ...prepared, model }, finished, figures) };
     };
-    let result: { results: Array<{ index: number; relevance_score: number }>; native: Usage | null };
+    let result: {
+      results: Array<{ index: number; relevance_score: number }>;
+      native: { usage: Usage; counted: boolean } | null;
+    };
     let model: CatalogueModel;
     try {
       ({ result, model } = await callPrepared(ctx, req, prepared, abort.signal, async (m, call) => {
@@ -170,14 +183,8 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
           const r = await m.adapter.rerank({ query: body.query, documents }, call);
           const fallback = counted.documents.reduce((n, d) => n + queryTokens + d, 0);
           // the provider's figures when they are counts: a negative one would credit the organization's budget
-          const usage =
-            r.usage && isCount(r.usage)
-              ? r.usage
-              : {
-                  prompt_tokens: fallback,
-                  completion_tokens: 0,
-                  total_tokens: fallback,
-                };
+          const reported = r.usage && isCount(r.usage) ? r.usage : null;
+          const usage = reported ?? { prompt_tokens: fallback, completion_tokens: 0, total_tokens: fallback };
           // a provider's result for no document sent, or for one already ranked, is no result
           const ranked = new Set<number>();
           const results = r.results.filter(({ index }) => {
@@ -186,7 +193,7 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
             ranked.add(index);
             return true;
           });
-          return { results, native: usage };
+          return { results, native: { usage, counted: reported === null } };
         }
         return {
           results: await scoreByChat(m, call, body.query, documents, progress, counted),

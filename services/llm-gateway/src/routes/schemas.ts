@@ -122,7 +122,18 @@ const TextsOrTokens = z.union(
 );
 export const EmbeddingsRequestSchema = z.looseObject({
   model: z.string().max(200).optional(),
-  input: TextsOrTokens,
+  // OpenAI refuses an empty text (a 400 the client would get as our 502): refused here, naming it
+  input: TextsOrTokens.superRefine((input, ctx) => {
+    const texts = typeof input === 'string' ? [input] : input;
+    texts.forEach((text, i) => {
+      if (text === '')
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must not be an empty string',
+          path: typeof input === 'string' ? [] : [i],
+        });
+    });
+  }),
   dimensions: z.number().int().positive().optional(),
   encoding_format: z.enum(['float', 'base64']).optional(),
   user: z.string().optional(),
