@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { runCli } from '@platform/operator-cli';
-import { tempDir, waitFor } from '@platform/testkit';
+import { startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
 import { callJson } from '../harness';
 
 /**
@@ -109,6 +109,12 @@ describe('pnpm start: every service in its own process', () => {
     const services = Object.entries(admin).filter(([name]) => name !== 'edge');
     expect(services).toHaveLength(4);
     for (const [, url] of services) expect(listeningOn(Number(new URL(url).port))).toEqual(['0100007F']); // 127.0.0.1
+  });
+
+  it("takes the production edge's request heads (16 KB): a larger one is 431 in the envelope", async () => {
+    const answer = await fetch(`${baseUrl}/v2/me`, { headers: { 'x-big': 'y'.repeat(20_000) } });
+    expect(answer.status).toBe(431);
+    expect(await answer.json()).toMatchObject({ status: 431, error: 'RequestHeaderFieldsTooLarge' });
   });
 
   it("starts each service with the images' malloc settings (decisions 0077, 0085)", () => {
@@ -221,6 +227,153 @@ describe('pnpm start: every service in its own process', () => {
     // the data folder is free for the next pnpm start
     expect(existsSync(path.join(data.dir, 'standalone.lock'))).toBe(false);
   }, 30_000);
+});
+
+describe('pnpm start restarted on the same data folder', () => {
+  /** the environment without an operator's internal secret: pnpm start keeps its own */
+  const { PLATFORM_INTERNAL_SECRET: _operators, ...inherited } = process.env;
+
+  /** `pnpm start` until it is ready: where it listens, and its stop (SIGTERM, exit 0) */
+  async function startReady(env: Record<string, string>) {
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/standalone/src/main.ts'], {
+      cwd: ROOT,
+      env: { ...inherited, PORT: '0', HOST: '127.0.0.1', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor(() => stderr.includes('{legacy_url}') || child.exitCode !== null, {
+        timeoutMs: 45_000,
+        what: 'the banner',
+      });
+      expect(child.exitCode).toBeNull();
+    } catch (err) {
+      child.kill('SIGKILL');
+      throw err;
+    }
+    return {
+      hints: readHints(env.DATA_DIR!) as { baseUrl: string; gatewayUrl: string },
+      stop: async () => {
+        child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+      },
+      kill: () => child.exitCode === null && child.kill('SIGKILL'),
+    };
+  }
+
+  it('keeps its internal secret in DATA_DIR (0600): provider keys and developer tokens sealed with it open after a restart', async () => {
+    const data = tempDir('standalone-restart-');
+    const sim = await startProviderSimulator({ port: 0 });
+    let platform = await startReady({ DATA_DIR: data.dir });
+    try {
+      const { baseUrl, gatewayUrl } = platform.hints;
+      const legacyUrl = `${baseUrl}/legacy`;
+      const operator = (await callJson(`${baseUrl}/v2/login/anonymous`, 'POST')).body;
+      const cli = async (...argv: string[]) => {
+        const lines: string[] = [];
+        const code = await runCli(
+          argv,
+          { DATA_DIR: data.dir, PLATFORM_TOKEN: operator.token },
+          { out: () => undefined, err: (l) => lines.push(l) },
+        );
+        return { code, err: lines.join('\n') };
+      };
+      expect(await cli('admin', 'grant', operator.userId)).toMatchObject({ code: 0 });
+      expect(
+        await cli(
+          'providers',
+          'add',
+          'sim',
+          '--type',
+          'openai',
+          '--base-url',
+          sim.openaiBaseUrl,
+          '--api-key',
+          'sk-kept',
+        ),
+      ).toMatchObject({ code: 0 });
+      const model = await callJson(`${gatewayUrl}/v1/models`, 'POST', {
+        bearer: operator.token,
+        body: {
+          model_id: 'kept/gpt',
+          type: 'completion',
+          provider_config: { provider: 'sim', model: 'gpt-kept' },
+        },
+      });
+      expect(model.status).toBe(201);
+      expect(await cli('org', 'create', 'kept-org')).toMatchObject({ code: 0 });
+      const signup = await callJson(`${legacyUrl}/v2/auth/signup`, 'POST', {
+        body: { username: 'keeper', password: 'a long enough password' },
+      });
+      expect(signup.status).toBe(200);
+      const session = { 'x-legacy-session-token': signup.body.sessionToken as string };
+      const created = await fetch(`${legacyUrl}/v2/bots`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...session },
+        body: JSON.stringify({ name: 'Kept', lang: 'en' }),
+      });
+      expect(created.status).toBe(200);
+      const { developerToken } = (await created.json()) as { developerToken: string };
+      expect(developerToken).toMatch(/^ldt_/);
+      await platform.stop();
+
+      platform = await startReady({ DATA_DIR: data.dir });
+      const tested = await cli('providers', 'test', 'sim', '--org', 'kept-org');
+      expect(tested).toMatchObject({ code: 0 });
+      expect(JSON.stringify(sim.requests().at(-1))).toContain('sk-kept');
+      const bots = await fetch(`${platform.hints.baseUrl}/legacy/v2/bots`, { headers: session });
+      expect(bots.status).toBe(200);
+      expect(JSON.stringify(await bots.json())).toContain(developerToken);
+      await platform.stop();
+      expect(statSync(path.join(data.dir, 'internal.secret')).mode & 0o777).toBe(0o600);
+    } finally {
+      platform.kill();
+      await sim.close();
+      data.remove();
+    }
+  }, 150_000);
+
+  it("uses an operator's PLATFORM_INTERNAL_SECRET, and does not write it", async () => {
+    const data = tempDir('standalone-operator-secret-');
+    const secret = randomBytes(32).toString('base64url');
+    try {
+      const platform = await startReady({ DATA_DIR: data.dir, PLATFORM_INTERNAL_SECRET: secret });
+      try {
+        expect(readHints(data.dir).internalSecret).toBe(secret);
+        expect(existsSync(path.join(data.dir, 'internal.secret'))).toBe(false);
+      } finally {
+        await platform.stop();
+      }
+    } finally {
+      data.remove();
+    }
+  }, 60_000);
+
+  it('refuses a kept secret it cannot use: exit 1 with one line, never a new secret', async () => {
+    const data = tempDir('standalone-bad-secret-');
+    const file = path.join(data.dir, 'internal.secret');
+    writeFileSync(file, 'too-short\n', { mode: 0o600 });
+    try {
+      const { code, output } = await startUntilExit({
+        PORT: '0',
+        DATA_DIR: data.dir,
+        PLATFORM_INTERNAL_SECRET: '',
+      });
+      expect(code).toBe(1);
+      expect(output).toContain(
+        `cannot start: ${file} does not hold an internal secret (one word of at least 32 characters): restore it from a backup of this data folder, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
+      );
+      expect(output).not.toContain('"service":"auth"');
+      expect(readFileSync(file, 'utf8')).toBe('too-short\n');
+      expect(existsSync(path.join(data.dir, 'standalone.lock'))).toBe(false);
+    } finally {
+      data.remove();
+    }
+  }, 60_000);
 });
 
 describe('pnpm start killed with SIGKILL', () => {
@@ -493,7 +646,8 @@ describe('pnpm start with a setting it cannot use', () => {
       const { code, output } = await startUntilExit({ PORT: '0', DATA_DIR: file });
       expect(code).toBe(1);
       expect(output).toMatch(
-        /cannot use \S+\/a-file\/[a-z-]+ as a data folder: a part of its path is a file; set DATA_DIR to a writable folder/,
+        // the supervisor says it first, where it keeps the internal secret (else each service, of its store)
+        /cannot use \S+\/a-file(\/[a-z-]+)? as a data folder: a part of its path is a file; set DATA_DIR to a writable folder/,
       );
       expect(output).not.toContain('ENOTDIR');
     } finally {

@@ -12,6 +12,7 @@ import {
   listen,
   loadConfig,
   type PlatformService,
+  type RunningServer,
   SERVICE_MAX_HEADER_BYTES,
   systemClock,
 } from '@platform/kernel';
@@ -20,6 +21,12 @@ import type { z } from 'zod';
 import { openBus, openStore, openStoreWhenReachable } from './infrastructure';
 
 type CommonShape = typeof commonConfig;
+
+/**
+ * Largest request head the edge takes from clients: Node's default 16 KB, well under what the services behind it
+ * accept (SERVICE_MAX_HEADER_BYTES). The one value of the edge's production entry and of `pnpm start`'s.
+ */
+export const EDGE_MAX_HEADER_BYTES = 16 * 1024;
 
 export interface ServiceMainOptions<S extends z.ZodObject> {
   name: string;
@@ -114,31 +121,47 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
         });
   process.off('SIGTERM', stopWhileWaiting).off('SIGINT', stopWhileWaiting);
   starting = 'starting';
-  let bus: Bus;
-  let service: PlatformService;
-  try {
+  // From here a stop (SIGTERM, SIGINT) closes what is open, the store included. Asked while the service starts, it
+  // lets the step under way finish, then closes what was opened, and the service never listens.
+  let stopping = false;
+  let bus: Bus | undefined;
+  let service: PlatformService | undefined;
+  let server: RunningServer | undefined;
+  const host = options.host ?? process.env.HOST ?? '0.0.0.0';
+  const startUp = (async () => {
     bus = await openBus(settings, logger, options.localBus);
-    service = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
-    await service.start();
+    if (stopping) return;
+    const created = await options.create({ config, logger, clock: systemClock, store: store as Store, bus });
+    if (stopping) return;
+    await created.start();
+    service = created;
+    if (stopping) return;
+    server = await listen(service.handler, port.data, host, {
+      maxHeaderSize: options.maxHeaderBytes ?? SERVICE_MAX_HEADER_BYTES,
+    }).catch((err) => cannotListen(logger, err, host, port.data, ''));
+  })();
+  handleProcessSignals(logger, async () => {
+    stopping = true;
+    await startUp.catch(() => undefined);
+    await server?.close(common.SHUTDOWN_DRAIN_SECONDS * 1000);
+    await admin.close(1_000);
+    await service?.stop();
+    await bus?.close();
+    await store?.close();
+  });
+  try {
+    await startUp;
   } catch (err) {
+    // stopped meanwhile: the stop closes what was opened
+    if (stopping) return;
     // one log line saying why, as for a bad setting: not Node's stack trace of an unhandled rejection
     logger.fatal({ err }, `${options.name} cannot start: ${err instanceof Error ? err.message : err}`);
     process.exit(1);
   }
-  const host = options.host ?? process.env.HOST ?? '0.0.0.0';
-  const server = await listen(service.handler, port.data, host, {
-    maxHeaderSize: options.maxHeaderBytes ?? SERVICE_MAX_HEADER_BYTES,
-  }).catch((err) => cannotListen(logger, err, host, port.data, ''));
+  if (!server || !service) return;
   adminHandler = service.admin;
   logger.info({ url: server.url, admin: admin.url }, `${options.name} listening`);
   options.onListening?.(server.url);
-  handleProcessSignals(logger, async () => {
-    await server.close(common.SHUTDOWN_DRAIN_SECONDS * 1000);
-    await admin.close(1_000);
-    await service.stop();
-    await bus.close();
-    await store?.close();
-  });
 }
 
 /** An address or port the service cannot have: one line saying which and what to change, not a stack trace. */

@@ -1,4 +1,4 @@
-import { runServiceMain } from '@platform/runtime';
+import { EDGE_MAX_HEADER_BYTES, runServiceMain } from '@platform/runtime';
 import { edgeConfigSchema } from './config';
 import { createEdgeService } from './service';
 
@@ -8,6 +8,6 @@ void runServiceMain({
   defaultPort: 8080,
   usesStore: false,
   // The edge faces clients: Node's default 16 KB head, well under what services accept.
-  maxHeaderBytes: 16 * 1024,
+  maxHeaderBytes: EDGE_MAX_HEADER_BYTES,
   create: (deps) => createEdgeService(deps),
 });

@@ -1,5 +1,5 @@
 import { type Bus, createIpcBusClient, parentProcessChannel } from '@platform/bus';
-import { runServiceMain } from '@platform/runtime';
+import { EDGE_MAX_HEADER_BYTES, runServiceMain } from '@platform/runtime';
 import type { ListeningMessage } from './service-process';
 import { edgeEntry, platformServices } from './services';
 
@@ -35,5 +35,12 @@ export function runStandaloneChild(name: string): void {
   };
   void (service
     ? runServiceMain({ ...common, schema: service.schema, create: service.create })
-    : runServiceMain({ ...common, schema: edgeEntry.schema, usesStore: false, create: edgeEntry.create }));
+    : runServiceMain({
+        ...common,
+        schema: edgeEntry.schema,
+        usesStore: false,
+        // the production edge's limit: a head it refuses with 431 is refused here too
+        maxHeaderBytes: EDGE_MAX_HEADER_BYTES,
+        create: edgeEntry.create,
+      }));
 }

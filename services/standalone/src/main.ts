@@ -1,6 +1,7 @@
 import { ConfigError, createLogger, handleProcessSignals, loadConfig } from '@platform/kernel';
 import { runStandaloneChild } from './child';
 import { DataDirInUseError, lockDataDir } from './data-dir-lock';
+import { InternalSecretError, keptInternalSecret } from './internal-secret';
 import { newcomerEnv } from './newcomer-env';
 import { type OperatorHints, removeOperatorHints, writeOperatorHints } from './operator-hints';
 import { StartStopped, startProcessPlatform } from './process-platform';
@@ -30,6 +31,9 @@ async function main() {
     const dataDir = env.DATA_DIR || './data';
     // before any service opens its store there: one platform per data folder
     unlock = lockDataDir(dataDir);
+    // the services seal with it (provider keys, developer tokens): the same at every start on this data folder;
+    // an operator's own wins, and is not written there
+    env.PLATFORM_INTERNAL_SECRET ||= keptInternalSecret(dataDir);
     // from now on it says this start's state and processes, not what a start killed before left there
     const hints: OperatorHints = {
       state: 'starting',
@@ -100,7 +104,7 @@ async function main() {
       logger.info('stopped');
       process.exit(0);
     }
-    if (err instanceof DataDirInUseError) {
+    if (err instanceof DataDirInUseError || err instanceof InternalSecretError) {
       console.error(`cannot start: ${err.message}`);
       process.exit(1);
     }

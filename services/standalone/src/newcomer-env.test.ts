@@ -20,9 +20,4 @@ describe("pnpm start's defaults", () => {
       newcomerEnv({ LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS: '' }).LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS,
     ).toBe('');
   });
-
-  it('makes an internal secret for the run, and keeps one given', () => {
-    expect(newcomerEnv({}).PLATFORM_INTERNAL_SECRET).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(newcomerEnv({ PLATFORM_INTERNAL_SECRET: 'given' }).PLATFORM_INTERNAL_SECRET).toBe('given');
-  });
 });

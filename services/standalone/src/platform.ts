@@ -13,7 +13,7 @@ import {
   SERVICE_MAX_HEADER_BYTES,
   systemClock,
 } from '@platform/kernel';
-import { openBus, openStore } from '@platform/runtime';
+import { EDGE_MAX_HEADER_BYTES, openBus, openStore } from '@platform/runtime';
 import type { Store } from '@platform/store';
 import { platformServices, rootsOf, SERVICE_TRUST_PROXY_IN_STANDALONE } from './services';
 
@@ -119,7 +119,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     const edge = await createEdgeService(depsFor('edge', edgeConfig));
     await edge.start();
     services.push(edge);
-    const edgeServer = await listen(edge.handler, port, host);
+    const edgeServer = await listen(edge.handler, port, host, { maxHeaderSize: EDGE_MAX_HEADER_BYTES });
     servers.push(edgeServer);
     const edgeAdmin = await listen(
       edge.admin,

@@ -15,8 +15,6 @@ export interface ProcessPlatformOptions {
   logger: Logger;
   /** how a child is started (default: this program again, with the same Node flags) */
   entry?: ChildEntry;
-  /** how long a stopping service may drain before SIGKILL */
-  stopGraceMs?: number;
   /**
    * called whenever a process was spawned (at start or after a crash), listens, exited or was asked to stop, with
    * every process started so far: what a supervisor killed at any moment leaves running is known
@@ -53,6 +51,15 @@ export interface RunningProcessPlatform {
   stop(): Promise<void>;
 }
 
+/** what a stopping service does after its drain: closes its admin port, stops its work, closes its bus and store */
+const STOP_AFTER_DRAIN_MS = 15_000;
+
+/**
+ * How long a stopping service may take before SIGKILL: its drain (SHUTDOWN_DRAIN_SECONDS, no maximum) and the rest
+ * of its stop, as the deployments' grace periods allow (deploy/base: 120 s of drain, 140 s with a 5 s preStop).
+ */
+export const stopGraceMs = (drainSeconds: number) => drainSeconds * 1000 + STOP_AFTER_DRAIN_MS;
+
 /**
  * `count` distinct free loopback ports, for children that must come back on the same ones after a restart.
  * Every probe stays open until all are read: a port released early could be handed out twice.
@@ -84,7 +91,8 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
 
   const hub = createIpcBusHub();
   const entry = options.entry ?? { file: process.argv[1]!, execArgv: process.execArgv };
-  const graceMs = options.stopGraceMs ?? 15_000;
+  // every process reads the same SHUTDOWN_DRAIN_SECONDS
+  const graceMs = stopGraceMs(edgeConfig.SHUTDOWN_DRAIN_SECONDS);
   const processes: ServiceProcess[] = [];
   const onChange = () =>
     options.onChange?.(Object.fromEntries(processes.map((p) => [p.name, { pid: p.pid, state: p.state }])));

@@ -90,7 +90,12 @@ export class ServiceProcess {
     const detach = this.deps.hub.attach(
       batchingChannel({
         send: (message) => {
-          if (child.connected) child.send(message);
+          // a child dying meanwhile (EPIPE): logged, not an 'error' event of the child
+          if (child.connected)
+            child.send(message, (err) => {
+              if (err)
+                this.deps.logger.warn({ child: this.name, err }, 'could not send to a service process');
+            });
         },
         onMessage: (listener) => {
           child.on('message', listener);
@@ -112,6 +117,8 @@ export class ServiceProcess {
       );
       child.once('error', reject);
     });
+    // each one (a failed spawn, kill or send): logged, never an unhandled 'error' that would end the supervisor
+    child.on('error', (err) => this.deps.logger.error({ child: this.name, err }, 'service process error'));
     child.once('exit', (code, signal) => {
       detach();
       if (this.child === child) this.child = undefined;
