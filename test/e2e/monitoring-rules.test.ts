@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseMetrics, type Sample, waitFor } from '@platform/testkit';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import {
   PROMETHEUS_RULE_FILE,
   RULES_FILE,
@@ -458,5 +458,52 @@ describeWithPromtool('promtool on the rules', () => {
   it("passes the rules' unit tests: each alert fires on its incident with its labels and annotations", () => {
     const run = promtool('test', 'rules', 'alerts.test.yaml');
     expect(run).toEqual({ status: 0, output: expect.stringContaining('SUCCESS') });
+  });
+
+  it("passes them as well with the target labels the component's PodMonitor adds to every series", () => {
+    interface RuleTests {
+      tests: Array<{
+        input_series?: Array<{ series: string }>;
+        alert_rule_test?: Array<{
+          alertname: string;
+          exp_alerts?: Array<{ exp_labels?: Record<string, string> }>;
+        }>;
+      }>;
+    }
+    const suite = parse(readFileSync(RULE_TESTS, 'utf8')) as RuleTests & Record<string, unknown>;
+    // a pod's series, scraped by the PodMonitor: its namespace, pod, container (named after the service) and port
+    const podLabels = (service: string, instance?: string) => ({
+      namespace: 'ai-platform',
+      container: service,
+      endpoint: 'admin',
+      ...(instance ? { pod: instance.replace(/:\d+$/, '') } : {}),
+    });
+    // absent() answers with its selector's labels alone
+    const absentAlerts = new Set(ALERTS.filter((a) => a.expr.includes('absent(')).map((a) => a.alert));
+    for (const test of suite.tests) {
+      for (const input of test.input_series ?? []) {
+        const label = (name: string) => new RegExp(`[{,] *${name}="([^"]*)"`).exec(input.series)?.[1];
+        const added = Object.entries(podLabels(label('service')!, label('instance')));
+        input.series = input.series.replace(/\}$/, `${added.map(([k, v]) => `, ${k}="${v}"`).join('')}}`);
+      }
+      for (const check of test.alert_rule_test ?? []) {
+        if (absentAlerts.has(check.alertname)) continue;
+        for (const alert of check.exp_alerts ?? []) {
+          const labels = alert.exp_labels ?? {};
+          alert.exp_labels = { ...labels, ...podLabels(labels.service!, labels.instance) };
+        }
+      }
+    }
+    const dir = mkdtempSync(path.join(tmpdir(), 'rules-pod-monitor-'));
+    try {
+      const file = path.join(dir, 'alerts.test.yaml');
+      writeFileSync(file, stringify({ ...suite, rule_files: [RULES_FILE] }));
+      expect(promtool('test', 'rules', file)).toEqual({
+        status: 0,
+        output: expect.stringContaining('SUCCESS'),
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
