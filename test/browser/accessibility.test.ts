@@ -390,6 +390,16 @@ run('every page is usable with a keyboard, a screen reader, dark mode and a smal
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.getByRole('alert').getByText('Enter a valid email address.').waitFor();
     await audit(page, 'sign-up-error', problems, { error: true });
+    // an address with an account: the refusal links to signing in and to a password reset
+    const taken = 'taken@example.com';
+    expect((await callJson(`${base}/v2/signup`, 'POST', { body: { email: taken, password } })).status).toBe(
+      201,
+    );
+    await page.getByLabel('Email').fill(taken);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByRole('alert').getByRole('link', { name: 'reset your password' }).waitFor();
+    await audit(page, 'sign-up-refused', problems, { error: true });
 
     await page.goto(`${base}/account/forgot-password`);
     await audit(page, 'forgot-password', problems);
@@ -398,12 +408,10 @@ run('every page is usable with a keyboard, a screen reader, dark mode and a smal
     await page.getByRole('heading', { name: 'Check your email' }).waitFor();
     await audit(page, 'forgot-password-sent', problems);
 
+    // (the form itself, and its error, are audited with a live link below)
     await page.goto(`${base}/account/reset-password?token=not-a-token`);
-    await audit(page, 'reset-password', problems);
-    await page.getByLabel('New password').fill(password);
-    await page.getByRole('button', { name: 'Set new password' }).click();
-    await page.getByRole('alert').waitFor();
-    await audit(page, 'reset-password-error', problems, { error: true });
+    await page.getByRole('heading', { name: 'This link has expired' }).waitFor();
+    await audit(page, 'reset-password-expired', problems);
 
     await page.goto(`${base}/account/verify-email?token=not-a-token`);
     await audit(page, 'verify-email-invalid', problems);
@@ -502,6 +510,13 @@ run('every page is usable with a keyboard, a screen reader, dark mode and a smal
     await page.getByRole('button', { name: 'Send the link' }).click();
     await page.getByRole('heading', { name: 'Check your email' }).waitFor();
     await page.goto(await mail.linkFor(email, '/account/reset-password'));
+    await audit(page, 'reset-password', problems);
+    // too short (past the browser's own check of the field, to the page's answer)
+    await page.getByLabel('New password').fill('short');
+    await page.locator('form').evaluate((form) => form.setAttribute('novalidate', ''));
+    await page.getByRole('button', { name: 'Set new password' }).click();
+    await page.getByRole('alert').waitFor();
+    await audit(page, 'reset-password-error', problems, { error: true });
     await page.getByLabel('New password').fill(`${password} again`);
     await page.getByRole('button', { name: 'Set new password' }).click();
     await page.getByRole('heading', { name: 'Password changed' }).waitFor();

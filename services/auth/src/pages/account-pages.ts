@@ -21,11 +21,14 @@ interface Notice {
   html: Raw;
   /** the error's text, when the notice is one (its form's field is tied to it) */
   error?: string;
+  /** the field whose value the error is about, when its form has several (it takes the focus, marked invalid) */
+  field?: string;
 }
-const say = (at: Section, kind: 'ok' | 'error', message: string): Notice => ({
+const say = (at: Section, kind: 'ok' | 'error', message: string, field?: string): Notice => ({
   at,
   html: alert(kind, message),
   ...(kind === 'error' ? { error: message } : {}),
+  ...(field ? { field } : {}),
 });
 const day = (d: Date) => d.toISOString().slice(0, 16).replace('T', ' ');
 
@@ -119,6 +122,8 @@ export function mountAccountPages(
     const verified = Boolean(user.emailVerifiedAt);
     const noticeIn = (at: Section) => (notice?.at === at ? notice.html : raw(''));
     const errorIn = (at: Section) => (notice?.at === at ? notice.error : undefined);
+    /** the error of `at` when it is about `field`'s value */
+    const errorOn = (at: Section, field: string) => (notice?.field === field ? errorIn(at) : undefined);
     const maxDays = c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS;
     return html`<div class="card" id="profile"><h1>Your account</h1>
 <p class="lead">${user.email} · ${verified ? 'email confirmed' : 'email not confirmed yet'}</p>
@@ -168,8 +173,12 @@ ${accessTokens.map(
 ${accessTokens.length ? raw('') : html`<tr><td colspan="4" class="empty">No access tokens yet.</td></tr>`}
 </tbody></table>
 <form method="post" action="/account/tokens">${csrfField(s, 'token-create')}
-<div class="row"><div><label for="token-name">Token name</label><input id="token-name" name="name" type="text" required maxlength="100" value="${tokenForm.name}"${errorField(errorIn('tokens'), { invalid: false })}></div>
-<div><label for="token-days">Valid for (days)</label><input id="token-days" name="days" type="text" inputmode="numeric" required value="${tokenForm.days}" maxlength="3" aria-describedby="token-days-hint"><div class="hint" id="token-days-hint">1 to ${maxDays} days.</div></div></div>
+<div class="row"><div><label for="token-name">Token name</label><input id="token-name" name="name" type="text" required maxlength="100" value="${tokenForm.name}"${
+      notice?.field === 'token-days'
+        ? raw('')
+        : errorField(errorIn('tokens'), { invalid: notice?.field === 'token-name' })
+    }></div>
+<div><label for="token-days">Valid for (days)</label><input id="token-days" name="days" type="text" inputmode="numeric" required value="${tokenForm.days}" maxlength="3"${errorField(errorOn('tokens', 'token-days'), { describedBy: 'token-days-hint' })}><div class="hint" id="token-days-hint">1 to ${maxDays} days.</div></div></div>
 <button type="submit" class="small">Create token</button></form>
 </div>
 <div class="card" id="delete-account"><h2>Delete your account</h2>
@@ -316,9 +325,27 @@ ${proofPart}
     const name = formName(req.body?.name, 100);
     const entered = { name, days: formText(req.body?.days, 3) };
     const days = Number(formText(req.body?.days, 4));
-    if (!name || !Number.isInteger(days) || days < 1 || days > c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS) {
-      const msg = `Give the token a name and a validity of 1 to ${c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS} days.`;
-      return show(res, s, 'Your account', await home(s, say('tokens', 'error', msg), entered), 400);
+    const maxDays = c.config.ACCESS_TOKEN_MAX_LIFETIME_DAYS;
+    // the focus goes to the field to correct: the name first, else the validity
+    if (!name) {
+      const msg = 'Give the token a name, to recognise it in this list.';
+      return show(
+        res,
+        s,
+        'Your account',
+        await home(s, say('tokens', 'error', msg, 'token-name'), entered),
+        400,
+      );
+    }
+    if (!Number.isInteger(days) || days < 1 || days > maxDays) {
+      const msg = `Enter a validity of 1 to ${maxDays} days, as a whole number.`;
+      return show(
+        res,
+        s,
+        'Your account',
+        await home(s, say('tokens', 'error', msg, 'token-days'), entered),
+        400,
+      );
     }
     try {
       const expiresAt = new Date(c.clock.now().getTime() + days * 86_400_000).toISOString();
@@ -329,7 +356,13 @@ ${proofPart}
       show(res, s, 'Your account', await home(s, { at: 'tokens', html: once }), 201);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
-      show(res, s, 'Your account', await home(s, say('tokens', 'error', err.message), entered), 400);
+      // the API's answer (409 TooManyAccessTokens), with what to do about it
+      const message =
+        err.error === 'TooManyAccessTokens'
+          ? `You have ${plural(c.config.ACCESS_TOKENS_PER_USER_LIMIT, 'access token')}, the most an account can hold. Revoke one you no longer use, then create this one.`
+          : err.message;
+      const status = err.kind === 'conflict' ? 409 : 400;
+      show(res, s, 'Your account', await home(s, say('tokens', 'error', message), entered), status);
     }
   });
 

@@ -115,7 +115,8 @@ export function sendPage(res: Response, page: PageSpec): void {
 /** The id of a page's error message, for the fields it is about (`aria-describedby`). */
 export const FORM_ERROR_ID = 'form-error';
 
-export const alert = (kind: 'error' | 'ok', message: string | null | undefined): Raw =>
+/** `message`: text, or markup made with `html` (an error's links to what to do) */
+export const alert = (kind: 'error' | 'ok', message: string | Raw | null | undefined): Raw =>
   !message
     ? raw('')
     : kind === 'error'
@@ -128,7 +129,7 @@ export const alert = (kind: 'error' | 'ok', message: string | null | undefined):
  * error, only `describedBy` (the field's hint).
  */
 export function errorField(
-  error: string | null | undefined,
+  error: string | Raw | null | undefined,
   options: { describedBy?: string; invalid?: boolean } = {},
 ): Raw {
   const { describedBy = '', invalid = true } = options;

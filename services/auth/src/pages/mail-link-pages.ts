@@ -1,7 +1,8 @@
 import { AppError } from '@platform/kernel';
-import express, { type Router } from 'express';
+import express, { type Response, type Router } from 'express';
 import type { Accounts } from '../accounts/accounts';
 import type { AuthContext } from '../context';
+import { sha256Hex } from '../domain/secrets';
 import { alert, errorField, html, raw, sendPage } from './html';
 
 const MAX_TOKEN = 200;
@@ -47,8 +48,33 @@ ${alert('error', error)}
 </form>
 <div class="links"><a href="/account/forgot-password">Ask for a new link</a></div></div>`;
 
-  router.get('/account/reset-password', (req, res) => {
-    sendPage(res, { platformName, title: 'New password', body: resetForm(tokenOf(req.query.token)) });
+  /**
+   * A used, expired or cut link: what to do instead of a form that cannot work (a password typed there would be
+   * refused for the link, after the person chose it).
+   */
+  const deadLink = () => html`<div class="card"><h1>This link has expired</h1>
+<p class="lead">It was used already, or it is older than ${Math.round(c.config.PASSWORD_RESET_TTL_SECONDS / 60)} minutes, or it was not copied whole. Ask for a new one: it comes by email and works for ${Math.round(c.config.PASSWORD_RESET_TTL_SECONDS / 60)} minutes.</p>
+<a class="button" href="/account/forgot-password">Ask for a new link</a>
+<div class="links"><a href="/account/login">Back to sign in</a></div></div>`;
+  const sendDeadLink = (res: Response) =>
+    sendPage(res, { platformName, status: 400, title: 'Link expired', body: deadLink() });
+
+  /** Whether the link can still set a password (as `resetPassword` will spend it: unused and not expired). */
+  const live = async (token: string) =>
+    Boolean(
+      token &&
+        (await c.collections.accountTokens.findOne({
+          _id: sha256Hex(token),
+          kind: 'reset_password',
+          usedAt: null,
+          expiresAt: { $gt: c.clock.now() },
+        })),
+    );
+
+  router.get('/account/reset-password', async (req, res) => {
+    const token = tokenOf(req.query.token);
+    if (!(await live(token))) return sendDeadLink(res);
+    sendPage(res, { platformName, title: 'New password', body: resetForm(token) });
   });
 
   router.post('/account/reset-password', form, async (req, res) => {
@@ -58,6 +84,7 @@ ${alert('error', error)}
       await accounts.resetPassword(token, password);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
+      if (err.error === 'InvalidToken') return sendDeadLink(res);
       return sendPage(res, {
         platformName,
         status: 400,

@@ -11,7 +11,7 @@ export function signInForm(options: {
   hidden: Record<string, string>;
   /** where single sign-on comes back to */
   ssoNext: string;
-  error?: string;
+  error?: string | Raw;
   email?: string;
   providers?: SsoProvider[];
   /** leave the checks of the fields to the server (the OIDC step shows its own errors) */

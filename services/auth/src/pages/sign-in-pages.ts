@@ -35,7 +35,13 @@ export function mountSignInPages(
   const show = (res: Response, title: string, body: Raw, status = 200) =>
     sendPage(res, { platformName, title, body, status });
 
-  const loginForm = (csrf: string, next: string, error?: string, email = '', providers: SsoProvider[] = []) =>
+  const loginForm = (
+    csrf: string,
+    next: string,
+    error?: string | Raw,
+    email = '',
+    providers: SsoProvider[] = [],
+  ) =>
     signInForm({
       lead: html`Welcome back to ${platformName}.`,
       action: '/account/login',
@@ -61,7 +67,7 @@ ${alert('error', error)}
   /** `field`: the one the error is about, which takes the focus */
   const signupForm = (
     csrf: string,
-    error?: string,
+    error?: string | Raw,
     v: Record<string, string> = {},
     field?: 'email' | 'password',
   ) => html`<div class="card">
@@ -133,7 +139,12 @@ ${alert('error', error)}
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       const status = err.kind === 'rate_limited' ? 429 : 401;
-      return show(res, 'Sign in', loginForm(csrf, next, err.message, email, await sso.list()), status);
+      // a wrong email or password (it never says which): what to do, with the link to it
+      const message =
+        err.error === 'InvalidCredentials'
+          ? html`Email or password is incorrect. Check both, or <a href="/account/forgot-password">reset your password</a>.`
+          : err.message;
+      return show(res, 'Sign in', loginForm(csrf, next, message, email, await sso.list()), status);
     }
     await finishPassword(req, res, user, next);
   });
@@ -232,12 +243,16 @@ ${alert('error', error)}
       setSessionCookies(res, issued.token, issued.expiresAt, base);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
-      const message =
+      const text =
         err.kind === 'invalid_input'
           ? err.message.replace(/^Invalid body: password: /, 'Password: ')
           : err.message;
-      const field =
-        err.kind === 'conflict' ? 'email' : message.startsWith('Password') ? 'password' : undefined;
+      const field = err.kind === 'conflict' ? 'email' : text.startsWith('Password') ? 'password' : undefined;
+      // the address has an account (with a password, or made by a single sign-on): the two ways on, as links
+      const message =
+        err.error === 'SignupRefused'
+          ? html`An account cannot be created with this email. <a href="/account/login">Sign in</a>, or <a href="/account/forgot-password">reset your password</a>.`
+          : text;
       return show(
         res,
         'Create account',
