@@ -219,4 +219,53 @@ describe('organizations through the edge', () => {
     });
     expect((await api('GET', '/v2/me', leaver)).body.memberships).toEqual([]);
   });
+
+  it('a member who is the last owner of a workspace others belong to stays until it is handed over (409 LastOwner)', async () => {
+    const [owner, keeper, colleague] = await Promise.all(
+      [1, 2, 3].map(async () => (await api('POST', '/v2/login/anonymous', null)).body as User),
+    );
+    expect((await api('POST', '/v2/orgs', owner, { slug: 'ws-owners', name: 'WS' })).status).toBe(201);
+    for (const u of [keeper, colleague])
+      await api('POST', '/v2/orgs/ws-owners/members', owner, { userId: u.userId, role: 'member' });
+    /** a workspace the owner made and handed to `keeper`, with `others` in it */
+    const handedOver = async (name: string, others: Array<[User, string]>) => {
+      const id = (await api('POST', '/v2/workspaces', owner, { name })).body.id as string;
+      for (const [u, role] of [[keeper, 'owner'] as [User, string], ...others])
+        expect((await api('PUT', `/v2/workspaces/${id}/members/${u.userId}`, owner, { role })).status).toBe(
+          201,
+        );
+      expect((await api('DELETE', `/v2/workspaces/${id}/members/${owner.userId}`, owner)).status).toBe(204);
+      return id;
+    };
+    const shared = await handedOver('Shared', [[colleague, 'editor']]);
+    const alone = await handedOver('Alone', []);
+    type Member = { userId: string; role: string };
+    const membersOf = async (id: string) => {
+      const members: Member[] = (await api('GET', `/v2/workspaces/${id}/members`, owner)).body;
+      return members.map((m) => `${m.userId}:${m.role}`).sort();
+    };
+
+    for (const as of [owner, keeper]) {
+      const refused = await api('DELETE', `/v2/orgs/ws-owners/members/${keeper.userId}`, as);
+      expect(refused.status).toBe(409);
+      expect(refused.body).toMatchObject({
+        error: 'LastOwner',
+        details: { workspaces: [{ id: shared, name: 'Shared', members: 2 }] },
+      });
+      expect(refused.body.message).toContain('Shared');
+    }
+    // nothing was taken: the membership and both workspace roles are there
+    expect(
+      (await api('GET', '/v2/orgs/ws-owners/members', owner)).body.map((m: { userId: string }) => m.userId),
+    ).toContain(keeper.userId);
+    expect(await membersOf(shared)).toEqual([`${colleague.userId}:editor`, `${keeper.userId}:owner`].sort());
+    expect(await membersOf(alone)).toEqual([`${keeper.userId}:owner`]);
+
+    // handed over: the member goes, and with them their workspace roles; the workspace they were alone in stays
+    await api('PUT', `/v2/workspaces/${shared}/members/${colleague.userId}`, owner, { role: 'owner' });
+    expect((await api('DELETE', `/v2/orgs/ws-owners/members/${keeper.userId}`, owner)).status).toBe(204);
+    expect(await membersOf(shared)).toEqual([`${colleague.userId}:owner`]);
+    expect(await membersOf(alone)).toEqual([]);
+    expect((await api('GET', `/v2/workspaces/${alone}`, owner)).status).toBe(200);
+  });
 });

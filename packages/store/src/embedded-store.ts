@@ -253,7 +253,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   ensureIndexes(indexes: IndexSpec[]): void {
     for (const index of indexes) {
       const fields = Object.keys(index.fields);
-      const key = `${fields.sort().join(',')}|${index.unique ? 'u' : ''}`;
+      const key = `${fields.sort().join(',')}|${index.unique ? 'u' : ''}${index.sparse ? 's' : ''}`;
       if (this.indexKeys.has(key)) continue;
       this.indexKeys.add(key);
       if (index.expireAfterSeconds !== undefined) {
@@ -270,6 +270,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
           await this.ds.ensureIndexAsync({
             fieldName: fields.length === 1 ? fields[0]! : fields,
             unique: index.unique ?? false,
+            sparse: index.sparse ?? false,
           });
         })
         .catch(this.onBackgroundError);

@@ -136,6 +136,7 @@ export function mongoCollection<T extends Doc>(
       indexes.map((ix) =>
         native.createIndex(ix.fields, {
           unique: ix.unique ?? false,
+          sparse: ix.sparse ?? false,
           ...(ix.expireAfterSeconds !== undefined ? { expireAfterSeconds: ix.expireAfterSeconds } : {}),
         }),
       ),

@@ -53,6 +53,12 @@ export interface IndexSpec {
    * minute (MongoDB's TTL monitor; the embedded store's own, see EmbeddedStoreOptions.ttlSweepIntervalMs)
    */
   expireAfterSeconds?: number;
+  /**
+   * documents holding none of the indexed fields stay out of the index (a null value is in it, on both engines):
+   * for a field most documents lack, which on the embedded engine would otherwise all sit under one key, making
+   * every update of them slower
+   */
+  sparse?: boolean;
 }
 
 export interface Collection<T extends Doc> {

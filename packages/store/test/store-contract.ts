@@ -121,6 +121,26 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect((await items.findOne({ _id: 'a' }))?.group).toBe('g');
     });
 
+    it('keeps documents without the field out of a sparse index, and finds them as before', async () => {
+      const tagged = store.collection<Item & { tag?: string }>(`tagged_${suffix}`, [
+        { fields: { tag: 1 }, unique: true, sparse: true },
+      ]);
+      // unique among the documents holding it: any number lack it
+      for (let n = 0; n < 3; n++) await tagged.insertOne({ _id: `none${n}`, group: 'g', n });
+      await tagged.insertOne({ _id: 't', group: 'g', n: 3, tag: 'x' });
+      await expect(tagged.insertOne({ _id: 'u', group: 'h', n: 4, tag: 'x' })).rejects.toBeInstanceOf(
+        DuplicateKeyError,
+      );
+      expect((await tagged.find({ tag: 'x' })).map((d) => d._id)).toEqual(['t']);
+      const untagged = await tagged.updateMany({ group: 'g', tag: { $exists: false } }, { $inc: { n: 10 } });
+      expect(untagged.matched).toBe(3);
+      await tagged.updateOne({ _id: 'none0' }, { $set: { tag: 'y' } });
+      await tagged.updateOne({ _id: 't' }, { $unset: { tag: '' } });
+      expect((await tagged.find({ tag: 'y' })).map((d) => d._id)).toEqual(['none0']);
+      expect(await tagged.find({ tag: 'x' })).toEqual([]);
+      expect(await tagged.count({ group: 'g' })).toBe(4);
+    });
+
     it('inserts many in one call, refusing a duplicate with DuplicateKeyError', async () => {
       const many = Array.from({ length: 5 }, (_, n) => ({ _id: `m${n}`, group: 'many', n }));
       expect(await items.insertMany!(many)).toHaveLength(5);

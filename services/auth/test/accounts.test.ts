@@ -1,7 +1,8 @@
 import { Subjects } from '@platform/contracts';
 import { ManualClock } from '@platform/kernel';
-import { createEmbeddedStore } from '@platform/store';
+import { createEmbeddedStore, type IndexSpec, type Store } from '@platform/store';
 import { tempDir } from '@platform/testkit';
+import { openCollections } from '../src/data/collections';
 import { deleteAccount } from '../src/domain/account-deletion';
 import { openSsoCollections, SsoClients } from '../src/sso/providers';
 import { userForIdentity } from '../src/sso/sign-in';
@@ -274,6 +275,61 @@ describe('one account per email, whether it signs in with a password or an ident
     ssoHeld.release();
     expect(await signingIn).toBe('SignupRefused');
     expect(await usersWith(second)).toEqual([expect.objectContaining({ _id: signedUp.body.userId })]);
+  });
+
+  it("the address look-up of every sign-up is served by a sparse index on users' email", () => {
+    const declared: Record<string, IndexSpec[]> = {};
+    const recording = { collection: (name: string, indexes: IndexSpec[] = []) => (declared[name] = indexes) };
+    openCollections(recording as unknown as Store);
+    // sparse: anonymous users, who store no address, stay out of it
+    expect(declared.users).toContainEqual({ fields: { email: 1 }, sparse: true });
+  });
+
+  it('a password record a sign-up cut short left locks nobody out once its grace is over', async () => {
+    const { collections } = a.service.context;
+    /** the record a sign-up stored before dying, its user never written (or never claimed) */
+    const strayRecord = (email: string, userId: string, minutesAgo: number) => {
+      const at = new Date(a.clock.now().getTime() - minutesAgo * 60_000);
+      return collections.accounts.insertOne({
+        _id: email,
+        userId,
+        passwordHash: 'scrypt$1024$8$1$c2FsdA$aGFzaA',
+        createdAt: at,
+        passwordChangedAt: at,
+      });
+    };
+    // a sign-up may still be writing its user: the address stays held
+    const fresh = newEmail();
+    await strayRecord(fresh, 'not-written-yet', 1);
+    expect((await signup(a, { email: fresh, password: PASSWORD })).body.error).toBe('SignupRefused');
+    expect(await ssoSignIn(fresh)).toBe('SignupRefused');
+
+    // past the grace: the next sign-up replaces it, and signs in with its own password
+    const viaSignup = newEmail();
+    await strayRecord(viaSignup, 'never-written', 20);
+    const signedUp = await signup(a, { email: viaSignup, password: PASSWORD });
+    expect(signedUp.status).toBe(201);
+    expect(await collections.accounts.findOne({ _id: viaSignup })).toMatchObject({
+      userId: signedUp.body.userId,
+    });
+    expect((await login(a, viaSignup, PASSWORD)).status).toBe(200);
+
+    // an SSO sign-in takes the address too, and a record whose anonymous user was never claimed is as harmless
+    const viaSso = newEmail();
+    await strayRecord(viaSso, 'never-written', 20);
+    expect(await usersWith(viaSso)).toEqual([]);
+    const ssoUser = await ssoSignIn(viaSso);
+    expect(await usersWith(viaSso)).toEqual([expect.objectContaining({ _id: ssoUser })]);
+    expect(await collections.accounts.findOne({ _id: viaSso })).toBeNull();
+    const anon = await a.newUser();
+    const unclaimed = newEmail();
+    await strayRecord(unclaimed, anon.userId, 20);
+    expect((await signup(a, { email: unclaimed, password: PASSWORD })).status).toBe(201);
+    // nor is a reset link mailed for it: it is removed as an unknown address
+    const forgotten = newEmail();
+    await strayRecord(forgotten, 'never-written', 20);
+    expect((await a.http.post('/v2/password/forgot').send({ email: forgotten })).status).toBe(202);
+    expect(await collections.accounts.findOne({ _id: forgotten })).toBeNull();
   });
 
   it('an account being deleted keeps its address until it is gone: a deletion put back leaves one account', async () => {

@@ -330,6 +330,21 @@ describe('auth keeps what is live and removes what nothing can use any more', ()
     await gone(c.sessions, { _id: 'old-refreshable-session' }, 'the older refreshable session removed');
   });
 
+  it('anonymous users store no address: a pass removes the null that earlier versions stored', async () => {
+    const { users } = h.service.context.collections;
+    const fresh = await h.newUser();
+    expect(await users.findOne({ _id: fresh.userId })).not.toHaveProperty('email');
+    expect((await h.call(fresh, 'get', '/v2/me')).body).toMatchObject({ anonymous: true, email: null });
+
+    const older = await h.newUser();
+    await users.updateOne({ _id: older.userId }, { $set: { email: null } }); // as an earlier version made it
+    const account = await signup(h);
+    await retention(h).run();
+    expect(await users.findOne({ _id: older.userId })).not.toHaveProperty('email');
+    expect((await h.call(older, 'get', '/v2/me')).body).toMatchObject({ anonymous: true, email: null });
+    expect((await users.findOne({ _id: account.userId }))?.email).toMatch(/@example\.com$/);
+  });
+
   it('runs its passes on its own, at RETENTION_INTERVAL_MS', async () => {
     await h.stop();
     h = await startAuth({ env: { RETENTION_INTERVAL_MS: '20' }, ttlSweepIntervalMs: 20 });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Conflict, InvalidInput, RateLimited, Unauthenticated } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { AuthContext } from '../context';
-import type { AccountTokenDoc, UserDoc } from '../data/collections';
+import type { AccountDoc, AccountTokenDoc, UserDoc } from '../data/collections';
 import { revokeUserAccessTokens } from '../domain/access-tokens';
 import type { UserCaller } from '../domain/caller';
 import { removalTime } from '../domain/removal-times';
@@ -26,6 +26,26 @@ export const normalizeEmail = (email: string): string => email.trim().toLowerCas
 export async function emailTaken(c: AuthContext, email: string, userId: string): Promise<boolean> {
   const holder = await c.collections.users.findOne({ email, anonymous: false, _id: { $ne: userId } });
   return holder !== null;
+}
+
+/** Longer than any sign-up takes between storing its password and its user. */
+const SIGNUP_CUT_SHORT_AFTER_MS = 15 * 60_000;
+
+/**
+ * The password record of `email`. A sign-up stores it before its user, so a crash between the two leaves a record
+ * whose user never took the address (missing, or still anonymous): older than SIGNUP_CUT_SHORT_AFTER_MS, such a
+ * record is removed and answered as none, so that it locks nobody out of the address.
+ */
+export async function passwordAccountOf(c: AuthContext, email: string): Promise<AccountDoc | null> {
+  const account = await c.collections.accounts.findOne({ _id: email });
+  if (!account || c.clock.now().getTime() - account.createdAt.getTime() < SIGNUP_CUT_SHORT_AFTER_MS) {
+    return account;
+  }
+  const user = await c.collections.users.findOne({ _id: account.userId });
+  if (user?.email === email) return account;
+  await c.collections.accounts.deleteOne({ _id: email, userId: account.userId });
+  c.logger.info({ userId: account.userId }, 'the password record of a sign-up cut short was removed');
+  return null;
 }
 
 /** The answer to an address that has an account already (409; it does not say how the account signs in). */
@@ -105,17 +125,16 @@ export class Accounts {
     const now = c.clock.now();
     const userId = caller?.user._id ?? newId();
     const passwordHash = await hashPassword(input.password, this.scrypt);
+    const account: AccountDoc = { _id: email, userId, passwordHash, createdAt: now, passwordChangedAt: now };
     try {
-      await c.collections.accounts.insertOne({
-        _id: email,
-        userId,
-        passwordHash,
-        createdAt: now,
-        passwordChangedAt: now,
-      });
+      await c.collections.accounts.insertOne(account);
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
-      throw signupRefused();
+      // a record a sign-up cut short left is removed, and this one takes its place (once: a racing sign-up wins)
+      if (await passwordAccountOf(c, email)) throw signupRefused();
+      await c.collections.accounts.insertOne(account).catch((again) => {
+        throw again instanceof DuplicateKeyError ? signupRefused() : again;
+      });
     }
     // A user an SSO sign-in made has the address without a password. Looked for with the account stored, so that an
     // SSO sign-in making such a user at this moment finds the account instead, and stops.
@@ -281,7 +300,7 @@ export class Accounts {
   /** Always succeeds from the caller's point of view: whether the email has an account is not told. */
   async requestPasswordReset(emailInput: string, baseUrl: string): Promise<void> {
     const email = normalizeEmail(emailInput);
-    const account = await this.c.collections.accounts.findOne({ _id: email });
+    const account = await passwordAccountOf(this.c, email);
     if (!account) return;
     const token = await this.mailToken(
       'reset_password',

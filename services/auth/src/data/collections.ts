@@ -6,7 +6,11 @@ import type { RateCounterDoc } from '../accounts/store-rate-limiter';
 
 export interface UserDoc extends Doc {
   anonymous: boolean;
-  email: string | null;
+  /**
+   * the normalised address; absent on anonymous users (null on those made by earlier versions until the retention
+   * pass removes it), so that they stay out of its sparse index
+   */
+  email?: string | null;
   createdAt: Date;
   /** set when the user proved the email (a verification link or a verified identity provider claim) */
   emailVerifiedAt?: Date | null;
@@ -267,6 +271,10 @@ export function openCollections(store: Store): AuthCollections {
   return {
     users: store.collection<UserDoc>('users', [
       { fields: { anonymous: 1, createdAt: 1 } },
+      // one person per address (decision 0121) is looked up at every sign-up and first SSO sign-in. Sparse: the
+      // anonymous users, who have no address, stay out of it (on the embedded engine, all of them under one key
+      // would make every update of them slower)
+      { fields: { email: 1 }, sparse: true },
       // account deletions a crash left unfinished are found by it (decision 0099)
       { fields: { deletedAt: 1 } },
     ]),

@@ -139,7 +139,7 @@ export class CredentialIntrospection {
         session: { id: kind === 'session' ? credentialId : null, org },
         user: {
           id: user._id,
-          email: user.email,
+          email: user.email ?? null,
           anonymous: user.anonymous,
           role: null,
           ...(user.platformAdmin ? { platformAdmin: true as const } : {}),

@@ -3,6 +3,7 @@ import { type Doc, DuplicateKeyError } from '@platform/store';
 import type { AuthContext } from '../context';
 import { removeAbandonedAnonymousUsers } from './abandoned-anonymous-users';
 import { finishInterruptedDeletions } from './account-deletion';
+import { removeNullEmailsOfAnonymousUsers } from './anonymous-user-emails';
 import { forgetDeletedOrgNames, reannounceRecentOrgDeletions } from './org-deletion';
 import { type DatedRecords, giveRemovalTimesToOlderRecords } from './removal-time-backfill';
 
@@ -19,6 +20,8 @@ export interface RetentionPass {
   dated: DatedRecords;
   /** abandoned anonymous users removed */
   anonymousUsersRemoved: number;
+  /** anonymous users an earlier version made, rid of their `email: null` */
+  nullEmailsRemoved: number;
   /** account and organization deletions a crash had cut short, finished (decision 0099) */
   deletionsFinished: { accounts: number; organizations: number };
   /** tombstones of deleted organizations an earlier version wrote, rid of the organization's name */
@@ -27,10 +30,10 @@ export interface RetentionPass {
 
 /**
  * The part of auth's data retention that a TTL index cannot express (decision 0094): dating records written
- * without a removal time, removing anonymous users that nothing names any more, finishing account and
- * organization deletions a crash cut short (0099), announcing the last day's organization deletions again
- * (`auth.org.deleted` is sent once; llm-quota may have been away), and removing the organization names older
- * tombstones kept (0103). A pass runs at start and every RETENTION_INTERVAL_MS (the timer never holds the
+ * without a removal time, removing anonymous users that nothing names any more (and the `email: null` earlier
+ * versions gave the others), finishing account and organization deletions a crash cut short (0099), announcing the
+ * last day's organization deletions again (`auth.org.deleted` is sent once; llm-quota may have been away), and
+ * removing the organization names older tombstones kept (0103). A pass runs at start and every RETENTION_INTERVAL_MS (the timer never holds the
  * process); one instance at a time holds a lease of two intervals in the store, renewed by its own passes and
  * given up at stop. Every write of a pass is conditional, so instances that run one at once (a lease taken over
  * mid-pass) do no harm.
@@ -81,20 +84,22 @@ export class DataRetention {
       if (!(await this.takeLease())) return null;
       const dated = await giveRemovalTimesToOlderRecords(this.c);
       const anonymousUsersRemoved = await removeAbandonedAnonymousUsers(this.c);
+      const nullEmailsRemoved = await removeNullEmailsOfAnonymousUsers(this.c);
       const deletionsFinished = await finishInterruptedDeletions(this.c);
       await reannounceRecentOrgDeletions(this.c);
       const tombstonesTrimmed = await forgetDeletedOrgNames(this.c);
       if (
         anonymousUsersRemoved > 0 ||
+        nullEmailsRemoved > 0 ||
         tombstonesTrimmed > 0 ||
         [...Object.values(dated), ...Object.values(deletionsFinished)].some((n) => n > 0)
       ) {
         this.c.logger.info(
-          { dated, anonymousUsersRemoved, deletionsFinished, tombstonesTrimmed },
+          { dated, anonymousUsersRemoved, nullEmailsRemoved, deletionsFinished, tombstonesTrimmed },
           'data retention pass',
         );
       }
-      return { dated, anonymousUsersRemoved, deletionsFinished, tombstonesTrimmed };
+      return { dated, anonymousUsersRemoved, nullEmailsRemoved, deletionsFinished, tombstonesTrimmed };
     } catch (err) {
       this.c.logger.warn({ err }, 'data retention pass failed; the next one tries again');
       return null;

@@ -47,7 +47,7 @@ export async function anonymousLogin(c: AuthContext): Promise<IssuedSession> {
   const now = c.clock.now();
   // Whole seconds, so the JWT's iat/exp and the stored session agree exactly.
   const createdAt = new Date(Math.floor(now.getTime() / 1000) * 1000);
-  const user: UserDoc = { _id: newId(), anonymous: true, email: null, createdAt };
+  const user: UserDoc = { _id: newId(), anonymous: true, createdAt };
   const expiresAt = new Date(createdAt.getTime() + c.config.ACCESS_TOKENS_MAX_AGE * 1000);
   const session: SessionDoc = {
     _id: newId(),

@@ -85,7 +85,7 @@ function answer(res: Response, base: string, issued: IssuedLogin, status = 200) 
     refreshTokenExpiresAt: issued.refreshTokenExpiresAt.toISOString(),
     user: {
       id: issued.user._id,
-      email: issued.user.email,
+      email: issued.user.email ?? null,
       emailVerified: Boolean(issued.user.emailVerifiedAt),
       firstName: issued.user.firstName ?? null,
       lastName: issued.user.lastName ?? null,

@@ -73,7 +73,7 @@ async function describeMe(c: AuthContext, caller: UserCaller) {
   return {
     id: caller.user._id,
     anonymous: caller.user.anonymous,
-    email: caller.user.email,
+    email: caller.user.email ?? null,
     createdAt: caller.user.createdAt.toISOString(),
     activeOrgSlug: active?.membership.orgSlug ?? null,
     activeOrgSource: active?.source ?? null,

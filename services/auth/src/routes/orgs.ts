@@ -12,9 +12,9 @@ import { DuplicateKeyError } from '@platform/store';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
-import type { MembershipDoc, OrgDoc } from '../data/collections';
+import type { MembershipDoc, OrgDoc, WorkspaceMemberDoc } from '../data/collections';
 import { loadCaller, requireUser } from '../domain/caller';
-import { orgExists, userIsLive } from '../domain/liveness';
+import { orgExists, userIsLive, workspaceExists } from '../domain/liveness';
 import { type OrgAccess, orgAccess, requireOwner } from '../domain/org-access';
 import { deleteOrganization, orgNotFound } from '../domain/org-deletion';
 import { findRole } from '../domain/roles';
@@ -305,15 +305,13 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
       res.status(204).end(); // removed meanwhile
       return;
     }
-    await keepAnOwner(c, access.org, existing, () => c.collections.memberships.insertOne(existing));
-    // Workspace roles in this organization's workspaces go with the membership.
-    const workspaces = await c.collections.workspaces.find({ orgId: access.org._id });
-    if (workspaces.length) {
-      await c.collections.workspaceMembers.deleteMany({
-        userId,
-        workspaceId: { $in: workspaces.map((w) => w._id) },
+    // a membership given again meanwhile stands for the one put back
+    const putBack = () =>
+      c.collections.memberships.insertOne(existing).catch((err) => {
+        if (!(err instanceof DuplicateKeyError)) throw err;
       });
-    }
+    await keepAnOwner(c, access.org, existing, putBack);
+    await leaveWorkspaces(c, access.org, userId, putBack);
     await c.events.membershipChanged(access.org.slug, userId);
     res.status(204).end();
   });
@@ -329,6 +327,42 @@ async function keepAnOwner(c: AuthContext, org: OrgDoc, before: MembershipDoc, u
   if (owners > 0) return;
   await undo();
   throw new Conflict(`The last owner of ${org.slug} cannot be removed or demoted`, { error: 'LastOwner' });
+}
+
+/**
+ * Takes a removed member's workspace roles in the organization (theirs only: one read however many workspaces it
+ * has). No workspace is left with members and no owner, as none is when its last owner leaves it or deletes their
+ * account: checked after the writes; then the roles and the membership (`undo`) are put back, and 409 `LastOwner`
+ * names the workspaces to hand over or delete first. A workspace the member was alone in stays, for the
+ * organization's administrators.
+ */
+async function leaveWorkspaces(c: AuthContext, org: OrgDoc, userId: string, undo: () => Promise<unknown>) {
+  const col = c.collections;
+  const removed: WorkspaceMemberDoc[] = [];
+  const blockers: Array<{ id: string; name: string; members: number }> = [];
+  for (const wm of await col.workspaceMembers.find({ orgId: org._id, userId })) {
+    if ((await col.workspaceMembers.deleteOne({ _id: wm._id })) === 0) continue;
+    removed.push(wm);
+    if (wm.role !== 'owner') continue;
+    if ((await col.workspaceMembers.count({ workspaceId: wm.workspaceId, role: 'owner' })) > 0) continue;
+    const members = await col.workspaceMembers.count({ workspaceId: wm.workspaceId });
+    const ws = members > 0 ? await col.workspaces.findOne({ _id: wm.workspaceId }) : null;
+    if (ws) blockers.push({ id: ws._id, name: ws.name, members: members + 1 });
+  }
+  if (blockers.length === 0) return;
+  for (const wm of removed) {
+    await col.workspaceMembers.insertOne(wm).catch((err) => {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    });
+    if (!(await workspaceExists(c, wm.workspaceId))) await col.workspaceMembers.deleteOne({ _id: wm._id });
+  }
+  await undo();
+  const names = blockers.map((w) => `workspace "${w.name}" (${w.id})`);
+  const them = names.length > 1 ? 'them' : 'it';
+  throw new Conflict(
+    `${userId} is the last owner of ${names.join(', ')}, which other people belong to: make another member an owner of ${them}, or delete ${them}, first`,
+    { error: 'LastOwner', details: { workspaces: blockers } },
+  );
 }
 
 /** 409 to a member change whose role was changed after the request read it: it may try again. */

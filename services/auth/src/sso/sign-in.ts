@@ -3,7 +3,7 @@ import { AppError, Forbidden } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { Request, Response, Router } from 'express';
 import * as oidc from 'openid-client';
-import { emailTaken, normalizeEmail, signupRefused } from '../accounts/accounts';
+import { emailTaken, normalizeEmail, passwordAccountOf, signupRefused } from '../accounts/accounts';
 import { secureCookies } from '../accounts/cookies';
 import { publicBaseUrl } from '../accounts/public-url';
 import type { AuthContext } from '../context';
@@ -93,8 +93,9 @@ export async function userForIdentity(
         { error: 'SsoLinkRefused' },
       );
     }
-    // A password sign-up holding the address whose user is not written yet (decision 0121): no second account.
-    const signingUp = () => c.collections.accounts.findOne({ _id: email });
+    // A password sign-up holding the address whose user is not written yet (decision 0121): no second account
+    // (a record one cut short left, past its grace, is removed instead).
+    const signingUp = () => passwordAccountOf(c, email);
     if (!existing && (await signingUp())) throw signupRefused();
     user = existing ?? {
       _id: newId(),
@@ -159,12 +160,17 @@ export function mountSsoPages(
 ): void {
   const key = createHmac('sha256', c.config.PLATFORM_INTERNAL_SECRET).update('sso-state').digest();
   const sign = (body: string) => createHmac('sha256', key).update(body).digest('base64url');
-  const failed = (res: Response, message: string, status = 400) =>
+  /** `reset`: the message tells the person to reset the password of the account holding the address */
+  const failed = (res: Response, message: string, status = 400, reset = false) =>
     sendPage(res, {
       platformName: c.config.PLATFORM_NAME,
       status,
       title: 'Sign-in failed',
-      body: html`<div class="card"><h1>Sign-in failed</h1><p class="lead">${message}</p><a href="/account/login">Back to sign in</a></div>`,
+      body: html`<div class="card"><h1>Sign-in failed</h1><p class="lead">${message}</p>${
+        reset
+          ? html`<div class="links"><a href="/account/login">Back to sign in</a><a href="/account/forgot-password">Reset your password</a></div>`
+          : html`<a href="/account/login">Back to sign in</a>`
+      }</div>`,
     });
 
   router.get('/account/sso/:slug', async (req, res) => {
@@ -251,7 +257,10 @@ export function mountSsoPages(
     try {
       user = await userForIdentity(c, sso, found.provider, claims);
     } catch (err) {
-      if (err instanceof AppError) return failed(res, err.message, err.kind === 'conflict' ? 409 : 403);
+      if (err instanceof AppError) {
+        const reset = err.error === 'SsoLinkRefused' || err.error === 'SignupRefused';
+        return failed(res, err.message, err.kind === 'conflict' ? 409 : 403, reset);
+      }
       throw err;
     }
     await finish(req, res, user, pending.next);
