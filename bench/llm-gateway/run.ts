@@ -165,6 +165,8 @@ async function fixedRate(url: string, headers: Record<string, string>, rate: num
   let failures = 0;
   /** what the failures were: status codes, or the error's code */
   const failed = new Map<string, number>();
+  /** the first answer of each failed status, as it came (whose error it is: the edge's, a service's, Node's) */
+  const firstAnswers = new Map<string, string>();
   const note = (what: string) => {
     failures++;
     failed.set(what, (failed.get(what) ?? 0) + 1);
@@ -178,9 +180,13 @@ async function fixedRate(url: string, headers: Record<string, string>, rate: num
     };
     const fire = (scheduled: number) => {
       const req = http.request(jsonPost(target, headers, BODY, agent), (res) => {
-        if (res.statusCode !== 200) note(String(res.statusCode));
-        res.resume();
+        const status = String(res.statusCode);
+        if (res.statusCode !== 200) note(status);
+        let answer = '';
+        if (res.statusCode !== 200 && !firstAnswers.has(status)) res.on('data', (d: Buffer) => (answer += d));
+        else res.resume();
         res.on('end', () => {
+          if (answer) firstAnswers.set(status, answer.slice(0, 300));
           latencies.push(performance.now() - scheduled);
           finish();
         });
@@ -203,6 +209,7 @@ async function fixedRate(url: string, headers: Record<string, string>, rate: num
     ...quantiles(latencies),
     failures,
     failed: [...failed].map(([what, n]) => `${n} × ${what}`).join(', '),
+    firstAnswers: [...firstAnswers].map(([status, body]) => `${status}: ${body}`),
   };
 }
 
@@ -364,6 +371,7 @@ async function main() {
     console.log(
       `${t.name.padEnd(20)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  max ${r.max.toFixed(1)} ms  failures ${r.failures}${r.failures ? ` (${r.failed})` : ''}`,
     );
+    for (const answer of r.firstAnswers) console.log(`${''.padEnd(20)} first ${answer}`);
   }
   const direct = fixed['simulator direct']!;
   const gw = fixed['edge + llm-gateway']!;
