@@ -93,14 +93,27 @@ export interface Io {
   err(line: string): void;
 }
 
-/**
- * The process id and host in DATA_DIR/standalone.lock (no host in the format before it was recorded); null without
- * the file (a pnpm start from before it wrote one).
- */
-function lockHolder(dir: string): { pid: number; host?: string } | null {
+/** this boot of this host (Linux), as pnpm start writes it in its lock */
+const thisBoot = () => {
   try {
-    const [pid, host] = readFileSync(path.resolve(dir, 'standalone.lock'), 'utf8').split('\n');
-    return { pid: Number.parseInt(pid ?? '', 10), host: host?.trim() || undefined };
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The process id, host and boot in DATA_DIR/standalone.lock (no host, no boot in the formats before they were
+ * recorded); null without the file (a pnpm start from before it wrote one).
+ */
+function lockHolder(dir: string): { pid: number; host?: string; boot?: string } | null {
+  try {
+    const [pid, host, boot] = readFileSync(path.resolve(dir, 'standalone.lock'), 'utf8').split('\n');
+    return {
+      pid: Number.parseInt(pid ?? '', 10),
+      host: host?.trim() || undefined,
+      boot: boot?.trim() || undefined,
+    };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -110,10 +123,10 @@ function lockHolder(dir: string): { pid: number; host?: string } | null {
 /**
  * Reads what a local standalone platform wrote about itself (its URLs and secret), while it runs: the file of one
  * killed with SIGKILL stays behind, naming ports nothing listens on, so it counts only while the process holding
- * DATA_DIR/standalone.lock is alive. A file without a lock beside it is that of a pnpm start older than the lock
- * (still running its old code after an update), read as it was then. One still starting or already stopping gives
- * a note, which a failed command then shows; so does one of another host (a shared volume), whose services
- * listen on that host's loopback: the secret is never sent to what listens on these ports here.
+ * DATA_DIR/standalone.lock is alive, and of this boot. A file without a lock beside it is that of a pnpm start older
+ * than the lock (still running its old code after an update), read as it was then. One still starting or already
+ * stopping gives a note, which a failed command then shows; so does one of another host (a shared volume), whose
+ * services listen on that host's loopback: the secret is never sent to what listens on these ports here.
  */
 function standaloneHints(env: Record<string, string | undefined>): Partial<CliSettings> & { note?: string } {
   const dir = env.DATA_DIR || './data';
@@ -124,6 +137,8 @@ function standaloneHints(env: Record<string, string | undefined>): Partial<CliSe
         note: `The pnpm start on ${dir} runs on host ${holder.host}, its services on that host's loopback: name them (--url, --auth-url, --llm-quota-url) to reach them from here.`,
       };
     if (holder !== null && !alive(holder.pid)) return {};
+    // of an earlier boot: that process id is another program's now
+    if (holder?.boot && holder.boot !== (thisBoot() ?? holder.boot)) return {};
     const hints = JSON.parse(readFileSync(path.resolve(dir, 'standalone.json'), 'utf8')) as Record<
       string,
       string

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { runCli } from './cli';
 
@@ -61,6 +61,21 @@ describe('operator CLI: DATA_DIR/standalone.json', () => {
   it('ignores the file of a pnpm start that is gone (its lock held by no process)', async () => {
     writeFileSync(path.join(dir, 'standalone.json'), JSON.stringify({ authUrl, internalSecret: 's' }));
     writeFileSync(path.join(dir, 'standalone.lock'), `${spawnSync(process.execPath, ['-e', '']).pid}\n`);
+    const { code, said } = await run();
+    expect(code).toBe(2);
+    expect(said).toMatch(/AUTH_URL/);
+    expect(seen).toEqual([]);
+  });
+
+  it('ignores the file of a pnpm start of an earlier boot, whatever program holds its process id now', async () => {
+    writeFileSync(
+      path.join(dir, 'standalone.json'),
+      JSON.stringify({ state: 'running', authUrl, internalSecret: 's' }),
+    );
+    writeFileSync(
+      path.join(dir, 'standalone.lock'),
+      `${process.pid}\n${hostname()}\n00000000-0000-4000-8000-000000000000\n`,
+    );
     const { code, said } = await run();
     expect(code).toBe(2);
     expect(said).toMatch(/AUTH_URL/);

@@ -21,6 +21,15 @@ async function until(done: () => boolean, what: string) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
 }
 
+/** what this process writes in a lock: its process id, host and boot (Linux) */
+const mine = `${process.pid}\n${hostname()}\n${(() => {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8');
+  } catch {
+    return '';
+  }
+})()}`;
+
 /** a process id no process holds now */
 const gonePid = () => spawnSync(process.execPath, ['-e', '']).pid!;
 
@@ -66,7 +75,7 @@ describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
     utimesSync(file, long, long);
     const release = lockDataDir(dataDir);
     try {
-      expect(readFileSync(file, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`);
+      expect(readFileSync(file, 'utf8')).toBe(mine);
     } finally {
       release();
     }
@@ -80,6 +89,38 @@ describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
       writeFileSync(file, stale);
       lockDataDir(dataDir)();
     }
+  });
+
+  it('takes over a lock, or a takeover claim, left without a process id (a start killed or a machine crashed while writing it)', () => {
+    const dataDir = path.join(root, 'empty');
+    mkdirSync(dataDir);
+    const file = path.join(dataDir, 'standalone.lock');
+    const long = new Date(Date.now() - 10 * 60_000);
+    for (const left of ['', 'garbage\n']) {
+      writeFileSync(file, left);
+      utimesSync(file, long, long);
+      const { ino, mtimeMs } = statSync(file);
+      const claim = `${file}.takeover-${ino}-${Math.round(mtimeMs)}`;
+      writeFileSync(claim, left);
+      utimesSync(claim, long, long);
+      const release = lockDataDir(dataDir);
+      try {
+        expect(readFileSync(file, 'utf8')).toBe(mine);
+        expect(readdirSync(dataDir)).toEqual(['standalone.lock']);
+      } finally {
+        release();
+      }
+    }
+  });
+
+  it('leaves a lock without a process id that was just made: another start is writing it', () => {
+    const dataDir = path.join(root, 'writing');
+    mkdirSync(dataDir);
+    writeFileSync(path.join(dataDir, 'standalone.lock'), '');
+    expect(() => lockDataDir(dataDir)).toThrow(
+      `${dataDir} is in use by another pnpm start (writing its lock, standalone.lock, now):`,
+    );
+    expect(readFileSync(path.join(dataDir, 'standalone.lock'), 'utf8')).toBe('');
   });
 
   it('of two starts that both find the lock stale, takes it only if the other has not taken it over meanwhile', async () => {
@@ -118,7 +159,7 @@ describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
     writeFileSync(`${file}.takeover-${ino}-${Math.round(mtimeMs)}`, `${gonePid()}\n${hostname()}\n`);
     const release = lockDataDir(dataDir);
     try {
-      expect(readFileSync(file, 'utf8')).toBe(`${process.pid}\n${hostname()}\n`);
+      expect(readFileSync(file, 'utf8')).toBe(mine);
       expect(readdirSync(dataDir)).toEqual(['standalone.lock']);
     } finally {
       release();
@@ -179,6 +220,33 @@ describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
     } finally {
       holder.kill('SIGKILL');
       await once(holder, 'exit');
+    }
+  });
+
+  it('takes over a lock of this host of an earlier boot, whatever program holds its process id now', async () => {
+    const dataDir = path.join(root, 'rebooted');
+    mkdirSync(dataDir);
+    const file = path.join(dataDir, 'standalone.lock');
+    // the platform that held it ran before a reboot (a crash, a power cut); another program got its process id,
+    // and a service of another platform that of a service it listed
+    const program = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
+    const service = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], {
+      stdio: 'ignore',
+      env: { ...process.env, PLATFORM_STANDALONE_SERVICE: 'auth' },
+    });
+    try {
+      writeFileSync(file, `${program.pid}\n${hostname()}\n00000000-0000-4000-8000-000000000000\n`);
+      writeFileSync(path.join(dataDir, 'standalone.json'), JSON.stringify({ pids: { auth: service.pid } }));
+      const release = lockDataDir(dataDir);
+      try {
+        expect(readFileSync(file, 'utf8')).toBe(mine);
+      } finally {
+        release();
+      }
+    } finally {
+      program.kill('SIGKILL');
+      service.kill('SIGKILL');
+      await Promise.all([once(program, 'exit'), once(service, 'exit')]);
     }
   });
 

@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 
 /** The internal secret kept in DATA_DIR cannot be read or kept: a new one would leave what the old one sealed unreadable. */
@@ -40,6 +49,12 @@ function readKept(file: string): string | undefined {
     throw new InternalSecretError(
       `${file} does not hold an internal secret (one word of at least 32 characters): restore it from a backup of this data folder, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
     );
+  try {
+    // readable by its owner alone, whatever a restore left (as signing-keys.secret)
+    chmodSync(file, 0o600);
+  } catch {
+    // another user's file, or a read-only mount: it is read as it is
+  }
   return secret;
 }
 
@@ -57,17 +72,28 @@ export function keptInternalSecret(dataDir: string): string {
   // written whole, then linked into place: never half a file, never over one another start made meanwhile
   const next = `${file}.${process.pid}.tmp`;
   try {
-    const fd = openSync(next, 'w', 0o600);
+    // one left by a start killed with this process id (a container's are the same at each start), or a link
+    // planted there: never written through
+    rmSync(next, { force: true });
+    writeWhole(next, secret);
     try {
-      writeSync(fd, `${secret}\n`);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
+      linkSync(next, file);
+    } catch (err) {
+      if (!NO_HARD_LINKS.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
+      // a file system without hard links (FAT, exFAT, a virtual machine's share): created in place, exclusively;
+      // the data folder's lock keeps another start from reading it half-written
+      writeWhole(file, secret);
     }
-    linkSync(next, file);
     return secret;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readKept(file)!;
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+      const other = readKept(file);
+      if (other) return other;
+      // nothing to read, yet a name there: a link to a file that is gone
+      throw new InternalSecretError(
+        `cannot read the internal secret in ${file}: it is a link to a missing file; restore that file, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
+      );
+    }
     // as each service says it of its store
     throw new InternalSecretError(
       `cannot use ${path.resolve(dataDir)} as a data folder: ${why(err)}; set DATA_DIR to a writable folder, where pnpm start keeps its internal secret, or set PLATFORM_INTERNAL_SECRET`,
@@ -78,5 +104,25 @@ export function keptInternalSecret(dataDir: string): string {
     } catch {
       // a folder it could not write in: nothing was written there
     }
+  }
+}
+
+/** what `link` answers on a file system without hard links */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']);
+
+/**
+ * `secret` in a new file `file` (exclusive: never through a link, never over another), owner-only, on disk; removed
+ * again if it could not be written whole (a full disk), so that no start finds it empty
+ */
+function writeWhole(file: string, secret: string): void {
+  const fd = openSync(file, 'wx', 0o600);
+  try {
+    writeSync(fd, `${secret}\n`);
+    fsyncSync(fd);
+  } catch (err) {
+    rmSync(file, { force: true });
+    throw err;
+  } finally {
+    closeSync(fd);
   }
 }

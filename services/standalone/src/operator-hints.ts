@@ -30,7 +30,10 @@ export function writeOperatorHints(dataDir: string, hints: OperatorHints): void 
   mkdirSync(dataDir, { recursive: true });
   const file = path.resolve(dataDir, 'standalone.json');
   const next = `${file}.${process.pid}.tmp`;
-  writeFileSync(next, `${JSON.stringify(hints, null, 2)}\n`, { mode: 0o600 });
+  // created anew (exclusive): one left by a start killed with this process id, or a link planted there, is never
+  // written through
+  rmSync(next, { force: true });
+  writeFileSync(next, `${JSON.stringify(hints, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
   renameSync(next, file);
 }
 
