@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { ProviderSimulator } from '@platform/testkit';
 import { startProviderSimulator, tempDir } from '@platform/testkit';
 import { anonymousLogin, operatorCliEnv, runCliJson, startTestPlatform, type TestPlatform } from '../harness';
+import { providersAddSim } from './cli-providers';
 
 const SECRET = 'operator-cli-llm-internal-secret-0123456789';
 
@@ -56,36 +57,12 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
   });
 
   it('providers add, list, test and remove; the key is never shown', async () => {
-    const added = await run(
-      'providers',
-      'add',
-      'sim',
-      '--type',
-      'openai',
-      '--base-url',
-      sim.openaiBaseUrl,
-      '--api-key',
-      'sk-cli-secret',
-    );
+    const added = await run(...providersAddSim(sim, 'sk-cli-secret'));
     expect(added).toMatchObject({
       code: 0,
       outcome: { result: 'created', data: { name: 'sim', has_api_key: true } },
     });
-    expect(
-      (
-        await run(
-          'providers',
-          'add',
-          'sim',
-          '--type',
-          'openai',
-          '--base-url',
-          sim.openaiBaseUrl,
-          '--api-key',
-          'sk-cli-secret',
-        )
-      ).outcome.result,
-    ).toBe('updated');
+    expect((await run(...providersAddSim(sim, 'sk-cli-secret'))).outcome.result).toBe('updated');
     const listed = await run('providers', 'list');
     expect(listed.outcome.data.map((p: { name: string }) => p.name)).toEqual(['mock', 'sim']);
     expect(JSON.stringify(listed)).not.toContain('sk-cli-secret');

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { runCli } from '@platform/operator-cli';
 import { startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
 import { callJson } from '../harness';
+import { providersAddSim } from './cli-providers';
 
 /**
  * `pnpm start` as a newcomer runs it: one command, each service in its own process, events between
@@ -21,6 +22,16 @@ const alive = (pid: number) => {
   } catch {
     return false;
   }
+};
+
+/** kills a supervisor and the services it listed, held still ones included (SIGCONT lets them take the SIGKILL) */
+const killAll = (platform: ChildProcess, pids: Record<string, number>) => {
+  if (platform.exitCode === null) platform.kill('SIGKILL');
+  for (const pid of Object.values(pids))
+    if (alive(pid)) {
+      process.kill(pid, 'SIGKILL');
+      process.kill(pid, 'SIGCONT');
+    }
 };
 
 describe('pnpm start: every service in its own process', () => {
@@ -283,19 +294,7 @@ describe('pnpm start restarted on the same data folder', () => {
         return { code, err: lines.join('\n') };
       };
       expect(await cli('admin', 'grant', operator.userId)).toMatchObject({ code: 0 });
-      expect(
-        await cli(
-          'providers',
-          'add',
-          'sim',
-          '--type',
-          'openai',
-          '--base-url',
-          sim.openaiBaseUrl,
-          '--api-key',
-          'sk-kept',
-        ),
-      ).toMatchObject({ code: 0 });
+      expect(await cli(...providersAddSim(sim, 'sk-kept'))).toMatchObject({ code: 0 });
       const model = await callJson(`${gatewayUrl}/v1/models`, 'POST', {
         bearer: operator.token,
         body: {
@@ -454,12 +453,7 @@ describe('pnpm start killed while it stops', () => {
       expect(code).toBe(1);
       expect(output).toContain(`(process ${pids.auth}, a service of it still stopping)`);
     } finally {
-      if (platform.exitCode === null) platform.kill('SIGKILL');
-      for (const pid of Object.values(pids))
-        if (alive(pid)) {
-          process.kill(pid, 'SIGKILL');
-          process.kill(pid, 'SIGCONT');
-        }
+      killAll(platform, pids);
       data.remove();
     }
   }, 120_000);
@@ -538,12 +532,7 @@ describe('pnpm start stopped while its services start (their database does not a
         `cannot start: ${data.dir} is in use by a pnpm start that was killed (process ${pids.auth}, a service of it still stopping)`,
       );
     } finally {
-      if (platform.exitCode === null) platform.kill('SIGKILL');
-      for (const pid of Object.values(pids))
-        if (alive(pid)) {
-          process.kill(pid, 'SIGKILL');
-          process.kill(pid, 'SIGCONT');
-        }
+      killAll(platform, pids);
       data.remove();
     }
   }, 90_000);

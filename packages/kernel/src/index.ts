@@ -6,6 +6,7 @@ export * from './common-config';
 export * from './config';
 export * from './errors';
 export * from './http/admin-server';
+export * from './http/backpressure';
 export { FIXED_SECURITY_HEADERS } from './http/client-error';
 export * from './http/dependency-metrics';
 export * from './http/envelope';

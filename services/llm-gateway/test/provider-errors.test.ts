@@ -2,10 +2,12 @@ import { APIError } from 'openai';
 import {
   type GatewayWorld,
   leaveStreamAfterFirstChunk,
+  leaveStreamAtFinish,
   type Reply,
   recordCompletions,
   startGatewayWorld,
 } from './support';
+import { reasoningReportAfterFinish } from './usage-after-finish';
 
 /** Provider failures as callers meet them: retried, failed over, or answered in the envelope. */
 describe('provider errors, retries, failover and cancellation', () => {
@@ -194,45 +196,14 @@ describe('provider errors, retries, failover and cancellation', () => {
   it('a client that leaves after the last chunk is charged what the provider reports, hidden reasoning included', async () => {
     const completions = recordCompletions(w);
     try {
-      // the usage report comes 300 ms after the finish_reason chunk, and counts 500 tokens of reasoning
-      w.sim.script([
-        {
-          match: { model: 'gpt-sim', stream: true },
-          chunkDelayMs: 300,
-          reply: {
-            content: 'short',
-            usage: {
-              prompt_tokens: 12,
-              completion_tokens: 501,
-              completion_tokens_details: { reasoning_tokens: 500 },
-            },
-          },
-        },
-      ]);
-      const controller = new AbortController();
-      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${as.bearer}`,
-          'content-type': 'application/json',
-          'x-request-id': 'leave-at-the-end',
-        },
-        body: JSON.stringify({
-          model: 'sim/gpt',
-          stream: true,
-          messages: [{ role: 'user', content: 'think' }],
-        }),
-        signal: controller.signal,
+      // 12 prompt and 501 completion tokens (500 of them hidden reasoning), reported 300 ms after the finish
+      w.sim.script([reasoningReportAfterFinish('gpt-sim')]);
+      await leaveStreamAtFinish(w, {
+        path: '/v1/chat/completions',
+        token: as.bearer,
+        requestId: 'leave-at-the-end',
+        body: { model: 'sim/gpt', stream: true, messages: [{ role: 'user', content: 'think' }] },
       });
-      const reader = res.body!.getReader();
-      const decoder = new TextDecoder();
-      let seen = '';
-      while (!/"finish_reason":"\w+"/.test(seen)) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        seen += decoder.decode(value, { stream: true });
-      }
-      controller.abort();
       const event = await completions.of('leave-at-the-end');
       expect({ outcome: event.outcome, source: event.usageSource, usage: event.usage }).toMatchObject({
         outcome: 'client_cancelled',

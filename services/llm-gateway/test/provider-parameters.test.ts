@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { type GatewayWorld, gauge, recordCompletions, startGatewayWorld } from './support';
+import { reasoningReportAfterFinish } from './usage-after-finish';
 
 /**
  * A deployment's request shaping (`provider_config.parameter_aliases` and `exclude_parameters`, decision 0119), as an
@@ -212,21 +213,8 @@ describe("a deployment's renamed and excluded request parameters, through the ed
   it("a deployment not sent `n` answers one choice: a client leaving after its finish is billed the provider's report", async () => {
     const completions = recordCompletions(w);
     try {
-      // the usage report comes 300 ms after the finish_reason chunk, and counts 500 tokens of reasoning
-      w.sim.script([
-        {
-          match: { model: 'one-choice-sim', stream: true },
-          chunkDelayMs: 300,
-          reply: {
-            content: 'short',
-            usage: {
-              prompt_tokens: 12,
-              completion_tokens: 501,
-              completion_tokens_details: { reasoning_tokens: 500 },
-            },
-          },
-        },
-      ]);
+      // 12 prompt and 501 completion tokens (500 of them hidden reasoning), reported 300 ms after the finish
+      w.sim.script([reasoningReportAfterFinish('one-choice-sim')]);
       const { owner } = await w.org('one-choice-leave');
       const as = { bearer: owner.token };
       // the openai SDK's stream, left at the finish as a client that reads no further does

@@ -377,22 +377,10 @@ export const minuteNow = () => Math.floor(Date.now() / 60_000);
 export const gauge = (reply: Reply, key: string): { used: number; limit: number } =>
   reply.body.enforced.find((g: { key: string }) => g.key === key);
 
-/**
- * A client that leaves a long stream after its first chunk: the simulator streams 100 words from `sim/gpt` at
- * 100 ms a chunk, `body` is POSTed to `path` of the gateway with the user's session, and the request is aborted
- * once the first chunk arrived. The cancellation tests of each wire format (chat, Responses, Anthropic Messages).
- */
-export async function leaveStreamAfterFirstChunk(
-  w: GatewayWorld,
-  request: { path: string; token: string; requestId: string; body: Record<string, unknown> },
-): Promise<void> {
-  w.sim.script([
-    {
-      match: { model: 'gpt-sim', stream: true },
-      chunkDelayMs: 100,
-      reply: { content: Array.from({ length: 100 }, (_, i) => `w${i}`).join(' ') },
-    },
-  ]);
+type StreamRequest = { path: string; token: string; requestId: string; body: Record<string, unknown> };
+
+/** `body` POSTed to `path` of the gateway with the user's session: the answer, and the abort that leaves it. */
+async function openStream(w: GatewayWorld, request: StreamRequest) {
   const controller = new AbortController();
   const res = await fetch(`${w.p.gatewayUrl}${request.path}`, {
     method: 'POST',
@@ -404,6 +392,39 @@ export async function leaveStreamAfterFirstChunk(
     body: JSON.stringify(request.body),
     signal: controller.signal,
   });
-  await res.body!.getReader().read();
-  controller.abort();
+  return { reader: res.body!.getReader(), leave: () => controller.abort() };
+}
+
+/**
+ * A client that leaves a long stream after its first chunk: the simulator streams 100 words from `sim/gpt` at
+ * 100 ms a chunk, `body` is POSTed to `path` of the gateway with the user's session, and the request is aborted
+ * once the first chunk arrived. The cancellation tests of each wire format (chat, Responses, Anthropic Messages).
+ */
+export async function leaveStreamAfterFirstChunk(w: GatewayWorld, request: StreamRequest): Promise<void> {
+  w.sim.script([
+    {
+      match: { model: 'gpt-sim', stream: true },
+      chunkDelayMs: 100,
+      reply: { content: Array.from({ length: 100 }, (_, i) => `w${i}`).join(' ') },
+    },
+  ]);
+  const stream = await openStream(w, request);
+  await stream.reader.read();
+  stream.leave();
+}
+
+/**
+ * A client that leaves a stream once a choice finished: `body` is POSTed to `path` of the gateway with the user's
+ * session, read until the first `finish_reason`, and the request is aborted.
+ */
+export async function leaveStreamAtFinish(w: GatewayWorld, request: StreamRequest): Promise<void> {
+  const stream = await openStream(w, request);
+  const decoder = new TextDecoder();
+  let seen = '';
+  while (!/"finish_reason":"\w+"/.test(seen)) {
+    const { value, done } = await stream.reader.read();
+    if (done) break;
+    seen += decoder.decode(value, { stream: true });
+  }
+  stream.leave();
 }

@@ -5,7 +5,14 @@ import { startTestPlatform, type TestPlatform } from '../../../test/harness';
 import { countText } from '../src/inference/prompt-tokens';
 import { countTextPromptTokens } from '../src/inference/text-completion';
 import { mockTokens } from '../src/providers/mock/mock-model';
-import { type GatewayWorld, gauge, minuteNow, type Reply, startGatewayWorld } from './support';
+import {
+  type GatewayWorld,
+  gauge,
+  leaveStreamAtFinish,
+  minuteNow,
+  type Reply,
+  startGatewayWorld,
+} from './support';
 
 type Usage = Record<string, number>;
 
@@ -464,26 +471,12 @@ describe('text completions through the edge', () => {
         reply: { content: 'short', usage: { prompt_tokens: 12, completion_tokens: 1_002 } },
       },
     ]);
-    const controller = new AbortController();
-    const res = await fetch(`${w.p.gatewayUrl}/v1/completions`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${owner.token}`,
-        'content-type': 'application/json',
-        'x-request-id': requestId,
-      },
-      body: JSON.stringify({ model: 'sim/gpt', stream: true, n: 2, prompt: 'two answers' }),
-      signal: controller.signal,
+    await leaveStreamAtFinish(w, {
+      path: '/v1/completions',
+      token: owner.token,
+      requestId,
+      body: { model: 'sim/gpt', stream: true, n: 2, prompt: 'two answers' },
     });
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let seen = '';
-    while (!/"finish_reason":"\w+"/.test(seen)) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += decoder.decode(value, { stream: true });
-    }
-    controller.abort();
     // the second choice was not waited for: what was streamed is counted by the tokenizer, not the provider's report
     const event = await eventOf(requestId);
     expect({ outcome: event.outcome, source: event.usageSource }).toEqual({

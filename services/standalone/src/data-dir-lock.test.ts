@@ -33,6 +33,17 @@ const mine = `${process.pid}\n${hostname()}\n${(() => {
 /** a process id no process holds now */
 const gonePid = () => spawnSync(process.execPath, ['-e', '']).pid!;
 
+/** locks `dataDir` and releases it: the lock is this process's, and no takeover claim is left beside it */
+function expectTakenOver(dataDir: string) {
+  const release = lockDataDir(dataDir);
+  try {
+    expect(readFileSync(path.join(dataDir, 'standalone.lock'), 'utf8')).toBe(mine);
+    expect(readdirSync(dataDir)).toEqual(['standalone.lock']);
+  } finally {
+    release();
+  }
+}
+
 describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
   let root: string;
   beforeEach(() => {
@@ -103,13 +114,7 @@ describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
       const claim = `${file}.takeover-${ino}-${Math.round(mtimeMs)}`;
       writeFileSync(claim, left);
       utimesSync(claim, long, long);
-      const release = lockDataDir(dataDir);
-      try {
-        expect(readFileSync(file, 'utf8')).toBe(mine);
-        expect(readdirSync(dataDir)).toEqual(['standalone.lock']);
-      } finally {
-        release();
-      }
+      expectTakenOver(dataDir);
     }
   });
 
@@ -157,13 +162,7 @@ describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
     writeFileSync(file, `${gonePid()}\n${hostname()}\n`);
     const { ino, mtimeMs } = statSync(file);
     writeFileSync(`${file}.takeover-${ino}-${Math.round(mtimeMs)}`, `${gonePid()}\n${hostname()}\n`);
-    const release = lockDataDir(dataDir);
-    try {
-      expect(readFileSync(file, 'utf8')).toBe(mine);
-      expect(readdirSync(dataDir)).toEqual(['standalone.lock']);
-    } finally {
-      release();
-    }
+    expectTakenOver(dataDir);
   });
 
   it('lets one start alone take over a stale lock that several start on at once', async () => {

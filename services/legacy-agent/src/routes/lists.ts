@@ -1,4 +1,4 @@
-import { parseInput } from '@platform/kernel';
+import { parseInput, writeWithBackpressure } from '@platform/kernel';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 
@@ -37,18 +37,6 @@ interface PagedList<T> {
   page(limit: number, after?: string): Promise<{ docs: T[]; nextAfter: string | null }>;
 }
 
-/** until the client has taken what was written, or has left */
-const drained = (res: Response) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-
 /**
  * Answers a list: one page (`limit`, `after`), its next page's `after` in `X-Next-After`; or, without them, the
  * whole list as a JSON array written batch by batch as it is read (the first batch read before anything is
@@ -74,8 +62,7 @@ export async function answerList<T>(
   while (!next.done) {
     const text = separator + next.value.map((doc) => JSON.stringify(view(doc))).join(',');
     separator = ',';
-    if (!res.write(text) && !res.destroyed) await drained(res);
-    if (res.destroyed) {
+    if (!(await writeWithBackpressure(res, text))) {
       await batches.return?.(undefined);
       return;
     }

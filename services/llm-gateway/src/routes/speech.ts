@@ -1,4 +1,4 @@
-import { jsonBody, parseInput } from '@platform/kernel';
+import { jsonBody, parseInput, writeWithBackpressure } from '@platform/kernel';
 import type { Response, Router } from 'express';
 import { z } from 'zod';
 import type { CatalogueModel } from '../catalogue/catalogue';
@@ -69,23 +69,10 @@ function speechContentType(provider: string, body: z.infer<typeof SpeechRequestS
   return audio?.toLowerCase() ?? SPEECH_CONTENT_TYPES[body.response_format ?? 'mp3'];
 }
 
-/** until the client has taken what was written, or has left */
-const drained = (res: Response) =>
-  new Promise<void>((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-
 /** Writes the audio as it arrives: nothing is held but a chunk the client is slower to take than the provider. */
 async function forward(audio: AsyncIterable<Uint8Array>, res: Response): Promise<void> {
   for await (const chunk of audio) {
-    if (!res.write(chunk) && !res.destroyed) await drained(res);
-    if (res.destroyed) return; // ends the iteration: the provider call is cancelled
+    if (!(await writeWithBackpressure(res, chunk))) return; // ends the iteration: the provider call is cancelled
   }
   res.end();
 }
