@@ -4,6 +4,7 @@ import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import * as OTPAuth from 'otpauth';
 import { Mfa } from '../src/accounts/mfa';
+import { hashPassword } from '../src/accounts/passwords';
 import { openUserSession } from '../src/accounts/sessions';
 import type { UserDoc } from '../src/data/collections';
 import { newId } from '../src/domain/secrets';
@@ -219,6 +220,27 @@ describe('deleting one’s own account', () => {
     expect((await h.call(again.actor, 'get', '/v2/me')).body).toMatchObject({ email, memberships: [] });
   });
 
+  it('asks the password of the address the account holds, not that of a sign-up it once cut short', async () => {
+    const anon = await h.newUser();
+    // a sign-up of this anonymous user stored its password and stopped; the person then signed up with another
+    const at = h.clock.now();
+    await col().accounts.insertOne({
+      _id: `${unique('cut')}@example.com`,
+      userId: anon.userId,
+      passwordHash: await hashPassword('the password of the sign-up cut short', { N: 1024, r: 8, p: 1 }),
+      createdAt: at,
+      passwordChangedAt: at,
+    });
+    const signedUp = await h.call(anon, 'post', '/v2/signup', {
+      email: `${unique('del')}@example.com`,
+      password: PASSWORD,
+    });
+    expect(signedUp.status).toBe(201);
+    const { userId, sessionId } = signedUp.body;
+    const actor: Actor = { credential: { kind: 'session', userId, sessionId } };
+    expect((await h.call(actor, 'delete', '/v2/me', { password: PASSWORD })).status).toBe(204);
+    expect(await col().accounts.find({ userId })).toEqual([]);
+  });
   it('with two-step verification on, asks a code too (each wrong one counted)', async () => {
     const { actor } = await signUp();
     const mfa = new Mfa(h.service.context);

@@ -1,7 +1,9 @@
 import { Subjects } from '@platform/contracts';
 import { ManualClock } from '@platform/kernel';
-import { createEmbeddedStore, type IndexSpec, type Store } from '@platform/store';
+import { createEmbeddedStore, type Filter, type IndexSpec, type Store } from '@platform/store';
 import { tempDir } from '@platform/testkit';
+import { passwordAccountOf } from '../src/accounts/accounts';
+import { hashPassword } from '../src/accounts/passwords';
 import { openCollections } from '../src/data/collections';
 import { deleteAccount } from '../src/domain/account-deletion';
 import { openSsoCollections, SsoClients } from '../src/sso/providers';
@@ -330,6 +332,61 @@ describe('one account per email, whether it signs in with a password or an ident
     await strayRecord(forgotten, 'never-written', 20);
     expect((await a.http.post('/v2/password/forgot').send({ email: forgotten })).status).toBe(202);
     expect(await collections.accounts.findOne({ _id: forgotten })).toBeNull();
+  });
+
+  it('a stray password record is removed only as it was read: one the same person stored meanwhile stays', async () => {
+    const { collections } = a.service.context;
+    const anon = await a.newUser();
+    const email = newEmail();
+    const record = (minutesAgo: number) => {
+      const at = new Date(a.clock.now().getTime() - minutesAgo * 60_000);
+      return {
+        _id: email,
+        userId: anon.userId,
+        passwordHash: 'scrypt$1024$8$1$c2FsdA$aGFzaA',
+        createdAt: at,
+        passwordChangedAt: at,
+      };
+    };
+    // a sign-up of this anonymous user cut short, 20 minutes ago
+    await collections.accounts.insertOne(record(20));
+    // while a look-up reads the stray record's user, the person's sign-up (a second tab) removes the stray record
+    // and stores its own
+    const stored = record(0);
+    const users = new Proxy(collections.users, {
+      get(target, prop) {
+        if (prop === 'findOne')
+          return async (filter: Filter) => {
+            await collections.accounts.deleteOne({ _id: email });
+            await collections.accounts.insertOne(stored);
+            return target.findOne(filter);
+          };
+        const value = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const racing = { ...a.service.context, collections: { ...collections, users } };
+    expect(await passwordAccountOf(racing, email)).toEqual(stored);
+    expect(await collections.accounts.findOne({ _id: email })).toEqual(stored);
+  });
+
+  it("a password record whose user never took its address signs nobody in (401, not the anonymous user's session)", async () => {
+    const { collections } = a.service.context;
+    const anon = await a.newUser();
+    const email = newEmail();
+    // the sign-up of this anonymous user stored its password, then stopped before claiming the user
+    const at = a.clock.now();
+    const passwordHash = await hashPassword(PASSWORD, { N: 1024, r: 8, p: 1 });
+    await collections.accounts.insertOne({
+      _id: email,
+      userId: anon.userId,
+      passwordHash,
+      createdAt: at,
+      passwordChangedAt: at,
+    });
+    const refused = await login(a, email, PASSWORD);
+    expect(refused.body).toMatchObject({ status: 401, error: 'InvalidCredentials' });
+    expect((await a.call(anon, 'get', '/v2/me')).body).toMatchObject({ anonymous: true, email: null });
   });
 
   it('an account being deleted keeps its address until it is gone: a deletion put back leaves one account', async () => {

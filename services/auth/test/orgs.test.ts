@@ -1,6 +1,8 @@
 import { ALL_PERMISSIONS, Subjects } from '@platform/contracts';
-import { waitFor } from '@platform/testkit';
+import { createEmbeddedStore, type Doc } from '@platform/store';
+import { tempDir, waitFor } from '@platform/testkit';
 import { type AuthHarness, recordEvents, startAuth, type UserActor } from './helpers';
+import { storeWithInsertGate } from './store-gate';
 
 let counter = 0;
 const slug = (prefix = 'org') => `${prefix}-${++counter}-${Math.random().toString(36).slice(2, 6)}`;
@@ -301,5 +303,97 @@ describe('organizations, members and roles', () => {
       expect(principal.run.permissions).toEqual({ llm: { models: { read: true, manage: true } } });
       expect(principal.run.scopes).toEqual(['lab']);
     });
+  });
+});
+
+describe('removing a member while their account, their organization or their workspace roles change', () => {
+  const folder = tempDir('auth-member-removal-');
+  const gated = storeWithInsertGate(createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }));
+  let h: AuthHarness;
+  beforeAll(async () => {
+    h = await startAuth({ store: gated.store });
+  });
+  afterAll(async () => {
+    await h.stop();
+    await gated.store.close();
+    folder.remove();
+  });
+  const col = () => h.service.context.collections;
+  const ofUser = (userId: string) => (doc: Doc) => (doc as { userId?: string }).userId === userId;
+
+  /** an organization of `owner` with `member` in it, who made a workspace and shared it with `owner` */
+  async function memberOwningASharedWorkspace(owner: UserActor, member: UserActor) {
+    const s = slug();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: s, name: 'Acme' })).status).toBe(201);
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: member.userId, role: 'member' });
+    await h.call(member, 'put', '/v2/user/active-org', { orgSlug: s });
+    const workspace = (await h.call(member, 'post', '/v2/workspaces', { name: 'Shared' })).body.id as string;
+    const shared = await h.call(member, 'put', `/v2/workspaces/${workspace}/members/${owner.userId}`, {
+      role: 'editor',
+    });
+    expect(shared.status).toBe(201);
+    return { slug: s, workspace };
+  }
+
+  it('a refused removal puts nothing back for a person whose account was deleted meanwhile', async () => {
+    const [owner, member] = [await h.newUser(), await h.newUser()];
+    const { slug: s } = await memberOwningASharedWorkspace(owner, member);
+    // refused (the member is the last owner of a workspace the owner belongs to): about to put their role back
+    const held = gated.gate('workspace_members', ofUser(member.userId));
+    const removing = h.call(owner, 'delete', `/v2/orgs/${s}/members/${member.userId}`);
+    await held.arrived;
+    expect((await h.call(member, 'delete', '/v2/me')).status).toBe(204);
+    held.release();
+    expect((await removing).status).toBe(409);
+    expect(await col().memberships.find({ userId: member.userId })).toEqual([]);
+    expect(await col().workspaceMembers.find({ userId: member.userId })).toEqual([]);
+  });
+
+  it('a refused removal puts no membership back in an organization deleted meanwhile', async () => {
+    const [owner, member] = [await h.newUser(), await h.newUser()];
+    const { slug: s } = await memberOwningASharedWorkspace(owner, member);
+    const held = gated.gate('memberships', ofUser(member.userId));
+    const removing = h.call(owner, 'delete', `/v2/orgs/${s}/members/${member.userId}`);
+    await held.arrived;
+    expect((await h.call(owner, 'delete', `/v2/orgs/${s}`)).status).toBe(204);
+    held.release();
+    expect((await removing).status).toBe(409);
+    expect(await col().memberships.find({ orgSlug: s })).toEqual([]);
+  });
+
+  it('a workspace role given while the person is removed from the organization does not stay behind', async () => {
+    const [owner, member] = [await h.newUser(), await h.newUser()];
+    const s = slug();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: s, name: 'Acme' })).status).toBe(201);
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: member.userId, role: 'member' });
+    await h.call(owner, 'put', '/v2/user/active-org', { orgSlug: s });
+    const workspace = (await h.call(owner, 'post', '/v2/workspaces', { name: 'Late' })).body.id as string;
+    // the role is checked against the membership, and about to be written, when the member is removed
+    const held = gated.gate('workspace_members', ofUser(member.userId));
+    const giving = h.call(owner, 'put', `/v2/workspaces/${workspace}/members/${member.userId}`, {
+      role: 'editor',
+    });
+    await held.arrived;
+    expect((await h.call(owner, 'delete', `/v2/orgs/${s}/members/${member.userId}`)).status).toBe(204);
+    held.release();
+    expect((await giving).body).toMatchObject({ status: 400, error: 'NotAnOrgMember' });
+    expect(await col().workspaceMembers.find({ userId: member.userId })).toEqual([]);
+  });
+
+  it('a workspace made while its creator is removed from the organization does not stay behind', async () => {
+    const [owner, member] = [await h.newUser(), await h.newUser()];
+    const s = slug();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: s, name: 'Acme' })).status).toBe(201);
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: member.userId, role: 'member' });
+    await h.call(member, 'put', '/v2/user/active-org', { orgSlug: s });
+    // the workspace is written, its creator's role about to be, when the creator is removed
+    const held = gated.gate('workspace_members', ofUser(member.userId));
+    const creating = h.call(member, 'post', '/v2/workspaces', { name: 'Late' });
+    await held.arrived;
+    expect((await h.call(owner, 'delete', `/v2/orgs/${s}/members/${member.userId}`)).status).toBe(204);
+    held.release();
+    expect((await creating).body).toMatchObject({ status: 403, error: 'NotAMember' });
+    expect(await col().workspaceMembers.find({ userId: member.userId })).toEqual([]);
+    expect(await col().workspaces.find({ createdBy: member.userId })).toEqual([]);
   });
 });

@@ -56,7 +56,10 @@ export class AccountDeletion {
 
   async proofNeeded({ user, session }: Deleter): Promise<DeletionProof> {
     if (user.anonymous) return { kind: 'none' };
-    const account = await this.c.collections.accounts.findOne({ userId: user._id });
+    // the password of the address the user holds (not a record a sign-up of theirs cut short left, of another)
+    const account = user.email
+      ? await this.c.collections.accounts.findOne({ _id: user.email, userId: user._id })
+      : null;
     if (account)
       return { kind: 'password', email: account._id, mfa: await this.accounts.mfa.enabled(user._id) };
     const identities = await this.sso.collections.identities.find({ userId: user._id });

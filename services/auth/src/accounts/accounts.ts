@@ -43,8 +43,11 @@ export async function passwordAccountOf(c: AuthContext, email: string): Promise<
   }
   const user = await c.collections.users.findOne({ _id: account.userId });
   if (user?.email === email) return account;
-  await c.collections.accounts.deleteOne({ _id: email, userId: account.userId });
-  c.logger.info({ userId: account.userId }, 'the password record of a sign-up cut short was removed');
+  // the record as read (a sign-up of the same anonymous user may have replaced it meanwhile: that one holds it)
+  const { _id, userId, createdAt } = account;
+  if ((await c.collections.accounts.deleteOne({ _id, userId, createdAt })) === 0)
+    return c.collections.accounts.findOne({ _id: email });
+  c.logger.info({ userId }, 'the password record of a sign-up cut short was removed');
   return null;
 }
 
@@ -183,7 +186,8 @@ export class Accounts {
     this.dummyHash ??= hashPassword(randomBytes(16).toString('hex'), this.scrypt);
     const ok = await verifyPassword(password, account?.passwordHash ?? (await this.dummyHash));
     const found = account && ok ? await c.collections.users.findOne({ _id: account.userId }) : null;
-    const user = found?.deletedAt ? null : found;
+    // a record whose user does not hold its address (a sign-up cut short, or not done yet) signs nobody in
+    const user = found?.deletedAt || found?.email !== email ? null : found;
     if (!user) {
       this.metrics.passwordLogin('invalid_credentials');
       throw invalidCredentials();

@@ -305,11 +305,15 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
       res.status(204).end(); // removed meanwhile
       return;
     }
-    // a membership given again meanwhile stands for the one put back
-    const putBack = () =>
-      c.collections.memberships.insertOne(existing).catch((err) => {
+    // a membership given again meanwhile stands for the one put back; none is put back in an organization or for
+    // an account deleted meanwhile (its sweep may be done already: decision 0099)
+    const putBack = async () => {
+      await c.collections.memberships.insertOne(existing).catch((err) => {
         if (!(err instanceof DuplicateKeyError)) throw err;
       });
+      if (!(await orgExists(c, existing.orgId)) || !(await userIsLive(c, userId)))
+        await c.collections.memberships.deleteOne({ _id: existing._id });
+    };
     await keepAnOwner(c, access.org, existing, putBack);
     await leaveWorkspaces(c, access.org, userId, putBack);
     await c.events.membershipChanged(access.org.slug, userId);
@@ -354,7 +358,8 @@ async function leaveWorkspaces(c: AuthContext, org: OrgDoc, userId: string, undo
     await col.workspaceMembers.insertOne(wm).catch((err) => {
       if (!(err instanceof DuplicateKeyError)) throw err;
     });
-    if (!(await workspaceExists(c, wm.workspaceId))) await col.workspaceMembers.deleteOne({ _id: wm._id });
+    if (!(await workspaceExists(c, wm.workspaceId)) || !(await userIsLive(c, userId)))
+      await col.workspaceMembers.deleteOne({ _id: wm._id });
   }
   await undo();
   const names = blockers.map((w) => `workspace "${w.name}" (${w.id})`);

@@ -139,14 +139,20 @@ const createWorkspace =
         createdAt: now,
       });
     }
-    // the organization, or the creator's account, was deleted while this ran: the workspace goes (decision 0099)
-    const [orgThere, creatorThere] = await Promise.all([
+    // the organization, or the creator's account, was deleted while this ran (decision 0099), or the creator was
+    // removed from the organization (whose removal takes the roles it finds after its own write): the workspace goes
+    const [orgThere, creatorThere, creatorMember] = await Promise.all([
       orgExists(c, workspace.orgId),
       who.kind === 'user' ? userIsLive(c, who.user._id) : true,
+      who.kind === 'user'
+        ? c.collections.memberships.findOne({ orgId: workspace.orgId, userId: who.user._id })
+        : true,
     ]);
-    if (!orgThere || !creatorThere) {
+    if (!orgThere || !creatorThere || !creatorMember) {
       await deleteWorkspaceRecords(c, workspace);
-      throw orgThere ? new Unauthenticated() : orgNotFound(workspace.orgSlug, true);
+      if (!orgThere) throw orgNotFound(workspace.orgSlug, true);
+      if (!creatorThere) throw new Unauthenticated();
+      throw new Forbidden(`Not a member of ${workspace.orgSlug}`, { error: 'NotAMember' });
     }
     res.status(201).json(workspaceView(workspace, who.kind === 'user' ? 'owner' : null));
   };
@@ -284,6 +290,12 @@ function requireRoleWithin(access: WorkspaceAccess, role: string): void {
   }
 }
 
+const notAnOrgMember = (userId: string, orgSlug: string) =>
+  new InvalidInput(`${userId} is not a member of ${orgSlug}`, {
+    error: 'NotAnOrgMember',
+    details: { issues: [{ field: 'userId', message: 'must be a member of the workspace’s organization' }] },
+  });
+
 /** Adds `userId` to the workspace with `role`, or changes their role; DuplicateKeyError when added meanwhile. */
 async function setWorkspaceMember(
   c: AuthContext,
@@ -305,14 +317,7 @@ async function setWorkspaceMember(
   requireRoleWithin(access, role);
   if (existing) requireRoleWithin(access, existing.role);
   const orgMember = await c.collections.memberships.findOne({ orgId: access.workspace.orgId, userId });
-  if (!orgMember) {
-    throw new InvalidInput(`${userId} is not a member of ${access.workspace.orgSlug}`, {
-      error: 'NotAnOrgMember',
-      details: {
-        issues: [{ field: 'userId', message: 'must be a member of the workspace’s organization' }],
-      },
-    });
-  }
+  if (!orgMember) throw notAnOrgMember(userId, access.workspace.orgSlug);
   if (existing) {
     // Only the role checked above is changed: one given or taken meanwhile (an owner made) is not overwritten.
     const { matched } = await c.collections.workspaceMembers.updateOne(
@@ -334,16 +339,19 @@ async function setWorkspaceMember(
     createdAt: c.clock.now(),
   };
   await c.collections.workspaceMembers.insertOne(member);
-  // the workspace, or the member's account, was deleted while this ran (decision 0099): the role goes too
-  const [workspaceThere, userThere] = await Promise.all([
+  // the workspace, or the member's account, was deleted while this ran (decision 0099), or the member left the
+  // organization (whose removal takes the roles it finds after its own write): the role goes too
+  const [workspaceThere, userThere, stillMember] = await Promise.all([
     workspaceExists(c, member.workspaceId),
     userIsLive(c, userId),
+    c.collections.memberships.findOne({ orgId: member.orgId, userId }),
   ]);
-  if (!workspaceThere || !userThere) {
+  if (!workspaceThere || !userThere || !stillMember) {
     await c.collections.workspaceMembers.deleteOne({ _id: member._id });
-    throw workspaceThere
-      ? new NotFound(`No user ${userId}`, { error: 'UserNotFound' })
-      : new NotFound(`Workspace ${member.workspaceId} does not exist`, { error: 'WorkspaceNotFound' });
+    if (!workspaceThere)
+      throw new NotFound(`Workspace ${member.workspaceId} does not exist`, { error: 'WorkspaceNotFound' });
+    if (!userThere) throw new NotFound(`No user ${userId}`, { error: 'UserNotFound' });
+    throw notAnOrgMember(userId, access.workspace.orgSlug);
   }
   return { created: true, member };
 }
