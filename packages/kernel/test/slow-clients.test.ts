@@ -1,6 +1,7 @@
+import { once } from 'node:events';
 import net from 'node:net';
 import { waitFor } from '@platform/testkit';
-import { listen } from '../src/lifecycle';
+import { listen, type RunningServer } from '../src/lifecycle';
 
 describe('a client that trickles its request head', () => {
   it('loses its socket once the head has taken longer than the headers timeout, while others are served', async () => {
@@ -23,5 +24,68 @@ describe('a client that trickles its request head', () => {
       slow.destroy();
       await server.close(1_000);
     }
+  });
+});
+
+/** Blocks this process's event loop, as a long GC pause or a loaded machine does. */
+function stallEventLoop(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+}
+
+/**
+ * Everything the server answers on a new connection to which `send` writes, once the server holds it: `send`
+ * runs while the event loop is stalled past the headers timeout and a connections check, so what it writes is in
+ * the server's socket buffer, unread, when Node checks the connection (a pooled connection that was opened and
+ * left unused, then put to use as the server's event loop stalls).
+ */
+async function sentDuringStall(server: RunningServer, send: string): Promise<string> {
+  const accepted = once(server.server, 'connection');
+  const socket = net.connect(server.port, '127.0.0.1');
+  await Promise.all([accepted, once(socket, 'connect')]);
+  let received = '';
+  socket.on('data', (d: Buffer) => {
+    received += d.toString('utf8');
+  });
+  socket.on('error', () => undefined);
+  const closed = once(socket, 'close');
+  socket.write(send);
+  stallEventLoop(1_200);
+  await waitFor(() => received.endsWith('ok') || socket.destroyed, {
+    timeoutMs: 10_000,
+    what: 'an answer',
+  });
+  socket.destroy();
+  await closed;
+  return received;
+}
+
+describe('a connection that has sent nothing yet (headers timeout from its opening)', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await listen((_req, res) => res.end('ok'), 0, '127.0.0.1', { headersTimeoutMs: 300 });
+  });
+  afterAll(() => server.close(1_000));
+
+  it('gets its first request answered when the request arrived while the server was stalled', async () => {
+    const received = await sentDuringStall(server, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(received).toMatch(/^HTTP\/1\.1 200 /);
+    expect(received).not.toMatch(/ 408 /);
+  });
+
+  it('is still closed with a 408 when what arrived starts no request', async () => {
+    const received = await sentDuringStall(server, '\r\n');
+    expect(received).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
+  it('is still closed with a 408 when it sends nothing at all', async () => {
+    const socket = net.connect(server.port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('utf8');
+    });
+    await once(socket, 'close');
+    expect(received).toMatch(/^HTTP\/1\.1 408 /);
+    expect(received).toMatch(/"code":"REQUEST_TIMEOUT"/);
   });
 });

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import http from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { createServiceApp, listen, silentLogger } from '@platform/kernel';
 import { freePort, waitFor } from '@platform/testkit';
 import {
@@ -105,6 +105,51 @@ describe('edge routing and proxying', () => {
     const before = services.legacy.connections();
     for (let i = 0; i < 20; i++) await request(edge.url, '/legacy/v2/bots');
     expect(services.legacy.connections() - before).toBeLessThanOrEqual(1);
+  });
+
+  it('closes a connection it opened to a service and left unused before the service times it out (408)', async () => {
+    const started: string[] = [];
+    const timeouts: string[] = [];
+    const sockets: Socket[] = [];
+    const service = await listen(
+      (req, res) => {
+        started.push(req.url ?? '');
+        if (req.url !== '/v2/slow') res.end('{}');
+      },
+      0,
+      '127.0.0.1',
+    );
+    service.server.on('connection', (socket: Socket) => sockets.push(socket));
+    service.server.on('clientError', (err: Error & { code?: string }) => {
+      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') timeouts.push(err.code);
+    });
+    const viaEdge = await startEdge({
+      authUrl: services.auth.url,
+      legacyUrl: service.url,
+      env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
+    });
+    try {
+      // an answer with the service's Keep-Alive field (65 s) first, on the connection the next request takes
+      expect((await request(viaEdge.url, '/legacy/v2/ok')).status).toBe(200);
+      const client = connect(viaEdge.port, '127.0.0.1');
+      await once(client, 'connect');
+      client.write('GET /legacy/v2/slow HTTP/1.1\r\nhost: x\r\n\r\n');
+      await waitFor(() => started.includes('/v2/slow'), { what: 'the slow request to reach the service' });
+      // the client leaves: the edge cancels the upstream request, and undici opens a connection for it anyway
+      client.destroy();
+      const unused = await waitFor(() => sockets[1], {
+        what: "undici's connection for the cancelled request",
+      });
+      await waitFor(() => unused.destroyed, {
+        timeoutMs: 20_000,
+        what: 'the unused connection to be closed',
+      });
+      expect(unused.bytesRead).toBe(0);
+      expect(timeouts).toEqual([]);
+    } finally {
+      await viaEdge.close();
+      await service.close(100);
+    }
   });
 
   it('passes the upstream answer headers through, repeated ones included, without hop-by-hop fields', async () => {

@@ -42,8 +42,16 @@ export const FIXED_SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = 
 
 const FIXED_HEADERS = FIXED_SECURITY_HEADERS.map(([name, value]) => `${name}: ${value}\r\n`).join('');
 
-/** The socket's answer in progress, as Node's server notes it (none between a keep-alive connection's requests). */
-type ServerSocket = Duplex & { _httpMessage?: { headersSent?: boolean } | null };
+/**
+ * What Node's server notes on a connection's socket: the answer in progress (none between a keep-alive connection's
+ * requests), and its HTTP parser, whose `duration()` is how long the request being read has taken so far (since the
+ * connection opened, before its first request; 0 between requests).
+ */
+type ServerSocket = Duplex & {
+  _httpMessage?: { headersSent?: boolean } | null;
+  bytesRead?: number;
+  parser?: { duration?: () => number } | null;
+};
 
 /**
  * A server's `clientError`: a request Node could not read (a malformed request line or header field, a head over the
@@ -51,8 +59,30 @@ type ServerSocket = Duplex & { _httpMessage?: { headersSent?: boolean } | null }
  * Node's bare status line. As Node does, only when no answer is being written on the connection (none in progress,
  * or one whose head is not sent yet): a kept-alive connection's earlier answers, complete, do not prevent it. The
  * connection is closed either way.
+ *
+ * A connection that has sent nothing yet is timed out by Node from its opening, in the timers phase of the event
+ * loop, before the poll phase reads what has arrived: a pool's connection opened and left unused (undici leaves one
+ * behind a request it aborted) and put to use as the server stalls had its request, arrived in time, answered 408.
+ * Such a timeout is judged again once this turn of the loop has read what arrived: if a request began meanwhile,
+ * Node now times that request from its own start, and the connection is left to it.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const { parser, bytesRead } = socket as ServerSocket;
+  const waited =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && bytesRead === 0 ? parser?.duration?.() : undefined;
+  if (waited === undefined) {
+    answer(err, socket);
+    return;
+  }
+  setImmediate(() => {
+    if (socket.destroyed) return;
+    // a request that began since restarted the parser's clock (and one already read whole stopped it, at 0)
+    const since = (socket as ServerSocket).parser?.duration?.();
+    if (since === undefined || since >= waited) answer(err, socket);
+  });
+}
+
+function answer(err: Error & { code?: string }, socket: Duplex): void {
   const inProgress = (socket as ServerSocket)._httpMessage;
   if (socket.writable && !inProgress?.headersSent) {
     const requestId = resolveRequestId(undefined);

@@ -2,7 +2,14 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { LookupFunction } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { Logger } from '@platform/kernel';
-import { BadGateway, PayloadTooLarge, RequestTimeout, Unavailable, UpstreamTimeout } from '@platform/kernel';
+import {
+  BadGateway,
+  HEADERS_TIMEOUT_MS,
+  PayloadTooLarge,
+  RequestTimeout,
+  Unavailable,
+  UpstreamTimeout,
+} from '@platform/kernel';
 import { type Dispatcher, Pool } from 'undici';
 import type { UpstreamName } from '../routing/roots';
 import { loggedPath } from './request-target';
@@ -54,6 +61,14 @@ const RESPONSE_HOP_BY_HOP = new Set([
   'upgrade',
   'transfer-encoding',
 ]);
+
+/**
+ * Longest a pooled connection stays open unused: a service (kernel `listen`) keeps a connection between requests for
+ * the 65 s its Keep-Alive field says, but one that has carried no request yet only HEADERS_TIMEOUT_MS, then answers
+ * 408 and closes it. undici leaves such connections behind (it reconnects for a request aborted when its client left,
+ * then drops the request), and kept them the 65 s: a request sent on one as the service timed it out got that 408.
+ */
+const IDLE_CONNECTION_MAX_MS = HEADERS_TIMEOUT_MS / 2;
 
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 const UNREACHABLE = new Set([
@@ -204,6 +219,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       pipelining: 1,
       headersTimeout: answerTimeout,
       bodyTimeout: answerTimeout,
+      keepAliveMaxTimeout: IDLE_CONNECTION_MAX_MS,
       connect: { timeout: Math.min(options.timeoutMs, 10_000), lookup: options.lookup },
     });
   }
