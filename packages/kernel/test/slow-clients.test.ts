@@ -37,7 +37,10 @@ function stallEventLoop(ms: number): void {
  * Everything the server answers on a new connection to which `send` writes, once the server holds it: `send`
  * runs while the event loop is stalled past the headers timeout and a connections check, so what it writes is in
  * the server's socket buffer, unread, when Node checks the connection (a pooled connection that was opened and
- * left unused, then put to use as the server's event loop stalls).
+ * left unused, then put to use as the server's event loop stalls). The stall outlasts both the headers timeout and
+ * the checking interval (1 s), by a margin a loaded machine only widens (it busy-waits on the clock), so the check
+ * that follows it finds the connection expired; the headers timeout (1 s, not less) is the time the test may take
+ * between the server holding the connection and `send`, lest a check time it out before the stall.
  */
 async function sentDuringStall(server: RunningServer, send: string): Promise<string> {
   const accepted = once(server.server, 'connection');
@@ -50,7 +53,7 @@ async function sentDuringStall(server: RunningServer, send: string): Promise<str
   socket.on('error', () => undefined);
   const closed = once(socket, 'close');
   socket.write(send);
-  stallEventLoop(1_200);
+  stallEventLoop(1_500);
   await waitFor(() => received.endsWith('ok') || socket.destroyed, {
     timeoutMs: 10_000,
     what: 'an answer',
@@ -63,7 +66,7 @@ async function sentDuringStall(server: RunningServer, send: string): Promise<str
 describe('a connection that has sent nothing yet (headers timeout from its opening)', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await listen((_req, res) => res.end('ok'), 0, '127.0.0.1', { headersTimeoutMs: 300 });
+    server = await listen((_req, res) => res.end('ok'), 0, '127.0.0.1', { headersTimeoutMs: 1_000 });
   });
   afterAll(() => server.close(1_000));
 
@@ -71,6 +74,26 @@ describe('a connection that has sent nothing yet (headers timeout from its openi
     const received = await sentDuringStall(server, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(received).toMatch(/^HTTP\/1\.1 200 /);
     expect(received).not.toMatch(/ 408 /);
+  });
+
+  it("leaves the connection to the server's 'upgrade' listener when what arrived is an upgrade request", async () => {
+    const upgrade = (_req: unknown, socket: net.Socket) =>
+      // answers on the next turn of the event loop: after the 408 the server would have written on it by then
+      setTimeout(() => {
+        if (!socket.destroyed)
+          socket.end('HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\n\r\nok');
+      });
+    server.server.on('upgrade', upgrade);
+    try {
+      const received = await sentDuringStall(
+        server,
+        'GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: x\r\n\r\n',
+      );
+      expect(received).toMatch(/^HTTP\/1\.1 101 /);
+      expect(received).not.toMatch(/ 408 /);
+    } finally {
+      server.server.off('upgrade', upgrade);
+    }
   });
 
   it('is still closed with a 408 when what arrived starts no request', async () => {

@@ -15,12 +15,14 @@ const drained = (res: ServerResponse) =>
 /**
  * Writes a piece of a streamed answer and, when the client is slower to take it than the answer is made, waits until
  * it has taken what was written or has left: nothing more is held than one piece. False once the client has left
- * (the response is destroyed): the caller stops making the answer.
+ * (the response is destroyed), or when the response is already ended (then nothing is written: Node would emit an
+ * error nobody listens to): the caller stops making the answer.
  */
 export async function writeWithBackpressure(
   res: ServerResponse,
   chunk: string | Uint8Array,
 ): Promise<boolean> {
+  if (res.writableEnded) return false;
   if (!res.write(chunk) && !res.destroyed) await drained(res);
   return !res.destroyed;
 }

@@ -64,7 +64,8 @@ type ServerSocket = Duplex & {
  * loop, before the poll phase reads what has arrived: a pool's connection opened and left unused (undici leaves one
  * behind a request it aborted) and put to use as the server stalls had its request, arrived in time, answered 408.
  * Such a timeout is judged again once this turn of the loop has read what arrived: if a request began meanwhile,
- * Node now times that request from its own start, and the connection is left to it.
+ * Node now times that request from its own start, and the connection is left to it (or, an upgrade request, to the
+ * server's 'upgrade' listener).
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   const { parser, bytesRead } = socket as ServerSocket;
@@ -75,10 +76,11 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     return;
   }
   setImmediate(() => {
-    if (socket.destroyed) return;
+    const current = (socket as ServerSocket).parser;
+    // closed meanwhile, or handed to an 'upgrade' listener (which freed its parser): not the server's to answer
+    if (socket.destroyed || !current) return;
     // a request that began since restarted the parser's clock (and one already read whole stopped it, at 0)
-    const since = (socket as ServerSocket).parser?.duration?.();
-    if (since === undefined || since >= waited) answer(err, socket);
+    if ((current.duration?.() ?? waited) >= waited) answer(err, socket);
   });
 }
 
