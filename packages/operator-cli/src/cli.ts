@@ -66,11 +66,17 @@ LLM gateway (a platform administrator's token):
 
 Connection (flags win over the environment):
   --url URL            the edge's base URL           PLATFORM_URL   (default http://localhost:8080)
+                       for org create, member add, apikey issue and the LLM gateway commands
   --gateway-url URL    the edge's gateway root       PLATFORM_GATEWAY_URL (default {url}/llm)
+                       for the LLM gateway commands
   --token TOKEN        operator session JWT or at:   PLATFORM_TOKEN
-  --auth-url URL       auth, for keys, oidc-client add, sso add, plan assign   AUTH_URL
-  --llm-quota-url URL  llm-quota, for plan assign    LLM_QUOTA_URL
+                       for org create, member add, apikey issue and the LLM gateway commands
+  --auth-url URL       auth                          AUTH_URL
+                       for plan assign, keys, oidc-client add, sso add, admin grant|revoke
+  --llm-quota-url URL  llm-quota                     LLM_QUOTA_URL
+                       for plan assign
                        the shared internal secret    PLATFORM_INTERNAL_SECRET
+                       for plan assign, keys, oidc-client add, sso add, admin grant|revoke
   Against a local \`pnpm start\`, all but the token are read from DATA_DIR/standalone.json.
 
   --json               print the outcome as JSON

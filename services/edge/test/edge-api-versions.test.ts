@@ -6,6 +6,7 @@ import {
   signSession,
   startBackends,
   startEdge,
+  startUpstream,
   type TestEdge,
 } from './support';
 
@@ -64,6 +65,42 @@ describe('API version lifecycle at the edge', () => {
     expect(services.legacy.received.length).toBe(seen);
     // Any spelling the service would route: case and trailing slashes too.
     expect((await request(edge.url, '/legacy/V1/intents/')).status).toBe(410);
+  });
+
+  it("keeps its deprecation Link when the service answers one of its own: the service's link-values follow the edge's", async () => {
+    const legacy = await startUpstream('legacy-agent', {
+      '/v1/bots': (_req, res) => {
+        res.setHeader('link', ['</v1/bots?page=2>; rel="next"', '</v1/bots?page=9>; rel="last"']);
+        res.end('[]');
+        return true;
+      },
+      '/v2/bots': (_req, res) => {
+        res.setHeader('link', '</v2/bots?page=2>; rel="next"');
+        res.end('[]');
+        return true;
+      },
+    });
+    try {
+      const edge = await startEdge({
+        ...services.urls,
+        legacyUrl: legacy.url,
+        clock: new ManualClock('2025-06-01T00:00:00Z'),
+      });
+      edges.push(edge);
+      const answer = await request(edge.url, '/legacy/v1/bots');
+      expect(answer.status).toBe(200);
+      expect(String(answer.headers.link).split(/,\s*/)).toEqual([
+        '</legacy/v2>; rel="successor-version"',
+        expect.stringMatching(/^<https:\/\/[^>]+>; rel="deprecation"; type="text\/html"$/),
+        '</v1/bots?page=2>; rel="next"',
+        '</v1/bots?page=9>; rel="last"',
+      ]);
+      // Where the edge sets no Link, the service's reaches the client as it sent it.
+      const current = await request(edge.url, '/legacy/v2/bots');
+      expect(current.headers.link).toBe('</v2/bots?page=2>; rel="next"');
+    } finally {
+      await legacy.close();
+    }
   });
 
   it('is retired today (2026-11-23) unless LEGACY_V1_RETIREMENT_DATE moves the instant', async () => {

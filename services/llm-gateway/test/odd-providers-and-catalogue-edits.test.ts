@@ -278,6 +278,47 @@ describe('odd providers and odd catalogue edits, through the edge', () => {
     }
   });
 
+  it('a rerank no scoring call of which was answered says tokenizer in its usage event, as every failed call does', async () => {
+    const record = recordCompletions(w);
+    const failed = async (requestId: string, path: string, body: Record<string, unknown>) => {
+      const res = await w.call('gateway', 'POST', path, { bearer: member.token }, body, {
+        'x-request-id': requestId,
+      });
+      expect(res.status).toBe(502);
+      const event = await record.of(requestId);
+      return { outcome: event.outcome, source: event.usageSource, total: event.usage.total_tokens };
+    };
+    const refused = JSON.stringify({ error: { message: 'refused' } });
+    try {
+      odd.answer('/embeddings', 400, 'application/json', refused);
+      const embeddings = await failed('hunt-embed-refused', '/v1/embeddings', {
+        model: 'odd/embed',
+        input: 'x',
+      });
+      expect(embeddings).toEqual({ outcome: 'provider_error', source: 'tokenizer', total: 0 });
+      // native: the provider refuses the rerank call
+      odd.answer('/rerank', 400, 'application/json', refused);
+      expect(
+        await failed('hunt-rerank-refused', '/v1/rerank', {
+          model: 'odd/rerank',
+          query: 'q',
+          documents: ['a'],
+        }),
+      ).toEqual(embeddings);
+      // chat scoring: the provider refuses the only scoring call
+      w.sim.script([{ match: { endpoint: 'chat' }, error: { status: 400 } }]);
+      expect(
+        await failed('hunt-rerank-scoring-refused', '/v1/rerank', {
+          model: 'sim/gpt',
+          query: 'q',
+          documents: ['a'],
+        }),
+      ).toEqual(embeddings);
+    } finally {
+      record.stop();
+    }
+  });
+
   it('a provider reporting fractional tokens still gives a usage event llm-quota counts (whole tokens)', async () => {
     odd.answer(
       '/embeddings',

@@ -279,14 +279,15 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         if (statusCode < 200) return true; // 1xx: the final answer follows
         onAnswer?.();
         // setHeader for a name's first field, appendHeader for repeats (Set-Cookie): the edge's own
-        // fields (x-request-id, version headers) are already on the answer.
+        // fields (x-request-id, version headers) are already on the answer. A deprecated version's `Link`
+        // (versioning/lifecycle.ts) is kept: the service's link-values are added after it.
         let seen: Set<string> | null = null;
         for (let i = 0; i < rawHeaders.length; i += 2) {
           const name = rawHeaders[i]!.toString('latin1');
           const lower = name.toLowerCase();
           if (RESPONSE_HOP_BY_HOP.has(lower)) continue;
           const value = rawHeaders[i + 1]!.toString('latin1');
-          if (seen?.has(lower)) res.appendHeader(name, value);
+          if (seen?.has(lower) || (lower === 'link' && res.hasHeader(lower))) res.appendHeader(name, value);
           else {
             res.setHeader(name, value);
             if (!seen) seen = new Set();

@@ -5,7 +5,7 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import { billableText, visibleText } from '../inference/answer-text';
 import {
   account,
-  failedOn,
+  accountFailure,
   figuresOf,
   type GatewayContext,
   modelChoiceHeaders,
@@ -201,8 +201,17 @@ export function mountRerank(router: Router, ctx: GatewayContext): void {
         };
       }));
     } catch (err) {
-      const spentOn = [...progress.usage.keys()].at(-1) ?? failedOn(prepared);
-      settle(spentOn, null, abort.signal.aborted ? 'client_cancelled' : 'provider_error').account();
+      const aborted = abort.signal.aborted;
+      const spentOn = [...progress.usage.keys()].at(-1);
+      // no scoring call answered: nothing consumed, accounted as every other failed call
+      if (!spentOn)
+        accountFailure(ctx, prepared, {
+          endpoint: 'rerank',
+          stream: false,
+          requestId: requestIdOf(req),
+          aborted,
+        });
+      else settle(spentOn, null, aborted ? 'client_cancelled' : 'provider_error').account();
       throw err;
     }
     const ranked = [...result.results]
