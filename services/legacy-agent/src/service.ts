@@ -10,6 +10,7 @@ import type { LegacyContext } from './domain/context';
 import { Conversations } from './domain/conversations';
 import { Dialogue } from './domain/dialogue';
 import { Entities } from './domain/entities';
+import { giveEntityNamesToOlderIntents } from './domain/entity-names-backfill';
 import { giveExpiryToOlderRecords } from './domain/expiry-backfill';
 import { Intents } from './domain/intents';
 import { MessageLimits } from './domain/message-limits';
@@ -109,6 +110,7 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
     admin: app.admin,
     start: async () => {
       await giveExpiryToOlderRecords(domain.ctx);
+      await giveEntityNamesToOlderIntents(domain.ctx);
       await domain.understanding.start();
     },
     stop: () => domain.understanding.stop(),

@@ -333,6 +333,84 @@ describe('legacy intents and entities (spec 4.3)', () => {
       await app.http.delete(`/v1/entities/${entity.id}`).set(dev(bot)).expect(200);
     });
 
+    /** A bot with Station, and intents: `go` and `stop` tag Station, `hi` tags nothing. */
+    async function botWithStationUsers() {
+      const bot = await botWithStation();
+      const [entity] = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;
+      const ids: string[] = [];
+      for (const [name, text] of [
+        ['go', 'to [Marienplatz](Station)'],
+        ['hi', 'hello'],
+        ['stop', 'at [Hauptbahnhof](Station:at)'],
+      ] as const) {
+        const made = await app.http
+          .post('/v1/intents')
+          .set(dev(bot))
+          .send({ name, utterances: { en: [utterance(text)] } })
+          .expect(200);
+        ids.push(made.body.id);
+      }
+      return {
+        bot,
+        entity,
+        users: [
+          { id: ids[0], name: 'go' },
+          { id: ids[2], name: 'stop' },
+        ],
+      };
+    }
+
+    it('reads only the intents that tag an entity to refuse its deletion or rename', async () => {
+      const { bot, entity, users } = await botWithStationUsers();
+      await trained(app.http, bot); // no training reads the intents meanwhile
+      const intents = app.store.collection<IntentDoc>('legacy_intents');
+      const find = intents.find.bind(intents);
+      const read: string[] = [];
+      const spy = jest.spyOn(intents, 'find').mockImplementation(async (filter, options) => {
+        const found = await find(filter, options);
+        read.push(...found.map((d) => d.name));
+        return found;
+      });
+      try {
+        const del = await app.http.delete(`/v1/entities/${entity.id}`).set(dev(bot)).expect(409);
+        expect(del.body).toMatchObject({ error: 'EntityInUse', details: { intents: users } });
+        await app.http.post(`/v1/entities/${entity.id}`).set(dev(bot)).send({ name: 'Stop' }).expect(409);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(read).toEqual(['go', 'stop', 'go', 'stop']);
+    });
+
+    it('finds the users among intents stored before they kept the entities they tag, and gives them those at start', async () => {
+      const { bot, entity, users } = await botWithStationUsers();
+      // as stored before decision 0122 §4, the assistant counting their bytes
+      const intents = app.store.collection<IntentDoc>('legacy_intents');
+      const entities = app.store.collection('legacy_entities');
+      const assistants = app.store.collection<{ _id: string; dataBytes: number }>('legacy_assistants');
+      const bytes = async () =>
+        [
+          ...(await intents.find({ assistantId: bot.id })),
+          ...(await entities.find({ assistantId: bot.id })),
+        ].reduce((sum, d) => sum + storedBytes(d), 0);
+      await intents.updateMany({ assistantId: bot.id }, { $unset: { entityNames: 1 } });
+      await assistants.updateOne({ _id: bot.id }, { $set: { dataBytes: await bytes() } });
+      const del = await app.http.delete(`/v1/entities/${entity.id}`).set(dev(bot)).expect(409);
+      expect(del.body.details.intents).toEqual(users);
+
+      // another instance starting over the store gives them the field, and counts its bytes
+      const other = await startLegacyApp({ store: app.store });
+      await other.close();
+      const stored = await intents.find({ assistantId: bot.id });
+      expect(Object.fromEntries(stored.map((d) => [d.name, d.entityNames]))).toEqual({
+        go: ['Station'],
+        hi: [],
+        stop: ['Station'],
+      });
+      expect((await assistants.findOne({ _id: bot.id }))!.dataBytes).toBe(await bytes());
+      const again = await app.http.delete(`/v1/entities/${entity.id}`).set(dev(bot)).expect(409);
+      expect(again.body.details.intents).toEqual(users);
+    });
+
     /** Runs `meanwhile` once, right after an intent's check read the entities it tags (before its write). */
     function afterEntityCheck(meanwhile: () => Promise<void>) {
       const entities = app.store.collection('legacy_entities');
@@ -386,6 +464,39 @@ describe('legacy intents and entities (spec 4.3)', () => {
       }
       const kept = await app.http.get(`/v1/intents/${intent.body.id}`).set(dev(bot)).expect(200);
       expect(kept.body).toMatchObject({ name: 'go', utterances: {} });
+    });
+
+    it('keeps refusing to delete an entity an intent tags after its update, refused for an entity deleted meanwhile, is undone', async () => {
+      const bot = await botWithStation();
+      const [entity] = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;
+      const intent = await app.http
+        .post('/v1/intents')
+        .set(dev(bot))
+        .send({ name: 'go', utterances: { en: [utterance('to [Marienplatz](Station)')] } })
+        .expect(200);
+      // stored before decision 0122 §4: the intent does not say which entities it tags
+      await app.store
+        .collection<IntentDoc>('legacy_intents')
+        .updateOne({ _id: intent.body.id }, { $unset: { entityNames: 1 } });
+      const stop = await app.http
+        .post('/v1/entities')
+        .set(dev(bot))
+        .send({ ...station, name: 'Stop' })
+        .expect(200);
+      const spy = afterEntityCheck(async () => {
+        await app.http.delete(`/v1/entities/${stop.body.id}`).set(dev(bot)).expect(200);
+      });
+      try {
+        await app.http
+          .post(`/v1/intents/${intent.body.id}`)
+          .set(dev(bot))
+          .send({ utterances: { en: [utterance('to [Marienplatz](Stop)')] } })
+          .expect(400);
+      } finally {
+        spy.mockRestore();
+      }
+      const del = await app.http.delete(`/v1/entities/${entity.id}`).set(dev(bot)).expect(409);
+      expect(del.body.details.intents).toEqual([{ id: intent.body.id, name: 'go' }]);
     });
 
     it('refuses deleting an entity an intent tags once the intent is written, even if it read it before', async () => {

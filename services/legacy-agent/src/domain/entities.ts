@@ -136,9 +136,16 @@ export class Entities {
     ]);
   }
 
-  /** Utterances tag entities by name: removing or renaming a tagged entity would orphan them. */
+  /**
+   * Utterances tag entities by name: removing or renaming a tagged entity would orphan them. Only the intents naming
+   * it in `entityNames` are read (decision 0122 §4), and those stored without the field, until start gives it them;
+   * each is checked on its utterances. The users are listed in the order the store answers, as before.
+   */
   private async refuseWhenUsed(assistant: AssistantDoc, entity: EntityDoc, what: string): Promise<void> {
-    const intents = await this.ctx.cols.intents.find({ assistantId: assistant._id });
+    const intents = await this.ctx.cols.intents.find({
+      assistantId: assistant._id,
+      $or: [{ entityNames: entity.name }, { entityNames: { $exists: false } }],
+    });
     const users = intents.filter((intent) => tags(intent, entity.name));
     if (users.length > 0)
       throw new Conflict(`Entity "${entity.name}" is used by intents and cannot be ${what}`, {

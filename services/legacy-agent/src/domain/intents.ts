@@ -165,6 +165,7 @@ export class Intents {
       parameters: input.parameters ?? {},
       conditionalResponses: input.conditionalResponses ?? {},
       settings: input.settings ?? {},
+      entityNames: entityNamesOf(input.utterances ?? {}),
       createdAt: base.createdAt,
       updatedAt: base.updatedAt,
     };
@@ -214,7 +215,8 @@ export class Intents {
     const { _id, revision: _revision, ...fields } = before;
     const restored = await this.ctx.cols.intents.findOneAndUpdate(
       { _id, assistantId: assistant._id, revision: after.revision },
-      { $set: { ...fields, revision: randomUUID() } },
+      // named from its utterances: `before` may have been stored without them (decision 0122 §4), `after` has its own
+      { $set: { ...fields, entityNames: entityNamesOf(before.utterances), revision: randomUUID() } },
     );
     if (restored) await resized(this.ctx, assistant._id, storedBytes(restored) - storedBytes(after));
   }
@@ -233,12 +235,17 @@ export class Intents {
 }
 
 /** The names of the entities an intent's utterances tag. */
-function taggedEntities(doc: IntentDoc): Set<string> {
+function taggedEntities(doc: Pick<IntentDoc, 'utterances'>): Set<string> {
   const tagged = new Set<string>();
   for (const utterances of Object.values(doc.utterances))
     for (const u of utterances) for (const part of u.data) if (part.entity) tagged.add(part.entity);
   return tagged;
 }
+
+/** An intent's `entityNames`: the names its utterances tag, in the order they first appear. */
+export const entityNamesOf = (utterances: IntentDoc['utterances']): string[] => [
+  ...taggedEntities({ utterances }),
+];
 
 /** An issue for each part of the intent's utterances that tags one of `names`. */
 function unknownEntities(doc: IntentDoc, names: ReadonlySet<string>): Issue[] {

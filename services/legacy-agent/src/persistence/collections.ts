@@ -100,6 +100,11 @@ export interface IntentDoc {
   parameters: Record<string, Array<Record<string, unknown>>>;
   conditionalResponses: Record<string, ConditionalResponse>;
   settings: Record<string, IntentSettings>;
+  /**
+   * the names of the entities its utterances tag, written with them: an entity's deletion or rename reads only the
+   * intents naming it here (decision 0122 §4). Absent on intents stored before: given at start, read until then.
+   */
+  entityNames?: string[];
   createdAt: Date;
   updatedAt: Date;
   /** replaced at every update, which writes only over the version it read (the store's `updateWithRevision`) */
@@ -239,6 +244,7 @@ export function openCollections(store: Store): LegacyCollections {
       store.collection<IntentDoc>('legacy_intents', [
         { fields: { assistantId: 1 } },
         { fields: { assistantId: 1, nameKey: 1 }, unique: true },
+        { fields: { assistantId: 1, entityNames: 1 } },
       ]),
       (doc) => withCanonicalLanguages(doc, INTENT_LANGUAGE_KEYED),
     ),
