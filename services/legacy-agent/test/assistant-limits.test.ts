@@ -271,4 +271,55 @@ describe('how many bytes an assistant holds (LEGACY_MAX_ASSISTANT_BYTES)', () =>
     await create(bot, intent('One too many')).expect(409);
     expect(await stored(bot.id)).toBeGreaterThan(25_000);
   });
+
+  it('is not pushed past by a start giving older intents the names of the entities they tag (decision 0122 §4)', async () => {
+    const { bot } = await accountWithBot(app.http);
+    const a = (await create(bot, intent('A', 5)).expect(200)).body.id;
+    await create(bot, intent('B', 5)).expect(200);
+    // stored before intents kept those names, the assistant 10 bytes below its budget
+    await app.store
+      .collection('legacy_intents')
+      .updateMany({ assistantId: bot.id }, { $unset: { entityNames: 1 } });
+    const bytes = await held(bot.id);
+    await app.store
+      .collection('legacy_assistants')
+      .updateOne({ _id: bot.id }, { $set: { dataBytes: bytes } });
+    const other = await startLegacyApp({
+      store: app.store,
+      env: { LEGACY_MAX_ASSISTANT_BYTES: String(bytes + 10) },
+    });
+    try {
+      // a growth of 6 bytes (the name and its key) still fits
+      await other.http.post(`/v1/intents/${a}`).set(dev(bot)).send(intent('A123', 5)).expect(200);
+    } finally {
+      await other.close();
+    }
+    expect(await stored(bot.id)).toBe(bytes + 6);
+    expect(await held(bot.id)).toBe(bytes + 6);
+  });
+
+  it('counts an update overtaken by a start giving its intent those names once', async () => {
+    const { bot } = await accountWithBot(app.http);
+    const id = (await create(bot, intent('Named meanwhile', 5)).expect(200)).body.id;
+    await update(bot, id, intent('Named meanwhile', 5)).expect(200);
+    await app.store.collection('legacy_intents').updateOne({ _id: id }, { $unset: { entityNames: 1 } });
+    await app.store
+      .collection('legacy_assistants')
+      .updateOne({ _id: bot.id }, { $set: { dataBytes: await held(bot.id) } });
+    const intents = app.store.collection('legacy_intents');
+    const findOneAndUpdate = intents.findOneAndUpdate.bind(intents);
+    // another instance starts between the update's read and its write
+    const spy = jest
+      .spyOn(intents, 'findOneAndUpdate')
+      .mockImplementationOnce(async (filter, change, options) => {
+        await (await startLegacyApp({ store: app.store })).close();
+        return findOneAndUpdate(filter, change, options);
+      });
+    try {
+      await update(bot, id, intent('Named meanwhile', 6)).expect(200);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await stored(bot.id)).toBe(await held(bot.id));
+  });
 });

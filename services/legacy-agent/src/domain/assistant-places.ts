@@ -17,9 +17,20 @@ import type { LegacyContext } from './context';
 const COUNTERS = { intents: 'intentCount', entities: 'entityCount' } as const;
 type Held = keyof typeof COUNTERS;
 
-/** The bytes an intent or entity takes as the budget counts them: its stored JSON, but its write revision. */
+/**
+ * The bytes an intent or entity takes as the budget counts them: its stored JSON, but its write revision and an
+ * intent's `entityNames` (read from its utterances, which are counted: decision 0122 §4), so that giving older intents
+ * those names at start neither changes what an assistant holds nor pushes a full one past its budget.
+ */
 export const storedBytes = (doc: object): number => {
-  const { revision: _revision, ...content } = doc as { revision?: string };
+  const {
+    revision: _revision,
+    entityNames: _entityNames,
+    ...content
+  } = doc as {
+    revision?: string;
+    entityNames?: string[];
+  };
   return Buffer.byteLength(JSON.stringify(content));
 };
 

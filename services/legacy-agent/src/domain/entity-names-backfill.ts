@@ -1,4 +1,3 @@
-import { resized, storedBytes } from './assistant-places';
 import type { LegacyContext } from './context';
 import { entityNamesOf } from './intents';
 
@@ -8,9 +7,9 @@ const BATCH = 100;
 /**
  * Since decision 0122 §4 an intent keeps the names of the entities its utterances tag (`entityNames`), so that an
  * entity's deletion or rename reads only the intents using it. At start, intents stored before get theirs, `BATCH` at
- * a time in id order, their assistant's `dataBytes` counting the bytes added. One written meanwhile (its revision
- * changed) is left as that write made it. Nothing depends on this having run: the check also reads the intents
- * without the field.
+ * a time in id order; the budget does not count them (`storedBytes`), so `dataBytes` stays as it is. One written
+ * meanwhile (its revision changed) is left as that write made it. Nothing depends on this having run: the check
+ * also reads the intents without the field.
  */
 export async function giveEntityNamesToOlderIntents(ctx: LegacyContext): Promise<void> {
   const { cols, logger } = ctx;
@@ -27,9 +26,7 @@ export async function giveEntityNamesToOlderIntents(ctx: LegacyContext): Promise
           { _id: doc._id, revision: doc.revision ?? { $exists: false } },
           { $set: { entityNames } },
         );
-        if (matched === 0) continue;
-        given++;
-        await resized(ctx, doc.assistantId, storedBytes({ ...doc, entityNames }) - storedBytes(doc));
+        if (matched > 0) given++;
       }
       if (batch.length < BATCH) break;
       after = batch[batch.length - 1]!._id;
