@@ -1,4 +1,5 @@
-import { HELP, parse } from './cli';
+import { dispatch, HELP, parse } from './cli';
+import { CliError } from './client';
 
 describe('the command line', () => {
   it('takes a word beginning with one dash as a value (a signing key id may), keeping -h and the long options', () => {
@@ -38,5 +39,60 @@ describe('the help text', () => {
     const help = helpOf(option);
     for (const command of commands) expect(help).toContain(command);
     expect(HELP).toContain('\nLLM gateway (');
+  });
+});
+
+describe('the usage lines', () => {
+  /** Every command the help lists: `admin grant|revoke` is two. */
+  const commands = [...HELP.matchAll(/^ {2}([a-z-]+) ([a-z|]+) /gm)].flatMap(([, group, verbs]) =>
+    verbs!.split('|').map((verb) => `${group} ${verb}`),
+  );
+  const optionsOf = (line: string) =>
+    [...new Set([...line.matchAll(/--([a-z-]+)/g)].map(([, name]) => name!))].sort();
+
+  /**
+   * Runs a command with `count` arguments and every option answering `value`, without a credential (so nothing is
+   * sent): the options it read, and its usage line if it answered one.
+   */
+  const attempt = async (command: string, count: number, value: string | undefined) => {
+    const read = new Set<string>();
+    const values = new Proxy(
+      {},
+      {
+        get: (_target, key) => {
+          if (typeof key === 'string') read.add(key);
+          return value;
+        },
+      },
+    );
+    const args = Array.from({ length: count }, (_, i) => `arg${i}`);
+    try {
+      await dispatch([...command.split(' '), ...args], values, { url: 'http://127.0.0.1:9' });
+    } catch (err) {
+      const usage = err instanceof CliError && /^Usage: pnpm platform (.*)$/s.exec(err.message);
+      if (usage) return { read, usage: usage[1] };
+    }
+    return { read, usage: undefined };
+  };
+
+  it('lists the commands', () => {
+    expect(commands).toEqual(
+      expect.arrayContaining(['org create', 'admin revoke', 'providers add', 'org downgrade']),
+    );
+  });
+
+  it.each(commands)('of %s name every option the command reads', async (command) => {
+    const read = new Set<string>();
+    const usages = new Set<string>();
+    // no option given (the path without --all, a required option missing) and every one given (past the checks)
+    for (const count of [0, 1, 2, 3, 4])
+      for (const value of [undefined, 'x']) {
+        const outcome = await attempt(command, count, value);
+        for (const name of outcome.read) read.add(name);
+        if (outcome.usage) usages.add(outcome.usage);
+      }
+    expect(usages.size).toBeGreaterThan(0);
+    for (const usage of usages)
+      expect({ usage, options: optionsOf(usage) }).toEqual({ usage, options: [...read].sort() });
   });
 });

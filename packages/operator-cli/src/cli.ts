@@ -279,7 +279,8 @@ function parseOptions(argv: string[]) {
 
 type Values = ReturnType<typeof parseOptions>['values'];
 
-function dispatch(positionals: string[], values: Values, s: CliSettings): Promise<Outcome> {
+/** Runs the command `positionals` names; a wrong number of arguments is a usage error naming its options. */
+export function dispatch(positionals: string[], values: Values, s: CliSettings): Promise<Outcome> {
   const [group, verb, ...args] = positionals;
   const need = (n: number, usage: string) => {
     if (args.length !== n) throw new CliError(`Usage: pnpm platform ${usage}`, 2);
@@ -313,7 +314,10 @@ function dispatch(positionals: string[], values: Values, s: CliSettings): Promis
       need(1, 'keys revoke <kid>');
       return revokeKey(s, args[0]!);
     case 'oidc-client add':
-      need(1, 'oidc-client add <clientId> --redirect-uri URI [--name NAME] [--confidential]');
+      need(
+        1,
+        'oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI]... [--name NAME] [--confidential]',
+      );
       if (!values['redirect-uri']?.length) throw new CliError('oidc-client add needs --redirect-uri', 2);
       return addOidcClient(s, args[0]!, {
         name: values.name,
@@ -337,7 +341,10 @@ function dispatch(positionals: string[], values: Values, s: CliSettings): Promis
       need(1, `admin ${verb} <userId>`);
       return grantPlatformAdmin(s, args[0]!, verb === 'grant');
     case 'providers add':
-      need(1, 'providers add <name> --type TYPE [--base-url URL] [--api-key KEY]');
+      need(
+        1,
+        'providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY] [--header NAME=VALUE]... [--azure-api-version V]',
+      );
       if (!values.type) throw new CliError('providers add needs --type', 2);
       return addProvider(s, args[0]!, {
         type: values.type,

@@ -2,6 +2,7 @@ import { ManualClock } from '@platform/kernel';
 import {
   type Backends,
   bearer,
+  type Route,
   request,
   signSession,
   startBackends,
@@ -98,6 +99,53 @@ describe('API version lifecycle at the edge', () => {
       // Where the edge sets no Link, the service's reaches the client as it sent it.
       const current = await request(edge.url, '/legacy/v2/bots');
       expect(current.headers.link).toBe('</v2/bots?page=2>; rel="next"');
+    } finally {
+      await legacy.close();
+    }
+  });
+
+  it("answers its own lifecycle fields and request id, never a service's value for them", async () => {
+    const edgeOwned: Route = (_req, res) => {
+      res.setHeader('deprecation', '@0');
+      res.setHeader('sunset', 'Fri, 01 Jan 2100 00:00:00 GMT');
+      res.setHeader('x-platform-api-deprecation', 'from the service');
+      res.setHeader('x-platform-api-version-used', '1999-01-01');
+      res.setHeader('x-request-id', 'from-the-service');
+      res.setHeader('x-service-field', 'kept');
+      res.end('[]');
+      return true;
+    };
+    const legacy = await startUpstream('legacy-agent', { '/v1/bots': edgeOwned, '/v2/bots': edgeOwned });
+    try {
+      const edge = await startEdge({
+        ...services.urls,
+        legacyUrl: legacy.url,
+        clock: new ManualClock('2025-06-01T00:00:00Z'),
+      });
+      edges.push(edge);
+      const deprecated = await request(edge.url, '/legacy/v1/bots', {
+        headers: { 'x-request-id': 'client-id-1' },
+      });
+      expect(deprecated.status).toBe(200);
+      expect(deprecated.headers).toMatchObject({
+        deprecation: `@${Date.parse('2024-12-31T00:00:00Z') / 1000}`,
+        sunset: 'Wed, 31 Dec 2025 00:00:00 GMT',
+        'x-platform-api-deprecation':
+          'API v1 is deprecated. It will be retired on 2025-12-31T00:00:00.000Z. Migrate to v2.',
+        'x-platform-api-version-used': '2025-01-15',
+        'x-request-id': 'client-id-1',
+        'x-service-field': 'kept',
+      });
+      // Where the edge sets no deprecation fields, a service's do not reach the client either.
+      const current = await request(edge.url, '/legacy/v2/bots', {
+        headers: { 'x-request-id': 'client-id-2' },
+      });
+      expect(current.status).toBe(200);
+      expect(current.headers.deprecation).toBeUndefined();
+      expect(current.headers.sunset).toBeUndefined();
+      expect(current.headers['x-platform-api-deprecation']).toBeUndefined();
+      expect(current.headers['x-platform-api-version-used']).toBe('2025-01-15');
+      expect(current.headers['x-request-id']).toBe('client-id-2');
     } finally {
       await legacy.close();
     }

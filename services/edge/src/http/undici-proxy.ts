@@ -61,6 +61,18 @@ const RESPONSE_HOP_BY_HOP = new Set([
   'upgrade',
   'transfer-encoding',
 ]);
+/**
+ * Fields of the answer the edge owns: the request id and the version lifecycle's (versioning/lifecycle.ts), set
+ * before the upstream answers. A service's value for one is dropped, so it neither replaces the edge's nor stands
+ * in for it where the edge sets none (a route not deprecated has no `Deprecation`).
+ */
+const EDGE_OWNED = new Set([
+  'x-request-id',
+  'x-platform-api-version-used',
+  'x-platform-api-deprecation',
+  'deprecation',
+  'sunset',
+]);
 
 /**
  * Longest a pooled connection stays open unused: a service (kernel `listen`) keeps a connection between requests for
@@ -279,13 +291,20 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         if (statusCode < 200) return true; // 1xx: the final answer follows
         onAnswer?.();
         // setHeader for a name's first field, appendHeader for repeats (Set-Cookie): the edge's own
-        // fields (x-request-id, version headers) are already on the answer. A deprecated version's `Link`
-        // (versioning/lifecycle.ts) is kept: the service's link-values are added after it.
+        // fields (x-request-id, version headers) are already on the answer, and a service's are dropped. A
+        // deprecated version's `Link` (versioning/lifecycle.ts) is kept: the service's link-values follow it.
         let seen: Set<string> | null = null;
         for (let i = 0; i < rawHeaders.length; i += 2) {
           const name = rawHeaders[i]!.toString('latin1');
           const lower = name.toLowerCase();
           if (RESPONSE_HOP_BY_HOP.has(lower)) continue;
+          if (EDGE_OWNED.has(lower)) {
+            options.logger.debug(
+              { requestId, field: lower },
+              "upstream answer field dropped: the edge's own",
+            );
+            continue;
+          }
           const value = rawHeaders[i + 1]!.toString('latin1');
           if (seen?.has(lower) || (lower === 'link' && res.hasHeader(lower))) res.appendHeader(name, value);
           else {
