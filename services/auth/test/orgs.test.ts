@@ -118,6 +118,27 @@ describe('organizations, members and roles', () => {
     expect((await h.call(second, 'delete', `/v2/orgs/${s}/members/${owner.userId}`)).status).toBe(204);
   });
 
+  it('a refused removal puts the membership back and publishes auth.membership.changed for it', async () => {
+    // an edge that resolved the member's principal while the membership was gone drops it on the event
+    const member = await h.newUser();
+    const s = await orgWith([member, 'member']);
+    await h.call(member, 'put', '/v2/user/active-org', { orgSlug: s });
+    const workspace = (await h.call(member, 'post', '/v2/workspaces', { name: 'Shared' })).body.id as string;
+    await h.call(member, 'put', `/v2/workspaces/${workspace}/members/${owner.userId}`, { role: 'editor' });
+    const events = recordEvents(h.bus, [Subjects.membershipChanged]);
+    const leave = await h.call(owner, 'delete', `/v2/orgs/${s}/members/${owner.userId}`);
+    expect(leave.body.error).toBe('LastOwner'); // the last owner of the organization
+    const remove = await h.call(owner, 'delete', `/v2/orgs/${s}/members/${member.userId}`);
+    expect(remove.body).toMatchObject({ status: 409, error: 'LastOwner' }); // the last owner of a shared workspace
+    await waitFor(() => events.seen.length >= 2, { what: 'two membership events' });
+    expect(events.seen.map((e) => e.payload)).toEqual([
+      { version: 1, orgSlug: s, userId: owner.userId, at: expect.any(String) },
+      { version: 1, orgSlug: s, userId: member.userId, at: expect.any(String) },
+    ]);
+    events.stop();
+    expect((await h.call(owner, 'get', `/v2/orgs/${s}/members`)).body).toHaveLength(2);
+  });
+
   it('two owners demoting each other at once leave at least one owner', async () => {
     const other = await h.newUser();
     const s = await orgWith([other, 'owner']);

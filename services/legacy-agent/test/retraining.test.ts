@@ -127,6 +127,86 @@ describe('legacy models: retraining without blocking Messages', () => {
     await waitFor(() => nlu.trainings.length === 1, { what: 'training at the burst deadline' });
   });
 
+  it('trains again when an intent write refused for an entity deleted meanwhile is undone (decision 0122 §3)', async () => {
+    const nlu = new ScriptedNlu();
+    const timers = new ManualTimers();
+    const { app, bot } = await appWithAssistant(nlu, { timers, env: { LEGACY_RETRAIN_DEBOUNCE_MS: '300' } });
+    const entities = app.store.collection('legacy_entities');
+    const station = { name: 'Station', automaticallyExtensible: { en: true }, useSynonyms: { en: false } };
+    const tagging = { en: [utterance('to [Marienplatz](Station)')] };
+    await addIntent(app, bot, 'Greet', 'hello there');
+    const go = (await addIntent(app, bot, 'go', 'go')).body.id as string;
+
+    /** `write` (tagging Station) is refused: the entity is deleted after its check, and the training that deletion
+     *  schedules reads the intents while the refused version is stored (before its write is undone). */
+    const refusedWhileTraining = async (write: () => Promise<unknown>) => {
+      const { body } = await app.http
+        .post('/v1/entities')
+        .set(dev(bot))
+        .send({ ...station, data: { en: [{ value: 'Marienplatz' }] } })
+        .expect(200);
+      timers.advance(300);
+      await trained(app.http, bot);
+      const started = nlu.started;
+      let deleted = false;
+      const find = entities.find.bind(entities);
+      const checked = jest.spyOn(entities, 'find').mockImplementation(async (filter, options) => {
+        const found = await find(filter, options);
+        // the intent's check reads without options; training reads sorted
+        if (!options && !deleted) {
+          deleted = true;
+          await app.http.delete(`/v1/entities/${body.id}`).set(dev(bot)).expect(200);
+        }
+        return found;
+      });
+      const updateOne = entities.updateOne.bind(entities);
+      const held = jest.spyOn(entities, 'updateOne').mockImplementation(async (filter, update) => {
+        // the intent is stored, its hold of the entity about to miss: the deletion's training reads it now
+        if (deleted && nlu.started === started) {
+          timers.advance(300);
+          await waitFor(() => nlu.started === started + 1, { what: 'the training of the deletion to begin' });
+        }
+        return updateOne(filter, update);
+      });
+      nlu.hold();
+      try {
+        await write();
+      } finally {
+        checked.mockRestore();
+        held.mockRestore();
+        nlu.release();
+      }
+      await waitFor(() => nlu.trainings.length === started + 1, {
+        what: 'the training that read the refused write',
+      });
+      await waitFor(() => timers.pending === 1, { what: 'the training of the undo to be scheduled' });
+      timers.advance(0);
+      await trained(app.http, bot);
+      return nlu.trainings.slice(started).map((set) => set.intents.map((i) => i.name));
+    };
+
+    // a refused creation is deleted
+    const created = () =>
+      app.http.post('/v1/intents').set(dev(bot)).send({ name: 'to', utterances: tagging }).expect(400);
+    expect(await refusedWhileTraining(created)).toEqual([
+      ['Greet', 'go', 'to'],
+      ['Greet', 'go'],
+    ]);
+    expect((await topIntent(app, bot, 'to Marienplatz')).name).not.toBe('to');
+    // a refused update puts the version it replaced back
+    const updated = () =>
+      app.http
+        .post(`/v1/intents/${go}`)
+        .set(dev(bot))
+        .send({ name: 'go to', utterances: tagging })
+        .expect(400);
+    expect(await refusedWhileTraining(updated)).toEqual([
+      ['Greet', 'go to'],
+      ['Greet', 'go'],
+    ]);
+    expect((await topIntent(app, bot, 'go')).name).toBe('go');
+  });
+
   it('refuses to train more than LEGACY_MAX_TRAINING_SENTENCES, says why in the status, and keeps the model', async () => {
     const nlu = new ScriptedNlu();
     const { app, bot } = await appWithAssistant(nlu, { env: { LEGACY_MAX_TRAINING_SENTENCES: '3' } });

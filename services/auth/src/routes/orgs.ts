@@ -306,13 +306,15 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
       return;
     }
     // a membership given again meanwhile stands for the one put back; none is put back in an organization or for
-    // an account deleted meanwhile (its sweep may be done already: decision 0099)
+    // an account deleted meanwhile (its sweep may be done already: decision 0099). Announced like any change: an
+    // edge may have resolved the member's principal while the membership was gone.
     const putBack = async () => {
       await c.collections.memberships.insertOne(existing).catch((err) => {
         if (!(err instanceof DuplicateKeyError)) throw err;
       });
       if (!(await orgExists(c, existing.orgId)) || !(await userIsLive(c, userId)))
         await c.collections.memberships.deleteOne({ _id: existing._id });
+      await c.events.membershipChanged(access.org.slug, userId);
     };
     await keepAnOwner(c, access.org, existing, putBack);
     await leaveWorkspaces(c, access.org, userId, putBack);

@@ -66,6 +66,7 @@ export class Intents {
       // place is given back by whoever deletes it (a deletion of its id may have come first), with what it holds
       const deleted = await deleteAsRead(cols.intents, { _id: doc._id }, doc);
       if (deleted) await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(deleted));
+      await this.onChange(assistant._id); // a training may have read it while it was stored
       throwIfIssues(unknownEntities(doc, gone));
     }
     await this.onChange(assistant._id);
@@ -101,6 +102,7 @@ export class Intents {
     const gone = await this.holdEntities(assistant, updated.after, updated.before);
     if (gone.size > 0) {
       await this.restore(assistant, updated.before, updated.after);
+      await this.onChange(assistant._id); // a training may have read the refused version while it was stored
       throwIfIssues(unknownEntities(updated.after, gone));
     }
     await this.onChange(assistant._id);
