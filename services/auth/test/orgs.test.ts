@@ -139,6 +139,23 @@ describe('organizations, members and roles', () => {
     expect((await h.call(owner, 'get', `/v2/orgs/${s}/members`)).body).toHaveLength(2);
   });
 
+  it('a refused role change puts the role back and publishes auth.membership.changed for it', async () => {
+    // the role was briefly another: an edge that resolved the member's principal then drops it on the event
+    const s = await orgWith();
+    const events = recordEvents(h.bus, [Subjects.membershipChanged]);
+    const demote = await h.call(owner, 'post', `/v2/orgs/${s}/members`, {
+      userId: owner.userId,
+      role: 'member',
+    });
+    expect(demote.body).toMatchObject({ status: 409, error: 'LastOwner' });
+    await waitFor(() => events.seen.length >= 1, { what: 'a membership event' });
+    expect(events.seen.map((e) => e.payload)).toEqual([
+      { version: 1, orgSlug: s, userId: owner.userId, at: expect.any(String) },
+    ]);
+    events.stop();
+    expect((await h.call(owner, 'get', `/v2/orgs/${s}/members`)).body[0].role).toBe('owner');
+  });
+
   it('two owners demoting each other at once leave at least one owner', async () => {
     const other = await h.newUser();
     const s = await orgWith([other, 'owner']);

@@ -241,8 +241,11 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
           { $set: { role: body.role } },
         );
         if (matched === 0) throw memberChangedConcurrently();
-        const undo = () =>
-          c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: existing.role } });
+        // the role was another for a moment: announced, so that no edge keeps a principal resolved meanwhile
+        const undo = async () => {
+          await c.collections.memberships.updateOne({ _id: existing._id }, { $set: { role: existing.role } });
+          await c.events.membershipChanged(access.org.slug, body.userId);
+        };
         await keepAnOwner(c, access.org, existing, undo);
         await keepARole(c, access.org, body.role, undo);
         await c.events.membershipChanged(access.org.slug, body.userId);
@@ -265,16 +268,19 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
         throw new Conflict('This user was added concurrently', { error: 'AlreadyAMember' });
       throw err;
     }
-    await keepARole(c, access.org, body.role, () =>
-      c.collections.memberships.deleteOne({ _id: membership._id }),
-    );
+    // the membership existed for a moment: its removal is announced, so that no edge keeps a principal holding it
+    const undo = async () => {
+      await c.collections.memberships.deleteOne({ _id: membership._id });
+      await c.events.membershipChanged(access.org.slug, body.userId);
+    };
+    await keepARole(c, access.org, body.role, undo);
     // the organization, or the user's account, was deleted while this ran: the membership goes too
     const [orgThere, userThere] = await Promise.all([
       orgExists(c, access.org._id),
       userIsLive(c, body.userId),
     ]);
     if (!orgThere || !userThere) {
-      await c.collections.memberships.deleteOne({ _id: membership._id });
+      await undo();
       throw orgThere
         ? new NotFound(`No user ${body.userId}`, { error: 'UserNotFound' })
         : orgNotFound(access.org.slug, true);
