@@ -1,3 +1,4 @@
+import { type Collection, type Doc, DuplicateKeyError } from '@platform/store';
 import type { AuthContext } from '../context';
 
 /**
@@ -19,4 +20,19 @@ export async function workspaceExists(c: AuthContext, workspaceId: string): Prom
 export async function userIsLive(c: AuthContext, userId: string): Promise<boolean> {
   const user = await c.collections.users.findOne({ _id: userId });
   return user !== null && !user.deletedAt;
+}
+
+/**
+ * `doc`, taken away by a write now undone, put back (one written again meanwhile stands for it), unless what it
+ * belongs to went meanwhile (`stillThere`): its deletion's sweep may be done already, so it is taken away again.
+ */
+export async function putBackUnlessGone<T extends Doc>(
+  collection: Collection<T>,
+  doc: T,
+  stillThere: () => Promise<boolean>,
+): Promise<void> {
+  await collection.insertOne(doc).catch((err) => {
+    if (!(err instanceof DuplicateKeyError)) throw err;
+  });
+  if (!(await stillThere())) await collection.deleteOne({ _id: doc._id });
 }

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import type { AuthContext } from '../context';
 import type { MembershipDoc, OrgDoc, WorkspaceMemberDoc } from '../data/collections';
 import { loadCaller, requireUser } from '../domain/caller';
-import { orgExists, userIsLive, workspaceExists } from '../domain/liveness';
+import { orgExists, putBackUnlessGone, userIsLive, workspaceExists } from '../domain/liveness';
 import { type OrgAccess, orgAccess, requireOwner } from '../domain/org-access';
 import { deleteOrganization, orgNotFound } from '../domain/org-deletion';
 import { findRole } from '../domain/roles';
@@ -315,11 +315,11 @@ export function mountOrgRoutes(router: Router, c: AuthContext): void {
     // an account deleted meanwhile (its sweep may be done already: decision 0099). Announced like any change: an
     // edge may have resolved the member's principal while the membership was gone.
     const putBack = async () => {
-      await c.collections.memberships.insertOne(existing).catch((err) => {
-        if (!(err instanceof DuplicateKeyError)) throw err;
-      });
-      if (!(await orgExists(c, existing.orgId)) || !(await userIsLive(c, userId)))
-        await c.collections.memberships.deleteOne({ _id: existing._id });
+      await putBackUnlessGone(
+        c.collections.memberships,
+        existing,
+        async () => (await orgExists(c, existing.orgId)) && (await userIsLive(c, userId)),
+      );
       await c.events.membershipChanged(access.org.slug, userId);
     };
     await keepAnOwner(c, access.org, existing, putBack);
@@ -362,13 +362,12 @@ async function leaveWorkspaces(c: AuthContext, org: OrgDoc, userId: string, undo
     if (ws) blockers.push({ id: ws._id, name: ws.name, members: members + 1 });
   }
   if (blockers.length === 0) return;
-  for (const wm of removed) {
-    await col.workspaceMembers.insertOne(wm).catch((err) => {
-      if (!(err instanceof DuplicateKeyError)) throw err;
-    });
-    if (!(await workspaceExists(c, wm.workspaceId)) || !(await userIsLive(c, userId)))
-      await col.workspaceMembers.deleteOne({ _id: wm._id });
-  }
+  for (const wm of removed)
+    await putBackUnlessGone(
+      col.workspaceMembers,
+      wm,
+      async () => (await workspaceExists(c, wm.workspaceId)) && (await userIsLive(c, userId)),
+    );
   await undo();
   const names = blockers.map((w) => `workspace "${w.name}" (${w.id})`);
   const them = names.length > 1 ? 'them' : 'it';
