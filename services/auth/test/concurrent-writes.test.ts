@@ -56,15 +56,14 @@ describe('auth under concurrent requests', () => {
   let h: AuthHarness;
   let raced: ReturnType<typeof storeWithReadBarrier>;
   const folder = tempDir('auth-races-');
+  const store = createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 });
   beforeAll(async () => {
-    raced = storeWithReadBarrier(
-      createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }),
-      'workspace_members',
-    );
+    raced = storeWithReadBarrier(store, 'workspace_members');
     h = await startAuth({ store: raced.store });
   });
   afterAll(async () => {
     await h.stop();
+    await store.close(); // the harness closes only a store it made: its timers would write into a removed folder
     folder.remove();
   });
 
@@ -146,15 +145,14 @@ describe('an organization member whose role changes while another request change
   let h: AuthHarness;
   let raced: ReturnType<typeof storeWithReadBarrier>;
   const folder = tempDir('auth-member-races-');
+  const store = createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 });
   beforeAll(async () => {
-    raced = storeWithReadBarrier(
-      createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }),
-      'memberships',
-    );
+    raced = storeWithReadBarrier(store, 'memberships');
     h = await startAuth({ store: raced.store });
   });
   afterAll(async () => {
     await h.stop();
+    await store.close();
     folder.remove();
   });
 
@@ -221,6 +219,7 @@ describe('a custom role deleted while it is being given', () => {
   });
   afterAll(async () => {
     await h.stop();
+    await gated.store.close();
     folder.remove();
   });
 
