@@ -146,6 +146,43 @@ describe('organizations through the edge', () => {
     ).toBe(201);
   });
 
+  it('refuses a name that shows nothing or reorders the text after it, and a role description that is not text', async () => {
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    // zero-width characters, a Hangul filler, a bidirectional override and isolate (what follows would read reversed)
+    for (const name of ['\u200b', '\u3164\u200d', 'Acme\u202e', '\u2066Acme']) {
+      for (const [method, path, body] of [
+        ['POST', '/v2/orgs', { slug: 'blank-org', name }],
+        ['PATCH', '/v2/orgs/edge-org', { name }],
+        ['POST', '/v2/user/accessTokens', { name, expiresAt }],
+        ['POST', '/v2/workspaces', { name }],
+      ] as const) {
+        const res = await api(method, path, users.owner, body);
+        expect([method, path, res.status, res.body.details?.issues?.[0]?.field]).toEqual([
+          method,
+          path,
+          400,
+          'name',
+        ]);
+      }
+    }
+    const role = await api('PUT', '/v2/orgs/edge-org/roles/described', users.owner, {
+      permissions: [],
+      description: 'reads \u202eall',
+    });
+    expect([role.status, role.body.details?.issues?.[0]?.field]).toEqual([400, 'description']);
+    // nothing stored
+    expect((await api('GET', '/v2/orgs/blank-org', users.owner)).status).toBe(404);
+    expect((await api('GET', '/v2/orgs/edge-org', users.owner)).body.name).toBe('Edge Org');
+    const roles = (await api('GET', '/v2/orgs/edge-org/roles', users.owner)).body as Array<{ slug: string }>;
+    expect(roles.map((r) => r.slug)).not.toContain('described');
+  });
+
+  it('keeps a name in composed form (NFC): an accent typed as its own character is the same name', async () => {
+    const made = await api('POST', '/v2/workspaces', users.owner, { name: 'Cafe\u0301' });
+    expect([made.status, made.body.name]).toEqual([201, 'Caf\u00e9']);
+    expect((await api('GET', `/v2/workspaces/${made.body.id}`, users.owner)).body.name).toBe('Caf\u00e9');
+  });
+
   it('a taken slug is 409', async () => {
     expect((await api('POST', '/v2/orgs', users.outsider, { slug: 'edge-org', name: 'Mine' })).status).toBe(
       409,

@@ -1,7 +1,8 @@
 import { ALL_PERMISSIONS, Subjects } from '@platform/contracts';
 import { createEmbeddedStore, type Doc } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
-import { type AuthHarness, recordEvents, startAuth, type UserActor } from './helpers';
+import { signInWith, startFakeIdp } from './fake-idp';
+import { type AuthHarness, INTERNAL_SECRET, recordEvents, startAuth, type UserActor } from './helpers';
 import { storeWithInsertGate } from './store-gate';
 
 let counter = 0;
@@ -433,5 +434,75 @@ describe('removing a member while their account, their organization or their wor
     expect((await creating).body).toMatchObject({ status: 403, error: 'NotAMember' });
     expect(await col().workspaceMembers.find({ userId: member.userId })).toEqual([]);
     expect(await col().workspaces.find({ createdBy: member.userId })).toEqual([]);
+  });
+});
+
+describe("a company's SSO provider makes its people members once, not at every sign-in", () => {
+  const SECRET = 'company-secret-for-the-platform-0123456789';
+  let idp: Awaited<ReturnType<typeof startFakeIdp>>;
+  let h: AuthHarness;
+  let owner: UserActor;
+  const company = slug('company');
+  beforeAll(async () => {
+    idp = await startFakeIdp({
+      clientId: 'platform',
+      clientSecret: SECRET,
+      redirectUris: ['http://localhost:8080/account/sso/acme/callback'],
+    });
+    h = await startAuth({ env: { PASSWORD_SCRYPT_N: '1024', PASSWORD_SCRYPT_P: '1' } });
+    owner = await h.newUser();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: company, name: 'Acme' })).status).toBe(201);
+    const named = await h.http
+      .put('/internal/sso-providers/acme')
+      .set('x-platform-internal-secret', INTERNAL_SECRET)
+      .send({
+        name: 'Acme SSO',
+        issuer: idp.url,
+        clientId: 'platform',
+        clientSecret: SECRET,
+        orgSlug: company,
+      });
+    expect(named.status).toBe(201);
+  });
+  afterAll(async () => {
+    await h.stop();
+    await idp.close();
+  });
+
+  /** signs `name` in with the company's provider; answers them as a caller of auth */
+  async function signIn(name: string): Promise<UserActor> {
+    const res = await signInWith(h, 'acme', name);
+    expect([res.status, res.headers.location]).toEqual([303, '/account']);
+    const cookie = (res.headers['set-cookie'] as unknown as string[]).find((c) =>
+      c.startsWith('access-token='),
+    )!;
+    const token = cookie.slice('access-token='.length, cookie.indexOf(';'));
+    const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString());
+    return {
+      userId: claims.sub,
+      sessionId: claims.platformSessionId,
+      token,
+      credential: { kind: 'session', userId: claims.sub, sessionId: claims.platformSessionId },
+    };
+  }
+
+  it('a member removed by the organization stays removed when signing in with it again', async () => {
+    const dana = await signIn('dana');
+    expect((await h.call(dana, 'get', `/v2/orgs/${company}`)).body.role).toBe('member');
+    expect((await h.call(owner, 'delete', `/v2/orgs/${company}/members/${dana.userId}`)).status).toBe(204);
+    const again = await signIn('dana');
+    expect(again.userId).toBe(dana.userId);
+    expect((await h.call(again, 'get', `/v2/orgs/${company}`)).body.error).toBe('NotAMember');
+    const members = (await h.call(owner, 'get', `/v2/orgs/${company}/members`)).body as Array<{
+      userId: string;
+    }>;
+    expect(members.map((m) => m.userId)).not.toContain(dana.userId);
+  });
+
+  it('a member who left is not put back by their next sign-in', async () => {
+    const eli = await signIn('eli');
+    expect((await h.call(eli, 'delete', `/v2/orgs/${company}/members/${eli.userId}`)).status).toBe(204);
+    const again = await signIn('eli');
+    expect((await h.call(again, 'get', '/v2/orgs')).body).toEqual([]);
   });
 });

@@ -14,4 +14,10 @@ describe('form fields', () => {
     expect(formName(`${'x'.repeat(99)}😀`, 100)).toBe('x'.repeat(99));
     expect(formName(undefined, 100)).toBe('');
   });
+
+  it('drop bidirectional overrides, compose accents (NFC), and take invisible characters alone as no name', () => {
+    expect(formName('Zoe\u0308\u202e', 100)).toBe('Zo\u00eb');
+    expect(formName('\u2067Acme\u2069', 100)).toBe('Acme');
+    expect(formName('\u200b\u200d \u3164', 100)).toBe('');
+  });
 });

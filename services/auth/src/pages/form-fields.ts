@@ -1,4 +1,4 @@
-import { NOT_TEXT } from '../routes/common';
+import { NOT_TEXT, showsSomething } from '../routes/common';
 
 /**
  * A form field as text: a string cut to `max` UTF-16 units, never between the two halves of a surrogate pair (a cut
@@ -13,8 +13,11 @@ export function formText(value: unknown, max = 256): string {
 }
 
 /**
- * A name a person gives in a form, or an identity provider gives: text without control characters or lone surrogates
- * (as the API's `displayName` refuses them), trimmed.
+ * A name a person gives in a form, or an identity provider gives: text without control characters, bidirectional
+ * overrides or lone surrogates (as the API's `displayName` refuses them), trimmed, composed (NFC); '' when what is left
+ * shows nothing (zero-width characters alone).
  */
-export const formName = (value: unknown, max: number): string =>
-  formText(value, max).replace(new RegExp(NOT_TEXT.source, 'gu'), '').trim();
+export function formName(value: unknown, max: number): string {
+  const name = formText(value, max).replace(new RegExp(NOT_TEXT.source, 'gu'), '').trim().normalize('NFC');
+  return showsSomething(name) ? name : '';
+}

@@ -4,21 +4,42 @@ import { z } from 'zod';
 /** An ISO 8601 date-time with an offset (`Z` or `+02:00`). */
 export const IsoDateTime = z.iso.datetime({ offset: true });
 
-/** a control character (C0, DEL, C1), or half of a surrogate pair without its other half (`u`: pairs are one) */
-export const NOT_TEXT = /[\p{Cc}\p{Cs}]/u;
-
 /**
- * A name a person gives and reads back (organizations, workspaces, tokens, keys, people): trimmed, 1 to `max`
- * characters, and text: no control character, which a page or a log line would show as nothing or break on, and no
- * lone surrogate, which is not text at all (a MongoDB document would keep U+FFFD in its place).
+ * a control character (C0, DEL, C1); a bidirectional embedding, override or isolate (U+202A-U+202E, U+2066-U+2069),
+ * which reorders the text shown after it, so that a name could make a page, a list or a log line read otherwise; or
+ * half of a surrogate pair without its other half (`u`: pairs are one)
  */
-export const displayName = (max: number) =>
+export const NOT_TEXT = /[\p{Cc}\p{Cs}\u202A-\u202E\u2066-\u2069]/u;
+
+/** what draws nothing: spaces, default-ignorable characters (zero-width ones, fillers, tags), the blank braille cell */
+const INVISIBLE = /[\p{White_Space}\p{Default_Ignorable_Code_Point}\u2800]/gu;
+
+/** Whether `s` shows anything: a name of zero-width spaces alone is as empty as no name. */
+export const showsSomething = (s: string): boolean => s.replace(INVISIBLE, '') !== '';
+
+const NOT_TEXT_MESSAGE = 'holds a control character, a bidirectional override or a lone surrogate';
+
+/** Free text a person writes (a description): text as `displayName` takes it, and possibly empty. */
+export const freeText = (max: number) =>
   z
     .string()
     .trim()
-    .min(1)
+    .normalize('NFC')
     .max(max)
-    .refine((s) => !NOT_TEXT.test(s), 'holds a control character or a lone surrogate');
+    .refine((s) => !NOT_TEXT.test(s), NOT_TEXT_MESSAGE);
+
+/**
+ * A name a person gives and reads back (organizations, workspaces, tokens, keys, people): trimmed, in Unicode's
+ * composed form (NFC: `é` typed as one character or as `e` and an accent is one name), 1 to `max` characters, and
+ * text: no control character, which a page or a log line would show as nothing or break on, no bidirectional override,
+ * which would reorder what is shown after the name, and no lone surrogate, which is not text at all (a MongoDB
+ * document would keep U+FFFD in its place). It shows something: zero-width and other invisible characters alone are
+ * no name.
+ */
+export const displayName = (max: number) =>
+  freeText(max)
+    .min(1, { abort: true })
+    .refine(showsSomething, 'shows nothing: only spaces or invisible characters');
 
 export const Name = displayName(100).meta({ description: 'a label' });
 

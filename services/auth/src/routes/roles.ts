@@ -15,6 +15,7 @@ import {
   toRoleDefinition,
 } from '../domain/roles';
 import { newId } from '../domain/secrets';
+import { freeText } from './common';
 
 export const PermissionList = z
   .array(
@@ -32,7 +33,7 @@ export const ScopeList = z
 
 export const PutRoleBody = z
   .strictObject({
-    description: z.string().max(500).default(''),
+    description: freeText(500).default(''),
     permissions: PermissionList.meta({
       description: 'permission names from the catalogue, e.g. models:read',
     }),

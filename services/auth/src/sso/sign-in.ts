@@ -35,7 +35,8 @@ const memberOf = async (c: AuthContext, userId: string, orgSlug: string) =>
  * whose email it proves (the provider says `email_verified`, and the local address was verified too,
  * so nobody can pre-register someone else's address and wait) and, for a company's provider, a member
  * of its organization already; else a new user. A company provider's users become members of its
- * organization.
+ * organization when they first sign in with it: a member the organization removed, or who left, is not put back by
+ * their next sign-in (the provider vouches for who they are, not for their place in the organization).
  */
 export async function userForIdentity(
   c: AuthContext,
@@ -127,7 +128,7 @@ export async function userForIdentity(
       if (!(err instanceof DuplicateKeyError)) throw err;
     }
   }
-  if (provider.orgSlug) {
+  if (provider.orgSlug && linkedNow) {
     const org = await c.collections.orgs.findOne({ slug: provider.orgSlug });
     if (org) {
       const joined = await c.collections.memberships.updateOne(
