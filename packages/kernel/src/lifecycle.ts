@@ -2,7 +2,8 @@ import { once } from 'node:events';
 import type { RequestListener, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { answerClientError } from './http/client-error';
+import { InvalidInput } from './errors';
+import { answerClientError, refuseRequest } from './http/client-error';
 import { serverMessagesOf } from './http/server-messages';
 import type { Logger } from './logger';
 
@@ -24,6 +25,24 @@ export const SERVICE_MAX_HEADER_BYTES = 64 * 1024;
 export const HEADERS_TIMEOUT_MS = 10_000;
 
 /**
+ * `handler` behind the check Node would otherwise answer with a bare status line: an HTTP/1.1 request without Host is
+ * a 400 (RFC 9112 3.2) in the envelope.
+ */
+function requiringHost(handler: RequestListener): RequestListener {
+  return (req, res) => {
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+      refuseRequest(
+        req,
+        res,
+        new InvalidInput('An HTTP/1.1 request must carry a Host header', { error: 'BadRequest' }),
+      );
+      return;
+    }
+    handler(req, res);
+  };
+}
+
+/**
  * Listens on host:port (0 picks a free port) with keep-alive settings fit for sitting behind a proxy, and
  * the request and response classes noted for `handler` (a service app's: server-messages.ts).
  */
@@ -33,18 +52,24 @@ export async function listen(
   host = '0.0.0.0',
   options: { maxHeaderSize?: number; headersTimeoutMs?: number } = {},
 ): Promise<RunningServer> {
+  const served = requiringHost(handler);
   const server = createServer(
     {
       ...serverMessagesOf(handler),
       keepAlive: true,
+      // checked by `served`, which answers in the envelope
+      requireHostHeader: false,
       maxHeaderSize: options.maxHeaderSize,
       // A client that trickles its request head holds a socket at most HEADERS_TIMEOUT_MS (checked each
       // second): slow clients cannot pile up sockets (issue 13).
       headersTimeout: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
       connectionsCheckingInterval: 1_000,
     },
-    handler,
+    served,
   );
+  // An expectation other than 100-continue (none is the platform's) is served as if absent, as RFC 9110 10.1.1 allows,
+  // rather than with Node's bare 417.
+  server.on('checkExpectation', served);
   // Longer than common load balancers' idle timeouts, so they close first and never hit a closed socket.
   server.keepAliveTimeout = 65_000;
   // what Node cannot read is answered in the envelope too

@@ -159,7 +159,6 @@ export async function buildEdgeService(
       legacyV1DeprecatedAt: config.LEGACY_V1_DEPRECATION_DATE,
       legacyV1RetiredAt: config.LEGACY_V1_RETIREMENT_DATE,
       legacyV1MigrationDocUrl: config.LEGACY_V1_MIGRATION_DOC_URL,
-      rootPrefixes: { base: '', gateway: config.GATEWAY_PATH_PREFIX, legacy: config.LEGACY_PATH_PREFIX },
       overrides: config.API_VERSIONS,
     }),
     jwt: verifier,

@@ -68,6 +68,27 @@ describe('API version lifecycle at the edge', () => {
     expect((await request(edge.url, '/legacy/V1/intents/')).status).toBe(410);
   });
 
+  it('names the successor where the client reaches it: at the root of a legacy host, under a trusted proxy prefix', async () => {
+    const clock = new ManualClock('2025-06-01T00:00:00Z');
+    const edge = await edgeAt(clock, { LEGACY_HOSTS: 'legacy.example.test', TRUST_PROXY: 'loopback' });
+    const onHost = { host: 'legacy.example.test' };
+    const behindProxy = { 'x-forwarded-prefix': '/api' };
+
+    const deprecated = await request(edge.url, '/v1/bots', { headers: onHost });
+    expect(deprecated.status).toBe(200);
+    expect(deprecated.headers.link).toContain('</v2>; rel="successor-version"');
+    const proxied = await request(edge.url, '/legacy/v1/bots', { headers: behindProxy });
+    expect(proxied.headers.link).toContain('</api/legacy/v2>; rel="successor-version"');
+
+    clock.set('2026-01-01T00:00:00Z');
+    const retired = await request(edge.url, '/v1/bots', { headers: onHost });
+    expect(retired.status).toBe(410);
+    expect(retired.json.migration.targetPath).toBe('/v2');
+    expect(retired.headers.link).toContain('</v2>; rel="successor-version"');
+    const retiredProxied = await request(edge.url, '/legacy/v1/bots', { headers: behindProxy });
+    expect(retiredProxied.json.migration.targetPath).toBe('/api/legacy/v2');
+  });
+
   it("keeps its deprecation Link when the service answers one of its own: the service's link-values follow the edge's", async () => {
     const legacy = await startUpstream('legacy-agent', {
       '/v1/bots': (_req, res) => {

@@ -73,4 +73,21 @@ describe("a request Node cannot read (kernel listen's clientError)", () => {
     expect(JSON.parse(answers[1].body)).toMatchObject({ status: 400, error: 'BadRequest' });
     expect(answers[1].head).toMatch(/\r\nconnection: close\r\n/i);
   });
+
+  it('answers an HTTP/1.1 request without Host 400 in the envelope, not with a bare status line', async () => {
+    const text = await exchange(running.port, (socket) => socket.write('GET / HTTP/1.1\r\n\r\n'));
+    const [answer] = answersIn(text);
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ status: 400, error: 'BadRequest' });
+    expect(answer.head).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
+    expect(answer.head).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
+  it('serves a request with an expectation other than 100-continue as without it, not with a bare 417', async () => {
+    const text = await exchange(running.port, (socket) =>
+      socket.write('GET / HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nConnection: close\r\n\r\n'),
+    );
+    const [answer] = answersIn(text);
+    expect(answer).toMatchObject({ status: 200, body: 'ok' });
+  });
 });

@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
   type AppError,
@@ -8,6 +8,7 @@ import {
   RequestTimeout,
 } from '../errors';
 import { envelopeOf } from './envelope';
+import { sendJson } from './error-middleware';
 import { resolveRequestId } from './request-id';
 
 /** Node's name for what it could not read (its HTTP parser's code, or its own) */
@@ -100,4 +101,17 @@ function answer(err: Error & { code?: string }, socket: Duplex): void {
     );
   }
   socket.destroy(err);
+}
+
+/**
+ * A request `listen` refuses before its handler runs (an HTTP/1.1 request without Host, RFC 9112 3.2), answered as
+ * the unreadable ones are: in the envelope, with the fixed security headers and a request id, the connection closed.
+ */
+export function refuseRequest(req: IncomingMessage, res: ServerResponse, error: AppError): void {
+  const requestId = resolveRequestId(req.headers['x-request-id']);
+  const envelope = envelopeOf(error, requestId);
+  for (const [name, value] of FIXED_SECURITY_HEADERS) res.setHeader(name, value);
+  res.setHeader('x-request-id', requestId);
+  res.setHeader('connection', 'close');
+  sendJson(res, envelope.status, envelope);
 }

@@ -75,6 +75,13 @@ interface Exchange {
 }
 
 /**
+ * The root's path as the client reached it: the prefix a trusted proxy removed, then the root's own (`/llm`, `/legacy`;
+ * '' at the root of a host that serves it). Services name their public URLs from it (X-Forwarded-Prefix), and the
+ * version lifecycle its successor's path.
+ */
+const publicRootPath = ({ view, match }: Exchange) => `${view.prefix.replace(/\/+$/, '')}${match.prefix}`;
+
+/**
  * Version lifecycle: a retired version processes nothing (410); the implementation date used is
  * answered and forwarded; a malformed version header on a root without a table is a 400.
  */
@@ -92,8 +99,10 @@ function applyVersionLifecycle(
     const phase = phaseAt(entry, now);
     if (phase === 'retired') {
       res.setHeader('connection', 'close');
-      for (const [name, value] of deprecationHeaders(entry)) if (name === 'link') res.setHeader(name, value);
-      return retiredError(entry);
+      const rootPath = publicRootPath(x);
+      for (const [name, value] of deprecationHeaders(entry, rootPath))
+        if (name === 'link') res.setHeader(name, value);
+      return retiredError(entry, rootPath);
     }
     let used: string;
     try {
@@ -104,7 +113,7 @@ function applyVersionLifecycle(
     res.setHeader('x-platform-api-version-used', used);
     req.headers['x-platform-api-version'] = used;
     if (phase === 'deprecated')
-      for (const [name, value] of deprecationHeaders(entry)) res.setHeader(name, value);
+      for (const [name, value] of deprecationHeaders(entry, publicRootPath(x))) res.setHeader(name, value);
     return null;
   }
   if (
@@ -248,7 +257,7 @@ function prepareUpstreamRequest(x: Exchange, resolved: ResolvedPrincipal | null)
   if (view.host !== undefined) headers['x-forwarded-host'] = view.host;
   else delete headers['x-forwarded-host'];
   // Services name their public URLs (OpenAPI `servers`) from the prefixes removed before them.
-  const prefix = `${view.prefix.replace(/\/+$/, '')}${match.prefix}`;
+  const prefix = publicRootPath(x);
   if (prefix) headers['x-forwarded-prefix'] = prefix;
   else if (headers['x-forwarded-prefix'] !== undefined) delete headers['x-forwarded-prefix'];
   req.url = match.upstreamUrl;

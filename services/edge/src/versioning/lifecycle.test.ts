@@ -11,7 +11,6 @@ const table = buildVersionTable({
   legacyV1DeprecatedAt: new Date('2024-12-31T00:00:00Z'),
   legacyV1RetiredAt: new Date('2025-12-31T00:00:00Z'),
   legacyV1MigrationDocUrl: 'https://docs.example/migrate',
-  rootPrefixes: { base: '', gateway: '/llm', legacy: '/legacy' },
   overrides: { 'base/v3': { status: 'beta', implementations: ['2026-03-01', '2026-01-10'] } },
 });
 const at = (iso: string) => Date.parse(iso);
@@ -29,7 +28,7 @@ describe('the version lifecycle table', () => {
   });
 
   it('names the retirement date and the target in the deprecation headers', () => {
-    const headers = Object.fromEntries(deprecationHeaders(table.get('legacy/v1')!));
+    const headers = Object.fromEntries(deprecationHeaders(table.get('legacy/v1')!, '/legacy'));
     expect(headers['x-platform-api-deprecation']).toBe(
       'API v1 is deprecated. It will be retired on 2025-12-31T00:00:00.000Z. Migrate to v2.',
     );

@@ -20,8 +20,6 @@ export interface VersionEntry {
   retiredAt: Date | null;
   /** the version to migrate to, e.g. `v2` */
   successor: string | null;
-  /** path of the successor on the same root, for `Link: rel="successor-version"` */
-  successorPath: string | null;
   migrationDocUrl: string | null;
 }
 
@@ -29,7 +27,6 @@ export interface LifecycleSettings {
   legacyV1DeprecatedAt: Date;
   legacyV1RetiredAt: Date;
   legacyV1MigrationDocUrl: string;
-  rootPrefixes: Record<RootName, string>;
   overrides?: Record<string, ApiVersionOverride>;
 }
 
@@ -45,7 +42,6 @@ export function buildVersionTable(settings: LifecycleSettings): Map<string, Vers
     deprecatedAt: null,
     retiredAt: null,
     successor: null,
-    successorPath: null,
     migrationDocUrl: null,
     ...extra,
   });
@@ -76,9 +72,6 @@ export function buildVersionTable(settings: LifecycleSettings): Map<string, Vers
       ...(o.successor ? { successor: o.successor } : {}),
       ...(o.migrationDocUrl ? { migrationDocUrl: o.migrationDocUrl } : {}),
     });
-  }
-  for (const e of table.values()) {
-    if (e.successor) e.successorPath = `${settings.rootPrefixes[e.root]}/${e.successor}`;
   }
   return table;
 }
@@ -159,8 +152,16 @@ export function resolveImplementation(
 
 const httpDate = (d: Date) => d.toUTCString();
 
+/**
+ * The successor's path as the client reaches it: `rootPath` is the root's public path on this request (the trusted
+ * proxy's prefix and the root's own, '' at the root of a host that serves it), for `Link: rel="successor-version"`
+ * and the 410's `targetPath`.
+ */
+const successorPath = (entry: VersionEntry, rootPath: string) =>
+  entry.successor ? `${rootPath}/${entry.successor}` : null;
+
 /** Headers of a deprecated version: the platform notice plus RFC 9745 `Deprecation`, RFC 8594 `Sunset`, `Link`. */
-export function deprecationHeaders(entry: VersionEntry): Array<[string, string]> {
+export function deprecationHeaders(entry: VersionEntry, rootPath: string): Array<[string, string]> {
   const headers: Array<[string, string]> = [];
   const retire = entry.retiredAt ? ` It will be retired on ${entry.retiredAt.toISOString()}.` : '';
   const target = entry.successor ? ` Migrate to ${entry.successor}.` : '';
@@ -169,14 +170,15 @@ export function deprecationHeaders(entry: VersionEntry): Array<[string, string]>
     headers.push(['deprecation', `@${Math.floor(entry.deprecatedAt.getTime() / 1000)}`]);
   if (entry.retiredAt) headers.push(['sunset', httpDate(entry.retiredAt)]);
   const links: string[] = [];
-  if (entry.successorPath) links.push(`<${entry.successorPath}>; rel="successor-version"`);
+  const successor = successorPath(entry, rootPath);
+  if (successor) links.push(`<${successor}>; rel="successor-version"`);
   if (entry.migrationDocUrl) links.push(`<${entry.migrationDocUrl}>; rel="deprecation"; type="text/html"`);
   if (links.length > 0) headers.push(['link', links.join(', ')]);
   return headers;
 }
 
 /** The 410 of a retired version, with migration information in the envelope. */
-export function retiredError(entry: VersionEntry): Gone {
+export function retiredError(entry: VersionEntry, rootPath: string): Gone {
   return new Gone(
     `API ${entry.major} was retired on ${entry.retiredAt?.toISOString()}${entry.successor ? `; migrate to ${entry.successor}` : ''}`,
     {
@@ -187,7 +189,7 @@ export function retiredError(entry: VersionEntry): Gone {
           retiredVersion: entry.major,
           retiredAt: entry.retiredAt?.toISOString() ?? null,
           targetVersion: entry.successor,
-          targetPath: entry.successorPath,
+          targetPath: successorPath(entry, rootPath),
           documentation: entry.migrationDocUrl,
         },
       },
