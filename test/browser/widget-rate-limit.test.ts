@@ -84,6 +84,8 @@ jest.setTimeout(60_000);
       // the page is in English; the chat speaks the assistant's language once it knows it
       await page.getByRole('button', { name: 'Open chat' }).click();
       await log.getByText('Bonjour ! Que puis-je pour vous ?').waitFor();
+      // the welcome sets no placeholder of its own: the spec's default is said in French too
+      expect(await input.getAttribute('placeholder')).toBe('Comment puis-je vous aider ?');
     });
     await step(page, 'second message answered', async () => {
       await input.fill('Avez-vous des croissants ?');

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { waitFor } from '@platform/testkit';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { startTestPlatform, type TestPlatform } from '../harness';
+import { callJson, startTestPlatform, type TestPlatform } from '../harness';
 import { type CafeSite, closeSite, createCafeAssistant, hostCafeSite } from './cafe-assistant';
 
 // Code inside page.evaluate runs in the browser: `document` is declared here rather than adding the DOM
@@ -234,6 +234,131 @@ if (!available) {
     await page.getByRole('alert').getByText('The assistant cannot be reached from this page.').waitFor();
     await page.close();
     await closeSite(site);
+  });
+
+  it('keeps one conversation across two tabs of the site: what one tab says is not wiped by the other', async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
+    context.setDefaultTimeout(10_000);
+    const first = await context.newPage();
+    await first.goto(`${allowed.origin}/`);
+    await first.getByRole('button', { name: 'Open chat' }).click();
+    const firstLog = first.getByRole('log');
+    await firstLog.getByText("Hi! I'm the Harbour Café assistant.").waitFor();
+    // a second tab of the same site, opened before the visitor goes on chatting in the first
+    const second = await context.newPage();
+    await second.goto(`${allowed.origin}/`);
+    const secondLog = second.getByRole('log');
+    await secondLog.getByText("Hi! I'm the Harbour Café assistant.").waitFor();
+
+    await first.getByRole('textbox', { name: 'Your message' }).fill('what are your opening hours');
+    await first.keyboard.press('Enter');
+    await firstLog.getByText("We're open every day from 8:00 to 18:00.").waitFor();
+    // the other tab shows the same conversation, and closing its chat keeps it
+    await secondLog.getByText("We're open every day from 8:00 to 18:00.").waitFor();
+    await second.getByRole('button', { name: 'Close chat' }).first().click();
+    await second.getByRole('dialog').waitFor({ state: 'hidden' });
+
+    await first.reload();
+    await first.getByRole('button', { name: 'Open chat: Harbour Café' }).click();
+    await first.getByRole('log').getByText("We're open every day from 8:00 to 18:00.").waitFor();
+    expect(await first.getByRole('log').getByText('what are your opening hours').count()).toBe(1);
+    await context.close();
+  });
+
+  it('keeps keyboard focus in the chat when a reply disables the input, so the visitor can answer with its buttons', async () => {
+    const created = await callJson(`${platform.legacyUrl}/v1/intents`, 'POST', {
+      bearer: bot.developerToken,
+      body: {
+        name: 'Table',
+        utterances: {
+          en: [
+            'book a table',
+            'reserve a table',
+            'i want a table',
+            'table for two',
+            'can i book a table',
+          ].map((text) => ({ data: [{ text }] })),
+        },
+        conditionalResponses: {
+          en: {
+            default: {
+              default: [
+                { type: 'text', text: 'For how many people?' },
+                { type: 'button', text: 'Two', value: 'table for two' },
+                { type: 'button', text: 'Four', value: 'table for four' },
+              ],
+            },
+          },
+        },
+        settings: { en: { disableInput: true } },
+      },
+    });
+    expect(created.status).toBe(200);
+    await waitFor(
+      async () =>
+        (await callJson(`${platform.legacyUrl}/v1/bots`, 'GET', { bearer: bot.developerToken })).body.training
+          .upToDate,
+      { timeoutMs: 20_000, intervalMs: 100, what: 'training' },
+    );
+    const { page, problems } = await openPage(`${allowed.origin}/`);
+    await page.getByRole('button', { name: 'Open chat' }).click();
+    const log = page.getByRole('log');
+    await log.getByText("Hi! I'm the Harbour Café assistant.").waitFor();
+    const input = page.getByRole('textbox', { name: 'Your message' });
+    await input.fill('can i book a table');
+    await page.keyboard.press('Enter');
+    await log.getByText('For how many people?').waitFor();
+    expect(await input.isDisabled()).toBe(true);
+    // focus moves to the reply's first choice rather than falling out of the chat with the disabled input
+    expect(await focused(page)).toBe('button.chip');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await waitFor(async () => (await log.getByText('For how many people?').count()) === 2, {
+      what: 'the reply to the second choice',
+    });
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    expect(await focused(page)).toBe('button.launcher');
+    // opened again while the input is still disabled, the chat takes focus on its conversation
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    expect(await focused(page)).toBe('div.log');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('greets once when the chat is closed and opened again before the welcome came back', async () => {
+    const { page, problems } = await openPage(`${allowed.origin}/`);
+    const events: string[] = [];
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // the welcome is held on its way until the chat has been closed and opened again
+    await page.route('**/v1/Messages', async (route) => {
+      const body = route.request().postDataJSON() as { event?: string; text?: string };
+      events.push(body.event ?? `text: ${body.text}`);
+      if (body.event) await held;
+      await route.continue();
+    });
+    const launcher = page.locator('[data-platform-chat] .launcher');
+    await launcher.click();
+    await waitFor(() => events.length === 1, { what: 'the welcome sent' });
+    await launcher.click();
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    await launcher.click();
+    await page.getByRole('dialog').waitFor();
+    release();
+    const log = page.getByRole('log');
+    await log.getByText("Hi! I'm the Harbour Café assistant.").waitFor();
+    // messages go one after another: anything sent on the second opening went before this one
+    await page.getByRole('textbox', { name: 'Your message' }).fill('what are your opening hours');
+    await page.keyboard.press('Enter');
+    await log.getByText("We're open every day from 8:00 to 18:00.").waitFor();
+    expect(events).toEqual(['WELCOME', 'text: what are your opening hours']);
+    expect(await log.getByText("Hi! I'm the Harbour Café assistant.").count()).toBe(1);
+    expect(problems).toEqual([]);
+    await page.close();
   });
 
   it('shows the demo page under its strict policy, with the chat working', async () => {

@@ -115,6 +115,13 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
     expect(help.intents[0].settings).toEqual({ placeholder: 'Ask me anything', disableInput: true });
     const unknown = await ok({ userId, event: 'NO_SUCH_EVENT' });
     expect(unknown.intents[0]).toMatchObject({ name: 'Fallback', isFallback: true });
+    // spec 4.4: the fallback answers an event that does not exist, whatever its name (none an intent may list)
+    for (const event of ['start over', 'postback:menu', 'x'.repeat(200)]) {
+      const other = await ok({ userId, event });
+      expect(other.intents[0]).toMatchObject({ name: 'Fallback', isFallback: true });
+    }
+    // a name that long is no event: refused like a text past its limit
+    expect((await send({ userId, event: 'x'.repeat(257) })).status).toBe(400);
   });
 
   it('makes an intent with input contexts eligible only while they are active, for their lifespan', async () => {

@@ -378,8 +378,12 @@ export const messageBody = z
       (t) => (typeof t === 'string' && t.trim() === '' ? undefined : t),
       z.string().trim().min(1).max(4000).optional(),
     ),
-    // an event no intent can list (`__proto__`) is still an unknown event: the fallback answers it
-    event: z.preprocess((e) => (e === '' ? undefined : e), symbolText('event').optional()),
+    // spec 4.4: the fallback answers an event that does not exist, whatever its name; one no intent can list
+    // (`__proto__`, `start over`) is such an event, not a bad request. Blank, like text, it counts as absent.
+    event: z.preprocess(
+      (e) => (typeof e === 'string' && e.trim() === '' ? undefined : e),
+      nonEmptyText(256).optional(),
+    ),
     payload: z.record(z.string(), z.unknown()).optional(),
     lang: langCode
       .optional()

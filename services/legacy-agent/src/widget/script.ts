@@ -14,15 +14,17 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   var base = script.src.replace(/\/v1\/widget\.js(?:[?#].*)?$/, '');
 
   var TEXTS = {
-    en: { open: 'Open chat', close: 'Close chat', title: 'Chat', input: 'Your message', send: 'Send', typing: 'Typing…', you: 'You said', unreachable: 'The assistant cannot be reached from this page. Please try again later.', failed: 'Your message could not be sent.', tooFast: 'Sorry, too many messages were sent in a short time. Please wait a moment, then send yours again.', noToken: 'This chat is not set up: the page gives no assistant token.', opens: '(opens in a new tab)' },
-    fr: { open: 'Ouvrir la discussion', close: 'Fermer la discussion', title: 'Discussion', input: 'Votre message', send: 'Envoyer', typing: 'Écrit…', you: 'Vous avez dit', unreachable: "L'assistant est injoignable depuis cette page. Réessayez plus tard.", failed: "Votre message n'a pas pu être envoyé.", tooFast: 'Désolé, trop de messages ont été envoyés en peu de temps. Patientez un instant, puis renvoyez le vôtre.', noToken: "Cette discussion n'est pas configurée : la page ne donne pas de jeton d'assistant.", opens: '(nouvel onglet)' },
-    de: { open: 'Chat öffnen', close: 'Chat schließen', title: 'Chat', input: 'Ihre Nachricht', send: 'Senden', typing: 'Schreibt…', you: 'Sie sagten', unreachable: 'Der Assistent ist von dieser Seite aus nicht erreichbar. Bitte später erneut versuchen.', failed: 'Ihre Nachricht konnte nicht gesendet werden.', tooFast: 'Entschuldigung, in kurzer Zeit wurden zu viele Nachrichten gesendet. Bitte warten Sie einen Moment und senden Sie Ihre dann erneut.', noToken: 'Dieser Chat ist nicht eingerichtet: die Seite nennt kein Assistenten-Token.', opens: '(neuer Tab)' },
-    es: { open: 'Abrir chat', close: 'Cerrar chat', title: 'Chat', input: 'Tu mensaje', send: 'Enviar', typing: 'Escribiendo…', you: 'Dijiste', unreachable: 'No se puede contactar con el asistente desde esta página. Inténtalo más tarde.', failed: 'No se pudo enviar tu mensaje.', tooFast: 'Lo sentimos, se enviaron demasiados mensajes en poco tiempo. Espera un momento y vuelve a enviar el tuyo.', noToken: 'Este chat no está configurado: la página no indica el token del asistente.', opens: '(nueva pestaña)' },
-    it: { open: 'Apri chat', close: 'Chiudi chat', title: 'Chat', input: 'Il tuo messaggio', send: 'Invia', typing: 'Sta scrivendo…', you: 'Hai detto', unreachable: "Impossibile raggiungere l'assistente da questa pagina. Riprova più tardi.", failed: 'Impossibile inviare il messaggio.', tooFast: 'Spiacenti, sono stati inviati troppi messaggi in poco tempo. Attendi un momento, poi invia di nuovo il tuo.', noToken: "Questa chat non è configurata: la pagina non indica il token dell'assistente.", opens: '(nuova scheda)' },
-    pt: { open: 'Abrir conversa', close: 'Fechar conversa', title: 'Conversa', input: 'A sua mensagem', send: 'Enviar', typing: 'A escrever…', you: 'Você disse', unreachable: 'Não é possível contactar o assistente a partir desta página. Tente mais tarde.', failed: 'Não foi possível enviar a mensagem.', tooFast: 'Lamentamos, foram enviadas demasiadas mensagens em pouco tempo. Aguarde um momento e envie a sua novamente.', noToken: 'Esta conversa não está configurada: a página não indica o token do assistente.', opens: '(novo separador)' },
-    nl: { open: 'Chat openen', close: 'Chat sluiten', title: 'Chat', input: 'Uw bericht', send: 'Verstuur', typing: 'Typt…', you: 'U zei', unreachable: 'De assistent is vanaf deze pagina niet bereikbaar. Probeer het later opnieuw.', failed: 'Uw bericht kon niet worden verstuurd.', tooFast: 'Sorry, er zijn te veel berichten kort na elkaar verstuurd. Wacht even en verstuur het uwe dan opnieuw.', noToken: 'Deze chat is niet ingesteld: de pagina geeft geen assistent-token.', opens: '(nieuw tabblad)' }
+    en: { open: 'Open chat', close: 'Close chat', title: 'Chat', input: 'Your message', ask: 'How can I help you?', send: 'Send', typing: 'Typing…', you: 'You said', unreachable: 'The assistant cannot be reached from this page. Please try again later.', failed: 'Your message could not be sent.', tooFast: 'Sorry, too many messages were sent in a short time. Please wait a moment, then send yours again.', noToken: 'This chat is not set up: the page gives no assistant token.', opens: '(opens in a new tab)' },
+    fr: { open: 'Ouvrir la discussion', close: 'Fermer la discussion', title: 'Discussion', input: 'Votre message', ask: 'Comment puis-je vous aider ?', send: 'Envoyer', typing: 'Écrit…', you: 'Vous avez dit', unreachable: "L'assistant est injoignable depuis cette page. Réessayez plus tard.", failed: "Votre message n'a pas pu être envoyé.", tooFast: 'Désolé, trop de messages ont été envoyés en peu de temps. Patientez un instant, puis renvoyez le vôtre.', noToken: "Cette discussion n'est pas configurée : la page ne donne pas de jeton d'assistant.", opens: '(nouvel onglet)' },
+    de: { open: 'Chat öffnen', close: 'Chat schließen', title: 'Chat', input: 'Ihre Nachricht', ask: 'Wie kann ich Ihnen helfen?', send: 'Senden', typing: 'Schreibt…', you: 'Sie sagten', unreachable: 'Der Assistent ist von dieser Seite aus nicht erreichbar. Bitte später erneut versuchen.', failed: 'Ihre Nachricht konnte nicht gesendet werden.', tooFast: 'Entschuldigung, in kurzer Zeit wurden zu viele Nachrichten gesendet. Bitte warten Sie einen Moment und senden Sie Ihre dann erneut.', noToken: 'Dieser Chat ist nicht eingerichtet: die Seite nennt kein Assistenten-Token.', opens: '(neuer Tab)' },
+    es: { open: 'Abrir chat', close: 'Cerrar chat', title: 'Chat', input: 'Tu mensaje', ask: '¿En qué puedo ayudarte?', send: 'Enviar', typing: 'Escribiendo…', you: 'Dijiste', unreachable: 'No se puede contactar con el asistente desde esta página. Inténtalo más tarde.', failed: 'No se pudo enviar tu mensaje.', tooFast: 'Lo sentimos, se enviaron demasiados mensajes en poco tiempo. Espera un momento y vuelve a enviar el tuyo.', noToken: 'Este chat no está configurado: la página no indica el token del asistente.', opens: '(nueva pestaña)' },
+    it: { open: 'Apri chat', close: 'Chiudi chat', title: 'Chat', input: 'Il tuo messaggio', ask: 'Come posso aiutarti?', send: 'Invia', typing: 'Sta scrivendo…', you: 'Hai detto', unreachable: "Impossibile raggiungere l'assistente da questa pagina. Riprova più tardi.", failed: 'Impossibile inviare il messaggio.', tooFast: 'Spiacenti, sono stati inviati troppi messaggi in poco tempo. Attendi un momento, poi invia di nuovo il tuo.', noToken: "Questa chat non è configurata: la pagina non indica il token dell'assistente.", opens: '(nuova scheda)' },
+    pt: { open: 'Abrir conversa', close: 'Fechar conversa', title: 'Conversa', input: 'A sua mensagem', ask: 'Como posso ajudar?', send: 'Enviar', typing: 'A escrever…', you: 'Você disse', unreachable: 'Não é possível contactar o assistente a partir desta página. Tente mais tarde.', failed: 'Não foi possível enviar a mensagem.', tooFast: 'Lamentamos, foram enviadas demasiadas mensagens em pouco tempo. Aguarde um momento e envie a sua novamente.', noToken: 'Esta conversa não está configurada: a página não indica o token do assistente.', opens: '(novo separador)' },
+    nl: { open: 'Chat openen', close: 'Chat sluiten', title: 'Chat', input: 'Uw bericht', ask: 'Waarmee kan ik u helpen?', send: 'Verstuur', typing: 'Typt…', you: 'U zei', unreachable: 'De assistent is vanaf deze pagina niet bereikbaar. Probeer het later opnieuw.', failed: 'Uw bericht kon niet worden verstuurd.', tooFast: 'Sorry, er zijn te veel berichten kort na elkaar verstuurd. Wacht even en verstuur het uwe dan opnieuw.', noToken: 'Deze chat is niet ingesteld: de pagina geeft geen assistent-token.', opens: '(nieuw tabblad)' }
   };
   var MAX_ENTRIES = 200;
+  /** the placeholder an intent has when its developer set none (spec 2.9): the chat says it in its own language */
+  var DEFAULT_PLACEHOLDER = 'How can I help you?';
   var KEY = 'platform-chat:' + token;
 
   function load() {
@@ -160,7 +162,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     launcher.setAttribute('aria-label', known ? action + ': ' + name : action);
     closeBtn.setAttribute('aria-label', t.close);
     inputLabel.textContent = t.input;
-    input.placeholder = state.placeholder || t.input + '…';
+    input.placeholder = (state.placeholder === DEFAULT_PLACEHOLDER ? t.ask : state.placeholder) || t.input + '…';
     sendBtn.textContent = t.send;
     avatar.textContent = '';
     var photo = state.config && state.config.photo && safeUrl(state.config.photo.url);
@@ -241,11 +243,22 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
    * what the input holds (a draft, or a message refused before it): nothing typed is lost.
    */
   function takeBack(entry, node, typed) {
-    var at = state.entries.indexOf(entry);
-    if (at !== -1) state.entries.splice(at, 1);
+    for (var i = state.entries.length - 1; i >= 0; i--) if (state.entries[i].id === entry.id) { state.entries.splice(i, 1); break; }
     save();
-    if (node) node.remove();
+    // shown again meanwhile from what another tab wrote: the log is drawn again without it
+    if (node && node.isConnected) node.remove();
+    else renderAll();
     if (typed) input.value = input.value ? input.value + ' ' + typed : typed;
+  }
+
+  /** Focuses the first choice (a button or a link) of the reply drawn from the log's child number 'from' on, else the log. */
+  function focusReply(from) {
+    var choice = null;
+    for (var i = from; i < log.children.length && !choice; i++) {
+      var node = log.children[i];
+      choice = node.matches('button, a') ? node : node.querySelector('button, a');
+    }
+    (choice || log).focus();
   }
 
   function showError(message) { errorLine.textContent = message || ''; }
@@ -283,11 +296,17 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
         var items = [];
         (reply.fulfillment || []).forEach(function (f) { items = items.concat(f.items || []); });
         var settings = reply.intents && reply.intents[0] && reply.intents[0].settings;
-        input.disabled = !!(settings && settings.disableInput);
+        var disable = !!(settings && settings.disableInput);
+        // a disabled input loses focus, and a keyboard user would be left outside the chat (Escape included)
+        var refocus = disable && (shadow.activeElement === input || shadow.activeElement === sendBtn);
+        input.disabled = disable;
+        sendBtn.disabled = disable;
         state.placeholder = (settings && settings.placeholder) || null;
         applyTexts();
         typing.remove();
+        var from = log.children.length;
         push({ who: 'bot', items: items });
+        if (refocus) focusReply(from);
       }).catch(function (err) {
         typing.remove();
         if (onFailure) onFailure();
@@ -297,13 +316,13 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     return queue;
   }
   function sendText(text, shown, typed) {
-    var entry = { who: 'user', text: shown };
+    var entry = { who: 'user', text: shown, id: newId() };
     var node = push(entry);
     return send({ text: text }, function () { takeBack(entry, node, typed ? text : null); });
   }
   function sendEvent(name, shown) {
     if (!shown) return send({ event: name });
-    var entry = { who: 'user', text: shown };
+    var entry = { who: 'user', text: shown, id: newId() };
     var node = push(entry);
     return send({ event: name }, function () { takeBack(entry, node, null); });
   }
@@ -327,18 +346,40 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     applyTexts();
   }
 
+  var welcoming = false;
   function setOpen(open) {
     showOpen(open);
     state.open = open;
     save();
     if (!open) { launcher.focus(); return; }
     keepScrolled();
-    input.focus();
+    // a reply that disabled the input is answered with its buttons: focus goes to the conversation instead
+    if (input.disabled) log.focus();
+    else input.focus();
     if (!token) { showError(texts().noToken); return; }
     loadConfig().then(function () {
-      if (state.entries.length === 0) sendEvent('WELCOME');
+      // once: a chat closed and opened again before the welcome came back must not be greeted twice
+      if (state.entries.length > 0 || welcoming) return;
+      welcoming = true;
+      sendEvent('WELCOME').then(function () { welcoming = false; });
     });
   }
+
+  // Another tab of the site wrote the conversation (one visitor, one conversation): it is shown here too, and this
+  // tab's next save writes it back whole rather than the older copy it read at load.
+  window.addEventListener('storage', function (e) {
+    if (e.key !== KEY) return;
+    var next;
+    try { next = JSON.parse(e.newValue || 'null'); } catch (err) { next = null; }
+    if (!next || typeof next.userId !== 'string' || !Array.isArray(next.entries)) return;
+    state.userId = next.userId;
+    state.entries = next.entries;
+    state.config = next.config || state.config;
+    state.placeholder = next.placeholder || null;
+    applyTexts();
+    renderAll();
+    if (log.hasAttribute('aria-busy')) log.appendChild(typing);
+  });
 
   function start() {
     document.body.appendChild(hostEl);
