@@ -101,6 +101,44 @@ describe('model catalogue API', () => {
     expect([missing.status, missing.body.code]).toEqual([404, 'MODEL_NOT_FOUND']);
   });
 
+  it('a price above a million is 400 INVALID_BODY: a near-infinite one blocked the organization for the month', async () => {
+    const as = { bearer: admin.token };
+    // 1e308 per million tokens made a request's cost Infinity, which the month's cost counter then held: every
+    // later request of the organization was 429 MONTHLY_QUOTA_EXCEEDED
+    const huge = await w.call('gateway', 'POST', '/v1/models', as, {
+      ...entry('price/huge'),
+      pricing: { input_per_million: 1e308, output_per_million: 1 },
+    });
+    expect([huge.status, huge.body.code, huge.body.details.issues[0].field]).toEqual([
+      400,
+      'INVALID_BODY',
+      'pricing.input_per_million',
+    ]);
+    const top = await w.call('gateway', 'POST', '/v1/models', as, {
+      ...entry('price/top'),
+      pricing: { input_per_million: 1_000_000, output_per_million: 1_000_000 },
+    });
+    expect(top.status).toBe(201);
+    const patched = await w.call('gateway', 'PATCH', '/v1/models/price/top', as, {
+      pricing: { input_per_million: 1, output_per_million: 1e300 },
+    });
+    expect([patched.status, patched.body.details.issues[0].field]).toEqual([
+      400,
+      'pricing.output_per_million',
+    ]);
+
+    // the organization keeps being served, each request at a finite cost
+    const client = w.client({ bearer: member.token });
+    for (const content of ['one', 'two']) {
+      const answer = await client.chat.completions.create({
+        model: 'price/top',
+        messages: [{ role: 'user', content }],
+      });
+      expect((answer.usage as unknown as { cost: number }).cost).toBeGreaterThan(0);
+    }
+    await w.call('gateway', 'DELETE', '/v1/models/price/top', as);
+  });
+
   it('filters by type, enabled, model_ids, tags, visible_only, brand, search and capability', async () => {
     const as = { bearer: admin.token };
     const add = (id: string, extra: Record<string, unknown>) =>

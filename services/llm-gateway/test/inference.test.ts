@@ -1,7 +1,15 @@
 import { APIError } from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { accessToken, type GatewayWorld, gauge, minuteNow, orgApiKey, startGatewayWorld } from './support';
+import {
+  accessToken,
+  type GatewayWorld,
+  gauge,
+  minuteNow,
+  orgApiKey,
+  recordCompletions,
+  startGatewayWorld,
+} from './support';
 
 /**
  * The gateway as a new user meets it: the official `openai` SDK pointed at `{gateway_url}/v1`
@@ -409,5 +417,105 @@ describe('OpenAI-compatible inference through the edge', () => {
       });
       expect(answer.choices[0]?.message.content).toEqual(expect.any(String));
     }
+  });
+
+  it('a streamed tool call is counted as its name and arguments: under hard_block it is not cut, without usage not overbilled', async () => {
+    // arguments of 800 characters, streamed as the simulator does in pieces of 8, one delta each
+    const toolCall = { name: 'search', arguments: { query: 'a long argument '.repeat(50) } };
+    const tools = [
+      { type: 'function' as const, function: { name: 'search', parameters: { type: 'object' } } },
+    ];
+    const messages = [{ role: 'user' as const, content: 'search for me' }];
+    const completions = recordCompletions(w);
+    try {
+      // 400 tokens a month: each delta's JSON counted as the model's words was several times the answer
+      const { owner: budgeted } = await w.org('infer-tool-budget', 'budget');
+      w.sim.script([{ match: { model: 'gpt-sim' }, reply: { toolCalls: [toolCall] } }]);
+      const stream = await w.client({ bearer: budgeted.token }).chat.completions.create({
+        model: 'sim/gpt',
+        stream: true,
+        stream_options: { include_usage: true },
+        tools,
+        messages,
+      });
+      let args = '';
+      let usage: { completion_tokens: number } | undefined;
+      for await (const chunk of stream) {
+        args += chunk.choices[0]?.delta.tool_calls?.[0]?.function?.arguments ?? '';
+        usage = chunk.usage ?? usage;
+      }
+      expect(JSON.parse(args)).toEqual(toolCall.arguments);
+      expect(usage?.completion_tokens).toBeGreaterThan(100);
+
+      // a provider that reports no usage: the tokenizer counts the streamed call about as the same call answered
+      // plain (the simulator's pieces of 8 characters split a few tokens more)
+      w.sim.script([
+        {
+          match: { model: 'gpt-sim' },
+          reply: { toolCalls: [toolCall], omitUsage: true, omitStreamUsage: true },
+        },
+      ]);
+      const counted = async (requestId: string, stream: boolean) => {
+        const res = await w.call(
+          'gateway',
+          'POST',
+          '/v1/chat/completions',
+          { bearer: owner.token },
+          { model: 'sim/gpt', stream, tools, messages },
+          { 'x-request-id': requestId },
+        );
+        expect(res.status).toBe(200);
+        const event = await completions.of(requestId);
+        expect(event).toMatchObject({ usageSource: 'tokenizer', outcome: 'success' });
+        return event.usage.completion_tokens;
+      };
+      const run = Math.random().toString(36).slice(2);
+      const plain = await counted(`tool-plain-${run}`, false);
+      const streamed = await counted(`tool-stream-${run}`, true);
+      expect(plain).toBeGreaterThan(100);
+      expect(streamed).toBeLessThan(plain * 2);
+    } finally {
+      completions.stop();
+      w.sim.script([]);
+    }
+  });
+
+  it('a body nested thousands of levels deep is 400 INVALID_BODY on every route, never a 500, and reaches no provider', async () => {
+    // JSON.parse reads it; sending it on to the provider or the store (JSON.stringify) overflowed the stack
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    const bodies: Array<[string, string]> = [
+      [
+        '/v1/chat/completions',
+        `{"model":"sim/gpt","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","x":${deep}}}}]}`,
+      ],
+      [
+        '/v1/responses',
+        `{"model":"sim/gpt","input":"hi","tools":[{"type":"function","name":"f","parameters":${deep}}]}`,
+      ],
+      [
+        '/v1/messages',
+        `{"model":"sim/claude","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object","x":${deep}}}]}`,
+      ],
+      [
+        '/v1/conversations',
+        `{"items":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi","x":${deep}}]}]}`,
+      ],
+    ];
+    const sent = w.sim.requests().length;
+    for (const [path, body] of bodies) {
+      const res = await fetch(`${w.p.gatewayUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
+        body,
+      });
+      const answer = (await res.json()) as { message?: string; error: { message?: string } };
+      const message = path === '/v1/messages' ? answer.error.message : answer.message;
+      expect([path, res.status, message]).toEqual([
+        path,
+        400,
+        'Invalid body: nested more than 128 levels deep',
+      ]);
+    }
+    expect(w.sim.requests().length).toBe(sent);
   });
 });

@@ -350,6 +350,32 @@ describe('odd providers and odd catalogue edits, through the edge', () => {
     }
   });
 
+  it('a provider reporting more tokens than a number counts is counted by the tokenizer: a finite cost llm-quota counts', async () => {
+    w.sim.script([
+      { match: { model: 'gpt-sim' }, reply: { usage: { prompt_tokens: 1e308, completion_tokens: 1 } } },
+    ]);
+    const record = recordCompletions(w);
+    try {
+      const res = await w.call(
+        'gateway',
+        'POST',
+        '/v1/chat/completions',
+        { bearer: member.token },
+        { model: 'sim/gpt', messages: [{ role: 'user', content: 'hi' }] },
+        { 'x-request-id': 'hunt-absurd-tokens' },
+      );
+      expect(res.status).toBe(200);
+      expect(res.body.usage.cost).toEqual(expect.any(Number));
+      const event = await record.of('hunt-absurd-tokens');
+      // a cost of Infinity: the event was refused, the request never counted
+      expect(LlmCompletionEvent.safeParse(event).success).toBe(true);
+      expect(event.usageSource).toBe('tokenizer');
+      expect(event.usage.prompt_tokens).toBeLessThan(100);
+    } finally {
+      record.stop();
+    }
+  });
+
   it('chat-scored rerank reads ".75" as 0.75', async () => {
     w.sim.script([{ match: { endpoint: 'chat' }, reply: { content: '.75' } }]);
     const res = await w.call(

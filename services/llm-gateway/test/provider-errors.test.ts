@@ -174,6 +174,58 @@ describe('provider errors, retries, failover and cancellation', () => {
     expect(last.error).toMatchObject({ code: 'PROVIDER_ERROR', provider: 'sim', model: 'sim/gpt' });
   });
 
+  it('a stream a proxy ends with [DONE] or message_stop before the finish is cut, not a whole answer', async () => {
+    const completions = recordCompletions(w);
+    try {
+      const stream = async (path: string, requestId: string, body: Record<string, unknown>) => {
+        const res = await fetch(`${w.p.gatewayUrl}${path}`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${as.bearer}`,
+            'content-type': 'application/json',
+            'x-request-id': requestId,
+          },
+          body: JSON.stringify({ ...body, stream: true }),
+        });
+        const frames = (await res.text()).split('\n\n').filter(Boolean);
+        return { frames, event: await completions.of(requestId) };
+      };
+      const messages = [{ role: 'user', content: 'a long one' }];
+      const reply = { content: Array.from({ length: 20 }, (_, i) => `w${i}`).join(' ') };
+      // the OpenAI face: [DONE] after a few words of the answer; the Anthropic face: message_stop
+      w.sim.script([
+        { match: { stream: true }, reply, streamFailure: { afterChunks: 6, mode: 'end-frame' } },
+      ]);
+
+      for (const model of ['sim/gpt', 'sim/claude']) {
+        const chat = await stream('/v1/chat/completions', `cut-chat-${model.replace('/', '-')}`, {
+          model,
+          messages,
+        });
+        expect(chat.frames.at(-1)).toBe('data: [DONE]');
+        expect([model, JSON.parse(chat.frames.at(-2)!.slice(6)).error]).toMatchObject([
+          model,
+          { code: 'PROVIDER_ERROR', provider_error_type: 'incomplete_stream' },
+        ]);
+        expect([model, chat.event.outcome]).toEqual([model, 'provider_error']);
+      }
+      // the Responses API does not answer it `completed` (nor the Messages API `end_turn`)
+      const response = await stream('/v1/responses', 'cut-response', {
+        model: 'sim/gpt',
+        input: 'a long one',
+      });
+      expect(response.frames.at(-2)).toMatch(/^event: response.failed\n/);
+      const message = await stream('/v1/messages', 'cut-message', {
+        model: 'sim/claude',
+        max_tokens: 100,
+        messages,
+      });
+      expect(message.frames.at(-1)).toMatch(/^event: error\n/);
+    } finally {
+      completions.stop();
+    }
+  });
+
   it('a client that disconnects cancels the provider call, and the event counts what was consumed', async () => {
     const completions = recordCompletions(w);
     try {

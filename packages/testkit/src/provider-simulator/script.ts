@@ -50,8 +50,10 @@ export interface SimulatorRule {
   streamFailure?: {
     afterChunks: number;
     /** `error-event`: the provider's in-stream error frame, then the end (audio has none: a disconnect);
-     *  `disconnect`: the socket is destroyed; `hang`: nothing more is sent and the connection stays open */
-    mode: 'error-event' | 'disconnect' | 'hang';
+     *  `disconnect`: the socket is destroyed; `hang`: nothing more is sent and the connection stays open;
+     *  `end-frame`: the stream's own last frame (OpenAI's `[DONE]`, Anthropic's `message_stop`) and the end, as a
+     *  proxy ends a stream its upstream cut (audio has none: a disconnect) */
+    mode: 'error-event' | 'disconnect' | 'hang' | 'end-frame';
     type?: string;
     message?: string;
   };

@@ -188,6 +188,10 @@ export async function startProviderSimulator(
     for (let i = 0; i < answer.frames.length; i += 1) {
       if (failure && i === failure.afterChunks) {
         if (failure.mode === 'hang') return; // stays open until the client leaves or close()
+        if (failure.mode === 'end-frame' && answer.errorFrame) {
+          res.end(answer.frames.at(-1));
+          return;
+        }
         if (failure.mode === 'disconnect' || !answer.errorFrame) {
           await new Promise((resolve) => res.write('', resolve)); // what was written reaches the client first
           res.socket?.destroy();

@@ -64,25 +64,33 @@ export const DeploymentSchema = ProviderConfigSchema.extend({
 }).meta({ id: 'ModelDeployment' });
 export type DeploymentEntry = z.infer<typeof DeploymentSchema>;
 
+/**
+ * The most a price may be: a million (the plan currency) per million tokens, image, audio minute or million
+ * characters, far above any model's. A price near the largest number made a request's cost infinite, which the
+ * organization's month counter then held, refusing every later request of the month.
+ */
+const MAX_PRICE = 1_000_000;
+const price = z.number().min(0).max(MAX_PRICE);
+
 export const PricingSchema = z
   .object({
-    input_per_million: z.number().min(0).default(0),
-    output_per_million: z.number().min(0).default(0),
+    input_per_million: price.default(0),
+    output_per_million: price.default(0),
     /** prompt tokens the provider read from its prompt cache (absent: `input_per_million`; decision 0107) */
-    cached_input_per_million: z.number().min(0).optional(),
+    cached_input_per_million: price.optional(),
     /** prompt tokens the provider wrote to its prompt cache (absent: `input_per_million`; decision 0107) */
-    cache_write_per_million: z.number().min(0).optional(),
+    cache_write_per_million: price.optional(),
     /**
      * prompt tokens written to the provider's 1-hour prompt cache (Anthropic's `ttl: "1h"`); absent: twice
      * `input_per_million` (Anthropic's rule), or `cache_write_per_million` when higher (decision 0113)
      */
-    cache_write_1h_per_million: z.number().min(0).optional(),
+    cache_write_1h_per_million: price.optional(),
     /** image generation: price of one image */
-    per_image: z.number().min(0).optional(),
+    per_image: price.optional(),
     /** audio transcription and translation: price of one minute of audio (billed by the second) */
-    per_audio_minute: z.number().min(0).optional(),
+    per_audio_minute: price.optional(),
     /** speech: price of one million characters of `input` (Unicode code points) */
-    per_million_characters: z.number().min(0).optional(),
+    per_million_characters: price.optional(),
   })
   .strict();
 

@@ -30,6 +30,29 @@ export const visibleText = (content: unknown): string => partsText(content, fals
  */
 export const billableText = (content: unknown): string => partsText(content, true);
 
+type ToolCall = {
+  function?: { name?: unknown; arguments?: unknown };
+  custom?: { name?: unknown; input?: unknown };
+} | null;
+
+const stringOr = (value: unknown): string => (typeof value === 'string' ? value : '');
+
+/**
+ * What the model wrote of a message's or a stream delta's tool calls: each function's name and arguments (a custom
+ * tool's name and input), not the JSON around them. A stream sends the arguments in small pieces, one delta each:
+ * counting each delta's JSON (its index, the member names) counted several times the tokens the model wrote.
+ */
+export function toolCallsText(toolCalls: unknown): string {
+  if (!Array.isArray(toolCalls)) return '';
+  let text = '';
+  for (const call of toolCalls as ToolCall[]) {
+    if (call?.function) text += stringOr(call.function.name) + stringOr(call.function.arguments);
+    else if (call?.custom) text += stringOr(call.custom.name) + stringOr(call.custom.input);
+    else text += JSON.stringify(call);
+  }
+  return text;
+}
+
 /** What a chat message or stream delta may carry of the model's thinking. */
 export interface Said {
   content?: unknown;

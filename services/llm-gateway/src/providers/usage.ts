@@ -1,6 +1,11 @@
 import type { Usage } from './types';
 
-const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
+/**
+ * A figure that can be a count of tokens: beyond 2^53 it is none (1e308 tokens made the request's cost infinite, an
+ * event llm-quota refuses, so the request was never counted), and the tokenizer counts instead.
+ */
+const count = (v: unknown) =>
+  typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? v : null;
 
 /**
  * Usage from an OpenAI (`prompt_tokens`…) or Anthropic-like (`input_tokens`…) object; null without one. OpenAI's

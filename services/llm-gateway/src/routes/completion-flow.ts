@@ -2,7 +2,7 @@ import { envelopeOf, RateLimited } from '@platform/kernel';
 import type { Request, Response } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import { chatChunksOf } from '../inference/answer-chunks';
-import { billableText, reasoningText } from '../inference/answer-text';
+import { billableText, reasoningText, toolCallsText } from '../inference/answer-text';
 import {
   account,
   accountFailure,
@@ -225,7 +225,7 @@ function completionText(body: Record<string, unknown>): string {
   return choices
     .map(
       (c) =>
-        `${reasoningText(c.message)}${billableText(c.message?.content)}${c.message?.tool_calls ? JSON.stringify(c.message.tool_calls) : ''}`,
+        `${reasoningText(c.message)}${billableText(c.message?.content)}${toolCallsText(c.message?.tool_calls)}`,
     )
     .join('');
 }
@@ -237,7 +237,7 @@ function chunkText(chunk: ChatChunk): string {
     if (!delta) continue;
     text += billableText(delta.content);
     if (delta.reasoning_content !== undefined || delta.reasoning !== undefined) text += reasoningText(delta);
-    if (delta.tool_calls) text += JSON.stringify(delta.tool_calls);
+    if (delta.tool_calls) text += toolCallsText(delta.tool_calls);
   }
   return text;
 }

@@ -71,6 +71,8 @@ export async function* anthropicChunks(
   let model = call.model;
   let usage: AnthropicUsage = {};
   let stopped = false;
+  // message_delta's stop reason: a message_stop without it ended a message that never finished (a proxy's cut)
+  let finished = false;
   let rolePending = true;
   let yielded = false;
   const toolIndexByBlock = new Map<number, number>();
@@ -188,8 +190,10 @@ export async function* anthropicChunks(
         if (event.usage?.cache_creation)
           usage.cache_creation = { ...byTtl, ...reported(event.usage.cache_creation) };
         const stop = event.delta?.stop_reason;
-        if (stop)
+        if (stop) {
+          finished = true;
           yield chunk({}, answerFinishReason(stop, json), stopSequenceOf(stop, event.delta?.stop_sequence));
+        }
         break;
       }
       case 'message_stop':
@@ -211,14 +215,16 @@ export async function* anthropicChunks(
     }
     if (stopped) break;
   }
-  if (!stopped) {
+  if (!stopped || !finished) {
     throw new ProviderError({
       provider: http.provider,
       model: call.model,
       upstreamStatus: null,
       providerErrorType: 'incomplete_stream',
       retryable: !yielded,
-      message: 'the stream ended before message_stop',
+      message: stopped
+        ? 'the message stopped without its stop reason'
+        : 'the stream ended before message_stop',
     });
   }
   yield {
