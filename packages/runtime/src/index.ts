@@ -1,2 +1,3 @@
 export * from './infrastructure';
+export * from './kept-secret';
 export * from './run-service-main';

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '@platform/testkit';
 
 /**
- * A service that cannot start (here auth, whose signing-keys secret is a folder) stops with one JSON log line
+ * A service that cannot start (here auth, whose signing-keys secret is a folder or empty) stops with one JSON log line
  * saying why, exit code 1: what an operator's log collector reads, not Node's unstructured stack trace.
  */
 const ROOT = path.resolve(__dirname, '../../..');
@@ -60,25 +60,42 @@ describe("a listening address that is not this machine's", () => {
 });
 
 describe('a service that fails while starting', () => {
-  it('logs one fatal JSON line naming the cause and exits 1, with no raw stack trace', async () => {
-    const data = tempDir('runtime-start-failure-');
-    mkdirSync(path.join(data.dir, 'signing-keys.secret'));
-    try {
-      const { code, stdout, stderr } = await runUntilExit('auth', { DATA_DIR: data.dir });
-      expect(code).toBe(1);
-      expect(stderr.replace(/^.*oidc-provider WARNING.*\n/m, '')).toBe('');
-      const fatal = stdout
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line))
-        .filter((line) => line.level === 60);
-      expect(fatal).toHaveLength(1);
-      expect(fatal[0]).toMatchObject({
-        service: 'auth',
-        msg: expect.stringMatching(/^auth cannot start: EISDIR: illegal operation on a directory/),
-      });
-    } finally {
-      data.remove();
-    }
-  }, 60_000);
+  it.each([
+    [
+      'is a folder',
+      (file: string) => mkdirSync(file),
+      'cannot read the signing-keys secret in FILE: it is a folder',
+    ],
+    [
+      'is empty (a crash, a full disk)',
+      (file: string) => writeFileSync(file, ''),
+      'FILE does not hold a signing-keys secret (one word of at least 32 characters)',
+    ],
+  ])(
+    'auth whose signing-keys secret %s logs one fatal JSON line naming the cause and exits 1, with no raw stack trace',
+    async (_, make, cause) => {
+      const data = tempDir('runtime-start-failure-');
+      const file = path.join(data.dir, 'signing-keys.secret');
+      make(file);
+      try {
+        const { code, stdout, stderr } = await runUntilExit('auth', { DATA_DIR: data.dir });
+        expect(code).toBe(1);
+        expect(stderr.replace(/^.*oidc-provider WARNING.*\n/m, '')).toBe('');
+        const fatal = stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line))
+          .filter((line) => line.level === 60);
+        expect(fatal).toHaveLength(1);
+        expect(fatal[0]).toMatchObject({ service: 'auth' });
+        expect(fatal[0].msg).toContain(`auth cannot start: ${cause.replace('FILE', file)}`);
+        expect(fatal[0].msg).toContain(
+          'or set SIGNING_KEYS_ENCRYPTION_KEY to the secret this data was sealed with',
+        );
+      } finally {
+        data.remove();
+      }
+    },
+    60_000,
+  );
 });

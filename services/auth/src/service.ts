@@ -8,6 +8,7 @@ import {
   openApiHandler,
   type PlatformService,
 } from '@platform/kernel';
+import { keptSecret } from '@platform/runtime';
 import type { Store } from '@platform/store';
 import { AccountDeletion } from './accounts/account-deletion';
 import { Accounts } from './accounts/accounts';
@@ -22,7 +23,7 @@ import { CredentialIntrospection } from './domain/credential-introspection';
 import { DataRetention } from './domain/data-retention';
 import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
-import { encryptPlainPrivateKeys, localSigningKeysSecret, PrivateKeyCodec } from './domain/signing-keys';
+import { encryptPlainPrivateKeys, PrivateKeyCodec } from './domain/signing-keys';
 import { createAuthMetrics } from './metrics';
 import { FIRST_PARTY_CLIENT_ID, OidcClients } from './oidc/clients';
 import { mountInteractionPages } from './oidc/interaction-pages';
@@ -71,12 +72,19 @@ export async function buildAuthService(
   const { config, clock, logger, store, bus } = deps;
   const collections = openCollections(store);
   const events = new AuthEvents(bus, clock, logger);
-  // Private keys are never stored in plain text: the configured secret, else (embedded store) one
-  // kept in a 0600 file in DATA_DIR. MongoDB deployments must configure one (shared by instances);
-  // the configuration refuses MONGO_URL without it, this refuses a MongoDB store handed in some other way.
+  // Private keys are never stored in plain text: the configured secret, else (embedded store) one kept in a 0600
+  // file in DATA_DIR, made at the first start and never replaced (a file there that does not hold one stops the
+  // start). MongoDB deployments must configure one (shared by instances); the configuration refuses MONGO_URL
+  // without it, this refuses a MongoDB store handed in some other way.
   const keySecret =
     config.SIGNING_KEYS_ENCRYPTION_KEY ??
-    (store.engine === 'embedded' ? localSigningKeysSecret(config.DATA_DIR) : undefined);
+    (store.engine === 'embedded'
+      ? keptSecret(config.DATA_DIR, {
+          file: 'signing-keys.secret',
+          what: 'signing-keys secret',
+          variable: 'SIGNING_KEYS_ENCRYPTION_KEY',
+        })
+      : undefined);
   if (!keySecret) throw new Error(`SIGNING_KEYS_ENCRYPTION_KEY: ${SIGNING_KEYS_ENCRYPTION_KEY_REQUIRED}`);
   const codec = new PrivateKeyCodec(keySecret);
   const keys = new KeyRotation({

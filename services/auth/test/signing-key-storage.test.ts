@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
 import { loadConfig, ManualClock, silentLogger } from '@platform/kernel';
@@ -44,6 +44,29 @@ describe('signing keys at rest on the embedded store', () => {
       data.remove();
     }
   });
+
+  it.each([
+    ['empty', ''],
+    ['cut short', 'abcde'],
+  ])(
+    'a signing-keys.secret left %s (a crash, a full disk) stops auth naming the file and the fix, and is kept',
+    async (_, text) => {
+      const data = tempDir('auth-keys-');
+      const file = path.join(data.dir, 'signing-keys.secret');
+      writeFileSync(file, text);
+      const store = createEmbeddedStore({ dataDir: path.join(data.dir, 'auth'), compactionIntervalMs: 0 });
+      try {
+        await expect(startAuth({ store, env: { DATA_DIR: data.dir } })).rejects.toThrow(
+          `${file} does not hold a signing-keys secret (one word of at least 32 characters): restore it from a backup of this data folder, or set SIGNING_KEYS_ENCRYPTION_KEY to the secret this data was sealed with`,
+        );
+        expect(readFileSync(file, 'utf8')).toBe(text);
+        expect(await store.collection('signing_keys').count({})).toBe(0);
+      } finally {
+        await store.close();
+        data.remove();
+      }
+    },
+  );
 
   it('encrypts keys an earlier version stored in plain text', async () => {
     const store = createEmbeddedStore();

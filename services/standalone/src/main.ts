@@ -1,7 +1,7 @@
 import { ConfigError, createLogger, handleProcessSignals, loadConfig } from '@platform/kernel';
+import { KeptSecretError, keptSecret } from '@platform/runtime';
 import { runStandaloneChild } from './child';
 import { DataDirInUseError, lockDataDir } from './data-dir-lock';
-import { InternalSecretError, keptInternalSecret } from './internal-secret';
 import { newcomerEnv } from './newcomer-env';
 import { type OperatorHints, removeOperatorHints, writeOperatorHints } from './operator-hints';
 import { StartStopped, startProcessPlatform } from './process-platform';
@@ -31,9 +31,13 @@ async function main() {
     const dataDir = env.DATA_DIR || './data';
     // before any service opens its store there: one platform per data folder
     unlock = lockDataDir(dataDir);
-    // the services seal with it (provider keys, developer tokens): the same at every start on this data folder;
-    // an operator's own wins, and is not written there
-    env.PLATFORM_INTERNAL_SECRET ||= keptInternalSecret(dataDir);
+    // the services seal with it (provider keys, developer tokens): the same at every start on this data folder
+    // (DATA_DIR/internal.secret, beside auth's signing-keys.secret); an operator's own wins, and is not written there
+    env.PLATFORM_INTERNAL_SECRET ||= keptSecret(dataDir, {
+      file: 'internal.secret',
+      what: 'internal secret',
+      variable: 'PLATFORM_INTERNAL_SECRET',
+    });
     // from now on it says this start's state and processes, not what a start killed before left there
     const hints: OperatorHints = {
       state: 'starting',
@@ -104,7 +108,7 @@ async function main() {
       logger.info('stopped');
       process.exit(0);
     }
-    if (err instanceof DataDirInUseError || err instanceof InternalSecretError) {
+    if (err instanceof DataDirInUseError || err instanceof KeptSecretError) {
       console.error(`cannot start: ${err.message}`);
       process.exit(1);
     }

@@ -2,7 +2,7 @@ import type { Env } from './platform';
 
 /**
  * What `pnpm start` fills in when the newcomer left it unset (its internal secret is kept in DATA_DIR:
- * `keptInternalSecret`): an issuer (the OpenID Connect provider's and the session JWTs' `iss`) on the port they
+ * `keptSecret`): an issuer (the OpenID Connect provider's and the session JWTs' `iss`) on the port they
  * chose, so that discovery at `http://localhost:<PORT>/oidc` names itself; the issuer's default otherwise says port
  * 8080. And a model server on this machine (Ollama, llama.cpp, vLLM on localhost) may be added as a provider: the
  * gateway refuses private addresses to providers an administrator adds, unless LLM_GATEWAY_PROVIDER_PRIVATE_NETWORKS

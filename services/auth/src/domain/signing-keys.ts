@@ -1,6 +1,4 @@
-import { createHash, createPrivateKey, generateKeyPair, type KeyObject, randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { createHash, createPrivateKey, generateKeyPair, type KeyObject } from 'node:crypto';
 import type { Collection } from '@platform/store';
 import { EC_CURVES } from '../config';
 import type { SigningKeyDoc } from '../data/collections';
@@ -95,35 +93,6 @@ export class PrivateKeyCodec {
       throw new Error('a signing key is encrypted but SIGNING_KEYS_ENCRYPTION_KEY is not set');
     return createPrivateKey(this.cipher.open(stored));
   }
-}
-
-/**
- * The embedded default's encryption secret for private signing keys when SIGNING_KEYS_ENCRYPTION_KEY
- * is not set: 32 random bytes in `DATA_DIR/signing-keys.secret` (mode 0600, beside standalone.json),
- * created on first use and read on every start. Keep it with the data: without it the stored keys
- * cannot be opened and auth does not start (it never falls back to plain text).
- */
-export function localSigningKeysSecret(dataDir: string): string {
-  const file = path.resolve(dataDir, 'signing-keys.secret');
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  try {
-    const existing = readFileSync(file, 'utf8').trim();
-    if (existing.length >= 32) {
-      chmodSync(file, 0o600);
-      return existing;
-    }
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const secret = randomBytes(32).toString('base64url');
-  // `wx`: two processes starting at once never overwrite each other's secret.
-  try {
-    writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readFileSync(file, 'utf8').trim();
-    throw err;
-  }
-  return secret;
 }
 
 /** Private keys stored in plain text by an earlier version: encrypted in place (idempotent). */

@@ -4,6 +4,7 @@ import {
   closeSync,
   fsyncSync,
   linkSync,
+  mkdirSync,
   openSync,
   readFileSync,
   rmSync,
@@ -11,15 +12,25 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 
-/** The internal secret kept in DATA_DIR cannot be read or kept: a new one would leave what the old one sealed unreadable. */
-export class InternalSecretError extends Error {
+/** A secret kept in DATA_DIR cannot be read or kept: a new one would leave what the old one sealed unreadable. */
+export class KeptSecretError extends Error {
   constructor(message: string) {
     super(message);
-    this.name = 'InternalSecretError';
+    this.name = 'KeptSecretError';
   }
 }
 
-/** what a kept secret may be: one word of at least 32 characters (PLATFORM_INTERNAL_SECRET's minimum) */
+/** Which secret, in the words of its errors: its file in DATA_DIR, what it is, the setting that stands for it. */
+export interface KeptSecretName {
+  /** e.g. `internal.secret` */
+  file: string;
+  /** e.g. `internal secret` */
+  what: string;
+  /** e.g. `PLATFORM_INTERNAL_SECRET` (when set, nothing is kept) */
+  variable: string;
+}
+
+/** what a kept secret may be: one word of at least 32 characters (the settings' minimum) */
 const SECRET = /^\S{32,}$/;
 
 const why = (err: unknown) => {
@@ -32,7 +43,7 @@ const why = (err: unknown) => {
 };
 
 /** The secret in `file`, or undefined when there is none yet; anything else there stops the start. */
-function readKept(file: string): string | undefined {
+function readKept(file: string, { what, variable }: KeptSecretName): string | undefined {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -40,17 +51,17 @@ function readKept(file: string): string | undefined {
     // none yet, or no folder to hold one (a part of the path is a file): said as it cannot be written
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-    throw new InternalSecretError(
-      `cannot read the internal secret in ${file}: ${why(err)}; make it readable, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
+    throw new KeptSecretError(
+      `cannot read the ${what} in ${file}: ${why(err)}; make it readable, or set ${variable} to the secret this data was sealed with`,
     );
   }
   const secret = text.trim();
   if (!SECRET.test(secret))
-    throw new InternalSecretError(
-      `${file} does not hold an internal secret (one word of at least 32 characters): restore it from a backup of this data folder, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
+    throw new KeptSecretError(
+      `${file} does not hold ${/^[aeiou]/.test(what) ? 'an' : 'a'} ${what} (one word of at least 32 characters): restore it from a backup of this data folder, or set ${variable} to the secret this data was sealed with`,
     );
   try {
-    // readable by its owner alone, whatever a restore left (as signing-keys.secret)
+    // readable by its owner alone, whatever a restore left
     chmodSync(file, 0o600);
   } catch {
     // another user's file, or a read-only mount: it is read as it is
@@ -59,15 +70,27 @@ function readKept(file: string): string | undefined {
 }
 
 /**
- * `pnpm start`'s internal secret when PLATFORM_INTERNAL_SECRET is not set: 32 random bytes in
- * `DATA_DIR/internal.secret` (mode 0600, beside signing-keys.secret), made at the first start and read at every
- * next one. The services seal with it (the gateway's provider keys, the legacy assistants' developer tokens): a new
- * one at each start would leave them unreadable. Never replaced: a file that does not hold one stops the start.
+ * A secret kept in `DATA_DIR/<file>` for when its setting (`variable`) is not set: 32 random bytes (mode 0600; the
+ * folder is made 0700 if missing), made at the first start and read at every next one. What was sealed with it is
+ * unreadable without it: it is never replaced, and a file that does not hold one stops the start
+ * (`KeptSecretError`, one line naming the file and the fix).
  */
-export function keptInternalSecret(dataDir: string): string {
-  const file = path.resolve(dataDir, 'internal.secret');
-  const kept = readKept(file);
+export function keptSecret(dataDir: string, name: KeptSecretName): string {
+  const folder = path.resolve(dataDir);
+  const file = path.join(folder, name.file);
+  const kept = readKept(file, name);
   if (kept) return kept;
+  // as each service says it of its store
+  const cannotUse = (reason: string) =>
+    new KeptSecretError(
+      `cannot use ${folder} as a data folder: ${reason}; set DATA_DIR to a writable folder, where the ${name.what} is kept, or set ${name.variable}`,
+    );
+  try {
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    // a file there: said as of a file in its path, when the secret cannot be written into it
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw cannotUse(why(err));
+  }
   const secret = randomBytes(32).toString('base64url');
   // written whole, then linked into place: never half a file, never over one another start made meanwhile
   const next = `${file}.${process.pid}.tmp`;
@@ -80,24 +103,21 @@ export function keptInternalSecret(dataDir: string): string {
       linkSync(next, file);
     } catch (err) {
       if (!NO_HARD_LINKS.has((err as NodeJS.ErrnoException).code ?? '')) throw err;
-      // a file system without hard links (FAT, exFAT, a virtual machine's share): created in place, exclusively;
-      // the data folder's lock keeps another start from reading it half-written
+      // a file system without hard links (FAT, exFAT, a virtual machine's share): created in place, exclusively
+      // (pnpm start's lock on its data folder keeps another start from reading it half-written)
       writeWhole(file, secret);
     }
     return secret;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-      const other = readKept(file);
+      const other = readKept(file, name);
       if (other) return other;
       // nothing to read, yet a name there: a link to a file that is gone
-      throw new InternalSecretError(
-        `cannot read the internal secret in ${file}: it is a link to a missing file; restore that file, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
+      throw new KeptSecretError(
+        `cannot read the ${name.what} in ${file}: it is a link to a missing file; restore that file, or set ${name.variable} to the secret this data was sealed with`,
       );
     }
-    // as each service says it of its store
-    throw new InternalSecretError(
-      `cannot use ${path.resolve(dataDir)} as a data folder: ${why(err)}; set DATA_DIR to a writable folder, where pnpm start keeps its internal secret, or set PLATFORM_INTERNAL_SECRET`,
-    );
+    throw cannotUse(why(err));
   } finally {
     try {
       rmSync(next, { force: true });
