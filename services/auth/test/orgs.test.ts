@@ -286,6 +286,42 @@ describe('organizations, members and roles', () => {
       events.stop();
     });
 
+    it('a description of several lines is text: its line breaks and tabs are kept, and it can be sent back', async () => {
+      const s = await orgWith();
+      const description = 'Reads reports.\n\t- models\r\n\t- usage';
+      const made = await h.call(owner, 'put', `/v2/orgs/${s}/roles/analyst`, {
+        description,
+        permissions: [],
+      });
+      expect([made.status, made.body.description]).toEqual([201, description]);
+      // a client changing only the permissions sends the description it read
+      const read = (await h.call(owner, 'get', `/v2/orgs/${s}/roles`)).body.find(
+        (r: { slug: string }) => r.slug === 'analyst',
+      );
+      const replaced = await h.call(owner, 'put', `/v2/orgs/${s}/roles/analyst`, {
+        description: read.description,
+        permissions: ['models:read'],
+      });
+      expect([replaced.status, replaced.body.description]).toEqual([200, description]);
+      const other = await h.call(owner, 'put', `/v2/orgs/${s}/roles/analyst`, {
+        description: 'bell\u0007',
+        permissions: [],
+      });
+      expect([other.status, other.body.details.issues[0].field]).toEqual([400, 'description']);
+    });
+
+    it('names in scripts that join letters with zero-width characters are names (Persian, Hindi, emoji sequences)', async () => {
+      for (const name of [
+        '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645',
+        '\u0915\u094d\u200d\u0937',
+        '\ud83d\udc69\u200d\ud83d\udcbb Team',
+      ]) {
+        const s = slug();
+        const made = await h.call(owner, 'post', '/v2/orgs', { slug: s, name });
+        expect([made.status, made.body.name]).toEqual([201, name]);
+      }
+    });
+
     it('built-in roles are not editable; unknown permissions and bad slugs are 400; roles in use are 409', async () => {
       const user = await h.newUser();
       const s = await orgWith();
@@ -504,5 +540,23 @@ describe("a company's SSO provider makes its people members once, not at every s
     expect((await h.call(eli, 'delete', `/v2/orgs/${company}/members/${eli.userId}`)).status).toBe(204);
     const again = await signIn('eli');
     expect((await h.call(again, 'get', '/v2/orgs')).body).toEqual([]);
+  });
+
+  it("makes a member of whom the provider knew before it became the organization's, at their next sign-in", async () => {
+    const name = (orgSlug?: string) =>
+      h.http
+        .put('/internal/sso-providers/acme')
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({ name: 'Acme SSO', issuer: idp.url, clientId: 'platform', clientSecret: SECRET, orgSlug });
+    expect((await name()).status).toBe(200);
+    const fay = await signIn('fay');
+    expect((await h.call(fay, 'get', '/v2/orgs')).body).toEqual([]);
+    // the operator makes it the company's provider: its people join the company, once
+    expect((await name(company)).status).toBe(200);
+    const again = await signIn('fay');
+    expect(again.userId).toBe(fay.userId);
+    expect((await h.call(again, 'get', `/v2/orgs/${company}`)).body.role).toBe('member');
+    expect((await h.call(owner, 'delete', `/v2/orgs/${company}/members/${fay.userId}`)).status).toBe(204);
+    expect((await h.call(await signIn('fay'), 'get', '/v2/orgs')).body).toEqual([]);
   });
 });

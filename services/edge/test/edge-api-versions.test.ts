@@ -89,6 +89,27 @@ describe('API version lifecycle at the edge', () => {
     expect(retiredProxied.json.migration.targetPath).toBe('/api/legacy/v2');
   });
 
+  it("names no successor under a trusted proxy's prefix that is not a plain path (another host, another link)", async () => {
+    const clock = new ManualClock('2025-06-01T00:00:00Z');
+    const edge = await edgeAt(clock, { TRUST_PROXY: 'loopback' });
+    for (const prefix of ['//elsewhere.example', '/a>; rel="next", <https://elsewhere.example', 'api']) {
+      const deprecated = await request(edge.url, '/legacy/v1/bots', {
+        headers: { 'x-forwarded-prefix': prefix },
+      });
+      expect([prefix, deprecated.status, String(deprecated.headers.link).split(', ')[0]]).toEqual([
+        prefix,
+        200,
+        '</legacy/v2>; rel="successor-version"',
+      ]);
+      expect(deprecated.json.headers['x-forwarded-prefix']).toBe('/legacy');
+    }
+    clock.set('2026-01-01T00:00:00Z');
+    const retired = await request(edge.url, '/legacy/v1/bots', {
+      headers: { 'x-forwarded-prefix': '//elsewhere.example' },
+    });
+    expect([retired.status, retired.json.migration.targetPath]).toEqual([410, '/legacy/v2']);
+  });
+
   it("keeps its deprecation Link when the service answers one of its own: the service's link-values follow the edge's", async () => {
     const legacy = await startUpstream('legacy-agent', {
       '/v1/bots': (_req, res) => {

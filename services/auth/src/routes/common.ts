@@ -17,16 +17,25 @@ const INVISIBLE = /[\p{White_Space}\p{Default_Ignorable_Code_Point}\u2800]/gu;
 /** Whether `s` shows anything: a name of zero-width spaces alone is as empty as no name. */
 export const showsSomething = (s: string): boolean => s.replace(INVISIBLE, '') !== '';
 
+/** NOT_TEXT but for the tab and line breaks of a text of several lines */
+const NOT_FREE_TEXT = new RegExp(`(?![\\t\\n\\r])${NOT_TEXT.source}`, 'u');
+
 const NOT_TEXT_MESSAGE = 'holds a control character, a bidirectional override or a lone surrogate';
 
-/** Free text a person writes (a description): text as `displayName` takes it, and possibly empty. */
-export const freeText = (max: number) =>
+/** trimmed, NFC, at most `max` characters, none of `notText` */
+const text = (max: number, notText: RegExp) =>
   z
     .string()
     .trim()
     .normalize('NFC')
     .max(max)
-    .refine((s) => !NOT_TEXT.test(s), NOT_TEXT_MESSAGE);
+    .refine((s) => !notText.test(s), NOT_TEXT_MESSAGE);
+
+/**
+ * Free text a person writes (a description): text as `displayName` takes it, but possibly empty and of several lines
+ * (tabs and line breaks kept).
+ */
+export const freeText = (max: number) => text(max, NOT_FREE_TEXT);
 
 /**
  * A name a person gives and reads back (organizations, workspaces, tokens, keys, people): trimmed, in Unicode's
@@ -37,7 +46,7 @@ export const freeText = (max: number) =>
  * no name.
  */
 export const displayName = (max: number) =>
-  freeText(max)
+  text(max, NOT_TEXT)
     .min(1, { abort: true })
     .refine(showsSomething, 'shows nothing: only spaces or invisible characters');
 

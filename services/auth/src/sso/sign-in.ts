@@ -13,7 +13,7 @@ import { newId } from '../domain/secrets';
 import { formName } from '../pages/form-fields';
 import { html, sendPage } from '../pages/html';
 import { readCookie, safeNext } from '../pages/page-session';
-import type { SsoClients, SsoProvider } from './providers';
+import type { SsoClients, SsoIdentityDoc, SsoProvider } from './providers';
 
 const STATE_COOKIE = 'sso-state';
 const STATE_SECONDS = 600;
@@ -31,11 +31,18 @@ const memberOf = async (c: AuthContext, userId: string, orgSlug: string) =>
   Boolean(await c.collections.memberships.findOne({ userId, orgSlug }));
 
 /**
+ * A link, with the organization its provider last made its person a member of (`_id`): null while none did, absent on
+ * links written before this was kept (their people joined then, at every sign-in).
+ */
+type IdentityLink = SsoIdentityDoc & { joinedOrgId?: string | null };
+
+/**
  * Which local user an external identity signs in as: the one it was linked to before; else the user
  * whose email it proves (the provider says `email_verified`, and the local address was verified too,
  * so nobody can pre-register someone else's address and wait) and, for a company's provider, a member
  * of its organization already; else a new user. A company provider's users become members of its
- * organization when they first sign in with it: a member the organization removed, or who left, is not put back by
+ * organization when they first sign in with it as the organization's (at their first link, or at their first sign-in
+ * after the provider became the organization's): a member the organization removed, or who left, is not put back by
  * their next sign-in (the provider vouches for who they are, not for their place in the organization).
  */
 export async function userForIdentity(
@@ -58,7 +65,7 @@ export async function userForIdentity(
   }
   const identities = sso.collections.identities;
   const id = `${provider._id}:${claims.sub}`;
-  const linked = await identities.findOne({ _id: id });
+  const linked: IdentityLink | null = await identities.findOne({ _id: id });
   let user = linked ? await c.collections.users.findOne({ _id: linked.userId }) : null;
   if (user?.deletedAt) {
     throw new Forbidden('This account is being deleted', { error: 'AccountDeleted' });
@@ -68,6 +75,8 @@ export async function userForIdentity(
   /** what this sign-in wrote for the user: taken back if their account is deleted meanwhile */
   let linkedNow = false;
   let joinedNow: string | undefined;
+  /** the organization the link made its person a member of (see IdentityLink); undefined: none to make */
+  let joinedOrgId = user ? linked?.joinedOrgId : undefined;
   if (!user) {
     if (typeof claims.email !== 'string' || claims.email_verified !== true) {
       throw new Forbidden(`${provider.name} did not confirm an email address for this account`, {
@@ -116,27 +125,31 @@ export async function userForIdentity(
       }
     }
     try {
-      await identities.insertOne({
+      const link: IdentityLink = {
         _id: id,
         provider: provider._id,
         sub: claims.sub,
         userId: user._id,
         linkedAt: now,
-      });
+        joinedOrgId: null,
+      };
+      await identities.insertOne(link);
       linkedNow = true;
+      joinedOrgId = null;
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
     }
   }
-  if (provider.orgSlug && linkedNow) {
+  if (provider.orgSlug && joinedOrgId !== undefined) {
     const org = await c.collections.orgs.findOne({ slug: provider.orgSlug });
-    if (org) {
+    if (org && joinedOrgId !== org._id) {
       const joined = await c.collections.memberships.updateOne(
         { orgId: org._id, userId: user._id },
         { $setOnInsert: { _id: newId(), orgSlug: org.slug, role: 'member', createdAt: c.clock.now() } },
         { upsert: true },
       );
       joinedNow = joined.upsertedId;
+      await identities.updateOne({ _id: id, userId: user._id }, { $set: { joinedOrgId: org._id } });
     }
   }
   // the account was deleted while this ran (decision 0099): what this sign-in wrote for it goes too
