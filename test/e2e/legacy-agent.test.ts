@@ -236,6 +236,23 @@ describe('legacy virtual agent end to end, through the edge', () => {
     expect(texts(reply)).toEqual(['I find train connections.']);
   });
 
+  it("answers a visitor's regional language tag in the assistant's language (BCP 47 lookup)", async () => {
+    const regional = await message({
+      userId: 'u-region',
+      text: 'i need a train from marienplatz',
+      lang: 'en-US',
+    });
+    expect(regional.status).toBe(200);
+    expect(regional.body).toMatchObject({ lang: 'en', intents: [{ name: 'FindConnection' }] });
+    const other = await message({ userId: 'u-region', event: 'HELP', lang: 'fr-FR' });
+    expect(other.status).toBe(400);
+    expect(other.body.status).toMatchObject({
+      code: 400,
+      errorType: 'invalid_request',
+      errorDetails: 'The assistant does not speak fr-FR; it speaks en',
+    });
+  });
+
   it('answers per channel, with the fallback below the threshold, and by event', async () => {
     const web = await message({ userId: 'u2', text: 'how do i get to Odeonsplatz' });
     expect(web.body.fulfillment[0].items).toEqual([

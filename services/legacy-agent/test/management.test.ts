@@ -314,6 +314,99 @@ describe('legacy intents and entities (spec 4.3)', () => {
       expect(fields(missing).sort()).toEqual(['automaticallyExtensible', 'data', 'useSynonyms']);
     });
 
+    it('refuses values and synonyms that differ only in letter case or Unicode form, which matching cannot tell apart', async () => {
+      const { bot } = await accountWithBot(app.http, { languages: ['en', 'fr'] });
+      const city = {
+        name: 'City',
+        automaticallyExtensible: { en: false, fr: false },
+        useSynonyms: { en: true, fr: false },
+        data: {
+          en: [
+            { value: 'Paris', synonyms: ['paris', 'City of Light'] },
+            { value: 'paris', synonyms: [] },
+            { value: 'Lyon', synonyms: ['city of light', 'LYON'] },
+            { value: 'Zu\u0308rich', synonyms: [] },
+            { value: 'z\u00fcrich', synonyms: [] },
+          ],
+          // synonyms are not matched where useSynonyms is false
+          fr: [
+            { value: 'Paris', synonyms: ['Ville Lumière'] },
+            { value: 'Lyon', synonyms: ['ville lumière'] },
+          ],
+        },
+      };
+      const refused = await app.http.post('/v1/entities').set(dev(bot)).send(city).expect(400);
+      expect(refused.body).toMatchObject({ status: 400, error: 'InvalidInput' });
+      expect(refused.body.details.issues).toEqual([
+        {
+          field: 'data.en.1.value',
+          message: expect.stringContaining('"paris" and "Paris" (data.en.0.value)'),
+        },
+        {
+          field: 'data.en.2.synonyms.0',
+          message: expect.stringContaining('"city of light" and "City of Light" (data.en.0.synonyms.1)'),
+        },
+        {
+          field: 'data.en.4.value',
+          message: expect.stringContaining('"z\u00fcrich" and "Zu\u0308rich" (data.en.3.value)'),
+        },
+      ]);
+      expect(refused.body.message).toContain('differ only in letter case or Unicode form');
+
+      // a synonym in another case than its own value, or than another synonym of it, names one value: kept
+      const fine = {
+        ...city,
+        data: { en: [city.data.en[0], city.data.en[3]], fr: city.data.fr },
+      };
+      const created = await app.http.post('/v1/entities').set(dev(bot)).send(fine).expect(200);
+      const update = await app.http
+        .post(`/v1/entities/${created.body.id}`)
+        .set(dev(bot))
+        .send({
+          data: {
+            en: [
+              { value: 'Lyon', synonyms: [] },
+              { value: 'LYON', synonyms: [] },
+            ],
+          },
+        })
+        .expect(400);
+      expect(fields(update)).toEqual(['data.en.1.value']);
+      // turning synonyms on where two of them collide
+      const switched = await app.http
+        .post(`/v1/entities/${created.body.id}`)
+        .set(dev(bot))
+        .send({ useSynonyms: { en: true, fr: true } })
+        .expect(400);
+      expect(fields(switched)).toEqual(['data.fr.1.synonyms.0']);
+      await app.http.get(`/v1/entities/${created.body.id}`).set(dev(bot)).expect(200, created.body);
+    });
+
+    it('keeps answering with an entity stored with values colliding in letter case, until an update resolves them', async () => {
+      const bot = await botWithStation();
+      const [entity] = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;
+      // stored before such values were refused
+      await app.store
+        .collection('legacy_entities')
+        .updateOne(
+          { _id: entity.id },
+          { $set: { 'data.en': [...station.data.en, { value: 'marienplatz', synonyms: [] }] } },
+        );
+      const stored = await app.http.get(`/v1/entities/${entity.id}`).set(dev(bot)).expect(200);
+      expect(stored.body.data.en).toHaveLength(3);
+      const rename = await app.http
+        .post(`/v1/entities/${entity.id}`)
+        .set(dev(bot))
+        .send({ name: 'Stop' })
+        .expect(400);
+      expect(fields(rename)).toEqual(['data.en.2.value']);
+      await app.http
+        .post(`/v1/entities/${entity.id}`)
+        .set(dev(bot))
+        .send({ name: 'Stop', data: station.data })
+        .expect(200);
+    });
+
     it('refuses deleting or renaming an entity intents use, and a duplicate name', async () => {
       const bot = await botWithStation();
       const [entity] = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;

@@ -45,6 +45,7 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
       timestamp: clock.now().toISOString(),
       sessionId: expect.any(String),
       conversationId: expect.any(String),
+      lang: 'en',
       query: 'from Marienplatz to main station',
       fulfillment: [
         { source: 'Travel helper', items: [{ text: 'Here is a connection to the main station.' }] },
@@ -333,6 +334,69 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
     } finally {
       await custom.close();
     }
+  });
+
+  it("finds the assistant's language for a regional tag (BCP 47 lookup), and says which one answered", async () => {
+    const { bot: polyglot } = await accountWithBot(app.http, {
+      lang: 'pt-BR',
+      languages: ['pt-BR', 'pt-PT', 'fr', 'zh-Hant', 'en-GB'],
+    });
+    const hello = (greeting: string) => ({ default: { default: [say(greeting)] } });
+    await app.http
+      .post('/v1/intents')
+      .set(dev(polyglot))
+      .send({
+        name: 'Greet',
+        events: ['HELLO'],
+        conditionalResponses: {
+          'pt-BR': hello('Oi'),
+          'pt-PT': hello('Olá'),
+          fr: hello('Bonjour'),
+          'zh-Hant': hello('你好'),
+          'en-GB': hello('Hello'),
+        },
+      })
+      .expect(200);
+    const answer = async (lang: string) => {
+      const res = await app.http
+        .post('/v1/Messages')
+        .set(client(polyglot))
+        .send({ userId: `u-${lang}`, platform: 'web', lang, event: 'HELLO' })
+        .expect(200);
+      return [res.body.lang, ...texts(res.body)];
+    };
+    // the tag, then shortened subtag by subtag (a singleton left last goes with it)
+    expect(await answer('fr-FR')).toEqual(['fr', 'Bonjour']);
+    expect(await answer('FR-ca')).toEqual(['fr', 'Bonjour']);
+    expect(await answer('zh-Hant-TW')).toEqual(['zh-Hant', '你好']);
+    expect(await answer('fr-CA-u-fw-mon')).toEqual(['fr', 'Bonjour']); // Android 14's regional preferences
+    expect(await answer('pt-pt')).toEqual(['pt-PT', 'Olá']);
+    // else a language with the same primary subtag: the default language first
+    expect(await answer('pt')).toEqual(['pt-BR', 'Oi']);
+    expect(await answer('pt-AO')).toEqual(['pt-BR', 'Oi']);
+    expect(await answer('en-US')).toEqual(['en-GB', 'Hello']);
+    expect(await answer('zh-TW')).toEqual(['zh-Hant', '你好']);
+    // without lang, the default language
+    const plain = await app.http
+      .post('/v1/Messages')
+      .set(client(polyglot))
+      .send({ userId: 'u-default', platform: 'web', event: 'HELLO' })
+      .expect(200);
+    expect(plain.body.lang).toBe('pt-BR');
+
+    const none = await app.http
+      .post('/v1/Messages')
+      .set(client(polyglot))
+      .send({ userId: 'u-de', platform: 'web', lang: 'de-DE', event: 'HELLO' })
+      .expect(400);
+    expect(none.body.status).toMatchObject({
+      code: 400,
+      errorType: 'invalid_request',
+      errorDetails: 'The assistant does not speak de-DE; it speaks pt-BR, pt-PT, fr, zh-Hant, en-GB',
+      details: {
+        issues: [{ field: 'lang', message: expect.stringContaining('pt-BR, pt-PT, fr, zh-Hant, en-GB') }],
+      },
+    });
   });
 
   describe('errors keep the Messages shape', () => {

@@ -5,6 +5,7 @@ import { builtinFallbackText } from './builtin-fallback';
 import type { LegacyContext } from './context';
 import type { Conversations } from './conversations';
 import { newId } from './ids';
+import { lookupLanguage } from './language-tags';
 import { DEFAULT_SETTINGS, type IntentSettings, type ReplyItem } from './model-types';
 import { chooseStream, renderItems, type TurnVariables } from './responses';
 import type { NluEntityMatch, NluParse, Understanding } from './understanding';
@@ -31,6 +32,8 @@ export interface MessageReply {
   timestamp: string;
   sessionId: string;
   conversationId: string;
+  /** addition: the assistant's language that answered (the request's `lang` looked up, else its default) */
+  lang: string;
   query?: string;
   fulfillment: Array<{ source: string; items: ReplyItem[] }>;
   intents: IntentResult[];
@@ -71,11 +74,13 @@ export class Dialogue {
   }
 
   async reply(assistant: AssistantDoc, input: MessageInput): Promise<MessageReply> {
-    const lang = input.lang ?? assistant.lang;
-    if (!assistant.languages.includes(lang))
-      throw new InvalidInput(`The assistant does not speak ${lang}`, {
-        details: { issues: [{ field: 'lang', message: `must be one of ${assistant.languages.join(', ')}` }] },
+    const lang = input.lang === undefined ? assistant.lang : lookupLanguage(input.lang, assistant);
+    if (lang === undefined) {
+      const spoken = assistant.languages.join(', ');
+      throw new InvalidInput(`The assistant does not speak ${input.lang}; it speaks ${spoken}`, {
+        details: { issues: [{ field: 'lang', message: `must name a language of the assistant: ${spoken}` }] },
       });
+    }
     const [known, conversation] = await Promise.all([
       this.intentsOf(assistant),
       this.conversations.current(assistant._id, input.userId),
@@ -111,6 +116,7 @@ export class Dialogue {
       timestamp: this.ctx.clock.now().toISOString(),
       sessionId: conversation.doc.sessionId,
       conversationId: conversation.doc.conversationId,
+      lang,
       ...(input.text !== undefined ? { query: input.text } : {}),
       fulfillment: [{ source: assistant.name, items }],
       intents: [

@@ -98,3 +98,25 @@ export function assistantWithCanonicalLanguages<T extends { lang: string; langua
     return doc;
   return { ...doc, lang, languages };
 }
+
+/**
+ * The assistant's language that answers a request in `requested` (BCP 47 lookup, RFC 4647 3.4), in any letter
+ * case: the tag itself, then the tag without its last subtag (and without a singleton left last), again, until one
+ * of `languages` matches (`fr-FR` finds `fr`, `zh-Hant-TW` finds `zh-Hant`); else one with the same primary subtag,
+ * `lang` (the default) first (`pt` or `pt-AO` finds `pt-BR`). Undefined when the assistant speaks none of it.
+ */
+export function lookupLanguage(
+  requested: string,
+  { lang, languages }: { lang: string; languages: readonly string[] },
+): string | undefined {
+  const byKey = new Map(languages.map((l) => [l.toLowerCase(), l]));
+  const subtags = requested.toLowerCase().split('-');
+  while (subtags.length > 0) {
+    const found = byKey.get(subtags.join('-'));
+    if (found !== undefined) return found;
+    subtags.pop();
+    if (subtags.at(-1)?.length === 1) subtags.pop();
+  }
+  const primary = (tag: string) => tag.toLowerCase().split('-')[0];
+  return [lang, ...languages].find((l) => primary(l) === primary(requested));
+}

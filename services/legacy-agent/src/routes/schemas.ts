@@ -19,6 +19,15 @@ const langTag = z
   // a tag that long names no language, and would push the model's blob id past the store's 200 characters
   .max(35)
   .regex(LANG_PATTERN, 'must be a language code such as "en" or "pt-BR"');
+/**
+ * A visitor's language tag (Messages' `lang`, looked up among the assistant's languages, never stored): BCP 47 with
+ * extensions and private use too, as phones send them (Android 14's `fr-CA-u-fw-mon`), in the recommended case.
+ */
+const visitorLangCode = z
+  .string()
+  .max(64)
+  .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/, 'must be a language tag such as "en" or "pt-BR"')
+  .transform(canonicalLanguage);
 /** A language code, in any letter case, kept in the case BCP 47 recommends (`pt-br` is `pt-BR`). */
 export const langCode = langTag
   .transform(canonicalLanguage)
@@ -325,7 +334,39 @@ export const entityFields = {
 
 type EntityShape = { [K in keyof typeof entityFields]: z.infer<(typeof entityFields)[K]> };
 
-/** cross-field rules of a complete entity: flags for each language of `data`, synonyms where asked */
+/** Matching takes strings equal in any letter case and Unicode form (NFC) for one another (and folds more). */
+const matchKey = (text: string) => text.normalize('NFC').toLowerCase();
+
+/**
+ * Values and synonyms (where `useSynonyms`) of one language that matching takes for one another (`Paris` and `paris`,
+ * a synonym of one value and another value): only the first could ever be extracted. Strings of one value may.
+ */
+function collisions(values: EntityShape['data'][string], useSynonyms: boolean, lang: string) {
+  const first = new Map<string, { i: number; text: string; isValue: boolean; path: string }>();
+  const issues: Array<{ path: (string | number)[]; message: string }> = [];
+  values.forEach((occ, i) => {
+    const texts = [occ.value, ...(useSynonyms ? (occ.synonyms ?? []) : [])];
+    texts.forEach((text, j) => {
+      const isValue = j === 0;
+      const path = isValue ? ['data', lang, i, 'value'] : ['data', lang, i, 'synonyms', j - 1];
+      const key = matchKey(text);
+      const seen = first.get(key);
+      if (!seen) first.set(key, { i, text, isValue, path: path.join('.') });
+      // two equal values are answered as a duplicate value
+      else if (seen.i !== i && !(isValue && seen.isValue && seen.text === text))
+        issues.push({
+          path,
+          message: `"${text}" and "${seen.text}" (${seen.path}) differ only in letter case or Unicode form: matching takes them for one another, so keep one of them`,
+        });
+    });
+  });
+  return issues;
+}
+
+/**
+ * cross-field rules of a complete entity: flags for each language of `data`, synonyms where asked, values and
+ * synonyms that matching can tell apart
+ */
 export function checkEntity(entity: EntityShape, ctx: z.RefinementCtx): void {
   for (const [lang, values] of Object.entries(entity.data)) {
     if (entity.automaticallyExtensible[lang] === undefined)
@@ -352,6 +393,8 @@ export function checkEntity(entity: EntityShape, ctx: z.RefinementCtx): void {
         });
       seen.add(occ.value);
     });
+    for (const issue of collisions(values, entity.useSynonyms[lang] === true, lang))
+      ctx.addIssue({ code: 'custom', ...issue });
   }
 }
 
@@ -385,9 +428,10 @@ export const messageBody = z
       nonEmptyText(256).optional(),
     ),
     payload: z.record(z.string(), z.unknown()).optional(),
-    lang: langCode
-      .optional()
-      .meta({ description: "addition: the language to understand; the assistant's lang by default" }),
+    lang: visitorLangCode.optional().meta({
+      description:
+        "addition: the visitor's language; the assistant's language it finds (BCP 47 lookup: `fr-FR` finds `fr`, `pt` finds `pt-BR`), its default `lang` when absent",
+    }),
   })
   .refine((m) => m.text !== undefined || m.event !== undefined, {
     message: 'text or event is required',
@@ -626,6 +670,10 @@ export const MessageReplySchema = z
     timestamp: instant,
     sessionId: z.string(),
     conversationId: z.string(),
+    lang: z.string().meta({
+      description:
+        "addition: the assistant's language that answered: the request's `lang` looked up (BCP 47, `fr-FR` finds `fr`), else its default",
+    }),
     query: z
       .string()
       .optional()
