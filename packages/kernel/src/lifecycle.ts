@@ -3,7 +3,7 @@ import type { RequestListener, Server } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvalidInput } from './errors';
-import { answerClientError, refuseRequest } from './http/client-error';
+import { answerClientError, refuseConnect, refuseRequest } from './http/client-error';
 import { serverMessagesOf } from './http/server-messages';
 import type { Logger } from './logger';
 
@@ -74,6 +74,8 @@ export async function listen(
   server.keepAliveTimeout = 65_000;
   // what Node cannot read is answered in the envelope too
   server.on('clientError', answerClientError);
+  // no server of the platform is a proxy: CONNECT is answered 405, not with a reset connection
+  server.on('connect', refuseConnect);
   server.listen(port, host);
   await once(server, 'listening');
   const address = server.address() as AddressInfo;

@@ -101,10 +101,15 @@ export async function buildEdgeService(
   const resolver = principals;
 
   // the driver is loaded only for MongoDB (~20 MiB of the process otherwise; `require` as in @platform/store)
+  // Server selection bounded to 1 s (a timeout in the URL is the operator's): a limited request waits at most that
+  // for an unreachable MongoDB before this instance's memory answers.
   const mongo = config.MONGO_URL
-    ? new (require('mongodb') as typeof import('mongodb')).MongoClient(config.MONGO_URL)
+    ? new (require('mongodb') as typeof import('mongodb')).MongoClient(
+        config.MONGO_URL,
+        /[?&]serverSelectionTimeoutMS=/i.test(config.MONGO_URL) ? {} : { serverSelectionTimeoutMS: 1_000 },
+      )
     : undefined;
-  const rateLimits = createRateLimits({ mongo, dbName: config.RATE_LIMIT_MONGO_DB, logger: log });
+  const rateLimits = createRateLimits({ mongo, dbName: config.RATE_LIMIT_MONGO_DB, logger: log, clock });
   const proxy = createUndiciProxy({
     targets: {
       base: config.AUTH_URL,

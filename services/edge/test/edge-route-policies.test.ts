@@ -114,6 +114,86 @@ describe('GET {gateway_url}/v1/quotas/usage: the edge route policy', () => {
   });
 });
 
+describe('GET {gateway_url}/v1/quotas/usage: 60 requests in any 60 seconds (a sliding window)', () => {
+  const start = Date.parse('2026-11-28T10:00:00Z');
+  let auth: FakeAuth;
+  let quota: Upstream;
+  let edge: TestEdge;
+
+  beforeAll(async () => {
+    // only Date is faked: the edge's clock and its limits read the time the test sets, everything else runs for real
+    jest.useFakeTimers({
+      now: start,
+      doNotFake: [
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setInterval',
+        'clearInterval',
+        'setTimeout',
+        'clearTimeout',
+      ],
+    });
+    auth = await startFakeAuth();
+    quota = await startUpstream('llm-quota');
+    edge = await startEdge({ authUrl: auth.url, llmQuotaUrl: quota.url });
+  });
+  afterAll(async () => {
+    await edge.close();
+    await Promise.all([auth.close(), quota.close()]);
+    jest.useRealTimers();
+  });
+
+  const member = (userId: string) => {
+    const t = accessToken();
+    auth.state.answers.set(t, () => ({
+      principal: principalOf({ userId, org: { slug: 'acme', permissions: ['models:read'] } }),
+      expiresAt: null,
+      cacheTtlSeconds: 60,
+    }));
+    return bearer(t);
+  };
+  const usage = (headers: Record<string, string>) => request(edge.url, '/llm/v1/quotas/usage', { headers });
+  const at = (seconds: number) => jest.setSystemTime(start + seconds * 1000);
+  /** sends `count` requests now, answering their statuses */
+  const burst = async (headers: Record<string, string>, count: number) => {
+    const statuses: number[] = [];
+    for (let i = 0; i < count; i++) statuses.push((await usage(headers)).status);
+    return statuses;
+  };
+
+  it('admits nothing across a window boundary until the oldest of the last 60 is 60 s old, and says when', async () => {
+    const busy = member('edge-busy');
+    at(0);
+    expect(await burst(busy, 1)).toEqual([200]);
+    at(59);
+    expect(await burst(busy, 59)).toEqual(Array(59).fill(200));
+    const full = await usage(busy);
+    expect(full.status).toBe(429);
+    expect(full.json).toMatchObject({ code: 'RATE_LIMITED', retryAfter: 1 });
+    expect(full.headers['retry-after']).toBe('1');
+
+    // a fixed window starting at the first request admitted 60 more here: only the first request has left
+    at(60);
+    expect(await burst(busy, 1)).toEqual([200]);
+    const after = await usage(busy);
+    expect(after.status).toBe(429);
+    expect(after.json.retryAfter).toBe(59);
+    expect(after.headers['retry-after']).toBe('59');
+
+    // refused requests were not recorded: the 59 sent at 59 s leave the window at 119 s, not later
+    at(118.5);
+    const almost = await usage(busy);
+    expect(almost.status).toBe(429);
+    expect(almost.json.retryAfter).toBe(1);
+    at(119);
+    expect(await burst(busy, 60)).toEqual([...Array(59).fill(200), 429]);
+  });
+});
+
 describe('upload routes: a larger body limit than the rest', () => {
   let auth: FakeAuth;
   let gateway: Upstream;

@@ -62,7 +62,9 @@ export const LLM_QUOTA_ROUTES: RouteDoc[] = [
     method: 'patch',
     path: '/v1/quotas/settings',
     summary: 'Change the policy or per-user quotas (JSON merge patch, RFC 7396)',
-    description: '`null` removes an entry or a limit. The plan is assigned by an operator, not here.',
+    description:
+      '`null` removes an entry or a limit. The plan is assigned by an operator, not here. A patch that changes nothing ' +
+      '(`{}`, or the values the settings hold) is not written: `updated_at` and `updated_by` stay.',
     tags: ['quotas'],
     security: CALLER,
     body: SettingsPatchSchema,

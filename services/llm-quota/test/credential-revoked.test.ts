@@ -102,7 +102,12 @@ describe("a revoked key's allowed models and a concurrent PATCH", () => {
       },
     });
     const racing = new SettingsRepository({ ...c, settings }, clock, 'roomy');
-    const after = await racing.patch('acme', { models: { allowed: ['m1', 'm2'] } }, 'user:admin', 10);
+    const { settings: after } = await racing.patch(
+      'acme',
+      { models: { allowed: ['m1', 'm2'] } },
+      'user:admin',
+      10,
+    );
     expect(revokeBeforeWrite).toBe(false);
     expect(after.models?.allowed).toEqual(['m1', 'm2']);
     expect(after.models?.by_api_key).toEqual({ kept: ['m2'] });

@@ -1,6 +1,7 @@
 import { type Bus, createInProcessBus } from '@platform/bus';
+import { Subjects } from '@platform/contracts';
 import { ManualClock } from '@platform/kernel';
-import { tempDir } from '@platform/testkit';
+import { tempDir, waitFor } from '@platform/testkit';
 import request from 'supertest';
 import { INTERNAL_SECRET_HEADER } from '../src/routes/internal';
 import {
@@ -255,6 +256,45 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       });
       const all = await patch({ org_user_quotas: null });
       expect(all.body.org_user_quotas).toEqual({ overrides: {}, by_role: {}, by_api_key: {} });
+    });
+
+    it('a change that changes nothing (`{}`, no body, the values held) answers the settings as they stand: not rewritten, not announced', async () => {
+      const announced: string[] = [];
+      bus.subscribe(
+        Subjects.llmQuotaSettingsChanged,
+        (e) => void announced.push((e as { orgSlug: string }).orgSlug),
+      );
+      const before = await patch({
+        policy: 'soft_downgrade',
+        org_user_quotas: { overrides: { u1: { rpm: 5 } } },
+        models: { allowed: ['mock/chat'], downgrade: { 'gpt-4.1': 'mock/chat' } },
+      });
+      expect(before.status).toBe(200);
+      clock.advance(60_000);
+      const other = edgeHeaders(
+        principal({ userId: 'another-admin', permissions: ['quotas:manage'] }),
+        clock,
+      );
+      const { policy, org_user_quotas, models } = before.body;
+      for (const body of [
+        {},
+        undefined,
+        { org_user_quotas: {} },
+        { models: {} },
+        { org_user_quotas: { by_role: null, overrides: { gone: null } } },
+        // what a configuration tool sends on every run: the settings as it last read them
+        { policy, org_user_quotas, models },
+      ]) {
+        const empty = await patch(body, other);
+        expect(empty.status).toBe(200);
+        expect(empty.body).toEqual(before.body);
+      }
+      const read = await request(quota.service.handler).get('/v1/quotas/settings').set(admin());
+      expect(read.body).toEqual(before.body);
+      // a real change after them is announced; the bus delivers in order, so by then an empty one's would be too
+      await patch({ policy: null });
+      await waitFor(() => announced.length >= 2, { what: 'the settings changes' });
+      expect(announced).toEqual(['acme', 'acme']);
     });
 
     it('get a 400 naming the fields for an invalid change, and nothing is stored', async () => {

@@ -83,6 +83,25 @@ describe("a request Node cannot read (kernel listen's clientError)", () => {
     expect(answer.head).toMatch(/\r\nconnection: close\r\n/i);
   });
 
+  it('answers CONNECT 405 in the envelope (Node would reset the connection), with its request id', async () => {
+    const text = await exchange(running.port, (socket) =>
+      socket.write(
+        'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nX-Request-Id: tunnel-1\r\n\r\n',
+      ),
+    );
+    const [answer] = answersIn(text);
+    expect(answer.status).toBe(405);
+    expect(JSON.parse(answer.body)).toMatchObject({
+      status: 405,
+      error: 'MethodNotAllowed',
+      code: 'METHOD_NOT_ALLOWED',
+      requestId: 'tunnel-1',
+    });
+    expect(answer.head).toMatch(/\r\nx-request-id: tunnel-1$/i);
+    expect(answer.head).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
+    expect(answer.head).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
   it('serves a request with an expectation other than 100-continue as without it, not with a bare 417', async () => {
     const text = await exchange(running.port, (socket) =>
       socket.write('GET / HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nConnection: close\r\n\r\n'),

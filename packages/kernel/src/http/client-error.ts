@@ -1,12 +1,6 @@
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import {
-  type AppError,
-  HeaderFieldsTooLarge,
-  InvalidInput,
-  PayloadTooLarge,
-  RequestTimeout,
-} from '../errors';
+import { AppError, HeaderFieldsTooLarge, InvalidInput, PayloadTooLarge, RequestTimeout } from '../errors';
 import { envelopeOf } from './envelope';
 import { sendJson } from './error-middleware';
 import { resolveRequestId } from './request-id';
@@ -87,20 +81,42 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
 
 function answer(err: Error & { code?: string }, socket: Duplex): void {
   const inProgress = (socket as ServerSocket)._httpMessage;
-  if (socket.writable && !inProgress?.headersSent) {
-    const requestId = resolveRequestId(undefined);
-    const envelope = envelopeOf(failureOf(err.code), requestId);
-    const body = JSON.stringify(envelope);
-    socket.write(
-      `HTTP/1.1 ${envelope.status} ${STATUS_CODES[envelope.status]}\r\n` +
-        'connection: close\r\n' +
-        'content-type: application/json; charset=utf-8\r\n' +
-        `content-length: ${Buffer.byteLength(body)}\r\n` +
-        FIXED_HEADERS +
-        `x-request-id: ${requestId}\r\n\r\n${body}`,
-    );
-  }
+  if (socket.writable && !inProgress?.headersSent)
+    writeAnswer(socket, failureOf(err.code), resolveRequestId(undefined));
   socket.destroy(err);
+}
+
+/** `error` in the envelope, written straight to the connection (there is no response object); the caller closes it */
+function writeAnswer(socket: Duplex, error: AppError, requestId: string): void {
+  const envelope = envelopeOf(error, requestId);
+  const body = JSON.stringify(envelope);
+  socket.write(
+    `HTTP/1.1 ${envelope.status} ${STATUS_CODES[envelope.status]}\r\n` +
+      'connection: close\r\n' +
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      FIXED_HEADERS +
+      `x-request-id: ${requestId}\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * A server's `connect`: no server of the platform is a proxy, so a CONNECT request is 405 in the envelope (with its
+ * request id and the fixed security headers), the connection closed. Without a listener Node destroys the socket, and
+ * the client sees its connection reset with no answer.
+ */
+export function refuseConnect(req: IncomingMessage, socket: Duplex): void {
+  const error = new AppError(
+    'method_not_allowed',
+    'MethodNotAllowed',
+    'CONNECT is not served: this is not a proxy',
+    {
+      code: 'METHOD_NOT_ALLOWED',
+    },
+  );
+  if (socket.writable) writeAnswer(socket, error, resolveRequestId(req.headers['x-request-id']));
+  // once the answer is out: the client may hold its end open, waiting for a tunnel
+  socket.end(() => socket.destroy());
 }
 
 /**

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { type Clock, NotFound } from '@platform/kernel';
 import { type Update, updateWithRevision } from '@platform/store';
 import { type ApiKeyQuota, type OrgUserQuotas, QUOTA_FIELDS } from '../domain/user-limits';
@@ -218,25 +219,35 @@ export class SettingsRepository {
   /**
    * Applies a merge patch field by field ($set / $unset on each changed path), computed from the settings as
    * they stand and written only over that version (the store's `updateWithRevision`): a concurrent change is
-   * merged in again, never overwritten, and the entry limit holds for the settings as written.
+   * merged in again, never overwritten, and the entry limit holds for the settings as written. A patch that changes
+   * nothing (`{}`, or values the settings already hold) writes nothing: `changed` is false and `updated_at` and
+   * `updated_by` stay.
    */
   async patch(
     orgSlug: string,
     patch: SettingsPatch,
     by: string,
     maxEntries: number,
-  ): Promise<OrgSettingsDoc> {
+  ): Promise<{ settings: OrgSettingsDoc; changed: boolean }> {
     const apply = () =>
       updateWithRevision(this.collections.settings, { _id: orgSlug }, (stored) =>
         this.changes(served(stored), patch, by, maxEntries),
       );
     // an organization seen for the first time gets its defaults first; settings are never deleted
     const updated = (await apply()) ?? (await this.get(orgSlug).then(apply));
-    return normalise(updated!.after);
+    return { settings: normalise(updated!.after), changed: updated!.after !== updated!.before };
   }
 
-  /** The update a merge patch makes of `current`; TooManyEntries when a map would hold more than `maxEntries`. */
-  private changes(current: OrgSettingsDoc, patch: SettingsPatch, by: string, maxEntries: number): Update {
+  /**
+   * The update a merge patch makes of `current`, null when it changes nothing; TooManyEntries when a map would hold
+   * more than `maxEntries`.
+   */
+  private changes(
+    current: OrgSettingsDoc,
+    patch: SettingsPatch,
+    by: string,
+    maxEntries: number,
+  ): Update | null {
     const $set: Record<string, unknown> = { updatedAt: this.clock.now(), updatedBy: by };
     const $unset: Record<string, ''> = {};
     if (patch.policy !== undefined) $set.policy = patch.policy ?? 'hard_block';
@@ -285,6 +296,13 @@ export class SettingsRepository {
       }
       if (keys.size > maxEntries) throw new TooManyEntries(`org_user_quotas.${field}`, maxEntries);
     }
+    const stays = ([path, value]: [string, unknown]) =>
+      path === 'updatedAt' || path === 'updatedBy' || isDeepStrictEqual(valueAt(current, path), value);
+    if (
+      Object.entries($set).every(stays) &&
+      Object.keys($unset).every((path) => valueAt(current, path) === undefined)
+    )
+      return null;
     const update: Update = { $set };
     if (Object.keys($unset).length) update.$unset = $unset;
     return update;
@@ -301,6 +319,16 @@ export class SettingsRepository {
       updatedBy: null,
     };
   }
+}
+
+/** The value at a dotted path of `doc` (the paths `changes` writes: member names hold no dot), undefined when absent. */
+function valueAt(doc: object, path: string): unknown {
+  let value: unknown = doc;
+  for (const name of path.split('.')) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, name)) return undefined;
+    value = (value as Record<string, unknown>)[name];
+  }
+  return value;
 }
 
 /** Fills what an older document may lack and drops entries with no limit left. */

@@ -47,15 +47,18 @@ export function mountSettingsRoutes(router: Router, deps: RouteDeps): void {
     const { principal, org } = authorizeOrgRequest(req.principal, MANAGE_PERMISSION);
     const patch = parseInput(SettingsPatchSchema, jsonBody(req) ?? {});
     try {
-      const updated = await deps.settings.patch(
+      const { settings, changed } = await deps.settings.patch(
         org.slug,
         patch,
         actorOf(principal),
         deps.config.LLM_QUOTA_MAX_USER_OVERRIDES,
       );
-      deps.logger.info({ orgSlug: org.slug, by: actorOf(principal), patch }, 'quota settings changed');
-      await deps.settingsChanged(org.slug);
-      res.json(settingsView(updated));
+      // a patch that changes nothing (`{}`, the settings as they stand) is neither written nor announced
+      if (changed) {
+        deps.logger.info({ orgSlug: org.slug, by: actorOf(principal), patch }, 'quota settings changed');
+        await deps.settingsChanged(org.slug);
+      }
+      res.json(settingsView(settings));
     } catch (err) {
       if (err instanceof TooManyEntries) {
         throw new InvalidInput(err.message, {
