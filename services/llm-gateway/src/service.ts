@@ -35,7 +35,6 @@ import { type QuotaCounters, quotaCountersFor } from './quota/counters';
 import { OrgSettingsSource } from './quota/org-settings';
 import { COUNT_TOKENS_PATH, MESSAGES_PATH, mountAnthropicMessages } from './routes/anthropic-messages';
 import { mountAudio } from './routes/audio';
-import { refuseDeepBodies } from './routes/body-depth';
 import { mountCatalogueAdmin, mountProviderAdmin } from './routes/catalogue-admin';
 import { mountChatCompletions } from './routes/chat-completions';
 import { mountConversations } from './routes/conversations';
@@ -193,7 +192,6 @@ export function createGatewayParts(deps: LlmGatewayDeps): LlmGatewayParts {
           next();
         });
       }
-      router.use(refuseDeepBodies);
       mountChatCompletions(router, context);
       mountTextCompletions(router, context);
       mountResponses(router, context, responses, conversations);

@@ -2,11 +2,13 @@ import { once } from 'node:events';
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
+import type { ErrorRequestHandler } from 'express';
 import request from 'supertest';
 import { z } from 'zod';
 import { Forbidden, RateLimited } from '../errors';
 import { listen } from '../lifecycle';
 import { silentLogger } from '../logger';
+import { envelopeOf } from './envelope';
 import { createServiceApp } from './service-app';
 import { jsonBody, parseInput } from './validate';
 
@@ -120,6 +122,68 @@ describe('the common service app', () => {
     for (const raw of ['{"name":"caf\\u00e9"}', '{"name":"__proto__"}']) {
       const res = await request(app).post('/echo').set('content-type', 'application/json').send(raw);
       expect(res.status).toBe(200);
+    }
+  });
+
+  it('answers 400 naming where to a JSON body nested more than 128 levels deep, before any route reads it', async () => {
+    let read = 0;
+    const roomy = createServiceApp({
+      name: 'roomy',
+      logger: silentLogger(),
+      routes: (router) => {
+        router.post('/store', (req, res) => {
+          read += 1;
+          // what a route does with a body (sends it on, stores it, logs it) overflowed the stack past a few thousand
+          res.json({ bytes: JSON.stringify(req.body).length });
+        });
+      },
+    });
+    const post = (raw: string) =>
+      request(roomy).post('/store').set('content-type', 'application/json').send(raw);
+    const deep = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+    const refused = await post(`{"a":1,"b":{"c":${deep(10_000)}}}`);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      error: 'InvalidInput',
+      code: 'INVALID_BODY',
+      message: 'Invalid body: nested more than 128 levels deep',
+      details: { issues: [{ field: `b.c${'.0'.repeat(126)}`, message: 'nested more than 128 levels deep' }] },
+    });
+    // one past the bound, in an object or an array, escaped or not; never read by the route
+    expect((await post(`{"a":${deep(128)}}`)).status).toBe(400);
+    expect((await post(`[{"\\u0061":${deep(127)}}]`)).status).toBe(400);
+    expect(read).toBe(0);
+    // up to the bound, and many brackets that do not nest, are the route's
+    expect((await post(`{"a":${deep(127)}}`)).status).toBe(200);
+    expect((await post(`[${Array.from({ length: 500 }, () => '{"x":[1]}').join(',')}]`)).status).toBe(200);
+    // brackets inside strings do not nest
+    expect((await post(JSON.stringify({ text: '['.repeat(1000) }))).status).toBe(200);
+    expect(read).toBe(3);
+  });
+
+  it('hands a refused or unreadable body to the error handler of the route it was sent to (its own shape)', async () => {
+    const shaped = createServiceApp({
+      name: 'shaped',
+      logger: silentLogger(),
+      bodyLimit: 1000,
+      routes: (router) => {
+        router.post('/v1/shaped', (_req, res) => {
+          res.json({ ok: true });
+        });
+        router.use('/v1/shaped', ((err, _req, res, _next) => {
+          const { status, message } = envelopeOf(err, undefined);
+          res.status(status).json({ type: 'error', error: { message } });
+        }) as ErrorRequestHandler);
+      },
+    });
+    for (const [raw, status, message] of [
+      [`{"a":${'['.repeat(200)}${']'.repeat(200)}}`, 400, 'Invalid body: nested more than 128 levels deep'],
+      ['{"__proto__":{}}', 400, 'Invalid body: __proto__: a key named __proto__ is not accepted'],
+      ['{"a":', 400, 'Request body is not valid JSON'],
+      [`{"a":"${'x'.repeat(1000)}"}`, 413, 'Request body is too large: this route takes at most 1000 bytes'],
+    ] as const) {
+      const res = await request(shaped).post('/v1/shaped').set('content-type', 'application/json').send(raw);
+      expect([res.status, res.body]).toEqual([status, { type: 'error', error: { message } }]);
     }
   });
 

@@ -6,9 +6,9 @@ import { createAdminHandler, type Readiness } from './admin-server';
 import { registerDependencyGauge } from './dependency-metrics';
 import { errorMiddleware, notFoundHandler } from './error-middleware';
 import { compileTrustProxy } from './forwarding';
+import { markSuspectJson, refuseSuspectJson } from './json-body-guards';
 import { expressLeanHandler, type LeanRoute, leanListener } from './lean-routes';
 import { createHttpMetrics, type HttpMetrics } from './metrics';
-import { markSuspectJson, refuseProtoKeys } from './proto-keys';
 import { requestId } from './request-id';
 import { expressMessages, withServerMessages } from './server-messages';
 
@@ -71,17 +71,19 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   });
   app.use(metrics.middleware);
   for (const handler of options.before ?? []) app.use(handler);
-  app.use(
+
+  const router = express.Router();
+  // in the router, so that the error handler a service mounts on a path (its own error shape) answers a body
+  // that does not parse or is refused too
+  router.use(
     express.json({
       limit: options.bodyLimit ?? '1mb',
       strict: true,
       type: ['application/json', 'application/*+json'],
       verify: markSuspectJson,
     }),
+    refuseSuspectJson,
   );
-  app.use(refuseProtoKeys);
-
-  const router = express.Router();
   const routes = recordRoutes(router);
   const leanRoutes = options.leanRoutes ?? [];
   for (const route of leanRoutes) router.get(route.path, expressLeanHandler(route));
