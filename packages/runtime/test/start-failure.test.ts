@@ -9,8 +9,8 @@ import { tempDir } from '@platform/testkit';
  */
 const ROOT = path.resolve(__dirname, '../../..');
 
-/** a service's production entry until it exits: its exit code and output */
-async function runUntilExit(service: string, env: Record<string, string>) {
+/** a service's production entry until it exits (or, with `stopWhenListening`, is stopped once it listens) */
+async function runUntilExit(service: string, env: Record<string, string>, stopWhenListening = false) {
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', `services/${service}/src/main.ts`], {
     cwd: ROOT,
     env: {
@@ -28,6 +28,7 @@ async function runUntilExit(service: string, env: Record<string, string>) {
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => {
     stdout += d.toString();
+    if (stopWhenListening && stdout.includes(`"msg":"${service} listening"`)) child.kill('SIGTERM');
   });
   child.stderr!.on('data', (d: Buffer) => {
     stderr += d.toString();
@@ -98,4 +99,32 @@ describe('a service that fails while starting', () => {
     },
     60_000,
   );
+
+  it('auth whose secret opens none of its stored signing keys logs one fatal JSON line saying so and exits 1', async () => {
+    const data = tempDir('runtime-start-failure-');
+    try {
+      // keys sealed under a configured secret; the next start without it has a new signing-keys.secret
+      const first = await runUntilExit(
+        'auth',
+        { DATA_DIR: data.dir, SIGNING_KEYS_ENCRYPTION_KEY: 'the-secret-the-keys-were-sealed-with-0123' },
+        true,
+      );
+      expect(first.code).toBe(0);
+      const { code, stdout, stderr } = await runUntilExit('auth', { DATA_DIR: data.dir });
+      expect(code).toBe(1);
+      expect(stderr.replace(/^.*oidc-provider WARNING.*\n/m, '')).toBe('');
+      const fatal = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.level === 60);
+      expect(fatal).toHaveLength(1);
+      expect(fatal[0]).toMatchObject({
+        service: 'auth',
+        msg: `auth cannot start: the stored signing keys cannot be opened with the secret of ${path.join(data.dir, 'signing-keys.secret')}: restore the secret they were sealed with`,
+      });
+    } finally {
+      data.remove();
+    }
+  }, 60_000);
 });

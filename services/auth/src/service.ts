@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import type { Bus } from '@platform/bus';
 import { Subjects } from '@platform/contracts';
 import {
@@ -86,7 +87,12 @@ export async function buildAuthService(
         })
       : undefined);
   if (!keySecret) throw new Error(`SIGNING_KEYS_ENCRYPTION_KEY: ${SIGNING_KEYS_ENCRYPTION_KEY_REQUIRED}`);
-  const codec = new PrivateKeyCodec(keySecret);
+  const codec = new PrivateKeyCodec(
+    keySecret,
+    config.SIGNING_KEYS_ENCRYPTION_KEY
+      ? 'SIGNING_KEYS_ENCRYPTION_KEY'
+      : path.resolve(config.DATA_DIR, 'signing-keys.secret'),
+  );
   const keys = new KeyRotation({
     collections,
     clock,

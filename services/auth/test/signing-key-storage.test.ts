@@ -68,6 +68,30 @@ describe('signing keys at rest on the embedded store', () => {
     },
   );
 
+  it('a signing-keys.secret replaced by another secret stops the start at once, saying so, and writes nothing', async () => {
+    const data = tempDir('auth-keys-');
+    const storeDir = path.join(data.dir, 'auth');
+    const file = path.join(data.dir, 'signing-keys.secret');
+    const first = createEmbeddedStore({ dataDir: storeDir, compactionIntervalMs: 0 });
+    const h = await startAuth({ store: first, env: { DATA_DIR: data.dir } });
+    await h.stop();
+    await first.close();
+    // well-formed, but not the secret the keys were sealed with
+    writeFileSync(file, 'z'.repeat(43));
+    const store = createEmbeddedStore({ dataDir: storeDir, compactionIntervalMs: 0 });
+    try {
+      const before = await storedKeys(store);
+      await expect(startAuth({ store, env: { DATA_DIR: data.dir } })).rejects.toThrow(
+        `the stored signing keys cannot be opened with the secret of ${file}: restore the secret they were sealed with`,
+      );
+      expect(await storedKeys(store)).toEqual(before);
+      expect(readFileSync(file, 'utf8')).toBe('z'.repeat(43));
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+
   it('encrypts keys an earlier version stored in plain text', async () => {
     const store = createEmbeddedStore();
     const keys = store.collection<{ _id: string; privateKey: string }>('signing_keys');
@@ -81,6 +105,31 @@ describe('signing keys at rest on the embedded store', () => {
     expect(await encryptPlainPrivateKeys(keys as never, codec)).toBe(0);
     await store.close();
   });
+
+  it('does not seal keys in plain text beside keys sealed under another secret', async () => {
+    const store = createEmbeddedStore();
+    const keys = store.collection<{ _id: string; privateKey: string }>('signing_keys');
+    const [sealedKey, plainKey] = await Promise.all([
+      generateSigningKey({ kty: 'EC', alg: 'ES256', size: 256 }),
+      generateSigningKey({ kty: 'EC', alg: 'ES256', size: 256 }),
+    ]);
+    await keys.insertOne({
+      _id: sealedKey.kid,
+      privateKey: new PrivateKeyCodec('r'.repeat(40)).seal(sealedKey.privatePem),
+    });
+    await keys.insertOne({ _id: plainKey.kid, privateKey: plainKey.privatePem });
+    await expect(encryptPlainPrivateKeys(keys as never, new PrivateKeyCodec('w'.repeat(40)))).rejects.toThrow(
+      'the stored signing keys cannot be opened with the secret of SIGNING_KEYS_ENCRYPTION_KEY',
+    );
+    expect((await keys.findOne({ _id: plainKey.kid }))!.privateKey).toBe(plainKey.privatePem);
+    await store.close();
+  });
+});
+
+/** what auth stores of its signing keys: the keys and the rotation document */
+const storedKeys = async (store: Store) => ({
+  keys: await store.collection('signing_keys').find({}),
+  rotation: await store.collection('signing_rotation').find({}),
 });
 
 /** The embedded engine answering as MongoDB: what auth decides from `store.engine` (no MongoDB server runs here). */
@@ -157,6 +206,27 @@ describe('signing keys at rest on MongoDB', () => {
       for (const key of stored) expect(key.privateKey).toMatch(/^enc:v1:/);
     } finally {
       await h.stop();
+      await store.close();
+    }
+  });
+
+  it('an instance started with another SIGNING_KEYS_ENCRYPTION_KEY stops at once and leaves the others signing', async () => {
+    const store = asMongoDb(createEmbeddedStore());
+    const right = await startAuth({
+      store,
+      env: { SIGNING_KEYS_ENCRYPTION_KEY: 'the-secret-every-instance-shares-0123' },
+    });
+    try {
+      const before = await storedKeys(store);
+      await expect(
+        startAuth({ store, env: { SIGNING_KEYS_ENCRYPTION_KEY: 'a-mistyped-secret-of-one-instance-0123' } }),
+      ).rejects.toThrow(
+        /^the stored signing keys cannot be opened with the secret of SIGNING_KEYS_ENCRYPTION_KEY: restore the secret they were sealed with$/,
+      );
+      expect(await storedKeys(store)).toEqual(before);
+      expect((await right.http.post('/v2/login/anonymous')).status).toBe(200);
+    } finally {
+      await right.stop();
       await store.close();
     }
   });

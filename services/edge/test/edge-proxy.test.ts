@@ -513,3 +513,60 @@ describe('edge routing and proxying', () => {
     await slow.close();
   });
 });
+
+describe('roots chosen by host name (GATEWAY_HOSTS, LEGACY_HOSTS)', () => {
+  let services: Backends;
+  const edges: TestEdge[] = [];
+  const hosts = { GATEWAY_HOSTS: 'gateway.example.test', LEGACY_HOSTS: 'legacy.example.test' };
+
+  beforeAll(async () => {
+    services = await startBackends();
+  });
+  afterAll(async () => {
+    for (const e of edges) await e.close();
+    await services.close();
+  });
+
+  const edgeTrusting = async (trustProxy: string) => {
+    const e = await startEdge({
+      ...services.urls,
+      env: { SESSION_PRINCIPAL_SOURCE: 'jwt', ...hosts, TRUST_PROXY: trustProxy },
+    });
+    edges.push(e);
+    return e;
+  };
+
+  it("behind a trusted proxy that rewrites Host (nginx's proxy_pass), the root is the one of its X-Forwarded-Host", async () => {
+    const edge = await edgeTrusting('loopback');
+    const viaProxy = (publicHost: string) => ({ host: 'edge.internal:8080', 'x-forwarded-host': publicHost });
+
+    const legacy = await request(edge.url, '/v2/bots', { headers: viaProxy('legacy.example.test') });
+    expect([legacy.status, legacy.json.upstream, legacy.json.url]).toEqual([200, 'legacy-agent', '/v2/bots']);
+    expect(legacy.json.headers['x-forwarded-host']).toBe('legacy.example.test');
+    const quota = await request(edge.url, '/v1/quotas/me', {
+      headers: { ...viaProxy('Gateway.Example.Test:443'), ...bearer(signSession(services.key)) },
+    });
+    expect([quota.status, quota.json.upstream, quota.json.url]).toEqual([200, 'llm-quota', '/v1/quotas/me']);
+    // the host the proxy names wins over its Host; without X-Forwarded-Host its Host is the public one
+    const base = await request(edge.url, '/legacy/v2/bots', {
+      headers: { host: 'legacy.example.test', 'x-forwarded-host': 'api.example.test' },
+    });
+    expect([base.status, base.json.upstream, base.json.url]).toEqual([200, 'legacy-agent', '/v2/bots']);
+    const byHost = await request(edge.url, '/v2/bots', { headers: { host: 'legacy.example.test' } });
+    expect([byHost.status, byHost.json.upstream]).toEqual([200, 'legacy-agent']);
+  });
+
+  it("ignores an untrusted peer's X-Forwarded-Host: Host alone chooses the root", async () => {
+    const edge = await edgeTrusting('false');
+    const seen = services.legacy.received.length;
+    const spoofed = await request(edge.url, '/v2/bots', {
+      headers: { host: 'api.example.test', 'x-forwarded-host': 'legacy.example.test' },
+    });
+    expect(spoofed.status).toBe(401);
+    expect(services.legacy.received.length).toBe(seen);
+    const byHost = await request(edge.url, '/v2/bots', {
+      headers: { host: 'legacy.example.test', 'x-forwarded-host': 'api.example.test' },
+    });
+    expect([byHost.status, byHost.json.upstream]).toEqual([200, 'legacy-agent']);
+  });
+});

@@ -3,7 +3,12 @@ import { type Clock, type Logger, NotFound, Unavailable } from '@platform/kernel
 import { DuplicateKeyError } from '@platform/store';
 import type { AuthCollections, RevokedSigningKeyDoc, RotationDoc, SigningKeyDoc } from '../data/collections';
 import type { AuthEvents } from './events';
-import { generateSigningKey, type KeyParameters, type PrivateKeyCodec } from './signing-keys';
+import {
+  checkSecretOpensStoredKeys,
+  generateSigningKey,
+  type KeyParameters,
+  type PrivateKeyCodec,
+} from './signing-keys';
 
 const ROTATION_ID = 'rotation';
 const DAY_MS = 86_400_000;
@@ -106,6 +111,8 @@ export class KeyRotation {
   }
 
   async start(): Promise<void> {
+    // before the first check writes: a key sealed under a wrong secret would be unreadable to every other instance
+    await checkSecretOpensStoredKeys(this.o.collections.signingKeys, this.o.codec);
     await this.tick();
     // Another instance may hold the lease on the very first key: wait for its commit.
     const deadline = Date.now() + 20_000;

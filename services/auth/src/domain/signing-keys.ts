@@ -74,7 +74,11 @@ export function thumbprint(jwk: Record<string, string>): string {
 export class PrivateKeyCodec {
   private readonly cipher: AtRestCipher | null;
 
-  constructor(secret: string | undefined) {
+  /** `source`: where the secret came from, as an operator would look for it (named when it opens no stored key) */
+  constructor(
+    secret: string | undefined,
+    readonly source = 'SIGNING_KEYS_ENCRYPTION_KEY',
+  ) {
     this.cipher = secret ? new AtRestCipher(secret, 'platform-auth-signing-keys') : null;
   }
 
@@ -95,12 +99,40 @@ export class PrivateKeyCodec {
   }
 }
 
+/**
+ * Stops a start whose secret opens none of the stored sealed private keys (another SIGNING_KEYS_ENCRYPTION_KEY, a
+ * replaced signing-keys.secret), before anything is written: every key check would fail, and a key or secret sealed
+ * under it would be unreadable to the instances that hold the right one. The keys are never replaced for it: that
+ * would sign everyone out.
+ */
+export async function checkSecretOpensStoredKeys(
+  signingKeys: Collection<SigningKeyDoc>,
+  codec: PrivateKeyCodec,
+): Promise<void> {
+  const sealed = (await signingKeys.find({})).filter((doc) => isSealed(doc.privateKey));
+  if (sealed.length === 0 || sealed.some((doc) => opens(codec, doc.privateKey))) return;
+  throw new Error(
+    `the stored signing keys cannot be opened with the secret of ${codec.source}: restore the secret they were sealed with`,
+  );
+}
+
+function opens(codec: PrivateKeyCodec, stored: string): boolean {
+  try {
+    codec.open(stored);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Private keys stored in plain text by an earlier version: encrypted in place (idempotent). */
 export async function encryptPlainPrivateKeys(
   signingKeys: Collection<SigningKeyDoc>,
   codec: PrivateKeyCodec,
 ): Promise<number> {
   if (!codec.encrypts) return 0;
+  // never sealed beside keys under another secret
+  await checkSecretOpensStoredKeys(signingKeys, codec);
   let sealed = 0;
   for (const doc of await signingKeys.find({})) {
     if (isSealed(doc.privateKey)) continue;

@@ -14,10 +14,18 @@ export function formText(value: unknown, max = 256): string {
 
 /**
  * A name a person gives in a form, or an identity provider gives: text without control characters, bidirectional
- * overrides or lone surrogates (as the API's `displayName` refuses them), trimmed, composed (NFC); '' when what is left
- * shows nothing (zero-width characters alone).
+ * overrides or lone surrogates (as the API's `displayName` refuses them), composed (NFC), then cut to `max` UTF-16
+ * units (composing can lengthen a text: U+0958 becomes two units) before a letter rather than between it and its
+ * marks, and trimmed; '' when what is left shows nothing (zero-width characters alone).
  */
 export function formName(value: unknown, max: number): string {
-  const name = formText(value, max).replace(new RegExp(NOT_TEXT.source, 'gu'), '').trim().normalize('NFC');
+  if (typeof value !== 'string') return '';
+  const composed = value.replace(new RegExp(NOT_TEXT.source, 'gu'), '').normalize('NFC').trim();
+  const cut = formText(composed, max);
+  // a letter whose marks would be cut off goes with them (क़ is not क)
+  const next = composed.codePointAt(cut.length);
+  const whole =
+    next !== undefined && /\p{M}/u.test(String.fromCodePoint(next)) ? cut.replace(/\P{M}\p{M}*$/u, '') : cut;
+  const name = whole.trim();
   return showsSomething(name) ? name : '';
 }

@@ -321,7 +321,8 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
       observe(req, res, 'edge:invalid', started, requestId);
       return sendError(res, targetError, requestId);
     }
-    const match = deps.roots(url, req.headers.host);
+    // the host the client asked for: a trusted proxy's X-Forwarded-Host (it may rewrite Host), else Host
+    const match = deps.roots(url, view.host);
     const method = req.method ?? 'GET';
     const route = deps.routes(match.root, method, match.path);
     observe(req, res, route.name, started, requestId);

@@ -35,6 +35,7 @@ export interface RootTable {
   legacyHosts: string[];
 }
 
+/** `host`: the one the client asked for (a trusted proxy's X-Forwarded-Host, else Host: ForwardedView.host) */
 export type RootResolver = (url: string, host: string | undefined) => RootMatch;
 
 /** Builds a resolver with the prefixes and host names compiled once. */
