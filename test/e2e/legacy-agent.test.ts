@@ -244,6 +244,12 @@ describe('legacy virtual agent end to end, through the edge', () => {
     });
     expect(regional.status).toBe(200);
     expect(regional.body).toMatchObject({ lang: 'en', intents: [{ name: 'FindConnection' }] });
+    // a connector's locale (Facebook Messenger's, Java's), and one that says nothing
+    for (const lang of ['en_US', '', null]) {
+      const connector = await message({ userId: 'u-region', event: 'HELP', lang });
+      expect(connector.status).toBe(200);
+      expect(connector.body.lang).toBe('en');
+    }
     const other = await message({ userId: 'u-region', event: 'HELP', lang: 'fr-FR' });
     expect(other.status).toBe(400);
     expect(other.body.status).toMatchObject({

@@ -351,7 +351,9 @@ describe('legacy intents and entities (spec 4.3)', () => {
           message: expect.stringContaining('"z\u00fcrich" and "Zu\u0308rich" (data.en.3.value)'),
         },
       ]);
-      expect(refused.body.message).toContain('differ only in letter case or Unicode form');
+      expect(refused.body.message).toContain(
+        'differ only in letter case, accents, punctuation or Unicode form',
+      );
 
       // a synonym in another case than its own value, or than another synonym of it, names one value: kept
       const fine = {
@@ -380,6 +382,86 @@ describe('legacy intents and entities (spec 4.3)', () => {
         .expect(400);
       expect(fields(switched)).toEqual(['data.fr.1.synonyms.0']);
       await app.http.get(`/v1/entities/${created.body.id}`).set(dev(bot)).expect(200, created.body);
+    });
+
+    it('refuses values and synonyms that differ only in accents or punctuation, which the engine folds as it matches', async () => {
+      const { bot } = await accountWithBot(app.http);
+      const city = (en: Array<{ value: string; synonyms: string[] }>) => ({
+        name: 'City',
+        automaticallyExtensible: { en: false },
+        useSynonyms: { en: true },
+        data: { en },
+      });
+      const refused = await app.http
+        .post('/v1/entities')
+        .set(dev(bot))
+        .send(
+          city([
+            { value: 'Zurich', synonyms: ['Saint-Malo'] },
+            { value: 'Zürich', synonyms: [] },
+            { value: 'saint malo', synonyms: ['Straße', 'ＮＹＣ'] },
+            { value: 'Strasse', synonyms: ['N.Y.C.'] },
+            { value: 'nyc', synonyms: [] },
+          ]),
+        )
+        .expect(400);
+      expect(refused.body.details.issues).toEqual([
+        {
+          field: 'data.en.1.value',
+          message:
+            '"Zürich" and "Zurich" (data.en.0.value) differ only in letter case, accents, punctuation or Unicode form: matching takes them for one another, so keep one of them',
+        },
+        {
+          field: 'data.en.2.value',
+          message: expect.stringContaining('"saint malo" and "Saint-Malo" (data.en.0.synonyms.0)'),
+        },
+        {
+          field: 'data.en.3.value',
+          message: expect.stringContaining('"Strasse" and "Straße" (data.en.2.synonyms.0)'),
+        },
+        // ＮＹＣ and N.Y.C. are two phrases to the engine: "nyc" and "n y c"
+        {
+          field: 'data.en.4.value',
+          message: expect.stringContaining('"nyc" and "ＮＹＣ" (data.en.2.synonyms.1)'),
+        },
+      ]);
+      // one value's own spellings may differ so; other words, or a number's separators, stay apart
+      await app.http
+        .post('/v1/entities')
+        .set(dev(bot))
+        .send(
+          city([
+            { value: 'Zürich', synonyms: ['Zurich', 'ZÜRICH'] },
+            { value: 'Saint-Malo', synonyms: ['saint malo', 'St. Malo'] },
+            { value: 'Saint Malo de Phily', synonyms: [] },
+            { value: '14.04', synonyms: [] },
+            { value: '14 04', synonyms: [] },
+            // no word at all: the engine matches neither, not one for the other
+            { value: '?', synonyms: [] },
+            { value: '!', synonyms: [] },
+          ]),
+        )
+        .expect(200);
+    });
+
+    it('names the stored values that collide when an update that did not send them is refused', async () => {
+      const bot = await botWithStation();
+      const [entity] = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;
+      await app.store
+        .collection('legacy_entities')
+        .updateOne(
+          { _id: entity.id },
+          { $set: { 'data.en': [...station.data.en, { value: 'Marienplätz', synonyms: [] }] } },
+        );
+      const rename = await app.http
+        .post(`/v1/entities/${entity.id}`)
+        .set(dev(bot))
+        .send({ name: 'Stop' })
+        .expect(400);
+      // the body sent was fine: the message says the entity as it would be stored is not
+      expect(rename.body.message).toBe(
+        'Invalid entity (the stored one with the fields sent): data.en.2.value: "Marienplätz" and "Marienplatz" (data.en.0.value) differ only in letter case, accents, punctuation or Unicode form: matching takes them for one another, so keep one of them',
+      );
     });
 
     it('keeps answering with an entity stored with values colliding in letter case, until an update resolves them', async () => {

@@ -399,6 +399,79 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
     });
   });
 
+  it('takes the language forms connectors send: en_US as en-US, a blank or null lang as none', async () => {
+    const { bot: polyglot } = await accountWithBot(app.http, {
+      lang: 'pt-BR',
+      languages: ['pt-BR', 'pt-PT', 'en-GB'],
+    });
+    const hello = (greeting: string) => ({ default: { default: [say(greeting)] } });
+    await app.http
+      .post('/v1/intents')
+      .set(dev(polyglot))
+      .send({
+        name: 'Greet',
+        events: ['HELLO'],
+        conditionalResponses: { 'pt-BR': hello('Oi'), 'pt-PT': hello('Olá'), 'en-GB': hello('Hello') },
+      })
+      .expect(200);
+    const answer = async (lang: unknown) => {
+      const res = await app.http
+        .post('/v1/Messages')
+        .set(client(polyglot))
+        .send({ userId: 'u-connector', platform: 'facebook', lang, event: 'HELLO' });
+      return res.status === 200 ? [res.body.lang, ...texts(res.body)] : res.body.status;
+    };
+    // Facebook Messenger's and Java's locales
+    expect(await answer('en_US')).toEqual(['en-GB', 'Hello']);
+    expect(await answer('pt_pt')).toEqual(['pt-PT', 'Olá']);
+    // said nothing, as a blank text or event: the default language
+    for (const none of ['', '   ', null]) expect(await answer(none)).toEqual(['pt-BR', 'Oi']);
+    expect(await answer('de_DE')).toMatchObject({
+      code: 400,
+      errorDetails: 'The assistant does not speak de-DE; it speaks pt-BR, pt-PT, en-GB',
+    });
+    for (const bad of ['en_', '_en', 'en__US', 'en-_US', 42])
+      expect(await answer(bad)).toMatchObject({ code: 400, details: { issues: [{ field: 'lang' }] } });
+  });
+
+  it('tells Traditional from Simplified Chinese by the region a browser sends (zh-TW is written in Hant)', async () => {
+    const hello = (greeting: string) => ({ default: { default: [say(greeting)] } });
+    const chinese = async (languages: string[]) => {
+      const { bot: zh } = await accountWithBot(app.http, { lang: languages[0], languages });
+      await app.http
+        .post('/v1/intents')
+        .set(dev(zh))
+        .send({
+          name: 'Greet',
+          events: ['HELLO'],
+          conditionalResponses: Object.fromEntries(languages.map((l) => [l, hello(`hello in ${l}`)])),
+        })
+        .expect(200);
+      return async (lang: string) =>
+        (
+          await app.http
+            .post('/v1/Messages')
+            .set(client(zh))
+            .send({ userId: `u-${lang}`, platform: 'web', lang, event: 'HELLO' })
+            .expect(200)
+        ).body.lang;
+    };
+    const byScript = await chinese(['zh-Hans', 'zh-Hant', 'en']);
+    for (const traditional of ['zh-TW', 'zh-HK', 'zh-MO', 'zh-hk', 'zh-TW-u-ca-roc'])
+      expect(await byScript(traditional)).toBe('zh-Hant');
+    for (const simplified of ['zh-CN', 'zh-SG', 'zh', 'zh-min-nan'])
+      expect(await byScript(simplified)).toBe('zh-Hans');
+    // an assistant naming its Chinese by region
+    const byRegion = await chinese(['zh-CN', 'zh-TW']);
+    for (const traditional of ['zh-Hant', 'zh-HK', 'zh-Hant-HK'])
+      expect(await byRegion(traditional)).toBe('zh-TW');
+    expect(await byRegion('zh-Hans-SG')).toBe('zh-CN');
+    // the script decides before a language without one: zh is written in Simplified characters by most
+    const generic = await chinese(['zh', 'zh-Hant']);
+    expect(await generic('zh-TW')).toBe('zh-Hant');
+    expect(await generic('zh-CN')).toBe('zh');
+  });
+
   describe('errors keep the Messages shape', () => {
     it('answers 400 invalid_request naming the missing fields', async () => {
       const res = await app.http.post('/v1/Messages').set(client(bot)).send({ text: 'hi' }).expect(400);

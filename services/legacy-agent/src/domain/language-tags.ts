@@ -100,10 +100,37 @@ export function assistantWithCanonicalLanguages<T extends { lang: string; langua
 }
 
 /**
+ * Browsers and phones name Chinese by region (`zh-TW`, `zh-CN`), which says its script (CLDR's likely subtags):
+ * Traditional characters in Taiwan, Hong Kong and Macao, Simplified in mainland China, Singapore and Malaysia.
+ */
+const CHINESE_SCRIPT_BY_REGION = new Map([
+  ['tw', 'hant'],
+  ['hk', 'hant'],
+  ['mo', 'hant'],
+  ['cn', 'hans'],
+  ['sg', 'hans'],
+  ['my', 'hans'],
+]);
+
+/** A tag's script, lower-case: its own (`zh-Hant-TW`, `sr-Latn`), else the one a Chinese tag's region says. */
+function scriptOf(tag: string): string | undefined {
+  const [primary, ...rest] = tag.toLowerCase().split('-');
+  // what follows a singleton (extensions, private use) says nothing of it
+  const singleton = rest.findIndex((subtag) => subtag.length === 1);
+  const subtags = singleton < 0 ? rest : rest.slice(0, singleton);
+  const script = subtags.find((subtag) => /^[a-z]{4}$/.test(subtag));
+  if (script !== undefined || primary !== 'zh') return script;
+  const region = subtags.find((subtag) => /^[a-z]{2}$/.test(subtag));
+  return region === undefined ? undefined : CHINESE_SCRIPT_BY_REGION.get(region);
+}
+
+/**
  * The assistant's language that answers a request in `requested` (BCP 47 lookup, RFC 4647 3.4), in any letter
- * case: the tag itself, then the tag without its last subtag (and without a singleton left last), again, until one
- * of `languages` matches (`fr-FR` finds `fr`, `zh-Hant-TW` finds `zh-Hant`); else one with the same primary subtag,
- * `lang` (the default) first (`pt` or `pt-AO` finds `pt-BR`). Undefined when the assistant speaks none of it.
+ * case: the tag itself, then the tag without its last subtag (and without a singleton left last), again, while more
+ * than the language is left (`fr-CA-u-fw-mon` finds `fr-CA`, `zh-Hant-TW` finds `zh-Hant`); else one of the same
+ * language and script, the script a Chinese tag's region says too (`zh-TW` finds `zh-Hant`, `zh-Hant` finds `zh-TW`);
+ * else the language alone (`fr-FR` finds `fr`); else one of the same language, `lang` (the default) first (`pt` or
+ * `pt-AO` finds `pt-BR`). Undefined when the assistant speaks none of it.
  */
 export function lookupLanguage(
   requested: string,
@@ -111,12 +138,18 @@ export function lookupLanguage(
 ): string | undefined {
   const byKey = new Map(languages.map((l) => [l.toLowerCase(), l]));
   const subtags = requested.toLowerCase().split('-');
-  while (subtags.length > 0) {
+  while (subtags.length > 1) {
     const found = byKey.get(subtags.join('-'));
     if (found !== undefined) return found;
     subtags.pop();
     if (subtags.at(-1)?.length === 1) subtags.pop();
   }
-  const primary = (tag: string) => tag.toLowerCase().split('-')[0];
-  return [lang, ...languages].find((l) => primary(l) === primary(requested));
+  const primary = subtags[0]!;
+  const sameLanguage = [lang, ...languages].filter((l) => l.toLowerCase().split('-')[0] === primary);
+  const script = scriptOf(requested);
+  return (
+    (script === undefined ? undefined : sameLanguage.find((l) => scriptOf(l) === script)) ??
+    byKey.get(primary) ??
+    sameLanguage[0]
+  );
 }

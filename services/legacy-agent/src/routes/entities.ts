@@ -33,15 +33,20 @@ export function mountEntityRoutes(router: Router, { assistants, entities }: Lega
     const id = String(req.params.id);
     await entities.get(assistant, id);
     const patch = parseInput(entityPatchBody, jsonBody(req) ?? {});
-    // merged with the entity as it stands when written (again if another update went in meanwhile)
+    // merged with the entity as it stands when written (again if another update went in meanwhile); what the 400 names
+    // may be stored and not sent (values stored before a rule refused them)
     const merge = (current: EntityDoc) =>
-      parseInput(entityBody, {
-        name: current.name,
-        automaticallyExtensible: current.automaticallyExtensible,
-        useSynonyms: current.useSynonyms,
-        data: current.data,
-        ...patch,
-      });
+      parseInput(
+        entityBody,
+        {
+          name: current.name,
+          automaticallyExtensible: current.automaticallyExtensible,
+          useSynonyms: current.useSynonyms,
+          data: current.data,
+          ...patch,
+        },
+        'entity (the stored one with the fields sent)',
+      );
     res.json(entities.view(await entities.update(assistant, id, merge)));
   });
 

@@ -1,3 +1,4 @@
+import { normTokens } from '@platform/nlu';
 import { z } from 'zod';
 import { byCanonicalLanguage, canonicalLanguage } from '../domain/language-tags';
 import { DEFAULT_SETTINGS } from '../domain/model-types';
@@ -21,13 +22,14 @@ const langTag = z
   .regex(LANG_PATTERN, 'must be a language code such as "en" or "pt-BR"');
 /**
  * A visitor's language tag (Messages' `lang`, looked up among the assistant's languages, never stored): BCP 47 with
- * extensions and private use too, as phones send them (Android 14's `fr-CA-u-fw-mon`), in the recommended case.
+ * extensions and private use too, as phones send them (Android 14's `fr-CA-u-fw-mon`), in the recommended case; `_`
+ * separating subtags, as Facebook Messenger's and Java's locales do (`en_US`), is taken as `-`.
  */
 const visitorLangCode = z
   .string()
   .max(64)
-  .regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/, 'must be a language tag such as "en" or "pt-BR"')
-  .transform(canonicalLanguage);
+  .regex(/^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$/, 'must be a language tag such as "en" or "pt-BR"')
+  .transform((tag) => canonicalLanguage(tag.replaceAll('_', '-')));
 /** A language code, in any letter case, kept in the case BCP 47 recommends (`pt-br` is `pt-BR`). */
 export const langCode = langTag
   .transform(canonicalLanguage)
@@ -334,8 +336,11 @@ export const entityFields = {
 
 type EntityShape = { [K in keyof typeof entityFields]: z.infer<(typeof entityFields)[K]> };
 
-/** Matching takes strings equal in any letter case and Unicode form (NFC) for one another (and folds more). */
-const matchKey = (text: string) => text.normalize('NFC').toLowerCase();
+/**
+ * The phrase the engine matches a value or synonym as: its words in any letter case, accents and Unicode form,
+ * whatever punctuation is between them (`Zürich` is `zurich`, `Saint-Malo` is `saint malo`).
+ */
+const matchKey = (text: string) => normTokens(text).join(' ');
 
 /**
  * Values and synonyms (where `useSynonyms`) of one language that matching takes for one another (`Paris` and `paris`,
@@ -350,13 +355,15 @@ function collisions(values: EntityShape['data'][string], useSynonyms: boolean, l
       const isValue = j === 0;
       const path = isValue ? ['data', lang, i, 'value'] : ['data', lang, i, 'synonyms', j - 1];
       const key = matchKey(text);
+      // no word at all (`?`, an emoji): the engine matches it as nothing, not as another string
+      if (key === '') return;
       const seen = first.get(key);
       if (!seen) first.set(key, { i, text, isValue, path: path.join('.') });
       // two equal values are answered as a duplicate value
       else if (seen.i !== i && !(isValue && seen.isValue && seen.text === text))
         issues.push({
           path,
-          message: `"${text}" and "${seen.text}" (${seen.path}) differ only in letter case or Unicode form: matching takes them for one another, so keep one of them`,
+          message: `"${text}" and "${seen.text}" (${seen.path}) differ only in letter case, accents, punctuation or Unicode form: matching takes them for one another, so keep one of them`,
         });
     });
   });
@@ -428,10 +435,16 @@ export const messageBody = z
       nonEmptyText(256).optional(),
     ),
     payload: z.record(z.string(), z.unknown()).optional(),
-    lang: visitorLangCode.optional().meta({
-      description:
-        "addition: the visitor's language; the assistant's language it finds (BCP 47 lookup: `fr-FR` finds `fr`, `pt` finds `pt-BR`), its default `lang` when absent",
-    }),
+    // blank or null, as connectors send a visitor without a locale, it counts as absent
+    lang: z
+      .preprocess(
+        (l) => (l === null || (typeof l === 'string' && l.trim() === '') ? undefined : l),
+        visitorLangCode.optional(),
+      )
+      .meta({
+        description:
+          "addition: the visitor's language (`en_US` taken as `en-US`; blank or null counts as absent); the assistant's language it finds (BCP 47 lookup: `fr-FR` finds `fr`, `pt` finds `pt-BR`, `zh-TW` finds `zh-Hant`), its default `lang` when absent",
+      }),
   })
   .refine((m) => m.text !== undefined || m.event !== undefined, {
     message: 'text or event is required',
