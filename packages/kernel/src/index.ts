@@ -12,12 +12,7 @@ export * from './http/dependency-metrics';
 export * from './http/envelope';
 export * from './http/error-middleware';
 export * from './http/forwarding';
-export {
-  markSuspectJson,
-  suspectJsonRefusal,
-  // the legacy Messages parser's name for it, from when it refused `__proto__` keys only
-  suspectJsonRefusal as protoKeyRefusal,
-} from './http/json-body-guards';
+export { markSuspectJson, suspectJsonRefusal } from './http/json-body-guards';
 export type { LeanRequest, LeanRoute } from './http/lean-routes';
 export * from './http/metrics';
 export * from './http/openapi';

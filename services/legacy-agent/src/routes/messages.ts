@@ -8,7 +8,7 @@ import {
   MethodNotAllowed,
   markSuspectJson,
   parseInput,
-  protoKeyRefusal,
+  suspectJsonRefusal,
   toAppError,
 } from '@platform/kernel';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
@@ -114,8 +114,12 @@ export function messagesBodyParser(domain: LegacyDomain, limit: number, logger: 
   return (req, res, next) => {
     if (req.method !== 'POST' || !MESSAGES_PATH.test(req.path)) return next();
     json(req, res, (err?: unknown) => {
-      const refused = err ?? protoKeyRefusal(req);
-      if (!refused) return next();
+      const refused = err ?? suspectJsonRefusal(req);
+      // checked: the app's own guard need not walk it again
+      if (!refused) {
+        delete (req as { suspectJson?: unknown }).suspectJson;
+        return next();
+      }
       admit(domain, req, res)
         .then(
           () => sendMessagesError(res, refused, req.id, logger),
