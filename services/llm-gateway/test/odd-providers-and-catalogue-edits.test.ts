@@ -61,12 +61,25 @@ describe('odd providers and odd catalogue edits, through the edge', () => {
           { input_per_million: 1, output_per_million: 0 },
           { native_rerank: true },
         ),
+        modelEntry(
+          'odd/chat',
+          'completion',
+          { provider: 'odd', model: 'chat-odd' },
+          { input_per_million: 1, output_per_million: 1 },
+        ),
+        modelEntry(
+          'odd/claude',
+          'completion',
+          { provider: 'odd-claude', model: 'claude-odd' },
+          { input_per_million: 1, output_per_million: 1 },
+        ),
       ],
       file: (base) => ({
         ...base,
         providers: [
           ...base.providers,
           { name: 'odd', type: 'openai', baseUrl: odd.baseUrl, apiKey: 'sk-odd' },
+          { name: 'odd-claude', type: 'anthropic', baseUrl: odd.baseUrl, apiKey: 'sk-odd' },
         ],
       }),
     });
@@ -371,6 +384,145 @@ describe('odd providers and odd catalogue edits, through the edge', () => {
       expect(LlmCompletionEvent.safeParse(event).success).toBe(true);
       expect(event.usageSource).toBe('tokenizer');
       expect(event.usage.prompt_tokens).toBeLessThan(100);
+    } finally {
+      record.stop();
+    }
+  });
+
+  it('a tool call whose provider gives its arguments as an object is counted with them when it reports no usage', async () => {
+    // llama.cpp's server answered arguments as a JSON object for a while; only a string was counted
+    const query = 'a long argument '.repeat(50);
+    odd.answer(
+      '/chat/completions',
+      200,
+      'application/json',
+      JSON.stringify({
+        id: 'chatcmpl-odd',
+        object: 'chat.completion',
+        created: 1,
+        model: 'chat-odd',
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                { id: 'call_1', type: 'function', function: { name: 'search', arguments: { query } } },
+              ],
+            },
+            finish_reason: 'tool_calls',
+          },
+        ],
+      }),
+    );
+    const record = recordCompletions(w);
+    try {
+      const res = await w.call(
+        'gateway',
+        'POST',
+        '/v1/chat/completions',
+        { bearer: member.token },
+        { model: 'odd/chat', messages: [{ role: 'user', content: 'search for me' }] },
+        { 'x-request-id': 'hunt-object-arguments' },
+      );
+      expect(res.status).toBe(200);
+      const event = await record.of('hunt-object-arguments');
+      expect(event.usageSource).toBe('tokenizer');
+      expect(event.usage.completion_tokens).toBeGreaterThan(100);
+    } finally {
+      record.stop();
+    }
+  });
+
+  it('an Anthropic-protocol stream closed after its stop reason without message_stop is a whole answer', async () => {
+    // gateways that translate another protocol to Anthropic's end the body after message_delta (its stop reason and
+    // usage): the answer is whole, as an OpenAI stream with its finish_reason and no [DONE]
+    const frame = (event: string, data: Record<string, unknown>) =>
+      `event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`;
+    odd.answer(
+      '/messages',
+      200,
+      'text/event-stream',
+      [
+        frame('message_start', {
+          message: { id: 'msg_odd', model: 'claude-odd', usage: { input_tokens: 5, output_tokens: 1 } },
+        }),
+        frame('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+        frame('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hello there' } }),
+        frame('content_block_stop', { index: 0 }),
+        frame('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 3 } }),
+      ].join(''),
+    );
+    const record = recordCompletions(w);
+    try {
+      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${member.token}`,
+          'content-type': 'application/json',
+          'x-request-id': 'hunt-no-message-stop',
+        },
+        body: JSON.stringify({
+          model: 'odd/claude',
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      });
+      const frames = (await res.text()).split('\n\n').filter(Boolean);
+      expect(frames.at(-1)).toBe('data: [DONE]');
+      const chunks = frames.slice(0, -1).map((f) => JSON.parse(f.slice(6)));
+      expect(chunks.some((c) => c.error)).toBe(false);
+      expect(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('Hello there');
+      expect(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason).toBe('stop');
+      const event = await record.of('hunt-no-message-stop');
+      expect([event.outcome, event.usage.completion_tokens]).toEqual(['success', 3]);
+    } finally {
+      record.stop();
+    }
+  });
+
+  it('an absurd output figure, or any absurd figure of an Anthropic-protocol provider, is counted by the tokenizer too', async () => {
+    // the output's figure alone absurd was counted as no output at all (a free answer); Anthropic's figures were
+    // taken whatever their size (a cost of Infinity, an event llm-quota refuses)
+    const record = recordCompletions(w);
+    try {
+      for (const [path, model, stream] of [
+        ['/v1/chat/completions', 'sim/gpt', false],
+        ['/v1/chat/completions', 'sim/gpt', true],
+        ['/v1/chat/completions', 'sim/claude', false],
+        ['/v1/chat/completions', 'sim/claude', true],
+        ['/v1/messages', 'sim/claude', false],
+        ['/v1/messages', 'sim/claude', true],
+      ] as const) {
+        for (const [absurd, usage] of [
+          ['output', { prompt_tokens: 5, completion_tokens: 1e308 }],
+          ['input', { prompt_tokens: 1e308, completion_tokens: 5 }],
+        ] as const) {
+          w.sim.script([{ reply: { content: 'a few words of answer', usage } }]);
+          const requestId = `hunt-absurd-${absurd}-${path.split('/').pop()}-${model.replace('/', '-')}-${stream}`;
+          const res = await w.call(
+            'gateway',
+            'POST',
+            path,
+            { bearer: member.token },
+            { model, stream, max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] },
+            { 'x-request-id': requestId },
+          );
+          expect(res.status).toBe(200);
+          const event = await record.of(requestId);
+          expect([requestId, LlmCompletionEvent.safeParse(event).success, event.usageSource]).toEqual([
+            requestId,
+            true,
+            'tokenizer',
+          ]);
+          expect([requestId, event.usage.completion_tokens > 0, event.usage.prompt_tokens < 100]).toEqual([
+            requestId,
+            true,
+            true,
+          ]);
+        }
+      }
     } finally {
       record.stop();
     }

@@ -35,7 +35,9 @@ type ToolCall = {
   custom?: { name?: unknown; input?: unknown };
 } | null;
 
-const stringOr = (value: unknown): string => (typeof value === 'string' ? value : '');
+/** what the model wrote of a call's part: its text, or the JSON of an object some providers answer instead */
+const written = (value: unknown): string =>
+  typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value);
 
 /**
  * What the model wrote of a message's or a stream delta's tool calls: each function's name and arguments (a custom
@@ -46,8 +48,8 @@ export function toolCallsText(toolCalls: unknown): string {
   if (!Array.isArray(toolCalls)) return '';
   let text = '';
   for (const call of toolCalls as ToolCall[]) {
-    if (call?.function) text += stringOr(call.function.name) + stringOr(call.function.arguments);
-    else if (call?.custom) text += stringOr(call.custom.name) + stringOr(call.custom.input);
+    if (call?.function) text += written(call.function.name) + written(call.function.arguments);
+    else if (call?.custom) text += written(call.custom.name) + written(call.custom.input);
     else text += JSON.stringify(call);
   }
   return text;

@@ -16,7 +16,10 @@ export function toUsage(raw: unknown): Usage | null {
   const r = raw as Record<string, unknown>;
   const prompt = count(r.prompt_tokens) ?? count(r.input_tokens);
   if (prompt === null) return null;
-  const completion = count(r.completion_tokens) ?? count(r.output_tokens) ?? 0;
+  // none given is none written (embeddings); one given that is no count is no report (not a free answer)
+  const given = r.completion_tokens ?? r.output_tokens;
+  const completion = given === undefined || given === null ? 0 : count(given);
+  if (completion === null) return null;
   const details = r.prompt_tokens_details;
   return {
     prompt_tokens: prompt,

@@ -71,7 +71,8 @@ export async function* anthropicChunks(
   let model = call.model;
   let usage: AnthropicUsage = {};
   let stopped = false;
-  // message_delta's stop reason: a message_stop without it ended a message that never finished (a proxy's cut)
+  // message_delta's stop reason: a message_stop without it ended a message that never finished (a proxy's cut); with
+  // it, the message is whole even if the body ends before message_stop (gateways translating another protocol)
   let finished = false;
   let rolePending = true;
   let yielded = false;
@@ -215,7 +216,7 @@ export async function* anthropicChunks(
     }
     if (stopped) break;
   }
-  if (!stopped || !finished) {
+  if (!finished) {
     throw new ProviderError({
       provider: http.provider,
       model: call.model,
@@ -224,15 +225,9 @@ export async function* anthropicChunks(
       retryable: !yielded,
       message: stopped
         ? 'the message stopped without its stop reason'
-        : 'the stream ended before message_stop',
+        : 'the stream ended before its stop reason',
     });
   }
-  yield {
-    id,
-    object: 'chat.completion.chunk',
-    created,
-    model,
-    choices: [],
-    usage: usageFromAnthropic(usage),
-  };
+  const figures = usageFromAnthropic(usage);
+  if (figures) yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: figures };
 }

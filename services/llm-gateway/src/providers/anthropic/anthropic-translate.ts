@@ -394,9 +394,20 @@ const tokens = (v: unknown): number =>
  * Writes to the 1-hour cache, dearer than the 5-minute ones, are `cache_creation_token_details` (LiteLLM's name
  * for Anthropic's `cache_creation`), given when there are any (decision 0113).
  */
-export function usageFromAnthropic(usage: AnthropicUsage | undefined): Usage {
-  const read = tokens(usage?.cache_read_input_tokens);
+export function usageFromAnthropic(usage: AnthropicUsage | undefined): Usage | null {
   const byTtl = usage?.cache_creation;
+  // beyond 2^53 no figure is a count: such a report is none (1e308 tokens made the cost infinite, an event llm-quota
+  // refuses), and the gateway's tokenizer counts the request as it does an OpenAI-protocol provider's
+  const figures = [
+    usage?.input_tokens,
+    usage?.output_tokens,
+    usage?.cache_read_input_tokens,
+    usage?.cache_creation_input_tokens,
+    byTtl?.ephemeral_5m_input_tokens,
+    byTtl?.ephemeral_1h_input_tokens,
+  ];
+  if (figures.some((v) => typeof v === 'number' && v > Number.MAX_SAFE_INTEGER)) return null;
+  const read = tokens(usage?.cache_read_input_tokens);
   const written =
     // null is no figure, as absent: the writes by TTL are counted then
     usage?.cache_creation_input_tokens != null
@@ -489,6 +500,6 @@ export function fromAnthropicResponse(
         logprobs: null,
       },
     ],
-    usage,
+    ...(usage ? { usage } : {}),
   };
 }
