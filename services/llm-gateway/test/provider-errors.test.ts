@@ -174,7 +174,7 @@ describe('provider errors, retries, failover and cancellation', () => {
     expect(last.error).toMatchObject({ code: 'PROVIDER_ERROR', provider: 'sim', model: 'sim/gpt' });
   });
 
-  it('a stream a proxy ends with [DONE] or message_stop before the finish is cut, not a whole answer', async () => {
+  it("an Anthropic stream a proxy ends with message_stop before the stop reason is cut; OpenAI's [DONE] ends a stream whole", async () => {
     const completions = recordCompletions(w);
     try {
       const stream = async (path: string, requestId: string, body: Record<string, unknown>) => {
@@ -197,21 +197,23 @@ describe('provider errors, retries, failover and cancellation', () => {
         { match: { stream: true }, reply, streamFailure: { afterChunks: 6, mode: 'end-frame' } },
       ]);
 
-      for (const model of ['sim/gpt', 'sim/claude']) {
-        const chat = await stream('/v1/chat/completions', `cut-chat-${model.replace('/', '-')}`, {
-          model,
-          messages,
-        });
-        expect(chat.frames.at(-1)).toBe('data: [DONE]');
-        expect([model, JSON.parse(chat.frames.at(-2)!.slice(6)).error]).toMatchObject([
-          model,
-          { code: 'PROVIDER_ERROR', provider_error_type: 'incomplete_stream' },
-        ]);
-        expect([model, chat.event.outcome]).toEqual([model, 'provider_error']);
-      }
-      // the Responses API does not answer it `completed` (nor the Messages API `end_turn`)
+      // Anthropic's protocol always gives a stop reason before message_stop: without one the answer was cut
+      const cut = await stream('/v1/chat/completions', 'cut-chat-claude', { model: 'sim/claude', messages });
+      expect(cut.frames.at(-1)).toBe('data: [DONE]');
+      expect(JSON.parse(cut.frames.at(-2)!.slice(6)).error).toMatchObject({
+        code: 'PROVIDER_ERROR',
+        provider_error_type: 'incomplete_stream',
+      });
+      expect(cut.event.outcome).toBe('provider_error');
+      // OpenAI-protocol servers that never send a finish reason (Gemini's compatibility layer, some proxies, TGI's
+      // chunks each numbered as a new choice) end with [DONE]: it is the protocol's own end, the answer is whole
+      const whole = await stream('/v1/chat/completions', 'done-chat-gpt', { model: 'sim/gpt', messages });
+      expect(whole.frames.at(-1)).toBe('data: [DONE]');
+      expect(whole.frames.some((f) => f.includes('"error"'))).toBe(false);
+      expect(whole.event.outcome).toBe('success');
+      // the Responses API does not answer a cut stream `completed` (nor the Messages API `end_turn`)
       const response = await stream('/v1/responses', 'cut-response', {
-        model: 'sim/gpt',
+        model: 'sim/claude',
         input: 'a long one',
       });
       expect(response.frames.at(-2)).toMatch(/^event: response.failed\n/);

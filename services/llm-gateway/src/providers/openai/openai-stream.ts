@@ -27,8 +27,8 @@ function withFigures(raw: unknown): Usage | null {
  * OpenAI-protocol SSE to chunks. Usage, wherever the provider puts it (the `include_usage` chunk, on
  * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded once, as a final
  * chunk with empty `choices`. Chunks with neither choices nor usage (Azure's prompt filter
- * preamble) are dropped. A stream that ends before every choice begun has its finish reason (`n`, a batch of
- * prompts) was cut, even by `[DONE]`; one without `[DONE]` whose choices never finished was cut as well. `object` names the final usage chunk's kind: chat's `chat.completion.chunk`, or text
+ * preamble) are dropped. A stream that ends without `[DONE]` before every choice begun has its finish reason (`n`,
+ * a batch of prompts) was cut. `object` names the final usage chunk's kind: chat's `chat.completion.chunk`, or text
  * completions' `text_completion`.
  */
 export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
@@ -85,8 +85,9 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
     yielded = true;
     yield last;
   }
-  // a choice begun and not finished was cut, `[DONE]` or not (a proxy writes it when its upstream fails)
-  if (open.size > 0 || (!done && finished.size === 0)) {
+  // `[DONE]` is the protocol's own end: servers that never send a finish reason (Gemini's compatibility layer, some
+  // proxies) end so, and their answers are whole
+  if (!done && (finished.size === 0 || open.size > 0)) {
     throw new ProviderError({
       provider: http.provider,
       model: call.model,
