@@ -364,7 +364,7 @@ describe('pnpm start restarted on the same data folder', () => {
       });
       expect(code).toBe(1);
       expect(output).toContain(
-        `cannot start: ${file} does not hold an internal secret (one word of at least 32 characters): restore it from a backup of this data folder, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
+        `cannot start: ${file} does not hold an internal secret (at least 32 characters): restore it from a backup of this data folder, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
       );
       expect(output).not.toContain('"service":"auth"');
       expect(readFileSync(file, 'utf8')).toBe('too-short\n');

@@ -31,17 +31,24 @@ describe('a secret kept in DATA_DIR', () => {
   it.each([
     ['empty', ''],
     ['cut short', 'abcde'],
-    ['two words', `${'a'.repeat(20)} ${'b'.repeat(20)}`],
   ])('refuses a file left %s, naming it and the fix, and never replaces it', (_, text) => {
     const dir = folder();
     const file = path.join(dir, 'internal.secret');
     writeFileSync(file, text);
     expect(() => keptSecret(dir, NAME)).toThrow(KeptSecretError);
     expect(() => keptSecret(dir, NAME)).toThrow(
-      `${file} does not hold an internal secret (one word of at least 32 characters): restore it from a backup of this data folder, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
+      `${file} does not hold an internal secret (at least 32 characters): restore it from a backup of this data folder, or set PLATFORM_INTERNAL_SECRET to the secret this data was sealed with`,
     );
     expect(readFileSync(file, 'utf8')).toBe(text);
     expect(readdirSync(dir)).toEqual(['internal.secret']);
+  });
+
+  it('reads a secret an operator wrote on two lines (openssl rand -base64 64) as written', () => {
+    const dir = folder();
+    const file = path.join(dir, 'internal.secret');
+    const text = `${'a'.repeat(76)}\n${'b'.repeat(12)}`;
+    writeFileSync(file, `${text}\n`);
+    expect(keptSecret(dir, NAME)).toBe(text);
   });
 
   it('refuses a folder in its place, and a data folder that is a file, each naming the fix', () => {

@@ -30,8 +30,11 @@ export interface KeptSecretName {
   variable: string;
 }
 
-/** what a kept secret may be: one word of at least 32 characters (the settings' minimum) */
-const SECRET = /^\S{32,}$/;
+/**
+ * The fewest characters of a kept secret, once trimmed: the settings' minimum. Any text, as the settings take it: a
+ * secret an operator wrote on two lines (`openssl rand -base64 64`) is read as written.
+ */
+const SECRET_MIN_LENGTH = 32;
 
 const why = (err: unknown) => {
   const code = (err as NodeJS.ErrnoException).code;
@@ -56,9 +59,9 @@ function readKept(file: string, { what, variable }: KeptSecretName): string | un
     );
   }
   const secret = text.trim();
-  if (!SECRET.test(secret))
+  if (secret.length < SECRET_MIN_LENGTH)
     throw new KeptSecretError(
-      `${file} does not hold ${/^[aeiou]/.test(what) ? 'an' : 'a'} ${what} (one word of at least 32 characters): restore it from a backup of this data folder, or set ${variable} to the secret this data was sealed with`,
+      `${file} does not hold ${/^[aeiou]/.test(what) ? 'an' : 'a'} ${what} (at least 32 characters): restore it from a backup of this data folder, or set ${variable} to the secret this data was sealed with`,
     );
   try {
     // readable by its owner alone, whatever a restore left

@@ -70,7 +70,7 @@ describe('a service that fails while starting', () => {
     [
       'is empty (a crash, a full disk)',
       (file: string) => writeFileSync(file, ''),
-      'FILE does not hold a signing-keys secret (one word of at least 32 characters)',
+      'FILE does not hold a signing-keys secret (at least 32 characters)',
     ],
   ])(
     'auth whose signing-keys secret %s logs one fatal JSON line naming the cause and exits 1, with no raw stack trace',

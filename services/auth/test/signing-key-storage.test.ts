@@ -57,7 +57,7 @@ describe('signing keys at rest on the embedded store', () => {
       const store = createEmbeddedStore({ dataDir: path.join(data.dir, 'auth'), compactionIntervalMs: 0 });
       try {
         await expect(startAuth({ store, env: { DATA_DIR: data.dir } })).rejects.toThrow(
-          `${file} does not hold a signing-keys secret (one word of at least 32 characters): restore it from a backup of this data folder, or set SIGNING_KEYS_ENCRYPTION_KEY to the secret this data was sealed with`,
+          `${file} does not hold a signing-keys secret (at least 32 characters): restore it from a backup of this data folder, or set SIGNING_KEYS_ENCRYPTION_KEY to the secret this data was sealed with`,
         );
         expect(readFileSync(file, 'utf8')).toBe(text);
         expect(await store.collection('signing_keys').count({})).toBe(0);
