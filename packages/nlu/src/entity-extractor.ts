@@ -15,7 +15,14 @@
  * automatically extensible entities, which is how values outside the list are picked up.
  */
 import { decodeFloat32, decodeFloat32Array, encodeFloat32, roundToFloat32 } from './float-codec';
-import { DictionaryMatch, Gazetteer, type GazetteerPhrase } from './gazetteer';
+import {
+  DictionaryMatch,
+  Gazetteer,
+  type GazetteerEntry,
+  type GazetteerPhrase,
+  type Spelling,
+  valueAsTyped,
+} from './gazetteer';
 import { createRng, Rng, shuffleInPlace } from './random';
 import {
   beginLabel,
@@ -74,6 +81,11 @@ interface Phrase {
 export interface SerializedEntityExtractor {
   entities: Array<[name: string, extensible: boolean]>;
   phrases: Array<[entity: number, value: string, text: string]>;
+  /**
+   * values and synonyms that fold to the phrase of an earlier one of another value of their entity (`paris` after
+   * `Paris`), resolved as typed (valueAsTyped); absent when none (and in models trained before)
+   */
+  spellings?: Array<[entity: number, value: string, text: string]>;
   /** entity index of each CRF class */
   classes: number[];
   features: string[];
@@ -274,17 +286,43 @@ interface Lookups extends DictionaryLookups {
   featureIndex: StringIndex;
 }
 
-/** The gazetteer and phrase keys of the dictionaries' phrases, in steps of a few phrases (see steps.ts). */
+/**
+ * The gazetteer and phrase keys of the dictionaries' phrases, in steps of a few phrases (see steps.ts); a phrase that
+ * `spellings` fold to resolves by the spelling typed (valueAsTyped).
+ */
 function* dictionaryLookupsSteps(
   entities: readonly EntityInfo[],
   phrases: readonly Phrase[],
+  spellings: readonly Phrase[],
 ): Steps<DictionaryLookups> {
   const phraseKeys = entities.map(() => new Set<string>());
+  // a value or synonym as it would be typed: from its first word to its last (`N.Y.C.` is typed `N.Y.C`), NFC
+  const spelling = (p: Phrase, tokens: readonly Token[]): Spelling => ({
+    value: p.value,
+    text: p.text.slice(tokens[0]!.start, tokens.at(-1)!.end).normalize('NFC'),
+  });
+  const others = new Map<string, Spelling[]>();
+  for (const p of spellings) {
+    const tokens = tokenize(p.text);
+    if (tokens.length === 0) continue;
+    const k = `${p.entity}\u0000${tokens.map((t) => t.norm).join(' ')}`;
+    const group = others.get(k);
+    if (group) group.push(spelling(p, tokens));
+    else others.set(k, [spelling(p, tokens)]);
+  }
   function* folded(): Generator<GazetteerPhrase> {
     for (const p of phrases) {
-      const tokens = tokenize(p.text).map((t) => t.norm);
-      phraseKeys[p.entity]!.add(tokens.join(' '));
-      yield { entity: p.entity, value: p.value, tokens };
+      const words = tokenize(p.text);
+      const tokens = words.map((t) => t.norm);
+      const key = tokens.join(' ');
+      phraseKeys[p.entity]!.add(key);
+      const alike = others.size > 0 ? others.get(`${p.entity}\u0000${key}`) : undefined;
+      yield {
+        entity: p.entity,
+        value: p.value,
+        tokens,
+        ...(alike ? { spellings: [spelling(p, words), ...alike] } : {}),
+      };
     }
   }
   const gazetteer = yield* Gazetteer.build(
@@ -298,15 +336,18 @@ function* dictionaryLookupsSteps(
 function* lookupsSteps(
   entities: readonly EntityInfo[],
   phrases: readonly Phrase[],
+  spellings: readonly Phrase[],
   features: readonly string[] | StringIndex,
 ): Steps<Lookups> {
   const featureIndex = StringIndex.from(features);
   yield;
-  return { featureIndex, ...(yield* dictionaryLookupsSteps(entities, phrases)) };
+  return { featureIndex, ...(yield* dictionaryLookupsSteps(entities, phrases, spellings)) };
 }
 
 interface Dictionary extends DictionaryLookups {
   phrases: Phrase[];
+  /** values and synonyms folding to the phrase of an earlier one of another value (see dictionaryLookupsSteps) */
+  spellings: Phrase[];
   /** leave-one-out: is the phrase known as this entity without utterance u? */
   knownWithout(entity: number, key: string, u: number): boolean;
 }
@@ -333,19 +374,27 @@ function buildDictionary(
     }
     return k;
   };
+  // every value and synonym, as listed, of each (entity, phrase)
+  const listed = new Map<string, Phrase[]>();
+  const define = (entity: number, value: string, text: string): void => {
+    const k = addPhrase(entity, value, text);
+    if (!k) return;
+    defined.add(k);
+    const group = listed.get(k);
+    if (group) group.push({ entity, value, text });
+    else listed.set(k, [{ entity, value, text }]);
+  };
   entityDefs.forEach((def, i) => {
     if (entityIndex.get(def.name) !== i) return; // duplicate name: the first definition wins
     for (const v of def.values) {
-      const k = addPhrase(i, v.value, v.value);
-      if (k) defined.add(k);
-      if (def.useSynonyms) {
-        for (const syn of v.synonyms ?? []) {
-          const ks = addPhrase(i, v.value, syn);
-          if (ks) defined.add(ks);
-        }
-      }
+      define(i, v.value, v.value);
+      if (def.useSynonyms) for (const syn of v.synonyms ?? []) define(i, v.value, syn);
     }
   });
+  // where values of an entity fold alike (`Paris`, `paris`), the spellings after the phrase's own, to tell them apart
+  const spellings: Phrase[] = [];
+  for (const [first, ...others] of listed.values())
+    if (others.some((p) => p.value !== first!.value)) spellings.push(...others);
   // how many utterances tag each (entity, phrase); which ones each utterance tags
   const tagCount = new Map<string, number>();
   const taggedIn: Array<Set<string>> = parts.map((u) => {
@@ -363,7 +412,8 @@ function buildDictionary(
   });
   return {
     phrases,
-    ...runSteps(dictionaryLookupsSteps(entities, phrases)),
+    spellings,
+    ...runSteps(dictionaryLookupsSteps(entities, phrases, spellings)),
     knownWithout(entity, key, u) {
       const k = `${entity}\u0000${key}`;
       const n = tagCount.get(k) ?? 0;
@@ -561,6 +611,7 @@ export class EntityExtractor {
   private constructor(
     private readonly entities: readonly EntityInfo[],
     private readonly phrases: readonly Phrase[],
+    private readonly spellings: readonly Phrase[],
     private readonly classes: readonly number[],
     lookups: Lookups,
     private readonly wordStats: WordStats,
@@ -618,6 +669,7 @@ export class EntityExtractor {
       new EntityExtractor(
         entities,
         dictionary.phrases,
+        dictionary.spellings,
         classes,
         {
           featureIndex: StringIndex.of(featureNames),
@@ -658,6 +710,11 @@ export class EntityExtractor {
       confidence: number;
     }> = [];
     const editFactor = (edits: number): number => Math.max(0, 1 - this.editPenalty * edits);
+    // the value of a dictionary match over tokens [start, end): as typed where values fold alike (valueAsTyped)
+    const listedValue = (c: GazetteerEntry, start: number, end: number): string =>
+      c.spellings === undefined
+        ? c.value
+        : valueAsTyped(c, text.slice(tokens[start]!.start, tokens[end - 1]!.end));
 
     // dictionary matches of entities that never occur in tagged parts are taken as they are
     const forCrf: DictionaryMatch[] = [];
@@ -671,7 +728,7 @@ export class EntityExtractor {
         start: m.start,
         end: m.end,
         entity: c.entity,
-        value: c.value,
+        value: listedValue(c, m.start, m.end),
         confidence: editFactor(c.edits),
       });
     }
@@ -739,7 +796,7 @@ export class EntityExtractor {
             start: a,
             end: b,
             entity,
-            value: own ? own.value : null,
+            value: own ? listedValue(own, a, b) : null,
             confidence: conf * editFactor(edits),
           });
         } else if (conf >= this.minNewValueConfidence) {
@@ -788,6 +845,9 @@ export class EntityExtractor {
     return {
       entities: this.entities.map((e) => [e.name, e.extensible]),
       phrases: this.phrases.map((p) => [p.entity, p.value, p.text]),
+      ...(this.spellings.length > 0
+        ? { spellings: this.spellings.map((p): [number, string, string] => [p.entity, p.value, p.text]) }
+        : {}),
       classes: [...this.classes],
       features: this.featureIndex.keys(),
       wordStats: [...this.wordStats].map(([w, st]) => [w, st.o, st.e]),
@@ -815,8 +875,10 @@ export class EntityExtractor {
   /** `fromJSON` as resumable steps of a few thousand features or a few phrases (see steps.ts). */
   static *fromJSONSteps(json: EntityExtractorParts): Steps<EntityExtractor> {
     const entities = json.entities.map(([name, extensible]) => ({ name, extensible }));
-    const phrases = json.phrases.map(([entity, value, text]) => ({ entity, value, text }));
-    const lookups = yield* lookupsSteps(entities, phrases, json.features);
+    const phrase = ([entity, value, text]: [number, string, string]): Phrase => ({ entity, value, text });
+    const phrases = json.phrases.map(phrase);
+    const spellings = (json.spellings ?? []).map(phrase);
+    const lookups = yield* lookupsSteps(entities, phrases, spellings, json.features);
     const crf = new LinearChainCrf(
       lookups.featureIndex.size,
       json.classes.length,
@@ -832,6 +894,7 @@ export class EntityExtractor {
     return new EntityExtractor(
       entities,
       phrases,
+      spellings,
       json.classes,
       lookups,
       wordStats,

@@ -1,4 +1,4 @@
-import { Gazetteer } from './gazetteer';
+import { Gazetteer, valueAsTyped } from './gazetteer';
 import type { Steps } from './steps';
 import { tokenize } from './tokenize';
 
@@ -37,6 +37,52 @@ describe('Gazetteer', () => {
     ]);
     expect(g.match(tokenize('pizzza'))).toEqual([]);
     expect(g.match(tokenize('pizzas'))[0]!.candidates[0]!.value).toBe('pizza');
+  });
+});
+
+describe('valueAsTyped', () => {
+  const spelt = (...spellings: Array<[value: string, text: string]>) => ({
+    entity: 0,
+    value: spellings[0]![0],
+    key: '',
+    spellings: spellings.map(([value, text]) => ({ value, text })),
+  });
+
+  it('resolves values that fold alike by their spelling as typed, else ignoring case only, else the first listed', () => {
+    const city = spelt(
+      ['Paris', 'Paris'],
+      ['paris', 'paris'],
+      ['Zurich', 'Zurich'],
+      ['Zürich', 'Z\u00fcrich'],
+    );
+    expect(valueAsTyped(city, 'paris')).toBe('paris');
+    expect(valueAsTyped(city, 'Paris')).toBe('Paris');
+    expect(valueAsTyped(city, 'PARIS')).toBe('Paris');
+    expect(valueAsTyped(city, 'pAriss')).toBe('Paris');
+    // in any Unicode form
+    expect(valueAsTyped(city, 'Zu\u0308rich')).toBe('Zürich');
+    expect(valueAsTyped(city, 'zurich')).toBe('Zurich');
+    expect(valueAsTyped(city, 'ZÜRICH')).toBe('Zürich');
+    const places = spelt(
+      ['garching,forschungszentrum', 'garching,forschungszentrum'],
+      ['garching forschungszentrum', 'garching forschungszentrum'],
+      ['strassäcker', 'straßäcker'],
+      ['Strassäcker', 'strassäcker'],
+    );
+    expect(valueAsTyped(places, 'garching forschungszentrum')).toBe('garching forschungszentrum');
+    expect(valueAsTyped(places, 'garching,forschungszentrum')).toBe('garching,forschungszentrum');
+    expect(valueAsTyped(places, 'strassäcker')).toBe('Strassäcker');
+    expect(valueAsTyped(places, 'Straßäcker')).toBe('strassäcker');
+  });
+
+  it('takes the first listed of identical spellings, and the value of an entry without spellings', () => {
+    expect(
+      valueAsTyped(
+        spelt(['Lyon', 'capital of gastronomy'], ['Paris', 'capital of gastronomy']),
+        'capital of gastronomy',
+      ),
+    ).toBe('Lyon');
+    expect(valueAsTyped({ entity: 0, value: 'Paris', key: 'paris' }, 'paris')).toBe('Paris');
   });
 });
 

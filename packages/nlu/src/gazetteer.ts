@@ -13,6 +13,14 @@ export interface GazetteerEntry {
   value: string;
   /** the phrase's folded tokens joined by spaces */
   key: string;
+  /** only when values of the entity fold alike to this phrase: its values and synonyms as listed (see valueAsTyped) */
+  spellings?: readonly Spelling[];
+}
+
+/** A value or synonym as typed (from its first word to its last, in NFC), and its value. */
+export interface Spelling {
+  value: string;
+  text: string;
 }
 
 /** A dictionary phrase: its entity (index in the model's entity list), canonical value and folded tokens. */
@@ -20,6 +28,8 @@ export interface GazetteerPhrase {
   entity: number;
   value: string;
   tokens: readonly string[];
+  /** when values of the entity fold alike to the phrase: its values and synonyms that do, as listed */
+  spellings?: readonly Spelling[];
 }
 
 export interface DictionaryMatch {
@@ -82,7 +92,12 @@ export class Gazetteer {
       node = child;
     }
     if (!node.entries.some((e) => e.entity === p.entity))
-      node.entries.push({ entity: p.entity, value: p.value, key: p.tokens.join(' ') });
+      node.entries.push({
+        entity: p.entity,
+        value: p.value,
+        key: p.tokens.join(' '),
+        ...(p.spellings ? { spellings: p.spellings } : {}),
+      });
     if (this.extensible[p.entity]) fuzzyVocab.push(...p.tokens);
   }
 
@@ -150,4 +165,19 @@ export class Gazetteer {
     }
     return kept.sort((a, b) => a.start - b.start);
   }
+}
+
+/**
+ * The value a match of `entry` reads as, given the text it covers as typed. Where values of the entity fold alike to
+ * the phrase (`Paris` and `paris`, `Zürich` and `Zurich`), the one spelt exactly as typed, else the one spelt so but
+ * for letter case, else the first listed; otherwise the entry's value.
+ */
+export function valueAsTyped(entry: GazetteerEntry, surface: string): string {
+  const spellings = entry.spellings;
+  if (spellings === undefined) return entry.value;
+  const typed = surface.normalize('NFC');
+  const exact = spellings.find((s) => s.text === typed);
+  if (exact) return exact.value;
+  const lower = typed.toLowerCase();
+  return spellings.find((s) => s.text.toLowerCase() === lower)?.value ?? entry.value;
 }

@@ -12,8 +12,6 @@ export {
   loadStoredModel,
   storedModelForm,
 } from './model-codec';
-/** the engine's matching form of a phrase (its tokens, lower-cased and accent-folded), e.g. to tell values apart */
-export { normTokens } from './tokenize';
 export type { LoadModelAsyncOptions } from './train';
 export { loadModel, loadModelAsync, TRAINING_REVISION, trainModel } from './train';
 export type {

@@ -160,6 +160,37 @@ describe('stored form', () => {
     expect(stored.length).toBeLessThan(JSON.stringify(model.toJSON()).length);
   });
 
+  it('keeps the spellings of values that fold alike; a model stored without them answers the first listed, as before', async () => {
+    const set: NluTrainingSet = {
+      lang: 'en',
+      entities: [
+        {
+          name: 'city',
+          automaticallyExtensible: false,
+          useSynonyms: true,
+          values: [
+            { value: 'Paris', synonyms: [] },
+            { value: 'paris', synonyms: [] },
+          ],
+        },
+      ],
+      intents: [
+        { id: 'go', name: 'go', utterances: [[{ text: 'go to ' }, { text: 'Paris', entity: 'city' }]] },
+      ],
+    };
+    const model = trainModel(set);
+    const value = (m: NluModel, text: string) => m.parse(text).entities.map((e) => e.value);
+    const decoded = await loadStoredModel(await storedModelForm(model));
+    expect([value(decoded, 'go to paris'), value(decoded, 'go to Paris')]).toEqual([['paris'], ['Paris']]);
+    // trained before values that fold alike were told apart
+    const json = model.toJSON();
+    const { spellings, ...entities } = json.entities as SerializedEntityExtractor;
+    expect(spellings).toEqual([[0, 'paris', 'paris']]);
+    const before = loadModel({ ...json, entities });
+    expect([value(before, 'go to paris'), value(before, 'go to Paris')]).toEqual([['Paris'], ['Paris']]);
+    expect(decodeModel(encodeModelBuffer(before)).toJSON()).toEqual(before.toJSON());
+  });
+
   it('models stored as JSON before still load and answer the same', () => {
     const model = trainModel(travelAssistant());
     answersAlike(loadModel(JSON.parse(JSON.stringify(model.toJSON()))), model);

@@ -219,6 +219,74 @@ describe('trainModel / parse', () => {
     expect(listed.parse('un café pour moi').entities.map((e) => e.value)).toEqual(['café']);
   });
 
+  it('extracts each of the values that fold alike (case, accents, punctuation) as typed, else the first listed', () => {
+    const city = (automaticallyExtensible: boolean) => ({
+      name: 'city',
+      automaticallyExtensible,
+      useSynonyms: true,
+      values: [
+        { value: 'Paris', synonyms: ['city of light'] },
+        { value: 'paris', synonyms: [] },
+        { value: 'Zürich', synonyms: [] },
+        { value: 'Zurich', synonyms: [] },
+        { value: 'garching,forschungszentrum', synonyms: [] },
+        { value: 'Garching Forschungszentrum', synonyms: ['straßäcker'] },
+        { value: 'Strassäcker', synonyms: ['strassäcker', 'city of light'] },
+        { value: 'N.Y.C.', synonyms: [] },
+        { value: 'n.y.c', synonyms: ['Big Apple'] },
+        { value: 'Zu\u0308rich', synonyms: [] },
+      ],
+    });
+    const set = (tagged: boolean, automaticallyExtensible: boolean): NluTrainingSet => ({
+      lang: 'en',
+      entities: [city(automaticallyExtensible)],
+      intents: [
+        {
+          id: 'go',
+          name: 'go',
+          utterances: [
+            'go to [Lyon](city)',
+            'take me to [Nice](city) please',
+            'i want to go to [Rome](city)',
+          ].map((u) => parts(tagged ? u : u.replace(/\[(\w+)\]\(city\)/, '$1'))),
+        },
+        { id: 'hi', name: 'hi', utterances: ['hello', 'good morning', 'hi there'].map(parts) },
+      ],
+    });
+    const cases: Array<[string, string]> = [
+      ['go to paris', 'paris'],
+      ['go to Paris', 'Paris'],
+      ['go to PARIS', 'Paris'],
+      ['go to Zürich', 'Zürich'],
+      ['go to zurich', 'Zurich'],
+      ['go to ZURICH', 'Zurich'],
+      ['go to ZÜRICH', 'Zürich'],
+      // in any Unicode form, and from the first word to the last
+      ['go to Zu\u0308rich', 'Zürich'],
+      ['go to N.Y.C.', 'N.Y.C.'],
+      ['go to n.y.c.', 'n.y.c'],
+      ['go to big apple', 'n.y.c'],
+      ['go to garching forschungszentrum', 'Garching Forschungszentrum'],
+      ['go to garching,forschungszentrum', 'garching,forschungszentrum'],
+      ['go to strassäcker', 'Strassäcker'],
+      ['go to straßäcker', 'Garching Forschungszentrum'],
+      // the same synonym on two values: the first listed
+      ['go to city of light', 'Paris'],
+    ];
+    // taken as listed (an entity no utterance tags) or read by the CRF (a tagged one, extensible or not)
+    for (const [tagged, extensible] of [
+      [false, false],
+      [true, true],
+      [true, false],
+    ]) {
+      const model = trainModel(set(tagged!, extensible!));
+      for (const [text, value] of cases)
+        expect([text, model.parse(text).entities.map((e) => e.value)]).toEqual([text, [value]]);
+      const loaded = loadModel(JSON.parse(JSON.stringify(model.toJSON())));
+      for (const [text] of cases) expect(loaded.parse(text)).toEqual(model.parse(text));
+    }
+  });
+
   it('works for other languages (French: accents folded, elisions)', () => {
     const fr = trainModel(frenchAssistant());
     expect(fr.lang).toBe('fr');

@@ -314,144 +314,55 @@ describe('legacy intents and entities (spec 4.3)', () => {
       expect(fields(missing).sort()).toEqual(['automaticallyExtensible', 'data', 'useSynonyms']);
     });
 
-    it('refuses values and synonyms that differ only in letter case or Unicode form, which matching cannot tell apart', async () => {
-      const { bot } = await accountWithBot(app.http, { languages: ['en', 'fr'] });
+    it('accepts values and synonyms that differ only in letter case, accents, punctuation or Unicode form; refuses a value twice', async () => {
+      const { bot } = await accountWithBot(app.http, { languages: ['en'] });
+      // as Braun et al.'s ChatbotCorpus and other tools' exports have them: matching tells them apart as typed
       const city = {
         name: 'City',
-        automaticallyExtensible: { en: false, fr: false },
-        useSynonyms: { en: true, fr: false },
+        automaticallyExtensible: { en: false },
+        useSynonyms: { en: true },
         data: {
           en: [
             { value: 'Paris', synonyms: ['paris', 'City of Light'] },
             { value: 'paris', synonyms: [] },
             { value: 'Lyon', synonyms: ['city of light', 'LYON'] },
             { value: 'Zu\u0308rich', synonyms: [] },
-            { value: 'z\u00fcrich', synonyms: [] },
-          ],
-          // synonyms are not matched where useSynonyms is false
-          fr: [
-            { value: 'Paris', synonyms: ['Ville Lumière'] },
-            { value: 'Lyon', synonyms: ['ville lumière'] },
+            { value: 'Zurich', synonyms: [] },
+            { value: 'garching,forschungszentrum', synonyms: ['straßäcker'] },
+            { value: 'Garching Forschungszentrum', synonyms: ['strassäcker'] },
           ],
         },
       };
-      const refused = await app.http.post('/v1/entities').set(dev(bot)).send(city).expect(400);
-      expect(refused.body).toMatchObject({ status: 400, error: 'InvalidInput' });
-      expect(refused.body.details.issues).toEqual([
-        {
-          field: 'data.en.1.value',
-          message: expect.stringContaining('"paris" and "Paris" (data.en.0.value)'),
-        },
-        {
-          field: 'data.en.2.synonyms.0',
-          message: expect.stringContaining('"city of light" and "City of Light" (data.en.0.synonyms.1)'),
-        },
-        {
-          field: 'data.en.4.value',
-          message: expect.stringContaining('"z\u00fcrich" and "Zu\u0308rich" (data.en.3.value)'),
-        },
-      ]);
-      expect(refused.body.message).toContain(
-        'differ only in letter case, accents, punctuation or Unicode form',
-      );
-
-      // a synonym in another case than its own value, or than another synonym of it, names one value: kept
-      const fine = {
-        ...city,
-        data: { en: [city.data.en[0], city.data.en[3]], fr: city.data.fr },
-      };
-      const created = await app.http.post('/v1/entities').set(dev(bot)).send(fine).expect(200);
-      const update = await app.http
-        .post(`/v1/entities/${created.body.id}`)
-        .set(dev(bot))
-        .send({
-          data: {
-            en: [
-              { value: 'Lyon', synonyms: [] },
-              { value: 'LYON', synonyms: [] },
-            ],
-          },
-        })
-        .expect(400);
-      expect(fields(update)).toEqual(['data.en.1.value']);
-      // turning synonyms on where two of them collide
-      const switched = await app.http
-        .post(`/v1/entities/${created.body.id}`)
-        .set(dev(bot))
-        .send({ useSynonyms: { en: true, fr: true } })
-        .expect(400);
-      expect(fields(switched)).toEqual(['data.fr.1.synonyms.0']);
-      await app.http.get(`/v1/entities/${created.body.id}`).set(dev(bot)).expect(200, created.body);
-    });
-
-    it('refuses values and synonyms that differ only in accents or punctuation, which the engine folds as it matches', async () => {
-      const { bot } = await accountWithBot(app.http);
-      const city = (en: Array<{ value: string; synonyms: string[] }>) => ({
-        name: 'City',
-        automaticallyExtensible: { en: false },
-        useSynonyms: { en: true },
-        data: { en },
-      });
-      const refused = await app.http
-        .post('/v1/entities')
-        .set(dev(bot))
-        .send(
-          city([
-            { value: 'Zurich', synonyms: ['Saint-Malo'] },
-            { value: 'Zürich', synonyms: [] },
-            { value: 'saint malo', synonyms: ['Straße', 'ＮＹＣ'] },
-            { value: 'Strasse', synonyms: ['N.Y.C.'] },
-            { value: 'nyc', synonyms: [] },
-          ]),
-        )
-        .expect(400);
-      expect(refused.body.details.issues).toEqual([
-        {
-          field: 'data.en.1.value',
-          message:
-            '"Zürich" and "Zurich" (data.en.0.value) differ only in letter case, accents, punctuation or Unicode form: matching takes them for one another, so keep one of them',
-        },
-        {
-          field: 'data.en.2.value',
-          message: expect.stringContaining('"saint malo" and "Saint-Malo" (data.en.0.synonyms.0)'),
-        },
-        {
-          field: 'data.en.3.value',
-          message: expect.stringContaining('"Strasse" and "Straße" (data.en.2.synonyms.0)'),
-        },
-        // ＮＹＣ and N.Y.C. are two phrases to the engine: "nyc" and "n y c"
-        {
-          field: 'data.en.4.value',
-          message: expect.stringContaining('"nyc" and "ＮＹＣ" (data.en.2.synonyms.1)'),
-        },
-      ]);
-      // one value's own spellings may differ so; other words, or a number's separators, stay apart
+      const created = await app.http.post('/v1/entities').set(dev(bot)).send(city).expect(200);
+      expect(created.body.data).toEqual(city.data);
       await app.http
-        .post('/v1/entities')
+        .post(`/v1/entities/${created.body.id}`)
         .set(dev(bot))
-        .send(
-          city([
-            { value: 'Zürich', synonyms: ['Zurich', 'ZÜRICH'] },
-            { value: 'Saint-Malo', synonyms: ['saint malo', 'St. Malo'] },
-            { value: 'Saint Malo de Phily', synonyms: [] },
-            { value: '14.04', synonyms: [] },
-            { value: '14 04', synonyms: [] },
-            // no word at all: the engine matches neither, not one for the other
-            { value: '?', synonyms: [] },
-            { value: '!', synonyms: [] },
-          ]),
-        )
+        .send({ data: { en: [...city.data.en, { value: 'LYON', synonyms: [] }] } })
         .expect(200);
+      // the same value twice is one value written twice
+      const twice = await app.http
+        .post(`/v1/entities/${created.body.id}`)
+        .set(dev(bot))
+        .send({ data: { en: [...city.data.en, { value: 'Zurich', synonyms: [] }] } })
+        .expect(400);
+      expect(twice.body.details.issues).toEqual([
+        { field: 'data.en.7.value', message: 'duplicate value "Zurich"' },
+      ]);
+      expect(
+        (await app.http.get(`/v1/entities/${created.body.id}`).set(dev(bot)).expect(200)).body.data.en,
+      ).toHaveLength(8);
     });
 
-    it('names the stored values that collide when an update that did not send them is refused', async () => {
+    it('names the stored entity with the fields sent when an update is refused for what it did not send, until one resolves it', async () => {
       const bot = await botWithStation();
       const [entity] = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;
+      // stored before values were checked
       await app.store
         .collection('legacy_entities')
         .updateOne(
           { _id: entity.id },
-          { $set: { 'data.en': [...station.data.en, { value: 'Marienplätz', synonyms: [] }] } },
+          { $set: { 'data.en': [...station.data.en, { value: 'Marienplatz', synonyms: [] }] } },
         );
       const rename = await app.http
         .post(`/v1/entities/${entity.id}`)
@@ -460,28 +371,8 @@ describe('legacy intents and entities (spec 4.3)', () => {
         .expect(400);
       // the body sent was fine: the message says the entity as it would be stored is not
       expect(rename.body.message).toBe(
-        'Invalid entity (the stored one with the fields sent): data.en.2.value: "Marienplätz" and "Marienplatz" (data.en.0.value) differ only in letter case, accents, punctuation or Unicode form: matching takes them for one another, so keep one of them',
+        'Invalid entity (the stored one with the fields sent): data.en.2.value: duplicate value "Marienplatz"',
       );
-    });
-
-    it('keeps answering with an entity stored with values colliding in letter case, until an update resolves them', async () => {
-      const bot = await botWithStation();
-      const [entity] = (await app.http.get('/v1/entities').set(dev(bot)).expect(200)).body;
-      // stored before such values were refused
-      await app.store
-        .collection('legacy_entities')
-        .updateOne(
-          { _id: entity.id },
-          { $set: { 'data.en': [...station.data.en, { value: 'marienplatz', synonyms: [] }] } },
-        );
-      const stored = await app.http.get(`/v1/entities/${entity.id}`).set(dev(bot)).expect(200);
-      expect(stored.body.data.en).toHaveLength(3);
-      const rename = await app.http
-        .post(`/v1/entities/${entity.id}`)
-        .set(dev(bot))
-        .send({ name: 'Stop' })
-        .expect(400);
-      expect(fields(rename)).toEqual(['data.en.2.value']);
       await app.http
         .post(`/v1/entities/${entity.id}`)
         .set(dev(bot))

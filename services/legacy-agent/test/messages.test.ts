@@ -336,6 +336,53 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
     }
   });
 
+  it('extracts each of the values that differ only in letter case or accents as typed, else the first listed', async () => {
+    const { bot: cities } = await accountWithBot(app.http);
+    await app.http
+      .post('/v1/entities')
+      .set(dev(cities))
+      .send({
+        name: 'City',
+        automaticallyExtensible: { en: false },
+        useSynonyms: { en: true },
+        data: {
+          en: [
+            { value: 'Paris', synonyms: [] },
+            { value: 'paris', synonyms: [] },
+            { value: 'Zürich', synonyms: [] },
+            { value: 'Zurich', synonyms: [] },
+          ],
+        },
+      })
+      .expect(200);
+    await app.http
+      .post('/v1/intents')
+      .set(dev(cities))
+      .send({
+        name: 'Go',
+        utterances: {
+          en: ['go to [Paris](City)', 'take me to [Zurich](City)', 'i want to go to [paris](City)'].map(
+            utterance,
+          ),
+        },
+      })
+      .expect(200);
+    await trained(app.http, cities);
+    const city = async (text: string) => {
+      const res = await app.http
+        .post('/v1/Messages')
+        .set(client(cities))
+        .send({ userId: newUser(), platform: 'web', text })
+        .expect(200);
+      return res.body.intents[0].entities.map((e: { value: string; text: string }) => [e.value, e.text]);
+    };
+    expect(await city('go to paris')).toEqual([['paris', 'paris']]);
+    expect(await city('go to Paris')).toEqual([['Paris', 'Paris']]);
+    expect(await city('go to PARIS')).toEqual([['Paris', 'PARIS']]);
+    expect(await city('take me to Zürich')).toEqual([['Zürich', 'Zürich']]);
+    expect(await city('take me to zurich')).toEqual([['Zurich', 'zurich']]);
+  });
+
   it("finds the assistant's language for a regional tag (BCP 47 lookup), and says which one answered", async () => {
     const { bot: polyglot } = await accountWithBot(app.http, {
       lang: 'pt-BR',

@@ -1,4 +1,3 @@
-import { normTokens } from '@platform/nlu';
 import { z } from 'zod';
 import { byCanonicalLanguage, canonicalLanguage } from '../domain/language-tags';
 import { DEFAULT_SETTINGS } from '../domain/model-types';
@@ -337,42 +336,8 @@ export const entityFields = {
 type EntityShape = { [K in keyof typeof entityFields]: z.infer<(typeof entityFields)[K]> };
 
 /**
- * The phrase the engine matches a value or synonym as: its words in any letter case, accents and Unicode form,
- * whatever punctuation is between them (`Zürich` is `zurich`, `Saint-Malo` is `saint malo`).
- */
-const matchKey = (text: string) => normTokens(text).join(' ');
-
-/**
- * Values and synonyms (where `useSynonyms`) of one language that matching takes for one another (`Paris` and `paris`,
- * a synonym of one value and another value): only the first could ever be extracted. Strings of one value may.
- */
-function collisions(values: EntityShape['data'][string], useSynonyms: boolean, lang: string) {
-  const first = new Map<string, { i: number; text: string; isValue: boolean; path: string }>();
-  const issues: Array<{ path: (string | number)[]; message: string }> = [];
-  values.forEach((occ, i) => {
-    const texts = [occ.value, ...(useSynonyms ? (occ.synonyms ?? []) : [])];
-    texts.forEach((text, j) => {
-      const isValue = j === 0;
-      const path = isValue ? ['data', lang, i, 'value'] : ['data', lang, i, 'synonyms', j - 1];
-      const key = matchKey(text);
-      // no word at all (`?`, an emoji): the engine matches it as nothing, not as another string
-      if (key === '') return;
-      const seen = first.get(key);
-      if (!seen) first.set(key, { i, text, isValue, path: path.join('.') });
-      // two equal values are answered as a duplicate value
-      else if (seen.i !== i && !(isValue && seen.isValue && seen.text === text))
-        issues.push({
-          path,
-          message: `"${text}" and "${seen.text}" (${seen.path}) differ only in letter case, accents, punctuation or Unicode form: matching takes them for one another, so keep one of them`,
-        });
-    });
-  });
-  return issues;
-}
-
-/**
- * cross-field rules of a complete entity: flags for each language of `data`, synonyms where asked, values and
- * synonyms that matching can tell apart
+ * cross-field rules of a complete entity: flags for each language of `data`, synonyms where asked, values unique per
+ * language (values that differ otherwise, `Paris` and `paris`, are each matched as typed: see the engine's gazetteer)
  */
 export function checkEntity(entity: EntityShape, ctx: z.RefinementCtx): void {
   for (const [lang, values] of Object.entries(entity.data)) {
@@ -400,8 +365,6 @@ export function checkEntity(entity: EntityShape, ctx: z.RefinementCtx): void {
         });
       seen.add(occ.value);
     });
-    for (const issue of collisions(values, entity.useSynonyms[lang] === true, lang))
-      ctx.addIssue({ code: 'custom', ...issue });
   }
 }
 
