@@ -1,3 +1,5 @@
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import type { EntityDoc, IntentDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
 import { fingerprintOf, type NluEngine, toTrainingSet, Understanding } from './understanding';
@@ -78,5 +80,27 @@ describe('waiting for a training', () => {
     await Promise.all(Array.from({ length: 50 }, () => understanding.trained('a', 1)));
     const held = (understanding as unknown as { training: Map<string, { waiters: unknown[] }> }).training;
     expect(held.get('a')?.waiters).toHaveLength(0);
+  });
+});
+
+describe('the models trainings give', () => {
+  it('are not kept by the wait for a stop: each retraining left its model in memory for the life of the process', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const ctx = {
+      config: { LEGACY_TRAIN_IN_WORKER: true, LEGACY_TRAINING_NICE: 0 },
+      metrics: { training: () => undefined },
+    };
+    const engine = { trainModelInWorker: async () => ({ weights: new Float64Array(1_000) }) };
+    const understanding = new Understanding(ctx as unknown as LegacyContext, engine as unknown as NluEngine);
+    const train = (
+      understanding as unknown as { trainTimed: (set: unknown, s: number) => Promise<object> }
+    ).trainTimed.bind(understanding);
+    const models: Array<WeakRef<object>> = [];
+    for (let i = 0; i < 3; i++) models.push(new WeakRef(await train({}, 60)));
+    // a turn for the finished waits' reactions, then a collection
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    expect(models.map((m) => m.deref() === undefined)).toEqual([true, true, true]);
   });
 });

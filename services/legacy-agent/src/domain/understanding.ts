@@ -123,11 +123,8 @@ export class Understanding {
   /** one training at a time: the machine's cores also answer Messages */
   private queue: Promise<void> = Promise.resolve();
   private stopped = false;
-  private signalStop: () => void = () => undefined;
-  /** resolved by `stop()`: a training under way is not waited for (its worker ends with the process) */
-  private readonly stopSignal = new Promise<typeof STOPPED>((resolve) => {
-    this.signalStop = () => resolve(STOPPED);
-  });
+  /** what `stop()` calls: each ends a wait for a training under way (its worker ends with the process) */
+  private readonly stopWaiters = new Set<() => void>();
 
   constructor(
     private readonly ctx: LegacyContext,
@@ -169,7 +166,7 @@ export class Understanding {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.signalStop();
+    for (const stopWaiting of this.stopWaiters) stopWaiting();
     for (const state of this.training.values()) this.ctx.timers.clear(state.timer);
     await Promise.all([...this.training.values()].map((s) => s.running?.catch(() => undefined)));
     for (const state of this.training.values()) for (const wake of state.waiters.splice(0)) wake();
@@ -404,6 +401,21 @@ export class Understanding {
     }
   }
 
+  /**
+   * `work`, or STOPPED as soon as `stop()` is called. The promise `stop()` settles is made for this wait and dropped
+   * after it: one pending for the process's life would keep every result raced against it (each retraining's model
+   * stayed in memory, reachable from its reactions).
+   */
+  private untilStopped<T>(work: Promise<T>): Promise<T | typeof STOPPED> {
+    if (this.stopped) return Promise.resolve(STOPPED);
+    let stopWaiting: () => void = () => undefined;
+    const stopped = new Promise<typeof STOPPED>((resolve) => {
+      stopWaiting = () => resolve(STOPPED);
+      this.stopWaiters.add(stopWaiting);
+    });
+    return Promise.race([work, stopped]).finally(() => this.stopWaiters.delete(stopWaiting));
+  }
+
   /** The engine's training of one set (in a worker unless configured otherwise), timed for the metrics. */
   private async trainTimed(set: NluTrainingSet, timeoutSeconds: number): Promise<NluModel | null> {
     const started = performance.now();
@@ -416,7 +428,7 @@ export class Understanding {
         : Promise.resolve(this.engine.trainModel(set));
       // A stop does not wait for the worker (up to LEGACY_TRAINING_TIMEOUT_SECONDS: the shutdown would outlast
       // its grace period), whose model would not be stored anyway: null, and the caller sees `stopped`.
-      const model = await Promise.race([training, this.stopSignal]);
+      const model = await this.untilStopped(training);
       if (model === STOPPED) {
         training.catch(() => undefined);
         return null;
