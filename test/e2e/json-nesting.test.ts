@@ -106,6 +106,28 @@ describe('a JSON body nested thousands of levels deep, through the edge', () => 
     }
   });
 
+  it('llm-gateway: a body in UTF-7, which spells `[` without its byte, is refused too (it was a 500)', async () => {
+    const caller = (await callJson(`${p.baseUrl}/v2/login/anonymous`, 'POST')).body.token;
+    const org = { bearer: caller, body: { slug: 'deep-charset', name: 'Deep charset' } };
+    expect((await callJson(`${p.baseUrl}/v2/orgs`, 'POST', org)).status).toBe(201);
+    // `+AFsAWwBb-` is `[[[` in UTF-7
+    const schema = `+${'AFsAWwBb'.repeat(4_000)}-${']'.repeat(12_000)}`;
+    const tools = `[{"type":"function","function":{"name":"f","parameters":{"x":${schema}}}}]`;
+    const res = await fetch(`${p.gatewayUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${caller}`, 'content-type': 'application/json; charset=utf-7' },
+      body: `{"model":"x","messages":[{"role":"user","content":"hi"}],"tools":${tools}}`,
+    });
+    expect([res.status, await res.json()]).toEqual([
+      400,
+      expect.objectContaining({
+        code: 'INVALID_BODY',
+        message: REFUSAL,
+        details: { issues: [{ field: pastTheBound('tools.0.function.parameters.x', 5), message: ISSUE }] },
+      }),
+    ]);
+  });
+
   it('legacy-agent: Messages refuses it in the Messages shape, the management API in the envelope; nothing stored', async () => {
     const legacy = (method: string, path: string, headers: Record<string, string>, body: string) =>
       send(`${p.legacyUrl}${path}`, method, headers, body);

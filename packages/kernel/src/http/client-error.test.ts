@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { listen, type RunningServer } from '../lifecycle';
 
 /** Everything a raw connection receives until the server closes it. */
@@ -100,6 +101,38 @@ describe("a request Node cannot read (kernel listen's clientError)", () => {
     expect(answer.head).toMatch(/\r\nx-request-id: tunnel-1$/i);
     expect(answer.head).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
     expect(answer.head).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
+  it('answers a CONNECT pipelined after requests still being answered after their answers, in order', async () => {
+    const later = await listen(
+      (req, res) => {
+        // answered once the CONNECT behind it has been read, the second one larger than the socket takes at once
+        const chunks = [
+          `answer to ${req.url}`,
+          ...Array(req.url === '/second' ? 64 : 0).fill(' '.repeat(65_536)),
+        ];
+        res.setHeader('content-length', chunks.join('').length);
+        setImmediate(() => Readable.from(chunks).pipe(res));
+      },
+      0,
+      '127.0.0.1',
+    );
+    try {
+      const text = await exchange(later.port, (socket) =>
+        socket.write(
+          'GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n' +
+            'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+        ),
+      );
+      const answers = answersIn(text);
+      expect(answers.map((a) => [a.status, a.body.slice(0, 20).trimEnd()])).toEqual([
+        [200, 'answer to /first'],
+        [200, 'answer to /second'],
+        [405, '{"error":"MethodNotA'],
+      ]);
+    } finally {
+      await later.close(100);
+    }
   });
 
   it('serves a request with an expectation other than 100-continue as without it, not with a bare 417', async () => {

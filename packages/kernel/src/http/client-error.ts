@@ -43,7 +43,7 @@ const FIXED_HEADERS = FIXED_SECURITY_HEADERS.map(([name, value]) => `${name}: ${
  * connection opened, before its first request; 0 between requests).
  */
 type ServerSocket = Duplex & {
-  _httpMessage?: { headersSent?: boolean } | null;
+  _httpMessage?: (ServerResponse & { headersSent?: boolean }) | null;
   bytesRead?: number;
   parser?: { duration?: () => number } | null;
 };
@@ -103,7 +103,9 @@ function writeAnswer(socket: Duplex, error: AppError, requestId: string): void {
 /**
  * A server's `connect`: no server of the platform is a proxy, so a CONNECT request is 405 in the envelope (with its
  * request id and the fixed security headers), the connection closed. Without a listener Node destroys the socket, and
- * the client sees its connection reset with no answer.
+ * the client sees its connection reset with no answer. Requests pipelined before it are answered first: Node still
+ * writes their answers to the socket, one after the other, and the 405 written at once came before them (the client
+ * read it as the first one's answer, and lost theirs).
  */
 export function refuseConnect(req: IncomingMessage, socket: Duplex): void {
   const error = new AppError(
@@ -114,9 +116,21 @@ export function refuseConnect(req: IncomingMessage, socket: Duplex): void {
       code: 'METHOD_NOT_ALLOWED',
     },
   );
-  if (socket.writable) writeAnswer(socket, error, resolveRequestId(req.headers['x-request-id']));
-  // once the answer is out: the client may hold its end open, waiting for a tunnel
-  socket.end(() => socket.destroy());
+  const requestId = resolveRequestId(req.headers['x-request-id']);
+  // Node no longer tells the answers that the socket drained (it let go of the socket): a large one would stall
+  const drained = () => (socket as ServerSocket)._httpMessage?.emit('drain');
+  socket.on('drain', drained);
+  const refuse = () => {
+    const inProgress = (socket as ServerSocket)._httpMessage;
+    // Node hands the socket to the next answer when one finishes: looked at again once it has
+    if (inProgress && !inProgress.writableFinished)
+      return void inProgress.once('finish', () => setImmediate(refuse));
+    socket.off('drain', drained);
+    if (socket.writable) writeAnswer(socket, error, requestId);
+    // once the answer is out: the client may hold its end open, waiting for a tunnel
+    socket.end(() => socket.destroy());
+  };
+  refuse();
 }
 
 /**

@@ -57,4 +57,13 @@ describe('markSuspectJson', () => {
     const both = guarded(`{"__proto__":1,"x":${'['.repeat(200)}${']'.repeat(200)}}`);
     expect(both.refusal?.message).toBe('Invalid body: nested more than 128 levels deep');
   });
+
+  it('marks for both walks a body in another charset than UTF-8, whose bytes do not tell', () => {
+    const req = {} as IncomingMessage & Parameters<typeof suspectJsonRefusal>[0];
+    markSuspectJson(req, undefined, Buffer.from('{"a":1}', 'utf16le'), 'utf-16le');
+    expect(req.suspectJson).toEqual({ protoKey: true, deep: true });
+    const utf8 = {} as IncomingMessage & Parameters<typeof suspectJsonRefusal>[0];
+    markSuspectJson(utf8, undefined, Buffer.from('{"a":1}'), 'UTF-8');
+    expect(utf8.suspectJson).toBeUndefined();
+  });
 });

@@ -12,6 +12,9 @@ import { InvalidInput } from '../errors';
  * - Nesting deeper than `MAX_JSON_DEPTH`: JSON.parse reads a body nested 100,000 deep, but JSON.stringify (sending
  *   it on, writing it to the store, logging it) or any recursive walk overflows the stack at a few thousand levels.
  *   Suspect: more than `MAX_JSON_DEPTH` `{` and `[` bytes, the least such a body holds.
+ *
+ * Bytes tell only in UTF-8: the parser takes every `utf-*` charset, and UTF-16 or UTF-32 put zero bytes between the
+ * letters of `__proto__`, UTF-7 spells `[[[` as `+AFsAWwBb-`. A body in another charset (rare) is walked for both.
  */
 
 /** Far deeper than any request of the platform's APIs (a tool's JSON schema, content parts), far shallower than the stack. */
@@ -37,10 +40,11 @@ function mayNestTooDeep(raw: Buffer): boolean {
   return false;
 }
 
-/** body-parser's `verify`: marks the bodies that need a walk, and which. */
-export function markSuspectJson(req: IncomingMessage, _res: unknown, raw: Buffer): void {
-  const protoKey = PROTO_SUSPECT.some((s) => raw.includes(s));
-  const deep = mayNestTooDeep(raw);
+/** body-parser's `verify`: marks the bodies that need a walk, and which (`charset`: the one the body is read in). */
+export function markSuspectJson(req: IncomingMessage, _res: unknown, raw: Buffer, charset = 'utf-8'): void {
+  const notUtf8 = charset.toLowerCase() !== 'utf-8';
+  const protoKey = notUtf8 || PROTO_SUSPECT.some((s) => raw.includes(s));
+  const deep = notUtf8 || mayNestTooDeep(raw);
   if (protoKey || deep) (req as Marked).suspectJson = { protoKey, deep };
 }
 

@@ -161,6 +161,52 @@ describe('the common service app', () => {
     expect(read).toBe(3);
   });
 
+  it('refuses a deep body or a __proto__ key in any charset JSON may come in, not only in UTF-8', async () => {
+    let read = 0;
+    const roomy = createServiceApp({
+      name: 'roomy',
+      logger: silentLogger(),
+      routes: (router) => {
+        router.post('/store', (req, res) => {
+          read += 1;
+          res.json({ bytes: JSON.stringify(req.body).length });
+        });
+      },
+    });
+    // Real HTTP: supertest re-encodes a Buffer sent as JSON.
+    const server = await listen(roomy, 0, '127.0.0.1');
+    try {
+      const post = async (charset: string, body: Buffer) => {
+        const res = await fetch(`${server.url}/store`, {
+          method: 'POST',
+          headers: { 'content-type': `application/json; charset=${charset}` },
+          body,
+        });
+        return { status: res.status, body: await res.json() };
+      };
+      // UTF-7 spells `[` without its byte: `+AFsAWwBb-` is `[[[` (a stack overflow, 500, in the route)
+      const utf7 = Buffer.from(`{"a":+${'AFsAWwBb'.repeat(4_000)}-${']'.repeat(12_000)}}`);
+      // UTF-16 and UTF-32 put a zero byte between `_` and `_`
+      const utf16 = Buffer.from('{"__proto__":{"admin":true}}', 'utf16le');
+      for (const [charset, body, message] of [
+        ['utf-7', utf7, 'Invalid body: nested more than 128 levels deep'],
+        ['utf-16le', utf16, 'Invalid body: __proto__: a key named __proto__ is not accepted'],
+      ] as const) {
+        expect(await post(charset, body)).toEqual({
+          status: 400,
+          body: expect.objectContaining({ code: 'INVALID_BODY', message }),
+        });
+      }
+      expect(read).toBe(0);
+      expect(await post('utf-16le', Buffer.from('{"a":[[1]]}', 'utf16le'))).toEqual({
+        status: 200,
+        body: { bytes: 11 },
+      });
+    } finally {
+      await server.close(100);
+    }
+  });
+
   it('hands a refused or unreadable body to the error handler of the route it was sent to (its own shape)', async () => {
     const shaped = createServiceApp({
       name: 'shaped',
