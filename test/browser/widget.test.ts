@@ -265,41 +265,55 @@ if (!available) {
     await context.close();
   });
 
-  it('keeps keyboard focus in the chat when a reply disables the input, so the visitor can answer with its buttons', async () => {
-    const created = await callJson(`${platform.legacyUrl}/v1/intents`, 'POST', {
-      bearer: bot.developerToken,
-      body: {
-        name: 'Table',
-        utterances: {
-          en: [
-            'book a table',
-            'reserve a table',
-            'i want a table',
-            'table for two',
-            'can i book a table',
-          ].map((text) => ({ data: [{ text }] })),
-        },
-        conditionalResponses: {
-          en: {
-            default: {
-              default: [
-                { type: 'text', text: 'For how many people?' },
-                { type: 'button', text: 'Two', value: 'table for two' },
-                { type: 'button', text: 'Four', value: 'table for four' },
-              ],
+  /** The café's table booking, whose reply asks for a number of people with buttons and disables the input. */
+  let tableIntent: Promise<void> | undefined;
+  const addTableIntent = () => {
+    tableIntent ??= (async () => {
+      const created = await callJson(`${platform.legacyUrl}/v1/intents`, 'POST', {
+        bearer: bot.developerToken,
+        body: {
+          name: 'Table',
+          utterances: {
+            en: [
+              'book a table',
+              'reserve a table',
+              'i want a table',
+              'table for two',
+              'can i book a table',
+            ].map((text) => ({ data: [{ text }] })),
+          },
+          conditionalResponses: {
+            en: {
+              default: {
+                default: [
+                  { type: 'text', text: 'For how many people?' },
+                  { type: 'button', text: 'Two', value: 'table for two' },
+                  { type: 'button', text: 'Four', value: 'table for four' },
+                ],
+              },
             },
           },
+          settings: { en: { disableInput: true } },
         },
-        settings: { en: { disableInput: true } },
-      },
-    });
-    expect(created.status).toBe(200);
-    await waitFor(
-      async () =>
-        (await callJson(`${platform.legacyUrl}/v1/bots`, 'GET', { bearer: bot.developerToken })).body.training
-          .upToDate,
-      { timeoutMs: 20_000, intervalMs: 100, what: 'training' },
+      });
+      expect(created.status).toBe(200);
+      await waitFor(
+        async () =>
+          (await callJson(`${platform.legacyUrl}/v1/bots`, 'GET', { bearer: bot.developerToken })).body
+            .training.upToDate,
+        { timeoutMs: 20_000, intervalMs: 100, what: 'training' },
+      );
+    })();
+    return tableIntent;
+  };
+  /** the text of the element focused inside the chat's shadow root */
+  const focusedText = (page: Page) =>
+    page.evaluate(
+      () => document.querySelector('[data-platform-chat]')?.shadowRoot?.activeElement?.textContent,
     );
+
+  it('keeps keyboard focus in the chat when a reply disables the input, so the visitor can answer with its buttons', async () => {
+    await addTableIntent();
     const { page, problems } = await openPage(`${allowed.origin}/`);
     await page.getByRole('button', { name: 'Open chat' }).click();
     const log = page.getByRole('log');
@@ -359,6 +373,173 @@ if (!available) {
     expect(await log.getByText("Hi! I'm the Harbour Café assistant.").count()).toBe(1);
     expect(problems).toEqual([]);
     await page.close();
+  });
+
+  it('disables the input in every open tab while the last reply asks for a choice, and enables it with a later reply', async () => {
+    await addTableIntent();
+    const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
+    context.setDefaultTimeout(10_000);
+    const problems: string[] = [];
+    const first = await context.newPage();
+    const second = await context.newPage();
+    for (const page of [first, second])
+      page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    await first.goto(`${allowed.origin}/`);
+    await first.getByRole('button', { name: 'Open chat' }).click();
+    const firstLog = first.getByRole('log');
+    await firstLog.getByText("Hi! I'm the Harbour Café assistant.").waitFor();
+    await second.goto(`${allowed.origin}/`);
+    const secondLog = second.getByRole('log');
+    await secondLog.getByText("Hi! I'm the Harbour Café assistant.").waitFor();
+    // the visitor has started writing in the second tab
+    const secondInput = second.getByRole('textbox', { name: 'Your message' });
+    await secondInput.fill('for');
+
+    await first.getByRole('textbox', { name: 'Your message' }).fill('can i book a table');
+    await first.keyboard.press('Enter');
+    await firstLog.getByText('For how many people?').waitFor();
+    await secondLog.getByText('For how many people?').waitFor();
+    // the second tab asks for a choice too: its input and Send are disabled, and its focus moved to the first choice
+    expect(await secondInput.isDisabled()).toBe(true);
+    expect(await second.getByRole('button', { name: 'Send' }).isDisabled()).toBe(true);
+    expect(await focused(second)).toBe('button.chip');
+    expect(await focusedText(second)).toBe('Two');
+    await second.screenshot({ path: path.join(OUTPUT, '7-second-tab-choice.png') });
+    // what the first tab writes next (its chat closed) draws the conversation here again, the focus kept on its choice
+    const drawn = await second.evaluateHandle(() =>
+      document.querySelector('[data-platform-chat]').shadowRoot.querySelector('.log > *'),
+    );
+    await first.keyboard.press('Escape');
+    await second.waitForFunction((node) => !node.isConnected, drawn);
+    expect(await focusedText(second)).toBe('Two');
+    await first.keyboard.press('Enter');
+    await first.getByRole('dialog').waitFor();
+    // a tab opened now follows the conversation too; reloading one enables the input again in every tab
+    const third = await context.newPage();
+    third.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    await third.goto(`${allowed.origin}/`);
+    await third.getByRole('log').getByText('For how many people?').waitFor();
+    expect(await third.getByRole('textbox', { name: 'Your message' }).isDisabled()).toBe(true);
+    await third.reload();
+    await third.getByRole('log').getByText('For how many people?').waitFor();
+    for (const page of [first, second, third])
+      await page.getByRole('textbox', { name: 'Your message', disabled: false }).waitFor();
+    await first.getByRole('textbox', { name: 'Your message' }).fill('can i book a table');
+    await first.keyboard.press('Enter');
+    await waitFor(async () => (await secondLog.getByText('For how many people?').count()) === 2, {
+      what: 'the second question in the second tab',
+    });
+    expect(await secondInput.isDisabled()).toBe(true);
+
+    // a reply that lets the visitor write, asked from the second tab, enables the input in every tab, the draft kept
+    await secondLog.getByRole('button', { name: 'Opening hours' }).click();
+    await secondLog.getByText("We're open every day from 8:00 to 18:00.").waitFor();
+    await firstLog.getByText("We're open every day from 8:00 to 18:00.").waitFor();
+    for (const page of [first, second, third]) {
+      await page.getByRole('textbox', { name: 'Your message', disabled: false }).waitFor();
+      await page.getByRole('button', { name: 'Send', disabled: false }).waitFor();
+    }
+    expect(await secondInput.inputValue()).toBe('for');
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it('greets once when two tabs open the chat while the welcome of the other is on its way', async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
+    context.setDefaultTimeout(10_000);
+    const first = await context.newPage();
+    const second = await context.newPage();
+    await first.goto(`${allowed.origin}/`);
+    await second.goto(`${allowed.origin}/`);
+    const sent: string[] = [];
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // the first tab's welcome is held on its way until the second tab has opened its chat
+    await context.route('**/v1/Messages', async (route) => {
+      const body = route.request().postDataJSON() as { event?: string; text?: string };
+      const tab = route.request().frame().page() === first ? 'first' : 'second';
+      sent.push(`${tab}: ${body.event ?? body.text}`);
+      if (body.event) await held;
+      await route.continue();
+    });
+    // the second tab's settings are told apart, to know when it has read them: it welcomes, or not, right then
+    await second.route('**/v1/widget/config', async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({ response, json: { ...(await response.json()), name: 'Harbour Café, tab 2' } });
+    });
+    await first.getByRole('button', { name: 'Open chat' }).click();
+    await waitFor(() => sent.length === 1, { what: 'the welcome sent' });
+    await second.getByRole('button', { name: 'Open chat' }).click();
+    await second.getByRole('dialog', { name: 'Harbour Café, tab 2' }).waitFor();
+    release();
+    const welcome = "Hi! I'm the Harbour Café assistant.";
+    await first.getByRole('log').getByText(welcome).first().waitFor();
+    await second.getByRole('log').getByText(welcome).first().waitFor();
+    // messages of a tab go one after another: a welcome the second tab sent went before this one
+    await second.getByRole('textbox', { name: 'Your message' }).fill('what are your opening hours');
+    await second.keyboard.press('Enter');
+    await first.getByRole('log').getByText("We're open every day from 8:00 to 18:00.").waitFor();
+    expect(sent).toEqual(['first: WELCOME', 'second: what are your opening hours']);
+    for (const page of [first, second])
+      expect(await page.getByRole('log').getByText(welcome).count()).toBe(1);
+    await context.close();
+  });
+
+  it('greets when the chat is opened again after a reload that left the welcome on its way', async () => {
+    const { page, problems } = await openPage(`${allowed.origin}/`);
+    const sent: string[] = [];
+    // the first welcome never comes back: the page is reloaded with it on its way
+    await page.route('**/v1/Messages', async (route) => {
+      sent.push(route.request().postDataJSON().event);
+      if (sent.length === 1) return;
+      await route.continue();
+    });
+    await page.getByRole('button', { name: 'Open chat' }).click();
+    await waitFor(() => sent.length === 1, { what: 'the welcome sent' });
+    await page.reload();
+    // the chat comes back open; closed and opened again, it greets
+    const launcher = page.locator('[data-platform-chat] .launcher');
+    await page.getByRole('dialog').waitFor();
+    await launcher.click();
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    await launcher.click();
+    await page.getByRole('log').getByText("Hi! I'm the Harbour Café assistant.").waitFor();
+    expect(sent).toEqual(['WELCOME', 'WELCOME']);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('greets in another tab once the welcome of a tab that crashed on its way is given up', async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
+    context.setDefaultTimeout(10_000);
+    const first = await context.newPage();
+    await first.goto(`${allowed.origin}/`);
+    const sent: string[] = [];
+    // the first tab's welcome never comes back: the visitor closes the chat, and the tab crashes with it on its way
+    await first.route('**/v1/Messages', () => {
+      sent.push('WELCOME');
+      return new Promise<void>(() => undefined);
+    });
+    const launcher = first.locator('[data-platform-chat] .launcher');
+    await launcher.click();
+    await waitFor(() => sent.length === 1, { what: 'the welcome sent' });
+    await launcher.click();
+    await first.getByRole('dialog').waitFor({ state: 'hidden' });
+    const crashed = new Promise((resolve) => first.once('crash', resolve));
+    await first.goto('chrome://crash').catch(() => undefined);
+    await crashed;
+    await first.close();
+    // a minute later, in another tab, the visitor opens the chat: it greets
+    const second = await context.newPage();
+    await second.clock.setFixedTime(Date.now() + 60_000);
+    await second.goto(`${allowed.origin}/`);
+    await second.getByRole('button', { name: 'Open chat' }).click();
+    const log = second.getByRole('log');
+    await log.getByText("Hi! I'm the Harbour Café assistant.").waitFor();
+    expect(await log.getByText("Hi! I'm the Harbour Café assistant.").count()).toBe(1);
+    await context.close();
   });
 
   it('shows the demo page under its strict policy, with the chat working', async () => {

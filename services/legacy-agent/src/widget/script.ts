@@ -23,7 +23,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     nl: { open: 'Chat openen', close: 'Chat sluiten', title: 'Chat', input: 'Uw bericht', ask: 'Waarmee kan ik u helpen?', send: 'Verstuur', typing: 'Typt…', you: 'U zei', unreachable: 'De assistent is vanaf deze pagina niet bereikbaar. Probeer het later opnieuw.', failed: 'Uw bericht kon niet worden verstuurd.', tooFast: 'Sorry, er zijn te veel berichten kort na elkaar verstuurd. Wacht even en verstuur het uwe dan opnieuw.', noToken: 'Deze chat is niet ingesteld: de pagina geeft geen assistent-token.', opens: '(nieuw tabblad)' }
   };
   var MAX_ENTRIES = 200;
-  /** the placeholder an intent has when its developer set none (spec 2.9): the chat says it in its own language */
+  /** spec 2.9's default placeholder: said in the chat's language */
   var DEFAULT_PLACEHOLDER = 'How can I help you?';
   var KEY = 'platform-chat:' + token;
 
@@ -31,21 +31,25 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     try { return JSON.parse(window.localStorage.getItem(KEY) || 'null'); } catch (e) { return null; }
   }
   function newId() {
-    if (window.crypto && window.crypto.randomUUID) return window.crypto.randomUUID();
+    var c = window.crypto;
+    if (c && c.randomUUID) return c.randomUUID();
     return 'u' + Date.now().toString(36) + Math.random().toString(36).slice(2);
   }
   var state = load() || {};
   if (typeof state.userId !== 'string') state.userId = newId();
   if (!Array.isArray(state.entries)) state.entries = [];
+  // a disabled input holds in every tab until a reload (a reply with no button would trap the visitor)
+  var nav = performance.getEntriesByType('navigation')[0];
+  state.disableInput = !!state.disableInput && !(nav && nav.type === 'reload');
   function save() {
     state.entries = state.entries.slice(-MAX_ENTRIES);
-    try { window.localStorage.setItem(KEY, JSON.stringify(state)); } catch (e) { /* storage full or disabled: the chat still works */ }
+    try { window.localStorage.setItem(KEY, JSON.stringify(state)); } catch (e) { /* full or disabled: the chat still works */ }
   }
   save();
 
   function texts() {
     var lang = String((state.config && state.config.lang) || document.documentElement.lang || 'en').toLowerCase().split('-')[0];
-    // an own member only: a page in lang="constructor" must not find Object's
+    // own members only: lang="constructor" must not find Object's
     return Object.prototype.hasOwnProperty.call(TEXTS, lang) ? TEXTS[lang] : TEXTS.en;
   }
 
@@ -69,7 +73,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     '.root{--c:#4338ca;--c2:#3730a3;--bg:#fff;--muted:#f1f3f8;--ink:#1f2330;--soft:#5b6172;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink)}',
     '.sr{position:absolute;width:1px;height:1px;margin:-1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}',
     'button,input{font:inherit}',
-    // a dark ring with a white band inside it: visible on the chat's white, its indigo and any host page
+    // a dark ring, a white band inside: seen on white, indigo and any page
     ':focus-visible{outline:3px solid #1e1b4b;outline-offset:2px;box-shadow:0 0 0 2px #fff}',
     '.launcher{position:fixed;right:20px;bottom:20px;z-index:2147483000;width:60px;height:60px;border-radius:50%;border:0;background:var(--c);color:#fff;cursor:pointer;box-shadow:0 8px 24px rgba(30,27,75,.35);display:grid;place-items:center;transition:transform .15s}',
     '.launcher:hover{transform:scale(1.06);background:var(--c2)}',
@@ -109,7 +113,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     '.send{border:0;border-radius:999px;background:var(--c);color:#fff;padding:0 18px;font-weight:650;cursor:pointer}',
     '.send:hover{background:var(--c2)}',
     'button:disabled,input:disabled{opacity:.55;cursor:not-allowed}',
-    // on a phone the open panel fills the screen and closes from its header: the launcher would cover Send
+    // a phone: the panel fills the screen, closed from its header (the launcher would cover Send)
     '@media (max-width:480px){.panel{right:0;bottom:0;width:100vw;max-width:none;height:100vh;max-height:none;border-radius:0}.open .launcher{display:none}}',
     '@media (prefers-reduced-motion:reduce){.launcher{transition:none}}'
   ].join('\n');
@@ -130,7 +134,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   icon.setAttribute('focusable', 'false');
   var path = document.createElementNS('http://www.w3.org/2000/svg', 'path');
   path.setAttribute('fill', 'currentColor');
-  // a speech bubble while closed, a chevron pointing at the panel while open (the launcher then closes it)
+  // a speech bubble while closed, a chevron to the panel while open
   var BUBBLE = 'M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4H4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2zm3 6.5a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01zm5 0a1.5 1.5 0 1 0 0 .01z';
   var CHEVRON = 'M5.3 9.7l1.4-1.4 5.3 5.3 5.3-5.3 1.4 1.4-6.7 6.7z';
   path.setAttribute('d', BUBBLE);
@@ -194,7 +198,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     return h('article', { 'class': 'card' }, [picture, body]);
   }
 
-  /** One reply of the assistant: its items in order, buttons and events gathered as quick replies. */
+  /** One reply: its items in order, buttons and events as quick replies. */
   function renderReply(items) {
     var nodes = [];
     var chips = null;
@@ -214,10 +218,10 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     return nodes;
   }
 
-  /** Keeps the newest message in view while a reply renders (images load after it). */
+  /** Keeps the newest message in view (images load after it). */
   function keepScrolled() { log.scrollTop = log.scrollHeight; }
 
-  /** Shows one entry; a visitor's own message comes back as its node (taken back when it could not be sent). */
+  /** Shows one entry; gives a visitor's message's node (taken back if not sent). */
   function renderEntry(entry) {
     var you = null;
     if (entry.who === 'user') {
@@ -231,28 +235,30 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   }
   function renderAll() {
     log.textContent = '';
-    state.entries.forEach(renderEntry);
+    var last = 0;
+    state.entries.forEach(function (entry) { last = log.children.length; renderEntry(entry); });
+    return last;
   }
   function push(entry) {
     state.entries.push(entry);
     save();
     return renderEntry(entry);
   }
-  /**
-   * A message that was not sent leaves the conversation; typed text goes back into the input, to send again, after
-   * what the input holds (a draft, or a message refused before it): nothing typed is lost.
-   */
+  /** A message not sent leaves the conversation; typed text goes back into the input, after what it holds. */
   function takeBack(entry, node, typed) {
     for (var i = state.entries.length - 1; i >= 0; i--) if (state.entries[i].id === entry.id) { state.entries.splice(i, 1); break; }
     save();
-    // shown again meanwhile from what another tab wrote: the log is drawn again without it
+    // shown again meanwhile from another tab's write: drawn again without it
     if (node && node.isConnected) node.remove();
     else renderAll();
     if (typed) input.value = input.value ? input.value + ' ' + typed : typed;
   }
 
-  /** Focuses the first choice (a button or a link) of the reply drawn from the log's child number 'from' on, else the log. */
-  function focusReply(from) {
+  /** Input and Send follow the last reply (from log child 'from' on): disabled, their focus goes to its first choice. */
+  function followReply(from) {
+    var refocus = state.disableInput && (shadow.activeElement === input || shadow.activeElement === sendBtn);
+    input.disabled = sendBtn.disabled = state.disableInput;
+    if (!refocus) return;
     var choice = null;
     for (var i = from; i < log.children.length && !choice; i++) {
       var node = log.children[i];
@@ -272,7 +278,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     }).then(function (res) {
       return res.json().catch(function () { return null; }).then(function (data) {
         if (!res.ok) {
-          // the server's words are for the site's developer (the console); a visitor reads the chat's own
+          // the server's words are for the site's developer (the console), the chat's for a visitor
           var detail = data && ((data.status && data.status.errorDetails) || data.message);
           if (detail && window.console) console.warn('Chat: ' + detail);
           var refused = res.status === 401 || res.status === 403 || res.status === 404;
@@ -296,17 +302,13 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
         var items = [];
         (reply.fulfillment || []).forEach(function (f) { items = items.concat(f.items || []); });
         var settings = reply.intents && reply.intents[0] && reply.intents[0].settings;
-        var disable = !!(settings && settings.disableInput);
-        // a disabled input loses focus, and a keyboard user would be left outside the chat (Escape included)
-        var refocus = disable && (shadow.activeElement === input || shadow.activeElement === sendBtn);
-        input.disabled = disable;
-        sendBtn.disabled = disable;
+        state.disableInput = !!(settings && settings.disableInput);
         state.placeholder = (settings && settings.placeholder) || null;
         applyTexts();
         typing.remove();
         var from = log.children.length;
         push({ who: 'bot', items: items });
-        if (refocus) focusReply(from);
+        followReply(from);
       }).catch(function (err) {
         typing.remove();
         if (onFailure) onFailure();
@@ -335,7 +337,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
       state.config = { name: config.name, lang: config.lang, photo: config.photo || null };
       save();
       applyTexts();
-    }, function () { /* the Messages call that follows says what is wrong */ });
+    }, function () { /* the Messages call then says what is wrong */ });
   }
 
   function showOpen(open) {
@@ -353,38 +355,48 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     save();
     if (!open) { launcher.focus(); return; }
     keepScrolled();
-    // a reply that disabled the input is answered with its buttons: focus goes to the conversation instead
+    // a disabled input: focus goes to the conversation (its buttons)
     if (input.disabled) log.focus();
     else input.focus();
     if (!token) { showError(texts().noToken); return; }
     loadConfig().then(function () {
-      // once: a chat closed and opened again before the welcome came back must not be greeted twice
-      if (state.entries.length > 0 || welcoming) return;
+      // once, across reopenings and tabs: marked in the storage while on its way (10 s at most)
+      if (state.entries.length > 0 || welcoming || state.welcomeUntil > Date.now()) return;
       welcoming = true;
-      sendEvent('WELCOME').then(function () { welcoming = false; });
+      state.welcomeUntil = Date.now() + 10000;
+      save();
+      sendEvent('WELCOME').then(function () { welcoming = false; delete state.welcomeUntil; save(); });
     });
   }
 
-  // Another tab of the site wrote the conversation (one visitor, one conversation): it is shown here too, and this
-  // tab's next save writes it back whole rather than the older copy it read at load.
+  // a tab left with its welcome on its way lets another greet
+  window.addEventListener('pagehide', function () { if (welcoming) { delete state.welcomeUntil; save(); } });
+
+  // Another tab wrote the conversation (one visitor, one conversation): shown here too, saved whole from here.
   window.addEventListener('storage', function (e) {
     if (e.key !== KEY) return;
     var next;
     try { next = JSON.parse(e.newValue || 'null'); } catch (err) { next = null; }
     if (!next || typeof next.userId !== 'string' || !Array.isArray(next.entries)) return;
+    // focus in the log stays
+    var focusAt = log.contains(shadow.activeElement) && [].indexOf.call(log.querySelectorAll('button, a'), shadow.activeElement);
     state.userId = next.userId;
     state.entries = next.entries;
     state.config = next.config || state.config;
     state.placeholder = next.placeholder || null;
+    state.disableInput = !!next.disableInput;
+    state.welcomeUntil = next.welcomeUntil;
     applyTexts();
-    renderAll();
+    var from = renderAll();
+    if (focusAt !== false) (log.querySelectorAll('button, a')[focusAt] || log).focus();
+    followReply(from);
     if (log.hasAttribute('aria-busy')) log.appendChild(typing);
   });
 
   function start() {
     document.body.appendChild(hostEl);
     applyTexts();
-    renderAll();
+    followReply(renderAll());
     if (state.open) {
       showOpen(true);
       keepScrolled();
