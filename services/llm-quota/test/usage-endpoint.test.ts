@@ -194,8 +194,12 @@ describe('GET /v1/quotas/usage', () => {
     });
     expect(userGauges['llm.tpm']).toMatchObject({ used: 1100, limit: 10_000, percent: 11 });
     expect(await orgRequests('other-org')).toBe(1);
-    const metrics = await request(quota.service.admin).get('/metrics');
-    expect(metrics.text).toMatch(/llm_quota_events_total\{outcome="counted",service="llm-quota"\} 6/);
+    // counted in the metrics once their batch is finished, a moment after the gauges show them
+    const countedInMetrics = async () =>
+      /llm_quota_events_total\{outcome="counted",service="llm-quota"\} 6\n/.test(
+        (await request(quota.service.admin).get('/metrics')).text,
+      );
+    await waitFor(countedInMetrics, { what: 'the six events in the metrics' });
   });
 
   it('starts the rate gauges again each minute and the monthly gauges each UTC month', async () => {
