@@ -75,6 +75,20 @@ describe('valueAsTyped', () => {
     expect(valueAsTyped(places, 'Straßäcker')).toBe('strassäcker');
   });
 
+  it('takes any run of spaces as one, and else the closest spelling ignoring case (the first listed of equals)', () => {
+    const places = spelt(
+      ['garching,forschungszentrum', 'garching,forschungszentrum'],
+      ['garching forschungszentrum', 'garching forschungszentrum'],
+    );
+    expect(valueAsTyped(places, 'garching  forschungszentrum')).toBe('garching forschungszentrum');
+    expect(valueAsTyped(places, 'Garching\r\n\tForschungszentrum')).toBe('garching forschungszentrum');
+    expect(valueAsTyped(places, 'garching-forschungszentrum')).toBe('garching,forschungszentrum');
+    const city = spelt(['Zürich', 'Zürich'], ['Zurich', 'Zurich']);
+    expect(valueAsTyped(city, 'Zurichh')).toBe('Zurich');
+    expect(valueAsTyped(city, 'zürih')).toBe('Zürich');
+    expect(valueAsTyped(city, 'Zörich')).toBe('Zürich');
+  });
+
   it('takes the first listed of identical spellings, and the value of an entry without spellings', () => {
     expect(
       valueAsTyped(

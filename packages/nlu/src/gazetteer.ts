@@ -2,7 +2,7 @@
  * Dictionary matching of entity values and synonyms over folded tokens: whole words and phrases, longest match wins,
  * approximate (misspelt) words accepted only for automatically extensible entities.
  */
-import { FuzzyIndex } from './fuzzy';
+import { FuzzyIndex, osaDistance } from './fuzzy';
 import type { Steps } from './steps';
 import type { Token } from './tokenize';
 
@@ -167,17 +167,33 @@ export class Gazetteer {
   }
 }
 
+/** A spelling with each run of white space as one space (two spaces or a line break between words are one). */
+const spaced = (text: string) => text.replace(/\s+/gu, ' ');
+
 /**
  * The value a match of `entry` reads as, given the text it covers as typed. Where values of the entity fold alike to
- * the phrase (`Paris` and `paris`, `Zürich` and `Zurich`), the one spelt exactly as typed, else the one spelt so but
- * for letter case, else the first listed; otherwise the entry's value.
+ * the phrase (`Paris` and `paris`, `Zürich` and `Zurich`), the one spelt exactly as typed (any run of white space
+ * being one space), else the one spelt so but for letter case, else (a misspelling, another accent) the one fewest
+ * edits away ignoring case, the first listed of equally close ones; otherwise the entry's value.
  */
 export function valueAsTyped(entry: GazetteerEntry, surface: string): string {
   const spellings = entry.spellings;
   if (spellings === undefined) return entry.value;
-  const typed = surface.normalize('NFC');
-  const exact = spellings.find((s) => s.text === typed);
+  const typed = spaced(surface.normalize('NFC'));
+  const exact = spellings.find((s) => spaced(s.text) === typed);
   if (exact) return exact.value;
   const lower = typed.toLowerCase();
-  return spellings.find((s) => s.text.toLowerCase() === lower)?.value ?? entry.value;
+  const texts = spellings.map((s) => spaced(s.text).toLowerCase());
+  const caseless = texts.indexOf(lower);
+  if (caseless >= 0) return spellings[caseless]!.value;
+  let closest = entry.value;
+  let fewest = Number.POSITIVE_INFINITY;
+  texts.forEach((text, i) => {
+    const edits = osaDistance(text, lower, fewest - 1);
+    if (edits < fewest) {
+      fewest = edits;
+      closest = spellings[i]!.value;
+    }
+  });
+  return closest;
 }

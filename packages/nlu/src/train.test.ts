@@ -287,6 +287,43 @@ describe('trainModel / parse', () => {
     }
   });
 
+  it('reads values that fold alike as typed across spaces and line breaks, and a misspelling as the closest', () => {
+    const place = (automaticallyExtensible: boolean) => ({
+      name: 'place',
+      automaticallyExtensible,
+      useSynonyms: false,
+      values: ['garching,forschungszentrum', 'garching forschungszentrum', 'Zürich', 'Zurich'].map(
+        (value) => ({
+          value,
+          synonyms: [],
+        }),
+      ),
+    });
+    const set = (automaticallyExtensible: boolean): NluTrainingSet => ({
+      lang: 'en',
+      entities: [place(automaticallyExtensible)],
+      intents: [
+        {
+          id: 'go',
+          name: 'go',
+          utterances: ['go to [Lyon](place)', 'take me to [Nice](place) please'].map(parts),
+        },
+        { id: 'hi', name: 'hi', utterances: ['hello', 'good morning', 'hi there'].map(parts) },
+      ],
+    });
+    for (const extensible of [false, true]) {
+      const model = trainModel(set(extensible));
+      const value = (text: string) => model.parse(text).entities.map((e) => e.value);
+      // before: the first listed, 'garching,forschungszentrum'
+      expect(value('go to garching  forschungszentrum')).toEqual(['garching forschungszentrum']);
+      expect(value('go to Garching\nForschungszentrum')).toEqual(['garching forschungszentrum']);
+    }
+    // misspelt (an extensible entity reads it): the spelling fewest edits away, not the first listed ('Zürich')
+    const extensible = trainModel(set(true));
+    expect(extensible.parse('go to zurichh').entities.map((e) => e.value)).toEqual(['Zurich']);
+    expect(extensible.parse('go to zürichh').entities.map((e) => e.value)).toEqual(['Zürich']);
+  });
+
   it('works for other languages (French: accents folded, elisions)', () => {
     const fr = trainModel(frenchAssistant());
     expect(fr.lang).toBe('fr');

@@ -6,6 +6,7 @@ import { loadConfig, ManualClock, silentLogger } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
 import { freePort, tempDir } from '@platform/testkit';
 import { authConfigSchema } from '../src/config';
+import type { RotationDoc, SigningKeyDoc } from '../src/data/collections';
 import { encryptPlainPrivateKeys, generateSigningKey, PrivateKeyCodec } from '../src/domain/signing-keys';
 import { createAuthServiceForTests } from '../src/testing';
 import { INTERNAL_SECRET, startAuth } from './helpers';
@@ -230,4 +231,95 @@ describe('signing keys at rest on MongoDB', () => {
       await store.close();
     }
   });
+
+  it('the secret must open the key that signs: a retired key sealed under it does not let a wrong instance rotate', async () => {
+    const clock = new ManualClock('2025-03-01T00:00:00Z');
+    const store = asMongoDb(createEmbeddedStore());
+    const wrong = 'a-mistyped-secret-of-one-instance-0123';
+    const right = await startAuth({
+      store,
+      clock,
+      env: { SIGNING_KEYS_ENCRYPTION_KEY: 'the-secret-every-instance-shares-0123' },
+    });
+    await right.stop();
+    // what an instance started with the wrong secret before this check could leave: a key sealed under it, retired
+    const left = await generateSigningKey({ kty: 'RSA', alg: 'RS256', size: 2048 });
+    await store.collection<SigningKeyDoc>('signing_keys').insertOne({
+      _id: left.kid,
+      kty: 'RSA',
+      alg: 'RS256',
+      size: 2048,
+      publicJwk: left.publicJwk,
+      privateKey: new PrivateKeyCodec(wrong).seal(left.privatePem),
+      createdAt: clock.now(),
+      activatesAt: clock.now(),
+      retiredAt: clock.now(),
+      removeAfter: new Date(clock.now().getTime() + 400 * 86_400_000),
+    });
+    // a rotation is due: the wrong instance would seal the next key under its secret, which no other could open
+    clock.advance(31 * 86_400_000);
+    try {
+      const before = await storedKeys(store);
+      await expect(startAuth({ store, clock, env: { SIGNING_KEYS_ENCRYPTION_KEY: wrong } })).rejects.toThrow(
+        /^the stored signing keys cannot be opened with the secret of SIGNING_KEYS_ENCRYPTION_KEY: restore the secret they were sealed with$/,
+      );
+      expect(await storedKeys(store)).toEqual(before);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('instances starting at once: one with another secret stops, saying so, as soon as the first key is committed', async () => {
+    const store = asMongoDb(createEmbeddedStore());
+    const right = new PrivateKeyCodec('the-secret-every-instance-shares-0123');
+    // another instance, starting too, holds the lease on the very first key
+    const clock = new ManualClock('2025-03-01T00:00:00Z');
+    const rotation = store.collection<RotationDoc>('signing_rotation');
+    await rotation.insertOne({
+      _id: 'rotation',
+      version: 1,
+      activeKid: null,
+      pendingKid: null,
+      pendingActivatesAt: null,
+      nextRotationAt: null,
+      lease: { owner: 'another-instance', until: new Date(clock.now().getTime() + 60_000) },
+      rotations: 0,
+    });
+    const wrong = startAuth({
+      store,
+      clock,
+      env: { SIGNING_KEYS_ENCRYPTION_KEY: 'a-mistyped-secret-of-one-instance-0123' },
+    });
+    const failed = wrong.then(
+      () => null,
+      (err: Error) => err.message,
+    );
+    // it commits its key, sealed under the secret every other instance shares
+    const key = await generateSigningKey({ kty: 'RSA', alg: 'RS256', size: 2048 });
+    await store.collection<SigningKeyDoc>('signing_keys').insertOne({
+      _id: key.kid,
+      kty: 'RSA',
+      alg: 'RS256',
+      size: 2048,
+      publicJwk: key.publicJwk,
+      privateKey: right.seal(key.privatePem),
+      createdAt: clock.now(),
+      activatesAt: clock.now(),
+      retiredAt: null,
+      removeAfter: null,
+    });
+    await rotation.updateOne(
+      { _id: 'rotation' },
+      { $set: { version: 2, activeKid: key.kid, lease: null, rotations: 1 } },
+    );
+    try {
+      // before: "no signing key became available", 20 s later
+      expect(await failed).toBe(
+        'the stored signing keys cannot be opened with the secret of SIGNING_KEYS_ENCRYPTION_KEY: restore the secret they were sealed with',
+      );
+      expect((await storedKeys(store)).keys.map((k) => k._id)).toEqual([key.kid]);
+    } finally {
+      await store.close();
+    }
+  }, 10_000);
 });

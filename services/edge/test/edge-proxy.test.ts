@@ -556,6 +556,20 @@ describe('roots chosen by host name (GATEWAY_HOSTS, LEGACY_HOSTS)', () => {
     expect([byHost.status, byHost.json.upstream]).toEqual([200, 'legacy-agent']);
   });
 
+  it('a host name written fully qualified, with its final dot, is the same host', async () => {
+    const edge = await edgeTrusting('loopback');
+    const viaProxy = await request(edge.url, '/v2/bots', {
+      headers: { host: 'edge.internal:8080', 'x-forwarded-host': 'Legacy.Example.Test.:443' },
+    });
+    expect([viaProxy.status, viaProxy.json.upstream, viaProxy.json.url]).toEqual([
+      200,
+      'legacy-agent',
+      '/v2/bots',
+    ]);
+    const byHost = await request(edge.url, '/v2/bots', { headers: { host: 'legacy.example.test.' } });
+    expect([byHost.status, byHost.json.upstream]).toEqual([200, 'legacy-agent']);
+  });
+
   it("ignores an untrusted peer's X-Forwarded-Host: Host alone chooses the root", async () => {
     const edge = await edgeTrusting('false');
     const seen = services.legacy.received.length;

@@ -112,17 +112,24 @@ export class KeyRotation {
 
   async start(): Promise<void> {
     // before the first check writes: a key sealed under a wrong secret would be unreadable to every other instance
-    await checkSecretOpensStoredKeys(this.o.collections.signingKeys, this.o.codec);
+    await this.checkSecret();
     await this.tick();
-    // Another instance may hold the lease on the very first key: wait for its commit.
+    // Another instance may hold the lease on the very first key: wait for its commit (sealed under our secret?).
     const deadline = Date.now() + 20_000;
     while (!this.view.active) {
+      await this.checkSecret();
       if (Date.now() > deadline) throw new Error('no signing key became available');
       await new Promise((resolve) => setTimeout(resolve, 50));
       await this.tick();
     }
     this.timer = setInterval(() => void this.tick(), this.o.checkIntervalMs);
     this.timer.unref();
+  }
+
+  /** Stops the start when its secret opens not the signing key, or no stored key (checkSecretOpensStoredKeys). */
+  private async checkSecret(): Promise<void> {
+    const doc = await this.o.collections.rotation.findOne({ _id: ROTATION_ID });
+    await checkSecretOpensStoredKeys(this.o.collections.signingKeys, this.o.codec, doc?.activeKid ?? null);
   }
 
   async stop(): Promise<void> {

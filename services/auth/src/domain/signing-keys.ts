@@ -101,16 +101,24 @@ export class PrivateKeyCodec {
 
 /**
  * Stops a start whose secret opens none of the stored sealed private keys (another SIGNING_KEYS_ENCRYPTION_KEY, a
- * replaced signing-keys.secret), before anything is written: every key check would fail, and a key or secret sealed
+ * replaced signing-keys.secret), or does not open the key that signs (`signingKid`; a retired key another secret left
+ * may open when it does not), before anything is written: every key check would fail, and a key or secret sealed
  * under it would be unreadable to the instances that hold the right one. The keys are never replaced for it: that
  * would sign everyone out.
  */
 export async function checkSecretOpensStoredKeys(
   signingKeys: Collection<SigningKeyDoc>,
   codec: PrivateKeyCodec,
+  signingKid: string | null = null,
 ): Promise<void> {
   const sealed = (await signingKeys.find({})).filter((doc) => isSealed(doc.privateKey));
-  if (sealed.length === 0 || sealed.some((doc) => opens(codec, doc.privateKey))) return;
+  const signing = sealed.find((doc) => doc._id === signingKid);
+  if (
+    signing
+      ? opens(codec, signing.privateKey)
+      : sealed.length === 0 || sealed.some((doc) => opens(codec, doc.privateKey))
+  )
+    return;
   throw new Error(
     `the stored signing keys cannot be opened with the secret of ${codec.source}: restore the secret they were sealed with`,
   );

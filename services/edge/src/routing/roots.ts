@@ -54,7 +54,8 @@ export function createRootResolver(table: RootTable): RootResolver {
     if (hostRoots.size > 0 && host) {
       const colon = host.lastIndexOf(':');
       const name = (colon > host.lastIndexOf(']') ? host.slice(0, colon) : host).toLowerCase();
-      const byHost = hostRoots.get(name);
+      // `legacy.example.com.` (fully qualified, as DNS writes it) is `legacy.example.com`
+      const byHost = hostRoots.get(name.endsWith('.') ? name.slice(0, -1) : name);
       if (byHost) return { root: byHost, path, upstreamUrl: url, prefix: '' };
     }
     for (const [prefix, root] of prefixes) {
