@@ -198,6 +198,8 @@ export async function buildAuthService(
     async start() {
       // A peer's key change shows here at once, not at this instance's next check.
       unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
+      // a secret that cannot open the key that signs seals nothing
+      await keys.checkSecret();
       await encryptPlainPrivateKeys(collections.signingKeys, codec);
       await oidc.clients.sealPlainSecrets();
       await sso.sealPlainSecrets();

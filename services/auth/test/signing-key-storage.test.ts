@@ -258,12 +258,18 @@ describe('signing keys at rest on MongoDB', () => {
     });
     // a rotation is due: the wrong instance would seal the next key under its secret, which no other could open
     clock.advance(31 * 86_400_000);
+    // a client secret an upgrade left in plain text: sealed at start, but never under a wrong secret
+    const clients = store.collection<{ _id: string; metadata: { client_secret: string } }>('oidc_clients');
+    await clients.insertOne({ _id: 'plain-client', metadata: { client_secret: 'left-in-plain-text' } });
     try {
       const before = await storedKeys(store);
       await expect(startAuth({ store, clock, env: { SIGNING_KEYS_ENCRYPTION_KEY: wrong } })).rejects.toThrow(
         /^the stored signing keys cannot be opened with the secret of SIGNING_KEYS_ENCRYPTION_KEY: restore the secret they were sealed with$/,
       );
       expect(await storedKeys(store)).toEqual(before);
+      expect((await clients.findOne({ _id: 'plain-client' }))?.metadata.client_secret).toBe(
+        'left-in-plain-text',
+      );
     } finally {
       await store.close();
     }

@@ -126,8 +126,11 @@ export class KeyRotation {
     this.timer.unref();
   }
 
-  /** Stops the start when its secret opens not the signing key, or no stored key (checkSecretOpensStoredKeys). */
-  private async checkSecret(): Promise<void> {
+  /**
+   * Stops the start when its secret opens not the signing key, or no stored key (checkSecretOpensStoredKeys): before
+   * anything is sealed with that secret at start (plain keys, client secrets).
+   */
+  async checkSecret(): Promise<void> {
     const doc = await this.o.collections.rotation.findOne({ _id: ROTATION_ID });
     await checkSecretOpensStoredKeys(this.o.collections.signingKeys, this.o.codec, doc?.activeKid ?? null);
   }
