@@ -187,14 +187,15 @@ describeWithNats('llm-quota consuming analytics.llm.completion from a real nats-
 
   it('remembers the id of an event dated ahead for as long as the event could be accepted again', async () => {
     const collections = () => quotaCollections(quota.store);
-    publish(completion({ orgSlug: 'marker-org' }));
+    const marker = completion({ orgSlug: 'marker-org' });
+    publish(marker);
     await waitFor(async () => (await monthRequests('marker-org')) === 1, { what: 'the marker counted' });
     const ahead = completion({ occurredAt: '2025-03-19T12:00:00Z' }); // four days ahead of its arrival
     publish(ahead);
     await waitFor(async () => (await monthRequests()) === 1 && (await pending()) === 0, {
       what: 'counted at its arrival',
     });
-    const markerBatch = (await collections().ledger.findOne({ orgSlug: 'marker-org' }))!.batch;
+    const markerBatch = (await collections().ledger.findOne({ _id: marker.id }))!.batch;
 
     // Ten days later its arrival is past the id retention (8 days), its own date is not past the maximum age (7).
     for (const handle of started.splice(0)) await handle.service.stop();

@@ -77,26 +77,18 @@ export interface CounterDoc extends Doc {
 }
 
 /**
- * One event of the usage ledger; `_id` is the event id, so an event is claimed at most once. Kept
+ * The claim of an event id; `_id` is the event id, so an event is claimed at most once. Kept
  * LLM_QUOTA_EVENT_ID_RETENTION_HOURS past the later of its `receivedAt` and `occurredAt`: an event dated ahead is
- * accepted again (not too old by its own date) until its `occurredAt` plus the maximum age.
+ * accepted again (not too old by its own date) until its `occurredAt` plus the maximum age. Only what the claim
+ * and its retention read (decision 0124): on the embedded engine every claim of the last 8 days is in memory. Claims
+ * written before it also hold the event's content (organization, user, key, model, tokens, cost), read by nothing.
  */
 export interface LedgerDoc extends Doc {
   /** the batch that claimed it: whether the event counts is that batch's state */
   batch: string;
-  orgSlug: string;
-  userId: string | null;
-  apiKeyId: string | null;
-  model: string;
-  provider: string;
-  occurredAt: Date;
-  /** the time the event counts at: its occurredAt, or its arrival when occurredAt is in the future */
-  countedAt: Date;
   receivedAt: Date;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-  cost_micros: number;
+  /** only when later than `receivedAt` (an event dated ahead); claims written before decision 0124 always hold it */
+  occurredAt?: Date;
 }
 
 export type BatchState = 'claiming' | 'applying' | 'aborted';
@@ -135,8 +127,12 @@ export interface BatchDoc extends Doc {
 /** The tombstone of a finished batch: its claims are counted. Kept as long as its claims are (and an hour more). */
 export interface FinishedBatchDoc extends Doc {
   countedAt: Date;
-  events: number;
-  /** the latest `occurredAt` of its events (absent on tombstones written before it was kept) */
+  /** how many events it counted (only on tombstones written before decision 0124: nothing reads it) */
+  events?: number;
+  /**
+   * the latest `occurredAt` of its events, only when later than `countedAt` (an event dated ahead; absent on
+   * tombstones written before it was kept)
+   */
   latestOccurredAt?: Date;
 }
 

@@ -34,6 +34,13 @@ describe('Maintenance', () => {
       ({ _id: id, batch: 'b', receivedAt: new Date(receivedAt), occurredAt: new Date(occurredAt) }) as never;
     await c.ledger.insertOne(ledger('old', '2025-03-07T11:00:00Z')); // 8 days + 1 h
     await c.ledger.insertOne(ledger('recent', '2025-03-07T13:00:00Z'));
+    // claims hold their date only when it is later than their arrival (decision 0124)
+    await c.ledger.insertOne({ _id: 'old-claim', batch: 'b', receivedAt: new Date('2025-03-07T11:00:00Z') });
+    await c.ledger.insertOne({
+      _id: 'recent-claim',
+      batch: 'b',
+      receivedAt: new Date('2025-03-07T13:00:00Z'),
+    });
     // received as long ago, dated two days ahead: it is not too old by its own date until March 16
     await c.ledger.insertOne(ledger('dated-ahead', '2025-03-07T11:00:00Z', '2025-03-09T11:00:00Z'));
     const batch = (id: string, countedAt: string, latestOccurredAt?: string) =>
@@ -64,7 +71,11 @@ describe('Maintenance', () => {
       'minute|2025-03-13T13:00|org|acme',
       'month|2025-01|org|acme',
     ]);
-    expect((await c.ledger.find({})).map((d) => d._id).sort()).toEqual(['dated-ahead', 'recent']);
+    expect((await c.ledger.find({})).map((d) => d._id).sort()).toEqual([
+      'dated-ahead',
+      'recent',
+      'recent-claim',
+    ]);
     // batches are kept an hour longer than the claims pointing to them
     expect((await c.finishedBatches.find({})).map((d) => d._id).sort()).toEqual([
       'dated-ahead-batch',

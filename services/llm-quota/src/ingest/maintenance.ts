@@ -64,7 +64,10 @@ export class Maintenance {
     // An id is kept past the later of its arrival and its date: an event dated ahead is not too old by its own date
     // until then, and its replay must still be known.
     const idCutoff = new Date(now - this.options.eventIdRetentionMs);
-    const ids = await ledger.deleteMany({ receivedAt: { $lt: idCutoff }, occurredAt: { $lt: idCutoff } });
+    // A claim holds `occurredAt` only when it is later than its arrival (and always, if written before decision 0124).
+    const ids =
+      (await ledger.deleteMany({ receivedAt: { $lt: idCutoff }, occurredAt: { $exists: false } })) +
+      (await ledger.deleteMany({ receivedAt: { $lt: idCutoff }, occurredAt: { $lt: idCutoff } }));
     const minutes = await counters.deleteMany({
       _id: countersBefore('minute', new Date(now - this.options.minuteRetentionMs)),
     });

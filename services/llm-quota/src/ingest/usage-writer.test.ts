@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { ManualClock, silentLogger } from '@platform/kernel';
 import { type Collection, createEmbeddedStore, type Doc, type Store } from '@platform/store';
 import { type CounterDoc, type QuotaCollections, quotaCollections } from '../data/collections';
@@ -90,7 +93,7 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     });
     expect(month.refreshedAt).toEqual(NOW);
     expect(month.lastRequestAt).toEqual(new Date('2025-03-15T12:00:10Z'));
-    // The batch's marker stays a few seconds (for a late write of a writer that lost its lease)...
+    // The batch's marker stays until the counter's next update, or the next sweep...
     expect(Object.keys(month.applied ?? {})).toHaveLength(1);
     lease.advance(20_000);
     await writer.sweepMarkers();
@@ -233,5 +236,78 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     // the first batch's marker went with the second batch's update; only the second's is left
     expect(Object.keys(month.applied ?? {})).toHaveLength(1);
     expect(await writer.sweepMarkers()).toBe(0);
+  });
+
+  it('keeps in a claim only what its look-up and its retention read, and in a tombstone only its retention', async () => {
+    const ahead = new Date(NOW.getTime() + 3_600_000); // a gateway clock an hour ahead
+    const [usual, datedAhead] = [event(), event({ occurredAt: ahead, countedAt: NOW })];
+    await writerWith(c).apply([usual]);
+    await writerWith(c).apply([datedAhead]);
+    const usualClaim = await c.ledger.findOne({ _id: usual.id });
+    expect(usualClaim).toEqual({ _id: usual.id, batch: expect.any(String), receivedAt: NOW });
+    expect(await c.ledger.findOne({ _id: datedAhead.id })).toEqual({
+      _id: datedAhead.id,
+      batch: expect.any(String),
+      receivedAt: NOW,
+      occurredAt: ahead,
+    });
+    expect(await c.finishedBatches.findOne({ _id: usualClaim!.batch })).toEqual({
+      _id: usualClaim!.batch,
+      countedAt: NOW,
+    });
+    expect(await c.finishedBatches.count({ latestOccurredAt: ahead })).toBe(1);
+  });
+
+  it("drops a batch's markers with the next update of each counter when its own writer finished it", async () => {
+    const writer = writerWith(c);
+    await writer.apply([event()]);
+    const first = Object.keys((await orgMonth())?.applied ?? {});
+    await writer.apply([event()]); // at once: no time has passed
+    const applied = Object.keys((await orgMonth())?.applied ?? {});
+    expect(applied).toHaveLength(1);
+    expect(applied).not.toEqual(first);
+    expect(await orgMonth()).toMatchObject({ requests: 2 });
+    lease.advance(5_000);
+    expect(await writer.sweepMarkers()).toBe(4); // the second batch's, on its four counters, no update came
+    expect((await orgMonth())?.applied).toEqual({});
+  });
+
+  it('keeps the markers of a batch finished after a takeover a few seconds, for a late write of its first writer', async () => {
+    const dying = { ...c, counters: failing(c.counters, 'updateOne', 3) };
+    await writerWith(dying).apply([event()]);
+    const recovering = writerWith(c, 'w2');
+    expect(await recovering.recover()).toBe(1);
+    const recovered = Object.keys((await orgMonth())?.applied ?? {});
+    lease.advance(4_000);
+    await recovering.apply([event()]);
+    await recovering.apply([event()]); // takes the second batch's markers along, not the recovered one's
+    expect(Object.keys((await orgMonth())?.applied ?? {})).toHaveLength(2);
+    expect(Object.keys((await orgMonth())?.applied ?? {})).toContain(recovered[0]);
+    lease.advance(1_000);
+    await recovering.apply([event()]);
+    expect(Object.keys((await orgMonth())?.applied ?? {})).not.toContain(recovered[0]);
+    expect(await orgMonth()).toMatchObject({ requests: 4 });
+  });
+
+  it('appends about the size of its counters to the counters file per batch, however many batches came just before', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'usage-writer-'));
+    const onDisk = createEmbeddedStore({ dataDir: dir, compactionIntervalMs: 0 });
+    try {
+      const writer = writerWith(quotaCollections(onDisk));
+      const size = () => statSync(path.join(dir, 'usage_counters.db')).size;
+      // Batches of one event, ~33 a second, as under a steady trickle of requests (a soak at 50 req/s).
+      for (let i = 0; i < 200; i++) {
+        await writer.apply([event()]);
+        lease.advance(30);
+      }
+      const before = size();
+      await writer.apply([event()]);
+      // four counters (the organization's and the user's minute and month), each appended whole: ~330 bytes each
+      // with one or two markers, ~6 KB each when they held every batch of the last 5 seconds
+      expect(size() - before).toBeLessThan(4 * 600);
+    } finally {
+      await onDisk.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Clock, Logger } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { BatchDoc, CounterIncrement, LedgerDoc, QuotaCollections } from '../data/collections';
@@ -27,7 +27,14 @@ export interface UsageWriterOptions {
 
 class LeaseLost extends Error {}
 
-/** A finished batch's marker is removed from a counter only after this long (see `staleMarkers`). */
+interface FinishedMarker {
+  /** real time */
+  finishedAt: number;
+  /** the batch was taken over by a recovery before it was finished: a write of its first writer may be in flight */
+  takenOver: boolean;
+}
+
+/** A finished batch's marker is removed from a counter only after this long, unless never taken over (see `staleMarkers`). */
 const MARKER_GRACE_MS = 5_000;
 
 /**
@@ -43,6 +50,9 @@ const MARKER_GRACE_MS = 5_000;
  *    recovering it) changes nothing the second time.
  * 5. A tombstone records the batch as done (what later duplicates are checked against), the open
  *    batch is deleted, and the markers are removed later, with other updates of the same counters.
+ *    A batch its own writer finished before anyone took it over was applied by no one else: no other
+ *    write of it can arrive, so its markers go with the very next update (a counter updated by every
+ *    batch carries one or two markers, not one per batch of the last seconds).
  * A batch whose lease ran out is taken over by the recovery sweep: `claiming` becomes `aborted` (its
  * messages, never acknowledged, come again and take its claims over), `applying` is finished.
  */
@@ -50,12 +60,14 @@ export class UsageWriter {
   readonly instanceId: string;
   private readonly c: QuotaCollections;
   /**
-   * Markers of batches this instance finished, by counter, with the (real) time they finished. They
-   * are removed by the next update of the same counter once MARKER_GRACE_MS old (no extra write), or
-   * by `sweepMarkers`. The grace leaves time to any write of the batch still in flight from a writer
-   * that lost its lease. Lost on a crash: a leftover marker costs a few bytes, never a wrong count.
+   * Markers of batches this instance finished, by counter, with the (real) time they finished and
+   * whether the batch was taken over. They are removed by the next update of the same counter (no
+   * extra write): at once if the batch never left its writer, else once MARKER_GRACE_MS old, time for
+   * any write of the batch still in flight from the writer that lost its lease. `sweepMarkers` removes
+   * those MARKER_GRACE_MS old that no update took along. Lost on a crash: a leftover marker costs a
+   * few bytes, never a wrong count.
    */
-  private readonly staleMarkers = new Map<string, Map<string, number>>();
+  private readonly staleMarkers = new Map<string, Map<string, FinishedMarker>>();
 
   constructor(private readonly options: UsageWriterOptions) {
     this.c = options.collections;
@@ -66,7 +78,9 @@ export class UsageWriter {
   async apply(events: CountableEvent[]): Promise<Map<string, Outcome>> {
     const outcomes = new Map<string, Outcome>();
     if (events.length === 0) return outcomes;
-    const batchId = `${Date.now().toString(36)}-${randomUUID()}`;
+    // Unique without a coordinator (72 random bits within a millisecond), and short: it is in every
+    // claim, tombstone and marker.
+    const batchId = `${Date.now().toString(36)}-${randomBytes(9).toString('base64url')}`;
     const leaseUntil = this.now() + this.options.leaseMs;
     await this.c.batches.insertOne({
       _id: batchId,
@@ -111,7 +125,7 @@ export class UsageWriter {
     for (const event of claimed) outcomes.set(event.id, 'counted');
 
     try {
-      await this.finish(applying, leaseUntil);
+      await this.finish(applying, leaseUntil, true);
     } catch (err) {
       // The batch holds its increments: the recovery sweep finishes it; the events are safe.
       if (!(err instanceof LeaseLost)) {
@@ -148,7 +162,7 @@ export class UsageWriter {
         );
         this.options.logger.info({ batchId: taken._id }, 'undid an unfinished batch: its events come again');
       } else {
-        await this.finish(taken, leaseUntil);
+        await this.finish(taken, leaseUntil, false);
         this.options.logger.info({ batchId: taken._id }, 'finished a batch left unfinished');
       }
     }
@@ -161,7 +175,8 @@ export class UsageWriter {
     let removed = 0;
     for (const [id, markers] of [...this.staleMarkers]) {
       const $unset: Record<string, ''> = {};
-      for (const [batchId, at] of markers) if (at <= cutoff) $unset[`applied.${batchId}`] = '';
+      for (const [batchId, { finishedAt }] of markers)
+        if (finishedAt <= cutoff) $unset[`applied.${batchId}`] = '';
       if (!Object.keys($unset).length) continue;
       await this.c.counters.updateOne({ _id: id }, { $unset });
       removed += this.forgetMarkers(id, $unset);
@@ -222,29 +237,39 @@ export class UsageWriter {
     return taken ? 'claimed' : 'retry';
   }
 
-  /** Steps 4 and 5. */
-  private async finish(batch: BatchDoc, leaseUntil: number): Promise<void> {
+  /** Steps 4 and 5; `ownBatch`: this writer made the batch (`apply`), it did not take it over. */
+  private async finish(batch: BatchDoc, leaseUntil: number, ownBatch: boolean): Promise<void> {
     await Promise.all(batch.increments.map((increment) => this.applyIncrement(batch, increment, leaseUntil)));
     try {
       await this.c.finishedBatches.insertOne({
         _id: batch._id,
         countedAt: batch.countedAt,
-        events: batch.events,
-        ...(batch.latestOccurredAt ? { latestOccurredAt: batch.latestOccurredAt } : {}),
+        ...(batch.latestOccurredAt && batch.latestOccurredAt > batch.countedAt
+          ? { latestOccurredAt: batch.latestOccurredAt }
+          : {}),
       });
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err; // finished by a recovery at the same time
     }
-    const deleted = await this.c.batches.deleteOne({ _id: batch._id, state: 'applying' });
-    if (deleted === 0) return;
-    const finishedAt = this.now();
+    // Deleted with the owner and lease it was made with, the batch was never taken over (a takeover sets both):
+    // no other writer ever applied it, so no write of it can arrive later and its markers may go at once.
+    const untouched =
+      ownBatch &&
+      (await this.c.batches.deleteOne({
+        _id: batch._id,
+        state: 'applying',
+        owner: this.instanceId,
+        leaseUntil: batch.leaseUntil,
+      })) === 1;
+    if (!untouched && (await this.c.batches.deleteOne({ _id: batch._id, state: 'applying' })) === 0) return;
+    const marker: FinishedMarker = { finishedAt: this.now(), takenOver: !untouched };
     for (const inc of batch.increments) {
       let markers = this.staleMarkers.get(inc.counterId);
       if (!markers) {
         markers = new Map();
         this.staleMarkers.set(inc.counterId, markers);
       }
-      markers.set(batch._id, finishedAt);
+      markers.set(batch._id, marker);
     }
   }
 
@@ -296,8 +321,8 @@ export class UsageWriter {
     if (!markers) return undefined;
     const cutoff = this.now() - MARKER_GRACE_MS;
     let $unset: Record<string, ''> | undefined;
-    for (const [batchId, at] of markers) {
-      if (at > cutoff) continue;
+    for (const [batchId, { finishedAt, takenOver }] of markers) {
+      if (takenOver && finishedAt > cutoff) continue;
       $unset ??= {};
       $unset[`applied.${batchId}`] = '';
     }
@@ -336,18 +361,8 @@ function ledgerDoc(event: CountableEvent, batchId: string): LedgerDoc {
   return {
     _id: event.id,
     batch: batchId,
-    orgSlug: event.orgSlug,
-    userId: event.userId,
-    apiKeyId: event.apiKeyId,
-    model: event.model,
-    provider: event.provider,
-    occurredAt: event.occurredAt,
-    countedAt: event.countedAt,
     receivedAt: event.receivedAt,
-    prompt_tokens: event.prompt_tokens,
-    completion_tokens: event.completion_tokens,
-    total_tokens: event.total_tokens,
-    cost_micros: event.cost_micros,
+    ...(event.occurredAt > event.receivedAt ? { occurredAt: event.occurredAt } : {}),
   };
 }
 
