@@ -50,6 +50,37 @@ function failing<T extends Doc>(inner: Collection<T>, method: keyof Collection<T
   });
 }
 
+/**
+ * Wraps a collection so that its calls of `method`, from the `fromCall`-th on, wait until `resume()`, as if the
+ * writer stalled there (a pause, a slow store); `stalled` resolves when the first call waits.
+ */
+function stalling<T extends Doc>(inner: Collection<T>, method: keyof Collection<T>, fromCall = 1) {
+  let calls = 0;
+  let resume!: () => void;
+  const resumed = new Promise<void>((resolve) => {
+    resume = resolve;
+  });
+  let reached!: () => void;
+  const stalled = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  const collection = new Proxy(inner, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (prop !== method || typeof value !== 'function')
+        return typeof value === 'function' ? value.bind(target) : value;
+      return async (...args: unknown[]) => {
+        if (++calls >= fromCall) {
+          reached();
+          await resumed;
+        }
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { collection, stalled, resume };
+}
+
 describe('UsageWriter: exactly-once counting on a store without transactions', () => {
   let store: Store;
   let c: QuotaCollections;
@@ -309,5 +340,127 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
       await onDisk.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('leaves a batch taken over to the recovery holding it, whose counter updates may come after its first writer finished', async () => {
+    // w1 stalls after its counters, before its tombstone, past its lease.
+    const slowTombstone = stalling(c.finishedBatches, 'insertOne');
+    const w1 = writerWith({ ...c, finishedBatches: slowTombstone.collection });
+    const first = w1.apply([event()]);
+    await slowTombstone.stalled;
+    lease.advance(LEASE_MS + 1);
+    // w2 takes the batch over and stalls before its own counter updates (they find w1's markers, if still there).
+    const slowCounters = stalling(c.counters, 'updateOne');
+    const w2 = writerWith({ ...c, counters: slowCounters.collection }, 'w2');
+    const recovered = w2.recover();
+    await slowCounters.stalled;
+    slowTombstone.resume();
+    await first;
+    // w1 goes on counting; more than the markers' grace later, its updates would take the batch's markers along.
+    lease.advance(5_000);
+    await w1.apply([event()]);
+    slowCounters.resume();
+    expect(await recovered).toBe(1);
+    expect(await orgMonth()).toMatchObject({ requests: 2 });
+    expect(await userMinute()).toMatchObject({ requests: 2 });
+    expect(await c.batches.count({})).toBe(0);
+    expect(await c.finishedBatches.count({})).toBe(2);
+  });
+
+  it('drops its own markers at once when a recovery that saw the batch stuck has not taken it yet', async () => {
+    const slowDelete = stalling(c.batches, 'deleteOne');
+    const w1 = writerWith({ ...c, batches: slowDelete.collection });
+    const first = w1.apply([event()]);
+    await slowDelete.stalled; // counters and tombstone written, the batch not yet deleted, its lease runs out
+    lease.advance(LEASE_MS + 1);
+    const slowTakeover = stalling(c.batches, 'findOneAndUpdate');
+    const recovered = writerWith({ ...c, batches: slowTakeover.collection }, 'w2').recover();
+    await slowTakeover.stalled; // w2 found it stuck
+    slowDelete.resume();
+    await first;
+    await w1.apply([event()]); // takes the first batch's markers along
+    expect(Object.keys((await orgMonth())?.applied ?? {})).toHaveLength(1);
+    slowTakeover.resume();
+    expect(await recovered).toBe(0); // gone: nothing left to apply again
+    expect(await orgMonth()).toMatchObject({ requests: 2 });
+  });
+
+  it('keeps the grace when a recovery took the batch just before its writer deleted it', async () => {
+    const slowDelete = stalling(c.batches, 'deleteOne');
+    const w1 = writerWith({ ...c, batches: slowDelete.collection });
+    const first = w1.apply([event()]);
+    await slowDelete.stalled;
+    lease.advance(LEASE_MS + 1);
+    const w2 = writerWith(c, 'w2');
+    expect(await w2.recover()).toBe(1); // its updates land on w1's markers, it finishes the batch
+    slowDelete.resume();
+    await first;
+    const recovered = Object.keys((await orgMonth())?.applied ?? {});
+    await w1.apply([event()]);
+    await w2.apply([event()]);
+    expect(Object.keys((await orgMonth())?.applied ?? {})).toContain(recovered[0]);
+    lease.advance(5_000);
+    await w2.apply([event()]);
+    expect(Object.keys((await orgMonth())?.applied ?? {})).not.toContain(recovered[0]);
+    expect(await orgMonth()).toMatchObject({ requests: 4 });
+  });
+
+  it('re-applies nothing after a crash between deleting a batch and the next update of its counters', async () => {
+    const e = event();
+    const stopped = stalling(c.counters, 'updateOne', 5); // the second batch's counter updates never come
+    const w1 = writerWith({ ...c, counters: stopped.collection });
+    await w1.apply([e]);
+    void w1.apply([event()]);
+    await stopped.stalled; // the process dies here: the first batch's markers stay on its counters
+    lease.advance(LEASE_MS + 1);
+    const w2 = writerWith(c, 'w2');
+    expect(await w2.recover()).toBe(1); // the second batch, journaled as applying
+    expect((await w2.apply([e])).get(e.id)).toBe('duplicate');
+    expect(await w2.recover()).toBe(0);
+    expect(await orgMonth()).toMatchObject({ requests: 2 });
+  });
+
+  it('reads claims and tombstones written before decision 0124 as before', async () => {
+    const legacyClaim = (e: CountableEvent, batch: string) =>
+      c.ledger.insertOne({
+        _id: e.id,
+        batch,
+        orgSlug: e.orgSlug,
+        userId: e.userId,
+        apiKeyId: e.apiKeyId,
+        model: e.model,
+        provider: e.provider,
+        occurredAt: e.occurredAt,
+        countedAt: e.countedAt,
+        receivedAt: e.receivedAt,
+        prompt_tokens: e.prompt_tokens,
+        completion_tokens: e.completion_tokens,
+        total_tokens: e.total_tokens,
+        cost_micros: e.cost_micros,
+      } as never);
+    const counted = event();
+    const finished = '18f3c2a1b00-5b0c8f0e-2f7d-4c55-9d5e-0a3c1f2b7e11';
+    await c.finishedBatches.insertOne({
+      _id: finished,
+      countedAt: NOW,
+      events: 1,
+      latestOccurredAt: counted.occurredAt,
+    });
+    await legacyClaim(counted, finished);
+    expect((await writerWith(c).apply([counted])).get(counted.id)).toBe('duplicate');
+    const undone = event();
+    await c.batches.insertOne({
+      _id: 'undone',
+      state: 'aborted',
+      owner: 'w0',
+      leaseUntil: 0,
+      countedAt: NOW,
+      events: 1,
+      increments: [],
+    });
+    await legacyClaim(undone, 'undone');
+    expect((await writerWith(c).apply([undone])).get(undone.id)).toBe('counted');
+    expect((await writerWith(c, 'w2').apply([undone])).get(undone.id)).toBe('duplicate');
+    expect(await orgMonth()).toMatchObject({ requests: 1 });
   });
 });

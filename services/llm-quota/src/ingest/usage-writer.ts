@@ -49,7 +49,8 @@ const MARKER_GRACE_MS = 5_000;
  *    set in the same atomic update: applying a batch twice (a retry, a crash, another instance
  *    recovering it) changes nothing the second time.
  * 5. A tombstone records the batch as done (what later duplicates are checked against), the open
- *    batch is deleted, and the markers are removed later, with other updates of the same counters.
+ *    batch is deleted by the writer holding it (a writer that lost it to a recovery leaves it to the
+ *    recovery), and the markers are removed later, with other updates of the same counters.
  *    A batch its own writer finished before anyone took it over was applied by no one else: no other
  *    write of it can arrive, so its markers go with the very next update (a counter updated by every
  *    batch carries one or two markers, not one per batch of the last seconds).
@@ -251,18 +252,19 @@ export class UsageWriter {
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err; // finished by a recovery at the same time
     }
-    // Deleted with the owner and lease it was made with, the batch was never taken over (a takeover sets both):
-    // no other writer ever applied it, so no write of it can arrive later and its markers may go at once.
-    const untouched =
-      ownBatch &&
-      (await this.c.batches.deleteOne({
-        _id: batch._id,
-        state: 'applying',
-        owner: this.instanceId,
-        leaseUntil: batch.leaseUntil,
-      })) === 1;
-    if (!untouched && (await this.c.batches.deleteOne({ _id: batch._id, state: 'applying' })) === 0) return;
-    const marker: FinishedMarker = { finishedAt: this.now(), takenOver: !untouched };
+    // Only the writer holding the batch deletes it (the owner and lease it holds in the filter; a takeover sets
+    // both). A writer that lost it leaves it to the one that took it over, whose counter updates may still be to
+    // come: deleted here, the batch's markers would go a few seconds later and those updates count it again.
+    // Deleted by the writer that made it, the batch was never taken over: no other writer ever applied it, so no
+    // write of it can arrive later and its markers may go at once.
+    const deleted = await this.c.batches.deleteOne({
+      _id: batch._id,
+      state: 'applying',
+      owner: this.instanceId,
+      leaseUntil: batch.leaseUntil,
+    });
+    if (deleted === 0) return;
+    const marker: FinishedMarker = { finishedAt: this.now(), takenOver: !ownBatch };
     for (const inc of batch.increments) {
       let markers = this.staleMarkers.get(inc.counterId);
       if (!markers) {
