@@ -20,7 +20,7 @@ import { SessionJwtVerifier } from './auth/session-jwt';
 import { SigningKeys } from './auth/signing-keys';
 import type { EdgeConfig } from './config';
 import { createEdgeHandler } from './http/edge-handler';
-import { createEdgeMetrics } from './http/edge-metrics';
+import { createEdgeMetrics, observeEdgeListenAnswers } from './http/edge-metrics';
 import { createSecurityHeaders } from './http/security-headers';
 import { createUndiciProxy } from './http/undici-proxy';
 import { createRateLimits } from './limits/rate-limits';
@@ -177,6 +177,7 @@ export async function buildEdgeService(
     uploadLimitBytes: config.UPLOAD_BODY_LIMIT_BYTES,
     accessLogSampleRate: config.ACCESS_LOG_SAMPLE_RATE,
   });
+  observeEdgeListenAnswers(handler, metrics, log);
 
   const unsubscribes: Array<() => void> = [];
   let timer: NodeJS.Timeout | undefined;

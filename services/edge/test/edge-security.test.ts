@@ -365,6 +365,50 @@ describe('the edge against a black-box attacker', () => {
       expect(JSON.stringify(lines)).not.toContain('0123456789abcdef');
     });
   });
+
+  describe('what the server answers before the edge handler runs (kernel listen)', () => {
+    /** the edge's count of the 400s its server wrote itself */
+    const refusedCount = async () => {
+      const metrics = await request(edge.adminUrl, '/metrics');
+      const count = /http_requests_total\{method="GET",route="listen:refused",status="400"[^}]*\} (\d+)/.exec(
+        metrics.text,
+      );
+      return Number(count?.[1] ?? 0);
+    };
+
+    it('refuses a request with two Host headers 400, so that no proxy in front can route it by the other', async () => {
+      const before = services.legacy.received.length;
+      const answer = await rawRequest(
+        edge.port,
+        'GET /legacy/v2/bots HTTP/1.1\r\nHost: legacy.example.test\r\nHost: api.example.test\r\nConnection: close\r\n\r\n',
+      );
+      expect(answer.status).toBe(400);
+      expect(answer.raw).toContain('"error":"BadRequest"');
+      expect(answer.raw).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
+      expect(services.legacy.received.length).toBe(before);
+    });
+
+    it('counts and logs those answers as its own refusals are (route listen:refused), at info', async () => {
+      const before = await refusedCount();
+      lines.length = 0;
+      for (let i = 0; i < 3; i++)
+        await rawRequest(edge.port, `GET /legacy/v2/bots HTTP/1.1\r\nX-Request-Id: no-host-${i}\r\n\r\n`);
+      expect(await refusedCount()).toBe(before + 3);
+      await waitFor(() => lines.filter((l) => l.msg === 'request').length >= 3);
+      expect(lines.filter((l) => l.msg === 'request')).toEqual(
+        [0, 1, 2].map((i) =>
+          expect.objectContaining({
+            level: 30,
+            requestId: `no-host-${i}`,
+            method: 'GET',
+            path: '/legacy/v2/bots',
+            route: 'listen:refused',
+            status: 400,
+          }),
+        ),
+      );
+    });
+  });
 });
 
 describeWithNats('the edge without NATS', () => {

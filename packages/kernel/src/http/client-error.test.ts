@@ -1,6 +1,8 @@
+import type { RequestListener } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { listen, type RunningServer } from '../lifecycle';
+import { type ListenAnswer, observeListenAnswers } from './metrics';
 
 /** Everything a raw connection receives until the server closes it. */
 function exchange(port: number, send: (socket: Socket, received: () => string) => void): Promise<string> {
@@ -79,9 +81,62 @@ describe("a request Node cannot read (kernel listen's clientError)", () => {
     const text = await exchange(running.port, (socket) => socket.write('GET / HTTP/1.1\r\n\r\n'));
     const [answer] = answersIn(text);
     expect(answer.status).toBe(400);
-    expect(JSON.parse(answer.body)).toMatchObject({ status: 400, error: 'BadRequest' });
+    expect(JSON.parse(answer.body)).toMatchObject({
+      status: 400,
+      error: 'BadRequest',
+      code: 'HEADER_POLICY_VIOLATION',
+    });
     expect(answer.head).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
     expect(answer.head).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
+  it('refuses a request with more than one Host header 400 in the envelope (RFC 9112 3.2), before the handler', async () => {
+    for (const head of [
+      'GET / HTTP/1.1\r\nHost: legacy.example.test\r\nHost: api.example.test',
+      'GET / HTTP/1.1\r\nHost: x\r\nAccept: */*\r\nhost: x',
+      'GET / HTTP/1.0\r\nHOST: x\r\nHost: y',
+    ]) {
+      const text = await exchange(running.port, (socket) =>
+        socket.write(`${head}\r\nConnection: close\r\n\r\n`),
+      );
+      const answers = answersIn(text);
+      expect(answers.map((a) => a.status)).toEqual([400]);
+      expect(JSON.parse(answers[0].body)).toMatchObject({
+        status: 400,
+        error: 'BadRequest',
+        code: 'HEADER_POLICY_VIOLATION',
+      });
+      expect(answers[0].head).toMatch(/\r\nconnection: close\r\n/i);
+    }
+  });
+
+  it('serves no request pipelined behind one it refused: the connection closes, the request never ran', async () => {
+    const ran: string[] = [];
+    const counting = await listen(
+      (req, res) => {
+        ran.push(`${req.method} ${req.url}`);
+        res.end('ok');
+      },
+      0,
+      '127.0.0.1',
+    );
+    try {
+      const text = await exchange(counting.port, (socket) =>
+        socket.write(
+          'GET /first HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n' +
+            'POST /second HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n',
+        ),
+      );
+      expect(answersIn(text).map((a) => a.status)).toEqual([400]);
+      // a request pipelined on a later connection is served as usual
+      const later = await exchange(counting.port, (socket) =>
+        socket.write('GET /third HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'),
+      );
+      expect(answersIn(later).map((a) => a.status)).toEqual([200]);
+      expect(ran).toEqual(['GET /third']);
+    } finally {
+      await counting.close(100);
+    }
   });
 
   it('answers CONNECT 405 in the envelope (Node would reset the connection), with its request id', async () => {
@@ -141,5 +196,40 @@ describe("a request Node cannot read (kernel listen's clientError)", () => {
     );
     const [answer] = answersIn(text);
     expect(answer).toMatchObject({ status: 200, body: 'ok' });
+  });
+});
+
+describe('the answers `listen` writes itself', () => {
+  it('are told to what its handler noted, with their method, target, status and request id', async () => {
+    const seen: ListenAnswer[] = [];
+    const handler: RequestListener = (_req, res) => res.end('ok');
+    observeListenAnswers(handler, (answer) => seen.push(answer));
+    const running = await listen(handler, 0, '127.0.0.1', { headersTimeoutMs: 300 });
+    try {
+      // a connection that sends nothing is closed with a 408, but made no request
+      expect(await exchange(running.port, () => undefined)).toMatch(/^HTTP\/1\.1 408 /);
+      for (const head of [
+        'GET /no-host HTTP/1.1\r\nX-Request-Id: no-host',
+        'POST /two-hosts HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close',
+        'GET / HTTP/1.1\r\nBad Header: x',
+        'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443',
+        // the handler's own answer is the handler's to count
+        'GET /served HTTP/1.1\r\nHost: a\r\nConnection: close',
+      ])
+        await exchange(running.port, (socket) => socket.write(`${head}\r\n\r\n`));
+    } finally {
+      await running.close(100);
+    }
+    expect(seen.map(({ method, url, status }) => ({ method, url, status }))).toEqual([
+      { method: 'GET', url: '/no-host', status: 400 },
+      { method: 'POST', url: '/two-hosts', status: 400 },
+      { method: undefined, url: undefined, status: 400 },
+      { method: 'CONNECT', url: 'example.com:443', status: 405 },
+    ]);
+    expect(seen[0].requestId).toBe('no-host');
+    for (const answer of seen) {
+      expect(answer.requestId).toMatch(/\S/);
+      expect(answer.seconds).toBeGreaterThanOrEqual(0);
+    }
   });
 });

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { AppError, HeaderFieldsTooLarge, InvalidInput, PayloadTooLarge, RequestTimeout } from '../errors';
 import { envelopeOf } from './envelope';
 import { sendJson } from './error-middleware';
+import type { ObserveListenAnswer } from './metrics';
 import { resolveRequestId } from './request-id';
 
 /** Node's name for what it could not read (its HTTP parser's code, or its own) */
@@ -21,6 +22,8 @@ function failureOf(code: string | undefined): AppError {
       });
   }
 }
+
+const secondsSince = (start: number) => (performance.now() - start) / 1e3;
 
 /**
  * The security headers on every answer of the edge, whatever its configuration (HSTS depends on it, so the edge adds
@@ -62,12 +65,17 @@ type ServerSocket = Duplex & {
  * Node now times that request from its own start, and the connection is left to it (or, an upgrade request, to the
  * server's 'upgrade' listener).
  */
-export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+export function answerClientError(
+  err: Error & { code?: string },
+  socket: Duplex,
+  observe?: ObserveListenAnswer,
+): void {
+  const start = performance.now();
   const { parser, bytesRead } = socket as ServerSocket;
   const waited =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && bytesRead === 0 ? parser?.duration?.() : undefined;
   if (waited === undefined) {
-    answer(err, socket);
+    answer(err, socket, start, observe);
     return;
   }
   setImmediate(() => {
@@ -75,19 +83,31 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     // closed meanwhile, or handed to an 'upgrade' listener (which freed its parser): not the server's to answer
     if (socket.destroyed || !current) return;
     // a request that began since restarted the parser's clock (and one already read whole stopped it, at 0)
-    if ((current.duration?.() ?? waited) >= waited) answer(err, socket);
+    if ((current.duration?.() ?? waited) >= waited) answer(err, socket, start, observe);
   });
 }
 
-function answer(err: Error & { code?: string }, socket: Duplex): void {
-  const inProgress = (socket as ServerSocket)._httpMessage;
-  if (socket.writable && !inProgress?.headersSent)
-    writeAnswer(socket, failureOf(err.code), resolveRequestId(undefined));
+function answer(
+  err: Error & { code?: string },
+  socket: Duplex,
+  start: number,
+  observe: ObserveListenAnswer | undefined,
+): void {
+  const { _httpMessage: inProgress, bytesRead } = socket as ServerSocket;
+  if (socket.writable && !inProgress?.headersSent) {
+    const requestId = resolveRequestId(undefined);
+    const status = writeAnswer(socket, failureOf(err.code), requestId);
+    // a connection that sent nothing (opened ahead of need, never used) made no request to count
+    if (bytesRead) observe?.({ status, requestId, seconds: secondsSince(start) });
+  }
   socket.destroy(err);
 }
 
-/** `error` in the envelope, written straight to the connection (there is no response object); the caller closes it */
-function writeAnswer(socket: Duplex, error: AppError, requestId: string): void {
+/**
+ * `error` in the envelope, written straight to the connection (there is no response object); the caller closes it.
+ * Returns the status written.
+ */
+function writeAnswer(socket: Duplex, error: AppError, requestId: string): number {
   const envelope = envelopeOf(error, requestId);
   const body = JSON.stringify(envelope);
   socket.write(
@@ -98,6 +118,7 @@ function writeAnswer(socket: Duplex, error: AppError, requestId: string): void {
       FIXED_HEADERS +
       `x-request-id: ${requestId}\r\n\r\n${body}`,
   );
+  return envelope.status;
 }
 
 /**
@@ -107,7 +128,8 @@ function writeAnswer(socket: Duplex, error: AppError, requestId: string): void {
  * writes their answers to the socket, one after the other, and the 405 written at once came before them (the client
  * read it as the first one's answer, and lost theirs).
  */
-export function refuseConnect(req: IncomingMessage, socket: Duplex): void {
+export function refuseConnect(req: IncomingMessage, socket: Duplex, observe?: ObserveListenAnswer): void {
+  const start = performance.now();
   const error = new AppError(
     'method_not_allowed',
     'MethodNotAllowed',
@@ -126,7 +148,10 @@ export function refuseConnect(req: IncomingMessage, socket: Duplex): void {
     if (inProgress && !inProgress.writableFinished)
       return void inProgress.once('finish', () => setImmediate(refuse));
     socket.off('drain', drained);
-    if (socket.writable) writeAnswer(socket, error, requestId);
+    if (socket.writable) {
+      const status = writeAnswer(socket, error, requestId);
+      observe?.({ method: req.method, url: req.url, status, requestId, seconds: secondsSince(start) });
+    }
     // once the answer is out: the client may hold its end open, waiting for a tunnel
     socket.end(() => socket.destroy());
   };
@@ -134,14 +159,27 @@ export function refuseConnect(req: IncomingMessage, socket: Duplex): void {
 }
 
 /**
- * A request `listen` refuses before its handler runs (an HTTP/1.1 request without Host, RFC 9112 3.2), answered as
+ * A request `listen` refuses before its handler runs (without Host or with several, RFC 9112 3.2), answered as
  * the unreadable ones are: in the envelope, with the fixed security headers and a request id, the connection closed.
  */
-export function refuseRequest(req: IncomingMessage, res: ServerResponse, error: AppError): void {
+export function refuseRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  error: AppError,
+  observe?: ObserveListenAnswer,
+): void {
+  const start = performance.now();
   const requestId = resolveRequestId(req.headers['x-request-id']);
   const envelope = envelopeOf(error, requestId);
   for (const [name, value] of FIXED_SECURITY_HEADERS) res.setHeader(name, value);
   res.setHeader('x-request-id', requestId);
   res.setHeader('connection', 'close');
   sendJson(res, envelope.status, envelope);
+  observe?.({
+    method: req.method,
+    url: req.url,
+    status: envelope.status,
+    requestId,
+    seconds: secondsSince(start),
+  });
 }

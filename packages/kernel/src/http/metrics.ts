@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type CounterSeries, counterFamily, type HistogramSeries, histogramFamily } from './plain-metrics';
@@ -9,6 +9,8 @@ export interface HttpMetrics {
   middleware: RequestHandler;
   /** counts one request answered outside express (a lean route), labelled with its route */
   track(req: IncomingMessage, res: ServerResponse, route: string): void;
+  /** counts one answer already written (one `listen` wrote itself) */
+  observe: ObserveRequest;
 }
 
 /** The route template, never the raw path, so label cardinality stays bounded. */
@@ -77,5 +79,36 @@ export function createHttpMetrics(service: string, withDefaults = true): HttpMet
     const start = performance.now();
     res.once('finish', () => observe(req.method, route, res.statusCode, (performance.now() - start) / 1e3));
   };
-  return { registry, middleware, track };
+  return { registry, middleware, track, observe };
 }
+
+/**
+ * An answer `listen` wrote itself, before its handler or instead of it: a request refused (400 without Host or with
+ * several, 405 CONNECT) or one Node could not read (400, 408, 413, 431), whose method and target are then unknown.
+ */
+export interface ListenAnswer {
+  method?: string;
+  /** the request target as sent */
+  url?: string;
+  status: number;
+  requestId: string;
+  /** from the moment the server had the request (or its failure) to the answer written */
+  seconds: number;
+}
+
+/** Counts (and may log) an answer `listen` wrote itself, as the handler counts its own. */
+export type ObserveListenAnswer = (answer: ListenAnswer) => void;
+
+/** The route label of the answers `listen` writes itself (`http_requests_total{route}`). */
+export const LISTEN_ROUTE = 'listen:refused';
+
+const observersOf = new WeakMap<RequestListener, ObserveListenAnswer>();
+
+/** Notes how `listener` counts the answers its server writes itself (read by `listen`, as its server messages are). */
+export function observeListenAnswers(listener: RequestListener, observe: ObserveListenAnswer): void {
+  observersOf.set(listener, observe);
+}
+
+/** How `listener` counts the answers its server writes itself, if it does. */
+export const listenAnswersObserverOf = (listener: RequestListener): ObserveListenAnswer | undefined =>
+  observersOf.get(listener);

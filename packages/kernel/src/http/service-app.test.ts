@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import type { ErrorRequestHandler } from 'express';
 import request from 'supertest';
@@ -64,6 +64,24 @@ describe('the common service app', () => {
     await request(app).post('/echo').send({ name: 'a' }).expect(200);
     const metrics = await request(app.admin).get('/metrics').expect(200);
     expect(metrics.text).toMatch(/http_requests_total\{[^}]*route="\/echo",status="200"[^}]*\} 1/);
+  });
+
+  it('counts in /metrics the answers `listen` writes itself, before the app (route listen:refused)', async () => {
+    const server = await listen(app.listener, 0, '127.0.0.1');
+    try {
+      for (const hosts of ['', 'Host: a\r\nHost: b\r\n']) {
+        const socket = connect(server.port, '127.0.0.1');
+        socket.write(`GET /things/1 HTTP/1.1\r\n${hosts}Connection: close\r\n\r\n`);
+        socket.resume();
+        await once(socket, 'close');
+      }
+    } finally {
+      await server.close(100);
+    }
+    const metrics = await request(app.admin).get('/metrics').expect(200);
+    expect(metrics.text).toMatch(
+      /http_requests_total\{method="GET",route="listen:refused",status="400"[^}]*\} 2/,
+    );
   });
 
   it('answers no-store by default: API answers are never cached unless a route says so', async () => {

@@ -8,7 +8,13 @@ import { errorMiddleware, notFoundHandler } from './error-middleware';
 import { compileTrustProxy } from './forwarding';
 import { markSuspectJson, refuseSuspectJson } from './json-body-guards';
 import { expressLeanHandler, type LeanRoute, leanListener } from './lean-routes';
-import { createHttpMetrics, type HttpMetrics } from './metrics';
+import {
+  createHttpMetrics,
+  type HttpMetrics,
+  LISTEN_ROUTE,
+  type ListenAnswer,
+  observeListenAnswers,
+} from './metrics';
 import { requestId } from './request-id';
 import { expressMessages, withServerMessages } from './server-messages';
 
@@ -105,6 +111,11 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   const messages = expressMessages(app);
   withServerMessages(app, messages);
   withServerMessages(app.listener, messages);
+  // and counts the answers it writes itself (no Host or several, CONNECT, what Node cannot read) as the app's own
+  const countListenAnswer = ({ method, status, seconds }: ListenAnswer) =>
+    metrics.observe(method, LISTEN_ROUTE, status, seconds);
+  observeListenAnswers(app, countListenAnswer);
+  observeListenAnswers(app.listener, countListenAnswer);
   return app;
 }
 

@@ -1,5 +1,14 @@
-import { type ObserveRequest, requestMetrics, scrapedGauge } from '@platform/kernel';
+import type { RequestListener } from 'node:http';
+import {
+  LISTEN_ROUTE,
+  type Logger,
+  type ObserveRequest,
+  observeListenAnswers,
+  requestMetrics,
+  scrapedGauge,
+} from '@platform/kernel';
 import { Counter, collectDefaultMetrics, Registry } from 'prom-client';
+import { loggedPath } from './request-target';
 
 export interface EdgeMetrics {
   registry: Registry;
@@ -40,4 +49,24 @@ export function createEdgeMetrics(gauges: {
     gauges.principalCacheEntries,
   );
   return { registry, jwksFetchFailures, observe };
+}
+
+/**
+ * The answers the edge's server writes itself, before `handler` (kernel `listen`: a request without Host or with
+ * several, CONNECT, one Node cannot read), counted and logged as the handler's own refusals are, by route
+ * `listen:refused`.
+ */
+export function observeEdgeListenAnswers(
+  handler: RequestListener,
+  metrics: EdgeMetrics,
+  logger: Logger,
+): void {
+  observeListenAnswers(handler, ({ method, url, status, requestId, seconds }) => {
+    metrics.observe(method, LISTEN_ROUTE, status, seconds);
+    const path = url === undefined ? undefined : loggedPath(url);
+    logger.info(
+      { requestId, method, path, route: LISTEN_ROUTE, status, ms: Math.round(seconds * 1000) },
+      'request',
+    );
+  });
 }
