@@ -104,6 +104,9 @@ export async function listen(
   server.on('checkExpectation', served);
   // Longer than common load balancers' idle timeouts, so they close first and never hit a closed socket.
   server.keepAliveTimeout = 65_000;
+  // Every field of a head reaches `served` (its size is bounded by maxHeaderSize): Node's default keeps the first ~1000
+  // and drops the rest unseen, a second Host among them.
+  server.maxHeadersCount = 0;
   // what Node cannot read is answered in the envelope too
   server.on('clientError', (err: Error, socket: Duplex) => answerClientError(err, socket, observe));
   // no server of the platform is a proxy: CONNECT is answered 405, not with a reset connection

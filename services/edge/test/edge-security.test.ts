@@ -388,6 +388,17 @@ describe('the edge against a black-box attacker', () => {
       expect(services.legacy.received.length).toBe(before);
     });
 
+    it('refuses it too when the second Host comes after a thousand other fields', async () => {
+      const before = services.legacy.received.length;
+      const fields = Array.from({ length: 1100 }, (_, i) => `x-${i}: 1\r\n`).join('');
+      const answer = await rawRequest(
+        edge.port,
+        `GET /legacy/v2/bots HTTP/1.1\r\nHost: legacy.example.test\r\n${fields}Host: api.example.test\r\nConnection: close\r\n\r\n`,
+      );
+      expect(answer.status).toBe(400);
+      expect(services.legacy.received.length).toBe(before);
+    });
+
     it('counts and logs those answers as its own refusals are (route listen:refused), at info', async () => {
       const before = await refusedCount();
       lines.length = 0;

@@ -110,6 +110,16 @@ describe("a request Node cannot read (kernel listen's clientError)", () => {
     }
   });
 
+  it('sees a second Host behind a thousand other fields (Node keeps only the first ~1000 unless told otherwise)', async () => {
+    const fields = Array.from({ length: 1100 }, (_, i) => `x-${i}: 1\r\n`).join('');
+    const text = await exchange(running.port, (socket) =>
+      socket.write(`GET / HTTP/1.1\r\nHost: a\r\n${fields}Host: b\r\nConnection: close\r\n\r\n`),
+    );
+    const answers = answersIn(text);
+    expect(answers.map((a) => a.status)).toEqual([400]);
+    expect(JSON.parse(answers[0].body)).toMatchObject({ code: 'HEADER_POLICY_VIOLATION' });
+  });
+
   it('serves no request pipelined behind one it refused: the connection closes, the request never ran', async () => {
     const ran: string[] = [];
     const counting = await listen(
