@@ -14,15 +14,25 @@ const jsonText = <S extends z.ZodType>(schema: S) =>
     })
     .pipe(schema);
 
+/** a host name (letters, digits, `-`, `_`, dots) or a bracketed IPv6 address: what a request's Host names, port aside */
+const HOST_NAME = /^(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*|\[[0-9a-f:.]+\])$/;
+
+/**
+ * Host names as requests name them, in any case and with or without DNS's final dot; one with a port, a scheme, a path
+ * or a space would never match a request (the port is not part of the name matched), so it is refused at start.
+ */
 const hostList = z
   .string()
   .default('')
   .transform((v) =>
     v
       .split(',')
-      .map((h) => h.trim().toLowerCase())
+      .map((h) => h.trim().toLowerCase().replace(/\.$/, ''))
       .filter(Boolean),
-  );
+  )
+  .refine((hosts) => hosts.every((h) => HOST_NAME.test(h)), {
+    message: 'must be host names without port, scheme or path (e.g. llm.example.com), comma-separated',
+  });
 
 const pathPrefix = (fallback: string) =>
   z
