@@ -194,6 +194,58 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     expect((await run('org', 'default', 'cli-gov', 'images', 'x')).code).toBe(2);
   });
 
+  it('providers add reads the key from --api-key-file (kept out of ps and the shell history), never showing it', async () => {
+    const keyed = await startProviderSimulator({ port: 0, apiKey: 'sk-from-file' });
+    try {
+      const file = path.join(dir.dir, 'provider-key');
+      writeFileSync(file, 'sk-from-file\n');
+      const add = (...more: string[]) =>
+        run('providers', 'add', 'filed', '--type', 'openai', '--base-url', keyed.openaiBaseUrl, ...more);
+      const added = await add('--api-key-file', file);
+      expect(added).toMatchObject({ code: 0, outcome: { result: 'created', data: { has_api_key: true } } });
+      expect(JSON.stringify(added)).not.toContain('sk-from-file');
+      const model = await gateway('POST', '/v1/models', {
+        model_id: 'cli/filed',
+        type: 'completion',
+        provider_config: { provider: 'filed', model: 'gpt-filed' },
+      });
+      expect(model.status).toBe(201);
+      expect((await run('org', 'create', 'cli-llm-org')).code).toBe(0);
+      // the simulator refuses any other key: the file's newline is not part of it
+      expect(await run('providers', 'test', 'filed', '--org', 'cli-llm-org')).toMatchObject({
+        code: 0,
+        outcome: { result: 'passed', data: [{ model: 'cli/filed', ok: true }] },
+      });
+      expect(await add('--api-key', 'sk-other', '--api-key-file', file)).toMatchObject({
+        code: 2,
+        err: expect.stringMatching(/^Give --api-key or --api-key-file, not both/),
+      });
+      const missing = path.join(dir.dir, 'no-such-key');
+      expect(await add('--api-key-file', missing)).toMatchObject({
+        code: 1,
+        err: expect.stringMatching(new RegExp(`^Cannot read --api-key-file ${missing}: ENOENT`)),
+      });
+      await gateway('DELETE', '/v1/models/cli/filed');
+      expect((await run('providers', 'remove', 'filed')).outcome.result).toBe('deleted');
+    } finally {
+      await keyed.close();
+    }
+  });
+
+  it('providers remove through a URL that is not the gateway root is a failure, not reported absent', async () => {
+    const astray = await runCliJson(
+      { ...env, PLATFORM_GATEWAY_URL: platform.baseUrl },
+      'providers',
+      'remove',
+      'mock',
+    );
+    expect(astray).toMatchObject({ code: 1, outcome: { result: 'failed', exitCode: 1 } });
+    expect(astray.err).toMatch(/^Removing the provider failed \(404\)/);
+    expect((await run('providers', 'list')).outcome.data.map((p: { name: string }) => p.name)).toContain(
+      'mock',
+    );
+  });
+
   it('models disable with an id no model has (one holding ? or #) is refused, not applied to the model it begins with', async () => {
     for (const typo of ['mock/chat?beta', 'mock/chat#beta']) {
       const refused = await run('models', 'disable', typo);

@@ -26,7 +26,7 @@ describe('operator CLI: plan assign', () => {
 
   it('refuses an organization that does not exist (exit 1, naming it), and llm-quota stores nothing for it', async () => {
     const ghost = await run('plan', 'assign', 'ghost-org', 'free');
-    expect(ghost).toMatchObject({ code: 1, outcome: null });
+    expect(ghost).toMatchObject({ code: 1, outcome: { result: 'failed', exitCode: 1 } });
     expect(ghost.err).toMatch(/ghost-org/);
     expect(ghost.err).toMatch(/no organization/i);
     expect((await quotaSettings('ghost-org')).status).toBe(404);

@@ -44,6 +44,24 @@ describe('operator CLI (pnpm platform)', () => {
     expect(JSON.stringify(await members.json())).toContain(someone.userId);
   });
 
+  it('member add run again without --role keeps the role (an owner is not reset to member); another --role is updated', async () => {
+    const someone = await login();
+    const member = (...more: string[]) => run('member', 'add', 'cli-org', someone.userId, ...more);
+    expect((await member('--role', 'owner')).outcome).toMatchObject({
+      result: 'created',
+      data: { role: 'owner' },
+    });
+    expect(await member()).toMatchObject({ code: 0, outcome: { result: 'exists', data: { role: 'owner' } } });
+    expect(await member('--role', 'member')).toMatchObject({
+      code: 0,
+      outcome: { result: 'updated', data: { role: 'member' } },
+    });
+    expect((await member('--role', 'member')).outcome).toMatchObject({
+      result: 'exists',
+      data: { role: 'member' },
+    });
+  });
+
   it('assigns a plan, and refuses an unknown one', async () => {
     const plans = (await (
       await fetch(`${platform.upstreams.llmQuota}/internal/plans`, {
@@ -103,6 +121,51 @@ describe('operator CLI (pnpm platform)', () => {
     );
     expect(code).toBe(2);
     expect(lines.join('\n')).toMatch(/PLATFORM_TOKEN/);
+  });
+
+  it("shows a refusal with the platform's message and its request id (what the logs are searched by)", async () => {
+    const refused = await run('member', 'add', 'no-such-org', 'someone');
+    expect(refused.code).toBe(1);
+    const requestId = /\(request id ([\w.:-]+)\)$/.exec(refused.err)?.[1];
+    expect(refused.err).toMatch(
+      /^Listing the members failed \(404\): Organization no-such-org does not exist \(request id /,
+    );
+    expect(requestId).toEqual(expect.any(String));
+    const internalRefusal = await runCliJson({ ...env, PLATFORM_INTERNAL_SECRET: 'wrong' }, 'keys', 'list');
+    expect(internalRefusal.err).toMatch(
+      /^Listing the signing keys failed \(401\): .+ \(request id [\w.:-]+\)$/,
+    );
+  });
+
+  it('names the fix when the platform refuses the token (a session ended or revoked), whichever command met it', async () => {
+    for (const argv of [
+      ['org', 'create', 'cli-org'],
+      ['providers', 'list'],
+    ]) {
+      const refused = await runCliJson({ ...env, PLATFORM_TOKEN: 'ended-session' }, ...argv);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toMatch(
+        /^Authenticating with the operator credential failed \(401\): .+ \(request id [\w.:-]+\) \(sign in again, and give the new token in --token or PLATFORM_TOKEN\)$/,
+      );
+    }
+  });
+
+  it('with --json, prints a failure as JSON on stdout too (a refusal, a usage error, a wrong flag)', async () => {
+    const refused = await run('member', 'add', 'no-such-org', 'someone');
+    expect(refused).toMatchObject({ code: 1, outcome: { result: 'failed', exitCode: 1 } });
+    expect(refused.outcome.error).toBe(refused.err);
+    expect(await run('org', 'create')).toMatchObject({
+      code: 2,
+      outcome: {
+        result: 'failed',
+        exitCode: 2,
+        error: 'Usage: pnpm platform org create <slug> [--name NAME]',
+      },
+    });
+    expect(await run('org', 'create', 'x1', '--bogus')).toMatchObject({
+      code: 2,
+      outcome: { result: 'failed', exitCode: 2, error: expect.stringMatching(/^Unknown option '--bogus'/) },
+    });
   });
 
   it('names a malformed URL as a usage error (exit 2, no stack trace), whichever flag or variable gave it', async () => {
@@ -225,6 +288,44 @@ describe('operator CLI (pnpm platform)', () => {
     expect(lines.join('\n')).toBe(
       `Cannot reach http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`,
     );
+  });
+
+  it('refuses a web page answering 200 (another server on that URL): exit 1 naming it, never done, never a stack trace', async () => {
+    const page = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<html>another app</html>');
+    }).listen(0, '127.0.0.1');
+    await once(page, 'listening');
+    const url = `http://127.0.0.1:${(page.address() as AddressInfo).port}`;
+    try {
+      const elsewhere = {
+        ...env,
+        PLATFORM_URL: url,
+        PLATFORM_GATEWAY_URL: url,
+        AUTH_URL: url,
+        LLM_QUOTA_URL: url,
+      };
+      for (const argv of [
+        ['keys', 'revoke', 'some-kid'],
+        ['admin', 'grant', 'someone'],
+        ['apikey', 'issue', 'cli-org', '--name', 'ci'],
+        ['models', 'export'],
+      ]) {
+        const answered = await runCliJson(elsewhere, ...argv);
+        expect({ argv, code: answered.code, result: answered.outcome.result }).toEqual({
+          argv,
+          code: 1,
+          result: 'failed',
+        });
+        expect(answered.err).toMatch(
+          new RegExp(
+            `^${url} is not the platform: it answered (GET|POST|PUT) /\\S+ with 200 text/html, not JSON`,
+          ),
+        );
+      }
+    } finally {
+      page.close();
+    }
   });
 
   it('says when an answer is cut short (the service went away while answering), not a stack trace', async () => {

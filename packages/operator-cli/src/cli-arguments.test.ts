@@ -1,4 +1,10 @@
-import { dispatch, HELP, parse } from './cli';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { dispatch, HELP, parse, runCli } from './cli';
 import { CliError } from './client';
 
 describe('the command line', () => {
@@ -94,5 +100,48 @@ describe('the usage lines', () => {
     expect(usages.size).toBeGreaterThan(0);
     for (const usage of usages)
       expect({ usage, options: optionsOf(usage) }).toEqual({ usage, options: [...read].sort() });
+  });
+});
+
+describe('a secret from a file (--client-secret-file), kept out of ps and the shell history', () => {
+  it('sends the file without its last newline, and never prints it', async () => {
+    const bodies: unknown[] = [];
+    // a stand-in for auth's internal route
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk) => {
+        text += chunk;
+      });
+      req.on('end', () => {
+        bodies.push(JSON.parse(text));
+        res.writeHead(201, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ result: 'created', slug: 'acme' }));
+      });
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const dir = mkdtempSync(path.join(tmpdir(), 'cli-secret-'));
+    try {
+      const file = path.join(dir, 'secret');
+      writeFileSync(file, 'company-secret\n');
+      const env = {
+        AUTH_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        PLATFORM_INTERNAL_SECRET: 'internal',
+        DATA_DIR: dir,
+      };
+      const lines: string[] = [];
+      const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+      const sso = ['sso', 'add', 'acme', '--issuer', 'https://idp.example', '--client-id', 'platform'];
+      expect(await runCli([...sso, '--client-secret-file', file], env, io)).toBe(0);
+      expect(bodies).toEqual([expect.objectContaining({ clientSecret: 'company-secret' })]);
+      expect(lines.join('\n')).not.toContain('company-secret');
+      expect(await runCli([...sso, '--client-secret', 's', '--client-secret-file', file], env, io)).toBe(2);
+      writeFileSync(file, '\n');
+      expect(await runCli([...sso, '--client-secret-file', file], env, io)).toBe(2);
+      expect(lines.join('\n')).toContain(`--client-secret-file ${file} is empty`);
+      expect(bodies).toHaveLength(1);
+    } finally {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

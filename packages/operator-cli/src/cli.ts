@@ -34,7 +34,8 @@ export const HELP = `Usage: pnpm platform <command> [options]
 Operator commands. Each is idempotent: running it again reports what exists instead of failing.
 
   org create <slug> [--name NAME]              create an organization (the operator becomes its owner)
-  member add <org> <userId> [--role ROLE]      add a member (default role: member), or change its role
+  member add <org> <userId> [--role ROLE]      add a member (role: member), or change its role to ROLE; run
+                                               again without --role, it keeps the role the member has
   plan assign <org> <plan>                     assign an LLM plan to an organization
   apikey issue <org> --name NAME [--permission P]... [--scope S]... [--project ID]
                                                issue an organization API key (shown once)
@@ -46,13 +47,13 @@ Operator commands. Each is idempotent: running it again reports what exists inst
                   [--name NAME] [--confidential]
                                                register an OpenID Connect client (public, PKCE, unless
                                                --confidential: then its secret is shown once)
-  sso add <slug> --issuer URL --client-id ID [--client-secret S] [--name NAME] [--org ORG]
+  sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE] [--name NAME] [--org ORG]
                                                name an external OpenID Connect identity provider
                                                (with --org: a company's, whose users join ORG)
   admin grant|revoke <userId>                  make a user a platform administrator (or not)
 
 LLM gateway (a platform administrator's token):
-  providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY]
+  providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY | --api-key-file FILE]
                 [--header NAME=VALUE]... [--azure-api-version V]   add or replace a provider
   providers list                               the providers (keys are never shown)
   providers remove <name>                      remove a provider no model uses
@@ -63,6 +64,9 @@ LLM gateway (a platform administrator's token):
   org allow <org> <modelId>... | --all         the models an organization may use (--all: every one)
   org default <org> completions|embeddings <modelId|none>
   org downgrade <org> <fromModel> <toModel|none>   soft_downgrade mapping
+
+  A secret (--api-key, --client-secret) given on the command line shows in \`ps\` and the shell's history: its
+  --…-file option reads it from a file instead (its last newline dropped), /dev/stdin from a pipe.
 
 Connection (flags win over the environment):
   --url URL            the edge's base URL           PLATFORM_URL   (default http://localhost:8080)
@@ -79,7 +83,7 @@ Connection (flags win over the environment):
                        for plan assign, keys, oidc-client add, sso add, admin grant|revoke
   Against a local \`pnpm start\`, all but the token are read from DATA_DIR/standalone.json.
 
-  --json               print the outcome as JSON
+  --json               print the outcome as JSON, a failure too: {"result":"failed","exitCode":N,"error":"..."}
   -h, --help           this text
 `;
 
@@ -172,12 +176,17 @@ export async function runCli(
   env: Record<string, string | undefined>,
   io: Io,
 ): Promise<number> {
+  // with --json, a failure is JSON on stdout too, so that a script reads every outcome the same way
+  const failed = (message: string, exitCode: number) => {
+    if (argv.includes('--json')) io.out(JSON.stringify({ result: 'failed', exitCode, error: message }));
+    return exitCode;
+  };
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
   } catch (err) {
     io.err(`${(err as Error).message}\n\n${HELP}`);
-    return 2;
+    return failed((err as Error).message, 2);
   }
   const { values, positionals } = parsed;
   if (values.help || positionals.length === 0) {
@@ -216,7 +225,7 @@ export async function runCli(
       io.err(err.message);
       if (hints.note) io.err(hints.note);
       if (err.exitCode === 2) io.err(`\n${HELP}`);
-      return err.exitCode;
+      return failed(hints.note ? `${err.message}\n${hints.note}` : err.message, err.exitCode);
     }
     throw err;
   }
@@ -264,11 +273,13 @@ function parseOptions(argv: string[]) {
       issuer: { type: 'string' },
       'client-id': { type: 'string' },
       'client-secret': { type: 'string' },
+      'client-secret-file': { type: 'string' },
       org: { type: 'string' },
       'gateway-url': { type: 'string' },
       type: { type: 'string' },
       'base-url': { type: 'string' },
       'api-key': { type: 'string' },
+      'api-key-file': { type: 'string' },
       header: { type: 'string', multiple: true },
       'azure-api-version': { type: 'string' },
       out: { type: 'string' },
@@ -278,6 +289,25 @@ function parseOptions(argv: string[]) {
 }
 
 type Values = ReturnType<typeof parseOptions>['values'];
+
+/**
+ * A secret from `--NAME`, or from the file `--NAME-file` names (`/dev/stdin`: a pipe), which keeps it out of `ps` and
+ * the shell's history; the newline ending the file is not part of it.
+ */
+function secretOption(values: Values, name: 'api-key' | 'client-secret'): string | undefined {
+  const file = values[`${name}-file`];
+  if (file === undefined) return values[name];
+  if (values[name] !== undefined) throw new CliError(`Give --${name} or --${name}-file, not both`, 2);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliError(`Cannot read --${name}-file ${file}: ${(err as Error).message}`);
+  }
+  const secret = text.replace(/\r?\n$/, '');
+  if (!secret) throw new CliError(`--${name}-file ${file} is empty`, 2);
+  return secret;
+}
 
 /** Runs the command `positionals` names; a wrong number of arguments is a usage error naming its options. */
 export function dispatch(positionals: string[], values: Values, s: CliSettings): Promise<Outcome> {
@@ -291,7 +321,7 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
       return createOrg(s, args[0]!, values.name ?? args[0]!);
     case 'member add':
       need(2, 'member add <org> <userId> [--role ROLE]');
-      return addMember(s, args[0]!, args[1]!, values.role ?? 'member');
+      return addMember(s, args[0]!, args[1]!, values.role);
     case 'plan assign':
       need(2, 'plan assign <org> <plan>');
       return assignPlan(s, args[0]!, args[1]!);
@@ -325,17 +355,22 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
         postLogoutRedirectUris: values['post-logout-redirect-uri'] ?? [],
         confidential: values.confidential ?? false,
       });
-    case 'sso add':
-      need(1, 'sso add <slug> --issuer URL --client-id ID [--client-secret S] [--name NAME] [--org ORG]');
+    case 'sso add': {
+      need(
+        1,
+        'sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE] [--name NAME] [--org ORG]',
+      );
       if (!values.issuer || !values['client-id'])
         throw new CliError('sso add needs --issuer and --client-id', 2);
-      return addSsoProvider(s, args[0]!, {
+      const options = {
         name: values.name ?? args[0]!,
         issuer: values.issuer,
         clientId: values['client-id'],
-        ...(values['client-secret'] ? { clientSecret: values['client-secret'] } : {}),
         ...(values.org ? { orgSlug: values.org } : {}),
-      });
+      };
+      const clientSecret = secretOption(values, 'client-secret');
+      return addSsoProvider(s, args[0]!, { ...options, ...(clientSecret ? { clientSecret } : {}) });
+    }
     case 'admin grant':
     case 'admin revoke':
       need(1, `admin ${verb} <userId>`);
@@ -343,15 +378,15 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
     case 'providers add':
       need(
         1,
-        'providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY] [--header NAME=VALUE]... [--azure-api-version V]',
+        'providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY | --api-key-file FILE] [--header NAME=VALUE]... [--azure-api-version V]',
       );
       if (!values.type) throw new CliError('providers add needs --type', 2);
       return addProvider(s, args[0]!, {
         type: values.type,
         baseUrl: values['base-url'],
-        apiKey: values['api-key'],
         headers: values.header ?? [],
         azureApiVersion: values['azure-api-version'],
+        apiKey: secretOption(values, 'api-key'),
       });
     case 'providers list':
       need(0, 'providers list');

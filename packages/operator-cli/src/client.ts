@@ -43,6 +43,8 @@ export class CliError extends Error {
 export interface ApiAnswer {
   status: number;
   body: unknown;
+  /** the platform's `x-request-id` of this answer, which its logs are searched by */
+  requestId?: string;
 }
 
 /** fetch says only "fetch failed" or "terminated"; the reason (ECONNREFUSED, a certificate, a closed socket) is its cause */
@@ -71,20 +73,37 @@ async function call(url: string, init: RequestInit): Promise<ApiAnswer> {
   } catch {
     // not JSON: keep the text
   }
-  return { status: response.status, body };
+  // a web page (another server on that port, a proxy's page) is not the platform's answer: never reported as done
+  if (response.ok && response.status !== 204 && (body === null || typeof body !== 'object'))
+    throw new CliError(
+      `${new URL(url).origin} is not the platform: it answered ${init.method} ${new URL(url).pathname} with ${response.status} ${response.headers.get('content-type') ?? 'and no content type'}, not JSON (is that URL the right one?)`,
+    );
+  return { status: response.status, body, requestId: response.headers.get('x-request-id') ?? undefined };
 }
 
 const json = (body: unknown) => (body === undefined ? undefined : JSON.stringify(body));
 
 /** A call to the public API with the operator's credential. */
-export function api(settings: CliSettings, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+export async function api(
+  settings: CliSettings,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<ApiAnswer> {
   if (!settings.token)
     throw new CliError('This command needs an operator credential: --token or PLATFORM_TOKEN', 2);
-  return call(`${settings.url}${path}`, {
+  const answer = await call(`${settings.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${settings.token}`, 'content-type': 'application/json' },
     body: json(body),
   });
+  // a session that ended or was revoked: the fix named, whichever command met it
+  if (answer.status === 401) {
+    const refused = failure('Authenticating with the operator credential', answer);
+    refused.message += ' (sign in again, and give the new token in --token or PLATFORM_TOKEN)';
+    throw refused;
+  }
+  return answer;
 }
 
 /** A call to a service's internal route with the shared secret. */
@@ -106,9 +125,10 @@ export function internal(
   });
 }
 
-/** The envelope's message, or the status, for an answer that failed. */
+/** The envelope's message, or the status, for an answer that failed, with its request id (what support asks for). */
 export function failure(what: string, answer: ApiAnswer): CliError {
   const body = answer.body as { message?: string; error?: string } | null;
   const reason = body && typeof body === 'object' ? (body.message ?? body.error) : undefined;
-  return new CliError(`${what} failed (${answer.status})${reason ? `: ${reason}` : ''}`);
+  const requestId = answer.requestId ? ` (request id ${answer.requestId})` : '';
+  return new CliError(`${what} failed (${answer.status})${reason ? `: ${reason}` : ''}${requestId}`);
 }

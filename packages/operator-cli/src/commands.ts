@@ -19,10 +19,29 @@ export async function createOrg(s: CliSettings, slug: string, name: string): Pro
   throw failure('Creating the organization', created);
 }
 
-export async function addMember(s: CliSettings, org: string, userId: string, role: string): Promise<Outcome> {
-  const added = await api(s, 'POST', `/v2/orgs/${encodeURIComponent(org)}/members`, { userId, role });
+interface MemberView {
+  userId: string;
+  role: string;
+}
+
+/**
+ * Adds a member (role `member` unless `role` names one), or changes its role to `role`. Run again without `role`, it
+ * reports the membership as it is: a member made owner since is not reset to `member`.
+ */
+export async function addMember(
+  s: CliSettings,
+  org: string,
+  userId: string,
+  role: string | undefined,
+): Promise<Outcome> {
+  const path = `/v2/orgs/${encodeURIComponent(org)}/members`;
+  const listed = await api(s, 'GET', path);
+  if (listed.status !== 200) throw failure('Listing the members', listed);
+  const existing = (listed.body as MemberView[]).find((m) => m.userId === userId);
+  if (existing && (role === undefined || role === existing.role)) return { result: 'exists', data: existing };
+  const added = await api(s, 'POST', path, { userId, role: role ?? 'member' });
   if (added.status === 201) return { result: 'created', data: added.body };
-  if (added.status === 200) return { result: 'exists', data: added.body };
+  if (added.status === 200) return { result: 'updated', data: added.body };
   throw failure('Adding the member', added);
 }
 

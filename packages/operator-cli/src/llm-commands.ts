@@ -69,7 +69,9 @@ export async function listProviders(s: CliSettings): Promise<Outcome> {
 export async function removeProvider(s: CliSettings, name: string): Promise<Outcome> {
   const answer = await gateway(s, 'DELETE', `/v1/providers/${encodeURIComponent(name)}`);
   if (answer.status === 204) return { result: 'deleted', data: { name } };
-  if (answer.status === 404) return { result: 'absent', data: { name } };
+  // (a 404 of another kind is a URL that is not the gateway's: nothing was removed)
+  if (answer.status === 404 && (answer.body as { code?: string } | null)?.code === 'PROVIDER_NOT_FOUND')
+    return { result: 'absent', data: { name } };
   throw failed('Removing the provider', answer);
 }
 
