@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '@platform/testkit';
 import { toFile } from 'openai';
+import { silentWav } from '../src/routes/wav-fixture';
 import { SIM_IMAGE_MODEL, SIM_WHISPER_MODEL } from './media-fixtures';
 import { type GatewayWorld, gauge, minuteNow, modelEntry, startGatewayWorld } from './support';
 
@@ -269,4 +270,55 @@ describe('defaults, smoke tests, images and audio transcriptions', () => {
       w.sim.script([]);
     },
   );
+
+  it('a chunked upload over the size is 413, and the uploads after it on the same connections are answered', async () => {
+    const { owner } = await w.org('audio-chunked-org');
+    const boundary = 'platform-test-boundary';
+    /** a multipart upload of `file` streamed in chunks, with no Content-Length, as a client streaming a recording */
+    const chunked = async (file: Buffer) => {
+      const body = Buffer.concat([
+        Buffer.from(
+          `--${boundary}\r\ncontent-disposition: form-data; name="model"\r\n\r\nsim/whisper\r\n` +
+            `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.wav"\r\n` +
+            'content-type: audio/wav\r\n\r\n',
+        ),
+        file,
+        Buffer.from(`\r\n--${boundary}--\r\n`),
+      ]);
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let i = 0; i < body.length; i += 16_384) controller.enqueue(body.subarray(i, i + 16_384));
+          controller.close();
+        },
+      });
+      const res = await fetch(`${w.p.gatewayUrl}/v1/audio/transcriptions`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${owner.token}`,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+        },
+        body: stream,
+        duplex: 'half',
+      } as RequestInit);
+      return {
+        status: res.status,
+        body: (await res.json()) as { code?: string; usage?: { seconds?: number } },
+      };
+    };
+    const refused = await chunked(silentWav(10));
+    expect([refused.status, refused.body.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    // before, the edge's connection the 413 came back on was kept with the refused body unfinished on it: the
+    // next request sent on it waited a minute, then failed 502
+    for (const seconds of [1, 2]) {
+      const answered = await chunked(silentWav(seconds));
+      expect([answered.status, answered.body.usage?.seconds]).toEqual([200, seconds]);
+    }
+    // the refused upload is counted nowhere: two requests, three seconds at $0.006 a minute
+    const usage = await w.counted(
+      'audio-chunked-org',
+      { bearer: owner.token },
+      { requests: 2, cost: 0.0003 },
+    );
+    expect(gauge(usage, 'llm.monthly_cost').used).toBeCloseTo(0.0003, 9);
+  }, 120_000);
 });

@@ -25,24 +25,35 @@ export const textTypeOf = (providerType: string): string =>
 const tooLarge = (limit: number) =>
   new PayloadTooLarge(`The upload is larger than ${limit} bytes`, { details: { max_bytes: limit } });
 
-/** The raw multipart body, refused with 413 as soon as it is known to be larger than `limit`. */
-async function readBody(req: Request, limit: number): Promise<Buffer> {
+/**
+ * The raw multipart body, refused with 413 as soon as it is known to be larger than `limit`. The rest of a refused
+ * body is read and dropped, never destroyed: a request destroyed mid-body (as leaving a `for await` over it does)
+ * stalled its kept-alive connection, and the next request the edge sent on it waited, then failed 502.
+ */
+function readBody(req: Request, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
-    throw tooLarge(limit);
+    return Promise.reject(tooLarge(limit));
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      req.resume();
-      throw tooLarge(limit);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const take = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+      else {
+        req.off('data', take);
+        req.resume();
+        reject(tooLarge(limit));
+      }
+    };
+    req.on('data', take);
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('error', reject);
+    // a client that leaves mid-upload: its request closes without an end
+    req.once('close', () => reject(new Error('the client left before the end of its upload')));
+  });
 }
 
 interface Upload {
