@@ -62,6 +62,32 @@ describe('operator CLI (pnpm platform)', () => {
     });
   });
 
+  it('member add --role by a caller who may add members but not list them adds the member', async () => {
+    const owner = { authorization: `Bearer ${env.PLATFORM_TOKEN}`, 'content-type': 'application/json' };
+    const role = await fetch(`${platform.baseUrl}/v2/orgs/cli-org/roles/recruiter`, {
+      method: 'PUT',
+      headers: owner,
+      body: JSON.stringify({ permissions: ['members:manage'] }),
+    });
+    expect(role.status).toBeLessThan(300);
+    const recruiter = await login();
+    expect((await run('member', 'add', 'cli-org', recruiter.userId, '--role', 'recruiter')).code).toBe(0);
+    const someone = await login();
+    const added = await runCliJson(
+      { ...env, PLATFORM_TOKEN: recruiter.token },
+      'member',
+      'add',
+      'cli-org',
+      someone.userId,
+      '--role',
+      'recruiter',
+    );
+    expect(added).toMatchObject({
+      code: 0,
+      outcome: { data: { userId: someone.userId, role: 'recruiter' } },
+    });
+  });
+
   it('assigns a plan, and refuses an unknown one', async () => {
     const plans = (await (
       await fetch(`${platform.upstreams.llmQuota}/internal/plans`, {

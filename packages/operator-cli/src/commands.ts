@@ -36,8 +36,10 @@ export async function addMember(
 ): Promise<Outcome> {
   const path = `/v2/orgs/${encodeURIComponent(org)}/members`;
   const listed = await api(s, 'GET', path);
-  if (listed.status !== 200) throw failure('Listing the members', listed);
-  const existing = (listed.body as MemberView[]).find((m) => m.userId === userId);
+  // a caller who may add members but not see them (members:manage without members:read) adds with --role unseen
+  const unseen = listed.status === 403 && role !== undefined;
+  if (listed.status !== 200 && !unseen) throw failure('Listing the members', listed);
+  const existing = unseen ? undefined : (listed.body as MemberView[]).find((m) => m.userId === userId);
   if (existing && (role === undefined || role === existing.role)) return { result: 'exists', data: existing };
   const added = await api(s, 'POST', path, { userId, role: role ?? 'member' });
   if (added.status === 201) return { result: 'created', data: added.body };
