@@ -3,6 +3,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '@platform/testkit';
 
+/** The fatal lines (level 60) of what a service printed, as JSON. */
+const fatalLines = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+    .filter((line) => line.level === 60);
+
 /**
  * A service that cannot start (here auth, whose signing-keys secret is a folder or empty) stops with one JSON log line
  * saying why, exit code 1: what an operator's log collector reads, not Node's unstructured stack trace.
@@ -82,11 +90,7 @@ describe('a service that fails while starting', () => {
         const { code, stdout, stderr } = await runUntilExit('auth', { DATA_DIR: data.dir });
         expect(code).toBe(1);
         expect(stderr.replace(/^.*oidc-provider WARNING.*\n/m, '')).toBe('');
-        const fatal = stdout
-          .split('\n')
-          .filter(Boolean)
-          .map((line) => JSON.parse(line))
-          .filter((line) => line.level === 60);
+        const fatal = fatalLines(stdout);
         expect(fatal).toHaveLength(1);
         expect(fatal[0]).toMatchObject({ service: 'auth' });
         expect(fatal[0].msg).toContain(`auth cannot start: ${cause.replace('FILE', file)}`);
@@ -113,11 +117,7 @@ describe('a service that fails while starting', () => {
       const { code, stdout, stderr } = await runUntilExit('auth', { DATA_DIR: data.dir });
       expect(code).toBe(1);
       expect(stderr.replace(/^.*oidc-provider WARNING.*\n/m, '')).toBe('');
-      const fatal = stdout
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line))
-        .filter((line) => line.level === 60);
+      const fatal = fatalLines(stdout);
       expect(fatal).toHaveLength(1);
       expect(fatal[0]).toMatchObject({
         service: 'auth',
