@@ -50,7 +50,7 @@ export interface ForwardedView {
   protocol: 'http' | 'https';
   /** the host the client asked for (X-Forwarded-Host from a trusted proxy, else Host) */
   host: string | undefined;
-  /** the path prefix a trusted proxy removed ('' when none) */
+  /** the path prefix a trusted proxy removed, without trailing `/` ('' when none, or when it is not a plain path) */
   prefix: string;
   /** whether the socket's peer is a trusted proxy */
   fromTrustedProxy: boolean;
@@ -63,6 +63,18 @@ const firstValue = (value: string | string[] | undefined): string | undefined =>
   const first = (comma === -1 ? text : text.slice(0, comma)).trim();
   return first || undefined;
 };
+
+/** A path prefix a proxy stripped: `/llm`, `/api/v1`… (unreserved characters only). */
+const PREFIX = /^(?:\/[A-Za-z0-9._~-]+)+$/;
+
+/**
+ * The prefix a proxy says it removed, without trailing `/`; '' when it is not a plain path: a `//host` or a `>` would
+ * name another place in a URL built from it, or add a link-value.
+ */
+function plainPrefix(value: string | undefined): string {
+  const prefix = value?.replace(/\/+$/, '') ?? '';
+  return PREFIX.test(prefix) ? prefix : '';
+}
 
 /**
  * The one place X-Forwarded-For/-Host/-Proto/-Prefix are read: believed only when the socket's peer
@@ -87,7 +99,7 @@ export function forwardedView(req: IncomingMessage, trust: TrustProxy): Forwarde
     clientAddress: proxyAddr(req, trust),
     protocol: proto === 'https' || proto === 'http' ? proto : encrypted ? 'https' : 'http',
     host: firstValue(req.headers['x-forwarded-host']) ?? req.headers.host,
-    prefix: firstValue(req.headers['x-forwarded-prefix']) ?? '',
+    prefix: plainPrefix(firstValue(req.headers['x-forwarded-prefix'])),
     fromTrustedProxy,
   };
 }

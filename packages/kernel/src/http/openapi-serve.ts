@@ -5,8 +5,6 @@ import type { RouteDoc } from './openapi';
 
 /** A host as it may appear in a URL authority: a name or IPv4 address, or a bracketed IPv6 address, and a port. */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
-/** A path prefix a proxy stripped: `/llm`, `/legacy`, `/api/v1`… (unreserved characters only). */
-const PREFIX = /^(?:\/[A-Za-z0-9._~-]+)+$/;
 
 /**
  * The public URL of the root a request came through, for an OpenAPI document's `servers`.
@@ -17,11 +15,8 @@ const PREFIX = /^(?:\/[A-Za-z0-9._~-]+)+$/;
  */
 export function publicRootUrl(req: Request): string {
   const view = forwardedViewOf(req);
-  let prefix = '';
-  if (view.prefix) {
-    const first = view.prefix.replace(/\/+$/, '');
-    if (PREFIX.test(first)) prefix = first;
-  }
+  // a plain path or none (forwardedView)
+  const prefix = view.prefix;
   const host = view.host;
   if (!host || !HOST.test(host)) return prefix || '/';
   return `${view.protocol}://${host}${prefix}`;

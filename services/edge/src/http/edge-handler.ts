@@ -74,19 +74,13 @@ interface Exchange {
   route: CompiledRoute;
 }
 
-/** A path prefix a trusted proxy removed, as services take it (`/api`, `/api/v1`: unreserved characters only). */
-const PROXY_PREFIX = /^(?:\/[A-Za-z0-9._~-]+)+$/;
-
 /**
- * The root's path as the client reached it: the prefix a trusted proxy removed (none when it is not a plain path: a
- * `//host` or a `>` would name another place or add a link), then the root's own (`/llm`, `/legacy`; '' at the root of
+ * The root's path as the client reached it: the prefix a trusted proxy removed (a plain path or none: forwardedView),
+ * then the root's own (`/llm`, `/legacy`; '' at the root of
  * a host that serves it). Services name their public URLs from it (X-Forwarded-Prefix), and the version lifecycle its
  * successor's path.
  */
-function publicRootPath({ view, match }: Exchange): string {
-  const proxied = view.prefix.replace(/\/+$/, '');
-  return `${PROXY_PREFIX.test(proxied) ? proxied : ''}${match.prefix}`;
-}
+const publicRootPath = ({ view, match }: Exchange): string => `${view.prefix}${match.prefix}`;
 
 /**
  * Version lifecycle: a retired version processes nothing (410); the implementation date used is
