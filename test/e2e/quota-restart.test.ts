@@ -71,15 +71,13 @@ describeWithNats('llm-quota stopped while a gateway keeps publishing', () => {
     data.remove();
   });
 
-  it('counts every event published while it was stopped, and none twice', async () => {
-    p = await startTestPlatform({ clock, natsUrl: nats.url, dataDir: data.dir });
-    const owner = (await call(p.baseUrl, 'POST', '/v2/login/anonymous', {})).body;
+  /** An organization of the running platform, and its monthly tokens as `GET /v1/quotas/usage` shows them. */
+  const organization = async (slug: string) => {
+    const owner = (await call(p!.baseUrl, 'POST', '/v2/login/anonymous', {})).body;
     const auth = { authorization: `Bearer ${owner.token}` };
-    expect(
-      (await call(p.baseUrl, 'POST', '/v2/orgs', auth, { slug: 'restart-co', name: 'Restart Co' })).status,
-    ).toBe(201);
+    expect((await call(p!.baseUrl, 'POST', '/v2/orgs', auth, { slug, name: slug })).status).toBe(201);
     const key = (
-      await call(p.baseUrl, 'POST', '/v2/orgs/restart-co/apikeys', auth, {
+      await call(p!.baseUrl, 'POST', `/v2/orgs/${slug}/apikeys`, auth, {
         name: `k-${randomUUID()}`,
         permissions: ['models:read'],
       })
@@ -89,6 +87,20 @@ describeWithNats('llm-quota stopped while a gateway keeps publishing', () => {
       expect(reply.status).toBe(200);
       return reply.body.enforced.find((g: { key: string }) => g.key === 'llm.monthly_tokens').used as number;
     };
+    return { key, monthlyTokens };
+  };
+  const allHandled = () =>
+    waitFor(
+      async () => {
+        const after = await (await nc.jetstreamManager()).consumers.info('ANALYTICS', 'llm-quota');
+        return after.num_pending + after.num_ack_pending === 0;
+      },
+      { what: 'every message handled' },
+    );
+
+  it('counts every event published while it was stopped, and none twice', async () => {
+    p = await startTestPlatform({ clock, natsUrl: nats.url, dataDir: data.dir });
+    const { key, monthlyTokens } = await organization('restart-co');
 
     for (let i = 0; i < 10; i++) publish(event(i));
     await waitFor(async () => (await monthlyTokens(p!)) === expectedTokens(0, 10), { what: 'the first ten' });
@@ -111,18 +123,28 @@ describeWithNats('llm-quota stopped while a gateway keeps publishing', () => {
       timeoutMs: 10_000,
       what: 'the backlog counted',
     });
-    await waitFor(
-      async () => {
-        const after = await (await nc.jetstreamManager()).consumers.info('ANALYTICS', 'llm-quota');
-        return after.num_pending + after.num_ack_pending === 0;
-      },
-      { what: 'every message handled' },
-    );
+    await allHandled();
     expect(await monthlyTokens(p)).toBe(expectedTokens(0, 210));
     const reply = await call(p.gatewayUrl, 'GET', '/v1/quotas/usage', { 'x-platform-api-key': key });
     expect(reply.body.enforced.find((g: { key: string }) => g.key === 'llm.monthly_cost').used).toBeCloseTo(
       2.1,
       6,
     );
+  });
+
+  it('does not count again, after a restart, an event counted alone (its batch recorded on its claim)', async () => {
+    p ??= await startTestPlatform({ clock, natsUrl: nats.url, dataDir: data.dir });
+    const { monthlyTokens } = await organization('restart-solo');
+    const alone = { ...event(1_000), orgSlug: 'restart-solo' };
+    publish(alone);
+    await waitFor(async () => (await monthlyTokens(p!)) === 1_001, { what: 'the event counted' });
+    await allHandled();
+    await p.stop();
+    p = await startTestPlatform({ clock, natsUrl: nats.url, dataDir: data.dir });
+    publish(alone); // published again by a gateway whose acknowledgement was lost
+    publish({ ...event(2_000), orgSlug: 'restart-solo' });
+    await waitFor(async () => (await monthlyTokens(p!)) >= 1_001 + 2_001, { what: 'the new event counted' });
+    await allHandled();
+    expect(await monthlyTokens(p)).toBe(1_001 + 2_001);
   });
 });

@@ -74,6 +74,11 @@ export interface CounterDoc extends Doc {
   refreshedAt: Date;
   /** ids of the batches applied here and not yet cleaned up: what makes re-applying a batch a no-op */
   applied?: Record<string, true>;
+  /**
+   * real time (ms): an update whose writer's lease ended at or before it changes nothing (a late write of a writer
+   * that lost its batch to a recovery, whose marker is gone); raised when such a batch's markers are removed
+   */
+  fence?: number;
 }
 
 /**
@@ -84,7 +89,10 @@ export interface CounterDoc extends Doc {
  * written before it also hold the event's content (organization, user, key, model, tokens, cost), read by nothing.
  */
 export interface LedgerDoc extends Doc {
-  /** the batch that claimed it: whether the event counts is that batch's state */
+  /**
+   * the batch that claimed it: whether the event counts is that batch's state; `counted` (the writer's `COUNTED`)
+   * once a batch of this event alone was finished by the writer that made it, which then leaves no tombstone
+   */
   batch: string;
   receivedAt: Date;
   /** only when later than `receivedAt` (an event dated ahead); claims written before decision 0124 always hold it */
@@ -115,6 +123,8 @@ export interface BatchDoc extends Doc {
   owner: string;
   /** real time (ms) after which another instance may take the batch over */
   leaseUntil: number;
+  /** the lease its writer let go early, after a failure: counter updates of it may still land until then */
+  releasedLease?: number;
   /** the business time of the batch (the counters' refreshedAt) */
   countedAt: Date;
   events: number;

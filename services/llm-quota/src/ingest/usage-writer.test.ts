@@ -6,10 +6,13 @@ import { type Collection, createEmbeddedStore, type Doc, type Store } from '@pla
 import { type CounterDoc, type QuotaCollections, quotaCollections } from '../data/collections';
 import { counterId } from '../domain/windows';
 import type { CountableEvent } from './intake';
-import { UsageWriter } from './usage-writer';
+import { COUNTED, UsageWriter } from './usage-writer';
 
 const NOW = new Date('2025-03-15T12:00:30Z');
 const LEASE_MS = 60_000;
+const LEASE_START = '2025-01-01T00:00:00Z';
+/** the lease of a writer that starts its batch before the lease clock moved */
+const leaseOfFirstWriter = Date.parse(LEASE_START) + LEASE_MS;
 
 let n = 0;
 function event(overrides: Partial<CountableEvent> = {}): CountableEvent {
@@ -52,7 +55,8 @@ function failing<T extends Doc>(inner: Collection<T>, method: keyof Collection<T
 
 /**
  * Wraps a collection so that its calls of `method`, from the `fromCall`-th on, wait until `resume()`, as if the
- * writer stalled there (a pause, a slow store); `stalled` resolves when the first call waits.
+ * writer stalled there (a pause, a slow store); `stalled` resolves when the first call waits, `landed()` when every
+ * call made so far has landed (or failed).
  */
 function stalling<T extends Doc>(inner: Collection<T>, method: keyof Collection<T>, fromCall = 1) {
   let calls = 0;
@@ -64,21 +68,27 @@ function stalling<T extends Doc>(inner: Collection<T>, method: keyof Collection<
   const stalled = new Promise<void>((resolve) => {
     reached = resolve;
   });
+  const made: Promise<unknown>[] = [];
   const collection = new Proxy(inner, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
       if (prop !== method || typeof value !== 'function')
         return typeof value === 'function' ? value.bind(target) : value;
-      return async (...args: unknown[]) => {
-        if (++calls >= fromCall) {
-          reached();
-          await resumed;
-        }
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      return (...args: unknown[]) => {
+        const call = (async () => {
+          if (++calls >= fromCall) {
+            reached();
+            await resumed;
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        })();
+        made.push(call);
+        return call;
       };
     },
   });
-  return { collection, stalled, resume };
+  const landed = () => Promise.allSettled(made);
+  return { collection, stalled, resume, landed };
 }
 
 describe('UsageWriter: exactly-once counting on a store without transactions', () => {
@@ -106,7 +116,7 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
   beforeEach(() => {
     store = createEmbeddedStore();
     c = quotaCollections(store);
-    lease = new ManualClock('2025-01-01T00:00:00Z');
+    lease = new ManualClock(LEASE_START);
   });
   afterEach(() => store.close());
 
@@ -213,8 +223,9 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
 
   it('re-applying a batch whose writer stalled past its lease changes nothing', async () => {
     const e = event();
-    // w1 stalls after the counters (its tombstone write fails) and keeps its lease until it runs out.
-    const stalled = { ...c, finishedBatches: failing(c.finishedBatches, 'insertOne', 1) };
+    // w1 stalls after the counters (recording its batch of one event on the claim fails) and keeps its lease until
+    // it runs out.
+    const stalled = { ...c, ledger: failing(c.ledger, 'updateOne', 1) };
     const leaseless = { ...stalled, batches: failing(c.batches, 'updateOne', 1) };
     await writerWith(leaseless).apply([e]);
     expect(await orgMonth()).toMatchObject({ requests: 1 });
@@ -271,9 +282,15 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
 
   it('keeps in a claim only what its look-up and its retention read, and in a tombstone only its retention', async () => {
     const ahead = new Date(NOW.getTime() + 3_600_000); // a gateway clock an hour ahead
-    const [usual, datedAhead] = [event(), event({ occurredAt: ahead, countedAt: NOW })];
-    await writerWith(c).apply([usual]);
-    await writerWith(c).apply([datedAhead]);
+    const [usual, other, datedAhead, alone] = [
+      event(),
+      event(),
+      event({ occurredAt: ahead, countedAt: NOW }),
+      event({ occurredAt: ahead, countedAt: NOW }),
+    ];
+    await writerWith(c).apply([usual, other]);
+    await writerWith(c).apply([datedAhead, event()]);
+    await writerWith(c).apply([alone]);
     const usualClaim = await c.ledger.findOne({ _id: usual.id });
     expect(usualClaim).toEqual({ _id: usual.id, batch: expect.any(String), receivedAt: NOW });
     expect(await c.ledger.findOne({ _id: datedAhead.id })).toEqual({
@@ -287,6 +304,32 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
       countedAt: NOW,
     });
     expect(await c.finishedBatches.count({ latestOccurredAt: ahead })).toBe(1);
+    // A batch of one event its writer finished is recorded on the claim: no tombstone, no batch id.
+    expect(await c.ledger.findOne({ _id: alone.id })).toEqual({
+      _id: alone.id,
+      batch: COUNTED,
+      receivedAt: NOW,
+      occurredAt: ahead,
+    });
+    expect(await c.finishedBatches.count({})).toBe(2);
+    expect((await writerWith(c, 'w2').apply([alone, usual])).get(alone.id)).toBe('duplicate');
+    expect(await orgMonth()).toMatchObject({ requests: 5 });
+  });
+
+  it('asks for a retry when the batch of a claim it read was recorded on that claim and deleted meanwhile', async () => {
+    const e = event();
+    const slowMark = stalling(c.ledger, 'updateOne');
+    const first = writerWith({ ...c, ledger: slowMark.collection }).apply([e]);
+    await slowMark.stalled; // w1 counted the event, it has not recorded it on the claim yet
+    const slowLookUp = stalling(c.batches, 'findOne');
+    const second = writerWith({ ...c, batches: slowLookUp.collection }, 'w2').apply([e]);
+    await slowLookUp.stalled; // w2 read the claim, with w1's batch
+    slowMark.resume();
+    expect((await first).get(e.id)).toBe('counted');
+    slowLookUp.resume();
+    expect((await second).get(e.id)).toBe('retry'); // no batch, no tombstone, and the claim is no longer that batch's
+    expect((await writerWith(c, 'w2').apply([e])).get(e.id)).toBe('duplicate');
+    expect(await orgMonth()).toMatchObject({ requests: 1 });
   });
 
   it("drops a batch's markers with the next update of each counter when its own writer finished it", async () => {
@@ -303,21 +346,21 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect((await orgMonth())?.applied).toEqual({});
   });
 
-  it('keeps the markers of a batch finished after a takeover a few seconds, for a late write of its first writer', async () => {
+  it('keeps the markers of a batch its writer let go after a failure until its lease is past, then fences it off', async () => {
     const dying = { ...c, counters: failing(c.counters, 'updateOne', 3) };
     await writerWith(dying).apply([event()]);
     const recovering = writerWith(c, 'w2');
-    expect(await recovering.recover()).toBe(1);
+    expect(await recovering.recover()).toBe(1); // at once: the lease was let go
     const recovered = Object.keys((await orgMonth())?.applied ?? {});
-    lease.advance(4_000);
+    lease.advance(LEASE_MS);
     await recovering.apply([event()]);
     await recovering.apply([event()]); // takes the second batch's markers along, not the recovered one's
     expect(Object.keys((await orgMonth())?.applied ?? {})).toHaveLength(2);
     expect(Object.keys((await orgMonth())?.applied ?? {})).toContain(recovered[0]);
-    lease.advance(1_000);
+    lease.advance(1);
     await recovering.apply([event()]);
     expect(Object.keys((await orgMonth())?.applied ?? {})).not.toContain(recovered[0]);
-    expect(await orgMonth()).toMatchObject({ requests: 4 });
+    expect(await orgMonth()).toMatchObject({ requests: 4, fence: leaseOfFirstWriter });
   });
 
   it('appends about the size of its counters to the counters file per batch, however many batches came just before', async () => {
@@ -343,18 +386,18 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
   });
 
   it('leaves a batch taken over to the recovery holding it, whose counter updates may come after its first writer finished', async () => {
-    // w1 stalls after its counters, before its tombstone, past its lease.
-    const slowTombstone = stalling(c.finishedBatches, 'insertOne');
-    const w1 = writerWith({ ...c, finishedBatches: slowTombstone.collection });
+    // w1 stalls after its counters, before recording its batch of one event on the claim, past its lease.
+    const slowMark = stalling(c.ledger, 'updateOne');
+    const w1 = writerWith({ ...c, ledger: slowMark.collection });
     const first = w1.apply([event()]);
-    await slowTombstone.stalled;
+    await slowMark.stalled;
     lease.advance(LEASE_MS + 1);
     // w2 takes the batch over and stalls before its own counter updates (they find w1's markers, if still there).
     const slowCounters = stalling(c.counters, 'updateOne');
     const w2 = writerWith({ ...c, counters: slowCounters.collection }, 'w2');
     const recovered = w2.recover();
     await slowCounters.stalled;
-    slowTombstone.resume();
+    slowMark.resume();
     await first;
     // w1 goes on counting; more than the markers' grace later, its updates would take the batch's markers along.
     lease.advance(5_000);
@@ -364,7 +407,47 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect(await orgMonth()).toMatchObject({ requests: 2 });
     expect(await userMinute()).toMatchObject({ requests: 2 });
     expect(await c.batches.count({})).toBe(0);
-    expect(await c.finishedBatches.count({})).toBe(2);
+    expect(await c.finishedBatches.count({})).toBe(1); // the recovery's; w1's own batches are recorded on their claims
+  });
+
+  it("never counts a batch again when its first writer's counter updates land after a recovery finished it", async () => {
+    // w1's counter updates leave within its lease and land only after it ran out, a recovery finished the batch and
+    // the recovery's next updates took the batch's markers along, more than 5 s later.
+    const slowCounters = stalling(c.counters, 'updateOne');
+    const w1 = writerWith({ ...c, counters: slowCounters.collection });
+    const first = w1.apply([event()]);
+    await slowCounters.stalled;
+    lease.advance(LEASE_MS + 1);
+    const w2 = writerWith(c, 'w2');
+    expect(await w2.recover()).toBe(1);
+    lease.advance(5_001);
+    await w2.apply([event()]);
+    expect(Object.keys((await orgMonth())?.applied ?? {})).toHaveLength(1);
+    slowCounters.resume();
+    expect((await first).size).toBe(1);
+    expect(await orgMonth()).toMatchObject({ requests: 2, tokens: 20 });
+    expect(await orgMinute()).toMatchObject({ requests: 2 });
+    expect(await userMinute()).toMatchObject({ requests: 2 });
+  });
+
+  it('never counts a batch again when updates of a writer that let it go after a failure land after a recovery finished it', async () => {
+    // w1's first counter update fails, the others are still on their way when it lets the batch go to a recovery.
+    const slowCounters = stalling(c.counters, 'updateOne');
+    const w1 = writerWith({ ...c, counters: failing(slowCounters.collection, 'updateOne', 1) });
+    await w1.apply([event()]);
+    await slowCounters.stalled;
+    const w2 = writerWith(c, 'w2');
+    expect(await w2.recover()).toBe(1); // at once: the lease was let go
+    lease.advance(5_001);
+    await w2.apply([event()]); // the first batch's markers stay while w1's lease lasts
+    lease.advance(LEASE_MS);
+    await w2.sweepMarkers(); // the first batch's markers go once w1's lease is past
+    expect((await orgMonth())?.applied).toEqual({});
+    slowCounters.resume();
+    await slowCounters.landed();
+    expect(await orgMonth()).toMatchObject({ requests: 2, tokens: 20 });
+    expect(await orgMinute()).toMatchObject({ requests: 2 });
+    expect(await userMinute()).toMatchObject({ requests: 2 });
   });
 
   it('drops its own markers at once when a recovery that saw the batch stuck has not taken it yet', async () => {
@@ -385,7 +468,7 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect(await orgMonth()).toMatchObject({ requests: 2 });
   });
 
-  it('keeps the grace when a recovery took the batch just before its writer deleted it', async () => {
+  it("drops the markers of a batch a recovery took from a stalled writer with the next update, fencing off that writer's lease", async () => {
     const slowDelete = stalling(c.batches, 'deleteOne');
     const w1 = writerWith({ ...c, batches: slowDelete.collection });
     const first = w1.apply([event()]);
@@ -397,12 +480,9 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     await first;
     const recovered = Object.keys((await orgMonth())?.applied ?? {});
     await w1.apply([event()]);
-    await w2.apply([event()]);
-    expect(Object.keys((await orgMonth())?.applied ?? {})).toContain(recovered[0]);
-    lease.advance(5_000);
-    await w2.apply([event()]);
+    await w2.apply([event()]); // w1's lease is past: the recovered batch's markers go now
     expect(Object.keys((await orgMonth())?.applied ?? {})).not.toContain(recovered[0]);
-    expect(await orgMonth()).toMatchObject({ requests: 4 });
+    expect(await orgMonth()).toMatchObject({ requests: 3, fence: leaseOfFirstWriter });
   });
 
   it('re-applies nothing after a crash between deleting a batch and the next update of its counters', async () => {

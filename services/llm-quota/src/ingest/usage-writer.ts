@@ -30,12 +30,22 @@ class LeaseLost extends Error {}
 interface FinishedMarker {
   /** real time */
   finishedAt: number;
-  /** the batch was taken over by a recovery before it was finished: a write of its first writer may be in flight */
-  takenOver: boolean;
+  /**
+   * of a batch taken over by a recovery: the latest lease an earlier writer of it held (real time). A counter update
+   * of that writer may still be in flight; the marker goes once this time is past, raising the counter's `fence` to
+   * it, which turns that update into a no-op.
+   */
+  fence?: number;
 }
 
-/** A finished batch's marker is removed from a counter only after this long, unless never taken over (see `staleMarkers`). */
-const MARKER_GRACE_MS = 5_000;
+/** `sweepMarkers` removes the markers that no update took along once this old. */
+const MARKER_SWEEP_AGE_MS = 5_000;
+
+/**
+ * The `batch` of a claim whose batch held only it and was finished by the writer that made it: counted, without a
+ * tombstone (decision 0124). Never a batch id (those hold a `-`).
+ */
+export const COUNTED = 'counted';
 
 /**
  * Counts events exactly once, in batches, on a store whose only atomic unit is one document.
@@ -47,13 +57,18 @@ const MARKER_GRACE_MS = 5_000;
  *    to `applying`. From then on anyone can finish the batch, so its messages may be acknowledged.
  * 4. Each counter is incremented only if it does not carry the batch's marker yet, and the marker is
  *    set in the same atomic update: applying a batch twice (a retry, a crash, another instance
- *    recovering it) changes nothing the second time.
- * 5. A tombstone records the batch as done (what later duplicates are checked against), the open
+ *    recovering it) changes nothing the second time. The update also requires the counter's `fence` to be
+ *    earlier than the writer's lease: an update that lands after its writer's lease ended and after the marker it
+ *    would have found was removed changes nothing either.
+ * 5. A tombstone records the batch as done (what later duplicates are checked against; a batch of one
+ *    event its own writer finishes is recorded on the event's claim instead, as `COUNTED`), the open
  *    batch is deleted by the writer holding it (a writer that lost it to a recovery leaves it to the
  *    recovery), and the markers are removed later, with other updates of the same counters.
  *    A batch its own writer finished before anyone took it over was applied by no one else: no other
  *    write of it can arrive, so its markers go with the very next update (a counter updated by every
- *    batch carries one or two markers, not one per batch of the last seconds).
+ *    batch carries one or two markers, not one per batch of the last seconds). A batch a recovery
+ *    finished may still have updates of its earlier writers in flight: its markers go once their leases
+ *    are past, and raise the counter's `fence` to the latest of them.
  * A batch whose lease ran out is taken over by the recovery sweep: `claiming` becomes `aborted` (its
  * messages, never acknowledged, come again and take its claims over), `applying` is finished.
  */
@@ -61,12 +76,11 @@ export class UsageWriter {
   readonly instanceId: string;
   private readonly c: QuotaCollections;
   /**
-   * Markers of batches this instance finished, by counter, with the (real) time they finished and
-   * whether the batch was taken over. They are removed by the next update of the same counter (no
-   * extra write): at once if the batch never left its writer, else once MARKER_GRACE_MS old, time for
-   * any write of the batch still in flight from the writer that lost its lease. `sweepMarkers` removes
-   * those MARKER_GRACE_MS old that no update took along. Lost on a crash: a leftover marker costs a
-   * few bytes, never a wrong count.
+   * Markers of batches this instance finished, by counter, with the (real) time they finished and,
+   * for a batch taken over, the fence its removal sets. They are removed by the next update of the same
+   * counter (no extra write): at once if the batch never left its writer, else once its fence is past.
+   * `sweepMarkers` removes those MARKER_SWEEP_AGE_MS old that no update took along. Lost on a crash: a
+   * leftover marker costs a few bytes, never a wrong count.
    */
   private readonly staleMarkers = new Map<string, Map<string, FinishedMarker>>();
 
@@ -115,7 +129,7 @@ export class UsageWriter {
         );
       }
     } catch (err) {
-      await this.releaseLease(batchId);
+      await this.releaseLease(batchId, leaseUntil);
       throw err;
     }
     if (!applying) {
@@ -126,12 +140,14 @@ export class UsageWriter {
     for (const event of claimed) outcomes.set(event.id, 'counted');
 
     try {
-      await this.finish(applying, leaseUntil, true);
+      await this.finish(applying, leaseUntil, {
+        onlyEvent: claimed.length === 1 ? claimed[0]!.id : undefined,
+      });
     } catch (err) {
       // The batch holds its increments: the recovery sweep finishes it; the events are safe.
       if (!(err instanceof LeaseLost)) {
         this.options.logger.warn({ err, batchId }, 'batch not finished; the recovery sweep will finish it');
-        await this.releaseLease(batchId);
+        await this.releaseLease(batchId, leaseUntil);
       }
     }
     return outcomes;
@@ -163,7 +179,8 @@ export class UsageWriter {
         );
         this.options.logger.info({ batchId: taken._id }, 'undid an unfinished batch: its events come again');
       } else {
-        await this.finish(taken, leaseUntil, false);
+        // Updates of its earlier writers may still land: the one that let it go early, or the last holder.
+        await this.finish(taken, leaseUntil, { fence: Math.max(batch.leaseUntil, batch.releasedLease ?? 0) });
         this.options.logger.info({ batchId: taken._id }, 'finished a batch left unfinished');
       }
     }
@@ -171,15 +188,14 @@ export class UsageWriter {
   }
 
   /** Removes the markers of finished batches older than `olderThanMs` that no update took along. */
-  async sweepMarkers(olderThanMs = MARKER_GRACE_MS): Promise<number> {
+  async sweepMarkers(olderThanMs = MARKER_SWEEP_AGE_MS): Promise<number> {
     const cutoff = this.now() - olderThanMs;
     let removed = 0;
-    for (const [id, markers] of [...this.staleMarkers]) {
-      const $unset: Record<string, ''> = {};
-      for (const [batchId, { finishedAt }] of markers)
-        if (finishedAt <= cutoff) $unset[`applied.${batchId}`] = '';
-      if (!Object.keys($unset).length) continue;
-      await this.c.counters.updateOne({ _id: id }, { $unset });
+    for (const id of [...this.staleMarkers.keys()]) {
+      const dropped = this.markersToDrop(id, cutoff);
+      if (!dropped) continue;
+      const { $unset, fence } = dropped;
+      await this.c.counters.updateOne({ _id: id }, { $unset, ...(fence ? { $max: { fence } } : {}) });
       removed += this.forgetMarkers(id, $unset);
     }
     return removed;
@@ -225,6 +241,7 @@ export class UsageWriter {
     if (!existing) return 'retry';
     // A multi-insert that failed half-way (MongoDB) may have stored this batch's own claim already.
     if (existing.batch === batchId) return 'claimed';
+    if (existing.batch === COUNTED) return 'duplicate';
     const holder = await this.c.batches.findOne({ _id: existing.batch });
     if (holder?.state === 'applying') return 'duplicate';
     if (holder?.state === 'claiming') return 'retry';
@@ -238,19 +255,31 @@ export class UsageWriter {
     return taken ? 'claimed' : 'retry';
   }
 
-  /** Steps 4 and 5; `ownBatch`: this writer made the batch (`apply`), it did not take it over. */
-  private async finish(batch: BatchDoc, leaseUntil: number, ownBatch: boolean): Promise<void> {
+  /**
+   * Steps 4 and 5. `fence`, for a batch taken over: the latest lease an earlier writer of it held. `onlyEvent`, for
+   * a batch this writer made (in `apply`) that holds one event: its id.
+   */
+  private async finish(
+    batch: BatchDoc,
+    leaseUntil: number,
+    { fence, onlyEvent }: { fence?: number; onlyEvent?: string },
+  ): Promise<void> {
     await Promise.all(batch.increments.map((increment) => this.applyIncrement(batch, increment, leaseUntil)));
-    try {
-      await this.c.finishedBatches.insertOne({
-        _id: batch._id,
-        countedAt: batch.countedAt,
-        ...(batch.latestOccurredAt && batch.latestOccurredAt > batch.countedAt
-          ? { latestOccurredAt: batch.latestOccurredAt }
-          : {}),
-      });
-    } catch (err) {
-      if (!(err instanceof DuplicateKeyError)) throw err; // finished by a recovery at the same time
+    if (onlyEvent) {
+      // Recorded on its claim, which no one else changes while the batch is open: no tombstone, no batch id kept.
+      await this.c.ledger.updateOne({ _id: onlyEvent, batch: batch._id }, { $set: { batch: COUNTED } });
+    } else {
+      try {
+        await this.c.finishedBatches.insertOne({
+          _id: batch._id,
+          countedAt: batch.countedAt,
+          ...(batch.latestOccurredAt && batch.latestOccurredAt > batch.countedAt
+            ? { latestOccurredAt: batch.latestOccurredAt }
+            : {}),
+        });
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err; // finished by a recovery at the same time
+      }
     }
     // Only the writer holding the batch deletes it (the owner and lease it holds in the filter; a takeover sets
     // both). A writer that lost it leaves it to the one that took it over, whose counter updates may still be to
@@ -264,7 +293,7 @@ export class UsageWriter {
       leaseUntil: batch.leaseUntil,
     });
     if (deleted === 0) return;
-    const marker: FinishedMarker = { finishedAt: this.now(), takenOver: !ownBatch };
+    const marker: FinishedMarker = { finishedAt: this.now(), ...(fence === undefined ? {} : { fence }) };
     for (const inc of batch.increments) {
       let markers = this.staleMarkers.get(inc.counterId);
       if (!markers) {
@@ -281,8 +310,13 @@ export class UsageWriter {
       const dropped = this.markersToDrop(inc.counterId);
       try {
         await this.c.counters.updateOne(
-          // A map, not an array: `{ $ne }` on arrays differs between the engines, `$exists` does not.
-          { _id: inc.counterId, [`applied.${batch._id}`]: { $exists: false } },
+          {
+            _id: inc.counterId,
+            // A map, not an array: `{ $ne }` on arrays differs between the engines, `$exists` does not.
+            [`applied.${batch._id}`]: { $exists: false },
+            // Fenced: an update landing after its lease ended, once markers it might have found were removed, is a no-op.
+            $or: [{ fence: { $exists: false } }, { fence: { $lt: leaseUntil } }],
+          },
           {
             $inc: {
               requests: inc.requests,
@@ -291,9 +325,13 @@ export class UsageWriter {
               completion_tokens: inc.completion_tokens,
               cost_micros: inc.cost_micros,
             },
-            $max: { lastRequestAt: new Date(inc.lastRequestAt), refreshedAt: new Date(batch.countedAt) },
+            $max: {
+              lastRequestAt: new Date(inc.lastRequestAt),
+              refreshedAt: new Date(batch.countedAt),
+              ...(dropped?.fence ? { fence: dropped.fence } : {}),
+            },
             $set: { [`applied.${batch._id}`]: true },
-            ...(dropped ? { $unset: dropped } : {}),
+            ...(dropped ? { $unset: dropped.$unset } : {}),
             $setOnInsert: {
               orgSlug: inc.orgSlug,
               userId: inc.userId,
@@ -304,31 +342,39 @@ export class UsageWriter {
           },
           { upsert: true },
         );
-        if (dropped) this.forgetMarkers(inc.counterId, dropped);
+        if (dropped) this.forgetMarkers(inc.counterId, dropped.$unset);
         return;
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err;
-        // Either the counter already carries this batch (nothing to do), or another upsert created it
-        // at the same moment (try again: it now exists).
+        // Either the counter already carries this batch (nothing to do), or it is fenced past this lease (the
+        // batch is a recovery's now), or another upsert created it at the same moment (try again: it now exists).
         const current = await this.c.counters.findOne({ _id: inc.counterId });
         if (current?.applied?.[batch._id]) return;
+        if ((current?.fence ?? 0) >= leaseUntil) throw new LeaseLost();
         if (attempt >= 3) throw err;
       }
     }
   }
 
-  /** The `$unset` of a counter's markers that are old enough to go with its next update. */
-  private markersToDrop(id: string): Record<string, ''> | undefined {
+  /**
+   * The `$unset` of a counter's markers that may go now, those of batches finished at or before `finishedBy`, and
+   * the fence their removal sets (the latest of theirs; none when no batch of them was taken over).
+   */
+  private markersToDrop(
+    id: string,
+    finishedBy = Number.POSITIVE_INFINITY,
+  ): { $unset: Record<string, ''>; fence?: number } | undefined {
     const markers = this.staleMarkers.get(id);
     if (!markers) return undefined;
-    const cutoff = this.now() - MARKER_GRACE_MS;
-    let $unset: Record<string, ''> | undefined;
-    for (const [batchId, { finishedAt, takenOver }] of markers) {
-      if (takenOver && finishedAt > cutoff) continue;
-      $unset ??= {};
-      $unset[`applied.${batchId}`] = '';
+    const now = this.now();
+    let dropped: { $unset: Record<string, ''>; fence?: number } | undefined;
+    for (const [batchId, { finishedAt, fence }] of markers) {
+      if (finishedAt > finishedBy || (fence !== undefined && fence >= now)) continue;
+      dropped ??= { $unset: {} };
+      dropped.$unset[`applied.${batchId}`] = '';
+      if (fence !== undefined) dropped.fence = Math.max(dropped.fence ?? 0, fence);
     }
-    return $unset;
+    return dropped;
   }
 
   private forgetMarkers(id: string, dropped: Record<string, ''>): number {
@@ -340,10 +386,16 @@ export class UsageWriter {
     return names.length;
   }
 
-  /** Lets the recovery sweep take the batch at once (after a failure of its writer). */
-  private async releaseLease(batchId: string): Promise<void> {
+  /**
+   * Lets the recovery sweep take the batch at once (after a failure of its writer), keeping the lease it let go: an
+   * update of this writer may still land until then.
+   */
+  private async releaseLease(batchId: string, leaseUntil: number): Promise<void> {
     await this.c.batches
-      .updateOne({ _id: batchId, owner: this.instanceId }, { $set: { leaseUntil: 0 } })
+      .updateOne(
+        { _id: batchId, owner: this.instanceId },
+        { $set: { leaseUntil: 0, releasedLease: leaseUntil } },
+      )
       .catch(() => undefined);
   }
 
