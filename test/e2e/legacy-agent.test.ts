@@ -259,6 +259,60 @@ describe('legacy virtual agent end to end, through the edge', () => {
     });
   });
 
+  it('answers a message that does not say its language in the language of its session, else the default', async () => {
+    const bilingual = await call(
+      'POST',
+      '/v2/bots',
+      { name: 'Bilingue', lang: 'en', languages: ['en', 'fr'] },
+      { 'x-legacy-session-token': sessionToken },
+    );
+    const said = (text: string) => ({ default: { default: [{ type: 'text', text: [text] }] } });
+    const help = await call(
+      'POST',
+      '/v1/intents',
+      {
+        name: 'Help',
+        events: ['HELP'],
+        conditionalResponses: { en: said('I can help.'), fr: said('Je peux vous aider.') },
+      },
+      bearer(bilingual.body.developerToken),
+    );
+    expect(help.status).toBe(200);
+    const bye = await call(
+      'POST',
+      '/v1/intents',
+      {
+        name: 'Bye',
+        events: ['BYE'],
+        endConversation: true,
+        conditionalResponses: { en: said('Goodbye.'), fr: said('Au revoir.') },
+      },
+      bearer(bilingual.body.developerToken),
+    );
+    expect(bye.status).toBe(200);
+    const ask = async (userId: string, lang?: string, event = 'HELP') => {
+      const reply = await message(
+        { userId, event, ...(lang === undefined ? {} : { lang }) },
+        bilingual.body.clientToken,
+      );
+      expect(reply.status).toBe(200);
+      return [reply.body.lang, ...texts(reply)];
+    };
+    expect(await ask('visiteur', 'fr-FR')).toEqual(['fr', 'Je peux vous aider.']);
+    expect(await ask('visiteur')).toEqual(['fr', 'Je peux vous aider.']);
+    // a message that says its language changes the conversation's
+    expect(await ask('visiteur', 'en-GB')).toEqual(['en', 'I can help.']);
+    expect(await ask('visiteur')).toEqual(['en', 'I can help.']);
+    expect(await ask('visiteur', 'fr')).toEqual(['fr', 'Je peux vous aider.']);
+    // the session's language, kept when a conversation ends
+    expect(await ask('visiteur', undefined, 'BYE')).toEqual(['fr', 'Au revoir.']);
+    expect(await ask('visiteur')).toEqual(['fr', 'Je peux vous aider.']);
+    // another visitor, and this one once the session has ended, get the assistant's default
+    expect(await ask('visitor')).toEqual(['en', 'I can help.']);
+    clock.advance(901_000);
+    expect(await ask('visiteur')).toEqual(['en', 'I can help.']);
+  });
+
   it('answers per channel, with the fallback below the threshold, and by event', async () => {
     const web = await message({ userId: 'u2', text: 'how do i get to Odeonsplatz' });
     expect(web.body.fulfillment[0].items).toEqual([

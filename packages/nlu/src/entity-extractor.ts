@@ -820,7 +820,8 @@ export class EntityExtractor {
       return {
         entity: f.entity,
         slot: slot ? slot.slot : f.entity,
-        value: f.value ?? surface,
+        // in NFC, whatever form it was listed or typed in (a value listed both ways reads as one)
+        value: (f.value ?? surface).normalize('NFC'),
         text: surface,
         start,
         end,

@@ -324,6 +324,57 @@ describe('trainModel / parse', () => {
     expect(extensible.parse('go to zürichh').entities.map((e) => e.value)).toEqual(['Zürich']);
   });
 
+  it('answers every value in NFC, whatever Unicode form it was listed, tagged or typed in', () => {
+    const nfd = (text: string) => text.normalize('NFD');
+    const set = (automaticallyExtensible: boolean): NluTrainingSet => ({
+      lang: 'en',
+      entities: [
+        {
+          name: 'dish',
+          automaticallyExtensible,
+          useSynonyms: true,
+          // listed before values were kept in NFC: `Café` in NFD, then in NFC
+          values: [
+            { value: nfd('Café'), synonyms: [nfd('crème brûlée')] },
+            { value: 'Café', synonyms: [] },
+            { value: 'tea', synonyms: [] },
+          ],
+        },
+      ],
+      intents: [
+        {
+          id: 'order',
+          name: 'order',
+          utterances: [
+            'i want a [tea](dish)',
+            'give me a [latte](dish)',
+            `one [${nfd('crêpe')}](dish) please`,
+          ].map(parts),
+        },
+        { id: 'hi', name: 'hi', utterances: ['hello', 'good morning', 'hi there'].map(parts) },
+      ],
+    });
+    const cases: Array<[string, string]> = [
+      ['i want a Café', 'Café'],
+      [nfd('i want a Café'), 'Café'],
+      ['i want a crème brûlée', 'Café'],
+    ];
+    for (const extensible of [false, true]) {
+      const model = trainModel(set(extensible));
+      // the texts tagged in utterances are values of an extensible entity
+      for (const [text, value] of extensible ? [...cases, [nfd('one crêpe please'), 'crêpe']] : cases) {
+        const [found] = model.parse(text).entities;
+        expect([text, found?.value]).toEqual([text, value]);
+        // the text stays as typed: it is the input between the offsets
+        expect(found!.text).toBe(text.slice(found!.start, found!.end));
+      }
+    }
+    // a value outside the list, typed in NFD
+    const extensible = trainModel(set(true));
+    const [typed] = extensible.parse(nfd('give me a pâté')).entities;
+    expect(typed).toMatchObject({ value: 'pâté', text: nfd('pâté') });
+  });
+
   it('works for other languages (French: accents folded, elisions)', () => {
     const fr = trainModel(frenchAssistant());
     expect(fr.lang).toBe('fr');

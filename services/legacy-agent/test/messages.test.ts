@@ -461,18 +461,21 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
         conditionalResponses: { 'pt-BR': hello('Oi'), 'pt-PT': hello('Olá'), 'en-GB': hello('Hello') },
       })
       .expect(200);
-    const answer = async (lang: unknown) => {
+    const answer = async (lang: unknown, userId = 'u-connector') => {
       const res = await app.http
         .post('/v1/Messages')
         .set(client(polyglot))
-        .send({ userId: 'u-connector', platform: 'facebook', lang, event: 'HELLO' });
+        .send({ userId, platform: 'facebook', lang, event: 'HELLO' });
       return res.status === 200 ? [res.body.lang, ...texts(res.body)] : res.body.status;
     };
     // Facebook Messenger's and Java's locales
     expect(await answer('en_US')).toEqual(['en-GB', 'Hello']);
     expect(await answer('pt_pt')).toEqual(['pt-PT', 'Olá']);
-    // said nothing, as a blank text or event: the default language
-    for (const none of ['', '   ', null]) expect(await answer(none)).toEqual(['pt-BR', 'Oi']);
+    // said nothing, as a blank text or event: the session's language, else the default
+    for (const none of ['', '   ', null]) {
+      expect(await answer(none)).toEqual(['pt-PT', 'Olá']);
+      expect(await answer(none, newUser())).toEqual(['pt-BR', 'Oi']);
+    }
     expect(await answer('de_DE')).toMatchObject({
       code: 400,
       errorDetails: 'The assistant does not speak de-DE; it speaks pt-BR, pt-PT, en-GB',

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ManualClock } from '@platform/kernel';
-import { TRAINING_REVISION } from '@platform/nlu';
+import { loadModel, loadStoredModel, storedModelForm, TRAINING_REVISION } from '@platform/nlu';
 import { createEmbeddedStore } from '@platform/store';
 import { waitFor } from '@platform/testkit';
 import { ORPHAN_BLOB_GRACE_MS } from '../src/domain/orphan-blobs';
@@ -394,6 +394,64 @@ describe('legacy models: retraining without blocking Messages', () => {
       }
     } finally {
       await again.stop().catch(() => undefined);
+    }
+  });
+
+  it('retrains at start a model made before values that fold alike were told apart, which then extracts them as typed', async () => {
+    const app = await startLegacyApp();
+    const { bot } = await accountWithBot(app.http);
+    await app.http
+      .post('/v1/entities')
+      .set(dev(bot))
+      .send({
+        name: 'City',
+        automaticallyExtensible: { en: false },
+        useSynonyms: { en: false },
+        data: { en: [{ value: 'Paris' }, { value: 'paris' }] },
+      })
+      .expect(200);
+    await addIntent(app, bot, 'Go', 'go to [Paris](City)', 'take me to [Lyon](City)');
+    await trained(app.http, bot);
+    const city = async (running: LegacyTestApp, text: string) =>
+      (
+        await running.http
+          .post('/v1/Messages')
+          .set(client(bot))
+          .send({ userId: 'u', platform: 'web', text })
+          .expect(200)
+      ).body.intents[0].slots.City;
+    expect(await city(app, 'go to paris')).toBe('paris');
+    await app.stop();
+
+    // the model as the engine of revision 2 stored it: without the spellings of values that fold alike
+    const key = `${bot.id}:en`;
+    const store = createEmbeddedStore({ dataDir: app.dataDir });
+    const record = (await store.collection<ModelDoc>('legacy_models').findOne({ _id: key }))!;
+    const blobs = store.blobs('legacy_models');
+    const json = (await loadStoredModel((await blobs.get(record.blob!))!)).toJSON();
+    const { spellings, ...entities } = json.entities as { spellings?: unknown };
+    expect(spellings).toBeDefined();
+    const before = loadModel({ ...json, entities });
+    expect(before.parse('go to paris').entities.map((e) => e.value)).toEqual(['Paris']);
+    const form = await storedModelForm(before);
+    await blobs.put(record.blob!, form);
+    await store
+      .collection<ModelDoc>('legacy_models')
+      .updateOne({ _id: key }, { $set: { bytes: form.length, trainingRevision: 2 } });
+    await store.close();
+
+    const upgraded = await startLegacyApp({ dataDir: app.dataDir });
+    try {
+      await waitFor(
+        async () =>
+          (await upgraded.store.collection<ModelDoc>('legacy_models').findOne({ _id: key }))
+            ?.trainingRevision === TRAINING_REVISION,
+        { what: 'the model of revision 2 retrained at start' },
+      );
+      expect(await city(upgraded, 'go to paris')).toBe('paris');
+      expect(await city(upgraded, 'go to PARIS')).toBe('Paris');
+    } finally {
+      await upgraded.close();
     }
   });
 

@@ -42,13 +42,14 @@ export class Conversations {
 
   /**
    * Records a turn: every active context loses one turn of life, then the answering intent's output
-   * contexts are set (lifespan 0 clears one). An ended conversation keeps its session but forgets the rest.
+   * contexts are set (lifespan 0 clears one), and the language it was answered in kept for the next. An ended
+   * conversation keeps its session and language but forgets the rest.
    * A turn that changes nothing but the time is not written unless the stored time is getting old
    * (a tenth of the idle time, at most a minute): busy conversations cost no write per message.
    */
   async recordTurn(
     { doc, stored }: Conversation,
-    turn: { outputContexts: OutputContext[]; slots: Record<string, string>; ended: boolean },
+    turn: { outputContexts: OutputContext[]; slots: Record<string, string>; lang: string; ended: boolean },
   ): Promise<void> {
     const now = this.ctx.clock.now();
     const next: Pick<ConversationDoc, 'conversationId' | 'contexts' | 'slots' | 'startedAt'> = turn.ended
@@ -61,6 +62,7 @@ export class Conversations {
         };
     const unchanged =
       stored &&
+      turn.lang === doc.lang &&
       next.conversationId === doc.conversationId &&
       sameContexts(next.contexts, doc.contexts) &&
       sameSlots(next.slots, doc.slots) &&
@@ -75,6 +77,7 @@ export class Conversations {
           sessionId: doc.sessionId,
           ...next,
           slots: slotsForStore(next.slots),
+          lang: turn.lang,
           lastActivityAt: now,
           expiresAt: new Date(now.getTime() + this.idleMs()),
         },

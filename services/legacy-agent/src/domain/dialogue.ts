@@ -32,7 +32,10 @@ export interface MessageReply {
   timestamp: string;
   sessionId: string;
   conversationId: string;
-  /** addition: the assistant's language that answered (the request's `lang` looked up, else its default) */
+  /**
+   * addition: the assistant's language that answered (the request's `lang` looked up, else the one the session's last
+   * message was answered in, else its default)
+   */
   lang: string;
   query?: string;
   fulfillment: Array<{ source: string; items: ReplyItem[] }>;
@@ -74,8 +77,8 @@ export class Dialogue {
   }
 
   async reply(assistant: AssistantDoc, input: MessageInput): Promise<MessageReply> {
-    const lang = input.lang === undefined ? assistant.lang : lookupLanguage(input.lang, assistant);
-    if (lang === undefined) {
+    const asked = input.lang === undefined ? undefined : lookupLanguage(input.lang, assistant);
+    if (input.lang !== undefined && asked === undefined) {
       const spoken = assistant.languages.join(', ');
       throw new InvalidInput(`The assistant does not speak ${input.lang}; it speaks ${spoken}`, {
         details: { issues: [{ field: 'lang', message: `must name a language of the assistant: ${spoken}` }] },
@@ -85,6 +88,9 @@ export class Dialogue {
       this.intentsOf(assistant),
       this.conversations.current(assistant._id, input.userId),
     ]);
+    // a message that does not say its language continues in its session's, else the assistant's default
+    const kept = conversation.doc.lang;
+    const lang = asked ?? (kept !== undefined && assistant.languages.includes(kept) ? kept : assistant.lang);
     const active = new Set(conversation.doc.contexts.filter((c) => c.lifespan > 0).map((c) => c.name));
     const match =
       input.event !== undefined
@@ -108,6 +114,7 @@ export class Dialogue {
     await this.conversations.recordTurn(conversation, {
       outputContexts: intent?.outputContexts[lang] ?? [],
       slots: slots.values,
+      lang,
       ended,
     });
     this.ctx.metrics.message(isFallback ? (match.noModel ? 'no_model' : 'fallback') : 'answered');

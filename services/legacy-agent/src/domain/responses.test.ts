@@ -36,6 +36,16 @@ describe('conditions', () => {
   ] as const)('%j holds: %s', (condition, expected) => {
     expect(holds([...condition] as never, vars())).toBe(expected);
   });
+
+  it("compares texts in any Unicode form: a visitor's text decomposed (NFD), a condition composed (NFC)", () => {
+    const nfd = (text: string) => text.normalize('NFD');
+    const typed = vars({ slots: { dish: nfd('Crème brûlée') }, query: nfd('une crème brûlée') });
+    expect(holds(['query', 'contains', 'crème'], typed)).toBe(true);
+    expect(holds(['query', 'notContains', 'crème'], typed)).toBe(false);
+    expect(holds(['slots.dish', '==', 'crème brûlée'], typed)).toBe(true);
+    expect(holds(['query', 'contains', nfd('crème')], vars({ query: 'une crème' }))).toBe(true);
+    expect(holds(['slots.dish', '==', nfd('Crème')], vars({ slots: { dish: 'crème' } }))).toBe(true);
+  });
 });
 
 describe('choosing a stream', () => {

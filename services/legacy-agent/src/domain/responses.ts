@@ -43,8 +43,9 @@ const slotValue = (slots: Record<string, string>, name: string): string | undefi
   return typeof value === 'string' ? value : undefined;
 };
 
-/** Letter case aside (no collator: this runs for every message). */
-const sameText = (a: string, b: string) => a === b || a.toLowerCase() === b.toLowerCase();
+/** Letter case and Unicode form aside (no collator: this runs for every message). */
+const sameText = (a: string, b: string) =>
+  a === b || a.normalize('NFC').toLowerCase() === b.normalize('NFC').toLowerCase();
 const asNumber = (v: string): number | null =>
   v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : null;
 
@@ -79,7 +80,12 @@ export function holds([variable, operator, expected]: Condition, vars: TurnVaria
       return !holds([variable, '==', expected], vars);
     case 'contains':
       if (Array.isArray(actual)) return actual.some((a) => equals(a, expected));
-      return actual?.toLocaleLowerCase().includes(expected.toLocaleLowerCase()) ?? false;
+      return (
+        actual
+          ?.normalize('NFC')
+          .toLocaleLowerCase()
+          .includes(expected.normalize('NFC').toLocaleLowerCase()) ?? false
+      );
     case 'notContains':
       return !holds([variable, 'contains', expected], vars);
     case '>':

@@ -169,6 +169,11 @@ export interface ConversationDoc {
    * which no stored key may hold, escaped (`slotsForStore`)
    */
   slots: Record<string, string>;
+  /**
+   * the assistant's language the session's last message was answered in: a message without `lang` is answered in it
+   * (kept when a conversation ends; absent on conversations stored before it existed)
+   */
+  lang?: string;
   startedAt: Date;
   /** refreshed at least every tenth of the idle time while the user talks */
   lastActivityAt: Date;

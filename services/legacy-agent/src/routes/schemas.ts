@@ -321,9 +321,11 @@ export type IntentInput = z.infer<typeof intentBody>;
 
 // ---- entities (spec 2.10) -----------------------------------------------------------------------
 
+/** a value or synonym, kept in NFC: one sent in two Unicode forms (`é`, `e\u0301`) is one value */
+const entityText = z.string().trim().normalize('NFC').min(1).max(200);
 const occurrence = z.object({
-  value: nonEmptyText(200),
-  synonyms: z.array(nonEmptyText(200)).max(500).optional(),
+  value: entityText,
+  synonyms: z.array(entityText).max(500).optional(),
 });
 
 export const entityFields = {
@@ -406,7 +408,7 @@ export const messageBody = z
       )
       .meta({
         description:
-          "addition: the visitor's language (`en_US` taken as `en-US`; blank or null counts as absent); the assistant's language it finds (BCP 47 lookup: `fr-FR` finds `fr`, `pt` finds `pt-BR`, `zh-TW` finds `zh-Hant`), its default `lang` when absent",
+          "addition: the visitor's language (`en_US` taken as `en-US`; blank or null counts as absent); the assistant's language it finds (BCP 47 lookup: `fr-FR` finds `fr`, `pt` finds `pt-BR`, `zh-TW` finds `zh-Hant`), when absent the language the session's last message was answered in, else its default `lang`",
       }),
   })
   .refine((m) => m.text !== undefined || m.event !== undefined, {

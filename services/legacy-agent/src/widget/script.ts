@@ -149,7 +149,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   var inputLabel = h('label', { 'for': 'chat-input', 'class': 'sr' });
   var input = h('input', { id: 'chat-input', type: 'text', autocomplete: 'off', maxlength: '4000', enterkeyhint: 'send' });
   var sendBtn = h('button', { type: 'submit', 'class': 'send' });
-  var form = h('form', { onsubmit: function (e) { e.preventDefault(); var t = input.value.trim(); if (!t) return; input.value = ''; sendText(t, t, true); } }, [inputLabel, input, sendBtn]);
+  var form = h('form', { onsubmit: function (e) { e.preventDefault(); var t = input.value.trim(); if (!t) return; input.value = ''; say({ text: t }, t, t); } }, [inputLabel, input, sendBtn]);
   var panel = h('section', { id: 'chat-panel', 'class': 'panel', role: 'dialog', 'aria-labelledby': 'chat-title', hidden: true, onkeydown: function (e) { if (e.key === 'Escape') { e.stopPropagation(); setOpen(false); } } },
     [h('div', { 'class': 'head' }, [avatar, title, closeBtn]), log, errorLine, form]);
   var root = h('div', { 'class': 'root' }, [panel, launcher]);
@@ -157,10 +157,10 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
 
   function applyTexts() {
     var t = texts();
-    var known = state.config && state.config.name;
+    var config = state.config || {};
+    var known = config.name;
     var name = known || t.title;
-    var lang = state.config && state.config.lang;
-    if (lang) panel.setAttribute('lang', lang);
+    if (config.lang) panel.setAttribute('lang', config.lang);
     title.textContent = name;
     var action = panel.hidden ? t.open : t.close;
     launcher.setAttribute('aria-label', known ? action + ': ' + name : action);
@@ -169,7 +169,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     input.placeholder = (state.placeholder === DEFAULT_PLACEHOLDER ? t.ask : state.placeholder) || t.input + '…';
     sendBtn.textContent = t.send;
     avatar.textContent = '';
-    var photo = state.config && state.config.photo && safeUrl(state.config.photo.url);
+    var photo = config.photo && safeUrl(config.photo.url);
     if (photo) avatar.appendChild(h('img', { 'class': 'avatar', src: photo, alt: '' }));
     else avatar.textContent = name.charAt(0).toUpperCase();
   }
@@ -177,8 +177,8 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   function chip(text, onclick) {
     return h('button', { type: 'button', 'class': 'chip', text: text, onclick: onclick });
   }
-  function valueChip(b) { return chip(b.text, function () { sendText(b.value, b.text); }); }
-  function eventChip(e, name) { return chip(e.text, function () { sendEvent(name, e.text); }); }
+  function valueChip(b) { return chip(b.text, function () { say({ text: b.value }, b.text); }); }
+  function eventChip(e, name) { return chip(e.text, function () { say({ event: name }, e.text); }); }
   function linkEl(l, cls) {
     var href = safeUrl(l.value);
     if (!href) return h('span', { 'class': cls, text: l.text });
@@ -272,8 +272,8 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   function call(method, path, body) {
     return fetch(base + path, {
       method: method,
-      headers: body ? { 'content-type': 'application/json', authorization: 'Bearer ' + token } : { authorization: 'Bearer ' + token },
-      body: body ? JSON.stringify(body) : undefined,
+      headers: Object.assign({ authorization: 'Bearer ' + token }, body && { 'content-type': 'application/json' }),
+      body: body && JSON.stringify(body),
       credentials: 'omit'
     }).then(function (res) {
       return res.json().catch(function () { return null; }).then(function (data) {
@@ -317,16 +317,12 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     });
     return queue;
   }
-  function sendText(text, shown, typed) {
+  /** Sends a message shown as the visitor's 'shown', if any: taken back if not sent, with 'typed' to the input. */
+  function say(body, shown, typed) {
+    if (!shown) return send(body);
     var entry = { who: 'user', text: shown, id: newId() };
     var node = push(entry);
-    return send({ text: text }, function () { takeBack(entry, node, typed ? text : null); });
-  }
-  function sendEvent(name, shown) {
-    if (!shown) return send({ event: name });
-    var entry = { who: 'user', text: shown, id: newId() };
-    var node = push(entry);
-    return send({ event: name }, function () { takeBack(entry, node, null); });
+    return send(body, function () { takeBack(entry, node, typed); });
   }
 
   var configLoaded = false;
@@ -349,6 +345,18 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   }
 
   var welcoming = false;
+  /** An open chat with an empty conversation greets (opened, or open again after a reload). */
+  function greet() {
+    if (!token) { showError(texts().noToken); return; }
+    loadConfig().then(function () {
+      // once, across reopenings and tabs: marked in the storage while on its way (10 s at most)
+      if (state.entries.length > 0 || welcoming || state.welcomeUntil > Date.now()) return;
+      welcoming = true;
+      state.welcomeUntil = Date.now() + 10000;
+      save();
+      send({ event: 'WELCOME' }).then(function () { welcoming = false; delete state.welcomeUntil; save(); });
+    });
+  }
   function setOpen(open) {
     showOpen(open);
     state.open = open;
@@ -358,15 +366,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     // a disabled input: focus goes to the conversation (its buttons)
     if (input.disabled) log.focus();
     else input.focus();
-    if (!token) { showError(texts().noToken); return; }
-    loadConfig().then(function () {
-      // once, across reopenings and tabs: marked in the storage while on its way (10 s at most)
-      if (state.entries.length > 0 || welcoming || state.welcomeUntil > Date.now()) return;
-      welcoming = true;
-      state.welcomeUntil = Date.now() + 10000;
-      save();
-      sendEvent('WELCOME').then(function () { welcoming = false; delete state.welcomeUntil; save(); });
-    });
+    greet();
   }
 
   // a tab left with its welcome on its way lets another greet
@@ -400,7 +400,7 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
     if (state.open) {
       showOpen(true);
       keepScrolled();
-      loadConfig();
+      greet();
     }
   }
   if (document.body) start();
