@@ -1,4 +1,7 @@
+import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { ProviderSimulator } from '@platform/testkit';
 import { startProviderSimulator, tempDir } from '@platform/testkit';
@@ -112,6 +115,15 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     const failing = await run('providers', 'test', 'sim', '--org', 'cli-llm-org');
     expect(failing.code).toBe(1);
     expect(failing.err).toContain('PROVIDER_ERROR');
+    // with --json, each model's result is data, as when all pass: a script reads which one failed
+    expect(failing.outcome).toMatchObject({
+      result: 'failed',
+      exitCode: 1,
+      data: [
+        { model: 'cli/gpt', ok: false, error: 'PROVIDER_ERROR' },
+        { model: 'cli/spread', ok: true },
+      ],
+    });
     sim.script([]);
 
     const inUse = await run('providers', 'remove', 'sim');
@@ -159,6 +171,14 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     expect(bad.code).toBe(1);
     expect(bad.err).toContain('INVALID_ITEMS');
     expect(bad.err).toContain('provider_config');
+    // an empty list (a generator that produced nothing) would remove every model: refused
+    const emptyFile = path.join(dir.dir, 'empty.yaml');
+    writeFileSync(emptyFile, 'models: []\n');
+    expect(await run('models', 'import', emptyFile)).toMatchObject({
+      code: 1,
+      err: `${emptyFile} holds no models: importing it would remove every model. Nothing was changed.`,
+    });
+    expect((await gateway('GET', '/v1/models/mock/chat-2')).status).toBe(200);
 
     expect((await run('models', 'disable', 'mock/chat-2')).outcome.data.enabled).toBe(false);
     expect((await gateway('GET', '/v1/models/mock/chat-2?orgSlug=all')).body.enabled).toBe(false);
@@ -194,6 +214,51 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     expect((await run('org', 'default', 'cli-gov', 'images', 'x')).code).toBe(2);
   });
 
+  it('org allow whose session was switched to another organization meanwhile (a second command on the same token) fails naming both, never reported done', async () => {
+    expect((await run('org', 'create', 'cli-meant')).code).toBe(0);
+    expect((await run('org', 'create', 'cli-other')).code).toBe(0);
+    // in front of the edge: another command of the same session switches it just before the change arrives
+    const proxy = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const headers = { authorization: req.headers.authorization ?? '', 'content-type': 'application/json' };
+      if (req.method === 'PATCH')
+        await fetch(`${platform.baseUrl}/v2/user/active-org`, {
+          method: 'PUT',
+          headers,
+          body: JSON.stringify({ orgSlug: 'cli-other' }),
+        });
+      const answer = await fetch(`${platform.baseUrl}${req.url}`, {
+        method: req.method,
+        headers,
+        body: chunks.length ? Buffer.concat(chunks) : undefined,
+      });
+      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
+      res.end(Buffer.from(await answer.arrayBuffer()));
+    }).listen(0, '127.0.0.1');
+    await once(proxy, 'listening');
+    try {
+      const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const switched = await runCliJson(
+        {
+          ...env,
+          PLATFORM_URL: url,
+          PLATFORM_GATEWAY_URL: `${url}${platform.gatewayUrl.slice(platform.baseUrl.length)}`,
+        },
+        'org',
+        'allow',
+        'cli-meant',
+        'mock/chat',
+      );
+      expect(switched).toMatchObject({ code: 1, outcome: { result: 'failed', exitCode: 1 } });
+      expect(switched.err).toMatch(
+        /^The change went to the organization cli-other, not cli-meant: the session's active organization was switched meanwhile/,
+      );
+    } finally {
+      proxy.close();
+    }
+  });
+
   it('providers add reads the key from --api-key-file (kept out of ps and the shell history), never showing it', async () => {
     const keyed = await startProviderSimulator({ port: 0, apiKey: 'sk-from-file' });
     try {
@@ -227,6 +292,83 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
       });
       await gateway('DELETE', '/v1/models/cli/filed');
       expect((await run('providers', 'remove', 'filed')).outcome.result).toBe('deleted');
+    } finally {
+      await keyed.close();
+    }
+  });
+
+  it('providers add run again without the key or the headers never removes the stored ones (never shown, they cannot be given back): refused until given again, or --no-api-key, --no-headers', async () => {
+    const keyed = await startProviderSimulator({ port: 0, apiKey: 'sk-kept' });
+    try {
+      const add = (...more: string[]) =>
+        run('providers', 'add', 'kept', '--type', 'openai', '--base-url', keyed.openaiBaseUrl, ...more);
+      expect(await add('--api-key', 'sk-kept')).toMatchObject({
+        code: 0,
+        outcome: { result: 'created', data: { has_api_key: true, api_key: 'set' } },
+      });
+      const model = await gateway('POST', '/v1/models', {
+        model_id: 'cli/kept',
+        type: 'completion',
+        provider_config: { provider: 'kept', model: 'gpt-kept' },
+      });
+      expect(model.status).toBe(201);
+      expect((await run('org', 'create', 'cli-llm-org')).code).toBe(0);
+      const smoke = () => run('providers', 'test', 'kept', '--org', 'cli-llm-org');
+
+      // a header added later, the key not given again: nothing is changed, and the message names the way on
+      const refused = await add('--header', 'X-Team=search');
+      expect(refused).toMatchObject({ code: 1, outcome: { result: 'failed', exitCode: 1 } });
+      expect(refused.err).toBe(
+        'The provider kept has an API key stored, which providers add without one would remove: give it again with --api-key or --api-key-file, or remove it with --no-api-key.\nNothing was changed.',
+      );
+      expect((await smoke()).code).toBe(0);
+      expect(keyed.requests().at(-1)?.headers?.['x-team']).toBeUndefined();
+
+      const file = path.join(dir.dir, 'kept-key');
+      writeFileSync(file, 'sk-kept\n');
+      expect(await add('--header', 'X-Team=search', '--api-key-file', file)).toMatchObject({
+        code: 0,
+        outcome: {
+          result: 'updated',
+          data: { has_api_key: true, api_key: 'replaced', header_names: ['X-Team'] },
+        },
+      });
+      expect((await smoke()).code).toBe(0);
+      expect(keyed.requests().at(-1)?.headers?.['x-team']).toBe('search');
+
+      // the header values are never shown either: a new key given without them keeps them, refused
+      const headless = await add('--api-key', 'sk-kept');
+      expect(headless).toMatchObject({ code: 1, outcome: { result: 'failed' } });
+      expect(headless.err).toBe(
+        'The provider kept has the headers X-Team stored, which providers add without --header would remove: give them again with --header, or remove them with --no-headers.\nNothing was changed.',
+      );
+      expect((await add()).err).toMatch(
+        /^The provider kept has an API key stored.*\nThe provider kept has the headers X-Team stored.*\nNothing was changed\.$/,
+      );
+      expect((await smoke()).code).toBe(0);
+      expect(keyed.requests().at(-1)?.headers?.['x-team']).toBe('search');
+
+      expect(await add('--no-api-key', '--api-key', 'sk-kept')).toMatchObject({
+        code: 2,
+        err: expect.stringMatching(/^Give --api-key, --api-key-file or --no-api-key, one of them/),
+      });
+      expect(await add('--no-headers', '--header', 'X-Team=search')).toMatchObject({
+        code: 2,
+        err: expect.stringMatching(/^Give --header or --no-headers, not both/),
+      });
+      const bare = await add('--no-api-key', '--no-headers');
+      expect(bare).toMatchObject({
+        code: 0,
+        outcome: { result: 'updated', data: { has_api_key: false, api_key: 'removed' } },
+      });
+      expect(bare.outcome.data.header_names).toBeUndefined();
+      expect(await add('--no-api-key')).toMatchObject({
+        code: 0,
+        outcome: { result: 'updated', data: { has_api_key: false, api_key: 'none' } },
+      });
+      expect((await add()).outcome.data.api_key).toBe('none');
+      await gateway('DELETE', '/v1/models/cli/kept');
+      expect((await run('providers', 'remove', 'kept')).outcome.result).toBe('deleted');
     } finally {
       await keyed.close();
     }

@@ -88,6 +88,38 @@ describe('operator CLI (pnpm platform)', () => {
     });
   });
 
+  it("member add with a role the organization has not names the organization's roles (built-in and custom), or only the refusal to a caller who may not list them", async () => {
+    const owner = { authorization: `Bearer ${env.PLATFORM_TOKEN}`, 'content-type': 'application/json' };
+    const role = await fetch(`${platform.baseUrl}/v2/orgs/cli-org/roles/auditor`, {
+      method: 'PUT',
+      headers: owner,
+      body: JSON.stringify({ permissions: ['members:read'] }),
+    });
+    expect(role.status).toBeLessThan(300);
+    const someone = await login();
+    const unknown = await run('member', 'add', 'cli-org', someone.userId, '--role', 'admin');
+    expect(unknown).toMatchObject({ code: 1, outcome: { result: 'failed', exitCode: 1 } });
+    expect(unknown.err).toMatch(
+      /^Adding the member failed \(400\): Unknown role admin \(request id [\w.:-]+\)\nThe roles of cli-org: owner, member, guest, (\S+, )*auditor(, \S+)*$/,
+    );
+    // the recruiter (members:manage alone, made above) may not list the roles: the refusal alone
+    const recruiter = await login();
+    expect((await run('member', 'add', 'cli-org', recruiter.userId, '--role', 'recruiter')).code).toBe(0);
+    const unlisted = await runCliJson(
+      { ...env, PLATFORM_TOKEN: recruiter.token },
+      'member',
+      'add',
+      'cli-org',
+      someone.userId,
+      '--role',
+      'admin',
+    );
+    expect(unlisted.code).toBe(1);
+    expect(unlisted.err).toMatch(
+      /^Adding the member failed \(400\): Unknown role admin \(request id [\w.:-]+\)$/,
+    );
+  });
+
   it('assigns a plan, and refuses an unknown one', async () => {
     const plans = (await (
       await fetch(`${platform.upstreams.llmQuota}/internal/plans`, {
@@ -188,6 +220,12 @@ describe('operator CLI (pnpm platform)', () => {
         error: 'Usage: pnpm platform org create <slug> [--name NAME]',
       },
     });
+    const none = await run();
+    expect(none).toMatchObject({
+      code: 2,
+      outcome: { result: 'failed', exitCode: 2, error: 'No command given (pnpm platform --help lists them)' },
+    });
+    expect(none.err).toContain('Usage: pnpm platform <command>');
     expect(await run('org', 'create', 'x1', '--bogus')).toMatchObject({
       code: 2,
       outcome: { result: 'failed', exitCode: 2, error: expect.stringMatching(/^Unknown option '--bogus'/) },
@@ -316,6 +354,38 @@ describe('operator CLI (pnpm platform)', () => {
     );
   });
 
+  it('names a service that takes the request and never answers (a paused process), after --timeout, instead of waiting on', async () => {
+    const silent = createServer(() => undefined).listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const elsewhere = { ...env, PLATFORM_URL: url, PLATFORM_GATEWAY_URL: url, AUTH_URL: url };
+      for (const [argv, call] of [
+        [['keys', 'list', '--timeout', '1'], 'GET /internal/signing-keys'],
+        [['org', 'create', 'x1', '--timeout', '1'], 'POST /v2/orgs'],
+      ] as const) {
+        const answered = await runCliJson(elsewhere, ...argv);
+        expect(answered).toMatchObject({ code: 1, outcome: { result: 'failed', exitCode: 1 } });
+        expect(answered.err).toBe(
+          `${url} did not answer ${call} within 1 s (stopped or overloaded? --timeout SECONDS waits longer)`,
+        );
+      }
+      const fromEnv = await runCliJson({ ...elsewhere, PLATFORM_TIMEOUT: '1' }, 'providers', 'list');
+      expect(fromEnv.err).toMatch(new RegExp(`^${url} did not answer GET /v1/providers within 1 s`));
+      for (const [bad, extra] of [
+        [['--timeout', '0'], {}],
+        [[], { PLATFORM_TIMEOUT: '30s' }],
+      ] as const) {
+        const refused = await runCliJson({ ...elsewhere, ...extra }, 'keys', 'list', ...bad);
+        expect(refused).toMatchObject({ code: 2, outcome: { result: 'failed', exitCode: 2 } });
+        expect(refused.err).toMatch(/^(--timeout|PLATFORM_TIMEOUT) is a whole number of seconds, 1 to 86400/);
+      }
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
+  });
+
   it('refuses a web page answering 200 (another server on that URL): exit 1 naming it, never done, never a stack trace', async () => {
     const page = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
@@ -351,6 +421,51 @@ describe('operator CLI (pnpm platform)', () => {
       }
     } finally {
       page.close();
+    }
+  });
+
+  it('refuses another JSON service answering 200 on that URL: exit 1 naming it, never listed, done or a stack trace', async () => {
+    const other = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+    }).listen(0, '127.0.0.1');
+    await once(other, 'listening');
+    const url = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      const elsewhere = {
+        ...env,
+        PLATFORM_URL: url,
+        PLATFORM_GATEWAY_URL: url,
+        AUTH_URL: url,
+        LLM_QUOTA_URL: url,
+      };
+      for (const argv of [
+        ['keys', 'list'],
+        ['keys', 'rotate'],
+        ['keys', 'revoke', 'some-kid'],
+        ['member', 'add', 'cli-org', 'someone'],
+        ['apikey', 'issue', 'cli-org', '--name', 'ci'],
+        ['oidc-client', 'add', 'app', '--redirect-uri', 'https://app.example/cb'],
+        ['sso', 'add', 'acme', '--issuer', 'https://idp.example', '--client-id', 'platform'],
+        ['providers', 'list'],
+        ['providers', 'add', 'p', '--type', 'mock'],
+        ['models', 'export'],
+        ['org', 'allow', 'cli-org', '--all'],
+      ]) {
+        const answered = await runCliJson(elsewhere, ...argv);
+        expect({ argv, code: answered.code, result: answered.outcome.result }).toEqual({
+          argv,
+          code: 1,
+          result: 'failed',
+        });
+        expect(answered.err).toMatch(
+          new RegExp(
+            `^${url} is not the platform: it answered (GET|POST|PUT|PATCH) /\\S+ with 200 and JSON the platform does not answer`,
+          ),
+        );
+      }
+    } finally {
+      other.close();
     }
   });
 

@@ -145,3 +145,84 @@ describe('a secret from a file (--client-secret-file), kept out of ps and the sh
     }
   });
 });
+
+describe('a provider header', () => {
+  it('given without = (as curl takes it, `Name: value`) is a usage error naming its name, never its value', async () => {
+    const lines: string[] = [];
+    const code = await runCli(
+      [
+        'providers',
+        'add',
+        'p',
+        '--type',
+        'openai',
+        '--header',
+        'Authorization: Bearer sk-live-4242',
+        '--json',
+      ],
+      { PLATFORM_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'operator', DATA_DIR: '/nonexistent' },
+      { out: (l) => lines.push(l), err: (l) => lines.push(l) },
+    );
+    expect(code).toBe(2);
+    expect(lines[0]).toBe(
+      '--header wants NAME=VALUE: the one beginning "Authorization" has no = after its name',
+    );
+    expect(lines.join('\n')).not.toContain('sk-live-4242');
+  });
+});
+
+describe('providers test', () => {
+  it("waits when the gateway's smoke-test rate refuses a model (429, retry-after), then tests it: never reported failed", async () => {
+    const tests: string[] = [];
+    // a stand-in for the edge and the gateway: two models on the provider, the second smoke test refused once
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk) => {
+        text += chunk;
+      });
+      req.on('end', () => {
+        const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+          res.writeHead(status, { 'content-type': 'application/json', ...headers });
+          res.end(JSON.stringify(body));
+        };
+        if (req.url?.startsWith('/llm/v1/models'))
+          return send(200, {
+            data: ['p/one', 'p/two'].map((id) => ({ id, provider_config: { provider: 'p' } })),
+            total: 2,
+          });
+        if (req.url === '/v2/user/active-org') return send(200, { activeOrgSlug: 'acme' });
+        const { modelId } = JSON.parse(text) as { modelId: string };
+        tests.push(modelId);
+        if (tests.length === 2)
+          return send(429, { code: 'RATE_LIMITED', message: 'Too many smoke tests' }, { 'retry-after': '1' });
+        send(200, { ok: true, latency_ms: 1 });
+      });
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const lines: string[] = [];
+      const code = await runCli(
+        ['providers', 'test', 'p', '--org', 'acme', '--json'],
+        {
+          PLATFORM_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          PLATFORM_TOKEN: 'operator',
+          DATA_DIR: '/nonexistent',
+        },
+        { out: (l) => lines.push(l), err: (l) => lines.push(l) },
+      );
+      expect({ code, outcome: JSON.parse(lines.join('\n')) }).toEqual({
+        code: 0,
+        outcome: {
+          result: 'passed',
+          data: [
+            { model: 'p/one', ok: true, latency_ms: 1 },
+            { model: 'p/two', ok: true, latency_ms: 1 },
+          ],
+        },
+      });
+      expect(tests).toEqual(['p/one', 'p/two', 'p/two']);
+    } finally {
+      server.close();
+    }
+  });
+});

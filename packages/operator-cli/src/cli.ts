@@ -49,15 +49,20 @@ Operator commands. Each is idempotent: running it again reports what exists inst
                                                --confidential: then its secret is shown once)
   sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE] [--name NAME] [--org ORG]
                                                name an external OpenID Connect identity provider
-                                               (with --org: a company's, whose users join ORG)
+                                               (with --org: a company's, whose users join ORG); run
+                                               again, it replaces it: a secret or --org left out is removed
   admin grant|revoke <userId>                  make a user a platform administrator (or not)
 
 LLM gateway (a platform administrator's token):
-  providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY | --api-key-file FILE]
-                [--header NAME=VALUE]... [--azure-api-version V]   add or replace a provider
+  providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY | --api-key-file FILE |
+                --no-api-key] [--header NAME=VALUE... | --no-headers] [--azure-api-version V]
+                                               add or replace a provider; its stored key and headers, never
+                                               shown, are given again or removed (--no-api-key, --no-headers):
+                                               without either, nothing is changed
   providers list                               the providers (keys are never shown)
   providers remove <name>                      remove a provider no model uses
-  providers test <name> --org ORG              smoke-test each model of a provider, as ORG
+  providers test <name> --org ORG              smoke-test each model of a provider, as ORG (past the gateway's
+                                               20 smoke tests a minute, it waits for the next minute)
   models import <file>                         replace the whole catalogue (JSON/YAML, {models: [...]})
   models export [--out FILE]                   the catalogue, as \`models import\` takes it
   models enable|disable <modelId>              turn a model on or off
@@ -83,7 +88,9 @@ Connection (flags win over the environment):
                        for plan assign, keys, oidc-client add, sso add, admin grant|revoke
   Against a local \`pnpm start\`, all but the token are read from DATA_DIR/standalone.json.
 
+  --timeout SECONDS    how long one call may take    PLATFORM_TIMEOUT (default 60)
   --json               print the outcome as JSON, a failure too: {"result":"failed","exitCode":N,"error":"..."}
+                       (and "data": each model's result, of a providers test that failed)
   -h, --help           this text
 `;
 
@@ -177,8 +184,16 @@ export async function runCli(
   io: Io,
 ): Promise<number> {
   // with --json, a failure is JSON on stdout too, so that a script reads every outcome the same way
-  const failed = (message: string, exitCode: number) => {
-    if (argv.includes('--json')) io.out(JSON.stringify({ result: 'failed', exitCode, error: message }));
+  const failed = (message: string, exitCode: number, data?: unknown) => {
+    if (argv.includes('--json'))
+      io.out(
+        JSON.stringify({
+          result: 'failed',
+          exitCode,
+          error: message,
+          ...(data === undefined ? {} : { data }),
+        }),
+      );
     return exitCode;
   };
   let parsed: ReturnType<typeof parse>;
@@ -189,9 +204,13 @@ export async function runCli(
     return failed((err as Error).message, 2);
   }
   const { values, positionals } = parsed;
-  if (values.help || positionals.length === 0) {
+  if (values.help) {
     io.out(HELP);
-    return values.help ? 0 : 2;
+    return 0;
+  }
+  if (positionals.length === 0) {
+    io.err(HELP);
+    return failed('No command given (pnpm platform --help lists them)', 2);
   }
   const hints = standaloneHints(env);
   // each URL with where it came from, so a bad one is named as the operator wrote it
@@ -215,6 +234,8 @@ export async function runCli(
       llmQuotaUrl: from('llm-quota-url', 'LLM_QUOTA_URL', hints.llmQuotaUrl),
       // an empty variable is unset, as the services read it
       internalSecret: env.PLATFORM_INTERNAL_SECRET || hints.internalSecret,
+      timeoutSeconds:
+        seconds(values.timeout, '--timeout') ?? seconds(env.PLATFORM_TIMEOUT, 'PLATFORM_TIMEOUT'),
     };
     const outcome = await dispatch(positionals, values, settings);
     if (values.json) io.out(JSON.stringify(outcome));
@@ -225,10 +246,19 @@ export async function runCli(
       io.err(err.message);
       if (hints.note) io.err(hints.note);
       if (err.exitCode === 2) io.err(`\n${HELP}`);
-      return failed(hints.note ? `${err.message}\n${hints.note}` : err.message, err.exitCode);
+      return failed(hints.note ? `${err.message}\n${hints.note}` : err.message, err.exitCode, err.data);
     }
     throw err;
   }
+}
+
+/** A whole number of seconds, up to a day, from a flag or the environment (empty: unset); else a usage error. */
+function seconds(value: string | undefined, source: string): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 86_400)
+    throw new CliError(`${source} is a whole number of seconds, 1 to 86400: ${JSON.stringify(value)}`, 2);
+  return n;
 }
 
 /** put in front of a value beginning with one dash while the arguments are parsed, and taken off after */
@@ -276,10 +306,13 @@ function parseOptions(argv: string[]) {
       'client-secret-file': { type: 'string' },
       org: { type: 'string' },
       'gateway-url': { type: 'string' },
+      timeout: { type: 'string' },
       type: { type: 'string' },
       'base-url': { type: 'string' },
       'api-key': { type: 'string' },
       'api-key-file': { type: 'string' },
+      'no-api-key': { type: 'boolean' },
+      'no-headers': { type: 'boolean' },
       header: { type: 'string', multiple: true },
       'azure-api-version': { type: 'string' },
       out: { type: 'string' },
@@ -375,19 +408,27 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
     case 'admin revoke':
       need(1, `admin ${verb} <userId>`);
       return grantPlatformAdmin(s, args[0]!, verb === 'grant');
-    case 'providers add':
+    case 'providers add': {
       need(
         1,
-        'providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY | --api-key-file FILE] [--header NAME=VALUE]... [--azure-api-version V]',
+        'providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY | --api-key-file FILE | --no-api-key] [--header NAME=VALUE... | --no-headers] [--azure-api-version V]',
       );
       if (!values.type) throw new CliError('providers add needs --type', 2);
-      return addProvider(s, args[0]!, {
+      const options = {
         type: values.type,
         baseUrl: values['base-url'],
         headers: values.header ?? [],
         azureApiVersion: values['azure-api-version'],
+        removeHeaders: values['no-headers'] ?? false,
+        removeApiKey: values['no-api-key'] ?? false,
         apiKey: secretOption(values, 'api-key'),
-      });
+      };
+      if (options.removeApiKey && options.apiKey !== undefined)
+        throw new CliError('Give --api-key, --api-key-file or --no-api-key, one of them', 2);
+      if (options.removeHeaders && options.headers.length)
+        throw new CliError('Give --header or --no-headers, not both', 2);
+      return addProvider(s, args[0]!, options);
+    }
     case 'providers list':
       need(0, 'providers list');
       return listProviders(s);

@@ -12,7 +12,11 @@ export interface CliSettings {
   llmQuotaUrl?: string;
   /** PLATFORM_INTERNAL_SECRET, for internal routes */
   internalSecret?: string;
+  /** how long one call may take, its answer read whole (--timeout, PLATFORM_TIMEOUT; default 60) */
+  timeoutSeconds?: number;
 }
+
+export const DEFAULT_TIMEOUT_SECONDS = 60;
 
 /**
  * A base URL from a flag or the environment (empty: unset), checked before any call: a typo is a usage
@@ -35,6 +39,8 @@ export class CliError extends Error {
   constructor(
     message: string,
     readonly exitCode = 1,
+    /** what a failure found, for --json (each model a smoke test failed on) */
+    readonly data?: unknown,
   ) {
     super(message);
   }
@@ -45,6 +51,11 @@ export interface ApiAnswer {
   body: unknown;
   /** the platform's `x-request-id` of this answer, which its logs are searched by */
   requestId?: string;
+  /** a refusal's `retry-after` in seconds: when to ask again */
+  retryAfterSeconds?: number;
+  /** who answered what: the origin, and the method and path asked */
+  origin: string;
+  request: string;
 }
 
 /** fetch says only "fetch failed" or "terminated"; the reason (ECONNREFUSED, a certificate, a closed socket) is its cause */
@@ -53,17 +64,28 @@ const reasonOf = (err: unknown) => {
   return cause?.message ?? cause?.code ?? (err as Error).message;
 };
 
-async function call(url: string, init: RequestInit): Promise<ApiAnswer> {
+/**
+ * One call, given `timeoutSeconds` to answer whole: a platform that accepted the connection and stopped (a process
+ * paused, a proxy waiting on a dead upstream) is named, instead of waiting five minutes for fetch's own limit.
+ */
+async function call(url: string, init: RequestInit, timeoutSeconds: number): Promise<ApiAnswer> {
+  const signal = AbortSignal.timeout(timeoutSeconds * 1000);
+  const timedOut = () =>
+    new CliError(
+      `${new URL(url).origin} did not answer ${init.method} ${new URL(url).pathname} within ${timeoutSeconds} s (stopped or overloaded? --timeout SECONDS waits longer)`,
+    );
   let response: Response;
   try {
-    response = await fetch(url, init);
+    response = await fetch(url, { ...init, signal });
   } catch (err) {
+    if (signal.aborted) throw timedOut();
     throw new CliError(`Cannot reach ${new URL(url).origin}: ${reasonOf(err)}`);
   }
   let text: string;
   try {
     text = await response.text();
   } catch (err) {
+    if (signal.aborted) throw timedOut();
     // the service went away while it answered (a platform stopping, a proxy cutting the connection)
     throw new CliError(`The answer of ${new URL(url).origin} was cut short: ${reasonOf(err)}`);
   }
@@ -78,7 +100,27 @@ async function call(url: string, init: RequestInit): Promise<ApiAnswer> {
     throw new CliError(
       `${new URL(url).origin} is not the platform: it answered ${init.method} ${new URL(url).pathname} with ${response.status} ${response.headers.get('content-type') ?? 'and no content type'}, not JSON (is that URL the right one?)`,
     );
-  return { status: response.status, body, requestId: response.headers.get('x-request-id') ?? undefined };
+  const retryAfter = response.headers.get('retry-after');
+  return {
+    status: response.status,
+    body,
+    requestId: response.headers.get('x-request-id') ?? undefined,
+    retryAfterSeconds: /^\d+$/.test(retryAfter ?? '') ? Number(retryAfter) : undefined,
+    origin: new URL(url).origin,
+    request: `${init.method} ${new URL(url).pathname}`,
+  };
+}
+
+/**
+ * The body of an answer that succeeded, if it has the platform's shape (`valid`): another JSON service on that URL
+ * answering 200 is a failure naming it, never reported done (nor a TypeError reading it).
+ */
+export function platformBody<T>(answer: ApiAnswer, valid: (body: Record<string, unknown>) => boolean): T {
+  if (!valid(answer.body as Record<string, unknown>))
+    throw new CliError(
+      `${answer.origin} is not the platform: it answered ${answer.request} with ${answer.status} and JSON the platform does not answer (is that URL the right one?)`,
+    );
+  return answer.body as T;
 }
 
 const json = (body: unknown) => (body === undefined ? undefined : JSON.stringify(body));
@@ -92,11 +134,15 @@ export async function api(
 ): Promise<ApiAnswer> {
   if (!settings.token)
     throw new CliError('This command needs an operator credential: --token or PLATFORM_TOKEN', 2);
-  const answer = await call(`${settings.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${settings.token}`, 'content-type': 'application/json' },
-    body: json(body),
-  });
+  const answer = await call(
+    `${settings.url}${path}`,
+    {
+      method,
+      headers: { authorization: `Bearer ${settings.token}`, 'content-type': 'application/json' },
+      body: json(body),
+    },
+    settings.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+  );
   // a session that ended or was revoked: the fix named, whichever command met it
   if (answer.status === 401) {
     const refused = failure('Authenticating with the operator credential', answer);
@@ -118,11 +164,15 @@ export function internal(
   const flag = service === 'auth' ? '--auth-url or AUTH_URL' : '--llm-quota-url or LLM_QUOTA_URL';
   if (!base) throw new CliError(`This command talks to ${service} directly: ${flag}`, 2);
   if (!settings.internalSecret) throw new CliError('This command needs PLATFORM_INTERNAL_SECRET', 2);
-  return call(`${base}${path}`, {
-    method,
-    headers: { 'x-platform-internal-secret': settings.internalSecret, 'content-type': 'application/json' },
-    body: json(body),
-  });
+  return call(
+    `${base}${path}`,
+    {
+      method,
+      headers: { 'x-platform-internal-secret': settings.internalSecret, 'content-type': 'application/json' },
+      body: json(body),
+    },
+    settings.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
+  );
 }
 
 /** The envelope's message, or the status, for an answer that failed, with its request id (what support asks for). */

@@ -1,4 +1,4 @@
-import { api, CliError, type CliSettings, failure, internal } from './client';
+import { api, CliError, type CliSettings, failure, internal, platformBody } from './client';
 
 /** A command's outcome: what it did, and the data to print. */
 export interface Outcome {
@@ -39,12 +39,22 @@ export async function addMember(
   // a caller who may add members but not see them (members:manage without members:read) adds with --role unseen
   const unseen = listed.status === 403 && role !== undefined;
   if (listed.status !== 200 && !unseen) throw failure('Listing the members', listed);
-  const existing = unseen ? undefined : (listed.body as MemberView[]).find((m) => m.userId === userId);
+  const existing = unseen
+    ? undefined
+    : platformBody<MemberView[]>(listed, Array.isArray).find((m) => m.userId === userId);
   if (existing && (role === undefined || role === existing.role)) return { result: 'exists', data: existing };
   const added = await api(s, 'POST', path, { userId, role: role ?? 'member' });
   if (added.status === 201) return { result: 'created', data: added.body };
   if (added.status === 200) return { result: 'updated', data: added.body };
-  throw failure('Adding the member', added);
+  const refused = failure('Adding the member', added);
+  const issues = (added.body as { details?: { issues?: Array<{ field?: string }> } } | null)?.details?.issues;
+  if (added.status === 400 && issues?.some((issue) => issue.field === 'role')) {
+    // the roles it takes, built-in and custom, when the caller may list them
+    const roles = await api(s, 'GET', `/v2/orgs/${encodeURIComponent(org)}/roles`);
+    if (roles.status === 200 && Array.isArray(roles.body))
+      refused.message += `\nThe roles of ${org}: ${(roles.body as Array<{ slug: string }>).map((r) => r.slug).join(', ')}`;
+  }
+  throw refused;
 }
 
 /**
@@ -79,7 +89,7 @@ export async function issueOrgApiKey(
   const listed = await api(s, 'GET', path);
   if (listed.status !== 200) throw failure('Listing the API keys', listed);
   // Idempotent by name: a live key of that name is reported, never minted twice (its secret was shown once).
-  const existing = (listed.body as KeyView[]).find((k) => k.name === options.name);
+  const existing = platformBody<KeyView[]>(listed, Array.isArray).find((k) => k.name === options.name);
   if (existing) return { result: 'exists', data: existing };
   const created = await api(s, 'POST', path, {
     name: options.name,
@@ -94,7 +104,7 @@ export async function issueOrgApiKey(
 export async function rotateKeys(s: CliSettings): Promise<Outcome> {
   const rotated = await internal(s, 'auth', 'POST', '/internal/signing-keys/rotate');
   if (rotated.status !== 200) throw failure('Rotating the signing keys', rotated);
-  const body = rotated.body as { started: boolean };
+  const body = platformBody<{ started: boolean }>(rotated, (b) => typeof b.started === 'boolean');
   return { result: body.started ? 'started' : 'pending', data: body };
 }
 
@@ -102,8 +112,14 @@ export async function rotateKeys(s: CliSettings): Promise<Outcome> {
 export async function listKeys(s: CliSettings): Promise<Outcome> {
   const listed = await internal(s, 'auth', 'GET', '/internal/signing-keys');
   if (listed.status !== 200) throw failure('Listing the signing keys', listed);
-  return { result: 'listed', data: (listed.body as { keys: unknown[] }).keys };
+  return {
+    result: 'listed',
+    data: platformBody<{ keys: unknown[] }>(listed, (b) => Array.isArray(b.keys)).keys,
+  };
 }
+
+/** auth's answer of an idempotent write names what it did */
+const hasResult = (body: Record<string, unknown>) => typeof body.result === 'string';
 
 /** A leaked key stops verifying and signing now; revoking it again reports it (decision 0102). */
 export async function revokeKey(s: CliSettings, kid: string): Promise<Outcome> {
@@ -117,7 +133,7 @@ export async function revokeKey(s: CliSettings, kid: string): Promise<Outcome> {
   if (revoked.status === 404 && (revoked.body as { error?: string } | null)?.error === 'SigningKeyNotFound')
     throw new CliError(`There is no signing key ${kid} (pnpm platform keys list shows them)`);
   if (revoked.status !== 200) throw failure('Revoking the signing key', revoked);
-  const { result, ...data } = revoked.body as { result: string };
+  const { result, ...data } = platformBody<{ result: string }>(revoked, hasResult);
   return { result, data };
 }
 
@@ -134,7 +150,7 @@ export async function addOidcClient(
   });
   if (saved.status !== 200 && saved.status !== 201)
     throw failure('Registering the OpenID Connect client', saved);
-  const { result, ...data } = saved.body as { result: string };
+  const { result, ...data } = platformBody<{ result: string }>(saved, hasResult);
   return { result, data };
 }
 
@@ -151,6 +167,6 @@ export async function addSsoProvider(
     options,
   );
   if (saved.status !== 200 && saved.status !== 201) throw failure('Naming the identity provider', saved);
-  const { result, ...data } = saved.body as { result: string };
+  const { result, ...data } = platformBody<{ result: string }>(saved, hasResult);
   return { result, data };
 }

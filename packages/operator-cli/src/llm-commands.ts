@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
-import { type ApiAnswer, api, CliError, type CliSettings, failure, internal } from './client';
+import { type ApiAnswer, api, CliError, type CliSettings, failure, internal, platformBody } from './client';
 import type { Outcome } from './commands';
 
 /** The gateway root (`{gateway_url}`): --gateway-url, PLATFORM_GATEWAY_URL, else {base_url}/llm. */
@@ -37,17 +38,51 @@ export async function grantPlatformAdmin(s: CliSettings, userId: string, granted
   return { result: 'updated', data: answer.body };
 }
 
+/**
+ * Adds or replaces a provider. The gateway replaces a provider whole, and never shows its key or its header values: run
+ * again without them, it would remove the stored ones (every model on it then failing), so that is refused unless
+ * `removeApiKey` and `removeHeaders` say so. The outcome's `api_key` says what happened to the key: `set`, `replaced`,
+ * `removed` or `none`.
+ */
 export async function addProvider(
   s: CliSettings,
   name: string,
-  options: { type: string; baseUrl?: string; apiKey?: string; headers: string[]; azureApiVersion?: string },
+  options: {
+    type: string;
+    baseUrl?: string;
+    apiKey?: string;
+    removeApiKey: boolean;
+    headers: string[];
+    removeHeaders: boolean;
+    azureApiVersion?: string;
+  },
 ): Promise<Outcome> {
   const headers: Record<string, string> = {};
   for (const h of options.headers) {
     const at = h.indexOf('=');
-    if (at <= 0) throw new CliError(`--header wants name=value, not ${h}`, 2);
+    // its value may be a secret (`Authorization: Bearer …`): only the name it begins with is shown
+    if (at <= 0)
+      throw new CliError(
+        `--header wants NAME=VALUE: the one beginning ${JSON.stringify(h.split(/[\s:=]/)[0])} has no = after its name`,
+        2,
+      );
     headers[h.slice(0, at)] = h.slice(at + 1);
   }
+  const listed = await gateway(s, 'GET', '/v1/providers');
+  if (listed.status !== 200) throw failed('Listing the providers', listed);
+  const stored = providersIn(listed).find((p) => p.name === name);
+  const keyed = stored?.has_api_key === true;
+  // what the gateway never shows cannot be given back later: its removal is asked for, never a side effect
+  const lost = [];
+  if (keyed && !options.apiKey && !options.removeApiKey)
+    lost.push(
+      `The provider ${name} has an API key stored, which providers add without one would remove: give it again with --api-key or --api-key-file, or remove it with --no-api-key.`,
+    );
+  if (stored?.header_names?.length && !options.headers.length && !options.removeHeaders)
+    lost.push(
+      `The provider ${name} has the headers ${stored.header_names.join(', ')} stored, which providers add without --header would remove: give them again with --header, or remove them with --no-headers.`,
+    );
+  if (lost.length) throw new CliError(`${lost.join('\n')}\nNothing was changed.`);
   const answer = await gateway(s, 'PUT', `/v1/providers/${encodeURIComponent(name)}`, {
     type: options.type,
     ...(options.baseUrl ? { baseUrl: options.baseUrl } : {}),
@@ -55,15 +90,27 @@ export async function addProvider(
     ...(options.headers.length ? { headers } : {}),
     ...(options.azureApiVersion ? { azure: { apiVersion: options.azureApiVersion } } : {}),
   });
-  if (answer.status === 201) return { result: 'created', data: answer.body };
-  if (answer.status === 200) return { result: 'updated', data: answer.body };
-  throw failed('Adding the provider', answer);
+  if (answer.status !== 201 && answer.status !== 200) throw failed('Adding the provider', answer);
+  return {
+    result: answer.status === 201 ? 'created' : 'updated',
+    data: {
+      ...(answer.body as object),
+      api_key: options.apiKey ? (keyed ? 'replaced' : 'set') : keyed ? 'removed' : 'none',
+    },
+  };
 }
+
+/** the providers of `GET /v1/providers` (never their keys) */
+const providersIn = (answer: ApiAnswer) =>
+  platformBody<{ data: Array<{ name: string; has_api_key?: boolean; header_names?: string[] }> }>(
+    answer,
+    (b) => Array.isArray(b.data),
+  ).data;
 
 export async function listProviders(s: CliSettings): Promise<Outcome> {
   const answer = await gateway(s, 'GET', '/v1/providers');
   if (answer.status !== 200) throw failed('Listing the providers', answer);
-  return { result: 'listed', data: (answer.body as { data: unknown[] }).data };
+  return { result: 'listed', data: providersIn(answer) };
 }
 
 export async function removeProvider(s: CliSettings, name: string): Promise<Outcome> {
@@ -88,7 +135,10 @@ async function allModels(s: CliSettings): Promise<ModelItem[]> {
   for (let page = 0; ; page++) {
     const answer = await gateway(s, 'GET', `/v1/models?orgSlug=all&limit=100&page=${page}`);
     if (answer.status !== 200) throw failed('Reading the catalogue', answer);
-    const body = answer.body as { data: ModelItem[]; total: number };
+    const body = platformBody<{ data: ModelItem[]; total: number }>(
+      answer,
+      (b) => Array.isArray(b.data) && typeof b.total === 'number',
+    );
     out.push(...body.data);
     if (out.length >= body.total || body.data.length === 0) return out;
   }
@@ -97,6 +147,19 @@ async function allModels(s: CliSettings): Promise<ModelItem[]> {
 async function useOrg(s: CliSettings, org: string): Promise<void> {
   const answer = await api(s, 'PUT', '/v2/user/active-org', { orgSlug: org });
   if (answer.status !== 200) throw failed(`Switching to the organization ${org}`, answer);
+}
+
+/** how many times one smoke test waits for the organization's rate (the gateway runs 20 a minute) to let it run */
+const RATE_WAITS = 5;
+
+/** One smoke test; one refused for the rate is run again when the gateway's `retry-after` says (at most a minute on). */
+async function smokeTest(s: CliSettings, body: { modelId: string; provider?: string }): Promise<ApiAnswer> {
+  for (let waits = 0; ; waits++) {
+    const answer = await gateway(s, 'POST', '/v1/test', body);
+    if (answer.status !== 429 || answer.retryAfterSeconds === undefined || waits === RATE_WAITS)
+      return answer;
+    await sleep(Math.min(answer.retryAfterSeconds, 60) * 1000);
+  }
 }
 
 /**
@@ -113,10 +176,7 @@ export async function testProvider(s: CliSettings, name: string, org: string): P
   await useOrg(s, org);
   const results = [];
   for (const m of models) {
-    const answer = await gateway(s, 'POST', '/v1/test', {
-      modelId: m.id,
-      ...(m.deployments ? { provider: name } : {}),
-    });
+    const answer = await smokeTest(s, { modelId: m.id, ...(m.deployments ? { provider: name } : {}) });
     const body = answer.body as { ok?: boolean; latency_ms?: number; response?: { code?: string } };
     results.push({
       model: m.id,
@@ -128,7 +188,12 @@ export async function testProvider(s: CliSettings, name: string, org: string): P
     });
   }
   const failed = results.filter((r) => !r.ok).length;
-  if (failed) throw new CliError(`${failed} of ${results.length} models failed: ${JSON.stringify(results)}`);
+  if (failed)
+    throw new CliError(
+      `${failed} of ${results.length} models failed: ${JSON.stringify(results)}`,
+      1,
+      results,
+    );
   return { result: 'passed', data: results };
 }
 
@@ -143,6 +208,11 @@ function readCatalogue(file: string): unknown[] {
   }
   const models = Array.isArray(raw) ? raw : (raw as { models?: unknown })?.models;
   if (!Array.isArray(models)) throw new CliError(`${file} holds no list of models`);
+  // a bulk replace with nothing would remove the whole catalogue, every organization's models with it
+  if (models.length === 0)
+    throw new CliError(
+      `${file} holds no models: importing it would remove every model. Nothing was changed.`,
+    );
   return models;
 }
 
@@ -175,12 +245,24 @@ export async function setModelEnabled(s: CliSettings, id: string, enabled: boole
   throw failed(enabled ? 'Enabling the model' : 'Disabling the model', answer);
 }
 
-/** Changes an organization's model governance (PATCH {gateway_url}/v1/quotas/settings as that org). */
+/**
+ * Changes an organization's model governance (PATCH {gateway_url}/v1/quotas/settings as that org); one that went to
+ * another organization (the session switched between the two calls) fails naming it.
+ */
 async function patchGovernance(s: CliSettings, org: string, models: unknown): Promise<Outcome> {
   await useOrg(s, org);
   const answer = await gateway(s, 'PATCH', '/v1/quotas/settings', { models });
   if (answer.status !== 200) throw failed('Changing the organization governance', answer);
-  return { result: 'updated', data: (answer.body as { models: unknown }).models };
+  const changed = platformBody<{ orgSlug: string; models: unknown }>(
+    answer,
+    (b) => typeof b.orgSlug === 'string' && typeof b.models === 'object' && b.models !== null,
+  );
+  // the change goes to the session's active organization, which another command on this session may have switched
+  if (changed.orgSlug !== org)
+    throw new CliError(
+      `The change went to the organization ${changed.orgSlug}, not ${org}: the session's active organization was switched meanwhile (another command, or the web app, on this session). Check both organizations' governance and run it again, one command at a time per session. ${changed.orgSlug} has now: ${JSON.stringify(changed.models)}`,
+    );
+  return { result: 'updated', data: changed.models };
 }
 
 export const allowModels = (s: CliSettings, org: string, models: string[] | null) =>
