@@ -68,6 +68,19 @@ describe('a secret kept in DATA_DIR', () => {
     );
   });
 
+  it('is never made anew where data sealed with the one it replaces is kept: the missing file is named', () => {
+    const dir = folder();
+    const file = path.join(dir, 'internal.secret');
+    expect(() => keptSecret(dir, NAME, { sealedWithIt: 'the stored tokens' })).toThrow(KeptSecretError);
+    expect(() => keptSecret(dir, NAME, { sealedWithIt: 'the stored tokens' })).toThrow(
+      `${file} is missing, and the stored tokens were sealed with the internal secret it held: restore it from a backup of this data folder, or set PLATFORM_INTERNAL_SECRET to the secret they were sealed with`,
+    );
+    expect(readdirSync(dir)).toEqual([]);
+    // restored: read as it is
+    writeFileSync(file, `${'r'.repeat(43)}\n`);
+    expect(keptSecret(dir, NAME, { sealedWithIt: 'the stored tokens' })).toBe('r'.repeat(43));
+  });
+
   it('refuses a link there to a file that is gone, instead of sealing with a secret of this run alone', () => {
     const dir = folder();
     const file = path.join(dir, 'internal.secret');

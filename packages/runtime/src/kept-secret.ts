@@ -76,13 +76,23 @@ function readKept(file: string, { what, variable }: KeptSecretName): string | un
  * A secret kept in `DATA_DIR/<file>` for when its setting (`variable`) is not set: 32 random bytes (mode 0600; the
  * folder is made 0700 if missing), made at the first start and read at every next one. What was sealed with it is
  * unreadable without it: it is never replaced, and a file that does not hold one stops the start
- * (`KeptSecretError`, one line naming the file and the fix).
+ * (`KeptSecretError`, one line naming the file and the fix). `sealedWithIt` names what the caller already holds
+ * sealed with it (`the stored signing keys`): then a missing file stops the start too, before one is made anew.
  */
-export function keptSecret(dataDir: string, name: KeptSecretName): string {
+export function keptSecret(
+  dataDir: string,
+  name: KeptSecretName,
+  options: { sealedWithIt?: string } = {},
+): string {
   const folder = path.resolve(dataDir);
   const file = path.join(folder, name.file);
   const kept = readKept(file, name);
   if (kept) return kept;
+  // deleted, or a data folder restored without it: a new one opens nothing, and would be in the way of the restore
+  if (options.sealedWithIt)
+    throw new KeptSecretError(
+      `${file} is missing, and ${options.sealedWithIt} were sealed with the ${name.what} it held: restore it from a backup of this data folder, or set ${name.variable} to the secret they were sealed with`,
+    );
   // as each service says it of its store
   const cannotUse = (reason: string) =>
     new KeptSecretError(

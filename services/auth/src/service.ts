@@ -24,7 +24,7 @@ import { CredentialIntrospection } from './domain/credential-introspection';
 import { DataRetention } from './domain/data-retention';
 import { AuthEvents } from './domain/events';
 import { KeyRotation } from './domain/key-rotation';
-import { encryptPlainPrivateKeys, PrivateKeyCodec } from './domain/signing-keys';
+import { encryptPlainPrivateKeys, holdsSealedKeys, PrivateKeyCodec } from './domain/signing-keys';
 import { createAuthMetrics } from './metrics';
 import { FIRST_PARTY_CLIENT_ID, OidcClients } from './oidc/clients';
 import { mountInteractionPages } from './oidc/interaction-pages';
@@ -75,16 +75,20 @@ export async function buildAuthService(
   const events = new AuthEvents(bus, clock, logger);
   // Private keys are never stored in plain text: the configured secret, else (embedded store) one kept in a 0600
   // file in DATA_DIR, made at the first start and never replaced (a file there that does not hold one stops the
-  // start). MongoDB deployments must configure one (shared by instances); the configuration refuses MONGO_URL
-  // without it, this refuses a MongoDB store handed in some other way.
+  // start, and so does a missing one once keys are sealed). MongoDB deployments must configure one (shared by
+  // instances); the configuration refuses MONGO_URL without it, this refuses a MongoDB store handed in some other way.
   const keySecret =
     config.SIGNING_KEYS_ENCRYPTION_KEY ??
     (store.engine === 'embedded'
-      ? keptSecret(config.DATA_DIR, {
-          file: 'signing-keys.secret',
-          what: 'signing-keys secret',
-          variable: 'SIGNING_KEYS_ENCRYPTION_KEY',
-        })
+      ? keptSecret(
+          config.DATA_DIR,
+          {
+            file: 'signing-keys.secret',
+            what: 'signing-keys secret',
+            variable: 'SIGNING_KEYS_ENCRYPTION_KEY',
+          },
+          (await holdsSealedKeys(collections.signingKeys)) ? { sealedWithIt: 'the stored signing keys' } : {},
+        )
       : undefined);
   if (!keySecret) throw new Error(`SIGNING_KEYS_ENCRYPTION_KEY: ${SIGNING_KEYS_ENCRYPTION_KEY_REQUIRED}`);
   const codec = new PrivateKeyCodec(

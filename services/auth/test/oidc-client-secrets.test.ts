@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
+import { AtRestCipher } from '../src/domain/at-rest-cipher';
 import type { OidcClientDoc } from '../src/oidc/clients';
 import { type AuthHarness, startAuth } from './helpers';
 import { APP_REDIRECT, authorizeApp, registerApp, signUp, userinfo } from './oidc-app';
@@ -88,5 +89,53 @@ describe('OpenID Connect client secrets at rest', () => {
     } finally {
       await next.stop();
     }
+  });
+
+  it('a secret sealed under a lost at-rest secret: the app is refused as unknown (never 500), registering it again makes a new one', async () => {
+    // what a start over after losing signing-keys.secret leaves (docs/operations.md)
+    const now = h.clock.now();
+    await store.collection<OidcClientDoc>('oidc_clients').insertOne({
+      _id: 'orphaned-app',
+      metadata: {
+        client_id: 'orphaned-app',
+        client_name: 'orphaned-app',
+        client_secret: new AtRestCipher(
+          'the-secret-that-was-lost-0123456789',
+          'platform-auth-oidc-client-secrets',
+        ).seal('its-old-secret'),
+        redirect_uris: [APP_REDIRECT],
+        post_logout_redirect_uris: [],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_post',
+        scope: 'openid email profile offline_access',
+      },
+      firstParty: false,
+      createdAt: now,
+      updatedAt: now,
+    });
+    // before: 500 server_error at both, and 500 at the registration below
+    const authorize = await h.http.get(
+      `/oidc/auth?client_id=orphaned-app&response_type=code&scope=openid&redirect_uri=${encodeURIComponent(APP_REDIRECT)}`,
+    );
+    expect(authorize.status).toBe(400);
+    expect(authorize.text).toContain('client is invalid');
+    const token = await h.http.post('/oidc/token').type('form').send({
+      grant_type: 'authorization_code',
+      code: 'x',
+      client_id: 'orphaned-app',
+      client_secret: 'its-old-secret',
+    });
+    expect(token.status).toBe(401);
+    expect(token.body).toMatchObject({ error: 'invalid_client' });
+
+    const again = await registerApp(h, 'orphaned-app', true);
+    expect(again).toMatchObject({ result: 'updated', tokenEndpointAuthMethod: 'client_secret_post' });
+    expect(again.clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const person = await signUp(h);
+    const { redeem } = await authorizeApp(h, person, 'orphaned-app', 'openid');
+    expect((await redeem(again.clientSecret)).status).toBe(200);
+    // and it is sealed under this instance's secret: the same registration again is `exists`
+    expect((await registerApp(h, 'orphaned-app', true)).result).toBe('exists');
   });
 });

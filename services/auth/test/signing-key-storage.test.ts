@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
 import { loadConfig, ManualClock, silentLogger } from '@platform/kernel';
@@ -88,6 +88,63 @@ describe('signing keys at rest on the embedded store', () => {
       expect(await storedKeys(store)).toEqual(before);
       expect(readFileSync(file, 'utf8')).toBe('z'.repeat(43));
     } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+
+  it('a deleted signing-keys.secret is not made anew beside the keys it sealed: the start stops naming it, a restore starts', async () => {
+    const data = tempDir('auth-keys-');
+    const storeDir = path.join(data.dir, 'auth');
+    const file = path.join(data.dir, 'signing-keys.secret');
+    const first = createEmbeddedStore({ dataDir: storeDir, compactionIntervalMs: 0 });
+    const h = await startAuth({ store: first, env: { DATA_DIR: data.dir } });
+    await h.stop();
+    await first.close();
+    const kept = readFileSync(file, 'utf8');
+    rmSync(file);
+    const store = createEmbeddedStore({ dataDir: storeDir, compactionIntervalMs: 0 });
+    try {
+      const before = await storedKeys(store);
+      await expect(startAuth({ store, env: { DATA_DIR: data.dir } })).rejects.toThrow(
+        `${file} is missing, and the stored signing keys were sealed with the signing-keys secret it held: restore it from a backup of this data folder, or set SIGNING_KEYS_ENCRYPTION_KEY to the secret they were sealed with`,
+      );
+      // before: a new secret was written there, then refused
+      expect(existsSync(file)).toBe(false);
+      expect(await storedKeys(store)).toEqual(before);
+      // the file restored as it was: auth starts with the same keys
+      writeFileSync(file, kept, { mode: 0o600 });
+      const restored = await startAuth({ store, env: { DATA_DIR: data.dir } });
+      try {
+        expect((await restored.http.post('/v2/login/anonymous')).status).toBe(200);
+        expect((await storedKeys(store)).keys.map((k) => k._id)).toEqual(before.keys.map((k) => k._id));
+      } finally {
+        await restored.stop();
+      }
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+
+  it('two instances with different secrets starting at once on an empty store: one seals the first key, the other refuses', async () => {
+    const data = tempDir('auth-keys-');
+    const store = createEmbeddedStore({ dataDir: path.join(data.dir, 'auth'), compactionIntervalMs: 0 });
+    // each keeps its own secret: another DATA_DIR
+    const dirs = [path.join(data.dir, 'a'), path.join(data.dir, 'b')];
+    const starts = await Promise.allSettled(dirs.map((dir) => startAuth({ store, env: { DATA_DIR: dir } })));
+    try {
+      const started = starts.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+      expect(started).toHaveLength(1);
+      const loser = starts.findIndex((s) => s.status === 'rejected');
+      expect((starts[loser] as PromiseRejectedResult).reason.message).toBe(
+        `the stored signing keys cannot be opened with the secret of ${path.join(dirs[loser]!, 'signing-keys.secret')}: restore the secret they were sealed with`,
+      );
+      const { keys } = await storedKeys(store);
+      expect(keys).toHaveLength(1);
+      expect((await started[0]!.http.post('/v2/login/anonymous')).status).toBe(200);
+    } finally {
+      for (const s of starts) if (s.status === 'fulfilled') await s.value.stop();
       await store.close();
       data.remove();
     }

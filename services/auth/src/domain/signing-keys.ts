@@ -124,6 +124,11 @@ export async function checkSecretOpensStoredKeys(
   );
 }
 
+/** Whether any stored private key is sealed (by a secret that must then be kept: it is never made anew). */
+export async function holdsSealedKeys(signingKeys: Collection<SigningKeyDoc>): Promise<boolean> {
+  return (await signingKeys.find({})).some((doc) => isSealed(doc.privateKey));
+}
+
 function opens(codec: PrivateKeyCodec, stored: string): boolean {
   try {
     codec.open(stored);

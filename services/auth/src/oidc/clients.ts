@@ -37,6 +37,20 @@ export interface ClientRegistration {
 }
 
 /**
+ * A confidential client's secret sealed under another at-rest secret (a lost signing-keys.secret, a database restored
+ * beside another secret): nothing opens it, and only registering the client again mends it. `client` is the client
+ * without its secret.
+ */
+export class UnreadableClientSecret extends Error {
+  constructor(readonly client: OidcClientDoc) {
+    super(
+      `the secret of OIDC client ${client._id} was sealed under another SIGNING_KEYS_ENCRYPTION_KEY: it cannot be opened (register it again: pnpm platform oidc-client add ${client._id} --confidential)`,
+    );
+    this.name = 'UnreadableClientSecret';
+  }
+}
+
+/**
  * The registered relying parties. A confidential client's secret is sealed (AES-256-GCM under auth's at-rest
  * secret, the one private signing keys are sealed with, for another purpose) on every write and opened on every
  * read, so a dump of the store hands out no client secret. Documents an earlier version wrote with the secret in
@@ -105,9 +119,8 @@ export class OidcClients {
     try {
       plain = this.cipher.open(secret);
     } catch {
-      throw new Error(
-        `the secret of OIDC client ${doc._id} was sealed under another SIGNING_KEYS_ENCRYPTION_KEY: it cannot be opened`,
-      );
+      const { client_secret: _, ...metadata } = doc.metadata;
+      throw new UnreadableClientSecret({ ...doc, metadata });
     }
     return { ...doc, metadata: { ...doc.metadata, client_secret: plain } };
   }

@@ -3,6 +3,7 @@ import { parseInput, requireInternalSecret } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
+import { UnreadableClientSecret } from './clients';
 import type { OidcProviderHost } from './provider';
 
 const RedirectUri = z
@@ -39,7 +40,11 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         'clientId',
       );
       const body = parseInput(OidcClientBody, req.body);
-      const existing = await host.clients.find(clientId);
+      // a secret sealed under a lost at-rest secret: registering the client again makes it a new one
+      const existing = await host.clients.find(clientId).catch((err: unknown) => {
+        if (err instanceof UnreadableClientSecret) return err.client;
+        throw err;
+      });
       const secret =
         existing?.metadata.client_secret ??
         (body.confidential ? randomBytes(32).toString('base64url') : undefined);

@@ -142,7 +142,7 @@ function configuration(
   };
   const user = (id: string) => c.collections.users.findOne({ _id: id });
   return {
-    adapter: storeAdapterFactory(c.store, c.clock, clients) as never,
+    adapter: storeAdapterFactory(c.store, c.clock, clients, c.logger) as never,
     jwks: { keys: [privateJwk as never] },
     cookies: {
       keys: [derivedSecret(config.PLATFORM_INTERNAL_SECRET, 'oidc-provider-cookies')],

@@ -1,4 +1,4 @@
-import { ManualClock } from '@platform/kernel';
+import { ManualClock, silentLogger } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
 import { waitFor } from '@platform/testkit';
 import { errors } from 'oidc-provider';
@@ -13,7 +13,7 @@ describe('oidc-provider adapter on the store', () => {
   beforeEach(() => {
     clock = new ManualClock('2026-03-01T00:00:00Z');
     store = createEmbeddedStore({ ttlSweepIntervalMs: 10, now: () => clock.now().getTime() });
-    Adapter = storeAdapterFactory(store, clock, new OidcClients(store, 'a'.repeat(32)));
+    Adapter = storeAdapterFactory(store, clock, new OidcClients(store, 'a'.repeat(32)), silentLogger());
   });
   afterEach(() => store.close());
 

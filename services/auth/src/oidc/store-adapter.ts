@@ -1,7 +1,7 @@
-import type { Clock } from '@platform/kernel';
+import type { Clock, Logger } from '@platform/kernel';
 import type { Collection, Doc, Store } from '@platform/store';
 import { errors } from 'oidc-provider';
-import type { OidcClients } from './clients';
+import { type OidcClients, UnreadableClientSecret } from './clients';
 
 /** One oidc-provider model instance (a code, token, session, grant, interaction...) in the store. */
 export interface OidcModelDoc extends Doc {
@@ -62,8 +62,18 @@ export async function pruneLegacyExpired(store: Store, clock: Clock): Promise<vo
   await openOidcModels(store).deleteMany({ expiresAt: { $lt: clock.now().getTime() } });
 }
 
-export function storeAdapterFactory(store: Store, clock: Clock, clients: OidcClients) {
+export function storeAdapterFactory(store: Store, clock: Clock, clients: OidcClients, logger: Logger) {
   const docs = openOidcModels(store);
+  // A client whose secret opens no more is unknown to the provider (invalid_client), and the operator is told.
+  const clientOf = async (id: string) => {
+    try {
+      return await clients.find(id);
+    } catch (err) {
+      if (!(err instanceof UnreadableClientSecret)) throw err;
+      logger.error({ clientId: id }, err.message);
+      return null;
+    }
+  };
   const live = (doc: OidcModelDoc | null): Payload | undefined => {
     if (!doc) return undefined;
     const expiresAt = doc.expiresAt instanceof Date ? doc.expiresAt.getTime() : doc.expiresAt;
@@ -102,7 +112,7 @@ export function storeAdapterFactory(store: Store, clock: Clock, clients: OidcCli
 
     async find(id: string): Promise<Payload | undefined> {
       // Clients are registered by the operator CLI into their own collection (their secret sealed there).
-      if (this.model === 'Client') return (await clients.find(id))?.metadata;
+      if (this.model === 'Client') return (await clientOf(id))?.metadata;
       return live(await docs.findOne({ _id: this.key(id) }));
     }
 
