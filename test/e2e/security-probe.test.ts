@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { statSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
@@ -136,6 +137,37 @@ describe('the platform against the issue 14 probe', () => {
       cookie: `pref=${'x'.repeat(15_200)}`,
     });
     expect(big.status).toBe(200);
+  });
+
+  it('a Host that is no host and port is refused 400 in the envelope; IPv6 literals and ports are served', async () => {
+    for (const host of ['evil example', 'a/b', 'user@127.0.0.1', '<script>']) {
+      const answer = await raw(
+        p.baseUrl,
+        `GET /v2/me HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${session}`,
+      );
+      expect({ host, status: answer.status }).toEqual({ host, status: 400 });
+      expect(JSON.parse(answer.body)).toMatchObject({
+        status: 400,
+        error: 'BadRequest',
+        code: 'HEADER_POLICY_VIOLATION',
+      });
+    }
+    const { port } = new URL(p.baseUrl);
+    for (const host of [`[::1]:${port}`, '[::1]', `127.0.0.1:${port}`, 'api.example.test:8443']) {
+      const status = await new Promise<number | undefined>((resolve, reject) =>
+        httpGet(
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/v2/me',
+            headers: { host, authorization: `Bearer ${session}` },
+            agent: false,
+          },
+          (res) => resolve(res.resume().statusCode),
+        ).on('error', reject),
+      );
+      expect({ host, status }).toEqual({ host, status: 200 });
+    }
   });
 
   it("a request Node cannot read is answered in the envelope with a request id, not Node's bare status line", async () => {

@@ -14,6 +14,7 @@ export * from './http/error-middleware';
 export * from './http/forwarding';
 export { markSuspectJson, suspectJsonRefusal } from './http/json-body-guards';
 export type { LeanRequest, LeanRoute } from './http/lean-routes';
+export { noteListenOptions } from './http/listen-options';
 export * from './http/metrics';
 export * from './http/openapi';
 export * from './http/openapi-serve';

@@ -1,12 +1,12 @@
 import { once } from 'node:events';
-import type { IncomingMessage, RequestListener, Server } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { InvalidInput } from './errors';
 import { answerClientError, refuseConnect, refuseRequest } from './http/client-error';
-import { listenAnswersObserverOf, type ObserveListenAnswer } from './http/metrics';
-import { serverMessagesOf } from './http/server-messages';
+import { listenOptionsOf } from './http/listen-options';
+import type { ObserveListenAnswer } from './http/metrics';
 import type { Logger } from './logger';
 
 export interface RunningServer {
@@ -26,6 +26,14 @@ export const SERVICE_MAX_HEADER_BYTES = 64 * 1024;
 /** How long a request head may take to arrive in full (nginx and HAProxy allow 10 to 60 s). */
 export const HEADERS_TIMEOUT_MS = 10_000;
 
+/**
+ * How long the rest of a request body is still read once the request is answered (nginx's lingering_time). Node
+ * reads a body its handler left unread (an upload refused before it was read) to its end, to keep the connection for
+ * the next request: a client could hold a connection for Node's whole request timeout (300 s) sending a body already
+ * refused.
+ */
+const LINGERING_TIME_MS = 30_000;
+
 /** Whether `rawHeaders` (name, value, name, value...) holds more than one Host field, in any case. */
 function hasSeveralHosts(rawHeaders: string[]): boolean {
   let seen = false;
@@ -38,13 +46,20 @@ function hasSeveralHosts(rawHeaders: string[]): boolean {
   return false;
 }
 
-/** a Host field missing or repeated: a header of the request, not its body (spec 7.1's code for headers) */
+/**
+ * A Host field's value (RFC 9110 7.2: uri-host [":" port], RFC 3986 3.2.2): an IPv6 literal in brackets, or a
+ * reg-name (an IPv4 address is one) of unreserved characters, sub-delims and percent-escapes; then a port, if any.
+ */
+const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
+
+/** a Host field missing, repeated or malformed: a header of the request, not its body (spec 7.1's code for headers) */
 const HOST_REFUSAL = { error: 'BadRequest', code: 'HEADER_POLICY_VIOLATION' };
 
 /**
- * RFC 9112 3.2's 400: an HTTP/1.1 request without Host (Node would answer a bare status line), or any request with
- * more than one Host field (Node keeps the first, where a proxy in front may route by the last). The scan of the raw
- * fields costs ~0.1 µs a request; `req.headersDistinct`, which builds an array for every field, ~5 µs.
+ * RFC 9112 3.2's 400: an HTTP/1.1 request without Host (Node would answer a bare status line), any request with
+ * more than one Host field (Node keeps the first, where a proxy in front may route by the last), or with a Host that
+ * is no host and port (Node takes any value: `a b`, `a/b`, `user@a`). The scan of the raw fields costs ~0.1 µs a
+ * request; `req.headersDistinct`, which builds an array for every field, ~5 µs.
  */
 function hostError(req: IncomingMessage): InvalidInput | undefined {
   if (req.headers.host === undefined)
@@ -53,6 +68,11 @@ function hostError(req: IncomingMessage): InvalidInput | undefined {
       : undefined;
   if (hasSeveralHosts(req.rawHeaders))
     return new InvalidInput('A request must carry one Host header, not several', HOST_REFUSAL);
+  if (!HOST_VALUE.test(req.headers.host))
+    return new InvalidInput(
+      'The Host header must be a host name or IP address, with a port or not',
+      HOST_REFUSAL,
+    );
   return undefined;
 }
 
@@ -73,21 +93,60 @@ function requiringHost(handler: RequestListener, observe?: ObserveListenAnswer):
 }
 
 /**
- * Listens on host:port (0 picks a free port) with keep-alive settings fit for sitting behind a proxy, and
- * the request and response classes noted for `handler` (a service app's: server-messages.ts).
+ * `handler`, the rest of whose request's body is read for `lingeringTimeMs` at most once the request is answered
+ * (then the connection closes): a client cannot hold a connection for as long as it keeps sending a body already
+ * refused. Looked at only for requests with a body.
+ */
+function lingering(handler: RequestListener, lingeringTimeMs: number): RequestListener {
+  const bounded = (req: IncomingMessage) => {
+    if (req.complete) return;
+    const timer = setTimeout(() => {
+      if (!req.complete) req.socket.destroy();
+    }, lingeringTimeMs);
+    timer.unref();
+    req.once('end', () => clearTimeout(timer));
+  };
+  return (req, res) => {
+    const length = req.headers['content-length'];
+    if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined)
+      res.once('finish', () => bounded(req));
+    handler(req, res);
+  };
+}
+
+/**
+ * A request expecting 100-continue is told to send its body once its handler reads it, not before: one refused
+ * first (a missing credential, an unknown route, a body too large by its Content-Length) is answered at once, and
+ * its client does not upload a body for nothing. Node would send 100 Continue before the handler runs; it closes the
+ * connection after an answer without one (the body may follow it or not).
+ */
+function continueOnRead(req: IncomingMessage, res: ServerResponse): void {
+  const message = req as IncomingMessage & { _read(size: number): void };
+  const read = message._read;
+  let asked = false;
+  message._read = (size) => {
+    if (!asked && !res.headersSent) res.writeContinue();
+    asked = true;
+    read.call(message, size);
+  };
+}
+
+/**
+ * Listens on host:port (0 picks a free port) with keep-alive settings fit for sitting behind a proxy, and what
+ * was noted for `handler` (listen-options.ts: a service app's request and response classes, how it counts answers).
  */
 export async function listen(
   handler: RequestListener,
   port: number,
   host = '0.0.0.0',
-  options: { maxHeaderSize?: number; headersTimeoutMs?: number } = {},
+  options: { maxHeaderSize?: number; headersTimeoutMs?: number; lingeringTimeMs?: number } = {},
 ): Promise<RunningServer> {
   // what the handler counts its answers with counts the server's own (kernel http/metrics.ts)
-  const observe = listenAnswersObserverOf(handler);
-  const served = requiringHost(handler, observe);
+  const { messages, observe } = listenOptionsOf(handler);
+  const served = requiringHost(lingering(handler, options.lingeringTimeMs ?? LINGERING_TIME_MS), observe);
   const server = createServer(
     {
-      ...serverMessagesOf(handler),
+      ...messages,
       keepAlive: true,
       // checked by `served`, which answers in the envelope
       requireHostHeader: false,
@@ -102,6 +161,10 @@ export async function listen(
   // An expectation other than 100-continue (none is the platform's) is served as if absent, as RFC 9110 10.1.1 allows,
   // rather than with Node's bare 417.
   server.on('checkExpectation', served);
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    continueOnRead(req, res);
+    served(req, res);
+  });
   // Longer than common load balancers' idle timeouts, so they close first and never hit a closed socket.
   server.keepAliveTimeout = 65_000;
   // Every field of a head reaches `served` (its size is bounded by maxHeaderSize): Node's default keeps the first ~1000

@@ -112,3 +112,87 @@ describe('a connection that has sent nothing yet (headers timeout from its openi
     expect(received).toMatch(/"code":"REQUEST_TIMEOUT"/);
   });
 });
+
+describe('a client that keeps sending a body its answer refused (lingering time, as nginx has)', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await listen(
+      (req, res) => {
+        if (req.url === '/refused') {
+          res.statusCode = 401;
+          return void res.end('refused');
+        }
+        let length = 0;
+        req.on('data', (chunk: Buffer) => {
+          length += chunk.length;
+        });
+        req.on('end', () => res.end(`read ${length}`));
+      },
+      0,
+      '127.0.0.1',
+      { lingeringTimeMs: 300 },
+    );
+  });
+  afterAll(() => server.close(1_000));
+
+  /** A request whose body arrives a few bytes every 20 ms, `chunks` times (forever when 0); what came back, and when the server closed. */
+  function trickled(path: string, head: string, piece: string, chunks = 0) {
+    const socket = net.connect(server.port, '127.0.0.1');
+    let received = '';
+    let closed = false;
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('utf8');
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      closed = true;
+    });
+    socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\n${head}\r\n\r\n`);
+    let sent = 0;
+    const trickle = setInterval(() => {
+      if (socket.destroyed) return;
+      socket.write(piece);
+      if (++sent === chunks) {
+        clearInterval(trickle);
+        socket.write(head.includes('chunked') ? '0\r\n\r\n' : '');
+      }
+    }, 20);
+    return {
+      received: () => received,
+      closed: () => closed,
+      stop() {
+        clearInterval(trickle);
+        socket.destroy();
+      },
+    };
+  }
+
+  it('has its answer, then its connection closed once the lingering time is over, whatever it still sends', async () => {
+    for (const [head, piece] of [
+      ['Content-Length: 100000000', 'x'.repeat(100)],
+      ['Transfer-Encoding: chunked', `64\r\n${'x'.repeat(100)}\r\n`],
+    ]) {
+      const client = trickled('/refused', head, piece);
+      try {
+        await waitFor(() => client.closed(), {
+          timeoutMs: 10_000,
+          what: `the connection (${head}) to close`,
+        });
+        expect(client.received()).toMatch(/^HTTP\/1\.1 401 [\s\S]*\r\n\r\nrefused$/);
+      } finally {
+        client.stop();
+      }
+    }
+  });
+
+  it('is not cut short while its handler reads the body, however long it takes', async () => {
+    // 30 pieces 20 ms apart: longer than the lingering time
+    const client = trickled('/read', 'Content-Length: 3000', 'x'.repeat(100), 30);
+    try {
+      await waitFor(() => client.received().endsWith('read 3000'), { timeoutMs: 10_000, what: 'the answer' });
+      expect(client.received()).toMatch(/^HTTP\/1\.1 200 /);
+    } finally {
+      client.stop();
+    }
+  });
+});

@@ -434,6 +434,100 @@ describe('edge routing and proxying', () => {
       }
     });
 
+    /**
+     * What the edge answers a request whose head (`Expect: 100-continue` added) is `head`: its body, `hello`, is sent
+     * once `100 Continue` arrives, if it does; the client is done at the end of the final answer.
+     */
+    const expectingContinue = (port: number, head: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let text = '';
+        let sent = false;
+        socket.on('data', (d: Buffer) => {
+          text += d.toString('utf8');
+          if (!sent && text.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+            sent = true;
+            socket.write('hello');
+          }
+          const final = text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '');
+          const split = final.indexOf('\r\n\r\n');
+          const length = Number(/\r\ncontent-length: (\d+)/i.exec(final.slice(0, split))?.[1] ?? -1);
+          if (split > 0 && Buffer.byteLength(final.slice(split + 4)) === length) socket.end();
+        });
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+        socket.write(`${head}\r\nHost: x\r\nExpect: 100-continue\r\n\r\n`);
+      });
+
+    it('asks for a body (100 Continue) only once the request is to be forwarded, not when refused before it', async () => {
+      for (const [head, status] of [
+        ['POST /v2/me HTTP/1.1\r\nContent-Length: 5', 401],
+        ['POST /legacy/v2/echo HTTP/1.1\r\nContent-Length: 5000', 413],
+        ['POST /legacy/healthz HTTP/1.1\r\nContent-Length: 5', 404],
+      ] as const) {
+        const text = await expectingContinue(edge.port, head);
+        expect({ head, status: Number(text.slice(9, 12)) }).toEqual({ head, status });
+        expect(text).not.toMatch(/ 100 Continue/);
+      }
+      const before = services.legacy.received.length;
+      const forwarded = await expectingContinue(
+        edge.port,
+        'POST /legacy/v2/echo HTTP/1.1\r\nContent-Length: 5\r\nContent-Type: text/plain',
+      );
+      expect(forwarded).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+      expect(services.legacy.received.slice(before)).toMatchObject([{ body: 'hello' }]);
+      // the service is not asked to expect anything: the edge has the body
+      expect(services.legacy.received.at(-1)?.headers.expect).toBeUndefined();
+    });
+
+    it('reads the rest of a body after the answer for the lingering time at most, then closes the connection', async () => {
+      // a service that answers without reading the body
+      const service = await listen(
+        (_req, res) => {
+          res.statusCode = 404;
+          res.end('{"code":"NOT_FOUND"}');
+        },
+        0,
+        '127.0.0.1',
+      );
+      const viaEdge = await startEdge({
+        authUrl: services.auth.url,
+        legacyUrl: service.url,
+        env: { SESSION_PRINCIPAL_SOURCE: 'jwt' },
+        lingeringTimeMs: 300,
+      });
+      try {
+        // refused by the edge (no credential), and by the service once forwarded: a chunked body sent on and on
+        for (const [path, status] of [
+          ['/v2/me', 401],
+          ['/legacy/v2/nowhere', 404],
+        ] as const) {
+          const socket = connect(viaEdge.port, '127.0.0.1');
+          let text = '';
+          socket.on('data', (d: Buffer) => {
+            text += d.toString('utf8');
+          });
+          // reset, as it sends still
+          socket.on('error', () => undefined);
+          const closed = new Promise((resolve) => socket.once('close', resolve));
+          socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n`);
+          const trickle = setInterval(() => {
+            if (!socket.destroyed) socket.write(`64\r\n${'x'.repeat(100)}\r\n`);
+          }, 20);
+          try {
+            await closed;
+          } finally {
+            clearInterval(trickle);
+          }
+          expect({ path, status: Number(text.slice(9, 12)) }).toEqual({ path, status });
+          expect(text).toMatch(/\r\n\r\n\{.*\}$/);
+        }
+      } finally {
+        await viaEdge.close();
+        await service.close(100);
+      }
+    });
+
     it('answers 413 PAYLOAD_TOO_LARGE from Content-Length without reaching the service', async () => {
       const before = services.legacy.received.length;
       const answer = await request(edge.url, '/legacy/v2/echo', {

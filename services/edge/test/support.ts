@@ -286,6 +286,8 @@ export async function startEdge(options: {
   clock?: Clock;
   bus?: Bus;
   logger?: Logger;
+  /** kernel `listen`'s: how long the rest of an answered request's body is still read */
+  lingeringTimeMs?: number;
 }): Promise<TestEdge> {
   const config = loadConfig(edgeConfigSchema, {
     PLATFORM_INTERNAL_SECRET: SECRET,
@@ -303,7 +305,7 @@ export async function startEdge(options: {
     bus,
   });
   await service.start();
-  const server = await listen(service.handler, 0, '127.0.0.1');
+  const server = await listen(service.handler, 0, '127.0.0.1', { lingeringTimeMs: options.lingeringTimeMs });
   const admin = await listen(service.admin, 0, '127.0.0.1');
   return {
     url: server.url,

@@ -2,7 +2,8 @@ import type { RequestListener } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { listen, type RunningServer } from '../lifecycle';
-import { type ListenAnswer, observeListenAnswers } from './metrics';
+import { noteListenOptions } from './listen-options';
+import type { ListenAnswer } from './metrics';
 
 /** Everything a raw connection receives until the server closes it. */
 function exchange(port: number, send: (socket: Socket, received: () => string) => void): Promise<string> {
@@ -110,6 +111,43 @@ describe("a request Node cannot read (kernel listen's clientError)", () => {
     }
   });
 
+  it('refuses a Host that is no host name, IP address or port 400 in the envelope (RFC 9110 7.2, RFC 3986 3.2.2)', async () => {
+    for (const host of ['a b', 'a/b', 'user@a', '<a>', 'a:8o', 'a:1:2', '[::1', 'a\\b', '%zz']) {
+      const text = await exchange(running.port, (socket) =>
+        socket.write(`GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`),
+      );
+      const answers = answersIn(text);
+      expect({ host, statuses: answers.map((a) => a.status) }).toEqual({ host, statuses: [400] });
+      expect(JSON.parse(answers[0].body)).toMatchObject({
+        status: 400,
+        error: 'BadRequest',
+        code: 'HEADER_POLICY_VIOLATION',
+      });
+    }
+  });
+
+  it('serves host names, IPv4 and IPv6 literals, with or without a port, and an empty Host (RFC 9110 7.2)', async () => {
+    for (const host of [
+      'api.example.test',
+      'API.Example.test.',
+      'api.example.test:8080',
+      '127.0.0.1:3000',
+      '[::1]:8080',
+      '[::1]',
+      'xn--bcher-kva.example',
+      'localhost:',
+      '',
+    ]) {
+      const text = await exchange(running.port, (socket) =>
+        socket.write(`GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`),
+      );
+      expect({ host, answers: answersIn(text).map((a) => [a.status, a.body]) }).toEqual({
+        host,
+        answers: [[200, 'ok']],
+      });
+    }
+  });
+
   it('sees a second Host behind a thousand other fields (Node keeps only the first ~1000 unless told otherwise)', async () => {
     const fields = Array.from({ length: 1100 }, (_, i) => `x-${i}: 1\r\n`).join('');
     const text = await exchange(running.port, (socket) =>
@@ -209,11 +247,63 @@ describe("a request Node cannot read (kernel listen's clientError)", () => {
   });
 });
 
+describe('a request that expects 100-continue (RFC 9110 10.1.1)', () => {
+  let running: RunningServer;
+  beforeAll(async () => {
+    running = await listen(
+      (req, res) => {
+        if (req.url === '/refused') {
+          res.statusCode = 401;
+          return void res.end('refused');
+        }
+        let length = 0;
+        req.on('data', (chunk: Buffer) => {
+          length += chunk.length;
+        });
+        req.on('end', () => res.end(`read ${length}`));
+      },
+      0,
+      '127.0.0.1',
+    );
+  });
+  afterAll(() => running.close(100));
+
+  /** What the server answers a head expecting 100-continue: its body is sent once `100 Continue` arrives, if it does. */
+  const expecting = (path: string) =>
+    exchange(running.port, (socket, received) => {
+      let sent = false;
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n`);
+      socket.on('data', () => {
+        if (!sent && received().startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+          sent = true;
+          socket.write('hello');
+        }
+        // the final answer is in: the client is done (the server may keep the connection for another request)
+        if (/(refused|read 5)$/.test(received())) socket.end();
+      });
+    });
+
+  it('is answered without 100 Continue when its answer is decided before its body is read', async () => {
+    const text = await expecting('/refused');
+    expect(text).not.toMatch(/ 100 Continue/);
+    const answers = answersIn(text);
+    expect(answers.map((a) => [a.status, a.body])).toEqual([[401, 'refused']]);
+    // the body may still come (a client that stops waiting sends it): not on a connection kept for another request
+    expect(answers[0].head).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
+  it('gets 100 Continue once its handler reads the body, then the answer', async () => {
+    const text = await expecting('/read');
+    expect(text).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    expect(text).toMatch(/read 5$/);
+  });
+});
+
 describe('the answers `listen` writes itself', () => {
   it('are told to what its handler noted, with their method, target, status and request id', async () => {
     const seen: ListenAnswer[] = [];
     const handler: RequestListener = (_req, res) => res.end('ok');
-    observeListenAnswers(handler, (answer) => seen.push(answer));
+    noteListenOptions(handler, { observe: (answer) => seen.push(answer) });
     const running = await listen(handler, 0, '127.0.0.1', { headersTimeoutMs: 300 });
     try {
       // a connection that sends nothing is closed with a 408, but made no request

@@ -1,4 +1,4 @@
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type CounterSeries, counterFamily, type HistogramSeries, histogramFamily } from './plain-metrics';
@@ -101,14 +101,3 @@ export type ObserveListenAnswer = (answer: ListenAnswer) => void;
 
 /** The route label of the answers `listen` writes itself (`http_requests_total{route}`). */
 export const LISTEN_ROUTE = 'listen:refused';
-
-const observersOf = new WeakMap<RequestListener, ObserveListenAnswer>();
-
-/** Notes how `listener` counts the answers its server writes itself (read by `listen`, as its server messages are). */
-export function observeListenAnswers(listener: RequestListener, observe: ObserveListenAnswer): void {
-  observersOf.set(listener, observe);
-}
-
-/** How `listener` counts the answers its server writes itself, if it does. */
-export const listenAnswersObserverOf = (listener: RequestListener): ObserveListenAnswer | undefined =>
-  observersOf.get(listener);

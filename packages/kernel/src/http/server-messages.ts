@@ -1,4 +1,4 @@
-import { IncomingMessage, type RequestListener, ServerResponse } from 'node:http';
+import { IncomingMessage, ServerResponse } from 'node:http';
 import type { Express } from 'express';
 
 /** The classes a node server builds each request and response with (`http.createServer`'s options). */
@@ -6,8 +6,6 @@ export interface ServerMessages {
   IncomingMessage: typeof IncomingMessage;
   ServerResponse: typeof ServerResponse;
 }
-
-const messagesOf = new WeakMap<RequestListener, ServerMessages>();
 
 /** node's constructor, building objects whose prototype is `prototype` (node's are plain functions, not classes) */
 function withPrototype<T extends typeof IncomingMessage | typeof ServerResponse>(
@@ -35,12 +33,3 @@ export function expressMessages(app: Express): ServerMessages {
     ServerResponse: withPrototype(ServerResponse, app.response),
   };
 }
-
-/** Notes the classes `listener` wants its server to build requests and responses with (read by `listen`). */
-export function withServerMessages(listener: RequestListener, messages: ServerMessages): void {
-  messagesOf.set(listener, messages);
-}
-
-/** The classes noted for `listener`, if any. */
-export const serverMessagesOf = (listener: RequestListener): ServerMessages | undefined =>
-  messagesOf.get(listener);

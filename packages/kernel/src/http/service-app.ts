@@ -8,15 +8,10 @@ import { errorMiddleware, notFoundHandler } from './error-middleware';
 import { compileTrustProxy } from './forwarding';
 import { markSuspectJson, refuseSuspectJson } from './json-body-guards';
 import { expressLeanHandler, type LeanRoute, leanListener } from './lean-routes';
-import {
-  createHttpMetrics,
-  type HttpMetrics,
-  LISTEN_ROUTE,
-  type ListenAnswer,
-  observeListenAnswers,
-} from './metrics';
+import { type ListenOptions, noteListenOptions } from './listen-options';
+import { createHttpMetrics, type HttpMetrics, LISTEN_ROUTE } from './metrics';
 import { requestId } from './request-id';
-import { expressMessages, withServerMessages } from './server-messages';
+import { expressMessages } from './server-messages';
 
 export interface ServiceAppOptions {
   name: string;
@@ -107,15 +102,14 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
         logger: options.logger,
       })
     : app;
-  // a server listening with either builds requests and responses that express need not re-prototype
-  const messages = expressMessages(app);
-  withServerMessages(app, messages);
-  withServerMessages(app.listener, messages);
-  // and counts the answers it writes itself (no Host or several, CONNECT, what Node cannot read) as the app's own
-  const countListenAnswer = ({ method, status, seconds }: ListenAnswer) =>
-    metrics.observe(method, LISTEN_ROUTE, status, seconds);
-  observeListenAnswers(app, countListenAnswer);
-  observeListenAnswers(app.listener, countListenAnswer);
+  // a server listening with either builds requests and responses that express need not re-prototype, and counts the
+  // answers it writes itself (no Host or several, CONNECT, what Node cannot read) as the app's own
+  const listenOptions: ListenOptions = {
+    messages: expressMessages(app),
+    observe: ({ method, status, seconds }) => metrics.observe(method, LISTEN_ROUTE, status, seconds),
+  };
+  noteListenOptions(app, listenOptions);
+  noteListenOptions(app.listener, listenOptions);
   return app;
 }
 

@@ -2,8 +2,8 @@ import type { RequestListener } from 'node:http';
 import {
   LISTEN_ROUTE,
   type Logger,
+  noteListenOptions,
   type ObserveRequest,
-  observeListenAnswers,
   requestMetrics,
   scrapedGauge,
 } from '@platform/kernel';
@@ -61,12 +61,14 @@ export function observeEdgeListenAnswers(
   metrics: EdgeMetrics,
   logger: Logger,
 ): void {
-  observeListenAnswers(handler, ({ method, url, status, requestId, seconds }) => {
-    metrics.observe(method, LISTEN_ROUTE, status, seconds);
-    const path = url === undefined ? undefined : loggedPath(url);
-    logger.info(
-      { requestId, method, path, route: LISTEN_ROUTE, status, ms: Math.round(seconds * 1000) },
-      'request',
-    );
+  noteListenOptions(handler, {
+    observe: ({ method, url, status, requestId, seconds }) => {
+      metrics.observe(method, LISTEN_ROUTE, status, seconds);
+      const path = url === undefined ? undefined : loggedPath(url);
+      logger.info(
+        { requestId, method, path, route: LISTEN_ROUTE, status, ms: Math.round(seconds * 1000) },
+        'request',
+      );
+    },
   });
 }
