@@ -6,6 +6,7 @@ import { type Collection, createEmbeddedStore, type Doc, type Store } from '@pla
 import { type CounterDoc, type QuotaCollections, quotaCollections } from '../data/collections';
 import { counterId } from '../domain/windows';
 import type { CountableEvent } from './intake';
+import { Maintenance } from './maintenance';
 import { COUNTED, UsageWriter } from './usage-writer';
 
 const NOW = new Date('2025-03-15T12:00:30Z');
@@ -108,6 +109,8 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     c.counters.findOne({ _id: counterId({ orgSlug: 'acme' }, 'month', new Date('2025-03-01Z')) });
   const orgMinute = () =>
     c.counters.findOne({ _id: counterId({ orgSlug: 'acme' }, 'minute', new Date('2025-03-15T12:00:00Z')) });
+  /** the tombstones of batches, apart from the one named `COUNTED` */
+  const batchTombstones = () => c.finishedBatches.count({ _id: { $ne: COUNTED } });
   const userMinute = () =>
     c.counters.findOne({
       _id: counterId({ orgSlug: 'acme', userId: 'u1' }, 'minute', new Date('2025-03-15T12:00:00Z')),
@@ -234,7 +237,7 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect(await writerWith(c, 'w2').recover()).toBe(1);
     expect(await orgMonth()).toMatchObject({ requests: 1 });
     expect(await c.batches.count({})).toBe(0);
-    expect(await c.finishedBatches.count({})).toBe(1);
+    expect(await batchTombstones()).toBe(1);
   });
 
   it('leaves the batch to the recovery when its lease ran out before the counters', async () => {
@@ -311,9 +314,30 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
       receivedAt: NOW,
       occurredAt: ahead,
     });
-    expect(await c.finishedBatches.count({})).toBe(2);
+    expect(await batchTombstones()).toBe(2);
     expect((await writerWith(c, 'w2').apply([alone, usual])).get(alone.id)).toBe('duplicate');
     expect(await orgMonth()).toMatchObject({ requests: 5 });
+  });
+
+  it('leaves a writer of the previous version a tombstone under the batch a counted claim names, which no retention removes', async () => {
+    // That writer (an instance not upgraded yet, or after a rollback) reads a claim's batch from the open batches and
+    // the tombstones alone: finding neither, it took the claim over and counted the event again.
+    const alone = event();
+    await writerWith(c).apply([alone]);
+    expect((await c.ledger.findOne({ _id: alone.id }))?.batch).toBe(COUNTED);
+    await writerWith(c, 'w2').apply([event()]); // written once
+    const retention = new Maintenance({
+      collections: c,
+      writer: { recover: async () => 0, sweepMarkers: async () => 0 },
+      clock: new ManualClock('2100-01-01T00:00:00Z'),
+      logger: silentLogger(),
+      intervalMs: 60_000,
+      eventIdRetentionMs: 192 * 3_600_000,
+      minuteRetentionMs: 48 * 3_600_000,
+    });
+    await retention.runOnce();
+    expect(await c.ledger.count({})).toBe(0);
+    expect(await c.finishedBatches.find({})).toEqual([{ _id: COUNTED, countedAt: expect.any(Date) }]);
   });
 
   it('asks for a retry when the batch of a claim it read was recorded on that claim and deleted meanwhile', async () => {
@@ -407,7 +431,7 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect(await orgMonth()).toMatchObject({ requests: 2 });
     expect(await userMinute()).toMatchObject({ requests: 2 });
     expect(await c.batches.count({})).toBe(0);
-    expect(await c.finishedBatches.count({})).toBe(1); // the recovery's; w1's own batches are recorded on their claims
+    expect(await batchTombstones()).toBe(1); // the recovery's; w1's own batches are recorded on their claims
   });
 
   it("never counts a batch again when its first writer's counter updates land after a recovery finished it", async () => {
@@ -448,6 +472,33 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect(await orgMonth()).toMatchObject({ requests: 2, tokens: 20 });
     expect(await orgMinute()).toMatchObject({ requests: 2 });
     expect(await userMinute()).toMatchObject({ requests: 2 });
+  });
+
+  it('never lets a writer that failed after its lease ran out release the lease of the recovery now holding its batch', async () => {
+    // w1's counter updates leave within its lease and come back after it ran out, the first one failed.
+    const slowCounters = stalling(failing(c.counters, 'updateOne', 1), 'updateOne');
+    const w1 = writerWith({ ...c, counters: slowCounters.collection });
+    const first = w1.apply([event()]);
+    await slowCounters.stalled;
+    lease.advance(LEASE_MS + 1);
+    // The same instance's recovery takes the batch over (same owner) and stalls before its counter updates.
+    const slowRecovery = stalling(c.counters, 'updateOne');
+    const recovered = writerWith({ ...c, counters: slowRecovery.collection }).recover();
+    await slowRecovery.stalled;
+    slowCounters.resume();
+    await first; // the failure lets go of a lease: it must not be the recovery's
+    await slowCounters.landed();
+    const w2 = writerWith(c, 'w2');
+    await w2.recover();
+    await w2.apply([event()]);
+    slowRecovery.resume();
+    await recovered;
+    lease.advance(LEASE_MS + 1);
+    await w2.recover();
+    expect(await orgMonth()).toMatchObject({ requests: 2, tokens: 20 });
+    expect(await orgMinute()).toMatchObject({ requests: 2 });
+    expect(await userMinute()).toMatchObject({ requests: 2 });
+    expect(await c.batches.count({})).toBe(0);
   });
 
   it('drops its own markers at once when a recovery that saw the batch stuck has not taken it yet', async () => {

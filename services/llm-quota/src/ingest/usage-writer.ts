@@ -48,6 +48,14 @@ const MARKER_SWEEP_AGE_MS = 5_000;
 export const COUNTED = 'counted';
 
 /**
+ * The date of the tombstone named `COUNTED`, the latest a date can hold: no retention ever removes it. A writer of a
+ * version before decision 0124's fourth (an instance not upgraded yet, or one rolled back to) reads a claim's batch
+ * from the open batches and the tombstones alone: finding neither for `COUNTED`, it took the claim over and counted
+ * the event again. This tombstone makes it a duplicate there too.
+ */
+const COUNTED_TOMBSTONE_DATE = new Date(8.64e15);
+
+/**
  * Counts events exactly once, in batches, on a store whose only atomic unit is one document.
  *
  * 1. An open batch document is written (`claiming`, with a lease).
@@ -83,6 +91,8 @@ export class UsageWriter {
    * leftover marker costs a few bytes, never a wrong count.
    */
   private readonly staleMarkers = new Map<string, Map<string, FinishedMarker>>();
+  /** the tombstone named `COUNTED`, written (or found) before this instance records a first claim `COUNTED` */
+  private countedTombstone: Promise<void> | null = null;
 
   constructor(private readonly options: UsageWriterOptions) {
     this.c = options.collections;
@@ -267,6 +277,7 @@ export class UsageWriter {
     await Promise.all(batch.increments.map((increment) => this.applyIncrement(batch, increment, leaseUntil)));
     if (onlyEvent) {
       // Recorded on its claim, which no one else changes while the batch is open: no tombstone, no batch id kept.
+      await this.writeCountedTombstone();
       await this.c.ledger.updateOne({ _id: onlyEvent, batch: batch._id }, { $set: { batch: COUNTED } });
     } else {
       try {
@@ -302,6 +313,21 @@ export class UsageWriter {
       }
       markers.set(batch._id, marker);
     }
+  }
+
+  /** Once per process: the tombstone `COUNTED` (see `COUNTED_TOMBSTONE_DATE`); tried again after a failure. */
+  private writeCountedTombstone(): Promise<void> {
+    this.countedTombstone ??= this.c.finishedBatches
+      .insertOne({ _id: COUNTED, countedAt: COUNTED_TOMBSTONE_DATE })
+      .then(
+        () => undefined,
+        (err) => {
+          if (err instanceof DuplicateKeyError) return;
+          this.countedTombstone = null;
+          throw err;
+        },
+      );
+    return this.countedTombstone;
   }
 
   private async applyIncrement(batch: BatchDoc, inc: CounterIncrement, leaseUntil: number): Promise<void> {
@@ -388,12 +414,13 @@ export class UsageWriter {
 
   /**
    * Lets the recovery sweep take the batch at once (after a failure of its writer), keeping the lease it let go: an
-   * update of this writer may still land until then.
+   * update of this writer may still land until then. Only the lease it still holds: the owner alone would match the
+   * lease of this instance's own recovery that took the batch over meanwhile, still applying it.
    */
   private async releaseLease(batchId: string, leaseUntil: number): Promise<void> {
     await this.c.batches
       .updateOne(
-        { _id: batchId, owner: this.instanceId },
+        { _id: batchId, owner: this.instanceId, leaseUntil },
         { $set: { leaseUntil: 0, releasedLease: leaseUntil } },
       )
       .catch(() => undefined);
