@@ -173,6 +173,26 @@ describe('OpenAI-compatible inference through the edge', () => {
     expect(res.body).toMatchObject({ code: 'INVALID_BODY', status: 400, requestId: expect.any(String) });
   });
 
+  it('rerank refuses an empty document with INVALID_BODY naming it, before any scoring or billing', async () => {
+    for (const [empty, field] of [
+      ['', 'documents.2'],
+      [{ text: '' }, 'documents.2.text'],
+    ] as const) {
+      const res = await w.call(
+        'gateway',
+        'POST',
+        '/v1/rerank',
+        { bearer: owner.token },
+        { model: 'sim/rerank', query: 'q', documents: ['a document', 'another', empty] },
+      );
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        code: 'INVALID_BODY',
+        details: { issues: [{ field, message: 'a document must not be empty' }] },
+      });
+    }
+  });
+
   /** POST /v1/chat/completions as the organization's owner */
   const chat = (body: Record<string, unknown>) =>
     w.call('gateway', 'POST', '/v1/chat/completions', { bearer: owner.token }, body);
@@ -185,6 +205,13 @@ describe('OpenAI-compatible inference through the edge', () => {
       { tools: [{ type: 'function', function: { name: 7 } }] },
       { tools: [{ type: 'function', function: { name: 'f', parameters: 'x' } }] },
       { tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function' } },
+      // a choice no tool answers: the providers refuse it (Anthropic's refusal was a 502 that did not say why)
+      {
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: { type: 'function', function: { name: 'g' } },
+      },
+      { tool_choice: { type: 'function', function: { name: 'f' } } },
+      { tool_choice: 'required' },
       { tool_choice: null },
       { messages: [{ role: 'user', content: 5 }] },
       { messages: [{ role: 'user', content: [1] }] },

@@ -3,6 +3,7 @@ import {
   type GatewayWorld,
   leaveStreamAfterFirstChunk,
   leaveStreamAtFinish,
+  modelEntry,
   type Reply,
   recordCompletions,
   startGatewayWorld,
@@ -223,6 +224,111 @@ describe('provider errors, retries, failover and cancellation', () => {
         messages,
       });
       expect(message.frames.at(-1)).toMatch(/^event: error\n/);
+    } finally {
+      completions.stop();
+    }
+  });
+
+  it('an Anthropic stream cut, lost or silent before any content is retried; the input its message_start reported is counted, however it ends', async () => {
+    const completions = recordCompletions(w);
+    try {
+      const stream = async (requestId: string, model = 'sim/claude') => {
+        const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${as.bearer}`,
+            'content-type': 'application/json',
+            'x-request-id': requestId,
+          },
+          body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+        });
+        await res.text();
+        const { outcome, usage, cost } = await completions.of(requestId);
+        return { outcome, usage, cost };
+      };
+      const reply = { usage: { prompt_tokens: 1000, completion_tokens: 7 } };
+      // the first attempt's message_start reports its 1,000 input tokens, then a proxy ends the stream; the retry answers
+      w.sim.script([
+        {
+          match: { model: 'claude-sim' },
+          times: 1,
+          reply,
+          streamFailure: { afterChunks: 1, mode: 'disconnect' },
+        },
+        { match: { model: 'claude-sim' }, reply },
+      ]);
+      expect(await stream('cut-then-served')).toEqual({
+        outcome: 'success',
+        usage: { prompt_tokens: 2000, completion_tokens: 7, total_tokens: 2007 },
+        cost: (2000 * 3 + 7 * 15) / 1e6,
+      });
+      // the connection lost there: nothing reached the caller, so it is retried as a loss before the first byte is
+      w.sim.script([
+        {
+          match: { model: 'claude-sim' },
+          times: 1,
+          reply,
+          streamFailure: { afterChunks: 1, mode: 'disconnect' },
+        },
+        { match: { model: 'claude-sim' }, reply },
+      ]);
+      expect(await stream('lost-then-served')).toEqual({
+        outcome: 'success',
+        usage: { prompt_tokens: 2000, completion_tokens: 7, total_tokens: 2007 },
+        cost: (2000 * 3 + 7 * 15) / 1e6,
+      });
+      // every attempt fails so (Anthropic overloaded): the request failed, and each attempt's input was consumed
+      w.sim.script([
+        { match: { model: 'claude-sim' }, reply, streamFailure: { afterChunks: 1, mode: 'disconnect' } },
+      ]);
+      expect(await stream('cut-every-time')).toEqual({
+        outcome: 'provider_error',
+        usage: { prompt_tokens: 3000, completion_tokens: 0, total_tokens: 3000 },
+        cost: (3000 * 3) / 1e6,
+      });
+      expect(w.sim.requests().filter((r) => r.model === 'claude-sim')).toHaveLength(7);
+      // silent after its message_start until the model's timeout: that input was consumed too
+      const admin = await w.platformAdmin();
+      const quick = modelEntry(
+        'sim/claude-quick',
+        'completion',
+        { provider: 'claude', model: 'claude-quick' },
+        {
+          input_per_million: 3,
+          output_per_million: 15,
+        },
+        { timeout_ms: 300 },
+      );
+      expect((await w.call('gateway', 'POST', '/v1/models', { bearer: admin.token }, quick)).status).toBe(
+        201,
+      );
+      w.sim.script([
+        { match: { model: 'claude-quick' }, reply, streamFailure: { afterChunks: 1, mode: 'hang' } },
+      ]);
+      expect(await stream('silent-after-start', 'sim/claude-quick')).toEqual({
+        outcome: 'provider_error',
+        usage: { prompt_tokens: 1000, completion_tokens: 0, total_tokens: 1000 },
+        cost: (1000 * 3) / 1e6,
+      });
+      await w.call('gateway', 'DELETE', '/v1/models/sim/claude-quick', { bearer: admin.token });
+      // cut after some content: the input is the one reported (800 of it read from the cache), not the tokenizer's
+      const cached = {
+        usage: { prompt_tokens: 1000, cached_tokens: 800, completion_tokens: 7 },
+        content: 'a b c d e f',
+      };
+      w.sim.script([
+        {
+          match: { model: 'claude-sim' },
+          reply: cached,
+          streamFailure: { afterChunks: 5, mode: 'disconnect' },
+        },
+      ]);
+      const cutLate = await stream('cut-after-content');
+      expect(cutLate).toMatchObject({
+        outcome: 'provider_error',
+        usage: { prompt_tokens: 1000, cached_tokens: 800 },
+      });
+      expect(cutLate.usage.completion_tokens).toBeGreaterThan(0);
     } finally {
       completions.stop();
     }

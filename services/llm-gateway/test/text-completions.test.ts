@@ -324,6 +324,9 @@ describe('text completions through the edge', () => {
       [{ model: 'sim/gpt', prompt: 5 }, 'prompt'],
       [{ model: 'sim/gpt', prompt: [] }, 'prompt'],
       [{ model: 'sim/gpt', prompt: ['a', 7] }, 'prompt.1'],
+      // one issue saying how many, not one per prompt saying it is not a number
+      [{ model: 'sim/gpt', prompt: Array.from({ length: 2049 }, () => 'x') }, 'prompt'],
+      [{ model: 'sim/gpt', prompt: Array.from({ length: 2049 }, () => [1]) }, 'prompt'],
       [{ model: 'sim/gpt', prompt: 'x', suffix: 3 }, 'suffix'],
       [{ model: 'sim/gpt', prompt: 'x', max_tokens: -1 }, 'max_tokens'],
       [{ model: 'sim/gpt', prompt: 'x', stream: 'yes' }, 'stream'],
@@ -335,6 +338,8 @@ describe('text completions through the edge', () => {
         [field],
       ]);
     }
+    const many = await complete(as, { model: 'sim/gpt', prompt: Array.from({ length: 3000 }, () => 'x') });
+    expect(many.body.message).toBe('Invalid body: prompt: at most 2048 texts or token-id arrays');
     expect((await complete(as, { model: 'sim/gpt', prompt: 5 })).body.message).toMatch(
       /prompt: a string, or an array of 1 to 2048 strings/,
     );

@@ -159,6 +159,31 @@ describe('transcriptions are billed by the audio in the upload, whatever its for
     });
   });
 
+  it('a second file or model part is 400 INVALID_BODY naming it, before any provider call, on both routes', async () => {
+    const { owner } = await w.org('audio-twice');
+    const calls = w.sim.requests().length;
+    const wav = () => new Blob([silentWav(2)], { type: 'audio/wav' });
+    for (const route of ['transcriptions', 'translations'])
+      for (const twice of ['file', 'model']) {
+        const form = new FormData();
+        form.append('model', 'sim/whisper');
+        form.append('file', wav(), 'one.wav');
+        if (twice === 'file') form.append('file', wav(), 'two.wav');
+        else form.append('model', 'sim/other');
+        const res = await fetch(`${w.p.gatewayUrl}/v1/audio/${route}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${owner.token}` },
+          body: form,
+        });
+        expect([route, twice, res.status]).toEqual([route, twice, 400]);
+        expect(await res.json()).toMatchObject({
+          code: 'INVALID_BODY',
+          details: { issues: [{ field: twice, message: 'sent more than once' }] },
+        });
+      }
+    expect(w.sim.requests().length).toBe(calls);
+  });
+
   it('an upload whose duration cannot be read is refused with 400 INVALID_BODY before any provider call, and counts nothing', async () => {
     const { owner } = await w.org('audio-unreadable');
     const as = { bearer: owner.token };

@@ -10,7 +10,14 @@ import {
 import { z } from 'zod';
 import type { CatalogueCollections, ModelDoc, ProviderDoc } from './catalogue-store';
 import { missingEndpoints } from './deployment-endpoints';
-import { type ModelEntry, ModelEntrySchema, mergePatch, unknownProviders } from './model-entry';
+import {
+  MAX_PRICE,
+  type ModelEntry,
+  ModelEntrySchema,
+  mergePatch,
+  unknownProviders,
+  untouchedPricesAboveBound,
+} from './model-entry';
 
 /** Who changed the catalogue: a platform administrator, or the operator's credential (internal secret). */
 export interface Actor {
@@ -153,7 +160,12 @@ export class CatalogueAdmin {
       });
     const updated = await updateWithRevision(this.deps.collections.models, { _id: id }, async (current) => {
       const before = entryOf(current);
-      const entry = await this.validate(mergePatch(before, p));
+      // a price stored above the bound before it existed does not refuse a patch that leaves it alone: it is
+      // checked at the bound and kept as stored (inference bills it at the bound)
+      const kept = untouchedPricesAboveBound(before.pricing, p);
+      const atBound = Object.fromEntries(Object.keys(kept).map((k) => [k, MAX_PRICE]));
+      const checked = await this.validate(mergePatch(mergePatch(before, p), { pricing: atBound }));
+      const entry = { ...checked, pricing: { ...checked.pricing, ...kept } };
       const { _id, ...doc } = docOf(entry, this.deps.clock.now());
       const gone = removed(before, entry);
       return Object.keys(gone).length ? { $set: doc, $unset: gone } : { $set: doc };

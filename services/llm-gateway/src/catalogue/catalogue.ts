@@ -5,7 +5,7 @@ import { hasEndpoint } from '../providers/endpoints';
 import { type RequestShape, requestShapeOf } from '../providers/request-shape';
 import type { CatalogueCollections, ProviderDoc } from './catalogue-store';
 import { SERVED_BY } from './deployment-endpoints';
-import { deploymentsOf, type PlatformDefaults, type ProviderConfig } from './model-entry';
+import { boundedPricing, deploymentsOf, type PlatformDefaults, type ProviderConfig } from './model-entry';
 import type { SecretBox } from './secret-box';
 
 /** A deployment's cooldown on this instance (inference/deployments.ts): kept across catalogue reloads. */
@@ -125,6 +125,7 @@ export class Catalogue {
           ...m,
           model_id: _id,
           enabled: m.enabled !== false,
+          pricing: boundedPricing(m.pricing),
           provider_config: config,
           adapter,
           providerName: adapter.name,

@@ -412,6 +412,12 @@ export function chatRequestOfMessages(body: Json): ChatRequest {
     if (names.has(name)) issues.push({ field: `tools.${i}.name`, message: 'is the name of an earlier tool' });
     names.add(name);
   });
+  // a tool_choice no tool answers, which every provider refuses (Anthropic's refusal was a 502 that did not say why)
+  const chosen = body.tool_choice as Json | undefined;
+  if (chosen?.type === 'any' && tools.length === 0)
+    issues.push({ field: 'tool_choice', message: "'any' needs tools" });
+  if (chosen?.type === 'tool' && !names.has(chosen.name))
+    issues.push({ field: 'tool_choice.name', message: `no tool named ${String(chosen.name)} in tools` });
   // automatic caching: Anthropic puts the request's breakpoint on its last block, as chat's last message's does
   const automatic = breakpointOf(body, '', issues);
   const last = messages[messages.length - 1];
@@ -432,9 +438,7 @@ export function chatRequestOfMessages(body: Json): ChatRequest {
     chat.tools = tools;
     if (choice) chat.tool_choice = chatToolChoice(choice);
     if (choice?.disable_parallel_tool_use === true) chat.parallel_tool_calls = false;
-  } else if (choice && choice.type !== 'auto' && choice.type !== 'none')
-    // 'any' or a named tool without tools reach the provider's refusal, as in chat
-    chat.tool_choice = chatToolChoice(choice);
+  }
   const stops = body.stop_sequences as string[] | undefined;
   if (stops && stops.length > 0) chat.stop = stops;
   set('temperature', body.temperature);

@@ -85,6 +85,8 @@ export interface Prepared {
   chain: readonly Pool[];
   /** the deployment the provider call called last, set as it goes: the one a failed request's usage event names */
   lastCalled: CatalogueModel | null;
+  /** what failed attempts consumed by the provider's report (a stream's input before its cut), each on its deployment */
+  spent: Array<{ model: CatalogueModel; usage: Usage }>;
   ticket: Ticket;
   promptTokens: number;
   startedAt: number;
@@ -167,6 +169,7 @@ async function admitInference(
     routed: resolved.routed ? (resolved.downgradedFrom ?? resolved.model.model_id) : null,
     chain,
     lastCalled: null,
+    spent: [],
     ticket,
     promptTokens,
     startedAt,
@@ -220,6 +223,7 @@ export function figuresOf(
  * records one `analytics.llm.completion` in the outbox. Runs after the answer has gone out.
  */
 export async function account(ctx: GatewayContext, prepared: Prepared, done: Finished, figures: Figures) {
+  ({ done, figures } = withSpent(prepared, done, figures));
   try {
     await prepared.ticket.settle({ totalTokens: done.usage.total_tokens, costMicros: figures.costMicros });
   } catch (err) {
@@ -253,12 +257,43 @@ export async function account(ctx: GatewayContext, prepared: Prepared, done: Fin
   await ctx.outbox.record(event);
 }
 
+/**
+ * The request's usage and cost with what its failed attempts consumed added, each priced on the deployment it called:
+ * a stream cut after the provider reported its input (Anthropic's message_start) consumed that input, retried or not.
+ */
+function withSpent(
+  prepared: Prepared,
+  done: Finished,
+  figures: Figures,
+): { done: Finished; figures: Figures } {
+  if (prepared.spent.length === 0) return { done, figures };
+  const usage = { ...done.usage };
+  let micros = figures.costMicros;
+  for (const spent of prepared.spent) {
+    usage.prompt_tokens += spent.usage.prompt_tokens;
+    usage.completion_tokens += spent.usage.completion_tokens;
+    usage.total_tokens += spent.usage.total_tokens;
+    const [mine, theirs] = [usage.prompt_tokens_details, spent.usage.prompt_tokens_details];
+    if (theirs)
+      usage.prompt_tokens_details = {
+        ...mine,
+        cached_tokens: (mine?.cached_tokens ?? 0) + (theirs.cached_tokens ?? 0),
+        cache_write_tokens: (mine?.cache_write_tokens ?? 0) + (theirs.cache_write_tokens ?? 0),
+      };
+    micros += costMicros(spent.usage, spent.model.pricing);
+  }
+  return { done: { ...done, usage }, figures: { ...figures, costMicros: micros, cost: micros / 1_000_000 } };
+}
+
 export const zeroUsage = (): Usage => ({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
 
 /** The deployment a request that got no answer is accounted to: the one last called, else the model admitted. */
 export const failedOn = (prepared: Prepared): CatalogueModel => prepared.lastCalled ?? prepared.model;
 
-/** The event of a request whose provider call failed or whose client left before any answer: nothing consumed. */
+/**
+ * The event of a request whose provider call failed or whose client left before any answer: nothing consumed, but
+ * what the provider reported its failed attempts consumed.
+ */
 export function accountFailure(
   ctx: GatewayContext,
   prepared: Prepared,

@@ -152,11 +152,19 @@ export interface ProviderFailure extends Error {
   retryAfterSeconds: number | null;
   /** the gateway refused the request for this provider itself; `message` is its reason, for the caller */
   refusedByGateway: boolean;
+  /** what the provider reported the failed call consumed (a stream's input, reported as it began) */
+  consumed?: Usage | null;
 }
 
 export const isProviderFailure = (err: unknown): err is ProviderFailure =>
   err instanceof Error && 'providerErrorType' in err && 'retryable' in err;
 
 /** No answer (or no first chunk) within the model's timeout (`ProviderTimeoutError`). */
-export const isProviderTimeout = (err: unknown): err is Error & { provider: string; model: string } =>
+export const isProviderTimeout = (
+  err: unknown,
+): err is Error & { provider: string; model: string; consumed?: Usage | null } =>
   err instanceof Error && err.name === 'ProviderTimeoutError';
+
+/** What the provider reported a failed (or silent) call consumed before it failed: null when it reported nothing. */
+export const consumedBy = (err: unknown): Usage | null =>
+  isProviderFailure(err) || isProviderTimeout(err) ? (err.consumed ?? null) : null;

@@ -127,7 +127,8 @@ describe('a Responses request in chat terms', () => {
     }
     const tools = [{ type: 'function', name: 'f' }];
     expect(toChatRequest({ input: 'x', tools, tool_choice: 'none' }).chat.tool_choice).toBe('none');
-    expect(toChatRequest({ input: 'x', tool_choice: 'required' }).chat.tool_choice).toBe('required');
+    expect(toChatRequest({ input: 'x', tools, tool_choice: 'required' }).chat.tool_choice).toBe('required');
+    // without tools, 'required' is refused before any call (routes/translation-refusals.test.ts)
   });
 
   it('a stored chain comes before input, its function calls answerable; only the new instructions are sent', () => {

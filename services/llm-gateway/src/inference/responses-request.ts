@@ -376,6 +376,11 @@ export function toChatRequest(
   const choice = body.tool_choice as string | Json | undefined;
   if (isObject(choice) && typeof choice.name !== 'string')
     issues.push({ field: 'tool_choice.name', message: 'a function tool_choice needs its name' });
+  // a tool_choice no tool answers, which every provider refuses (Anthropic's refusal was a 502 that did not say why)
+  else if (isObject(choice) && !tools.some((tool) => tool.name === choice.name))
+    issues.push({ field: 'tool_choice.name', message: `no function tool named ${choice.name} in tools` });
+  if (choice === 'required' && tools.length === 0)
+    issues.push({ field: 'tool_choice', message: "'required' needs tools" });
   const conversation = newConversation();
   if (earlier.length > 0) chatMessages(earlier, issues, conversation, earlierWhere);
   chatMessages(body.input, issues, conversation);
@@ -405,8 +410,8 @@ export function toChatRequest(
     set('parallel_tool_calls', body.parallel_tool_calls);
   }
   // 'auto' and 'none' say nothing without tools, and OpenAI's chat refuses a tool_choice without tools
-  // (the Responses API takes it); 'required' or a named function without tools still reach the provider's refusal
-  if (tools.length > 0 || (choice !== 'auto' && choice !== 'none'))
+  // (the Responses API takes it)
+  if (tools.length > 0)
     set('tool_choice', isObject(choice) ? { type: 'function', function: { name: choice.name } } : choice);
   set('temperature', body.temperature);
   set('top_p', body.top_p);

@@ -358,6 +358,11 @@ export interface ProviderErrorFields {
    * never passed on (they can quote fragments of the provider key).
    */
   refusedByGateway?: boolean;
+  /**
+   * What the provider reported the failed call consumed before it failed (a stream's input, reported as it began):
+   * the request's usage event counts it, whether another attempt answers or not.
+   */
+  consumed?: Usage | null;
 }
 
 /** The provider answered an error (4xx/5xx, an error inside a stream, or a body that is not its API). */
@@ -369,6 +374,7 @@ export class ProviderError extends Error {
   readonly retryable: boolean;
   readonly retryAfterSeconds: number | null;
   readonly refusedByGateway: boolean;
+  readonly consumed: Usage | null;
 
   constructor(fields: ProviderErrorFields) {
     super(fields.message);
@@ -380,7 +386,34 @@ export class ProviderError extends Error {
     this.retryable = fields.retryable;
     this.retryAfterSeconds = fields.retryAfterSeconds ?? null;
     this.refusedByGateway = fields.refusedByGateway ?? false;
+    this.consumed = fields.consumed ?? null;
   }
+}
+
+/**
+ * A stream's failure (or silence) as its adapter throws it: with what the provider reported the call consumed so far, and a
+ * connection lost before any chunk reached the caller retryable, as one lost before the first byte is (the transport
+ * had read events, but none was passed on).
+ */
+export function streamFailure(err: unknown, consumed: Usage | null, passedOn: boolean): unknown {
+  if (err instanceof ProviderTimeoutError) {
+    err.consumed ??= consumed;
+    return err;
+  }
+  if (!(err instanceof ProviderError)) return err;
+  const lostEarly = !passedOn && !err.retryable && err.providerErrorType === 'connection_error';
+  if (!consumed && !lostEarly) return err;
+  return new ProviderError({
+    provider: err.provider,
+    model: err.model,
+    upstreamStatus: err.upstreamStatus,
+    providerErrorType: err.providerErrorType,
+    retryable: err.retryable || lostEarly,
+    retryAfterSeconds: err.retryAfterSeconds,
+    message: err.message,
+    refusedByGateway: err.refusedByGateway,
+    consumed: consumed ?? err.consumed,
+  });
 }
 
 /** A request the gateway will not send to this provider as it stands (a 400 naming why); never retryable. */
@@ -425,6 +458,8 @@ export class ProviderTimeoutError extends Error {
   readonly model: string;
   /** whether some of a stream had already been yielded */
   readonly midStream: boolean;
+  /** what the provider reported the call consumed before it went silent (a stream's input), as `ProviderError`'s */
+  consumed: Usage | null = null;
 
   constructor(provider: string, model: string, timeoutMs: number, midStream = false) {
     super(

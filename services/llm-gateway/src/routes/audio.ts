@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { InvalidInput, PayloadTooLarge } from '@platform/kernel';
 import type { Request, RequestHandler, Router } from 'express';
 import { AUDIO_FORMATS, audioDuration, believable } from '../audio/duration';
@@ -28,33 +29,55 @@ const tooLarge = (limit: number) =>
 /**
  * The raw multipart body, refused with 413 as soon as it is known to be larger than `limit`. The rest of a refused
  * body is read and dropped, never destroyed: a request destroyed mid-body (as leaving a `for await` over it does)
- * stalled its kept-alive connection, and the next request the edge sent on it waited, then failed 502.
+ * stalled its kept-alive connection, and the next request the edge sent on it waited, then failed 502. Once settled,
+ * the request keeps no listener of the reading, nor the chunks through one; a client already gone is not read.
  */
-function readBody(req: Request, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
     return Promise.reject(tooLarge(limit));
   }
+  // its close is past: no end would come
+  if (req.destroyed) return Promise.reject(clientLeft());
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] = [];
     let size = 0;
+    const settle = () => {
+      req.off('data', take);
+      req.off('end', end);
+      req.off('error', fail);
+      req.off('close', left);
+      chunks = [];
+    };
     const take = (chunk: Buffer) => {
       size += chunk.length;
       if (size <= limit) chunks.push(chunk);
       else {
-        req.off('data', take);
+        settle();
         req.resume();
         reject(tooLarge(limit));
       }
     };
-    req.on('data', take);
-    req.once('end', () => resolve(Buffer.concat(chunks)));
-    req.once('error', reject);
+    const end = () => {
+      const body = Buffer.concat(chunks, size);
+      settle();
+      resolve(body);
+    };
+    const fail = (err: Error) => {
+      settle();
+      reject(err);
+    };
     // a client that leaves mid-upload: its request closes without an end
-    req.once('close', () => reject(new Error('the client left before the end of its upload')));
+    const left = () => fail(clientLeft());
+    req.on('data', take);
+    req.on('end', end);
+    req.on('error', fail);
+    req.on('close', left);
   });
 }
+
+const clientLeft = () => new Error('the client left before the end of its upload');
 
 interface Upload {
   file: Buffer;
@@ -81,6 +104,12 @@ async function parseUpload(req: Request, limit: number): Promise<Upload> {
       details: { issues: [{ field: 'body', message: 'malformed multipart/form-data' }] },
     });
   }
+  // a second `file` or `model` would be dropped unseen: which audio is transcribed, by which model, is the caller's
+  for (const once of ['file', 'model'])
+    if (form.getAll(once).length > 1)
+      throw new InvalidInput(`Send one \`${once}\` part`, {
+        details: { issues: [{ field: once, message: 'sent more than once' }] },
+      });
   const file = form.get('file');
   if (!(file instanceof Blob) || file.size === 0)
     throw new InvalidInput('A non-empty `file` part is required', {

@@ -3,7 +3,8 @@ import { Cancellation } from '../providers/cancellation';
 
 /**
  * A cancellation of the provider call that fires when the client goes away before the answer ends: at once, or
- * `lingerMs()` later when that says the answer is all but over (a stream's usage report still to come).
+ * `lingerMs()` later when that says the answer is all but over (a stream's usage report still to come). A client
+ * already gone when it is set up (it left during admission) has it aborted from the start.
  */
 export function abortOnClose(req: Request, res: Response, lingerMs: () => number = () => 0): Cancellation {
   const controller = new Cancellation();
@@ -12,6 +13,11 @@ export function abortOnClose(req: Request, res: Response, lingerMs: () => number
     if (linger > 0) setTimeout(() => controller.abort(), linger).unref();
     else controller.abort();
   };
+  // a client that left while its request was admitted (its close is past): nothing is called for it
+  if (res.destroyed && !res.writableFinished) {
+    controller.abort();
+    return controller;
+  }
   res.on('close', () => {
     if (!res.writableFinished) gone();
   });

@@ -22,6 +22,7 @@ import {
   type ChatChunk,
   type ChatCompletion,
   type ChatRequest,
+  consumedBy,
   type ProviderCall,
   promptDetailsOf,
   type Usage,
@@ -303,6 +304,8 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   let completionTokens = 0;
   let outcome: Outcome = 'success';
   let error: Record<string, unknown> | null = null;
+  /** what the provider reported the cut stream consumed (Anthropic's message_start input), when it cut it */
+  let cut: Usage | null = null;
   let result = first.chunk;
   try {
     while (!result.done) {
@@ -336,6 +339,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
     if (abort.signal.aborted) outcome = 'client_cancelled';
     else {
       outcome = 'provider_error';
+      cut = consumedBy(err);
       ctx.metrics.failed(model, err);
       // a deployment that cuts streams sits out like one that refuses them (the next request goes elsewhere)
       ctx.retry.balancer.failed(model, err);
@@ -354,12 +358,15 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   // budget, the client leaving): its report is what the request cost.
   const whole = first.replay.report ?? (complete && outcome !== 'budget_cut' ? report : null);
 
-  // The provider's report when it covers the whole answer, else what the tokenizer counted.
-  const prompt = report?.usage.prompt_tokens ?? prepared.promptTokens;
+  // The provider's report when it covers the whole answer, else what the tokenizer counted, with the prompt as the
+  // provider reported it (a usage chunk, or the input a cut stream reported as it began) when it did.
+  const input = report?.usage ?? cut;
+  const prompt = input?.prompt_tokens ?? prepared.promptTokens;
   const usage: Usage = whole?.usage ?? {
     prompt_tokens: prompt,
     completion_tokens: completionTokens,
     total_tokens: prompt + completionTokens,
+    ...(cut?.prompt_tokens_details && !report ? { prompt_tokens_details: cut.prompt_tokens_details } : {}),
   };
   const figures = figuresOf(ctx, prepared, model, usage);
   const closed = sink.close({

@@ -3,7 +3,7 @@ import type { CatalogueModel } from '../catalogue/catalogue';
 import type { GatewayContext, Prepared } from '../inference/gateway-context';
 import { providerHeaders } from '../inference/header-policy';
 import { withResilience } from '../inference/provider-calls';
-import type { ProviderCall } from '../inference/provider-port';
+import { consumedBy, type ProviderCall } from '../inference/provider-port';
 import type { ProviderTiming } from '../metrics/gateway-metrics';
 import type { CancelSignal } from '../providers/cancellation';
 import { requestIdOf } from './client-abort';
@@ -11,7 +11,8 @@ import { requestIdOf } from './client-abort';
 /**
  * An admitted request's provider call: the deployments of its model that can serve it, then its failover chain's
  * (`prepared.chain`), each with its retries (`withResilience`), sending the headers each model's policy forwards.
- * Each attempt's deployment is kept in `prepared.lastCalled`, which a failed request's usage event names.
+ * Each attempt's deployment is kept in `prepared.lastCalled`, which a failed request's usage event names, and what a
+ * failed attempt consumed (the provider's report) in `prepared.spent`, which its usage event counts.
  */
 export function callPrepared<T>(
   ctx: GatewayContext,
@@ -26,9 +27,16 @@ export function callPrepared<T>(
     ctx.retry,
     signal,
     (m) => providerHeaders(m, prepared.principal, req.headers, requestIdOf(req)),
-    (m, call) => {
+    async (m, call) => {
       prepared.lastCalled = m;
-      return operation(m, call);
+      try {
+        return await operation(m, call);
+      } catch (err) {
+        // what the provider reported the failed attempt consumed is the request's, in its usage event
+        const consumed = consumedBy(err);
+        if (consumed) prepared.spent.push({ model: m, usage: consumed });
+        throw err;
+      }
     },
     timing,
   );

@@ -104,22 +104,41 @@ const ChatRequestMembers = z.looseObject({
 // model is on (decision 0113)
 export const ChatRequestSchema = ChatRequestMembers.superRefine((body, ctx) => {
   for (const issue of chatBreakpointIssues(body)) ctx.addIssue({ code: 'custom', ...issue });
+  // a tool_choice no tool answers, which every provider refuses (Anthropic's refusal was a 502 that did not say why)
+  const tools = body.tools ?? [];
+  const choice = body.tool_choice;
+  if (choice === 'required' && tools.length === 0)
+    ctx.addIssue({ code: 'custom', path: ['tool_choice'], message: "'required' needs tools" });
+  const named = typeof choice === 'object' && choice.type === 'function' ? functionName(choice) : undefined;
+  if (named !== undefined && !tools.some((t) => t.type === 'function' && functionName(t) === named))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['tool_choice', 'function', 'name'],
+      message: `no function tool named ${named} in tools`,
+    });
 });
 
+/** the name of a function tool, or of the function a tool_choice names */
+const functionName = (item: Record<string, unknown>): unknown =>
+  (item.function as { name?: unknown } | undefined)?.name;
+
 const TokenArray = z.array(z.number().int().nonnegative());
-/** what embeddings embed and text completions complete: OpenAI's four shapes of text or token ids */
-const TextsOrTokens = z.union(
-  [
-    z.string(),
-    z.array(z.string()).min(1).max(2048),
-    TokenArray.min(1),
-    z.array(TokenArray.min(1)).min(1).max(2048),
-  ],
-  {
-    error:
-      'a string, or an array of 1 to 2048 strings, an array of token ids, or an array of 1 to 2048 token-id arrays',
-  },
-);
+/** the most texts (or token-id arrays) one request may hold: OpenAI's bound */
+const MAX_TEXTS = 2048;
+/**
+ * What embeddings embed and text completions complete: OpenAI's four shapes of text or token ids. The bound on a
+ * list is checked once its shape is known: inside the union, 3,000 strings matched no shape and were refused with
+ * one issue per string, each saying it was not a token id.
+ */
+const TextsOrTokens = z
+  .union([z.string(), z.array(z.string()).min(1), TokenArray.min(1), z.array(TokenArray.min(1)).min(1)], {
+    error: `a string, or an array of 1 to ${MAX_TEXTS} strings, an array of token ids, or an array of 1 to ${MAX_TEXTS} token-id arrays`,
+  })
+  .superRefine((input, ctx) => {
+    const listed = Array.isArray(input) && typeof input[0] !== 'number';
+    if (listed && input.length > MAX_TEXTS)
+      ctx.addIssue({ code: 'custom', message: `at most ${MAX_TEXTS} texts or token-id arrays` });
+  });
 export const EmbeddingsRequestSchema = z.looseObject({
   model: z.string().max(200).optional(),
   // OpenAI refuses an empty text (a 400 the client would get as our 502): refused here, naming it
@@ -169,12 +188,14 @@ export const TextCompletionRequestSchema = z.looseObject({
 });
 
 export const MAX_RERANK_DOCUMENTS = 200;
+/** a document to score: an empty one has nothing to rank, and is refused before any scoring is billed */
+const rerankDocument = z.string().min(1, 'a document must not be empty');
 export const RerankRequestSchema = z
   .object({
     model: z.string().max(200).optional(),
     query: z.string().min(1),
     documents: z
-      .array(z.union([z.string(), z.object({ text: z.string() }).transform((d) => d.text)]))
+      .array(z.union([rerankDocument, z.object({ text: rerankDocument }).transform((d) => d.text)]))
       .min(1)
       .max(MAX_RERANK_DOCUMENTS, `at most ${MAX_RERANK_DOCUMENTS} documents`),
     top_n: z.number().int().positive().optional(),

@@ -166,4 +166,46 @@ describe('what the Responses and Messages translations refuse before any provide
     }
     expect(sim.requests()).toHaveLength(0);
   });
+  it('a tool_choice no tool answers is a 400 naming it on both translations, never the provider’s 502', async () => {
+    const responses: Array<[Record<string, unknown>, string]> = [
+      [
+        { tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'g' } },
+        'tool_choice.name',
+      ],
+      [{ tool_choice: { type: 'function', name: 'f' } }, 'tool_choice.name'],
+      [{ tool_choice: 'required' }, 'tool_choice'],
+    ];
+    const messages: Array<[Record<string, unknown>, string]> = [
+      [
+        {
+          tools: [{ name: 'f', input_schema: { type: 'object' } }],
+          tool_choice: { type: 'tool', name: 'g' },
+        },
+        'tool_choice.name',
+      ],
+      [{ tool_choice: { type: 'tool', name: 'f' } }, 'tool_choice.name'],
+      [{ tool_choice: { type: 'any' } }, 'tool_choice'],
+    ];
+    for (const model of ['chat/sim', 'chat/claude']) {
+      for (const [extra, field] of responses) {
+        const res = await post('/v1/responses', { model, input: 'hello', ...extra });
+        expect([model, extra, res.status]).toEqual([model, extra, 400]);
+        expect(res.body).toMatchObject({ code: 'INVALID_BODY', details: { issues: [{ field }] } });
+      }
+      for (const [extra, field] of messages) {
+        const res = await post('/v1/messages', {
+          model,
+          max_tokens: 50,
+          messages: [{ role: 'user', content: 'hello' }],
+          ...extra,
+        });
+        expect([model, extra, res.status]).toEqual([model, extra, 400]);
+        expect(res.body.error).toMatchObject({
+          type: 'invalid_request_error',
+          details: { error_code: 'INVALID_BODY', issues: [{ field }] },
+        });
+      }
+    }
+    expect(sim.requests()).toHaveLength(0);
+  });
 });

@@ -1,6 +1,6 @@
 import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
 import { invalidAnswer, sendForEvents } from '../http/provider-http';
-import { type ChatCompletionChunk, type ProviderCall, ProviderError } from '../types';
+import { type ChatCompletionChunk, type ProviderCall, ProviderError, streamFailure } from '../types';
 import {
   answerFinishReason,
   JSON_RESPONSE_TOOL,
@@ -100,133 +100,143 @@ export async function* anthropicChunks(
     };
   };
 
-  for await (const sse of sendForEvents(http, call, request, isMessageStop)) {
-    let event: StreamEvent;
-    try {
-      event = JSON.parse(sse.data) as StreamEvent;
-    } catch {
-      throw invalidAnswer(http, call, 'a stream event that is not JSON');
-    }
-    switch (event.type ?? sse.event) {
-      case 'message_start':
-        id = event.message?.id ?? id;
-        model = event.message?.model ?? model;
-        usage = { ...event.message?.usage };
-        break;
-      case 'content_block_start':
-        if (json) {
-          if (event.content_block?.type === 'tool_use' && event.content_block.name === JSON_RESPONSE_TOOL)
-            jsonBlock = event.index ?? 0;
-        } else if (event.content_block?.type === 'tool_use') {
-          const index = toolIndexByBlock.size;
-          toolIndexByBlock.set(event.index ?? 0, index);
-          unstreamedInput.set(event.index ?? 0, event.content_block.input);
-          yield chunk({
-            tool_calls: [
-              {
-                index,
-                id: event.content_block.id,
-                type: 'function',
-                function: { name: event.content_block.name, arguments: '' },
-              },
-            ],
-          });
-        } else if (event.content_block?.type === 'text' && event.content_block.text) {
-          yield chunk({ content: event.content_block.text });
-        } else if (event.content_block?.type === 'thinking') {
-          const text = event.content_block.thinking ?? '';
-          thinking.set(event.index ?? 0, { thinking: text, signature: event.content_block.signature ?? '' });
-          if (text) yield chunk({ reasoning_content: text });
-        } else if (event.content_block?.type === 'redacted_thinking') {
-          const data = event.content_block.data ?? '';
-          yield chunk({ thinking_blocks: [{ type: 'redacted_thinking', data }] });
-        }
-        break;
-      case 'content_block_delta':
-        if (json) {
-          if ((event.index ?? 0) === jsonBlock && event.delta?.partial_json)
-            yield chunk({ content: event.delta.partial_json });
+  // the input message_start reports is consumed from then on, whatever follows (output is only once content is)
+  const consumed = () =>
+    typeof usage.input_tokens === 'number' ? usageFromAnthropic({ ...usage, output_tokens: 0 }) : null;
+  try {
+    for await (const sse of sendForEvents(http, call, request, isMessageStop)) {
+      let event: StreamEvent;
+      try {
+        event = JSON.parse(sse.data) as StreamEvent;
+      } catch {
+        throw invalidAnswer(http, call, 'a stream event that is not JSON');
+      }
+      switch (event.type ?? sse.event) {
+        case 'message_start':
+          id = event.message?.id ?? id;
+          model = event.message?.model ?? model;
+          usage = { ...event.message?.usage };
+          break;
+        case 'content_block_start':
+          if (json) {
+            if (event.content_block?.type === 'tool_use' && event.content_block.name === JSON_RESPONSE_TOOL)
+              jsonBlock = event.index ?? 0;
+          } else if (event.content_block?.type === 'tool_use') {
+            const index = toolIndexByBlock.size;
+            toolIndexByBlock.set(event.index ?? 0, index);
+            unstreamedInput.set(event.index ?? 0, event.content_block.input);
+            yield chunk({
+              tool_calls: [
+                {
+                  index,
+                  id: event.content_block.id,
+                  type: 'function',
+                  function: { name: event.content_block.name, arguments: '' },
+                },
+              ],
+            });
+          } else if (event.content_block?.type === 'text' && event.content_block.text) {
+            yield chunk({ content: event.content_block.text });
+          } else if (event.content_block?.type === 'thinking') {
+            const text = event.content_block.thinking ?? '';
+            thinking.set(event.index ?? 0, {
+              thinking: text,
+              signature: event.content_block.signature ?? '',
+            });
+            if (text) yield chunk({ reasoning_content: text });
+          } else if (event.content_block?.type === 'redacted_thinking') {
+            const data = event.content_block.data ?? '';
+            yield chunk({ thinking_blocks: [{ type: 'redacted_thinking', data }] });
+          }
+          break;
+        case 'content_block_delta':
+          if (json) {
+            if ((event.index ?? 0) === jsonBlock && event.delta?.partial_json)
+              yield chunk({ content: event.delta.partial_json });
+            break;
+          }
+          if (event.delta?.type === 'text_delta' && event.delta.text)
+            yield chunk({ content: event.delta.text });
+          if (event.delta?.type === 'thinking_delta' && event.delta.thinking) {
+            const block = thinking.get(event.index ?? 0);
+            if (block) block.thinking += event.delta.thinking;
+            yield chunk({ reasoning_content: event.delta.thinking });
+          }
+          if (event.delta?.type === 'signature_delta' && event.delta.signature) {
+            const block = thinking.get(event.index ?? 0);
+            if (block) block.signature += event.delta.signature;
+          }
+          if (event.delta?.type === 'input_json_delta' && event.delta.partial_json) {
+            unstreamedInput.delete(event.index ?? 0);
+            const index = toolIndexByBlock.get(event.index ?? 0) ?? 0;
+            yield chunk({ tool_calls: [{ index, function: { arguments: event.delta.partial_json } }] });
+          }
+          break;
+        case 'content_block_stop': {
+          // a tool without parameters streams no input at all (or only an empty partial_json): its arguments are
+          // still JSON, `{}`, as the plain answer's and OpenAI's are, or a client's JSON.parse fails on ''
+          const block = event.index ?? 0;
+          const thought = thinking.get(block);
+          if (thought) {
+            thinking.delete(block);
+            yield chunk({ thinking_blocks: [{ type: 'thinking', ...thought }] });
+          }
+          if (unstreamedInput.has(block)) {
+            const input = unstreamedInput.get(block);
+            unstreamedInput.delete(block);
+            const index = toolIndexByBlock.get(block) ?? 0;
+            yield chunk({ tool_calls: [{ index, function: { arguments: JSON.stringify(input ?? {}) } }] });
+          }
           break;
         }
-        if (event.delta?.type === 'text_delta' && event.delta.text)
-          yield chunk({ content: event.delta.text });
-        if (event.delta?.type === 'thinking_delta' && event.delta.thinking) {
-          const block = thinking.get(event.index ?? 0);
-          if (block) block.thinking += event.delta.thinking;
-          yield chunk({ reasoning_content: event.delta.thinking });
+        case 'message_delta': {
+          // message_delta's usage is cumulative; newer answers repeat the input and cache figures there too,
+          // null where they have none to give: a null never replaces message_start's figure (nor, inside the
+          // writes' split by TTL, one of its figures)
+          const byTtl = usage.cache_creation;
+          usage = { ...usage, ...reported(event.usage) };
+          if (event.usage?.cache_creation)
+            usage.cache_creation = { ...byTtl, ...reported(event.usage.cache_creation) };
+          const stop = event.delta?.stop_reason;
+          if (stop) {
+            finished = true;
+            yield chunk({}, answerFinishReason(stop, json), stopSequenceOf(stop, event.delta?.stop_sequence));
+          }
+          break;
         }
-        if (event.delta?.type === 'signature_delta' && event.delta.signature) {
-          const block = thinking.get(event.index ?? 0);
-          if (block) block.signature += event.delta.signature;
+        case 'message_stop':
+          stopped = true;
+          break;
+        case 'error': {
+          const type = event.error?.type ?? 'stream_error';
+          throw new ProviderError({
+            provider: http.provider,
+            model: call.model,
+            upstreamStatus: null,
+            providerErrorType: type,
+            retryable: !yielded && TRANSIENT.has(type),
+            message: event.error?.message ?? 'the provider reported an error in the stream',
+          });
         }
-        if (event.delta?.type === 'input_json_delta' && event.delta.partial_json) {
-          unstreamedInput.delete(event.index ?? 0);
-          const index = toolIndexByBlock.get(event.index ?? 0) ?? 0;
-          yield chunk({ tool_calls: [{ index, function: { arguments: event.delta.partial_json } }] });
-        }
-        break;
-      case 'content_block_stop': {
-        // a tool without parameters streams no input at all (or only an empty partial_json): its arguments are
-        // still JSON, `{}`, as the plain answer's and OpenAI's are, or a client's JSON.parse fails on ''
-        const block = event.index ?? 0;
-        const thought = thinking.get(block);
-        if (thought) {
-          thinking.delete(block);
-          yield chunk({ thinking_blocks: [{ type: 'thinking', ...thought }] });
-        }
-        if (unstreamedInput.has(block)) {
-          const input = unstreamedInput.get(block);
-          unstreamedInput.delete(block);
-          const index = toolIndexByBlock.get(block) ?? 0;
-          yield chunk({ tool_calls: [{ index, function: { arguments: JSON.stringify(input ?? {}) } }] });
-        }
-        break;
+        default:
+          break; // ping: nothing to say in OpenAI's terms
       }
-      case 'message_delta': {
-        // message_delta's usage is cumulative; newer answers repeat the input and cache figures there too,
-        // null where they have none to give: a null never replaces message_start's figure (nor, inside the
-        // writes' split by TTL, one of its figures)
-        const byTtl = usage.cache_creation;
-        usage = { ...usage, ...reported(event.usage) };
-        if (event.usage?.cache_creation)
-          usage.cache_creation = { ...byTtl, ...reported(event.usage.cache_creation) };
-        const stop = event.delta?.stop_reason;
-        if (stop) {
-          finished = true;
-          yield chunk({}, answerFinishReason(stop, json), stopSequenceOf(stop, event.delta?.stop_sequence));
-        }
-        break;
-      }
-      case 'message_stop':
-        stopped = true;
-        break;
-      case 'error': {
-        const type = event.error?.type ?? 'stream_error';
-        throw new ProviderError({
-          provider: http.provider,
-          model: call.model,
-          upstreamStatus: null,
-          providerErrorType: type,
-          retryable: !yielded && TRANSIENT.has(type),
-          message: event.error?.message ?? 'the provider reported an error in the stream',
-        });
-      }
-      default:
-        break; // ping: nothing to say in OpenAI's terms
+      if (stopped) break;
     }
-    if (stopped) break;
-  }
-  if (!finished) {
-    throw new ProviderError({
-      provider: http.provider,
-      model: call.model,
-      upstreamStatus: null,
-      providerErrorType: 'incomplete_stream',
-      retryable: !yielded,
-      message: stopped
-        ? 'the message stopped without its stop reason'
-        : 'the stream ended before its stop reason',
-    });
+    if (!finished) {
+      throw new ProviderError({
+        provider: http.provider,
+        model: call.model,
+        upstreamStatus: null,
+        providerErrorType: 'incomplete_stream',
+        retryable: !yielded,
+        message: stopped
+          ? 'the message stopped without its stop reason'
+          : 'the stream ended before its stop reason',
+      });
+    }
+  } catch (err) {
+    throw streamFailure(err, consumed(), yielded);
   }
   const figures = usageFromAnthropic(usage);
   if (figures) yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: figures };

@@ -4,6 +4,7 @@ import {
   type ChatCompletionChunk,
   type ProviderCall,
   ProviderError,
+  streamFailure,
   type TextCompletionChunk,
   type Usage,
 } from '../types';
@@ -45,57 +46,62 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
   const finished = new Set<unknown>();
   let done = false;
   let yielded = false;
-  for await (const event of sendForEvents(http, call, request, (e) => e.data === '[DONE]')) {
-    if (event.data === '[DONE]') {
-      done = true;
-      break;
+  try {
+    for await (const event of sendForEvents(http, call, request, (e) => e.data === '[DONE]')) {
+      if (event.data === '[DONE]') {
+        done = true;
+        break;
+      }
+      let raw: RawChunk;
+      try {
+        raw = JSON.parse(event.data) as RawChunk;
+      } catch {
+        throw invalidAnswer(http, call, 'a stream event that is not JSON');
+      }
+      // `data: null`, a number, or a choice that is not an object: read further, each would throw a TypeError (a 500)
+      if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+        throw invalidAnswer(http, call, 'a stream event that is not a JSON object');
+      if (Array.isArray(raw.choices) && raw.choices.some((c) => typeof c !== 'object' || c === null))
+        throw invalidAnswer(http, call, 'a stream chunk with a choice that is not an object');
+      if (raw.error !== undefined) {
+        const { type, message } = readOpenAiError(raw);
+        throw new ProviderError({
+          provider: http.provider,
+          model: call.model,
+          upstreamStatus: null,
+          providerErrorType: type ?? 'stream_error',
+          retryable: !yielded,
+          message: message ?? 'the provider reported an error in the stream',
+        });
+      }
+      usage = withFigures(raw.usage) ?? withFigures(raw.x_groq?.usage) ?? usage;
+      if (!Array.isArray(raw.choices) || raw.choices.length === 0) continue;
+      const { usage: _usage, x_groq: _groq, ...chunk } = raw;
+      last = chunk as K;
+      for (const c of last.choices) {
+        if (c.finish_reason) {
+          finished.add(c.index);
+          open.delete(c.index);
+        } else if (!finished.has(c.index)) open.add(c.index);
+      }
+      yielded = true;
+      yield last;
     }
-    let raw: RawChunk;
-    try {
-      raw = JSON.parse(event.data) as RawChunk;
-    } catch {
-      throw invalidAnswer(http, call, 'a stream event that is not JSON');
-    }
-    // `data: null`, a number, or a choice that is not an object: read further, each would throw a TypeError (a 500)
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-      throw invalidAnswer(http, call, 'a stream event that is not a JSON object');
-    if (Array.isArray(raw.choices) && raw.choices.some((c) => typeof c !== 'object' || c === null))
-      throw invalidAnswer(http, call, 'a stream chunk with a choice that is not an object');
-    if (raw.error !== undefined) {
-      const { type, message } = readOpenAiError(raw);
+    // `[DONE]` is the protocol's own end: servers that never send a finish reason (Gemini's compatibility layer, some
+    // proxies) end so, and their answers are whole
+    if (!done && (finished.size === 0 || open.size > 0)) {
       throw new ProviderError({
         provider: http.provider,
         model: call.model,
         upstreamStatus: null,
-        providerErrorType: type ?? 'stream_error',
+        providerErrorType: 'incomplete_stream',
         retryable: !yielded,
-        message: message ?? 'the provider reported an error in the stream',
+        message: 'the stream ended before its last chunk',
       });
     }
-    usage = withFigures(raw.usage) ?? withFigures(raw.x_groq?.usage) ?? usage;
-    if (!Array.isArray(raw.choices) || raw.choices.length === 0) continue;
-    const { usage: _usage, x_groq: _groq, ...chunk } = raw;
-    last = chunk as K;
-    for (const c of last.choices) {
-      if (c.finish_reason) {
-        finished.add(c.index);
-        open.delete(c.index);
-      } else if (!finished.has(c.index)) open.add(c.index);
-    }
-    yielded = true;
-    yield last;
-  }
-  // `[DONE]` is the protocol's own end: servers that never send a finish reason (Gemini's compatibility layer, some
-  // proxies) end so, and their answers are whole
-  if (!done && (finished.size === 0 || open.size > 0)) {
-    throw new ProviderError({
-      provider: http.provider,
-      model: call.model,
-      upstreamStatus: null,
-      providerErrorType: 'incomplete_stream',
-      retryable: !yielded,
-      message: 'the stream ended before its last chunk',
-    });
+  } catch (err) {
+    // a usage report before the failure (some servers send one on every chunk) is what the call consumed
+    throw streamFailure(err, usage, yielded);
   }
   if (usage) {
     yield {
