@@ -464,6 +464,24 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     }
   });
 
+  it('a POST to the authorization or end-session endpoint is 405 in the envelope with Allow: GET, HEAD (decision in the report)', async () => {
+    for (const path of ['/oidc/auth', '/oidc/session/end']) {
+      const res = await fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: 'notes-app', response_type: 'code', scope: 'openid' }),
+      });
+      // before: 404 "Not Found" in plain text
+      expect([path, res.status, res.headers.get('allow')]).toEqual([path, 405, 'GET, HEAD']);
+      expect(await res.json()).toMatchObject({ code: 'METHOD_NOT_ALLOWED', status: 405 });
+    }
+    // GET (and HEAD) are as they were
+    expect((await fetch(`${base}/oidc/session/end`)).status).toBe(200);
+    expect((await fetch(`${base}/oidc/session/end`, { method: 'HEAD' })).status).toBe(200);
+    const head = await fetch(`${base}/oidc/auth?client_id=notes-app`, { method: 'HEAD', redirect: 'manual' });
+    expect(head.headers.get('location')).toMatch(/^http:\/\/127.0.0.1:7\/callback\?error=invalid_request/);
+  });
+
   it('a browser session from before two-step verification was turned on does not skip it', async () => {
     const email = `late-mfa-${Date.now()}@example.com`;
     const browser = new BrowserAgent(base);

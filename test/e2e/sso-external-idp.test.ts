@@ -65,11 +65,13 @@ describe('sign-in with an external OpenID Connect provider', () => {
     idp.close();
   });
 
-  async function addProvider(org?: string) {
+  /** `withSecret` false: run again without `--client-secret` */
+  async function addProvider(org?: string, withSecret = true) {
     const out: string[] = [];
     const io = { out: (l: string) => out.push(l), err: (l: string) => out.push(l) };
     const argv = ['sso', 'add', 'acme', '--issuer', idpUrl, '--client-id', 'platform'];
-    argv.push('--client-secret', 'company-secret-for-the-platform', '--name', 'Acme Corp', '--json');
+    if (withSecret) argv.push('--client-secret', 'company-secret-for-the-platform');
+    argv.push('--name', 'Acme Corp', '--json');
     if (org) argv.push('--org', org);
     expect(await runCli(argv, cliEnv, io)).toBe(0);
     return JSON.parse(out.pop()!);
@@ -201,6 +203,16 @@ describe('sign-in with an external OpenID Connect provider', () => {
     const again = await signInWithAcme('henry');
     const me2 = await fetch(`${base}/v2/me`, { headers: { cookie: cookieOf(again.browser) } });
     expect(((await me2.json()) as { id: string }).id).toBe(henry.id);
+  });
+
+  it('the provider named again without its secret keeps it: people still sign in', async () => {
+    // before: the stored secret was removed ('updated'), and the company provider refused every sign-in
+    expect(await addProvider(companySlug, false)).toMatchObject({
+      result: 'exists',
+      data: { hasClientSecret: true },
+    });
+    const { page } = await signInWithAcme('ivy');
+    expect(page.url).toBe(`${base}/account`);
   });
 
   it('a forged or replayed callback is refused', async () => {

@@ -138,4 +138,32 @@ describe('OpenID Connect client secrets at rest', () => {
     // and it is sealed under this instance's secret: the same registration again is `exists`
     expect((await registerApp(h, 'orphaned-app', true)).result).toBe('exists');
   });
+
+  it('a sign-in under way when the application’s secret stops opening (a start over) answers a page to start again, never a 500', async () => {
+    await registerApp(h, 'midway-app', true);
+    const query = new URLSearchParams({
+      client_id: 'midway-app',
+      redirect_uri: APP_REDIRECT,
+      response_type: 'code',
+      scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    });
+    const started = await h.http.get(`/oidc/auth?${query}`);
+    expect(started.headers.location).toMatch(/^\/oidc\/interaction\//);
+    const cookies = (started.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]!);
+    // what the start over leaves: the secret sealed under the lost at-rest secret
+    const doc = (await stored('midway-app'))!;
+    const lost = new AtRestCipher('the-secret-that-was-lost-0123456789', 'platform-auth-oidc-client-secrets');
+    await store
+      .collection<OidcClientDoc>('oidc_clients')
+      .updateOne(
+        { _id: 'midway-app' },
+        { $set: { metadata: { ...doc.metadata, client_secret: lost.seal('old') } } },
+      );
+    // before: 500
+    const page = await h.http.get(started.headers.location!).set('cookie', cookies.join('; '));
+    expect(page.status).toBe(400);
+    expect(page.text).toContain('sign in again');
+  });
 });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createLogger } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
+import { AtRestCipher } from '../src/domain/at-rest-cipher';
 import { openSsoCollections, SsoClients, type SsoProviderDoc } from '../src/sso/providers';
 import { signInWith, startFakeIdp } from './fake-idp';
 import { type AuthHarness, INTERNAL_SECRET, startAuth } from './helpers';
@@ -20,7 +21,7 @@ describe('single sign-on providers’ client secrets at rest', () => {
   const env = { PASSWORD_SCRYPT_N: '1024', PASSWORD_SCRYPT_P: '1' };
   const logs: string[] = [];
   const logger = createLogger({ name: 'auth', level: 'trace', destination: { write: (l) => logs.push(l) } });
-  const slugs = ['acme', 'acme-wrong', 'older-idp', 'moved-idp'];
+  const slugs = ['acme', 'acme-wrong', 'older-idp', 'moved-idp', 'kept-idp', 'lost-idp'];
   let idp: Awaited<ReturnType<typeof startFakeIdp>>;
   let h: AuthHarness;
   beforeAll(async () => {
@@ -39,11 +40,11 @@ describe('single sign-on providers’ client secrets at rest', () => {
   });
 
   const providers = () => store.collection<SsoProviderDoc>('sso_providers');
-  const name = (slug: string, clientSecret: string) =>
+  const name = (slug: string, clientSecret?: string | null, providerName = 'Acme Corp') =>
     h.http
       .put(`/internal/sso-providers/${slug}`)
       .set('x-platform-internal-secret', INTERNAL_SECRET)
-      .send({ name: 'Acme Corp', issuer: idp.url, clientId: 'platform', clientSecret });
+      .send({ name: providerName, issuer: idp.url, clientId: 'platform', clientSecret });
   const signedIn = (res: { status: number; headers: Record<string, unknown> }) =>
     res.status === 303 &&
     res.headers.location === '/account' &&
@@ -82,6 +83,40 @@ describe('single sign-on providers’ client secrets at rest', () => {
     expect(logs.join('')).toContain('external sign-in refused');
     expect(logs.join('')).not.toContain(SECRET);
     expect(logs.join('')).not.toContain('not-the-company-secret');
+  });
+
+  it('named again without a secret, the provider keeps the stored one; an explicit null removes it; the answer says whether one is stored', async () => {
+    const created = await name('kept-idp', SECRET);
+    const sealed = (await providers().findOne({ _id: 'kept-idp' }))!.clientSecret;
+
+    // `pnpm platform sso add kept-idp ...` again to rename it, without --client-secret
+    const renamed = await name('kept-idp', undefined, 'Acme Corporation');
+    expect(renamed.status).toBe(200);
+    // before: the secret was removed, and the provider refused the sign-in
+    expect((await providers().findOne({ _id: 'kept-idp' }))!.clientSecret).toBe(sealed);
+    expect(signedIn(await signInWith(h, 'kept-idp', 'ada'))).toBe(true);
+    expect(created.body).toMatchObject({ result: 'created', hasClientSecret: true });
+    expect(renamed.body).toMatchObject({
+      result: 'updated',
+      name: 'Acme Corporation',
+      hasClientSecret: true,
+    });
+    const again = await name('kept-idp', undefined, 'Acme Corporation');
+    expect(again.body).toMatchObject({ result: 'exists', hasClientSecret: true });
+
+    const removed = await name('kept-idp', null, 'Acme Corporation');
+    expect(removed.body).toMatchObject({ result: 'updated', hasClientSecret: false });
+    expect((await providers().findOne({ _id: 'kept-idp' }))!.clientSecret).toBeNull();
+    expect((await name('kept-idp', undefined, 'Acme Corporation')).body).toMatchObject({
+      result: 'exists',
+      hasClientSecret: false,
+    });
+    // a new provider named without a secret is a public client
+    const bare = await name('bare-idp');
+    expect(bare.body).toMatchObject({ result: 'created', hasClientSecret: false });
+    expect((await providers().findOne({ _id: 'bare-idp' }))!.clientSecret).toBeNull();
+    // an empty secret is bad input, not a removal
+    expect((await name('kept-idp', '')).status).toBe(400);
   });
 
   it('a secret an earlier version stored in plain text keeps working, and is sealed at the next start', async () => {
@@ -129,7 +164,38 @@ describe('single sign-on providers’ client secrets at rest', () => {
       clientSecret: SECRET,
       orgSlug: null,
     };
-    expect(await elsewhere.save('moved-idp', settings, h.clock.now())).toBe('updated');
+    expect((await elsewhere.save('moved-idp', settings, h.clock.now())).result).toBe('updated');
     expect((await elsewhere.get('moved-idp'))!.provider).not.toHaveProperty('clientSecret');
+  });
+
+  it('a sign-in under way when the provider’s secret stops opening (a start over after a lost signing-keys.secret) answers a page, never a 500', async () => {
+    expect((await name('lost-idp', SECRET)).status).toBe(201);
+    const start = await h.http.get('/account/sso/lost-idp?next=/account');
+    expect(start.status).toBe(303);
+    const cookie = (start.headers['set-cookie'] as unknown as string[])
+      .find((c) => c.startsWith('sso-state='))!
+      .split(';')[0]!;
+    const state = new URL(start.headers.location!).searchParams.get('state');
+    // what the start over leaves: the secret sealed under the lost one, and an instance with nothing discovered yet
+    await providers().updateOne(
+      { _id: 'lost-idp' },
+      {
+        $set: {
+          clientSecret: new AtRestCipher(
+            'the-secret-that-was-lost-0123456789',
+            'platform-auth-sso-client-secrets',
+          ).seal(SECRET),
+          updatedAt: new Date(h.clock.now().getTime() + 1000),
+        },
+      },
+    );
+    // before: 500
+    const back = await h.http
+      .get(`/account/sso/lost-idp/callback?code=x&state=${state}`)
+      .set('cookie', cookie);
+    expect(back.status).toBe(502);
+    expect(back.text).toContain('cannot be reached right now');
+    expect((await h.http.get('/account/sso/lost-idp')).status).toBe(502);
+    expect(logs.join('')).toContain('the secret of SSO provider lost-idp was sealed under another');
   });
 });

@@ -11,6 +11,7 @@ import { formText } from '../pages/form-fields';
 import { html, type Raw, sendPage } from '../pages/html';
 import { signInForm } from '../pages/sign-in-form';
 import type { SsoClients, SsoProvider } from '../sso/providers';
+import { UnreadableClientSecret } from './clients';
 import { browserSignIn, type OidcProviderHost } from './provider';
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -51,18 +52,20 @@ export function mountInteractionPages(
     sendPage(res, { platformName, title, body, status, formTargets: await targetsOf(clientId) });
 
   // An interaction that is unknown, expired or finished (a back button, a second tab) is the person's
-  // to restart at the application, not a server error.
+  // to restart at the application, not a server error; so is one of an application whose secret opens no more (the
+  // provider refuses it as unknown from now on, and the operator is told).
   const interaction =
     (handler: (req: Request, res: Response) => Promise<unknown>): RequestHandler =>
     async (req, res, next) => {
       try {
         await handler(req, res);
       } catch (err) {
-        if (!(err instanceof errors.OIDCProviderError) || err.status >= 500) return next(err);
+        if (err instanceof UnreadableClientSecret) c.logger.error({ clientId: err.client._id }, err.message);
+        else if (!(err instanceof errors.OIDCProviderError) || err.status >= 500) return next(err);
         sendPage(res, {
           platformName,
           title: 'Sign-in problem',
-          status: err.status,
+          status: err instanceof errors.OIDCProviderError ? err.status : 400,
           body: html`<div class="card"><h1>This sign-in request is no longer valid</h1><p class="lead">It has expired or was already used. Go back to the application and sign in again.</p></div>`,
         });
       }

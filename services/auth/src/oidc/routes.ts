@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { Unauthenticated } from '@platform/kernel';
+import { MethodNotAllowed, Unauthenticated } from '@platform/kernel';
 import express, { type Router } from 'express';
 import jwt from 'jsonwebtoken';
 import type { Configuration } from 'oidc-provider';
@@ -110,7 +110,15 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
     res.status(200).end();
   });
 
+  // oidc-provider takes POST at these two only with its session cookie sent cross-site (SameSite=None, so Secure: no
+  // cookie at all on a plain-http deployment), and the platform's own session cookie is Lax, so a cross-site POST
+  // would never carry the sign-in anyway: GET only, said as the house says a method a path does not take.
+  const getOnly = new Set(['/auth', '/session/end']);
   router.use('/oidc', (req, res, next) => {
+    if (req.method === 'POST' && getOnly.has(req.path)) {
+      res.setHeader('allow', 'GET, HEAD');
+      return next(new MethodNotAllowed(req.method, ['GET', 'HEAD']));
+    }
     host.handle(req, res).catch(next);
   });
 }

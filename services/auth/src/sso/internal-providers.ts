@@ -10,14 +10,16 @@ export const SsoProviderBody = z
     name: z.string().trim().min(1).max(100),
     issuer: z.url().max(2000),
     clientId: z.string().min(1).max(200),
-    clientSecret: z.string().min(1).max(500).optional(),
+    /** absent: the stored one is kept; null: the stored one is removed (a public client) */
+    clientSecret: z.string().min(1).max(500).nullable().optional(),
     orgSlug: z.string().min(1).max(63).optional(),
   })
   .meta({ description: 'PUT /internal/sso-providers/:slug' });
 
 /**
  * A platform admin (the operator CLI, with the internal secret) names an external identity provider for
- * the platform or, with `orgSlug`, for one organization. Idempotent; the secret is stored sealed and never answered.
+ * the platform or, with `orgSlug`, for one organization. Idempotent; the secret is stored sealed and never answered
+ * (`hasClientSecret` says whether one is stored). Named again without `clientSecret`, the provider keeps its secret.
  */
 export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoClients): void {
   router.put(
@@ -39,10 +41,10 @@ export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoC
         name: body.name,
         issuer: body.issuer,
         clientId: body.clientId,
-        clientSecret: body.clientSecret ?? null,
+        clientSecret: body.clientSecret,
         orgSlug: body.orgSlug ?? null,
       };
-      const result = await sso.save(slug, fields, c.clock.now());
+      const { result, hasClientSecret } = await sso.save(slug, fields, c.clock.now());
       res.status(result === 'created' ? 201 : 200).json({
         result,
         slug,
@@ -50,6 +52,7 @@ export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoC
         issuer: fields.issuer,
         clientId: fields.clientId,
         orgSlug: fields.orgSlug,
+        hasClientSecret,
         redirectUri: `${publicBaseUrl(c.config)}/account/sso/${slug}/callback`,
       });
     },

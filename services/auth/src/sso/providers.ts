@@ -18,11 +18,13 @@ export interface SsoProviderDoc extends Doc {
 /** A provider as the pages and the sign-in see it: never its secret. */
 export type SsoProvider = Omit<SsoProviderDoc, 'clientSecret'>;
 
-/** What an operator names a provider with (`pnpm platform sso add`); the secret in plain text. */
-export type SsoProviderSettings = Pick<
-  SsoProviderDoc,
-  'name' | 'issuer' | 'clientId' | 'clientSecret' | 'orgSlug'
->;
+/**
+ * What an operator names a provider with (`pnpm platform sso add`); the secret in plain text, null for none, left out
+ * to keep the stored one.
+ */
+export type SsoProviderSettings = Pick<SsoProviderDoc, 'name' | 'issuer' | 'clientId' | 'orgSlug'> & {
+  clientSecret?: string | null;
+};
 
 /** Which local user an external identity is. `_id` is `<provider slug>:<sub>`. */
 export interface SsoIdentityDoc extends Doc {
@@ -88,23 +90,33 @@ export class SsoClients {
   }
 
   /**
-   * Names a provider or changes it, its secret sealed; the same settings again write nothing (the stored secret
-   * compared opened: it is sealed afresh, with a new IV, at every write).
+   * Names a provider or changes it, its secret sealed (without one in `settings`, the stored one is kept); the same
+   * settings again write nothing (the stored secret compared opened: it is sealed afresh, with a new IV, at every
+   * write). Answers too whether a secret is stored now.
    */
   async save(
     slug: string,
     settings: SsoProviderSettings,
     now: Date,
-  ): Promise<'created' | 'updated' | 'exists'> {
+  ): Promise<{ result: 'created' | 'updated' | 'exists'; hasClientSecret: boolean }> {
     const existing = await this.collections.providers.findOne({ _id: slug });
-    if (existing && this.same(existing, settings)) return 'exists';
-    const clientSecret = settings.clientSecret === null ? null : this.cipher.seal(settings.clientSecret);
+    const { clientSecret, ...rest } = settings;
+    const hasClientSecret =
+      clientSecret === undefined ? Boolean(existing?.clientSecret) : clientSecret !== null;
+    if (existing && this.same(existing, settings)) return { result: 'exists', hasClientSecret };
+    const secret =
+      clientSecret === undefined
+        ? {}
+        : { clientSecret: clientSecret === null ? null : this.cipher.seal(clientSecret) };
     await this.collections.providers.updateOne(
       { _id: slug },
-      { $set: { ...settings, clientSecret, updatedAt: now }, $setOnInsert: { createdAt: now } },
+      {
+        $set: { ...rest, ...secret, updatedAt: now },
+        $setOnInsert: { createdAt: now, ...(clientSecret === undefined ? { clientSecret: null } : {}) },
+      },
       { upsert: true },
     );
-    return existing ? 'updated' : 'created';
+    return { result: existing ? 'updated' : 'created', hasClientSecret };
   }
 
   /** Seals the secrets an earlier version stored in plain text (idempotent); answers how many. */
@@ -127,6 +139,7 @@ export class SsoClients {
   private same(doc: SsoProviderDoc, settings: SsoProviderSettings): boolean {
     const { clientSecret, ...rest } = settings;
     if (!Object.entries(rest).every(([k, v]) => doc[k as keyof typeof rest] === v)) return false;
+    if (clientSecret === undefined) return true;
     if (doc.clientSecret === null || clientSecret === null) return doc.clientSecret === clientSecret;
     try {
       return this.opened(doc) === clientSecret;

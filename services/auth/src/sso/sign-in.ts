@@ -187,14 +187,23 @@ export function mountSsoPages(
       }</div>`,
     });
 
-  router.get('/account/sso/:slug', async (req, res) => {
-    const slug = String(req.params.slug);
-    const found = await sso.get(slug).catch((err) => {
+  /**
+   * The provider and its configuration: null when there is none; undefined (logged) when its discovery fails or its
+   * secret opens no more (sealed under a lost at-rest secret: naming the provider again mends it).
+   */
+  const providerOf = (slug: string) =>
+    sso.get(slug).catch((err) => {
       c.logger.warn({ err, slug }, 'identity provider discovery failed');
       return undefined;
     });
+  const unreachable = (res: Response) =>
+    failed(res, 'The sign-in provider cannot be reached right now. Try again later.', 502);
+
+  router.get('/account/sso/:slug', async (req, res) => {
+    const slug = String(req.params.slug);
+    const found = await providerOf(slug);
     if (found === null) return failed(res, 'There is no such sign-in provider.', 404);
-    if (!found) return failed(res, 'The sign-in provider cannot be reached right now. Try again later.', 502);
+    if (!found) return unreachable(res);
     const base = publicBaseUrl(c.config);
     const pending: PendingSso = {
       slug,
@@ -244,8 +253,10 @@ export function mountSsoPages(
     if (pending.slug !== slug || pending.exp < c.clock.now().getTime() / 1000) {
       return failed(res, 'The sign-in took too long. Please start again.');
     }
-    const found = await sso.get(slug);
-    if (!found) return failed(res, 'There is no such sign-in provider.', 404);
+    // an instance that has not discovered it yet (another one, or one started since) discovers it here
+    const found = await providerOf(slug);
+    if (found === null) return failed(res, 'There is no such sign-in provider.', 404);
+    if (!found) return unreachable(res);
     let claims: Parameters<typeof userForIdentity>[3];
     try {
       const tokens = await oidc.authorizationCodeGrant(found.config, new URL(req.originalUrl, base), {
