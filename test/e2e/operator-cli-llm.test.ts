@@ -352,10 +352,6 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
         code: 2,
         err: expect.stringMatching(/^Give --api-key, --api-key-file or --no-api-key, one of them/),
       });
-      expect(await add('--no-headers', '--header', 'X-Team=search')).toMatchObject({
-        code: 2,
-        err: expect.stringMatching(/^Give --header or --no-headers, not both/),
-      });
       const bare = await add('--no-api-key', '--no-headers');
       expect(bare).toMatchObject({
         code: 0,
@@ -371,6 +367,71 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
       expect((await run('providers', 'remove', 'kept')).outcome.result).toBe('deleted');
     } finally {
       await keyed.close();
+    }
+  });
+
+  it('providers add given some of the stored headers never removes the others unseen: refused naming them, or --no-headers keeps only those given', async () => {
+    expect((await run('admin', 'grant', operator.userId)).code).toBe(0);
+    const add = (...more: string[]) =>
+      run('providers', 'add', 'headed', '--type', 'openai', '--base-url', sim.openaiBaseUrl, ...more);
+    const names = async () =>
+      (await run('providers', 'list')).outcome.data.find((p: { name: string }) => p.name === 'headed')
+        .header_names;
+    expect((await add('--header', 'X-Team=search', '--header', 'X-Proxy-Auth=pa-secret')).code).toBe(0);
+    const partial = await add('--header', 'X-Team=search');
+    expect(partial).toMatchObject({ code: 1, outcome: { result: 'failed', exitCode: 1 } });
+    expect(partial.err).toBe(
+      'The provider headed has the headers X-Proxy-Auth stored, which providers add without them would remove: give them again with --header, or add --no-headers to keep only the headers given.\nNothing was changed.',
+    );
+    expect(await names()).toEqual(['X-Team', 'X-Proxy-Auth']);
+    // header names are the same in any case
+    expect((await add('--header', 'x-team=search', '--header', 'x-proxy-auth=pa-secret')).code).toBe(0);
+    expect(await add('--header', 'X-Team=search', '--no-headers')).toMatchObject({
+      code: 0,
+      outcome: { result: 'updated', data: { header_names: ['X-Team'] } },
+    });
+    expect((await run('providers', 'remove', 'headed')).outcome.result).toBe('deleted');
+  });
+
+  it("providers test on a model that does not answer (a provider outage) reports it failed at the model's timeout_ms, past --timeout, and tests the others", async () => {
+    const stalled = await startProviderSimulator({ port: 0 });
+    try {
+      expect((await run('admin', 'grant', operator.userId)).code).toBe(0);
+      expect(
+        (await run('providers', 'add', 'stalled', '--type', 'openai', '--base-url', stalled.openaiBaseUrl))
+          .code,
+      ).toBe(0);
+      for (const [id, model, more] of [
+        ['cli/hung', 'gpt-hung', { timeout_ms: 4000 }],
+        ['cli/quick', 'gpt-quick', {}],
+      ] as const) {
+        const created = await gateway('POST', '/v1/models', {
+          model_id: id,
+          type: 'completion',
+          provider_config: { provider: 'stalled', model },
+          ...more,
+        });
+        expect(created.status).toBe(201);
+      }
+      expect((await run('org', 'create', 'cli-llm-org')).code).toBe(0);
+      stalled.script([{ match: { model: 'gpt-hung' }, hang: true }]);
+      // the gateway gives the model its timeout_ms, longer than one call's --timeout: that model failed, not the command
+      const tested = await run('providers', 'test', 'stalled', '--org', 'cli-llm-org', '--timeout', '2');
+      expect(tested).toMatchObject({
+        code: 1,
+        outcome: {
+          result: 'failed',
+          data: [
+            { model: 'cli/hung', ok: false, error: 'PROVIDER_NO_RESPONSE' },
+            { model: 'cli/quick', ok: true },
+          ],
+        },
+      });
+      await gateway('DELETE', '/v1/models/cli/hung');
+      await gateway('DELETE', '/v1/models/cli/quick');
+      expect((await run('providers', 'remove', 'stalled')).outcome.result).toBe('deleted');
+    } finally {
+      await stalled.close();
     }
   });
 

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -144,31 +145,102 @@ describe('a secret from a file (--client-secret-file), kept out of ps and the sh
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('reads /dev/stdin given by a program that pipes it through a socket (as Node starts a child), not only by a shell pipe', async () => {
+    const bodies: unknown[] = [];
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk) => {
+        text += chunk;
+      });
+      req.on('end', () => {
+        bodies.push(JSON.parse(text));
+        res.writeHead(201, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ result: 'created', slug: 'acme' }));
+      });
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const child = spawn(
+        process.execPath,
+        [
+          ...['--require', 'tsx/cjs', path.join(__dirname, 'main.ts')],
+          ...['sso', 'add', 'acme', '--issuer', 'https://idp.example', '--client-id', 'platform'],
+          ...['--client-secret-file', '/dev/stdin'],
+        ],
+        {
+          env: {
+            PATH: process.env.PATH,
+            AUTH_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+            PLATFORM_INTERNAL_SECRET: 'internal',
+            DATA_DIR: '/nonexistent',
+          },
+          stdio: ['pipe', 'ignore', 'pipe'],
+        },
+      );
+      let said = '';
+      child.stderr.on('data', (chunk) => {
+        said += chunk;
+      });
+      child.stdin.end('company-secret\n');
+      const [code] = await once(child, 'exit');
+      expect({ code, said: said.replace(/^oidc-provider WARNING.*\n/m, '') }).toEqual({ code: 0, said: '' });
+      expect(bodies).toEqual([expect.objectContaining({ clientSecret: 'company-secret' })]);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('an empty secret (`--api-key "$KEY"` with KEY unset)', () => {
+  it.each([
+    [['providers', 'add', 'openai', '--type', 'openai', '--api-key', ''], '--api-key'],
+    [
+      ['sso', 'add', 'acme', '--issuer', 'https://idp.example', '--client-id', 'p', '--client-secret', ''],
+      '--client-secret',
+    ],
+  ])(
+    'is a usage error, never a provider or identity provider saved without one: %j',
+    async (argv, option) => {
+      const lines: string[] = [];
+      const code = await runCli(
+        [...argv, '--json'],
+        {
+          PLATFORM_URL: 'http://127.0.0.1:9',
+          AUTH_URL: 'http://127.0.0.1:9',
+          PLATFORM_TOKEN: 'operator',
+          PLATFORM_INTERNAL_SECRET: 'internal',
+          DATA_DIR: '/nonexistent',
+        },
+        { out: () => undefined, err: (l) => lines.push(l) },
+      );
+      expect({ code, said: lines[0] }).toEqual({
+        code: 2,
+        said: `${option} is empty (an unset variable?): give the secret, or leave the option out`,
+      });
+    },
+  );
 });
 
 describe('a provider header', () => {
-  it('given without = (as curl takes it, `Name: value`) is a usage error naming its name, never its value', async () => {
-    const lines: string[] = [];
-    const code = await runCli(
-      [
-        'providers',
-        'add',
-        'p',
-        '--type',
-        'openai',
-        '--header',
-        'Authorization: Bearer sk-live-4242',
-        '--json',
-      ],
-      { PLATFORM_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'operator', DATA_DIR: '/nonexistent' },
-      { out: (l) => lines.push(l), err: (l) => lines.push(l) },
-    );
-    expect(code).toBe(2);
-    expect(lines[0]).toBe(
-      '--header wants NAME=VALUE: the one beginning "Authorization" has no = after its name',
-    );
-    expect(lines.join('\n')).not.toContain('sk-live-4242');
-  });
+  it.each([
+    ['Authorization: Bearer sk-live-4242', 'Authorization'],
+    // a base64 key ends in =: what comes before it is no header name, never sent to the gateway (which would quote it)
+    ['api-key: sk-live-4242==', 'api-key'],
+  ])(
+    'given as curl takes it (`Name: value`, no = after the name) is a usage error naming its name, never its value: %s',
+    async (header, name) => {
+      const lines: string[] = [];
+      const code = await runCli(
+        ['providers', 'add', 'p', '--type', 'openai', '--header', header, '--json'],
+        { PLATFORM_URL: 'http://127.0.0.1:9', PLATFORM_TOKEN: 'operator', DATA_DIR: '/nonexistent' },
+        { out: (l) => lines.push(l), err: (l) => lines.push(l) },
+      );
+      expect(code).toBe(2);
+      expect(lines[0]).toBe(`--header wants NAME=VALUE: the one beginning "${name}" has no = after its name`);
+      expect(lines.join('\n')).not.toContain('sk-live-4242');
+    },
+  );
 });
 
 describe('providers test', () => {
@@ -224,5 +296,88 @@ describe('providers test', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('reports a smoke test answered with an empty error (a proxy in front: 502, no body) as that model failed, never a stack trace', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(req.url === '/llm/v1/test' ? 502 : 200, { 'content-type': 'application/json' });
+        if (req.url?.startsWith('/llm/v1/models'))
+          return res.end(
+            JSON.stringify({ data: [{ id: 'p/one', provider_config: { provider: 'p' } }], total: 1 }),
+          );
+        res.end(req.url === '/v2/user/active-org' ? JSON.stringify({ activeOrgSlug: 'acme' }) : '');
+      });
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const lines: string[] = [];
+      const code = await runCli(
+        ['providers', 'test', 'p', '--org', 'acme', '--json'],
+        {
+          PLATFORM_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          PLATFORM_TOKEN: 'operator',
+          DATA_DIR: '/nonexistent',
+        },
+        { out: (l) => lines.push(l), err: () => undefined },
+      );
+      expect({ code, outcome: JSON.parse(lines.join('\n')) }).toMatchObject({
+        code: 1,
+        outcome: { result: 'failed', data: [{ model: 'p/one', ok: false, latency_ms: null, error: 502 }] },
+      });
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('a credential that cannot be sent (a line break inside it: a file of two lines, a wrapped paste)', () => {
+  it.each([
+    [
+      'PLATFORM_TOKEN',
+      ['org', 'create', 'acme', '--json'],
+      'The operator credential (--token or PLATFORM_TOKEN)',
+    ],
+    ['PLATFORM_INTERNAL_SECRET', ['keys', 'list', '--json'], 'PLATFORM_INTERNAL_SECRET'],
+  ])('in %s is a usage error naming where it came from, never showing it', async (variable, argv, named) => {
+    const lines: string[] = [];
+    const code = await runCli(
+      argv,
+      {
+        PLATFORM_URL: 'http://127.0.0.1:59999',
+        AUTH_URL: 'http://127.0.0.1:59999',
+        PLATFORM_TOKEN: 'operator',
+        PLATFORM_INTERNAL_SECRET: 'internal',
+        [variable]: 'sk-live-4242\nsecond line',
+        DATA_DIR: '/nonexistent',
+      },
+      { out: (l) => lines.push(l), err: (l) => lines.push(l) },
+    );
+    expect(code).toBe(2);
+    expect(lines[0]).toBe(
+      `${named} holds a line break or another character an HTTP header cannot carry (a file of more than one line?)`,
+    );
+    expect(lines.join('\n')).not.toContain('sk-live-4242');
+  });
+});
+
+describe('a URL holding a user name and password (https://user:password@host)', () => {
+  it('is a usage error naming where it came from, never showing the password (fetch sends no such URL)', async () => {
+    const lines: string[] = [];
+    const code = await runCli(
+      ['providers', 'list', '--json'],
+      {
+        PLATFORM_URL: 'http://ops:pw-4242@127.0.0.1:59999',
+        PLATFORM_TOKEN: 'operator',
+        DATA_DIR: '/nonexistent',
+      },
+      { out: (l) => lines.push(l), err: (l) => lines.push(l) },
+    );
+    expect(code).toBe(2);
+    expect(lines[0]).toBe(
+      'PLATFORM_URL holds a user name or password (user:password@), which the CLI never sends: give the URL without it',
+    );
+    expect(lines.join('\n')).not.toContain('pw-4242');
   });
 });

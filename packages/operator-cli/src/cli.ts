@@ -55,10 +55,10 @@ Operator commands. Each is idempotent: running it again reports what exists inst
 
 LLM gateway (a platform administrator's token):
   providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY | --api-key-file FILE |
-                --no-api-key] [--header NAME=VALUE... | --no-headers] [--azure-api-version V]
+                --no-api-key] [--header NAME=VALUE]... [--no-headers] [--azure-api-version V]
                                                add or replace a provider; its stored key and headers, never
-                                               shown, are given again or removed (--no-api-key, --no-headers):
-                                               without either, nothing is changed
+                                               shown, are given again or removed (--no-api-key; --no-headers:
+                                               those not given with --header): else nothing is changed
   providers list                               the providers (keys are never shown)
   providers remove <name>                      remove a provider no model uses
   providers test <name> --org ORG              smoke-test each model of a provider, as ORG (past the gateway's
@@ -89,6 +89,7 @@ Connection (flags win over the environment):
   Against a local \`pnpm start\`, all but the token are read from DATA_DIR/standalone.json.
 
   --timeout SECONDS    how long one call may take    PLATFORM_TIMEOUT (default 60)
+                       (a smoke test: its model's timeout_ms, else 60 s, more)
   --json               print the outcome as JSON, a failure too: {"result":"failed","exitCode":N,"error":"..."}
                        (and "data": each model's result, of a providers test that failed)
   -h, --help           this text
@@ -329,11 +330,18 @@ type Values = ReturnType<typeof parseOptions>['values'];
  */
 function secretOption(values: Values, name: 'api-key' | 'client-secret'): string | undefined {
   const file = values[`${name}-file`];
+  // given empty, it would be left out: a provider saved without its key, a stored client secret removed
+  if (values[name] === '')
+    throw new CliError(
+      `--${name} is empty (an unset variable?): give the secret, or leave the option out`,
+      2,
+    );
   if (file === undefined) return values[name];
   if (values[name] !== undefined) throw new CliError(`Give --${name} or --${name}-file, not both`, 2);
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    // /dev/stdin read as the descriptor: opening it by name fails (ENXIO) when it is a socket, as Node pipes a child's
+    text = readFileSync(file === '/dev/stdin' ? 0 : file, 'utf8');
   } catch (err) {
     throw new CliError(`Cannot read --${name}-file ${file}: ${(err as Error).message}`);
   }
@@ -411,7 +419,7 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
     case 'providers add': {
       need(
         1,
-        'providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY | --api-key-file FILE | --no-api-key] [--header NAME=VALUE... | --no-headers] [--azure-api-version V]',
+        'providers add <name> --type openai|anthropic|mock [--base-url URL] [--api-key KEY | --api-key-file FILE | --no-api-key] [--header NAME=VALUE]... [--no-headers] [--azure-api-version V]',
       );
       if (!values.type) throw new CliError('providers add needs --type', 2);
       const options = {
@@ -425,8 +433,6 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
       };
       if (options.removeApiKey && options.apiKey !== undefined)
         throw new CliError('Give --api-key, --api-key-file or --no-api-key, one of them', 2);
-      if (options.removeHeaders && options.headers.length)
-        throw new CliError('Give --header or --no-headers, not both', 2);
       return addProvider(s, args[0]!, options);
     }
     case 'providers list':

@@ -30,6 +30,12 @@ export function baseUrl(value: string | undefined, source: string): string | und
   } catch {
     throw new CliError(`${source} is not a URL: ${JSON.stringify(value)} (e.g. http://localhost:8080)`, 2);
   }
+  // fetch refuses such a URL in an error quoting it whole, the password with it
+  if (url.username || url.password)
+    throw new CliError(
+      `${source} holds a user name or password (user:password@), which the CLI never sends: give the URL without it`,
+      2,
+    );
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw new CliError(`${source} must be an http:// or https:// URL: ${JSON.stringify(value)}`, 2);
   return value.replace(/\/+$/, '');
@@ -125,6 +131,19 @@ export function platformBody<T>(answer: ApiAnswer, valid: (body: Record<string, 
 
 const json = (body: unknown) => (body === undefined ? undefined : JSON.stringify(body));
 
+/**
+ * A credential as a header value. fetch trims the whitespace around it, and refuses one holding a line break (a file
+ * of more than one line, a wrapped paste) in an error quoting the whole value: refused here, naming only its source.
+ */
+function headerSafe(credential: string, source: string): string {
+  if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(credential.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '')))
+    throw new CliError(
+      `${source} holds a line break or another character an HTTP header cannot carry (a file of more than one line?)`,
+      2,
+    );
+  return credential;
+}
+
 /** A call to the public API with the operator's credential. */
 export async function api(
   settings: CliSettings,
@@ -138,7 +157,10 @@ export async function api(
     `${settings.url}${path}`,
     {
       method,
-      headers: { authorization: `Bearer ${settings.token}`, 'content-type': 'application/json' },
+      headers: {
+        authorization: `Bearer ${headerSafe(settings.token, 'The operator credential (--token or PLATFORM_TOKEN)')}`,
+        'content-type': 'application/json',
+      },
       body: json(body),
     },
     settings.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,
@@ -168,7 +190,10 @@ export function internal(
     `${base}${path}`,
     {
       method,
-      headers: { 'x-platform-internal-secret': settings.internalSecret, 'content-type': 'application/json' },
+      headers: {
+        'x-platform-internal-secret': headerSafe(settings.internalSecret, 'PLATFORM_INTERNAL_SECRET'),
+        'content-type': 'application/json',
+      },
       body: json(body),
     },
     settings.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS,

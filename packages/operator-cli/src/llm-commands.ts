@@ -1,7 +1,16 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
-import { type ApiAnswer, api, CliError, type CliSettings, failure, internal, platformBody } from './client';
+import {
+  type ApiAnswer,
+  api,
+  CliError,
+  type CliSettings,
+  DEFAULT_TIMEOUT_SECONDS,
+  failure,
+  internal,
+  platformBody,
+} from './client';
 import type { Outcome } from './commands';
 
 /** The gateway root (`{gateway_url}`): --gateway-url, PLATFORM_GATEWAY_URL, else {base_url}/llm. */
@@ -41,8 +50,8 @@ export async function grantPlatformAdmin(s: CliSettings, userId: string, granted
 /**
  * Adds or replaces a provider. The gateway replaces a provider whole, and never shows its key or its header values: run
  * again without them, it would remove the stored ones (every model on it then failing), so that is refused unless
- * `removeApiKey` and `removeHeaders` say so. The outcome's `api_key` says what happened to the key: `set`, `replaced`,
- * `removed` or `none`.
+ * `removeApiKey` and `removeHeaders` say so (`removeHeaders`: the stored headers not in `headers` are removed). The
+ * outcome's `api_key` says what happened to the key: `set`, `replaced`, `removed` or `none`.
  */
 export async function addProvider(
   s: CliSettings,
@@ -60,8 +69,9 @@ export async function addProvider(
   const headers: Record<string, string> = {};
   for (const h of options.headers) {
     const at = h.indexOf('=');
-    // its value may be a secret (`Authorization: Bearer …`): only the name it begins with is shown
-    if (at <= 0)
+    // its value may be a secret (`Authorization: Bearer …`, `api-key: <base64>==`): only the name it begins with is
+    // shown, and what is not a header name (RFC 9110 token) never goes to the gateway, whose refusal would quote it
+    if (at <= 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h.slice(0, at)))
       throw new CliError(
         `--header wants NAME=VALUE: the one beginning ${JSON.stringify(h.split(/[\s:=]/)[0])} has no = after its name`,
         2,
@@ -78,9 +88,14 @@ export async function addProvider(
     lost.push(
       `The provider ${name} has an API key stored, which providers add without one would remove: give it again with --api-key or --api-key-file, or remove it with --no-api-key.`,
     );
-  if (stored?.header_names?.length && !options.headers.length && !options.removeHeaders)
+  // (a header's name is the same in any case)
+  const given = new Set(Object.keys(headers).map((h) => h.toLowerCase()));
+  const unseen = (stored?.header_names ?? []).filter((h) => !given.has(h.toLowerCase()));
+  if (unseen.length && !options.removeHeaders)
     lost.push(
-      `The provider ${name} has the headers ${stored.header_names.join(', ')} stored, which providers add without --header would remove: give them again with --header, or remove them with --no-headers.`,
+      options.headers.length
+        ? `The provider ${name} has the headers ${unseen.join(', ')} stored, which providers add without them would remove: give them again with --header, or add --no-headers to keep only the headers given.`
+        : `The provider ${name} has the headers ${unseen.join(', ')} stored, which providers add without --header would remove: give them again with --header, or remove them with --no-headers.`,
     );
   if (lost.length) throw new CliError(`${lost.join('\n')}\nNothing was changed.`);
   const answer = await gateway(s, 'PUT', `/v1/providers/${encodeURIComponent(name)}`, {
@@ -127,6 +142,8 @@ interface ModelItem {
   provider_config?: { provider: string };
   /** a model served by several deployments names them here instead of `provider_config` */
   deployments?: Array<{ provider: string }>;
+  /** how long the gateway waits for its provider (absent: the gateway's LLM_GATEWAY_DEFAULT_TIMEOUT_MS) */
+  timeout_ms?: number;
   [k: string]: unknown;
 }
 
@@ -152,10 +169,24 @@ async function useOrg(s: CliSettings, org: string): Promise<void> {
 /** how many times one smoke test waits for the organization's rate (the gateway runs 20 a minute) to let it run */
 const RATE_WAITS = 5;
 
-/** One smoke test; one refused for the rate is run again when the gateway's `retry-after` says (at most a minute on). */
-async function smokeTest(s: CliSettings, body: { modelId: string; provider?: string }): Promise<ApiAnswer> {
+/** LLM_GATEWAY_DEFAULT_TIMEOUT_MS's default, in seconds: how long the gateway waits for a model without timeout_ms */
+const GATEWAY_MODEL_TIMEOUT_SECONDS = 60;
+
+/**
+ * One smoke test of `model`; one refused for the rate is run again when the gateway's `retry-after` says (at most a
+ * minute on). It may take the model's own time limit on top of --timeout: a model that does not answer (a provider
+ * outage) is reported failed by the gateway when its time is up, never the whole command timed out before that.
+ */
+async function smokeTest(
+  s: CliSettings,
+  model: ModelItem,
+  body: { modelId: string; provider?: string },
+): Promise<ApiAnswer> {
+  const timeoutSeconds =
+    (s.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS) +
+    (model.timeout_ms ? Math.ceil(model.timeout_ms / 1000) : GATEWAY_MODEL_TIMEOUT_SECONDS);
   for (let waits = 0; ; waits++) {
-    const answer = await gateway(s, 'POST', '/v1/test', body);
+    const answer = await gateway({ ...s, timeoutSeconds }, 'POST', '/v1/test', body);
     if (answer.status !== 429 || answer.retryAfterSeconds === undefined || waits === RATE_WAITS)
       return answer;
     await sleep(Math.min(answer.retryAfterSeconds, 60) * 1000);
@@ -176,15 +207,19 @@ export async function testProvider(s: CliSettings, name: string, org: string): P
   await useOrg(s, org);
   const results = [];
   for (const m of models) {
-    const answer = await smokeTest(s, { modelId: m.id, ...(m.deployments ? { provider: name } : {}) });
-    const body = answer.body as { ok?: boolean; latency_ms?: number; response?: { code?: string } };
+    const answer = await smokeTest(s, m, { modelId: m.id, ...(m.deployments ? { provider: name } : {}) });
+    // (an error with no body, or a page, from a proxy in front: no fields)
+    const body = (answer.body ?? {}) as {
+      ok?: boolean;
+      latency_ms?: number;
+      code?: string;
+      response?: { code?: string };
+    };
     results.push({
       model: m.id,
       ok: answer.status === 200 && body.ok === true,
       latency_ms: body.latency_ms ?? null,
-      ...(body.ok
-        ? {}
-        : { error: body.response?.code ?? (answer.body as { code?: string })?.code ?? answer.status }),
+      ...(body.ok ? {} : { error: body.response?.code ?? body.code ?? answer.status }),
     });
   }
   const failed = results.filter((r) => !r.ok).length;
