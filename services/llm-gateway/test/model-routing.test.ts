@@ -129,6 +129,15 @@ describe('model routing (model: "auto"), through the edge', () => {
   it('auto is the default without routing, and only for completions; routing settings are checked', async () => {
     const { owner } = await w.org('routing-none');
     const as = { bearer: owner.token };
+    // neither routing nor a default: the refusal says what `auto` lacks, not that the caller gave no model
+    const unrouted = await ask(as);
+    expect(unrouted.body).toMatchObject({
+      status: 400,
+      code: 'INVALID_BODY',
+      message:
+        "model 'auto' has no model to serve it: the organization has no routing configured, and no default completions model is set (PATCH /v1/quotas/settings models.routing or models.defaults)",
+      details: { issues: [{ field: 'model', message: expect.stringContaining('auto') }] },
+    });
     await patch(as, { defaults: { completions: 'sim/gpt' } });
     expect(served(await ask(as))).toEqual({ status: 200, model: 'sim/gpt', routed: 'auto -> sim/gpt' });
     const embedding = await w.call('gateway', 'POST', '/v1/embeddings', as, { model: 'auto', input: 'x' });

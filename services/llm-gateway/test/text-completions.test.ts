@@ -278,6 +278,35 @@ describe('text completions through the edge', () => {
       prompt_tokens: a.usage!.prompt_tokens,
       completion_tokens: a.usage!.completion_tokens,
     });
+
+    // the mock answers in the gateway's own process: at most 2048 choices (prompts × n); a load test's 2048 prompts
+    // × n = 128 (262,144 choices) streamed did not end in 30 s
+    const many = Array.from({ length: 17 }, (_, i) => `prompt ${i}`);
+    for (const stream of [false, true]) {
+      const refused = await client.completions
+        .create({ model: 'mock/chat', prompt: many, n: 128, stream })
+        .catch((err: unknown) => err);
+      expect([stream, (refused as APIError).status]).toEqual([stream, 400]);
+      const body = (
+        await w.call(
+          'gateway',
+          'POST',
+          '/v1/completions',
+          { bearer: owner.token },
+          {
+            model: 'mock/chat',
+            prompt: many,
+            n: 128,
+            stream,
+          },
+        )
+      ).body;
+      expect(body).toMatchObject({
+        code: 'INVALID_BODY',
+        message:
+          'The provider mock cannot take this request for mock/chat: the mock answers at most 2048 choices a request (prompts × n), here 2176',
+      });
+    }
   });
 
   it('a model served only by Anthropic is refused clearly before any call; a mixed model is served by its other deployment', async () => {
@@ -330,6 +359,8 @@ describe('text completions through the edge', () => {
       [{ model: 'sim/gpt', prompt: 'x', suffix: 3 }, 'suffix'],
       [{ model: 'sim/gpt', prompt: 'x', max_tokens: -1 }, 'max_tokens'],
       [{ model: 'sim/gpt', prompt: 'x', stream: 'yes' }, 'stream'],
+      // OpenAI refuses fewer candidates than choices: a 400 the caller would get as our 502
+      [{ model: 'sim/gpt', prompt: 'x', n: 3, best_of: 2 }, 'best_of'],
     ] as const) {
       const reply = await complete(as, body);
       expectEnvelope(reply, 400, 'INVALID_BODY');

@@ -68,6 +68,18 @@ export function resolveModel(
   const id = byDefault
     ? (gov.defaults[DEFAULT_KEY[type]] ?? platformDefault(type, settings, catalogue))
     : (routed ?? requested);
+  // `auto` names no model either: what it lacks is the organization's routing or default, not the caller's body
+  if (!id && auto) {
+    const why = !choice.traits
+      ? 'on this route it is the default model'
+      : gov.routing
+        ? "the organization's routing chose no model the caller may use for this request"
+        : 'the organization has no routing configured';
+    throw invalidBody(
+      `model 'auto' has no model to serve it: ${why}, and no default completions model is set (PATCH /v1/quotas/settings models.routing or models.defaults)`,
+      [{ field: 'model', message: "'auto' has no routing or default model to serve it" }],
+    );
+  }
   if (!id) {
     throw invalidBody(
       `model is required: the organization has no default ${DEFAULT_KEY[type]} model (PATCH /v1/quotas/settings models.defaults)`,

@@ -244,6 +244,9 @@ function chatMessages(input: unknown, issues: Issue[], into: ChatConversation, w
           issues.push({ field, message: 'a function_call needs its call_id and name' });
           return;
         }
+        // the JSON text of the arguments, as the model wrote it: anything else was sent as no arguments at all
+        if (item.arguments !== undefined && typeof item.arguments !== 'string')
+          issues.push({ field: `${field}.arguments`, message: 'the arguments as a JSON string' });
         callIds.add(item.call_id);
         const call = {
           id: item.call_id,

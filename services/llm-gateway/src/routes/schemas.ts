@@ -162,30 +162,36 @@ export const EmbeddingsRequestSchema = z.looseObject({
  * OpenAI's legacy text completions (decision 0115): the members the gateway reads or counts are checked, in OpenAI's
  * shapes; every other one (`logit_bias`, `seed`, a server's own such as vLLM's `top_k`) passes through.
  */
-export const TextCompletionRequestSchema = z.looseObject({
-  model: z.string().max(200).optional(),
-  prompt: TextsOrTokens,
-  suffix: z
-    .string()
-    .nullable()
-    .optional()
-    .meta({ description: 'the text after the insertion point (fill-in-the-middle)' }),
-  stream: z.boolean().optional(),
-  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
-  // OpenAI's bounds; `max_tokens: 0` with `echo` scores the prompt alone
-  max_tokens: z.number().int().nonnegative().nullable().optional(),
-  n: z.number().int().min(1).max(128).nullable().optional(),
-  best_of: z.number().int().min(1).max(128).nullable().optional(),
-  echo: z.boolean().nullable().optional(),
-  logprobs: z.number().int().nonnegative().nullable().optional(),
-  stop: z
-    .union([z.string(), z.array(z.string())])
-    .nullable()
-    .optional(),
-  temperature: z.number().min(0).max(2).nullable().optional(),
-  top_p: z.number().min(0).max(1).nullable().optional(),
-  user: z.string().optional(),
-});
+export const TextCompletionRequestSchema = z
+  .looseObject({
+    model: z.string().max(200).optional(),
+    prompt: TextsOrTokens,
+    suffix: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ description: 'the text after the insertion point (fill-in-the-middle)' }),
+    stream: z.boolean().optional(),
+    stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
+    // OpenAI's bounds; `max_tokens: 0` with `echo` scores the prompt alone
+    max_tokens: z.number().int().nonnegative().nullable().optional(),
+    n: z.number().int().min(1).max(128).nullable().optional(),
+    best_of: z.number().int().min(1).max(128).nullable().optional(),
+    echo: z.boolean().nullable().optional(),
+    logprobs: z.number().int().nonnegative().nullable().optional(),
+    stop: z
+      .union([z.string(), z.array(z.string())])
+      .nullable()
+      .optional(),
+    temperature: z.number().min(0).max(2).nullable().optional(),
+    top_p: z.number().min(0).max(1).nullable().optional(),
+    user: z.string().optional(),
+  })
+  // OpenAI's rule: `n` choices are picked among `best_of` candidates (its 400 reached the caller as our 502)
+  .refine((body) => body.best_of == null || body.best_of >= (body.n ?? 1), {
+    message: 'must be at least n: the n choices are picked among best_of candidates',
+    path: ['best_of'],
+  });
 
 export const MAX_RERANK_DOCUMENTS = 200;
 /** a document to score: an empty one has nothing to rank, and is refused before any scoring is billed */

@@ -166,6 +166,27 @@ describe('what the Responses and Messages translations refuse before any provide
     }
     expect(sim.requests()).toHaveLength(0);
   });
+  it('a function_call whose arguments are not a string is a 400 naming them, never sent as empty arguments', async () => {
+    for (const model of ['chat/sim', 'chat/claude']) {
+      for (const args of [5, { city: 'Paris' }, null]) {
+        const res = await post('/v1/responses', {
+          model,
+          input: [
+            { type: 'message', role: 'user', content: 'What is the weather?' },
+            { type: 'function_call', call_id: 'call_1', name: 'weather', arguments: args },
+            { type: 'function_call_output', call_id: 'call_1', output: 'sunny' },
+          ],
+        });
+        expect([model, args, res.status]).toEqual([model, args, 400]);
+        expect(res.body).toMatchObject({
+          code: 'INVALID_BODY',
+          details: { issues: [{ field: 'input.1.arguments', message: expect.stringContaining('string') }] },
+        });
+      }
+    }
+    expect(sim.requests()).toHaveLength(0);
+  });
+
   it('a tool_choice no tool answers is a 400 naming it on both translations, never the provider’s 502', async () => {
     const responses: Array<[Record<string, unknown>, string]> = [
       [

@@ -36,6 +36,11 @@ export const MOCK_EMBEDDING_DIMENSIONS = 256;
  * serialised in the gateway's process, so `dimensions: 100000000` would otherwise take all its memory.
  */
 const MOCK_MAX_EMBEDDING_DIMENSIONS = 3072;
+/**
+ * The most choices (prompts × `n`) the mock answers in one text completion: they are generated, streamed and counted
+ * in the gateway's process: a load test's 2048 prompts × `n` 128, streamed, did not end in 30 s.
+ */
+const MOCK_MAX_CHOICES = 2048;
 
 /** The usage; reasoning tokens are completion tokens too, and said apart as OpenAI says them. */
 const usageOf = (prompt: number, completion: number, reasoning = 0): Usage => ({
@@ -82,6 +87,14 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
   /** a text completion (decision 0115): its choices, usage and the head of its answer and chunks */
   function textAnswer(body: Parameters<NonNullable<ProviderAdapter['completions']>>[0], call: ProviderCall) {
     abortIfNeeded(call);
+    const prompts = Array.isArray(body.prompt) && typeof body.prompt[0] !== 'number' ? body.prompt.length : 1;
+    const asked = prompts * (body.n ?? 1);
+    if (asked > MOCK_MAX_CHOICES)
+      throw new RequestRefusedForProvider(
+        spec.name,
+        call.model,
+        `the mock answers at most ${MOCK_MAX_CHOICES} choices a request (prompts × n), here ${asked}`,
+      );
     const { promptTokens, choices } = mockTextCompletion(body);
     const completion = choices.reduce((n, c) => n + c.completionTokens, 0);
     const head = {
