@@ -1,3 +1,5 @@
+import { waitFor } from '@platform/testkit';
+import type { Page } from 'playwright-core';
 import { chromiumAvailable, launchChromium, screenshot } from '../browser/chromium';
 import { callJson, startTestPlatform, type TestPlatform } from '../harness';
 
@@ -157,6 +159,81 @@ describe('web chat in Chromium on the demo page, through the edge', () => {
       expect(await page.getByRole('log').getByText(WELCOME).count()).toBe(1);
       expect(sent).toEqual(['WELCOME', 'WELCOME']);
       expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('greets once when two tabs come back open at once with an empty conversation (a browser restoring its tabs)', async () => {
+    if (!chromiumAvailable()) return;
+    const browser = await launchChromium();
+    try {
+      const context = await browser.newContext({ viewport: { width: 1000, height: 760 } });
+      context.setDefaultTimeout(10_000);
+      // tabs restored at once have not heard from each other when they greet: here, not until let
+      await context.addInitScript(`
+        const late = new Set();
+        let holding = true;
+        addEventListener('storage', (e) => {
+          if (!holding) return;
+          e.stopImmediatePropagation();
+          late.add(e.key);
+        }, true);
+        // what the other tab wrote arrives: the storage as it stands now
+        window.letStorageEvents = () => {
+          holding = false;
+          for (const key of late) dispatchEvent(new StorageEvent('storage', { key, newValue: localStorage.getItem(key) }));
+        };
+      `);
+      const demo = `${platform.legacyUrl}/v1/widget-demo?token=${bot.clientToken}`;
+      const first = await context.newPage();
+      const second = await context.newPage();
+      const tab = (page: Page) => (page === first ? 'onglet 1' : 'onglet 2');
+      const sent: string[] = [];
+      let release: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      // the first welcome is lost on its way (the chat is left open, its conversation empty); the next ones are held
+      await context.route('**/v1/Messages', async (route) => {
+        const body = route.request().postDataJSON() as { event?: string; text?: string };
+        sent.push(body.event ?? (body.text as string));
+        if (sent.length === 1) return route.abort();
+        if (body.event) await held;
+        await route.continue();
+      });
+      await first.goto(demo);
+      await first.locator('[data-platform-chat] .launcher').click();
+      await first.getByRole('alert').getByText("L'assistant est injoignable depuis cette page.").waitFor();
+      // each tab's settings are told apart, to know when it has read them: it greets, or not, right then
+      await context.route('**/v1/widget/config', async (route) => {
+        const response = await route.fetch();
+        const name = `Boulangerie, ${tab(route.request().frame().page())}`;
+        await route.fulfill({ response, json: { ...(await response.json()), name } });
+      });
+      await Promise.all([first.reload(), second.goto(demo)]);
+      for (const page of [first, second])
+        await page.getByRole('dialog', { name: `Boulangerie, ${tab(page)}` }).waitFor();
+      release();
+      const welcomed = async (page: Page) => (await page.getByRole('log').getByText(WELCOME).count()) > 0;
+      await waitFor(async () => (await welcomed(first)) || (await welcomed(second)), {
+        what: 'a welcome shown',
+      });
+      for (const page of [first, second]) await page.evaluate('window.letStorageEvents()');
+      // messages of a tab go one after another: a welcome either tab sent went before its own message
+      for (const [page, text] of [
+        [first, 'merci'],
+        [second, 'au revoir'],
+      ] as const) {
+        await page.getByRole('log').getByText(WELCOME).waitFor();
+        await page.getByRole('textbox').fill(text);
+        await page.keyboard.press('Enter');
+        await waitFor(() => sent.includes(text), { what: `${text} sent` });
+      }
+      await screenshot(second, 'legacy-widget-two-tabs-restored');
+      expect(sent).toEqual(['WELCOME', 'WELCOME', 'merci', 'au revoir']);
+      for (const page of [first, second])
+        expect(await page.getByRole('log').getByText(WELCOME).count()).toBe(1);
     } finally {
       await browser.close();
     }

@@ -455,6 +455,48 @@ describe('legacy models: retraining without blocking Messages', () => {
     }
   });
 
+  it("retrains at start the models of an older engine one after another: a new assistant's first model comes before the rest", async () => {
+    const app = await startLegacyApp({ nlu: new ScriptedNlu() });
+    for (const name of ['One', 'Two', 'Three']) {
+      const { bot } = await accountWithBot(app.http);
+      await addIntent(app, bot, name, `hello ${name}`);
+      await trained(app.http, bot);
+    }
+    await app.stop();
+    const store = createEmbeddedStore({ dataDir: app.dataDir });
+    await store
+      .collection<ModelDoc>('legacy_models')
+      .updateMany({}, { $set: { trainingRevision: TRAINING_REVISION - 1 } });
+    await store.close();
+
+    // the whole platform is to be retrained when a developer makes a new assistant
+    const nlu = new ScriptedNlu();
+    const timers = new ManualTimers();
+    const upgraded = await startLegacyApp({ nlu, timers, dataDir: app.dataDir });
+    try {
+      const { bot } = await accountWithBot(upgraded.http);
+      await addIntent(upgraded, bot, 'Fresh', 'good morning');
+      timers.advance(1_000);
+      await waitFor(() => nlu.trainings.length >= 2, { what: 'two trainings' });
+      const names = () => nlu.trainings.map((set) => set.intents[0]!.name);
+      // its first model comes after the retraining under way, not after all of them
+      expect(names()[1]).toBe('Fresh');
+      await trained(upgraded.http, bot);
+      // the others follow, the previous models answering meanwhile
+      await waitFor(
+        async () => {
+          timers.advance(0);
+          const models = await upgraded.store.collection<ModelDoc>('legacy_models').find({});
+          return models.every((m) => m.trainingRevision === TRAINING_REVISION);
+        },
+        { what: 'every model retrained' },
+      );
+      expect(names().sort()).toEqual(['Fresh', 'One', 'Three', 'Two']);
+    } finally {
+      await upgraded.close();
+    }
+  });
+
   it('removes at start the models of an assistant whose removal was cut short', async () => {
     const app = await startLegacyApp({ nlu: new ScriptedNlu() });
     const { bot } = await accountWithBot(app.http);

@@ -122,6 +122,8 @@ export class Understanding {
   private readonly unloadable = new Set<string>();
   /** one training at a time: the machine's cores also answer Messages */
   private queue: Promise<void> = Promise.resolve();
+  /** assistants start found behind, trained one by one when no other training is scheduled (`trainNextBehind`) */
+  private readonly behind: string[] = [];
   private stopped = false;
   /** what `stop()` calls: each ends a wait for a training under way (its worker ends with the process) */
   private readonly stopWaiters = new Set<() => void>();
@@ -136,6 +138,8 @@ export class Understanding {
    * record names no blob of its training set: models an earlier version stored in pieces of a collection (decision
    * 0089), whose pieces are removed, or wrote after a rollback over a record of this version, and models an older
    * TRAINING_REVISION of the engine made (they answer until then). Blobs no record names are removed (orphan-blobs.ts).
+   * They are trained one by one, each when no other training is scheduled: a new assistant's first model, or a change,
+   * waits for one of them, not for the whole platform's.
    */
   async start(): Promise<void> {
     const { cols } = this.ctx;
@@ -160,8 +164,9 @@ export class Understanding {
       const behind = assistant.languages.some(
         (lang) => (trained.get(modelKey(assistant._id, lang)) ?? -1) < assistant.dataRevision,
       );
-      if (behind) this.schedule(assistant._id, 0);
+      if (behind) this.behind.push(assistant._id);
     }
+    this.trainNextBehind();
   }
 
   async stop(): Promise<void> {
@@ -319,6 +324,13 @@ export class Understanding {
     return state;
   }
 
+  /** The next assistant start found behind, when no training is scheduled or running. */
+  private trainNextBehind(): void {
+    if (this.stopped || this.training.size > 0) return;
+    const next = this.behind.shift();
+    if (next !== undefined) this.schedule(next, 0);
+  }
+
   private run(assistantId: string): void {
     const state = this.stateOf(assistantId);
     state.timer = undefined;
@@ -346,6 +358,7 @@ export class Understanding {
         for (const wake of state.waiters.splice(0)) wake();
         if (state.again) this.schedule(assistantId, 0);
         else if (this.training.get(assistantId) === state && !state.timer) this.training.delete(assistantId);
+        this.trainNextBehind();
       });
   }
 

@@ -345,17 +345,18 @@ export const WIDGET_SCRIPT = String.raw`/* Platform web chat. Embed: <script src
   }
 
   var welcoming = false;
-  /** An open chat with an empty conversation greets (opened, or open again after a reload). */
+  /** An open chat with an empty conversation greets (opened or reloaded), not while a tab greets (a lock, a 10 s mark). */
   function greet() {
     if (!token) { showError(texts().noToken); return; }
-    loadConfig().then(function () {
-      // once, across reopenings and tabs: marked in the storage while on its way (10 s at most)
-      if (state.entries.length > 0 || welcoming || state.welcomeUntil > Date.now()) return;
-      welcoming = true;
-      state.welcomeUntil = Date.now() + 10000;
-      save();
-      send({ event: 'WELCOME' }).then(function () { welcoming = false; delete state.welcomeUntil; save(); });
-    });
+    loadConfig().then(function () { navigator.locks ? navigator.locks.request(KEY, { ifAvailable: true }, welcome).catch(welcome) : welcome(); });
+  }
+  function welcome(lock) {
+    var now = load() || state;
+    if (lock === null || now.entries.length || welcoming || now.welcomeUntil > Date.now()) return;
+    welcoming = true;
+    state.welcomeUntil = Date.now() + 10000;
+    save();
+    return send({ event: 'WELCOME' }).then(function () { welcoming = false; delete state.welcomeUntil; save(); });
   }
   function setOpen(open) {
     showOpen(open);
