@@ -464,16 +464,102 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     }
   });
 
-  it('a POST to the authorization or end-session endpoint is 405 in the envelope with Allow: GET, HEAD (decision in the report)', async () => {
-    for (const path of ['/oidc/auth', '/oidc/session/end']) {
-      const res = await fetch(`${base}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ client_id: 'notes-app', response_type: 'code', scope: 'openid' }),
+  /** A code + PKCE authorization request of notes-app as form fields; `redeem` exchanges its callback's code. */
+  async function authorizationForm(params: Record<string, string> = {}) {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const form = {
+      client_id: 'notes-app',
+      redirect_uri: REDIRECT,
+      response_type: 'code',
+      scope: 'openid email',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+      ...params,
+    };
+    const redeem = (callbackUrl: string) =>
+      oidc.authorizationCodeGrant(config, new URL(callbackUrl), {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
       });
-      // before: 404 "Not Found" in plain text
-      expect([path, res.status, res.headers.get('allow')]).toEqual([path, 405, 'GET, HEAD']);
-      expect(await res.json()).toMatchObject({ code: 'METHOD_NOT_ALLOWED', status: 405 });
+    return { form, redeem };
+  }
+  const postForm = (path: string, body: string, contentType = 'application/x-www-form-urlencoded') =>
+    fetch(`${base}${path}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': contentType },
+      body,
+    });
+
+  it('OIDC Core 3.1.2.1: a form POST to the authorization endpoint is answered as its GET, by a 303 to it', async () => {
+    const email = await signUp('form-post');
+    const browser = new BrowserAgent(base);
+    await authorize(browser, email);
+    const { form, redeem } = await authorizationForm({ prompt: 'none' });
+    // 303 to the same path (relative: right under whatever prefix a proxy removed), the form as the query
+    const answer = await postForm('/oidc/auth', new URLSearchParams(form).toString());
+    // before: 405
+    expect(answer.status).toBe(303);
+    expect(answer.headers.get('location')).toBe(`?${new URLSearchParams(form)}`);
+    // the browser follows with its (Lax) cookies: signed in, prompt=none answers with a code at the redirect_uri
+    const callback = await browser.go('/oidc/auth', { method: 'POST', form });
+    expect(callback.url.startsWith(`${REDIRECT}?code=`)).toBe(true);
+    expect((await redeem(callback.url)).claims()).toMatchObject({ aud: 'notes-app', email });
+
+    // parameters in the query and the body are merged; a browser signed in nowhere is asked to, as by the GET
+    const other = await authorizationForm();
+    const { client_id, ...rest } = other.form;
+    const stranger = new BrowserAgent(base);
+    const page = await stranger.go(`/oidc/auth?client_id=${client_id}`, { method: 'POST', form: rest });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('to continue to');
+    const consent = await signIn(stranger, page, email);
+    const second = await allow(stranger, consent);
+    expect((await other.redeem(second.url)).claims()).toMatchObject({ email });
+  });
+
+  it('a form POST to the end-session endpoint with id_token_hint signs out as its GET does', async () => {
+    const email = await signUp('form-end');
+    const browser = new BrowserAgent(base);
+    const tokens = await authorize(browser, email);
+    const cookie = browser.cookies.get('access-token')!;
+    // before: 405
+    const ask = await browser.go('/oidc/session/end', {
+      method: 'POST',
+      form: { client_id: 'notes-app', id_token_hint: tokens.id_token! },
+    });
+    expect(ask.status).toBe(200);
+    expect(ask.text).toContain('Sign out?');
+    const action = /<form[^>]*action="([^"]+)"/.exec(ask.text)![1]!;
+    const done = await browser.go(action, {
+      method: 'POST',
+      form: { ...formFields(ask.text, action), logout: 'yes' },
+    });
+    expect(done.status).toBe(200);
+    expect(browser.cookies.has('access-token')).toBe(false);
+    await waitFor(async () => (await meStatus(cookie)) === 401, { what: 'the platform session revoked' });
+  });
+
+  it('a POST to those two that is not a small form, or repeats a parameter of the query, is a 4xx in the envelope', async () => {
+    const { form } = await authorizationForm();
+    const body = new URLSearchParams(form).toString();
+    for (const path of ['/oidc/auth', '/oidc/session/end']) {
+      const json = await postForm(path, JSON.stringify(form), 'application/json');
+      expect([path, json.status]).toEqual([path, 415]);
+      expect(await json.json()).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', status: 415 });
+      const big = await postForm(path, `${body}&request=${'x'.repeat(9 * 1024)}`);
+      expect([path, big.status]).toEqual([path, 413]);
+      expect(await big.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', status: 413 });
+      // a small form that takes three times its size as a query (each `~` is %7E there): before, a 502
+      const grows = await postForm(path, `${body}&ui_locales=${'~'.repeat(7500)}`);
+      expect([path, grows.status]).toEqual([path, 413]);
+      expect(await grows.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', status: 413 });
+      // OAuth 2.0: a parameter is sent once
+      const twice = await postForm(`${path}?client_id=notes-app`, body);
+      expect([path, twice.status]).toEqual([path, 400]);
+      expect(await twice.json()).toMatchObject({ error: 'invalid_request', status: 400 });
     }
     // GET (and HEAD) are as they were
     expect((await fetch(`${base}/oidc/session/end`)).status).toBe(200);

@@ -77,6 +77,23 @@ describe('sign-in with an external OpenID Connect provider', () => {
     return JSON.parse(out.pop()!);
   }
 
+  /**
+   * Makes the company's provider the platform's: the CLI's request with an explicit `orgSlug: null` (run again
+   * without `--org`, the provider keeps its organization; the CLI has no option yet to send null).
+   */
+  async function makePlatformWide() {
+    const res = await fetch(`${cliEnv.AUTH_URL}/internal/sso-providers/acme`, {
+      method: 'PUT',
+      headers: {
+        'content-type': 'application/json',
+        'x-platform-internal-secret': cliEnv.PLATFORM_INTERNAL_SECRET!,
+      },
+      body: JSON.stringify({ name: 'Acme Corp', issuer: idpUrl, clientId: 'platform', orgSlug: null }),
+    });
+    expect(res.status).toBe(200);
+    return res.json();
+  }
+
   /** Signs in at the company's provider as `name`; answers the agent (its platform cookies) and the last page. */
   async function signInWithAcme(name: string) {
     const browser = new BrowserAgent(base, { stopAt: [`${base}/account?`, `${base}/account/login/mfa`] });
@@ -123,7 +140,11 @@ describe('sign-in with an external OpenID Connect provider', () => {
 
   it('an existing account with the same verified email is linked, not duplicated', async () => {
     // the platform's own provider (no organization)
-    expect(await addProvider()).toMatchObject({ result: 'updated', data: { orgSlug: null } });
+    expect(await makePlatformWide()).toMatchObject({
+      result: 'updated',
+      orgSlug: null,
+      hasClientSecret: true,
+    });
     const email = 'linus@acme.example';
     const signup = await callJson(`${base}/v2/signup`, 'POST', {
       body: { email, password: 'a long password here' },
@@ -157,6 +178,18 @@ describe('sign-in with an external OpenID Connect provider', () => {
     expect(page.status).toBe(403);
     expect(page.text).toContain('outside Acme Corp');
     expect(browser.cookies.has('access-token')).toBe(false);
+  });
+
+  it('the company’s provider named again without --org stays the company’s: its people still become members', async () => {
+    // before: it became the platform's provider ('updated', orgSlug null), and nobody joined the company any more
+    expect(await addProvider()).toMatchObject({ result: 'exists', data: { orgSlug: companySlug } });
+    const { browser, page } = await signInWithAcme('jack');
+    expect(page.url).toBe(`${base}/account`);
+    const me = await fetch(`${base}/v2/me`, { headers: { cookie: cookieOf(browser) } });
+    expect(await me.json()).toMatchObject({
+      email: 'jack@acme.example',
+      memberships: [expect.objectContaining({ orgSlug: companySlug, role: 'member' })],
+    });
   });
 
   it('a provider that does not confirm the email is refused', async () => {

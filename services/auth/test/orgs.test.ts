@@ -505,6 +505,13 @@ describe("a company's SSO provider makes its people members once, not at every s
     await idp.close();
   });
 
+  /** `pnpm platform sso add acme`: `orgSlug` left out when undefined */
+  const nameAcme = (orgSlug?: string | null, name = 'Acme SSO') =>
+    h.http
+      .put('/internal/sso-providers/acme')
+      .set('x-platform-internal-secret', INTERNAL_SECRET)
+      .send({ name, issuer: idp.url, clientId: 'platform', clientSecret: SECRET, orgSlug });
+
   /** signs `name` in with the company's provider; answers them as a caller of auth */
   async function signIn(name: string): Promise<UserActor> {
     const res = await signInWith(h, 'acme', name);
@@ -543,20 +550,34 @@ describe("a company's SSO provider makes its people members once, not at every s
   });
 
   it("makes a member of whom the provider knew before it became the organization's, at their next sign-in", async () => {
-    const name = (orgSlug?: string) =>
-      h.http
-        .put('/internal/sso-providers/acme')
-        .set('x-platform-internal-secret', INTERNAL_SECRET)
-        .send({ name: 'Acme SSO', issuer: idp.url, clientId: 'platform', clientSecret: SECRET, orgSlug });
-    expect((await name()).status).toBe(200);
+    expect((await nameAcme(null)).status).toBe(200);
     const fay = await signIn('fay');
     expect((await h.call(fay, 'get', '/v2/orgs')).body).toEqual([]);
     // the operator makes it the company's provider: its people join the company, once
-    expect((await name(company)).status).toBe(200);
+    expect((await nameAcme(company)).status).toBe(200);
     const again = await signIn('fay');
     expect(again.userId).toBe(fay.userId);
     expect((await h.call(again, 'get', `/v2/orgs/${company}`)).body.role).toBe('member');
     expect((await h.call(owner, 'delete', `/v2/orgs/${company}/members/${fay.userId}`)).status).toBe(204);
     expect((await h.call(await signIn('fay'), 'get', '/v2/orgs')).body).toEqual([]);
+  });
+
+  it('named again without an organization, the provider stays the company’s; an explicit null makes it the platform’s', async () => {
+    // `pnpm platform sso add acme ...` again (to change its name, say) without --org
+    const renamed = await nameAcme(undefined, 'Acme Single Sign-On');
+    // before: it became the platform's provider (orgSlug null), and the company's people joined it no more
+    expect(renamed.body).toMatchObject({ result: 'updated', orgSlug: company });
+    expect((await nameAcme(undefined, 'Acme Single Sign-On')).body).toMatchObject({
+      result: 'exists',
+      orgSlug: company,
+    });
+    const gus = await signIn('gus');
+    expect((await h.call(gus, 'get', `/v2/orgs/${company}`)).body.role).toBe('member');
+
+    expect((await nameAcme(null)).body).toMatchObject({ result: 'updated', orgSlug: null });
+    expect((await nameAcme()).body).toMatchObject({ result: 'exists', orgSlug: null });
+    expect((await h.call(await signIn('hal'), 'get', '/v2/orgs')).body).toEqual([]);
+    expect((await nameAcme('no-such-org')).status).toBe(404);
+    expect((await nameAcme()).body).toMatchObject({ result: 'exists', orgSlug: null });
   });
 });

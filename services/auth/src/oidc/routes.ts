@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { MethodNotAllowed, Unauthenticated } from '@platform/kernel';
+import { InvalidInput, PayloadTooLarge, Unauthenticated, UnsupportedMediaType } from '@platform/kernel';
 import express, { type Router } from 'express';
 import jwt from 'jsonwebtoken';
 import type { Configuration } from 'oidc-provider';
@@ -110,15 +110,40 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
     res.status(200).end();
   });
 
-  // oidc-provider takes POST at these two only with its session cookie sent cross-site (SameSite=None, so Secure: no
-  // cookie at all on a plain-http deployment), and the platform's own session cookie is Lax, so a cross-site POST
-  // would never carry the sign-in anyway: GET only, said as the house says a method a path does not take.
-  const getOnly = new Set(['/auth', '/session/end']);
+  // OpenID Connect Core 3.1.2.1 (and RP-Initiated Logout 1.0 2) have these two take a form POST too. oidc-provider
+  // takes it only with its session cookie sent cross-site (SameSite=None, so Secure: no cookie at all on a plain-http
+  // deployment), and the platform's own session cookie is Lax, which a cross-site POST does not carry. So a POST is
+  // answered 303 to the same path with the form as the query: the browser's top-level GET that follows carries the
+  // cookies, and is answered as any GET (a signed-in person is recognised, prompt=none works).
+  const postedToGet = new Set(['/auth', '/session/end']);
+  const FORM = 'application/x-www-form-urlencoded';
+  /** of the form, and of the query it becomes (the edge reads an upstream's answer head of 16 KiB at most) */
+  const MAX_BYTES = 8 * 1024;
+  const smallForm = express.text({ type: FORM, limit: MAX_BYTES });
+  const toGet: express.RequestHandler = (req, res, next) => {
+    if (!req.is(FORM)) return next(new UnsupportedMediaType(`Send the parameters as ${FORM}, or use GET`));
+    smallForm(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      const at = req.url.indexOf('?');
+      const query = new URLSearchParams(at < 0 ? '' : req.url.slice(at + 1));
+      const form = new URLSearchParams(typeof req.body === 'string' ? req.body : '');
+      // OAuth 2.0 (RFC 6749 3.1): a parameter is sent once
+      const twice = [...form.keys()].find((name) => query.has(name));
+      if (twice !== undefined) {
+        const message = `The parameter ${twice} was sent both in the query and in the body`;
+        return next(new InvalidInput(message, { error: 'invalid_request' }));
+      }
+      for (const [name, value] of form) query.append(name, value);
+      const location = `?${query}`;
+      if (location.length > MAX_BYTES) {
+        return next(new PayloadTooLarge(`The parameters take more than ${MAX_BYTES} bytes as a query`));
+      }
+      // relative to the path the browser asked for, whatever prefix a proxy removed before it
+      res.redirect(303, location);
+    });
+  };
   router.use('/oidc', (req, res, next) => {
-    if (req.method === 'POST' && getOnly.has(req.path)) {
-      res.setHeader('allow', 'GET, HEAD');
-      return next(new MethodNotAllowed(req.method, ['GET', 'HEAD']));
-    }
+    if (req.method === 'POST' && postedToGet.has(req.path)) return toGet(req, res, next);
     host.handle(req, res).catch(next);
   });
 }

@@ -12,14 +12,16 @@ export const SsoProviderBody = z
     clientId: z.string().min(1).max(200),
     /** absent: the stored one is kept; null: the stored one is removed (a public client) */
     clientSecret: z.string().min(1).max(500).nullable().optional(),
-    orgSlug: z.string().min(1).max(63).optional(),
+    /** absent: the stored one is kept (none for a new provider); null: the platform's provider, of no organization */
+    orgSlug: z.string().min(1).max(63).nullable().optional(),
   })
   .meta({ description: 'PUT /internal/sso-providers/:slug' });
 
 /**
  * A platform admin (the operator CLI, with the internal secret) names an external identity provider for
  * the platform or, with `orgSlug`, for one organization. Idempotent; the secret is stored sealed and never answered
- * (`hasClientSecret` says whether one is stored). Named again without `clientSecret`, the provider keeps its secret.
+ * (`hasClientSecret` says whether one is stored). Named again without `clientSecret` or `orgSlug`, the provider keeps
+ * its secret or its organization.
  */
 export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoClients): void {
   router.put(
@@ -42,16 +44,16 @@ export function mountInternalSsoRoutes(router: Router, c: AuthContext, sso: SsoC
         issuer: body.issuer,
         clientId: body.clientId,
         clientSecret: body.clientSecret,
-        orgSlug: body.orgSlug ?? null,
+        orgSlug: body.orgSlug,
       };
-      const { result, hasClientSecret } = await sso.save(slug, fields, c.clock.now());
+      const { result, hasClientSecret, orgSlug } = await sso.save(slug, fields, c.clock.now());
       res.status(result === 'created' ? 201 : 200).json({
         result,
         slug,
         name: fields.name,
         issuer: fields.issuer,
         clientId: fields.clientId,
-        orgSlug: fields.orgSlug,
+        orgSlug,
         hasClientSecret,
         redirectUri: `${publicBaseUrl(c.config)}/account/sso/${slug}/callback`,
       });

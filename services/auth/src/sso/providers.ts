@@ -19,11 +19,12 @@ export interface SsoProviderDoc extends Doc {
 export type SsoProvider = Omit<SsoProviderDoc, 'clientSecret'>;
 
 /**
- * What an operator names a provider with (`pnpm platform sso add`); the secret in plain text, null for none, left out
- * to keep the stored one.
+ * What an operator names a provider with (`pnpm platform sso add`); the secret in plain text, null for none; the
+ * organization, null for the platform's. Either left out keeps the stored one (none for a new provider).
  */
-export type SsoProviderSettings = Pick<SsoProviderDoc, 'name' | 'issuer' | 'clientId' | 'orgSlug'> & {
+export type SsoProviderSettings = Pick<SsoProviderDoc, 'name' | 'issuer' | 'clientId'> & {
   clientSecret?: string | null;
+  orgSlug?: string | null;
 };
 
 /** Which local user an external identity is. `_id` is `<provider slug>:<sub>`. */
@@ -90,20 +91,24 @@ export class SsoClients {
   }
 
   /**
-   * Names a provider or changes it, its secret sealed (without one in `settings`, the stored one is kept); the same
-   * settings again write nothing (the stored secret compared opened: it is sealed afresh, with a new IV, at every
-   * write). Answers too whether a secret is stored now.
+   * Names a provider or changes it, its secret sealed (without a secret or an organization in `settings`, the stored
+   * one is kept); the same settings again write nothing (the stored secret compared opened: it is sealed afresh, with
+   * a new IV, at every write). Answers too whether a secret is stored now, and the provider's organization.
    */
   async save(
     slug: string,
     settings: SsoProviderSettings,
     now: Date,
-  ): Promise<{ result: 'created' | 'updated' | 'exists'; hasClientSecret: boolean }> {
+  ): Promise<{ result: 'created' | 'updated' | 'exists'; hasClientSecret: boolean; orgSlug: string | null }> {
     const existing = await this.collections.providers.findOne({ _id: slug });
-    const { clientSecret, ...rest } = settings;
+    const { clientSecret, orgSlug, ...rest } = settings;
     const hasClientSecret =
       clientSecret === undefined ? Boolean(existing?.clientSecret) : clientSecret !== null;
-    if (existing && this.same(existing, settings)) return { result: 'exists', hasClientSecret };
+    const stored = {
+      hasClientSecret,
+      orgSlug: orgSlug === undefined ? (existing?.orgSlug ?? null) : orgSlug,
+    };
+    if (existing && this.same(existing, settings)) return { result: 'exists', ...stored };
     const secret =
       clientSecret === undefined
         ? {}
@@ -111,12 +116,16 @@ export class SsoClients {
     await this.collections.providers.updateOne(
       { _id: slug },
       {
-        $set: { ...rest, ...secret, updatedAt: now },
-        $setOnInsert: { createdAt: now, ...(clientSecret === undefined ? { clientSecret: null } : {}) },
+        $set: { ...rest, ...secret, ...(orgSlug === undefined ? {} : { orgSlug }), updatedAt: now },
+        $setOnInsert: {
+          createdAt: now,
+          ...(clientSecret === undefined ? { clientSecret: null } : {}),
+          ...(orgSlug === undefined ? { orgSlug: null } : {}),
+        },
       },
       { upsert: true },
     );
-    return { result: existing ? 'updated' : 'created', hasClientSecret };
+    return { result: existing ? 'updated' : 'created', ...stored };
   }
 
   /** Seals the secrets an earlier version stored in plain text (idempotent); answers how many. */
@@ -138,7 +147,9 @@ export class SsoClients {
 
   private same(doc: SsoProviderDoc, settings: SsoProviderSettings): boolean {
     const { clientSecret, ...rest } = settings;
-    if (!Object.entries(rest).every(([k, v]) => doc[k as keyof typeof rest] === v)) return false;
+    // an organization left out is the stored one
+    if (!Object.entries(rest).every(([k, v]) => v === undefined || doc[k as keyof typeof rest] === v))
+      return false;
     if (clientSecret === undefined) return true;
     if (doc.clientSecret === null || clientSecret === null) return doc.clientSecret === clientSecret;
     try {
