@@ -165,6 +165,100 @@ describe('operator CLI (pnpm platform)', () => {
     expect((await kids()).length).toBe(before.length + 1);
   });
 
+  it('sso add says what became of the client secret and the organization; --no-client-secret and --no-org remove them', async () => {
+    const sso = (...more: string[]) =>
+      run('sso', 'add', 'cli-idp', '--issuer', 'https://idp.example', '--client-id', 'platform', ...more);
+    expect((await run('org', 'create', 'cli-sso-org')).code).toBe(0);
+    expect(await sso('--client-secret', 'company-secret', '--org', 'cli-sso-org')).toMatchObject({
+      code: 0,
+      outcome: {
+        result: 'created',
+        data: { orgSlug: 'cli-sso-org', hasClientSecret: true, client_secret: 'set' },
+      },
+    });
+    // renamed, neither given: both kept, and said so (before: the data alone, no word of the secret)
+    const lines: string[] = [];
+    const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+    const renamed = ['sso', 'add', 'cli-idp', '--issuer', 'https://idp.example', '--client-id', 'platform'];
+    expect(await runCli([...renamed, '--name', 'CLI IdP'], env, io)).toBe(0);
+    expect(lines.slice(1)).toEqual([
+      'client secret: stored (kept the stored one)',
+      'organization: cli-sso-org (kept the stored one)',
+    ]);
+    expect(JSON.parse(lines[0]!.replace(/^updated: /, ''))).toMatchObject({
+      orgSlug: 'cli-sso-org',
+      hasClientSecret: true,
+      client_secret: 'kept',
+    });
+    expect((await sso('--name', 'CLI IdP')).outcome).toMatchObject({
+      result: 'exists',
+      data: { orgSlug: 'cli-sso-org', client_secret: 'kept' },
+    });
+    // before: unknown options (exit 2), nothing said the secret or the organization could be removed
+    expect(await sso('--name', 'CLI IdP', '--no-client-secret', '--no-org')).toMatchObject({
+      code: 0,
+      outcome: {
+        result: 'updated',
+        data: { orgSlug: null, hasClientSecret: false, client_secret: 'removed' },
+      },
+    });
+    lines.length = 0;
+    expect(await runCli([...renamed, '--name', 'CLI IdP', '--no-client-secret'], env, io)).toBe(0);
+    expect(lines.slice(1)).toEqual([
+      'client secret: none (public client)',
+      "organization: none (the platform's provider, kept)",
+    ]);
+    expect((await sso('--name', 'CLI IdP', '--no-client-secret')).outcome).toMatchObject({
+      result: 'exists',
+      data: { client_secret: 'none' },
+    });
+    expect(
+      (await run('sso', 'add', 'cli-idp-2', '--issuer', 'https://idp.example', '--client-id', 'p')).outcome,
+    ).toMatchObject({
+      result: 'created',
+      data: { orgSlug: null, hasClientSecret: false, client_secret: 'none' },
+    });
+  });
+
+  it('oidc-client add run again without --confidential or --name keeps the secret and the name; --public drops the secret', async () => {
+    const add = ['oidc-client', 'add', 'cli-app', '--redirect-uri', 'https://app.example/cb'];
+    const created = await run(...add, '--confidential', '--name', 'App');
+    expect(created.outcome).toMatchObject({
+      result: 'created',
+      data: { name: 'App', tokenEndpointAuthMethod: 'client_secret_post' },
+    });
+    const secret = created.outcome.data.clientSecret as string;
+    expect(secret).toEqual(expect.any(String));
+
+    // its redirect URIs changed, --confidential forgotten (before: made public, the secret and the name gone)
+    const lines: string[] = [];
+    const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+    const moved = [...add, '--redirect-uri', 'https://app.example/cb2'];
+    expect(await runCli(moved, env, io)).toBe(0);
+    expect(lines.slice(1)).toEqual(['confidential, secret kept']);
+    const kept = JSON.parse(lines[0]!.replace(/^updated: /, ''));
+    expect(kept).toMatchObject({ name: 'App', tokenEndpointAuthMethod: 'client_secret_post' });
+    expect(kept.clientSecret).toBeUndefined();
+    expect((await run(...moved, '--confidential')).outcome.result).toBe('exists');
+
+    lines.length = 0;
+    expect(await runCli([...moved, '--public'], env, io)).toBe(0);
+    expect(lines.slice(1)).toEqual(['public']);
+    expect(JSON.parse(lines[0]!.replace(/^updated: /, ''))).toMatchObject({
+      name: 'App',
+      tokenEndpointAuthMethod: 'none',
+    });
+    // made confidential again: a new secret, the application must be given it
+    lines.length = 0;
+    expect(await runCli([...moved, '--confidential'], env, io)).toBe(0);
+    const renewed = JSON.parse(lines[0]!.replace(/^updated: /, ''));
+    expect(renewed.clientSecret).toEqual(expect.any(String));
+    expect(renewed.clientSecret).not.toBe(secret);
+    expect(lines.slice(1)).toEqual([
+      'confidential: a new client secret (clientSecret above), shown this once: give it to the application',
+    ]);
+  });
+
   it('explains usage errors and missing credentials with exit code 2', async () => {
     expect(await runCli(['--help'], {}, { out: () => undefined, err: () => undefined })).toBe(0);
     expect((await run('org', 'launch')).code).toBe(2);

@@ -381,3 +381,83 @@ describe('a URL holding a user name and password (https://user:password@host)', 
     expect(lines.join('\n')).not.toContain('pw-4242');
   });
 });
+
+describe('sso add', () => {
+  it.each([
+    [
+      ['--no-client-secret', '--client-secret', 's'],
+      'Give --client-secret, --client-secret-file or --no-client-secret, one of them',
+    ],
+    [
+      ['--no-client-secret', '--client-secret-file', '/nonexistent/secret'],
+      'Give --client-secret, --client-secret-file or --no-client-secret, one of them',
+    ],
+    [['--no-org', '--org', 'acme'], 'Give --org or --no-org, not both'],
+    // `--org "$ORG"` with ORG unset: once the empty value made the provider the platform's, now it would keep the stored organization unseen
+    [
+      ['--org', ''],
+      "--org is empty (an unset variable?): give the organization, or --no-org for the platform's provider",
+    ],
+  ])('refuses %j as a usage error, sending nothing', async (options, said) => {
+    const lines: string[] = [];
+    const code = await runCli(
+      ['sso', 'add', 'acme', '--issuer', 'https://idp.example', '--client-id', 'p', ...options, '--json'],
+      { AUTH_URL: 'http://127.0.0.1:9', PLATFORM_INTERNAL_SECRET: 'internal', DATA_DIR: '/nonexistent' },
+      { out: () => undefined, err: (l) => lines.push(l) },
+    );
+    expect({ code, said: lines[0] }).toEqual({ code: 2, said });
+  });
+});
+
+describe('oidc-client add', () => {
+  it('sends `confidential` only with --confidential or --public, and `name` only with --name: left out, auth keeps them', async () => {
+    const bodies: unknown[] = [];
+    // a stand-in for auth's internal route
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk) => {
+        text += chunk;
+      });
+      req.on('end', () => {
+        bodies.push(JSON.parse(text));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ result: 'exists', clientId: 'app-1', tokenEndpointAuthMethod: 'none' }));
+      });
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const env = {
+        AUTH_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        PLATFORM_INTERNAL_SECRET: 'internal',
+        DATA_DIR: '/nonexistent',
+      };
+      const io = { out: () => undefined, err: () => undefined };
+      const add = ['oidc-client', 'add', 'app-1', '--redirect-uri', 'https://app.example/cb'];
+      for (const options of [[], ['--public'], ['--confidential', '--name', 'App']])
+        expect(await runCli([...add, ...options], env, io)).toBe(0);
+      const uris = { redirectUris: ['https://app.example/cb'], postLogoutRedirectUris: [] };
+      // before: `confidential: false` sent without --confidential (the stored secret thrown away), --public unknown
+      expect(bodies).toEqual([
+        uris,
+        { ...uris, confidential: false },
+        { ...uris, confidential: true, name: 'App' },
+      ]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it.each([
+    [['--confidential', '--public'], 'Give --confidential or --public, not both'],
+    // `--name "$NAME"` with NAME unset: once it cleared the name unseen
+    [['--name', ''], '--name is empty (an unset variable?): give the name, or leave the option out'],
+  ])('refuses %j as a usage error, sending nothing', async (options, said) => {
+    const lines: string[] = [];
+    const code = await runCli(
+      ['oidc-client', 'add', 'app-1', '--redirect-uri', 'https://app.example/cb', ...options, '--json'],
+      { AUTH_URL: 'http://127.0.0.1:9', PLATFORM_INTERNAL_SECRET: 'internal', DATA_DIR: '/nonexistent' },
+      { out: () => undefined, err: (l) => lines.push(l) },
+    );
+    expect({ code, said: lines[0] }).toEqual({ code: 2, said });
+  });
+});

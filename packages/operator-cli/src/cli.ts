@@ -44,13 +44,18 @@ Operator commands. Each is idempotent: running it again reports what exists inst
   keys revoke <kid>                            a leaked key: it verifies and signs nothing from now on (a new
                                                key signs at once if it was signing; sessions refresh)
   oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI]...
-                  [--name NAME] [--confidential]
+                  [--name NAME] [--confidential | --public]
                                                register an OpenID Connect client (public, PKCE, unless
-                                               --confidential: then its secret is shown once)
-  sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE] [--name NAME] [--org ORG]
+                                               --confidential: then its secret is shown once); run again,
+                                               it keeps its name and its secret unless given (--public:
+                                               the secret is dropped; --confidential again makes a new one)
+  sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE | --no-client-secret]
+          [--name NAME] [--org ORG | --no-org]
                                                name an external OpenID Connect identity provider
                                                (with --org: a company's, whose users join ORG); run
-                                               again, it replaces it: a secret or --org left out is removed
+                                               again, it keeps the stored secret and organization unless
+                                               given or removed (--no-client-secret: a public client;
+                                               --no-org: the platform's provider); it says what became of both
   admin grant|revoke <userId>                  make a user a platform administrator (or not)
 
 LLM gateway (a platform administrator's token):
@@ -239,8 +244,11 @@ export async function runCli(
         seconds(values.timeout, '--timeout') ?? seconds(env.PLATFORM_TIMEOUT, 'PLATFORM_TIMEOUT'),
     };
     const outcome = await dispatch(positionals, values, settings);
-    if (values.json) io.out(JSON.stringify(outcome));
-    else io.out(`${outcome.result}: ${JSON.stringify(outcome.data, null, 2)}`);
+    if (values.json) io.out(JSON.stringify({ result: outcome.result, data: outcome.data }));
+    else {
+      io.out(`${outcome.result}: ${JSON.stringify(outcome.data, null, 2)}`);
+      for (const note of outcome.notes ?? []) io.out(note);
+    }
     return 0;
   } catch (err) {
     if (err instanceof CliError) {
@@ -301,11 +309,14 @@ function parseOptions(argv: string[]) {
       'redirect-uri': { type: 'string', multiple: true },
       'post-logout-redirect-uri': { type: 'string', multiple: true },
       confidential: { type: 'boolean' },
+      public: { type: 'boolean' },
       issuer: { type: 'string' },
       'client-id': { type: 'string' },
       'client-secret': { type: 'string' },
       'client-secret-file': { type: 'string' },
+      'no-client-secret': { type: 'boolean' },
       org: { type: 'string' },
+      'no-org': { type: 'boolean' },
       'gateway-url': { type: 'string' },
       timeout: { type: 'string' },
       type: { type: 'string' },
@@ -384,33 +395,66 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
     case 'keys revoke':
       need(1, 'keys revoke <kid>');
       return revokeKey(s, args[0]!);
-    case 'oidc-client add':
+    case 'oidc-client add': {
       need(
         1,
-        'oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI]... [--name NAME] [--confidential]',
+        'oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI]... [--name NAME] [--confidential | --public]',
       );
-      if (!values['redirect-uri']?.length) throw new CliError('oidc-client add needs --redirect-uri', 2);
+      const {
+        'redirect-uri': redirectUris,
+        'post-logout-redirect-uri': postLogoutRedirectUris = [],
+        name,
+        confidential,
+        public: isPublic,
+      } = values;
+      if (!redirectUris?.length) throw new CliError('oidc-client add needs --redirect-uri', 2);
+      if (confidential && isPublic) throw new CliError('Give --confidential or --public, not both', 2);
+      // left out, the stored name is kept: an empty one (an unset variable) is not taken for that
+      if (name === '')
+        throw new CliError('--name is empty (an unset variable?): give the name, or leave the option out', 2);
+      // left out, auth keeps what the client is
       return addOidcClient(s, args[0]!, {
-        name: values.name,
-        redirectUris: values['redirect-uri'],
-        postLogoutRedirectUris: values['post-logout-redirect-uri'] ?? [],
-        confidential: values.confidential ?? false,
+        name,
+        redirectUris,
+        postLogoutRedirectUris,
+        confidential: isPublic ? false : confidential,
       });
+    }
     case 'sso add': {
       need(
         1,
-        'sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE] [--name NAME] [--org ORG]',
+        'sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE | --no-client-secret] [--name NAME] [--org ORG | --no-org]',
       );
-      if (!values.issuer || !values['client-id'])
-        throw new CliError('sso add needs --issuer and --client-id', 2);
-      const options = {
-        name: values.name ?? args[0]!,
-        issuer: values.issuer,
-        clientId: values['client-id'],
-        ...(values.org ? { orgSlug: values.org } : {}),
-      };
-      const clientSecret = secretOption(values, 'client-secret');
-      return addSsoProvider(s, args[0]!, { ...options, ...(clientSecret ? { clientSecret } : {}) });
+      const {
+        issuer,
+        'client-id': clientId,
+        'client-secret': secret,
+        'client-secret-file': secretFile,
+        'no-client-secret': noSecret,
+        org,
+        'no-org': noOrg,
+        name = args[0]!,
+      } = values;
+      if (!issuer || !clientId) throw new CliError('sso add needs --issuer and --client-id', 2);
+      if (noSecret && (secret ?? secretFile) !== undefined)
+        throw new CliError(
+          'Give --client-secret, --client-secret-file or --no-client-secret, one of them',
+          2,
+        );
+      if (noOrg && org !== undefined) throw new CliError('Give --org or --no-org, not both', 2);
+      // left out, the stored organization is kept: an empty one (an unset variable) is not taken for that
+      if (org === '')
+        throw new CliError(
+          "--org is empty (an unset variable?): give the organization, or --no-org for the platform's provider",
+          2,
+        );
+      return addSsoProvider(s, args[0]!, {
+        name,
+        issuer,
+        clientId,
+        clientSecret: noSecret ? null : secretOption(values, 'client-secret'),
+        orgSlug: noOrg ? null : org,
+      });
     }
     case 'admin grant':
     case 'admin revoke':

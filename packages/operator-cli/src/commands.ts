@@ -5,6 +5,8 @@ export interface Outcome {
   /** `created`, `exists`, `updated`, `started`, `pending`, `listed`, `revoked`, `already_revoked` */
   result: string;
   data: unknown;
+  /** lines for a person, printed under the data (with --json, the data says the same) */
+  notes?: string[];
 }
 
 export async function createOrg(s: CliSettings, slug: string, name: string): Promise<Outcome> {
@@ -137,27 +139,75 @@ export async function revokeKey(s: CliSettings, kid: string): Promise<Outcome> {
   return { result, data };
 }
 
+/**
+ * Registers an OpenID Connect client, or changes it. `confidential` and `name` left out are kept as stored (a new
+ * client is public, without a name): registered again to change its redirect URIs, a confidential client keeps the
+ * secret its application holds. auth answers a secret once, when it makes one; the note says which it was.
+ */
 export async function addOidcClient(
   s: CliSettings,
   clientId: string,
-  options: { name?: string; redirectUris: string[]; postLogoutRedirectUris: string[]; confidential: boolean },
+  options: {
+    name?: string;
+    redirectUris: string[];
+    postLogoutRedirectUris: string[];
+    confidential?: boolean;
+  },
 ): Promise<Outcome> {
   const saved = await internal(s, 'auth', 'PUT', `/internal/oidc-clients/${encodeURIComponent(clientId)}`, {
-    ...(options.name ? { name: options.name } : {}),
+    ...(options.name === undefined ? {} : { name: options.name }),
     redirectUris: options.redirectUris,
     postLogoutRedirectUris: options.postLogoutRedirectUris,
-    confidential: options.confidential,
+    ...(options.confidential === undefined ? {} : { confidential: options.confidential }),
   });
   if (saved.status !== 200 && saved.status !== 201)
     throw failure('Registering the OpenID Connect client', saved);
-  const { result, ...data } = platformBody<{ result: string }>(saved, hasResult);
-  return { result, data };
+  const { result, ...data } = platformBody<{
+    result: string;
+    tokenEndpointAuthMethod?: string;
+    clientSecret?: string;
+  }>(saved, hasResult);
+  let note = 'public';
+  if (data.clientSecret !== undefined)
+    note =
+      'confidential: a new client secret (clientSecret above), shown this once: give it to the application';
+  else if (data.tokenEndpointAuthMethod === 'client_secret_post') note = 'confidential, secret kept';
+  return { result, data, notes: [note] };
 }
 
+const SECRET_NOTES = {
+  set: 'stored',
+  kept: 'stored (kept the stored one)',
+  removed: 'none (public client; any stored one removed)',
+  none: 'none (public client)',
+};
+
+/** What became of a provider's secret, given (null: removed) or left out, of which auth says whether one is stored. */
+function secretOutcome(
+  given: string | null | undefined,
+  result: string,
+  stored: boolean,
+): keyof typeof SECRET_NOTES {
+  if (typeof given === 'string') return 'set';
+  // (auth does not say whether one was stored before: `updated` may have changed another setting alone)
+  if (given === null) return result === 'updated' ? 'removed' : 'none';
+  return stored ? 'kept' : 'none';
+}
+
+/**
+ * Names an identity provider, or changes it. A secret or an organization left out is kept, null removes it. auth never
+ * answers the secret: the outcome's `client_secret` says what became of it (`set`, `kept`, `removed`, `none`).
+ */
 export async function addSsoProvider(
   s: CliSettings,
   slug: string,
-  options: { name: string; issuer: string; clientId: string; clientSecret?: string; orgSlug?: string },
+  options: {
+    name: string;
+    issuer: string;
+    clientId: string;
+    clientSecret?: string | null;
+    orgSlug?: string | null;
+  },
 ): Promise<Outcome> {
   const saved = await internal(
     s,
@@ -167,6 +217,19 @@ export async function addSsoProvider(
     options,
   );
   if (saved.status !== 200 && saved.status !== 201) throw failure('Naming the identity provider', saved);
-  const { result, ...data } = platformBody<{ result: string }>(saved, hasResult);
-  return { result, data };
+  const { result, ...data } = platformBody<{
+    result: string;
+    hasClientSecret?: boolean;
+    orgSlug?: string | null;
+  }>(saved, hasResult);
+  const clientSecret = secretOutcome(options.clientSecret, result, data.hasClientSecret === true);
+  const orgKept = options.orgSlug === undefined && result !== 'created';
+  const org = data.orgSlug
+    ? `${data.orgSlug}${orgKept ? ' (kept the stored one)' : ''}`
+    : `none (the platform's provider${orgKept ? ', kept' : ''})`;
+  return {
+    result,
+    data: { ...data, client_secret: clientSecret },
+    notes: [`client secret: ${SECRET_NOTES[clientSecret]}`, `organization: ${org}`],
+  };
 }

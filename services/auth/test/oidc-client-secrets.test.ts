@@ -4,7 +4,7 @@ import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import { AtRestCipher } from '../src/domain/at-rest-cipher';
 import type { OidcClientDoc } from '../src/oidc/clients';
-import { type AuthHarness, startAuth } from './helpers';
+import { type AuthHarness, INTERNAL_SECRET, startAuth } from './helpers';
 import { APP_REDIRECT, authorizeApp, registerApp, signUp, userinfo } from './oidc-app';
 
 /**
@@ -52,6 +52,72 @@ describe('OpenID Connect client secrets at rest', () => {
     const again = await registerApp(h, 'vault-app', true);
     expect(again.result).toBe('exists');
     expect(again.clientSecret).toBeUndefined();
+  });
+
+  it('registered again without `confidential` or `name`, a client keeps its secret and name; false and null drop them', async () => {
+    const put = (clientId: string, body: Record<string, unknown>) =>
+      h.http
+        .put(`/internal/oidc-clients/${clientId}`)
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({ redirectUris: [APP_REDIRECT], ...body });
+    const created = await put('kept-app', { name: 'Kept App', confidential: true });
+    expect(created.body).toMatchObject({ result: 'created', tokenEndpointAuthMethod: 'client_secret_post' });
+    const secret = created.body.clientSecret as string;
+
+    // its redirect URIs changed, `confidential` and `name` left out (before: made public, its secret and name gone)
+    const moved = await put('kept-app', { redirectUris: [APP_REDIRECT, 'https://app.example/cb'] });
+    expect(moved.status).toBe(200);
+    expect(moved.body).toEqual({
+      result: 'updated',
+      clientId: 'kept-app',
+      name: 'Kept App',
+      redirectUris: [APP_REDIRECT, 'https://app.example/cb'],
+      postLogoutRedirectUris: [],
+      tokenEndpointAuthMethod: 'client_secret_post',
+    });
+    const person = await signUp(h);
+    expect((await (await authorizeApp(h, person, 'kept-app', 'openid')).redeem(secret)).status).toBe(200);
+    expect((await put('kept-app', { confidential: true })).body).toMatchObject({
+      result: 'updated',
+      name: 'Kept App',
+    });
+    expect((await put('kept-app', {})).body.result).toBe('exists');
+
+    // said on purpose: public (its secret dropped), the name cleared
+    const made = await put('kept-app', { confidential: false, name: null });
+    expect(made.body).toMatchObject({ result: 'updated', name: null, tokenEndpointAuthMethod: 'none' });
+    expect(made.body.clientSecret).toBeUndefined();
+    expect((await stored('kept-app'))!.metadata).not.toHaveProperty('client_secret');
+    expect((await stored('kept-app'))!.metadata).not.toHaveProperty('client_name');
+    expect((await put('kept-app', {})).body).toMatchObject({
+      result: 'exists',
+      tokenEndpointAuthMethod: 'none',
+    });
+    // confidential again: a new secret, shown this once
+    const again = await put('kept-app', { confidential: true });
+    expect(again.body).toMatchObject({ result: 'updated', tokenEndpointAuthMethod: 'client_secret_post' });
+    expect(again.body.clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(again.body.clientSecret).not.toBe(secret);
+    // one whose secret no longer opens (a start over), registered again without `confidential`: a new secret
+    const doc = (await stored('kept-app'))!;
+    const lost = new AtRestCipher('the-secret-that-was-lost-0123456789', 'platform-auth-oidc-client-secrets');
+    await store
+      .collection<OidcClientDoc>('oidc_clients')
+      .updateOne(
+        { _id: 'kept-app' },
+        { $set: { metadata: { ...doc.metadata, client_secret: lost.seal('old') } } },
+      );
+    const mended = await put('kept-app', {});
+    expect(mended.body).toMatchObject({ result: 'updated', tokenEndpointAuthMethod: 'client_secret_post' });
+    expect(mended.body.clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    // a new client without either: public, no name
+    expect((await put('bare-app', {})).body).toMatchObject({
+      result: 'created',
+      name: null,
+      tokenEndpointAuthMethod: 'none',
+    });
+    expect((await put('bare-app', { name: null, confidential: false })).body.result).toBe('exists');
   });
 
   it('a secret an earlier version stored in plain text keeps working, and is sealed at the next start', async () => {

@@ -13,16 +13,20 @@ const RedirectUri = z
 
 export const OidcClientBody = z
   .object({
-    name: z.string().trim().min(1).max(100).optional(),
+    /** left out: the stored one is kept; null: none */
+    name: z.string().trim().min(1).max(100).nullable().optional(),
     redirectUris: z.array(RedirectUri).min(1).max(20),
     postLogoutRedirectUris: z.array(RedirectUri).max(20).optional(),
+    /** left out: as stored (a new client is public); false drops a stored secret */
     confidential: z.boolean().optional(),
   })
   .meta({ description: 'PUT /internal/oidc-clients/:clientId' });
 
 /**
  * Operators register relying parties (`pnpm platform oidc-client add`). Idempotent: the same call again
- * answers `exists`; a changed one `updated`. A confidential client's secret is made once and shown once.
+ * answers `exists`; a changed one `updated`. A confidential client's secret is made once and shown once. Registered
+ * again to change its redirect URIs, a client left without `confidential` or `name` keeps them: its application's
+ * secret is not thrown away.
  */
 export function mountInternalClientRoutes(router: Router, c: AuthContext, host: OidcProviderHost): void {
   router.put(
@@ -45,16 +49,19 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         if (err instanceof UnreadableClientSecret) return err.client;
         throw err;
       });
-      const secret =
-        existing?.metadata.client_secret ??
-        (body.confidential ? randomBytes(32).toString('base64url') : undefined);
+      // (one whose secret no longer opens stays confidential, and gets a new secret below)
+      const confidential =
+        body.confidential ?? existing?.metadata.token_endpoint_auth_method === 'client_secret_post';
+      const secret = confidential
+        ? (existing?.metadata.client_secret ?? randomBytes(32).toString('base64url'))
+        : undefined;
       const saved = await host.clients.register(
         {
           clientId,
-          name: body.name,
+          name: body.name === undefined ? existing?.metadata.client_name : (body.name ?? undefined),
           redirectUris: body.redirectUris,
           postLogoutRedirectUris: body.postLogoutRedirectUris,
-          clientSecret: body.confidential ? secret : undefined,
+          clientSecret: secret,
           firstParty: existing?.firstParty ?? false,
         },
         c.clock.now(),
@@ -66,8 +73,9 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         postLogoutRedirectUris: saved.metadata.post_logout_redirect_uris ?? [],
         tokenEndpointAuthMethod: saved.metadata.token_endpoint_auth_method,
       };
-      // A secret is answered once: when it is made (a new client, or a public one made confidential).
-      const made = body.confidential && !existing?.metadata.client_secret ? { clientSecret: secret } : {};
+      // A secret is answered once: when it is made (a new client, a public one made confidential, or one whose secret
+      // no longer opens); a kept one never again.
+      const made = secret && secret !== existing?.metadata.client_secret ? { clientSecret: secret } : {};
       if (!existing) {
         res.status(201).json({ result: 'created', ...view, ...made });
         return;
