@@ -259,6 +259,40 @@ describe('operator CLI (pnpm platform)', () => {
     ]);
   });
 
+  it('oidc-client add run again without --post-logout-redirect-uri keeps the logout redirects; --no-post-logout-redirect-uri clears them', async () => {
+    const bye = 'https://app.example/signed-out';
+    const add = ['oidc-client', 'add', 'cli-logout-app', '--redirect-uri', 'https://app.example/cb'];
+    // the application's logout, through the edge
+    const signOut = async () =>
+      (
+        await fetch(
+          `${platform.baseUrl}/oidc/session/end?${new URLSearchParams({ client_id: 'cli-logout-app', post_logout_redirect_uri: bye })}`,
+        )
+      ).status;
+    expect((await run(...add, '--post-logout-redirect-uri', bye)).outcome).toMatchObject({
+      result: 'created',
+      data: { postLogoutRedirectUris: [bye] },
+    });
+    expect(await signOut()).toBe(200);
+
+    // its redirect URIs changed (before: the logout redirects cleared, the application's logout refused)
+    const moved = [...add, '--redirect-uri', 'https://app.example/cb2'];
+    expect((await run(...moved)).outcome).toMatchObject({
+      result: 'updated',
+      data: { postLogoutRedirectUris: [bye] },
+    });
+    expect(await signOut()).toBe(200);
+
+    expect((await run(...moved, '--no-post-logout-redirect-uri')).outcome).toMatchObject({
+      result: 'updated',
+      data: { postLogoutRedirectUris: [] },
+    });
+    expect(await signOut()).toBe(400);
+    expect(
+      (await run(...moved, '--no-post-logout-redirect-uri', '--post-logout-redirect-uri', bye)).code,
+    ).toBe(2);
+  });
+
   it('explains usage errors and missing credentials with exit code 2', async () => {
     expect(await runCli(['--help'], {}, { out: () => undefined, err: () => undefined })).toBe(0);
     expect((await run('org', 'launch')).code).toBe(2);

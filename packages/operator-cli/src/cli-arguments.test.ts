@@ -410,7 +410,7 @@ describe('sso add', () => {
 });
 
 describe('oidc-client add', () => {
-  it('sends `confidential` only with --confidential or --public, and `name` only with --name: left out, auth keeps them', async () => {
+  it('sends `confidential` only with --confidential or --public, `name` only with --name, and `postLogoutRedirectUris` only with --post-logout-redirect-uri or --no-post-logout-redirect-uri: left out, auth keeps them', async () => {
     const bodies: unknown[] = [];
     // a stand-in for auth's internal route
     const server = createServer((req, res) => {
@@ -433,14 +433,24 @@ describe('oidc-client add', () => {
       };
       const io = { out: () => undefined, err: () => undefined };
       const add = ['oidc-client', 'add', 'app-1', '--redirect-uri', 'https://app.example/cb'];
-      for (const options of [[], ['--public'], ['--confidential', '--name', 'App']])
+      const bye = ['--post-logout-redirect-uri', 'https://app.example/bye'];
+      for (const options of [
+        [],
+        ['--public'],
+        ['--confidential', '--name', 'App'],
+        [...bye, '--post-logout-redirect-uri', 'https://app.example/bye2'],
+        ['--no-post-logout-redirect-uri'],
+      ])
         expect(await runCli([...add, ...options], env, io)).toBe(0);
-      const uris = { redirectUris: ['https://app.example/cb'], postLogoutRedirectUris: [] };
-      // before: `confidential: false` sent without --confidential (the stored secret thrown away), --public unknown
+      const uris = { redirectUris: ['https://app.example/cb'] };
+      // before: `confidential: false` sent without --confidential (the stored secret thrown away), --public unknown;
+      // `postLogoutRedirectUris: []` sent without --post-logout-redirect-uri (the stored ones cleared)
       expect(bodies).toEqual([
         uris,
         { ...uris, confidential: false },
         { ...uris, confidential: true, name: 'App' },
+        { ...uris, postLogoutRedirectUris: ['https://app.example/bye', 'https://app.example/bye2'] },
+        { ...uris, postLogoutRedirectUris: [] },
       ]);
     } finally {
       server.close();
@@ -449,6 +459,10 @@ describe('oidc-client add', () => {
 
   it.each([
     [['--confidential', '--public'], 'Give --confidential or --public, not both'],
+    [
+      ['--no-post-logout-redirect-uri', '--post-logout-redirect-uri', 'https://app.example/bye'],
+      'Give --post-logout-redirect-uri or --no-post-logout-redirect-uri, not both',
+    ],
     // `--name "$NAME"` with NAME unset: once it cleared the name unseen
     [['--name', ''], '--name is empty (an unset variable?): give the name, or leave the option out'],
   ])('refuses %j as a usage error, sending nothing', async (options, said) => {

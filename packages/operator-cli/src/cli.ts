@@ -43,12 +43,14 @@ Operator commands. Each is idempotent: running it again reports what exists inst
   keys list                                    the signing keys: kid, state, created/activated/retired/revoked
   keys revoke <kid>                            a leaked key: it verifies and signs nothing from now on (a new
                                                key signs at once if it was signing; sessions refresh)
-  oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI]...
+  oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]...
+                  [--post-logout-redirect-uri URI... | --no-post-logout-redirect-uri]
                   [--name NAME] [--confidential | --public]
                                                register an OpenID Connect client (public, PKCE, unless
                                                --confidential: then its secret is shown once); run again,
-                                               it keeps its name and its secret unless given (--public:
-                                               the secret is dropped; --confidential again makes a new one)
+                                               it keeps its name, its secret and its logout redirect URIs
+                                               unless given (--public: the secret is dropped; --confidential
+                                               again makes a new one; --no-post-logout-redirect-uri: none)
   sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE | --no-client-secret]
           [--name NAME] [--org ORG | --no-org]
                                                name an external OpenID Connect identity provider
@@ -308,6 +310,7 @@ function parseOptions(argv: string[]) {
       project: { type: 'string' },
       'redirect-uri': { type: 'string', multiple: true },
       'post-logout-redirect-uri': { type: 'string', multiple: true },
+      'no-post-logout-redirect-uri': { type: 'boolean' },
       confidential: { type: 'boolean' },
       public: { type: 'boolean' },
       issuer: { type: 'string' },
@@ -398,17 +401,20 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
     case 'oidc-client add': {
       need(
         1,
-        'oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI]... [--name NAME] [--confidential | --public]',
+        'oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI... | --no-post-logout-redirect-uri] [--name NAME] [--confidential | --public]',
       );
       const {
         'redirect-uri': redirectUris,
-        'post-logout-redirect-uri': postLogoutRedirectUris = [],
+        'post-logout-redirect-uri': postLogoutRedirectUris,
+        'no-post-logout-redirect-uri': noPostLogoutRedirectUris,
         name,
         confidential,
         public: isPublic,
       } = values;
       if (!redirectUris?.length) throw new CliError('oidc-client add needs --redirect-uri', 2);
       if (confidential && isPublic) throw new CliError('Give --confidential or --public, not both', 2);
+      if (noPostLogoutRedirectUris && postLogoutRedirectUris)
+        throw new CliError('Give --post-logout-redirect-uri or --no-post-logout-redirect-uri, not both', 2);
       // left out, the stored name is kept: an empty one (an unset variable) is not taken for that
       if (name === '')
         throw new CliError('--name is empty (an unset variable?): give the name, or leave the option out', 2);
@@ -416,7 +422,7 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
       return addOidcClient(s, args[0]!, {
         name,
         redirectUris,
-        postLogoutRedirectUris,
+        postLogoutRedirectUris: noPostLogoutRedirectUris ? [] : postLogoutRedirectUris,
         confidential: isPublic ? false : confidential,
       });
     }

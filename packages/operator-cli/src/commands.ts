@@ -140,9 +140,10 @@ export async function revokeKey(s: CliSettings, kid: string): Promise<Outcome> {
 }
 
 /**
- * Registers an OpenID Connect client, or changes it. `confidential` and `name` left out are kept as stored (a new
- * client is public, without a name): registered again to change its redirect URIs, a confidential client keeps the
- * secret its application holds. auth answers a secret once, when it makes one; the note says which it was.
+ * Registers an OpenID Connect client, or changes it. `confidential`, `name` and `postLogoutRedirectUris` left out are
+ * kept as stored (a new client is public, without a name or logout redirect URIs): registered again to change its
+ * redirect URIs, a confidential client keeps the secret its application holds, and any client its logout redirects.
+ * auth answers a secret once, when it makes one; the note says which it was.
  */
 export async function addOidcClient(
   s: CliSettings,
@@ -150,14 +151,16 @@ export async function addOidcClient(
   options: {
     name?: string;
     redirectUris: string[];
-    postLogoutRedirectUris: string[];
+    postLogoutRedirectUris?: string[];
     confidential?: boolean;
   },
 ): Promise<Outcome> {
   const saved = await internal(s, 'auth', 'PUT', `/internal/oidc-clients/${encodeURIComponent(clientId)}`, {
     ...(options.name === undefined ? {} : { name: options.name }),
     redirectUris: options.redirectUris,
-    postLogoutRedirectUris: options.postLogoutRedirectUris,
+    ...(options.postLogoutRedirectUris === undefined
+      ? {}
+      : { postLogoutRedirectUris: options.postLogoutRedirectUris }),
     ...(options.confidential === undefined ? {} : { confidential: options.confidential }),
   });
   if (saved.status !== 200 && saved.status !== 201)

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import { AtRestCipher } from '../src/domain/at-rest-cipher';
-import type { OidcClientDoc } from '../src/oidc/clients';
+import { FIRST_PARTY_CLIENT_ID, type OidcClientDoc } from '../src/oidc/clients';
 import { type AuthHarness, INTERNAL_SECRET, startAuth } from './helpers';
 import { APP_REDIRECT, authorizeApp, registerApp, signUp, userinfo } from './oidc-app';
 
@@ -118,6 +118,82 @@ describe('OpenID Connect client secrets at rest', () => {
       tokenEndpointAuthMethod: 'none',
     });
     expect((await put('bare-app', { name: null, confidential: false })).body.result).toBe('exists');
+  });
+
+  it('registered again without `postLogoutRedirectUris`, a client keeps its logout redirects; [] clears them', async () => {
+    const LOGOUT = 'http://127.0.0.1:7/signed-out';
+    const put = (body: Record<string, unknown>) =>
+      h.http
+        .put('/internal/oidc-clients/logout-app')
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({ redirectUris: [APP_REDIRECT], ...body });
+    // the application's "signed out" page, as its logout asks for it
+    const signOut = () =>
+      h.http.get(
+        `/oidc/session/end?${new URLSearchParams({ client_id: 'logout-app', post_logout_redirect_uri: LOGOUT })}`,
+      );
+    expect((await put({ postLogoutRedirectUris: [LOGOUT] })).body).toMatchObject({
+      result: 'created',
+      postLogoutRedirectUris: [LOGOUT],
+    });
+    expect((await signOut()).status).toBe(200);
+
+    // its redirect URIs changed, the logout redirects left out (before: cleared, the application's logout refused)
+    const moved = await put({ redirectUris: [APP_REDIRECT, 'https://app.example/cb'] });
+    expect(moved.body).toMatchObject({ result: 'updated', postLogoutRedirectUris: [LOGOUT] });
+    expect((await signOut()).status).toBe(200);
+    expect((await put({ redirectUris: [APP_REDIRECT, 'https://app.example/cb'] })).body.result).toBe(
+      'exists',
+    );
+
+    // said on purpose: none
+    const cleared = await put({ postLogoutRedirectUris: [] });
+    expect(cleared.body).toMatchObject({ result: 'updated', postLogoutRedirectUris: [] });
+    expect((await stored('logout-app'))!.metadata.post_logout_redirect_uris).toEqual([]);
+    expect((await signOut()).status).toBe(400);
+    expect((await put({})).body).toMatchObject({ result: 'exists', postLogoutRedirectUris: [] });
+  });
+
+  it('a redirect URI that is not http or https (the provider would refuse every sign-in) is a 400, nothing stored', async () => {
+    const put = (clientId: string, body: Record<string, unknown>) =>
+      h.http
+        .put(`/internal/oidc-clients/${clientId}`)
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({ redirectUris: [APP_REDIRECT], ...body });
+    expect((await put('web-app', {})).status).toBe(201);
+    for (const body of [
+      { redirectUris: ['myapp:/callback'] },
+      { redirectUris: [APP_REDIRECT, 'javascript:alert(1)'] },
+      { postLogoutRedirectUris: ['data:text/html,bye'] },
+    ]) {
+      // before: 201 or 200, then every sign-in of the application a "Sign-in problem" page
+      for (const clientId of ['web-app', 'native-app']) {
+        const res = await put(clientId, body);
+        expect([body, clientId, res.status]).toEqual([body, clientId, 400]);
+        expect(res.body).toMatchObject({
+          code: 'INVALID_BODY',
+          message: expect.stringContaining('http(s) URL'),
+        });
+      }
+    }
+    expect(await stored('native-app')).toBeNull();
+    expect((await stored('web-app'))!.metadata).toMatchObject({
+      redirect_uris: [APP_REDIRECT],
+      post_logout_redirect_uris: [],
+    });
+  });
+
+  it('the platform’s own pages’ client (`platform-web`) cannot be registered over: a 400, the client as it was', async () => {
+    const before = await stored(FIRST_PARTY_CLIENT_ID);
+    // before: 200 `updated`, the pages' own sign-in refused (their redirect URI gone) until auth started again, and
+    // the application first-party: no consent, its tokens minting API keys as the person's own sessions do
+    const res = await h.http
+      .put(`/internal/oidc-clients/${FIRST_PARTY_CLIENT_ID}`)
+      .set('x-platform-internal-secret', INTERNAL_SECRET)
+      .send({ redirectUris: ['https://app.example/cb'] });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ status: 400, message: expect.stringContaining('reserved') });
+    expect(await stored(FIRST_PARTY_CLIENT_ID)).toEqual(before);
   });
 
   it('a secret an earlier version stored in plain text keeps working, and is sealed at the next start', async () => {

@@ -3,11 +3,12 @@ import { parseInput, requireInternalSecret } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
-import { UnreadableClientSecret } from './clients';
+import { FIRST_PARTY_CLIENT_ID, UnreadableClientSecret } from './clients';
 import type { OidcProviderHost } from './provider';
 
+// oidc-provider refuses any other (a native app's own scheme too): the client would be stored, every sign-in refused
 const RedirectUri = z
-  .url()
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
   .max(2000)
   .refine((u) => !u.includes('#'), 'must not have a fragment');
 
@@ -16,6 +17,7 @@ export const OidcClientBody = z
     /** left out: the stored one is kept; null: none */
     name: z.string().trim().min(1).max(100).nullable().optional(),
     redirectUris: z.array(RedirectUri).min(1).max(20),
+    /** left out: the stored ones are kept (a new client has none); []: none */
     postLogoutRedirectUris: z.array(RedirectUri).max(20).optional(),
     /** left out: as stored (a new client is public); false drops a stored secret */
     confidential: z.boolean().optional(),
@@ -25,16 +27,17 @@ export const OidcClientBody = z
 /**
  * Operators register relying parties (`pnpm platform oidc-client add`). Idempotent: the same call again
  * answers `exists`; a changed one `updated`. A confidential client's secret is made once and shown once. Registered
- * again to change its redirect URIs, a client left without `confidential` or `name` keeps them: its application's
- * secret is not thrown away.
+ * again to change its redirect URIs, a client left without `confidential`, `name` or `postLogoutRedirectUris` keeps
+ * them: its application's secret and logout redirects are not thrown away.
  */
 export function mountInternalClientRoutes(router: Router, c: AuthContext, host: OidcProviderHost): void {
   router.put(
     '/internal/oidc-clients/:clientId',
     requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
     async (req, res) => {
-      // The platform's own sessions carry these ids: a relying party's must never pass for them.
-      const reserved = [c.config.PASSWORD_CLIENT_ID, c.config.ANONYMOUS_CLIENT_ID];
+      // The platform's own sessions carry these ids (its sign-in's, its pages' first-party client, which auth registers
+      // at start): a relying party's must never pass for them.
+      const reserved = [c.config.PASSWORD_CLIENT_ID, c.config.ANONYMOUS_CLIENT_ID, FIRST_PARTY_CLIENT_ID];
       const clientId = parseInput(
         z
           .string()
@@ -60,7 +63,7 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
           clientId,
           name: body.name === undefined ? existing?.metadata.client_name : (body.name ?? undefined),
           redirectUris: body.redirectUris,
-          postLogoutRedirectUris: body.postLogoutRedirectUris,
+          postLogoutRedirectUris: body.postLogoutRedirectUris ?? existing?.metadata.post_logout_redirect_uris,
           clientSecret: secret,
           firstParty: existing?.firstParty ?? false,
         },
