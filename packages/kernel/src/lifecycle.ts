@@ -92,6 +92,12 @@ function requiringHost(handler: RequestListener, observe?: ObserveListenAnswer):
   };
 }
 
+/** Whether `req`'s framing announces a body (a Content-Length other than 0, or a Transfer-Encoding). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+
 /**
  * `handler`, the rest of whose request's body is read for `lingeringTimeMs` at most once the request is answered
  * (then the connection closes): a client cannot hold a connection for as long as it keeps sending a body already
@@ -100,16 +106,24 @@ function requiringHost(handler: RequestListener, observe?: ObserveListenAnswer):
 function lingering(handler: RequestListener, lingeringTimeMs: number): RequestListener {
   const bounded = (req: IncomingMessage) => {
     if (req.complete) return;
+    const { socket } = req;
+    // Node ends neither the request nor its stream when the socket of an answered request closes: the timer stops
+    // with the socket too, or it would keep the request (~4 KB) for the lingering time after its client left
+    const stop = () => {
+      clearTimeout(timer);
+      req.off('end', stop);
+      socket.off('close', stop);
+    };
     const timer = setTimeout(() => {
-      if (!req.complete) req.socket.destroy();
+      stop();
+      if (!req.complete) socket.destroy();
     }, lingeringTimeMs);
     timer.unref();
-    req.once('end', () => clearTimeout(timer));
+    req.once('end', stop);
+    socket.once('close', stop);
   };
   return (req, res) => {
-    const length = req.headers['content-length'];
-    if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined)
-      res.once('finish', () => bounded(req));
+    if (hasBody(req)) res.once('finish', () => bounded(req));
     handler(req, res);
   };
 }
@@ -161,8 +175,12 @@ export async function listen(
   // An expectation other than 100-continue (none is the platform's) is served as if absent, as RFC 9110 10.1.1 allows,
   // rather than with Node's bare 417.
   server.on('checkExpectation', served);
+  // A request without a body has nothing to continue: it is told to at once (RFC 9110 10.1.1 allows either), as Node
+  // did, since Node closes the connection after an answer without 100 Continue (a client that sets Expect on every
+  // request would lose its connection at each GET).
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    continueOnRead(req, res);
+    if (hasBody(req)) continueOnRead(req, res);
+    else res.writeContinue();
     served(req, res);
   });
   // Longer than common load balancers' idle timeouts, so they close first and never hit a closed socket.

@@ -1,5 +1,8 @@
 import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { waitFor } from '@platform/testkit';
 import { listen, type RunningServer } from '../src/lifecycle';
 
@@ -193,6 +196,45 @@ describe('a client that keeps sending a body its answer refused (lingering time,
       expect(client.received()).toMatch(/^HTTP\/1\.1 200 /);
     } finally {
       client.stop();
+    }
+  });
+});
+
+describe('a client that leaves in the middle of a body its answer refused', () => {
+  /** V8's collector, which jest does not expose (`--expose-gc` set at run time reaches a new context) */
+  const collect = (): void => {
+    setFlagsFromString('--expose-gc');
+    runInNewContext('gc')();
+  };
+
+  it('leaves nothing of its request behind once its connection is closed, not for the lingering time', async () => {
+    const requests: Array<WeakRef<IncomingMessage>> = [];
+    const closed: Array<Promise<unknown>> = [];
+    const server = await listen(
+      (req, res) => {
+        requests.push(new WeakRef(req));
+        // Node ends neither the request nor its stream once it is answered: its socket closes
+        closed.push(new Promise((resolve) => req.socket.once('close', resolve)));
+        res.statusCode = 401;
+        res.end('refused');
+      },
+      0,
+      '127.0.0.1',
+    );
+    try {
+      for (let i = 0; i < 20; i++) {
+        const socket = net.connect(server.port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n${'x'.repeat(100)}`);
+        await once(socket, 'data');
+        socket.destroy();
+      }
+      await Promise.all(closed);
+      await new Promise((resolve) => setImmediate(resolve));
+      collect();
+      expect(requests.filter((request) => request.deref() !== undefined)).toHaveLength(0);
+    } finally {
+      await server.close(1_000);
     }
   });
 });

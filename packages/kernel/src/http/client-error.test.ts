@@ -292,6 +292,22 @@ describe('a request that expects 100-continue (RFC 9110 10.1.1)', () => {
     expect(answers[0].head).toMatch(/\r\nconnection: close\r\n/i);
   });
 
+  it('keeps its connection for the next request when it has no body (nothing to continue)', async () => {
+    const text = await exchange(running.port, (socket) =>
+      socket.write(
+        'GET /refused HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n' +
+          'POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nExpect: 100-continue\r\n\r\n' +
+          'GET /refused HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      ),
+    );
+    const answers = answersIn(text).filter((a) => a.status !== 100);
+    expect(answers.map((a) => [a.status, a.body])).toEqual([
+      [401, 'refused'],
+      [200, 'read 0'],
+      [401, 'refused'],
+    ]);
+  });
+
   it('gets 100 Continue once its handler reads the body, then the answer', async () => {
     const text = await expecting('/read');
     expect(text).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
