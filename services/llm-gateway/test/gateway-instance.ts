@@ -121,6 +121,10 @@ export const fakeQuota =
     return found ? Response.json(found) : Response.json({ error: 'NOT_FOUND' }, { status: 404 });
   };
 
+/** the start of the current UTC month, as llm-quota names the month it counted */
+export const thisMonthStart = (now = new Date()): string =>
+  new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
+
 /** An organization's settings as llm-quota answers them: a roomy plan, nothing spent, every model allowed. */
 export const orgSettings = (
   orgSlug: string,
@@ -134,7 +138,7 @@ export const orgSettings = (
   limits: {},
   per_user_defaults: {},
   org_user_quotas: { overrides: {}, by_role: {} },
-  month: { start: '2026-01-01T00:00:00.000Z', tokens: 0, cost: 0 },
+  month: { start: thisMonthStart(), tokens: 0, cost: 0 },
   ...change,
   models: { allowed: null, defaults: {}, downgrade: {}, ...change.models },
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { clearOfMinuteEnd } from '@platform/testkit';
-import { type GatewayWorld, gauge, minuteNow, type Reply, startGatewayWorld } from './support';
+import { clearOfMinuteEnd, waitFor } from '@platform/testkit';
+import { clockAhead, type GatewayWorld, gauge, minuteNow, type Reply, startGatewayWorld } from './support';
 
 /**
  * Governance and quota refusals as callers see them through the edge: each in the gateway envelope
@@ -120,6 +120,23 @@ describe('governance, header policy and quotas at the gateway', () => {
     expect(seen.headers['x-org']).toBe('gov-headers');
   });
 
+  it("a HEADER_POLICY_VIOLATION takes none of the organization's requests a minute", async () => {
+    const { owner } = await w.org('gov-headers-rpm', 'tight');
+    const key = await w.call(
+      'base',
+      'POST',
+      '/v2/orgs/gov-headers-rpm/apikeys',
+      { bearer: owner.token },
+      { name: `k-${randomUUID()}`, permissions: ['models:read'] },
+    );
+    const as = { apiKey: key.body.apiKey };
+    // every request below in one calendar minute: the org's 5 a minute, more than 5 refusals
+    await clearOfMinuteEnd(15_000);
+    for (let i = 0; i < 6; i++)
+      expectEnvelope(await chat(as, 'sim/identity'), 403, 'HEADER_POLICY_VIOLATION');
+    expect((await chat(as, 'sim/cheap')).status).toBe(200);
+  });
+
   it('inference needs models:read: an org key without it is refused', async () => {
     const { owner } = await w.org('gov-perm');
     const key = await w.call(
@@ -224,5 +241,50 @@ describe('governance, header policy and quotas at the gateway', () => {
     expect(used).toBeGreaterThan(400);
     // one simulator chunk holds a few words: far fewer than 40 tokens
     expect(used).toBeLessThan(440);
+  });
+});
+
+describe('the monthly budget at the turn of the month (UTC), settings cached for 20 seconds', () => {
+  const time = clockAhead();
+  let w: GatewayWorld;
+  beforeAll(async () => {
+    w = await startGatewayWorld({ clock: time.clock, env: { LLM_GATEWAY_SETTINGS_TTL_MS: '20000' } });
+  });
+  afterAll(() => w?.stop());
+
+  /** moves the platform's clock to `ms` before the next UTC month begins */
+  const beforeMonthEnd = (ms: number) => {
+    const now = new Date();
+    time.ahead = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - ms - Date.now();
+  };
+
+  it("serves an organization over last month's budget as soon as the new month begins", async () => {
+    beforeMonthEnd(120_000);
+    const { owner } = await w.org('gov-turn', 'budget');
+    const as = { bearer: owner.token };
+    const chat = () =>
+      w.call('gateway', 'POST', '/v1/chat/completions', as, {
+        model: 'sim/gpt',
+        messages: [{ role: 'user', content: 'use up the budget with a longer prompt please' }],
+      });
+    let served = 0;
+    let reply = await chat();
+    for (let n = 0; reply.status === 200 && n < 50; n++) {
+      served += reply.body.usage.total_tokens;
+      reply = await chat();
+    }
+    expect(reply.body.code).toBe('MONTHLY_QUOTA_EXCEEDED');
+    // llm-quota has counted the month's tokens, and the gateway reads them (its cache is past two TTLs)
+    await waitFor(async () => {
+      const usage = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
+      return usage.status === 200 && gauge(usage, 'llm.monthly_tokens').used >= served;
+    });
+    beforeMonthEnd(15_000);
+    expect((await chat()).body.code).toBe('MONTHLY_QUOTA_EXCEEDED');
+
+    // five seconds into the new month, the settings cached 20 seconds ago still hold last month's count
+    beforeMonthEnd(-5_000);
+    const newMonth = await chat();
+    expect({ status: newMonth.status, code: newMonth.body.code }).toEqual({ status: 200, code: undefined });
   });
 });

@@ -1,7 +1,13 @@
 import { createInProcessBus } from '@platform/bus';
 import request from 'supertest';
 import type { OrgGatewaySettings } from '../src/quota/org-settings';
-import { fakeQuota, orgSettings, ownerHeaders, startGatewayService } from './gateway-instance';
+import {
+  fakeQuota,
+  orgSettings,
+  ownerHeaders,
+  startGatewayService,
+  thisMonthStart,
+} from './gateway-instance';
 
 /**
  * A model restricted to some organizations (`org_slugs`) does not exist for the others, wherever their request
@@ -133,7 +139,7 @@ describe("another organization's restricted model", () => {
       orgSettings(org, {
         policy: 'soft_downgrade',
         limits: { 'llm.monthly_tokens': 100 },
-        month: { start: '2026-01-01T00:00:00.000Z', tokens: 1_000, cost: 0 },
+        month: { start: thisMonthStart(), tokens: 1_000, cost: 0 },
         models: { downgrade: { 'open/chat': to } },
       });
     settings.set('globex', overBudget('globex', 'acme/private'));

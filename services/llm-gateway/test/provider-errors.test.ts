@@ -96,6 +96,21 @@ describe('provider errors, retries, failover and cancellation', () => {
     expect(reply.body).toMatchObject({ retryAfter: 30, details: { upstream_status: 429 } });
   });
 
+  it("a provider's Retry-After of 0 (or a date past) reaches the client as 1 second, never 0", async () => {
+    for (const headers of [
+      { 'retry-after': '0' },
+      { 'retry-after': new Date(Date.now() - 60_000).toUTCString() },
+    ]) {
+      w.sim.script([{ match: { model: 'gpt-sim' }, error: { status: 429, headers } }]);
+      const reply = await chat('sim/gpt');
+      expectEnvelope(reply, 502, 'PROVIDER_ERROR');
+      expect({ header: reply.headers.get('retry-after'), body: reply.body.retryAfter }).toEqual({
+        header: '1',
+        body: 1,
+      });
+    }
+  });
+
   it('a request the gateway cannot send to the provider is a 400 naming why, never sent', async () => {
     for (const extra of [
       { n: 2 },

@@ -45,9 +45,10 @@ export class ProviderErrorAnswer extends AppError {
       // the provider's own word for it, which no provider needs more than a short line for
       extra: { provider, model, provider_error_type: failure.providerErrorType.slice(0, 100) },
       retryable: failure.retryable,
+      // whole seconds, at least 1: a provider's `retry-after: 0` (or a date past) is no wait a client can honour
       retryAfter:
         failure.upstreamStatus === 429 && failure.retryAfterSeconds !== null
-          ? failure.retryAfterSeconds
+          ? Math.max(1, failure.retryAfterSeconds)
           : undefined,
     });
   }

@@ -11,6 +11,7 @@ import type { LlmGatewayConfig } from '../config';
 import type { GatewayMetrics } from '../metrics/gateway-metrics';
 import { type Admission, type Caller, MonthlyBudgetExhausted, type Ticket } from '../quota/admission';
 import type { OrgGatewaySettings, OrgSettingsSource } from '../quota/org-settings';
+import { requestIdOf } from '../routes/client-abort';
 import {
   AUTO_MODEL,
   apiKeyIdOf,
@@ -19,6 +20,7 @@ import {
   type RequestTraits,
   resolveModel,
 } from './governance';
+import { providerHeaders } from './header-policy';
 import {
   type DeploymentCheck,
   failoverChain,
@@ -128,8 +130,14 @@ async function admitInference(
   const startedAt = performance.now();
   const { principal, orgSlug } = authorizeInference(req);
   const settings = await ctx.orgSettings.get(orgSlug);
+  // a deployment whose header policy needs caller identity the credential lacks cannot serve the request either:
+  // refused (HEADER_POLICY_VIOLATION) or passed over before any quota is consumed
+  const check: DeploymentCheck = (deployment) => {
+    checkModel?.(deployment);
+    providerHeaders(deployment, principal, req.headers, requestIdOf(req));
+  };
   // a downgrade (governance's, the budget's) to a model that cannot serve the request is none (decision 0115)
-  const serves = (m: CatalogueModel) => !checkModel || servingPool(m, checkModel).pool.length > 0;
+  const serves = (m: CatalogueModel) => servingPool(m, check).pool.length > 0;
   const caller: Caller = {
     orgSlug,
     userId: principal.user.id,
@@ -139,7 +147,7 @@ async function admitInference(
   const choice = { apiKeyId: caller.apiKeyId, serves, traits };
   const resolved = resolveModel(requestedModel, type, settings, ctx.catalogue, choice);
   const serving = (m: CatalogueModel): Pool => {
-    const { pool, refusal } = servingPool(m, checkModel);
+    const { pool, refusal } = servingPool(m, check);
     if (pool.length === 0) throw refusal;
     return pool;
   };
@@ -158,7 +166,7 @@ async function admitInference(
     model = cheaper;
     ticket = await ctx.admission.admit(settings, caller, promptTokens, { checkMonth: false });
   }
-  const chain = failoverChain(model, pool, settings, ctx.catalogue, caller.apiKeyId, checkModel);
+  const chain = failoverChain(model, pool, settings, ctx.catalogue, caller.apiKeyId, check);
   return {
     principal,
     caller,

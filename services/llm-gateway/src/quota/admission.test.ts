@@ -332,6 +332,32 @@ describe.each([
     expect(key.crossed).toEqual({ scope: 'api_key', limit: 100 });
   });
 
+  it("after the month turns, llm-quota's count of the month before (settings read then) floors nothing", async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock('2026-12-01T00:00:05Z');
+    const adm = instance(store, clock);
+    // read at 23:59:58 on November 30: llm-quota had counted November over both budgets
+    const s = settings(
+      { 'llm.monthly_tokens': 100, 'llm.monthly_cost': 1 },
+      {
+        month: { start: '2026-11-01T00:00:00.000Z', tokens: 150, cost: 2 },
+        org_user_quotas: { overrides: {}, by_role: {}, by_api_key: { k: { monthly_tokens: 100 } } },
+        api_key_months: { k: { tokens: 150, cost: 0 } },
+      },
+    );
+    const org = await adm.admit(s, caller, 5, { checkMonth: true });
+    // nor does it cut a stream of December
+    expect(await org.streamed(50)).toBe(true);
+    await org.settle({ totalTokens: 55, costMicros: 0 });
+    const key: Caller = { orgSlug: 'acme', userId: null, roleSlug: null, apiKeyId: 'k' };
+    await expect(adm.admit(s, key, 5, { checkMonth: true })).resolves.toBeDefined();
+    // December's own use still counts
+    await expect(adm.admit(s, caller, 50, { checkMonth: true })).rejects.toMatchObject({
+      key: 'llm.monthly_tokens',
+      used: 60,
+    });
+  });
+
   it("a refusal by the key's month gives back the organization's month its prompt reservation", async () => {
     const store = createEmbeddedStore();
     const clock = new ManualClock('2026-11-24T10:00:00Z');

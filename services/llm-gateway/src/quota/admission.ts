@@ -1,7 +1,7 @@
 import { type Clock, RateLimited } from '@platform/kernel';
 import type { RateWindows, WindowCount } from '@platform/store';
 import type { QuotaCounters } from './counters';
-import { secondsToNextMonth } from './month-counters';
+import { monthKey, secondsToNextMonth } from './month-counters';
 import type { ApiKeyQuota, OrgGatewaySettings, UserQuota } from './org-settings';
 
 export const COST_SCALE = 1_000_000;
@@ -271,6 +271,10 @@ export class Admission {
         }
       }
       const hardBlock = options.checkMonth && settings.policy === 'hard_block';
+      // llm-quota's counts are of the month it was asked in: settings cached (or last known) from the month before
+      // the turn floor nothing, or an organization over last month's budget stays refused, told to wait a month
+      const thisMonth = settings.month.start.slice(0, 7) === monthKey(this.deps.clock.now());
+      const noFloor = { tokens: 0, cost: 0 };
       const months: MonthTally[] = [];
       const month = async (
         counter: string,
@@ -300,11 +304,11 @@ export class Admission {
           tokens: settings.limits['llm.monthly_tokens'] ?? null,
           cost: settings.limits['llm.monthly_cost'] ?? null,
         },
-        settings.month,
+        thisMonth ? settings.month : noFloor,
       );
       // llm-quota counts every key's month anyway, for its report
       if (key && (key.monthly.tokens !== null || key.monthly.cost !== null))
-        await month(key.counter, 'api_key', key.monthly, key.floor);
+        await month(key.counter, 'api_key', key.monthly, thisMonth ? key.floor : noFloor);
       return new Ticket(
         { limiters, months: this.deps.months, clock: this.deps.clock },
         caller,
