@@ -265,6 +265,40 @@ describeWithNats('GET {gateway_url}/v1/quotas/usage end to end', () => {
     expect(after.body.updated_at).toBe(before.body.updated_at);
   });
 
+  it("refuses a query parameter (400 naming it) rather than answering the current month as another's", async () => {
+    const reply = await call(p.gatewayUrl, 'GET', '/v1/quotas/usage?month=2024-12', bearer('member'));
+    expect(reply.status).toBe(400);
+    expect(reply.body).toMatchObject({
+      status: 400,
+      code: 'INVALID_BODY',
+      details: { issues: [{ field: 'query', message: expect.stringContaining('month') }] },
+    });
+    expect(reply.body.requestId).toBe(reply.headers.get('x-request-id'));
+  });
+
+  it('refuses, in the envelope, settings that could never apply: a model id pasted with a space, a role by its shown name', async () => {
+    const settings = (body: unknown) =>
+      call(p.gatewayUrl, 'PATCH', '/v1/quotas/settings', bearer('owner'), body);
+    expect((await settings({ models: { allowed: ['gpt-4o-mini'] } })).status).toBe(200);
+    for (const [body, field] of [
+      [{ models: { allowed: ['gpt-4o-mini', 'gpt-4o '] } }, 'models.allowed.1'],
+      [{ org_user_quotas: { by_role: { Member: { rpm: 1 } } } }, 'org_user_quotas.by_role.Member'],
+    ] as const) {
+      const refused = await settings(body);
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({
+        status: 400,
+        code: 'INVALID_BODY',
+        details: { issues: [{ field }] },
+      });
+      expect(refused.body.requestId).toBe(refused.headers.get('x-request-id'));
+    }
+    const kept = await call(p.gatewayUrl, 'GET', '/v1/quotas/settings', bearer('owner'));
+    expect(kept.body.models.allowed).toEqual(['gpt-4o-mini']);
+    expect(kept.body.org_user_quotas.by_role).toEqual({});
+    expect((await settings({ models: { allowed: null } })).status).toBe(200);
+  });
+
   it('starts a new month at midnight UTC of the injected clock; a late event still counts in its own month', async () => {
     clock.set('2025-01-31T23:59:30Z');
     publish(event({ usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } }));

@@ -29,6 +29,9 @@ export const LLM_QUOTA_ROUTES: RouteDoc[] = [
     responses: {
       200: { description: 'organization quota usage (spec 2.1)', schema: PublishedUsageResponseSchema },
       ...orgRoute('models:read'),
+      400: error(
+        'NO_ORG_CONTEXT, or a query parameter (`details.issues`): the report takes none, it is the current minute and month',
+      ),
       429: error('RATE_LIMITED; `retryAfter` (seconds) and the Retry-After header say when to come back'),
     },
   },

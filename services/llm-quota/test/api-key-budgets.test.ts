@@ -84,6 +84,21 @@ describe("an organization API key's month budget in llm-quota (decision 0117)", 
       expect(res.status).toBe(400);
       expect(res.body.details.issues[0].field).toContain('by_api_key');
     }
+    // finer than the millionth costs are counted in: a limit the counters cannot reach exactly, whose gauge read
+    // `percent: null` once the key spent anything (5e-324: used / limit is Infinity)
+    for (const monthly_cost of [5e-324, 0.0000005, 2.0000001]) {
+      const res = await patch({ org_user_quotas: { by_api_key: { k1: { monthly_cost } } } });
+      expect(res.status).toBe(400);
+      expect(res.body.details.issues[0]).toMatchObject({
+        field: 'org_user_quotas.by_api_key.k1.monthly_cost',
+        message: 'at most 6 decimals: costs are counted in millionths of the plan currency',
+      });
+    }
+    const fine = await patch({ org_user_quotas: { by_api_key: { k1: { monthly_cost: 0.000001 } } } });
+    expect(fine.body.org_user_quotas.by_api_key.k1).toEqual({ monthly_cost: 0.000001 });
+    expect(
+      (await patch({ org_user_quotas: { by_api_key: { k1: { monthly_cost: 1e9 - 0.000001 } } } })).status,
+    ).toBe(200);
     // budgets are a key's alone: a user override cannot hold one
     const user = await patch({ org_user_quotas: { overrides: { u1: { monthly_tokens: 5 } } } });
     expect(user.status).toBe(400);

@@ -140,6 +140,52 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       expect(allowed.body.details.issues[0]).toMatchObject({ field: 'models' });
     });
 
+    it('refuse a model id the catalogue can never hold (a space, a control character, auto), naming the field', async () => {
+      await patch({ models: { allowed: ['gpt-4o'], defaults: { completions: 'gpt-4o' } } });
+      const typos: Array<[unknown, string]> = [
+        // a list pasted from a spreadsheet: the organization would be left without gpt-4o
+        [{ models: { allowed: ['gpt-4o '] } }, 'models.allowed.0'],
+        [{ models: { allowed: ['gpt-4o', 'mock\u0000chat'] } }, 'models.allowed.1'],
+        [{ models: { defaults: { completions: ' gpt-4o' } } }, 'models.defaults.completions'],
+        // requests name the default and the routing with these: a model of that name could never be reached
+        [{ models: { defaults: { completions: 'auto' } } }, 'models.defaults.completions'],
+        [{ models: { downgrade: { 'gpt-4o': 'default' } } }, 'models.downgrade.gpt-4o'],
+        [{ models: { downgrade: { 'gpt 4o': 'mock/chat' } } }, 'models.downgrade.gpt 4o'],
+        [{ models: { by_api_key: { k1: ['mock/'] } } }, 'models.by_api_key.k1.0'],
+        [
+          {
+            models: {
+              routing: {
+                strategy: 'rules',
+                rules: [{ condition: 'prompt_tokens', operator: '>', threshold: 1, model: 'mock//chat' }],
+              },
+            },
+          },
+          'models.routing.rules.0.model',
+        ],
+      ];
+      for (const [body, field] of typos) {
+        const res = await patch(body);
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({ code: 'INVALID_BODY', details: { issues: [{ field }] } });
+      }
+      const stored = await request(quota.service.handler).get('/v1/quotas/settings').set(admin());
+      expect(stored.body.models).toMatchObject({
+        allowed: ['gpt-4o'],
+        defaults: { completions: 'gpt-4o' },
+        downgrade: {},
+        by_api_key: {},
+        routing: null,
+      });
+      // an entry stored before ids were checked can still be removed on its own
+      await quota.store
+        .collection('org_quota_settings')
+        .updateOne({ _id: 'acme' }, { $push: { 'models.downgrade': { from: 'gpt 4o', to: 'gpt-4o' } } });
+      const removed = await patch({ models: { downgrade: { 'gpt 4o': null } } });
+      expect(removed.status).toBe(200);
+      expect(removed.body.models.downgrade).toEqual({});
+    });
+
     it('the gateway reads policy, limits, per-user quotas, governance and the month through the internal API', async () => {
       await patch({ models: { allowed: ['mock/chat'] }, policy: 'soft_downgrade' });
       const res = await request(quota.service.handler)
@@ -217,6 +263,26 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       expect(inRole.user.enforced[0]).toEqual(
         expect.objectContaining({ key: 'llm.rpm', source: 'role', limit: 4 }),
       );
+    });
+
+    it('refuse a by_role entry for a name no role can have (a role name as shown, capitalised), naming the field', async () => {
+      // role slugs are auth's: lowercase, 2-40 letters, digits or -, starting with a letter
+      for (const role of ['Member', 'm', 'team_a', '9lives', 'team:a']) {
+        const res = await patch({ org_user_quotas: { by_role: { [role]: { rpm: 5 } } } });
+        expect(res.status).toBe(400);
+        expect(res.body).toMatchObject({
+          code: 'INVALID_BODY',
+          details: { issues: [{ field: `org_user_quotas.by_role.${role}` }] },
+        });
+      }
+      expect((await patch({ org_user_quotas: { by_role: { 'data-team': { rpm: 5 } } } })).status).toBe(200);
+      // an entry stored before role names were checked can still be removed on its own
+      await quota.store
+        .collection('org_quota_settings')
+        .updateOne({ _id: 'acme' }, { $set: { 'org_user_quotas.by_role.Member': { rpm: 5 } } });
+      const removed = await patch({ org_user_quotas: { by_role: { Member: null } } });
+      expect(removed.status).toBe(200);
+      expect(removed.body.org_user_quotas.by_role).toEqual({ 'data-team': { rpm: 5 } });
     });
 
     it('merge their changes (JSON merge patch): null removes an entry or one limit, the rest stays', async () => {
@@ -312,6 +378,29 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
         expect(res.status).toBe(400);
         expect(res.body).toMatchObject({ status: 400, code: 'INVALID_BODY' });
         expect(res.body.details.issues.length).toBeGreaterThan(0);
+      }
+      // a malformed key says what the key should be (it said "Invalid key in record")
+      for (const [body, field, message] of [
+        [
+          { org_user_quotas: { overrides: { 'alice@example.com': { rpm: 1 } } } },
+          'org_user_quotas.overrides.alice@example.com',
+          'not a user id (`userId` as GET /v2/orgs/{slug}/members answers it): 1-200 letters, digits or _ : @ + -',
+        ],
+        [
+          { org_user_quotas: { by_api_key: { 'key id': { rpm: 1 } } } },
+          'org_user_quotas.by_api_key.key id',
+          'use 1-200 letters, digits or _ : @ + -',
+        ],
+        [
+          { models: { by_api_key: { 'k.1': [] } } },
+          'models.by_api_key.k.1',
+          'use 1-200 letters, digits or _ : @ + -',
+        ],
+        [{ models: { downgrade: { '': 'mock/chat' } } }, 'models.downgrade.', 'not a model id: empty'],
+      ] as const) {
+        const res = await patch(body);
+        expect(res.status).toBe(400);
+        expect(res.body.details.issues).toEqual([{ field, message }]);
       }
       // a key a parsed record would drop without a word (an object literal cannot even say it)
       const reserved = await patch('{"org_user_quotas":{"overrides":{"__proto__":{"rpm":1}}}}', {

@@ -289,6 +289,28 @@ describe('GET /v1/quotas/usage', () => {
     ]);
   });
 
+  it("refuses query parameters, naming them: it reports the current windows only, never another month's", async () => {
+    // `?month=2025-01` once answered March's figures as if they were January's
+    for (const query of ['?month=2025-01', '?from=2025-01-01&to=2025-01-31', '?by=user']) {
+      const res = await request(quota.service.handler)
+        .get(`/v1/quotas/usage${query}`)
+        .set(edgeHeaders(principal(), clock));
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({
+        status: 400,
+        code: 'INVALID_BODY',
+        details: {
+          issues: [{ field: 'query', message: expect.stringContaining('/v1/quotas/usage/breakdown') }],
+        },
+      });
+    }
+    // the authorization comes first, in the edge order
+    const noPermission = edgeHeaders(principal({ permissions: [] }), clock);
+    expect(
+      (await request(quota.service.handler).get('/v1/quotas/usage?month=2025-01').set(noPermission)).status,
+    ).toBe(403);
+  });
+
   it('is not reachable with the user id header of somebody else', async () => {
     const headers = {
       [PRINCIPAL_HEADER]: sealPrincipal(principal(), SECRET, clock),

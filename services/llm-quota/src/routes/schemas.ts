@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { costToMicros, microsToCost } from '../domain/gauges';
 import { LIMIT_KEYS, PlanNameSchema } from '../domain/plans';
 
 /** Spec 2.2, plus the optional `resets_at`. */
@@ -87,9 +88,42 @@ export const UsageResponseSchema = z
 export type UsageResponse = z.infer<typeof UsageResponseSchema>;
 
 /** Keys of `overrides`, `by_role` and `by_api_key` become field names in the store: no `.` nor `$`. */
-export const QuotaKeySchema = z
+const QUOTA_KEY = /^[A-Za-z0-9_:@+-]{1,200}$/;
+export const QuotaKeySchema = z.string().regex(QUOTA_KEY, 'use 1-200 letters, digits or _ : @ + -');
+const UserIdKeySchema = z
   .string()
-  .regex(/^[A-Za-z0-9_:@+-]{1,200}$/, 'use 1-200 letters, digits or _ : @ + -');
+  .regex(
+    QUOTA_KEY,
+    'not a user id (`userId` as GET /v2/orgs/{slug}/members answers it): 1-200 letters, digits or _ : @ + -',
+  );
+
+/** A map by `key`, whose malformed key is refused with what `key` says (not zod's "Invalid key in record"). */
+const keyedBy = <V extends z.ZodType>(key: z.ZodType<string>, value: V) =>
+  z.record(key, value, {
+    error: (issue) => (issue.code === 'invalid_key' ? issue.issues[0]?.message : undefined),
+  });
+
+/**
+ * A merge patch's map whose entries set must be keyed `key`'s way; an entry set to null is removed by the key it was
+ * stored under, whatever its shape (one stored before keys were checked).
+ */
+const keysSetAre =
+  (key: z.ZodType<string>) =>
+  (map: Record<string, unknown>, ctx: z.RefinementCtx<Record<string, unknown>>) => {
+    for (const [name, value] of Object.entries(map)) {
+      const checked = value === null ? null : key.safeParse(name);
+      if (checked && !checked.success)
+        ctx.addIssue({ code: 'custom', path: [name], message: checked.error.issues[0]!.message });
+    }
+  };
+
+/** A role slug as auth gives them (its ROLE_SLUG_PATTERN): an entry under another name applies to nobody. */
+const RoleSlugSchema = z
+  .string()
+  .regex(
+    /^[a-z][a-z0-9-]{1,39}$/,
+    'not a role slug: lowercase, 2-40 letters, digits or -, starting with a letter',
+  );
 
 const rateLimitPatches = {
   rpm: z.number().int().nonnegative().max(1e12).nullable().optional(),
@@ -100,13 +134,39 @@ const ApiKeyQuotaPatchSchema = z
   .object({
     ...rateLimitPatches,
     monthly_tokens: z.number().int().nonnegative().max(1e15).nullable().optional(),
-    // as llm-quota counts cost: in millionths of the currency, exactly (Number.MAX_SAFE_INTEGER / 1e6)
-    monthly_cost: z.number().nonnegative().max(1e9).nullable().optional(),
+    // as llm-quota counts cost: in millionths of the currency, exactly (Number.MAX_SAFE_INTEGER / 1e6); a finer
+    // limit is one no count reaches exactly (5e-324 made the gauge's percent Infinity, `null` in JSON)
+    monthly_cost: z
+      .number()
+      .nonnegative()
+      .max(1e9)
+      .refine(
+        (cost) => microsToCost(costToMicros(cost)) === cost,
+        'at most 6 decimals: costs are counted in millionths of the plan currency',
+      )
+      .nullable()
+      .optional(),
   })
   .strict()
   .nullable();
 
-const ModelIdSchema = z.string().min(1).max(200);
+/** A model id as stored before ids were checked: what a patch may still remove (a `downgrade` entry set to null). */
+const StoredModelIdSchema = z
+  .string()
+  .min(1, 'not a model id: empty')
+  .max(200, 'not a model id: at most 200 characters');
+/**
+ * A model id of the shape the gateway's catalogue gives its models (its `ModelIdSchema`): an id of another shape (a
+ * space pasted with it, a control character, `auto` or `default`, which requests use to name the routing and the
+ * default) names no model, and would leave the organization without the one meant. Whether the catalogue holds the
+ * model is the gateway's to say: it is not llm-quota's, and a model may be allowed before it is added.
+ */
+const ModelIdSchema = StoredModelIdSchema.regex(
+  /^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/,
+  'not a model id: letters, digits and . _ : / @ + - (no space)',
+)
+  .refine((id) => !id.includes('//') && !id.endsWith('/'), 'not a model id: no empty path segment')
+  .refine((id) => id !== 'auto' && id !== 'default', 'auto and default are names requests give, not models');
 
 /** `model: "auto"` (decision 0120): rules on the request, first match wins, or the cheapest model that can serve it. */
 const ModelRoutingSchema = z
@@ -167,8 +227,11 @@ const ModelGovernancePatchSchema = z
       .strict()
       .nullable()
       .optional(),
-    downgrade: z.record(ModelIdSchema, ModelIdSchema.nullable()).nullable().optional(),
-    by_api_key: z.record(QuotaKeySchema, z.array(ModelIdSchema).max(10_000).nullable()).nullable().optional(),
+    downgrade: keyedBy(StoredModelIdSchema, ModelIdSchema.nullable())
+      .superRefine(keysSetAre(ModelIdSchema))
+      .nullable()
+      .optional(),
+    by_api_key: keyedBy(QuotaKeySchema, z.array(ModelIdSchema).max(10_000).nullable()).nullable().optional(),
     routing: ModelRoutingSchema.nullable().optional(),
   })
   .strict()
@@ -188,9 +251,12 @@ export const SettingsPatchSchema = z
     }),
     org_user_quotas: z
       .object({
-        overrides: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
-        by_role: z.record(QuotaKeySchema, UserQuotaPatchSchema).nullable().optional(),
-        by_api_key: z.record(QuotaKeySchema, ApiKeyQuotaPatchSchema).nullable().optional().meta({
+        overrides: keyedBy(UserIdKeySchema, UserQuotaPatchSchema).nullable().optional(),
+        by_role: keyedBy(QuotaKeySchema, UserQuotaPatchSchema)
+          .superRefine(keysSetAre(RoleSlugSchema))
+          .nullable()
+          .optional(),
+        by_api_key: keyedBy(QuotaKeySchema, ApiKeyQuotaPatchSchema).nullable().optional().meta({
           description:
             "an organization API key's own rpm / tpm and month's budget (monthly_tokens, monthly_cost in the plan currency), by key id (no plan default applies)",
         }),

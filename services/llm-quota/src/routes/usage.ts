@@ -1,7 +1,23 @@
+import { parseInput } from '@platform/kernel';
 import type { Router } from 'express';
+import { z } from 'zod';
 import { authorizeOrgRequest, READ_PERMISSION } from '../domain/authorize';
 import { buildUsageReport, countersToRead, readCounters } from '../domain/usage-report';
 import type { RouteDeps } from './deps';
+
+/**
+ * The report takes no parameter: it is always the current minute and month. One sent (`?month=2025-01`, `?from=`)
+ * is refused rather than answered with the current figures as if they were the ones asked for.
+ */
+const UsageQuerySchema = z.strictObject(
+  {},
+  {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `takes no parameter (${issue.keys.join(', ')}): it reports the current minute and month; a past month by user or key: GET /v1/quotas/usage/breakdown?by=user|api_key&month=YYYY-MM`
+        : undefined,
+  },
+);
 
 /**
  * `GET /v1/quotas/usage` (spec 4.1): the active organization's enforced limits and live usage. It
@@ -10,6 +26,7 @@ import type { RouteDeps } from './deps';
 export function mountUsageRoute(router: Router, deps: RouteDeps): void {
   router.get('/v1/quotas/usage', async (req, res) => {
     const { principal, org } = authorizeOrgRequest(req.principal, READ_PERMISSION);
+    parseInput(UsageQuerySchema, req.query, 'query');
     const now = deps.clock.now();
     const settings = await deps.settings.get(org.slug);
     const userId = principal.user.id;
