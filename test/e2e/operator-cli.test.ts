@@ -194,6 +194,19 @@ describe('operator CLI (pnpm platform)', () => {
       result: 'exists',
       data: { orgSlug: 'cli-sso-org', client_secret: 'kept' },
     });
+    // pointed at another issuer (or client id) without a secret: refused, the company's secret is never sent there
+    // (before: `updated`, client secret kept)
+    const moved = await run(
+      'sso',
+      'add',
+      'cli-idp',
+      '--issuer',
+      'https://other-idp.example',
+      '--client-id',
+      'platform',
+    );
+    expect(moved.code).toBe(1);
+    expect(moved.err).toContain('issuer or client id changed');
     // before: unknown options (exit 2), nothing said the secret or the organization could be removed
     expect(await sso('--name', 'CLI IdP', '--no-client-secret', '--no-org')).toMatchObject({
       code: 0,

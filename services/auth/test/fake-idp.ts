@@ -13,6 +13,8 @@ export async function startFakeIdp(options: {
   clientId: string;
   clientSecret: string;
   redirectUris: string[];
+  /** of the email its people have (`<name>@acme.example` unless given) */
+  emailDomain?: string;
 }) {
   const server = createServer();
   server.listen(0, '127.0.0.1');
@@ -31,7 +33,12 @@ export async function startFakeIdp(options: {
     async findAccount(_ctx, sub) {
       return {
         accountId: sub,
-        claims: async () => ({ sub, email: `${sub}@acme.example`, email_verified: true, given_name: sub }),
+        claims: async () => ({
+          sub,
+          email: `${sub}@${options.emailDomain ?? 'acme.example'}`,
+          email_verified: true,
+          given_name: sub,
+        }),
       };
     },
     pkce: { required: () => true },

@@ -183,6 +183,24 @@ describe('OpenID Connect client secrets at rest', () => {
     });
   });
 
+  it('a misspelt field is a 400 naming it, nothing stored: left out, it would keep what is stored unseen', async () => {
+    const put = (body: Record<string, unknown>) =>
+      h.http
+        .put('/internal/oidc-clients/typo-app')
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({ redirectUris: [APP_REDIRECT], ...body });
+    for (const body of [{ confidental: true }, { post_logout_redirect_uris: ['https://app.example/bye'] }]) {
+      const res = await put(body);
+      // before: 201, a public client without logout redirects, as if the field had been left out
+      expect([body, res.status]).toEqual([body, 400]);
+      expect(res.body).toMatchObject({
+        code: 'INVALID_BODY',
+        message: expect.stringContaining(Object.keys(body)[0]!),
+      });
+    }
+    expect(await stored('typo-app')).toBeNull();
+  });
+
   it('the platform’s own pages’ client (`platform-web`) cannot be registered over: a 400, the client as it was', async () => {
     const before = await stored(FIRST_PARTY_CLIENT_ID);
     // before: 200 `updated`, the pages' own sign-in refused (their redirect URI gone) until auth started again, and

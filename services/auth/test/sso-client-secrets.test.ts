@@ -21,7 +21,17 @@ describe('single sign-on providers’ client secrets at rest', () => {
   const env = { PASSWORD_SCRYPT_N: '1024', PASSWORD_SCRYPT_P: '1' };
   const logs: string[] = [];
   const logger = createLogger({ name: 'auth', level: 'trace', destination: { write: (l) => logs.push(l) } });
-  const slugs = ['acme', 'acme-wrong', 'older-idp', 'moved-idp', 'kept-idp', 'lost-idp'];
+  const slugs = [
+    'acme',
+    'acme-wrong',
+    'older-idp',
+    'moved-idp',
+    'kept-idp',
+    'lost-idp',
+    'repointed-idp',
+    'unopened-idp',
+    'moving-idp',
+  ];
   let idp: Awaited<ReturnType<typeof startFakeIdp>>;
   let h: AuthHarness;
   beforeAll(async () => {
@@ -119,6 +129,56 @@ describe('single sign-on providers’ client secrets at rest', () => {
     expect((await name('kept-idp', '')).status).toBe(400);
   });
 
+  it('named again for another issuer or client id without a secret, the stored one is not kept (it would be sent there): a 400', async () => {
+    // another party's provider that would take the stored secret: here it knows it, so a sign-in through it shows
+    // that it received it
+    const other = await startFakeIdp({
+      clientId: 'platform',
+      clientSecret: SECRET,
+      redirectUris: [CALLBACK('repointed-idp')],
+    });
+    try {
+      const put = (body: Record<string, unknown>) =>
+        h.http
+          .put('/internal/sso-providers/repointed-idp')
+          .set('x-platform-internal-secret', INTERNAL_SECRET)
+          .send({ name: 'Acme Corp', issuer: idp.url, clientId: 'platform', ...body });
+      expect((await put({ clientSecret: SECRET })).status).toBe(201);
+      const before = await providers().findOne({ _id: 'repointed-idp' });
+      for (const moved of [{ issuer: other.url }, { clientId: 'platform-2' }]) {
+        const refused = await put(moved);
+        // before: 200 `updated`, and the company's secret went to the other issuer's token endpoint at every sign-in
+        expect([moved, refused.status]).toEqual([moved, 400]);
+        expect(refused.body).toMatchObject({
+          code: 'INVALID_BODY',
+          message: expect.stringContaining('clientSecret'),
+        });
+        expect(await providers().findOne({ _id: 'repointed-idp' })).toEqual(before);
+      }
+      expect(signedIn(await signInWith(h, 'repointed-idp', 'ida'))).toBe(true);
+      // said on purpose: its own secret, or none (a later write: the provider's configuration is discovered again)
+      h.clock.advance(1000);
+      expect((await put({ issuer: other.url, clientSecret: SECRET })).body).toMatchObject({
+        result: 'updated',
+        issuer: other.url,
+        hasClientSecret: true,
+      });
+      expect((await h.http.get('/account/sso/repointed-idp')).headers.location).toMatch(`${other.url}/`);
+      expect(signedIn(await signInWith(h, 'repointed-idp', 'ida'))).toBe(true);
+      expect((await put({ issuer: other.url, clientSecret: null })).body).toMatchObject({
+        result: 'updated',
+        hasClientSecret: false,
+      });
+      // nothing stored to send: back at the first issuer without a secret given
+      expect((await put({})).body).toMatchObject({
+        result: 'updated',
+        hasClientSecret: false,
+      });
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a secret an earlier version stored in plain text keeps working, and is sealed at the next start', async () => {
     const now = h.clock.now();
     await openSsoCollections(store).providers.insertOne({
@@ -166,6 +226,65 @@ describe('single sign-on providers’ client secrets at rest', () => {
     };
     expect((await elsewhere.save('moved-idp', settings, h.clock.now())).result).toBe('updated');
     expect((await elsewhere.get('moved-idp'))!.provider).not.toHaveProperty('clientSecret');
+  });
+
+  it('pointed at another issuer, its people are linked anew (by their verified email): a `sub` there is not the old one’s person', async () => {
+    // the company moves to another identity provider, whose subjects are its own: its `ida` is someone else
+    const other = await startFakeIdp({
+      clientId: 'platform',
+      clientSecret: SECRET,
+      redirectUris: [CALLBACK('moving-idp')],
+      emailDomain: 'other.example',
+    });
+    try {
+      const point = (issuer: string) =>
+        h.http
+          .put('/internal/sso-providers/moving-idp')
+          .set('x-platform-internal-secret', INTERNAL_SECRET)
+          .send({ name: 'Acme Corp', issuer, clientId: 'platform', clientSecret: SECRET });
+      const users = h.service.context.collections.users;
+      expect((await point(idp.url)).status).toBe(201);
+      expect(signedIn(await signInWith(h, 'moving-idp', 'ida'))).toBe(true);
+      const ida = await users.findOne({ email: 'ida@acme.example' });
+      h.clock.advance(1000); // a later write: the provider's configuration is discovered again
+      expect((await point(other.url)).body).toMatchObject({ result: 'updated', issuer: other.url });
+      expect((await h.http.get('/account/sso/moving-idp')).headers.location).toMatch(`${other.url}/`);
+      expect(signedIn(await signInWith(h, 'moving-idp', 'ida'))).toBe(true);
+      // before: signed in as ida@acme.example's account, by the link of the old issuer's `ida`
+      const newcomer = await users.findOne({ email: 'ida@other.example' });
+      expect(newcomer).not.toBeNull();
+      expect(newcomer!._id).not.toBe(ida!._id);
+      // named again for the same issuer, the links stay
+      expect((await point(other.url)).body.result).toBe('exists');
+      expect(signedIn(await signInWith(h, 'moving-idp', 'ida'))).toBe(true);
+      expect(await users.find({ email: 'ida@other.example' })).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('named again without a secret when the stored one no longer opens (a start over): a 400 asking for it, not `exists`', async () => {
+    const put = (clientSecret?: string) =>
+      h.http
+        .put('/internal/sso-providers/unopened-idp')
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({ name: 'Acme Corp', issuer: idp.url, clientId: 'platform', clientSecret });
+    expect((await put(SECRET)).status).toBe(201);
+    const lost = new AtRestCipher('the-secret-that-was-lost-0123456789', 'platform-auth-sso-client-secrets');
+    await providers().updateOne({ _id: 'unopened-idp' }, { $set: { clientSecret: lost.seal(SECRET) } });
+    const unreadable = await providers().findOne({ _id: 'unopened-idp' });
+    // the runbook's "name it again", without --client-secret: before, 200 `exists` (the CLI: "client secret: stored
+    // (kept the stored one)"), and every sign-in still failed
+    const refused = await put();
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      code: 'INVALID_BODY',
+      message: expect.stringContaining('cannot be opened'),
+    });
+    expect(await providers().findOne({ _id: 'unopened-idp' })).toEqual(unreadable);
+    // given again, it mends
+    expect((await put(SECRET)).body).toMatchObject({ result: 'updated', hasClientSecret: true });
+    expect(signedIn(await signInWith(h, 'unopened-idp', 'joy'))).toBe(true);
   });
 
   it('a sign-in under way when the provider’s secret stops opening (a start over after a lost signing-keys.secret) answers a page, never a 500', async () => {

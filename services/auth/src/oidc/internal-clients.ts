@@ -12,8 +12,9 @@ const RedirectUri = z
   .max(2000)
   .refine((u) => !u.includes('#'), 'must not have a fragment');
 
+// strict: a misspelt field would otherwise pass for one left out, which keeps what is stored
 export const OidcClientBody = z
-  .object({
+  .strictObject({
     /** left out: the stored one is kept; null: none */
     name: z.string().trim().min(1).max(100).nullable().optional(),
     redirectUris: z.array(RedirectUri).min(1).max(20),

@@ -1,3 +1,4 @@
+import { InvalidInput } from '@platform/kernel';
 import type { Doc, Store } from '@platform/store';
 import * as oidc from 'openid-client';
 import { AtRestCipher, isSealed } from '../domain/at-rest-cipher';
@@ -93,7 +94,9 @@ export class SsoClients {
   /**
    * Names a provider or changes it, its secret sealed (without a secret or an organization in `settings`, the stored
    * one is kept); the same settings again write nothing (the stored secret compared opened: it is sealed afresh, with
-   * a new IV, at every write). Answers too whether a secret is stored now, and the provider's organization.
+   * a new IV, at every write). Answers too whether a secret is stored now, and the provider's organization. A stored
+   * secret is kept only for the same issuer and client id, and only if it opens: else leaving it out is bad input.
+   * Another issuer unlinks the provider's external identities.
    */
   async save(
     slug: string,
@@ -102,6 +105,7 @@ export class SsoClients {
   ): Promise<{ result: 'created' | 'updated' | 'exists'; hasClientSecret: boolean; orgSlug: string | null }> {
     const existing = await this.collections.providers.findOne({ _id: slug });
     const { clientSecret, orgSlug, ...rest } = settings;
+    if (clientSecret === undefined && existing?.clientSecret) this.assertKeepable(existing, rest);
     const hasClientSecret =
       clientSecret === undefined ? Boolean(existing?.clientSecret) : clientSecret !== null;
     const stored = {
@@ -125,6 +129,10 @@ export class SsoClients {
       },
       { upsert: true },
     );
+    // a `sub` is unique at its issuer only (OpenID Connect Core 5.7): the old issuer's links would sign the new one's
+    // people in as someone else; they are linked again by their verified email
+    if (existing && existing.issuer !== rest.issuer)
+      await this.collections.identities.deleteMany({ provider: slug });
     return { result: existing ? 'updated' : 'created', ...stored };
   }
 
@@ -143,6 +151,23 @@ export class SsoClients {
       sealed += done.modified;
     }
     return sealed;
+  }
+
+  /** Refuses to keep a stored secret that would go to another issuer or client id, or that no longer opens. */
+  private assertKeepable(doc: SsoProviderDoc, settings: Pick<SsoProviderDoc, 'issuer' | 'clientId'>): void {
+    const giveIt = 'give it (--client-secret), or null for a public client (--no-client-secret)';
+    // a secret is the client's at its issuer: kept for another, it would be sent to that one's token endpoint
+    if (doc.issuer !== settings.issuer || doc.clientId !== settings.clientId)
+      throw new InvalidInput(
+        `The provider's issuer or client id changed, and its stored clientSecret is never sent to another: ${giveIt}`,
+      );
+    try {
+      this.opened(doc);
+    } catch {
+      throw new InvalidInput(
+        `The provider's stored clientSecret cannot be opened (sealed under another SIGNING_KEYS_ENCRYPTION_KEY): ${giveIt}`,
+      );
+    }
   }
 
   private same(doc: SsoProviderDoc, settings: SsoProviderSettings): boolean {
@@ -167,7 +192,7 @@ export class SsoClients {
       return this.cipher.open(secret);
     } catch {
       throw new Error(
-        `the secret of SSO provider ${doc._id} was sealed under another SIGNING_KEYS_ENCRYPTION_KEY: it cannot be opened (name the provider again: pnpm platform sso add)`,
+        `the secret of SSO provider ${doc._id} was sealed under another SIGNING_KEYS_ENCRYPTION_KEY: it cannot be opened (name the provider again with its secret: pnpm platform sso add ... --client-secret-file FILE)`,
       );
     }
   }
