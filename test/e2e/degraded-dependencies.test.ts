@@ -4,7 +4,13 @@ import { type RequestListener, request } from 'node:http';
 import path from 'node:path';
 import { createNatsBus } from '@platform/bus';
 import { listen, loadConfig, ManualClock, type RunningServer, silentLogger } from '@platform/kernel';
-import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
+import {
+  describeWithNats,
+  type NatsServerHandle,
+  startNatsServer,
+  tempDir,
+  waitFor,
+} from '@platform/testkit';
 import { edgeConfigSchema } from '../../services/edge/src';
 import { createEdgeServiceForTests } from '../../services/edge/src/testing';
 import { callJson, startTestPlatform, type TestPlatform } from '../harness';
@@ -100,6 +106,38 @@ describe('when a service cannot write its store', () => {
     // counted once: nothing more arrives once the outbox can be written again
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await monthlyTokens()).toBe(first + second);
+  });
+});
+
+describe('when a service starts while its store cannot be loaded (a restart on a full disk)', () => {
+  it('answers 503 in the envelope, and serves what it had acknowledged once the file can be read', async () => {
+    const data = tempDir('platform-unloadable-');
+    try {
+      const first = await startTestPlatform({ dataDir: data.dir });
+      const before = await callJson(`${first.baseUrl}/v2/login/anonymous`, 'POST').finally(() =>
+        first.stop(),
+      );
+      expect(before.status).toBe(200);
+      const repair = breakCollection(data.dir, 'auth', 'sessions');
+      const p = await startTestPlatform({ dataDir: data.dir });
+      try {
+        const res = await fetch(`${p.baseUrl}/v2/login/anonymous`, { method: 'POST' });
+        expect(res.status).toBe(503);
+        expect(await res.json()).toMatchObject({ error: 'StoreUnavailable', status: 503 });
+        expect((await readiness(p.admin.auth!)).body.checks.store).toMatch(/sessions/);
+
+        repair();
+        await waitFor(async () => (await readiness(p.admin.auth!)).status === 200, {
+          what: 'auth ready again',
+        });
+        expect((await callJson(`${p.baseUrl}/v2/me`, 'GET', { bearer: before.body.token })).status).toBe(200);
+        expect((await callJson(`${p.baseUrl}/v2/login/anonymous`, 'POST')).status).toBe(200);
+      } finally {
+        await p.stop();
+      }
+    } finally {
+      data.remove();
+    }
   });
 });
 

@@ -225,9 +225,14 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
         throw err;
       }
     };
-    this.loaded = (filename ? dropTornTail(filename) : Promise.resolve()).then(() =>
-      this.ds.loadDatabaseAsync(),
-    );
+    // A load the file system fails (a start on a full disk: NeDB's load rewrites the whole file) leaves the collection
+    // broken, as a failed write does: each operation is Unavailable until the file loads, then it serves without a restart.
+    this.loaded = (filename ? dropTornTail(filename) : Promise.resolve())
+      .then(() => this.ds.loadDatabaseAsync())
+      .catch((err) => {
+        if (!isFileSystemError(err)) throw err;
+        this.broken = err;
+      });
     // awaited by every operation, which reports a failed load to its caller; never unhandled
     this.loaded.catch(() => undefined);
     const interval = options.compactionIntervalMs ?? 10 * 60_000;
@@ -343,7 +348,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     try {
       // NeDB's loader hangs on some read errors: only reload a file that takes an append again
       if (this.filename) {
-        await appendFile(this.filename, '');
+        await appendFile(this.filename, '', { mode: 0o600 });
         await dropTornTail(this.filename);
       }
       await this.ds.loadDatabaseAsync();
@@ -358,7 +363,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async ping(): Promise<void> {
     try {
       await this.readable();
-      if (this.filename) await appendFile(this.filename, '');
+      if (this.filename) await appendFile(this.filename, '', { mode: 0o600 });
     } catch (err) {
       const cause = (err as { cause?: unknown }).cause ?? err;
       throw new Error(

@@ -1,4 +1,5 @@
-import { rmSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { tempDir, waitFor } from '@platform/testkit';
 import { createEmbeddedStore } from '../src';
 
@@ -32,6 +33,24 @@ describe('embedded store whose data folder is removed under it', () => {
     } finally {
       await store.close();
       process.off('unhandledRejection', onUnhandled);
+      data.remove();
+    }
+  });
+});
+
+describe('embedded store whose collection file is removed under it', () => {
+  it('makes the file again owner-only (it holds secrets), as NeDB makes it', async () => {
+    const data = tempDir('store-file-removed-');
+    const store = createEmbeddedStore({ dataDir: data.dir });
+    try {
+      const keys = store.collection<{ _id: string }>('keys');
+      await keys.insertOne({ _id: 'a' });
+      const file = path.join(data.dir, 'keys.db');
+      rmSync(file);
+      await store.ping();
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+    } finally {
+      await store.close();
       data.remove();
     }
   });

@@ -2,7 +2,7 @@ import { mkdirSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '@platform/kernel';
 import { tempDir } from '@platform/testkit';
-import { createEmbeddedStore, DataFolderError } from '../src';
+import { createEmbeddedStore, DataFolderError, DuplicateKeyError } from '../src';
 
 /** The disk under a collection fails (here: its file turned into a folder, which even root cannot append to). */
 function breakFile(dir: string, name: string) {
@@ -43,6 +43,42 @@ describe('embedded store when its file cannot be written', () => {
     try {
       expect(await reopened.collection<{ _id: string; n: number }>('docs').find({})).toEqual([
         { _id: 'kept', n: 2 },
+      ]);
+    } finally {
+      await reopened.close();
+      data.remove();
+    }
+  });
+});
+
+describe('embedded store opened while a file cannot be read (a restart on a full or broken disk)', () => {
+  it('fails as Unavailable and serves the file, with its unique indexes, once it can be loaded', async () => {
+    const data = tempDir('store-unloadable-');
+    let store = createEmbeddedStore({ dataDir: data.dir });
+    await store.collection<{ _id: string; n: number }>('docs').insertOne({ _id: 'kept', n: 1 });
+    await store.close();
+    const repair = breakFile(data.dir, 'docs');
+    store = createEmbeddedStore({ dataDir: data.dir });
+    try {
+      const docs = store.collection<{ _id: string; n: number }>('docs', [{ fields: { n: 1 }, unique: true }]);
+      await expect(docs.find({})).rejects.toMatchObject({ kind: 'unavailable', error: 'StoreUnavailable' });
+      await expect(docs.insertOne({ _id: 'refused', n: 2 })).rejects.toMatchObject({ kind: 'unavailable' });
+      await expect(store.ping()).rejects.toThrow(/docs/);
+
+      repair();
+      await store.ping();
+      expect(await docs.find({})).toEqual([{ _id: 'kept', n: 1 }]);
+      await expect(docs.insertOne({ _id: 'twin', n: 1 })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await docs.insertOne({ _id: 'new', n: 3 });
+    } finally {
+      await store.close();
+    }
+    const reopened = createEmbeddedStore({ dataDir: data.dir });
+    try {
+      const docs = reopened.collection<{ _id: string; n: number }>('docs');
+      expect(await docs.find({}, { sort: { n: 1 } })).toEqual([
+        { _id: 'kept', n: 1 },
+        { _id: 'new', n: 3 },
       ]);
     } finally {
       await reopened.close();
