@@ -332,6 +332,73 @@ describe('legacy dialogue through the edge: a bilingual assistant', () => {
     ]);
   });
 
+  it('takes names written with combining marks (Hindi, decomposed accents), each kept in one Unicode form', async () => {
+    // Devanagari vowel signs and virama are combining marks; a decomposed é (e + U+0301) is what some keyboards send
+    await manage('/v1/entities', {
+      name: 'स्टेशन',
+      automaticallyExtensible: { en: false },
+      useSynonyms: { en: false },
+      data: { en: [{ value: 'Dadar' }, { value: 'Thane' }] },
+    });
+    const ride = await manage('/v1/intents', {
+      name: 'Ride',
+      events: ['यात्रा'],
+      utterances: {
+        en: [
+          { data: [{ text: 'a ride to ' }, { text: 'Dadar', entity: 'स्टेशन', slot_name: 'गंतव्य' }] },
+          { data: [{ text: 'take me to ' }, { text: 'Thane', entity: 'स्टेशन', slot_name: 'गंतव्य' }] },
+        ],
+      },
+      outputContexts: { en: ['Cafe\u0301'] },
+      conditionalResponses: {
+        en: {
+          default: { default: [text('Where to?')] },
+          if: [
+            {
+              conditions: [['slots.गंतव्य', '==', 'Thane']],
+              fulfillment: { default: [text('To Thane.')] },
+            },
+          ],
+        },
+      },
+    });
+    expect(ride.outputContexts.en).toEqual([{ name: 'Café', lifespan: expect.any(Number) }]);
+    await manage('/v1/intents', {
+      name: 'Coffee',
+      events: ['Café'],
+      inputContexts: ['Café'],
+      conditionalResponses: { en: { default: { default: [text('A coffee on the way.')] } } },
+    });
+    await waitFor(async () => (await call('GET', '/v1/bots', dev)).body.training.upToDate === true, {
+      timeoutMs: 30_000,
+      what: 'the assistant to be retrained',
+    });
+    expect(items(await say('farah', { event: 'यात्रा' }))).toEqual([{ text: 'Where to?' }]);
+    const ridden = await say('farah', { text: 'take me to Thane' });
+    expect(ridden.intents[0]).toMatchObject({ name: 'Ride', slots: { गंतव्य: 'Thane' } });
+    expect(items(ridden)).toEqual([{ text: 'To Thane.' }]);
+    // the context set under its decomposed name is the one the intent needs; the event is found in either form
+    expect(items(await say('farah', { event: 'Cafe\u0301' }))).toEqual([{ text: 'A coffee on the way.' }]);
+  });
+
+  it("keeps the contexts each of a user's concurrent messages set (a connector's burst)", async () => {
+    const steps = ['ticket', 'seat', 'meal', 'bag'];
+    for (const step of steps)
+      await manage('/v1/intents', {
+        name: `Choose ${step}`,
+        events: [`CHOOSE_${step}`],
+        outputContexts: { en: [{ name: `chose-${step}`, lifespan: 10 }] },
+      });
+    await manage('/v1/intents', {
+      name: 'Checkout',
+      events: ['CHECKOUT'],
+      inputContexts: steps.map((step) => `chose-${step}`),
+      conditionalResponses: { en: { default: { default: [text('Everything chosen.')] } } },
+    });
+    await Promise.all(steps.map((step) => say('gus', { event: `CHOOSE_${step}` })));
+    expect(items(await say('gus', { event: 'CHECKOUT' }))).toEqual([{ text: 'Everything chosen.' }]);
+  });
+
   it('refuses another method than POST on Messages in the Messages shape', async () => {
     const res = await call('GET', '/v1/Messages', client);
     expect(res.status).toBe(405);

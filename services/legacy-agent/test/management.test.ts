@@ -454,6 +454,39 @@ describe('legacy intents and entities (spec 4.3)', () => {
       await app.http.delete(`/v1/entities/${entity.id}`).set(dev(bot)).expect(200);
     });
 
+    it('takes entity and slot names holding combining marks, in NFC: a tag in another Unicode form names the same entity', async () => {
+      const { bot } = await accountWithBot(app.http, { languages: ['en', 'hi'] });
+      const entity = (name: string) => ({
+        name,
+        automaticallyExtensible: { en: false },
+        useSynonyms: { en: false },
+        data: { en: [{ value: 'Marienplatz' }] },
+      });
+      const cafe = await app.http.post('/v1/entities').set(dev(bot)).send(entity('Café')).expect(200);
+      // Devanagari vowel signs and virama are combining marks
+      await app.http.post('/v1/entities').set(dev(bot)).send(entity('स्टेशन')).expect(200);
+      const intent = await app.http
+        .post('/v1/intents')
+        .set(dev(bot))
+        .send({
+          name: 'go',
+          utterances: {
+            en: [utterance('to [Marienplatz](Cafe\u0301:from)')],
+            hi: [utterance('[Marienplatz](स्टेशन:गंतव्य) जाना है')],
+          },
+        })
+        .expect(200);
+      expect(intent.body.utterances.en[0].data[1]).toEqual({
+        text: 'Marienplatz',
+        entity: 'Café',
+        slot_name: 'from',
+      });
+      const del = await app.http.delete(`/v1/entities/${cafe.body.id}`).set(dev(bot)).expect(409);
+      expect(del.body.details.intents).toEqual([{ id: intent.body.id, name: 'go' }]);
+      const again = await app.http.post('/v1/entities').set(dev(bot)).send(entity('Cafe\u0301')).expect(409);
+      expect(again.body.error).toBe('EntityNameTaken');
+    });
+
     /** A bot with Station, and intents: `go` and `stop` tag Station, `hi` tags nothing. */
     async function botWithStationUsers() {
       const bot = await botWithStation();

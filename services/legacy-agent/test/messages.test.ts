@@ -138,6 +138,37 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
     expect(late.intents[0].name).not.toBe('Confirm');
   });
 
+  it('keeps what each of a user’s concurrent messages set: none overwrites the conversation another changed', async () => {
+    const { bot: own } = await accountWithBot(app.http);
+    const steps = ['a', 'b', 'c', 'd', 'e', 'f'];
+    for (const step of steps)
+      await app.http
+        .post('/v1/intents')
+        .set(dev(own))
+        .send({
+          name: `Step ${step}`,
+          events: [`STEP_${step}`],
+          outputContexts: { en: [{ name: `done-${step}`, lifespan: 20 }] },
+        })
+        .expect(200);
+    await app.http
+      .post('/v1/intents')
+      .set(dev(own))
+      .send({
+        name: 'All done',
+        events: ['ALL'],
+        inputContexts: steps.map((step) => `done-${step}`),
+        conditionalResponses: { en: { default: { default: [say('All steps done.')] } } },
+      })
+      .expect(200);
+    const userId = newUser();
+    const replies = await Promise.all(steps.map((step) => send({ userId, event: `STEP_${step}` }, own)));
+    expect(replies.map((r) => r.status)).toEqual(steps.map(() => 200));
+    expect(new Set(replies.map((r) => r.body.sessionId)).size).toBe(1);
+    const all = await send({ userId, event: 'ALL' }, own).expect(200);
+    expect(texts(all.body)).toEqual(['All steps done.']);
+  });
+
   it('continues a user’s conversation until an intent ends it, then starts a new one', async () => {
     const userId = newUser();
     const first = await ok({ userId, text: 'connection to Odeonsplatz please' });

@@ -3,7 +3,7 @@ import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { MessageInput } from '../routes/schemas';
 import { builtinFallbackText } from './builtin-fallback';
 import type { LegacyContext } from './context';
-import type { Conversations } from './conversations';
+import { type Conversations, conversationKey } from './conversations';
 import { newId } from './ids';
 import { lookupLanguage } from './language-tags';
 import { DEFAULT_SETTINGS, type IntentSettings, type ReplyItem } from './model-types';
@@ -57,7 +57,9 @@ interface CachedIntents {
   byId: Map<string, IntentDoc>;
 }
 
-const sameEvent = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+/** event names match in any letter case and Unicode form */
+const sameEvent = (a: string, b: string) =>
+  a.normalize('NFC').toLowerCase() === b.normalize('NFC').toLowerCase();
 const eligible = (intent: IntentDoc, contexts: ReadonlySet<string>) =>
   intent.inputContexts.every((name) => contexts.has(name));
 
@@ -65,6 +67,8 @@ const eligible = (intent: IntentDoc, contexts: ReadonlySet<string>) =>
 export class Dialogue {
   /** intents by assistant, reloaded when the assistant's data revision moves */
   private readonly intentCache = new Map<string, CachedIntents>();
+  /** by conversation, the last of its turns under way in this process (settled, never rejected) */
+  private readonly turns = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly ctx: LegacyContext,
@@ -76,7 +80,32 @@ export class Dialogue {
     this.intentCache.delete(assistantId);
   }
 
+  /**
+   * A user's messages are answered one after another, each from the conversation the one before left: answered at
+   * once, each would read the same conversation and write it back with its own turn only, losing the others' contexts
+   * and slots (a connector delivering a burst of messages).
+   */
   async reply(assistant: AssistantDoc, input: MessageInput): Promise<MessageReply> {
+    const key = conversationKey(assistant._id, input.userId);
+    // the wait for a first model counts from the message's arrival, not from its turn: a burst waits it once
+    const modelDeadline = Date.now() + this.ctx.config.LEGACY_FIRST_MODEL_WAIT_MS;
+    const turn = (this.turns.get(key) ?? Promise.resolve()).then(() =>
+      this.answer(assistant, input, modelDeadline),
+    );
+    const settled = turn.catch(() => undefined);
+    this.turns.set(key, settled);
+    try {
+      return await turn;
+    } finally {
+      if (this.turns.get(key) === settled) this.turns.delete(key);
+    }
+  }
+
+  private async answer(
+    assistant: AssistantDoc,
+    input: MessageInput,
+    modelDeadline: number,
+  ): Promise<MessageReply> {
     const asked = input.lang === undefined ? undefined : lookupLanguage(input.lang, assistant);
     if (input.lang !== undefined && asked === undefined) {
       const spoken = assistant.languages.join(', ');
@@ -95,7 +124,7 @@ export class Dialogue {
     const match =
       input.event !== undefined
         ? matchEvent(known.intents, input.event, active)
-        : await this.matchText(assistant, lang, known, input.text ?? '', active);
+        : await this.matchText(assistant, lang, known, input.text ?? '', active, modelDeadline);
     const intent = match.intent ?? fallbackIntent(known.intents, active);
     const isFallback = intent === null || intent.isFallback;
     const confidence = match.intent ? match.confidence : 1;
@@ -152,8 +181,9 @@ export class Dialogue {
     known: CachedIntents,
     text: string,
     active: ReadonlySet<string>,
+    modelDeadline: number,
   ): Promise<Match> {
-    const model = await this.understanding.modelFor(assistant, lang);
+    const model = await this.understanding.modelFor(assistant, lang, modelDeadline);
     if (!model) return { intent: null, confidence: 0, parse: EMPTY_PARSE, noModel: true };
     const parse: NluParse = model.parse(text);
     const threshold = this.ctx.config.LEGACY_NLU_THRESHOLD;

@@ -260,10 +260,11 @@ export class Understanding {
 
   /**
    * The model that answers for the assistant in `lang`: the newest one available, even while a newer
-   * one trains. Before the assistant's first model exists it waits up to LEGACY_FIRST_MODEL_WAIT_MS for
-   * it; null means there is nothing to classify with (no sentences in that language, or still training).
+   * one trains. Before the assistant's first model exists it waits for it until `deadline` (ms since the epoch: a
+   * message's arrival plus LEGACY_FIRST_MODEL_WAIT_MS); null means there is nothing to classify with (no sentences in
+   * that language, or still training).
    */
-  async modelFor(assistant: AssistantDoc, lang: string): Promise<NluModel | null> {
+  async modelFor(assistant: AssistantDoc, lang: string, deadline: number): Promise<NluModel | null> {
     const key = modelKey(assistant._id, lang);
     let cached = this.cached(key) ?? (await this.loadStored(assistant._id, lang));
     if (cached && cached.revision < assistant.dataRevision)
@@ -272,7 +273,6 @@ export class Understanding {
     if (assistant.dataRevision === 0 || (cached && cached.revision >= assistant.dataRevision)) return null;
     // No model yet (a brand-new assistant, or a language that just got its first sentences): wait for
     // the training that makes one, scheduling it if this process has none (after a restart, say).
-    const deadline = Date.now() + this.ctx.config.LEGACY_FIRST_MODEL_WAIT_MS;
     for (;;) {
       if (!this.isTraining(assistant._id)) {
         // After a failed training a message starts no other (each would hold the one queue as long, up to

@@ -9,8 +9,11 @@ import { DEFAULT_SETTINGS } from '../domain/model-types';
 
 /** a language tag (BCP 47 shape, in any letter case: tags are case-insensitive) */
 export const LANG_PATTERN = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
-/** names of entities, slots, contexts and events: letters, digits, `_`, `.`, `-`, no spaces */
-export const SYMBOL_PATTERN = /^[\p{L}\p{N}_][\p{L}\p{N}_.-]{0,63}$/u;
+/**
+ * names of entities, slots, contexts and events: letters, digits, `_`, `.`, `-`, no spaces; after the first, combining
+ * marks too (Devanagari vowel signs, Arabic harakat, a decomposed accent: parts of a letter to whoever types them)
+ */
+export const SYMBOL_PATTERN = /^[\p{L}\p{N}_][\p{L}\p{M}\p{N}_.-]{0,63}$/u;
 /** a channel is a key of the stored intent: no dot (the store refuses one in a key; such an intent answered 500) */
 const CHANNEL_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -33,8 +36,17 @@ const visitorLangCode = z
 export const langCode = langTag
   .transform(canonicalLanguage)
   .meta({ description: 'language code; any letter case, kept as `pt-BR`, `zh-Hant-TW`' });
+/**
+ * A name holding a combining mark in NFC: one sent in two Unicode forms (`é`, `e\u0301`) is one name. A name without
+ * one is kept as sent, as before marks were accepted: NFC changes a few letters (U+212B Å, CJK compatibility
+ * ideographs), and stored names are matched as they were written (an entity by the intents tagging it).
+ */
+const composedWhenMarked = (name: string) => (/\p{M}/u.test(name) ? name.normalize('NFC') : name);
 const symbolText = (what: string) =>
-  z.string().regex(SYMBOL_PATTERN, `${what} must be 1-64 letters, digits, "_", "." or "-"`);
+  z
+    .string()
+    .overwrite(composedWhenMarked)
+    .regex(SYMBOL_PATTERN, `${what} must be 1-64 letters, digits, "_", "." or "-"`);
 /** A name a developer gives: it becomes a key of slots and of stored objects, where `__proto__` sets a prototype. */
 const symbol = (what: string) =>
   symbolText(what).refine((name) => name !== '__proto__', `${what} "__proto__" is reserved`);
@@ -223,8 +235,9 @@ export const CONDITION_OPERATORS = [
 
 const conditionVariable = z
   .string()
+  .overwrite(composedWhenMarked)
   .regex(
-    /^(?:(?:slots|context)\.)?[\p{L}\p{N}_][\p{L}\p{N}_.-]{0,63}$/u,
+    /^(?:(?:slots|context)\.)?[\p{L}\p{N}_][\p{L}\p{M}\p{N}_.-]{0,63}$/u,
     'must be slots.<name>, context.<name>, contexts, platform, query, event or a slot name',
   );
 const condition = z.tuple([conditionVariable, z.enum(CONDITION_OPERATORS), z.string().max(1000)]).meta({
