@@ -137,6 +137,41 @@ describe('governance, header policy and quotas at the gateway', () => {
     expect((await chat(as, 'sim/cheap')).status).toBe(200);
   });
 
+  it("a request an Anthropic model's translation refuses takes none of the user's requests a minute, on every API", async () => {
+    const { owner } = await w.org('gov-untranslatable', 'tight');
+    const as = { bearer: owner.token };
+    const before = w.sim.requests().filter((r) => r.model === 'claude-sim').length;
+    // every request below in one calendar minute: the user's 3 a minute, more than 3 refusals
+    await clearOfMinuteEnd(15_000);
+    for (const extra of [
+      { n: 2 },
+      { logprobs: true },
+      { messages: [{ role: 'user', content: [{ type: 'file', file: {} }] }] },
+    ])
+      expectEnvelope(await chat(as, 'sim/claude', extra), 400, 'INVALID_BODY');
+    const responses = await w.call('gateway', 'POST', '/v1/responses', as, {
+      model: 'sim/claude',
+      input: 'hello',
+      text: { format: { type: 'json_schema', name: 'answer', schema: { type: 'object' } } },
+      tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object' } }],
+    });
+    expectEnvelope(responses, 400, 'INVALID_BODY');
+    const messages = await w.call('gateway', 'POST', '/v1/messages', as, {
+      model: 'sim/claude',
+      max_tokens: 2048,
+      temperature: 0.5,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    expect({ status: messages.status, type: messages.body.error?.type }).toEqual({
+      status: 400,
+      type: 'invalid_request_error',
+    });
+    expect(w.sim.requests().filter((r) => r.model === 'claude-sim').length).toBe(before);
+    // the user's 3 requests a minute are all still there
+    for (let i = 0; i < 3; i++) expect((await chat(as, 'sim/claude')).status).toBe(200);
+  });
+
   it('inference needs models:read: an org key without it is refused', async () => {
     const { owner } = await w.org('gov-perm');
     const key = await w.call(

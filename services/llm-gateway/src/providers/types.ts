@@ -318,6 +318,11 @@ export interface ProviderAdapter {
   /** OpenAI-shaped chunks; asks the provider for usage and yields a final usage chunk (`choices: []`,
    *  `usage` set) when the provider reports one, whether or not the client asked for it. */
   chatStream(body: ChatCompletionRequest, call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
+  /**
+   * why `chat` and `chatStream` would refuse this request without sending it (Anthropic's translation cannot carry
+   * `n: 2`), or null: asked of each deployment before admission; absent when the adapter sends every request
+   */
+  chatRefusal?(body: ChatCompletionRequest, call: Pick<ProviderCall, 'model' | 'reasons'>): string | null;
   /** legacy text completions (OpenAI `completions`); absent when the provider type has none (Anthropic) */
   completions?(
     body: TextCompletionRequest,

@@ -332,6 +332,24 @@ describe.each([
     expect(key.crossed).toEqual({ scope: 'api_key', limit: 100 });
   });
 
+  it('a request admitted before the month turns and settled after it counts in its own month: the new one owes nothing', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock('2026-11-30T23:59:59Z');
+    const adm = instance(store, clock);
+    const s = settings({ 'llm.monthly_tokens': 100 });
+    // a long prompt reserved on November 30, its provider failing after midnight: nothing consumed
+    const straddling = await adm.admit(s, caller, 90, { checkMonth: true });
+    clock.advance(2_000);
+    await straddling.settle({ totalTokens: 0, costMicros: 0 });
+    const december = { ...s, month: { start: '2026-12-01T00:00:00.000Z', tokens: 0, cost: 0 } };
+    await adm.admit(december, caller, 100, { checkMonth: true });
+    // December holds its 100 tokens, not 100 less the reservation November gave back
+    await expect(adm.admit(december, caller, 80, { checkMonth: true })).rejects.toMatchObject({
+      key: 'llm.monthly_tokens',
+      used: 100,
+    });
+  });
+
   it("after the month turns, llm-quota's count of the month before (settings read then) floors nothing", async () => {
     const store = createEmbeddedStore();
     const clock = new ManualClock('2026-12-01T00:00:05Z');

@@ -107,6 +107,8 @@ class MonthTally {
 
   constructor(
     readonly counter: string,
+    /** the UTC month (`YYYY-MM`) the request was admitted in: all it uses counts there, settled after the turn or not */
+    readonly month: string,
     readonly scope: MonthScope,
     /** the month token limit under hard_block, or null when a stream needs no cut */
     readonly tokenLimit: number | null,
@@ -146,7 +148,7 @@ export class Ticket {
       // Without a limit to enforce, the stream's tokens reach the month once, when the ticket settles.
       if (month.tokenLimit === null) continue;
       try {
-        const now = await this.deps.months.add(month.counter, tokens, 0);
+        const now = await this.deps.months.add(month.counter, tokens, 0, month.month);
         month.tokens += tokens;
         month.seen = now.tokens;
       } catch {
@@ -178,7 +180,12 @@ export class Ticket {
             : undefined,
       ),
       ...this.months.map((month) =>
-        this.deps.months.add(month.counter, actual.totalTokens - month.tokens, actual.costMicros),
+        this.deps.months.add(
+          month.counter,
+          actual.totalTokens - month.tokens,
+          actual.costMicros,
+          month.month,
+        ),
       ),
     ]);
   }
@@ -273,7 +280,8 @@ export class Admission {
       const hardBlock = options.checkMonth && settings.policy === 'hard_block';
       // llm-quota's counts are of the month it was asked in: settings cached (or last known) from the month before
       // the turn floor nothing, or an organization over last month's budget stays refused, told to wait a month
-      const thisMonth = settings.month.start.slice(0, 7) === monthKey(this.deps.clock.now());
+      const monthAt = monthKey(this.deps.clock.now());
+      const thisMonth = settings.month.start.slice(0, 7) === monthAt;
       const noFloor = { tokens: 0, cost: 0 };
       const months: MonthTally[] = [];
       const month = async (
@@ -282,8 +290,8 @@ export class Admission {
         limits: { tokens: number | null; cost: number | null },
         floor: { tokens: number; cost: number },
       ) => {
-        const counted = await this.deps.months.add(counter, promptTokens, 0);
-        undo.push(() => this.deps.months.add(counter, -promptTokens, 0));
+        const counted = await this.deps.months.add(counter, promptTokens, 0, monthAt);
+        undo.push(() => this.deps.months.add(counter, -promptTokens, 0, monthAt));
         if (options.checkMonth) {
           const retry = secondsToNextMonth(this.deps.clock.now());
           const usedBefore = Math.max(counted.tokens - promptTokens, floor.tokens);
@@ -294,7 +302,14 @@ export class Admission {
             throw new MonthlyBudgetExhausted('llm.monthly_cost', limits.cost, cost, retry, scope);
         }
         months.push(
-          new MonthTally(counter, scope, hardBlock ? limits.tokens : null, floor.tokens, promptTokens),
+          new MonthTally(
+            counter,
+            monthAt,
+            scope,
+            hardBlock ? limits.tokens : null,
+            floor.tokens,
+            promptTokens,
+          ),
         );
       };
       await month(

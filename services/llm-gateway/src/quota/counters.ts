@@ -21,8 +21,12 @@ export class MemoryMonths implements MonthCounterPort {
     private readonly clock: Clock,
   ) {}
 
-  add(orgSlug: string, tokens: number, costMicros: number): Promise<MonthUsage> {
-    const month = monthKey(this.clock.now());
+  add(
+    orgSlug: string,
+    tokens: number,
+    costMicros: number,
+    month = monthKey(this.clock.now()),
+  ): Promise<MonthUsage> {
     const key = `${orgSlug}|${month}`;
     let usage = this.table.get(key);
     if (!usage) {

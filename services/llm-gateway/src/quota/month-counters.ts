@@ -14,9 +14,12 @@ export interface MonthUsage {
   costMicros: number;
 }
 
-/** Adds to an organization's month (negative to give back) and returns the month after the change. */
+/**
+ * Adds to an organization's month (negative to give back) and returns the month after the change: the current UTC
+ * month, or `month` (`YYYY-MM`), the one a request was admitted in.
+ */
 export interface MonthCounterPort {
-  add(orgSlug: string, tokens: number, costMicros: number): Promise<MonthUsage>;
+  add(orgSlug: string, tokens: number, costMicros: number, month?: string): Promise<MonthUsage>;
 }
 
 export const monthKey = (at: Date): string => at.toISOString().slice(0, 7);
@@ -43,8 +46,12 @@ export class MonthCounters implements MonthCounterPort {
   }
 
   /** adds to the organization's month (negative to give back) and returns the month after the change */
-  async add(orgSlug: string, tokens: number, costMicros: number): Promise<MonthUsage> {
-    const month = monthKey(this.clock.now());
+  async add(
+    orgSlug: string,
+    tokens: number,
+    costMicros: number,
+    month = monthKey(this.clock.now()),
+  ): Promise<MonthUsage> {
     const _id = `${orgSlug}|${month}`;
     for (let attempt = 0; ; attempt++) {
       try {

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import { chatChunksOf } from '../inference/answer-chunks';
 import { billableText, reasoningText, toolCallsText } from '../inference/answer-text';
+import { refusedForProvider } from '../inference/errors';
 import {
   account,
   accountFailure,
@@ -102,6 +103,11 @@ export interface CompletionApi<B extends CompletionBody, K extends FlowChunk> {
   readonly idPrefix: string;
   /** whether a deployment can serve the API (the provider has its endpoint); absent: every deployment can */
   readonly check: DeploymentCheck | undefined;
+  /**
+   * whether a deployment can send this very request (Anthropic's translation cannot carry `n: 2`): throws why not,
+   * before admission, as `check` does; absent: every request the deployment can serve
+   */
+  checkBody?(model: CatalogueModel, body: B): void;
   promptTokens(body: B): number;
   /** how many choices the answer holds (`n`, per prompt): a stream is finished once each has its finish */
   choices(body: B): number;
@@ -151,13 +157,17 @@ export async function serveCompletion<B extends CompletionBody, K extends FlowCh
   wire: CompletionWire<K>,
 ): Promise<void> {
   const promptTokens = api.promptTokens(body);
+  const check: DeploymentCheck = (model) => {
+    api.check?.(model);
+    api.checkBody?.(model, body);
+  };
   const prepared = await prepareInference(
     ctx,
     req,
     'completion',
     body.model,
     promptTokens,
-    api.check,
+    check,
     body.model === AUTO_MODEL ? api.traits(body, promptTokens) : undefined,
   );
   if (body.stream) return streamCompletion(api, ctx, req, res, body, prepared, wire);
@@ -450,6 +460,13 @@ class ChatCompletionsApi implements CompletionApi<ChatRequest, ChatChunk> {
 
   promptTokens(body: ChatRequest): number {
     return countChatPromptTokens(body);
+  }
+
+  checkBody(model: CatalogueModel, body: ChatRequest): void {
+    const sent = providerBody(body, body.stream === true);
+    const reasons = model.capabilities?.reasoning !== false;
+    const refusal = model.adapter.chatRefusal?.(sent, { model: model.provider_config.model, reasons });
+    if (refusal) throw refusedForProvider(model.providerName, model.model_id, refusal);
   }
 
   choices(body: ChatRequest): number {

@@ -60,6 +60,21 @@ describe('the deployments a request may reach', () => {
         deployments: [on('sim', 'chat-first')],
       },
       { model_id: 'chat/second', type: 'completion', ...priced, deployments: [on('sim-b', 'chat-second')] },
+      // chat on Anthropic, whose translation cannot carry some requests (`n: 2`): drawn almost always, failed over to
+      {
+        model_id: 'chat/mostly-claude',
+        type: 'completion',
+        ...priced,
+        deployments: [on('claude', 'claude-mostly', 1_000_000), on('sim', 'mostly-sim')],
+      },
+      {
+        model_id: 'chat/to-claude',
+        type: 'completion',
+        ...priced,
+        failover: 'chat/claude',
+        deployments: [on('sim', 'to-claude')],
+      },
+      { model_id: 'chat/claude', type: 'completion', ...priced, deployments: [on('claude', 'claude-only')] },
       {
         model_id: 'img/failing',
         type: 'image_generation',
@@ -207,6 +222,30 @@ describe('the deployments a request may reach', () => {
     expect(res.body).toMatchObject({ code: 'PROVIDER_ERROR', model: 'emb/64' });
     expect(received('emb-64')).toBe(3);
     expect(received('emb-256')).toBe(0);
+  });
+
+  it("a request Anthropic's translation cannot carry is never drawn to an Anthropic deployment, nor failed over to one", async () => {
+    const chat = (model: string, stream = false) =>
+      post('/v1/chat/completions', { model, n: 2, stream, messages: [{ role: 'user', content: 'hello' }] });
+    for (const stream of [false, true]) {
+      const { res, requestId } = await chat('chat/mostly-claude', stream);
+      expect(res.status).toBe(200);
+      expect(await eventOf(requestId)).toMatchObject({ model: 'chat/mostly-claude', provider: 'sim' });
+    }
+    sim.script([{ match: { model: 'to-claude' }, error: { status: 500 } }]);
+    const failed = await chat('chat/to-claude');
+    expect(failed.res.status).toBe(502);
+    expect(failed.res.body).toMatchObject({ code: 'PROVIDER_ERROR', model: 'chat/to-claude' });
+    // refused by every deployment: the 400 naming why, before admission (no usage event is sent)
+    const refused = await chat('chat/claude');
+    expect(refused.res.status).toBe(400);
+    expect(refused.res.body).toMatchObject({
+      code: 'INVALID_BODY',
+      provider: 'claude',
+      model: 'chat/claude',
+      message: expect.stringContaining('n must be 1'),
+    });
+    expect(received('claude-mostly') + received('claude-only')).toBe(0);
   });
 
   describe("a failed request's usage event", () => {

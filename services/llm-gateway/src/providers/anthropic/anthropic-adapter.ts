@@ -84,6 +84,16 @@ export function createAnthropicAdapter(
       return anthropicChunks(http, call, request, created(), answersInJson(body));
     },
 
+    chatRefusal(body, call) {
+      try {
+        toAnthropicRequest(body, call.model, body.stream === true, call.reasons !== false);
+        return null;
+      } catch (err) {
+        if (!(err instanceof UntranslatableRequest)) throw err;
+        return err.message;
+      }
+    },
+
     async embeddings(_body, call) {
       throw new ProviderUnsupportedError(spec.name, call.model, 'embeddings');
     },
