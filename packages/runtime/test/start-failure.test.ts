@@ -107,13 +107,20 @@ describe('a service that fails while starting', () => {
   it('auth whose secret opens none of its stored signing keys logs one fatal JSON line saying so and exits 1', async () => {
     const data = tempDir('runtime-start-failure-');
     try {
-      // keys sealed under a configured secret; the next start without it has a new signing-keys.secret
+      // keys sealed under a configured secret; the next start without it reads another secret from signing-keys.secret
       const first = await runUntilExit(
         'auth',
         { DATA_DIR: data.dir, SIGNING_KEYS_ENCRYPTION_KEY: 'the-secret-the-keys-were-sealed-with-0123' },
         true,
       );
       expect(first.code).toBe(0);
+      writeFileSync(
+        path.join(data.dir, 'signing-keys.secret'),
+        'another-secret-that-opens-none-of-the-keys-0123\n',
+        {
+          mode: 0o600,
+        },
+      );
       const { code, stdout, stderr } = await runUntilExit('auth', { DATA_DIR: data.dir });
       expect(code).toBe(1);
       expect(stderr.replace(/^.*oidc-provider WARNING.*\n/m, '')).toBe('');

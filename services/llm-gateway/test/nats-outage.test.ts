@@ -50,7 +50,7 @@ describeWithNats('usage events survive a NATS outage', () => {
     };
     let sent = 0;
     let tokens = 0;
-    let failures = 0;
+    const failures: string[] = [];
     const worker = async () => {
       while (sent < total) {
         const i = sent++;
@@ -67,12 +67,13 @@ describeWithNats('usage events survive a NATS outage', () => {
           model: 'mock/chat',
           messages: [{ role: 'user', content: `request number ${i}` }],
         });
-        if (reply.status !== 200) failures++;
+        if (reply.status !== 200)
+          failures.push(`${i}: ${reply.status} ${JSON.stringify(reply.body).slice(0, 200)}`);
         else tokens += reply.body.usage.total_tokens;
       }
     };
     await Promise.all(Array.from({ length: 8 }, worker));
-    expect(failures).toBe(0);
+    expect(failures).toEqual([]);
 
     // The outage was real: the bus refused some events, which waited in the outbox.
     expect(await metric('deferred')).toBeGreaterThan(0);
