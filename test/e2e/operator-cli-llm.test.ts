@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { runCli } from '@platform/operator-cli';
 import type { ProviderSimulator } from '@platform/testkit';
 import { startProviderSimulator, tempDir } from '@platform/testkit';
 import { anonymousLogin, operatorCliEnv, runCliJson, startTestPlatform, type TestPlatform } from '../harness';
@@ -212,6 +213,142 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     });
     expect((await run('org', 'allow', 'cli-gov', '--all')).outcome.data.allowed).toBeNull();
     expect((await run('org', 'default', 'cli-gov', 'images', 'x')).code).toBe(2);
+  });
+
+  it('org allow, default and downgrade warn about a model the organization will not get (not in the catalogue, disabled, offered to others, not allowed), the change made', async () => {
+    expect((await run('org', 'create', 'cli-warn')).code).toBe(0);
+    const restricted = await gateway('POST', '/v1/models', {
+      model_id: 'cli/elsewhere',
+      type: 'completion',
+      provider_config: { provider: 'mock', model: 'mock-chat' },
+      org_slugs: ['cli-gov'],
+    });
+    expect(restricted.status).toBe(201);
+    expect((await run('models', 'disable', 'mock/speech')).code).toBe(0);
+    try {
+      const allowed = await run(
+        'org',
+        'allow',
+        'cli-warn',
+        'mock/chat',
+        'no/such-model',
+        'mock/speech',
+        'cli/elsewhere',
+      );
+      expect(allowed).toMatchObject({
+        code: 0,
+        outcome: {
+          result: 'updated',
+          data: { allowed: ['mock/chat', 'no/such-model', 'mock/speech', 'cli/elsewhere'] },
+        },
+      });
+      expect(allowed.outcome.data.warnings).toEqual([
+        'no/such-model is not in the catalogue (yet?): requests for it answer MODEL_NOT_FOUND until it is added',
+        'mock/speech is disabled: requests for it answer MODEL_NOT_FOUND until it is enabled (models enable mock/speech)',
+        'cli/elsewhere is offered only to other organizations (its org_slugs): requests for it from cli-warn answer MODEL_NOT_FOUND',
+      ]);
+      // for a person, under the data
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runCli(['org', 'allow', 'cli-warn', 'mock/chat', 'no/such-model'], env, {
+        out: (l) => out.push(l),
+        err: (l) => err.push(l),
+      });
+      expect(code).toBe(0);
+      expect(out.at(-1)).toBe(
+        'warning: no/such-model is not in the catalogue (yet?): requests for it answer MODEL_NOT_FOUND until it is added',
+      );
+
+      // a default or a downgrade target outside `allowed`: the gateway answers MODEL_NOT_ALLOWED
+      const byDefault = await run('org', 'default', 'cli-warn', 'embeddings', 'mock/embeddings');
+      expect(byDefault).toMatchObject({
+        code: 0,
+        outcome: { data: { defaults: { embeddings: 'mock/embeddings' } } },
+      });
+      expect(byDefault.outcome.data.warnings).toEqual([
+        'mock/embeddings, the default embeddings model, is not among the models cli-warn allows: requests using that default answer MODEL_NOT_ALLOWED until it is allowed',
+      ]);
+      const downgraded = await run('org', 'downgrade', 'cli-warn', 'no/such-from', 'mock/images');
+      expect(downgraded).toMatchObject({
+        code: 0,
+        outcome: { data: { downgrade: { 'no/such-from': 'mock/images' } } },
+      });
+      expect(downgraded.outcome.data.warnings).toEqual([
+        'no/such-from is not in the catalogue (yet?): requests for it answer MODEL_NOT_FOUND until it is added',
+        'mock/embeddings, the default embeddings model, is not among the models cli-warn allows: requests using that default answer MODEL_NOT_ALLOWED until it is allowed',
+        'mock/images, which no/such-from is downgraded to, is not among the models cli-warn allows: that downgrade is passed over until it is allowed',
+      ]);
+      // settings that work: no warnings
+      expect((await run('org', 'allow', 'cli-warn', '--all')).outcome.data.warnings).toBeUndefined();
+      // a default of another type: the gateway answers INVALID_BODY to every request using that default
+      expect(
+        (await run('org', 'default', 'cli-warn', 'completions', 'mock/embeddings')).outcome.data.warnings,
+      ).toEqual([
+        'mock/embeddings is a model of type embeddings, not completion: requests using that default answer INVALID_BODY until it is changed',
+      ]);
+      expect(
+        (await run('org', 'default', 'cli-warn', 'completions', 'mock/chat')).outcome.data.warnings,
+      ).toBeUndefined();
+      expect(
+        (await run('org', 'downgrade', 'cli-warn', 'no/such-from', 'none')).outcome.data.warnings,
+      ).toBeUndefined();
+    } finally {
+      await gateway('DELETE', '/v1/models/cli/elsewhere');
+      expect((await run('models', 'enable', 'mock/speech')).code).toBe(0);
+    }
+  });
+
+  it('org allow by an organization administrator who cannot read the whole catalogue (not a platform administrator) succeeds saying nothing more', async () => {
+    const owner = await anonymousLogin(platform);
+    const ownerEnv = operatorCliEnv(platform, SECRET, owner.token);
+    expect((await runCliJson(ownerEnv, 'org', 'create', 'cli-warn-own')).code).toBe(0);
+    const allowed = await runCliJson(ownerEnv, 'org', 'allow', 'cli-warn-own', 'mock/chat', 'no/such-model');
+    expect(allowed).toMatchObject({
+      code: 0,
+      err: '',
+      outcome: { result: 'updated', data: { allowed: ['mock/chat', 'no/such-model'] } },
+    });
+    expect(allowed.outcome.data.warnings).toBeUndefined();
+  });
+
+  it('org allow whose catalogue read is cut (the gateway gone after the change) succeeds saying nothing more', async () => {
+    expect((await run('org', 'create', 'cli-warn-cut')).code).toBe(0);
+    // in front of the edge: the catalogue read loses its connection, every other call goes through
+    const proxy = createServer(async (req, res) => {
+      if (req.method === 'GET' && req.url?.includes('/v1/models')) return req.socket.destroy();
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const answer = await fetch(`${platform.baseUrl}${req.url}`, {
+        method: req.method,
+        headers: { authorization: req.headers.authorization ?? '', 'content-type': 'application/json' },
+        body: chunks.length ? Buffer.concat(chunks) : undefined,
+      });
+      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
+      res.end(Buffer.from(await answer.arrayBuffer()));
+    }).listen(0, '127.0.0.1');
+    await once(proxy, 'listening');
+    try {
+      const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const allowed = await runCliJson(
+        {
+          ...env,
+          PLATFORM_URL: url,
+          PLATFORM_GATEWAY_URL: `${url}${platform.gatewayUrl.slice(platform.baseUrl.length)}`,
+        },
+        'org',
+        'allow',
+        'cli-warn-cut',
+        'no/such-model',
+      );
+      expect(allowed).toMatchObject({
+        code: 0,
+        err: '',
+        outcome: { result: 'updated', data: { allowed: ['no/such-model'] } },
+      });
+      expect(allowed.outcome.data.warnings).toBeUndefined();
+    } finally {
+      proxy.close();
+    }
   });
 
   it('org allow whose session was switched to another organization meanwhile (a second command on the same token) fails naming both, never reported done', async () => {

@@ -280,15 +280,104 @@ export async function setModelEnabled(s: CliSettings, id: string, enabled: boole
   throw failed(enabled ? 'Enabling the model' : 'Disabling the model', answer);
 }
 
+/** An organization's model governance, as `PATCH /v1/quotas/settings` answers it (the members the CLI sets). */
+interface Governance {
+  allowed: string[] | null;
+  defaults?: Record<string, string | undefined>;
+  downgrade?: Record<string, string>;
+  [k: string]: unknown;
+}
+
+/**
+ * Why models a change named will not serve `org`, though the change is valid (the catalogue is the gateway's, and a
+ * model may be allowed before it is added): one read of the catalogue, those ids only. `typed`: the type a named
+ * model must have (a default's). A catalogue that cannot be read (a token that is not a platform administrator's, a
+ * gateway gone) says nothing.
+ */
+async function catalogueWarnings(
+  s: CliSettings,
+  org: string,
+  named: string[],
+  typed: Record<string, string> = {},
+): Promise<string[]> {
+  const ids = [...new Set(named)];
+  if (ids.length === 0) return [];
+  let models: ModelItem[];
+  try {
+    const answer = await gateway(
+      s,
+      'GET',
+      `/v1/models?orgSlug=all&limit=100&model_ids=${encodeURIComponent(ids.join(','))}`,
+    );
+    if (answer.status !== 200) return [];
+    const body = platformBody<{ data: ModelItem[]; total: number }>(
+      answer,
+      (b) => Array.isArray(b.data) && typeof b.total === 'number',
+    );
+    // more than one page: which ones are missing is not known
+    if (body.data.length < body.total) return [];
+    models = body.data;
+  } catch (err) {
+    if (err instanceof CliError) return [];
+    throw err;
+  }
+  return ids.flatMap((id) => {
+    const model = models.find((m) => m.id === id);
+    if (!model)
+      return [
+        `${id} is not in the catalogue (yet?): requests for it answer MODEL_NOT_FOUND until it is added`,
+      ];
+    if (model.enabled === false)
+      return [
+        `${id} is disabled: requests for it answer MODEL_NOT_FOUND until it is enabled (models enable ${id})`,
+      ];
+    if (Array.isArray(model.org_slugs) && !model.org_slugs.includes(org))
+      return [
+        `${id} is offered only to other organizations (its org_slugs): requests for it from ${org} answer MODEL_NOT_FOUND`,
+      ];
+    if (typed[id] && model.type !== typed[id])
+      return [
+        `${id} is a model of type ${model.type}, not ${typed[id]}: requests using that default answer INVALID_BODY until it is changed`,
+      ];
+    return [];
+  });
+}
+
+/** The organization's defaults and downgrade targets its `allowed` leaves out: the gateway answers MODEL_NOT_ALLOWED. */
+function allowedWarnings(org: string, models: Governance): string[] {
+  const { allowed } = models;
+  if (!Array.isArray(allowed)) return [];
+  const warnings = [];
+  for (const [concern, id] of Object.entries(models.defaults ?? {}))
+    if (id && !allowed.includes(id))
+      warnings.push(
+        `${id}, the default ${concern} model, is not among the models ${org} allows: requests using that default answer MODEL_NOT_ALLOWED until it is allowed`,
+      );
+  for (const [from, to] of Object.entries(models.downgrade ?? {}))
+    if (!allowed.includes(to))
+      warnings.push(
+        `${to}, which ${from} is downgraded to, is not among the models ${org} allows: that downgrade is passed over until it is allowed`,
+      );
+  return warnings;
+}
+
 /**
  * Changes an organization's model governance (PATCH {gateway_url}/v1/quotas/settings as that org); one that went to
- * another organization (the session switched between the two calls) fails naming it.
+ * another organization (the session switched between the two calls) fails naming it. A change that is valid but
+ * leaves a model it `named` unusable (or a default of another type), or a default or downgrade target outside
+ * `allowed`, is made and warned about (`warnings` in its data).
  */
-async function patchGovernance(s: CliSettings, org: string, models: unknown): Promise<Outcome> {
+async function patchGovernance(
+  s: CliSettings,
+  org: string,
+  models: unknown,
+  named: string[],
+  typed?: Record<string, string>,
+): Promise<Outcome> {
   await useOrg(s, org);
   const answer = await gateway(s, 'PATCH', '/v1/quotas/settings', { models });
   if (answer.status !== 200) throw failed('Changing the organization governance', answer);
-  const changed = platformBody<{ orgSlug: string; models: unknown }>(
+  const changed = platformBody<{ orgSlug: string; models: Governance }>(
     answer,
     (b) => typeof b.orgSlug === 'string' && typeof b.models === 'object' && b.models !== null,
   );
@@ -297,17 +386,32 @@ async function patchGovernance(s: CliSettings, org: string, models: unknown): Pr
     throw new CliError(
       `The change went to the organization ${changed.orgSlug}, not ${org}: the session's active organization was switched meanwhile (another command, or the web app, on this session). Check both organizations' governance and run it again, one command at a time per session. ${changed.orgSlug} has now: ${JSON.stringify(changed.models)}`,
     );
-  return { result: 'updated', data: changed.models };
+  const warnings = [
+    ...(await catalogueWarnings(s, org, named, typed)),
+    ...allowedWarnings(org, changed.models),
+  ];
+  if (warnings.length === 0) return { result: 'updated', data: changed.models };
+  return {
+    result: 'updated',
+    data: { ...changed.models, warnings },
+    notes: warnings.map((w) => `warning: ${w}`),
+  };
 }
 
 export const allowModels = (s: CliSettings, org: string, models: string[] | null) =>
-  patchGovernance(s, org, { allowed: models });
+  patchGovernance(s, org, { allowed: models }, models ?? []);
 
 export function setOrgDefault(s: CliSettings, org: string, concern: string, model: string) {
   if (concern !== 'completions' && concern !== 'embeddings')
     throw new CliError('org default <org> <completions|embeddings> <model>', 2);
-  return patchGovernance(s, org, { defaults: { [concern]: model === 'none' ? null : model } });
+  return model === 'none'
+    ? patchGovernance(s, org, { defaults: { [concern]: null } }, [])
+    : patchGovernance(s, org, { defaults: { [concern]: model } }, [model], {
+        [model]: concern === 'completions' ? 'completion' : 'embeddings',
+      });
 }
 
 export const setDowngrade = (s: CliSettings, org: string, from: string, to: string) =>
-  patchGovernance(s, org, { downgrade: { [from]: to === 'none' ? null : to } });
+  to === 'none'
+    ? patchGovernance(s, org, { downgrade: { [from]: null } }, [])
+    : patchGovernance(s, org, { downgrade: { [from]: to } }, [from, to]);
