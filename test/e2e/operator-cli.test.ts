@@ -272,6 +272,62 @@ describe('operator CLI (pnpm platform)', () => {
     ]);
   });
 
+  it('oidc-client add --rotate-secret replaces a leaked secret, shown once, the client confidential throughout', async () => {
+    const add = ['oidc-client', 'add', 'cli-rotated-app', '--redirect-uri', 'https://app.example/cb'];
+    const leaked = (await run(...add, '--confidential')).outcome.data.clientSecret as string;
+    // the token endpoint through the edge: a wrong secret is invalid_client, a right one gets to the (missing) code
+    const redeemWith = async (clientSecret: string) =>
+      (
+        (await (
+          await fetch(`${platform.baseUrl}/oidc/token`, {
+            method: 'POST',
+            body: new URLSearchParams({
+              grant_type: 'authorization_code',
+              code: 'not-a-code',
+              redirect_uri: 'https://app.example/cb',
+              client_id: 'cli-rotated-app',
+              client_secret: clientSecret,
+            }),
+          })
+        ).json()) as { error: string }
+      ).error;
+    expect(await redeemWith(leaked)).toBe('invalid_grant');
+
+    // before: an unknown option (exit 2); --public then --confidential left the client public in between
+    const lines: string[] = [];
+    const io = { out: (l: string) => lines.push(l), err: (l: string) => lines.push(l) };
+    expect(await runCli([...add, '--rotate-secret'], env, io)).toBe(0);
+    const rotated = JSON.parse(lines[0]!.replace(/^updated: /, ''));
+    expect(rotated).toMatchObject({ tokenEndpointAuthMethod: 'client_secret_post' });
+    expect(rotated.clientSecret).toEqual(expect.any(String));
+    expect(rotated.clientSecret).not.toBe(leaked);
+    expect(lines.slice(1)).toEqual([
+      'confidential: a new client secret (clientSecret above), shown this once: give it to the application',
+    ]);
+    expect(await redeemWith(leaked)).toBe('invalid_client');
+    expect(await redeemWith(rotated.clientSecret)).toBe('invalid_grant');
+    // run again without it: kept, not shown
+    expect((await run(...add)).outcome).toMatchObject({
+      result: 'exists',
+      data: { tokenEndpointAuthMethod: 'client_secret_post' },
+    });
+
+    // a public client has no secret: auth refuses (exit 1, naming the field); with --public, a usage error
+    await run('oidc-client', 'add', 'cli-public-app', '--redirect-uri', 'https://app.example/cb');
+    const refused = await run(
+      'oidc-client',
+      'add',
+      'cli-public-app',
+      '--redirect-uri',
+      'https://app.example/cb',
+      '--rotate-secret',
+    );
+    expect(refused).toMatchObject({ code: 1, outcome: { result: 'failed' } });
+    expect(refused.err).toContain('rotateSecret: a public client has no secret to rotate');
+    expect((await run(...add, '--rotate-secret', '--public')).code).toBe(2);
+    expect(await redeemWith(rotated.clientSecret)).toBe('invalid_grant');
+  });
+
   it('oidc-client add run again without --post-logout-redirect-uri keeps the logout redirects; --no-post-logout-redirect-uri clears them', async () => {
     const bye = 'https://app.example/signed-out';
     const add = ['oidc-client', 'add', 'cli-logout-app', '--redirect-uri', 'https://app.example/cb'];

@@ -410,7 +410,7 @@ describe('sso add', () => {
 });
 
 describe('oidc-client add', () => {
-  it('sends `confidential` only with --confidential or --public, `name` only with --name, and `postLogoutRedirectUris` only with --post-logout-redirect-uri or --no-post-logout-redirect-uri: left out, auth keeps them', async () => {
+  it('sends `confidential` only with --confidential or --public, `name` only with --name, and `postLogoutRedirectUris` only with --post-logout-redirect-uri or --no-post-logout-redirect-uri: left out, auth keeps them; `rotateSecret` only with --rotate-secret', async () => {
     const bodies: unknown[] = [];
     // a stand-in for auth's internal route
     const server = createServer((req, res) => {
@@ -440,6 +440,7 @@ describe('oidc-client add', () => {
         ['--confidential', '--name', 'App'],
         [...bye, '--post-logout-redirect-uri', 'https://app.example/bye2'],
         ['--no-post-logout-redirect-uri'],
+        ['--rotate-secret'],
       ])
         expect(await runCli([...add, ...options], env, io)).toBe(0);
       const uris = { redirectUris: ['https://app.example/cb'] };
@@ -451,6 +452,8 @@ describe('oidc-client add', () => {
         { ...uris, confidential: true, name: 'App' },
         { ...uris, postLogoutRedirectUris: ['https://app.example/bye', 'https://app.example/bye2'] },
         { ...uris, postLogoutRedirectUris: [] },
+        // before: an unknown option, and a leaked secret was replaced only by --public then --confidential
+        { ...uris, rotateSecret: true },
       ]);
     } finally {
       server.close();
@@ -462,6 +465,10 @@ describe('oidc-client add', () => {
     [
       ['--no-post-logout-redirect-uri', '--post-logout-redirect-uri', 'https://app.example/bye'],
       'Give --post-logout-redirect-uri or --no-post-logout-redirect-uri, not both',
+    ],
+    [
+      ['--public', '--rotate-secret'],
+      'Give --rotate-secret or --public, not both (a public client has no secret)',
     ],
     // `--name "$NAME"` with NAME unset: once it cleared the name unseen
     [['--name', ''], '--name is empty (an unset variable?): give the name, or leave the option out'],

@@ -45,12 +45,14 @@ Operator commands. Each is idempotent: running it again reports what exists inst
                                                key signs at once if it was signing; sessions refresh)
   oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]...
                   [--post-logout-redirect-uri URI... | --no-post-logout-redirect-uri]
-                  [--name NAME] [--confidential | --public]
+                  [--name NAME] [--confidential | --public] [--rotate-secret]
                                                register an OpenID Connect client (public, PKCE, unless
                                                --confidential: then its secret is shown once); run again,
                                                it keeps its name, its secret and its logout redirect URIs
-                                               unless given (--public: the secret is dropped; --confidential
-                                               again makes a new one; --no-post-logout-redirect-uri: none)
+                                               unless given (--public: the secret is dropped, and a new one
+                                               made once --confidential is given again; --rotate-secret: a
+                                               leaked secret is replaced, the new one shown once, the old
+                                               one refused at once; --no-post-logout-redirect-uri: none)
   sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE | --no-client-secret]
           [--name NAME] [--org ORG | --no-org]
                                                name an external OpenID Connect identity provider
@@ -313,6 +315,7 @@ function parseOptions(argv: string[]) {
       'no-post-logout-redirect-uri': { type: 'boolean' },
       confidential: { type: 'boolean' },
       public: { type: 'boolean' },
+      'rotate-secret': { type: 'boolean' },
       issuer: { type: 'string' },
       'client-id': { type: 'string' },
       'client-secret': { type: 'string' },
@@ -401,7 +404,7 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
     case 'oidc-client add': {
       need(
         1,
-        'oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI... | --no-post-logout-redirect-uri] [--name NAME] [--confidential | --public]',
+        'oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI... | --no-post-logout-redirect-uri] [--name NAME] [--confidential | --public] [--rotate-secret]',
       );
       const {
         'redirect-uri': redirectUris,
@@ -410,9 +413,12 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
         name,
         confidential,
         public: isPublic,
+        'rotate-secret': rotateSecret,
       } = values;
       if (!redirectUris?.length) throw new CliError('oidc-client add needs --redirect-uri', 2);
       if (confidential && isPublic) throw new CliError('Give --confidential or --public, not both', 2);
+      if (rotateSecret && isPublic)
+        throw new CliError('Give --rotate-secret or --public, not both (a public client has no secret)', 2);
       if (noPostLogoutRedirectUris && postLogoutRedirectUris)
         throw new CliError('Give --post-logout-redirect-uri or --no-post-logout-redirect-uri, not both', 2);
       // left out, the stored name is kept: an empty one (an unset variable) is not taken for that
@@ -424,6 +430,7 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
         redirectUris,
         postLogoutRedirectUris: noPostLogoutRedirectUris ? [] : postLogoutRedirectUris,
         confidential: isPublic ? false : confidential,
+        rotateSecret,
       });
     }
     case 'sso add': {

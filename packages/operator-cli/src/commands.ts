@@ -143,7 +143,8 @@ export async function revokeKey(s: CliSettings, kid: string): Promise<Outcome> {
  * Registers an OpenID Connect client, or changes it. `confidential`, `name` and `postLogoutRedirectUris` left out are
  * kept as stored (a new client is public, without a name or logout redirect URIs): registered again to change its
  * redirect URIs, a confidential client keeps the secret its application holds, and any client its logout redirects.
- * auth answers a secret once, when it makes one; the note says which it was.
+ * `rotateSecret` replaces a leaked secret (the old one is refused at once). auth answers a secret once, when it makes
+ * one; the note says which it was.
  */
 export async function addOidcClient(
   s: CliSettings,
@@ -153,6 +154,7 @@ export async function addOidcClient(
     redirectUris: string[];
     postLogoutRedirectUris?: string[];
     confidential?: boolean;
+    rotateSecret?: boolean;
   },
 ): Promise<Outcome> {
   const saved = await internal(s, 'auth', 'PUT', `/internal/oidc-clients/${encodeURIComponent(clientId)}`, {
@@ -162,6 +164,7 @@ export async function addOidcClient(
       ? {}
       : { postLogoutRedirectUris: options.postLogoutRedirectUris }),
     ...(options.confidential === undefined ? {} : { confidential: options.confidential }),
+    ...(options.rotateSecret ? { rotateSecret: true } : {}),
   });
   if (saved.status !== 200 && saved.status !== 201)
     throw failure('Registering the OpenID Connect client', saved);

@@ -183,6 +183,173 @@ describe('OpenID Connect client secrets at rest', () => {
     });
   });
 
+  it('a leaked secret is rotated: a new one, answered once, and the old one refused from then on', async () => {
+    const put = (clientId: string, body: Record<string, unknown>) =>
+      h.http
+        .put(`/internal/oidc-clients/${clientId}`)
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({ redirectUris: [APP_REDIRECT], ...body });
+    const leaked = (await put('rotated-app', { name: 'Rotated', confidential: true })).body
+      .clientSecret as string;
+    const person = await signUp(h);
+    // a code the application was redeeming as the secret leaked
+    const { redeem } = await authorizeApp(h, person, 'rotated-app', 'openid');
+    // another instance, which has read the client with its old secret: a made-up code is refused, the client is not
+    const next = await startAuth({ store, env });
+    try {
+      const redeemAtNext = async (clientSecret: string) =>
+        (
+          await next.http.post('/oidc/token').type('form').send({
+            grant_type: 'authorization_code',
+            code: 'not-a-code',
+            redirect_uri: APP_REDIRECT,
+            client_id: 'rotated-app',
+            client_secret: clientSecret,
+          })
+        ).body.error;
+      expect(await redeemAtNext(leaked)).toBe('invalid_grant');
+
+      // before: 400 (an unknown field), and the only way was --public then --confidential, the client public in between
+      const rotated = await put('rotated-app', { rotateSecret: true });
+      expect(rotated.status).toBe(200);
+      expect(rotated.body).toMatchObject({
+        result: 'updated',
+        name: 'Rotated',
+        tokenEndpointAuthMethod: 'client_secret_post',
+        clientSecret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      });
+      const renewed = rotated.body.clientSecret as string;
+      expect(renewed).not.toBe(leaked);
+      expect((await redeem(leaked)).body).toMatchObject({ error: 'invalid_client' });
+      expect((await redeem(renewed)).status).toBe(200);
+      expect(await redeemAtNext(leaked)).toBe('invalid_client');
+      expect(await redeemAtNext(renewed)).toBe('invalid_grant');
+    } finally {
+      await next.stop();
+    }
+    // registered again without it: the new secret is kept, and never answered again
+    const again = await put('rotated-app', {});
+    expect(again.body).toMatchObject({ result: 'exists', tokenEndpointAuthMethod: 'client_secret_post' });
+    expect(again.body.clientSecret).toBeUndefined();
+    expect((await put('rotated-app', { confidential: true, rotateSecret: false })).body.result).toBe(
+      'exists',
+    );
+
+    // only a stored confidential client has a secret to rotate: else a 400, nothing changed
+    const before = await stored('rotated-app');
+    expect((await put('public-app', {})).status).toBe(201);
+    for (const [clientId, body, said] of [
+      ['rotated-app', { confidential: false, rotateSecret: true }, 'a public client has no secret to rotate'],
+      ['public-app', { rotateSecret: true }, 'a public client has no secret to rotate'],
+      ['public-app', { confidential: true, rotateSecret: true }, 'a public client has no secret to rotate'],
+      ['unknown-app', { confidential: true, rotateSecret: true }, 'no such client'],
+    ] as const) {
+      const res = await put(clientId, body);
+      expect([clientId, body, res.status]).toEqual([clientId, body, 400]);
+      expect(res.body).toMatchObject({
+        code: 'INVALID_BODY',
+        message: expect.stringContaining(`rotateSecret: ${said}`),
+      });
+    }
+    expect(await stored('rotated-app')).toEqual(before);
+    expect((await stored('public-app'))!.metadata.token_endpoint_auth_method).toBe('none');
+    expect(await stored('unknown-app')).toBeNull();
+  });
+
+  it('a redirect URI with user information, a fragment or a * in its host is a 400 naming the field, nothing stored', async () => {
+    const put = (clientId: string, body: Record<string, unknown>) =>
+      h.http
+        .put(`/internal/oidc-clients/${clientId}`)
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({ redirectUris: [APP_REDIRECT], ...body });
+    expect((await put('strict-app', {})).status).toBe(201);
+    for (const [body, said] of [
+      // before: 201; a reviewer reads `app.example`, the browser goes to evil.example
+      [
+        { redirectUris: ['https://app.example@evil.example/cb'] },
+        'redirectUris.0: must not have user information',
+      ],
+      [
+        { redirectUris: [APP_REDIRECT, 'https://u:p@app.example/cb'] },
+        'redirectUris.1: must not have user information',
+      ],
+      [{ redirectUris: ['https://app.example/cb#done'] }, 'redirectUris.0: must not have a fragment'],
+      // before: 201, and every sign-in refused: the provider compares strings, `*` matches no host
+      [{ redirectUris: ['https://*.app.example/cb'] }, 'redirectUris.0: must not have a * in its host'],
+      [{ redirectUris: ['https://%2A.app.example/cb'] }, 'redirectUris.0: must not have a * in its host'],
+      [
+        { postLogoutRedirectUris: ['https://user@app.example/bye'] },
+        'postLogoutRedirectUris.0: must not have user',
+      ],
+      [
+        { postLogoutRedirectUris: ['https://*.app.example/bye'] },
+        'postLogoutRedirectUris.0: must not have a *',
+      ],
+    ] as const) {
+      for (const clientId of ['strict-app', 'strict-new-app']) {
+        const res = await put(clientId, body);
+        expect([body, clientId, res.status]).toEqual([body, clientId, 400]);
+        expect(res.body).toMatchObject({ code: 'INVALID_BODY', message: expect.stringContaining(said) });
+      }
+    }
+    expect(await stored('strict-new-app')).toBeNull();
+    expect((await stored('strict-app'))!.metadata).toMatchObject({
+      redirect_uris: [APP_REDIRECT],
+      post_logout_redirect_uris: [],
+    });
+  });
+
+  it('an internationalized host is stored as browsers send it (punycode), so its sign-in and logout match', async () => {
+    const put = () =>
+      h.http
+        .put('/internal/oidc-clients/idn-app')
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({
+          redirectUris: ['https://bücher.example/cb'],
+          postLogoutRedirectUris: ['https://bücher.example'],
+        });
+    const created = await put();
+    expect(created.body).toMatchObject({
+      result: 'created',
+      redirectUris: ['https://xn--bcher-kva.example/cb'],
+      postLogoutRedirectUris: ['https://xn--bcher-kva.example'],
+    });
+    expect((await stored('idn-app'))!.metadata).toMatchObject({
+      redirect_uris: ['https://xn--bcher-kva.example/cb'],
+      post_logout_redirect_uris: ['https://xn--bcher-kva.example'],
+    });
+    expect((await put()).body.result).toBe('exists');
+    // its host written percent-encoded: the same host
+    const encoded = await h.http
+      .put('/internal/oidc-clients/idn-app')
+      .set('x-platform-internal-secret', INTERNAL_SECRET)
+      .send({ redirectUris: ['https://b%C3%BCcher.example/cb'] });
+    expect(encoded.body).toMatchObject({
+      result: 'exists',
+      redirectUris: ['https://xn--bcher-kva.example/cb'],
+    });
+
+    // the provider compares a sign-in's redirect_uri with the stored ones as strings (before: 400 "redirect_uri did
+    // not match", the Unicode form stored); the application behind that host sends what its browsers send
+    const query = new URLSearchParams({
+      client_id: 'idn-app',
+      redirect_uri: 'https://xn--bcher-kva.example/cb',
+      response_type: 'code',
+      scope: 'openid',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    });
+    const started = await h.http.get(`/oidc/auth?${query}`);
+    expect([started.status, started.headers.location]).toEqual([
+      303,
+      expect.stringMatching(/^\/oidc\/interaction\//),
+    ]);
+    const signOut = await h.http.get(
+      `/oidc/session/end?${new URLSearchParams({ client_id: 'idn-app', post_logout_redirect_uri: 'https://xn--bcher-kva.example' })}`,
+    );
+    expect(signOut.status).toBe(200);
+  });
+
   it('a misspelt field is a 400 naming it, nothing stored: left out, it would keep what is stored unseen', async () => {
     const put = (body: Record<string, unknown>) =>
       h.http

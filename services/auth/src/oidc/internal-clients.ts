@@ -1,16 +1,30 @@
 import { randomBytes } from 'node:crypto';
-import { parseInput, requireInternalSecret } from '@platform/kernel';
+import { InvalidInput, parseInput, requireInternalSecret } from '@platform/kernel';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
 import { FIRST_PARTY_CLIENT_ID, UnreadableClientSecret } from './clients';
 import type { OidcProviderHost } from './provider';
 
-// oidc-provider refuses any other (a native app's own scheme too): the client would be stored, every sign-in refused
+/** what a URI says between `scheme://` and its path, query or fragment (where WHATWG's parser ends it) */
+const authority = (uri: string) => /^[a-z]+:\/\/([^/?#\\]*)/i.exec(uri)?.[1] ?? '';
+
+// oidc-provider refuses any other (a native app's own scheme too): the client would be stored, every sign-in refused.
+// It compares a sign-in's redirect_uri with these as strings: what cannot be a browser's redirect is refused here.
 const RedirectUri = z
   .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
   .max(2000)
-  .refine((u) => !u.includes('#'), 'must not have a fragment');
+  // OAuth 2.0 (RFC 6749 3.1.2) forbids a fragment
+  .refine((u) => !u.includes('#'), 'must not have a fragment')
+  .refine((u) => !authority(u).includes('@'), 'must not have user information (user:password@)')
+  .refine((u) => !URL.parse(u)?.hostname.includes('*'), 'must not have a * in its host: register each host')
+  // an internationalized (or percent-encoded) host as browsers send it, punycode (WHATWG's form): stored as written,
+  // it never matched
+  .transform((u) => {
+    const written = authority(u);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: any character beyond ASCII
+    return /[^\x00-\x7f]|%/.test(written) ? u.replace(written, new URL(u).host) : u;
+  });
 
 // strict: a misspelt field would otherwise pass for one left out, which keeps what is stored
 export const OidcClientBody = z
@@ -22,14 +36,17 @@ export const OidcClientBody = z
     postLogoutRedirectUris: z.array(RedirectUri).max(20).optional(),
     /** left out: as stored (a new client is public); false drops a stored secret */
     confidential: z.boolean().optional(),
+    /** a leaked secret: a new one replaces it (a stored confidential client's alone), the old one refused at once */
+    rotateSecret: z.boolean().optional(),
   })
   .meta({ description: 'PUT /internal/oidc-clients/:clientId' });
 
 /**
  * Operators register relying parties (`pnpm platform oidc-client add`). Idempotent: the same call again
- * answers `exists`; a changed one `updated`. A confidential client's secret is made once and shown once. Registered
- * again to change its redirect URIs, a client left without `confidential`, `name` or `postLogoutRedirectUris` keeps
- * them: its application's secret and logout redirects are not thrown away.
+ * answers `exists`; a changed one `updated`. A confidential client's secret is made once and shown once, and made anew
+ * on `rotateSecret` (a leaked one). Registered again to change its redirect URIs, a client left without
+ * `confidential`, `name` or `postLogoutRedirectUris` keeps them: its application's secret and logout redirects are not
+ * thrown away.
  */
 export function mountInternalClientRoutes(router: Router, c: AuthContext, host: OidcProviderHost): void {
   router.put(
@@ -54,11 +71,19 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         throw err;
       });
       // (one whose secret no longer opens stays confidential, and gets a new secret below)
-      const confidential =
-        body.confidential ?? existing?.metadata.token_endpoint_auth_method === 'client_secret_post';
-      const secret = confidential
-        ? (existing?.metadata.client_secret ?? randomBytes(32).toString('base64url'))
-        : undefined;
+      const wasConfidential = existing?.metadata.token_endpoint_auth_method === 'client_secret_post';
+      const confidential = body.confidential ?? wasConfidential;
+      if (body.rotateSecret && !(wasConfidential && confidential)) {
+        const message = existing
+          ? 'a public client has no secret to rotate'
+          : 'no such client: register it confidential, which makes its secret';
+        throw new InvalidInput(`Invalid body: rotateSecret: ${message}`, {
+          details: { issues: [{ field: 'rotateSecret', message }] },
+        });
+      }
+      // a rotated secret is never kept: the old one opens nothing from the next request on (no grace period)
+      const kept = body.rotateSecret ? undefined : existing?.metadata.client_secret;
+      const secret = confidential ? (kept ?? randomBytes(32).toString('base64url')) : undefined;
       const saved = await host.clients.register(
         {
           clientId,
@@ -77,8 +102,8 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         postLogoutRedirectUris: saved.metadata.post_logout_redirect_uris ?? [],
         tokenEndpointAuthMethod: saved.metadata.token_endpoint_auth_method,
       };
-      // A secret is answered once: when it is made (a new client, a public one made confidential, or one whose secret
-      // no longer opens); a kept one never again.
+      // A secret is answered once: when it is made (a new client, a public one made confidential, a rotated one, or one
+      // whose secret no longer opens); a kept one never again.
       const made = secret && secret !== existing?.metadata.client_secret ? { clientSecret: secret } : {};
       if (!existing) {
         res.status(201).json({ result: 'created', ...view, ...made });
