@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { clearOfMinuteEnd, waitFor } from '@platform/testkit';
-import { clockAhead, type GatewayWorld, gauge, minuteNow, type Reply, startGatewayWorld } from './support';
+import {
+  clockAhead,
+  type GatewayWorld,
+  gauge,
+  minuteNow,
+  modelEntry,
+  type Reply,
+  startGatewayWorld,
+} from './support';
 
 /**
  * Governance and quota refusals as callers see them through the edge: each in the gateway envelope
@@ -9,7 +17,16 @@ import { clockAhead, type GatewayWorld, gauge, minuteNow, type Reply, startGatew
 describe('governance, header policy and quotas at the gateway', () => {
   let w: GatewayWorld;
   beforeAll(async () => {
-    w = await startGatewayWorld();
+    w = await startGatewayWorld({
+      models: [
+        modelEntry(
+          'mock/embeddings',
+          'embeddings',
+          { provider: 'mock', model: 'mock-embeddings' },
+          { input_per_million: 0.5, output_per_million: 0 },
+        ),
+      ],
+    });
   });
   afterAll(() => w?.stop());
 
@@ -170,6 +187,42 @@ describe('governance, header policy and quotas at the gateway', () => {
     expect(w.sim.requests().filter((r) => r.model === 'claude-sim').length).toBe(before);
     // the user's 3 requests a minute are all still there
     for (let i = 0; i < 3; i++) expect((await chat(as, 'sim/claude')).status).toBe(200);
+  });
+
+  it("a request the mock provider refuses takes none of the user's requests a minute", async () => {
+    const { owner } = await w.org('gov-mock-refusals', 'tight');
+    const as = { bearer: owner.token };
+    // every request below in one calendar minute: the user's 3 a minute, more than 3 refusals
+    await clearOfMinuteEnd(15_000);
+    // 17 prompts × n 128: more choices than the mock answers in one request
+    const many = Array.from({ length: 17 }, (_, i) => `prompt ${i}`);
+    for (const stream of [false, true]) {
+      const refused = await w.call('gateway', 'POST', '/v1/completions', as, {
+        model: 'mock/chat',
+        prompt: many,
+        n: 128,
+        stream,
+      });
+      expectEnvelope(refused, 400, 'INVALID_BODY');
+      expect(refused.body).toMatchObject({ provider: 'mock', model: 'mock/chat' });
+    }
+    // more dimensions than the mock computes
+    for (let i = 0; i < 2; i++) {
+      const refused = await w.call('gateway', 'POST', '/v1/embeddings', as, {
+        model: 'mock/embeddings',
+        input: 'hello',
+        dimensions: 4096,
+      });
+      expectEnvelope(refused, 400, 'INVALID_DIMENSIONS');
+    }
+    // the user's 3 requests a minute are all still there
+    for (let i = 0; i < 3; i++) {
+      const served = await w.call('gateway', 'POST', '/v1/completions', as, {
+        model: 'mock/chat',
+        prompt: 'x',
+      });
+      expect(served.status).toBe(200);
+    }
   });
 
   it('inference needs models:read: an org key without it is refused', async () => {

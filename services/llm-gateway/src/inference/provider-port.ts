@@ -103,6 +103,8 @@ export interface ProviderAdapterPort {
     call: ProviderCall,
   ): Promise<{ body: TextCompletion; usage: Usage | null }>;
   completionsStream?(body: TextCompletionRequest, call: ProviderCall): AsyncIterable<TextCompletionChunk>;
+  /** why `completions` would refuse this request without answering it, or null; absent when it takes every request */
+  completionsRefusal?(body: TextCompletionRequest, call: Pick<ProviderCall, 'model'>): string | null;
   embeddings(
     body: EmbeddingsRequest,
     call: ProviderCall,

@@ -330,6 +330,11 @@ export interface ProviderAdapter {
   ): Promise<{ body: TextCompletion; usage: Usage | null }>;
   /** text completion chunks; asks for usage and yields a final usage chunk as `chatStream` does */
   completionsStream?(body: TextCompletionRequest, call: ProviderCall): AsyncIterable<TextCompletionChunk>;
+  /**
+   * why `completions` and `completionsStream` would refuse this request without answering it (the mock's most
+   * choices), or null: asked of each deployment before admission; absent when the adapter takes every request
+   */
+  completionsRefusal?(body: TextCompletionRequest, call: Pick<ProviderCall, 'model'>): string | null;
   embeddings(
     body: EmbeddingsRequest,
     call: ProviderCall,

@@ -54,10 +54,29 @@ export interface OrgGatewaySettings {
       }>;
     } | null;
   };
-  /** the month's usage llm-quota has counted (a floor under the gateway's own month counters) */
+  /**
+   * the month's usage llm-quota has counted (a floor under the gateway's own month counters); NO_MONTH when its
+   * answer names no month the gateway can read
+   */
   month: { start: string; tokens: number; cost: number };
   /** the month llm-quota counted for each API key with a budget (absent from an llm-quota older than them) */
   api_key_months?: Record<string, { tokens: number; cost: number }>;
+}
+
+/** llm-quota's month when its answer names none the gateway can read: a start no month matches, no floor */
+const NO_MONTH: OrgGatewaySettings['month'] = Object.freeze({ start: '', tokens: 0, cost: 0 });
+
+/** a month llm-quota names: an ISO date that starts it, and counts */
+function readableMonth(month: unknown): month is OrgGatewaySettings['month'] {
+  if (typeof month !== 'object' || month === null) return false;
+  const { start, tokens, cost } = month as Record<string, unknown>;
+  return (
+    typeof start === 'string' &&
+    /^\d{4}-\d{2}-\d{2}/.test(start) &&
+    !Number.isNaN(Date.parse(start)) &&
+    Number.isFinite(tokens) &&
+    Number.isFinite(cost)
+  );
 }
 
 /** organizations whose settings one instance keeps when its configuration names no other bound */
@@ -156,6 +175,14 @@ export class OrgSettingsSource {
       signal: AbortSignal.timeout(5_000),
     });
     if (!res.ok) throw new Error(`llm-quota answered ${res.status}`);
-    return (await res.json()) as OrgGatewaySettings;
+    const settings = (await res.json()) as OrgGatewaySettings;
+    if (readableMonth(settings.month)) return settings;
+    // logged when an organization's month turns unreadable, not at every refresh after
+    if (this.cache.get(orgSlug)?.value.month !== NO_MONTH)
+      this.deps.logger.warn(
+        { orgSlug, month: settings.month },
+        "llm-quota's month is unreadable (its start no date, or its counts no numbers): its usage floors nothing",
+      );
+    return { ...settings, month: NO_MONTH };
   }
 }

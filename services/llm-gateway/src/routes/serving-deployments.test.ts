@@ -75,6 +75,13 @@ describe('the deployments a request may reach', () => {
         deployments: [on('sim', 'to-claude')],
       },
       { model_id: 'chat/claude', type: 'completion', ...priced, deployments: [on('claude', 'claude-only')] },
+      // text completions on the mock, which answers at most 2048 choices a request: drawn almost always
+      {
+        model_id: 'text/mostly-mock',
+        type: 'completion',
+        ...priced,
+        deployments: [on('mock', 'mostly-mock', 1_000_000), on('sim', 'text-sim')],
+      },
       {
         model_id: 'img/failing',
         type: 'image_generation',
@@ -246,6 +253,21 @@ describe('the deployments a request may reach', () => {
       message: expect.stringContaining('n must be 1'),
     });
     expect(received('claude-mostly') + received('claude-only')).toBe(0);
+  });
+
+  it('a text completion with more choices than the mock answers is never drawn to the mock', async () => {
+    const many = Array.from({ length: 17 }, (_, i) => `prompt ${i}`);
+    for (const stream of [false, true]) {
+      const { res, requestId } = await post('/v1/completions', {
+        model: 'text/mostly-mock',
+        prompt: many,
+        n: 128,
+        stream,
+      });
+      expect([stream, res.status]).toEqual([stream, 200]);
+      expect(await eventOf(requestId)).toMatchObject({ model: 'text/mostly-mock', provider: 'sim' });
+    }
+    expect(received('text-sim')).toBe(2);
   });
 
   describe("a failed request's usage event", () => {

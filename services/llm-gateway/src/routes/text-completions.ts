@@ -2,6 +2,7 @@ import { jsonBody, parseInput } from '@platform/kernel';
 import type { Router } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
 import { textChunksOf } from '../inference/answer-chunks';
+import { refusedForProvider } from '../inference/errors';
 import type { GatewayContext } from '../inference/gateway-context';
 import type { RequestTraits } from '../inference/governance';
 import type {
@@ -35,6 +36,12 @@ class TextCompletionsApi implements CompletionApi<TextBody, TextCompletionChunk>
   readonly chunkObject = 'text_completion';
   readonly idPrefix = 'cmpl-';
   readonly check = hasCompletions;
+
+  /** a deployment whose adapter will not answer this request (the mock's most choices) is never drawn */
+  checkBody(model: CatalogueModel, body: TextBody): void {
+    const refusal = model.adapter.completionsRefusal?.(body, { model: model.provider_config.model });
+    if (refusal) throw refusedForProvider(model.providerName, model.model_id, refusal);
+  }
 
   promptTokens(body: TextBody): number {
     return countTextPromptTokens(body);

@@ -10,6 +10,7 @@ import type {
   ProviderSpec,
   TextCompletion,
   TextCompletionChunk,
+  TextCompletionRequest,
   TranscriptionResult,
   TranscriptionUpload,
   Usage,
@@ -61,6 +62,15 @@ async function* streamed(pieces: Uint8Array[]): AsyncGenerator<Uint8Array> {
   yield* pieces;
 }
 
+/** why the mock will not answer a text completion (more choices than it answers), or null */
+function textRefusal(body: TextCompletionRequest): string | null {
+  const prompts = Array.isArray(body.prompt) && typeof body.prompt[0] !== 'number' ? body.prompt.length : 1;
+  const asked = prompts * (body.n ?? 1);
+  return asked > MOCK_MAX_CHOICES
+    ? `the mock answers at most ${MOCK_MAX_CHOICES} choices a request (prompts × n), here ${asked}`
+    : null;
+}
+
 /** The built-in `mock` provider: deterministic answers computed in process, no network. */
 export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): ProviderAdapter {
   const created = () => Math.floor(deps.clock.now().getTime() / 1000);
@@ -87,14 +97,8 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
   /** a text completion (decision 0115): its choices, usage and the head of its answer and chunks */
   function textAnswer(body: Parameters<NonNullable<ProviderAdapter['completions']>>[0], call: ProviderCall) {
     abortIfNeeded(call);
-    const prompts = Array.isArray(body.prompt) && typeof body.prompt[0] !== 'number' ? body.prompt.length : 1;
-    const asked = prompts * (body.n ?? 1);
-    if (asked > MOCK_MAX_CHOICES)
-      throw new RequestRefusedForProvider(
-        spec.name,
-        call.model,
-        `the mock answers at most ${MOCK_MAX_CHOICES} choices a request (prompts × n), here ${asked}`,
-      );
+    const refusal = textRefusal(body);
+    if (refusal) throw new RequestRefusedForProvider(spec.name, call.model, refusal);
     const { promptTokens, choices } = mockTextCompletion(body);
     const completion = choices.reduce((n, c) => n + c.completionTokens, 0);
     const head = {
@@ -185,6 +189,8 @@ export function createMockAdapter(spec: ProviderSpec, deps: { clock: Clock }): P
       };
       return { body: completion, usage };
     },
+
+    completionsRefusal: textRefusal,
 
     async *completionsStream(body, call) {
       const { choices, head, usage } = textAnswer(body, call);
