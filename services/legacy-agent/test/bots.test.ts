@@ -1,7 +1,7 @@
 import { waitFor } from '@platform/testkit';
 import type { NluModel } from '../src/domain/understanding';
 import { accountWithBot, dev, signup, trained, utterance } from './support/fixtures';
-import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
+import { domainOver, type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 import { ScriptedNlu } from './support/scripted-nlu';
 
 /** An engine whose storing of a trained model waits until released: a deletion can land while a model is stored. */
@@ -157,6 +157,44 @@ describe('legacy assistants', () => {
       .expect(200);
     await app.http.get('/v1/bots').set(dev(bot)).expect(401);
     expect(await app.store.collection('legacy_intents').count({ assistantId: bot.id })).toBe(0);
+  });
+
+  it('answers a change of an assistant deleted since its token was read as the deleted assistant’s token is answered', async () => {
+    const { account, bot } = await accountWithBot(app.http);
+    const { assistants } = domainOver(app);
+    // PATCH /v1/bots reads the assistant of its token, then changes it: the deletion lands in between
+    const read = await assistants.byDeveloperToken(bot.developerToken);
+    await app.http
+      .delete(`/v2/bots/${bot.id}`)
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .expect(200);
+    await expect(assistants.update(read, { name: 'Renamed' })).rejects.toMatchObject({
+      kind: 'unauthenticated',
+      message: 'Unknown developer token',
+    });
+    expect(await app.store.collection('legacy_assistants').count({ _id: bot.id })).toBe(0);
+  });
+
+  it('answers a change with the assistant as it now stands, with what a concurrent change set', async () => {
+    const { bot } = await accountWithBot(app.http);
+    const { assistants } = domainOver(app);
+    const read = await assistants.byDeveloperToken(bot.developerToken);
+    await app.http.patch('/v1/bots').set(dev(bot)).send({ description: 'trains and buses' }).expect(200);
+    const updated = await assistants.update(read, { name: 'Renamed' });
+    expect(assistants.view(updated)).toMatchObject({ name: 'Renamed', description: 'trains and buses' });
+  });
+
+  it('keeps no conversation of an assistant deleted while one of its messages is answered', async () => {
+    const { account, bot } = await accountWithBot(app.http);
+    const { assistants, dialogue } = domainOver(app);
+    // Messages reads the assistant of its client token, then answers: the deletion lands in between
+    const read = await assistants.byClientToken(bot.clientToken);
+    await app.http
+      .delete(`/v2/bots/${bot.id}`)
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .expect(200);
+    await dialogue.reply(read, { userId: 'late', platform: 'web', event: 'WELCOME' });
+    expect(await app.store.collection('legacy_conversations').count({ assistantId: bot.id })).toBe(0);
   });
 
   it('leaves no model behind when the assistant is deleted while its model is being stored', async () => {

@@ -487,6 +487,37 @@ describe('legacy intents and entities (spec 4.3)', () => {
       expect(again.body.error).toBe('EntityNameTaken');
     });
 
+    it('finds an entity tagged in another Unicode form of its name than the one it was created with', async () => {
+      const { bot } = await accountWithBot(app.http);
+      const entity = (name: string) => ({
+        name,
+        automaticallyExtensible: { en: false },
+        useSynonyms: { en: false },
+        data: { en: [{ value: 'Marienplatz' }] },
+      });
+      // forms NFC changes without a combining mark: kept as sent, taken by the other form (one name), tagged by either
+      const forms = [
+        { stored: '\u212B', tagged: 'A\u030A' }, // the Ångström sign, and A with a combining ring
+        { stored: '\u1100\u1161', tagged: '\uAC00' }, // Hangul in conjoining jamo, and the syllable
+        { stored: '\u095B\u0939\u0930', tagged: '\u091C\u093C\u0939\u0930' }, // Devanagari ज़ in one letter, and with a nukta
+      ];
+      for (const { stored, tagged } of forms) {
+        await app.http.post('/v1/entities').set(dev(bot)).send(entity(stored)).expect(200);
+        const taken = await app.http.post('/v1/entities').set(dev(bot)).send(entity(tagged)).expect(409);
+        expect(taken.body.error).toBe('EntityNameTaken');
+        const intent = await app.http
+          .post('/v1/intents')
+          .set(dev(bot))
+          .send({ utterances: { en: [utterance(`to [Marienplatz](${tagged}:to)`)] } })
+          .expect(200);
+        expect(intent.body.utterances.en[0].data[1]).toEqual({
+          text: 'Marienplatz',
+          entity: stored,
+          slot_name: 'to',
+        });
+      }
+    });
+
     /** A bot with Station, and intents: `go` and `stop` tag Station, `hi` tags nothing. */
     async function botWithStationUsers() {
       const bot = await botWithStation();

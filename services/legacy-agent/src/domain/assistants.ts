@@ -115,11 +115,17 @@ export class Assistants {
     return this.view({ ...doc, ...set });
   }
 
-  /** Applies a developer token's changes; answers the assistant as it now stands. */
+  /**
+   * Applies a developer token's changes; answers the assistant as it now stands (with what a concurrent change set).
+   * One deleted since its token was read is answered as its token now is: 401.
+   */
   async update(doc: AssistantDoc, changes: AssistantChanges): Promise<AssistantDoc> {
-    const set = { ...changes, updatedAt: this.ctx.clock.now() };
-    await this.ctx.cols.assistants.updateOne({ _id: doc._id }, { $set: set });
-    return { ...doc, ...set };
+    const updated = await this.ctx.cols.assistants.findOneAndUpdate(
+      { _id: doc._id },
+      { $set: { ...changes, updatedAt: this.ctx.clock.now() } },
+    );
+    if (!updated) throw new Unauthenticated('Unknown developer token');
+    return updated;
   }
 
   /** Whether some assistant lets pages of `origin` call it (answers CORS preflights, which carry no token). */

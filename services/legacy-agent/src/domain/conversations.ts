@@ -84,6 +84,9 @@ export class Conversations {
       },
       { upsert: true },
     );
+    // the assistant deleted meanwhile removed its conversations before this write: this one goes too
+    if (!(await this.ctx.cols.assistants.findOne({ _id: doc.assistantId })))
+      await this.ctx.cols.conversations.deleteOne({ _id: doc._id });
   }
 
   private idleMs(): number {

@@ -46,11 +46,13 @@ export class Intents {
     const { cols, clock, config } = this.ctx;
     const id = newId();
     const now = clock.now();
-    const doc = this.normalize(
-      { _id: id, assistantId: assistant._id, createdAt: now, updatedAt: now },
-      { name: `Intent ${id.slice(-12)}`, ...input },
+    const doc = await this.check(
+      assistant,
+      this.normalize(
+        { _id: id, assistantId: assistant._id, createdAt: now, updatedAt: now },
+        { name: `Intent ${id.slice(-12)}`, ...input },
+      ),
     );
-    await this.check(assistant, doc);
     await insertInPlace(
       this.ctx,
       assistant._id,
@@ -86,11 +88,10 @@ export class Intents {
           this.ctx.cols.intents,
           { _id: id, assistantId: assistant._id },
           async (current) => {
-            const merged = this.normalize(
-              { ...current, updatedAt: this.ctx.clock.now() },
-              { ...current, ...input },
+            const merged = await this.check(
+              assistant,
+              this.normalize({ ...current, updatedAt: this.ctx.clock.now() }, { ...current, ...input }),
             );
-            await this.check(assistant, merged);
             const { _id, ...fields } = merged;
             await size.count(storedBytes({ ...current, ...fields }) - storedBytes(current));
             return { $set: fields };
@@ -173,18 +174,29 @@ export class Intents {
     };
   }
 
-  /** Rules that need the assistant: its languages, and entities that exist. */
-  private async check(assistant: AssistantDoc, doc: IntentDoc): Promise<void> {
+  /**
+   * Rules that need the assistant: its languages, and entities that exist. Answers the intent with each tag naming
+   * its entity as stored: a tag in another Unicode form of the name (`A\u030A` for an entity named with the Ångström
+   * sign U+212B, a Hangul syllable for one in conjoining jamo, which NFC composes without a combining mark) names it.
+   */
+  private async check(assistant: AssistantDoc, doc: IntentDoc): Promise<IntentDoc> {
     const issues: Issue[] = INTENT_LANGUAGE_KEYED.flatMap((field) =>
       languageIssues(field, doc[field] as Record<string, unknown>, assistant.languages),
     );
-    const tagged = taggedEntities(doc);
-    if (tagged.size > 0) {
+    let checked = doc;
+    if (taggedEntities(doc).size > 0) {
       const entities = await this.ctx.cols.entities.find({ assistantId: assistant._id });
       const known = new Set(entities.map((e) => e.name));
-      issues.push(...unknownEntities(doc, new Set([...tagged].filter((name) => !known.has(name)))));
+      // one entity at most per form: names equal in NFC are equal in NFKC, the key that keeps them unique
+      const byForm = new Map(entities.map((e) => [e.name.normalize('NFC'), e.name]));
+      checked = withEntityNames(doc, (name) =>
+        known.has(name) ? name : (byForm.get(name.normalize('NFC')) ?? name),
+      );
+      const unknown = [...taggedEntities(checked)].filter((name) => !known.has(name));
+      issues.push(...unknownEntities(checked, new Set(unknown)));
     }
     throwIfIssues(issues);
+    return checked;
   }
 
   /**
@@ -242,6 +254,17 @@ function taggedEntities(doc: Pick<IntentDoc, 'utterances'>): Set<string> {
   for (const utterances of Object.values(doc.utterances))
     for (const u of utterances) for (const part of u.data) if (part.entity) tagged.add(part.entity);
   return tagged;
+}
+
+/** The intent with its utterances' tags named by `nameOf`. */
+function withEntityNames(doc: IntentDoc, nameOf: (tagged: string) => string): IntentDoc {
+  const utterances: IntentDoc['utterances'] = {};
+  for (const [lang, list] of Object.entries(doc.utterances))
+    utterances[lang] = list.map((u) => ({
+      ...u,
+      data: u.data.map((part) => (part.entity ? { ...part, entity: nameOf(part.entity) } : part)),
+    }));
+  return { ...doc, utterances, entityNames: entityNamesOf(utterances) };
 }
 
 /** An intent's `entityNames`: the names its utterances tag, in the order they first appear. */

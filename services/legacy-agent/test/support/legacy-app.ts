@@ -4,9 +4,10 @@ import { createEmbeddedStore, type Store } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import supertest from 'supertest';
 import { legacyAgentConfigSchema } from '../../src/config';
+import type { LegacyDomain } from '../../src/domain';
 import type { RetrainTimers } from '../../src/domain/timers';
 import type { NluEngine } from '../../src/domain/understanding';
-import { createLegacyAgentService, type LegacyAgentService } from '../../src/service';
+import { createLegacyAgentService, createLegacyDomain, type LegacyAgentService } from '../../src/service';
 
 export interface LegacyTestApp {
   http: ReturnType<typeof supertest>;
@@ -21,6 +22,30 @@ export interface LegacyTestApp {
 }
 
 export const TEST_SECRET = 'legacy-agent-test-secret-0123456789abcdef';
+
+const testConfig = (env: Record<string, string> = {}) =>
+  loadConfig(legacyAgentConfigSchema, {
+    PLATFORM_INTERNAL_SECRET: TEST_SECRET,
+    LOG_LEVEL: 'silent',
+    LEGACY_PASSWORD_SCRYPT_COST: '1024',
+    LEGACY_RETRAIN_DEBOUNCE_MS: '10',
+    LEGACY_RETRAIN_MAX_DELAY_MS: '200',
+    ...env,
+  });
+
+/**
+ * The use cases over an app's store, as another instance of the service holds them: a test calls them between steps
+ * the API takes together (an assistant read at authentication, then deleted before its message is answered).
+ */
+export function domainOver(app: LegacyTestApp): LegacyDomain {
+  return createLegacyDomain({
+    config: testConfig(),
+    logger: silentLogger(),
+    clock: app.clock,
+    store: app.store,
+    bus: createInProcessBus(),
+  });
+}
 
 /** The legacy-agent app over a real embedded store in a temp folder (or `dataDir`), not listening. */
 export async function startLegacyApp(
@@ -46,14 +71,7 @@ export async function startLegacyApp(
     options.store ??
     createEmbeddedStore({ dataDir: folder.dir, now: () => clock.now().getTime(), ttlSweepIntervalMs: 50 });
   const bus = createInProcessBus();
-  const config = loadConfig(legacyAgentConfigSchema, {
-    PLATFORM_INTERNAL_SECRET: TEST_SECRET,
-    LOG_LEVEL: 'silent',
-    LEGACY_PASSWORD_SCRYPT_COST: '1024',
-    LEGACY_RETRAIN_DEBOUNCE_MS: '10',
-    LEGACY_RETRAIN_MAX_DELAY_MS: '200',
-    ...options.env,
-  });
+  const config = testConfig(options.env);
   let service: LegacyAgentService;
   try {
     service = await createLegacyAgentService({
