@@ -328,6 +328,47 @@ describe('operator CLI (pnpm platform)', () => {
     expect(await redeemWith(rotated.clientSecret)).toBe('invalid_grant');
   });
 
+  it("oidc-client add without --redirect-uri keeps a client's redirect URIs (a secret rotated alone); a new client needs one", async () => {
+    const uris = ['https://app.example/cb', 'https://app.example/cb2'];
+    const add = ['oidc-client', 'add', 'cli-kept-uris-app'];
+    expect(
+      (await run(...add, '--redirect-uri', uris[0]!, '--redirect-uri', uris[1]!, '--confidential')).outcome,
+    ).toMatchObject({ result: 'created', data: { redirectUris: uris } });
+    // before: a usage error (exit 2), so a rotation in a hurry that named one URI dropped the other
+    const rotated = await run(...add, '--rotate-secret');
+    expect(rotated).toMatchObject({
+      code: 0,
+      outcome: {
+        result: 'updated',
+        data: {
+          redirectUris: uris,
+          tokenEndpointAuthMethod: 'client_secret_post',
+          clientSecret: expect.any(String),
+        },
+      },
+    });
+    expect((await run(...add)).outcome).toMatchObject({ result: 'exists', data: { redirectUris: uris } });
+    // the application still signs in at each of them, through the edge
+    for (const uri of uris) {
+      const query = new URLSearchParams({
+        client_id: 'cli-kept-uris-app',
+        redirect_uri: uri,
+        response_type: 'code',
+        scope: 'openid',
+      });
+      const started = await fetch(`${platform.baseUrl}/oidc/auth?${query}`, { redirect: 'manual' });
+      expect([uri, started.status]).toEqual([uri, 303]);
+    }
+
+    // a new client has none to keep: auth's 400 names the field (exit 1), nothing registered
+    const refused = await run('oidc-client', 'add', 'cli-no-uris-app', '--confidential');
+    expect(refused).toMatchObject({ code: 1, outcome: { result: 'failed' } });
+    expect(refused.err).toContain('redirectUris: ');
+    expect(
+      (await run('oidc-client', 'add', 'cli-no-uris-app', '--redirect-uri', uris[0]!)).outcome.result,
+    ).toBe('created');
+  });
+
   it('oidc-client add run again without --post-logout-redirect-uri keeps the logout redirects; --no-post-logout-redirect-uri clears them', async () => {
     const bye = 'https://app.example/signed-out';
     const add = ['oidc-client', 'add', 'cli-logout-app', '--redirect-uri', 'https://app.example/cb'];

@@ -410,7 +410,7 @@ describe('sso add', () => {
 });
 
 describe('oidc-client add', () => {
-  it('sends `confidential` only with --confidential or --public, `name` only with --name, and `postLogoutRedirectUris` only with --post-logout-redirect-uri or --no-post-logout-redirect-uri: left out, auth keeps them; `rotateSecret` only with --rotate-secret', async () => {
+  it('sends `confidential` only with --confidential or --public, `name` only with --name, and `postLogoutRedirectUris` only with --post-logout-redirect-uri or --no-post-logout-redirect-uri: left out, auth keeps them (`redirectUris` too, without --redirect-uri); `rotateSecret` only with --rotate-secret', async () => {
     const bodies: unknown[] = [];
     // a stand-in for auth's internal route
     const server = createServer((req, res) => {
@@ -455,6 +455,12 @@ describe('oidc-client add', () => {
         // before: an unknown option, and a leaked secret was replaced only by --public then --confidential
         { ...uris, rotateSecret: true },
       ]);
+      // without --redirect-uri, auth keeps the stored ones (a new client: its 400 names the field)
+      bodies.length = 0;
+      for (const options of [[], ['--rotate-secret'], ['--name', 'App']])
+        expect(await runCli(['oidc-client', 'add', 'app-1', ...options], env, io)).toBe(0);
+      // before: a usage error, so a rotation had to name every redirect URI again
+      expect(bodies).toEqual([{}, { rotateSecret: true }, { name: 'App' }]);
     } finally {
       server.close();
     }

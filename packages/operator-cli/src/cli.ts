@@ -43,16 +43,17 @@ Operator commands. Each is idempotent: running it again reports what exists inst
   keys list                                    the signing keys: kid, state, created/activated/retired/revoked
   keys revoke <kid>                            a leaked key: it verifies and signs nothing from now on (a new
                                                key signs at once if it was signing; sessions refresh)
-  oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]...
+  oidc-client add <clientId> [--redirect-uri URI]...
                   [--post-logout-redirect-uri URI... | --no-post-logout-redirect-uri]
                   [--name NAME] [--confidential | --public] [--rotate-secret]
                                                register an OpenID Connect client (public, PKCE, unless
-                                               --confidential: then its secret is shown once); run again,
-                                               it keeps its name, its secret and its logout redirect URIs
-                                               unless given (--public: the secret is dropped, and a new one
-                                               made once --confidential is given again; --rotate-secret: a
-                                               leaked secret is replaced, the new one shown once, the old
-                                               one refused at once; --no-post-logout-redirect-uri: none)
+                                               --confidential: then its secret is shown once; a new one
+                                               needs a --redirect-uri); run again, it keeps its redirect
+                                               URIs, name, secret and logout redirect URIs unless given
+                                               (--public: the secret is dropped, and a new one made once
+                                               --confidential is given again; --rotate-secret: a leaked
+                                               secret is replaced, the new one shown once, the old one
+                                               refused at once; --no-post-logout-redirect-uri: none)
   sso add <slug> --issuer URL --client-id ID [--client-secret S | --client-secret-file FILE | --no-client-secret]
           [--name NAME] [--org ORG | --no-org]
                                                name an external OpenID Connect identity provider
@@ -404,7 +405,7 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
     case 'oidc-client add': {
       need(
         1,
-        'oidc-client add <clientId> --redirect-uri URI [--redirect-uri URI]... [--post-logout-redirect-uri URI... | --no-post-logout-redirect-uri] [--name NAME] [--confidential | --public] [--rotate-secret]',
+        'oidc-client add <clientId> [--redirect-uri URI]... [--post-logout-redirect-uri URI... | --no-post-logout-redirect-uri] [--name NAME] [--confidential | --public] [--rotate-secret]',
       );
       const {
         'redirect-uri': redirectUris,
@@ -415,7 +416,6 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
         public: isPublic,
         'rotate-secret': rotateSecret,
       } = values;
-      if (!redirectUris?.length) throw new CliError('oidc-client add needs --redirect-uri', 2);
       if (confidential && isPublic) throw new CliError('Give --confidential or --public, not both', 2);
       if (rotateSecret && isPublic)
         throw new CliError('Give --rotate-secret or --public, not both (a public client has no secret)', 2);
@@ -424,7 +424,7 @@ export function dispatch(positionals: string[], values: Values, s: CliSettings):
       // left out, the stored name is kept: an empty one (an unset variable) is not taken for that
       if (name === '')
         throw new CliError('--name is empty (an unset variable?): give the name, or leave the option out', 2);
-      // left out, auth keeps what the client is
+      // left out, auth keeps what the client is (a new one without --redirect-uri: auth's 400 names the field)
       return addOidcClient(s, args[0]!, {
         name,
         redirectUris,

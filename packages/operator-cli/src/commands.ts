@@ -140,18 +140,19 @@ export async function revokeKey(s: CliSettings, kid: string): Promise<Outcome> {
 }
 
 /**
- * Registers an OpenID Connect client, or changes it. `confidential`, `name` and `postLogoutRedirectUris` left out are
- * kept as stored (a new client is public, without a name or logout redirect URIs): registered again to change its
- * redirect URIs, a confidential client keeps the secret its application holds, and any client its logout redirects.
- * `rotateSecret` replaces a leaked secret (the old one is refused at once). auth answers a secret once, when it makes
- * one; the note says which it was.
+ * Registers an OpenID Connect client, or changes it. `redirectUris`, `confidential`, `name` and
+ * `postLogoutRedirectUris` left out are kept as stored (a new client needs a redirect URI, and is public, without a
+ * name or logout redirect URIs): registered again to change its redirect URIs, a confidential client keeps the secret
+ * its application holds, and any client its logout redirects. `rotateSecret` replaces a leaked secret (the old one is
+ * refused at once), the redirect URIs kept unless given. auth answers a secret once, when it makes one; the note says
+ * which it was.
  */
 export async function addOidcClient(
   s: CliSettings,
   clientId: string,
   options: {
     name?: string;
-    redirectUris: string[];
+    redirectUris?: string[];
     postLogoutRedirectUris?: string[];
     confidential?: boolean;
     rotateSecret?: boolean;
@@ -159,7 +160,7 @@ export async function addOidcClient(
 ): Promise<Outcome> {
   const saved = await internal(s, 'auth', 'PUT', `/internal/oidc-clients/${encodeURIComponent(clientId)}`, {
     ...(options.name === undefined ? {} : { name: options.name }),
-    redirectUris: options.redirectUris,
+    ...(options.redirectUris === undefined ? {} : { redirectUris: options.redirectUris }),
     ...(options.postLogoutRedirectUris === undefined
       ? {}
       : { postLogoutRedirectUris: options.postLogoutRedirectUris }),

@@ -256,6 +256,75 @@ describe('OpenID Connect client secrets at rest', () => {
     expect(await stored('unknown-app')).toBeNull();
   });
 
+  it('registered again without `redirectUris`, a client keeps them (a secret rotated alone); a new one needs one, [] is a 400', async () => {
+    const OTHER = 'https://app.example/cb';
+    const put = (clientId: string, body: Record<string, unknown>) =>
+      h.http
+        .put(`/internal/oidc-clients/${clientId}`)
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send(body);
+    const created = await put('uris-app', { redirectUris: [APP_REDIRECT, OTHER], confidential: true });
+    expect(created.status).toBe(201);
+    const leaked = created.body.clientSecret as string;
+
+    // before: 400 `redirectUris: Required`, so rotating needed every URI again, and a forgotten one was dropped
+    const rotated = await put('uris-app', { rotateSecret: true });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toMatchObject({
+      result: 'updated',
+      redirectUris: [APP_REDIRECT, OTHER],
+      clientSecret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+    });
+    expect(rotated.body.clientSecret).not.toBe(leaked);
+    const person = await signUp(h);
+    expect(
+      (await (await authorizeApp(h, person, 'uris-app', 'openid')).redeem(rotated.body.clientSecret)).status,
+    ).toBe(200);
+    expect((await put('uris-app', {})).body).toMatchObject({
+      result: 'exists',
+      redirectUris: [APP_REDIRECT, OTHER],
+    });
+    expect((await put('uris-app', { name: 'Uris' })).body).toMatchObject({
+      result: 'updated',
+      redirectUris: [APP_REDIRECT, OTHER],
+    });
+
+    // one whose secret no longer opens (a start over), mended as auth's log says, `--confidential` alone: a new secret
+    const doc = (await stored('uris-app'))!;
+    const lost = new AtRestCipher('the-secret-that-was-lost-0123456789', 'platform-auth-oidc-client-secrets');
+    await store
+      .collection<OidcClientDoc>('oidc_clients')
+      .updateOne(
+        { _id: 'uris-app' },
+        { $set: { metadata: { ...doc.metadata, client_secret: lost.seal('old') } } },
+      );
+    const mended = await put('uris-app', { confidential: true });
+    expect(mended.body).toMatchObject({
+      result: 'updated',
+      redirectUris: [APP_REDIRECT, OTHER],
+      clientSecret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+    });
+
+    // a new client has none to keep; [] leaves a client nobody can sign in to: a 400 naming the field, nothing changed
+    const before = await stored('uris-app');
+    for (const [clientId, body] of [
+      ['uris-new-app', {}],
+      ['uris-new-app', { confidential: true, name: 'New' }],
+      ['uris-new-app', { redirectUris: [] }],
+      ['uris-app', { redirectUris: [] }],
+    ] as const) {
+      const res = await put(clientId, body);
+      expect([clientId, body, res.status]).toEqual([clientId, body, 400]);
+      expect(res.body).toMatchObject({
+        code: 'INVALID_BODY',
+        message: expect.stringContaining('redirectUris: '),
+        details: { issues: [expect.objectContaining({ field: 'redirectUris' })] },
+      });
+    }
+    expect(await stored('uris-new-app')).toBeNull();
+    expect(await stored('uris-app')).toEqual(before);
+  });
+
   it('a redirect URI with user information, a fragment or a * in its host is a 400 naming the field, nothing stored', async () => {
     const put = (clientId: string, body: Record<string, unknown>) =>
       h.http

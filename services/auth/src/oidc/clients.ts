@@ -44,7 +44,7 @@ export interface ClientRegistration {
 export class UnreadableClientSecret extends Error {
   constructor(readonly client: OidcClientDoc) {
     super(
-      `the secret of OIDC client ${client._id} was sealed under another SIGNING_KEYS_ENCRYPTION_KEY: it cannot be opened (register it again: pnpm platform oidc-client add ${client._id} --redirect-uri URI --confidential)`,
+      `the secret of OIDC client ${client._id} was sealed under another SIGNING_KEYS_ENCRYPTION_KEY: it cannot be opened (register it again: pnpm platform oidc-client add ${client._id} --confidential)`,
     );
     this.name = 'UnreadableClientSecret';
   }

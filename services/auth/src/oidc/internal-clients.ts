@@ -31,7 +31,12 @@ export const OidcClientBody = z
   .strictObject({
     /** left out: the stored one is kept; null: none */
     name: z.string().trim().min(1).max(100).nullable().optional(),
-    redirectUris: z.array(RedirectUri).min(1).max(20),
+    /** left out: the stored ones are kept (a new client needs at least one) */
+    redirectUris: z
+      .array(RedirectUri)
+      .min(1, 'at least one: a client without a redirect URI cannot sign anyone in')
+      .max(20)
+      .optional(),
     /** left out: the stored ones are kept (a new client has none); []: none */
     postLogoutRedirectUris: z.array(RedirectUri).max(20).optional(),
     /** left out: as stored (a new client is public); false drops a stored secret */
@@ -44,9 +49,9 @@ export const OidcClientBody = z
 /**
  * Operators register relying parties (`pnpm platform oidc-client add`). Idempotent: the same call again
  * answers `exists`; a changed one `updated`. A confidential client's secret is made once and shown once, and made anew
- * on `rotateSecret` (a leaked one). Registered again to change its redirect URIs, a client left without
- * `confidential`, `name` or `postLogoutRedirectUris` keeps them: its application's secret and logout redirects are not
- * thrown away.
+ * on `rotateSecret` (a leaked one). Registered again, a client left without `redirectUris`, `confidential`, `name` or
+ * `postLogoutRedirectUris` keeps them: its application's redirects and secret are not thrown away (a rotation need not
+ * name every redirect URI again).
  */
 export function mountInternalClientRoutes(router: Router, c: AuthContext, host: OidcProviderHost): void {
   router.put(
@@ -81,6 +86,13 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
           details: { issues: [{ field: 'rotateSecret', message }] },
         });
       }
+      const redirectUris = body.redirectUris ?? existing?.metadata.redirect_uris;
+      if (!redirectUris) {
+        const message = 'required: a new client needs at least one (none is stored to keep)';
+        throw new InvalidInput(`Invalid body: redirectUris: ${message}`, {
+          details: { issues: [{ field: 'redirectUris', message }] },
+        });
+      }
       // a rotated secret is never kept: the old one opens nothing from the next request on (no grace period)
       const kept = body.rotateSecret ? undefined : existing?.metadata.client_secret;
       const secret = confidential ? (kept ?? randomBytes(32).toString('base64url')) : undefined;
@@ -88,7 +100,7 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         {
           clientId,
           name: body.name === undefined ? existing?.metadata.client_name : (body.name ?? undefined),
-          redirectUris: body.redirectUris,
+          redirectUris,
           postLogoutRedirectUris: body.postLogoutRedirectUris ?? existing?.metadata.post_logout_redirect_uris,
           clientSecret: secret,
           firstParty: existing?.firstParty ?? false,
