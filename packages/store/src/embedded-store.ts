@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { accessSync, chmodSync, constants, existsSync, mkdirSync } from 'node:fs';
-import { appendFile, open, truncate } from 'node:fs/promises';
+import { appendFile, open, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import Datastore from '@seald-io/nedb';
 import { checkBucketName, fileBlobs, memoryBlobs } from './blobs';
@@ -42,7 +42,10 @@ export interface EmbeddedStoreOptions {
    * next start.
    */
   ttlSweepIntervalMs?: number;
-  /** the time TTL indexes are applied at (ms since the epoch); tests with a manual clock pass theirs */
+  /**
+   * the time TTL indexes are applied at, and the wait after a failed reload is counted by (ms since the epoch); tests
+   * with a manual clock pass theirs
+   */
   now?: () => number;
   /**
    * Told of a failure of the store's own background work (a compaction, an index build) that no
@@ -185,6 +188,19 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
    * so no unacknowledged write is ever read and nothing read is lost at the next start.
    */
   private broken: unknown = null;
+  /**
+   * Reloads of the broken collection that failed so far. An operation that waited for the write lock while one failed
+   * is answered by that failure: a reload reads and rewrites the whole file, and a crowd arriving while the disk is
+   * full made one each, in turn (twenty requests on a 10 MB collection held it, and the process, for seconds).
+   */
+  private failedRecoveries = 0;
+  /**
+   * A reload that failed although the file took an append (a full disk) is not tried again before `reloadAt` (ms, by
+   * `now`): it reads and rewrites the whole file, 0.6 s of work for 10 MB, which operations arriving one after another
+   * repeated without a pause. The wait doubles from 1 s to 30 s and starts again once a reload succeeds.
+   */
+  private reloadAt = 0;
+  private reloadWait = 0;
   private compaction: NodeJS.Timeout | undefined;
   /** TTL indexes: field -> expireAfterSeconds, and the timer that applies them */
   private readonly ttl = new Map<string, number>();
@@ -218,10 +234,15 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     ).persistence;
     const persist = persistence.persistNewStateAsync.bind(persistence);
     persistence.persistNewStateAsync = async (docs) => {
+      // Several documents go in one append (a batch, an updateMany): one cut short (a disk filled partway) left its
+      // first lines whole, and the refused write was read back at the reload or the next start. It is cut off again.
+      const before =
+        filename && docs.length > 1 ? (await stat(filename).catch(() => undefined))?.size : undefined;
       try {
         await persist(docs);
       } catch (err) {
         this.broken = err;
+        if (before !== undefined) await truncate(filename!, before).catch(() => undefined);
         throw err;
       }
     };
@@ -229,9 +250,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     // broken, as a failed write does: each operation is Unavailable until the file loads, then it serves without a restart.
     this.loaded = (filename ? dropTornTail(filename) : Promise.resolve())
       .then(() => this.ds.loadDatabaseAsync())
-      .catch((err) => {
+      .catch(async (err) => {
         if (!isFileSystemError(err)) throw err;
         this.broken = err;
+        await this.dropFailedRewrite();
       });
     // awaited by every operation, which reports a failed load to its caller; never unhandled
     this.loaded.catch(() => undefined);
@@ -250,9 +272,22 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       .run(async () => {
         await this.loaded;
         if (this.broken) return;
-        await this.ds.compactDatafileAsync();
+        await this.ds.compactDatafileAsync().catch(async (err) => {
+          await this.dropFailedRewrite();
+          throw err;
+        });
       })
       .catch(this.onBackgroundError);
+  }
+
+  /**
+   * Removes the copy a failed rewrite (a load, a compaction) left: on a full disk it is a partial copy that holds
+   * every byte the disk had free, so that appends to every collection failed, where they had room before. Only
+   * beside the file itself: without it, NeDB loads the copy (a rewrite cut between its write and its rename).
+   */
+  private async dropFailedRewrite(): Promise<void> {
+    if (!this.filename || !existsSync(this.filename)) return;
+    await rm(`${this.filename}~`, { force: true }).catch(() => undefined);
   }
 
   ensureIndexes(indexes: IndexSpec[]): void {
@@ -321,9 +356,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   private write<R>(task: () => Promise<R>): Promise<R> {
+    const failed = this.failedRecoveries;
     return this.writes.run(async () => {
       await this.loaded;
-      await this.recover();
+      await this.recover(failed);
       try {
         return await task();
       } catch (err) {
@@ -338,23 +374,38 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   /** Before a read: a collection whose last write failed is reloaded first (or the read fails too). */
   private async readable(): Promise<void> {
+    const failed = this.failedRecoveries;
     await this.loaded;
-    if (this.broken) await this.writes.run(() => this.recover());
+    if (this.broken) await this.writes.run(() => this.recover(failed));
   }
 
-  /** Under the write lock: reload a broken collection from its file; Unavailable while that fails. */
-  private async recover(): Promise<void> {
+  /**
+   * Under the write lock: reload a broken collection from its file; Unavailable while that fails. `failed` is the count
+   * of failed reloads when the caller arrived: one that failed since answers it without another.
+   */
+  private async recover(failed: number): Promise<void> {
     if (!this.broken) return;
+    if (this.failedRecoveries !== failed) throw storeUnavailable(this.name, this.broken);
+    let reloading = false;
     try {
       // NeDB's loader hangs on some read errors: only reload a file that takes an append again
       if (this.filename) {
         await appendFile(this.filename, '', { mode: 0o600 });
         await dropTornTail(this.filename);
       }
+      if (this.now() < this.reloadAt) throw this.broken;
+      reloading = true;
       await this.ds.loadDatabaseAsync();
       this.broken = null;
+      this.reloadWait = 0;
     } catch (err) {
       this.broken = err;
+      this.failedRecoveries++;
+      if (reloading) {
+        this.reloadWait = Math.min(this.reloadWait * 2 || 1_000, 30_000);
+        this.reloadAt = this.now() + this.reloadWait;
+        await this.dropFailedRewrite();
+      }
       throw storeUnavailable(this.name, err);
     }
   }

@@ -42,6 +42,32 @@ describe('embedded store durability', () => {
     }
   });
 
+  it('keeps none of a refused batch whose append was cut short (a disk filled partway through)', async () => {
+    const data = tempDir('store-cut-batch-');
+    // a file size limit of 1 MB cuts the 2 MB batch's append after some whole lines, as a full disk does
+    const fixture = path.join(__dirname, 'fixtures/batch-past-file-limit.ts');
+    const child = spawn(
+      'sh',
+      ['-c', 'ulimit -f 2048 && exec "$0" --import tsx "$1" "$2"', process.execPath, fixture, data.dir],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(out).toBe('acked\nbatch unavailable\n');
+
+    const store = createEmbeddedStore({ dataDir: data.dir });
+    try {
+      const docs = store.collection<{ _id: string }>('docs');
+      expect((await docs.find({})).map((d) => d._id)).toEqual(['acked']);
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+
   it('loads a collection whose last line a crash cut short, dropping only that unacknowledged write', async () => {
     // a write of more than one system call (a large document) or a power cut can leave half a line at the end
     const data = tempDir('store-torn-');

@@ -1,7 +1,8 @@
-import { mkdirSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '@platform/kernel';
-import { tempDir } from '@platform/testkit';
+import { tempDir, waitFor } from '@platform/testkit';
+import Datastore from '@seald-io/nedb';
 import { createEmbeddedStore, DataFolderError, DuplicateKeyError } from '../src';
 
 /** The disk under a collection fails (here: its file turned into a folder, which even root cannot append to). */
@@ -82,6 +83,121 @@ describe('embedded store opened while a file cannot be read (a restart on a full
       ]);
     } finally {
       await reopened.close();
+      data.remove();
+    }
+  });
+});
+
+describe('embedded store whose file takes an append but cannot be rewritten (a reload on a full disk)', () => {
+  it('reloads it once for all the operations that arrive meanwhile, not once each', async () => {
+    const data = tempDir('store-unrewritable-');
+    let store = createEmbeddedStore({ dataDir: data.dir });
+    await store.collection<{ _id: string }>('docs').insertOne({ _id: 'kept' });
+    await store.close();
+    // a load rewrites the whole file through `docs.db~`: a folder there fails it as a full disk does
+    const partial = path.join(data.dir, 'docs.db~');
+    mkdirSync(partial);
+    const loads = jest.spyOn(Datastore.prototype, 'loadDatabaseAsync');
+    const clock = { ms: 0 };
+    store = createEmbeddedStore({ dataDir: data.dir, now: () => clock.ms });
+    try {
+      const docs = store.collection<{ _id: string }>('docs');
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 ? docs.find({}) : docs.insertOne({ _id: `new-${i}` })).catch((e: unknown) => e),
+        ),
+      );
+      for (const answer of answers) expect(answer).toMatchObject({ kind: 'unavailable' });
+      // the load at the start, and one reload for the twenty operations
+      expect(loads).toHaveBeenCalledTimes(2);
+
+      rmdirSync(partial);
+      clock.ms += 1_000; // the wait after a failed reload
+      expect(await docs.find({})).toEqual([{ _id: 'kept' }]);
+    } finally {
+      loads.mockRestore();
+      await store.close();
+      data.remove();
+    }
+  });
+  it('tries a reload that failed again after a second, then after twice as long, not at each operation', async () => {
+    const data = tempDir('store-unrewritable-wait-');
+    const clock = { ms: 0 };
+    const store = createEmbeddedStore({ dataDir: data.dir, now: () => clock.ms });
+    const loads = jest.spyOn(Datastore.prototype, 'loadDatabaseAsync');
+    try {
+      const docs = store.collection<{ _id: string }>('docs');
+      await docs.insertOne({ _id: 'kept' });
+      const repair = breakFile(data.dir, 'docs');
+      await expect(docs.insertOne({ _id: 'lost' })).rejects.toMatchObject({ kind: 'unavailable' });
+      repair();
+      const partial = path.join(data.dir, 'docs.db~');
+      mkdirSync(partial);
+      const reloadsAfter = async (ms: number) => {
+        clock.ms += ms;
+        const before = loads.mock.calls.length;
+        await expect(docs.find({})).rejects.toMatchObject({ kind: 'unavailable' });
+        return loads.mock.calls.length - before;
+      };
+      expect(await reloadsAfter(0)).toBe(1);
+      expect(await reloadsAfter(999)).toBe(0);
+      expect(await reloadsAfter(1)).toBe(1);
+      expect(await reloadsAfter(1_999)).toBe(0);
+      expect(await reloadsAfter(1)).toBe(1);
+
+      rmdirSync(partial);
+      clock.ms += 4_000;
+      expect(await docs.find({})).toEqual([{ _id: 'kept' }]);
+    } finally {
+      loads.mockRestore();
+      await store.close();
+      data.remove();
+    }
+  });
+});
+
+describe('embedded store whose rewrite of a file fails for want of space', () => {
+  it('leaves no partial copy behind, which would fill the disk that appends still had room on', async () => {
+    const data = tempDir('store-rewrite-full-');
+    const clock = { ms: 0 };
+    const store = createEmbeddedStore({ dataDir: data.dir, now: () => clock.ms });
+    try {
+      const docs = store.collection<{ _id: string }>('docs');
+      await docs.insertOne({ _id: 'kept' });
+      const repair = breakFile(data.dir, 'docs');
+      await expect(docs.insertOne({ _id: 'lost' })).rejects.toMatchObject({ kind: 'unavailable' });
+      repair();
+      // the reload rewrites the file through `docs.db~`; writes to /dev/full fail with ENOSPC as on a full disk
+      const partial = path.join(data.dir, 'docs.db~');
+      symlinkSync('/dev/full', partial);
+      await expect(docs.find({})).rejects.toMatchObject({ kind: 'unavailable' });
+      expect(existsSync(partial)).toBe(false);
+      clock.ms += 1_000;
+      expect(await docs.find({})).toEqual([{ _id: 'kept' }]);
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+
+  it('when the rewrite is a compaction too', async () => {
+    const data = tempDir('store-compaction-full-');
+    const partial = path.join(data.dir, 'docs.db~');
+    // what is left of the copy when the failure is told (the next compaction makes its own)
+    const failures: { err: unknown; partialLeft: boolean }[] = [];
+    const store = createEmbeddedStore({
+      dataDir: data.dir,
+      compactionIntervalMs: 20,
+      onBackgroundError: (err) => failures.push({ err, partialLeft: existsSync(partial) }),
+    });
+    try {
+      const docs = store.collection<{ _id: string }>('docs');
+      await docs.insertOne({ _id: 'kept' });
+      symlinkSync('/dev/full', partial);
+      await waitFor(() => failures.length > 0, { what: 'a failed compaction' });
+      expect(failures[0]).toMatchObject({ err: { code: 'ENOSPC' }, partialLeft: false });
+    } finally {
+      await store.close();
       data.remove();
     }
   });
