@@ -95,8 +95,11 @@ export interface ProviderAdapterPort {
   readonly maxEmbeddingDimensions?: number;
   chat(body: ChatRequest, call: ProviderCall): Promise<{ body: ChatCompletion; usage: Usage | null }>;
   chatStream(body: ChatRequest, call: ProviderCall): AsyncIterable<ChatChunk>;
-  /** why `chat` would refuse this request without sending it, or null; absent when the adapter sends every request */
-  chatRefusal?(body: ChatRequest, call: Pick<ProviderCall, 'model' | 'reasons'>): string | null;
+  /**
+   * why `chat` would refuse this request without sending it, or null, the same for every deployment whose adapter
+   * shares this function and whose model reasons alike; absent when the adapter sends every request
+   */
+  chatRefusal?(body: ChatRequest, call: Pick<ProviderCall, 'reasons'>): string | null;
   /** legacy text completions (OpenAI `completions`); absent when the provider type has none (Anthropic) */
   completions?(
     body: TextCompletionRequest,

@@ -320,9 +320,10 @@ export interface ProviderAdapter {
   chatStream(body: ChatCompletionRequest, call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
   /**
    * why `chat` and `chatStream` would refuse this request without sending it (Anthropic's translation cannot carry
-   * `n: 2`), or null: asked of each deployment before admission; absent when the adapter sends every request
+   * `n: 2`), or null: asked before admission, once a request for every deployment whose adapter shares this
+   * function and whose model reasons alike; absent when the adapter sends every request
    */
-  chatRefusal?(body: ChatCompletionRequest, call: Pick<ProviderCall, 'model' | 'reasons'>): string | null;
+  chatRefusal?(body: ChatCompletionRequest, call: Pick<ProviderCall, 'reasons'>): string | null;
   /** legacy text completions (OpenAI `completions`); absent when the provider type has none (Anthropic) */
   completions?(
     body: TextCompletionRequest,

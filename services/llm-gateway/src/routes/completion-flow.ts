@@ -104,10 +104,11 @@ export interface CompletionApi<B extends CompletionBody, K extends FlowChunk> {
   /** whether a deployment can serve the API (the provider has its endpoint); absent: every deployment can */
   readonly check: DeploymentCheck | undefined;
   /**
-   * whether a deployment can send this very request (Anthropic's translation cannot carry `n: 2`): throws why not,
-   * before admission, as `check` does; absent: every request the deployment can serve
+   * whether a deployment can send this very request (Anthropic's translation cannot carry `n: 2`): the check, for
+   * this request, that throws why not before admission as `check` does; absent: every request the deployment can
+   * serve
    */
-  checkBody?(model: CatalogueModel, body: B): void;
+  bodyCheck?(body: B): DeploymentCheck;
   promptTokens(body: B): number;
   /** how many choices the answer holds (`n`, per prompt): a stream is finished once each has its finish */
   choices(body: B): number;
@@ -157,9 +158,10 @@ export async function serveCompletion<B extends CompletionBody, K extends FlowCh
   wire: CompletionWire<K>,
 ): Promise<void> {
   const promptTokens = api.promptTokens(body);
+  const bodyCheck = api.bodyCheck?.(body);
   const check: DeploymentCheck = (model) => {
     api.check?.(model);
-    api.checkBody?.(model, body);
+    bodyCheck?.(model);
   };
   const prepared = await prepareInference(
     ctx,
@@ -462,11 +464,21 @@ class ChatCompletionsApi implements CompletionApi<ChatRequest, ChatChunk> {
     return countChatPromptTokens(body);
   }
 
-  checkBody(model: CatalogueModel, body: ChatRequest): void {
+  bodyCheck(body: ChatRequest): DeploymentCheck {
     const sent = providerBody(body, body.stream === true);
-    const reasons = model.capabilities?.reasoning !== false;
-    const refusal = model.adapter.chatRefusal?.(sent, { model: model.provider_config.model, reasons });
-    if (refusal) throw refusedForProvider(model.providerName, model.model_id, refusal);
+    // asked once per adapter's refusal and reasoning, not per deployment: a translation reads the whole body
+    const asked: Array<{ ask: unknown; reasons: boolean; refusal: string | null }> = [];
+    return (model) => {
+      const ask = model.adapter.chatRefusal;
+      if (!ask) return;
+      const reasons = model.capabilities?.reasoning !== false;
+      let seen = asked.find((a) => a.ask === ask && a.reasons === reasons);
+      if (!seen) {
+        seen = { ask, reasons, refusal: ask.call(model.adapter, sent, { reasons }) };
+        asked.push(seen);
+      }
+      if (seen.refusal) throw refusedForProvider(model.providerName, model.model_id, seen.refusal);
+    };
   }
 
   choices(body: ChatRequest): number {

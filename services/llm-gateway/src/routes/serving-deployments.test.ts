@@ -5,6 +5,13 @@ import { type ProviderSimulator, startProviderSimulator, waitFor } from '@platfo
 import request from 'supertest';
 import { fakeQuota, orgSettings, ownerHeaders, startGatewayService } from '../../test/gateway-instance';
 import { catalogueCollections, type ModelDoc } from '../catalogue/catalogue-store';
+import { toAnthropicRequest } from '../providers/anthropic/anthropic-translate';
+
+// Anthropic's translation, counted: a request's body is translated before admission as well as when it is sent
+jest.mock('../providers/anthropic/anthropic-translate', () => {
+  const actual = jest.requireActual('../providers/anthropic/anthropic-translate');
+  return { ...actual, toAnthropicRequest: jest.fn(actual.toAnthropicRequest) };
+});
 
 /**
  * Which deployments a request may reach, through the gateway's routes against a provider simulator: a deployment
@@ -26,6 +33,7 @@ describe('the deployments a request may reach', () => {
       { name: 'sim', type: 'openai', baseUrl: '', apiKey: 'sk-sim' },
       { name: 'sim-b', type: 'openai', baseUrl: '', apiKey: 'sk-sim-b' },
       { name: 'claude', type: 'anthropic', baseUrl: '', apiKey: 'sk-ant' },
+      { name: 'claude-b', type: 'anthropic', baseUrl: '', apiKey: 'sk-ant-b' },
       { name: 'mock', type: 'mock' },
     ],
     models: [
@@ -75,6 +83,14 @@ describe('the deployments a request may reach', () => {
         deployments: [on('sim', 'to-claude')],
       },
       { model_id: 'chat/claude', type: 'completion', ...priced, deployments: [on('claude', 'claude-only')] },
+      // Anthropic on two providers, failing over to Anthropic
+      {
+        model_id: 'chat/claudes',
+        type: 'completion',
+        ...priced,
+        failover: 'chat/claude',
+        deployments: [on('claude', 'claudes-a'), on('claude-b', 'claudes-b')],
+      },
       // text completions on the mock, which answers at most 2048 choices a request: drawn almost always
       {
         model_id: 'text/mostly-mock',
@@ -268,6 +284,27 @@ describe('the deployments a request may reach', () => {
       expect(await eventOf(requestId)).toMatchObject({ model: 'text/mostly-mock', provider: 'sim' });
     }
     expect(received('text-sim')).toBe(2);
+  });
+
+  it('a body is translated for Anthropic once before admission, not once per deployment of the model and its failover', async () => {
+    const translated = toAnthropicRequest as jest.Mock;
+    // a big multimodal prompt: each translation reads all of it
+    const image = `data:image/png;base64,${'A'.repeat(100_000)}`;
+    const content = [
+      { type: 'text', text: 'what is this?' },
+      { type: 'image_url', image_url: { url: image } },
+    ];
+    for (const stream of [false, true]) {
+      translated.mockClear();
+      const { res } = await post('/v1/chat/completions', {
+        model: 'chat/claudes',
+        stream,
+        messages: [{ role: 'user', content }],
+      });
+      expect(res.status).toBe(200);
+      // the check before admission, then the call
+      expect(translated).toHaveBeenCalledTimes(2);
+    }
   });
 
   describe("a failed request's usage event", () => {

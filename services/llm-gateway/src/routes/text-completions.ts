@@ -5,6 +5,7 @@ import { textChunksOf } from '../inference/answer-chunks';
 import { refusedForProvider } from '../inference/errors';
 import type { GatewayContext } from '../inference/gateway-context';
 import type { RequestTraits } from '../inference/governance';
+import type { DeploymentCheck } from '../inference/provider-calls';
 import type {
   ProviderCall,
   TextCompletion,
@@ -38,9 +39,11 @@ class TextCompletionsApi implements CompletionApi<TextBody, TextCompletionChunk>
   readonly check = hasCompletions;
 
   /** a deployment whose adapter will not answer this request (the mock's most choices) is never drawn */
-  checkBody(model: CatalogueModel, body: TextBody): void {
-    const refusal = model.adapter.completionsRefusal?.(body, { model: model.provider_config.model });
-    if (refusal) throw refusedForProvider(model.providerName, model.model_id, refusal);
+  bodyCheck(body: TextBody): DeploymentCheck {
+    return (model) => {
+      const refusal = model.adapter.completionsRefusal?.(body, { model: model.provider_config.model });
+      if (refusal) throw refusedForProvider(model.providerName, model.model_id, refusal);
+    };
   }
 
   promptTokens(body: TextBody): number {

@@ -28,6 +28,20 @@ const readAnthropicError: ErrorTypeReader = (body) => {
 };
 
 /**
+ * Why the translation refuses a chat request, or null: the same on every Anthropic deployment whose model reasons
+ * alike (the deployment's model only names the translated body, not kept here).
+ */
+function chatRefusal(body: ChatCompletionRequest, call: Pick<ProviderCall, 'reasons'>): string | null {
+  try {
+    toAnthropicRequest(body, '', body.stream === true, call.reasons !== false);
+    return null;
+  } catch (err) {
+    if (!(err instanceof UntranslatableRequest)) throw err;
+    return err.message;
+  }
+}
+
+/**
  * Anthropic's Messages API behind the OpenAI chat shape. The base URL is the Anthropic SDK's
  * (`https://api.anthropic.com`, the adapter adds `/v1/messages`); one that already ends in `/v1` is
  * taken as is. Extra headers (e.g. `anthropic-beta`) come from the provider entry.
@@ -84,15 +98,7 @@ export function createAnthropicAdapter(
       return anthropicChunks(http, call, request, created(), answersInJson(body));
     },
 
-    chatRefusal(body, call) {
-      try {
-        toAnthropicRequest(body, call.model, body.stream === true, call.reasons !== false);
-        return null;
-      } catch (err) {
-        if (!(err instanceof UntranslatableRequest)) throw err;
-        return err.message;
-      }
-    },
+    chatRefusal,
 
     async embeddings(_body, call) {
       throw new ProviderUnsupportedError(spec.name, call.model, 'embeddings');
