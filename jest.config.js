@@ -16,6 +16,8 @@ const base = {
   transform: { '^.+\\.ts$': swc, '^.+\\.m?js$': swc },
   transformIgnorePatterns: [`/node_modules/(?!(\\.pnpm/[^/]+/node_modules/)?(${esmOnly.join('|')})/)`],
   moduleFileExtensions: ['ts', 'js', 'json'],
+  // stops a platform whose test's start timed out, which would keep jest from exiting
+  setupFilesAfterEnv: ['<rootDir>/test/support/stop-live-platforms.ts'],
 };
 
 /** @type {import('jest').Config} */

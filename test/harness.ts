@@ -5,6 +5,7 @@ import { type Env, type RunningPlatform, startPlatform } from '@platform/standal
 import { freePort, tempDir } from '@platform/testkit';
 import { startMailCatcher } from '../services/auth/test/mail-catcher';
 import { createEdgeService, edgeConfigSchema } from '../services/edge/src';
+import { tracked, untracked } from './support/live-platforms';
 
 export interface TestPlatform extends RunningPlatform {
   dataDir: string;
@@ -14,9 +15,14 @@ export interface TestPlatform extends RunningPlatform {
  * The whole platform as a user reaches it: every service behind a real edge on a loopback port,
  * a fresh embedded data folder, and NATS when `natsUrl` is given (else the in-process bus).
  */
-export async function startTestPlatform(
-  options: { env?: Env; clock?: Clock; natsUrl?: string; dataDir?: string; port?: number } = {},
-): Promise<TestPlatform> {
+type PlatformOptions = { env?: Env; clock?: Clock; natsUrl?: string; dataDir?: string; port?: number };
+
+export function startTestPlatform(options: PlatformOptions = {}): Promise<TestPlatform> {
+  const starting: Promise<TestPlatform> = tracked(startUntracked(options, () => untracked(starting)));
+  return starting;
+}
+
+async function startUntracked(options: PlatformOptions, forget: () => void): Promise<TestPlatform> {
   const data = options.dataDir ? { dir: options.dataDir, remove: () => undefined } : tempDir('platform-e2e-');
   // known before the start: auth builds mailed links on the public root, never on a request's Host
   const port = options.port ?? (await freePort());
@@ -34,12 +40,17 @@ export async function startTestPlatform(
     adminPort: 0,
     host: '127.0.0.1',
   });
+  let stopped: Promise<void> | undefined;
   return {
     ...platform,
     dataDir: data.dir,
-    stop: async () => {
-      await platform.stop();
-      data.remove();
+    stop: () => {
+      stopped ??= (async () => {
+        forget();
+        await platform.stop();
+        data.remove();
+      })();
+      return stopped;
     },
   };
 }
