@@ -215,7 +215,7 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     expect((await run('org', 'default', 'cli-gov', 'images', 'x')).code).toBe(2);
   });
 
-  it('org allow, default and downgrade warn about a model the organization will not get (not in the catalogue, disabled, offered to others, not allowed), the change made', async () => {
+  it('org allow, default and downgrade warn about a model the organization will not get (not in the catalogue, disabled, offered to others, not allowed, a downgrade of another type or under hard_block), the change made', async () => {
     expect((await run('org', 'create', 'cli-warn')).code).toBe(0);
     const restricted = await gateway('POST', '/v1/models', {
       model_id: 'cli/elsewhere',
@@ -277,9 +277,24 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
         'no/such-from is not in the catalogue (yet?): requests for it answer MODEL_NOT_FOUND until it is added',
         'mock/embeddings, the default embeddings model, is not among the models cli-warn allows: requests using that default answer MODEL_NOT_ALLOWED until it is allowed',
         'mock/images, which no/such-from is downgraded to, is not among the models cli-warn allows: that downgrade is passed over until it is allowed',
+        // every organization's default policy never downgrades (before: no warning)
+        `cli-warn's policy is hard_block, which never downgrades: no/such-from is not replaced by mock/images until the policy is soft_downgrade (PATCH /v1/quotas/settings {"policy":"soft_downgrade"})`,
       ]);
+      expect((await gateway('PATCH', '/v1/quotas/settings', { policy: 'soft_downgrade' })).status).toBe(200);
       // settings that work: no warnings
       expect((await run('org', 'allow', 'cli-warn', '--all')).outcome.data.warnings).toBeUndefined();
+      // a downgrade to a model of another type: the gateway passes it over (before: no warning)
+      const crossType = await run('org', 'downgrade', 'cli-warn', 'mock/chat', 'mock/embeddings');
+      expect(crossType).toMatchObject({
+        code: 0,
+        outcome: { data: { downgrade: { 'mock/chat': 'mock/embeddings' } } },
+      });
+      expect(crossType.outcome.data.warnings).toEqual([
+        'mock/embeddings, which mock/chat is downgraded to, is a model of type embeddings, not completion: that downgrade is passed over until it is changed',
+      ]);
+      expect(
+        (await run('org', 'downgrade', 'cli-warn', 'mock/chat', 'none')).outcome.data.warnings,
+      ).toBeUndefined();
       // a default of another type: the gateway answers INVALID_BODY to every request using that default
       expect(
         (await run('org', 'default', 'cli-warn', 'completions', 'mock/embeddings')).outcome.data.warnings,
@@ -295,6 +310,31 @@ describe('operator CLI: providers, models and org governance (pnpm platform)', (
     } finally {
       await gateway('DELETE', '/v1/models/cli/elsewhere');
       expect((await run('models', 'enable', 'mock/speech')).code).toBe(0);
+    }
+  });
+
+  it('org allow naming more models than a page of the catalogue holds still warns about the one it will not get', async () => {
+    expect((await run('org', 'create', 'cli-warn-many')).code).toBe(0);
+    const ids = Array.from({ length: 120 }, (_, i) => `cli/many-${String(i).padStart(3, '0')}`);
+    try {
+      for (const id of ids) {
+        const added = await gateway('POST', '/v1/models', {
+          model_id: id,
+          type: 'completion',
+          provider_config: { provider: 'mock', model: 'mock-chat' },
+          org_slugs: ['cli-warn-many'],
+          enabled: id !== 'cli/many-110',
+        });
+        expect([id, added.status]).toEqual([id, 201]);
+      }
+      const allowed = await run('org', 'allow', 'cli-warn-many', ...ids);
+      expect(allowed).toMatchObject({ code: 0, outcome: { result: 'updated', data: { allowed: ids } } });
+      // before: no warning (the 120 models on two pages of the catalogue read: which were missing was not known)
+      expect(allowed.outcome.data.warnings).toEqual([
+        'cli/many-110 is disabled: requests for it answer MODEL_NOT_FOUND until it is enabled (models enable cli/many-110)',
+      ]);
+    } finally {
+      for (const id of ids) await gateway('DELETE', `/v1/models/${id}`);
     }
   });
 

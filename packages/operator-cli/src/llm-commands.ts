@@ -288,40 +288,51 @@ interface Governance {
   [k: string]: unknown;
 }
 
+/** how many ids one catalogue read names (at most a page: 100) */
+const CATALOGUE_READ_IDS = 50;
+
 /**
  * Why models a change named will not serve `org`, though the change is valid (the catalogue is the gateway's, and a
- * model may be allowed before it is added): one read of the catalogue, those ids only. `typed`: the type a named
- * model must have (a default's). A catalogue that cannot be read (a token that is not a platform administrator's, a
- * gateway gone) says nothing.
+ * model may be allowed before it is added): the catalogue read for those ids only. `typed`: the type a named
+ * model must have (a default's); `downgrade`: a downgrade named, whose target must be of its model's type (the
+ * gateway passes over one that is not). A catalogue that cannot be read (a token that is not a platform
+ * administrator's, a gateway gone) says nothing.
  */
 async function catalogueWarnings(
   s: CliSettings,
   org: string,
   named: string[],
-  typed: Record<string, string> = {},
+  {
+    typed = {},
+    downgrade,
+  }: { typed?: Record<string, string>; downgrade?: { from: string; to: string } } = {},
 ): Promise<string[]> {
   const ids = [...new Set(named)];
   if (ids.length === 0) return [];
-  let models: ModelItem[];
+  const models: ModelItem[] = [];
   try {
-    const answer = await gateway(
-      s,
-      'GET',
-      `/v1/models?orgSlug=all&limit=100&model_ids=${encodeURIComponent(ids.join(','))}`,
-    );
-    if (answer.status !== 200) return [];
-    const body = platformBody<{ data: ModelItem[]; total: number }>(
-      answer,
-      (b) => Array.isArray(b.data) && typeof b.total === 'number',
-    );
-    // more than one page: which ones are missing is not known
-    if (body.data.length < body.total) return [];
-    models = body.data;
+    // a page's worth of ids at a time: all of them on one page, and a URL of a few kilobytes however many are named
+    for (let at = 0; at < ids.length; at += CATALOGUE_READ_IDS) {
+      const some = ids.slice(at, at + CATALOGUE_READ_IDS).join(',');
+      const answer = await gateway(
+        s,
+        'GET',
+        `/v1/models?orgSlug=all&limit=100&model_ids=${encodeURIComponent(some)}`,
+      );
+      if (answer.status !== 200) return [];
+      const body = platformBody<{ data: ModelItem[]; total: number }>(
+        answer,
+        (b) => Array.isArray(b.data) && typeof b.total === 'number',
+      );
+      // more than one page (an older gateway that does not filter by id): which ones are missing is not known
+      if (body.data.length < body.total) return [];
+      models.push(...body.data);
+    }
   } catch (err) {
     if (err instanceof CliError) return [];
     throw err;
   }
-  return ids.flatMap((id) => {
+  const unusable = ids.flatMap((id) => {
     const model = models.find((m) => m.id === id);
     if (!model)
       return [
@@ -341,6 +352,13 @@ async function catalogueWarnings(
       ];
     return [];
   });
+  const from = models.find((m) => m.id === downgrade?.from);
+  const to = models.find((m) => m.id === downgrade?.to);
+  if (from && to && from.type !== to.type)
+    unusable.push(
+      `${to.id}, which ${from.id} is downgraded to, is a model of type ${to.type}, not ${from.type}: that downgrade is passed over until it is changed`,
+    );
+  return unusable;
 }
 
 /** The organization's defaults and downgrade targets its `allowed` leaves out: the gateway answers MODEL_NOT_ALLOWED. */
@@ -364,20 +382,20 @@ function allowedWarnings(org: string, models: Governance): string[] {
 /**
  * Changes an organization's model governance (PATCH {gateway_url}/v1/quotas/settings as that org); one that went to
  * another organization (the session switched between the two calls) fails naming it. A change that is valid but
- * leaves a model it `named` unusable (or a default of another type), or a default or downgrade target outside
- * `allowed`, is made and warned about (`warnings` in its data).
+ * leaves a model it `named` unusable (or a default of another type), a default or downgrade target outside
+ * `allowed`, or a downgrade under the hard_block policy, is made and warned about (`warnings` in its data).
  */
 async function patchGovernance(
   s: CliSettings,
   org: string,
   models: unknown,
   named: string[],
-  typed?: Record<string, string>,
+  expected?: Parameters<typeof catalogueWarnings>[3],
 ): Promise<Outcome> {
   await useOrg(s, org);
   const answer = await gateway(s, 'PATCH', '/v1/quotas/settings', { models });
   if (answer.status !== 200) throw failed('Changing the organization governance', answer);
-  const changed = platformBody<{ orgSlug: string; models: Governance }>(
+  const changed = platformBody<{ orgSlug: string; policy?: unknown; models: Governance }>(
     answer,
     (b) => typeof b.orgSlug === 'string' && typeof b.models === 'object' && b.models !== null,
   );
@@ -387,9 +405,15 @@ async function patchGovernance(
       `The change went to the organization ${changed.orgSlug}, not ${org}: the session's active organization was switched meanwhile (another command, or the web app, on this session). Check both organizations' governance and run it again, one command at a time per session. ${changed.orgSlug} has now: ${JSON.stringify(changed.models)}`,
     );
   const warnings = [
-    ...(await catalogueWarnings(s, org, named, typed)),
+    ...(await catalogueWarnings(s, org, named, expected)),
     ...allowedWarnings(org, changed.models),
   ];
+  // the gateway downgrades only under soft_downgrade: under hard_block (every organization's default) a downgrade set
+  // is never used
+  if (expected?.downgrade && changed.policy === 'hard_block')
+    warnings.push(
+      `${org}'s policy is hard_block, which never downgrades: ${expected.downgrade.from} is not replaced by ${expected.downgrade.to} until the policy is soft_downgrade (PATCH /v1/quotas/settings {"policy":"soft_downgrade"})`,
+    );
   if (warnings.length === 0) return { result: 'updated', data: changed.models };
   return {
     result: 'updated',
@@ -407,11 +431,11 @@ export function setOrgDefault(s: CliSettings, org: string, concern: string, mode
   return model === 'none'
     ? patchGovernance(s, org, { defaults: { [concern]: null } }, [])
     : patchGovernance(s, org, { defaults: { [concern]: model } }, [model], {
-        [model]: concern === 'completions' ? 'completion' : 'embeddings',
+        typed: { [model]: concern === 'completions' ? 'completion' : 'embeddings' },
       });
 }
 
 export const setDowngrade = (s: CliSettings, org: string, from: string, to: string) =>
   to === 'none'
     ? patchGovernance(s, org, { downgrade: { [from]: null } }, [])
-    : patchGovernance(s, org, { downgrade: { [from]: to } }, [from, to]);
+    : patchGovernance(s, org, { downgrade: { [from]: to } }, [from, to], { downgrade: { from, to } });

@@ -46,7 +46,8 @@ describe('organizations, members and roles', () => {
     const taken = await h.call(owner, 'post', '/v2/orgs', { slug: s, name: 'Again' });
     expect(taken.status).toBe(409);
     expect(taken.body).toMatchObject({ error: 'OrgSlugTaken', status: 409 });
-    for (const bad of ['A-Upper', '-dash', 'dash-', 'x', 'under_score', 'a'.repeat(64)]) {
+    // `all` names every organization where the gateway takes a slug (`GET /v1/models?orgSlug=all`)
+    for (const bad of ['A-Upper', '-dash', 'dash-', 'x', 'under_score', 'a'.repeat(64), 'all']) {
       const res = await h.call(owner, 'post', '/v2/orgs', { slug: bad, name: 'Bad' });
       expect(res.status).toBe(400);
       expect(res.body.details.issues[0].field).toBe('slug');

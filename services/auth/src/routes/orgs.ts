@@ -27,10 +27,9 @@ export const CreateOrgBody = z
   .strictObject({
     slug: z
       .string()
-      .regex(
-        ORG_SLUG_PATTERN,
-        'lowercase letters, digits and dashes, 2-63 characters, no dash at either end',
-      ),
+      .regex(ORG_SLUG_PATTERN, 'lowercase letters, digits and dashes, 2-63 characters, no dash at either end')
+      // the gateway reads `orgSlug=all` as every organization (GET /v1/models)
+      .refine((slug) => slug !== 'all', 'reserved: "all" names every organization'),
     name: OrgName,
   })
   .meta({ description: 'POST /v2/orgs' });
