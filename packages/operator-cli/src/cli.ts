@@ -15,17 +15,15 @@ import {
   revokeKey,
   rotateKeys,
 } from './commands';
+import { allowModels, setDowngrade, setOrgDefault } from './governance-commands';
 import {
   addProvider,
-  allowModels,
   exportModels,
   grantPlatformAdmin,
   importModels,
   listProviders,
   removeProvider,
-  setDowngrade,
   setModelEnabled,
-  setOrgDefault,
   testProvider,
 } from './llm-commands';
 
