@@ -376,3 +376,73 @@ describe('the monthly budget at the turn of the month (UTC), settings cached for
     expect({ status: newMonth.status, code: newMonth.body.code }).toEqual({ status: 200, code: undefined });
   });
 });
+
+describe('a request spanning the turn of the month (UTC), settings cached for two minutes', () => {
+  const time = clockAhead();
+  let w: GatewayWorld;
+  beforeAll(async () => {
+    w = await startGatewayWorld({ clock: time.clock, env: { LLM_GATEWAY_SETTINGS_TTL_MS: '120000' } });
+  });
+  afterAll(() => w?.stop());
+
+  /** moves the platform's clock to `ms` before the next UTC month begins */
+  const beforeMonthEnd = (ms: number) => {
+    const now = new Date();
+    time.ahead = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - ms - Date.now();
+  };
+
+  it("counts in the month it settles in, as llm-quota does: after midnight the usage endpoint and the gateway's admission agree", async () => {
+    beforeMonthEnd(60_000);
+    const { owner } = await w.org('gov-straddle', 'budget');
+    const as = { bearer: owner.token };
+    const chat = (content: string) =>
+      w.call('gateway', 'POST', '/v1/chat/completions', as, {
+        model: 'sim/cheap',
+        messages: [{ role: 'user', content }],
+      });
+    const before = w.sim.requests().length;
+    w.sim.script([
+      {
+        match: { model: 'cheap-sim' },
+        times: 1,
+        latencyMs: 1_500,
+        reply: { content: Array.from({ length: 120 }, (_, i) => `word${i}`).join(' ') },
+      },
+    ]);
+    try {
+      // admitted (its settings read) in the month that ends; midnight passes while the provider answers
+      const straddling = chat('a question asked just before midnight');
+      await waitFor(() => w.sim.requests().length > before);
+      beforeMonthEnd(-5_000);
+      const reply = await straddling;
+      expect(reply.status).toBe(200);
+      const spent = reply.body.usage.total_tokens;
+      // llm-quota counts it in the new month (its usage event's occurredAt)
+      let usage: Reply | undefined;
+      await waitFor(
+        async () => {
+          usage = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
+          return usage.status === 200 && gauge(usage, 'llm.monthly_tokens').used >= spent;
+        },
+        { what: 'llm-quota to count the request', timeoutMs: 20_000 },
+      );
+      const now = time.clock.now();
+      expect(gauge(usage!, 'llm.monthly_tokens')).toMatchObject({
+        used: spent,
+        limit: 400,
+        resets_at: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
+      });
+      // the gateway counts it there too: a prompt of some 300 tokens, past what is left of the 400, is refused
+      // saying the same use, and a short one is served
+      const refused = await chat(Array.from({ length: 150 }, (_, i) => `w${i}`).join(' '));
+      expect({ status: refused.status, code: refused.body.code }).toEqual({
+        status: 429,
+        code: 'MONTHLY_QUOTA_EXCEEDED',
+      });
+      expect(refused.body.details).toMatchObject({ key: 'llm.monthly_tokens', limit: 400, used: spent });
+      expect((await chat('a short one')).status).toBe(200);
+    } finally {
+      w.sim.script([]);
+    }
+  });
+});

@@ -232,15 +232,20 @@ export function figuresOf(
  */
 export async function account(ctx: GatewayContext, prepared: Prepared, done: Finished, figures: Figures) {
   ({ done, figures } = withSpent(prepared, done, figures));
+  // the month llm-quota counts the event in (its occurredAt) is the one the gateway's counters settle in
+  const at = ctx.clock.now();
   try {
-    await prepared.ticket.settle({ totalTokens: done.usage.total_tokens, costMicros: figures.costMicros });
+    await prepared.ticket.settle(
+      { totalTokens: done.usage.total_tokens, costMicros: figures.costMicros },
+      at,
+    );
   } catch (err) {
     ctx.logger.error({ err }, 'could not settle a quota reservation');
   }
   const event: LlmCompletionEvent = {
     id: randomUUID(),
     version: 1,
-    occurredAt: ctx.clock.now().toISOString(),
+    occurredAt: at.toISOString(),
     orgSlug: prepared.caller.orgSlug,
     model: done.model.model_id,
     provider: done.model.providerName,

@@ -2,7 +2,7 @@ import { ManualClock, RateLimited } from '@platform/kernel';
 import { createEmbeddedStore, type Store, StoreRateWindows } from '@platform/store';
 import { Admission, type Caller, MonthlyBudgetExhausted } from './admission';
 import { type QuotaCounters, quotaCountersFor } from './counters';
-import { MonthCounters } from './month-counters';
+import { MonthCounters, monthKey } from './month-counters';
 import type { OrgGatewaySettings } from './org-settings';
 
 const settings = (
@@ -332,22 +332,62 @@ describe.each([
     expect(key.crossed).toEqual({ scope: 'api_key', limit: 100 });
   });
 
-  it('a request admitted before the month turns and settled after it counts in its own month: the new one owes nothing', async () => {
+  it('a request admitted before the month turns and settled after it counts in the month it settles in, as llm-quota counts its event: the month before gets its reservation back, none goes negative', async () => {
     const store = createEmbeddedStore();
-    const clock = new ManualClock('2026-11-30T23:59:59Z');
-    const adm = instance(store, clock);
+    // one second before the next month begins (near the real time: see above)
+    const now = new Date();
+    const turn = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+    const [before, after] = [monthKey(new Date(turn - 1)), monthKey(new Date(turn))];
+    const clock = new ManualClock(turn - 1_000);
+    const counters = countersFor(store, clock);
+    const adm = new Admission({ limiters: counters, months: counters.months, clock });
     const s = settings({ 'llm.monthly_tokens': 100 });
-    // a long prompt reserved on November 30, its provider failing after midnight: nothing consumed
-    const straddling = await adm.admit(s, caller, 90, { checkMonth: true });
+    // a long prompt whose provider fails after midnight (nothing consumed), a short one answered after it (30 tokens)
+    const failed = await adm.admit(s, caller, 90, { checkMonth: true });
+    const answered = await adm.admit(s, caller, 5, { checkMonth: true });
     clock.advance(2_000);
-    await straddling.settle({ totalTokens: 0, costMicros: 0 });
-    const december = { ...s, month: { start: '2026-12-01T00:00:00.000Z', tokens: 0, cost: 0 } };
-    await adm.admit(december, caller, 100, { checkMonth: true });
-    // December holds its 100 tokens, not 100 less the reservation November gave back
-    await expect(adm.admit(december, caller, 80, { checkMonth: true })).rejects.toMatchObject({
+    await failed.settle({ totalTokens: 0, costMicros: 0 });
+    await answered.settle({ totalTokens: 30, costMicros: 0 });
+    // the month before has its 95 reserved tokens back, and no more
+    expect((await counters.months.add('acme', 0, 0, before)).tokens).toBe(0);
+    // the new month holds the answer's 30 tokens, not 95 less: 70 more fit, and then nothing
+    const next = { ...s, month: { start: `${after}-01T00:00:00.000Z`, tokens: 0, cost: 0 } };
+    await adm.admit(next, caller, 70, { checkMonth: true });
+    await expect(adm.admit(next, caller, 1, { checkMonth: true })).rejects.toMatchObject({
       key: 'llm.monthly_tokens',
       used: 100,
     });
+    // the minutes are not months: the new month's first holds the 25 tokens used beyond the reservation, and the
+    // 70 admitted in it; the unused 90 of the month's last minute are owed to no other
+    expect((await counters.tokens.consume('acme', 0)).consumedPoints).toBe(95);
+  });
+
+  it('a stream that goes on past midnight counts in the new month, where its settlement will: its tokens move there, and its cut compares against that month', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock('2026-11-30T23:59:58Z');
+    const counters = countersFor(store, clock);
+    const adm = new Admission({ limiters: counters, months: counters.months, clock });
+    // llm-quota counted 25 tokens of November, of 50
+    const s = settings(
+      { 'llm.monthly_tokens': 50 },
+      { month: { start: '2026-11-01T00:00:00.000Z', tokens: 25, cost: 0 } },
+    );
+    const stream = await adm.admit(s, caller, 10, { checkMonth: true });
+    expect(await stream.streamed(10)).toBe(true);
+    clock.advance(2_000);
+    // another request has used 15 tokens of December
+    const december = { ...s, month: { start: '2026-12-01T00:00:00.000Z', tokens: 0, cost: 0 } };
+    await (await adm.admit(december, caller, 15, { checkMonth: true })).settle({
+      totalTokens: 15,
+      costMicros: 0,
+    });
+    // November's count cuts it no more: December's 15, the stream's 20 so far and 10 more fit its 50, 6 more do not
+    expect(await stream.streamed(10)).toBe(true);
+    expect(await stream.streamed(6)).toBe(false);
+    expect(stream.crossed).toEqual({ scope: 'org', limit: 50 });
+    await stream.settle({ totalTokens: 46, costMicros: 0 });
+    expect((await counters.months.add('acme', 0, 0, '2026-11')).tokens).toBe(0);
+    expect((await counters.months.add('acme', 0, 0, '2026-12')).tokens).toBe(61);
   });
 
   it("after the month turns, llm-quota's count of the month before (settings read then) floors nothing", async () => {

@@ -1,7 +1,7 @@
 import { type Clock, RateLimited } from '@platform/kernel';
 import type { RateWindows, WindowCount } from '@platform/store';
 import type { QuotaCounters } from './counters';
-import { monthKey, secondsToNextMonth } from './month-counters';
+import { type MonthUsage, monthKey, secondsToNextMonth } from './month-counters';
 import type { ApiKeyQuota, OrgGatewaySettings, UserQuota } from './org-settings';
 
 export const COST_SCALE = 1_000_000;
@@ -91,34 +91,44 @@ interface TokenWindow {
 }
 
 /**
- * One month a request counts in: the organization's, and an organization API key's when it has a budget. The
+ * One month counter a request counts in: the organization's, and an organization API key's when it has a budget. The
  * request's tokens reach it as they are used, so that a stream ends at the crossing of its token limit.
+ *
+ * A request counts in the UTC month it settles in, the month of its usage event's `occurredAt` where llm-quota counts
+ * it: one admitted before midnight and streamed or settled after it moves what it had added to the month before (its
+ * reservation, its streamed chunks) to the new one, so the month before gets its reservation back and neither month
+ * owes the other anything.
  */
 class MonthTally {
-  /** month tokens this request has added to the store (prompt reservation + streamed chunks) */
+  /** this request's tokens so far (prompt reservation + streamed chunks), in the store or not */
+  used: number;
+  /** what this request has added to the store's `month` */
   tokens: number;
   /** the month as last seen: the store's answer, plus chunks it failed to take since */
   seen: number;
-  /**
-   * the least the month holds: llm-quota's count (which this request is not in yet) plus this request's tokens. The
-   * store's counter can start below it (a key's budget set mid-month, a restart on the embedded engine).
-   */
-  least: number;
 
   constructor(
     readonly counter: string,
-    /** the UTC month (`YYYY-MM`) the request was admitted in: all it uses counts there, settled after the turn or not */
-    readonly month: string,
+    /** the UTC month (`YYYY-MM`) the request counts in: the one it was admitted in, until it goes on past midnight */
+    public month: string,
     readonly scope: MonthScope,
     /** the month token limit under hard_block, or null when a stream needs no cut */
     readonly tokenLimit: number | null,
-    /** what llm-quota counted this month: a floor under the gateway's own counter */
-    floor: number,
+    /** what llm-quota counted of `month` (which this request is not in yet): a floor under the gateway's counter */
+    public floor: number,
     reserved: number,
   ) {
+    this.used = reserved;
     this.tokens = reserved;
     this.seen = floor;
-    this.least = floor + reserved;
+  }
+
+  /**
+   * the least the month holds: llm-quota's count plus this request's tokens. The store's counter can start below it
+   * (a key's budget set mid-month, a restart on the embedded engine).
+   */
+  get least(): number {
+    return this.floor + this.used;
   }
 }
 
@@ -144,31 +154,36 @@ export class Ticket {
    */
   async streamed(tokens: number): Promise<boolean> {
     if (tokens <= 0) return true;
+    const monthAt = monthKey(this.deps.clock.now());
     for (const month of this.months) {
       // Without a limit to enforce, the stream's tokens reach the month once, when the ticket settles.
       if (month.tokenLimit === null) continue;
+      month.used += tokens;
       try {
-        const now = await this.deps.months.add(month.counter, tokens, 0, month.month);
-        month.tokens += tokens;
-        month.seen = now.tokens;
+        month.seen = (await this.count(month, tokens, 0, monthAt)).tokens;
       } catch {
         // The store stopped answering mid-stream: not the provider's fault, so no reason to cut a stream it serves.
         // The cut still comes at the crossing as this request sees it, and `settle` adds what the store missed.
         month.seen += tokens;
       }
-      month.least += tokens;
       if (Math.max(month.seen, month.least) > month.tokenLimit && this.crossed === null)
         this.crossed = { scope: month.scope, limit: month.tokenLimit };
     }
     return this.crossed === null;
   }
 
-  /** replaces the reservation with what was really consumed (zero when nothing was) */
-  async settle(actual: { totalTokens: number; costMicros: number }): Promise<void> {
+  /**
+   * replaces the reservation with what was really consumed (zero when nothing was), in the month of `at`: the time its
+   * usage event says it occurred
+   */
+  async settle(
+    actual: { totalTokens: number; costMicros: number },
+    at = this.deps.clock.now(),
+  ): Promise<void> {
     if (this.settled) return;
     this.settled = true;
     const delta = actual.totalTokens - this.reservedTokens;
-    const now = this.deps.clock.now().getTime();
+    const now = at.getTime();
     await Promise.all([
       // tokens used beyond the reservation count in the window they were used in; an unused reservation is given
       // back only to the window that counted it: once that window is over, a later one owes nothing
@@ -180,14 +195,31 @@ export class Ticket {
             : undefined,
       ),
       ...this.months.map((month) =>
-        this.deps.months.add(
-          month.counter,
-          actual.totalTokens - month.tokens,
-          actual.costMicros,
-          month.month,
-        ),
+        this.count(month, actual.totalTokens - month.tokens, actual.costMicros, monthKey(at)),
       ),
     ]);
+  }
+
+  /**
+   * Adds to the request's month counter in `monthAt`. When that is not the month counted so far (midnight has passed
+   * during the request), what the request added there is first given back to it, and added to `monthAt` with `tokens`.
+   */
+  private async count(
+    month: MonthTally,
+    tokens: number,
+    costMicros: number,
+    monthAt: string,
+  ): Promise<MonthUsage> {
+    if (month.month !== monthAt) {
+      await this.deps.months.add(month.counter, -month.tokens, 0, month.month);
+      // llm-quota's count of the month before floors nothing in this one
+      [month.month, month.floor, month.seen] = [monthAt, 0, 0];
+      tokens += month.tokens;
+      month.tokens = 0;
+    }
+    const now = await this.deps.months.add(month.counter, tokens, costMicros, monthAt);
+    month.tokens += tokens;
+    return now;
   }
 }
 

@@ -30,6 +30,9 @@ export class MemoryMonths implements MonthCounterPort {
     const key = `${orgSlug}|${month}`;
     let usage = this.table.get(key);
     if (!usage) {
+      // a month over for everyone is gone: what a request that went on past midnight gives back to it goes nowhere
+      for (const u of this.table.values())
+        if (u.month > month) return Promise.resolve({ tokens: 0, costMicros: 0 });
       // a new month for this organization: the months before it are over for everyone
       for (const [k, u] of this.table) if (u.month < month) this.table.delete(k);
       usage = { tokens: 0, costMicros: 0, month };

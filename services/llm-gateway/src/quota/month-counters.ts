@@ -16,7 +16,7 @@ export interface MonthUsage {
 
 /**
  * Adds to an organization's month (negative to give back) and returns the month after the change: the current UTC
- * month, or `month` (`YYYY-MM`), the one a request was admitted in.
+ * month, or `month` (`YYYY-MM`), the one a request counts in.
  */
 export interface MonthCounterPort {
   add(orgSlug: string, tokens: number, costMicros: number, month?: string): Promise<MonthUsage>;
