@@ -102,6 +102,13 @@ describe('access tokens and API keys (introspected at auth)', () => {
     clock.advance(1_001);
     await request(edge.url, '/llm/v1/x', { headers: { 'x-platform-api-key': key } });
     expect(callsFor(key)).toBe(2);
+    // the host's clock set back an hour: an answer given "later" is no answer for 60 s more than that
+    clock.set(clock.now().getTime() - 3_600_000);
+    await request(edge.url, '/llm/v1/x', { headers: { 'x-platform-api-key': key } });
+    expect(callsFor(key)).toBe(3);
+    clock.advance(59_000);
+    await request(edge.url, '/llm/v1/x', { headers: { 'x-platform-api-key': key } });
+    expect(callsFor(key)).toBe(3);
   });
 
   it('re-checks the credential expiry on every cache hit', async () => {

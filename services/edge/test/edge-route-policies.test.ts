@@ -192,6 +192,23 @@ describe('GET {gateway_url}/v1/quotas/usage: 60 requests in any 60 seconds (a sl
     at(119);
     expect(await burst(busy, 60)).toEqual([...Array(59).fill(200), 429]);
   });
+
+  it('never asks for more than the window when the clock steps back: the log then counts from the new now', async () => {
+    const steady = member('edge-clock-step');
+    at(1_000);
+    expect(await burst(steady, 60)).toEqual(Array(60).fill(200));
+    // the host's clock is set back ten minutes (NTP step, a migrated VM)
+    at(400);
+    const refused = await usage(steady);
+    expect(refused.status).toBe(429);
+    expect(refused.json.retryAfter).toBe(60);
+    expect(refused.headers['retry-after']).toBe('60');
+    at(459);
+    expect((await usage(steady)).status).toBe(429);
+    at(460);
+    expect(await burst(steady, 60)).toEqual(Array(60).fill(200));
+    expect((await usage(steady)).status).toBe(429);
+  });
 });
 
 describe('upload routes: a larger body limit than the rest', () => {

@@ -199,6 +199,13 @@ describe('session JWTs at the edge', () => {
     auth.state.keys.push(stranger);
     expect((await call(signSession(stranger, { now: clock.now() }))).status).toBe(200);
     expect(auth.state.jwksFetches - before).toBe(2);
+
+    // the host's clock set back an hour: the last fetch is not an hour-long cooldown
+    clock.set(clock.now().getTime() - 3_600_000);
+    const rotated = makeSigningKey();
+    auth.state.keys.push(rotated);
+    expect((await call(signSession(rotated, { now: clock.now() }))).status).toBe(200);
+    expect(auth.state.jwksFetches - before).toBe(3);
   });
 
   it('keeps verifying with cached keys while auth is unreachable', async () => {

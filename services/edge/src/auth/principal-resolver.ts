@@ -106,6 +106,8 @@ export class PrincipalResolver {
     if (hit) {
       if (
         hit.cachedUntil > now &&
+        // an answer given after now: the clock stepped back, and cachedUntil no longer bounds its life
+        hit.checkedAt <= now &&
         (hit.expiresAt === null || hit.expiresAt > now) &&
         (!this.busIsAway || now - hit.checkedAt < TRUST_WITHOUT_BUS_MS)
       ) {

@@ -119,7 +119,9 @@ export class SigningKeys {
       if (key || this.gone.has(kid)) return key;
     }
     const now = this.options.clock.now().getTime();
-    if (now - this.lastUnknownKidFetch < this.options.unknownKidCooldownMs) {
+    // a last fetch after now: the clock stepped back, and the cooldown is over
+    const sinceLast = now - this.lastUnknownKidFetch;
+    if (sinceLast >= 0 && sinceLast < this.options.unknownKidCooldownMs) {
       // within the cooldown only the fetch another unknown kid started a moment ago is shared
       if (!this.unknownKidFetch) return undefined;
       await this.unknownKidFetch;

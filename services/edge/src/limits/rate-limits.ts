@@ -33,6 +33,15 @@ interface ConsumerLog {
 }
 
 /**
+ * The clock stepped back (NTP, a migrated VM): requests logged later than `now` are taken as made now, so a consumer
+ * waits at most one window from here instead of the step as well. The ring stays in order.
+ */
+function stepBack(log: ConsumerLog, now: number): void {
+  for (let i = 0; i < log.times.length; i++) if (log.times[i]! > now) log.times[i] = now;
+  log.newest = now;
+}
+
+/**
  * A sliding log in this process's memory: a request is admitted when its consumer has fewer than `points` admitted
  * requests in the last `durationSeconds`, and recorded then (a refused one is not). At most `maxConsumers` are
  * followed, the least recently seen leaving first (a consumer being refused is seen); those idle for a whole window
@@ -62,6 +71,7 @@ export class MemorySlidingLog {
     const windowStart = now - this.windowMs;
     if (now >= this.nextSweep) this.sweep(now);
     const log = this.logs.get(consumer);
+    if (log && log.newest > now) stepBack(log, now);
     if (!log || log.newest <= windowStart) {
       this.logs.set(consumer, { times: [now], next: 0, newest: now });
       return ALLOWED;
