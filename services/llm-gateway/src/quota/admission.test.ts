@@ -390,6 +390,30 @@ describe.each([
     expect((await counters.months.add('acme', 0, 0, '2026-12')).tokens).toBe(61);
   });
 
+  it('a store that fails to give the month before its reservation back still counts the request in the new month', async () => {
+    const store = createEmbeddedStore();
+    const clock = new ManualClock('2026-11-30T23:59:58Z');
+    const counters = countersFor(store, clock);
+    let refuseNovember = false;
+    const months: QuotaCounters['months'] = {
+      add: (org, tokens, costMicros, month) =>
+        refuseNovember && month === '2026-11'
+          ? Promise.reject(new Error('store unavailable'))
+          : counters.months.add(org, tokens, costMicros, month),
+    };
+    const adm = new Admission({ limiters: counters, months, clock });
+    const s = settings({ 'llm.monthly_tokens': 100 });
+    const stream = await adm.admit(s, caller, 40, { checkMonth: true });
+    const answer = await adm.admit(s, caller, 10, { checkMonth: true });
+    clock.advance(3_000);
+    refuseNovember = true;
+    // the stream's first chunk after midnight and the answer's settlement move them to December all the same
+    expect(await stream.streamed(5)).toBe(true);
+    await answer.settle({ totalTokens: 20, costMicros: 0 });
+    await stream.settle({ totalTokens: 60, costMicros: 0 });
+    expect((await counters.months.add('acme', 0, 0, '2026-12')).tokens).toBe(80);
+  });
+
   it("after the month turns, llm-quota's count of the month before (settings read then) floors nothing", async () => {
     const store = createEmbeddedStore();
     const clock = new ManualClock('2026-12-01T00:00:05Z');

@@ -202,7 +202,7 @@ export class Ticket {
 
   /**
    * Adds to the request's month counter in `monthAt`. When that is not the month counted so far (midnight has passed
-   * during the request), what the request added there is first given back to it, and added to `monthAt` with `tokens`.
+   * during the request), what the request added there is added to `monthAt` with `tokens`, then given back to it.
    */
   private async count(
     month: MonthTally,
@@ -210,15 +210,18 @@ export class Ticket {
     costMicros: number,
     monthAt: string,
   ): Promise<MonthUsage> {
-    if (month.month !== monthAt) {
-      await this.deps.months.add(month.counter, -month.tokens, 0, month.month);
-      // llm-quota's count of the month before floors nothing in this one
-      [month.month, month.floor, month.seen] = [monthAt, 0, 0];
-      tokens += month.tokens;
-      month.tokens = 0;
+    if (month.month === monthAt) {
+      const now = await this.deps.months.add(month.counter, tokens, costMicros, monthAt);
+      month.tokens += tokens;
+      return now;
     }
-    const now = await this.deps.months.add(month.counter, tokens, costMicros, monthAt);
-    month.tokens += tokens;
+    const [before, moved] = [month.month, month.tokens];
+    const now = await this.deps.months.add(month.counter, moved + tokens, costMicros, monthAt);
+    // llm-quota's count of the month before floors nothing in this one
+    [month.month, month.floor, month.tokens] = [monthAt, 0, moved + tokens];
+    // The month before is over: its counter no longer admits anyone, so a store failing to take the give-back
+    // costs nothing, and must not cost the new month this request's tokens.
+    await this.deps.months.add(month.counter, -moved, 0, before).catch(() => undefined);
     return now;
   }
 }
