@@ -427,6 +427,23 @@ export function streamFailure(err: unknown, consumed: Usage | null, passedOn: bo
   });
 }
 
+/** A stream that ended before its protocol said it was whole: retried only when nothing of it was passed on. */
+export function incompleteStream(
+  provider: string,
+  model: string,
+  passedOn: boolean,
+  message: string,
+): ProviderError {
+  return new ProviderError({
+    provider,
+    model,
+    upstreamStatus: null,
+    providerErrorType: 'incomplete_stream',
+    retryable: !passedOn,
+    message,
+  });
+}
+
 /** A request the gateway will not send to this provider as it stands (a 400 naming why); never retryable. */
 export class RequestRefusedForProvider extends ProviderError {
   constructor(provider: string, model: string, message: string) {

@@ -1,6 +1,12 @@
 import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
 import { invalidAnswer, sendForEvents } from '../http/provider-http';
-import { type ChatCompletionChunk, type ProviderCall, ProviderError, streamFailure } from '../types';
+import {
+  type ChatCompletionChunk,
+  incompleteStream,
+  type ProviderCall,
+  ProviderError,
+  streamFailure,
+} from '../types';
 import {
   answerFinishReason,
   JSON_RESPONSE_TOOL,
@@ -224,16 +230,12 @@ export async function* anthropicChunks(
       if (stopped) break;
     }
     if (!finished) {
-      throw new ProviderError({
-        provider: http.provider,
-        model: call.model,
-        upstreamStatus: null,
-        providerErrorType: 'incomplete_stream',
-        retryable: !yielded,
-        message: stopped
-          ? 'the message stopped without its stop reason'
-          : 'the stream ended before its stop reason',
-      });
+      throw incompleteStream(
+        http.provider,
+        call.model,
+        yielded,
+        stopped ? 'the message stopped without its stop reason' : 'the stream ended before its stop reason',
+      );
     }
   } catch (err) {
     throw streamFailure(err, consumed(), yielded);

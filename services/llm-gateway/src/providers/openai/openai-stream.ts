@@ -2,6 +2,7 @@ import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
 import { invalidAnswer, sendForEvents } from '../http/provider-http';
 import {
   type ChatCompletionChunk,
+  incompleteStream,
   type ProviderCall,
   ProviderError,
   streamFailure,
@@ -90,14 +91,7 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
     // `[DONE]` is the protocol's own end: servers that never send a finish reason (Gemini's compatibility layer, some
     // proxies) end so, and their answers are whole
     if (!done && (finished.size === 0 || open.size > 0)) {
-      throw new ProviderError({
-        provider: http.provider,
-        model: call.model,
-        upstreamStatus: null,
-        providerErrorType: 'incomplete_stream',
-        retryable: !yielded,
-        message: 'the stream ended before its last chunk',
-      });
+      throw incompleteStream(http.provider, call.model, yielded, 'the stream ended before its last chunk');
     }
   } catch (err) {
     // a usage report before the failure (some servers send one on every chunk) is what the call consumed
