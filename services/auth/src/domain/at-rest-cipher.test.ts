@@ -16,7 +16,11 @@ describe('secrets sealed at rest', () => {
     const sealed = new AtRestCipher(SECRET, 'platform-auth-oidc-client-secrets').seal('secret');
     expect(() => new AtRestCipher(SECRET, 'platform-auth-signing-keys').open(sealed)).toThrow();
     expect(() => new AtRestCipher(`${SECRET}!`, 'platform-auth-oidc-client-secrets').open(sealed)).toThrow();
-    const altered = `${sealed.slice(0, -2)}${sealed.endsWith('A') ? 'B' : 'A'}${sealed.slice(-1)}`;
+    const [iv, tag, body] = sealed.slice('enc:v1:'.length).split('.');
+    const flipped = Buffer.from(body!, 'base64url');
+    flipped[0] = flipped[0]! ^ 1;
+    const altered = `enc:v1:${iv}.${tag}.${flipped.toString('base64url')}`;
+    expect(altered).not.toBe(sealed);
     expect(() => new AtRestCipher(SECRET, 'platform-auth-oidc-client-secrets').open(altered)).toThrow();
   });
 
