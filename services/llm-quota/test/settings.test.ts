@@ -440,6 +440,46 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
       expect((await patch({ org_user_quotas: { overrides: { a: null, c: { rpm: 1 } } } })).status).toBe(200);
     });
 
+    it('can still remove or change entries of a map holding more than a maximum lowered since, never add one', async () => {
+      const data = tempDir('llm-quota-lowered-');
+      try {
+        await quota.stop();
+        quota = await startQuotaService({ bus, clock, dataDir: data.dir });
+        await patch({
+          org_user_quotas: { overrides: { a: { rpm: 1 }, b: { rpm: 1 }, c: { rpm: 1 } } },
+          models: { by_api_key: { k1: [], k2: [], k3: [] } },
+        });
+        await quota.stop();
+        quota = await startQuotaService({
+          bus,
+          clock,
+          dataDir: data.dir,
+          env: { LLM_QUOTA_MAX_USER_OVERRIDES: '1' },
+        });
+        const changed = await patch({ org_user_quotas: { overrides: { a: { rpm: 5 }, b: null } } });
+        expect(changed.status).toBe(200);
+        expect(changed.body.org_user_quotas.overrides).toEqual({ a: { rpm: 5 }, c: { rpm: 1 } });
+        const fewerKeys = await patch({ models: { by_api_key: { k1: ['mock/chat'], k2: null } } });
+        expect(fewerKeys.status).toBe(200);
+        expect(fewerKeys.body.models.by_api_key).toEqual({ k1: ['mock/chat'], k3: [] });
+        const added = await patch({
+          org_user_quotas: { overrides: { c: null, d: { rpm: 1 }, e: { rpm: 1 } } },
+        });
+        expect(added.status).toBe(400);
+        expect(added.body.details.issues[0].field).toBe('org_user_quotas.overrides');
+        const addedKey = await patch({ models: { by_api_key: { k4: [] } } });
+        expect(addedKey.status).toBe(400);
+        expect(addedKey.body.details.issues[0].field).toBe('models.by_api_key');
+        const stored = await request(quota.service.handler).get('/v1/quotas/settings').set(admin());
+        expect(stored.body.org_user_quotas.overrides).toEqual({ a: { rpm: 5 }, c: { rpm: 1 } });
+        expect(stored.body.models.by_api_key).toEqual({ k1: ['mock/chat'], k3: [] });
+      } finally {
+        await quota.stop();
+        quota = await startQuotaService({ bus, clock });
+        data.remove();
+      }
+    });
+
     it("set an organization API key's own limits, which the key's usage report shows (no plan default)", async () => {
       const key = principal({ userId: null, permissions: ['models:read'] });
       const other = principal({ userId: null, permissions: ['models:read'] });

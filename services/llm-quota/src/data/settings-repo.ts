@@ -24,7 +24,7 @@ export const NO_GOVERNANCE: StoredModelGovernance = { allowed: null, defaults: {
 
 /**
  * Applies a governance merge patch to the stored governance; TooManyEntries when `by_api_key` would hold more than
- * `maxEntries` keys, or when the change grows the whole past MAX_GOVERNANCE_BYTES.
+ * `maxEntries` keys (and more than it holds), or when the change grows the whole past MAX_GOVERNANCE_BYTES.
  */
 export function mergeGovernance(
   current: StoredModelGovernance,
@@ -44,7 +44,10 @@ export function mergeGovernance(
       if (models === null) delete byKey[id];
       else byKey[id] = [...new Set(models)];
     }
-    if (Object.keys(byKey).length > maxEntries) throw new TooManyEntries('models.by_api_key', maxEntries);
+    // a map holding more since the maximum was lowered may still shrink, or change, never grow
+    const count = Object.keys(byKey).length;
+    if (count > maxEntries && count > Object.keys(current.by_api_key ?? {}).length)
+      throw new TooManyEntries('models.by_api_key', maxEntries);
   }
   if (Object.keys(byKey).length > 0) next.by_api_key = byKey;
   // the routing is one setting: replaced whole, or removed with null
@@ -240,7 +243,7 @@ export class SettingsRepository {
 
   /**
    * The update a merge patch makes of `current`, null when it changes nothing; TooManyEntries when a map would hold
-   * more than `maxEntries`.
+   * more than `maxEntries` (and more than it holds).
    */
   private changes(
     current: OrgSettingsDoc,
@@ -294,7 +297,9 @@ export class SettingsRepository {
           keys.add(key);
         }
       }
-      if (keys.size > maxEntries) throw new TooManyEntries(`org_user_quotas.${field}`, maxEntries);
+      // as for models.by_api_key: one holding more since the maximum was lowered may still shrink, or change
+      if (keys.size > maxEntries && keys.size > Object.keys(current.org_user_quotas[field]).length)
+        throw new TooManyEntries(`org_user_quotas.${field}`, maxEntries);
     }
     const stays = ([path, value]: [string, unknown]) =>
       path === 'updatedAt' || path === 'updatedBy' || isDeepStrictEqual(valueAt(current, path), value);

@@ -3,6 +3,7 @@ import { createEmbeddedStore } from '@platform/store';
 import { quotaCollections } from '../data/collections';
 import { counterId } from '../domain/windows';
 import { Maintenance } from './maintenance';
+import { sumIncrements, UsageWriter } from './usage-writer';
 
 const HOUR = 3_600_000;
 
@@ -82,6 +83,61 @@ describe('Maintenance', () => {
       'recent-batch',
     ]);
     await maintenance.stop();
+    await store.close();
+  });
+
+  it('goes on to forget old event ids when a stuck batch cannot be finished, without trying it again and again', async () => {
+    const store = createEmbeddedStore();
+    const c = quotaCollections(store);
+    const at = new Date('2025-03-15T11:59:00Z');
+    // A batch its writer let go, whose counters cannot be written (a store refusing these updates).
+    await c.batches.insertOne({
+      _id: 'stuck',
+      state: 'applying',
+      owner: 'w0',
+      leaseUntil: 0,
+      countedAt: at,
+      events: 1,
+      increments: sumIncrements([
+        {
+          id: 'e-1',
+          orgSlug: 'acme',
+          userId: null,
+          apiKeyId: null,
+          model: 'm',
+          provider: 'p',
+          occurredAt: at,
+          countedAt: at,
+          receivedAt: at,
+          prompt_tokens: 1,
+          completion_tokens: 1,
+          total_tokens: 2,
+          cost_micros: 0,
+        },
+      ]),
+    });
+    await c.ledger.insertOne({ _id: 'old', batch: 'b', receivedAt: new Date('2025-03-07T11:00:00Z') });
+    const refused = jest.fn().mockRejectedValue(new Error('refused'));
+    const writer = new UsageWriter({
+      collections: { ...c, counters: Object.assign(Object.create(c.counters), { updateOne: refused }) },
+      clock: new ManualClock('2025-03-15T12:00:00Z'),
+      leaseClock: new ManualClock('2025-03-15T12:00:00Z'),
+      leaseMs: 60_000,
+      logger: silentLogger(),
+    });
+    const maintenance = new Maintenance({
+      collections: c,
+      writer,
+      clock: new ManualClock('2025-03-15T12:00:00Z'),
+      logger: silentLogger(),
+      intervalMs: 60_000,
+      eventIdRetentionMs: 8 * 24 * HOUR,
+      minuteRetentionMs: 48 * HOUR,
+    });
+    await maintenance.runOnce();
+    expect(await c.ledger.count({})).toBe(0);
+    expect(refused).toHaveBeenCalledTimes(2); // once per counter of the batch, in one try
+    expect(await c.batches.count({ state: 'applying' })).toBe(1); // left for a later pass
     await store.close();
   });
 });

@@ -96,11 +96,11 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
   let store: Store;
   let c: QuotaCollections;
   let lease: ManualClock;
-  const writerWith = (collections: QuotaCollections, id = 'w1') =>
+  const writerWith = (collections: QuotaCollections, id = 'w1', leaseClock: ManualClock = lease) =>
     new UsageWriter({
       collections,
       clock: new ManualClock(NOW),
-      leaseClock: lease,
+      leaseClock,
       leaseMs: LEASE_MS,
       logger: silentLogger(),
       instanceId: id,
@@ -534,6 +534,66 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     await w2.apply([event()]); // w1's lease is past: the recovered batch's markers go now
     expect(Object.keys((await orgMonth())?.applied ?? {})).not.toContain(recovered[0]);
     expect(await orgMonth()).toMatchObject({ requests: 3, fence: leaseOfFirstWriter });
+  });
+
+  it('goes on with the other stuck batches when it loses the lease of one to an instance whose clock is ahead', async () => {
+    // w3's clock is two leases ahead of w1's and w2's. A batch it let go after a failure, once finished, fences the
+    // organization's and the user's counters at its lease: no lease of w1 or w2 gets past that fence yet.
+    const ahead = new ManualClock(new Date(Date.parse(LEASE_START) + 2 * LEASE_MS));
+    await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }, 'w3', ahead).apply([event()]);
+    const w3 = writerWith(c, 'w3', ahead);
+    expect(await w3.recover()).toBe(1);
+    ahead.advance(LEASE_MS + 1);
+    await w3.sweepMarkers();
+    expect(await orgMonth()).toMatchObject({ requests: 1, fence: Date.parse(LEASE_START) + 3 * LEASE_MS });
+    // w1's next batch is fenced off (left to a recovery); its batch of another organization fails half-way.
+    await writerWith(c).apply([event()]);
+    await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }).apply([
+      event({ orgSlug: 'globex' }),
+    ]);
+    lease.advance(LEASE_MS + 1);
+    const w2 = writerWith(c, 'w2');
+    expect(await w2.recover()).toBe(1); // globex's; acme's is fenced off for w2 too
+    const globexMonth = () =>
+      c.counters.findOne({ _id: counterId({ orgSlug: 'globex' }, 'month', new Date('2025-03-01Z')) });
+    expect(await globexMonth()).toMatchObject({ requests: 1 });
+    expect(await w2.recover()).toBe(0); // acme's holds w2's lease now: it is not tried again at once
+    expect(await w3.recover()).toBe(1); // by w3's clock, w2's lease is past
+    expect(await orgMonth()).toMatchObject({ requests: 2 });
+    expect(await c.batches.count({})).toBe(0);
+  });
+
+  it('goes on with the other stuck batches when finishing one fails, and tries that one again once its lease is past', async () => {
+    // Two batches whose writers failed on their first counter update: let go to the recovery at once.
+    await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }).apply([event()]);
+    await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }).apply([
+      event({ userId: 'u2' }),
+    ]);
+    const w2 = writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }, 'w2');
+    expect(await w2.recover()).toBe(1); // the other batch fails on w2's first counter update
+    expect(await c.batches.count({})).toBe(1);
+    expect(await w2.recover()).toBe(0); // it holds w2's lease: a maintenance pass does not loop on it
+    lease.advance(LEASE_MS + 1);
+    expect(await w2.recover()).toBe(1);
+    expect(await orgMonth()).toMatchObject({ requests: 2, tokens: 20 });
+    expect(await orgMinute()).toMatchObject({ requests: 2 });
+    expect(await userMinute()).toMatchObject({ requests: 1 });
+    expect(await c.batches.count({})).toBe(0);
+  });
+
+  it('takes each stuck batch with a whole lease of its own, however long the ones before it took', async () => {
+    await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }).apply([event()]);
+    await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }).apply([
+      event({ userId: 'u2' }),
+    ]);
+    const slow = stalling(c.counters, 'updateOne');
+    const recovered = writerWith({ ...c, counters: slow.collection }, 'w2').recover();
+    await slow.stalled;
+    lease.advance(LEASE_MS - 1_000); // the first batch took most of a lease to finish
+    slow.resume();
+    expect(await recovered).toBe(2);
+    expect(await orgMonth()).toMatchObject({ requests: 2, tokens: 20 });
+    expect(await c.batches.count({})).toBe(0);
   });
 
   it('re-applies nothing after a crash between deleting a batch and the next update of its counters', async () => {

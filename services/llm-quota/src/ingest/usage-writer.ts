@@ -165,7 +165,8 @@ export class UsageWriter {
 
   /**
    * Finishes or undoes the batches whose lease ran out (their writer died or stalled). Returns how
-   * many it handled.
+   * many it handled. Each batch on its own: one it cannot finish now keeps the lease this recovery took (an update
+   * of it may still be in flight), so the next call leaves it alone until that lease is past; the others go on.
    */
   async recover(limit = 100): Promise<number> {
     const now = this.now();
@@ -175,26 +176,48 @@ export class UsageWriter {
       { limit },
     );
     for (const batch of stuck) {
-      const leaseUntil = now + this.options.leaseMs;
-      const taken = await this.c.batches.findOneAndUpdate(
-        { _id: batch._id, state: batch.state, leaseUntil: batch.leaseUntil },
-        { $set: { owner: this.instanceId, leaseUntil } },
-      );
-      if (!taken) continue;
-      handled++;
-      if (taken.state === 'claiming') {
-        await this.c.batches.updateOne(
-          { _id: taken._id, owner: this.instanceId, state: 'claiming' },
-          { $set: { state: 'aborted' } },
-        );
-        this.options.logger.info({ batchId: taken._id }, 'undid an unfinished batch: its events come again');
-      } else {
-        // Updates of its earlier writers may still land: the one that let it go early, or the last holder.
-        await this.finish(taken, leaseUntil, { fence: Math.max(batch.leaseUntil, batch.releasedLease ?? 0) });
-        this.options.logger.info({ batchId: taken._id }, 'finished a batch left unfinished');
+      try {
+        if (await this.recoverBatch(batch)) handled++;
+      } catch (err) {
+        if (err instanceof LeaseLost) {
+          this.options.logger.info(
+            { batchId: batch._id },
+            'lost the lease of a batch it recovers: left to another',
+          );
+        } else {
+          this.options.logger.warn(
+            { err, batchId: batch._id },
+            'batch not recovered; tried again once its lease is past',
+          );
+        }
       }
     }
     return handled;
+  }
+
+  /**
+   * Takes over one stuck batch, with a lease from now (the batches before it may have taken a while), and undoes or
+   * finishes it; false when another writer took it first.
+   */
+  private async recoverBatch(batch: BatchDoc): Promise<boolean> {
+    const leaseUntil = this.now() + this.options.leaseMs;
+    const taken = await this.c.batches.findOneAndUpdate(
+      { _id: batch._id, state: batch.state, leaseUntil: batch.leaseUntil },
+      { $set: { owner: this.instanceId, leaseUntil } },
+    );
+    if (!taken) return false;
+    if (taken.state === 'claiming') {
+      await this.c.batches.updateOne(
+        { _id: taken._id, owner: this.instanceId, state: 'claiming' },
+        { $set: { state: 'aborted' } },
+      );
+      this.options.logger.info({ batchId: taken._id }, 'undid an unfinished batch: its events come again');
+    } else {
+      // Updates of its earlier writers may still land: the one that let it go early, or the last holder.
+      await this.finish(taken, leaseUntil, { fence: Math.max(batch.leaseUntil, batch.releasedLease ?? 0) });
+      this.options.logger.info({ batchId: taken._id }, 'finished a batch left unfinished');
+    }
+    return true;
   }
 
   /** Removes the markers of finished batches older than `olderThanMs` that no update took along. */
