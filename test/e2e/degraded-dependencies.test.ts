@@ -81,7 +81,12 @@ describe('when a service cannot write its store', () => {
       if (reply.status !== 200) return null;
       return reply.body.enforced.find((g: { key: string }) => g.key === 'llm.monthly_tokens').used as number;
     };
-    await waitFor(async () => (await monthlyTokens()) === 0, { what: 'the new org on the quota endpoint' });
+    // the edge answers one user's usage reads 60 a minute: polled faster, a count 2 s late met only 429s
+    const oncePerSecond = 1_000;
+    await waitFor(async () => (await monthlyTokens()) === 0, {
+      intervalMs: oncePerSecond,
+      what: 'the new org on the quota endpoint',
+    });
     const chat = async (text: string) => {
       const reply = await callJson(`${p.gatewayUrl}/v1/chat/completions`, 'POST', {
         bearer: session,
@@ -91,13 +96,17 @@ describe('when a service cannot write its store', () => {
       return reply.body.usage.total_tokens as number;
     };
     const first = await chat('one answer counted the usual way');
-    await waitFor(async () => (await monthlyTokens()) === first, { what: 'the first completion counted' });
+    await waitFor(async () => (await monthlyTokens()) === first, {
+      intervalMs: oncePerSecond,
+      what: 'the first completion counted',
+    });
 
     const repair = breakCollection(p.dataDir, 'llm-gateway', 'outbox');
     let second = 0;
     try {
       second = await chat('and one while the outbox cannot be written');
       await waitFor(async () => (await monthlyTokens()) === first + second, {
+        intervalMs: oncePerSecond,
         what: 'the second completion counted',
       });
     } finally {

@@ -87,6 +87,11 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       bearer,
       body: { model: 'mock/chat', messages: [{ role: 'user', content: 'hi' }] },
     });
+  /**
+   * Polls of `monthTokens`, one a second: the edge answers one user's usage reads 60 a minute, so polls at the
+   * default 20 ms spent them within about 2 s of a late count, then met only 429s until the wait ran out.
+   */
+  const usagePolls = { timeoutMs: 20_000, intervalMs: 1_000 };
   const monthTokens = async (p: RunningPlatform, bearer: string) => {
     const usage = await callJson(`${p.gatewayUrl}/v1/quotas/usage`, 'GET', { bearer });
     const gauge = usage.body?.enforced?.find((g: { key: string }) => g.key === 'llm.monthly_tokens');
@@ -124,10 +129,7 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
         expect(reply.status).toBe(200);
         counted += reply.body.usage.total_tokens as number;
       }
-      await waitFor(async () => (await monthTokens(p, owner)) >= counted, {
-        timeoutMs: 20_000,
-        what: 'usage',
-      });
+      await waitFor(async () => (await monthTokens(p, owner)) >= counted, { ...usagePolls, what: 'usage' });
       expect(await monthTokens(p, owner)).toBe(counted);
 
       // a second edge and a second gateway instance, as deployed, hear what auth and llm-quota announce
@@ -181,10 +183,7 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       // a real completion after the forged ones is counted, and alone: the stream never took them
       const reply = await chat(p, owner);
       counted += reply.body.usage.total_tokens as number;
-      await waitFor(async () => (await monthTokens(p, owner)) >= counted, {
-        timeoutMs: 20_000,
-        what: 'usage',
-      });
+      await waitFor(async () => (await monthTokens(p, owner)) >= counted, { ...usagePolls, what: 'usage' });
       expect(await monthTokens(p, owner)).toBe(counted);
     });
 
@@ -211,10 +210,7 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       const reply = await chat(p, owner);
       expect(reply.status).toBe(200);
       counted += reply.body.usage.total_tokens as number;
-      await waitFor(async () => (await monthTokens(p, owner)) >= counted, {
-        timeoutMs: 20_000,
-        what: 'usage',
-      });
+      await waitFor(async () => (await monthTokens(p, owner)) >= counted, { ...usagePolls, what: 'usage' });
       expect(await monthTokens(p, owner)).toBe(counted);
       await spy.flush();
       expect(heard).toEqual([]);
@@ -331,7 +327,7 @@ describeWithNats('NATS with one user per service (deploy/nats/authorization.conf
       const second = await platformOn(data.dir);
       try {
         await waitFor(async () => (await monthTokens(second, owner)) >= tokens, {
-          timeoutMs: 20_000,
+          ...usagePolls,
           what: 'the usage kept in the outbox',
         });
         expect(await monthTokens(second, owner)).toBe(tokens);

@@ -89,6 +89,12 @@ describeWithNats('llm-quota stopped while a gateway keeps publishing', () => {
     };
     return { key, monthlyTokens };
   };
+  /**
+   * How often a test reads the usage: the edge answers a key's usage reads 60 a minute, and this clock stands still,
+   * so polls at the default 20 ms spent them within about 2 s of a late count, then met only 429s; at this pace a
+   * wait runs out first.
+   */
+  const usagePolls = { intervalMs: 500 };
   const allHandled = () =>
     waitFor(
       async () => {
@@ -103,7 +109,10 @@ describeWithNats('llm-quota stopped while a gateway keeps publishing', () => {
     const { key, monthlyTokens } = await organization('restart-co');
 
     for (let i = 0; i < 10; i++) publish(event(i));
-    await waitFor(async () => (await monthlyTokens(p!)) === expectedTokens(0, 10), { what: 'the first ten' });
+    await waitFor(async () => (await monthlyTokens(p!)) === expectedTokens(0, 10), {
+      ...usagePolls,
+      what: 'the first ten',
+    });
 
     // The whole platform goes down, llm-quota with it; the gateway keeps publishing (some twice).
     await p.stop();
@@ -120,6 +129,7 @@ describeWithNats('llm-quota stopped while a gateway keeps publishing', () => {
 
     p = await startTestPlatform({ clock, natsUrl: nats.url, dataDir: data.dir });
     await waitFor(async () => (await monthlyTokens(p!)) >= expectedTokens(0, 210), {
+      ...usagePolls,
       timeoutMs: 10_000,
       what: 'the backlog counted',
     });
@@ -137,13 +147,19 @@ describeWithNats('llm-quota stopped while a gateway keeps publishing', () => {
     const { monthlyTokens } = await organization('restart-solo');
     const alone = { ...event(1_000), orgSlug: 'restart-solo' };
     publish(alone);
-    await waitFor(async () => (await monthlyTokens(p!)) === 1_001, { what: 'the event counted' });
+    await waitFor(async () => (await monthlyTokens(p!)) === 1_001, {
+      ...usagePolls,
+      what: 'the event counted',
+    });
     await allHandled();
     await p.stop();
     p = await startTestPlatform({ clock, natsUrl: nats.url, dataDir: data.dir });
     publish(alone); // published again by a gateway whose acknowledgement was lost
     publish({ ...event(2_000), orgSlug: 'restart-solo' });
-    await waitFor(async () => (await monthlyTokens(p!)) >= 1_001 + 2_001, { what: 'the new event counted' });
+    await waitFor(async () => (await monthlyTokens(p!)) >= 1_001 + 2_001, {
+      ...usagePolls,
+      what: 'the new event counted',
+    });
     await allHandled();
     expect(await monthlyTokens(p)).toBe(1_001 + 2_001);
   });

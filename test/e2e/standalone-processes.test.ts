@@ -188,8 +188,11 @@ describe('pnpm start: every service in its own process', () => {
         (g: { key: string; window: string }) => g.key === key && g.window === 'month',
       )?.used;
     };
+    // once a second: the edge answers one user's usage reads 60 a minute, so faster polls of a count that comes
+    // late (a loaded machine) met only 429s, long before the 20 s were up
     await waitFor(async () => (await used('llm.monthly_tokens')) === tokens, {
       timeoutMs: 20_000,
+      intervalMs: 1_000,
       what: `llm-quota counting ${tokens} tokens`,
     });
     await new Promise((resolve) => setTimeout(resolve, 300));
