@@ -257,6 +257,47 @@ describe('organizations through the edge', () => {
     expect((await api('GET', '/v2/me', leaver)).body.memberships).toEqual([]);
   });
 
+  it("an at: token is its person's: it loses what their role loses, at once; an organization key is the organization's", async () => {
+    const admin = (await api('POST', '/v2/login/anonymous', null)).body as User;
+    const role = { description: 'keys', permissions: ['apikeys:manage', 'apikeys:read', 'members:read'] };
+    expect((await api('PUT', '/v2/orgs/edge-org/roles/key-admins', users.owner, role)).status).toBe(201);
+    await api('POST', '/v2/orgs/edge-org/members', users.owner, { userId: admin.userId, role: 'key-admins' });
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    const made = await api('POST', '/v2/user/accessTokens', admin, { name: 'script', expiresAt });
+    const token = { userId: admin.userId, token: made.body.token as string };
+    const key = await api('POST', '/v2/orgs/edge-org/apikeys', admin, {
+      name: 'ci',
+      permissions: ['apikeys:read'],
+    });
+    expect(key.status).toBe(201);
+    const listKeys = async (as: User | { apiKey: string }) =>
+      (
+        await callJson(`${p.baseUrl}/v2/orgs/edge-org/apikeys`, 'GET', {
+          ...('apiKey' in as ? { apiKey: as.apiKey } : { bearer: as.token }),
+        })
+      ).status;
+    expect(await listKeys(token)).toBe(200);
+
+    const demoted = { userId: admin.userId, role: 'guest' };
+    expect((await api('POST', '/v2/orgs/edge-org/members', users.owner, demoted)).status).toBe(200);
+    await waitFor(async () => (await listKeys(token)) === 403, {
+      timeoutMs: 2000,
+      what: 'the token to lose it',
+    });
+    expect((await api('DELETE', `/v2/orgs/edge-org/apikeys/${key.body._id}`, token)).status).toBe(403);
+    expect((await api('DELETE', `/v2/orgs/edge-org/members/${admin.userId}`, users.owner)).status).toBe(204);
+    for (const as of [token, admin]) {
+      expect(await listKeys(as)).toBe(403);
+      expect((await api('DELETE', `/v2/orgs/edge-org/apikeys/${key.body._id}`, as)).status).toBe(403);
+    }
+    // the key its maker made while allowed stays the organization's (spec 2.7: no user identity), listed with its maker
+    expect(await listKeys({ apiKey: key.body.apiKey })).toBe(200);
+    const listed = await api('GET', '/v2/orgs/edge-org/apikeys', users.owner);
+    expect(listed.body).toContainEqual(
+      expect.objectContaining({ _id: key.body._id, createdBy: admin.userId }),
+    );
+  });
+
   it('a member who is the last owner of a workspace others belong to stays until it is handed over (409 LastOwner)', async () => {
     const [owner, keeper, colleague] = await Promise.all(
       [1, 2, 3].map(async () => (await api('POST', '/v2/login/anonymous', null)).body as User),

@@ -428,6 +428,49 @@ describe('one account per email, whether it signs in with a password or an ident
   });
 });
 
+describe('a new password and an access token being made at that moment', () => {
+  const folder = tempDir('auth-reset-race-');
+  const gated = storeWithInsertGate(createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }));
+  let mail: Awaited<ReturnType<typeof startMailCatcher>>;
+  let a: AuthHarness;
+  beforeAll(async () => {
+    mail = await startMailCatcher();
+    a = await startAuth({ store: gated.store, env: { ...FAST_HASH, SMTP_URL: mail.url } });
+  });
+  afterAll(async () => {
+    await a.stop();
+    await mail.close();
+    await gated.store.close();
+    folder.remove();
+  });
+
+  it('a token minted by a session the reset signs out does not outlive the reset', async () => {
+    const email = newEmail();
+    const first = await signup(a, { email, password: PASSWORD });
+    const stolen = {
+      credential: { kind: 'session' as const, userId: first.body.userId, sessionId: first.body.sessionId },
+    };
+    await a.http.post('/v2/password/forgot').send({ email });
+    const token = new URL(await mail.linkFor(email, '/account/reset-password')).searchParams.get('token')!;
+    // whoever holds the session has been let in and is about to write the token when its owner sets a new password
+    const held = gated.gate(
+      'access_tokens',
+      (doc) => (doc as { userId?: string }).userId === first.body.userId,
+    );
+    const expiresAt = new Date(a.clock.now().getTime() + 86_400_000).toISOString();
+    const minting = a.call(stolen, 'post', '/v2/user/accessTokens', { name: 'kept', expiresAt });
+    await held.arrived;
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token, password: 'a brand new secret' })).status,
+    ).toBe(204);
+    held.release();
+    // before: 201, and that token went on working after "a new password revokes your access tokens"
+    expect((await minting).status).toBe(401);
+    const col = a.service.context.collections;
+    expect(await col.accessTokens.find({ userId: first.body.userId, revokedAt: null })).toEqual([]);
+  });
+});
+
 describe('login throttling shared by every auth instance', () => {
   it('1,000 wrong passwords from 20 addresses across two instances: only the configured failures are checked, then the lock ends', async () => {
     const dir = tempDir('auth-throttle-');

@@ -6,6 +6,7 @@ import { AtRestCipher } from '../src/domain/at-rest-cipher';
 import { FIRST_PARTY_CLIENT_ID, type OidcClientDoc } from '../src/oidc/clients';
 import { type AuthHarness, INTERNAL_SECRET, startAuth } from './helpers';
 import { APP_REDIRECT, authorizeApp, registerApp, signUp, userinfo } from './oidc-app';
+import { storeWithInsertGate } from './store-gate';
 
 /**
  * A confidential client's secret is sealed in the store (AES-256-GCM under auth's at-rest secret, as private
@@ -325,6 +326,99 @@ describe('OpenID Connect client secrets at rest', () => {
     expect(await stored('uris-app')).toEqual(before);
   });
 
+  it('a plain-http redirect URI is a 400 naming the field unless its host is loopback (RFC 9700 2.1, RFC 8252 7.3)', async () => {
+    const put = (clientId: string, body: Record<string, unknown>) =>
+      h.http
+        .put(`/internal/oidc-clients/${clientId}`)
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send({ redirectUris: [APP_REDIRECT], ...body });
+    const loopback = [
+      'http://127.0.0.1:7/cb',
+      'http://localhost:3000/cb',
+      'http://[::1]:8080/cb',
+      'http://LOCALHOST/cb',
+    ];
+    expect(
+      (await put('plain-app', { redirectUris: loopback, postLogoutRedirectUris: loopback })).status,
+    ).toBe(201);
+    for (const [body, said] of [
+      // before: 201; the code (and a public client's tokens with it) crossed the network in clear text
+      [{ redirectUris: ['http://app.example/cb'] }, 'redirectUris.0: must be https'],
+      [{ redirectUris: [APP_REDIRECT, 'http://10.0.0.5/cb'] }, 'redirectUris.1: must be https'],
+      [{ redirectUris: ['http://localhost.evil.example/cb'] }, 'redirectUris.0: must be https'],
+      [{ redirectUris: ['http://127.0.0.1.evil.example/cb'] }, 'redirectUris.0: must be https'],
+      [{ postLogoutRedirectUris: ['http://app.example/bye'] }, 'postLogoutRedirectUris.0: must be https'],
+    ] as const) {
+      for (const clientId of ['plain-app', 'plain-new-app']) {
+        const res = await put(clientId, body);
+        expect([body, clientId, res.status]).toEqual([body, clientId, 400]);
+        expect(res.body).toMatchObject({ code: 'INVALID_BODY', message: expect.stringContaining(said) });
+        expect(res.body.details.issues[0].field).toBe(said.slice(0, said.indexOf(':')));
+      }
+    }
+    expect(await stored('plain-new-app')).toBeNull();
+    expect((await stored('plain-app'))!.metadata).toMatchObject({
+      redirect_uris: loopback,
+      post_logout_redirect_uris: loopback,
+    });
+  });
+
+  it('a client stored with a plain-http redirect URI before the https rule keeps signing in, and keeps it when registered again', async () => {
+    const OLD = 'http://app.example/cb';
+    const now = h.clock.now();
+    await store.collection<OidcClientDoc>('oidc_clients').insertOne({
+      _id: 'pre-rule-app',
+      metadata: {
+        client_id: 'pre-rule-app',
+        redirect_uris: [OLD],
+        post_logout_redirect_uris: ['http://app.example/bye'],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+        scope: 'openid email profile offline_access',
+      },
+      firstParty: false,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const signIn = () =>
+      h.http.get(
+        `/oidc/auth?${new URLSearchParams({
+          client_id: 'pre-rule-app',
+          redirect_uri: OLD,
+          response_type: 'code',
+          scope: 'openid',
+          code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+          code_challenge_method: 'S256',
+        })}`,
+      );
+    expect((await signIn()).headers.location).toMatch(/^\/oidc\/interaction\//);
+    const put = (body: Record<string, unknown>) =>
+      h.http
+        .put('/internal/oidc-clients/pre-rule-app')
+        .set('x-platform-internal-secret', INTERNAL_SECRET)
+        .send(body);
+    // left out, or named again as stored: kept (a secret rotated or a name changed in an incident is not refused)
+    expect((await put({ name: 'Pre-rule' })).body).toMatchObject({
+      result: 'updated',
+      redirectUris: [OLD],
+      postLogoutRedirectUris: ['http://app.example/bye'],
+    });
+    expect((await put({ redirectUris: [OLD, 'https://app.example/cb'] })).body).toMatchObject({
+      result: 'updated',
+      redirectUris: [OLD, 'https://app.example/cb'],
+    });
+    expect((await signIn()).headers.location).toMatch(/^\/oidc\/interaction\//);
+    // a plain-http URI it does not have yet follows the rule
+    const added = await put({ redirectUris: [OLD, 'http://app.example/cb2'] });
+    expect(added.status).toBe(400);
+    expect(added.body.message).toContain('redirectUris.1: must be https');
+    // one dropped is gone: named again later, it is a new one
+    expect((await put({ redirectUris: ['https://app.example/cb'] })).status).toBe(200);
+    expect((await put({ redirectUris: [OLD] })).status).toBe(400);
+    expect((await stored('pre-rule-app'))!.metadata.redirect_uris).toEqual(['https://app.example/cb']);
+  });
+
   it('a redirect URI with user information, a fragment or a * in its host is a 400 naming the field, nothing stored', async () => {
     const put = (clientId: string, body: Record<string, unknown>) =>
       h.http
@@ -561,5 +655,93 @@ describe('OpenID Connect client secrets at rest', () => {
     const page = await h.http.get(started.headers.location!).set('cookie', cookies.join('; '));
     expect(page.status).toBe(400);
     expect(page.text).toContain('sign in again');
+  });
+});
+
+describe('OpenID Connect clients registered by two operators at once', () => {
+  const folder = tempDir('auth-oidc-client-races-');
+  const gated = storeWithInsertGate(createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }));
+  const env = { PASSWORD_SCRYPT_N: '1024', PASSWORD_SCRYPT_P: '1' };
+  let h: AuthHarness;
+  beforeAll(async () => {
+    h = await startAuth({ store: gated.store, env });
+  });
+  afterAll(async () => {
+    await h.stop();
+    await gated.store.close();
+    folder.remove();
+  });
+
+  const put = (clientId: string, body: Record<string, unknown>) =>
+    h.http
+      .put(`/internal/oidc-clients/${clientId}`)
+      .set('x-platform-internal-secret', INTERNAL_SECRET)
+      .send(body)
+      .then((res) => res);
+  const stored = (clientId: string) =>
+    gated.store.collection<OidcClientDoc>('oidc_clients').findOne({ _id: clientId });
+  /** `first` has read the client and is about to write it when `second` runs to its end */
+  async function interleaved(
+    clientId: string,
+    first: Record<string, unknown>,
+    second: Record<string, unknown>,
+  ) {
+    const held = gated.gate('oidc_clients', (doc) => doc._id === clientId, ['insertOne', 'findOneAndUpdate']);
+    const firstDone = put(clientId, first);
+    await held.arrived;
+    const secondDone = await put(clientId, second);
+    held.release();
+    return { first: await firstDone, second: secondDone };
+  }
+
+  it('each keeps what the other changed: neither a name nor a redirect URI is lost', async () => {
+    expect((await put('race-app', { redirectUris: [APP_REDIRECT] })).status).toBe(201);
+    const { first, second } = await interleaved(
+      'race-app',
+      { name: 'Race App' },
+      { redirectUris: [APP_REDIRECT, 'https://app.example/cb'] },
+    );
+    expect([first.status, second.status]).toEqual([200, 200]);
+    // before: the name's write, computed from the client as it was, put the old redirect URIs back
+    expect(first.body).toMatchObject({
+      result: 'updated',
+      name: 'Race App',
+      redirectUris: [APP_REDIRECT, 'https://app.example/cb'],
+    });
+    expect((await stored('race-app'))!.metadata).toMatchObject({
+      client_name: 'Race App',
+      redirect_uris: [APP_REDIRECT, 'https://app.example/cb'],
+    });
+  });
+
+  it('a secret answered to one of them is the one stored: a change made at once does not make the client public', async () => {
+    expect((await put('race-secret-app', { redirectUris: [APP_REDIRECT] })).status).toBe(201);
+    const { first, second } = await interleaved(
+      'race-secret-app',
+      { name: 'Renamed' },
+      { confidential: true },
+    );
+    const secret = second.body.clientSecret as string;
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // before: the rename, computed from the public client, wrote it public again: the secret just answered opened nothing
+    expect(first.body).toMatchObject({ name: 'Renamed', tokenEndpointAuthMethod: 'client_secret_post' });
+    expect(first.body.clientSecret).toBeUndefined();
+    const person = await signUp(h);
+    expect((await (await authorizeApp(h, person, 'race-secret-app', 'openid')).redeem(secret)).status).toBe(
+      200,
+    );
+  });
+
+  it('a client created by both at once is created once, with one secret that works', async () => {
+    const body = { redirectUris: [APP_REDIRECT], confidential: true };
+    const { first, second } = await interleaved('race-new-app', body, body);
+    expect(second.body).toMatchObject({ result: 'created', clientSecret: expect.any(String) });
+    // before: both 201 `created`, each with its own secret, and the first's write threw the second's away
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ result: 'exists', tokenEndpointAuthMethod: 'client_secret_post' });
+    expect(first.body.clientSecret).toBeUndefined();
+    const person = await signUp(h);
+    const { redeem } = await authorizeApp(h, person, 'race-new-app', 'openid');
+    expect((await redeem(second.body.clientSecret)).status).toBe(200);
   });
 });

@@ -472,6 +472,99 @@ describe('removing a member while their account, their organization or their wor
     expect(await col().workspaceMembers.find({ userId: member.userId })).toEqual([]);
     expect(await col().workspaces.find({ createdBy: member.userId })).toEqual([]);
   });
+
+  /** an organization where `member` holds a role that manages keys, and the key it is making held at its write */
+  async function keyMadeWhile(owner: UserActor, member: UserActor, change: (s: string) => Promise<void>) {
+    const s = slug();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: s, name: 'Acme' })).status).toBe(201);
+    const role = { description: 'keys', permissions: ['apikeys:manage', 'apikeys:read', 'members:read'] };
+    expect((await h.call(owner, 'put', `/v2/orgs/${s}/roles/keys`, role)).status).toBe(201);
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: member.userId, role: 'keys' });
+    const held = gated.gate(
+      'org_api_keys',
+      (doc) => (doc as { createdBy?: string }).createdBy === member.userId,
+    );
+    const making = h.call(member, 'post', `/v2/orgs/${s}/apikeys`, {
+      name: 'ci',
+      permissions: ['apikeys:manage', 'members:read'],
+    });
+    await held.arrived;
+    await change(s);
+    held.release();
+    return { slug: s, made: await making };
+  }
+
+  it('an organization key made while its maker is removed, or loses the rights it holds, does not stay live', async () => {
+    const [owner, removed, demoted] = [await h.newUser(), await h.newUser(), await h.newUser()];
+    const gone = await keyMadeWhile(owner, removed, async (s) => {
+      expect((await h.call(owner, 'delete', `/v2/orgs/${s}/members/${removed.userId}`)).status).toBe(204);
+    });
+    // before: 201, and the key, with the members:read and apikeys:manage its maker no longer held, kept working
+    expect(gone.made.body).toMatchObject({ status: 403, error: 'NotAMember' });
+    const lessened = await keyMadeWhile(owner, demoted, async (s) => {
+      const demoting = { userId: demoted.userId, role: 'guest' };
+      expect((await h.call(owner, 'post', `/v2/orgs/${s}/members`, demoting)).status).toBe(200);
+    });
+    expect(lessened.made.body).toMatchObject({ status: 403, error: 'MissingPermission' });
+    for (const maker of [removed, demoted])
+      expect(await col().orgApiKeys.find({ createdBy: maker.userId, revokedAt: null })).toEqual([]);
+  });
+
+  it('a role replaced by two administrators at once: neither takes away what the other gave unless holding it', async () => {
+    const [owner, admin] = [await h.newUser(), await h.newUser()];
+    const s = slug();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: s, name: 'Acme' })).status).toBe(201);
+    const roles = { description: 'roles', permissions: ['roles:manage', 'roles:read', 'members:read'] };
+    expect((await h.call(owner, 'put', `/v2/orgs/${s}/roles/role-admins`, roles)).status).toBe(201);
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: admin.userId, role: 'role-admins' });
+    const ops = (permissions: string[], description = 'ops') => ({ description, permissions });
+    expect((await h.call(owner, 'put', `/v2/orgs/${s}/roles/ops`, ops(['members:read']))).status).toBe(201);
+    // the administrator's new description, checked against the role as it was, about to be written
+    const held = gated.gate('roles', (doc) => (doc as { slug?: string }).slug === 'ops', [
+      'updateOne',
+      'findOneAndUpdate',
+    ]);
+    const describing = h.call(admin, 'put', `/v2/orgs/${s}/roles/ops`, ops(['members:read'], 'Operations'));
+    await held.arrived;
+    const granted = await h.call(
+      owner,
+      'put',
+      `/v2/orgs/${s}/roles/ops`,
+      ops(['members:read', 'apikeys:manage']),
+    );
+    expect(granted.status).toBe(200);
+    held.release();
+    // before: 200, and apikeys:manage, which the administrator does not hold and could not give back, taken from ops
+    expect((await describing).body).toMatchObject({ status: 403, error: 'PermissionEscalation' });
+    const org = await col().orgs.findOne({ slug: s });
+    expect(await col().roles.findOne({ orgId: org!._id, slug: 'ops' })).toMatchObject({
+      permissions: ['members:read', 'apikeys:manage'],
+    });
+  });
+
+  it('a workspace key made while its maker is removed from the organization does not stay live', async () => {
+    const [owner, member] = [await h.newUser(), await h.newUser()];
+    const s = slug();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: s, name: 'Acme' })).status).toBe(201);
+    await h.call(owner, 'post', `/v2/orgs/${s}/members`, { userId: member.userId, role: 'member' });
+    await h.call(member, 'put', '/v2/user/active-org', { orgSlug: s });
+    const workspace = (await h.call(member, 'post', '/v2/workspaces', { name: 'Own' })).body.id as string;
+    const held = gated.gate(
+      'workspace_api_keys',
+      (doc) => (doc as { createdBy?: string }).createdBy === member.userId,
+    );
+    const making = h.call(member, 'post', `/v2/workspaces/${workspace}/security/apikeys`, {
+      name: 'ci',
+      rules: [{ action: ['read', 'update'], subject: 'workspace' }],
+    });
+    await held.arrived;
+    // the removal takes the workspace roles it finds: the owner role that allowed the key
+    expect((await h.call(owner, 'delete', `/v2/orgs/${s}/members/${member.userId}`)).status).toBe(204);
+    held.release();
+    // before: 201, and the key went on reading and renaming the workspace for someone no longer in the organization
+    expect((await making).status).toBe(403);
+    expect(await col().workspaceApiKeys.find({ createdBy: member.userId, revokedAt: null })).toEqual([]);
+  });
 });
 
 describe("a company's SSO provider makes its people members once, not at every sign-in", () => {

@@ -7,6 +7,7 @@ import { AtRestCipher } from '../src/domain/at-rest-cipher';
 import { openSsoCollections, SsoClients, type SsoProviderDoc } from '../src/sso/providers';
 import { signInWith, startFakeIdp } from './fake-idp';
 import { type AuthHarness, INTERNAL_SECRET, startAuth } from './helpers';
+import { storeWithInsertGate } from './store-gate';
 
 const SECRET = 'company-secret-for-the-platform-0123456789';
 const CALLBACK = (slug: string) => `http://localhost:8080/account/sso/${slug}/callback`;
@@ -316,5 +317,52 @@ describe('single sign-on providers’ client secrets at rest', () => {
     expect(back.text).toContain('cannot be reached right now');
     expect((await h.http.get('/account/sso/lost-idp')).status).toBe(502);
     expect(logs.join('')).toContain('the secret of SSO provider lost-idp was sealed under another');
+  });
+});
+
+describe('an identity provider named by two operators at once', () => {
+  const folder = tempDir('auth-sso-races-');
+  const gated = storeWithInsertGate(createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }));
+  const AT_REST = 'the-at-rest-secret-of-this-test-0123456789';
+  let h: AuthHarness;
+  beforeAll(async () => {
+    h = await startAuth({ store: gated.store, env: { SIGNING_KEYS_ENCRYPTION_KEY: AT_REST } });
+  });
+  afterAll(async () => {
+    await h.stop();
+    await gated.store.close();
+    folder.remove();
+  });
+
+  const put = (body: Record<string, unknown>) =>
+    h.http
+      .put('/internal/sso-providers/raced-idp')
+      .set('x-platform-internal-secret', INTERNAL_SECRET)
+      .send({ name: 'Acme Corp', clientId: 'platform', ...body })
+      .then((res) => res);
+  const stored = () => gated.store.collection<SsoProviderDoc>('sso_providers').findOne({ _id: 'raced-idp' });
+  const opened = (doc: SsoProviderDoc | null) =>
+    new AtRestCipher(AT_REST, 'platform-auth-sso-client-secrets').open(doc!.clientSecret!);
+
+  it("a secret kept for the stored issuer is never written beside another issuer's: the rename is checked again", async () => {
+    const [ONE, TWO] = ['https://idp-one.example', 'https://idp-two.example'];
+    expect((await put({ issuer: ONE, clientSecret: SECRET })).status).toBe(201);
+    // a rename keeping the stored secret, checked against issuer ONE, about to write when the provider moves to TWO
+    const held = gated.gate('sso_providers', (doc) => doc._id === 'raced-idp', [
+      'updateOne',
+      'findOneAndUpdate',
+    ]);
+    const renaming = put({ issuer: ONE, name: 'Acme' });
+    await held.arrived;
+    const moved = await put({ issuer: TWO, clientSecret: 'the-secret-at-idp-two' });
+    expect(moved.body).toMatchObject({ result: 'updated', issuer: TWO, hasClientSecret: true });
+    held.release();
+    // before: 200, and the provider back at ONE with TWO's secret, sent to ONE's token endpoint at every sign-in
+    const renamed = await renaming;
+    expect(renamed.status).toBe(400);
+    expect(renamed.body.message).toContain('clientSecret');
+    const doc = await stored();
+    expect(doc).toMatchObject({ issuer: TWO, name: 'Acme Corp' });
+    expect(opened(doc)).toBe('the-secret-at-idp-two');
   });
 });

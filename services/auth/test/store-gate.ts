@@ -1,13 +1,17 @@
 import type { Collection, Doc, Store } from '@platform/store';
 
+type GatedOperation = 'insertOne' | 'findOneAndUpdate' | 'updateOne';
+
 /**
  * A store whose `insertOne` into one collection, for the documents a gate picks, waits until the test opens the
  * gate: a request that read what it needs and is about to write, held there while another request (a deletion)
- * runs to its end. The interleaving a busy store or a second instance produces now and then, made certain.
+ * runs to its end. The interleaving a busy store or a second instance produces now and then, made certain. A gate on
+ * `findOneAndUpdate` or `updateOne` holds that write the same way (`matches` then gets its filter).
  */
 export function storeWithInsertGate(store: Store) {
   const gates: Array<{
     collection: string;
+    operations: GatedOperation[];
     matches: (doc: Doc) => boolean;
     reached: () => void;
     open: Promise<void>;
@@ -15,15 +19,17 @@ export function storeWithInsertGate(store: Store) {
   const wrap = <T extends Doc>(name: string, inner: Collection<T>): Collection<T> =>
     new Proxy(inner, {
       get(target, prop) {
-        if (prop === 'insertOne')
-          return async (doc: T) => {
-            const i = gates.findIndex((g) => g.collection === name && g.matches(doc));
+        if (prop === 'insertOne' || prop === 'findOneAndUpdate' || prop === 'updateOne')
+          return async (doc: T, ...rest: unknown[]) => {
+            const i = gates.findIndex(
+              (g) => g.collection === name && g.operations.includes(prop) && g.matches(doc),
+            );
             if (i >= 0) {
               const [gate] = gates.splice(i, 1);
               gate!.reached();
               await gate!.open;
             }
-            return target.insertOne(doc);
+            return (target[prop] as (...args: unknown[]) => unknown).call(target, doc, ...rest);
           };
         const value = Reflect.get(target, prop, target);
         return typeof value === 'function' ? value.bind(target) : value;
@@ -43,8 +49,12 @@ export function storeWithInsertGate(store: Store) {
       ping: () => store.ping(),
       close: () => store.close(),
     } as Store,
-    /** holds the next insert into `collection` that `matches` until `release` is called */
-    gate(collection: string, matches: (doc: Doc) => boolean = () => true) {
+    /** holds the next insert (or one of `operations`) into `collection` that `matches` until `release` is called */
+    gate(
+      collection: string,
+      matches: (doc: Doc) => boolean = () => true,
+      operations: GatedOperation[] = ['insertOne'],
+    ) {
       let reached!: () => void;
       let release!: () => void;
       const arrived = new Promise<void>((resolve) => {
@@ -53,7 +63,7 @@ export function storeWithInsertGate(store: Store) {
       const open = new Promise<void>((resolve) => {
         release = resolve;
       });
-      gates.push({ collection, matches, reached, open });
+      gates.push({ collection, operations, matches, reached, open });
       return { arrived, release };
     },
   };

@@ -1,6 +1,6 @@
 import { NotFound, Unauthenticated } from '@platform/kernel';
 import type { AuthContext } from '../context';
-import type { AccessTokenDoc } from '../data/collections';
+import type { AccessTokenDoc, SessionDoc } from '../data/collections';
 import { checkExpiry } from '../routes/common';
 import { releaseAccessTokenPlace, takeAccessTokenPlace } from './access-token-places';
 import { userIsLive } from './liveness';
@@ -14,7 +14,7 @@ import { newAccessToken, newId, sha256Hex } from './secrets';
  */
 export async function createAccessToken(
   c: AuthContext,
-  session: { userId: string; mfa?: boolean },
+  session: Pick<SessionDoc, '_id' | 'userId' | 'mfa'>,
   name: string,
   expiresAtIso: string,
 ): Promise<{ doc: AccessTokenDoc; token: string }> {
@@ -47,8 +47,10 @@ export async function createAccessToken(
     await releaseAccessTokenPlace(c, userId, tokenId);
     throw err;
   }
-  // the account was deleted while this ran (decision 0099): no token outlives it
-  if (!(await userIsLive(c, userId))) {
+  // the account was deleted (decision 0099), or the session making it revoked (a new password signs out everywhere
+  // and revokes the tokens it finds, a sign-out), while this ran: no token outlives them
+  const maker = await c.collections.sessions.findOne({ _id: session._id });
+  if (!(await userIsLive(c, userId)) || !maker || maker.revokedAt !== null) {
     await revokeLive(c, userId, tokenId);
     throw new Unauthenticated();
   }

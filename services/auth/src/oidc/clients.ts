@@ -1,8 +1,19 @@
-import type { Collection, Doc, Store } from '@platform/store';
+import { randomUUID } from 'node:crypto';
+import { Conflict } from '@platform/kernel';
+import {
+  type Collection,
+  DuplicateKeyError,
+  type Revised,
+  type Store,
+  updateWithRevision,
+} from '@platform/store';
 import { AtRestCipher, isSealed } from '../domain/at-rest-cipher';
 
-/** A registered relying party. `_id` is its client_id; `metadata` is what oidc-provider reads. */
-export interface OidcClientDoc extends Doc {
+/**
+ * A registered relying party. `_id` is its client_id; `metadata` is what oidc-provider reads; `revision` changes at
+ * every write, so that a registration computed from what it read is written only over that (`OidcClients.save`).
+ */
+export interface OidcClientDoc extends Revised {
   metadata: {
     client_id: string;
     client_name?: string;
@@ -72,8 +83,55 @@ export class OidcClients {
     return doc && this.opened(doc);
   }
 
-  /** Creates or replaces a client's metadata; answers it as `find` does. */
+  /** Creates or replaces a client's metadata, whatever is stored; answers it as `find` does. */
   async register(r: ClientRegistration, now: Date): Promise<OidcClientDoc> {
+    const saved = await this.collection.findOneAndUpdate(
+      { _id: r.clientId },
+      { $set: this.written(r, now), $setOnInsert: { createdAt: now } },
+      { upsert: true },
+    );
+    return this.opened(saved!);
+  }
+
+  /**
+   * Registers client `clientId` from what is stored: `registration` gets the client opened (one whose secret no longer
+   * opens, without it), or null for a new one, and may throw to refuse. Written only over the version it was given, else
+   * it runs again on the client as it now is: two registrations at once never undo each other's changes, nor make two
+   * clients. Answers the client it was given (null: created) and the one written, as `find` does.
+   */
+  async save(
+    clientId: string,
+    now: Date,
+    registration: (existing: OidcClientDoc | null) => ClientRegistration,
+  ): Promise<{ before: OidcClientDoc | null; after: OidcClientDoc }> {
+    // a miss is a registration that went in meanwhile: the next attempt reads it
+    for (let attempt = 0; attempt < 3; attempt++) {
+      let before: OidcClientDoc | null = null;
+      const updated = await updateWithRevision(this.collection, { _id: clientId }, (current) => {
+        before = this.openedOrWithout(current);
+        return { $set: this.written(registration(before), now) };
+      });
+      if (updated) return { before, after: this.opened(updated.after) };
+      const doc: OidcClientDoc = {
+        _id: clientId,
+        ...this.written(registration(null), now),
+        createdAt: now,
+        revision: randomUUID(),
+      };
+      try {
+        await this.collection.insertOne(doc);
+        return { before: null, after: this.opened(doc) };
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
+    }
+    throw new Conflict(`OIDC client ${clientId} was changed by other requests meanwhile; try again`, {
+      error: 'ConcurrentUpdate',
+      retryable: true,
+    });
+  }
+
+  private written(r: ClientRegistration, now: Date) {
     const metadata: OidcClientDoc['metadata'] = {
       client_id: r.clientId,
       ...(r.name ? { client_name: r.name } : {}),
@@ -85,15 +143,8 @@ export class OidcClients {
       ...(r.clientSecret ? { client_secret: this.cipher.seal(r.clientSecret) } : {}),
       scope: 'openid email profile offline_access',
     };
-    const saved = await this.collection.findOneAndUpdate(
-      { _id: r.clientId },
-      {
-        $set: { metadata, firstParty: r.firstParty ?? false, updatedAt: now },
-        $setOnInsert: { createdAt: now },
-      },
-      { upsert: true },
-    );
-    return this.opened(saved!);
+    // a fresh revision: a registration computed from the client before this write no longer passes for current
+    return { metadata, firstParty: r.firstParty ?? false, updatedAt: now, revision: randomUUID() };
   }
 
   /** Seals the secrets an earlier version stored in plain text (idempotent); answers how many. */
@@ -110,6 +161,16 @@ export class OidcClients {
       sealed += done.modified;
     }
     return sealed;
+  }
+
+  /** a secret sealed under a lost at-rest secret: the client without it (registering it again makes a new one) */
+  private openedOrWithout(doc: OidcClientDoc): OidcClientDoc {
+    try {
+      return this.opened(doc);
+    } catch (err) {
+      if (err instanceof UnreadableClientSecret) return err.client;
+      throw err;
+    }
   }
 
   private opened(doc: OidcClientDoc): OidcClientDoc {

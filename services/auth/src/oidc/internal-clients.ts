@@ -3,7 +3,7 @@ import { InvalidInput, parseInput, requireInternalSecret } from '@platform/kerne
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
-import { FIRST_PARTY_CLIENT_ID, UnreadableClientSecret } from './clients';
+import { type ClientRegistration, FIRST_PARTY_CLIENT_ID, type OidcClientDoc } from './clients';
 import type { OidcProviderHost } from './provider';
 
 /** what a URI says between `scheme://` and its path, query or fragment (where WHATWG's parser ends it) */
@@ -26,6 +26,23 @@ const RedirectUri = z
     return /[^\x00-\x7f]|%/.test(written) ? u.replace(written, new URL(u).host) : u;
   });
 
+// http only where a native app listens on its own machine (RFC 8252 7.3): elsewhere the code, and a public client's
+// tokens with it, would cross the network in clear text (RFC 9700 2.1)
+const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
+const HTTPS_REQUIRED = 'must be https (plain http only for a loopback host: localhost, 127.0.0.1, [::1])';
+
+/**
+ * The given URIs of `field` that are plain http for another host, as issues; one the client already has is kept (it
+ * was stored before the rule, and its application still signs in with it).
+ */
+function plainHttpIssues(field: string, given: string[] | undefined, stored: string[] | undefined) {
+  return (given ?? []).flatMap((uri, i) => {
+    const url = URL.parse(uri);
+    const plain = url?.protocol === 'http:' && !LOOPBACK_HOSTS.includes(url.hostname);
+    return plain && !stored?.includes(uri) ? [{ field: `${field}.${i}`, message: HTTPS_REQUIRED }] : [];
+  });
+}
+
 // strict: a misspelt field would otherwise pass for one left out, which keeps what is stored
 export const OidcClientBody = z
   .strictObject({
@@ -47,11 +64,62 @@ export const OidcClientBody = z
   .meta({ description: 'PUT /internal/oidc-clients/:clientId' });
 
 /**
+ * What registering `clientId` with `body` makes of the client as stored (`existing`; null: a new one), keeping what
+ * `body` leaves out; throws InvalidInput for what cannot be.
+ */
+function registrationOf(
+  clientId: string,
+  body: z.infer<typeof OidcClientBody>,
+  existing: OidcClientDoc | null,
+): ClientRegistration {
+  // (one whose secret no longer opens stays confidential, and gets a new secret below)
+  const wasConfidential = existing?.metadata.token_endpoint_auth_method === 'client_secret_post';
+  const confidential = body.confidential ?? wasConfidential;
+  if (body.rotateSecret && !(wasConfidential && confidential)) {
+    const message = existing
+      ? 'a public client has no secret to rotate'
+      : 'no such client: register it confidential, which makes its secret';
+    throw new InvalidInput(`Invalid body: rotateSecret: ${message}`, {
+      details: { issues: [{ field: 'rotateSecret', message }] },
+    });
+  }
+  const plainHttp = [
+    ...plainHttpIssues('redirectUris', body.redirectUris, existing?.metadata.redirect_uris),
+    ...plainHttpIssues(
+      'postLogoutRedirectUris',
+      body.postLogoutRedirectUris,
+      existing?.metadata.post_logout_redirect_uris,
+    ),
+  ];
+  if (plainHttp.length)
+    throw new InvalidInput(`Invalid body: ${plainHttp.map((i) => `${i.field}: ${i.message}`).join('; ')}`, {
+      details: { issues: plainHttp },
+    });
+  const redirectUris = body.redirectUris ?? existing?.metadata.redirect_uris;
+  if (!redirectUris) {
+    const message = 'required: a new client needs at least one (none is stored to keep)';
+    throw new InvalidInput(`Invalid body: redirectUris: ${message}`, {
+      details: { issues: [{ field: 'redirectUris', message }] },
+    });
+  }
+  // a rotated secret is never kept: the old one opens nothing from the next request on (no grace period)
+  const kept = body.rotateSecret ? undefined : existing?.metadata.client_secret;
+  return {
+    clientId,
+    name: body.name === undefined ? existing?.metadata.client_name : (body.name ?? undefined),
+    redirectUris,
+    postLogoutRedirectUris: body.postLogoutRedirectUris ?? existing?.metadata.post_logout_redirect_uris,
+    clientSecret: confidential ? (kept ?? randomBytes(32).toString('base64url')) : undefined,
+    firstParty: existing?.firstParty ?? false,
+  };
+}
+
+/**
  * Operators register relying parties (`pnpm platform oidc-client add`). Idempotent: the same call again
  * answers `exists`; a changed one `updated`. A confidential client's secret is made once and shown once, and made anew
  * on `rotateSecret` (a leaked one). Registered again, a client left without `redirectUris`, `confidential`, `name` or
  * `postLogoutRedirectUris` keeps them: its application's redirects and secret are not thrown away (a rotation need not
- * name every redirect URI again).
+ * name every redirect URI again). Two registrations at once keep each other's changes (`OidcClients.save`).
  */
 export function mountInternalClientRoutes(router: Router, c: AuthContext, host: OidcProviderHost): void {
   router.put(
@@ -70,43 +138,10 @@ export function mountInternalClientRoutes(router: Router, c: AuthContext, host: 
         'clientId',
       );
       const body = parseInput(OidcClientBody, req.body);
-      // a secret sealed under a lost at-rest secret: registering the client again makes it a new one
-      const existing = await host.clients.find(clientId).catch((err: unknown) => {
-        if (err instanceof UnreadableClientSecret) return err.client;
-        throw err;
-      });
-      // (one whose secret no longer opens stays confidential, and gets a new secret below)
-      const wasConfidential = existing?.metadata.token_endpoint_auth_method === 'client_secret_post';
-      const confidential = body.confidential ?? wasConfidential;
-      if (body.rotateSecret && !(wasConfidential && confidential)) {
-        const message = existing
-          ? 'a public client has no secret to rotate'
-          : 'no such client: register it confidential, which makes its secret';
-        throw new InvalidInput(`Invalid body: rotateSecret: ${message}`, {
-          details: { issues: [{ field: 'rotateSecret', message }] },
-        });
-      }
-      const redirectUris = body.redirectUris ?? existing?.metadata.redirect_uris;
-      if (!redirectUris) {
-        const message = 'required: a new client needs at least one (none is stored to keep)';
-        throw new InvalidInput(`Invalid body: redirectUris: ${message}`, {
-          details: { issues: [{ field: 'redirectUris', message }] },
-        });
-      }
-      // a rotated secret is never kept: the old one opens nothing from the next request on (no grace period)
-      const kept = body.rotateSecret ? undefined : existing?.metadata.client_secret;
-      const secret = confidential ? (kept ?? randomBytes(32).toString('base64url')) : undefined;
-      const saved = await host.clients.register(
-        {
-          clientId,
-          name: body.name === undefined ? existing?.metadata.client_name : (body.name ?? undefined),
-          redirectUris,
-          postLogoutRedirectUris: body.postLogoutRedirectUris ?? existing?.metadata.post_logout_redirect_uris,
-          clientSecret: secret,
-          firstParty: existing?.firstParty ?? false,
-        },
-        c.clock.now(),
+      const { before: existing, after: saved } = await host.clients.save(clientId, c.clock.now(), (stored) =>
+        registrationOf(clientId, body, stored),
       );
+      const secret = saved.metadata.client_secret;
       const view = {
         clientId,
         name: saved.metadata.client_name ?? null,

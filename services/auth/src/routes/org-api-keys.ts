@@ -99,10 +99,16 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
       revokedAt: null,
     };
     await c.collections.orgApiKeys.insertOne(doc);
-    // the organization was deleted while this ran: no key outlives it (decision 0099)
-    if (!(await orgExists(c, doc.orgId))) {
+    // the organization was deleted (decision 0099), or its creator removed from it or given a role without these rights,
+    // while this ran: no key outlives it, nor holds what its creator may no longer give
+    try {
+      if (!(await orgExists(c, doc.orgId))) throw orgNotFound(doc.orgSlug, true);
+      const still = await orgAccess(c.collections, user, doc.orgSlug);
+      still.require('apikeys:manage');
+      still.requireHeld(doc.permissions, 'A key may not hold permissions its creator does not hold');
+    } catch (err) {
       await c.collections.orgApiKeys.updateOne({ _id: doc._id }, { $set: { revokedAt: c.clock.now() } });
-      throw orgNotFound(doc.orgSlug, true);
+      throw err;
     }
     res.status(201).json({ ...keyView(doc), apiKey });
   });

@@ -1,6 +1,6 @@
 import { isPermissionName, PERMISSIONS } from '@platform/contracts';
 import { Conflict, Forbidden, jsonBody, NotFound, parseInput } from '@platform/kernel';
-import { DuplicateKeyError } from '@platform/store';
+import { DuplicateKeyError, updateWithRevision } from '@platform/store';
 import type { Router } from 'express';
 import { z } from 'zod';
 import type { AuthContext } from '../context';
@@ -77,34 +77,15 @@ export function mountRoleRoutes(router: Router, c: AuthContext): void {
     // Nobody hands out more than they hold.
     access.requireHeld(body.permissions, 'A role may not grant permissions the caller does not hold');
     const now = c.clock.now();
-    const existing = await c.collections.roles.findOne({ orgId: access.org._id, slug });
-    // ...nor takes away from a role more than they hold: its members would lose what the caller cannot give back
-    access.requireHeld(
-      existing?.permissions ?? [],
-      `Role ${slug} holds permissions the caller does not hold`,
-    );
-    const doc: RoleDoc = {
-      _id: existing?._id ?? newId(),
-      orgId: access.org._id,
-      slug,
+    const fields = {
       description: body.description,
       permissions: body.permissions,
       scopes: body.scopes,
-      createdAt: existing?.createdAt ?? now,
       updatedAt: now,
     };
-    await c.collections.roles.updateOne(
-      { orgId: access.org._id, slug },
-      {
-        $set: {
-          description: doc.description,
-          permissions: doc.permissions,
-          scopes: doc.scopes,
-          updatedAt: now,
-        },
-        $setOnInsert: { _id: doc._id, createdAt: doc.createdAt },
-      },
-      { upsert: true },
+    const { doc, existing } = await putRole(c, access.org._id, slug, fields, (stored) =>
+      // ...nor takes away from a role more than they hold: its members would lose what the caller cannot give back
+      access.requireHeld(stored.permissions, `Role ${slug} holds permissions the caller does not hold`),
     );
     // Members holding this role have cached principals with the old permissions.
     if (existing) await c.events.membershipChanged(access.org.slug);
@@ -132,5 +113,37 @@ export function mountRoleRoutes(router: Router, c: AuthContext): void {
       throw new Conflict(`Role ${slug} is held by ${late} member(s)`, { error: 'RoleInUse' });
     }
     res.status(204).end();
+  });
+}
+
+/**
+ * Creates custom role `slug`, or replaces it if `check` (which may throw) allows it as stored. Written only over the role
+ * as checked: one replaced meanwhile (a grant another administrator made) is checked again, never undone unseen.
+ */
+async function putRole(
+  c: AuthContext,
+  orgId: string,
+  slug: string,
+  fields: Pick<RoleDoc, 'description' | 'permissions' | 'scopes' | 'updatedAt'>,
+  check: (stored: RoleDoc) => void,
+): Promise<{ doc: RoleDoc; existing: boolean }> {
+  // a miss is a role made meanwhile: the next attempt replaces it, checked
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const replaced = await updateWithRevision(c.collections.roles, { orgId, slug }, (stored) => {
+      check(stored);
+      return { $set: fields };
+    });
+    if (replaced) return { doc: replaced.after, existing: true };
+    const doc: RoleDoc = { _id: newId(), orgId, slug, ...fields, createdAt: fields.updatedAt };
+    try {
+      await c.collections.roles.insertOne(doc);
+      return { doc, existing: false };
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    }
+  }
+  throw new Conflict(`Role ${slug} was changed by other requests meanwhile; try again`, {
+    error: 'ConcurrentUpdate',
+    retryable: true,
   });
 }

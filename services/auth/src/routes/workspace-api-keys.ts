@@ -121,13 +121,20 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
       revokedAt: null,
     };
     await c.collections.workspaceApiKeys.insertOne(doc);
-    // the workspace (or its organization) was deleted while this ran: no key outlives it (decision 0099)
-    if (!(await workspaceExists(c, doc.workspaceId))) {
+    // the workspace (or its organization) was deleted (decision 0099), or its creator lost the role that gave these
+    // rights, while this ran: no key outlives it, nor holds what its creator may no longer give
+    try {
+      if (!(await workspaceExists(c, doc.workspaceId)))
+        throw new NotFound(`Workspace ${doc.workspaceId} does not exist`, { error: 'WorkspaceNotFound' });
+      const still = await workspaceAccess(c.collections, user, doc.workspaceId);
+      still.require('create', 'apikey');
+      requireWithin(still, rules, 'A key may not hold rights its creator does not hold');
+    } catch (err) {
       await c.collections.workspaceApiKeys.updateOne(
         { _id: doc._id },
         { $set: { revokedAt: c.clock.now() } },
       );
-      throw new NotFound(`Workspace ${doc.workspaceId} does not exist`, { error: 'WorkspaceNotFound' });
+      throw err;
     }
     res.status(201).json({ apiKey, ...keyView(doc) });
   });

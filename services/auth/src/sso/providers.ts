@@ -1,10 +1,14 @@
-import { InvalidInput } from '@platform/kernel';
-import type { Doc, Store } from '@platform/store';
+import { randomUUID } from 'node:crypto';
+import { Conflict, InvalidInput } from '@platform/kernel';
+import { type Doc, DuplicateKeyError, type Revised, type Store, updateWithRevision } from '@platform/store';
 import * as oidc from 'openid-client';
 import { AtRestCipher, isSealed } from '../domain/at-rest-cipher';
 
-/** An external OpenID Connect identity provider people may sign in with. `_id` is its slug. */
-export interface SsoProviderDoc extends Doc {
+/**
+ * An external OpenID Connect identity provider people may sign in with. `_id` is its slug; `revision` changes at every
+ * `save`, which writes only over the version it read.
+ */
+export interface SsoProviderDoc extends Revised {
   name: string;
   issuer: string;
   clientId: string;
@@ -103,37 +107,53 @@ export class SsoClients {
     settings: SsoProviderSettings,
     now: Date,
   ): Promise<{ result: 'created' | 'updated' | 'exists'; hasClientSecret: boolean; orgSlug: string | null }> {
-    const existing = await this.collections.providers.findOne({ _id: slug });
     const { clientSecret, orgSlug, ...rest } = settings;
-    if (clientSecret === undefined && existing?.clientSecret) this.assertKeepable(existing, rest);
-    const hasClientSecret =
-      clientSecret === undefined ? Boolean(existing?.clientSecret) : clientSecret !== null;
-    const stored = {
-      hasClientSecret,
-      orgSlug: orgSlug === undefined ? (existing?.orgSlug ?? null) : orgSlug,
-    };
-    if (existing && this.same(existing, settings)) return { result: 'exists', ...stored };
     const secret =
       clientSecret === undefined
         ? {}
         : { clientSecret: clientSecret === null ? null : this.cipher.seal(clientSecret) };
-    await this.collections.providers.updateOne(
-      { _id: slug },
-      {
-        $set: { ...rest, ...secret, ...(orgSlug === undefined ? {} : { orgSlug }), updatedAt: now },
-        $setOnInsert: {
-          createdAt: now,
-          ...(clientSecret === undefined ? { clientSecret: null } : {}),
-          ...(orgSlug === undefined ? { orgSlug: null } : {}),
-        },
-      },
-      { upsert: true },
-    );
-    // a `sub` is unique at its issuer only (OpenID Connect Core 5.7): the old issuer's links would sign the new one's
-    // people in as someone else; they are linked again by their verified email
-    if (existing && existing.issuer !== rest.issuer)
-      await this.collections.identities.deleteMany({ provider: slug });
-    return { result: existing ? 'updated' : 'created', ...stored };
+    // Written only over the provider as read (another operator's change meanwhile: read again and checked again), so a
+    // secret kept for one issuer is never written beside another's, nor a secret given meanwhile dropped.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      let same = false;
+      const updated = await updateWithRevision(this.collections.providers, { _id: slug }, (existing) => {
+        if (clientSecret === undefined && existing.clientSecret) this.assertKeepable(existing, rest);
+        same = this.same(existing, settings);
+        if (same) return null;
+        return {
+          $set: { ...rest, ...secret, ...(orgSlug === undefined ? {} : { orgSlug }), updatedAt: now },
+        };
+      });
+      if (updated) {
+        const { before, after } = updated;
+        // a `sub` is unique at its issuer only (OpenID Connect Core 5.7): the old issuer's links would sign the new
+        // one's people in as someone else; they are linked again by their verified email
+        if (before.issuer !== after.issuer) await this.collections.identities.deleteMany({ provider: slug });
+        const stored = { hasClientSecret: Boolean(after.clientSecret), orgSlug: after.orgSlug };
+        return { result: same ? 'exists' : 'updated', ...stored };
+      }
+      const doc: SsoProviderDoc = {
+        _id: slug,
+        ...rest,
+        clientSecret: null,
+        orgSlug: orgSlug ?? null,
+        ...secret,
+        createdAt: now,
+        updatedAt: now,
+        revision: randomUUID(),
+      };
+      try {
+        await this.collections.providers.insertOne(doc);
+        return { result: 'created', hasClientSecret: doc.clientSecret !== null, orgSlug: doc.orgSlug };
+      } catch (err) {
+        // named by another operator meanwhile: the next attempt reads it
+        if (!(err instanceof DuplicateKeyError)) throw err;
+      }
+    }
+    throw new Conflict(`SSO provider ${slug} was changed by other requests meanwhile; try again`, {
+      error: 'ConcurrentUpdate',
+      retryable: true,
+    });
   }
 
   /** Seals the secrets an earlier version stored in plain text (idempotent); answers how many. */
