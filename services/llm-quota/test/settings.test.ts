@@ -466,13 +466,22 @@ describe('quota settings: administrators (PATCH /v1/quotas/settings) and operato
           org_user_quotas: { overrides: { c: null, d: { rpm: 1 }, e: { rpm: 1 } } },
         });
         expect(added.status).toBe(400);
-        expect(added.body.details.issues[0].field).toBe('org_user_quotas.overrides');
+        expect(added.body.details.issues[0]).toEqual({
+          field: 'org_user_quotas.overrides',
+          message:
+            'org_user_quotas.overrides may hold at most 1 entries and holds 2: a change may remove or replace entries, not add more',
+        });
         const addedKey = await patch({ models: { by_api_key: { k4: [] } } });
         expect(addedKey.status).toBe(400);
         expect(addedKey.body.details.issues[0].field).toBe('models.by_api_key');
+        expect(addedKey.body.message).toContain('holds 2');
         const stored = await request(quota.service.handler).get('/v1/quotas/settings').set(admin());
         expect(stored.body.org_user_quotas.overrides).toEqual({ a: { rpm: 5 }, c: { rpm: 1 } });
         expect(stored.body.models.by_api_key).toEqual({ k1: ['mock/chat'], k3: [] });
+        // an entry may take the place of one removed by the same change: the map does not grow
+        const replaced = await patch({ org_user_quotas: { overrides: { c: null, d: { rpm: 1 } } } });
+        expect(replaced.status).toBe(200);
+        expect(replaced.body.org_user_quotas.overrides).toEqual({ a: { rpm: 5 }, d: { rpm: 1 } });
       } finally {
         await quota.stop();
         quota = await startQuotaService({ bus, clock });

@@ -45,9 +45,8 @@ export function mergeGovernance(
       else byKey[id] = [...new Set(models)];
     }
     // a map holding more since the maximum was lowered may still shrink, or change, never grow
-    const count = Object.keys(byKey).length;
-    if (count > maxEntries && count > Object.keys(current.by_api_key ?? {}).length)
-      throw new TooManyEntries('models.by_api_key', maxEntries);
+    const [count, held] = [Object.keys(byKey).length, Object.keys(current.by_api_key ?? {}).length];
+    if (count > maxEntries && count > held) throw tooManyEntries('models.by_api_key', maxEntries, held);
   }
   if (Object.keys(byKey).length > 0) next.by_api_key = byKey;
   // the routing is one setting: replaced whole, or removed with null
@@ -129,6 +128,19 @@ export class TooManyEntries extends Error {
     super(message);
   }
 }
+
+/**
+ * A change that would add entries to the map `field` past `max`, which holds `held`: one holding more already (the
+ * maximum was lowered since) says so, and what it may still take.
+ */
+const tooManyEntries = (field: string, max: number, held: number): TooManyEntries =>
+  held > max
+    ? new TooManyEntries(
+        field,
+        max,
+        `${field} may hold at most ${max} entries and holds ${held}: a change may remove or replace entries, not add more`,
+      )
+    : new TooManyEntries(field, max);
 
 /** the most the model governance may take, as JSON */
 const MAX_GOVERNANCE_BYTES = 1024 * 1024;
@@ -298,8 +310,9 @@ export class SettingsRepository {
         }
       }
       // as for models.by_api_key: one holding more since the maximum was lowered may still shrink, or change
-      if (keys.size > maxEntries && keys.size > Object.keys(current.org_user_quotas[field]).length)
-        throw new TooManyEntries(`org_user_quotas.${field}`, maxEntries);
+      const held = Object.keys(current.org_user_quotas[field]).length;
+      if (keys.size > maxEntries && keys.size > held)
+        throw tooManyEntries(`org_user_quotas.${field}`, maxEntries, held);
     }
     const stays = ([path, value]: [string, unknown]) =>
       path === 'updatedAt' || path === 'updatedBy' || isDeepStrictEqual(valueAt(current, path), value);

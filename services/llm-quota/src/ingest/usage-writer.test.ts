@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ManualClock, silentLogger } from '@platform/kernel';
+import { createLogger, ManualClock, silentLogger } from '@platform/kernel';
 import { type Collection, createEmbeddedStore, type Doc, type Store } from '@platform/store';
 import { type CounterDoc, type QuotaCollections, quotaCollections } from '../data/collections';
 import { counterId } from '../domain/windows';
 import type { CountableEvent } from './intake';
 import { Maintenance } from './maintenance';
-import { COUNTED, UsageWriter } from './usage-writer';
+import { COUNTED, sumIncrements, UsageWriter } from './usage-writer';
 
 const NOW = new Date('2025-03-15T12:00:30Z');
 const LEASE_MS = 60_000;
@@ -563,6 +563,40 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect(await c.batches.count({})).toBe(0);
   });
 
+  it('warns, naming the batch, when a counter is fenced past the lease it recovers with: another clock is ahead', async () => {
+    // As above: w3's clock is two leases ahead; the counters it fenced refuse every lease of w1 and w2 for a while.
+    const ahead = new ManualClock(new Date(Date.parse(LEASE_START) + 2 * LEASE_MS));
+    await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }, 'w3', ahead).apply([event()]);
+    const w3 = writerWith(c, 'w3', ahead);
+    await w3.recover();
+    ahead.advance(LEASE_MS + 1);
+    await w3.sweepMarkers();
+    await writerWith(c).apply([event()]); // fenced off: left to a recovery
+    lease.advance(LEASE_MS + 1);
+    const lines: Array<{ level: number; msg: string; batchId?: string; fencedUntil?: string }> = [];
+    const w2 = new UsageWriter({
+      collections: c,
+      clock: new ManualClock(NOW),
+      leaseClock: lease,
+      leaseMs: LEASE_MS,
+      logger: createLogger({
+        name: 'llm-quota',
+        destination: { write: (line: string) => lines.push(JSON.parse(line)) },
+      }),
+      instanceId: 'w2',
+    });
+    const [stuck] = await c.batches.find({});
+    expect(await w2.recover()).toBe(0);
+    // it holds w2's lease, no other instance's: not an info line leaving it to another, a warning (40 in pino)
+    expect(lines.filter((line) => line.batchId === stuck!._id)).toEqual([
+      expect.objectContaining({
+        level: 40,
+        msg: expect.stringContaining('clock is ahead'),
+        fencedUntil: new Date(Date.parse(LEASE_START) + 3 * LEASE_MS).toISOString(),
+      }),
+    ]);
+  });
+
   it('goes on with the other stuck batches when finishing one fails, and tries that one again once its lease is past', async () => {
     // Two batches whose writers failed on their first counter update: let go to the recovery at once.
     await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }).apply([event()]);
@@ -579,6 +613,57 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect(await orgMinute()).toMatchObject({ requests: 2 });
     expect(await userMinute()).toMatchObject({ requests: 1 });
     expect(await c.batches.count({})).toBe(0);
+  });
+
+  it('never counts a batch again when updates of a recovery that failed half-way land after the next recovery finished it', async () => {
+    await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }).apply([event()]);
+    // w2's recovery: its first counter update stalls, its second fails; it goes on, its other updates on their way.
+    const slowCounters = stalling(c.counters, 'updateOne');
+    const w2 = writerWith({ ...c, counters: failing(slowCounters.collection, 'updateOne', 2) }, 'w2');
+    const recovered = w2.recover();
+    await slowCounters.stalled;
+    expect(await recovered).toBe(0);
+    lease.advance(LEASE_MS + 1);
+    const w3 = writerWith(c, 'w3');
+    expect(await w3.recover()).toBe(1);
+    lease.advance(5_001);
+    await w3.apply([event()]); // w2's lease is past: the batch's markers go, fencing it off
+    expect(Object.keys((await orgMonth())?.applied ?? {})).toHaveLength(1);
+    slowCounters.resume();
+    await slowCounters.landed();
+    expect(await orgMonth()).toMatchObject({ requests: 2, tokens: 20 });
+    expect(await orgMinute()).toMatchObject({ requests: 2 });
+    expect(await userMinute()).toMatchObject({ requests: 2 });
+  });
+
+  it('tries the stuck batches in turn, the longest waiting first: batches failing again and again never hold one back', async () => {
+    const stuck = (_id: string, orgSlug: string, leaseUntil: number) =>
+      c.batches.insertOne({
+        _id,
+        state: 'applying',
+        owner: 'w0',
+        leaseUntil,
+        countedAt: NOW,
+        events: 1,
+        increments: sumIncrements([event({ orgSlug })]),
+      });
+    // Two batches of an organization whose counters the store keeps refusing (let go at once by their writers), and
+    // one of another organization whose writer died.
+    await stuck('a-initech', 'initech', 0);
+    await stuck('b-initech', 'initech', 0);
+    await stuck('c-acme', 'acme', Date.parse(LEASE_START) - 1);
+    const refusing = Object.assign(Object.create(c.counters), {
+      updateOne: (filter: { _id: string }, ...rest: [never, never]) =>
+        filter._id.includes('|initech')
+          ? Promise.reject(new Error('refused'))
+          : c.counters.updateOne(filter, ...rest),
+    });
+    const w2 = writerWith({ ...c, counters: refusing }, 'w2');
+    expect(await w2.recover(2)).toBe(0); // a sweep's page holds only failing batches
+    lease.advance(LEASE_MS + 1);
+    expect(await w2.recover(2)).toBe(1);
+    expect(await orgMonth()).toMatchObject({ requests: 1 });
+    expect((await c.batches.find({})).map((b) => b._id).sort()).toEqual(['a-initech', 'b-initech']);
   });
 
   it('takes each stuck batch with a whole lease of its own, however long the ones before it took', async () => {

@@ -25,7 +25,14 @@ export interface UsageWriterOptions {
   instanceId?: string;
 }
 
-class LeaseLost extends Error {}
+class LeaseLost extends Error {
+  constructor(
+    /** the fence of a counter that refused the update while this lease still held: another instance's clock is ahead */
+    readonly fencedUntil?: number,
+  ) {
+    super();
+  }
+}
 
 interface FinishedMarker {
   /** real time */
@@ -171,15 +178,23 @@ export class UsageWriter {
   async recover(limit = 100): Promise<number> {
     const now = this.now();
     let handled = 0;
+    // The longest waiting first: batches that fail again and again (each then holds a new lease) come after the
+    // others, never ahead of them in every sweep.
     const stuck = await this.c.batches.find(
       { state: { $in: ['claiming', 'applying'] }, leaseUntil: { $lt: now } },
-      { limit },
+      { limit, sort: { leaseUntil: 1 } },
     );
     for (const batch of stuck) {
       try {
         if (await this.recoverBatch(batch)) handled++;
       } catch (err) {
-        if (err instanceof LeaseLost) {
+        if (err instanceof LeaseLost && err.fencedUntil !== undefined) {
+          // no other instance may hold it: it waits until that time is past here, unless the instance ahead takes it
+          this.options.logger.warn(
+            { batchId: batch._id, fencedUntil: new Date(err.fencedUntil) },
+            "a counter of a batch it recovers is fenced past this instance's lease: another instance's clock is ahead",
+          );
+        } else if (err instanceof LeaseLost) {
           this.options.logger.info(
             { batchId: batch._id },
             'lost the lease of a batch it recovers: left to another',
@@ -399,7 +414,8 @@ export class UsageWriter {
         // batch is a recovery's now), or another upsert created it at the same moment (try again: it now exists).
         const current = await this.c.counters.findOne({ _id: inc.counterId });
         if (current?.applied?.[batch._id]) return;
-        if ((current?.fence ?? 0) >= leaseUntil) throw new LeaseLost();
+        const fence = current?.fence ?? 0;
+        if (fence >= leaseUntil) throw new LeaseLost(this.leaseHeld(leaseUntil) ? fence : undefined);
         if (attempt >= 3) throw err;
       }
     }
