@@ -14,7 +14,12 @@ describe('service metrics through the edge', () => {
   let p: TestPlatform;
   beforeAll(async () => {
     p = await startTestPlatform({
-      env: { LEGACY_V1_RETIREMENT_DATE: '2099-01-01', LOGIN_ACCOUNT_MAX_FAILURES: '3' },
+      env: {
+        LEGACY_V1_RETIREMENT_DATE: '2099-01-01',
+        LOGIN_ACCOUNT_MAX_FAILURES: '3',
+        // the first message waits for the first model: on a loaded machine training takes longer than the 10 s default
+        LEGACY_FIRST_MODEL_WAIT_MS: '90000',
+      },
     });
   });
   afterAll(() => p?.stop());
@@ -119,5 +124,5 @@ describe('service metrics through the edge', () => {
       metricSum(after, 'legacy_agent_training_duration_seconds_count', { result: 'success' }),
     ).toBeGreaterThanOrEqual(1);
     expect(metricSum(after, 'legacy_agent_training_duration_seconds_count', { result: 'failed' })).toBe(0);
-  });
+  }, 120_000);
 });
