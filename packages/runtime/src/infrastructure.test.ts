@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { createLogger, ManualClock } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
@@ -41,6 +43,34 @@ describe('openStoreWhenReachable', () => {
 
 describe('openStore', () => {
   afterEach(() => jest.useRealTimers());
+
+  it("says in the service's log that a collection file was loaded without its unreadable lines", async () => {
+    const data = tempDir('open-store-');
+    mkdirSync(path.join(data.dir, 'corrupt'));
+    writeFileSync(path.join(data.dir, 'corrupt', 'docs.db'), '{"_id":"a"}\nnot a document\n{"_id":"b"}\n');
+    const lines: Array<{ level: number; collection?: string; err?: { type?: string } }> = [];
+    const logged = createLogger({
+      name: 'test',
+      destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+    });
+    const store = await openStore({ service: 'corrupt', DATA_DIR: data.dir }, logged);
+    try {
+      expect((await store.collection<{ _id: string }>('docs').find({})).map((d) => d._id).sort()).toEqual([
+        'a',
+        'b',
+      ]);
+      expect(lines).toContainEqual(
+        expect.objectContaining({
+          level: 50,
+          collection: 'docs',
+          err: expect.objectContaining({ type: 'CorruptFileError' }),
+        }),
+      );
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
 
   it("applies TTL indexes at the service's clock, which wrote the removal dates", async () => {
     // only the store's sweep interval is faked: its I/O runs as usual

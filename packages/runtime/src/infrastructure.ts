@@ -30,7 +30,12 @@ export async function openStore(
   }
   const dataDir = path.resolve(settings.DATA_DIR, settings.service);
   logger.info({ dataDir }, 'store: embedded');
-  return createEmbeddedStore({ dataDir, ...(clock ? { now: () => clock.now().getTime() } : {}) });
+  return createEmbeddedStore({
+    dataDir,
+    ...(clock ? { now: () => clock.now().getTime() } : {}),
+    // a compaction that failed, a file loaded without its unreadable lines (kept aside): in the service's log
+    onBackgroundError: (err, collection) => logger.error({ err, collection }, 'embedded store'),
+  });
 }
 
 /** How long a service waits between two attempts to reach MongoDB at start (each attempt waits for a server too). */

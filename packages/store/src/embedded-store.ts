@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { accessSync, chmodSync, constants, existsSync, mkdirSync } from 'node:fs';
-import { appendFile, open, rm, stat, truncate } from 'node:fs/promises';
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import Datastore from '@seald-io/nedb';
+import type Datastore from '@seald-io/nedb';
 import { checkBucketName, fileBlobs, memoryBlobs } from './blobs';
+import { CollectionFile, isFileSystemError } from './collection-file';
+import { lockFolder } from './folder-lock';
 import { Mutex } from './mutex';
 import {
   type BlobBucket,
@@ -50,7 +51,8 @@ export interface EmbeddedStoreOptions {
   /**
    * Told of a failure of the store's own background work (a compaction, an index build) that no
    * caller awaits; such a failure never becomes an unhandled rejection. Default: ignored (the next
-   * write or ping reports the folder's state to its caller).
+   * write or ping reports the folder's state to its caller). Told too of a collection file loaded without its
+   * unreadable lines (`CorruptFileError`), a process warning on stderr by default.
    */
   onBackgroundError?: (err: unknown, collection: string) => void;
 }
@@ -59,10 +61,12 @@ export interface EmbeddedStoreOptions {
  * The embedded engine: NeDB, an append-only file per collection with MongoDB's query language,
  * all documents in memory. A write is acknowledged after its line is appended to the file (so it
  * survives kill -9), and every collection's writes are serialised, which makes upserts atomic.
- * One process owns a data folder; several instances in one process share the same Store.
+ * One process owns a data folder (`lockFolder`: another process's open is refused); several instances in one process
+ * share the same Store.
  */
 export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
   if (options.dataDir) ensureWritableFolder(options.dataDir);
+  const unlock = options.dataDir ? lockFolder(options.dataDir) : undefined;
   const collections = new Map<string, EmbeddedCollection<Doc>>();
   const buckets = new Map<string, BlobBucket>();
   let closed = false;
@@ -96,6 +100,7 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions = {}): Store {
     async close() {
       closed = true;
       await Promise.all([...collections.values()].map((c) => c.close()));
+      unlock?.();
     },
   };
 }
@@ -138,69 +143,14 @@ function ensureWritableFolder(folder: string): void {
   }
 }
 
-/**
- * Cuts a collection's file after its last whole line. Every line NeDB writes ends with a newline, so a last line
- * without one is an append a crash cut short (a document written in several system calls, a power cut): a write
- * never acknowledged. NeDB counts it as corrupt and, in a file of fewer than ten lines, refused to load the
- * collection at all, at every start.
- */
-async function dropTornTail(filename: string): Promise<void> {
-  let handle: Awaited<ReturnType<typeof open>>;
-  try {
-    handle = await open(filename, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // NeDB makes it (or renames its compaction's)
-    throw err;
-  }
-  let keep = 0;
-  let size = 0;
-  try {
-    size = (await handle.stat()).size;
-    const chunk = Buffer.alloc(64 * 1024);
-    for (let end = size; end > 0; ) {
-      const start = Math.max(0, end - chunk.length);
-      const { bytesRead } = await handle.read(chunk, 0, end - start, start);
-      const newline = chunk.subarray(0, bytesRead).lastIndexOf(0x0a);
-      if (newline !== -1) {
-        keep = start + newline + 1;
-        break;
-      }
-      end = start;
-    }
-  } finally {
-    await handle.close();
-  }
-  if (keep < size) await truncate(filename, keep);
-}
-
 /** documents a TTL sweep removes in one write */
 const SWEEP_BATCH = 1_000;
 
 class EmbeddedCollection<T extends Doc> implements Collection<T> {
+  private readonly file: CollectionFile<T>;
   private readonly ds: Datastore<T>;
-  private readonly loaded: Promise<void>;
   private readonly writes = new Mutex();
   private readonly indexKeys = new Set<string>();
-  private readonly filename?: string;
-  /**
-   * Set when a write reached memory but not the file (disk full, unwritable, removed): NeDB changes its
-   * memory before it appends. Until the collection is reloaded from its file, nothing is served from it,
-   * so no unacknowledged write is ever read and nothing read is lost at the next start.
-   */
-  private broken: unknown = null;
-  /**
-   * Reloads of the broken collection that failed so far. An operation that waited for the write lock while one failed
-   * is answered by that failure: a reload reads and rewrites the whole file, and a crowd arriving while the disk is
-   * full made one each, in turn (twenty requests on a 10 MB collection held it, and the process, for seconds).
-   */
-  private failedRecoveries = 0;
-  /**
-   * A reload that failed although the file took an append (a full disk) is not tried again before `reloadAt` (ms, by
-   * `now`): it reads and rewrites the whole file, 0.6 s of work for 10 MB, which operations arriving one after another
-   * repeated without a pause. The wait doubles from 1 s to 30 s and starts again once a reload succeeds.
-   */
-  private reloadAt = 0;
-  private reloadWait = 0;
   private compaction: NodeJS.Timeout | undefined;
   /** TTL indexes: field -> expireAfterSeconds, and the timer that applies them */
   private readonly ttl = new Map<string, number>();
@@ -219,44 +169,11 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     this.sweepIntervalMs = options.ttlSweepIntervalMs ?? 60_000;
     this.now = options.now ?? Date.now;
     const filename = options.dataDir ? path.join(options.dataDir, `${name}.db`) : undefined;
-    // Owner-only files and folders: collections hold secrets (signing keys, hashes, sessions).
-    this.filename = filename;
-    this.ds = new Datastore<T>({
-      filename,
-      inMemoryOnly: !filename,
-      modes: { fileMode: 0o600, dirMode: 0o700 },
-    });
-    if (filename && existsSync(filename)) chmodSync(filename, 0o600);
-    // A failed append marks the collection broken before NeDB runs its next queued operation (a read queued
-    // behind the write would otherwise answer the write's change, which is in memory only; see `read`).
-    const persistence = (
-      this.ds as unknown as { persistence: { persistNewStateAsync(docs: unknown[]): Promise<void> } }
-    ).persistence;
-    const persist = persistence.persistNewStateAsync.bind(persistence);
-    persistence.persistNewStateAsync = async (docs) => {
-      // Several documents go in one append (a batch, an updateMany): one cut short (a disk filled partway) left its
-      // first lines whole, and the refused write was read back at the reload or the next start. It is cut off again.
-      const before =
-        filename && docs.length > 1 ? (await stat(filename).catch(() => undefined))?.size : undefined;
-      try {
-        await persist(docs);
-      } catch (err) {
-        this.broken = err;
-        if (before !== undefined) await truncate(filename!, before).catch(() => undefined);
-        throw err;
-      }
-    };
-    // A load the file system fails (a start on a full disk: NeDB's load rewrites the whole file) leaves the collection
-    // broken, as a failed write does: each operation is Unavailable until the file loads, then it serves without a restart.
-    this.loaded = (filename ? dropTornTail(filename) : Promise.resolve())
-      .then(() => this.ds.loadDatabaseAsync())
-      .catch(async (err) => {
-        if (!isFileSystemError(err)) throw err;
-        this.broken = err;
-        await this.dropFailedRewrite();
-      });
-    // awaited by every operation, which reports a failed load to its caller; never unhandled
-    this.loaded.catch(() => undefined);
+    // a file loaded without its unreadable lines is said, loudly: on stderr when nothing else is told
+    this.file = new CollectionFile<T>(name, filename, this.now, (corrupt) =>
+      options.onBackgroundError ? options.onBackgroundError(corrupt, name) : process.emitWarning(corrupt),
+    );
+    this.ds = this.file.ds;
     const interval = options.compactionIntervalMs ?? 10 * 60_000;
     // Our own timer rather than NeDB's autocompaction, whose failures (the folder removed or
     // unwritable) are unhandled rejections that end the process.
@@ -268,26 +185,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   /** Rewrites the file without superseded lines, under the write lock; a failure is reported, never thrown. */
   private compact(): Promise<void> {
-    return this.writes
-      .run(async () => {
-        await this.loaded;
-        if (this.broken) return;
-        await this.ds.compactDatafileAsync().catch(async (err) => {
-          await this.dropFailedRewrite();
-          throw err;
-        });
-      })
-      .catch(this.onBackgroundError);
-  }
-
-  /**
-   * Removes the copy a failed rewrite (a load, a compaction) left: on a full disk it is a partial copy that holds
-   * every byte the disk had free, so that appends to every collection failed, where they had room before. Only
-   * beside the file itself: without it, NeDB loads the copy (a rewrite cut between its write and its rename).
-   */
-  private async dropFailedRewrite(): Promise<void> {
-    if (!this.filename || !existsSync(this.filename)) return;
-    await rm(`${this.filename}~`, { force: true }).catch(() => undefined);
+    return this.writes.run(() => this.file.compact()).catch(this.onBackgroundError);
   }
 
   ensureIndexes(indexes: IndexSpec[]): void {
@@ -306,7 +204,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       }
       void this.writes
         .run(async () => {
-          await this.loaded;
+          await this.file.loaded;
           await this.ds.ensureIndexAsync({
             fieldName: fields.length === 1 ? fields[0]! : fields,
             unique: index.unique ?? false,
@@ -351,20 +249,26 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     clearInterval(this.compaction);
     clearInterval(this.sweeper);
     this.closing = true;
-    // every write queued before the close ends first (a failed load has nothing left to close)
-    await this.writes.run(() => this.loaded).catch(() => undefined);
+    // every write queued before the close ends first (a failed load has nothing left to close), and a file removed
+    // meanwhile is written again, so that the next start has it
+    await this.writes
+      .run(async () => {
+        await this.file.loaded;
+        await this.file.probe();
+      })
+      .catch(() => undefined);
   }
 
   private write<R>(task: () => Promise<R>): Promise<R> {
-    const failed = this.failedRecoveries;
+    const failed = this.file.failedRecoveries;
     return this.writes.run(async () => {
-      await this.loaded;
-      await this.recover(failed);
+      await this.file.loaded;
+      await this.file.recover(failed);
       try {
         return await task();
       } catch (err) {
         if (isFileSystemError(err)) {
-          this.broken = err;
+          this.file.broken = err;
           throw storeUnavailable(this.name, err);
         }
         throw this.translate(err);
@@ -374,47 +278,16 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   /** Before a read: a collection whose last write failed is reloaded first (or the read fails too). */
   private async readable(): Promise<void> {
-    const failed = this.failedRecoveries;
-    await this.loaded;
-    if (this.broken) await this.writes.run(() => this.recover(failed));
+    const failed = this.file.failedRecoveries;
+    await this.file.loaded;
+    if (this.file.broken) await this.writes.run(() => this.file.recover(failed));
   }
 
-  /**
-   * Under the write lock: reload a broken collection from its file; Unavailable while that fails. `failed` is the count
-   * of failed reloads when the caller arrived: one that failed since answers it without another.
-   */
-  private async recover(failed: number): Promise<void> {
-    if (!this.broken) return;
-    if (this.failedRecoveries !== failed) throw storeUnavailable(this.name, this.broken);
-    let reloading = false;
-    try {
-      // NeDB's loader hangs on some read errors: only reload a file that takes an append again
-      if (this.filename) {
-        await appendFile(this.filename, '', { mode: 0o600 });
-        await dropTornTail(this.filename);
-      }
-      if (this.now() < this.reloadAt) throw this.broken;
-      reloading = true;
-      await this.ds.loadDatabaseAsync();
-      this.broken = null;
-      this.reloadWait = 0;
-    } catch (err) {
-      this.broken = err;
-      this.failedRecoveries++;
-      if (reloading) {
-        this.reloadWait = Math.min(this.reloadWait * 2 || 1_000, 30_000);
-        this.reloadAt = this.now() + this.reloadWait;
-        await this.dropFailedRewrite();
-      }
-      throw storeUnavailable(this.name, err);
-    }
-  }
-
-  /** The file takes an append (of nothing), and a broken collection comes back. */
+  /** The file takes an append (of nothing; a removed one is written again), and a broken collection comes back. */
   async ping(): Promise<void> {
     try {
       await this.readable();
-      if (this.filename) await appendFile(this.filename, '', { mode: 0o600 });
+      await this.writes.run(() => this.file.probe());
     } catch (err) {
       const cause = (err as { cause?: unknown }).cause ?? err;
       throw new Error(
@@ -456,8 +329,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     for (let attempt = 0; ; attempt++) {
       await this.readable();
       const result = await op();
-      if (!this.broken) return result;
-      if (attempt === 2) throw storeUnavailable(this.name, this.broken);
+      if (!this.file.broken) return result;
+      if (attempt === 2) throw storeUnavailable(this.name, this.file.broken);
     }
   }
 
@@ -717,10 +590,6 @@ function ownView(value: unknown): unknown {
   for (const [k, v] of Object.entries(value)) view[k] = ownView(v);
   return view;
 }
-
-/** An error from the file system (it names its system call), as opposed to one about the data. */
-const isFileSystemError = (err: unknown): boolean =>
-  typeof (err as { syscall?: unknown } | null)?.syscall === 'string';
 
 const RANGE_OPERATORS = ['$lt', '$lte', '$gt', '$gte'];
 

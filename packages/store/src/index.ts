@@ -1,4 +1,6 @@
+export { CorruptFileError } from './collection-file';
 export { createEmbeddedStore, DataFolderError, type EmbeddedStoreOptions } from './embedded-store';
+export { DataFolderInUseError } from './folder-lock';
 export { createMongoStore, DatabaseUnreachableError, type MongoStoreOptions } from './mongo';
 export * from './port';
 export {

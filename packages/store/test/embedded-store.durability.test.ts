@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir, waitFor } from '@platform/testkit';
-import { createEmbeddedStore } from '../src';
+import { CorruptFileError, createEmbeddedStore } from '../src';
 
 describe('embedded store durability', () => {
   it('keeps every write acknowledged before kill -9', async () => {
@@ -87,5 +87,69 @@ describe('embedded store durability', () => {
     } finally {
       data.remove();
     }
+  });
+
+  describe('a collection file with unreadable lines (a disk error, a hand edit)', () => {
+    /** Opens `lines` as the collection `docs`: its documents, what the store was told, the files beside it. */
+    const load = async (lines: string[]) => {
+      const data = tempDir('store-corrupt-');
+      const file = path.join(data.dir, 'docs.db');
+      const original = `${lines.join('\n')}\n`;
+      writeFileSync(file, original, { mode: 0o600 });
+      const told: Array<{ err: unknown; collection: string }> = [];
+      const store = createEmbeddedStore({
+        dataDir: data.dir,
+        onBackgroundError: (err, collection) => told.push({ err, collection }),
+      });
+      try {
+        const ids = (await store.collection<{ _id: string }>('docs').find({})).map((d) => d._id).sort();
+        const kept = readdirSync(data.dir).filter((name) => name.startsWith('docs.db.corrupt-'));
+        const keptFile = path.join(data.dir, kept[0] ?? 'none');
+        return {
+          ids,
+          told,
+          kept,
+          keptText: kept.length ? readFileSync(keptFile, 'utf8') : '',
+          keptMode: kept.length ? statSync(keptFile).mode & 0o777 : 0,
+          original,
+          file,
+        };
+      } finally {
+        await store.close();
+        data.remove();
+      }
+    };
+
+    it('loads the readable documents of a file a third of which is unreadable, where the collection failed', async () => {
+      const loaded = await load(['{"_id":"a"}', '\u0000\u0000{"_id":"b"', '{"_id":"c"}']);
+      expect(loaded.ids).toEqual(['a', 'c']);
+      expect(loaded.kept).toHaveLength(1);
+      expect(loaded.keptText).toBe(loaded.original);
+      expect(loaded.keptMode).toBe(0o600);
+      expect(loaded.told).toHaveLength(1);
+      expect(loaded.told[0]!.collection).toBe('docs');
+      expect(loaded.told[0]!.err).toBeInstanceOf(CorruptFileError);
+      expect((loaded.told[0]!.err as Error).message).toBe(
+        `${loaded.file}: 1 of its 3 lines cannot be read; the collection is loaded without them, and the file as it was is kept in ${path.join(path.dirname(loaded.file), loaded.kept[0]!)}`,
+      );
+    });
+
+    it('keeps the file as it was and says so when a few lines among many are unreadable (NeDB dropped them silently)', async () => {
+      const lines = Array.from({ length: 20 }, (_, i) => `{"_id":"d${String(i).padStart(2, '0')}"}`);
+      lines[10] = '{"_id":"d10"';
+      const loaded = await load(lines);
+      expect(loaded.ids).toEqual(
+        Array.from({ length: 20 }, (_, i) => `d${String(i).padStart(2, '0')}`).filter((id) => id !== 'd10'),
+      );
+      expect(loaded.keptText).toBe(loaded.original);
+      expect(loaded.told.map(({ err }) => (err as CorruptFileError).unreadable)).toEqual([1]);
+    });
+
+    it('keeps no copy of a file that reads whole', async () => {
+      const loaded = await load(['{"_id":"a"}', '{"_id":"b"}']);
+      expect(loaded.ids).toEqual(['a', 'b']);
+      expect(loaded.kept).toEqual([]);
+      expect(loaded.told).toEqual([]);
+    });
   });
 });

@@ -1,0 +1,167 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { tempDir, waitFor } from '@platform/testkit';
+import { createEmbeddedStore, DataFolderInUseError } from '../src';
+
+const fixture = path.join(__dirname, 'fixtures/write-and-hold.ts');
+
+/** A process that opens the folder's store, writes 20 documents `<prefix>-<i>` and keeps it open until its input ends. */
+function writer(dir: string, prefix: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture, dir, prefix], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const run = { child, out: '', exited: new Promise((resolve) => child.once('exit', resolve)) };
+  child.stdout!.on('data', (chunk: Buffer) => {
+    run.out += chunk.toString();
+  });
+  return run;
+}
+
+const ids = async (dir: string) => {
+  const store = createEmbeddedStore({ dataDir: dir });
+  try {
+    return (await store.collection<{ _id: string }>('docs').find({})).map((d) => d._id).sort();
+  } finally {
+    await store.close();
+  }
+};
+
+const written = (prefix: string) => Array.from({ length: 20 }, (_, i) => `${prefix}-${i}`).sort();
+
+describe('embedded store: one process per data folder', () => {
+  const running: ChildProcess[] = [];
+  afterEach(() => {
+    for (const child of running.splice(0)) child.kill('SIGKILL');
+  });
+
+  it('refuses another process on the folder, naming the folder and the holder, and keeps every write of the first', async () => {
+    const data = tempDir('store-two-processes-');
+    try {
+      const first = writer(data.dir, 'first');
+      running.push(first.child);
+      await waitFor(() => first.out.includes('open'), {
+        timeoutMs: 20_000,
+        what: 'the first process to open',
+      });
+
+      // before, this process appended to and compacted the same files: each compaction kept its own writes only
+      expect(() => createEmbeddedStore({ dataDir: data.dir })).toThrow(DataFolderInUseError);
+      expect(() => createEmbeddedStore({ dataDir: data.dir })).toThrow(
+        `${data.dir} is in use by process ${first.child.pid} (its store.lock): two processes on one data folder lose each other's writes; stop that one, or give this one another data folder`,
+      );
+
+      first.child.stdin!.end();
+      await first.exited;
+      expect(first.out).toBe('open\nclosed\n');
+      expect(existsSync(path.join(data.dir, 'store.lock'))).toBe(false);
+      expect(await ids(data.dir)).toEqual(written('first'));
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('takes over the lock of a process killed with kill -9', async () => {
+    const data = tempDir('store-lock-killed-');
+    try {
+      const killed = writer(data.dir, 'killed');
+      running.push(killed.child);
+      await waitFor(() => killed.out.includes('open'), { timeoutMs: 20_000, what: 'the process to open' });
+      killed.child.kill('SIGKILL');
+      await killed.exited;
+      expect(existsSync(path.join(data.dir, 'store.lock'))).toBe(true);
+
+      expect(await ids(data.dir)).toEqual(written('killed'));
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('takes over a lock naming a process id another program has now (a restarted container)', async () => {
+    const data = tempDir('store-lock-reused-pid-');
+    try {
+      // the parent of this test runs, but it is not the process that wrote the lock (another start time)
+      writeFileSync(
+        path.join(data.dir, 'store.lock'),
+        `${process.ppid}\n${hostname()}\nan-earlier-process\n${readlinkSync('/proc/self/ns/pid')}\n`,
+      );
+      expect(await ids(data.dir)).toEqual([]);
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('takes over the lock of a process killed but not yet waited for by its parent (a zombie)', async () => {
+    const data = tempDir('store-lock-zombie-');
+    // `sleep 60` (the shell, replaced) never waits for the short sleep it started
+    const parent = spawn('sh', ['-c', 'sleep 0.01 & echo $!; exec sleep 60'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    running.push(parent);
+    try {
+      let out = '';
+      parent.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      const zombie = await waitFor(() => out.includes('\n') && Number.parseInt(out, 10), { what: 'its pid' });
+      await waitFor(() => readFileSync(`/proc/${zombie}/stat`, 'utf8').split(') ')[1]!.startsWith('Z'), {
+        what: 'the short sleep to end',
+      });
+      const start = readFileSync(`/proc/${zombie}/stat`, 'utf8').split(') ')[1]!.split(' ')[19];
+      const lock = `${zombie}\n${hostname()}\n${readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()}/${start}\n`;
+      writeFileSync(path.join(data.dir, 'store.lock'), `${lock}${readlinkSync('/proc/self/ns/pid')}\n`);
+      expect(await ids(data.dir)).toEqual([]);
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('honours the lock of a process of another container of the same host name (its process id says nothing here)', async () => {
+    const data = tempDir('store-lock-other-container-');
+    try {
+      // a process id of another process namespace: this test's parent runs here, which says nothing
+      writeFileSync(
+        path.join(data.dir, 'store.lock'),
+        `${process.ppid}\n${hostname()}\nits-own-start\npid:[1]\n`,
+      );
+      expect(() => createEmbeddedStore({ dataDir: data.dir })).toThrow(
+        `${data.dir} is in use by process ${process.ppid} on host ${hostname()}, in another container (its store.lock)`,
+      );
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('honours the lock of another host (a shared volume) until its holder has not renewed it for a minute', async () => {
+    const data = tempDir('store-lock-other-host-');
+    const file = path.join(data.dir, 'store.lock');
+    try {
+      writeFileSync(file, '4242\nother-host.example\n\n');
+      expect(() => createEmbeddedStore({ dataDir: data.dir })).toThrow(
+        `${data.dir} is in use by process 4242 on host other-host.example (its store.lock)`,
+      );
+      const then = new Date(Date.now() - 61_000);
+      utimesSync(file, then, then);
+      expect(await ids(data.dir)).toEqual([]);
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('lets the stores of one process share the folder, and frees it at the last close', async () => {
+    const data = tempDir('store-lock-one-process-');
+    const file = path.join(data.dir, 'store.lock');
+    try {
+      const one = createEmbeddedStore({ dataDir: data.dir });
+      const two = createEmbeddedStore({ dataDir: data.dir });
+      await one.close();
+      await one.close();
+      expect(existsSync(file)).toBe(true);
+      await two.close();
+      expect(existsSync(file)).toBe(false);
+    } finally {
+      data.remove();
+    }
+  });
+});
