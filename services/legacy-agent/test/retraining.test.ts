@@ -5,7 +5,7 @@ import { loadModel, loadStoredModel, storedModelForm, TRAINING_REVISION } from '
 import { createEmbeddedStore } from '@platform/store';
 import { waitFor } from '@platform/testkit';
 import { ORPHAN_BLOB_GRACE_MS } from '../src/domain/orphan-blobs';
-import type { NluModel, NluTrainingSet } from '../src/domain/understanding';
+import { type NluModel, type NluTrainingSet, Understanding } from '../src/domain/understanding';
 import type { ModelDoc } from '../src/persistence/collections';
 import { accountWithBot, type Bot, client, dev, trained, utterance } from './support/fixtures';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
@@ -573,6 +573,159 @@ describe('legacy models: retraining without blocking Messages', () => {
   });
 });
 
+/** Holds every training until the test ends it (`finish`), and records which began, in order. */
+class SteppedNlu extends ScriptedNlu {
+  /** `<its assistant's first intent>:<lang>` of each training begun */
+  readonly begun: string[] = [];
+  private readonly held: Array<() => void> = [];
+
+  override async trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
+    this.started++;
+    this.begun.push(`${set.intents[0]!.name}:${set.lang}`);
+    await new Promise<void>((resolve) => this.held.push(resolve));
+    return this.trainModel(set);
+  }
+
+  override release(): void {
+    super.release();
+    for (const end of this.held.splice(0)) end();
+  }
+
+  /** Ends the `n`th training once it has begun. */
+  async finish(n: number): Promise<void> {
+    await waitFor(() => this.started === n && this.held.length === 1, { what: `training ${n} to begin` });
+    this.held.shift()!();
+  }
+}
+
+describe('legacy models: one training at a time, shared between assistants', () => {
+  const started: LegacyTestApp[] = [];
+  let nlu: SteppedNlu;
+  let timers: ManualTimers;
+  const start = async (dataDir?: string) => {
+    nlu = new SteppedNlu();
+    timers = new ManualTimers();
+    // the first message's wait outlasts any test: what it waits for is the order of the trainings
+    const env = { LEGACY_FIRST_MODEL_WAIT_MS: '600000' };
+    const app = await startLegacyApp({ nlu, timers, dataDir, env });
+    started.push(app);
+    return app;
+  };
+  afterEach(async () => {
+    nlu.release();
+    for (const app of started.splice(0)) await app.close();
+  });
+  /** Ends the `n`th training, and lets the debounce of the changes made meanwhile pass until the next one begins. */
+  const next = async (n: number) => {
+    await nlu.finish(n);
+    await waitFor(
+      () => {
+        timers.advance(10);
+        return nlu.started > n;
+      },
+      { what: `training ${n + 1} to begin` },
+    );
+  };
+  const everywhere = (text: string) => ({
+    en: [utterance(text)],
+    fr: [utterance(text)],
+    de: [utterance(text)],
+  });
+
+  it("takes turns between assistants a language at a time: a small assistant's model waits for one of a large one's trainings, not all", async () => {
+    const app = await start();
+    const { bot: large } = await accountWithBot(app.http, { languages: ['en', 'fr', 'de'] });
+    const { bot: small } = await accountWithBot(app.http);
+    await app.http
+      .post('/v1/intents')
+      .set(dev(large))
+      .send({ name: 'Large', utterances: everywhere('big') })
+      .expect(200);
+    timers.advance(10);
+    await waitFor(() => nlu.started === 1, { what: 'the large assistant’s training to begin' });
+    // its developer goes on editing while it trains: one more training of it, after the others'
+    for (const name of ['Larger', 'Largest'])
+      await app.http
+        .post('/v1/intents')
+        .set(dev(large))
+        .send({ name, utterances: everywhere(name) })
+        .expect(200);
+    await addIntent(app, small, 'Small', 'hello small');
+    timers.advance(10);
+    await next(1);
+    await next(2);
+    expect(nlu.begun).toEqual(['Large:en', 'Small:en', 'Large:fr']);
+    await trained(app.http, small);
+    for (let n = 3; n <= 4; n++) await next(n);
+    await nlu.finish(5);
+    // French and German read the later changes in their turns; English is trained again for them
+    expect(nlu.begun).toEqual(['Large:en', 'Small:en', 'Large:fr', 'Large:de', 'Large:en']);
+    await trained(app.http, large);
+  });
+
+  it('trains first the assistant a message waits for, all its languages: the others have a model answering, or nobody waiting', async () => {
+    const app = await start();
+    const bots = [];
+    for (const name of ['Busy', 'Other', 'Fresh']) {
+      const { bot } = await accountWithBot(app.http, { languages: ['en', 'fr'] });
+      const utterances = { en: [utterance(`hello ${name}`)], fr: [utterance(`bonjour ${name}`)] };
+      await app.http.post('/v1/intents').set(dev(bot)).send({ name, utterances }).expect(200);
+      timers.advance(10);
+      bots.push(bot);
+    }
+    await waitFor(() => nlu.started === 1, { what: 'the first training to begin' });
+    const waiting = jest.spyOn(Understanding.prototype, 'trained');
+    const answer = app.http
+      .post('/v1/Messages')
+      .set(client(bots[2]!))
+      .send({ userId: 'u', platform: 'web', text: 'bonjour Fresh', lang: 'fr' })
+      .then((res) => res.body.intents?.[0]?.name as string | undefined);
+    await waitFor(() => waiting.mock.calls.length === 1, { what: 'the message to wait for its model' });
+    waiting.mockRestore();
+    for (let n = 1; n <= 3; n++) await next(n);
+    expect(nlu.begun).toEqual(['Busy:en', 'Fresh:en', 'Fresh:fr', 'Other:en']);
+    expect(await answer).toBe('Fresh');
+  });
+
+  it('retrains what start found behind while developers keep editing: one of them in each round', async () => {
+    const first = await startLegacyApp({ nlu: new ScriptedNlu() });
+    started.push(first);
+    const bots = [];
+    for (const name of ['One', 'Two', 'Edited']) {
+      const { bot } = await accountWithBot(first.http);
+      await addIntent(first, bot, name, `hello ${name}`);
+      await trained(first.http, bot);
+      bots.push(bot);
+    }
+    await first.stop();
+    const store = createEmbeddedStore({ dataDir: first.dataDir });
+    await store
+      .collection<ModelDoc>('legacy_models')
+      .updateMany(
+        { assistantId: { $in: [bots[0]!.id, bots[1]!.id] } },
+        { $set: { trainingRevision: TRAINING_REVISION - 1 } },
+      );
+    await store.close();
+
+    const app = await start(first.dataDir);
+    const edited = bots[2]!;
+    await waitFor(
+      () => {
+        timers.advance(10);
+        return nlu.started === 1;
+      },
+      { what: 'the first retraining to begin' },
+    );
+    // a developer changes an assistant during every training
+    for (let n = 1; n <= 4; n++) {
+      await addIntent(app, edited, `Change${n}`, `change ${n}`);
+      timers.advance(10);
+      await next(n);
+    }
+    expect(nlu.begun).toEqual(['One:en', 'Edited:en', 'Two:en', 'Edited:en', 'Edited:en']);
+  });
+});
+
 describe('legacy models: stored form (the real engine)', () => {
   it('stores the binary form as a file, loads it after a restart without retraining, and retrains what it cannot load', async () => {
     const app = await startLegacyApp();
@@ -653,12 +806,13 @@ describe('legacy models: stored form (the real engine)', () => {
     const upgraded = await startLegacyApp({ dataDir: app.dataDir });
     try {
       const models = upgraded.store.collection<ModelDoc>('legacy_models');
-      await waitFor(async () => (await models.findOne({ _id: key }))?.blob === record.blob, {
-        what: 'the model of an earlier version retrained and stored as a blob',
-      });
+      // the blob it replaced is deleted once the record names the new one: wait for both
+      await waitFor(
+        async () => (await models.findOne({ _id: key }))?.blob === record.blob && !existsSync(stale),
+        { what: 'the model of an earlier version retrained and stored as a blob, its old blob deleted' },
+      );
       const retrained = await models.findOne({ _id: key });
       expect(retrained).toMatchObject({ blob: record.blob, bytes: statSync(file).size, chunks: 0 });
-      expect(existsSync(stale)).toBe(false);
       expect(await upgraded.store.collection('legacy_model_chunks').count({})).toBe(0);
       const now = await upgraded.store
         .collection<Record<string, unknown> & { _id: string }>('legacy_models')

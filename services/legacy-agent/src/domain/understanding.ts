@@ -79,10 +79,15 @@ interface TrainingState {
   timer?: unknown;
   /** when the first change of the current burst arrived (ms) */
   burstStart?: number;
+  /** in the queue of assistants whose turn is due */
+  queued: boolean;
+  /** its turn, under way */
   running?: Promise<void>;
-  /** a change arrived while training: train again afterwards */
+  /** the language its pass over its languages goes on with (an index; 0: the next turn begins a pass) */
+  passAt: number;
+  /** a change arrived since its pass began: train again afterwards */
   again: boolean;
-  /** resolved after each training of the assistant */
+  /** resolved after each turn of the assistant */
   waiters: Array<() => void>;
 }
 
@@ -120,10 +125,18 @@ export class Understanding {
   private readonly failureReasons = new Map<string, string>();
   /** model keys whose stored model could not be loaded (damaged, or from an incompatible host): retrained */
   private readonly unloadable = new Set<string>();
-  /** one training at a time: the machine's cores also answer Messages */
-  private queue: Promise<void> = Promise.resolve();
-  /** assistants start found behind, trained one by one when no other training is scheduled (`trainNextBehind`) */
+  /**
+   * One training at a time (the machine's cores also answer Messages), shared in turns: the assistants whose training
+   * is due, each once (the changes made while it waits are read when its turn comes), served in order, one language
+   * a turn; an assistant with more languages to train, or changed during its turn, goes back to the end (`nextTurn`).
+   */
+  private readonly ready: string[] = [];
+  /** the assistant whose turn is under way */
+  private current: string | undefined;
+  /** assistants start found behind, which enter the turns one at a time (`admitBehind`) */
   private readonly behind: string[] = [];
+  /** the one of them in the turns now */
+  private behindNow: string | undefined;
   private stopped = false;
   /** what `stop()` calls: each ends a wait for a training under way (its worker ends with the process) */
   private readonly stopWaiters = new Set<() => void>();
@@ -138,8 +151,8 @@ export class Understanding {
    * record names no blob of its training set: models an earlier version stored in pieces of a collection (decision
    * 0089), whose pieces are removed, or wrote after a rollback over a record of this version, and models an older
    * TRAINING_REVISION of the engine made (they answer until then). Blobs no record names are removed (orphan-blobs.ts).
-   * They are trained one by one, each when no other training is scheduled: a new assistant's first model, or a change,
-   * waits for one of them, not for the whole platform's.
+   * They enter the turns one at a time: a new assistant's first model, or a change, waits for one of them, not for the
+   * whole platform's, and they are all retrained however busy the developers of others keep the queue.
    */
   async start(): Promise<void> {
     const { cols } = this.ctx;
@@ -166,7 +179,7 @@ export class Understanding {
       );
       if (behind) this.behind.push(assistant._id);
     }
-    this.trainNextBehind();
+    this.admitBehind();
   }
 
   async stop(): Promise<void> {
@@ -204,7 +217,8 @@ export class Understanding {
   schedule(assistantId: string, debounceMs = this.ctx.config.LEGACY_RETRAIN_DEBOUNCE_MS): void {
     if (this.stopped) return;
     const state = this.stateOf(assistantId);
-    if (state.running) {
+    if (state.running || state.queued) {
+      // a queued turn that begins a pass reads the change; one that goes on with a pass trains again after it
       state.again = true;
       return;
     }
@@ -219,17 +233,17 @@ export class Understanding {
   /** How many assistants have a training queued or running in this process. */
   queuedTrainings(): number {
     let n = 0;
-    for (const state of this.training.values()) if (state.running) n++;
+    for (const state of this.training.values()) if (state.queued || state.running) n++;
     return n;
   }
 
-  /** Whether the assistant has a training scheduled or running in this process. */
+  /** Whether the assistant has a training scheduled, queued or running in this process. */
   isTraining(assistantId: string): boolean {
     const state = this.training.get(assistantId);
-    return !!state && (state.timer !== undefined || state.running !== undefined);
+    return !!state && (state.timer !== undefined || state.queued || state.running !== undefined);
   }
 
-  /** Resolves after the assistant's current or next training (or after `timeoutMs`). */
+  /** Resolves after the assistant's current or next turn (one language trained), or after `timeoutMs`. */
   async trained(assistantId: string, timeoutMs: number): Promise<void> {
     if (!this.isTraining(assistantId)) return;
     const state = this.stateOf(assistantId);
@@ -253,6 +267,9 @@ export class Understanding {
     const state = this.training.get(assistantId);
     if (state) this.ctx.timers.clear(state.timer);
     this.training.delete(assistantId);
+    const queued = this.ready.indexOf(assistantId);
+    if (queued !== -1) this.ready.splice(queued, 1);
+    if (this.behindNow === assistantId) this.behindNow = undefined;
     this.failures.delete(assistantId);
     this.failureReasons.delete(assistantId);
     for (const key of this.cache.keys()) if (key.startsWith(`${assistantId}:`)) this.cache.delete(key);
@@ -318,32 +335,60 @@ export class Understanding {
   private stateOf(assistantId: string): TrainingState {
     let state = this.training.get(assistantId);
     if (!state) {
-      state = { again: false, waiters: [] };
+      state = { queued: false, passAt: 0, again: false, waiters: [] };
       this.training.set(assistantId, state);
     }
     return state;
   }
 
-  /** The next assistant start found behind, when no training is scheduled or running. */
-  private trainNextBehind(): void {
-    if (this.stopped || this.training.size > 0) return;
-    const next = this.behind.shift();
-    if (next !== undefined) this.schedule(next, 0);
+  /** The next assistant start found behind enters the turns once the previous one has had its last. */
+  private admitBehind(): void {
+    if (this.stopped || this.behindNow !== undefined) return;
+    this.behindNow = this.behind.shift();
+    if (this.behindNow !== undefined) this.schedule(this.behindNow, 0);
   }
 
+  /** Its debounce over: the assistant's turn is due. */
   private run(assistantId: string): void {
     const state = this.stateOf(assistantId);
     state.timer = undefined;
     state.burstStart = undefined;
-    state.again = false;
-    const task = this.queue.then(() => (this.stopped ? undefined : this.train(assistantId)));
-    this.queue = task.catch(() => undefined);
-    state.running = task
-      .then(() => {
+    this.enqueue(assistantId);
+  }
+
+  /** Queues the assistant's turn at the end, or `first` (the rest of a pass a message waits for). */
+  private enqueue(assistantId: string, first = false): void {
+    const state = this.stateOf(assistantId);
+    if (state.running) state.again = true;
+    else if (!state.queued) {
+      state.queued = true;
+      if (first) this.ready.unshift(assistantId);
+      else this.ready.push(assistantId);
+    }
+    this.nextTurn();
+  }
+
+  /**
+   * Starts the next turn when none is under way: that of the first assistant a message waits for (its first model in a
+   * language: the others have a model answering, or nobody waiting), else that of the first in the queue.
+   */
+  private nextTurn(): void {
+    if (this.stopped || this.current !== undefined) return;
+    const awaited = this.ready.findIndex((id) => (this.training.get(id)?.waiters.length ?? 0) > 0);
+    const [assistantId] = this.ready.splice(Math.max(awaited, 0), 1);
+    if (assistantId === undefined) return;
+    const state = this.stateOf(assistantId);
+    state.queued = false;
+    if (state.passAt === 0) state.again = false; // a pass reads every change made until now
+    this.current = assistantId;
+    state.running = this.train(assistantId, state.passAt)
+      .then((next) => {
+        state.passAt = next ?? 0;
         this.failures.delete(assistantId);
         this.failureReasons.delete(assistantId);
       })
       .catch((err) => {
+        state.passAt = 0;
         this.failures.add(assistantId);
         if (err instanceof TrainingRefused) {
           this.failureReasons.set(assistantId, err.message);
@@ -355,17 +400,32 @@ export class Understanding {
       })
       .finally(() => {
         state.running = undefined;
+        this.current = undefined;
+        // the messages woken wait again if their language is still to come: the pass goes on first for them
+        const awaited = state.waiters.length > 0;
         for (const wake of state.waiters.splice(0)) wake();
-        if (state.again) this.schedule(assistantId, 0);
-        else if (this.training.get(assistantId) === state && !state.timer) this.training.delete(assistantId);
-        this.trainNextBehind();
+        const held = this.training.get(assistantId) === state;
+        if (held && state.passAt > 0) this.enqueue(assistantId, awaited);
+        else if (held && state.again) this.schedule(assistantId, 0);
+        else if (held && !state.timer) this.training.delete(assistantId);
+        if (this.behindNow === assistantId && state.passAt === 0) this.behindNow = undefined;
+        this.admitBehind();
+        this.nextTurn();
       });
   }
 
-  private async train(assistantId: string): Promise<void> {
+  /**
+   * One turn of the assistant's pass over its languages, from the `from`th: languages whose model is current are
+   * brought to the revision, and the first that is not is trained. The index of the language the pass goes on with,
+   * or undefined when it is over.
+   */
+  private async train(assistantId: string, from: number): Promise<number | undefined> {
     const { cols, logger } = this.ctx;
     const assistant = await cols.assistants.findOne({ _id: assistantId });
-    if (!assistant) return this.forget(assistantId);
+    if (!assistant) {
+      this.forget(assistantId);
+      return undefined;
+    }
     // Read the revision before the data: a change made meanwhile bumps it and trains again.
     const revision = assistant.dataRevision;
     const [intents, entities] = await Promise.all([
@@ -374,7 +434,8 @@ export class Understanding {
     ]);
     const { LEGACY_MAX_TRAINING_SENTENCES: maxSentences, LEGACY_TRAINING_TIMEOUT_SECONDS: timeout } =
       this.ctx.config;
-    for (const lang of assistant.languages) {
+    for (let at = from; at < assistant.languages.length; at++) {
+      const lang = assistant.languages[at]!;
       const set = toTrainingSet(lang, intents, entities);
       // one training at a time serves every assistant: none may hold it for long (decision 0021)
       const sentences = set.intents.reduce((n, intent) => n + intent.utterances.length, 0);
@@ -399,19 +460,25 @@ export class Understanding {
       // Loading, serializing and storing a large model each hold the event loop for a while: let the
       // Messages queued meanwhile through between the steps.
       await yieldToEventLoop();
-      if (this.stopped || !(await cols.assistants.findOne({ _id: assistantId })))
-        return this.forget(assistantId);
+      if (this.stopped || !(await cols.assistants.findOne({ _id: assistantId }))) {
+        this.forget(assistantId);
+        return undefined;
+      }
       await this.persist(assistantId, lang, { revision, fingerprint, model, trainingMs }, stored);
       // Deleted while the model was stored: the removal may have looked for models before this one was
       // written (it deletes the assistant first, then its models), so what was written goes here.
       if (!(await cols.assistants.findOne({ _id: assistantId }))) {
         await this.discardModels(assistantId);
-        return this.forget(assistantId);
+        this.forget(assistantId);
+        return undefined;
       }
       this.unloadable.delete(key);
       this.remember(key, { model, revision, fingerprint, checkedAt: Date.now() });
       logger.info({ assistantId, lang, revision, trainingMs, intents: set.intents.length }, 'model trained');
+      // the other assistants' turns come before its next language
+      if (model && at + 1 < assistant.languages.length) return at + 1;
     }
+    return undefined;
   }
 
   /**
