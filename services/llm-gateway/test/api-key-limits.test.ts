@@ -78,7 +78,7 @@ describe("an organization API key's own limits and usage, through the edge", () 
         const tpm = reply.body?.api_key?.enforced?.find((g: { key: string }) => g.key === 'llm.tpm');
         return reply.status === 200 && tpm?.used >= tokens ? reply.body : null;
       },
-      { what: "llm-quota to count the key's two answers", timeoutMs: 20_000 },
+      { what: "llm-quota to count the key's two answers", timeoutMs: 20_000, intervalMs: 350 }, // 60 usage reads a minute
     );
     expect(report.user).toBeUndefined();
     expect(report.api_key).toEqual({

@@ -363,10 +363,13 @@ describe('the monthly budget at the turn of the month (UTC), settings cached for
     }
     expect(reply.body.code).toBe('MONTHLY_QUOTA_EXCEEDED');
     // llm-quota has counted the month's tokens, and the gateway reads them (its cache is past two TTLs)
-    await waitFor(async () => {
-      const usage = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
-      return usage.status === 200 && gauge(usage, 'llm.monthly_tokens').used >= served;
-    });
+    await waitFor(
+      async () => {
+        const usage = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
+        return usage.status === 200 && gauge(usage, 'llm.monthly_tokens').used >= served;
+      },
+      { intervalMs: 350 },
+    ); // 60 usage reads a minute per caller at the edge
     beforeMonthEnd(15_000);
     expect((await chat()).body.code).toBe('MONTHLY_QUOTA_EXCEEDED');
 
@@ -424,7 +427,7 @@ describe('a request spanning the turn of the month (UTC), settings cached for tw
           usage = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
           return usage.status === 200 && gauge(usage, 'llm.monthly_tokens').used >= spent;
         },
-        { what: 'llm-quota to count the request', timeoutMs: 20_000 },
+        { what: 'llm-quota to count the request', timeoutMs: 20_000, intervalMs: 350 }, // 60 usage reads a minute at the edge
       );
       const now = time.clock.now();
       expect(gauge(usage!, 'llm.monthly_tokens')).toMatchObject({

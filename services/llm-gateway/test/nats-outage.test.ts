@@ -30,7 +30,7 @@ async function countedTokens(w: GatewayWorld, as: { bearer: string }, tokens: nu
       const reply = await w.call('gateway', 'GET', '/v1/quotas/usage', as);
       return reply.status === 200 && gauge(reply, 'llm.monthly_tokens').used >= tokens ? reply : null;
     },
-    { timeoutMs: 60_000, intervalMs: 250, what },
+    { timeoutMs: 60_000, intervalMs: 1_000, what }, // the edge answers 60 usage reads a minute per caller
   );
   return gauge(usage, 'llm.monthly_tokens').used;
 }

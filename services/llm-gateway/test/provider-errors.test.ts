@@ -1,6 +1,8 @@
+import { waitFor } from '@platform/testkit';
 import { APIError } from 'openai';
 import {
   type GatewayWorld,
+  gauge,
   leaveStreamAfterFirstChunk,
   leaveStreamAtFinish,
   modelEntry,
@@ -131,6 +133,45 @@ describe('provider errors, retries, failover and cancellation', () => {
     const stream = await chat('sim/claude', { stream: true, n: 2 });
     expectEnvelope(stream, 400, 'INVALID_BODY');
     expect(calls('claude-sim')).toBe(0);
+  });
+
+  it('a tool message that answers no earlier tool call, or a tool call left unanswered, is a 400 naming it, never sent to Anthropic', async () => {
+    const call = { id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{}' } };
+    for (const messages of [
+      [
+        { role: 'user', content: 'the weather?' },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+      ],
+      [
+        { role: 'user', content: 'the weather?' },
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'call_2', content: 'sunny' },
+      ],
+    ]) {
+      const reply = await chat('sim/claude', { messages });
+      expectEnvelope(reply, 400, 'INVALID_BODY');
+      expect(reply.body.message).toMatch(/messages\.\d\.tool_call_id.*call_\d.*earlier assistant message/);
+    }
+    // a tool call the messages after it do not answer before the conversation goes on
+    const unanswered = await chat('sim/claude', {
+      messages: [
+        { role: 'user', content: 'the weather?' },
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'user', content: 'never mind' },
+      ],
+    });
+    expectEnvelope(unanswered, 400, 'INVALID_BODY');
+    expect(unanswered.body.message).toMatch(/tool call call_1 has no tool message answering it/);
+    expect(calls('claude-sim')).toBe(0);
+    // answered: sent
+    const answered = await chat('sim/claude', {
+      messages: [
+        { role: 'user', content: 'the weather?' },
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+      ],
+    });
+    expect(answered.status).toBe(200);
   });
 
   it('a 429 or 5xx is retried with backoff and then answered', async () => {
@@ -363,6 +404,97 @@ describe('provider errors, retries, failover and cancellation', () => {
       expect(event.usageSource).toBe('tokenizer');
       // far fewer than the 100 words the provider would have streamed
       expect(event.usage.completion_tokens).toBeLessThan(60);
+    } finally {
+      completions.stop();
+    }
+  });
+
+  it('a client that leaves an Anthropic stream is billed the input its message_start reported and the output sent', async () => {
+    const { owner } = await w.org('prov-leave-claude');
+    const completions = recordCompletions(w);
+    try {
+      const leave = async (requestId: string, after: 'message_start' | 'first chunk') => {
+        const controller = new AbortController();
+        const answer = fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${owner.token}`,
+            'content-type': 'application/json',
+            'x-request-id': requestId,
+          },
+          body: JSON.stringify({
+            model: 'sim/claude',
+            stream: true,
+            messages: [{ role: 'user', content: 'a long one' }],
+          }),
+          signal: controller.signal,
+        }).catch(() => null);
+        // the answer's headers go out with its first chunk: before it, the client has only waited
+        if (after === 'first chunk') await (await answer)!.body!.getReader().read();
+        else
+          await waitFor(() => w.sim.requests().find((r) => r.model === 'claude-sim' && r.framesSent === 1), {
+            what: 'the message_start to be sent',
+          });
+        controller.abort();
+        const { outcome, usage, cost } = await completions.of(requestId);
+        return { outcome, usage, cost };
+      };
+      const reply = {
+        usage: { prompt_tokens: 1000 },
+        content: Array.from({ length: 100 }, (_, i) => `w${i}`).join(' '),
+      };
+      // its message_start reports 1,000 input tokens, then nothing comes until the client leaves
+      w.sim.script([
+        { match: { model: 'claude-sim' }, reply, streamFailure: { afterChunks: 1, mode: 'hang' } },
+      ]);
+      const early = await leave('leave-after-start', 'message_start');
+      expect(early).toEqual({
+        outcome: 'client_cancelled',
+        usage: { prompt_tokens: 1000, completion_tokens: 0, total_tokens: 1000 },
+        cost: (1000 * 3) / 1e6,
+      });
+      // after some content: the output sent so far, counted by the tokenizer (the provider reports none before its end)
+      w.sim.reset();
+      w.sim.script([{ match: { model: 'claude-sim' }, reply, chunkDelayMs: 100 }]);
+      const late = await leave('leave-after-content', 'first chunk');
+      expect(late).toMatchObject({ outcome: 'client_cancelled', usage: { prompt_tokens: 1000 } });
+      expect(late.usage.completion_tokens).toBeGreaterThan(0);
+      // far fewer than the 100 words the provider would have streamed
+      expect(late.usage.completion_tokens).toBeLessThan(60);
+      // llm-quota counts the month as the events say
+      const tokens = early.usage.total_tokens + late.usage.total_tokens;
+      const usage = await w.counted('prov-leave-claude', { bearer: owner.token }, { requests: 2, tokens });
+      expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
+    } finally {
+      completions.stop();
+    }
+  });
+
+  it('an Anthropic stream the monthly budget cuts is billed the input its message_start reported', async () => {
+    const { owner } = await w.org('prov-cut-claude', 'budget');
+    const completions = recordCompletions(w);
+    try {
+      const content = Array.from({ length: 600 }, (_, i) => `word${i}`).join(' ');
+      w.sim.script([{ match: { model: 'claude-sim' }, reply: { content, usage: { prompt_tokens: 100 } } }]);
+      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${owner.token}`,
+          'content-type': 'application/json',
+          'x-request-id': 'claude-budget-cut',
+        },
+        body: JSON.stringify({
+          model: 'sim/claude',
+          stream: true,
+          messages: [{ role: 'user', content: 'long' }],
+        }),
+      });
+      expect(await res.text()).toContain('MONTHLY_QUOTA_EXCEEDED');
+      const event = await completions.of('claude-budget-cut');
+      expect(event).toMatchObject({ outcome: 'budget_cut', usage: { prompt_tokens: 100 } });
+      const tokens = event.usage.total_tokens;
+      const usage = await w.counted('prov-cut-claude', { bearer: owner.token }, { requests: 1, tokens });
+      expect(gauge(usage, 'llm.monthly_tokens').used).toBe(tokens);
     } finally {
       completions.stop();
     }

@@ -296,7 +296,8 @@ export async function startGatewayWorld(
             (cost === undefined || (spent !== undefined && spent.used >= cost - 1e-9))
           );
         },
-        { what: `llm-quota to count ${requests} requests of ${slug}`, timeoutMs: 20_000 },
+        // the edge answers 60 usage reads a minute per caller: a poll every 350 ms never spends them within the wait
+        { what: `llm-quota to count ${requests} requests of ${slug}`, timeoutMs: 20_000, intervalMs: 350 },
       );
       return last!;
     },

@@ -69,11 +69,26 @@ function validate(body: Json): { messages: Json[]; thinking: boolean } {
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) bad('messages: at least one message is required');
   const toolUseIds = new Set<string>();
+  /** the tool uses of the message before, which this one must answer */
+  let unanswered: string[] = [];
   for (const [i, message] of messages.entries()) {
     if (!isObject(message) || (message.role !== 'user' && message.role !== 'assistant'))
       bad(
         `messages: Unexpected role. The roles are "user" and "assistant"; use the top-level "system" field`,
       );
+    const answered = new Set(
+      blocks(message.content)
+        .filter((b) => b.type === 'tool_result')
+        .map((b) => String(b.tool_use_id)),
+    );
+    const missing = unanswered.filter((id) => !answered.has(id));
+    if (missing.length > 0)
+      bad(
+        `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+      );
+    unanswered = blocks(message.content)
+      .filter((b) => b.type === 'tool_use')
+      .map((b) => String(b.id));
     for (const [j, block] of blocks(message.content).entries()) {
       if (!BLOCK_TYPES.includes(String(block.type)))
         bad(`messages: unknown content block type '${String(block.type)}'`);

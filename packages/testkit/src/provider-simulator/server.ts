@@ -57,6 +57,8 @@ export interface SimulatedRequest {
   model: string | undefined;
   /** the connection closed before the answer was complete: the client gave up (or a scripted disconnect) */
   clientClosed: boolean;
+  /** the frames of its stream written so far, each counted once its bytes were handed to the socket */
+  framesSent: number;
   /** the client's TCP port: two requests with the same one came over one kept-alive connection */
   remotePort: number | undefined;
 }
@@ -182,6 +184,7 @@ export async function startProviderSimulator(
       errorFrame?: (type: string, message: string) => string;
     },
     rule: SimulatorRule,
+    record: SimulatedRequest,
   ) {
     res.writeHead(200, { 'content-type': answer.contentType, 'cache-control': 'no-cache' });
     const failure = rule.streamFailure;
@@ -207,7 +210,9 @@ export async function startProviderSimulator(
         rule.sseComments && answer.errorFrame ? `: keep-alive\n\n${answer.frames[i]}` : answer.frames[i]!;
       const size = rule.splitFramesBytes;
       if (!size) {
-        res.write(frame);
+        res.write(frame, () => {
+          record.framesSent = i + 1;
+        });
         options.observe?.frame?.(i);
         continue;
       }
@@ -216,6 +221,7 @@ export async function startProviderSimulator(
         await sleep(1); // lets each piece leave as its own TCP segment
         if (res.destroyed) return;
       }
+      record.framesSent = i + 1;
     }
     if (rule.endDelayMs) await sleep(rule.endDelayMs);
     res.end();
@@ -331,8 +337,8 @@ export async function startProviderSimulator(
         break;
     }
     if (result.kind === 'sse')
-      return writeStream(res, { ...result, contentType: 'text/event-stream; charset=utf-8' }, rule);
-    if (result.kind === 'chunks') return writeStream(res, { ...result, frames: result.chunks }, rule);
+      return writeStream(res, { ...result, contentType: 'text/event-stream; charset=utf-8' }, rule, record);
+    if (result.kind === 'chunks') return writeStream(res, { ...result, frames: result.chunks }, rule, record);
     if (result.kind === 'json') {
       res.writeHead(result.status ?? 200, { 'content-type': 'application/json', ...result.headers });
       res.end(JSON.stringify(result.body));
@@ -366,6 +372,7 @@ export async function startProviderSimulator(
           body: undefined,
           model: undefined,
           clientClosed: false,
+          framesSent: 0,
           remotePort: req.socket.remotePort,
         };
         res.once('close', () => {

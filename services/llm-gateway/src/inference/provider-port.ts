@@ -172,6 +172,13 @@ export const isProviderTimeout = (
 ): err is Error & { provider: string; model: string; consumed?: Usage | null } =>
   err instanceof Error && err.name === 'ProviderTimeoutError';
 
-/** What the provider reported a failed (or silent) call consumed before it failed: null when it reported nothing. */
+/** A stream the gateway cancelled after the provider reported what it consumed (`StreamCancelled`). */
+const isStreamCancelled = (err: unknown): err is Error & { consumed: Usage } =>
+  err instanceof Error && err.name === 'StreamCancelled';
+
+/**
+ * What the provider reported a failed, silent or cancelled call consumed before it ended: null when it reported
+ * nothing.
+ */
 export const consumedBy = (err: unknown): Usage | null =>
-  isProviderFailure(err) || isProviderTimeout(err) ? (err.consumed ?? null) : null;
+  isProviderFailure(err) || isProviderTimeout(err) || isStreamCancelled(err) ? (err.consumed ?? null) : null;

@@ -402,15 +402,33 @@ export class ProviderError extends Error {
 }
 
 /**
- * A stream's failure (or silence) as its adapter throws it: with what the provider reported the call consumed so far, and a
- * connection lost before any chunk reached the caller retryable, as one lost before the first byte is (the transport
- * had read events, but none was passed on).
+ * A stream the gateway cancelled (its client left, the monthly budget cut it) after the provider reported what the call
+ * consumed (Anthropic's message_start input): the cancellation (`cause`), with that report for the usage event.
+ */
+export class StreamCancelled extends Error {
+  readonly consumed: Usage;
+
+  constructor(cause: unknown, consumed: Usage) {
+    super('the stream was cancelled', { cause });
+    this.name = 'StreamCancelled';
+    this.consumed = consumed;
+  }
+}
+
+/** an abort's reason (a DOMException, of no `Error` class under every runtime) */
+const isCancellation = (err: unknown) => (err as { name?: unknown } | null)?.name === 'AbortError';
+
+/**
+ * A stream's failure (or silence, or cancellation) as its adapter throws it: with what the provider reported the call
+ * consumed so far, and a connection lost before any chunk reached the caller retryable, as one lost before the first
+ * byte is (the transport had read events, but none was passed on).
  */
 export function streamFailure(err: unknown, consumed: Usage | null, passedOn: boolean): unknown {
   if (err instanceof ProviderTimeoutError) {
     err.consumed ??= consumed;
     return err;
   }
+  if (consumed && isCancellation(err)) return new StreamCancelled(err, consumed);
   if (!(err instanceof ProviderError)) return err;
   const lostEarly = !passedOn && !err.retryable && err.providerErrorType === 'connection_error';
   if (!consumed && !lostEarly) return err;

@@ -28,6 +28,7 @@ import {
   promptDetailsOf,
   type Usage,
 } from '../inference/provider-port';
+import type { CancelSignal } from '../providers/cancellation';
 import { MONTHLY_QUOTA_EXCEEDED } from '../quota/admission';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { callPrepared } from './prepared-call';
@@ -316,7 +317,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   let completionTokens = 0;
   let outcome: Outcome = 'success';
   let error: Record<string, unknown> | null = null;
-  /** what the provider reported the cut stream consumed (Anthropic's message_start input), when it cut it */
+  /** what the provider reported the cut stream consumed (Anthropic's message_start input), whoever cut it */
   let cut: Usage | null = null;
   let result = first.chunk;
   try {
@@ -348,10 +349,10 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
       result = await first.iterator.next();
     }
   } catch (err) {
+    cut = consumedBy(err);
     if (abort.signal.aborted) outcome = 'client_cancelled';
     else {
       outcome = 'provider_error';
-      cut = consumedBy(err);
       ctx.metrics.failed(model, err);
       // a deployment that cuts streams sits out like one that refuses them (the next request goes elsewhere)
       ctx.retry.balancer.failed(model, err);
@@ -365,7 +366,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   const complete = result.done === true;
   // (the answer is not ended yet: destroyed means its client left)
   if (outcome === 'success' && (abort.signal.aborted || res.destroyed)) outcome = 'client_cancelled';
-  if (!complete) void first.iterator.return?.().catch(() => undefined);
+  if (!complete) cut ??= await stopStream(first.iterator, abort.signal);
   // A replayed answer (decision 0119) was generated whole, hidden reasoning included, whatever cut its replay (the
   // budget, the client leaving): its report is what the request cost.
   const whole = first.replay.report ?? (complete && outcome !== 'budget_cut' ? report : null);
@@ -398,6 +399,19 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
     figures,
   );
   if (closed) await closed;
+}
+
+/**
+ * Ends a stream the flow stopped reading: one it cut between two chunks (the budget crossed, its client gone) is told
+ * why, so that its adapter says what the provider reported the call consumed (Anthropic's message_start input), which
+ * the usage event counts; null when the provider reported nothing. Either way the provider call is cancelled.
+ */
+async function stopStream(iterator: AsyncIterator<unknown>, cancelled: CancelSignal): Promise<Usage | null> {
+  if (!(cancelled.aborted && iterator.throw)) {
+    void iterator.return?.().catch(() => undefined);
+    return null;
+  }
+  return iterator.throw(cancelled.reason).then(() => null, consumedBy);
 }
 
 /** A provider's usage report: the figures the flow bills, and what it says beside them (OpenAI's `*_details`). */

@@ -271,6 +271,23 @@ function push(messages: AnthropicMessage[], role: AnthropicMessage['role'], bloc
   else messages.push({ role, content: blocks });
 }
 
+/**
+ * Anthropic's rule: a message after an assistant turn that called tools holds a tool_result for each of its calls (a
+ * tool message for each, before the conversation goes on); the provider's refusal would be a 502 the caller cannot read.
+ */
+function refuseUnansweredCalls(messages: AnthropicMessage[]): void {
+  messages.forEach((message, i) => {
+    const next = messages[i + 1];
+    if (message.role !== 'assistant' || !next) return;
+    const answered = new Set(next.content.map((b) => (b.type === 'tool_result' ? b.tool_use_id : null)));
+    for (const block of message.content)
+      if (block.type === 'tool_use' && !answered.has(block.id))
+        throw new UntranslatableRequest(
+          `tool call ${String(block.id)} has no tool message answering it before the conversation goes on`,
+        );
+  });
+}
+
 /** OpenAI chat request -> Anthropic Messages request. */
 export function toAnthropicRequest(
   body: ChatCompletionRequest,
@@ -281,7 +298,9 @@ export function toAnthropicRequest(
 ): AnthropicRequest {
   const system: Piece[] = [];
   const messages: AnthropicMessage[] = [];
-  for (const m of body.messages) {
+  // the ids of the tool calls so far: Anthropic refuses a tool_result that answers none (a 502 the caller cannot read)
+  const calls = new Set<string>();
+  for (const [i, m] of body.messages.entries()) {
     switch (m.role) {
       case 'system':
       case 'developer':
@@ -292,8 +311,13 @@ export function toAnthropicRequest(
         break;
       case 'assistant':
         push(messages, 'assistant', assistantBlocks(m));
+        for (const call of m.tool_calls ?? []) if (isFunction(call)) calls.add(call.id);
         break;
       case 'tool':
+        if (!calls.has(m.tool_call_id ?? ''))
+          throw new UntranslatableRequest(
+            `messages.${i}.tool_call_id ('${m.tool_call_id ?? ''}') is not the id of a tool call in an earlier assistant message`,
+          );
         push(messages, 'user', [toolResult(m)]);
         break;
       default:
@@ -302,6 +326,7 @@ export function toAnthropicRequest(
   }
   if (messages.length === 0)
     throw new UntranslatableRequest('a conversation needs at least one user or assistant message');
+  refuseUnansweredCalls(messages);
   if (typeof body.n === 'number' && body.n > 1)
     throw new UntranslatableRequest('Anthropic answers one choice: n must be 1');
   refuseUnanswerable(body);
