@@ -1,7 +1,8 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { createLogger, ManualClock } from '@platform/kernel';
-import { createEmbeddedStore, type Store } from '@platform/store';
+import { createEmbeddedStore, DataFolderInUseError, type Store } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
 import { openStore, openStoreWhenReachable } from './infrastructure';
 
@@ -68,6 +69,47 @@ describe('openStore', () => {
       );
     } finally {
       await store.close();
+      data.remove();
+    }
+  });
+
+  /** `DATA_DIR/<service>/store.lock` of a process of another container of this machine, last renewed `agoMs` ago */
+  const otherContainersLock = (dataDir: string, service: string, agoMs: number) => {
+    const file = path.join(dataDir, service, 'store.lock');
+    mkdirSync(path.dirname(file));
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    writeFileSync(file, `7\n${hostname()}\n${boot}/12345\npid:[1]\n`);
+    const renewed = new Date(Date.now() - agoMs);
+    utimesSync(file, renewed, renewed);
+    return file;
+  };
+
+  it('waits for the lock of a process elsewhere that is no longer renewed, then opens the store (a container restarted after a kill)', async () => {
+    const data = tempDir('open-store-');
+    otherContainersLock(data.dir, 'restarted', 9_500);
+    // before, the service exited 1, and its restart policy's growing delays kept it away longer still
+    const store = await openStore({ service: 'restarted', DATA_DIR: data.dir }, logger);
+    try {
+      expect(await store.collection<{ _id: string }>('docs').find({})).toEqual([]);
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+
+  it('is refused by the lock of a process elsewhere that its holder renews meanwhile', async () => {
+    const data = tempDir('open-store-');
+    const file = otherContainersLock(data.dir, 'held', 0);
+    const renewing = setInterval(() => {
+      const now = new Date();
+      utimesSync(file, now, now);
+    }, 50);
+    try {
+      await expect(openStore({ service: 'held', DATA_DIR: data.dir }, logger)).rejects.toThrow(
+        DataFolderInUseError,
+      );
+    } finally {
+      clearInterval(renewing);
       data.remove();
     }
   });

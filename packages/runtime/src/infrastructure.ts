@@ -1,7 +1,14 @@
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Bus, createInProcessBus, createNatsBus, natsUrlForLogs } from '@platform/bus';
 import type { Clock, Logger } from '@platform/kernel';
-import { createEmbeddedStore, createMongoStore, type Store } from '@platform/store';
+import {
+  createEmbeddedStore,
+  createMongoStore,
+  DataFolderInUseError,
+  type EmbeddedStoreOptions,
+  type Store,
+} from '@platform/store';
 
 export interface InfrastructureSettings {
   service: string;
@@ -30,12 +37,48 @@ export async function openStore(
   }
   const dataDir = path.resolve(settings.DATA_DIR, settings.service);
   logger.info({ dataDir }, 'store: embedded');
-  return createEmbeddedStore({
-    dataDir,
-    ...(clock ? { now: () => clock.now().getTime() } : {}),
-    // a compaction that failed, a file loaded without its unreadable lines (kept aside): in the service's log
-    onBackgroundError: (err, collection) => logger.error({ err, collection }, 'embedded store'),
-  });
+  return openEmbeddedStore(
+    {
+      dataDir,
+      ...(clock ? { now: () => clock.now().getTime() } : {}),
+      // a compaction that failed, a file loaded without its unreadable lines (kept aside): in the service's log
+      onBackgroundError: (err, collection) => logger.error({ err, collection }, 'embedded store'),
+    },
+    logger,
+  );
+}
+
+/** How often a service waiting for the lock of a process elsewhere looks at it again (its holder renews it every 2 s). */
+const LOCK_POLL_MS = 1_000;
+
+/**
+ * Opens the embedded store. A data folder held by a process whose process id says nothing here (another container,
+ * another host) is waited for while its lock goes unrenewed, and opened once the lock is taken over: its holder was
+ * killed (a container restarted after kill -9 or the OOM killer). Before, the service exited 1 at once, and its restart
+ * policy's growing delays kept it away longer than the wait. A lock renewed meanwhile has a running holder: refused.
+ */
+async function openEmbeddedStore(options: EmbeddedStoreOptions, logger: Logger): Promise<Store> {
+  let waiting: DataFolderInUseError | undefined;
+  for (;;) {
+    try {
+      return createEmbeddedStore(options);
+    } catch (err) {
+      if (!(err instanceof DataFolderInUseError) || err.staleAt === undefined) throw err;
+      if (waiting && err.renewedAt !== waiting.renewedAt) throw err;
+      if (!waiting)
+        logger.warn(
+          {
+            dataDir: err.folder,
+            pid: err.pid,
+            host: err.host,
+            takenOverAt: new Date(err.staleAt).toISOString(),
+          },
+          'store: the data folder is locked by a process elsewhere; waiting, in case it was killed, until its lock is taken over (a running holder renews it, and this service then stops)',
+        );
+      waiting = err;
+      await sleep(Math.max(0, Math.min(LOCK_POLL_MS, err.staleAt - Date.now())));
+    }
+  }
 }
 
 /** How long a service waits between two attempts to reach MongoDB at start (each attempt waits for a server too). */

@@ -9,28 +9,42 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { hostname } from 'node:os';
+import { hostname, uptime } from 'node:os';
 import path from 'node:path';
 
 /** the lock's file in the data folder */
 const LOCK = 'store.lock';
 /** how often the holder renews its lock (its modification time) */
-const RENEW_MS = 15_000;
-/** a lock of another host not renewed for this long was left by a process that is gone */
+const RENEW_MS = 2_000;
+/** a lock of another host not renewed for this long was left by a process that is gone (their clocks may differ) */
 const STALE_AFTER_MS = 60_000;
+/**
+ * a lock of another process namespace of this very machine (this boot: one clock) not renewed for this long was left
+ * by a process that is gone: a container killed (kill -9, the OOM killer) and restarted on its volume
+ */
+const SAME_MACHINE_STALE_AFTER_MS = 10_000;
 
 /** A data folder another process holds: two processes appending to and compacting the same files lose writes. */
 export class DataFolderInUseError extends Error {
+  /** the holder's host, when it is another one (a shared volume) or another container */
+  readonly host?: string;
+  /** of a holder elsewhere: when it last renewed its lock, and when the lock is taken over unless renewed (ms) */
+  readonly renewedAt?: number;
+  readonly staleAt?: number;
+
   constructor(
     readonly folder: string,
     readonly pid: number,
-    /** the holder's host, when it is another one (a shared volume) */
-    readonly host?: string,
+    /** a holder whose process id says nothing here: its lock is taken over `staleAfterMs` after its last renewal */
+    elsewhere?: { host: string; renewedAt: number; staleAfterMs: number },
   ) {
     super(
-      `${folder} is in use by process ${pid}${host ? ` on host ${host}` : ''} (its ${LOCK}): two processes on one data folder lose each other's writes; stop that one, or give this one another data folder${host ? ' (a lock its holder has not renewed for a minute is taken over)' : ''}`,
+      `${folder} is in use by process ${pid}${elsewhere ? ` on host ${elsewhere.host}` : ''} (its ${LOCK}): two processes on one data folder lose each other's writes; stop that one, or give this one another data folder${elsewhere ? ` (a lock its holder has not renewed for ${elsewhere.staleAfterMs === STALE_AFTER_MS ? 'a minute' : `${elsewhere.staleAfterMs / 1000} s`} is taken over)` : ''}`,
     );
     this.name = 'DataFolderInUseError';
+    this.host = elsewhere?.host;
+    this.renewedAt = elsewhere?.renewedAt;
+    this.staleAt = elsewhere && elsewhere.renewedAt + elsewhere.staleAfterMs;
   }
 }
 
@@ -42,6 +56,9 @@ const bootId = (() => {
     return '';
   }
 })();
+
+/** when this machine booted (ms): a lock of this host name last renewed before was left by an earlier boot */
+const bootedAt = Date.now() - uptime() * 1000;
 
 /**
  * the process ids this process sees (Linux): two containers on one host, even of one host name (host networking),
@@ -160,8 +177,18 @@ function removeStale(file: string, stale: Lock): void {
   }
 }
 
-/** the folders this process holds, and how many of its stores opened each */
-const held = new Map<string, { stores: number; renewal: NodeJS.Timeout }>();
+/** the folders this process holds: how many of its stores opened each, and the removal of its lock */
+const held = new Map<string, { stores: number; free: () => void }>();
+
+/**
+ * A process that ends without closing its stores (`process.exit`, an uncaught exception) frees its folders: its lock
+ * stood, and a container restarted on the volume (another process namespace, where a process id says nothing) was
+ * refused until the lock had not been renewed for SAME_MACHINE_STALE_AFTER_MS. A process killed (kill -9, the OOM
+ * killer) runs this not.
+ */
+const freeAtExit = () => {
+  for (const claim of held.values()) claim.free();
+};
 
 /**
  * Claims a data folder for this process (`<folder>/store.lock`: its process id, host, start and process namespace),
@@ -169,18 +196,32 @@ const held = new Map<string, { stores: number; renewal: NodeJS.Timeout }>();
  * (tests open a folder again; each service of a platform in one process has its own folder). A lock left by a process
  * that is gone (killed) is taken over: of this host and namespace, one whose process is not running or is another
  * program now (its id handed out again: a restarted container), or names this very process; of another host or
- * container (a shared volume), one its holder, which renews it every RENEW_MS, has not renewed for STALE_AFTER_MS.
- * Returns the release.
+ * container (a shared volume), one its holder, which renews it every RENEW_MS, has not renewed for STALE_AFTER_MS, or
+ * for SAME_MACHINE_STALE_AFTER_MS when it is of this very machine (this boot: a container restarted after a kill); of
+ * this host name and another boot, one not renewed since this machine booted (another machine of the same name keeps
+ * renewing its own). Returns the release.
  */
 export function lockFolder(dataDir: string): () => void {
   const folder = path.resolve(dataDir);
   const file = path.join(folder, LOCK);
   const host = hostname();
   const mine = `${process.pid}\n${host}\n${processStart(process.pid) ?? ''}\n${pidNamespace}\n`;
+  // the boot its holder started in: of another machine of the same host name (a default one), or of this one before
+  // it restarted; '' where unknown
+  const bootOf = (lock: Lock) =>
+    lock.start.includes('/') ? lock.start.slice(0, lock.start.indexOf('/')) : '';
+  const otherBoot = (lock: Lock) => bootId !== '' && bootOf(lock) !== '' && bootOf(lock) !== bootId;
   // a lock whose process id says nothing here
-  const elsewhere = (lock: Lock) => lock.host !== host || lock.namespace !== pidNamespace;
+  const elsewhere = (lock: Lock) => lock.host !== host || lock.namespace !== pidNamespace || otherBoot(lock);
+  // how long a lock of elsewhere stands unrenewed: less on this very machine, whose clock renewed it
+  const staleAfter = (lock: Lock) =>
+    bootId !== '' && bootOf(lock) === bootId ? SAME_MACHINE_STALE_AFTER_MS : STALE_AFTER_MS;
   const stale = (lock: Lock) => {
-    if (elsewhere(lock)) return Date.now() - lock.renewedAt >= STALE_AFTER_MS;
+    if (elsewhere(lock))
+      return (
+        (lock.host === host && otherBoot(lock) && lock.renewedAt < bootedAt) ||
+        Date.now() - lock.renewedAt >= staleAfter(lock)
+      );
     if (!Number.isInteger(lock.pid) || lock.pid <= 0 || lock.pid === process.pid || !alive(lock.pid))
       return true;
     const start = processStart(lock.pid);
@@ -190,11 +231,18 @@ export function lockFolder(dataDir: string): () => void {
     new DataFolderInUseError(
       folder,
       lock.pid,
-      lock.host !== host
-        ? lock.host
-        : lock.namespace !== pidNamespace
-          ? `${host}, in another container`
-          : undefined,
+      elsewhere(lock)
+        ? {
+            host:
+              lock.host !== host
+                ? lock.host
+                : otherBoot(lock)
+                  ? `${host}, another machine of that name`
+                  : `${host}, in another container`,
+            renewedAt: lock.renewedAt,
+            staleAfterMs: staleAfter(lock),
+          }
+        : undefined,
     );
 
   let claim = held.get(folder);
@@ -209,7 +257,15 @@ export function lockFolder(dataDir: string): () => void {
         }
       }, RENEW_MS);
       renewal.unref();
-      claim = { stores: 0, renewal };
+      const free = () => {
+        clearInterval(renewal);
+        held.delete(folder);
+        if (held.size === 0) process.off('exit', freeAtExit);
+        const lock = readLock(file);
+        if (lock?.pid === process.pid && !elsewhere(lock)) rmSync(file, { force: true });
+      };
+      if (held.size === 0) process.on('exit', freeAtExit);
+      claim = { stores: 0, free };
       held.set(folder, claim);
       break;
     }
@@ -229,9 +285,6 @@ export function lockFolder(dataDir: string): () => void {
     if (released) return;
     released = true;
     if (--taken.stores > 0) return;
-    clearInterval(taken.renewal);
-    held.delete(folder);
-    const lock = readLock(file);
-    if (lock?.pid === process.pid && !elsewhere(lock)) rmSync(file, { force: true });
+    taken.free();
   };
 }

@@ -1,16 +1,19 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { hostname, uptime } from 'node:os';
 import path from 'node:path';
 import { tempDir, waitFor } from '@platform/testkit';
 import { createEmbeddedStore, DataFolderInUseError } from '../src';
 
 const fixture = path.join(__dirname, 'fixtures/write-and-hold.ts');
 
-/** A process that opens the folder's store, writes 20 documents `<prefix>-<i>` and keeps it open until its input ends. */
-function writer(dir: string, prefix: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture, dir, prefix], {
-    stdio: ['pipe', 'pipe', 'inherit'],
+/**
+ * A process that opens the folder's store, writes 20 documents `<prefix>-<i>` and keeps it open until its input ends;
+ * `end` ends it without a close instead (see the fixture), its stack trace not shown.
+ */
+function writer(dir: string, prefix: string, end?: 'exit' | 'throw') {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture, dir, prefix, ...(end ? [end] : [])], {
+    stdio: ['pipe', 'pipe', end ? 'ignore' : 'inherit'],
   });
   const run = { child, out: '', exited: new Promise((resolve) => child.once('exit', resolve)) };
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -78,6 +81,23 @@ describe('embedded store: one process per data folder', () => {
     }
   });
 
+  it.each(['exit', 'throw'] as const)(
+    'frees the folder of a process that ends without closing its store (%s), as a restarted container finds it',
+    async (end) => {
+      const data = tempDir('store-lock-exit-');
+      try {
+        const ended = writer(data.dir, 'ended', end);
+        running.push(ended.child);
+        expect(await ended.exited).toBe(1);
+        // before, the lock stood: a container restarted on the volume (another process namespace) was refused for 60 s
+        expect(existsSync(path.join(data.dir, 'store.lock'))).toBe(false);
+        expect(await ids(data.dir)).toEqual(written('ended'));
+      } finally {
+        data.remove();
+      }
+    },
+  );
+
   it('takes over a lock naming a process id another program has now (a restarted container)', async () => {
     const data = tempDir('store-lock-reused-pid-');
     try {
@@ -128,6 +148,48 @@ describe('embedded store: one process per data folder', () => {
       expect(() => createEmbeddedStore({ dataDir: data.dir })).toThrow(
         `${data.dir} is in use by process ${process.ppid} on host ${hostname()}, in another container (its store.lock)`,
       );
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('takes over the lock of another container of this very machine once its holder has not renewed it for 10 s (a container killed, restarted)', async () => {
+    const data = tempDir('store-lock-restarted-container-');
+    const file = path.join(data.dir, 'store.lock');
+    try {
+      // the lock of this container before its restart: this boot, another process namespace
+      const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+      writeFileSync(file, `7\n${hostname()}\n${boot}/12345\npid:[1]\n`);
+      expect(() => createEmbeddedStore({ dataDir: data.dir })).toThrow(
+        `${data.dir} is in use by process 7 on host ${hostname()}, in another container (its store.lock): two processes on one data folder lose each other's writes; stop that one, or give this one another data folder (a lock its holder has not renewed for 10 s is taken over)`,
+      );
+      // before, one of this machine waited for a minute too, as one of another host (whose clock may differ): the
+      // restarted container exited, again and again, and its service was away for a minute or more
+      const then = new Date(Date.now() - 11_000);
+      utimesSync(file, then, then);
+      expect(await ids(data.dir)).toEqual([]);
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('honours the lock of another machine of the same host name (another boot) while its holder renews it, not after a reboot', async () => {
+    const data = tempDir('store-lock-other-boot-');
+    const file = path.join(data.dir, 'store.lock');
+    try {
+      // two machines both named so (a default host name) on one shared volume, each in its first process namespace
+      writeFileSync(
+        file,
+        `999999\n${hostname()}\nanother-boot/12345\n${readlinkSync('/proc/self/ns/pid')}\n`,
+      );
+      // before, its process id was looked up here (not running: taken over), and both appended to the same files
+      expect(() => createEmbeddedStore({ dataDir: data.dir })).toThrow(
+        `${data.dir} is in use by process 999999 on host ${hostname()}, another machine of that name (its store.lock)`,
+      );
+      // this machine before its restart: the lock was last renewed before this boot
+      const before = new Date(Date.now() - uptime() * 1000 - 5_000);
+      utimesSync(file, before, before);
+      expect(await ids(data.dir)).toEqual([]);
     } finally {
       data.remove();
     }
