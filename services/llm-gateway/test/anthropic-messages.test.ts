@@ -569,6 +569,24 @@ describe("Anthropic's Messages API through the edge", () => {
       ],
       [{ ...base, tool_choice: { type: 'tool' } }, 'tool_choice.name'],
       [{ ...base, tools: [WEATHER, WEATHER] }, 'tools.1.name'],
+      // a tool result answers a tool use of the assistant turn just before it, not one of an earlier turn
+      [
+        {
+          ...base,
+          tools: [WEATHER],
+          messages: [
+            { role: 'user', content: 'the weather?' },
+            {
+              role: 'assistant',
+              content: [{ type: 'tool_use', id: 'toolu_a', name: 'get_weather', input: {} }],
+            },
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_a', content: 'sunny' }] },
+            { role: 'assistant', content: 'Sunny.' },
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_a', content: 'sunny' }] },
+          ],
+        },
+        'messages.4.content.0.tool_use_id',
+      ],
     ];
     const before = w.sim.requests().length;
     for (const [body, field] of refusals) {

@@ -150,7 +150,9 @@ describe('provider errors, retries, failover and cancellation', () => {
     ]) {
       const reply = await chat('sim/claude', { messages });
       expectEnvelope(reply, 400, 'INVALID_BODY');
-      expect(reply.body.message).toMatch(/messages\.\d\.tool_call_id.*call_\d.*earlier assistant message/);
+      expect(reply.body.message).toMatch(
+        /messages\.\d\.tool_call_id.*call_\d.*assistant message just before it/,
+      );
     }
     // a tool call the messages after it do not answer before the conversation goes on
     const unanswered = await chat('sim/claude', {
@@ -172,6 +174,43 @@ describe('provider errors, retries, failover and cancellation', () => {
       ],
     });
     expect(answered.status).toBe(200);
+  });
+
+  it("tool results to Anthropic open the turn after the calls and answer that turn's calls: else a 400, never sent", async () => {
+    const call = (id: string) => ({ id, type: 'function', function: { name: 'weather', arguments: '{}' } });
+    const tool = (id: string) => ({ role: 'tool', tool_call_id: id, content: `sunny at ${id}` });
+    const user = { role: 'user', content: 'the weather?' };
+    // a user message before the answers (Anthropic: the message after tool uses begins with their results)
+    const late = await chat('sim/claude', {
+      messages: [user, { role: 'assistant', content: null, tool_calls: [call('a')] }, user, tool('a')],
+    });
+    expectEnvelope(late, 400, 'INVALID_BODY');
+    expect(late.body.message).toMatch(/messages\.3\.tool_call_id \('a'\).*assistant message just before it/);
+    // an answer to a call of an earlier turn, once the conversation went on (Anthropic: one of the message before)
+    const stale = await chat('sim/claude', {
+      messages: [
+        user,
+        { role: 'assistant', content: null, tool_calls: [call('a')] },
+        tool('a'),
+        { role: 'assistant', content: 'sunny' },
+        tool('a'),
+      ],
+    });
+    expectEnvelope(stale, 400, 'INVALID_BODY');
+    expect(stale.body.message).toMatch(/messages\.4\.tool_call_id \('a'\).*assistant message just before it/);
+    expect(calls('claude-sim')).toBe(0);
+    // parallel calls answered in any order, and an assistant turn said in two messages (calls, then text), are sent
+    for (const messages of [
+      [user, { role: 'assistant', content: null, tool_calls: [call('a'), call('b')] }, tool('b'), tool('a')],
+      [
+        user,
+        { role: 'assistant', content: null, tool_calls: [call('a')] },
+        { role: 'assistant', content: 'checking' },
+        tool('a'),
+        user,
+      ],
+    ])
+      expect((await chat('sim/claude', { messages })).status).toBe(200);
   });
 
   it('a 429 or 5xx is retried with backoff and then answered', async () => {

@@ -68,7 +68,6 @@ function validate(body: Json): { messages: Json[]; thinking: boolean } {
   const thinking = thinkingEnabled(body);
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) bad('messages: at least one message is required');
-  const toolUseIds = new Set<string>();
   /** the tool uses of the message before, which this one must answer */
   let unanswered: string[] = [];
   for (const [i, message] of messages.entries()) {
@@ -76,19 +75,25 @@ function validate(body: Json): { messages: Json[]; thinking: boolean } {
       bad(
         `messages: Unexpected role. The roles are "user" and "assistant"; use the top-level "system" field`,
       );
-    const answered = new Set(
-      blocks(message.content)
-        .filter((b) => b.type === 'tool_result')
-        .map((b) => String(b.tool_use_id)),
-    );
-    const missing = unanswered.filter((id) => !answered.has(id));
+    const content = blocks(message.content);
+    const results = content.filter((b) => b.type === 'tool_result').map((b) => String(b.tool_use_id));
+    const missing = unanswered.filter((id) => !results.includes(id));
     if (missing.length > 0)
       bad(
         `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
       );
-    unanswered = blocks(message.content)
-      .filter((b) => b.type === 'tool_use')
-      .map((b) => String(b.id));
+    // the results open the message, each answering a tool use of the message before
+    const leading = content.findIndex((b) => b.type !== 'tool_result');
+    if (leading !== -1 && leading < unanswered.length)
+      bad(
+        `messages.${i}: Did not find ${unanswered.length - leading} tool_result block(s) at the beginning of this message. Messages following tool_use blocks must begin with a matching number of tool_result blocks.`,
+      );
+    const unexpected = results.filter((id) => !unanswered.includes(id));
+    if (unexpected.length > 0)
+      bad(
+        `messages.${i}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${unexpected.join(', ')}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
+      );
+    unanswered = content.filter((b) => b.type === 'tool_use').map((b) => String(b.id));
     for (const [j, block] of blocks(message.content).entries()) {
       if (!BLOCK_TYPES.includes(String(block.type)))
         bad(`messages: unknown content block type '${String(block.type)}'`);
@@ -103,14 +108,8 @@ function validate(body: Json): { messages: Json[]; thinking: boolean } {
           (source.type === 'url' && typeof source.url === 'string');
         if (!ok) bad('messages: image source must be base64 (media_type, data) or url');
       }
-      if (block.type === 'tool_use') {
-        if (message.role !== 'assistant') bad('messages: tool_use blocks belong to assistant turns');
-        toolUseIds.add(String(block.id));
-      }
-      if (block.type === 'tool_result' && !toolUseIds.has(String(block.tool_use_id)))
-        bad(
-          `messages: tool_result block(s) provided with id '${String(block.tool_use_id)}' with no tool_use before`,
-        );
+      if (block.type === 'tool_use' && message.role !== 'assistant')
+        bad('messages: tool_use blocks belong to assistant turns');
     }
   }
   if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system))

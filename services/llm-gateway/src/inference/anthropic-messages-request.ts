@@ -169,6 +169,9 @@ function toolResultContent(
   return { text, images, mark };
 }
 
+const onlyToolResults = (content: unknown) =>
+  Array.isArray(content) && content.every((block) => isObject(block) && block.type === 'tool_result');
+
 /**
  * One user turn: its tool results first, as chat's tool messages (which must follow the assistant's calls), then
  * a user message with its text and images, and the images the tool results held.
@@ -212,7 +215,7 @@ function userTurn(
         if (!toolUses.has(block.tool_use_id))
           issues.push({
             field: `${where}.tool_use_id`,
-            message: 'is not the id of a tool_use in an earlier assistant message',
+            message: 'is not the id of a tool_use in the assistant message just before it',
           });
         const { text, images, mark } = toolResultContent(block, where, issues);
         tools.push({ role: 'tool', tool_call_id: block.tool_use_id, content: text, ...marked(mark) });
@@ -381,8 +384,9 @@ export function chatRequestOfMessages(body: Json): ChatRequest {
   const issues: Issue[] = [];
   const messages: Json[] = systemMessages(body.system, issues);
   const turns = body.messages as Json[];
-  // the ids of the tool uses so far, which a later tool_result answers
-  const toolUses = new Set<string>();
+  // the ids of the tool uses a tool_result may answer: those of the assistant turn just before it (Anthropic's rule,
+  // and chat's, whose tool messages answer the calls of the assistant message before them)
+  let toolUses = new Set<string>();
   turns.forEach((message, i) => {
     const field = `messages.${i}.content`;
     // Anthropic's rule: every message says something, but a last assistant turn (a prefill to continue)
@@ -395,8 +399,14 @@ export function chatRequestOfMessages(body: Json): ChatRequest {
         field,
         message: 'at least one content block (only a last assistant message may be empty)',
       });
-    if (message.role === 'assistant') assistantTurn(message.content, field, issues, messages, toolUses);
-    else userTurn(message.content, field, issues, messages, toolUses);
+    if (message.role === 'assistant') {
+      if (turns[i - 1]?.role !== 'assistant') toolUses = new Set();
+      assistantTurn(message.content, field, issues, messages, toolUses);
+    } else {
+      userTurn(message.content, field, issues, messages, toolUses);
+      // a user turn of tool results alone goes on with the next one (Anthropic joins them): any other ends the answers
+      if (!onlyToolResults(message.content)) toolUses = new Set();
+    }
   });
   if (issues.length === 0 && messages.every((m) => m.role === 'system'))
     issues.push({

@@ -298,25 +298,30 @@ export function toAnthropicRequest(
 ): AnthropicRequest {
   const system: Piece[] = [];
   const messages: AnthropicMessage[] = [];
-  // the ids of the tool calls so far: Anthropic refuses a tool_result that answers none (a 502 the caller cannot read)
-  const calls = new Set<string>();
+  // the ids of the tool calls the tool messages may answer now: Anthropic takes tool_results only at the start of the
+  // message after the assistant turn (its messages in a row) that called them (else a 502 the caller cannot read)
+  let calls = new Set<string>();
   for (const [i, m] of body.messages.entries()) {
     switch (m.role) {
       case 'system':
       case 'developer':
         pushSystem(m, system);
         break;
-      case 'user':
-        push(messages, 'user', userBlocks(m));
+      case 'user': {
+        const blocks = userBlocks(m);
+        if (blocks.length > 0) calls = new Set();
+        push(messages, 'user', blocks);
         break;
+      }
       case 'assistant':
+        if (messages[messages.length - 1]?.role !== 'assistant') calls = new Set();
         push(messages, 'assistant', assistantBlocks(m));
         for (const call of m.tool_calls ?? []) if (isFunction(call)) calls.add(call.id);
         break;
       case 'tool':
         if (!calls.has(m.tool_call_id ?? ''))
           throw new UntranslatableRequest(
-            `messages.${i}.tool_call_id ('${m.tool_call_id ?? ''}') is not the id of a tool call in an earlier assistant message`,
+            `messages.${i}.tool_call_id ('${m.tool_call_id ?? ''}') answers no tool call of the assistant message just before it (tool messages follow the assistant message that called the tools, before any other message)`,
           );
         push(messages, 'user', [toolResult(m)]);
         break;
