@@ -1,14 +1,15 @@
 import { Subjects } from '@platform/contracts';
-import { ManualClock } from '@platform/kernel';
+import { ManualClock, sealPrincipal } from '@platform/kernel';
 import { createEmbeddedStore, type Filter, type IndexSpec, type Store } from '@platform/store';
 import { tempDir } from '@platform/testkit';
+import * as OTPAuth from 'otpauth';
 import { passwordAccountOf } from '../src/accounts/accounts';
 import { hashPassword } from '../src/accounts/passwords';
 import { openCollections } from '../src/data/collections';
 import { deleteAccount } from '../src/domain/account-deletion';
 import { openSsoCollections, SsoClients } from '../src/sso/providers';
 import { userForIdentity } from '../src/sso/sign-in';
-import { type AuthHarness, randomAddress, recordEvents, startAuth } from './helpers';
+import { type AuthHarness, INTERNAL_SECRET, randomAddress, recordEvents, startAuth } from './helpers';
 import { startMailCatcher } from './mail-catcher';
 import { storeWithInsertGate } from './store-gate';
 
@@ -428,7 +429,7 @@ describe('one account per email, whether it signs in with a password or an ident
   });
 });
 
-describe('a new password and an access token being made at that moment', () => {
+describe('a new password and a credential being made at that moment', () => {
   const folder = tempDir('auth-reset-race-');
   const gated = storeWithInsertGate(createEmbeddedStore({ dataDir: folder.dir, compactionIntervalMs: 0 }));
   let mail: Awaited<ReturnType<typeof startMailCatcher>>;
@@ -468,6 +469,110 @@ describe('a new password and an access token being made at that moment', () => {
     expect((await minting).status).toBe(401);
     const col = a.service.context.collections;
     expect(await col.accessTokens.find({ userId: first.body.userId, revokedAt: null })).toEqual([]);
+  });
+
+  it('a sign-in with the old password, checked before the reset and finished after it, opens no session', async () => {
+    const email = newEmail();
+    const first = await signup(a, { email, password: PASSWORD });
+    await a.http.post('/v2/password/forgot').send({ email });
+    const token = new URL(await mail.linkFor(email, '/account/reset-password')).searchParams.get('token')!;
+    // whoever knows the old password is let in and about to store the session when its owner sets a new one
+    const held = gated.gate('sessions', (doc) => (doc as { userId?: string }).userId === first.body.userId);
+    const signingIn = login(a, email, PASSWORD).then((res) => res);
+    await held.arrived;
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token, password: 'a brand new secret' })).status,
+    ).toBe(204);
+    held.release();
+    // before: 200, and a session (and its refresh token) that outlived "a new password signs you out everywhere"
+    expect((await signingIn).body).toMatchObject({ status: 401, error: 'InvalidCredentials' });
+    const col = a.service.context.collections;
+    expect(await col.sessions.find({ userId: first.body.userId, revokedAt: null })).toEqual([]);
+    expect(await col.refreshTokens.find({ userId: first.body.userId })).toEqual([]);
+    // the new password signs in
+    expect((await login(a, email, 'a brand new secret')).status).toBe(200);
+  });
+
+  it('so does the sign-in page: no session cookie outlives the reset', async () => {
+    const email = newEmail();
+    const first = await signup(a, { email, password: PASSWORD });
+    await a.http.post('/v2/password/forgot').send({ email });
+    const token = new URL(await mail.linkFor(email, '/account/reset-password')).searchParams.get('token')!;
+    const page = await a.http.get('/account/login');
+    const cookie = (page.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]).join('; ');
+    const csrf = /action="\/account\/login"[\s\S]*?name="csrf" value="([^"]+)"/.exec(page.text)![1]!;
+    const held = gated.gate('sessions', (doc) => (doc as { userId?: string }).userId === first.body.userId);
+    const signingIn = a.http
+      .post('/account/login')
+      .set('cookie', cookie)
+      .type('form')
+      .send({ email, password: PASSWORD, csrf })
+      .then((res) => res);
+    await held.arrived;
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token, password: 'a brand new secret' })).status,
+    ).toBe(204);
+    held.release();
+    // before: 303 with the session's cookies
+    const answered = await signingIn;
+    expect(answered.status).toBe(401);
+    expect(answered.headers['set-cookie']).toBeUndefined();
+    const col = a.service.context.collections;
+    expect(await col.sessions.find({ userId: first.body.userId, revokedAt: null })).toEqual([]);
+  });
+
+  it("and the sign-in page's code step: a password checked before the reset opens no session after it", async () => {
+    const email = newEmail();
+    const first = await signup(a, { email, password: PASSWORD });
+    const { principal } = await a.service.context.introspection.resolve(
+      { kind: 'session', userId: first.body.userId, sessionId: first.body.sessionId },
+      null,
+      't',
+    );
+    const asOwner = {
+      'x-platform-principal': sealPrincipal(principal, INTERNAL_SECRET, a.clock),
+      'x-platform-user-id': first.body.userId,
+    };
+    const csrfOf = (html: string, action: string) =>
+      new RegExp(`action="${action}"[\\s\\S]*?name="csrf" value="([^"]+)"`).exec(html)![1]!;
+    const setup = await a.http.get('/account/mfa').set(asOwner);
+    const secret = /id="totp-secret">([A-Z2-7]+)</.exec(setup.text)![1]!;
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    const code = () => totp.generate({ timestamp: a.clock.now().getTime() });
+    const csrf = csrfOf(setup.text, '/account/mfa');
+    expect(
+      (await a.http.post('/account/mfa').set(asOwner).type('form').send({ code: code(), csrf })).status,
+    ).toBe(200);
+    a.clock.advance(30_000);
+    // the old password, right: the page asks for the code
+    const page = await a.http.get('/account/login');
+    let cookie = (page.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]).join('; ');
+    const password = await a.http
+      .post('/account/login')
+      .set('cookie', cookie)
+      .type('form')
+      .send({ email, password: PASSWORD, csrf: csrfOf(page.text, '/account/login') });
+    expect(password.headers.location).toMatch(/^\/account\/login\/mfa/);
+    cookie = [
+      cookie,
+      ...(password.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]),
+    ].join('; ');
+    // its owner sets a new password meanwhile
+    await a.http.post('/v2/password/forgot').send({ email });
+    const token = new URL(await mail.linkFor(email, '/account/reset-password')).searchParams.get('token')!;
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token, password: 'a brand new secret' })).status,
+    ).toBe(204);
+    const step = await a.http.get('/account/login/mfa').set('cookie', cookie);
+    const sent = await a.http
+      .post('/account/login/mfa')
+      .set('cookie', cookie)
+      .type('form')
+      .send({ code: code(), csrf: csrfOf(step.text, '/account/login/mfa') });
+    // before: 303 with the session's cookies, up to five minutes after "a new password signs you out everywhere"
+    expect(sent.status).toBe(401);
+    const col = a.service.context.collections;
+    expect(await col.sessions.find({ userId: first.body.userId, revokedAt: null })).toEqual([]);
   });
 });
 

@@ -110,7 +110,7 @@ export class AccountDeletion {
     }
     let user: UserDoc;
     try {
-      user = await this.accounts.authenticate(proof.email, answer.password, address);
+      user = (await this.accounts.authenticate(proof.email, answer.password, address)).user;
     } catch (err) {
       if (err instanceof AppError && err.kind === 'unauthenticated') {
         throw new Forbidden('The password is not right', { error: 'InvalidCredentials' });

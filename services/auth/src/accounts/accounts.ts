@@ -64,6 +64,12 @@ export interface SignupInput {
   lastName?: string;
 }
 
+/** A right password: its user, and the hash it was checked against (`Accounts.signedIn`). */
+export interface PasswordCheck {
+  user: UserDoc;
+  passwordHash: string;
+}
+
 /** The one answer to a wrong email or a wrong password: it never says which. */
 const invalidCredentials = () =>
   new Unauthenticated('Email or password is incorrect', { error: 'InvalidCredentials' });
@@ -177,7 +183,7 @@ export class Accounts {
    * Checks an email and password under the login throttle. The throttle's point is given back only by
    * `signedIn`, so a wrong second factor spends the same budget as a wrong password.
    */
-  async authenticate(emailInput: string, password: string, address: string): Promise<UserDoc> {
+  async authenticate(emailInput: string, password: string, address: string): Promise<PasswordCheck> {
     const { c } = this;
     const email = normalizeEmail(emailInput);
     await this.attempt(email, address);
@@ -188,11 +194,11 @@ export class Accounts {
     const found = account && ok ? await c.collections.users.findOne({ _id: account.userId }) : null;
     // a record whose user does not hold its address (a sign-up cut short, or not done yet) signs nobody in
     const user = found?.deletedAt || found?.email !== email ? null : found;
-    if (!user) {
+    if (!user || !account) {
       this.metrics.passwordLogin('invalid_credentials');
       throw invalidCredentials();
     }
-    return user;
+    return { user, passwordHash: account.passwordHash };
   }
 
   /**
@@ -207,16 +213,33 @@ export class Accounts {
     return right;
   }
 
-  /** Sign-in is complete (password and, when enrolled, the second factor): a new session. */
-  async signedIn(user: UserDoc, address: string, mfa: boolean): Promise<IssuedLogin> {
+  /**
+   * Sign-in is complete (password and, when enrolled, the second factor): a new session. `checked`: whether a password
+   * hash is the one the password was checked against; a new password set meanwhile (a reset, which signs out
+   * everywhere, run between the check and this session) takes the session back: 401 `InvalidCredentials`.
+   */
+  async signedIn(
+    user: UserDoc,
+    address: string,
+    mfa: boolean,
+    checked?: (passwordHash: string) => boolean,
+  ): Promise<IssuedLogin> {
     await this.throttle.succeeded(user.email!, address);
+    const issued = await openUserSession(this.c, user, { mfa });
+    // read after the session is stored: a reset that has not changed the password yet finds this session and ends it
+    const account = checked && (await this.c.collections.accounts.findOne({ _id: user.email! }));
+    if (checked && !(account && checked(account.passwordHash))) {
+      await revokeSession(this.c, issued.sessionId);
+      this.metrics.passwordLogin('invalid_credentials');
+      throw invalidCredentials();
+    }
     this.metrics.passwordLogin('success');
-    return openUserSession(this.c, user, { mfa });
+    return issued;
   }
 
   /** POST /v2/login: the password, then `mfaCode` (TOTP or recovery code) when the user enrolled one. */
   async login(emailInput: string, password: string, address: string, mfaCode?: string): Promise<IssuedLogin> {
-    const user = await this.authenticate(emailInput, password, address);
+    const { user, passwordHash } = await this.authenticate(emailInput, password, address);
     const needsMfa = await this.mfa.enabled(user._id);
     if (needsMfa) {
       if (!mfaCode) {
@@ -231,7 +254,7 @@ export class Accounts {
         });
       }
     }
-    return this.signedIn(user, address, needsMfa);
+    return this.signedIn(user, address, needsMfa, (current) => current === passwordHash);
   }
 
   private async mailToken(kind: AccountTokenDoc['kind'], userId: string, email: string, ttlSeconds: number) {

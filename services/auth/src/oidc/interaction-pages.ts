@@ -2,7 +2,7 @@ import { API_SCOPE } from '@platform/contracts';
 import { AppError } from '@platform/kernel';
 import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
 import { errors } from 'oidc-provider';
-import type { Accounts } from '../accounts/accounts';
+import type { Accounts, PasswordCheck } from '../accounts/accounts';
 import { clientAddress } from '../accounts/client-address';
 import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
@@ -37,7 +37,13 @@ export function mountInteractionPages(
   host: OidcProviderHost,
   accounts: Accounts,
   tokens: FormTokens,
-  finishPassword: (req: Request, res: Response, user: UserDoc, next: string) => Promise<void>,
+  finishPassword: (
+    req: Request,
+    res: Response,
+    user: UserDoc,
+    next: string,
+    passwordHash?: string,
+  ) => Promise<void>,
   sso: SsoClients,
 ): void {
   const platformName = c.config.PLATFORM_NAME;
@@ -179,9 +185,9 @@ export function mountInteractionPages(
           403,
         );
       }
-      let user: UserDoc;
+      let checked: PasswordCheck;
       try {
-        user = await accounts.authenticate(email, formText(req.body?.password), clientAddress(req));
+        checked = await accounts.authenticate(email, formText(req.body?.password), clientAddress(req));
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         const status = err.kind === 'rate_limited' ? 429 : 401;
@@ -196,7 +202,7 @@ export function mountInteractionPages(
       }
       // The platform session (and the second factor, when enrolled) first; the interaction then resumes
       // and sees the signed-in person.
-      await finishPassword(req, res, user, `/oidc/interaction/${details.uid}`);
+      await finishPassword(req, res, checked.user, `/oidc/interaction/${details.uid}`, checked.passwordHash);
     }),
   );
 

@@ -76,7 +76,8 @@ const MFA_PENDING_SECONDS = 300;
 
 /**
  * Between a right password and the second factor: a short-lived signed cookie naming the user, so the
- * password is not asked again and no session exists until the code is right.
+ * password is not asked again and no session exists until the code is right. It carries a keyed mark of the password
+ * hash the password was checked against: a new password set meanwhile (a reset) ends it.
  */
 export class MfaChallenge {
   private readonly key: Buffer;
@@ -89,9 +90,14 @@ export class MfaChallenge {
     return createHmac('sha256', this.key).update(body).digest('base64url');
   }
 
-  start(res: Response, userId: string, base: string): string {
+  /** the password hash's mark (none after an identity provider's sign-in) */
+  private mark(passwordHash: string | undefined): string {
+    return passwordHash === undefined ? '' : this.sign(`password ${passwordHash}`);
+  }
+
+  start(res: Response, userId: string, base: string, passwordHash?: string): string {
     const exp = Math.floor(this.c.clock.now().getTime() / 1000) + MFA_PENDING_SECONDS;
-    const body = `${userId}.${exp}.${randomBytes(8).toString('base64url')}`;
+    const body = `${userId}.${exp}.${randomBytes(8).toString('base64url')}.${this.mark(passwordHash)}`;
     const value = `${body}.${this.sign(body)}`;
     res.cookie(MFA_PENDING_COOKIE, value, {
       httpOnly: true,
@@ -103,18 +109,26 @@ export class MfaChallenge {
     return value;
   }
 
-  /** The pending user id and the cookie's value (the binding of the code form), when valid. */
-  read(req: Request): { userId: string; value: string } | null {
+  /**
+   * The pending user id, the cookie's value (the binding of the code form) and, after a password, whether a password
+   * hash is the one it was checked against (`Accounts.signedIn`), when valid.
+   */
+  read(req: Request): { userId: string; value: string; checked?: (passwordHash: string) => boolean } | null {
     const value = readCookie(req, MFA_PENDING_COOKIE);
     if (!value) return null;
     const parts = value.split('.');
-    if (parts.length !== 4) return null;
-    const body = parts.slice(0, 3).join('.');
+    if (parts.length !== 5) return null;
+    const body = parts.slice(0, 4).join('.');
     const expected = Buffer.from(this.sign(body));
-    const given = Buffer.from(parts[3]!);
+    const given = Buffer.from(parts[4]!);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
     if (Number(parts[1]) < this.c.clock.now().getTime() / 1000) return null;
-    return { userId: parts[0]!, value };
+    const mark = parts[3]!;
+    return {
+      userId: parts[0]!,
+      value,
+      ...(mark ? { checked: (passwordHash: string) => this.mark(passwordHash) === mark } : {}),
+    };
   }
 
   end(res: Response, base: string): void {

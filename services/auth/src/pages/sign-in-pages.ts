@@ -1,6 +1,6 @@
 import { AppError } from '@platform/kernel';
 import express, { type Request, type Response, type Router } from 'express';
-import type { Accounts } from '../accounts/accounts';
+import type { Accounts, PasswordCheck } from '../accounts/accounts';
 import { clientAddress } from '../accounts/client-address';
 import { setSessionCookies } from '../accounts/cookies';
 import { consumeOrThrow } from '../accounts/login-throttle';
@@ -29,7 +29,15 @@ export function mountSignInPages(
   challenge: MfaChallenge,
   sso: SsoClients,
   mailLimiter: RateLimiterStorePort,
-): { finishPassword: (req: Request, res: Response, user: UserDoc, next: string) => Promise<void> } {
+): {
+  finishPassword: (
+    req: Request,
+    res: Response,
+    user: UserDoc,
+    next: string,
+    passwordHash?: string,
+  ) => Promise<void>;
+} {
   const platformName = c.config.PLATFORM_NAME;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
   const show = (res: Response, title: string, body: Raw, status = 200) =>
@@ -99,15 +107,25 @@ ${alert('error', error)}
 <div class="links"><a href="/account/login">Back to sign in</a></div>
 </div>`;
 
-  /** After a right password: the second factor when enrolled, else the session. */
-  async function finishPassword(req: Request, res: Response, user: UserDoc, next: string): Promise<void> {
+  /**
+   * After a right password (`passwordHash` the one it was checked against) or an identity provider's sign-in: the
+   * second factor when enrolled, else the session.
+   */
+  async function finishPassword(
+    req: Request,
+    res: Response,
+    user: UserDoc,
+    next: string,
+    passwordHash?: string,
+  ): Promise<void> {
     const base = publicBaseUrl(c.config);
     if (await accounts.mfa.enabled(user._id)) {
-      challenge.start(res, user._id, base);
+      challenge.start(res, user._id, base, passwordHash);
       res.redirect(303, `/account/login/mfa?next=${encodeURIComponent(next)}`);
       return;
     }
-    const issued = await accounts.signedIn(user, clientAddress(req), false);
+    const checked = passwordHash === undefined ? undefined : (current: string) => current === passwordHash;
+    const issued = await accounts.signedIn(user, clientAddress(req), false, checked);
     setSessionCookies(res, issued.token, issued.expiresAt, base);
     res.redirect(303, next);
   }
@@ -133,9 +151,9 @@ ${alert('error', error)}
         403,
       );
     }
-    let user: UserDoc;
+    let checked: PasswordCheck;
     try {
-      user = await accounts.authenticate(email, formText(req.body?.password), clientAddress(req));
+      checked = await accounts.authenticate(email, formText(req.body?.password), clientAddress(req));
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       const status = err.kind === 'rate_limited' ? 429 : 401;
@@ -146,7 +164,7 @@ ${alert('error', error)}
           : err.message;
       return show(res, 'Sign in', loginForm(csrf, next, message, email, await sso.list()), status);
     }
-    await finishPassword(req, res, user, next);
+    await finishPassword(req, res, checked.user, next, checked.passwordHash);
   });
 
   router.get('/account/login/mfa', (req, res) => {
@@ -187,7 +205,7 @@ ${alert('error', error)}
       );
     }
     challenge.end(res, base);
-    const issued = await accounts.signedIn(user, clientAddress(req), true);
+    const issued = await accounts.signedIn(user, clientAddress(req), true, pending.checked);
     setSessionCookies(res, issued.token, issued.expiresAt, base);
     res.redirect(303, next);
   });
