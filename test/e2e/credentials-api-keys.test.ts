@@ -123,7 +123,8 @@ describe('API keys through the edge', () => {
       await waitFor(
         async () => (await api('GET', `/v2/workspaces/${ws}`, { apiKey: key.apiKey })).status === 401,
         {
-          timeoutMs: 2000,
+          timeoutMs: 10_000, // the change reaches the edge by an event: a loaded machine may take seconds
+          intervalMs: 100,
           what: 'the revoked key to be refused',
         },
       );
@@ -281,7 +282,8 @@ describe('API keys through the edge', () => {
       await waitFor(
         async () => (await api('GET', '/v2/orgs/keyco/members', { apiKey: key.apiKey })).status === 401,
         {
-          timeoutMs: 2000,
+          timeoutMs: 10_000, // the change reaches the edge by an event: a loaded machine may take seconds
+          intervalMs: 100,
           what: 'the revoked key to be refused',
         },
       );
