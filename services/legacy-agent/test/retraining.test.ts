@@ -687,6 +687,40 @@ describe('legacy models: one training at a time, shared between assistants', () 
     expect(await answer).toBe('Fresh');
   });
 
+  it('trains next the language a message waits for, when its first sentences came after its turn in a pass', async () => {
+    const app = await start();
+    const { bot } = await accountWithBot(app.http, { lang: 'fr', languages: ['fr', 'en', 'de'] });
+    const both = { en: [utterance('hello')], de: [utterance('hallo')] };
+    await app.http.post('/v1/intents').set(dev(bot)).send({ name: 'Multi', utterances: both }).expect(200);
+    timers.advance(10);
+    await waitFor(() => nlu.started === 1, { what: 'its first training to begin' });
+    for (const name of ['Other', 'Later']) {
+      const { bot: other } = await accountWithBot(app.http);
+      await addIntent(app, other, name, `hello ${name}`);
+      timers.advance(10);
+    }
+    await next(1);
+    // French gets its first sentences once its turn in the pass is over, and a visitor writes in French
+    const french = { fr: [utterance('bonjour')] };
+    await app.http
+      .post('/v1/intents')
+      .set(dev(bot))
+      .send({ name: 'Bonjour', utterances: french })
+      .expect(200);
+    const waiting = jest.spyOn(Understanding.prototype, 'trained');
+    const answer = app.http
+      .post('/v1/Messages')
+      .set(client(bot))
+      .send({ userId: 'u', platform: 'web', text: 'bonjour', lang: 'fr' })
+      .then((res) => res.body.intents?.[0]?.name as string | undefined);
+    await waitFor(() => waiting.mock.calls.length === 1, { what: 'the message to wait for its model' });
+    waiting.mockRestore();
+    for (let n = 2; n <= 3; n++) await next(n);
+    expect(nlu.begun).toEqual(['Multi:en', 'Other:en', 'Multi:de', 'Bonjour:fr']);
+    await nlu.finish(4);
+    expect(await answer).toBe('Bonjour');
+  });
+
   it('retrains what start found behind while developers keep editing: one of them in each round', async () => {
     const first = await startLegacyApp({ nlu: new ScriptedNlu() });
     started.push(first);
@@ -723,6 +757,71 @@ describe('legacy models: one training at a time, shared between assistants', () 
       await next(n);
     }
     expect(nlu.begun).toEqual(['One:en', 'Edited:en', 'Two:en', 'Edited:en', 'Edited:en']);
+  });
+
+  it('goes on retraining what start found behind when the one due is deleted before its turn', async () => {
+    const first = await startLegacyApp({ nlu: new ScriptedNlu() });
+    started.push(first);
+    const made = [];
+    for (const name of ['Deleted', 'Kept']) {
+      const { account, bot } = await accountWithBot(first.http);
+      await addIntent(first, bot, name, `hello ${name}`);
+      await trained(first.http, bot);
+      made.push({ account, bot });
+    }
+    await first.stop();
+    const store = createEmbeddedStore({ dataDir: first.dataDir });
+    await store
+      .collection<ModelDoc>('legacy_models')
+      .updateMany({}, { $set: { trainingRevision: TRAINING_REVISION - 1 } });
+    await store.close();
+
+    const app = await start(first.dataDir);
+    // the first of them is due (its debounce of 0 ms not yet over) when its developer deletes it
+    const [deleted] = made;
+    await app.http
+      .delete(`/v2/bots/${deleted!.bot.id}`)
+      .set('X-Legacy-Session-Token', deleted!.account.sessionToken)
+      .expect(200);
+    await waitFor(
+      () => {
+        timers.advance(10);
+        return nlu.started === 1;
+      },
+      { what: 'the next one retrained' },
+    );
+    expect(nlu.begun).toEqual(['Kept:en']);
+  });
+
+  it('answers at once a message waiting for the first model of an assistant deleted before its turn', async () => {
+    const app = await start();
+    const { bot: busy } = await accountWithBot(app.http);
+    await addIntent(app, busy, 'Busy', 'hello busy');
+    timers.advance(10);
+    await waitFor(() => nlu.started === 1, { what: 'the first training to begin' });
+    const { account, bot: fresh } = await accountWithBot(app.http);
+    await addIntent(app, fresh, 'Fresh', 'hello fresh');
+    timers.advance(10);
+    const waiting = jest.spyOn(Understanding.prototype, 'trained');
+    let answered: number | undefined;
+    const answer = app.http
+      .post('/v1/Messages')
+      .set(client(fresh))
+      .send({ userId: 'u', platform: 'web', text: 'hello fresh' })
+      .then((res) => {
+        answered = res.status;
+      });
+    await waitFor(() => waiting.mock.calls.length === 1, { what: 'the message to wait for its model' });
+    waiting.mockRestore();
+    await app.http
+      .delete(`/v2/bots/${fresh.id}`)
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .expect(200);
+    // before the training ahead of it ends, not at LEGACY_FIRST_MODEL_WAIT_MS
+    await waitFor(() => answered !== undefined, { what: 'the message answered' });
+    await answer;
+    expect(answered).toBe(200);
+    expect(nlu.begun).toEqual(['Busy:en']);
   });
 });
 

@@ -262,17 +262,24 @@ export class Understanding {
     });
   }
 
-  /** Drops everything held for a removed assistant. */
+  /**
+   * Drops everything held for a removed assistant. Its turn will not come: the messages waiting for its first model
+   * answer now, and the next assistant start found behind enters the turns if it was the one in them.
+   */
   forget(assistantId: string): void {
     const state = this.training.get(assistantId);
     if (state) this.ctx.timers.clear(state.timer);
     this.training.delete(assistantId);
     const queued = this.ready.indexOf(assistantId);
     if (queued !== -1) this.ready.splice(queued, 1);
-    if (this.behindNow === assistantId) this.behindNow = undefined;
     this.failures.delete(assistantId);
     this.failureReasons.delete(assistantId);
     for (const key of this.cache.keys()) if (key.startsWith(`${assistantId}:`)) this.cache.delete(key);
+    for (const wake of state?.waiters.splice(0) ?? []) wake();
+    if (this.behindNow === assistantId) {
+      this.behindNow = undefined;
+      this.admitBehind();
+    }
   }
 
   /**
@@ -295,6 +302,8 @@ export class Understanding {
         // After a failed training a message starts no other (each would hold the one queue as long, up to
         // LEGACY_TRAINING_TIMEOUT_SECONDS): the next change, or a restart, trains again.
         if (this.failures.has(assistant._id)) return null;
+        // removed meanwhile (which ended the wait): nothing is to train
+        if (!(await this.ctx.cols.assistants.findOne({ _id: assistant._id }))) return null;
         this.schedule(assistant._id, 0);
       }
       await this.trained(assistant._id, deadline - Date.now());
@@ -401,11 +410,12 @@ export class Understanding {
       .finally(() => {
         state.running = undefined;
         this.current = undefined;
-        // the messages woken wait again if their language is still to come: the pass goes on first for them
+        // the messages woken wait again if their language is still to come (in this pass, or in the one a change
+        // made meanwhile begins): it goes on first for them
         const awaited = state.waiters.length > 0;
         for (const wake of state.waiters.splice(0)) wake();
         const held = this.training.get(assistantId) === state;
-        if (held && state.passAt > 0) this.enqueue(assistantId, awaited);
+        if (held && (state.passAt > 0 || (state.again && awaited))) this.enqueue(assistantId, awaited);
         else if (held && state.again) this.schedule(assistantId, 0);
         else if (held && !state.timer) this.training.delete(assistantId);
         if (this.behindNow === assistantId && state.passAt === 0) this.behindNow = undefined;
