@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { ManualClock, type RunningServer } from '@platform/kernel';
 import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
 import { startSecondEdge, startTestPlatform, type TestPlatform } from '../harness';
@@ -124,6 +125,49 @@ describe('the edge in front of the platform', () => {
     expect(allowed).toBeLessThanOrEqual(60);
     expect(last.body).toMatchObject({ error: 'RATE_LIMITED', code: 'RATE_LIMITED', status: 429 });
     expect(Number(last.headers.get('retry-after'))).toBe(last.body.retryAfter);
+  });
+
+  it('lets the gateway refuse an upload expecting 100-continue before the client sends its body', async () => {
+    const login = await call(p.baseUrl, 'POST', '/v2/login/anonymous');
+    const owner = login.body.token as string;
+    const org = { slug: 'edge-upload', name: 'Edge upload' };
+    expect((await call(p.baseUrl, 'POST', '/v2/orgs', { bearer: owner, body: org })).status).toBe(201);
+    await waitFor(
+      async () => (await call(p.gatewayUrl, 'GET', '/v1/models', { bearer: owner })).status === 200,
+    );
+    /** an upload of `size` bytes (past the 64 KiB the edge reads whole) sent only once `100 Continue` arrives */
+    const upload = (contentType: string, size: number) =>
+      new Promise<{ continued: boolean; status: number; body: string }>((resolve, reject) => {
+        let continued = false;
+        const req = http.request(`${p.gatewayUrl}/v1/audio/transcriptions`, {
+          method: 'POST',
+          agent: false,
+          headers: {
+            authorization: `Bearer ${owner}`,
+            'content-type': contentType,
+            'content-length': String(size),
+            expect: '100-continue',
+          },
+        });
+        req.on('continue', () => {
+          continued = true;
+          req.end(Buffer.alloc(size, 97));
+        });
+        req.on('response', (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => {
+            body += d.toString('utf8');
+          });
+          res.on('end', () => resolve({ continued, status: res.statusCode!, body }));
+        });
+        req.on('error', reject);
+      });
+    const refused = await upload('text/plain', 300_000);
+    expect(refused).toMatchObject({ continued: false, status: 400 });
+    expect(JSON.parse(refused.body).message).toMatch(/multipart\/form-data/);
+    // a form the gateway reads: it asks for the body, then refuses what it read (no `file` part here)
+    const read = await upload('multipart/form-data; boundary=x', 300_000);
+    expect(read).toMatchObject({ continued: true, status: 400 });
   });
 
   it("applies a quota settings change from the gateway's next request, not when its cached copy expires", async () => {

@@ -5,6 +5,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { waitFor } from '@platform/testkit';
 import { listen, type RunningServer } from '../src/lifecycle';
+import { refusingOrReading } from './support';
 
 describe('a client that trickles its request head', () => {
   it('loses its socket once the head has taken longer than the headers timeout, while others are served', async () => {
@@ -119,22 +120,7 @@ describe('a connection that has sent nothing yet (headers timeout from its openi
 describe('a client that keeps sending a body its answer refused (lingering time, as nginx has)', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await listen(
-      (req, res) => {
-        if (req.url === '/refused') {
-          res.statusCode = 401;
-          return void res.end('refused');
-        }
-        let length = 0;
-        req.on('data', (chunk: Buffer) => {
-          length += chunk.length;
-        });
-        req.on('end', () => res.end(`read ${length}`));
-      },
-      0,
-      '127.0.0.1',
-      { lingeringTimeMs: 300 },
-    );
+    server = await listen(refusingOrReading, 0, '127.0.0.1', { lingeringTimeMs: 300 });
   });
   afterAll(() => server.close(1_000));
 

@@ -435,10 +435,10 @@ describe('edge routing and proxying', () => {
     });
 
     /**
-     * What the edge answers a request whose head (`Expect: 100-continue` added) is `head`: its body, `hello`, is sent
-     * once `100 Continue` arrives, if it does; the client is done at the end of the final answer.
+     * What the edge answers a request whose head (`Expect: 100-continue` added) is `head`: its body (`hello` unless
+     * told) is sent once `100 Continue` arrives, if it does; the client is done at the end of the final answer.
      */
-    const expectingContinue = (port: number, head: string) =>
+    const expectingContinue = (port: number, head: string, body: string | Buffer = 'hello') =>
       new Promise<string>((resolve, reject) => {
         const socket = connect(port, '127.0.0.1');
         let text = '';
@@ -447,7 +447,7 @@ describe('edge routing and proxying', () => {
           text += d.toString('utf8');
           if (!sent && text.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
             sent = true;
-            socket.write('hello');
+            socket.write(body);
           }
           const final = text.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '');
           const split = final.indexOf('\r\n\r\n');
@@ -478,6 +478,74 @@ describe('edge routing and proxying', () => {
       expect(services.legacy.received.slice(before)).toMatchObject([{ body: 'hello' }]);
       // the service is not asked to expect anything: the edge has the body
       expect(services.legacy.received.at(-1)?.headers.expect).toBeUndefined();
+    });
+
+    it("leaves a streamed upload's 100 Continue to the service, so a body it refuses unread is never sent", async () => {
+      // a service that refuses `/v2/refused` before reading its body and reads any other (kernel `listen` sends 100
+      // Continue as its handler starts reading)
+      const service = await listen(
+        (req, res) => {
+          if (req.url === '/v2/refused') {
+            res.statusCode = 415;
+            return void res.end('{"code":"UNSUPPORTED_MEDIA_TYPE"}');
+          }
+          let length = 0;
+          req.on('data', (chunk: Buffer) => {
+            length += chunk.length;
+          });
+          req.on('end', () => res.end(`read ${length} ${req.headers['transfer-encoding'] ?? ''}`));
+        },
+        0,
+        '127.0.0.1',
+      );
+      const viaEdge = await startEdge({ authUrl: services.auth.url, legacyUrl: service.url });
+      // past the size the edge reads whole (64 KiB), so the body streams to the service
+      const body = Buffer.alloc(300_000, 97);
+      try {
+        const refused = await expectingContinue(
+          viaEdge.port,
+          'POST /legacy/v2/refused HTTP/1.1\r\nContent-Length: 300000',
+          body,
+        );
+        expect(refused).toMatch(/^HTTP\/1\.1 415 /);
+        expect(refused).toMatch(/UNSUPPORTED_MEDIA_TYPE/);
+        const read = await expectingContinue(
+          viaEdge.port,
+          'POST /legacy/v2/read HTTP/1.1\r\nContent-Length: 300000',
+          body,
+        );
+        expect(read).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+        expect(read).toMatch(/read 300000 $/);
+        const chunk = `${(100_000).toString(16)}\r\n${'a'.repeat(100_000)}\r\n`;
+        const chunked = await expectingContinue(
+          viaEdge.port,
+          'PUT /legacy/v2/read HTTP/1.1\r\nTransfer-Encoding: chunked',
+          `${chunk}${chunk}${chunk}0\r\n\r\n`,
+        );
+        expect(chunked).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+        expect(chunked).toMatch(/read 300000 chunked$/);
+      } finally {
+        await viaEdge.close();
+        await service.close(100);
+      }
+    });
+
+    it('answers a streamed upload the service asked for in the envelope when it fails: past the limit, unanswered', async () => {
+      const chunk = `400\r\n${'a'.repeat(1024)}\r\n`;
+      const tooLarge = await expectingContinue(
+        edge.port,
+        'POST /legacy/v2/echo HTTP/1.1\r\nTransfer-Encoding: chunked',
+        `${chunk}${chunk}0\r\n\r\n`,
+      );
+      expect(tooLarge).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 413 /);
+      expect(tooLarge).toMatch(/"code":"PAYLOAD_TOO_LARGE"/);
+      const silent = await expectingContinue(
+        edge.port,
+        `POST /llm/slow HTTP/1.1\r\nAuthorization: Bearer ${token}\r\nTransfer-Encoding: chunked`,
+        '5\r\nhello\r\n0\r\n\r\n',
+      );
+      expect(silent).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 504 /);
+      expect(silent).toMatch(/"error":"GatewayTimeout"/);
     });
 
     it('reads the rest of a body after the answer for the lingering time at most, then closes the connection', async () => {
@@ -538,6 +606,26 @@ describe('edge routing and proxying', () => {
       expect(answer.status).toBe(413);
       expect(answer.json).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', status: 413 });
       expect(services.legacy.received.length).toBe(before);
+    });
+
+    it('refuses a body in a transfer coding other than chunked (400), never forwarding its coded bytes as plain', async () => {
+      const before = services.legacy.received.length;
+      for (const coding of ['gzip, chunked', 'deflate,chunked', 'identity, chunked']) {
+        const answer = await rawRequest(
+          edge.port,
+          `POST /legacy/v2/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\nConnection: close\r\n\r\n` +
+            '3\r\nabc\r\n0\r\n\r\n',
+        );
+        expect({ coding, status: answer.status }).toEqual({ coding, status: 400 });
+        expect(answer.raw).toMatch(/"code":"HEADER_POLICY_VIOLATION"/);
+      }
+      expect(services.legacy.received.length).toBe(before);
+      const chunked = await rawRequest(
+        edge.port,
+        'POST /legacy/v2/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n',
+      );
+      expect(chunked.status).toBe(200);
+      expect(services.legacy.received.at(-1)?.body).toBe('abc');
     });
 
     it('counts a chunked body as it streams and answers 413 past the limit', async () => {

@@ -1,6 +1,7 @@
 import type { RequestListener } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { refusingOrReading } from '../../test/support';
 import { listen, type RunningServer } from '../lifecycle';
 import { noteListenOptions } from './listen-options';
 import type { ListenAnswer } from './metrics';
@@ -250,21 +251,7 @@ describe("a request Node cannot read (kernel listen's clientError)", () => {
 describe('a request that expects 100-continue (RFC 9110 10.1.1)', () => {
   let running: RunningServer;
   beforeAll(async () => {
-    running = await listen(
-      (req, res) => {
-        if (req.url === '/refused') {
-          res.statusCode = 401;
-          return void res.end('refused');
-        }
-        let length = 0;
-        req.on('data', (chunk: Buffer) => {
-          length += chunk.length;
-        });
-        req.on('end', () => res.end(`read ${length}`));
-      },
-      0,
-      '127.0.0.1',
-    );
+    running = await listen(refusingOrReading, 0, '127.0.0.1');
   });
   afterAll(() => running.close(100));
 

@@ -129,12 +129,23 @@ function applyVersionLifecycle(
   return null;
 }
 
-/** Header hygiene (client `x-platform-*` removed, duplicated credentials refused) and the body limit. */
+/**
+ * Header hygiene (client `x-platform-*` removed, duplicated credentials refused), the body's transfer coding and the
+ * body limit. Node decodes `chunked` only: a body also coded otherwise (`gzip, chunked`) would reach the service as
+ * plain bytes once the edge re-frames it, so it is refused (RFC 9112 6.1).
+ */
 function checkHeaders(x: Exchange, bodyLimitBytes: number): AppError | null {
   const { req, res } = x;
   const scrubbed = scrubRequestHeaders(req.rawHeaders, req.headers);
   if (scrubbed.authorizationCount > 1 || scrubbed.apiKeyCount > 1) {
     return new Unauthenticated('Send each credential header once');
+  }
+  const coding = req.headers['transfer-encoding'];
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'chunked') {
+    return new InvalidInput('Transfer-Encoding must be chunked: no other transfer coding is supported', {
+      error: 'BadRequest',
+      code: 'HEADER_POLICY_VIOLATION',
+    });
   }
   const contentLength = req.headers['content-length'];
   if (contentLength !== undefined && Number(contentLength) > bodyLimitBytes) {
@@ -268,8 +279,8 @@ function prepareUpstreamRequest(x: Exchange, resolved: ResolvedPrincipal | null)
  * The edge's request listener: a plain node:http handler (no framework on the hot path). Named steps,
  * in order: request id and security headers; request target (400: no fragment, percent-encoded path,
  * no dot segments); root and route; services' private paths (404); version lifecycle (410/400); header
- * hygiene and body limit (401/413); credential → principal (401); CSRF for cookie sessions (403); the
- * route's organization, permission and rate limit (400/403/429); the upstream request; proxy.
+ * hygiene, transfer coding and body limit (401/400/413); credential → principal (401); CSRF for cookie
+ * sessions (403); the route's organization, permission and rate limit (400/403/429); the upstream request; proxy.
  */
 export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
   const { clock, metrics, logger } = deps;

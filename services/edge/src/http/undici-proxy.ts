@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { Logger } from '@platform/kernel';
@@ -91,6 +92,11 @@ const UNREACHABLE = new Set([
   'ENETUNREACH',
   'EHOSTDOWN',
 ]);
+
+/** A service silent past its answer timeout on a request expecting 100-continue: answered as undici's timeouts are. */
+class UpstreamSilent extends Error {
+  readonly code = 'UND_ERR_HEADERS_TIMEOUT';
+}
 
 /** "300 ms", "30 s": how long the edge waited, in an error message */
 const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
@@ -220,13 +226,21 @@ function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number, time
  * The proxy on undici: one connection pool per upstream (keep-alive, no pipelining), the request body
  * streamed up and the answer streamed down with backpressure. Unreachable → 503, broken answer → 502,
  * silent past UPSTREAM_TIMEOUT_MS (GATEWAY_UPSTREAM_TIMEOUT_MS for llm-gateway) → 504, chunked body past the limit → 413, a client's body that stops arriving for
- * UPSTREAM_TIMEOUT_MS → 408, each in the envelope.
+ * UPSTREAM_TIMEOUT_MS → 408, each in the envelope. A streamed upload whose client expects 100-continue is sent with
+ * node:http instead, which forwards the expectation (`sendExpecting`).
  */
 export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy {
   const pools = {} as Record<UpstreamName, Pool>;
+  const targets = {} as Record<UpstreamName, URL>;
+  /** for uploads expecting 100-continue (`sendExpecting`): one connection per request, as many as the pool's */
+  const agents = {} as Record<UpstreamName, http.Agent>;
   for (const [root, url] of Object.entries(options.targets) as Array<[UpstreamName, string]>) {
+    targets[root] = new URL(url);
+    agents[root] = new (targets[root].protocol === 'https:' ? https : http).Agent({
+      maxSockets: options.maxSockets,
+    });
     const answerTimeout = options.answerTimeoutMs?.[root] ?? options.timeoutMs;
-    pools[root] = new Pool(new URL(url).origin, {
+    pools[root] = new Pool(targets[root].origin, {
       connections: options.maxSockets,
       pipelining: 1,
       headersTimeout: answerTimeout,
@@ -266,6 +280,97 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     sendError(res, failure, requestId);
   };
 
+  /**
+   * The service's answer head onto `res`: setHeader for a name's first field, appendHeader for repeats (Set-Cookie):
+   * the edge's own fields (x-request-id, version headers) are already on the answer, and a service's are dropped. A
+   * deprecated version's `Link` (versioning/lifecycle.ts) is kept: the service's link-values follow it.
+   */
+  const writeAnswerHead = (
+    res: ServerResponse,
+    statusCode: number,
+    rawHeaders: Array<Buffer | string>,
+    requestId: string,
+  ) => {
+    let seen: Set<string> | null = null;
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i]!.toString('latin1');
+      const lower = name.toLowerCase();
+      if (RESPONSE_HOP_BY_HOP.has(lower)) continue;
+      if (EDGE_OWNED.has(lower)) {
+        options.logger.debug({ requestId, field: lower }, "upstream answer field dropped: the edge's own");
+        continue;
+      }
+      const value = rawHeaders[i + 1]!.toString('latin1');
+      if (seen?.has(lower) || (lower === 'link' && res.hasHeader(lower))) res.appendHeader(name, value);
+      else {
+        res.setHeader(name, value);
+        if (!seen) seen = new Set();
+        seen.add(lower);
+      }
+    }
+    res.writeHead(statusCode);
+  };
+
+  /**
+   * A streamed upload whose client expects 100-continue, sent with the expectation (undici refuses to send `Expect`):
+   * the client's body is read, which tells it `100 Continue` (kernel `listen`), only once the service has asked for
+   * it. A service that answers first (an unsupported media type, a body too large for it) is answered without the
+   * client sending its body. One connection per such request (at most UPSTREAM_MAX_SOCKETS at once, as the pool's;
+   * the others wait). The service may stay silent for its answer timeout while the edge waits for it, not while the
+   * client's body is being sent (the upload's own timeout is that of a client's stalled body).
+   */
+  const sendExpecting = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    root: UpstreamName,
+    requestId: string,
+    bodyLimitBytes: number,
+    chunked: boolean,
+    onAnswer: (() => void) | undefined,
+  ) => {
+    const target = targets[root];
+    const answerTimeout = options.answerTimeoutMs?.[root] ?? options.timeoutMs;
+    const upstream = (target.protocol === 'https:' ? https : http).request({
+      protocol: target.protocol,
+      hostname: target.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: target.port,
+      path: req.url ?? '/',
+      method: req.method,
+      headers: {
+        ...req.headers,
+        expect: '100-continue',
+        ...(chunked ? { 'transfer-encoding': 'chunked' } : {}),
+      },
+      agent: agents[root],
+      lookup: options.lookup,
+      timeout: answerTimeout,
+    });
+    upstream.on('timeout', () => upstream.destroy(new UpstreamSilent()));
+    upstream.on('error', (err) => {
+      if (!res.writableFinished) fail(res, err, requestId, req.url);
+    });
+    res.once('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    upstream.once('continue', () => {
+      upstream.setTimeout(0);
+      const body = uploadOf(req, res, bodyLimitBytes, options.timeoutMs);
+      body.once('error', (err) => upstream.destroy(err));
+      body.once('end', () => upstream.setTimeout(answerTimeout));
+      body.pipe(upstream);
+    });
+    upstream.once('response', (answer) => {
+      onAnswer?.();
+      writeAnswerHead(res, answer.statusCode ?? 502, answer.rawHeaders, requestId);
+      answer.pipe(res);
+      answer.once('close', () => {
+        if (!answer.complete) res.destroy();
+        // a request whose body was not sent in full (the service answered before it) cannot go on
+        else if (!upstream.writableFinished) upstream.destroy();
+      });
+    });
+  };
+
   /** one upstream request; the answer streams back to `res` */
   const send = (
     req: IncomingMessage,
@@ -290,30 +395,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void) {
         if (statusCode < 200) return true; // 1xx: the final answer follows
         onAnswer?.();
-        // setHeader for a name's first field, appendHeader for repeats (Set-Cookie): the edge's own
-        // fields (x-request-id, version headers) are already on the answer, and a service's are dropped. A
-        // deprecated version's `Link` (versioning/lifecycle.ts) is kept: the service's link-values follow it.
-        let seen: Set<string> | null = null;
-        for (let i = 0; i < rawHeaders.length; i += 2) {
-          const name = rawHeaders[i]!.toString('latin1');
-          const lower = name.toLowerCase();
-          if (RESPONSE_HOP_BY_HOP.has(lower)) continue;
-          if (EDGE_OWNED.has(lower)) {
-            options.logger.debug(
-              { requestId, field: lower },
-              "upstream answer field dropped: the edge's own",
-            );
-            continue;
-          }
-          const value = rawHeaders[i + 1]!.toString('latin1');
-          if (seen?.has(lower) || (lower === 'link' && res.hasHeader(lower))) res.appendHeader(name, value);
-          else {
-            res.setHeader(name, value);
-            if (!seen) seen = new Set();
-            seen.add(lower);
-          }
-        }
-        res.writeHead(statusCode);
+        writeAnswerHead(res, statusCode, rawHeaders, requestId);
         res.on('drain', resume);
         return true;
       },
@@ -345,6 +427,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     forward(req, res, root, requestId, bodyLimitBytes, onAnswer) {
       const headers: IncomingHttpHeaders = req.headers;
       const chunked = headers['content-length'] === undefined && headers['transfer-encoding'] !== undefined;
+      const expectsContinue = headers.expect?.toLowerCase() === '100-continue';
       for (const h of NOT_FORWARDED) if (headers[h] !== undefined) delete headers[h];
 
       const method = req.method ?? 'GET';
@@ -365,12 +448,15 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         });
         return;
       }
-      const body =
-        !dropBody && (chunked || length > 0) ? uploadOf(req, res, bodyLimitBytes, options.timeoutMs) : null;
+      const streamed = !dropBody && (chunked || length > 0);
+      if (streamed && expectsContinue)
+        return sendExpecting(req, res, root, requestId, bodyLimitBytes, chunked, onAnswer);
+      const body = streamed ? uploadOf(req, res, bodyLimitBytes, options.timeoutMs) : null;
       send(req, res, root, requestId, body, onAnswer);
     },
     close() {
       for (const pool of Object.values(pools)) void pool.close();
+      for (const agent of Object.values(agents)) agent.destroy();
     },
   };
 }
