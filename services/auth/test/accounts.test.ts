@@ -4,6 +4,7 @@ import { createEmbeddedStore, type Filter, type IndexSpec, type Store } from '@p
 import { tempDir } from '@platform/testkit';
 import * as OTPAuth from 'otpauth';
 import { passwordAccountOf } from '../src/accounts/accounts';
+import { Mfa } from '../src/accounts/mfa';
 import { hashPassword } from '../src/accounts/passwords';
 import { openCollections } from '../src/data/collections';
 import { deleteAccount } from '../src/domain/account-deletion';
@@ -517,6 +518,10 @@ describe('a new password and a credential being made at that moment', () => {
     const answered = await signingIn;
     expect(answered.status).toBe(401);
     expect(answered.headers['set-cookie']).toBeUndefined();
+    // the sign-in page again, as after a wrong password (before: the API's JSON error in the browser)
+    expect(answered.headers['content-type']).toMatch(/^text\/html/);
+    expect(answered.text).toContain('Email or password is incorrect');
+    expect(answered.text).toMatch(/action="\/account\/login"[\s\S]*?name="csrf" value="[^"]+"/);
     const col = a.service.context.collections;
     expect(await col.sessions.find({ userId: first.body.userId, revokedAt: null })).toEqual([]);
   });
@@ -571,8 +576,77 @@ describe('a new password and a credential being made at that moment', () => {
       .send({ code: code(), csrf: csrfOf(step.text, '/account/login/mfa') });
     // before: 303 with the session's cookies, up to five minutes after "a new password signs you out everywhere"
     expect(sent.status).toBe(401);
+    // the sign-in page, to sign in with the new password (before: the API's JSON error in the browser)
+    expect(sent.headers['content-type']).toMatch(/^text\/html/);
+    expect(sent.text).toContain('Email or password is incorrect');
+    expect(sent.text).toMatch(/action="\/account\/login"[\s\S]*?name="csrf" value="[^"]+"/);
     const col = a.service.context.collections;
     expect(await col.sessions.find({ userId: first.body.userId, revokedAt: null })).toEqual([]);
+  });
+
+  it('the code step after a reset spends no recovery code and no sign-in attempt: it asks for the password again', async () => {
+    const email = newEmail();
+    const first = await signup(a, { email, password: PASSWORD });
+    const { principal } = await a.service.context.introspection.resolve(
+      { kind: 'session', userId: first.body.userId, sessionId: first.body.sessionId },
+      null,
+      't',
+    );
+    const asOwner = {
+      'x-platform-principal': sealPrincipal(principal, INTERNAL_SECRET, a.clock),
+      'x-platform-user-id': first.body.userId,
+    };
+    const csrfOf = (html: string, action: string) =>
+      new RegExp(`action="${action}"[\\s\\S]*?name="csrf" value="([^"]+)"`).exec(html)![1]!;
+    const setup = await a.http.get('/account/mfa').set(asOwner);
+    const secret = /id="totp-secret">([A-Z2-7]+)</.exec(setup.text)![1]!;
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    const on = await a.http
+      .post('/account/mfa')
+      .set(asOwner)
+      .type('form')
+      .send({
+        code: totp.generate({ timestamp: a.clock.now().getTime() }),
+        csrf: csrfOf(setup.text, '/account/mfa'),
+      });
+    const recovery = [...on.text.matchAll(/<li><code>([0-9a-f]{5}-[0-9a-f]{5})<\/code><\/li>/g)].map(
+      (m) => m[1]!,
+    );
+    expect(recovery).toHaveLength(10);
+    const page = await a.http.get('/account/login');
+    let cookie = (page.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]).join('; ');
+    const password = await a.http
+      .post('/account/login')
+      .set('cookie', cookie)
+      .type('form')
+      .send({ email, password: PASSWORD, csrf: csrfOf(page.text, '/account/login') });
+    cookie = [
+      cookie,
+      ...(password.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]),
+    ].join('; ');
+    await a.http.post('/v2/password/forgot').send({ email });
+    const token = new URL(await mail.linkFor(email, '/account/reset-password')).searchParams.get('token')!;
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token, password: 'a brand new secret' })).status,
+    ).toBe(204);
+    const step = await a.http.get('/account/login/mfa').set('cookie', cookie);
+    const sent = await a.http
+      .post('/account/login/mfa')
+      .set('cookie', cookie)
+      .type('form')
+      .send({ code: recovery[0], csrf: csrfOf(step.text, '/account/login/mfa') });
+    expect(sent.status).toBe(401);
+    expect(sent.text).toContain('Email or password is incorrect');
+    // before: the recovery code was spent on a sign-in refused anyway
+    expect(await new Mfa(a.service.context).remainingRecoveryCodes(first.body.userId)).toBe(10);
+    // and the pending step is over: no more codes to try on it (each would take a point of the owner's sign-in budget)
+    expect(
+      (sent.headers['set-cookie'] as unknown as string[]).some((c) => c.startsWith('mfa-pending=;')),
+    ).toBe(true);
+    const again = { email, password: 'a brand new secret', mfaCode: recovery[0] };
+    expect((await a.http.post('/v2/login').set('x-forwarded-for', randomAddress()).send(again)).status).toBe(
+      200,
+    );
   });
 });
 

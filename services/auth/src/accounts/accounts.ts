@@ -227,14 +227,20 @@ export class Accounts {
     await this.throttle.succeeded(user.email!, address);
     const issued = await openUserSession(this.c, user, { mfa });
     // read after the session is stored: a reset that has not changed the password yet finds this session and ends it
-    const account = checked && (await this.c.collections.accounts.findOne({ _id: user.email! }));
-    if (checked && !(account && checked(account.passwordHash))) {
+    if (!(await this.passwordKept(user, checked))) {
       await revokeSession(this.c, issued.sessionId);
       this.metrics.passwordLogin('invalid_credentials');
       throw invalidCredentials();
     }
     this.metrics.passwordLogin('success');
     return issued;
+  }
+
+  /** Whether `user`'s password is still one `checked` recognizes (the one a sign-in checked); without `checked`, true. */
+  async passwordKept(user: UserDoc, checked?: (passwordHash: string) => boolean): Promise<boolean> {
+    if (!checked) return true;
+    const account = await this.c.collections.accounts.findOne({ _id: user.email! });
+    return account !== null && checked(account.passwordHash);
   }
 
   /** POST /v2/login: the password, then `mfaCode` (TOTP or recovery code) when the user enrolled one. */

@@ -5,6 +5,7 @@ import { clientAddress } from '../accounts/client-address';
 import { setSessionCookies } from '../accounts/cookies';
 import { consumeOrThrow } from '../accounts/login-throttle';
 import { publicBaseUrl } from '../accounts/public-url';
+import type { IssuedLogin } from '../accounts/sessions';
 import type { RateLimiterStorePort } from '../accounts/store-rate-limiter';
 import type { AuthContext } from '../context';
 import type { UserDoc } from '../data/collections';
@@ -59,6 +60,9 @@ export function mountSignInPages(
       email,
       providers,
     });
+
+  /** a wrong email or password (it never says which): what to do, with the link to it */
+  const wrongPassword = html`Email or password is incorrect. Check both, or <a href="/account/forgot-password">reset your password</a>.`;
 
   const mfaForm = (csrf: string, next: string, error?: string) => html`<div class="card">
 <h1>Two-step verification</h1><p class="lead">Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
@@ -125,9 +129,37 @@ ${alert('error', error)}
       return;
     }
     const checked = passwordHash === undefined ? undefined : (current: string) => current === passwordHash;
-    const issued = await accounts.signedIn(user, clientAddress(req), false, checked);
+    await openSession(req, res, user, next, false, checked);
+  }
+
+  /**
+   * The session, and on to `next`. A sign-in a new password overtook (`Accounts.signedIn`) gets the sign-in page
+   * again, as after a wrong password.
+   */
+  async function openSession(
+    req: Request,
+    res: Response,
+    user: UserDoc,
+    next: string,
+    mfa: boolean,
+    checked: ((passwordHash: string) => boolean) | undefined,
+  ): Promise<void> {
+    const base = publicBaseUrl(c.config);
+    let issued: IssuedLogin;
+    try {
+      issued = await accounts.signedIn(user, clientAddress(req), mfa, checked);
+    } catch (err) {
+      if (!(err instanceof AppError && err.error === 'InvalidCredentials')) throw err;
+      return signInAgain(req, res, user, next);
+    }
     setSessionCookies(res, issued.token, issued.expiresAt, base);
     res.redirect(303, next);
+  }
+
+  /** The sign-in page after a password a new one replaced meanwhile: 401, as after a wrong password. */
+  async function signInAgain(req: Request, res: Response, user: UserDoc, next: string): Promise<void> {
+    const csrf = tokens.issue(browserBinding(req, res, publicBaseUrl(c.config)), 'login');
+    show(res, 'Sign in', loginForm(csrf, next, wrongPassword, user.email ?? '', await sso.list()), 401);
   }
 
   router.get('/account/login', async (req, res) => {
@@ -157,11 +189,7 @@ ${alert('error', error)}
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       const status = err.kind === 'rate_limited' ? 429 : 401;
-      // a wrong email or password (it never says which): what to do, with the link to it
-      const message =
-        err.error === 'InvalidCredentials'
-          ? html`Email or password is incorrect. Check both, or <a href="/account/forgot-password">reset your password</a>.`
-          : err.message;
+      const message = err.error === 'InvalidCredentials' ? wrongPassword : err.message;
       return show(res, 'Sign in', loginForm(csrf, next, message, email, await sso.list()), status);
     }
     await finishPassword(req, res, checked.user, next, checked.passwordHash);
@@ -189,6 +217,11 @@ ${alert('error', error)}
     }
     const user = await c.collections.users.findOne({ _id: pending.userId });
     if (!user || user.deletedAt) return res.redirect(303, '/account/login');
+    // a new password since this one was checked: no code is spent (nor a point of the login budget) on this step
+    if (!(await accounts.passwordKept(user, pending.checked))) {
+      challenge.end(res, base);
+      return signInAgain(req, res, user, next);
+    }
     let right: boolean;
     try {
       right = await accounts.secondFactor(user, formText(req.body?.code, 20), clientAddress(req));
@@ -205,9 +238,7 @@ ${alert('error', error)}
       );
     }
     challenge.end(res, base);
-    const issued = await accounts.signedIn(user, clientAddress(req), true, pending.checked);
-    setSessionCookies(res, issued.token, issued.expiresAt, base);
-    res.redirect(303, next);
+    await openSession(req, res, user, next, true, pending.checked);
   });
 
   router.get('/account/signup', async (req, res) => {
