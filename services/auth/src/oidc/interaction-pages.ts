@@ -5,11 +5,11 @@ import { errors } from 'oidc-provider';
 import type { Accounts, PasswordCheck } from '../accounts/accounts';
 import { clientAddress } from '../accounts/client-address';
 import type { AuthContext } from '../context';
-import type { UserDoc } from '../data/collections';
 import type { FormTokens } from '../pages/csrf';
 import { formText } from '../pages/form-fields';
 import { html, type Raw, sendPage } from '../pages/html';
 import { signInForm } from '../pages/sign-in-form';
+import type { FinishPassword } from '../pages/sign-in-pages';
 import type { SsoClients, SsoProvider } from '../sso/providers';
 import { UnreadableClientSecret } from './clients';
 import { browserSignIn, type OidcProviderHost } from './provider';
@@ -37,13 +37,7 @@ export function mountInteractionPages(
   host: OidcProviderHost,
   accounts: Accounts,
   tokens: FormTokens,
-  finishPassword: (
-    req: Request,
-    res: Response,
-    user: UserDoc,
-    next: string,
-    passwordHash?: string,
-  ) => Promise<void>,
+  finishPassword: FinishPassword,
   sso: SsoClients,
 ): void {
   const platformName = c.config.PLATFORM_NAME;

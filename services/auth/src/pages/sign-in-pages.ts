@@ -18,6 +18,18 @@ import { browserBinding, type MfaChallenge, pageSession, safeNext } from './page
 import { signInForm } from './sign-in-form';
 
 /**
+ * Ends a sign-in whose password was right: the second factor's page when enrolled, else the session cookies and
+ * `next`; `passwordHash` is the hash the password was checked against (a reset since then opens no session).
+ */
+export type FinishPassword = (
+  req: Request,
+  res: Response,
+  user: UserDoc,
+  next: string,
+  passwordHash?: string,
+) => Promise<void>;
+
+/**
  * Sign-in pages without JavaScript: sign in (then the second factor when enrolled), sign up, forgot
  * password. Forms carry a CSRF token bound to the browser's `csrf-token` cookie (or, for the second
  * factor, to the pending-challenge cookie). Success sets the session cookies and goes to `next`.
@@ -30,15 +42,7 @@ export function mountSignInPages(
   challenge: MfaChallenge,
   sso: SsoClients,
   mailLimiter: RateLimiterStorePort,
-): {
-  finishPassword: (
-    req: Request,
-    res: Response,
-    user: UserDoc,
-    next: string,
-    passwordHash?: string,
-  ) => Promise<void>;
-} {
+): { finishPassword: FinishPassword } {
   const platformName = c.config.PLATFORM_NAME;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
   const show = (res: Response, title: string, body: Raw, status = 200) =>
