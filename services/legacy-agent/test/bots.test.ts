@@ -62,8 +62,8 @@ describe('legacy assistants', () => {
         error: null,
         revision: 0,
         languages: {
-          en: { revision: 0, hasModel: false, trainedAt: null, trainingMs: null },
-          fr: { revision: 0, hasModel: false, trainedAt: null, trainingMs: null },
+          en: { revision: 0, hasModel: false, trainedAt: null, trainingMs: null, error: null },
+          fr: { revision: 0, hasModel: false, trainedAt: null, trainingMs: null, error: null },
         },
       },
     });

@@ -26,13 +26,13 @@ const addIntent = (app: LegacyTestApp, bot: Bot, name: string, ...sentences: str
     .send(intent(name, ...sentences))
     .expect(200);
 
-/** The intent the assistant answers `text` with (POST /v1/Messages as its client). */
-const topIntent = async (app: LegacyTestApp, bot: Bot, text: string) =>
+/** The intent the assistant answers `text` (in `lang`, else its language) with (POST /v1/Messages as its client). */
+const topIntent = async (app: LegacyTestApp, bot: Bot, text: string, lang?: string) =>
   (
     await app.http
       .post('/v1/Messages')
       .set(client(bot))
-      .send({ userId: 'u', platform: 'web', text })
+      .send({ userId: 'u', platform: 'web', text, ...(lang ? { lang } : {}) })
       .expect(200)
   ).body.intents[0] as { name: string; isFallback: boolean };
 
@@ -233,6 +233,86 @@ describe('legacy models: retraining without blocking Messages', () => {
     expect(status.error).toMatch(/^4 training sentences in en, more than the 3 a model is trained on/);
     expect(nlu.trainings).toHaveLength(1);
     expect(status.languages.en.hasModel).toBe(true);
+  });
+
+  it('trains the other languages when one is refused: they answer, its messages answer at once, the status names it', async () => {
+    const nlu = new ScriptedNlu();
+    // a message that waited for the refused language's first model would outlast the test
+    const { app, bot } = await appWithAssistant(nlu, {
+      env: { LEGACY_MAX_TRAINING_SENTENCES: '2', LEGACY_FIRST_MODEL_WAIT_MS: '600000' },
+      languages: ['en', 'fr'],
+    });
+    const utterances = {
+      en: ['hello', 'hi there', 'good morning'].map(utterance),
+      fr: [utterance('bonjour')],
+    };
+    await app.http.post('/v1/intents').set(dev(bot)).send({ name: 'Greet', utterances }).expect(200);
+    // a French visitor waits for the French model, trained though English is refused
+    expect(await topIntent(app, bot, 'bonjour', 'fr')).toMatchObject({ name: 'Greet', isFallback: false });
+    const { training } = (await app.http.get('/v1/bots').set(dev(bot)).expect(200)).body;
+    expect(training).toMatchObject({ upToDate: false, revision: 1 });
+    expect(training.error).toMatch(/^3 training sentences in en, more than the 2 a model is trained on/);
+    expect(training.languages.en).toMatchObject({ revision: 0, hasModel: false, error: training.error });
+    expect(training.languages.fr).toMatchObject({ revision: 1, hasModel: true, error: null });
+    // an English visitor gets the fallback at once, and starts no training
+    for (let i = 0; i < 3; i++)
+      expect(await topIntent(app, bot, 'hello', 'en')).toMatchObject({ isFallback: true });
+    expect(nlu.started).toBe(1);
+  });
+
+  it('keeps the previous model of a refused language while the other languages learn the change', async () => {
+    const nlu = new ScriptedNlu();
+    const { app, bot } = await appWithAssistant(nlu, {
+      env: { LEGACY_MAX_TRAINING_SENTENCES: '2' },
+      languages: ['en', 'fr'],
+    });
+    const made = await app.http
+      .post('/v1/intents')
+      .set(dev(bot))
+      .send({ name: 'Greet', utterances: { en: [utterance('hello')], fr: [utterance('bonjour')] } })
+      .expect(200);
+    await trained(app.http, bot);
+    const utterances = { en: ['hello', 'hi there', 'good morning'].map(utterance), fr: [utterance('salut')] };
+    await app.http.post(`/v1/intents/${made.body.id}`).set(dev(bot)).send({ utterances }).expect(200);
+    const status = await waitFor(
+      async () => {
+        const training = (await app.http.get('/v1/bots').set(dev(bot))).body.training;
+        return training.languages.fr.revision === training.revision ? training : null;
+      },
+      { what: 'the French model to learn the change' },
+    );
+    expect(status.upToDate).toBe(false);
+    expect(status.languages.en).toMatchObject({ revision: 1, hasModel: true });
+    expect(status.languages.en.error).toMatch(/^3 training sentences in en/);
+    expect(status.error).toBe(status.languages.en.error);
+    expect(await topIntent(app, bot, 'salut', 'fr')).toMatchObject({ name: 'Greet', isFallback: false });
+    // English answers with its previous model: what it learnt, not the refused change
+    expect((await topIntent(app, bot, 'hello', 'en')).name).toBe('Greet');
+    expect((await topIntent(app, bot, 'good morning', 'en')).isFallback).toBe(true);
+  });
+
+  it('trains the other languages when the training of one fails, and names it in the status', async () => {
+    class FailingInEnglish extends ScriptedNlu {
+      override async trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
+        if (set.lang !== 'en') return super.trainModelInWorker(set);
+        this.started++;
+        throw new Error('the training worker stopped');
+      }
+    }
+    const nlu = new FailingInEnglish();
+    const { app, bot } = await appWithAssistant(nlu, {
+      env: { LEGACY_FIRST_MODEL_WAIT_MS: '600000' },
+      languages: ['en', 'fr'],
+    });
+    const utterances = { en: [utterance('hello')], fr: [utterance('bonjour')] };
+    await app.http.post('/v1/intents').set(dev(bot)).send({ name: 'Greet', utterances }).expect(200);
+    expect(await topIntent(app, bot, 'bonjour', 'fr')).toMatchObject({ name: 'Greet', isFallback: false });
+    const { training } = (await app.http.get('/v1/bots').set(dev(bot)).expect(200)).body;
+    expect(training.languages.en).toMatchObject({ hasModel: false, error: expect.stringMatching(/\ben\b/) });
+    expect(training.languages.fr).toMatchObject({ hasModel: true, error: null });
+    expect(training.error).toBe(training.languages.en.error);
+    expect(await topIntent(app, bot, 'hello', 'en')).toMatchObject({ isFallback: true });
+    expect(nlu.started).toBe(2);
   });
 
   it('makes a message to a brand-new assistant wait for its first model', async () => {

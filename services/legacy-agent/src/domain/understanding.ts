@@ -101,16 +101,29 @@ const STOPPED = Symbol('stopped');
 /** A training the service will not run (too large): its message is the assistant's to read. */
 class TrainingRefused extends Error {}
 
+/**
+ * How a language's part of a turn ended: `trained` (it held the one training: the other assistants' turns come before
+ * the next language), `skipped` (nothing was trained: its model was current, it has no sentences, or it was refused),
+ * `gone` (the service stopped, or the assistant was removed).
+ */
+type LanguageTurn = 'trained' | 'skipped' | 'gone';
+
 export interface TrainingStatus {
   upToDate: boolean;
-  /** why the last training of these intents and entities failed, while it is not up to date */
+  /** why the last training of these intents and entities failed (the errors of the languages), while not up to date */
   error: string | null;
   /** the revision of the intents and entities (bumped by every change) */
   revision: number;
-  /** per language: the revision its current model learnt */
+  /** per language: the revision its current model learnt, and why its last training failed while it is behind */
   languages: Record<
     string,
-    { revision: number; hasModel: boolean; trainedAt: string | null; trainingMs: number | null }
+    {
+      revision: number;
+      hasModel: boolean;
+      trainedAt: string | null;
+      trainingMs: number | null;
+      error: string | null;
+    }
   >;
 }
 
@@ -119,10 +132,11 @@ export class Understanding {
   /** stored models being loaded, by model key */
   private readonly loading = new Map<string, Promise<CachedModel | null>>();
   private readonly training = new Map<string, TrainingState>();
-  /** assistants whose last training failed: Messages stop waiting for them until one succeeds */
-  private readonly failures = new Set<string>();
-  /** why an assistant's last training failed, for its status (cleared by a success) */
-  private readonly failureReasons = new Map<string, string>();
+  /**
+   * Why the last training of a language failed or was refused, by model key (cleared by a success): Messages in it stop
+   * waiting for a model, and its status says why. The assistant's other languages train all the same.
+   */
+  private readonly failures = new Map<string, string>();
   /** model keys whose stored model could not be loaded (damaged, or from an incompatible host): retrained */
   private readonly unloadable = new Set<string>();
   /**
@@ -199,18 +213,22 @@ export class Understanding {
     const languages: TrainingStatus['languages'] = {};
     for (const lang of assistant.languages) {
       const model = models.find((m) => m.lang === lang);
+      const revision = model?.revision ?? 0;
+      const error =
+        revision < assistant.dataRevision ? (this.failures.get(modelKey(assistant._id, lang)) ?? null) : null;
       languages[lang] = model
         ? {
-            revision: model.revision,
+            revision,
             hasModel: model.hasModel,
             trainedAt: model.trainedAt.toISOString(),
             trainingMs: model.trainingMs,
+            error,
           }
-        : { revision: 0, hasModel: false, trainedAt: null, trainingMs: null };
+        : { revision, hasModel: false, trainedAt: null, trainingMs: null, error };
     }
     const upToDate = Object.values(languages).every((l) => l.revision >= assistant.dataRevision);
-    const error = upToDate ? null : (this.failureReasons.get(assistant._id) ?? null);
-    return { upToDate, revision: assistant.dataRevision, languages, error };
+    const errors = Object.values(languages).flatMap((l) => (l.error ? [l.error] : []));
+    return { upToDate, revision: assistant.dataRevision, languages, error: errors.join('; ') || null };
   }
 
   /** After intents or entities change: train once the burst of changes is over. */
@@ -272,8 +290,7 @@ export class Understanding {
     this.training.delete(assistantId);
     const queued = this.ready.indexOf(assistantId);
     if (queued !== -1) this.ready.splice(queued, 1);
-    this.failures.delete(assistantId);
-    this.failureReasons.delete(assistantId);
+    for (const key of this.failures.keys()) if (key.startsWith(`${assistantId}:`)) this.failures.delete(key);
     for (const key of this.cache.keys()) if (key.startsWith(`${assistantId}:`)) this.cache.delete(key);
     for (const wake of state?.waiters.splice(0) ?? []) wake();
     if (this.behindNow === assistantId) {
@@ -299,9 +316,9 @@ export class Understanding {
     // the training that makes one, scheduling it if this process has none (after a restart, say).
     for (;;) {
       if (!this.isTraining(assistant._id)) {
-        // After a failed training a message starts no other (each would hold the one queue as long, up to
-        // LEGACY_TRAINING_TIMEOUT_SECONDS): the next change, or a restart, trains again.
-        if (this.failures.has(assistant._id)) return null;
+        // After a failed training of its language a message starts no other (each would hold the one queue as long,
+        // up to LEGACY_TRAINING_TIMEOUT_SECONDS): the next change, or a restart, trains again.
+        if (this.failures.has(key)) return null;
         // removed meanwhile (which ended the wait): nothing is to train
         if (!(await this.ctx.cols.assistants.findOne({ _id: assistant._id }))) return null;
         this.schedule(assistant._id, 0);
@@ -310,7 +327,7 @@ export class Understanding {
       cached = this.cached(key) ?? (await this.loadStored(assistant._id, lang));
       if (cached?.model) return cached.model;
       if (cached && cached.revision >= assistant.dataRevision) return null;
-      if (Date.now() >= deadline || this.stopped || this.failures.has(assistant._id)) return null;
+      if (Date.now() >= deadline || this.stopped || this.failures.has(key)) return null;
     }
   }
 
@@ -335,8 +352,9 @@ export class Understanding {
       return (await this.loadStored(assistant._id, lang)) ?? cached;
     }
     const quietMs = this.ctx.clock.now().getTime() - assistant.updatedAt.getTime();
-    // not after this process's own training failed: a message would start it again every second
-    if (quietMs > this.ctx.config.LEGACY_RETRAIN_MAX_DELAY_MS + 30_000 && !this.failures.has(assistant._id))
+    // not after this process's own training of the language failed: a message would start it again every second
+    const failed = this.failures.has(modelKey(assistant._id, lang));
+    if (quietMs > this.ctx.config.LEGACY_RETRAIN_MAX_DELAY_MS + 30_000 && !failed)
       this.schedule(assistant._id, 0);
     return cached;
   }
@@ -393,19 +411,11 @@ export class Understanding {
     state.running = this.train(assistantId, state.passAt)
       .then((next) => {
         state.passAt = next ?? 0;
-        this.failures.delete(assistantId);
-        this.failureReasons.delete(assistantId);
       })
       .catch((err) => {
+        // the assistant or its data could not be read (a language's failure is its own, in `train`)
         state.passAt = 0;
-        this.failures.add(assistantId);
-        if (err instanceof TrainingRefused) {
-          this.failureReasons.set(assistantId, err.message);
-          this.ctx.logger.warn({ assistantId, reason: err.message }, 'training refused');
-        } else {
-          this.failureReasons.set(assistantId, 'the training failed; the previous model answers');
-          this.ctx.logger.error({ err, assistantId }, 'training failed');
-        }
+        this.ctx.logger.error({ err, assistantId }, 'training failed');
       })
       .finally(() => {
         state.running = undefined;
@@ -426,8 +436,9 @@ export class Understanding {
 
   /**
    * One turn of the assistant's pass over its languages, from the `from`th: languages whose model is current are
-   * brought to the revision, and the first that is not is trained. The index of the language the pass goes on with,
-   * or undefined when it is over.
+   * brought to the revision, and the first that is not is trained. A language refused or failed keeps its previous
+   * model, and the pass goes on with the others. The index of the language the pass goes on with, or undefined when
+   * it is over.
    */
   private async train(assistantId: string, from: number): Promise<number | undefined> {
     const { cols, logger } = this.ctx;
@@ -442,53 +453,86 @@ export class Understanding {
       cols.intents.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
       cols.entities.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
     ]);
-    const { LEGACY_MAX_TRAINING_SENTENCES: maxSentences, LEGACY_TRAINING_TIMEOUT_SECONDS: timeout } =
-      this.ctx.config;
     for (let at = from; at < assistant.languages.length; at++) {
       const lang = assistant.languages[at]!;
-      const set = toTrainingSet(lang, intents, entities);
-      // one training at a time serves every assistant: none may hold it for long (decision 0021)
-      const sentences = set.intents.reduce((n, intent) => n + intent.utterances.length, 0);
-      if (sentences > maxSentences)
-        throw new TrainingRefused(
-          `${sentences} training sentences in ${lang}, more than the ${maxSentences} a model is trained on (LEGACY_MAX_TRAINING_SENTENCES); the previous model answers`,
-        );
-      const fingerprint = fingerprintOf(set);
       const key = modelKey(assistantId, lang);
-      const stored = await cols.models.findOne({ _id: key });
-      const current =
-        stored?.fingerprint === fingerprint && (stored.trainingRevision ?? 1) >= TRAINING_REVISION;
-      if (stored && current && !this.unloadable.has(key)) {
-        if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
-        const cached = this.cache.get(key);
-        if (cached) cached.revision = Math.max(cached.revision, revision);
-        continue;
+      let turn: LanguageTurn;
+      try {
+        turn = await this.trainLanguage(assistantId, lang, revision, toTrainingSet(lang, intents, entities));
+        this.failures.delete(key);
+      } catch (err) {
+        if (err instanceof TrainingRefused) {
+          this.failures.set(key, err.message);
+          logger.warn({ assistantId, lang, reason: err.message }, 'training refused');
+          turn = 'skipped';
+        } else {
+          this.failures.set(
+            key,
+            `the training in ${lang} failed; its previous model answers, or the fallback without one`,
+          );
+          logger.error({ err, assistantId, lang }, 'training failed');
+          turn = 'trained'; // it held the training as long as a model would (a worker stopped at its timeout, say)
+        }
       }
-      const started = Date.now();
-      const model = set.intents.length === 0 ? null : await this.trainTimed(set, timeout);
-      const trainingMs = Date.now() - started;
-      // Loading, serializing and storing a large model each hold the event loop for a while: let the
-      // Messages queued meanwhile through between the steps.
-      await yieldToEventLoop();
-      if (this.stopped || !(await cols.assistants.findOne({ _id: assistantId }))) {
-        this.forget(assistantId);
-        return undefined;
-      }
-      await this.persist(assistantId, lang, { revision, fingerprint, model, trainingMs }, stored);
-      // Deleted while the model was stored: the removal may have looked for models before this one was
-      // written (it deletes the assistant first, then its models), so what was written goes here.
-      if (!(await cols.assistants.findOne({ _id: assistantId }))) {
-        await this.discardModels(assistantId);
-        this.forget(assistantId);
-        return undefined;
-      }
-      this.unloadable.delete(key);
-      this.remember(key, { model, revision, fingerprint, checkedAt: Date.now() });
-      logger.info({ assistantId, lang, revision, trainingMs, intents: set.intents.length }, 'model trained');
+      if (turn === 'gone') return undefined;
       // the other assistants' turns come before its next language
-      if (model && at + 1 < assistant.languages.length) return at + 1;
+      if (turn === 'trained' && at + 1 < assistant.languages.length) return at + 1;
     }
     return undefined;
+  }
+
+  /**
+   * Brings the assistant's model in `lang` to `revision`: kept if it learnt `set` already, else trained on it and
+   * stored. Throws TrainingRefused for a set too large to train.
+   */
+  private async trainLanguage(
+    assistantId: string,
+    lang: string,
+    revision: number,
+    set: NluTrainingSet,
+  ): Promise<LanguageTurn> {
+    const { cols, logger } = this.ctx;
+    const { LEGACY_MAX_TRAINING_SENTENCES: maxSentences, LEGACY_TRAINING_TIMEOUT_SECONDS: timeout } =
+      this.ctx.config;
+    // one training at a time serves every assistant: none may hold it for long (decision 0021)
+    const sentences = set.intents.reduce((n, intent) => n + intent.utterances.length, 0);
+    if (sentences > maxSentences)
+      throw new TrainingRefused(
+        `${sentences} training sentences in ${lang}, more than the ${maxSentences} a model is trained on (LEGACY_MAX_TRAINING_SENTENCES); its previous model answers, or the fallback without one`,
+      );
+    const fingerprint = fingerprintOf(set);
+    const key = modelKey(assistantId, lang);
+    const stored = await cols.models.findOne({ _id: key });
+    const current =
+      stored?.fingerprint === fingerprint && (stored.trainingRevision ?? 1) >= TRAINING_REVISION;
+    if (stored && current && !this.unloadable.has(key)) {
+      if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
+      const cached = this.cache.get(key);
+      if (cached) cached.revision = Math.max(cached.revision, revision);
+      return 'skipped';
+    }
+    const started = Date.now();
+    const model = set.intents.length === 0 ? null : await this.trainTimed(set, timeout);
+    const trainingMs = Date.now() - started;
+    // Loading, serializing and storing a large model each hold the event loop for a while: let the
+    // Messages queued meanwhile through between the steps.
+    await yieldToEventLoop();
+    if (this.stopped || !(await cols.assistants.findOne({ _id: assistantId }))) {
+      this.forget(assistantId);
+      return 'gone';
+    }
+    await this.persist(assistantId, lang, { revision, fingerprint, model, trainingMs }, stored);
+    // Deleted while the model was stored: the removal may have looked for models before this one was
+    // written (it deletes the assistant first, then its models), so what was written goes here.
+    if (!(await cols.assistants.findOne({ _id: assistantId }))) {
+      await this.discardModels(assistantId);
+      this.forget(assistantId);
+      return 'gone';
+    }
+    this.unloadable.delete(key);
+    this.remember(key, { model, revision, fingerprint, checkedAt: Date.now() });
+    logger.info({ assistantId, lang, revision, trainingMs, intents: set.intents.length }, 'model trained');
+    return model ? 'trained' : 'skipped';
   }
 
   /**

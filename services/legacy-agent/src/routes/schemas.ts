@@ -508,10 +508,10 @@ export const WidgetConfigSchema = z
 export const AssistantWithTrainingSchema = AssistantSchema.extend({
   training: z.looseObject({
     upToDate: z.boolean(),
-    error: z
-      .string()
-      .nullable()
-      .meta({ description: 'why the last training failed (too many sentences, say) while not up to date' }),
+    error: z.string().nullable().meta({
+      description:
+        'why the last training failed (too many sentences, say) while not up to date: the errors of its languages',
+    }),
     revision: z.number().int().meta({ description: 'revision of the intents and entities' }),
     languages: byLangOut(
       z.looseObject({
@@ -519,6 +519,10 @@ export const AssistantWithTrainingSchema = AssistantSchema.extend({
         hasModel: z.boolean(),
         trainedAt: instant.nullable(),
         trainingMs: z.number().nullable(),
+        error: z.string().nullable().meta({
+          description:
+            'why the last training of this language was refused or failed, while its model is behind (the previous one answers; the other languages train)',
+        }),
       }),
     ),
   }),
