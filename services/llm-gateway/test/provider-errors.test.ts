@@ -539,6 +539,81 @@ describe('provider errors, retries, failover and cancellation', () => {
     }
   });
 
+  it('a stream whose end never comes after the usage report is billed the output the provider reported, hidden thinking included', async () => {
+    const { owner } = await w.org('prov-unended');
+    const completions = recordCompletions(w);
+    try {
+      // 12 prompt and 501 completion tokens, 500 of them hidden (OpenAI's reasoning, Claude's redacted thinking),
+      // reported by the usage chunk or message_delta; then neither [DONE] nor message_stop comes
+      const usage = { prompt_tokens: 12, completion_tokens: 501 };
+      const unended = { afterChunks: -1, mode: 'hang' } as const;
+      w.sim.script([
+        { ...reasoningReportAfterFinish('cheap-sim'), streamFailure: unended },
+        { ...reasoningReportAfterFinish('gpt-sim'), streamFailure: unended },
+        {
+          match: { model: 'claude-sim' },
+          reply: { content: 'short', redactedThinking: true, usage },
+          streamFailure: unended,
+        },
+      ]);
+      const body = (model: string) => ({
+        model,
+        stream: true,
+        messages: [{ role: 'user', content: 'think' }],
+        ...(model === 'sim/claude' ? { reasoning_effort: 'low' } : {}),
+      });
+      const leave = (requestId: string, model: string) =>
+        leaveStreamAtFinish(w, {
+          path: '/v1/chat/completions',
+          token: owner.token,
+          requestId,
+          body: body(model),
+        });
+      const stay = async (requestId: string, model: string) => {
+        const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${owner.token}`,
+            'content-type': 'application/json',
+            'x-request-id': requestId,
+          },
+          body: JSON.stringify(body(model)),
+        });
+        await res.text();
+      };
+      // two clients leave at the finish (the provider call is cancelled once the usage linger is over); the third
+      // waits until the model's timeout (2 s for sim/gpt) ends the stream
+      await Promise.all([
+        leave('unended-left-gpt', 'sim/cheap'),
+        leave('unended-left-claude', 'sim/claude'),
+        stay('unended-timed-out', 'sim/gpt'),
+      ]);
+      const billed = async (requestId: string) => {
+        const { outcome, usage, usageSource } = await completions.of(requestId);
+        return { outcome, usage, usageSource };
+      };
+      const whole = { usage: { ...usage, total_tokens: 513 }, usageSource: 'provider' };
+      expect({
+        leftGpt: await billed('unended-left-gpt'),
+        leftClaude: await billed('unended-left-claude'),
+        timedOut: await billed('unended-timed-out'),
+      }).toEqual({
+        leftGpt: { outcome: 'client_cancelled', ...whole },
+        leftClaude: { outcome: 'client_cancelled', ...whole },
+        timedOut: { outcome: 'provider_error', ...whole },
+      });
+      // llm-quota counts the month as the events say
+      const counted = await w.counted(
+        'prov-unended',
+        { bearer: owner.token },
+        { requests: 3, tokens: 3 * 513 },
+      );
+      expect(gauge(counted, 'llm.monthly_tokens').used).toBe(3 * 513);
+    } finally {
+      completions.stop();
+    }
+  });
+
   it('a client that leaves after the last chunk is charged what the provider reports, hidden reasoning included', async () => {
     const completions = recordCompletions(w);
     try {

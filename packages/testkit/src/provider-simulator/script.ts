@@ -48,6 +48,8 @@ export interface SimulatorRule {
   hang?: boolean;
   /** streams (and speech, whose audio is written in chunks): after `afterChunks` frames, fail in one of three ways */
   streamFailure?: {
+    /** a negative number counts from the end: -1 fails before the last frame (OpenAI's `[DONE]`, Anthropic's
+     *  `message_stop`), once the usage report is sent */
     afterChunks: number;
     /** `error-event`: the provider's in-stream error frame, then the end (audio has none: a disconnect);
      *  `disconnect`: the socket is destroyed; `hang`: nothing more is sent and the connection stays open;

@@ -188,8 +188,9 @@ export async function startProviderSimulator(
   ) {
     res.writeHead(200, { 'content-type': answer.contentType, 'cache-control': 'no-cache' });
     const failure = rule.streamFailure;
+    const failAt = failure && (failure.afterChunks < 0 ? answer.frames.length : 0) + failure.afterChunks;
     for (let i = 0; i < answer.frames.length; i += 1) {
-      if (failure && i === failure.afterChunks) {
+      if (failure && i === failAt) {
         if (failure.mode === 'hang') return; // stays open until the client leaves or close()
         if (failure.mode === 'end-frame' && answer.errorFrame) {
           res.end(answer.frames.at(-1));

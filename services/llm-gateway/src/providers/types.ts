@@ -403,7 +403,8 @@ export class ProviderError extends Error {
 
 /**
  * A stream the gateway cancelled (its client left, the monthly budget cut it) after the provider reported what the call
- * consumed (Anthropic's message_start input): the cancellation (`cause`), with that report for the usage event.
+ * consumed (Anthropic's message_start input and message_delta output, an OpenAI-protocol usage report): the
+ * cancellation (`cause`), with that report for the usage event.
  */
 export class StreamCancelled extends Error {
   readonly consumed: Usage;

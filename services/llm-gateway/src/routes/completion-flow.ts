@@ -371,14 +371,19 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   // budget, the client leaving): its report is what the request cost.
   const whole = first.replay.report ?? (complete && outcome !== 'budget_cut' ? report : null);
 
-  // The provider's report when it covers the whole answer, else what the tokenizer counted, with the prompt as the
-  // provider reported it (a usage chunk, or the input a cut stream reported as it began) when it did.
-  const input = report?.usage ?? cut;
-  const prompt = input?.prompt_tokens ?? prepared.promptTokens;
+  // The provider's report when it covers the whole answer, else what the provider reported before the cut (a usage
+  // chunk, the input a cut stream reported as it began) and the tokenizer's count. The output reported (Anthropic's
+  // message_delta, an OpenAI-protocol usage report read before [DONE]) is all the provider generated up to its
+  // report, hidden thinking included, which the count of the text sent cannot see; the count when it is larger (text
+  // sent after a report made mid-stream). Never their sum: the report counts the text sent.
+  const reported = report?.usage ?? cut;
+  const prompt = reported?.prompt_tokens ?? prepared.promptTokens;
+  const reportedOutput = reported?.completion_tokens ?? 0;
+  const completion = Math.max(reportedOutput, completionTokens);
   const usage: Usage = whole?.usage ?? {
     prompt_tokens: prompt,
-    completion_tokens: completionTokens,
-    total_tokens: prompt + completionTokens,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
     ...(cut?.prompt_tokens_details && !report ? { prompt_tokens_details: cut.prompt_tokens_details } : {}),
   };
   const figures = figuresOf(ctx, prepared, model, usage);
@@ -394,7 +399,8 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
     served,
     {
       ...stamp(served, usage, outcome, wire.endpoint, true, requestIdOf(req)),
-      usageSource: whole ? 'provider' : 'tokenizer',
+      usageSource:
+        whole || (reportedOutput > 0 && reportedOutput >= completionTokens) ? 'provider' : 'tokenizer',
     },
     figures,
   );

@@ -80,6 +80,8 @@ export async function* anthropicChunks(
   // message_delta's stop reason: a message_stop without it ended a message that never finished (a proxy's cut); with
   // it, the message is whole even if the body ends before message_stop (gateways translating another protocol)
   let finished = false;
+  // message_delta reported the output (message_start's figure is a placeholder): all of it, hidden thinking included
+  let outputReported = false;
   let rolePending = true;
   let yielded = false;
   const toolIndexByBlock = new Map<number, number>();
@@ -106,9 +108,12 @@ export async function* anthropicChunks(
     };
   };
 
-  // the input message_start reports is consumed from then on, whatever follows (output is only once content is)
+  // the input message_start reports is consumed from then on, whatever follows; the output once message_delta reports
+  // it (until then, the flow counts the output sent)
   const consumed = () =>
-    typeof usage.input_tokens === 'number' ? usageFromAnthropic({ ...usage, output_tokens: 0 }) : null;
+    typeof usage.input_tokens === 'number'
+      ? usageFromAnthropic({ ...usage, output_tokens: outputReported ? usage.output_tokens : 0 })
+      : null;
   try {
     for await (const sse of sendForEvents(http, call, request, isMessageStop)) {
       let event: StreamEvent;
@@ -201,6 +206,7 @@ export async function* anthropicChunks(
           // writes' split by TTL, one of its figures)
           const byTtl = usage.cache_creation;
           usage = { ...usage, ...reported(event.usage) };
+          outputReported ||= typeof event.usage?.output_tokens === 'number';
           if (event.usage?.cache_creation)
             usage.cache_creation = { ...byTtl, ...reported(event.usage.cache_creation) };
           const stop = event.delta?.stop_reason;
