@@ -1,14 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  linkSync,
-  readFileSync,
-  readlinkSync,
-  renameSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
+import { linkSync, readFileSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, uptime } from 'node:os';
 import path from 'node:path';
 
@@ -48,8 +39,8 @@ export class DataFolderInUseError extends Error {
   }
 }
 
-/** this boot of this host (Linux), and when a process started in it: a process id is handed out again */
-const bootId = (() => {
+/** this boot of this host (Linux), and when a process started in it: a process id is handed out again; '' unknown */
+export const bootId = (() => {
   try {
     return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
   } catch {
@@ -87,7 +78,8 @@ function processStart(pid: number): string | null {
   }
 }
 
-const alive = (pid: number) => {
+/** Whether a process of this host holds `pid`. */
+export const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
     return true;
@@ -97,39 +89,30 @@ const alive = (pid: number) => {
   }
 };
 
-interface Lock {
+/** A lock file as read: its holder's process id, the lines after it, when it was last renewed, and its file. */
+export interface LockRecord {
   pid: number;
-  host: string;
-  start: string;
-  namespace: string;
+  fields: string[];
   renewedAt: number;
   ino: number;
 }
 
-/** What a lock says: its holder's process id, host, start and process namespace; null when it is gone. */
-function readLock(file: string): Lock | null {
+/** What a lock says; null when it is gone. */
+function readLock(file: string): LockRecord | null {
   try {
-    const [pid, host, start, namespace] = readFileSync(file, 'utf8').split('\n');
+    const [pid, ...fields] = readFileSync(file, 'utf8').split('\n');
     const { mtimeMs, ino } = statSync(file);
-    return {
-      pid: Number.parseInt(pid ?? '', 10),
-      host: host ?? '',
-      start: start ?? '',
-      namespace: namespace ?? '',
-      renewedAt: mtimeMs,
-      ino,
-    };
+    return { pid: Number.parseInt(pid ?? '', 10), fields, renewedAt: mtimeMs, ino };
   } catch {
     return null;
   }
 }
 
-const sameLock = (a: Lock | null, b: Lock) =>
+// Object.is: a lock without a process id (NaN) is the same one as long as it is unchanged
+const sameLock = (a: LockRecord | null, b: LockRecord) =>
   a !== null &&
   Object.is(a.pid, b.pid) &&
-  a.host === b.host &&
-  a.start === b.start &&
-  a.namespace === b.namespace &&
+  a.fields.join('\n') === b.fields.join('\n') &&
   a.renewedAt === b.renewedAt &&
   a.ino === b.ino;
 
@@ -158,24 +141,48 @@ function createWhole(file: string, text: string): boolean {
 }
 
 /**
- * Removes the lock `stale`, and only it: it is moved aside first (one taker alone moves a file), and a lock another
- * opener made meanwhile, moved by mistake, is put back.
+ * Removes `file`, a lock (or a takeover claim) judged stale as `stale`, unless another opener does: of two that both
+ * judged it stale, one alone removes it, the other then finds the lock the first one took. Whoever creates the claim
+ * `<file>.takeover-<its inode>-<its renewal>` may remove that very file, if it is still the same one; a claim left by an
+ * opener killed meanwhile is stale in turn, and taken over the same way (as `standalone.lock` does, decision 0037).
+ * Answers the live opener that is taking the file over, if another one is. Before, the lock was moved aside, and put
+ * back when it was another's by then: an opener that came in that moment took the folder, and the lock put back was
+ * lost while its holder kept writing.
  */
-function removeStale(file: string, stale: Lock): void {
-  const aside = `${file}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    renameSync(file, aside);
-  } catch {
-    return; // removed meanwhile
+function removeStale(
+  file: string,
+  stale: LockRecord,
+  mine: string,
+  isStale: (lock: LockRecord) => boolean,
+): LockRecord | undefined {
+  const claim = `${file}.takeover-${stale.ino}-${Math.round(stale.renewedAt)}`;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (!createWhole(claim, mine)) {
+      const taker = readLock(claim);
+      if (!taker) continue;
+      if (!isStale(taker)) return taker;
+      const other = removeStale(claim, taker, mine, isStale);
+      if (other) return other;
+      continue;
+    }
+    try {
+      if (sameLock(readLock(file), stale)) rmSync(file, { force: true });
+      return undefined;
+    } finally {
+      rmSync(claim, { force: true });
+    }
   }
-  try {
-    if (!sameLock(readLock(aside), stale)) linkSync(aside, file);
-  } catch {
-    // another lock is in place already
-  } finally {
-    rmSync(aside, { force: true });
-  }
+  return undefined;
 }
+
+/** what a store.lock says: its holder's host, start and process namespace after its process id */
+const storeLock = (lock: LockRecord) => ({
+  ...lock,
+  host: lock.fields[0] ?? '',
+  start: lock.fields[1] ?? '',
+  namespace: lock.fields[2] ?? '',
+});
+type Lock = ReturnType<typeof storeLock>;
 
 /** the folders this process holds: how many of its stores opened each, and the removal of its lock */
 const held = new Map<string, { stores: number; free: () => void }>();
@@ -189,6 +196,55 @@ const held = new Map<string, { stores: number; free: () => void }>();
 const freeAtExit = () => {
   for (const claim of held.values()) claim.free();
 };
+
+export interface LockFileOptions {
+  /** what this process writes in it: its process id first, then what its `isStale` reads */
+  text: string;
+  /** how often its holder renews it (its modification time) */
+  renewMs: number;
+  /** whether a lock (or a takeover claim) was left by a holder that is gone */
+  isStale(lock: LockRecord): boolean;
+  /** the error naming a holder that is not gone (null: a holder that could not be read) */
+  inUse(lock: LockRecord | null): Error;
+  /** called before a stale lock is taken over: throws to leave it */
+  beforeTakeover?(lock: LockRecord): void;
+}
+
+/**
+ * Creates the lock `file` for this process (whole, exclusively) and renews it every `renewMs` until released; a lock
+ * `isStale` judges left by a holder that is gone is taken over (`removeStale`). Throws `inUse` of the holder of a
+ * live one. Returns the release, which removes the lock while it is still this process's.
+ */
+export function lockFile(file: string, options: LockFileOptions): () => void {
+  let seen: LockRecord | null = null;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (createWhole(file, options.text)) {
+      const renewal = setInterval(() => {
+        try {
+          const now = new Date();
+          utimesSync(file, now, now);
+        } catch {
+          // removed: nothing to renew
+        }
+      }, options.renewMs);
+      renewal.unref();
+      return () => {
+        clearInterval(renewal);
+        const lock = readLock(file);
+        if (lock && `${lock.pid}\n${lock.fields.join('\n')}` === options.text) rmSync(file, { force: true });
+      };
+    }
+    seen = readLock(file);
+    if (!seen) continue;
+    if (!options.isStale(seen)) throw options.inUse(seen);
+    options.beforeTakeover?.(seen);
+    // several may have judged it stale: one alone takes it over
+    const taker = removeStale(file, seen, options.text, options.isStale);
+    if (taker) throw options.inUse(taker);
+  }
+  // another took the stale lock over at the same moment
+  throw options.inUse(readLock(file) ?? seen);
+}
 
 /**
  * Claims a data folder for this process (`<folder>/store.lock`: its process id, host, start and process namespace),
@@ -246,37 +302,21 @@ export function lockFolder(dataDir: string): () => void {
     );
 
   let claim = held.get(folder);
-  for (let attempt = 0; !claim && attempt < 3; attempt++) {
-    if (createWhole(file, mine)) {
-      const renewal = setInterval(() => {
-        try {
-          const now = new Date();
-          utimesSync(file, now, now);
-        } catch {
-          // removed: nothing to renew
-        }
-      }, RENEW_MS);
-      renewal.unref();
-      const free = () => {
-        clearInterval(renewal);
-        held.delete(folder);
-        if (held.size === 0) process.off('exit', freeAtExit);
-        const lock = readLock(file);
-        if (lock?.pid === process.pid && !elsewhere(lock)) rmSync(file, { force: true });
-      };
-      if (held.size === 0) process.on('exit', freeAtExit);
-      claim = { stores: 0, free };
-      held.set(folder, claim);
-      break;
-    }
-    const lock = readLock(file);
-    if (!lock) continue;
-    if (!stale(lock)) throw inUse(lock);
-    removeStale(file, lock);
-  }
   if (!claim) {
-    const holder = readLock(file);
-    throw holder ? inUse(holder) : new DataFolderInUseError(folder, Number.NaN);
+    const release = lockFile(file, {
+      text: mine,
+      renewMs: RENEW_MS,
+      isStale: (lock) => stale(storeLock(lock)),
+      inUse: (lock) => (lock ? inUse(storeLock(lock)) : new DataFolderInUseError(folder, Number.NaN)),
+    });
+    const free = () => {
+      held.delete(folder);
+      if (held.size === 0) process.off('exit', freeAtExit);
+      release();
+    };
+    if (held.size === 0) process.on('exit', freeAtExit);
+    claim = { stores: 0, free };
+    held.set(folder, claim);
   }
   const taken = claim;
   taken.stores++;

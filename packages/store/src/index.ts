@@ -1,6 +1,13 @@
 export { CorruptFileError } from './collection-file';
 export { createEmbeddedStore, DataFolderError, type EmbeddedStoreOptions } from './embedded-store';
-export { DataFolderInUseError } from './folder-lock';
+export {
+  alive as processAlive,
+  bootId,
+  DataFolderInUseError,
+  type LockFileOptions,
+  type LockRecord,
+  lockFile,
+} from './folder-lock';
 export { createMongoStore, DatabaseUnreachableError, type MongoStoreOptions } from './mongo';
 export * from './port';
 export {

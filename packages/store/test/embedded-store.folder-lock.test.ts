@@ -1,5 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import fs, {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, uptime } from 'node:os';
 import path from 'node:path';
 import { tempDir, waitFor } from '@platform/testkit';
@@ -206,6 +215,63 @@ describe('embedded store: one process per data folder', () => {
       const then = new Date(Date.now() - 61_000);
       utimesSync(file, then, then);
       expect(await ids(data.dir)).toEqual([]);
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('of openers that all find a lock stale, never removes the lock one of them took meanwhile', async () => {
+    const data = tempDir('store-lock-raced-');
+    const file = path.join(data.dir, 'store.lock');
+    const namespace = readlinkSync('/proc/self/ns/pid');
+    const gone = spawnSync(process.execPath, ['-e', '']).pid!;
+    writeFileSync(file, `${gone}\n${hostname()}\n\n${namespace}\n`);
+    // two other openers: one takes the stale lock over while this one is judging it, the other opens whenever it
+    // finds the folder without a lock
+    const [taker, third] = [0, 1].map(() =>
+      spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' }),
+    ) as [ChildProcess, ChildProcess];
+    running.push(taker, third);
+    const kill = process.kill.bind(process);
+    const judging = jest.spyOn(process, 'kill').mockImplementation((pid, signal) => {
+      if (pid === gone && readFileSync(file, 'utf8').startsWith(`${gone}\n`)) {
+        rmSync(file);
+        writeFileSync(file, `${taker.pid}\n${hostname()}\n\n${namespace}\n`);
+      }
+      return kill(pid, signal);
+    });
+    const read = fs.readFileSync;
+    const opening = jest.spyOn(fs, 'readFileSync').mockImplementation(((...args: Parameters<typeof read>) => {
+      if (judging.mock.calls.length > 0 && !existsSync(file))
+        writeFileSync(file, `${third.pid}\n${hostname()}\n\n${namespace}\n`, { flag: 'wx' });
+      return read(...args);
+    }) as typeof read);
+    try {
+      // before, the lock was moved aside to be removed, and the third took the folder in that moment: the taker's
+      // lock, put back too late, was lost while the taker kept writing
+      expect(() => createEmbeddedStore({ dataDir: data.dir })).toThrow(`in use by process ${taker.pid} `);
+      expect(read(file, 'utf8')).toBe(`${taker.pid}\n${hostname()}\n\n${namespace}\n`);
+      expect(readdirSync(data.dir)).toEqual(['store.lock']); // no takeover claim left behind
+    } finally {
+      opening.mockRestore();
+      judging.mockRestore();
+      data.remove();
+    }
+  });
+
+  it('takes over a stale lock whose takeover an opener killed meanwhile left unfinished', async () => {
+    const data = tempDir('store-lock-claimed-');
+    const file = path.join(data.dir, 'store.lock');
+    try {
+      const lockOf = (pid: number) => `${pid}\n${hostname()}\n\n${readlinkSync('/proc/self/ns/pid')}\n`;
+      writeFileSync(file, lockOf(spawnSync(process.execPath, ['-e', '']).pid!));
+      const { ino, mtimeMs } = statSync(file);
+      writeFileSync(
+        `${file}.takeover-${ino}-${Math.round(mtimeMs)}`,
+        lockOf(spawnSync(process.execPath, ['-e', '']).pid!),
+      );
+      expect(await ids(data.dir)).toEqual([]);
+      expect(readdirSync(data.dir)).toEqual(['docs.db']); // no takeover claim left behind
     } finally {
       data.remove();
     }

@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { bootId, type LockRecord, lockFile, processAlive } from '@platform/store';
 import { CHILD_SERVICE_ENV } from './service-process';
 
 /** how often the holder renews its lock (its modification time) */
@@ -36,24 +37,8 @@ export class DataDirInUseError extends Error {
   }
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: a process of another user holds that id
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
-
 /** this boot of this host (Linux): a lock of an earlier boot was left by a process that is gone, whatever runs now */
-const thisBoot = (() => {
-  try {
-    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
-  } catch {
-    return null;
-  }
-})();
+const thisBoot = bootId || null;
 
 /** a lock of this host's earlier boot: its process id is another program's now, if any */
 const earlierBoot = (lock: { boot: string | null }) =>
@@ -64,7 +49,7 @@ const earlierBoot = (lock: { boot: string | null }) =>
  * it): a process id listed long ago may be another program's now. Without /proc, whether it runs.
  */
 const runningService = (pid: number) => {
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !alive(pid)) return false;
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !processAlive(pid)) return false;
   try {
     const environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
     return environ.split('\0').some((entry) => entry.startsWith(`${CHILD_SERVICE_ENV}=`));
@@ -91,73 +76,15 @@ function stoppingService(dataDir: string): number | undefined {
 }
 
 /**
- * What a lock says: its holder's process id, host and boot (absent in the formats before the host, then the boot,
- * was recorded).
+ * What a lock says: its holder's host and boot after its process id (absent in the formats before the host, then the
+ * boot, was recorded).
  */
-function readLock(
-  file: string,
-): { pid: number; host: string | null; boot: string | null; renewedAt: number; ino: number } | null {
-  try {
-    const [pid, host, boot] = readFileSync(file, 'utf8').split('\n');
-    const { mtimeMs, ino } = statSync(file);
-    return {
-      pid: Number.parseInt(pid ?? '', 10),
-      host: host?.trim() || null,
-      boot: boot?.trim() || null,
-      renewedAt: mtimeMs,
-      ino,
-    };
-  } catch {
-    return null; // removed meanwhile (its holder stopped, or another start took it over)
-  }
-}
-
-type Lock = NonNullable<ReturnType<typeof readLock>>;
-
-// Object.is: a lock without a process id (NaN) is the same one as long as it is unchanged
-const sameLock = (a: Lock | null, b: Lock) =>
-  a !== null &&
-  Object.is(a.pid, b.pid) &&
-  a.host === b.host &&
-  a.renewedAt === b.renewedAt &&
-  a.ino === b.ino;
-
-/**
- * Removes `file`, a lock (or a takeover claim) judged stale as `stale`, unless another start does: of two starts that
- * both judged it stale, one alone removes it, the other then finds the lock the first one took. Whoever creates the
- * claim `<file>.takeover-<its identity>` (O_EXCL) may remove that very file, if it is still the same one; a claim left
- * by a start killed meanwhile is stale in turn, and taken over the same way. Answers the live start that is taking
- * the file over, if another one is.
- */
-function removeStale(
-  file: string,
-  stale: Lock,
-  /** what this start writes in a lock or claim */
-  mine: string,
-  isStale: (lock: Lock) => boolean,
-): Lock | undefined {
-  const claim = `${file}.takeover-${stale.ino}-${Math.round(stale.renewedAt)}`;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      writeFileSync(claim, mine, { flag: 'wx', mode: 0o600 });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const taker = readLock(claim);
-      if (!taker) continue;
-      if (!isStale(taker)) return taker;
-      const other = removeStale(claim, taker, mine, isStale);
-      if (other) return other;
-      continue;
-    }
-    try {
-      if (sameLock(readLock(file), stale)) rmSync(file, { force: true });
-      return undefined;
-    } finally {
-      rmSync(claim, { force: true });
-    }
-  }
-  return undefined;
-}
+const dataDirLock = (lock: LockRecord) => ({
+  ...lock,
+  host: lock.fields[0]?.trim() || null,
+  boot: lock.fields[1]?.trim() || null,
+});
+type Lock = ReturnType<typeof dataDirLock>;
 
 /**
  * Claims DATA_DIR for this supervisor (`DATA_DIR/standalone.lock`, holding its process id, host and boot), so that
@@ -195,43 +122,26 @@ export function lockDataDir(dataDir: string): () => void {
     if (lock.host && lock.host !== host) return Date.now() - lock.renewedAt >= STALE_AFTER_MS;
     const ours = lock.pid === process.pid || lock.pid === process.ppid;
     if (earlierBoot(lock)) return true;
-    return !(Number.isInteger(lock.pid) && lock.pid > 0 && !ours && alive(lock.pid));
+    return !(Number.isInteger(lock.pid) && lock.pid > 0 && !ours && processAlive(lock.pid));
   };
-  let seen: Lock | null = null;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      writeFileSync(file, mine, { flag: 'wx', mode: 0o600 });
-      const renewal = setInterval(() => {
-        try {
-          const now = new Date();
-          utimesSync(file, now, now);
-        } catch {
-          // removed: nothing to renew
-        }
-      }, RENEW_MS);
-      renewal.unref();
-      return () => {
-        clearInterval(renewal);
-        const lock = readLock(file);
-        if (lock?.pid === process.pid && (lock.host ?? host) === host) rmSync(file, { force: true });
-      };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return unlocked;
-      seen = readLock(file);
-      if (!seen) continue;
-      if (!stale(seen)) throw inUse(seen);
-      // the services of a supervisor of an earlier boot are gone too: a process id listed is another's now
-      if ((!seen.host || seen.host === host) && !earlierBoot(seen)) {
-        const service = stoppingService(dataDir);
+  try {
+    return lockFile(file, {
+      text: mine,
+      renewMs: RENEW_MS,
+      isStale: (lock) => stale(dataDirLock(lock)),
+      inUse: (lock) => (lock ? inUse(dataDirLock(lock)) : new DataDirInUseError(path.resolve(dataDir), 0)),
+      beforeTakeover: (record) => {
+        const lock = dataDirLock(record);
+        // the services of a supervisor of an earlier boot are gone too: a process id listed is another's now
+        const service =
+          (!lock.host || lock.host === host) && !earlierBoot(lock) ? stoppingService(dataDir) : undefined;
         if (service !== undefined)
           throw new DataDirInUseError(path.resolve(dataDir), service, undefined, true);
-      }
-      // two starts may both have judged it stale: one alone takes it over
-      const taker = removeStale(file, seen, mine, stale);
-      if (taker) throw inUse(taker);
-    }
+      },
+    });
+  } catch (err) {
+    // a lock that cannot be written (as a folder that cannot be)
+    if (err instanceof DataDirInUseError || (err as NodeJS.ErrnoException).code === undefined) throw err;
+    return unlocked;
   }
-  // another start took the stale lock over at the same moment
-  const holder = readLock(file) ?? seen;
-  throw holder ? inUse(holder) : new DataDirInUseError(path.resolve(dataDir), 0);
 }
