@@ -1,7 +1,11 @@
-/** Polls `probe` until it returns a truthy value or the deadline passes; tests never sleep blindly. */
+/**
+ * Polls `probe` until it returns a truthy value or the deadline passes; tests never sleep blindly. The default
+ * deadline, 15 s, is no timing the test asserts: a loaded CI machine (jest beside other work on 2 cores) took more
+ * than 5 s to count an event a quiet one counts in milliseconds.
+ */
 export async function waitFor<T>(
   probe: () => T | Promise<T>,
-  { timeoutMs = 5_000, intervalMs = 20, what = 'condition' } = {},
+  { timeoutMs = 15_000, intervalMs = 20, what = 'condition' } = {},
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
