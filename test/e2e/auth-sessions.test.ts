@@ -92,7 +92,8 @@ describe('auth through the edge: anonymous sessions', () => {
     expect((await call(p, 'POST', '/v2/logout', { token: body.token })).status).toBe(204);
     // The edge drops its cached answer on auth.credential.revoked.
     await waitFor(async () => (await call(p, 'GET', '/v2/me', { token: body.token })).status === 401, {
-      timeoutMs: 2000,
+      timeoutMs: 10_000, // the event reaches the edge: a loaded machine may take seconds
+      intervalMs: 100,
       what: 'the revoked session to be refused',
     });
   });

@@ -160,7 +160,7 @@ describeWithNats('NATS bus on a real nats-server', () => {
       const next = await consume();
       // a message handed to the stopped consumer's inbox would only come back after ack_wait (30 s)
       await waitFor(() => ids.every((id) => got.has(id)), {
-        timeoutMs: 3_000,
+        timeoutMs: 10_000, // well under ack_wait, above what a loaded machine takes
         what: `round ${round}'s events`,
       });
       await next.stop();

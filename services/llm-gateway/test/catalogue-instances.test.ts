@@ -108,7 +108,7 @@ describe('an instance that missed the bus notice', () => {
     try {
       expect((await a.call('POST', '/v1/models', entry('missed/notice'))).status).toBe(201);
       await waitFor(async () => (await b.call('GET', '/v1/models/missed/notice')).status === 200, {
-        timeoutMs: 2_000,
+        timeoutMs: 10_000, // a loaded machine; far below the default poll it must not wait for
         what: 'the second instance to reload from the store',
       });
     } finally {
