@@ -1,5 +1,6 @@
 import { createHttpMetrics, type HttpMetrics } from '@platform/kernel';
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { RecoveryOutcome } from './ingest/usage-writer';
 
 type EventOutcome = 'counted' | 'duplicate' | 'retry' | 'dead_letter';
 
@@ -10,11 +11,17 @@ export interface QuotaMetrics {
   eventHandled(outcome: EventOutcome, lagSeconds?: number): void;
   /** one counting batch written */
   batchWritten(events: number): void;
+  /** one stuck batch (its lease ran out) taken over by a recovery, and what became of it */
+  batchRecovered(outcome: RecoveryOutcome): void;
+  /** the batches open longer than a lease, after a maintenance pass's recoveries */
+  stuckBatches(count: number): void;
 }
 
 /**
  * llm-quota's Prometheus metrics (docs/decisions/0097): what became of each usage event (counted, dropped as a
- * duplicate, retried, dead-lettered), how late events are counted, and the batches' sizes.
+ * duplicate, retried, dead-lettered), how late events are counted, the batches' sizes, and how many batches are
+ * stuck (open longer than a lease: their events were acknowledged as counted, their counts are missing) and what the
+ * recoveries of stuck batches did.
  */
 export function createQuotaMetrics(): QuotaMetrics {
   const http = createHttpMetrics('llm-quota');
@@ -38,6 +45,19 @@ export function createQuotaMetrics(): QuotaMetrics {
     buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500],
     registers: [http.registry],
   });
+  const recoveries = new Counter({
+    name: 'llm_quota_batch_recoveries_total',
+    help: 'stuck counting batches (lease run out) taken over by a recovery, by outcome (failed: its counts are still missing)',
+    labelNames: ['outcome'] as const,
+    registers: [http.registry],
+  });
+  for (const outcome of ['finished', 'undone', 'failed', 'lost_lease'] as const)
+    recoveries.inc({ outcome }, 0);
+  const stuck = new Gauge({
+    name: 'llm_quota_stuck_batches',
+    help: 'counting batches open longer than a lease (neither finished nor undone: their usage is not in the counters), in the whole store, after the last maintenance pass here',
+    registers: [http.registry],
+  });
   return {
     http,
     eventHandled(outcome, lagSeconds) {
@@ -47,6 +67,12 @@ export function createQuotaMetrics(): QuotaMetrics {
     },
     batchWritten(size) {
       batchSize.observe(size);
+    },
+    batchRecovered(outcome) {
+      recoveries.inc({ outcome });
+    },
+    stuckBatches(count) {
+      stuck.set(count);
     },
   };
 }

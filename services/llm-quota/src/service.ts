@@ -53,6 +53,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     leaseClock: deps.leaseClock ?? systemClock,
     leaseMs: config.LLM_QUOTA_BATCH_LEASE_MS,
     logger,
+    onRecovery: (outcome) => metrics.batchRecovered(outcome),
   });
   const batcher = new UsageBatcher(
     writer,
@@ -82,6 +83,7 @@ export async function createLlmQuotaService(deps: LlmQuotaDeps): Promise<Platfor
     intervalMs: config.LLM_QUOTA_SWEEP_INTERVAL_MS,
     eventIdRetentionMs: config.LLM_QUOTA_EVENT_ID_RETENTION_HOURS * HOUR,
     minuteRetentionMs: config.LLM_QUOTA_MINUTE_BUCKET_RETENTION_HOURS * HOUR,
+    onStuckBatches: (count) => metrics.stuckBatches(count),
   });
 
   const routeDeps: RouteDeps = {

@@ -125,6 +125,8 @@ export interface BatchDoc extends Doc {
   leaseUntil: number;
   /** the lease its writer let go early, after a failure: counter updates of it may still land until then */
   releasedLease?: number;
+  /** real time (ms) its writer wrote it (absent on batches written before it was kept) */
+  openedAt?: number;
   /** the business time of the batch (the counters' refreshedAt) */
   countedAt: Date;
   events: number;

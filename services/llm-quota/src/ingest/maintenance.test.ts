@@ -58,7 +58,7 @@ describe('Maintenance', () => {
 
     const maintenance = new Maintenance({
       collections: c,
-      writer: { recover, sweepMarkers },
+      writer: { recover, stuckBatches: jest.fn().mockResolvedValue(0), sweepMarkers },
       clock,
       logger: silentLogger(),
       intervalMs: 60_000,

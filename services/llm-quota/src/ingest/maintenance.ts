@@ -5,19 +5,21 @@ import type { UsageWriter } from './usage-writer';
 
 export interface MaintenanceOptions {
   collections: QuotaCollections;
-  writer: Pick<UsageWriter, 'recover' | 'sweepMarkers'>;
+  writer: Pick<UsageWriter, 'recover' | 'stuckBatches' | 'sweepMarkers'>;
   clock: Clock;
   logger: Logger;
   intervalMs: number;
   eventIdRetentionMs: number;
   minuteRetentionMs: number;
+  /** after the recoveries of each pass: how many batches are still stuck (`UsageWriter.stuckBatches`) */
+  onStuckBatches?: (count: number) => void;
 }
 
 /**
- * Background upkeep, on every instance (all of it is safe to run concurrently): finish or undo
- * batches left unfinished, remove the markers of finished batches, then, about once a minute, forget event ids and minute counters past
- * their retention (an event id: past the later of its arrival and its `occurredAt`). Month counters are the usage
- * ledger and are kept.
+ * Background upkeep, on every instance (all of it is safe to run concurrently): finish or undo batches left
+ * unfinished (reporting how many are still stuck), remove the markers of finished batches, then, about once a minute,
+ * forget event ids and minute counters past their retention (an event id: past the later of its arrival and its
+ * `occurredAt`). Month counters are the usage ledger and are kept.
  */
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
@@ -55,6 +57,7 @@ export class Maintenance {
     while ((await this.options.writer.recover()) > 0) {
       // keep going while there is a backlog
     }
+    this.options.onStuckBatches?.(await this.options.writer.stuckBatches());
     await this.options.writer.sweepMarkers();
     const realNow = Date.now();
     if (realNow - this.lastRetention < 60_000) return;

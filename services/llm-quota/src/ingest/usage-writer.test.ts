@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger, ManualClock, silentLogger } from '@platform/kernel';
 import { type Collection, createEmbeddedStore, type Doc, type Store } from '@platform/store';
+import { parseMetrics } from '@platform/testkit';
 import { type CounterDoc, type QuotaCollections, quotaCollections } from '../data/collections';
 import { counterId } from '../domain/windows';
+import { createQuotaMetrics } from '../metrics';
 import type { CountableEvent } from './intake';
 import { Maintenance } from './maintenance';
 import { COUNTED, sumIncrements, UsageWriter } from './usage-writer';
@@ -328,7 +330,7 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     await writerWith(c, 'w2').apply([event()]); // written once
     const retention = new Maintenance({
       collections: c,
-      writer: { recover: async () => 0, sweepMarkers: async () => 0 },
+      writer: { recover: async () => 0, stuckBatches: async () => 0, sweepMarkers: async () => 0 },
       clock: new ManualClock('2100-01-01T00:00:00Z'),
       logger: silentLogger(),
       intervalMs: 60_000,
@@ -613,6 +615,59 @@ describe('UsageWriter: exactly-once counting on a store without transactions', (
     expect(await orgMinute()).toMatchObject({ requests: 2 });
     expect(await userMinute()).toMatchObject({ requests: 1 });
     expect(await c.batches.count({})).toBe(0);
+  });
+
+  it('exports the batches stuck past a lease and what each recovery did with one, as maintenance passes go', async () => {
+    const metrics = createQuotaMetrics();
+    const exported = async () =>
+      parseMetrics(await metrics.http.registry.metrics())
+        .filter((s) => s.name === 'llm_quota_stuck_batches' || s.name === 'llm_quota_batch_recoveries_total')
+        .map((s) => [s.name, s.labels.outcome ?? '', s.value]);
+    const pass = (collections: QuotaCollections, id: string) =>
+      new Maintenance({
+        collections: c,
+        writer: new UsageWriter({
+          collections,
+          clock: new ManualClock(NOW),
+          leaseClock: lease,
+          leaseMs: LEASE_MS,
+          logger: silentLogger(),
+          instanceId: id,
+          onRecovery: (outcome) => metrics.batchRecovered(outcome),
+        }),
+        clock: new ManualClock(NOW),
+        logger: silentLogger(),
+        intervalMs: 60_000,
+        eventIdRetentionMs: 192 * 3_600_000,
+        minuteRetentionMs: 48 * 3_600_000,
+        onStuckBatches: (count) => metrics.stuckBatches(count),
+      }).runOnce();
+    // A batch whose writer failed on a counter (its events acknowledged as counted), and one whose writer failed
+    // while claiming (its events come again); the store keeps refusing the counters of the first.
+    await writerWith({ ...c, counters: failing(c.counters, 'updateOne', 1) }).apply([event()]);
+    await expect(
+      writerWith({ ...c, ledger: failing(c.ledger, 'insertOne', 1) }).apply([event()]),
+    ).rejects.toThrow();
+    const refusing = Object.assign(Object.create(c.counters), {
+      updateOne: () => Promise.reject(new Error('refused')),
+    });
+    await pass({ ...c, counters: refusing }, 'w2');
+    expect(await exported()).toEqual([
+      ['llm_quota_batch_recoveries_total', 'finished', 0],
+      ['llm_quota_batch_recoveries_total', 'undone', 1],
+      ['llm_quota_batch_recoveries_total', 'failed', 1],
+      ['llm_quota_batch_recoveries_total', 'lost_lease', 0],
+      ['llm_quota_stuck_batches', '', 0], // open for less than a lease yet
+    ]);
+    lease.advance(LEASE_MS + 1);
+    await pass({ ...c, counters: refusing }, 'w2');
+    expect(await exported()).toContainEqual(['llm_quota_batch_recoveries_total', 'failed', 2]);
+    expect(await exported()).toContainEqual(['llm_quota_stuck_batches', '', 1]);
+    lease.advance(LEASE_MS + 1);
+    await pass(c, 'w3'); // the store takes the counters again
+    expect(await exported()).toContainEqual(['llm_quota_batch_recoveries_total', 'finished', 1]);
+    expect(await exported()).toContainEqual(['llm_quota_stuck_batches', '', 0]);
+    expect(await orgMonth()).toMatchObject({ requests: 1 });
   });
 
   it('never counts a batch again when updates of a recovery that failed half-way land after the next recovery finished it', async () => {

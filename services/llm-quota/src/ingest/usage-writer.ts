@@ -13,6 +13,13 @@ import type { CountableEvent } from './intake';
  */
 export type Outcome = 'counted' | 'duplicate' | 'retry';
 
+/**
+ * What a recovery did with a stuck batch it took over: `finished` (applied), `undone` (its events come again),
+ * `failed` (not finished now: tried again once this recovery's lease is past; a counter fenced by an instance whose
+ * clock is ahead is one too), `lost_lease` (another instance took it over meanwhile).
+ */
+export type RecoveryOutcome = 'finished' | 'undone' | 'failed' | 'lost_lease';
+
 export interface UsageWriterOptions {
   collections: QuotaCollections;
   /** business time: the counters' refresh time */
@@ -23,6 +30,8 @@ export interface UsageWriterOptions {
   logger: Logger;
   /** this instance, as the owner of its batches */
   instanceId?: string;
+  /** each stuck batch a recovery took over, with what became of it */
+  onRecovery?: (outcome: RecoveryOutcome) => void;
 }
 
 class LeaseLost extends Error {
@@ -113,12 +122,14 @@ export class UsageWriter {
     // Unique without a coordinator (72 random bits within a millisecond), and short: it is in every
     // claim, tombstone and marker.
     const batchId = `${Date.now().toString(36)}-${randomBytes(9).toString('base64url')}`;
-    const leaseUntil = this.now() + this.options.leaseMs;
+    const openedAt = this.now();
+    const leaseUntil = openedAt + this.options.leaseMs;
     await this.c.batches.insertOne({
       _id: batchId,
       state: 'claiming',
       owner: this.instanceId,
       leaseUntil,
+      openedAt,
       countedAt: this.options.clock.now(),
       events: events.length,
       increments: [],
@@ -186,8 +197,14 @@ export class UsageWriter {
     );
     for (const batch of stuck) {
       try {
-        if (await this.recoverBatch(batch)) handled++;
+        const outcome = await this.recoverBatch(batch);
+        if (outcome) {
+          handled++;
+          this.options.onRecovery?.(outcome);
+        }
       } catch (err) {
+        const lostLease = err instanceof LeaseLost && err.fencedUntil === undefined;
+        this.options.onRecovery?.(lostLease ? 'lost_lease' : 'failed');
         if (err instanceof LeaseLost && err.fencedUntil !== undefined) {
           // no other instance may hold it: it waits until that time is past here, unless the instance ahead takes it
           this.options.logger.warn(
@@ -212,27 +229,38 @@ export class UsageWriter {
 
   /**
    * Takes over one stuck batch, with a lease from now (the batches before it may have taken a while), and undoes or
-   * finishes it; false when another writer took it first.
+   * finishes it; null when another writer took it first.
    */
-  private async recoverBatch(batch: BatchDoc): Promise<boolean> {
+  private async recoverBatch(batch: BatchDoc): Promise<'finished' | 'undone' | null> {
     const leaseUntil = this.now() + this.options.leaseMs;
     const taken = await this.c.batches.findOneAndUpdate(
       { _id: batch._id, state: batch.state, leaseUntil: batch.leaseUntil },
       { $set: { owner: this.instanceId, leaseUntil } },
     );
-    if (!taken) return false;
+    if (!taken) return null;
     if (taken.state === 'claiming') {
       await this.c.batches.updateOne(
         { _id: taken._id, owner: this.instanceId, state: 'claiming' },
         { $set: { state: 'aborted' } },
       );
       this.options.logger.info({ batchId: taken._id }, 'undid an unfinished batch: its events come again');
-    } else {
-      // Updates of its earlier writers may still land: the one that let it go early, or the last holder.
-      await this.finish(taken, leaseUntil, { fence: Math.max(batch.leaseUntil, batch.releasedLease ?? 0) });
-      this.options.logger.info({ batchId: taken._id }, 'finished a batch left unfinished');
+      return 'undone';
     }
-    return true;
+    // Updates of its earlier writers may still land: the one that let it go early, or the last holder.
+    await this.finish(taken, leaseUntil, { fence: Math.max(batch.leaseUntil, batch.releasedLease ?? 0) });
+    this.options.logger.info({ batchId: taken._id }, 'finished a batch left unfinished');
+    return 'finished';
+  }
+
+  /**
+   * How many batches are open longer than a lease: their writer died or failed, and no recovery finished or undid
+   * them yet. More than a moment, their events were acknowledged as counted and are missing from the counters.
+   */
+  stuckBatches(): Promise<number> {
+    return this.c.batches.count({
+      state: { $in: ['claiming', 'applying'] },
+      openedAt: { $lt: this.now() - this.options.leaseMs },
+    });
   }
 
   /** Removes the markers of finished batches older than `olderThanMs` that no update took along. */
