@@ -2,8 +2,8 @@ import { existsSync, readFileSync, renameSync, rmSync, statSync, utimesSync, wri
 import path from 'node:path';
 import { ManualClock } from '@platform/kernel';
 import { loadModel, loadStoredModel, storedModelForm, TRAINING_REVISION } from '@platform/nlu';
-import { createEmbeddedStore } from '@platform/store';
-import { waitFor } from '@platform/testkit';
+import { createEmbeddedStore, type Store } from '@platform/store';
+import { tempDir, waitFor } from '@platform/testkit';
 import { ORPHAN_BLOB_GRACE_MS } from '../src/domain/orphan-blobs';
 import { type NluModel, type NluTrainingSet, Understanding } from '../src/domain/understanding';
 import type { ModelDoc } from '../src/persistence/collections';
@@ -51,8 +51,8 @@ describe('legacy models: retraining without blocking Messages', () => {
     const { languages, ...appOptions } = options;
     const app = await startLegacyApp({ ...appOptions, nlu });
     started.push({ app, nlu });
-    const { bot } = await accountWithBot(app.http, languages ? { languages } : {});
-    return { app, bot };
+    const { account, bot } = await accountWithBot(app.http, languages ? { languages } : {});
+    return { app, bot, account };
   };
   afterEach(async () => {
     for (const { app, nlu } of started.splice(0)) {
@@ -291,6 +291,45 @@ describe('legacy models: retraining without blocking Messages', () => {
     expect((await topIntent(app, bot, 'good morning', 'en')).isFallback).toBe(true);
   });
 
+  it('keeps up to date a language whose model learnt its sentences before LEGACY_MAX_TRAINING_SENTENCES was lowered', async () => {
+    const first = await startLegacyApp({ nlu: new ScriptedNlu() });
+    const { bot } = await accountWithBot(first.http, { languages: ['en', 'fr'] });
+    const made = await first.http
+      .post('/v1/intents')
+      .set(dev(bot))
+      .send({ name: 'Greet', utterances: { en: ['hello', 'hi there', 'good morning'].map(utterance) } })
+      .expect(200);
+    await trained(first.http, bot);
+    await first.stop();
+    const nlu = new ScriptedNlu();
+    const app = await startLegacyApp({
+      nlu,
+      dataDir: first.dataDir,
+      env: { LEGACY_MAX_TRAINING_SENTENCES: '2' },
+    });
+    try {
+      // French changes; English, unchanged, has nothing to train
+      const utterances = {
+        en: ['hello', 'hi there', 'good morning'].map(utterance),
+        fr: [utterance('bonjour')],
+      };
+      await app.http.post(`/v1/intents/${made.body.id}`).set(dev(bot)).send({ utterances }).expect(200);
+      const status = await waitFor(
+        async () => {
+          const training = (await app.http.get('/v1/bots').set(dev(bot))).body.training;
+          return training.languages.fr.revision === training.revision ? training : null;
+        },
+        { what: 'the French model to learn the change' },
+      );
+      expect(status).toMatchObject({ upToDate: true, error: null });
+      expect(status.languages.en).toMatchObject({ revision: 2, hasModel: true, error: null });
+      expect(nlu.trainings.map((set) => set.lang)).toEqual(['fr']);
+    } finally {
+      await app.close();
+      rmSync(first.dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('trains the other languages when the training of one fails, and names it in the status', async () => {
     class FailingInEnglish extends ScriptedNlu {
       override async trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
@@ -313,6 +352,72 @@ describe('legacy models: retraining without blocking Messages', () => {
     expect(training.error).toBe(training.languages.en.error);
     expect(await topIntent(app, bot, 'hello', 'en')).toMatchObject({ isFallback: true });
     expect(nlu.started).toBe(2);
+  });
+
+  it('makes a message in a language whose training failed wait for the retraining a change started, after the languages before it', async () => {
+    class FailingInEnglish extends ScriptedNlu {
+      failing = true;
+      override async trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
+        if (set.lang !== 'en' || !this.failing) return super.trainModelInWorker(set);
+        this.started++;
+        throw new Error('the training worker stopped');
+      }
+    }
+    const nlu = new FailingInEnglish();
+    const { app, bot } = await appWithAssistant(nlu, {
+      env: { LEGACY_FIRST_MODEL_WAIT_MS: '600000' },
+      languages: ['fr', 'en'],
+    });
+    const made = await app.http
+      .post('/v1/intents')
+      .set(dev(bot))
+      .send({ name: 'Greet', utterances: { fr: [utterance('bonjour')], en: [utterance('hello')] } })
+      .expect(200);
+    await waitFor(async () => (await app.http.get('/v1/bots').set(dev(bot))).body.training.error !== null, {
+      what: 'the failed English training in the status',
+    });
+    // the developer changes both languages; French trains first, held, and an English visitor writes meanwhile
+    nlu.failing = false;
+    nlu.hold();
+    const utterances = {
+      fr: [utterance('bonjour'), utterance('salut')],
+      en: [utterance('hello'), utterance('hi')],
+    };
+    await app.http.post(`/v1/intents/${made.body.id}`).set(dev(bot)).send({ utterances }).expect(200);
+    await waitFor(() => nlu.started === 3, { what: 'the French retraining to begin' });
+    const waiting = jest.spyOn(Understanding.prototype, 'trained');
+    const answer = topIntent(app, bot, 'hello', 'en');
+    await waitFor(() => waiting.mock.calls.length === 1, { what: 'the message to wait for its model' });
+    waiting.mockRestore();
+    nlu.release();
+    expect(await answer).toMatchObject({ name: 'Greet', isFallback: false });
+  });
+
+  it('keeps nothing of a failed training of an assistant removed while it trained', async () => {
+    class FailingWhenReleased extends ScriptedNlu {
+      failed = false;
+      override async trainModelInWorker(set: NluTrainingSet): Promise<NluModel> {
+        await super.trainModelInWorker(set);
+        this.failed = true;
+        throw new Error('the training worker stopped');
+      }
+    }
+    const nlu = new FailingWhenReleased();
+    const { app, bot, account } = await appWithAssistant(nlu);
+    nlu.hold();
+    await addIntent(app, bot, 'Greet', 'hello there');
+    await waitFor(() => nlu.started === 1, { what: 'the training to begin' });
+    const forgetting = jest.spyOn(Understanding.prototype, 'forget');
+    await app.http
+      .delete(`/v2/bots/${bot.id}`)
+      .set('X-Legacy-Session-Token', account.sessionToken)
+      .expect(200);
+    const understanding = forgetting.mock.contexts[0] as unknown as { failures: Map<string, string> };
+    forgetting.mockRestore();
+    nlu.release();
+    await waitFor(() => nlu.failed, { what: 'the training to fail' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([...understanding.failures.keys()]).toEqual([]);
   });
 
   it('makes a message to a brand-new assistant wait for its first model', async () => {
@@ -395,6 +500,52 @@ describe('legacy models: retraining without blocking Messages', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     expect((await topIntent(app, bot, 'hello there')).name).toBe('Greet');
     expect(timers.pending).toBe(0);
+  });
+
+  it('starts one training for a message waiting for a first model while the store cannot read the entities, and trains once it can', async () => {
+    const folder = tempDir('legacy-agent-');
+    const real = createEmbeddedStore({ dataDir: folder.dir });
+    const outage = { down: false, reads: 0 };
+    // the store fails the training's read of the entities (a message reads none)
+    const store = new Proxy(real, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== 'collection') return typeof value === 'function' ? value.bind(target) : value;
+        return (name: string, indexes?: unknown) => {
+          const collection = target.collection(name, indexes as never);
+          if (name !== 'legacy_entities') return collection;
+          return new Proxy(collection, {
+            get(c, method) {
+              const fn = Reflect.get(c, method, c);
+              if (method !== 'find') return typeof fn === 'function' ? fn.bind(c) : fn;
+              return (...args: unknown[]) => {
+                if (!outage.down) return fn.apply(c, args);
+                outage.reads++;
+                return Promise.reject(new Error('connection refused'));
+              };
+            },
+          });
+        };
+      },
+    }) as Store;
+    const nlu = new ScriptedNlu();
+    const app = await startLegacyApp({ nlu, store, env: { LEGACY_FIRST_MODEL_WAIT_MS: '2000' } });
+    try {
+      const { bot } = await accountWithBot(app.http);
+      outage.down = true;
+      await addIntent(app, bot, 'Greet', 'hello there');
+      await waitFor(() => outage.reads === 1, { what: 'the training of the change to fail' });
+      // the message's own training fails like the change's: it answers the fallback rather than start another
+      expect(await topIntent(app, bot, 'hello there')).toMatchObject({ isFallback: true });
+      expect(outage.reads).toBeLessThanOrEqual(2);
+      expect(nlu.started).toBe(0);
+      outage.down = false;
+      expect(await topIntent(app, bot, 'hello there')).toMatchObject({ name: 'Greet', isFallback: false });
+    } finally {
+      await app.close();
+      await real.close();
+      folder.remove();
+    }
   });
 
   it('stops without waiting for a training under way, and stores nothing of it', async () => {

@@ -133,8 +133,9 @@ export class Understanding {
   private readonly loading = new Map<string, Promise<CachedModel | null>>();
   private readonly training = new Map<string, TrainingState>();
   /**
-   * Why the last training of a language failed or was refused, by model key (cleared by a success): Messages in it stop
-   * waiting for a model, and its status says why. The assistant's other languages train all the same.
+   * Why the last training of a language failed or was refused, by model key (cleared by the next pass of its assistant,
+   * which tries it again): Messages in it stop waiting for a model, and its status says why. The assistant's other
+   * languages train all the same.
    */
   private readonly failures = new Map<string, string>();
   /** model keys whose stored model could not be loaded (damaged, or from an incompatible host): retrained */
@@ -290,13 +291,17 @@ export class Understanding {
     this.training.delete(assistantId);
     const queued = this.ready.indexOf(assistantId);
     if (queued !== -1) this.ready.splice(queued, 1);
-    for (const key of this.failures.keys()) if (key.startsWith(`${assistantId}:`)) this.failures.delete(key);
+    this.dropFailures(assistantId);
     for (const key of this.cache.keys()) if (key.startsWith(`${assistantId}:`)) this.cache.delete(key);
     for (const wake of state?.waiters.splice(0) ?? []) wake();
     if (this.behindNow === assistantId) {
       this.behindNow = undefined;
       this.admitBehind();
     }
+  }
+
+  private dropFailures(assistantId: string): void {
+    for (const key of this.failures.keys()) if (key.startsWith(`${assistantId}:`)) this.failures.delete(key);
   }
 
   /**
@@ -314,14 +319,19 @@ export class Understanding {
     if (assistant.dataRevision === 0 || (cached && cached.revision >= assistant.dataRevision)) return null;
     // No model yet (a brand-new assistant, or a language that just got its first sentences): wait for
     // the training that makes one, scheduling it if this process has none (after a restart, say).
+    let scheduled = false;
     for (;;) {
       if (!this.isTraining(assistant._id)) {
         // After a failed training of its language a message starts no other (each would hold the one queue as long,
         // up to LEGACY_TRAINING_TIMEOUT_SECONDS): the next change, or a restart, trains again.
         if (this.failures.has(key)) return null;
+        // Nor after the one it started ended without a model (the store could not read the assistant's data, say):
+        // it would start one after another until its deadline.
+        if (scheduled) return null;
         // removed meanwhile (which ended the wait): nothing is to train
         if (!(await this.ctx.cols.assistants.findOne({ _id: assistant._id }))) return null;
         this.schedule(assistant._id, 0);
+        scheduled = true;
       }
       await this.trained(assistant._id, deadline - Date.now());
       cached = this.cached(key) ?? (await this.loadStored(assistant._id, lang));
@@ -406,7 +416,11 @@ export class Understanding {
     if (assistantId === undefined) return;
     const state = this.stateOf(assistantId);
     state.queued = false;
-    if (state.passAt === 0) state.again = false; // a pass reads every change made until now
+    if (state.passAt === 0) {
+      state.again = false; // a pass reads every change made until now
+      // and tries every language again: a message in one that failed waits for it, as for the others
+      this.dropFailures(assistantId);
+    }
     this.current = assistantId;
     state.running = this.train(assistantId, state.passAt)
       .then((next) => {
@@ -428,6 +442,8 @@ export class Understanding {
         if (held && (state.passAt > 0 || (state.again && awaited))) this.enqueue(assistantId, awaited);
         else if (held && state.again) this.schedule(assistantId, 0);
         else if (held && !state.timer) this.training.delete(assistantId);
+        // removed during its turn (`forget`): a failure the turn recorded afterwards is not kept for good
+        else if (!held) this.dropFailures(assistantId);
         if (this.behindNow === assistantId && state.passAt === 0) this.behindNow = undefined;
         this.admitBehind();
         this.nextTurn();
@@ -494,23 +510,24 @@ export class Understanding {
     const { cols, logger } = this.ctx;
     const { LEGACY_MAX_TRAINING_SENTENCES: maxSentences, LEGACY_TRAINING_TIMEOUT_SECONDS: timeout } =
       this.ctx.config;
-    // one training at a time serves every assistant: none may hold it for long (decision 0021)
-    const sentences = set.intents.reduce((n, intent) => n + intent.utterances.length, 0);
-    if (sentences > maxSentences)
-      throw new TrainingRefused(
-        `${sentences} training sentences in ${lang}, more than the ${maxSentences} a model is trained on (LEGACY_MAX_TRAINING_SENTENCES); its previous model answers, or the fallback without one`,
-      );
     const fingerprint = fingerprintOf(set);
     const key = modelKey(assistantId, lang);
     const stored = await cols.models.findOne({ _id: key });
     const current =
       stored?.fingerprint === fingerprint && (stored.trainingRevision ?? 1) >= TRAINING_REVISION;
+    // kept whatever its size: it may have learnt its sentences before LEGACY_MAX_TRAINING_SENTENCES was lowered
     if (stored && current && !this.unloadable.has(key)) {
       if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
       const cached = this.cache.get(key);
       if (cached) cached.revision = Math.max(cached.revision, revision);
       return 'skipped';
     }
+    // one training at a time serves every assistant: none may hold it for long (decision 0021)
+    const sentences = set.intents.reduce((n, intent) => n + intent.utterances.length, 0);
+    if (sentences > maxSentences)
+      throw new TrainingRefused(
+        `${sentences} training sentences in ${lang}, more than the ${maxSentences} a model is trained on (LEGACY_MAX_TRAINING_SENTENCES); its previous model answers, or the fallback without one`,
+      );
     const started = Date.now();
     const model = set.intents.length === 0 ? null : await this.trainTimed(set, timeout);
     const trainingMs = Date.now() - started;
