@@ -568,6 +568,76 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
     expect(head.headers.get('location')).toMatch(/^http:\/\/127.0.0.1:7\/callback\?error=invalid_request/);
   });
 
+  it('another method on an /oidc path is a 405 in the envelope with Allow, an unknown path a 404 in it; preflights stay', async () => {
+    // the edge lets these through only with a credential (an anonymous one will do)
+    const { token } = (await callJson(`${base}/v2/login/anonymous`, 'POST')).body as { token: string };
+    const call = (method: string, path: string, headers: Record<string, string> = {}) =>
+      fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...headers } });
+    for (const [method, path, allowed] of [
+      ['PATCH', '/oidc/token', ['POST']],
+      ['GET', '/oidc/token', ['POST']],
+      ['DELETE', '/oidc/jwks', ['GET', 'HEAD']],
+      ['PUT', '/oidc/me', ['GET', 'HEAD', 'POST']],
+      ['PATCH', '/oidc/auth', ['GET', 'HEAD', 'POST']],
+      ['DELETE', '/oidc/.well-known/openid-configuration', ['GET', 'HEAD']],
+      ['PATCH', '/oidc/interaction/some-uid', ['GET', 'HEAD']],
+    ] as const) {
+      // before: a plain-text 404 Not Found from the provider
+      const answer = await call(method, path);
+      expect([method, path, answer.status, answer.headers.get('allow')]).toEqual([
+        method,
+        path,
+        405,
+        allowed.join(', '),
+      ]);
+      expect(await answer.json()).toMatchObject({
+        status: 405,
+        code: 'METHOD_NOT_ALLOWED',
+        details: { allowed },
+      });
+    }
+    const unknown = await call('GET', '/oidc/no-such-endpoint');
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ status: 404, error: 'RouteNotFound' });
+    // OPTIONS that is no CORS preflight: the methods, as on every other path
+    for (const [path, allowed] of [
+      ['/oidc/token', 'POST'],
+      ['/oidc/jwks', 'GET, HEAD'],
+    ]) {
+      const options = await call('OPTIONS', path!);
+      expect([path, options.status, options.headers.get('allow')]).toEqual([path, 200, allowed]);
+    }
+    // the provider's CORS preflights and its OAuth errors are as they were
+    for (const [path, method] of [
+      ['/oidc/token', 'POST'],
+      ['/oidc/jwks', 'GET'],
+      ['/oidc/me', 'GET'],
+    ]) {
+      const preflight = await call('OPTIONS', path!, {
+        origin: 'https://notes.example',
+        'access-control-request-method': method!,
+      });
+      expect([path, preflight.status]).toEqual([path, 204]);
+      expect(preflight.headers.get('access-control-allow-origin')).toBe('https://notes.example');
+      expect(preflight.headers.get('access-control-allow-methods')).toContain(method);
+    }
+    const grant = await call('POST', '/oidc/token', { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(grant.status).toBe(400);
+    expect(await grant.json()).toMatchObject({ error: 'invalid_request' });
+    // every endpoint the discovery names is routed to the provider (a feature turned on needs its route too)
+    const discovery = (await (await fetch(`${base}/oidc/.well-known/openid-configuration`)).json()) as Record<
+      string,
+      unknown
+    >;
+    const endpoints = Object.entries(discovery).filter(([name]) => /_endpoint$|^jwks_uri$/.test(name));
+    expect(endpoints.length).toBeGreaterThanOrEqual(6);
+    for (const [name, url] of endpoints) {
+      const path = new URL(url as string).pathname;
+      const answers = [(await call('GET', path)).status, (await call('POST', path)).status];
+      expect([name, answers.some((status) => status !== 404 && status !== 405)]).toEqual([name, true]);
+    }
+  });
+
   it('a browser session from before two-step verification was turned on does not skip it', async () => {
     const email = `late-mfa-${Date.now()}@example.com`;
     const browser = new BrowserAgent(base);

@@ -1,7 +1,7 @@
 import { Subjects } from '@platform/contracts';
 import { ManualClock, sealPrincipal } from '@platform/kernel';
 import { createEmbeddedStore, type Filter, type IndexSpec, type Store } from '@platform/store';
-import { tempDir } from '@platform/testkit';
+import { tempDir, waitFor } from '@platform/testkit';
 import * as OTPAuth from 'otpauth';
 import { passwordAccountOf } from '../src/accounts/accounts';
 import { Mfa } from '../src/accounts/mfa';
@@ -157,6 +157,28 @@ describe('password accounts', () => {
     expect(mintedDoc?.revokedAt).toBeInstanceOf(Date);
     events.stop();
     expect((await login(a, email, PASSWORD)).status).toBe(401);
+    expect((await login(a, email, 'a brand new secret')).status).toBe(200);
+  });
+
+  it('a new password spends every reset link mailed before it, not only the one used', async () => {
+    const email = newEmail();
+    await signup(a, { email, password: PASSWORD });
+    const tokenOf = (link: string) => new URL(link).searchParams.get('token')!;
+    await a.http.post('/v2/password/forgot').send({ email });
+    const older = tokenOf(await mail.linkFor(email, '/account/reset-password'));
+    await a.http.post('/v2/password/forgot').send({ email });
+    const newer = await waitFor(async () => {
+      const token = tokenOf(await mail.linkFor(email, '/account/reset-password'));
+      return token === older ? null : token;
+    });
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token: newer, password: 'a brand new secret' })).status,
+    ).toBe(204);
+    // before: 204, and whoever had the older mail set the password again after its owner chose a new one
+    const again = await a.http
+      .post('/v2/password/reset')
+      .send({ token: older, password: 'someone elses secret' });
+    expect(again.body).toMatchObject({ status: 400, error: 'InvalidToken' });
     expect((await login(a, email, 'a brand new secret')).status).toBe(200);
   });
 
@@ -492,6 +514,52 @@ describe('a new password and a credential being made at that moment', () => {
     expect(await col.refreshTokens.find({ userId: first.body.userId })).toEqual([]);
     // the new password signs in
     expect((await login(a, email, 'a brand new secret')).status).toBe(200);
+  });
+
+  it("a sign-in the reset refuses leaves the account's failed attempts counted: it does not reset the login throttle", async () => {
+    const email = newEmail();
+    const first = await signup(a, { email, password: PASSWORD });
+    const { principal } = await a.service.context.introspection.resolve(
+      { kind: 'session', userId: first.body.userId, sessionId: first.body.sessionId },
+      null,
+      't',
+    );
+    const asOwner = {
+      'x-platform-principal': sealPrincipal(principal, INTERNAL_SECRET, a.clock),
+      'x-platform-user-id': first.body.userId,
+    };
+    const csrfOf = (html: string) =>
+      /action="\/account\/mfa"[\s\S]*?name="csrf" value="([^"]+)"/.exec(html)![1]!;
+    const setup = await a.http.get('/account/mfa').set(asOwner);
+    const secret = /id="totp-secret">([A-Z2-7]+)</.exec(setup.text)![1]!;
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    const on = await a.http
+      .post('/account/mfa')
+      .set(asOwner)
+      .type('form')
+      .send({ code: totp.generate({ timestamp: a.clock.now().getTime() }), csrf: csrfOf(setup.text) });
+    const recovery = /<li><code>([0-9a-f]{5}-[0-9a-f]{5})<\/code><\/li>/.exec(on.text)![1]!;
+    await a.http.post('/v2/password/forgot').send({ email });
+    const token = new URL(await mail.linkFor(email, '/account/reset-password')).searchParams.get('token')!;
+    // the old password is checked, and the sign-in is held at its second factor while its owner sets a new password
+    const held = gated.gate('mfa', (filter) => filter._id === first.body.userId, ['updateOne']);
+    const signingIn = a.http
+      .post('/v2/login')
+      .set('x-forwarded-for', randomAddress())
+      .send({ email, password: PASSWORD, mfaCode: recovery })
+      .then((res) => res);
+    await held.arrived;
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token, password: 'a brand new secret' })).status,
+    ).toBe(204);
+    // someone guesses at the new password: all but one of the account's failures are spent
+    const max = a.service.context.config.LOGIN_ACCOUNT_MAX_FAILURES;
+    for (let i = 1; i < max; i++) expect((await login(a, email, `guess ${i}`)).status).toBe(401);
+    held.release();
+    expect((await signingIn).body).toMatchObject({ status: 401, error: 'InvalidCredentials' });
+    expect((await login(a, email, 'last guess')).status).toBe(401);
+    // before: 401, the refused sign-in had forgotten those failures and given the guesser a fresh budget
+    expect((await login(a, email, 'one guess too many')).status).toBe(429);
   });
 
   it('so does the sign-in page: no session cookie outlives the reset', async () => {

@@ -14,14 +14,14 @@ describe('two-step verification (TOTP) and page forms', () => {
   afterAll(() => a.stop());
 
   /** The headers the edge adds for a session. */
-  async function asSession(userId: string, sessionId: string) {
-    const { principal } = await a.service.context.introspection.resolve(
+  async function asSession(userId: string, sessionId: string, h = a) {
+    const { principal } = await h.service.context.introspection.resolve(
       { kind: 'session', userId, sessionId },
       null,
       't',
     );
     return {
-      'x-platform-principal': sealPrincipal(principal, INTERNAL_SECRET, a.clock),
+      'x-platform-principal': sealPrincipal(principal, INTERNAL_SECRET, h.clock),
       'x-platform-user-id': userId,
     };
   }
@@ -29,27 +29,27 @@ describe('two-step verification (TOTP) and page forms', () => {
   const csrfOf = (html: string, action: string) =>
     new RegExp(`action="${action}"[^]*?name="csrf" value="([^"]+)"`).exec(html)![1]!;
 
-  async function enrolled() {
+  async function enrolled(h = a) {
     const email = `mfa-${Date.now()}-${Math.random().toString(36).slice(2)}@example.com`;
-    const s = await a.http
+    const s = await h.http
       .post('/v2/signup')
       .set('x-forwarded-for', randomAddress())
       .send({ email, password: PASSWORD });
-    const headers = await asSession(s.body.userId, s.body.sessionId);
-    const setup = await a.http.get('/account/mfa').set(headers);
+    const headers = await asSession(s.body.userId, s.body.sessionId, h);
+    const setup = await h.http.get('/account/mfa').set(headers);
     expect(setup.status).toBe(200);
     expect(setup.text).toContain('<svg');
     const secret = /id="totp-secret">([A-Z2-7]+)</.exec(setup.text)![1]!;
     const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
-    const code = (offsetMs = 0) => totp.generate({ timestamp: a.clock.now().getTime() + offsetMs });
+    const code = (offsetMs = 0) => totp.generate({ timestamp: h.clock.now().getTime() + offsetMs });
 
-    const forged = await a.http
+    const forged = await h.http
       .post('/account/mfa')
       .set(headers)
       .type('form')
       .send({ code: code(), csrf: 'forged' });
     expect(forged.status).toBe(403);
-    const on = await a.http
+    const on = await h.http
       .post('/account/mfa')
       .set(headers)
       .type('form')
@@ -146,6 +146,58 @@ describe('two-step verification (TOTP) and page forms', () => {
     const right = await tryCode(code());
     expect(right.status).toBe(429);
     expect(right.text).toContain('Too many failed sign-in attempts');
+  });
+
+  it('a right password asking for its code, and a right code, give their point of the login budget back: two-step sign-ins do not lock their address out', async () => {
+    const b = await startAuth({
+      env: { PASSWORD_SCRYPT_N: '1024', PASSWORD_SCRYPT_P: '1', LOGIN_ADDRESS_MAX_FAILURES: '3' },
+    });
+    try {
+      const { email, code } = await enrolled(b);
+      // an office behind one address: each sign-in on the page, its password and then its code
+      const address = randomAddress();
+      const cookiesOf = (res: { headers: Record<string, unknown> }) =>
+        ((res.headers['set-cookie'] as string[] | undefined) ?? []).map((c) => c.split(';')[0]!);
+      const signIn = async () => {
+        b.clock.advance(30_000);
+        const page = await b.http.get('/account/login').set('x-forwarded-for', address);
+        let cookie = cookiesOf(page).join('; ');
+        const password = await b.http
+          .post('/account/login')
+          .set({ cookie, 'x-forwarded-for': address })
+          .type('form')
+          .send({ email, password: PASSWORD, csrf: csrfOf(page.text, '/account/login') });
+        if (password.status !== 303) return password.status;
+        cookie = [cookie, ...cookiesOf(password)].join('; ');
+        const step = await b.http.get('/account/login/mfa').set({ cookie, 'x-forwarded-for': address });
+        const sent = await b.http
+          .post('/account/login/mfa')
+          .set({ cookie, 'x-forwarded-for': address })
+          .type('form')
+          .send({ code: code(), csrf: csrfOf(step.text, '/account/login/mfa') });
+        return sent.status;
+      };
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) statuses.push(await signIn());
+      // before: [303, 303, 429, 429, 429, 429]: each sign-in kept one point of the address's 3
+      expect(statuses).toEqual([303, 303, 303, 303, 303, 303]);
+      // the API the same way: the password alone (401 MfaRequired), then with the code
+      const other = randomAddress();
+      const api = (mfaCode?: string) =>
+        b.http
+          .post('/v2/login')
+          .set('x-forwarded-for', other)
+          .send({ email, password: PASSWORD, ...(mfaCode ? { mfaCode } : {}) });
+      const answers: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        b.clock.advance(30_000);
+        answers.push(`${(await api()).body.error} ${(await api(code())).status}`);
+      }
+      // before: "MfaRequired 429" and "RATE_LIMITED 429" for the last two: each password asking for its code kept a point
+      expect(answers).toEqual(Array(4).fill('MfaRequired 200'));
+    } finally {
+      await b.stop();
+    }
   });
 
   it('turning two-step verification off spends the login budget too: a stolen session cannot guess codes', async () => {

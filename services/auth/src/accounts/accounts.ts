@@ -204,12 +204,15 @@ export class Accounts {
   /**
    * A second-factor code sent on its own (the sign-in page's second step, turning two-step verification off):
    * each try takes a point of the login throttle, as a password does, so codes cannot be guessed without
-   * limit behind one right password or a stolen session. 429 once the account or the address is locked.
+   * limit behind one right password or a stolen session; a right one gives its points back. 429 once the account or
+   * the address is locked.
    */
   async secondFactor(user: UserDoc, code: string, address: string): Promise<boolean> {
-    await this.attempt(user.email ?? user._id, address);
+    const email = user.email ?? user._id;
+    await this.attempt(email, address);
     const right = await this.mfa.verify(user._id, code);
-    if (!right) this.metrics.passwordLogin('invalid_second_factor');
+    if (right) await this.throttle.refund(email, address);
+    else this.metrics.passwordLogin('invalid_second_factor');
     return right;
   }
 
@@ -224,7 +227,6 @@ export class Accounts {
     mfa: boolean,
     checked?: (passwordHash: string) => boolean,
   ): Promise<IssuedLogin> {
-    await this.throttle.succeeded(user.email!, address);
     const issued = await openUserSession(this.c, user, { mfa });
     // read after the session is stored: a reset that has not changed the password yet finds this session and ends it
     if (!(await this.passwordKept(user, checked))) {
@@ -232,6 +234,8 @@ export class Accounts {
       this.metrics.passwordLogin('invalid_credentials');
       throw invalidCredentials();
     }
+    // only a sign-in that keeps its session forgets the account's failures (a refused one would reset the throttle)
+    await this.throttle.succeeded(user.email!, address);
     this.metrics.passwordLogin('success');
     return issued;
   }
@@ -249,6 +253,8 @@ export class Accounts {
     const needsMfa = await this.mfa.enabled(user._id);
     if (needsMfa) {
       if (!mfaCode) {
+        // the password was right: asking for the code takes nothing of the budget (the code's try will)
+        await this.throttle.refund(user.email!, address);
         throw new Unauthenticated('This account needs a second factor: send mfaCode', {
           error: 'MfaRequired',
         });
@@ -348,7 +354,10 @@ export class Accounts {
     });
   }
 
-  /** Sets a new password, signs the user out everywhere (access tokens included) and ends any lock of the account. */
+  /**
+   * Sets a new password, spends the account's other reset links, signs the user out everywhere (access tokens
+   * included) and ends any lock of the account.
+   */
   async resetPassword(token: string, password: string): Promise<void> {
     this.checkPassword(password);
     const spent = await this.spend('reset_password', token);
@@ -361,6 +370,11 @@ export class Accounts {
     );
     if (matched === 0)
       throw new InvalidInput('This link is invalid or has expired', { error: 'InvalidToken' });
+    // the other reset links mailed before end with it: an older mail must not set the password again
+    await this.c.collections.accountTokens.updateMany(
+      { userId: spent.userId, kind: 'reset_password', usedAt: null },
+      { $set: { usedAt: now } },
+    );
     // Opening the link proves the mailbox: the address counts as verified.
     await this.c.collections.users.updateOne(
       { _id: spent.userId, email: spent.email, emailVerifiedAt: null },

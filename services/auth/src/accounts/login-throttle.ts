@@ -61,9 +61,22 @@ export class LoginThrottle {
   /** The password was right: the account's failures are forgotten. */
   async succeeded(email: string, address: string): Promise<void> {
     await this.byAccount.delete(sha256Hex(email));
-    // Give back this attempt's point, never more: successes must not buy credit for guesses.
-    const spent = await this.byAddress.get(address);
-    if (spent && spent.consumedPoints > 0) await this.byAddress.reward(address, 1);
+    await this.giveBack(this.byAddress, address);
+  }
+
+  /**
+   * A right answer that opens no session yet (a right password asking for its second factor, a right code): no guess,
+   * so this attempt's points are given back.
+   */
+  async refund(email: string, address: string): Promise<void> {
+    await this.giveBack(this.byAccount, sha256Hex(email));
+    await this.giveBack(this.byAddress, address);
+  }
+
+  /** Gives back one attempt's point, never more: successes must not buy credit for guesses. */
+  private async giveBack(limiter: RateLimiterStorePort, key: string): Promise<void> {
+    const spent = await limiter.get(key);
+    if (spent && spent.consumedPoints > 0) await limiter.reward(key, 1);
   }
 
   /** A password reset ends an account's lock (its owner proved control of the mailbox). */

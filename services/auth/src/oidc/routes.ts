@@ -142,8 +142,52 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
       res.redirect(303, location);
     });
   };
+  /** node-oidc-provider answers it, for the part of the path under `/oidc` (as a mount would give it). */
+  const toProvider: express.RequestHandler = (req, res, next) => {
+    req.url = req.url.slice('/oidc'.length);
+    host.handle(req, res).catch(next);
+  };
+  // its CORS preflights (the endpoints an application's page calls from its own origin); any other OPTIONS is the
+  // router's own answer (200 with Allow)
   router.use('/oidc', (req, res, next) => {
-    if (req.method === 'POST' && postedToGet.has(req.path)) return toGet(req, res, next);
+    const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
+    if (!preflight || !PROVIDER_CORS_PATHS.has(req.path.replace(/(.)\/$/, '$1').toLowerCase())) return next();
     host.handle(req, res).catch(next);
   });
+  // Routes of their own, so that another method is a 405 in the envelope with Allow and another path a 404 in it,
+  // as everywhere else (the provider answered both with a plain-text 404).
+  for (const { path, methods } of PROVIDER_ROUTES) {
+    for (const method of methods) {
+      const posted = method === 'post' && postedToGet.has(path);
+      router[method](`/oidc${path}`, posted ? toGet : toProvider);
+    }
+  }
 }
+
+/**
+ * The paths node-oidc-provider answers with the features `provider.ts` turns on, and their methods (GET takes HEAD
+ * too). `/oidc/jwks` and `/oidc/me` are auth's own routes (`routes/jwks.ts`, above): only their preflights go to it.
+ */
+const PROVIDER_ROUTES: ReadonlyArray<{ path: string; methods: ReadonlyArray<'get' | 'post'> }> = [
+  { path: '/.well-known/openid-configuration', methods: ['get'] },
+  { path: '/.well-known/oauth-authorization-server', methods: ['get'] },
+  { path: '/auth', methods: ['get', 'post'] },
+  { path: '/auth/:uid', methods: ['get'] },
+  { path: '/token', methods: ['post'] },
+  { path: '/token/revocation', methods: ['post'] },
+  { path: '/request', methods: ['post'] },
+  { path: '/session/end', methods: ['get', 'post'] },
+  { path: '/session/end/confirm', methods: ['post'] },
+  { path: '/session/end/success', methods: ['get'] },
+];
+
+/** The provider's endpoints it answers CORS preflights for (OPTIONS with `Access-Control-Request-Method`). */
+const PROVIDER_CORS_PATHS = new Set([
+  '/.well-known/openid-configuration',
+  '/.well-known/oauth-authorization-server',
+  '/jwks',
+  '/me',
+  '/token',
+  '/token/revocation',
+  '/request',
+]);
