@@ -530,6 +530,22 @@ describe('edge routing and proxying', () => {
       }
     });
 
+    it("forwards a streamed upload's field values past ASCII (UTF-8 from the client) byte for byte", async () => {
+      const before = services.legacy.received.length;
+      const answer = await expectingContinue(
+        edge.port,
+        'POST /legacy/v2/echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\nX-File-Name: résumé.pdf',
+        '5\r\nhello\r\n0\r\n\r\n',
+      );
+      expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+      const [received] = services.legacy.received.slice(before);
+      expect(received?.body).toBe('hello');
+      // Node reads a field's bytes as latin1: the service sees what the client sent
+      expect(Buffer.from(String(received?.headers['x-file-name']), 'latin1').toString('utf8')).toBe(
+        'résumé.pdf',
+      );
+    });
+
     it('answers a streamed upload the service asked for in the envelope when it fails: past the limit, unanswered', async () => {
       const chunk = `400\r\n${'a'.repeat(1024)}\r\n`;
       const tooLarge = await expectingContinue(
@@ -546,6 +562,36 @@ describe('edge routing and proxying', () => {
       );
       expect(silent).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 504 /);
       expect(silent).toMatch(/"error":"GatewayTimeout"/);
+    });
+
+    it('answers 504 when the service asks for a streamed upload (100 Continue), then stops reading it', async () => {
+      const service = http.createServer();
+      service.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+        res.writeContinue();
+        req.pause(); // never read, never answered
+      });
+      await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+      const { port } = service.address() as { port: number };
+      const viaEdge = await startEdge({
+        authUrl: services.auth.url,
+        legacyUrl: `http://127.0.0.1:${port}`,
+        env: { UPSTREAM_TIMEOUT_MS: '300', BODY_LIMIT_BYTES: String(128 * 1024 * 1024) },
+      });
+      try {
+        // more than the sockets between the client and the service buffer, so the upload waits on the service
+        const size = 64 * 1024 * 1024;
+        const answer = await expectingContinue(
+          viaEdge.port,
+          `POST /legacy/v2/upload HTTP/1.1\r\nContent-Length: ${size}`,
+          Buffer.alloc(size, 97),
+        );
+        expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 504 /);
+        expect(answer).toMatch(/"error":"GatewayTimeout"/);
+      } finally {
+        await viaEdge.close();
+        service.closeAllConnections();
+        service.close();
+      }
     });
 
     it('reads the rest of a body after the answer for the lingering time at most, then closes the connection', async () => {

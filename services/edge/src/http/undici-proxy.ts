@@ -98,6 +98,16 @@ class UpstreamSilent extends Error {
   readonly code = 'UND_ERR_HEADERS_TIMEOUT';
 }
 
+const NOT_ASCII = /[^\t -~]/;
+/**
+ * Whether node:http sends this request's head as it came. It writes the head of a request expecting 100-continue as a
+ * UTF-8 string (Node's `_storeHeader` flushes it at once), so the bytes past ASCII of a field value (read as latin1)
+ * would reach the service re-encoded; undici writes them as they came.
+ */
+const asciiHead = (req: IncomingMessage) =>
+  !NOT_ASCII.test(req.url ?? '') &&
+  Object.values(req.headers).every((v) => v === undefined || !NOT_ASCII.test(`${v}`));
+
 /** "300 ms", "30 s": how long the edge waited, in an error message */
 const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
 
@@ -316,8 +326,8 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
    * the client's body is read, which tells it `100 Continue` (kernel `listen`), only once the service has asked for
    * it. A service that answers first (an unsupported media type, a body too large for it) is answered without the
    * client sending its body. One connection per such request (at most UPSTREAM_MAX_SOCKETS at once, as the pool's;
-   * the others wait). The service may stay silent for its answer timeout while the edge waits for it, not while the
-   * client's body is being sent (the upload's own timeout is that of a client's stalled body).
+   * the others wait). The service may stay silent for its answer timeout while the edge waits for it, or while it does
+   * not read the body it asked for; a client's body that stops arriving is the upload's own timeout (408).
    */
   const sendExpecting = (
     req: IncomingMessage,
@@ -345,7 +355,12 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       lookup: options.lookup,
       timeout: answerTimeout,
     });
-    upstream.on('timeout', () => upstream.destroy(new UpstreamSilent()));
+    // while the client's body is being sent, a silent connection is the client's stall (the upload's 408) unless the
+    // service has stopped reading the body it asked for
+    let sending = false;
+    upstream.on('timeout', () => {
+      if (!sending || upstream.writableNeedDrain) upstream.destroy(new UpstreamSilent());
+    });
     upstream.on('error', (err) => {
       if (!res.writableFinished) fail(res, err, requestId, req.url);
     });
@@ -353,10 +368,12 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       if (!res.writableFinished) upstream.destroy();
     });
     upstream.once('continue', () => {
-      upstream.setTimeout(0);
+      sending = true;
       const body = uploadOf(req, res, bodyLimitBytes, options.timeoutMs);
       body.once('error', (err) => upstream.destroy(err));
-      body.once('end', () => upstream.setTimeout(answerTimeout));
+      body.once('end', () => {
+        sending = false;
+      });
       body.pipe(upstream);
     });
     upstream.once('response', (answer) => {
@@ -449,7 +466,8 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         return;
       }
       const streamed = !dropBody && (chunked || length > 0);
-      if (streamed && expectsContinue)
+      // a head node:http would re-encode (`asciiHead`) goes through undici, without the expectation
+      if (streamed && expectsContinue && asciiHead(req))
         return sendExpecting(req, res, root, requestId, bodyLimitBytes, chunked, onAnswer);
       const body = streamed ? uploadOf(req, res, bodyLimitBytes, options.timeoutMs) : null;
       send(req, res, root, requestId, body, onAnswer);
