@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { createLogger, ManualClock } from '@platform/kernel';
@@ -91,6 +91,38 @@ describe('openStore', () => {
     const store = await openStore({ service: 'restarted', DATA_DIR: data.dir }, logger);
     try {
       expect(await store.collection<{ _id: string }>('docs').find({})).toEqual([]);
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+
+  it('waits for a lock without a process id (a power loss while it was written) to be 10 s old, then opens the store, saying so', async () => {
+    const data = tempDir('open-store-');
+    const file = path.join(data.dir, 'unwritten', 'store.lock');
+    mkdirSync(path.dirname(file));
+    writeFileSync(file, '');
+    const made = new Date(Date.now() - 9_500);
+    utimesSync(file, made, made);
+    const madeMs = statSync(file).mtimeMs;
+    const lines: Array<Record<string, unknown>> = [];
+    const logged = createLogger({
+      name: 'test',
+      destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+    });
+    // before, it waited a minute, logging "pid: NaN"
+    const store = await openStore({ service: 'unwritten', DATA_DIR: data.dir }, logged);
+    try {
+      expect(await store.collection<{ _id: string }>('docs').find({})).toEqual([]);
+      const waited = lines.find((line) => line.level === 40)!;
+      expect(waited).toEqual(
+        expect.objectContaining({
+          dataDir: path.dirname(file),
+          takenOverAt: new Date(madeMs + 10_000).toISOString(),
+          msg: 'store: the data folder has a lock without a process id (a process killed or a machine powered off while writing it, or a hand edit); waiting until it is taken over, 10 s after it was made',
+        }),
+      );
+      expect(waited).not.toHaveProperty('pid');
     } finally {
       await store.close();
       data.remove();

@@ -54,7 +54,8 @@ const LOCK_POLL_MS = 1_000;
 /**
  * Opens the embedded store. A data folder held by a process whose process id says nothing here (another container,
  * another host) is waited for while its lock goes unrenewed, and opened once the lock is taken over: its holder was
- * killed (a container restarted after kill -9 or the OOM killer). Before, the service exited 1 at once, and its restart
+ * killed (a container restarted after kill -9 or the OOM killer). So is a lock without a process id (a power loss while
+ * it was written), taken over 10 s after it was made. Before, the service exited 1 at once, and its restart
  * policy's growing delays kept it away longer than the wait. A lock renewed meanwhile has a running holder: refused.
  */
 async function openEmbeddedStore(options: EmbeddedStoreOptions, logger: Logger): Promise<Store> {
@@ -65,7 +66,12 @@ async function openEmbeddedStore(options: EmbeddedStoreOptions, logger: Logger):
     } catch (err) {
       if (!(err instanceof DataFolderInUseError) || err.staleAt === undefined) throw err;
       if (waiting && err.renewedAt !== waiting.renewedAt) throw err;
-      if (!waiting)
+      if (!waiting && Number.isNaN(err.pid))
+        logger.warn(
+          { dataDir: err.folder, takenOverAt: new Date(err.staleAt).toISOString() },
+          `store: the data folder has a lock without a process id (a process killed or a machine powered off while writing it, or a hand edit); waiting until it is taken over, ${Math.round((err.staleAt - err.renewedAt!) / 1000)} s after it was made`,
+        );
+      else if (!waiting)
         logger.warn(
           {
             dataDir: err.folder,

@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, uptime } from 'node:os';
 import path from 'node:path';
 
@@ -14,6 +23,12 @@ const STALE_AFTER_MS = 60_000;
  * by a process that is gone: a container killed (kill -9, the OOM killer) and restarted on its volume
  */
 const SAME_MACHINE_STALE_AFTER_MS = 10_000;
+/**
+ * a lock without a process id (empty: a machine powered off before its write reached the disk; a hand edit) is taken
+ * over this long after it was made, as `standalone.lock`'s is (decision 0037): a process writing its own in place (a
+ * file system without hard links) has long written it by then
+ */
+const WRITING_MS = 10_000;
 
 /** A data folder another process holds: two processes appending to and compacting the same files lose writes. */
 export class DataFolderInUseError extends Error {
@@ -26,11 +41,18 @@ export class DataFolderInUseError extends Error {
   constructor(
     readonly folder: string,
     readonly pid: number,
-    /** a holder whose process id says nothing here: its lock is taken over `staleAfterMs` after its last renewal */
-    elsewhere?: { host: string; renewedAt: number; staleAfterMs: number },
+    /**
+     * a holder whose process id says nothing here (or a lock without one, and no host): its lock is taken over
+     * `staleAfterMs` after its last renewal
+     */
+    elsewhere?: { host?: string; renewedAt: number; staleAfterMs: number },
   ) {
     super(
-      `${folder} is in use by process ${pid}${elsewhere ? ` on host ${elsewhere.host}` : ''} (its ${LOCK}): two processes on one data folder lose each other's writes; stop that one, or give this one another data folder${elsewhere ? ` (a lock its holder has not renewed for ${elsewhere.staleAfterMs === STALE_AFTER_MS ? 'a minute' : `${elsewhere.staleAfterMs / 1000} s`} is taken over)` : ''}`,
+      Number.isNaN(pid)
+        ? elsewhere
+          ? `${folder} is locked by a ${LOCK} without a process id (a process killed or a machine powered off while writing it, or a hand edit): it is taken over ${elsewhere.staleAfterMs / 1000} s after it was made, unless a process writes its own meanwhile; remove it if no process uses this data folder`
+          : `${folder} is locked by a ${LOCK} this process cannot read: remove it if no process uses this data folder`
+        : `${folder} is in use by process ${pid}${elsewhere ? ` on host ${elsewhere.host}` : ''} (its ${LOCK}): two processes on one data folder lose each other's writes; stop that one, or give this one another data folder${elsewhere ? ` (a lock its holder has not renewed for ${elsewhere.staleAfterMs === STALE_AFTER_MS ? 'a minute' : `${elsewhere.staleAfterMs / 1000} s`} is taken over)` : ''}`,
     );
     this.name = 'DataFolderInUseError';
     this.host = elsewhere?.host;
@@ -78,11 +100,12 @@ function processStart(pid: number): string | null {
   }
 }
 
-/** Whether a process of this host holds `pid`. */
+/** Whether a process of this host holds `pid`: one that has ended (a zombie) does not. */
 export const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
-    return true;
+    // a pnpm start killed and not yet waited for by its parent was refused as running (standalone.lock)
+    return processStart(pid) !== null;
   } catch (err) {
     // EPERM: a process of another user holds that id
     return (err as NodeJS.ErrnoException).code === 'EPERM';
@@ -255,7 +278,8 @@ export function lockFile(file: string, options: LockFileOptions): () => void {
  * container (a shared volume), one its holder, which renews it every RENEW_MS, has not renewed for STALE_AFTER_MS, or
  * for SAME_MACHINE_STALE_AFTER_MS when it is of this very machine (this boot: a container restarted after a kill); of
  * this host name and another boot, one not renewed since this machine booted (another machine of the same name keeps
- * renewing its own). Returns the release.
+ * renewing its own); one without a process id (empty, or edited by hand), WRITING_MS after it was made. Returns the
+ * release.
  */
 export function lockFolder(dataDir: string): () => void {
   const folder = path.resolve(dataDir);
@@ -273,6 +297,7 @@ export function lockFolder(dataDir: string): () => void {
   const staleAfter = (lock: Lock) =>
     bootId !== '' && bootOf(lock) === bootId ? SAME_MACHINE_STALE_AFTER_MS : STALE_AFTER_MS;
   const stale = (lock: Lock) => {
+    if (Number.isNaN(lock.pid)) return Date.now() - lock.renewedAt >= WRITING_MS;
     if (elsewhere(lock))
       return (
         (lock.host === host && otherBoot(lock) && lock.renewedAt < bootedAt) ||
@@ -287,21 +312,25 @@ export function lockFolder(dataDir: string): () => void {
     new DataFolderInUseError(
       folder,
       lock.pid,
-      elsewhere(lock)
-        ? {
-            host:
-              lock.host !== host
-                ? lock.host
-                : otherBoot(lock)
-                  ? `${host}, another machine of that name`
-                  : `${host}, in another container`,
-            renewedAt: lock.renewedAt,
-            staleAfterMs: staleAfter(lock),
-          }
-        : undefined,
+      Number.isNaN(lock.pid)
+        ? { renewedAt: lock.renewedAt, staleAfterMs: WRITING_MS }
+        : elsewhere(lock)
+          ? {
+              host:
+                lock.host !== host
+                  ? lock.host
+                  : otherBoot(lock)
+                    ? `${host}, another machine of that name`
+                    : `${host}, in another container`,
+              renewedAt: lock.renewedAt,
+              staleAfterMs: staleAfter(lock),
+            }
+          : undefined,
     );
 
-  let claim = held.get(folder);
+  // the folder itself, whatever path (a symbolic link) named it: one lock per folder in this process
+  const key = realpathSync(folder);
+  let claim = held.get(key);
   if (!claim) {
     const release = lockFile(file, {
       text: mine,
@@ -310,13 +339,13 @@ export function lockFolder(dataDir: string): () => void {
       inUse: (lock) => (lock ? inUse(storeLock(lock)) : new DataFolderInUseError(folder, Number.NaN)),
     });
     const free = () => {
-      held.delete(folder);
+      held.delete(key);
       if (held.size === 0) process.off('exit', freeAtExit);
       release();
     };
     if (held.size === 0) process.on('exit', freeAtExit);
     claim = { stores: 0, free };
-    held.set(folder, claim);
+    held.set(key, claim);
   }
   const taken = claim;
   taken.stores++;

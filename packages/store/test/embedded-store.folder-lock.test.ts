@@ -1,11 +1,13 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs, {
   existsSync,
+  mkdirSync,
   readdirSync,
   readFileSync,
   readlinkSync,
   rmSync,
   statSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -220,6 +222,38 @@ describe('embedded store: one process per data folder', () => {
     }
   });
 
+  it.each([
+    ['empty', ''],
+    ['not a number', 'garbage\n'],
+  ])(
+    'takes over a lock without a process id (%s: a power loss before it reached the disk, a hand edit) 10 s after it was made',
+    async (_, text) => {
+      const data = tempDir('store-lock-no-pid-');
+      const file = path.join(data.dir, 'store.lock');
+      try {
+        writeFileSync(file, text);
+        const made = statSync(file).mtimeMs;
+        let refused: unknown;
+        try {
+          createEmbeddedStore({ dataDir: data.dir });
+        } catch (err) {
+          refused = err;
+        }
+        // before, "in use by process NaN on host  (its store.lock)", taken over a minute after it was made
+        expect(refused).toBeInstanceOf(DataFolderInUseError);
+        expect((refused as Error).message).toBe(
+          `${data.dir} is locked by a store.lock without a process id (a process killed or a machine powered off while writing it, or a hand edit): it is taken over 10 s after it was made, unless a process writes its own meanwhile; remove it if no process uses this data folder`,
+        );
+        expect((refused as DataFolderInUseError).staleAt).toBe(made + 10_000);
+        const then = new Date(Date.now() - 11_000);
+        utimesSync(file, then, then);
+        expect(await ids(data.dir)).toEqual([]);
+      } finally {
+        data.remove();
+      }
+    },
+  );
+
   it('of openers that all find a lock stale, never removes the lock one of them took meanwhile', async () => {
     const data = tempDir('store-lock-raced-');
     const file = path.join(data.dir, 'store.lock');
@@ -288,6 +322,37 @@ describe('embedded store: one process per data folder', () => {
       expect(existsSync(file)).toBe(true);
       await two.close();
       expect(existsSync(file)).toBe(false);
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('shares the lock with a store of this process that opened the folder by another path (a symbolic link)', async () => {
+    const data = tempDir('store-lock-one-process-linked-');
+    const folder = path.join(data.dir, 'data');
+    const file = path.join(folder, 'store.lock');
+    try {
+      const one = createEmbeddedStore({ dataDir: folder });
+      symlinkSync(folder, path.join(data.dir, 'link'));
+      const two = createEmbeddedStore({ dataDir: path.join(data.dir, 'link') });
+      // before, the second took the lock over (it named this very process) and the first close removed it while
+      // the second store stayed open: another process could then open the folder
+      await one.close();
+      expect(existsSync(file)).toBe(true);
+      await two.close();
+      expect(existsSync(file)).toBe(false);
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('names a lock it cannot read, rather than a process NaN', () => {
+    const data = tempDir('store-lock-unreadable-');
+    try {
+      mkdirSync(path.join(data.dir, 'store.lock'));
+      expect(() => createEmbeddedStore({ dataDir: data.dir })).toThrow(
+        `${data.dir} is locked by a store.lock this process cannot read: remove it if no process uses this data folder`,
+      );
     } finally {
       data.remove();
     }

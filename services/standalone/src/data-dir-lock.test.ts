@@ -128,6 +128,14 @@ describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
     expect(readFileSync(path.join(dataDir, 'standalone.lock'), 'utf8')).toBe('');
   });
 
+  it('names a lock it cannot read, rather than a process 0', () => {
+    const dataDir = path.join(root, 'unreadable');
+    mkdirSync(path.join(dataDir, 'standalone.lock'), { recursive: true });
+    expect(() => lockDataDir(dataDir)).toThrow(
+      `${dataDir} is locked by a standalone.lock this start cannot read: remove it if no pnpm start uses this data folder`,
+    );
+  });
+
   it('of two starts that both find the lock stale, takes it only if the other has not taken it over meanwhile', async () => {
     const dataDir = path.join(root, 'raced');
     mkdirSync(dataDir);
@@ -219,6 +227,33 @@ describe('lockDataDir (DATA_DIR/standalone.lock)', () => {
     } finally {
       holder.kill('SIGKILL');
       await once(holder, 'exit');
+    }
+  });
+
+  it('takes over the lock of a pnpm start killed but not yet waited for by its parent (a zombie)', async () => {
+    const dataDir = path.join(root, 'zombie');
+    mkdirSync(dataDir);
+    // `sleep 60` (the shell, replaced) never waits for the short sleep it started
+    const parent = spawn('sh', ['-c', 'sleep 0.01 & echo $!; exec sleep 60'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    try {
+      let out = '';
+      parent.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      await until(() => out.includes('\n'), 'its pid');
+      const zombie = Number.parseInt(out, 10);
+      await until(
+        () => readFileSync(`/proc/${zombie}/stat`, 'utf8').split(') ')[1]!.startsWith('Z'),
+        'the short sleep to end',
+      );
+      writeFileSync(path.join(dataDir, 'standalone.lock'), `${zombie}\n${hostname()}\n`);
+      // before, "in use by another pnpm start (process <the zombie>)" until its parent waited for it
+      expectTakenOver(dataDir);
+    } finally {
+      parent.kill('SIGKILL');
+      await once(parent, 'exit');
     }
   });
 

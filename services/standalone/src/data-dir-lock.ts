@@ -21,17 +21,19 @@ export class DataDirInUseError extends Error {
     readonly pid: number,
     /** the holder's host, when it is another one (a shared volume) */
     readonly host?: string,
-    /** the process is a service of a supervisor that is gone, still stopping */
-    stopping = false,
+    /** `stopping`: the process is a service of a supervisor that is gone; `unreadable`: a lock this start cannot read */
+    why?: 'stopping' | 'unreadable',
   ) {
     super(
-      stopping
+      why === 'stopping'
         ? `${dataDir} is in use by a pnpm start that was killed (process ${pid}, a service of it still stopping): two platforms on one data folder lose each other's writes; wait for it to exit, or set DATA_DIR to another folder`
-        : Number.isNaN(pid)
-          ? `${dataDir} is in use by another pnpm start (writing its lock, standalone.lock, now): two platforms on one data folder lose each other's writes; try again in a few seconds (a lock left without a process id is taken over ${WRITING_MS / 1000} s after it was made), or set DATA_DIR to another folder`
-          : host
-            ? `${dataDir} is in use by another pnpm start (process ${pid} on host ${host}): two platforms on one data folder lose each other's writes; stop it, or set DATA_DIR to another folder (a lock its holder has not renewed for a minute is taken over)`
-            : `${dataDir} is in use by another pnpm start (process ${pid}): two platforms on one data folder lose each other's writes; stop it, or set DATA_DIR to another folder`,
+        : why === 'unreadable'
+          ? `${dataDir} is locked by a standalone.lock this start cannot read: remove it if no pnpm start uses this data folder`
+          : Number.isNaN(pid)
+            ? `${dataDir} is in use by another pnpm start (writing its lock, standalone.lock, now): two platforms on one data folder lose each other's writes; try again in a few seconds (a lock left without a process id is taken over ${WRITING_MS / 1000} s after it was made), or set DATA_DIR to another folder`
+            : host
+              ? `${dataDir} is in use by another pnpm start (process ${pid} on host ${host}): two platforms on one data folder lose each other's writes; stop it, or set DATA_DIR to another folder (a lock its holder has not renewed for a minute is taken over)`
+              : `${dataDir} is in use by another pnpm start (process ${pid}): two platforms on one data folder lose each other's writes; stop it, or set DATA_DIR to another folder`,
     );
     this.name = 'DataDirInUseError';
   }
@@ -129,14 +131,17 @@ export function lockDataDir(dataDir: string): () => void {
       text: mine,
       renewMs: RENEW_MS,
       isStale: (lock) => stale(dataDirLock(lock)),
-      inUse: (lock) => (lock ? inUse(dataDirLock(lock)) : new DataDirInUseError(path.resolve(dataDir), 0)),
+      inUse: (lock) =>
+        lock
+          ? inUse(dataDirLock(lock))
+          : new DataDirInUseError(path.resolve(dataDir), Number.NaN, undefined, 'unreadable'),
       beforeTakeover: (record) => {
         const lock = dataDirLock(record);
         // the services of a supervisor of an earlier boot are gone too: a process id listed is another's now
         const service =
           (!lock.host || lock.host === host) && !earlierBoot(lock) ? stoppingService(dataDir) : undefined;
         if (service !== undefined)
-          throw new DataDirInUseError(path.resolve(dataDir), service, undefined, true);
+          throw new DataDirInUseError(path.resolve(dataDir), service, undefined, 'stopping');
       },
     });
   } catch (err) {
