@@ -1,5 +1,5 @@
-import { waitFor } from '@platform/testkit';
-import { APIError } from 'openai';
+import { metricSum, waitFor } from '@platform/testkit';
+import OpenAI, { APIError } from 'openai';
 import {
   type GatewayWorld,
   gauge,
@@ -543,24 +543,18 @@ describe('provider errors, retries, failover and cancellation', () => {
     const { owner } = await w.org('prov-unended');
     const completions = recordCompletions(w);
     try {
-      // 12 prompt and 501 completion tokens, 500 of them hidden (OpenAI's reasoning, Claude's redacted thinking),
-      // reported by the usage chunk or message_delta; then neither [DONE] nor message_stop comes
+      // 12 prompt and 501 completion tokens, 500 of them hidden reasoning, reported by the usage chunk 300 ms after
+      // the finish; then [DONE] never comes
       const usage = { prompt_tokens: 12, completion_tokens: 501 };
       const unended = { afterChunks: -1, mode: 'hang' } as const;
       w.sim.script([
         { ...reasoningReportAfterFinish('cheap-sim'), streamFailure: unended },
         { ...reasoningReportAfterFinish('gpt-sim'), streamFailure: unended },
-        {
-          match: { model: 'claude-sim' },
-          reply: { content: 'short', redactedThinking: true, usage },
-          streamFailure: unended,
-        },
       ]);
       const body = (model: string) => ({
         model,
         stream: true,
         messages: [{ role: 'user', content: 'think' }],
-        ...(model === 'sim/claude' ? { reasoning_effort: 'low' } : {}),
       });
       const leave = (requestId: string, model: string) =>
         leaveStreamAtFinish(w, {
@@ -581,13 +575,9 @@ describe('provider errors, retries, failover and cancellation', () => {
         });
         await res.text();
       };
-      // two clients leave at the finish (the provider call is cancelled once the usage linger is over); the third
-      // waits until the model's timeout (2 s for sim/gpt) ends the stream
-      await Promise.all([
-        leave('unended-left-gpt', 'sim/cheap'),
-        leave('unended-left-claude', 'sim/claude'),
-        stay('unended-timed-out', 'sim/gpt'),
-      ]);
+      // one client leaves at the finish, before the usage report; the other stays. Claude's message_delta brings the
+      // stop reason and the usage at once: its answer is whole as it finishes (the next test)
+      await Promise.all([leave('unended-left-gpt', 'sim/cheap'), stay('unended-stayed', 'sim/gpt')]);
       const billed = async (requestId: string) => {
         const { outcome, usage, usageSource } = await completions.of(requestId);
         return { outcome, usage, usageSource };
@@ -595,20 +585,112 @@ describe('provider errors, retries, failover and cancellation', () => {
       const whole = { usage: { ...usage, total_tokens: 513 }, usageSource: 'provider' };
       expect({
         leftGpt: await billed('unended-left-gpt'),
-        leftClaude: await billed('unended-left-claude'),
-        timedOut: await billed('unended-timed-out'),
+        stayed: await billed('unended-stayed'),
       }).toEqual({
         leftGpt: { outcome: 'client_cancelled', ...whole },
-        leftClaude: { outcome: 'client_cancelled', ...whole },
-        timedOut: { outcome: 'provider_error', ...whole },
+        stayed: { outcome: 'success', ...whole },
       });
       // llm-quota counts the month as the events say
       const counted = await w.counted(
         'prov-unended',
         { bearer: owner.token },
-        { requests: 3, tokens: 3 * 513 },
+        { requests: 2, tokens: 2 * 513 },
       );
-      expect(gauge(counted, 'llm.monthly_tokens').used).toBe(3 * 513);
+      expect(gauge(counted, 'llm.monthly_tokens').used).toBe(2 * 513);
+    } finally {
+      completions.stop();
+    }
+  });
+
+  it('a stream whose provider stalls after every finish and its usage report ends whole: usage chunk, [DONE], success', async () => {
+    const completions = recordCompletions(w);
+    try {
+      // the whole answer, every finish_reason (message_delta's stop reason) and the usage report, 500 of its 501
+      // completion tokens hidden (OpenAI's reasoning, Claude's redacted thinking); then neither [DONE] nor message_stop
+      // comes
+      const usage = { prompt_tokens: 12, completion_tokens: 501 };
+      const unended = { afterChunks: -1, mode: 'hang' } as const;
+      w.sim.script([
+        { ...reasoningReportAfterFinish('gpt-sim'), streamFailure: unended },
+        {
+          match: { model: 'claude-sim' },
+          reply: { content: 'short', redactedThinking: true, usage },
+          streamFailure: unended,
+        },
+      ]);
+      const client = w.client(as);
+      const read = async (model: string, requestId: string, n?: number) => {
+        const chunks: OpenAI.ChatCompletionChunk[] = [];
+        const stream = await client.chat.completions.create(
+          {
+            model,
+            stream: true,
+            stream_options: { include_usage: true },
+            messages: [{ role: 'user', content: 'think' }],
+            ...(model === 'sim/claude' ? { reasoning_effort: 'low' as const } : {}),
+            ...(n ? { n } : {}),
+          },
+          { headers: { 'x-request-id': requestId } },
+        );
+        for await (const chunk of stream) chunks.push(chunk);
+        const { outcome, usageSource } = await completions.of(requestId);
+        return {
+          text: chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''),
+          usage: chunks.at(-1)?.usage,
+          outcome,
+          usageSource,
+        };
+      };
+      const errors = async () =>
+        metricSum(
+          await (await fetch(`${w.p.admin.llmGateway}/metrics`)).text(),
+          'llm_gateway_provider_errors_total',
+          {},
+        );
+      const errorsBefore = await errors();
+      const whole = { usage: expect.objectContaining({ ...usage, total_tokens: 513 }), outcome: 'success' };
+      expect(await read('sim/gpt', 'stalled-gpt')).toEqual({
+        text: 'short',
+        ...whole,
+        usageSource: 'provider',
+      });
+      expect(await read('sim/claude', 'stalled-claude')).toEqual({
+        text: 'short',
+        ...whole,
+        usageSource: 'provider',
+      });
+      // the Messages API's stream gets its message_stop
+      const res = await fetch(`${w.p.gatewayUrl}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${as.bearer}`,
+          'content-type': 'application/json',
+          'x-request-id': 'stalled-message',
+        },
+        body: JSON.stringify({
+          model: 'sim/claude',
+          max_tokens: 100,
+          stream: true,
+          messages: [{ role: 'user', content: 'think' }],
+        }),
+      });
+      const frames = (await res.text()).split('\n\n').filter(Boolean);
+      expect(frames.at(-1)).toMatch(/^event: message_stop\n/);
+      expect(frames.some((f) => f.startsWith('event: error'))).toBe(false);
+      expect((await completions.of('stalled-message')).outcome).toBe('success');
+      // the Responses API's stream is completed
+      const response = await client.responses.create({ model: 'sim/claude', input: 'think', stream: true });
+      const events: string[] = [];
+      for await (const event of response) events.push(event.type);
+      expect(events.at(-1)).toBe('response.completed');
+      // nor is the deployment counted failed (routing would have it sit out)
+      expect(await errors()).toBe(errorsBefore);
+      // a stall before every choice has its finish (one of two asked for) stays an error
+      w.sim.reset();
+      w.sim.script([
+        { match: { model: 'gpt-sim' }, reply: { content: 'one', usage }, streamFailure: unended },
+      ]);
+      await expect(read('sim/gpt', 'stalled-choice', 2)).rejects.toBeInstanceOf(APIError);
     } finally {
       completions.stop();
     }

@@ -28,13 +28,15 @@ import {
   promptDetailsOf,
   type Usage,
 } from '../inference/provider-port';
-import type { CancelSignal } from '../providers/cancellation';
+import type { Cancellation, CancelSignal } from '../providers/cancellation';
 import { MONTHLY_QUOTA_EXCEEDED } from '../quota/admission';
 import { abortOnClose, requestIdOf } from './client-abort';
 import { callPrepared } from './prepared-call';
 
 /** how long a finished stream's provider call goes on once its client left, for the usage report that follows */
 const USAGE_LINGER_MS = 5_000;
+/** how long a whole answer's provider stream is read on for its end (`[DONE]`, message_stop), to keep its connection */
+const END_READ_MS = 250;
 
 /** A plain answer, ready to be written in the route's wire format. */
 export interface Answered {
@@ -320,6 +322,8 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   /** what the provider reported the cut stream consumed (Anthropic's message_start input), whoever cut it */
   let cut: Usage | null = null;
   let result = first.chunk;
+  /** every choice has its finish and the provider's usage report is in: the answer is whole */
+  let answered = false;
   try {
     while (!result.done) {
       const chunk = result.value;
@@ -346,6 +350,12 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
         break;
       }
       if (abort.signal.aborted) break;
+      // what may still follow (`[DONE]`, message_stop) ends nothing more: a provider that stalls before it does not
+      // turn a whole answer into an error
+      if (finished && chunk.usage && (chunk.choices?.length ?? 0) === 0) {
+        answered = true;
+        break;
+      }
       result = await first.iterator.next();
     }
   } catch (err) {
@@ -363,10 +373,11 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
     }
   }
   // the provider's stream ran to its end: its usage report (when it sent one) is the whole request's
-  const complete = result.done === true;
+  const complete = result.done === true || answered;
   // (the answer is not ended yet: destroyed means its client left)
   if (outcome === 'success' && (abort.signal.aborted || res.destroyed)) outcome = 'client_cancelled';
-  if (!complete) cut ??= await stopStream(first.iterator, abort.signal);
+  if (answered) readToEnd(first.iterator, abort);
+  else if (!complete) cut ??= await stopStream(first.iterator, abort.signal);
   // A replayed answer (decision 0119) was generated whole, hidden reasoning included, whatever cut its replay (the
   // budget, the client leaving): its report is what the request cost.
   const whole = first.replay.report ?? (complete && outcome !== 'budget_cut' ? report : null);
@@ -418,6 +429,18 @@ async function stopStream(iterator: AsyncIterator<unknown>, cancelled: CancelSig
     return null;
   }
   return iterator.throw(cancelled.reason).then(() => null, consumedBy);
+}
+
+/**
+ * Reads a whole answer's stream on, in the background, to the provider's end of it (the connection then goes back to
+ * the pool); a provider that stalls before it has its call cancelled after `END_READ_MS`.
+ */
+function readToEnd(iterator: AsyncIterator<unknown>, cancel: Cancellation): void {
+  const cap = setTimeout(() => cancel.abort(), END_READ_MS);
+  const next = (): Promise<void> => iterator.next().then((r) => (r.done ? undefined : next()));
+  void next()
+    .catch(() => undefined)
+    .finally(() => clearTimeout(cap));
 }
 
 /** A provider's usage report: the figures the flow bills, and what it says beside them (OpenAI's `*_details`). */

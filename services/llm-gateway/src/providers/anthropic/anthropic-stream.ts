@@ -60,11 +60,12 @@ const TRANSIENT = new Set(['overloaded_error', 'api_error', 'rate_limit_error', 
  * Anthropic's stream events translated one by one into OpenAI chunks: text deltas to `content`,
  * `tool_use` blocks and their `input_json_delta` to indexed `tool_calls` deltas, `message_delta`'s
  * stop reason to `finish_reason`, and the usage (input from `message_start`, output from
- * `message_delta`) to a final usage chunk. Thinking (decision 0114) streams as `reasoning_content` deltas, and each
- * thinking block, once whole and signed, as a delta of `thinking_blocks` holding it (a redacted one as it starts),
- * which the client sends back on the assistant message. The role rides on the first chunk that says something, so
- * a failure before any content leaves nothing sent (the gateway may still fail over). For a JSON
- * answer (`json`), the JSON tool's `input_json_delta`s are the `content` and nothing else is.
+ * `message_delta`) to a final usage chunk, right after the stop reason when `message_delta` reports the output (the
+ * message is whole then, whether or not `message_stop` comes). Thinking (decision 0114) streams as
+ * `reasoning_content` deltas, and each thinking block, once whole and signed, as a delta of `thinking_blocks` holding
+ * it (a redacted one as it starts), which the client sends back on the assistant message. The role rides on the first
+ * chunk that says something, so a failure before any content leaves nothing sent (the gateway may still fail over).
+ * For a JSON answer (`json`), the JSON tool's `input_json_delta`s are the `content` and nothing else is.
  */
 export async function* anthropicChunks(
   http: ProviderHttp,
@@ -82,6 +83,8 @@ export async function* anthropicChunks(
   let finished = false;
   // message_delta reported the output (message_start's figure is a placeholder): all of it, hidden thinking included
   let outputReported = false;
+  // the usage chunk went out with the stop reason (message_delta reported the output): message_stop adds nothing
+  let usageSent = false;
   let rolePending = true;
   let yielded = false;
   const toolIndexByBlock = new Map<number, number>();
@@ -213,6 +216,12 @@ export async function* anthropicChunks(
           if (stop) {
             finished = true;
             yield chunk({}, answerFinishReason(stop, json), stopSequenceOf(stop, event.delta?.stop_sequence));
+            // the message is whole: its usage now, so that a stream stalling before message_stop ends whole too
+            const figures = outputReported && usageFromAnthropic(usage);
+            if (figures) {
+              usageSent = true;
+              yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: figures };
+            }
           }
           break;
         }
@@ -246,6 +255,6 @@ export async function* anthropicChunks(
   } catch (err) {
     throw streamFailure(err, consumed(), yielded);
   }
-  const figures = usageFromAnthropic(usage);
+  const figures = !usageSent && usageFromAnthropic(usage);
   if (figures) yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: figures };
 }

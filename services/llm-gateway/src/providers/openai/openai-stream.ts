@@ -27,10 +27,11 @@ function withFigures(raw: unknown): Usage | null {
 
 /**
  * OpenAI-protocol SSE to chunks. Usage, wherever the provider puts it (the `include_usage` chunk, on
- * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded once, as a final
- * chunk with empty `choices`. Chunks with neither choices nor usage (Azure's prompt filter
+ * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded as a chunk with empty `choices`: as
+ * soon as every choice begun has its finish reason (the answer is whole then, whether or not `[DONE]` comes), and at
+ * the end when a later report changed it. Chunks with neither choices nor usage (Azure's prompt filter
  * preamble) are dropped. A stream that ends without `[DONE]` before every choice begun has its finish reason (`n`,
- * a batch of prompts) was cut. `object` names the final usage chunk's kind: chat's `chat.completion.chunk`, or text
+ * a batch of prompts) was cut. `object` names the usage chunk's kind: chat's `chat.completion.chunk`, or text
  * completions' `text_completion`.
  */
 export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
@@ -40,6 +41,8 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
   object: K['object'] = 'chat.completion.chunk',
 ): AsyncGenerator<K> {
   let usage: Usage | null = null;
+  /** the usage report last yielded */
+  let sent: Usage | null = null;
   let last: K | undefined;
   // the choices begun and not finished yet, and those finished: with several, the first finish is not the end (a
   // finished choice's later chunk, such as Azure's content filter results, does not begin it again)
@@ -76,17 +79,22 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
         });
       }
       usage = withFigures(raw.usage) ?? withFigures(raw.x_groq?.usage) ?? usage;
-      if (!Array.isArray(raw.choices) || raw.choices.length === 0) continue;
-      const { usage: _usage, x_groq: _groq, ...chunk } = raw;
-      last = chunk as K;
-      for (const c of last.choices) {
-        if (c.finish_reason) {
-          finished.add(c.index);
-          open.delete(c.index);
-        } else if (!finished.has(c.index)) open.add(c.index);
+      if (Array.isArray(raw.choices) && raw.choices.length > 0) {
+        const { usage: _usage, x_groq: _groq, ...chunk } = raw;
+        last = chunk as K;
+        for (const c of last.choices) {
+          if (c.finish_reason) {
+            finished.add(c.index);
+            open.delete(c.index);
+          } else if (!finished.has(c.index)) open.add(c.index);
+        }
+        yielded = true;
+        yield last;
       }
-      yielded = true;
-      yield last;
+      if (usage && usage !== sent && finished.size > 0 && open.size === 0) {
+        sent = usage;
+        yield usageChunk(usage);
+      }
     }
     // `[DONE]` is the protocol's own end: servers that never send a finish reason (Gemini's compatibility layer, some
     // proxies) end so, and their answers are whole
@@ -97,8 +105,10 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
     // a usage report before the failure (some servers send one on every chunk) is what the call consumed
     throw streamFailure(err, usage, yielded);
   }
-  if (usage) {
-    yield {
+  if (usage && usage !== sent) yield usageChunk(usage);
+
+  function usageChunk(usage: Usage): K {
+    return {
       id: last?.id ?? '',
       object,
       created: last?.created ?? 0,
