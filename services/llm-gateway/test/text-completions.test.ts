@@ -525,6 +525,38 @@ describe('text completions through the edge', () => {
     expect(gauge(counted, 'llm.monthly_tokens').used).toBe(total);
     expect(events.filter((e) => e.requestId === requestId)).toHaveLength(1);
   });
+
+  it("with n > 1 and vLLM's usage on every chunk, the stream shows and bills the usage chunk's report of every choice", async () => {
+    const { owner } = await w.org('text-continuous-usage');
+    const requestId = `text-continuous-${Math.random().toString(36).slice(2)}`;
+    // each chunk carries its own choice's usage so far (vLLM's continuous_usage_stats), the usage chunk both choices'
+    w.sim.script([
+      { match: { endpoint: 'completions', model: 'gpt-sim' }, reply: { continuousUsage: true } },
+    ]);
+    const client = w.client({ bearer: owner.token });
+    const stream = await client.completions.create(
+      {
+        model: 'sim/gpt',
+        prompt: 'two answers',
+        n: 2,
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+      { headers: { 'x-request-id': requestId } },
+    );
+    let streamUsage: Usage | undefined;
+    for await (const chunk of stream) if (chunk.usage) streamUsage = chunk.usage as unknown as Usage;
+    const promptTokens = openaiTextPromptTokens({ prompt: 'two answers' });
+    const completionTokens = 2 * countSimulatorTokens('Simulated answer to: two answers');
+    const whole = { prompt_tokens: promptTokens, completion_tokens: completionTokens };
+    expect(streamUsage).toMatchObject(whole);
+    const event = await eventOf(requestId);
+    expect({ outcome: event.outcome, source: event.usageSource, usage: event.usage }).toEqual({
+      outcome: 'success',
+      source: 'provider',
+      usage: expect.objectContaining(whole),
+    });
+  });
 });
 
 /** `pnpm start` as a newcomer finds it: no LLM_GATEWAY_CONFIG, and `mock/chat` completes text too. */

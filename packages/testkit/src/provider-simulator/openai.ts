@@ -314,16 +314,31 @@ export function openaiCompletions(body: Json, ctx: ExchangeContext): SimulatedAn
     isObject(body.stream_options) &&
     body.stream_options.include_usage === true &&
     !ctx.rule.reply?.omitStreamUsage;
-  const chunk = (index: number, text: string, finish: string | null) =>
+  const continuous = ctx.rule.reply?.continuousUsage === true;
+  const chunk = (index: number, text: string, finish: string | null, tokens: number) =>
     sseData({
       ...head,
       choices: [{ text, index, logprobs: null, finish_reason: finish }],
-      ...(includeUsage ? { usage: null } : {}),
+      ...(continuous
+        ? {
+            usage: {
+              prompt_tokens: promptTokens,
+              completion_tokens: tokens,
+              total_tokens: promptTokens + tokens,
+            },
+          }
+        : includeUsage
+          ? { usage: null }
+          : {}),
     });
   const frames: string[] = [];
   choices.forEach((c, index) => {
-    for (const piece of streamPieces(c.text)) frames.push(chunk(index, piece, null));
-    frames.push(chunk(index, '', c.finish));
+    let sent = '';
+    for (const piece of streamPieces(c.text)) {
+      sent += piece;
+      frames.push(chunk(index, piece, null, countSimulatorTokens(sent)));
+    }
+    frames.push(chunk(index, '', c.finish, c.tokens));
   });
   if (includeUsage) frames.push(sseData({ ...head, choices: [], usage }));
   frames.push('data: [DONE]\n\n');

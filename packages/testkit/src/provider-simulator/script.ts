@@ -95,6 +95,11 @@ export interface SimulatorRule {
     };
     /** OpenAI streams: never send the usage chunk, even when asked (Anthropic always reports usage) */
     omitStreamUsage?: boolean;
+    /**
+     * OpenAI text completion streams: every choice's chunk carries the usage of that choice so far, as vLLM's
+     * `continuous_usage_stats` reports it, before the usage chunk that counts every choice
+     */
+    continuousUsage?: boolean;
     /** OpenAI plain answers: no `usage` member (a provider that reports none) */
     omitUsage?: boolean;
     /**

@@ -27,10 +27,10 @@ function withFigures(raw: unknown): Usage | null {
 
 /**
  * OpenAI-protocol SSE to chunks. Usage, wherever the provider puts it (the `include_usage` chunk, on
- * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded as a chunk with empty `choices`: as
- * soon as every choice begun has its finish reason (the answer is whole then, whether or not `[DONE]` comes), and at
- * the end when a later report changed it. Chunks with neither choices nor usage (Azure's prompt filter
- * preamble) are dropped. A stream that ends without `[DONE]` before every choice begun has its finish reason (`n`,
+ * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded as a chunk with empty `choices`: a
+ * usage-only chunk's report as soon as every choice begun has its finish reason (the answer is whole then, whether or
+ * not `[DONE]` comes), any other at the end, as is a later report that changed it. Chunks with neither choices nor
+ * usage (Azure's prompt filter preamble) are dropped. A stream that ends without `[DONE]` before every choice begun has its finish reason (`n`,
  * a batch of prompts) was cut. `object` names the usage chunk's kind: chat's `chat.completion.chunk`, or text
  * completions' `text_completion`.
  */
@@ -78,8 +78,10 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
           message: message ?? 'the provider reported an error in the stream',
         });
       }
-      usage = withFigures(raw.usage) ?? withFigures(raw.x_groq?.usage) ?? usage;
-      if (Array.isArray(raw.choices) && raw.choices.length > 0) {
+      const reported = withFigures(raw.usage) ?? withFigures(raw.x_groq?.usage);
+      usage = reported ?? usage;
+      const hasChoices = Array.isArray(raw.choices) && raw.choices.length > 0;
+      if (hasChoices) {
         const { usage: _usage, x_groq: _groq, ...chunk } = raw;
         last = chunk as K;
         for (const c of last.choices) {
@@ -91,9 +93,11 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
         yielded = true;
         yield last;
       }
-      if (usage && usage !== sent && finished.size > 0 && open.size === 0) {
-        sent = usage;
-        yield usageChunk(usage);
+      // the report of a chunk without choices (`include_usage`'s) counts every choice; one riding on a choice's chunk
+      // may count that choice alone (vLLM's `continuous_usage_stats`), so the end's report is awaited after it
+      if (reported && !hasChoices && finished.size > 0 && open.size === 0) {
+        sent = reported;
+        yield usageChunk(reported);
       }
     }
     // `[DONE]` is the protocol's own end: servers that never send a finish reason (Gemini's compatibility layer, some
