@@ -8,6 +8,7 @@ import { Mfa } from '../src/accounts/mfa';
 import { hashPassword } from '../src/accounts/passwords';
 import { openCollections } from '../src/data/collections';
 import { deleteAccount } from '../src/domain/account-deletion';
+import { sha256Hex } from '../src/domain/secrets';
 import { openSsoCollections, SsoClients } from '../src/sso/providers';
 import { userForIdentity } from '../src/sso/sign-in';
 import { type AuthHarness, INTERNAL_SECRET, randomAddress, recordEvents, startAuth } from './helpers';
@@ -514,6 +515,76 @@ describe('a new password and a credential being made at that moment', () => {
     expect(await col.refreshTokens.find({ userId: first.body.userId })).toEqual([]);
     // the new password signs in
     expect((await login(a, email, 'a brand new secret')).status).toBe(200);
+  });
+
+  it('two reset links used at once: the first new password holds, the other link is refused', async () => {
+    const email = newEmail();
+    await signup(a, { email, password: PASSWORD });
+    const tokenOf = (link: string) => new URL(link).searchParams.get('token')!;
+    await a.http.post('/v2/password/forgot').send({ email });
+    const older = tokenOf(await mail.linkFor(email, '/account/reset-password'));
+    await a.http.post('/v2/password/forgot').send({ email });
+    const newer = await waitFor(async () => {
+      const token = tokenOf(await mail.linkFor(email, '/account/reset-password'));
+      return token === older ? null : token;
+    });
+    a.clock.advance(1000);
+    // the owner's reset has spent its link and hashed the new password; the older mail is opened at that moment
+    const held = gated.gate('accounts', (filter) => filter._id === email, ['updateOne']);
+    const owner = a.http
+      .post('/v2/password/reset')
+      .send({ token: newer, password: 'the owners secret' })
+      .then((res) => res);
+    await held.arrived;
+    expect(
+      (await a.http.post('/v2/password/reset').send({ token: older, password: 'someone elses secret' }))
+        .status,
+    ).toBe(204);
+    held.release();
+    // before: 204 too, and the owner, told the new password is set, could not sign in with it
+    expect((await owner).body).toMatchObject({ status: 400, error: 'InvalidToken' });
+    expect((await login(a, email, 'someone elses secret')).status).toBe(200);
+  });
+
+  it('a right password asking for its code gives back only its own point: a sign-in ending meanwhile leaves no credit', async () => {
+    const email = newEmail();
+    const first = await signup(a, { email, password: PASSWORD });
+    const { principal } = await a.service.context.introspection.resolve(
+      { kind: 'session', userId: first.body.userId, sessionId: first.body.sessionId },
+      null,
+      't',
+    );
+    const asOwner = {
+      'x-platform-principal': sealPrincipal(principal, INTERNAL_SECRET, a.clock),
+      'x-platform-user-id': first.body.userId,
+    };
+    const setup = await a.http.get('/account/mfa').set(asOwner);
+    const secret = /id="totp-secret">([A-Z2-7]+)</.exec(setup.text)![1]!;
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    const code = () => totp.generate({ timestamp: a.clock.now().getTime() });
+    const csrf = /action="\/account\/mfa"[\s\S]*?name="csrf" value="([^"]+)"/.exec(setup.text)![1]!;
+    await a.http.post('/account/mfa').set(asOwner).type('form').send({ code: code(), csrf });
+    // the password alone is right (401 MfaRequired); its point is about to be given back when the owner signs in
+    const key = `login-account:${sha256Hex(email)}`;
+    let writes = 0;
+    const held = gated.gate('rate_counters', (filter) => filter._id === key && ++writes === 2, [
+      'findOneAndUpdate',
+      'updateOne',
+    ]);
+    const asking = login(a, email, PASSWORD).then((res) => res);
+    await held.arrived;
+    a.clock.advance(30_000);
+    const signedIn = await a.http
+      .post('/v2/login')
+      .set('x-forwarded-for', randomAddress())
+      .send({ email, password: PASSWORD, mfaCode: code() });
+    expect(signedIn.status).toBe(200);
+    held.release();
+    expect((await asking).body).toMatchObject({ error: 'MfaRequired' });
+    const max = a.service.context.config.LOGIN_ACCOUNT_MAX_FAILURES;
+    for (let i = 0; i < max; i++) expect((await login(a, email, `guess ${i}`)).status).toBe(401);
+    // before: 401, the point given back after the sign-in had forgotten the failures was one guess more
+    expect((await login(a, email, 'one guess too many')).status).toBe(429);
   });
 
   it("a sign-in the reset refuses leaves the account's failed attempts counted: it does not reset the login throttle", async () => {

@@ -364,8 +364,9 @@ export class Accounts {
     if (!spent) throw new InvalidInput('This link is invalid or has expired', { error: 'InvalidToken' });
     const now = this.c.clock.now();
     const passwordHash = await hashPassword(password, this.scrypt);
+    // a link mailed before the password last changed is spent too: of two links used at once, the first one holds
     const { matched } = await this.c.collections.accounts.updateOne(
-      { _id: spent.email, userId: spent.userId },
+      { _id: spent.email, userId: spent.userId, passwordChangedAt: { $lte: spent.createdAt } },
       { $set: { passwordHash, passwordChangedAt: now } },
     );
     if (matched === 0)

@@ -61,7 +61,7 @@ export class LoginThrottle {
   /** The password was right: the account's failures are forgotten. */
   async succeeded(email: string, address: string): Promise<void> {
     await this.byAccount.delete(sha256Hex(email));
-    await this.giveBack(this.byAddress, address);
+    await this.byAddress.giveBack(address);
   }
 
   /**
@@ -69,14 +69,9 @@ export class LoginThrottle {
    * so this attempt's points are given back.
    */
   async refund(email: string, address: string): Promise<void> {
-    await this.giveBack(this.byAccount, sha256Hex(email));
-    await this.giveBack(this.byAddress, address);
-  }
-
-  /** Gives back one attempt's point, never more: successes must not buy credit for guesses. */
-  private async giveBack(limiter: RateLimiterStorePort, key: string): Promise<void> {
-    const spent = await limiter.get(key);
-    if (spent && spent.consumedPoints > 0) await limiter.reward(key, 1);
+    // one attempt's point each, never more: successes must not buy credit for guesses
+    await this.byAccount.giveBack(sha256Hex(email));
+    await this.byAddress.giveBack(address);
   }
 
   /** A password reset ends an account's lock (its owner proved control of the mailbox). */

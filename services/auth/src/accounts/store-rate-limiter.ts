@@ -101,6 +101,18 @@ export class RateLimiterStorePort extends RateLimiterStoreAbstract {
     }
   }
 
+  /**
+   * Gives back one point of `key`'s live counter, never below zero. Unlike `reward`, which reads and then makes a
+   * counter of -1 if it is gone, a counter deleted or expired meanwhile gets no credit.
+   */
+  async giveBack(key: string): Promise<void> {
+    const now = this.now();
+    await this.counters.updateOne(
+      { _id: this.getKey(key), points: { $gt: 0 }, $or: [{ expire: { $gt: now } }, { expire: null }] },
+      { $inc: { points: -1 } },
+    );
+  }
+
   async _get(key: string): Promise<RateCounterDoc | null> {
     const doc = await this.counters.findOne({ _id: key });
     if (!doc || (doc.expire !== null && doc.expire <= this.now())) return null;
