@@ -665,7 +665,14 @@ describe('a new password and a credential being made at that moment', () => {
     expect(await col.sessions.find({ userId: first.body.userId, revokedAt: null })).toEqual([]);
   });
 
-  it("and the sign-in page's code step: a password checked before the reset opens no session after it", async () => {
+  const csrfOf = (html: string, action: string) =>
+    new RegExp(`action="${action}"[\\s\\S]*?name="csrf" value="([^"]+)"`).exec(html)![1]!;
+
+  /**
+   * An account with an authenticator signs in on the page with its password, reaching the code step, and its owner
+   * sets a new password meanwhile: the cookies of that code step, the authenticator and the recovery codes.
+   */
+  async function codeStepOvertakenByReset() {
     const email = newEmail();
     const first = await signup(a, { email, password: PASSWORD });
     const { principal } = await a.service.context.introspection.resolve(
@@ -677,17 +684,21 @@ describe('a new password and a credential being made at that moment', () => {
       'x-platform-principal': sealPrincipal(principal, INTERNAL_SECRET, a.clock),
       'x-platform-user-id': first.body.userId,
     };
-    const csrfOf = (html: string, action: string) =>
-      new RegExp(`action="${action}"[\\s\\S]*?name="csrf" value="([^"]+)"`).exec(html)![1]!;
     const setup = await a.http.get('/account/mfa').set(asOwner);
     const secret = /id="totp-secret">([A-Z2-7]+)</.exec(setup.text)![1]!;
     const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
     const code = () => totp.generate({ timestamp: a.clock.now().getTime() });
-    const csrf = csrfOf(setup.text, '/account/mfa');
-    expect(
-      (await a.http.post('/account/mfa').set(asOwner).type('form').send({ code: code(), csrf })).status,
-    ).toBe(200);
-    a.clock.advance(30_000);
+    const on = await a.http
+      .post('/account/mfa')
+      .set(asOwner)
+      .type('form')
+      .send({ code: code(), csrf: csrfOf(setup.text, '/account/mfa') });
+    expect(on.status).toBe(200);
+    const recovery = [...on.text.matchAll(/<li><code>([0-9a-f]{5}-[0-9a-f]{5})<\/code><\/li>/g)].map(
+      (m) => m[1]!,
+    );
+    expect(recovery).toHaveLength(10);
+    a.clock.advance(30_000); // the enrolment's code is spent
     // the old password, right: the page asks for the code
     const page = await a.http.get('/account/login');
     let cookie = (page.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]).join('; ');
@@ -707,12 +718,22 @@ describe('a new password and a credential being made at that moment', () => {
     expect(
       (await a.http.post('/v2/password/reset').send({ token, password: 'a brand new secret' })).status,
     ).toBe(204);
+    return { email, userId: first.body.userId as string, cookie, code, recovery };
+  }
+
+  /** the code step's form sent with `code` */
+  async function sendCode(cookie: string, code: string) {
     const step = await a.http.get('/account/login/mfa').set('cookie', cookie);
-    const sent = await a.http
+    return a.http
       .post('/account/login/mfa')
       .set('cookie', cookie)
       .type('form')
-      .send({ code: code(), csrf: csrfOf(step.text, '/account/login/mfa') });
+      .send({ code, csrf: csrfOf(step.text, '/account/login/mfa') });
+  }
+
+  it("and the sign-in page's code step: a password checked before the reset opens no session after it", async () => {
+    const { userId, cookie, code } = await codeStepOvertakenByReset();
+    const sent = await sendCode(cookie, code());
     // before: 303 with the session's cookies, up to five minutes after "a new password signs you out everywhere"
     expect(sent.status).toBe(401);
     // the sign-in page, to sign in with the new password (before: the API's JSON error in the browser)
@@ -720,64 +741,16 @@ describe('a new password and a credential being made at that moment', () => {
     expect(sent.text).toContain('Email or password is incorrect');
     expect(sent.text).toMatch(/action="\/account\/login"[\s\S]*?name="csrf" value="[^"]+"/);
     const col = a.service.context.collections;
-    expect(await col.sessions.find({ userId: first.body.userId, revokedAt: null })).toEqual([]);
+    expect(await col.sessions.find({ userId, revokedAt: null })).toEqual([]);
   });
 
   it('the code step after a reset spends no recovery code and no sign-in attempt: it asks for the password again', async () => {
-    const email = newEmail();
-    const first = await signup(a, { email, password: PASSWORD });
-    const { principal } = await a.service.context.introspection.resolve(
-      { kind: 'session', userId: first.body.userId, sessionId: first.body.sessionId },
-      null,
-      't',
-    );
-    const asOwner = {
-      'x-platform-principal': sealPrincipal(principal, INTERNAL_SECRET, a.clock),
-      'x-platform-user-id': first.body.userId,
-    };
-    const csrfOf = (html: string, action: string) =>
-      new RegExp(`action="${action}"[\\s\\S]*?name="csrf" value="([^"]+)"`).exec(html)![1]!;
-    const setup = await a.http.get('/account/mfa').set(asOwner);
-    const secret = /id="totp-secret">([A-Z2-7]+)</.exec(setup.text)![1]!;
-    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
-    const on = await a.http
-      .post('/account/mfa')
-      .set(asOwner)
-      .type('form')
-      .send({
-        code: totp.generate({ timestamp: a.clock.now().getTime() }),
-        csrf: csrfOf(setup.text, '/account/mfa'),
-      });
-    const recovery = [...on.text.matchAll(/<li><code>([0-9a-f]{5}-[0-9a-f]{5})<\/code><\/li>/g)].map(
-      (m) => m[1]!,
-    );
-    expect(recovery).toHaveLength(10);
-    const page = await a.http.get('/account/login');
-    let cookie = (page.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]).join('; ');
-    const password = await a.http
-      .post('/account/login')
-      .set('cookie', cookie)
-      .type('form')
-      .send({ email, password: PASSWORD, csrf: csrfOf(page.text, '/account/login') });
-    cookie = [
-      cookie,
-      ...(password.headers['set-cookie'] as unknown as string[]).map((c) => c.split(';')[0]),
-    ].join('; ');
-    await a.http.post('/v2/password/forgot').send({ email });
-    const token = new URL(await mail.linkFor(email, '/account/reset-password')).searchParams.get('token')!;
-    expect(
-      (await a.http.post('/v2/password/reset').send({ token, password: 'a brand new secret' })).status,
-    ).toBe(204);
-    const step = await a.http.get('/account/login/mfa').set('cookie', cookie);
-    const sent = await a.http
-      .post('/account/login/mfa')
-      .set('cookie', cookie)
-      .type('form')
-      .send({ code: recovery[0], csrf: csrfOf(step.text, '/account/login/mfa') });
+    const { email, userId, cookie, recovery } = await codeStepOvertakenByReset();
+    const sent = await sendCode(cookie, recovery[0]!);
     expect(sent.status).toBe(401);
     expect(sent.text).toContain('Email or password is incorrect');
     // before: the recovery code was spent on a sign-in refused anyway
-    expect(await new Mfa(a.service.context).remainingRecoveryCodes(first.body.userId)).toBe(10);
+    expect(await new Mfa(a.service.context).remainingRecoveryCodes(userId)).toBe(10);
     // and the pending step is over: no more codes to try on it (each would take a point of the owner's sign-in budget)
     expect(
       (sent.headers['set-cookie'] as unknown as string[]).some((c) => c.startsWith('mfa-pending=;')),
