@@ -30,6 +30,24 @@ const SAME_MACHINE_STALE_AFTER_MS = 10_000;
  */
 const WRITING_MS = 10_000;
 
+/** The refusal's words: a holder named (here, or elsewhere), a lock without a process id, or one that cannot be read. */
+function inUseMessage(
+  folder: string,
+  pid: number,
+  elsewhere?: { host?: string; staleAfterMs: number },
+): string {
+  if (Number.isNaN(pid)) {
+    if (!elsewhere)
+      return `${folder} is locked by a ${LOCK} this process cannot read: remove it if no process uses this data folder`;
+    return `${folder} is locked by a ${LOCK} without a process id (a process killed or a machine powered off while writing it, or a hand edit): it is taken over ${elsewhere.staleAfterMs / 1000} s after it was made, unless a process writes its own meanwhile; remove it if no process uses this data folder`;
+  }
+  const named = `${folder} is in use by process ${pid}${elsewhere ? ` on host ${elsewhere.host}` : ''} (its ${LOCK}): two processes on one data folder lose each other's writes; stop that one, or give this one another data folder`;
+  if (!elsewhere) return named;
+  const unrenewed =
+    elsewhere.staleAfterMs === STALE_AFTER_MS ? 'a minute' : `${elsewhere.staleAfterMs / 1000} s`;
+  return `${named} (a lock its holder has not renewed for ${unrenewed} is taken over)`;
+}
+
 /** A data folder another process holds: two processes appending to and compacting the same files lose writes. */
 export class DataFolderInUseError extends Error {
   /** the holder's host, when it is another one (a shared volume) or another container */
@@ -47,13 +65,7 @@ export class DataFolderInUseError extends Error {
      */
     elsewhere?: { host?: string; renewedAt: number; staleAfterMs: number },
   ) {
-    super(
-      Number.isNaN(pid)
-        ? elsewhere
-          ? `${folder} is locked by a ${LOCK} without a process id (a process killed or a machine powered off while writing it, or a hand edit): it is taken over ${elsewhere.staleAfterMs / 1000} s after it was made, unless a process writes its own meanwhile; remove it if no process uses this data folder`
-          : `${folder} is locked by a ${LOCK} this process cannot read: remove it if no process uses this data folder`
-        : `${folder} is in use by process ${pid}${elsewhere ? ` on host ${elsewhere.host}` : ''} (its ${LOCK}): two processes on one data folder lose each other's writes; stop that one, or give this one another data folder${elsewhere ? ` (a lock its holder has not renewed for ${elsewhere.staleAfterMs === STALE_AFTER_MS ? 'a minute' : `${elsewhere.staleAfterMs / 1000} s`} is taken over)` : ''}`,
-    );
+    super(inUseMessage(folder, pid, elsewhere));
     this.name = 'DataFolderInUseError';
     this.host = elsewhere?.host;
     this.renewedAt = elsewhere?.renewedAt;
@@ -308,25 +320,22 @@ export function lockFolder(dataDir: string): () => void {
     const start = processStart(lock.pid);
     return start === null || (lock.start !== '' && start !== lock.start);
   };
-  const inUse = (lock: Lock) =>
-    new DataFolderInUseError(
-      folder,
-      lock.pid,
-      Number.isNaN(lock.pid)
-        ? { renewedAt: lock.renewedAt, staleAfterMs: WRITING_MS }
-        : elsewhere(lock)
-          ? {
-              host:
-                lock.host !== host
-                  ? lock.host
-                  : otherBoot(lock)
-                    ? `${host}, another machine of that name`
-                    : `${host}, in another container`,
-              renewedAt: lock.renewedAt,
-              staleAfterMs: staleAfter(lock),
-            }
-          : undefined,
-    );
+  // where a holder elsewhere runs, in an error
+  const whereHeld = (lock: Lock) => {
+    if (lock.host !== host) return lock.host;
+    return otherBoot(lock) ? `${host}, another machine of that name` : `${host}, in another container`;
+  };
+  const inUse = (lock: Lock) => {
+    const { pid, renewedAt } = lock;
+    if (Number.isNaN(pid))
+      return new DataFolderInUseError(folder, pid, { renewedAt, staleAfterMs: WRITING_MS });
+    if (!elsewhere(lock)) return new DataFolderInUseError(folder, pid);
+    return new DataFolderInUseError(folder, pid, {
+      host: whereHeld(lock),
+      renewedAt,
+      staleAfterMs: staleAfter(lock),
+    });
+  };
 
   // the folder itself, whatever path (a symbolic link) named it: one lock per folder in this process
   const key = realpathSync(folder);
