@@ -85,8 +85,9 @@ describe.each([
 
   it("refuses a user's fourth message in a window, whatever address it comes from", async () => {
     const from = ['203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4'];
-    expect(await statuses(from.map((address) => () => send(address, 'ada')))).toEqual([200, 200, 200, 429]);
-    const refused = await send('203.0.113.5', 'ada');
+    const user = 'user-ada-lovelace';
+    expect(await statuses(from.map((address) => () => send(address, user)))).toEqual([200, 200, 200, 429]);
+    const refused = await send('203.0.113.5', user);
     expect(refused.body.status).toMatchObject({
       code: 429,
       errorType: 'rate_limited',
@@ -95,10 +96,10 @@ describe.each([
     // another user from the same addresses is not affected
     expect((await send('203.0.113.1', 'grace')).status).toBe(200);
     if (asMongo) {
-      // the counters keep no user id
+      // the counters keep no user id (a long one: a short one may turn up by chance in the bot's random id)
       const counters = await store.collection('rate_windows').find({});
       expect(counters.length).toBeGreaterThan(0);
-      expect(JSON.stringify(counters)).not.toContain('ada');
+      expect(JSON.stringify(counters)).not.toContain(user);
     }
   });
 
