@@ -190,16 +190,18 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
     };
   }
 
+  const usageOnLastChunk = ctx.rule.reply?.usageOnLastChunk === true;
   const includeUsage =
     isObject(body.stream_options) &&
     body.stream_options.include_usage === true &&
-    !ctx.rule.reply?.omitStreamUsage;
-  const chunk = (delta: Json, finish: string | null) =>
+    !ctx.rule.reply?.omitStreamUsage &&
+    !usageOnLastChunk;
+  const chunk = (delta: Json, finish: string | null, reported: Json | null = null) =>
     sseData({
       ...head,
       object: 'chat.completion.chunk',
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-      ...(includeUsage ? { usage: null } : {}),
+      ...(includeUsage || reported ? { usage: reported } : {}),
     });
   const frames = [chunk({ role: 'assistant', content: '', refusal: null }, null)];
   for (const piece of streamPieces(reasoning)) frames.push(chunk({ reasoning_content: piece }, null));
@@ -221,14 +223,34 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
     for (const piece of argumentPieces(call.function.arguments))
       frames.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }, null));
   });
-  frames.push(chunk({}, turn.finish));
+  frames.push(chunk({}, turn.finish, usageOnLastChunk ? usage : null));
   if (includeUsage) frames.push(sseData({ ...head, object: 'chat.completion.chunk', choices: [], usage }));
+  if (ctx.rule.reply?.contentFilterAfterUsage) frames[frames.length - 1] += lastFilterAnnotation(turn.text);
   frames.push('data: [DONE]\n\n');
   return {
     kind: 'sse',
     frames,
     errorFrame: (type, message) => sseData(openaiErrorBody(type, message, null)),
   };
+}
+
+/** Azure's asynchronous content filter's verdict on the end of a text: nothing filtered, the text checked through. */
+function lastFilterAnnotation(text: string): string {
+  const safe = { filtered: false, severity: 'safe' };
+  return sseData({
+    choices: [
+      {
+        content_filter_offsets: { check_offset: text.length, start_offset: 0, end_offset: text.length },
+        content_filter_results: { hate: safe, self_harm: safe, sexual: safe, violence: safe },
+        finish_reason: null,
+        index: 0,
+      },
+    ],
+    created: 0,
+    id: '',
+    model: '',
+    object: '',
+  });
 }
 
 /** A text completion's prompts: a string, strings, token ids or token-id arrays (undefined when none of these). */

@@ -100,6 +100,17 @@ export interface SimulatorRule {
      * `continuous_usage_stats` reports it, before the usage chunk that counts every choice
      */
     continuousUsage?: boolean;
+    /**
+     * OpenAI chat streams: the usage rides on the finish_reason chunk, as Mistral and several OpenAI-compatible
+     * servers send it, and no usage-only chunk follows (asked for or not)
+     */
+    usageOnLastChunk?: boolean;
+    /**
+     * OpenAI chat streams: Azure's asynchronous content filter, whose last annotation (empty id, object and model; a
+     * choice with `content_filter_results` and `content_filter_offsets`, no delta) follows the usage chunk (the finish
+     * chunk when usage was not asked for), written with it at once
+     */
+    contentFilterAfterUsage?: boolean;
     /** OpenAI plain answers: no `usage` member (a provider that reports none) */
     omitUsage?: boolean;
     /**

@@ -324,6 +324,8 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   let result = first.chunk;
   /** every choice has its finish and the provider's usage report is in: the answer is whole */
   let answered = false;
+  /** the provider read under way when a whole answer's stream was ended */
+  let unread: Promise<IteratorResult<K>> | null = null;
   try {
     while (!result.done) {
       const chunk = result.value;
@@ -354,6 +356,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
       // turn a whole answer into an error
       if (finished && chunk.usage && (chunk.choices?.length ?? 0) === 0) {
         answered = true;
+        unread = (await forwardReceived(first.iterator, sink)).unread;
         break;
       }
       result = await first.iterator.next();
@@ -376,7 +379,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   const complete = result.done === true || answered;
   // (the answer is not ended yet: destroyed means its client left)
   if (outcome === 'success' && (abort.signal.aborted || res.destroyed)) outcome = 'client_cancelled';
-  if (answered) readToEnd(first.iterator, abort);
+  if (answered) readToEnd(first.iterator, unread, abort);
   else if (!complete) cut ??= await stopStream(first.iterator, abort.signal);
   // A replayed answer (decision 0119) was generated whole, hidden reasoning included, whatever cut its replay (the
   // budget, the client leaving): its report is what the request cost.
@@ -431,14 +434,47 @@ async function stopStream(iterator: AsyncIterator<unknown>, cancelled: CancelSig
   return iterator.throw(cancelled.reason).then(() => null, consumedBy);
 }
 
+/** what the race of `forwardReceived` says when the provider has sent nothing more yet */
+const NOTHING_YET = Symbol('nothing yet');
+
 /**
- * Reads a whole answer's stream on, in the background, to the provider's end of it (the connection then goes back to
- * the pool); a provider that stalls before it has its call cancelled after `END_READ_MS`.
+ * Forwards what the provider has already sent after a whole answer's usage report, so that it comes before the
+ * stream's end: Azure's asynchronous content filter sends its verdict on the answer's last part after the report.
+ * Nothing more is waited for: the events of bytes already read come within microtasks, so a provider still silent a
+ * turn of the event loop later has sent nothing more, and its read under way is returned (null when the stream is
+ * over; wrapped, since an async function returning a promise would wait for it). Another report than the one that
+ * ended the answer is not forwarded: the stream's own usage chunk says it.
  */
-function readToEnd(iterator: AsyncIterator<unknown>, cancel: Cancellation): void {
+async function forwardReceived<K extends FlowChunk>(
+  iterator: AsyncIterator<K>,
+  sink: StreamSink<K>,
+): Promise<{ unread: Promise<IteratorResult<K>> | null }> {
+  for (;;) {
+    const next = iterator.next();
+    const nothingYet = new Promise<typeof NOTHING_YET>((resolve) => setImmediate(resolve, NOTHING_YET));
+    // a failure after the report (the provider's error event, a dropped connection) leaves the answer whole
+    const result = await Promise.race([next, nothingYet]).catch(() => null);
+    if (result === NOTHING_YET) return { unread: next };
+    if (result === null || result.done) return { unread: null };
+    if ((result.value.choices?.length ?? 0) > 0) sink.chunk(result.value);
+  }
+}
+
+/**
+ * Reads a whole answer's stream on, in the background, from the read under way (`unread`), to the provider's end of
+ * it (the connection then goes back to the pool); a provider that stalls before it has its call cancelled after
+ * `END_READ_MS`.
+ */
+function readToEnd<K>(
+  iterator: AsyncIterator<K>,
+  unread: Promise<IteratorResult<K>> | null,
+  cancel: Cancellation,
+): void {
+  if (!unread) return;
   const cap = setTimeout(() => cancel.abort(), END_READ_MS);
-  const next = (): Promise<void> => iterator.next().then((r) => (r.done ? undefined : next()));
-  void next()
+  const read = (next: Promise<IteratorResult<K>>): Promise<void> =>
+    next.then((r) => (r.done ? undefined : read(iterator.next())));
+  void read(unread)
     .catch(() => undefined)
     .finally(() => clearTimeout(cap));
 }

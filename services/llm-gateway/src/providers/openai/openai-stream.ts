@@ -28,10 +28,11 @@ function withFigures(raw: unknown): Usage | null {
 /**
  * OpenAI-protocol SSE to chunks. Usage, wherever the provider puts it (the `include_usage` chunk, on
  * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded as a chunk with empty `choices`: a
- * usage-only chunk's report as soon as every choice begun has its finish reason (the answer is whole then, whether or
- * not `[DONE]` comes), any other at the end, as is a later report that changed it. Chunks with neither choices nor
- * usage (Azure's prompt filter preamble) are dropped. A stream that ends without `[DONE]` before every choice begun has its finish reason (`n`,
- * a batch of prompts) was cut. `object` names the usage chunk's kind: chat's `chat.completion.chunk`, or text
+ * usage-only chunk's report, or one riding on the chunk that finishes the last choice when no chunk before carried
+ * one, as soon as every choice begun has its finish reason (the answer is whole then, whether or not `[DONE]` comes);
+ * any other at the end, as is a later report that changed it. Chunks with neither choices nor usage (Azure's prompt
+ * filter preamble) are dropped. A stream that ends without `[DONE]` before every choice begun has its finish reason
+ * (`n`, a batch of prompts) was cut. `object` names the usage chunk's kind: chat's `chat.completion.chunk`, or text
  * completions' `text_completion`.
  */
 export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
@@ -50,6 +51,8 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
   const finished = new Set<unknown>();
   let done = false;
   let yielded = false;
+  /** a report rode on a chunk before the answer was whole: the provider reports as it goes, maybe per choice */
+  let running = false;
   try {
     for await (const event of sendForEvents(http, call, request, (e) => e.data === '[DONE]')) {
       if (event.data === '[DONE]') {
@@ -83,7 +86,10 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
       const hasChoices = Array.isArray(raw.choices) && raw.choices.length > 0;
       if (hasChoices) {
         const { usage: _usage, x_groq: _groq, ...chunk } = raw;
-        last = chunk as K;
+        // Azure's content filter annotations have an empty id, object and model, created 0: they are this stream's,
+        // and say so, or a client (and the usage chunk, which takes the last chunk's) would see another completion
+        const { id, object, created, model } = last ?? chunk;
+        last = (chunk.id || !last ? chunk : { ...chunk, id, object, created, model }) as K;
         for (const c of last.choices) {
           if (c.finish_reason) {
             finished.add(c.index);
@@ -93,12 +99,15 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
         yielded = true;
         yield last;
       }
-      // the report of a chunk without choices (`include_usage`'s) counts every choice; one riding on a choice's chunk
-      // may count that choice alone (vLLM's `continuous_usage_stats`), so the end's report is awaited after it
-      if (reported && !hasChoices && finished.size > 0 && open.size === 0) {
+      // the report of a chunk without choices (`include_usage`'s) counts every choice, as does one sent once on the
+      // chunk that finishes the answer (Mistral's, Groq's); reports riding on every chunk may count their own choice
+      // alone (vLLM's `continuous_usage_stats`), so the end's report is awaited after them
+      const whole = finished.size > 0 && open.size === 0;
+      if (reported && whole && !(hasChoices && running)) {
         sent = reported;
         yield usageChunk(reported);
       }
+      if (reported && hasChoices && !whole) running = true;
     }
     // `[DONE]` is the protocol's own end: servers that never send a finish reason (Gemini's compatibility layer, some
     // proxies) end so, and their answers are whole
