@@ -51,6 +51,8 @@ async function forgedWith(h: AuthHarness): Promise<string> {
 }
 
 describeWithNats('revoking a signing key: two auth instances, one store, one NATS', () => {
+  // RSA key generation on a loaded CI machine takes seconds, and a test waits for several keys
+  jest.setTimeout(120_000);
   let pair: Awaited<ReturnType<typeof startAuthPair<'gateway.jwks.updated'>>>;
   let a: AuthHarness;
   let b: AuthHarness;
