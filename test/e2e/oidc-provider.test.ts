@@ -614,11 +614,11 @@ describe('OpenID Connect provider at {base_url}/oidc', () => {
       ['/oidc/me', 'GET'],
     ]) {
       const preflight = await call('OPTIONS', path!, {
-        origin: 'https://notes.example',
+        origin: 'http://127.0.0.1:7',
         'access-control-request-method': method!,
       });
       expect([path, preflight.status]).toEqual([path, 204]);
-      expect(preflight.headers.get('access-control-allow-origin')).toBe('https://notes.example');
+      expect(preflight.headers.get('access-control-allow-origin')).toBe('http://127.0.0.1:7');
       expect(preflight.headers.get('access-control-allow-methods')).toContain(method);
     }
     const grant = await call('POST', '/oidc/token', { 'content-type': 'application/x-www-form-urlencoded' });

@@ -8,6 +8,7 @@ import {
   updateWithRevision,
 } from '@platform/store';
 import { AtRestCipher, isSealed } from '../domain/at-rest-cipher';
+import { redirectsTo } from './cors';
 
 /**
  * A registered relying party. `_id` is its client_id; `metadata` is what oidc-provider reads; `revision` changes at
@@ -81,6 +82,15 @@ export class OidcClients {
   async find(clientId: string): Promise<OidcClientDoc | null> {
     const doc = await this.collection.findOne({ _id: clientId });
     return doc && this.opened(doc);
+  }
+
+  /**
+   * Whether some client registered a redirect URI on `origin`: what a cross-origin request that names no client yet
+   * (a CORS preflight, a refused userinfo request) is judged by. Clients are few, and registered by an operator.
+   */
+  async someRedirectTo(origin: string): Promise<boolean> {
+    const clients = await this.collection.find({});
+    return clients.some((doc) => redirectsTo(doc.metadata.redirect_uris, origin));
   }
 
   /** Creates or replaces a client's metadata, whatever is stored; answers it as `find` does. */

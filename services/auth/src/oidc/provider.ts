@@ -12,6 +12,7 @@ import type { SigningKey } from '../domain/key-rotation';
 import { sessionRemovalTime } from '../domain/removal-times';
 import { pageSession } from '../pages/page-session';
 import type { OidcClients } from './clients';
+import { publicClientAllows } from './cors';
 import { pruneLegacyExpired, storeAdapterFactory } from './store-adapter';
 
 export const OIDC_SCOPES = ['openid', 'email', 'profile', 'offline_access'];
@@ -174,6 +175,8 @@ function configuration(
     },
     // PKCE for every client (public ones above all); S256 only.
     pkce: { required: () => true },
+    // a page of another origin (a single-page application) calling the token or revocation endpoint
+    clientBasedCORS: (_ctx, origin, client) => publicClientAllows(client, origin),
     interactions: {
       policy: loginPolicy(c),
       url: (_ctx, interaction) => `/oidc/interaction/${interaction.uid}`,

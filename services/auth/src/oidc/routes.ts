@@ -7,6 +7,7 @@ import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
 import { html, raw, renderPage } from '../pages/html';
+import { allowOrigin, publicClientAllows, redirectsTo } from './cors';
 import { claimsForScope, claimsOf, grantedScope, type OidcProviderHost } from './provider';
 
 /** The platform session and client a JWT access token of ours names, when its signature and claims hold. */
@@ -88,17 +89,42 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
     return grantedScope(await host.provider(), _id);
   };
 
+  /** Whether the pages of `origin` may read the claims `caller`'s token shows: its application's own pages. */
+  const callerClientAllows = async (caller: UserCaller, origin: string): Promise<boolean> => {
+    if (caller.via !== 'session') return false;
+    const client = await host.clients.find(caller.holder.clientId);
+    return client !== null && redirectsTo(client.metadata.redirect_uris, origin);
+  };
+
   // The edge verified the Bearer access token (a session JWT) and sealed its principal. The claims follow the
   // token's scope (OpenID Connect Core 5.3.2, 5.4): `sub` always, `email` and `profile` only when granted.
   const userinfo: express.RequestHandler = async (req, res) => {
-    if (!req.principal) throw new Unauthenticated('A Bearer access token is required');
-    const caller = requireUser(await loadCaller(c.collections, c.clock, req));
+    const origin = req.headers.origin;
+    res.vary('Origin');
+    let caller: UserCaller;
+    try {
+      if (!req.principal) throw new Unauthenticated('A Bearer access token is required');
+      caller = requireUser(await loadCaller(c.collections, c.clock, req));
+    } catch (err) {
+      // the page of a registered application reads why (an expired token: it refreshes it)
+      if (origin && (await host.clients.someRedirectTo(origin))) allowOrigin(res, origin);
+      throw err;
+    }
     const scope = await scopeOf(caller);
+    if (origin && (await callerClientAllows(caller, origin))) allowOrigin(res, origin);
     res.setHeader('cache-control', 'no-store');
     res.json(claimsForScope(claimsOf(caller.user), scope));
   };
   router.get('/oidc/me', userinfo);
   router.post('/oidc/me', userinfo);
+
+  /** Whether `origin` is a page of public client `clientId`, as the provider's clientBasedCORS judges it. */
+  const publicClientPage = async (clientId: unknown, origin: string): Promise<boolean> => {
+    const stored = typeof clientId === 'string' ? await host.clients.find(clientId) : null;
+    if (!stored) return false;
+    const { token_endpoint_auth_method: clientAuthMethod, redirect_uris: redirectUris } = stored.metadata;
+    return publicClientAllows({ clientAuthMethod, redirectUris }, origin);
+  };
 
   // JWT access tokens are the provider's blind spot: revoking one ends its platform session and grant.
   router.post('/oidc/token/revocation', form, async (req, res, next) => {
@@ -106,6 +132,12 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
     const found = token.split('.').length === 3 ? await sessionOfAccessToken(c, token) : null;
     // Only the client the token was issued to may revoke it here; anything else is the provider's to judge.
     if (!found || found.clientId !== req.body?.client_id) return next();
+    const origin = req.headers.origin;
+    // from a page: only one the provider's clientBasedCORS allows, as it refuses the others (400 invalid_request)
+    if (origin) {
+      if (!(await publicClientPage(found.clientId, origin))) return next();
+      allowOrigin(res, origin);
+    }
     await revokeSession(c, found.sessionId);
     res.status(200).end();
   });
@@ -149,10 +181,19 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
   };
   // its CORS preflights (the endpoints an application's page calls from its own origin); any other OPTIONS is the
   // router's own answer (200 with Allow)
-  router.use('/oidc', (req, res, next) => {
+  router.use('/oidc', async (req, res, next) => {
     const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
-    if (!preflight || !PROVIDER_CORS_PATHS.has(req.path.replace(/(.)\/$/, '$1').toLowerCase())) return next();
-    host.handle(req, res).catch(next);
+    const callers = preflight && PROVIDER_CORS_PATHS.get(req.path.replace(/(.)\/$/, '$1').toLowerCase());
+    if (!callers) return next();
+    // A preflight names no client: where tokens travel, it is allowed for the pages some client registered (the
+    // request itself is judged by its own client). Any other page gets no CORS headers, and its browser stops.
+    const origin = req.headers.origin;
+    if (callers === 'registered pages' && !(origin && (await host.clients.someRedirectTo(origin)))) {
+      res.vary('Origin');
+      res.status(204).end();
+      return;
+    }
+    await host.handle(req, res);
   });
   // Routes of their own, so that another method is a 405 in the envelope with Allow and another path a 404 in it,
   // as everywhere else (the provider answered both with a plain-text 404).
@@ -181,13 +222,16 @@ const PROVIDER_ROUTES: ReadonlyArray<{ path: string; methods: ReadonlyArray<'get
   { path: '/session/end/success', methods: ['get'] },
 ];
 
-/** The provider's endpoints it answers CORS preflights for (OPTIONS with `Access-Control-Request-Method`). */
-const PROVIDER_CORS_PATHS = new Set([
-  '/.well-known/openid-configuration',
-  '/.well-known/oauth-authorization-server',
-  '/jwks',
-  '/me',
-  '/token',
-  '/token/revocation',
-  '/request',
+/**
+ * The provider's endpoints it answers CORS preflights for (OPTIONS with `Access-Control-Request-Method`), and whose
+ * pages may call them: any page the public documents, only the pages clients registered those that carry tokens.
+ */
+const PROVIDER_CORS_PATHS = new Map<string, 'any page' | 'registered pages'>([
+  ['/.well-known/openid-configuration', 'any page'],
+  ['/.well-known/oauth-authorization-server', 'any page'],
+  ['/jwks', 'any page'],
+  ['/me', 'registered pages'],
+  ['/token', 'registered pages'],
+  ['/token/revocation', 'registered pages'],
+  ['/request', 'registered pages'],
 ]);

@@ -23,7 +23,8 @@ export const JwksSchema = z
 
 /**
  * GET {base_url}/oidc/jwks — public parts of every key that may verify a live token (pending, active,
- * retired-but-kept). No credentials. Short client caching; edges refetch on gateway.jwks.updated anyway.
+ * retired-but-kept). No credentials, from any origin. Short client caching; edges refetch on gateway.jwks.updated
+ * anyway.
  */
 export const JWKS_MAX_AGE_SECONDS = 30;
 
@@ -31,6 +32,8 @@ export function mountJwksRoutes(router: Router, c: AuthContext): void {
   router.get('/oidc/jwks', async (_req, res) => {
     const keys = await c.keys.publicKeys();
     res.setHeader('cache-control', `public, max-age=${JWKS_MAX_AGE_SECONDS}, must-revalidate`);
+    // public keys, asked without credentials: any page may verify an ID token with them
+    res.setHeader('access-control-allow-origin', '*');
     res.json({ keys });
   });
 }

@@ -329,7 +329,7 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     // the host the client asked for: a trusted proxy's X-Forwarded-Host (it may rewrite Host), else Host
     const match = deps.roots(url, view.host);
     const method = req.method ?? 'GET';
-    const route = deps.routes(match.root, method, match.path);
+    const route = deps.routes(match.root, method, match.path, req.headers);
     observe(req, res, route.name, started, requestId);
     if (isPrivateServicePath(match.path)) return sendError(res, privatePathError(match.path), requestId);
 

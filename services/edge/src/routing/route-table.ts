@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { RootName } from './roots';
 
 /** Who may call a route: anyone (credentials are still read when present) or an authenticated caller. */
@@ -28,6 +29,11 @@ export interface RouteRule {
   appToken?: true;
   /** Anthropic's Messages API: an organization API key may come as `x-api-key`, never forwarded (llm-gateway 0111) */
   anthropicApiKey?: true;
+  /**
+   * an OPTIONS rule that matches CORS preflights alone (OPTIONS with Access-Control-Request-Method): browsers send
+   * them without credentials, so a `public` one lets them reach the service while a plain OPTIONS still needs one
+   */
+  preflight?: true;
 }
 
 /** A matched rule, compiled: `name` labels metrics and keys the rate limiter. */
@@ -109,6 +115,15 @@ export const ROUTES: RouteRule[] = [
   { root: 'base', method: 'POST', path: '/oidc/session/end', access: 'public' },
   { root: 'base', method: 'POST', path: '/oidc/session/end/confirm', access: 'public' },
   { root: 'base', method: 'GET', path: '/oidc/session/end/success', access: 'public' },
+  // The endpoints above that an application's page calls from its own origin: the browser asks first, without a
+  // credential (auth answers by the origins its clients registered).
+  ...[
+    '/oidc/.well-known/openid-configuration',
+    '/oidc/jwks',
+    '/oidc/token',
+    '/oidc/token/revocation',
+    '/oidc/me',
+  ].map((path): RouteRule => ({ root: 'base', method: 'OPTIONS', path, access: 'public', preflight: true })),
   { root: 'base', method: 'GET', path: '/oidc/interaction/:uid', access: 'public' },
   { root: 'base', method: 'POST', path: '/oidc/interaction/:uid/login', access: 'public' },
   { root: 'base', method: 'POST', path: '/oidc/interaction/:uid/confirm', access: 'public' },
@@ -267,7 +282,16 @@ export function normalizeRoutePath(path: string): string {
   return (end === path.length ? path : path.slice(0, end)).toLowerCase();
 }
 
-export type RouteLookup = (root: RootName, method: string, path: string) => CompiledRoute;
+/** `headers`: the request's, which tell a CORS preflight from a plain OPTIONS (`RouteRule.preflight`) */
+export type RouteLookup = (
+  root: RootName,
+  method: string,
+  path: string,
+  headers?: IncomingHttpHeaders,
+) => CompiledRoute;
+
+/** the method key of `preflight` rules: no request is sent with it */
+const PREFLIGHT = 'OPTIONS preflight';
 
 export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
   const exact = new Map<string, CompiledRoute>();
@@ -300,23 +324,28 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       appToken: rule.appToken === true,
       anthropicApiKey: rule.anthropicApiKey === true,
     };
-    if (path.includes('/:')) patterns.push({ root: rule.root, method, segments: path.split('/'), route });
-    else exact.set(`${rule.root} ${method} ${path}`, route);
+    const key = rule.preflight ? PREFLIGHT : method;
+    if (path.includes('/:'))
+      patterns.push({ root: rule.root, method: key, segments: path.split('/'), route });
+    else exact.set(`${rule.root} ${key} ${path}`, route);
   }
 
-  return (root, method, rawPath) => {
+  const find = (root: RootName, m: string, path: string): CompiledRoute | undefined => {
+    const hit = exact.get(`${root} ${m} ${path}`);
+    if (hit || patterns.length === 0) return hit;
+    const segments = path.split('/');
+    for (const p of patterns) {
+      if (p.root !== root || p.method !== m || p.segments.length !== segments.length) continue;
+      if (p.segments.every((s, i) => (s.startsWith(':') ? segments[i] !== '' : s === segments[i])))
+        return p.route;
+    }
+    return undefined;
+  };
+
+  return (root, method, rawPath, headers) => {
     const m = method === 'HEAD' ? 'GET' : method;
     const path = normalizeRoutePath(rawPath);
-    const hit = exact.get(`${root} ${m} ${path}`);
-    if (hit) return hit;
-    if (patterns.length > 0) {
-      const segments = path.split('/');
-      for (const p of patterns) {
-        if (p.root !== root || p.method !== m || p.segments.length !== segments.length) continue;
-        if (p.segments.every((s, i) => (s.startsWith(':') ? segments[i] !== '' : s === segments[i])))
-          return p.route;
-      }
-    }
-    return defaults[root];
+    const preflight = m === 'OPTIONS' && headers?.['access-control-request-method'] !== undefined;
+    return (preflight && find(root, PREFLIGHT, path)) || find(root, m, path) || defaults[root];
   };
 }

@@ -63,6 +63,7 @@ describe('the route table', () => {
     },
     { root: 'base', method: 'POST', path: '/v2/login/anonymous', access: 'public' },
     { root: 'base', method: 'GET', path: '/v2/orgs/:orgSlug/things', permission: 'things:read' },
+    { root: 'base', method: 'OPTIONS', path: '/oidc/token', access: 'public', preflight: true },
   ]);
 
   it('matches case-insensitively and ignores trailing slashes, like the services', () => {
@@ -87,5 +88,16 @@ describe('the route table', () => {
   it('matches :param segments, never empty ones', () => {
     expect(lookup('base', 'GET', '/v2/orgs/acme/things').permission).toBe('things:read');
     expect(lookup('base', 'GET', '/v2/orgs//things').permission).toBeNull();
+  });
+
+  it('a preflight rule matches CORS preflights alone: a plain OPTIONS gets the root default', () => {
+    const preflight = { origin: 'https://app.example', 'access-control-request-method': 'POST' };
+    expect(lookup('base', 'OPTIONS', '/oidc/Token/', preflight).access).toBe('public');
+    expect(lookup('base', 'OPTIONS', '/oidc/token', { origin: 'https://app.example' }).access).toBe(
+      'authenticated',
+    );
+    expect(lookup('base', 'OPTIONS', '/oidc/token').access).toBe('authenticated');
+    expect(lookup('base', 'OPTIONS', '/v2/me', preflight).access).toBe('authenticated');
+    expect(lookup('base', 'POST', '/oidc/token', preflight).access).toBe('authenticated');
   });
 });
