@@ -1,11 +1,15 @@
 import { chmodSync, constants, existsSync } from 'node:fs';
-import { appendFile, copyFile, open, rm, stat, truncate } from 'node:fs/promises';
+import { appendFile, copyFile, open, rename, rm, stat, truncate } from 'node:fs/promises';
+import path from 'node:path';
 import Datastore from '@seald-io/nedb';
 import type { Doc } from './port';
 import { storeUnavailable } from './unavailable';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const nedbModel = require('@seald-io/nedb/lib/model') as { serialize(doc: unknown): string };
+
+/** NeDB's indexes of a datastore, by field (`_id` too) */
+type Indexes = Record<string, { fieldName: string; unique: boolean; sparse: boolean }>;
 
 /** NeDB's persistence: the parts of it the store drives itself */
 interface Persistence {
@@ -19,7 +23,8 @@ const APPEND_TO_EXISTING = constants.O_WRONLY | constants.O_APPEND;
 
 /**
  * A collection's file held lines that cannot be read (a disk error, a hand edit): the collection was loaded without
- * them, and the file as it was is kept beside it.
+ * them, and the file as it was is kept beside it; or, on a disk without room for that copy, left as it is (not
+ * rewritten) until the copy can be made.
  */
 export class CorruptFileError extends Error {
   constructor(
@@ -27,13 +32,43 @@ export class CorruptFileError extends Error {
     readonly unreadable: number,
     readonly lines: number,
     readonly keptIn: string,
+    /** false: no room for the copy yet, the file itself keeps them */
+    readonly copied: boolean,
   ) {
     super(
-      `${file}: ${unreadable} of its ${lines} lines cannot be read; the collection is loaded without them, and the file as it was is kept in ${keptIn}`,
+      `${file}: ${unreadable} of its ${lines} lines cannot be read; the collection is loaded without them, and ${
+        copied
+          ? `the file as it was is kept in ${keptIn}`
+          : `the file is kept as it is, not rewritten nor compacted, until its disk has room for a copy of it (${keptIn}), made at the next compaction`
+      }`,
     );
     this.name = 'CorruptFileError';
   }
 }
+
+/**
+ * A collection's file could not be rewritten as it was loaded, for want of room on its disk (a rewrite needs room for
+ * a whole copy): the collection is served from the file as it is, kept intact, and new writes are appended to it.
+ */
+export class NoRoomToRewriteError extends Error {
+  constructor(
+    readonly file: string,
+    readonly code: string,
+    /** the room a rewrite needs, about the file's size (bytes) */
+    readonly size: number,
+  ) {
+    super(
+      `${file}: no room on its disk to rewrite it at load (${code}; a rewrite needs room for a copy, about ${size} bytes); the collection is served from the file as it is, kept intact, and new writes are appended to it while the disk takes them (a write it refuses fails as Unavailable, and is not kept). Free some space: the file is compacted once it can be`,
+    );
+    this.name = 'NoRoomToRewriteError';
+  }
+}
+
+/** A write refused for want of room on the disk (or of the user's quota). */
+const noRoom = (err: unknown) => {
+  const { code } = err as NodeJS.ErrnoException;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+};
 
 /**
  * A collection's append-only file and the NeDB datastore it loads into: the load at start, the state of a collection
@@ -63,6 +98,18 @@ export class CollectionFile<T extends Doc> {
    */
   private reloadAt = 0;
   private reloadWait = 0;
+  /** set while the file loads: its rewrite then may fail for want of room, the file as it is serves */
+  private loading = false;
+  /**
+   * Set once a load without its rewrite is told (`NoRoomToRewriteError`), until a rewrite succeeds: on a full disk,
+   * each write the disk refuses is followed by a reload, which would tell it again.
+   */
+  private toldNoRoom = false;
+  /**
+   * The copy of a file with unreadable lines that its disk had no room for: until it is made, the file is the only
+   * place those lines are, and it is not rewritten (which would drop them).
+   */
+  private uncopied: string | undefined;
   private readonly persistence: Persistence;
 
   constructor(
@@ -70,8 +117,11 @@ export class CollectionFile<T extends Doc> {
     /** the file; none for a memory-only collection */
     readonly filename: string | undefined,
     private readonly now: () => number,
-    /** told of a file loaded without its unreadable lines (`CorruptFileError`) */
-    private readonly onCorrupt: (err: CorruptFileError) => void,
+    /**
+     * told of a file loaded without its unreadable lines (`CorruptFileError`), or loaded without its rewrite for want
+     * of room (`NoRoomToRewriteError`)
+     */
+    private readonly warn: (err: CorruptFileError | NoRoomToRewriteError) => void,
   ) {
     // Owner-only files and folders: collections hold secrets (signing keys, hashes, sessions).
     this.ds = new Datastore<T>({
@@ -83,6 +133,7 @@ export class CollectionFile<T extends Doc> {
     this.persistence = (this.ds as unknown as { persistence: Persistence }).persistence;
     // every unreadable line is told of (NeDB's default drops up to 10 % of the lines without a word): see `load`
     this.persistence.corruptAlertThreshold = 0;
+    this.persistence.persistCachedDatabaseAsync = () => this.rewrite();
     // A failed append marks the collection broken before NeDB runs its next queued operation (a read queued
     // behind the write would otherwise answer the write's change, which is in memory only; see `read`).
     this.persistence.persistNewStateAsync = async (docs) => {
@@ -125,6 +176,42 @@ export class CollectionFile<T extends Doc> {
     }
   }
 
+  /**
+   * Writes the file anew from memory (NeDB's rewrite: at each load, at a compaction, of a removed file), in place of
+   * NeDB's own, which turned a flush the disk refused (ENOSPC from fsync, on a file system that allocates late) into a
+   * TypeError: a start then failed every operation on the collection until the next start. At load, a rewrite the
+   * disk has no room for is skipped: the file as it is holds what was loaded (the rewrite only drops superseded and
+   * unreadable lines), and before, a start on a nearly full disk served nothing although every byte was readable.
+   */
+  private async rewrite(): Promise<void> {
+    if (!this.filename) return;
+    if (this.uncopied) {
+      if (this.loading) return;
+      // a file removed meanwhile has nothing left to keep
+      await keepCopy(this.filename, this.uncopied).catch((err) => {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      });
+      this.uncopied = undefined;
+    }
+    const { serialize } = nedbModel;
+    const lines = this.ds.getAllData().map((doc) => serialize(doc));
+    const indexes = (this.ds as unknown as { indexes: Indexes }).indexes;
+    for (const [field, { fieldName, unique, sparse }] of Object.entries(indexes)) {
+      if (field !== '_id') lines.push(serialize({ $$indexCreated: { fieldName, unique, sparse } }));
+    }
+    try {
+      await writeWhole(this.filename, lines);
+      this.toldNoRoom = false;
+    } catch (err) {
+      if (!this.loading || !noRoom(err)) throw err;
+      await this.dropFailedRewrite();
+      if (this.toldNoRoom) return;
+      this.toldNoRoom = true;
+      const size = (await stat(this.filename).catch(() => undefined))?.size ?? 0;
+      this.warn(new NoRoomToRewriteError(this.filename, (err as NodeJS.ErrnoException).code!, size));
+    }
+  }
+
   /** The file takes an append (of nothing), or is written again from memory when it was removed (under the write lock). */
   async probe(): Promise<void> {
     if (this.filename && !this.broken) await this.append('');
@@ -134,26 +221,41 @@ export class CollectionFile<T extends Doc> {
    * Loads the file. One with unreadable lines is loaded without them (every line is a whole document, so the others
    * stand), and kept as it was in `<name>.db.corrupt-<time>` first, since the load rewrites it: before, NeDB dropped
    * such lines without a word when they were at most 10 % of the file, and refused the whole collection otherwise,
-   * at every start.
+   * at every start. On a disk without room for that copy, the file is not rewritten until it has (`uncopied`): before,
+   * the collection failed every operation meanwhile.
    */
   private async load(): Promise<void> {
+    this.loading = true;
+    try {
+      await this.loadWithoutUnreadableLines();
+    } finally {
+      this.loading = false;
+    }
+  }
+
+  private async loadWithoutUnreadableLines(): Promise<void> {
+    this.uncopied = undefined;
     try {
       await this.ds.loadDatabaseAsync();
     } catch (err) {
       const { corruptItems, dataLength } = err as { corruptItems?: number; dataLength?: number };
       if (!this.filename || corruptItems === undefined) throw err;
       const keptIn = `${this.filename}.corrupt-${new Date(this.now()).toISOString().replace(/[:.]/g, '-')}`;
-      await copyFile(this.filename, keptIn, constants.COPYFILE_EXCL).catch(async (failed) => {
-        await rm(keptIn, { force: true }).catch(() => undefined);
-        throw failed;
-      });
+      const copied = await keepCopy(this.filename, keptIn).then(
+        () => true,
+        (failed) => {
+          if (!noRoom(failed)) throw failed;
+          return false;
+        },
+      );
+      if (!copied) this.uncopied = keptIn;
       this.persistence.corruptAlertThreshold = 1;
       try {
         await this.ds.loadDatabaseAsync();
       } finally {
         this.persistence.corruptAlertThreshold = 0;
       }
-      this.onCorrupt(new CorruptFileError(this.filename, corruptItems, dataLength ?? 0, keptIn));
+      this.warn(new CorruptFileError(this.filename, corruptItems, dataLength ?? 0, keptIn, copied));
     }
   }
 
@@ -208,6 +310,51 @@ export class CollectionFile<T extends Doc> {
       throw storeUnavailable(this.name, err);
     }
   }
+}
+
+/** Copies `file` as it is to `copy` (a new file); a partial copy a full disk left is removed. */
+async function keepCopy(file: string, copy: string): Promise<void> {
+  await copyFile(file, copy, constants.COPYFILE_EXCL).catch(async (failed) => {
+    await rm(copy, { force: true }).catch(() => undefined);
+    throw failed;
+  });
+}
+
+/**
+ * Writes `lines` as the whole of `filename`: into `<filename>~`, flushed to the disk, then renamed over it, so that a
+ * crash or a full disk at any moment leaves the file as it was or as it is now, never part of either (NeDB's
+ * crash-safe write; a `~` left by a crash is written over by the next rewrite).
+ */
+async function writeWhole(filename: string, lines: string[]): Promise<void> {
+  const temp = `${filename}~`;
+  const handle = await open(temp, 'w', 0o600);
+  try {
+    // each goes on from where the one before ended, written whole
+    for (const chunk of inChunks(lines)) await handle.writeFile(chunk);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temp, filename);
+  // the rename itself reaches the disk; some file systems cannot flush a folder, and the file is whole either way
+  const folder = await open(path.dirname(filename), 'r').catch(() => undefined);
+  await folder
+    ?.sync()
+    .catch(() => undefined)
+    .finally(() => folder.close());
+}
+
+/** `lines`, each ended by a newline, a megabyte or so at a time: a large collection is not one string. */
+function* inChunks(lines: string[]): Generator<string> {
+  let chunk = '';
+  for (const line of lines) {
+    chunk += `${line}\n`;
+    if (chunk.length >= 1 << 20) {
+      yield chunk;
+      chunk = '';
+    }
+  }
+  if (chunk) yield chunk;
 }
 
 /**

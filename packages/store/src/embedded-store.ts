@@ -52,7 +52,8 @@ export interface EmbeddedStoreOptions {
    * Told of a failure of the store's own background work (a compaction, an index build) that no
    * caller awaits; such a failure never becomes an unhandled rejection. Default: ignored (the next
    * write or ping reports the folder's state to its caller). Told too of a collection file loaded without its
-   * unreadable lines (`CorruptFileError`), a process warning on stderr by default.
+   * unreadable lines (`CorruptFileError`), or without the rewrite a load makes, for want of room on the disk
+   * (`NoRoomToRewriteError`: served from the file as it is), a process warning on stderr by default.
    */
   onBackgroundError?: (err: unknown, collection: string) => void;
 }
@@ -169,9 +170,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     this.sweepIntervalMs = options.ttlSweepIntervalMs ?? 60_000;
     this.now = options.now ?? Date.now;
     const filename = options.dataDir ? path.join(options.dataDir, `${name}.db`) : undefined;
-    // a file loaded without its unreadable lines is said, loudly: on stderr when nothing else is told
-    this.file = new CollectionFile<T>(name, filename, this.now, (corrupt) =>
-      options.onBackgroundError ? options.onBackgroundError(corrupt, name) : process.emitWarning(corrupt),
+    // a file loaded without its unreadable lines, or without its rewrite on a full disk, is said, loudly: on stderr
+    // when nothing else is told
+    this.file = new CollectionFile<T>(name, filename, this.now, (warning) =>
+      options.onBackgroundError ? options.onBackgroundError(warning, name) : process.emitWarning(warning),
     );
     this.ds = this.file.ds;
     const interval = options.compactionIntervalMs ?? 10 * 60_000;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   linkSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   realpathSync,
@@ -210,6 +211,41 @@ function removeStale(
   return undefined;
 }
 
+/**
+ * What an opener leaves beside a lock `<name>` when it is killed meanwhile: its takeover claim
+ * (`<name>.takeover-<inode>-<renewal>`) and the file `createWhole` writes before linking it into place
+ * (`<name>.<pid>-<8 hex>`), of the lock or of such a leftover in turn. Nothing else in a data folder is named so: a
+ * collection's file ends in `.db`.
+ */
+const LEFTOVER = /^(\.takeover-\d+-\d+|\.\d+-[0-9a-f]{8})+$/;
+
+/**
+ * Removes what openers killed while creating or taking over the lock `file` left beside it: a claim whose takeover
+ * removed the lock was never removed itself (no later lock has its name), and stayed forever. Called by the new
+ * holder; each leftover goes as a stale lock does (`removeStale`: that very file, once), and one whose writer
+ * `isStale` finds running (an opener taking a lock over right now) is left.
+ */
+function removeLeftovers(file: string, mine: string, isStale: (lock: LockRecord) => boolean): void {
+  const folder = path.dirname(file);
+  const lockName = path.basename(file);
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return; // an unreadable folder: the lock was made, what is beside it can wait for the next opener
+  }
+  for (const name of names) {
+    if (!name.startsWith(lockName) || !LEFTOVER.test(name.slice(lockName.length))) continue;
+    const leftover = path.join(folder, name);
+    const writer = readLock(leftover);
+    try {
+      if (writer && isStale(writer)) removeStale(leftover, writer, mine, isStale);
+    } catch {
+      // one that cannot be removed now (a folder turned read-only) takes no lock: the next opener tries again
+    }
+  }
+}
+
 /** what a store.lock says: its holder's host, start and process namespace after its process id */
 const storeLock = (lock: LockRecord) => ({
   ...lock,
@@ -247,13 +283,15 @@ export interface LockFileOptions {
 
 /**
  * Creates the lock `file` for this process (whole, exclusively) and renews it every `renewMs` until released; a lock
- * `isStale` judges left by a holder that is gone is taken over (`removeStale`). Throws `inUse` of the holder of a
- * live one. Returns the release, which removes the lock while it is still this process's.
+ * `isStale` judges left by a holder that is gone is taken over (`removeStale`), and what openers killed meanwhile left
+ * beside it is removed (`removeLeftovers`). Throws `inUse` of the holder of a live one. Returns the release, which
+ * removes the lock while it is still this process's.
  */
 export function lockFile(file: string, options: LockFileOptions): () => void {
   let seen: LockRecord | null = null;
   for (let attempt = 0; attempt < 3; attempt++) {
     if (createWhole(file, options.text)) {
+      removeLeftovers(file, options.text, options.isStale);
       const renewal = setInterval(() => {
         try {
           const now = new Date();

@@ -1,4 +1,4 @@
-export { CorruptFileError } from './collection-file';
+export { CorruptFileError, NoRoomToRewriteError } from './collection-file';
 export { createEmbeddedStore, DataFolderError, type EmbeddedStoreOptions } from './embedded-store';
 export {
   alive as processAlive,

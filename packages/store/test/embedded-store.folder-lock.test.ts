@@ -311,6 +311,37 @@ describe('embedded store: one process per data folder', () => {
     }
   });
 
+  it('removes what openers killed while taking a lock over left, but not the claim of an opener running now', async () => {
+    const data = tempDir('store-lock-leftovers-');
+    const file = path.join(data.dir, 'store.lock');
+    const opener = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
+    running.push(opener);
+    try {
+      const lockOf = (pid: number) => `${pid}\n${hostname()}\n\n${readlinkSync('/proc/self/ns/pid')}\n`;
+      const gone = () => lockOf(spawnSync(process.execPath, ['-e', '']).pid!);
+      // killed after removing the stale lock, before its claim: no later lock has that claim's name
+      writeFileSync(`${file}.takeover-4242-1700000000000`, gone());
+      // killed while removing a leftover claim in turn, and while writing a lock or a claim before linking it into place
+      writeFileSync(`${file}.takeover-4242-1700000000000.takeover-77-1700000001000`, gone());
+      writeFileSync(`${file}.takeover-4242-1700000000000.${process.pid + 1}-0badc0de`, gone());
+      writeFileSync(`${file}.${process.pid + 2}-deadbeef`, gone());
+      // an opener taking a lock over right now (its process runs)
+      const live = `${file}.takeover-99-1700000002000`;
+      writeFileSync(live, lockOf(opener.pid!));
+      // a collection named like a claim is data
+      writeFileSync(path.join(data.dir, 'store.lock.takeover-1-2.db'), '');
+
+      expect(await ids(data.dir)).toEqual([]);
+      // before, the claims stayed in the folder forever
+      expect(readdirSync(data.dir).sort()).toEqual(
+        ['docs.db', 'store.lock.takeover-1-2.db', 'store.lock.takeover-99-1700000002000'].sort(),
+      );
+      expect(readFileSync(live, 'utf8')).toBe(lockOf(opener.pid!));
+    } finally {
+      data.remove();
+    }
+  });
+
   it('lets the stores of one process share the folder, and frees it at the last close', async () => {
     const data = tempDir('store-lock-one-process-');
     const file = path.join(data.dir, 'store.lock');
