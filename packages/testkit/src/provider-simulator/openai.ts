@@ -226,6 +226,8 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
   frames.push(chunk({}, turn.finish, usageOnLastChunk ? usage : null));
   if (includeUsage) frames.push(sseData({ ...head, object: 'chat.completion.chunk', choices: [], usage }));
   if (ctx.rule.reply?.contentFilterAfterUsage) frames[frames.length - 1] += lastFilterAnnotation(turn.text);
+  const after = ctx.rule.reply?.contentAfterUsage;
+  if (after) frames[frames.length - 1] += chunk({ content: after }, null);
   frames.push('data: [DONE]\n\n');
   return {
     kind: 'sse',
@@ -356,11 +358,14 @@ export function openaiCompletions(body: Json, ctx: ExchangeContext): SimulatedAn
   const frames: string[] = [];
   choices.forEach((c, index) => {
     let sent = '';
-    for (const piece of streamPieces(c.text)) {
+    const pieces = streamPieces(c.text);
+    // vLLM's last token comes with the finish: a choice of one token is one chunk
+    const last = continuous ? (pieces.pop() ?? '') : '';
+    for (const piece of pieces) {
       sent += piece;
       frames.push(chunk(index, piece, null, countSimulatorTokens(sent)));
     }
-    frames.push(chunk(index, '', c.finish, c.tokens));
+    frames.push(chunk(index, last, c.finish, c.tokens));
   });
   if (includeUsage) frames.push(sseData({ ...head, choices: [], usage }));
   frames.push('data: [DONE]\n\n');

@@ -97,7 +97,8 @@ export interface SimulatorRule {
     omitStreamUsage?: boolean;
     /**
      * OpenAI text completion streams: every choice's chunk carries the usage of that choice so far, as vLLM's
-     * `continuous_usage_stats` reports it, before the usage chunk that counts every choice
+     * `continuous_usage_stats` reports it, before the usage chunk that counts every choice; a choice's last token
+     * comes with its finish, as vLLM sends it
      */
     continuousUsage?: boolean;
     /**
@@ -111,6 +112,11 @@ export interface SimulatorRule {
      * chunk when usage was not asked for), written with it at once
      */
     contentFilterAfterUsage?: boolean;
+    /**
+     * OpenAI chat streams: more text in one more chunk after the usage chunk (the finish chunk when usage was not
+     * asked for), written with it at once, as a buggy server sends it once its answer and report are out
+     */
+    contentAfterUsage?: string;
     /** OpenAI plain answers: no `usage` member (a provider that reports none) */
     omitUsage?: boolean;
     /**

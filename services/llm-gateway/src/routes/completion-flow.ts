@@ -356,7 +356,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
       // turn a whole answer into an error
       if (finished && chunk.usage && (chunk.choices?.length ?? 0) === 0) {
         answered = true;
-        unread = (await forwardReceived(first.iterator, sink)).unread;
+        unread = (await forwardReceived(api, first.iterator, sink)).unread;
         break;
       }
       result = await first.iterator.next();
@@ -443,9 +443,11 @@ const NOTHING_YET = Symbol('nothing yet');
  * Nothing more is waited for: the events of bytes already read come within microtasks, so a provider still silent a
  * turn of the event loop later has sent nothing more, and its read under way is returned (null when the stream is
  * over; wrapped, since an async function returning a promise would wait for it). Another report than the one that
- * ended the answer is not forwarded: the stream's own usage chunk says it.
+ * ended the answer is not forwarded: the stream's own usage chunk says it; nor is text (a buggy server's), which the
+ * report does not count and the monthly budget never saw: the answer is what its finish and report closed.
  */
-async function forwardReceived<K extends FlowChunk>(
+async function forwardReceived<B extends CompletionBody, K extends FlowChunk>(
+  api: CompletionApi<B, K>,
   iterator: AsyncIterator<K>,
   sink: StreamSink<K>,
 ): Promise<{ unread: Promise<IteratorResult<K>> | null }> {
@@ -456,7 +458,8 @@ async function forwardReceived<K extends FlowChunk>(
     const result = await Promise.race([next, nothingYet]).catch(() => null);
     if (result === NOTHING_YET) return { unread: next };
     if (result === null || result.done) return { unread: null };
-    if ((result.value.choices?.length ?? 0) > 0) sink.chunk(result.value);
+    if ((result.value.choices?.length ?? 0) > 0 && api.chunkText(result.value) === '')
+      sink.chunk(result.value);
   }
 }
 

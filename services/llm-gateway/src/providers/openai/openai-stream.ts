@@ -51,7 +51,10 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
   const finished = new Set<unknown>();
   let done = false;
   let yielded = false;
-  /** a report rode on a chunk before the answer was whole: the provider reports as it goes, maybe per choice */
+  /**
+   * a report rode on an earlier choice's chunk: the provider reports as it goes, maybe per choice (a choice of one
+   * chunk, the next not begun yet, looked like a whole answer's end)
+   */
   let running = false;
   try {
     for await (const event of sendForEvents(http, call, request, (e) => e.data === '[DONE]')) {
@@ -107,7 +110,7 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
         sent = reported;
         yield usageChunk(reported);
       }
-      if (reported && hasChoices && !whole) running = true;
+      if (reported && hasChoices) running = true;
     }
     // `[DONE]` is the protocol's own end: servers that never send a finish reason (Gemini's compatibility layer, some
     // proxies) end so, and their answers are whole
