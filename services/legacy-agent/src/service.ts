@@ -14,6 +14,7 @@ import { giveEntityNamesToOlderIntents } from './domain/entity-names-backfill';
 import { giveExpiryToOlderRecords } from './domain/expiry-backfill';
 import { Intents } from './domain/intents';
 import { MessageLimits } from './domain/message-limits';
+import { Retraining } from './domain/retraining';
 import { type RetrainTimers, systemTimers } from './domain/timers';
 import { TokenSealer } from './domain/tokens';
 import { type NluEngine, Understanding } from './domain/understanding';
@@ -59,12 +60,11 @@ export function createLegacyDomain(deps: LegacyAgentDeps): LegacyDomain {
   const understanding = new Understanding(ctx, deps.nlu ?? nluEngine);
   const accounts = new Accounts(ctx);
   const assistants = new Assistants(ctx);
-  const onDataChange = async (assistantId: string) => {
-    await assistants.bumpRevision(assistantId);
-    understanding.schedule(assistantId);
-  };
+  const retraining = new Retraining(ctx, assistants, understanding);
+  const onDataChange = (assistantId: string) => retraining.changed(assistantId);
   const dialogue = new Dialogue(ctx, understanding, new Conversations(ctx));
   assistants.onRemoved((id) => {
+    retraining.forget(id);
     understanding.forget(id);
     dialogue.forget(id);
   });
@@ -75,6 +75,7 @@ export function createLegacyDomain(deps: LegacyAgentDeps): LegacyDomain {
     intents: new Intents(ctx, onDataChange),
     entities: new Entities(ctx, onDataChange),
     understanding,
+    retraining,
     dialogue,
     messageLimits: new MessageLimits(ctx, deps.store),
   };
@@ -113,6 +114,9 @@ export async function createLegacyAgentService(deps: LegacyAgentDeps): Promise<L
       await giveEntityNamesToOlderIntents(domain.ctx);
       await domain.understanding.start();
     },
-    stop: () => domain.understanding.stop(),
+    stop: () => {
+      domain.retraining.stop();
+      return domain.understanding.stop();
+    },
   };
 }

@@ -5,6 +5,7 @@ import type { Dialogue } from './dialogue';
 import type { Entities } from './entities';
 import type { Intents } from './intents';
 import type { MessageLimits } from './message-limits';
+import type { Retraining } from './retraining';
 import type { Understanding } from './understanding';
 
 /** The service's use cases, built once in service.ts and handed to the routes. */
@@ -15,6 +16,7 @@ export interface LegacyDomain {
   intents: Intents;
   entities: Entities;
   understanding: Understanding;
+  retraining: Retraining;
   dialogue: Dialogue;
   messageLimits: MessageLimits;
 }

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
+import { Unavailable } from '@platform/kernel';
 import { type NluModel, type NluResult, type NluTrainingSet, TRAINING_REVISION } from '@platform/nlu';
 import type { AssistantDoc, EntityDoc, IntentDoc, ModelDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
 import { removeOrphanModelBlobs } from './orphan-blobs';
+import { retryDelayMs } from './retraining';
 
 /**
  * The adapter between the legacy resources and the NLU engine (@platform/nlu): it turns an assistant's
@@ -89,6 +91,9 @@ interface TrainingState {
   again: boolean;
   /** resolved after each turn of the assistant */
   waiters: Array<() => void>;
+  /** its turns in a row that the store failed: the next one comes after retryDelayMs of them, at `retryAt` */
+  storeFailures: number;
+  retryAt?: Date;
 }
 
 const modelKey = (assistantId: string, lang: string) => `${assistantId}:${lang}`;
@@ -229,6 +234,13 @@ export class Understanding {
     }
     const upToDate = Object.values(languages).every((l) => l.revision >= assistant.dataRevision);
     const errors = Object.values(languages).flatMap((l) => (l.error ? [l.error] : []));
+    const state = this.training.get(assistant._id);
+    if (!upToDate && state?.retryAt && state.storeFailures > 0) {
+      // a language's error says what the store failed, else it failed before any language
+      const why =
+        errors.length > 0 ? '' : 'the training could not read the intents and entities (the store failed); ';
+      errors.push(`${why}it is tried again at ${state.retryAt.toISOString()}`);
+    }
     return { upToDate, revision: assistant.dataRevision, languages, error: errors.join('; ') || null };
   }
 
@@ -254,6 +266,12 @@ export class Understanding {
     let n = 0;
     for (const state of this.training.values()) if (state.queued || state.running) n++;
     return n;
+  }
+
+  /** Whether all the assistant has in this process is a turn the store failed, waiting to be tried again. */
+  private waitsForStore(assistantId: string): boolean {
+    const state = this.training.get(assistantId);
+    return !!state && state.storeFailures > 0 && state.timer !== undefined && !state.queued && !state.running;
   }
 
   /** Whether the assistant has a training scheduled, queued or running in this process. */
@@ -321,7 +339,8 @@ export class Understanding {
     // the training that makes one, scheduling it if this process has none (after a restart, say).
     let scheduled = false;
     for (;;) {
-      if (!this.isTraining(assistant._id)) {
+      // nothing trains, or only a turn the store failed waits to be tried again: this message tries it now
+      if (!this.isTraining(assistant._id) || this.waitsForStore(assistant._id)) {
         // After a failed training of its language a message starts no other (each would hold the one queue as long,
         // up to LEGACY_TRAINING_TIMEOUT_SECONDS): the next change, or a restart, trains again.
         if (this.failures.has(key)) return null;
@@ -372,7 +391,7 @@ export class Understanding {
   private stateOf(assistantId: string): TrainingState {
     let state = this.training.get(assistantId);
     if (!state) {
-      state = { queued: false, passAt: 0, again: false, waiters: [] };
+      state = { queued: false, passAt: 0, again: false, waiters: [], storeFailures: 0 };
       this.training.set(assistantId, state);
     }
     return state;
@@ -425,10 +444,13 @@ export class Understanding {
     state.running = this.train(assistantId, state.passAt)
       .then((next) => {
         state.passAt = next ?? 0;
+        state.storeFailures = 0;
       })
       .catch((err) => {
-        // the assistant or its data could not be read (a language's failure is its own, in `train`)
+        // the store failed (the assistant or its data not read, or a model not read or stored; the engine's failures
+        // stay the language's, in `train`): the turn comes again later (`retryLater`)
         state.passAt = 0;
+        state.storeFailures++;
         this.ctx.logger.error({ err, assistantId }, 'training failed');
       })
       .finally(() => {
@@ -441,6 +463,7 @@ export class Understanding {
         const held = this.training.get(assistantId) === state;
         if (held && (state.passAt > 0 || (state.again && awaited))) this.enqueue(assistantId, awaited);
         else if (held && state.again) this.schedule(assistantId, 0);
+        else if (held && state.storeFailures > 0) this.retryLater(assistantId, state);
         else if (held && !state.timer) this.training.delete(assistantId);
         // removed during its turn (`forget`): a failure the turn recorded afterwards is not kept for good
         else if (!held) this.dropFailures(assistantId);
@@ -448,6 +471,18 @@ export class Understanding {
         this.admitBehind();
         this.nextTurn();
       });
+  }
+
+  /**
+   * A turn the store failed comes again once it may be back, without waiting for a change or a message: after a wait
+   * that doubles with each such turn in a row, so a long outage starts no turn in a loop. A change made meanwhile
+   * trains after its own debounce instead.
+   */
+  private retryLater(assistantId: string, state: TrainingState): void {
+    if (this.stopped) return;
+    const delayMs = retryDelayMs(state.storeFailures);
+    state.retryAt = new Date(this.ctx.clock.now().getTime() + delayMs);
+    state.timer = this.ctx.timers.set(() => this.run(assistantId), delayMs);
   }
 
   /**
@@ -477,6 +512,11 @@ export class Understanding {
         turn = await this.trainLanguage(assistantId, lang, revision, toTrainingSet(lang, intents, entities));
         this.failures.delete(key);
       } catch (err) {
+        if (err instanceof Unavailable) {
+          // the store, not this language: the turn is tried again (`retryLater`); meanwhile Messages in it stop waiting
+          this.failures.set(key, `the store failed while the model in ${lang} was read or stored`);
+          throw err;
+        }
         if (err instanceof TrainingRefused) {
           this.failures.set(key, err.message);
           logger.warn({ assistantId, lang, reason: err.message }, 'training refused');

@@ -8,7 +8,7 @@ import { createBotBody, updateBotBody } from './schemas';
  * Assistants. `/v2/bots` (an addition) is the account's: create, list, read, rotate tokens, delete.
  * `GET /v1/bots` (spec 4.3) answers the assistant of the developer token, with where its training stands.
  */
-export function mountBotRoutes(router: Router, { accounts, assistants, understanding }: LegacyDomain): void {
+export function mountBotRoutes(router: Router, { accounts, assistants, retraining }: LegacyDomain): void {
   router.post('/v2/bots', async (req, res) => {
     const auth = await accounts.authenticate(accountToken(req));
     res.json(await assistants.create(auth, parseInput(createBotBody, jsonBody(req))));
@@ -42,7 +42,7 @@ export function mountBotRoutes(router: Router, { accounts, assistants, understan
   router.get('/v1/bots', async (req, res) => {
     const token = bearerToken(req);
     const assistant = await assistants.byDeveloperToken(token);
-    res.json({ ...assistants.view(assistant, token), training: await understanding.status(assistant) });
+    res.json({ ...assistants.view(assistant, token), training: await retraining.status(assistant) });
   });
 
   // Addition: the developer token changes its assistant's name, description, photo, satisfaction option

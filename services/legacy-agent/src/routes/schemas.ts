@@ -510,7 +510,7 @@ export const AssistantWithTrainingSchema = AssistantSchema.extend({
     upToDate: z.boolean(),
     error: z.string().nullable().meta({
       description:
-        'why the last training failed (too many sentences, say) while not up to date: the errors of its languages',
+        'why the last training failed (too many sentences, say) while not up to date: the errors of its languages, and a change the store kept from training (saved but not yet recorded, or a training the store failed) with when it is tried again',
     }),
     revision: z.number().int().meta({ description: 'revision of the intents and entities' }),
     languages: byLangOut(
