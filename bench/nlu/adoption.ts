@@ -4,7 +4,9 @@
  * training worker transfers (what happens between its message and the model answering), making the stored pieces
  * (base64 of the worker's stored form, as services/legacy-agent stores them), loading a stored model (start-up,
  * another instance), and, for comparison, loading a model stored as JSON before decision 0081
- * (`loadModelAsync(JSON.parse(text))`, close to the adoption path before it).
+ * (`loadModelAsync(JSON.parse(text))`, close to the adoption path before it). The trained model stays alive meanwhile,
+ * as the previous model does in the service, so each decode takes its entity dictionaries instead of building them: a
+ * retraining that changed intents, not entities (packages/nlu/src/entity-extractor.ts, `adoptedLookups`).
  *
  *   npx tsx bench/nlu/adoption.ts [rounds=3]
  *

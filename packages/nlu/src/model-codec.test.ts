@@ -122,6 +122,36 @@ describe('binary model form', () => {
     for (const t of ['take me to lindenstrasse 77', 'drive to lindenstrase 123', 'hello'])
       expect(decoded.parse(t)).toEqual(direct.parse(t));
   });
+
+  it('gives a retrained model whose entities did not change the dictionaries of the model it replaces', () => {
+    // the dictionaries (gazetteer, misspelling index) are most of what adopting a model builds and keeps
+    const dictionariesOf = (m: NluModel) =>
+      (m as unknown as { extractor: { gazetteer: object } }).extractor.gazetteer;
+    const set = travelAssistant();
+    const thanks = {
+      id: 'thanks',
+      name: 'thanks',
+      utterances: [[{ text: 'thank you' }], [{ text: 'thanks a lot' }]],
+    };
+    const retrained = trainModel({ ...set, intents: [...set.intents, thanks] });
+    const answering = decodeModel(encodeModelBuffer(model, { indexes: true }));
+    const adopted = decodeModel(encodeModelBuffer(retrained, { indexes: true }));
+    expect(dictionariesOf(adopted)).toBe(dictionariesOf(answering));
+    answersAlike(adopted, retrained);
+    // another value: dictionaries of its own, which know it
+    const [city, ...others] = set.entities;
+    const withOslo = {
+      ...set,
+      entities: [{ ...city!, values: [...city!.values, { value: 'Oslo', synonyms: [] }] }, ...others],
+    };
+    const changed = trainModel(withOslo);
+    const adoptedChanged = decodeModel(encodeModelBuffer(changed, { indexes: true }));
+    expect(dictionariesOf(adoptedChanged)).not.toBe(dictionariesOf(answering));
+    answersAlike(adoptedChanged, changed);
+    expect(adoptedChanged.parse('i want a flight to oslo').entities).toEqual(
+      changed.parse('i want a flight to oslo').entities,
+    );
+  });
 });
 
 describe('stored form', () => {
