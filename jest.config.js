@@ -22,7 +22,8 @@ const base = {
 
 /** @type {import('jest').Config} */
 module.exports = {
-  testTimeout: 30_000,
+  // a deadline for a hung test, not a timing: a platform's start in a hook takes over 30 s on a loaded 2-core machine
+  testTimeout: 60_000,
   projects: [
     {
       ...base,
