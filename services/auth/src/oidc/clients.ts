@@ -8,7 +8,7 @@ import {
   updateWithRevision,
 } from '@platform/store';
 import { AtRestCipher, isSealed } from '../domain/at-rest-cipher';
-import { redirectsTo } from './cors';
+import { pageOrigin } from './cors';
 
 /**
  * A registered relying party. `_id` is its client_id; `metadata` is what oidc-provider reads; `revision` changes at
@@ -63,6 +63,16 @@ export class UnreadableClientSecret extends Error {
 }
 
 /**
+ * How long the origins a preflight is judged by are kept: a client registered through another instance of auth (or
+ * written to the store by hand) is seen by this one within it; one registered through this instance at once.
+ */
+export const REGISTERED_ORIGINS_MS = 5_000;
+
+/** the origins of the pages a client's redirect URIs lead to */
+const pageOrigins = (doc: OidcClientDoc) =>
+  doc.metadata.redirect_uris.flatMap((uri) => pageOrigin(uri) ?? []);
+
+/**
  * The registered relying parties. A confidential client's secret is sealed (AES-256-GCM under auth's at-rest
  * secret, the one private signing keys are sealed with, for another purpose) on every write and opened on every
  * read, so a dump of the store hands out no client secret. Documents an earlier version wrote with the secret in
@@ -71,6 +81,8 @@ export class UnreadableClientSecret extends Error {
 export class OidcClients {
   private readonly collection: Collection<OidcClientDoc>;
   private readonly cipher: AtRestCipher;
+  /** the origins of every client's redirect URIs (`someRedirectTo`), as read at `readAt` (performance.now) */
+  private origins: { readAt: number; read: Promise<Set<string>> } | null = null;
 
   /** `atRestSecret`: the secret private signing keys are sealed with (decision 0033) */
   constructor(store: Store, atRestSecret: string) {
@@ -86,11 +98,22 @@ export class OidcClients {
 
   /**
    * Whether some client registered a redirect URI on `origin`: what a cross-origin request that names no client yet
-   * (a CORS preflight, a refused userinfo request) is judged by. Clients are few, and registered by an operator.
+   * (a CORS preflight, a refused userinfo request) is judged by. Anyone may send those, as fast as they like: the
+   * origins are read once per REGISTERED_ORIGINS_MS, not every client at every request.
    */
   async someRedirectTo(origin: string): Promise<boolean> {
-    const clients = await this.collection.find({});
-    return clients.some((doc) => redirectsTo(doc.metadata.redirect_uris, origin));
+    const now = performance.now();
+    let kept = this.origins;
+    if (!kept || now - kept.readAt >= REGISTERED_ORIGINS_MS) {
+      const read = this.collection.find({}).then((docs) => new Set(docs.flatMap(pageOrigins)));
+      const fresh = { readAt: now, read };
+      kept = this.origins = fresh;
+      // a failed read is not kept: the next request reads again
+      read.catch(() => {
+        if (this.origins === fresh) this.origins = null;
+      });
+    }
+    return (await kept.read).has(origin);
   }
 
   /** Creates or replaces a client's metadata, whatever is stored; answers it as `find` does. */
@@ -100,6 +123,7 @@ export class OidcClients {
       { $set: this.written(r, now), $setOnInsert: { createdAt: now } },
       { upsert: true },
     );
+    this.origins = null;
     return this.opened(saved!);
   }
 
@@ -121,7 +145,10 @@ export class OidcClients {
         before = this.openedOrWithout(current);
         return { $set: this.written(registration(before), now) };
       });
-      if (updated) return { before, after: this.opened(updated.after) };
+      if (updated) {
+        this.origins = null;
+        return { before, after: this.opened(updated.after) };
+      }
       const doc: OidcClientDoc = {
         _id: clientId,
         ...this.written(registration(null), now),
@@ -130,6 +157,7 @@ export class OidcClients {
       };
       try {
         await this.collection.insertOne(doc);
+        this.origins = null;
         return { before: null, after: this.opened(doc) };
       } catch (err) {
         if (!(err instanceof DuplicateKeyError)) throw err;

@@ -12,7 +12,7 @@ import type { SigningKey } from '../domain/key-rotation';
 import { sessionRemovalTime } from '../domain/removal-times';
 import { pageSession } from '../pages/page-session';
 import type { OidcClients } from './clients';
-import { publicClientAllows } from './cors';
+import { clientCors } from './cors';
 import { pruneLegacyExpired, storeAdapterFactory } from './store-adapter';
 
 export const OIDC_SCOPES = ['openid', 'email', 'profile', 'offline_access'];
@@ -176,7 +176,13 @@ function configuration(
     // PKCE for every client (public ones above all); S256 only.
     pkce: { required: () => true },
     // a page of another origin (a single-page application) calling the token or revocation endpoint
-    clientBasedCORS: (_ctx, origin, client) => publicClientAllows(client, origin),
+    clientBasedCORS: (ctx, origin, client) => {
+      const cors = clientCors(client, origin);
+      // the provider answered the Origin before it knew the client: a confidential client's backend is served bare
+      if (cors === 'unreadable')
+        for (const name of ['access-control-allow-origin', 'access-control-expose-headers']) ctx.remove(name);
+      return cors !== 'refused';
+    },
     interactions: {
       policy: loginPolicy(c),
       url: (_ctx, interaction) => `/oidc/interaction/${interaction.uid}`,

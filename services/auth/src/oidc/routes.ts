@@ -7,7 +7,7 @@ import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
 import { html, raw, renderPage } from '../pages/html';
-import { allowOrigin, publicClientAllows, redirectsTo } from './cors';
+import { allowOrigin, clientCors, redirectsTo } from './cors';
 import { claimsForScope, claimsOf, grantedScope, type OidcProviderHost } from './provider';
 
 /** The platform session and client a JWT access token of ours names, when its signature and claims hold. */
@@ -106,8 +106,13 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
       if (!req.principal) throw new Unauthenticated('A Bearer access token is required');
       caller = requireUser(await loadCaller(c.collections, c.clock, req));
     } catch (err) {
-      // the page of a registered application reads why (an expired token: it refreshes it)
-      if (origin && (await host.clients.someRedirectTo(origin))) allowOrigin(res, origin);
+      // RFC 6750 3: the Bearer challenge, as on the edge's own 401s
+      if (err instanceof Unauthenticated) res.setHeader('www-authenticate', 'Bearer realm="platform"');
+      // the page of a registered application reads why (an expired token: it refreshes it), the challenge too
+      if (origin && (await host.clients.someRedirectTo(origin))) {
+        allowOrigin(res, origin);
+        res.setHeader('access-control-expose-headers', 'WWW-Authenticate');
+      }
       throw err;
     }
     const scope = await scopeOf(caller);
@@ -118,12 +123,12 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
   router.get('/oidc/me', userinfo);
   router.post('/oidc/me', userinfo);
 
-  /** Whether `origin` is a page of public client `clientId`, as the provider's clientBasedCORS judges it. */
-  const publicClientPage = async (clientId: unknown, origin: string): Promise<boolean> => {
+  /** How client `clientId` is answered from `origin`, as the provider's clientBasedCORS judges it. */
+  const corsOfClient = async (clientId: unknown, origin: string) => {
     const stored = typeof clientId === 'string' ? await host.clients.find(clientId) : null;
-    if (!stored) return false;
+    if (!stored) return 'refused';
     const { token_endpoint_auth_method: clientAuthMethod, redirect_uris: redirectUris } = stored.metadata;
-    return publicClientAllows({ clientAuthMethod, redirectUris }, origin);
+    return clientCors({ clientAuthMethod, redirectUris }, origin);
   };
 
   // JWT access tokens are the provider's blind spot: revoking one ends its platform session and grant.
@@ -133,10 +138,12 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
     // Only the client the token was issued to may revoke it here; anything else is the provider's to judge.
     if (!found || found.clientId !== req.body?.client_id) return next();
     const origin = req.headers.origin;
-    // from a page: only one the provider's clientBasedCORS allows, as it refuses the others (400 invalid_request)
+    res.vary('Origin');
+    // with an Origin: only as the provider's clientBasedCORS allows, as it refuses the others (400 invalid_request)
     if (origin) {
-      if (!(await publicClientPage(found.clientId, origin))) return next();
-      allowOrigin(res, origin);
+      const cors = await corsOfClient(found.clientId, origin);
+      if (cors === 'refused') return next();
+      if (cors === 'readable') allowOrigin(res, origin);
     }
     await revokeSession(c, found.sessionId);
     res.status(200).end();
