@@ -1,5 +1,5 @@
 import { chmodSync, constants, existsSync } from 'node:fs';
-import { appendFile, copyFile, open, rename, rm, stat, truncate } from 'node:fs/promises';
+import { appendFile, copyFile, open, rename, rm, stat, statfs, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import Datastore from '@seald-io/nedb';
 import type { Doc } from './port';
@@ -47,8 +47,9 @@ export class CorruptFileError extends Error {
 }
 
 /**
- * A collection's file could not be rewritten as it was loaded, for want of room on its disk (a rewrite needs room for
- * a whole copy): the collection is served from the file as it is, kept intact, and new writes are appended to it.
+ * A collection's file could not be rewritten as it was loaded or compacted, for want of room on its disk (a rewrite
+ * needs room for a whole copy): the collection is served from the file as it is, kept intact, and new writes are
+ * appended to it.
  */
 export class NoRoomToRewriteError extends Error {
   constructor(
@@ -58,7 +59,7 @@ export class NoRoomToRewriteError extends Error {
     readonly size: number,
   ) {
     super(
-      `${file}: no room on its disk to rewrite it at load (${code}; a rewrite needs room for a copy, about ${size} bytes); the collection is served from the file as it is, kept intact, and new writes are appended to it while the disk takes them (a write it refuses fails as Unavailable, and is not kept). Free some space: the file is compacted once it can be`,
+      `${file}: no room on its disk to rewrite it, at a load or a compaction (${code}; a rewrite needs room for a copy, about ${size} bytes); the collection is served from the file as it is, kept intact, and new writes are appended to it while the disk takes them (a write it refuses fails as Unavailable, and is not kept). Free some space: the file is compacted once it can be`,
     );
     this.name = 'NoRoomToRewriteError';
   }
@@ -98,11 +99,21 @@ export class CollectionFile<T extends Doc> {
    */
   private reloadAt = 0;
   private reloadWait = 0;
+  /**
+   * A write arriving before `fullUntil` (ms, by `now`), after the disk refused one for want of room (`full`), is refused
+   * at once, memory untouched: a refused write's change is in NeDB's memory already, and each cost a reload of the
+   * whole file, so that writes on a full disk held the collection, its reads included (ten on a 7 MB collection: 6.5 s).
+   * The wait doubles from 1 s to 30 s and starts again once an append succeeds.
+   */
+  private fullUntil = 0;
+  private fullWait = 0;
+  private full: unknown = null;
   /** set while the file loads: its rewrite then may fail for want of room, the file as it is serves */
   private loading = false;
   /**
-   * Set once a load without its rewrite is told (`NoRoomToRewriteError`), until a rewrite succeeds: on a full disk,
-   * each write the disk refuses is followed by a reload, which would tell it again.
+   * Set once a load or a compaction without its rewrite is told (`NoRoomToRewriteError`), until a rewrite succeeds: on
+   * a full disk, each write the disk refuses is followed by a reload, and a compaction comes every 10 minutes, each
+   * of which would tell it again.
    */
   private toldNoRoom = false;
   /**
@@ -143,8 +154,14 @@ export class CollectionFile<T extends Doc> {
       const before = docs.length > 1 ? (await stat(filename).catch(() => undefined))?.size : undefined;
       try {
         await this.append(docs.map((doc) => `${nedbModel.serialize(doc)}\n`).join(''));
+        this.fullWait = 0;
       } catch (err) {
         this.broken = err;
+        if (noRoom(err)) {
+          this.full = err;
+          this.fullWait = Math.min(this.fullWait * 2 || 1_000, 30_000);
+          this.fullUntil = this.now() + this.fullWait;
+        }
         if (before !== undefined) await truncate(filename, before).catch(() => undefined);
         throw err;
       }
@@ -179,9 +196,10 @@ export class CollectionFile<T extends Doc> {
   /**
    * Writes the file anew from memory (NeDB's rewrite: at each load, at a compaction, of a removed file), in place of
    * NeDB's own, which turned a flush the disk refused (ENOSPC from fsync, on a file system that allocates late) into a
-   * TypeError: a start then failed every operation on the collection until the next start. At load, a rewrite the
-   * disk has no room for is skipped: the file as it is holds what was loaded (the rewrite only drops superseded and
-   * unreadable lines), and before, a start on a nearly full disk served nothing although every byte was readable.
+   * TypeError: a start then failed every operation on the collection until the next start. At a load or a compaction,
+   * a rewrite the disk has no room for is skipped: the file as it is holds what memory does (the rewrite only drops
+   * superseded and unreadable lines), and before, a start on a nearly full disk served nothing although every byte was
+   * readable.
    */
   private async rewrite(): Promise<void> {
     if (!this.filename) return;
@@ -203,13 +221,19 @@ export class CollectionFile<T extends Doc> {
       await writeWhole(this.filename, lines);
       this.toldNoRoom = false;
     } catch (err) {
-      if (!this.loading || !noRoom(err)) throw err;
+      // a file removed meanwhile is written again from memory, its only copy: that failure is the caller's
+      if (!noRoom(err) || !existsSync(this.filename)) throw err;
       await this.dropFailedRewrite();
       if (this.toldNoRoom) return;
       this.toldNoRoom = true;
       const size = (await stat(this.filename).catch(() => undefined))?.size ?? 0;
       this.warn(new NoRoomToRewriteError(this.filename, (err as NodeJS.ErrnoException).code!, size));
     }
+  }
+
+  /** Before a write (under the write lock): Unavailable at once while the disk refused the last one (`fullUntil`). */
+  admitWrite(): void {
+    if (this.now() < this.fullUntil) throw storeUnavailable(this.name, this.full);
   }
 
   /** The file takes an append (of nothing), or is written again from memory when it was removed (under the write lock). */
@@ -312,8 +336,9 @@ export class CollectionFile<T extends Doc> {
   }
 }
 
-/** Copies `file` as it is to `copy` (a new file); a partial copy a full disk left is removed. */
+/** Copies `file` as it is to `copy` (a new file), if it fits; a partial copy a full disk left is removed. */
 async function keepCopy(file: string, copy: string): Promise<void> {
+  await refuseWithoutRoom(copy, (await stat(file)).size);
   await copyFile(file, copy, constants.COPYFILE_EXCL).catch(async (failed) => {
     await rm(copy, { force: true }).catch(() => undefined);
     throw failed;
@@ -327,6 +352,9 @@ async function keepCopy(file: string, copy: string): Promise<void> {
  */
 async function writeWhole(filename: string, lines: string[]): Promise<void> {
   const temp = `${filename}~`;
+  let size = 0;
+  for (const line of lines) size += Buffer.byteLength(line) + 1;
+  await refuseWithoutRoom(temp, size);
   const handle = await open(temp, 'w', 0o600);
   try {
     // each goes on from where the one before ended, written whole
@@ -342,6 +370,23 @@ async function writeWhole(filename: string, lines: string[]): Promise<void> {
     ?.sync()
     .catch(() => undefined)
     .finally(() => folder.close());
+}
+
+/**
+ * Fails as a full disk does (ENOSPC), before writing anything, when the disk of `copy` has less room than its `size`:
+ * a copy that cannot fit was written until it held every free byte of the disk, and the other collections' appends,
+ * which had room, were refused until it was removed (a compaction every 10 minutes on a nearly full disk). The room
+ * of an unprivileged user is counted: the blocks kept for root are left to the appends too.
+ */
+async function refuseWithoutRoom(copy: string, size: number): Promise<void> {
+  const disk = await statfs(path.dirname(copy)).catch(() => undefined);
+  if (!disk) return; // a file system that cannot tell: the write finds out
+  const room = disk.bavail * disk.bsize;
+  if (size <= room) return;
+  throw Object.assign(
+    new Error(`ENOSPC: no space left on device, a copy of ${size} bytes with ${room} free, write '${copy}'`),
+    { code: 'ENOSPC', errno: -28, syscall: 'write', path: copy },
+  );
 }
 
 /** `lines`, each ended by a newline, a megabyte or so at a time: a large collection is not one string. */

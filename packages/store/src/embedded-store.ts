@@ -265,6 +265,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     const failed = this.file.failedRecoveries;
     return this.writes.run(async () => {
       await this.file.loaded;
+      // before the reload a refused write needs: a write refused at once needs none
+      this.file.admitWrite();
       await this.file.recover(failed);
       try {
         return await task();

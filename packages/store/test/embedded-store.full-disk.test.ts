@@ -1,7 +1,16 @@
-import { existsSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  type StatsFs,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import fsPromises, { type FileHandle, open } from 'node:fs/promises';
 import path from 'node:path';
 import { tempDir, waitFor } from '@platform/testkit';
+import Datastore from '@seald-io/nedb';
 import { CorruptFileError, createEmbeddedStore, DuplicateKeyError, NoRoomToRewriteError } from '../src';
 
 type Item = { _id: string; n: number };
@@ -78,7 +87,7 @@ describe('embedded store started on a disk without room to rewrite a collection 
       expect(warnings[0]!.collection).toBe('docs');
       expect(warnings[0]!.err).toBeInstanceOf(NoRoomToRewriteError);
       expect(String(warnings[0]!.err)).toContain(
-        `${data.file}: no room on its disk to rewrite it at load (ENOSPC; a rewrite needs room for a copy, about ${before.length} bytes); the collection is served from the file as it is`,
+        `${data.file}: no room on its disk to rewrite it, at a load or a compaction (ENOSPC; a rewrite needs room for a copy, about ${before.length} bytes); the collection is served from the file as it is`,
       );
 
       await expect(docs.insertOne({ _id: 'twin', n: 2 })).rejects.toBeInstanceOf(DuplicateKeyError);
@@ -105,7 +114,12 @@ describe('embedded store started on a disk without room to rewrite a collection 
     const data = await folderWrittenBefore('store-full-write-');
     const roomAgain = fullForRewrites(data.file);
     const told: unknown[] = [];
-    const store = createEmbeddedStore({ dataDir: data.dir, onBackgroundError: (err) => told.push(err) });
+    const clock = { ms: 0 };
+    const store = createEmbeddedStore({
+      dataDir: data.dir,
+      now: () => clock.ms,
+      onBackgroundError: (err) => told.push(err),
+    });
     const realAppend = fsPromises.appendFile;
     // the disk takes the first half of the line, then has no room left
     const full = jest.spyOn(fsPromises, 'appendFile').mockImplementation(async (file, text, options) => {
@@ -124,6 +138,7 @@ describe('embedded store started on a disk without room to rewrite a collection 
         { _id: 'b', n: 2 },
         { _id: 'a', n: 10 },
       ]);
+      clock.ms += 1_000; // a write right after a refused one is refused at once (see below)
       await docs.insertOne({ _id: 'taken', n: 6 });
       // told at the start; the reload after the refused write, on the same full disk, does not tell it again
       expect(told).toEqual([expect.any(NoRoomToRewriteError)]);
@@ -229,6 +244,145 @@ describe('embedded store started on a full disk with a collection file holding u
       noCopy.mockRestore();
       roomAgain();
       await store.close();
+      data.remove();
+    }
+  });
+});
+
+/** The disk under the data folder, as `statfs` tells it, with room for `bytes` more. */
+function roomOf(bytes: number) {
+  return jest.spyOn(fsPromises, 'statfs').mockResolvedValue({ bavail: bytes / 4096, bsize: 4096 } as StatsFs);
+}
+
+describe('embedded store compacting a collection on a disk without room for its copy', () => {
+  it('writes none of the copy, and tells it once until a compaction succeeds again', async () => {
+    const data = await folderWrittenBefore('store-full-compaction-');
+    const warnings: unknown[] = [];
+    const store = createEmbeddedStore({
+      dataDir: data.dir,
+      compactionIntervalMs: 50,
+      onBackgroundError: (err) => warnings.push(err),
+    });
+    const opened = jest.spyOn(fsPromises, 'open');
+    let full = roomOf(0);
+    try {
+      const docs = store.collection<Item>('docs');
+      await docs.updateOne({ _id: 'b' }, { $set: { n: 20 } });
+      await waitFor(() => full.mock.calls.length >= 3, { timeoutMs: 10_000, what: 'three compactions' });
+      // before, each copy was written until it held every free byte of the disk, and the other collections' appends,
+      // which had room, were refused meanwhile
+      expect(opened.mock.calls.map(([file]) => file)).not.toContain(`${data.file}~`);
+      // before, each compaction (every 10 minutes) told its ENOSPC again
+      expect(warnings).toEqual([expect.any(NoRoomToRewriteError)]);
+      expect(String(warnings[0])).toContain(
+        `${data.file}: no room on its disk to rewrite it, at a load or a compaction (ENOSPC;`,
+      );
+
+      full.mockRestore();
+      const superseded = readFileSync(data.file, 'utf8');
+      await waitFor(() => readFileSync(data.file, 'utf8') !== superseded, {
+        timeoutMs: 10_000,
+        what: 'a compaction once the disk has room',
+      });
+      full = roomOf(0);
+      await waitFor(() => full.mock.calls.length >= 1, {
+        timeoutMs: 10_000,
+        what: 'a compaction on a full disk',
+      });
+      await waitFor(() => warnings.length === 2, { timeoutMs: 10_000, what: 'the full disk told again' });
+      expect(warnings[1]).toBeInstanceOf(NoRoomToRewriteError);
+      expect(await docs.find({}, { sort: { n: 1 } })).toEqual([
+        { _id: 'a', n: 10 },
+        { _id: 'b', n: 20 },
+      ]);
+    } finally {
+      full.mockRestore();
+      opened.mockRestore();
+      await store.close();
+      data.remove();
+    }
+  });
+});
+
+describe('embedded store started with a collection file holding unreadable lines, on a disk without room for its copy', () => {
+  it('writes none of the copy, and leaves the file as it is', async () => {
+    const data = tempDir('store-full-corrupt-copy-');
+    const file = path.join(data.dir, 'docs.db');
+    const original = '{"_id":"a","n":1}\n\u0000\u0000{"_id":"b"\n{"_id":"c","n":3}\n';
+    writeFileSync(file, original, { mode: 0o600 });
+    const full = roomOf(0);
+    const copies = jest.spyOn(fsPromises, 'copyFile');
+    const warnings: unknown[] = [];
+    const store = createEmbeddedStore({ dataDir: data.dir, onBackgroundError: (err) => warnings.push(err) });
+    try {
+      expect(await store.collection<Item>('docs').count({})).toBe(2);
+      expect(warnings).toEqual([expect.objectContaining({ name: 'CorruptFileError', copied: false })]);
+      // before, the copy was written until it held every free byte of the disk
+      expect(copies).not.toHaveBeenCalled();
+      expect(readFileSync(file, 'utf8')).toBe(original);
+    } finally {
+      full.mockRestore();
+      copies.mockRestore();
+      await store.close();
+      data.remove();
+    }
+  });
+});
+
+describe('embedded store whose disk refuses the appends', () => {
+  it('refuses the writes that follow at once for a while, and serves the reads after a single reload', async () => {
+    const data = await folderWrittenBefore('store-full-appends-');
+    const clock = { ms: 0 };
+    const store = createEmbeddedStore({
+      dataDir: data.dir,
+      now: () => clock.ms,
+      onBackgroundError: () => {},
+    });
+    const docs = store.collection<Item>('docs');
+    expect(await docs.count({})).toBe(2);
+    const realAppend = fsPromises.appendFile;
+    // an empty append (a ping's) still goes through, as on a full disk
+    const refused = jest.spyOn(fsPromises, 'appendFile').mockImplementation(async (file, text, options) => {
+      if (String(text).length === 0) return realAppend(file, text, options);
+      throw noSpace('write');
+    });
+    const reloads = jest.spyOn(Datastore.prototype, 'loadDatabaseAsync');
+    try {
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) =>
+          i % 2 === 0 ? docs.insertOne({ _id: `w${i}`, n: 100 + i }) : docs.count({}),
+        ),
+      );
+      expect(results.filter((_, i) => i % 2 === 0)).toEqual(
+        Array.from({ length: 10 }, () => ({
+          status: 'rejected',
+          reason: expect.objectContaining({ kind: 'unavailable', error: 'StoreUnavailable' }),
+        })),
+      );
+      expect(results.filter((_, i) => i % 2 === 1)).toEqual(
+        Array.from({ length: 10 }, () => ({ status: 'fulfilled', value: 2 })),
+      );
+      // before, each refused write was followed by a reload of the whole file, reads waiting behind each
+      expect(reloads).toHaveBeenCalledTimes(1);
+
+      refused.mockRestore();
+      await expect(docs.insertOne({ _id: 'soon', n: 5 })).rejects.toMatchObject({ kind: 'unavailable' });
+      clock.ms += 1_000;
+      await docs.insertOne({ _id: 'later', n: 6 });
+    } finally {
+      refused.mockRestore();
+      reloads.mockRestore();
+      await store.close();
+    }
+    const reopened = createEmbeddedStore({ dataDir: data.dir });
+    try {
+      expect(await reopened.collection<Item>('docs').find({}, { sort: { n: 1 } })).toEqual([
+        { _id: 'b', n: 2 },
+        { _id: 'later', n: 6 },
+        { _id: 'a', n: 10 },
+      ]);
+    } finally {
+      await reopened.close();
       data.remove();
     }
   });
