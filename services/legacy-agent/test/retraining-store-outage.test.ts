@@ -11,36 +11,53 @@ import { ScriptedNlu } from './support/scripted-nlu';
 type Fault = (collection: string, method: string, args: unknown[]) => boolean;
 
 /**
- * The embedded store, with its collections' operations refused while `state.fault` says so; `state.refused` counts
- * the refusals by collection.
+ * How a faulty operation fails: `refused` (503, nothing done), `reply lost` (done, then 503: a MongoDB connection cut
+ * after the server applied a write), `disk full` (the file system's ENOSPC, as the embedded store's blob write meets it).
+ */
+type Failure = 'refused' | 'reply lost' | 'disk full';
+
+const unavailable = () =>
+  new Unavailable('The service cannot reach its data right now; try again shortly', {
+    error: 'StoreUnavailable',
+  });
+const diskFull = () =>
+  Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28 });
+
+/**
+ * The embedded store, with its collections' and blob buckets' operations failing as `state.failure` says while
+ * `state.fault` names them (a bucket's name is `blobs:<bucket>`); `state.refused` counts the failures by name (as they begin).
  */
 function storeWithFaults(dataDir: string, clock: ManualClock) {
   const real = createEmbeddedStore({ dataDir, now: () => clock.now().getTime() });
-  const state: { fault: Fault | null; refused: Map<string, number> } = { fault: null, refused: new Map() };
+  const state: {
+    fault: Fault | null;
+    failure: Failure;
+    refused: Map<string, number>;
+    /** while set, a failing operation waits for it before it fails (a call under way) */
+    held: Promise<void> | null;
+  } = { fault: null, failure: 'refused', refused: new Map(), held: null };
+  const faulty = <T extends object>(name: string, target: T): T =>
+    new Proxy(target, {
+      get(c, method) {
+        const fn = Reflect.get(c, method, c);
+        if (typeof fn !== 'function') return fn;
+        return async (...args: unknown[]) => {
+          if (!state.fault?.(name, String(method), args)) return fn.apply(c, args);
+          state.refused.set(name, (state.refused.get(name) ?? 0) + 1);
+          await state.held;
+          if (state.failure === 'disk full') throw diskFull();
+          if (state.failure === 'reply lost') await fn.apply(c, args);
+          throw unavailable();
+        };
+      },
+    });
   const store = new Proxy(real, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
-      if (prop !== 'collection') return typeof value === 'function' ? value.bind(target) : value;
-      return (name: string, indexes?: unknown) => {
-        const collection = target.collection(name, indexes as never);
-        return new Proxy(collection, {
-          get(c, method) {
-            const fn = Reflect.get(c, method, c);
-            if (typeof fn !== 'function') return fn;
-            return (...args: unknown[]) => {
-              if (state.fault?.(name, String(method), args)) {
-                state.refused.set(name, (state.refused.get(name) ?? 0) + 1);
-                return Promise.reject(
-                  new Unavailable('The service cannot reach its data right now; try again shortly', {
-                    error: 'StoreUnavailable',
-                  }),
-                );
-              }
-              return fn.apply(c, args);
-            };
-          },
-        });
-      };
+      if (prop === 'collection')
+        return (name: string, indexes?: unknown) => faulty(name, target.collection(name, indexes as never));
+      if (prop === 'blobs') return (bucket: string) => faulty(`blobs:${bucket}`, target.blobs(bucket));
+      return typeof value === 'function' ? value.bind(target) : value;
     },
   }) as Store;
   return { store, state };
@@ -57,9 +74,21 @@ const assistantReads: Fault = (collection, method) =>
 /** The write that points a model's record at the model just trained and stored. */
 const modelRecordWrites: Fault = (collection, method) =>
   collection === 'legacy_models' && method === 'updateOne';
+/** The step after an intent's or entity's deletion (or a creation that failed) that gives its place back. */
+const placeReleases: Fault = (collection, method, args) => {
+  if (collection !== 'legacy_assistants' || method !== 'updateOne') return false;
+  const inc = (args[1] as { $inc?: Record<string, number> }).$inc;
+  return inc?.intentCount !== undefined || inc?.entityCount !== undefined;
+};
 /** Every operation of the service's own collections: the store is away. */
 const everything: Fault = (collection) => collection.startsWith('legacy_');
 
+const entity = (name: string, ...values: string[]) => ({
+  name,
+  automaticallyExtensible: { en: false },
+  useSynonyms: { en: false },
+  data: { en: values.map((value) => ({ value, synonyms: [] })) },
+});
 const intent = (name: string, ...sentences: string[]) => ({
   name,
   utterances: { en: sentences.map(utterance) },
@@ -74,6 +103,7 @@ describe('legacy models: a change made while the store fails is learnt once it i
   let timers: ManualTimers;
   let app: LegacyTestApp;
   let bot: Bot;
+  let sessionToken: string;
 
   beforeEach(async () => {
     folder = tempDir('legacy-outage-');
@@ -93,12 +123,16 @@ describe('legacy models: a change made while the store fails is learnt once it i
         LEGACY_MESSAGES_PER_ADDRESS: '0',
       },
     });
-    ({ bot } = await accountWithBot(app.http));
+    const made = await accountWithBot(app.http);
+    bot = made.bot;
+    sessionToken = made.account.sessionToken;
     await addIntent('Greet', 'hello there');
     await learnt();
   });
   afterEach(async () => {
     faults.state.fault = null;
+    faults.state.failure = 'refused';
+    faults.state.held = null;
     await app.stop();
     await faults.store.close();
     folder.remove();
@@ -201,6 +235,25 @@ describe('legacy models: a change made while the store fails is learnt once it i
     expect(answer).toBe('Weather');
   });
 
+  it('answers a message waiting for a first model while the store fails the training, starting one turn at most', async () => {
+    const { bot: fresh } = await accountWithBot(app.http);
+    await app.http.post('/v1/intents').set(dev(fresh)).send(intent('Weather', 'weather today')).expect(200);
+    const intentReads: Fault = (collection, method) => collection === 'legacy_intents' && method === 'find';
+    faults.state.fault = intentReads;
+    timers.advance(10);
+    await waitFor(() => (faults.state.refused.get('legacy_intents') ?? 0) > 0, { what: 'the failed read' });
+    await settled();
+    const refused = faults.state.refused.get('legacy_intents');
+    // the answer reads the intents too: it is the store's error, at once, after one turn at most
+    const res = await app.http
+      .post('/v1/Messages')
+      .set(client(fresh))
+      .send({ userId: 'u', platform: 'web', text: 'weather today' })
+      .expect(503);
+    expect(res.body.status).toMatchObject({ code: 503, errorType: 'unavailable' });
+    expect(faults.state.refused.get('legacy_intents')).toBeLessThanOrEqual((refused ?? 0) + 2);
+  });
+
   it('trains again once the store is back when the trained model could not be stored', async () => {
     await addIntent('Weather', 'weather today').expect(200);
     faults.state.fault = modelRecordWrites;
@@ -263,6 +316,52 @@ describe('legacy models: a change made while the store fails is learnt once it i
     },
   );
 
+  it("tries each of many assistants' records at most once per wait through a long outage, and learns them all after", async () => {
+    const { account } = await accountWithBot(app.http);
+    const bots: Bot[] = [];
+    for (let i = 0; i < 200; i++)
+      bots.push(
+        (
+          await app.http
+            .post('/v2/bots')
+            .set('X-Legacy-Session-Token', account.sessionToken)
+            .send({ name: `Helper ${i}`, lang: 'en', description: 'helps' })
+            .expect(200)
+        ).body,
+      );
+    const tries = new Map<string, number>();
+    faults.state.fault = (collection, method, args) => {
+      if (!revisionBump(collection, method, args)) return false;
+      const id = (args[0] as { _id: string })._id;
+      tries.set(id, (tries.get(id) ?? 0) + 1);
+      return true;
+    };
+    for (const [i, b] of bots.entries())
+      await app.http
+        .post('/v1/intents')
+        .set(dev(b))
+        .send(intent(`Ask${i}`, `question ${i}`))
+        .expect(200);
+    const outageMs = 30 * 60_000;
+    for (let elapsed = 0; elapsed < outageMs; elapsed += RETRY_FIRST_MS) {
+      timers.advance(RETRY_FIRST_MS);
+      await settled();
+    }
+    expect(tries.size).toBe(bots.length);
+    const most = Math.max(...tries.values());
+    expect(most).toBeLessThanOrEqual(2 + Math.log2(RETRY_MAX_MS / RETRY_FIRST_MS) + outageMs / RETRY_MAX_MS);
+
+    faults.state.fault = null;
+    const trainings = nlu.started;
+    await waitFor(
+      async () => {
+        timers.advance(RETRY_FIRST_MS);
+        return nlu.started - trainings === bots.length;
+      },
+      { timeoutMs: 60_000, intervalMs: 20, what: 'every assistant trained' },
+    );
+  });
+
   it('trains at most once per longest wait through a long outage that fails only the writes of models', async () => {
     const { bot: fresh } = await accountWithBot(app.http);
     await app.http.post('/v1/intents').set(dev(fresh)).send(intent('Weather', 'weather today')).expect(200);
@@ -288,6 +387,40 @@ describe('legacy models: a change made while the store fails is learnt once it i
     );
   });
 
+  it.each(outages)('stops trying %s again when the assistant is removed', async (_step, outage) => {
+    await outage();
+    await settled();
+    faults.state.fault = null;
+    await app.http.delete(`/v2/bots/${bot.id}`).set('X-Legacy-Session-Token', sessionToken).expect(200);
+    expect(timers.pending).toBe(0);
+    const reads = nlu.started;
+    timers.advance(60 * 60_000);
+    expect(timers.pending).toBe(0);
+    expect(nlu.started).toBe(reads);
+  });
+
+  it.each(outages)('stops trying %s again when the service stops during a try', async (_step, outage) => {
+    await outage();
+    await settled();
+    let release: () => void = () => undefined;
+    faults.state.held = new Promise((resolve) => {
+      release = resolve;
+    });
+    const before = faults.state.refused.get('legacy_assistants') ?? 0;
+    timers.advance(RETRY_MAX_MS);
+    await waitFor(() => (faults.state.refused.get('legacy_assistants') ?? 0) > before, {
+      what: 'a try under way',
+    });
+    const stopped = app.service.stop();
+    release();
+    await stopped;
+    // the try's failure, which arms the next when the service runs, comes after the stop
+    await waitFor(() => timers.pending === 0, { what: 'no try armed' });
+    const refused = new Map(faults.state.refused);
+    timers.advance(60 * 60_000);
+    expect(faults.state.refused).toEqual(refused);
+  });
+
   it.each(outages)('stops trying %s again when the service stops', async (_step, outage) => {
     await outage();
     await settled();
@@ -296,5 +429,168 @@ describe('legacy models: a change made while the store fails is learnt once it i
     const refused = new Map(faults.state.refused);
     timers.advance(60 * 60_000);
     expect(faults.state.refused).toEqual(refused);
+  });
+  /** The last training's intents and entities, by name. */
+  const lastTrained = () => {
+    const set = nlu.trainings.at(-1)!;
+    return { intents: set.intents.map((i) => i.name), entities: set.entities.map((e) => e.name) };
+  };
+
+  /**
+   * Changes stored though their request failed after the write (503): a retry of the request does not make them
+   * again (404, 409), so they are recorded for training all the same.
+   */
+  const storedThoughFailed: Array<
+    [string, () => Promise<void>, (trained: ReturnType<typeof lastTrained>) => void]
+  > = [
+    [
+      'an intent deleted whose place could not be given back',
+      async () => {
+        const { id } = (await addIntent('Weather', 'weather today').expect(200)).body;
+        await learnt();
+        faults.state.fault = placeReleases;
+        await app.http.delete(`/v1/intents/${id}`).set(dev(bot)).expect(503);
+        faults.state.fault = null;
+        await app.http.delete(`/v1/intents/${id}`).set(dev(bot)).expect(404);
+      },
+      (trained) => expect(trained.intents).toEqual(['Greet']),
+    ],
+    [
+      "an intent created whose write's reply was lost",
+      async () => {
+        faults.state.fault = (collection, method) =>
+          collection === 'legacy_intents' && method === 'insertOne';
+        faults.state.failure = 'reply lost';
+        await addIntent('Weather', 'weather today').expect(503);
+        faults.state.fault = null;
+        await addIntent('Weather', 'weather today').expect(409);
+      },
+      (trained) => expect(trained.intents).toEqual(['Greet', 'Weather']),
+    ],
+    [
+      "an entity created whose write's reply was lost",
+      async () => {
+        faults.state.fault = (collection, method) =>
+          collection === 'legacy_entities' && method === 'insertOne';
+        faults.state.failure = 'reply lost';
+        await app.http.post('/v1/entities').set(dev(bot)).send(entity('city', 'Paris')).expect(503);
+        faults.state.fault = null;
+        await app.http.post('/v1/entities').set(dev(bot)).send(entity('city', 'Paris')).expect(409);
+      },
+      (trained) => expect(trained.entities).toEqual(['city']),
+    ],
+    [
+      'an entity deleted whose place could not be given back',
+      async () => {
+        const { id } = (
+          await app.http.post('/v1/entities').set(dev(bot)).send(entity('city', 'Paris')).expect(200)
+        ).body;
+        await learnt();
+        faults.state.fault = placeReleases;
+        await app.http.delete(`/v1/entities/${id}`).set(dev(bot)).expect(503);
+        faults.state.fault = null;
+        await app.http.delete(`/v1/entities/${id}`).set(dev(bot)).expect(404);
+      },
+      (trained) => expect(trained.entities).toEqual([]),
+    ],
+  ];
+
+  it.each(storedThoughFailed)(
+    'learns %s (a 503 after the change was stored)',
+    async (_change, change, check) => {
+      await change();
+      const trainings = nlu.started;
+      expect((await training()).upToDate).toBe(false);
+      await learnt();
+      expect(nlu.started).toBe(trainings + 1);
+      check(lastTrained());
+    },
+  );
+
+  it('tries a training again when the store fails otherwise than with Unavailable (a full disk refusing the model)', async () => {
+    await addIntent('Weather', 'weather today').expect(200);
+    faults.state.fault = (collection, method) => collection === 'blobs:legacy_models' && method === 'put';
+    faults.state.failure = 'disk full';
+    timers.advance(10);
+    await waitFor(() => (faults.state.refused.get('blobs:legacy_models') ?? 0) > 0, {
+      what: 'the failed write',
+    });
+    await settled();
+    faults.state.fault = null;
+    const waiting = await training();
+    expect(waiting.upToDate).toBe(false);
+    expect(waiting.error).toMatch(/store/);
+
+    await learnt();
+    await answered('weather today', 'Weather');
+  });
+
+  it('does not try again a training the engine failed, even with an error that reads like the store', async () => {
+    class Failing extends ScriptedNlu {
+      override async trainModelInWorker(): Promise<never> {
+        this.started++;
+        throw unavailable();
+      }
+    }
+    const failing = new Failing();
+    const otherTimers = new ManualTimers();
+    const other = await startLegacyApp({ clock, nlu: failing, timers: otherTimers });
+    try {
+      const { bot: fresh } = await accountWithBot(other.http);
+      await other.http
+        .post('/v1/intents')
+        .set(dev(fresh))
+        .send(intent('Weather', 'weather today'))
+        .expect(200);
+      const status = async () => (await other.http.get('/v1/bots').set(dev(fresh)).expect(200)).body.training;
+      await waitFor(
+        async () => {
+          otherTimers.advance(10);
+          return (await status()).error !== null;
+        },
+        { what: 'the failure in the status' },
+      );
+      expect((await status()).error).toMatch(/the training in en failed/);
+      expect(otherTimers.pending).toBe(0);
+      otherTimers.advance(60 * 60_000);
+      expect(failing.started).toBe(1);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('learns, training it once, a change another instance could not record while this one trained its own', async () => {
+    const otherTimers = new ManualTimers();
+    const otherNlu = new ScriptedNlu();
+    const other = await startLegacyApp({
+      clock,
+      store: faults.store,
+      nlu: otherNlu,
+      timers: otherTimers,
+      env: { LEGACY_MESSAGES_PER_USER: '0', LEGACY_MESSAGES_PER_ADDRESS: '0' },
+    });
+    try {
+      faults.state.fault = revisionBump;
+      await addIntent('Weather', 'weather today').expect(200);
+      faults.state.fault = null;
+      // the other instance trains a change of its own, reading the one this instance could not record
+      await other.http.post('/v1/intents').set(dev(bot)).send(intent('Rain', 'rain tomorrow')).expect(200);
+      await waitFor(
+        async () => {
+          otherTimers.advance(RETRY_FIRST_MS);
+          return (await other.http.get('/v1/bots').set(dev(bot)).expect(200)).body.training.upToDate === true;
+        },
+        { timeoutMs: 20_000, intervalMs: 20, what: 'the other instance trains' },
+      );
+      expect(otherNlu.trainings.at(-1)!.intents.map((i) => i.name)).toEqual(['Greet', 'Weather', 'Rain']);
+
+      // this instance records its change: the models learnt it already, nothing trains again
+      await learnt();
+      expect(nlu.started + otherNlu.started).toBe(2);
+      await answered('weather today', 'Weather');
+      await answered('rain tomorrow', 'Rain');
+    } finally {
+      await other.stop();
+    }
   });
 });

@@ -5,7 +5,7 @@ import type { EntityInput } from '../routes/schemas';
 import { insertInPlace, releasePlace, SizeChange, storedBytes } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
-import type { DataChangeListener } from './intents';
+import { type DataChangeListener, recordingChange } from './intents';
 import { languageIssues, throwIfIssues } from './issues';
 import { inCreationOrder, pageById } from './lists';
 
@@ -49,17 +49,18 @@ export class Entities {
       updatedAt: now,
     };
     this.check(assistant, doc);
-    await insertInPlace(
-      this.ctx,
-      assistant._id,
-      'entities',
-      config.LEGACY_MAX_ENTITIES,
-      storedBytes(doc),
-      () => this.write(() => cols.entities.insertOne(doc)),
-      () => cols.entities.deleteOne({ _id: doc._id }),
-    );
-    await this.onChange(assistant._id);
-    return doc;
+    return recordingChange(this.onChange, assistant._id, async () => {
+      await insertInPlace(
+        this.ctx,
+        assistant._id,
+        'entities',
+        config.LEGACY_MAX_ENTITIES,
+        storedBytes(doc),
+        () => this.write(() => cols.entities.insertOne(doc)),
+        () => cols.entities.deleteOne({ _id: doc._id }),
+      );
+      return doc;
+    });
   }
 
   /**
@@ -74,46 +75,48 @@ export class Entities {
   ): Promise<EntityDoc> {
     // counted before the write (a growth taken from the budget), given back when nothing was written
     const size = new SizeChange(this.ctx, assistant._id);
-    const updated = await size.around(() =>
-      this.write(() =>
-        updateWithRevision(
-          this.ctx.cols.entities,
-          { _id: id, assistantId: assistant._id },
-          async (current) => {
-            const merged = merge(current);
-            if (merged.name !== current.name) await this.refuseWhenUsed(assistant, current, 'renamed');
-            const doc = {
-              ...current,
-              ...merged,
-              nameKey: nameKey(merged.name),
-              updatedAt: this.ctx.clock.now(),
-            };
-            this.check(assistant, doc);
-            await size.count(storedBytes(doc) - storedBytes(current));
-            const { _id, revision: _revision, ...fields } = doc;
-            return { $set: fields };
-          },
+    return recordingChange(this.onChange, assistant._id, async () => {
+      const updated = await size.around(() =>
+        this.write(() =>
+          updateWithRevision(
+            this.ctx.cols.entities,
+            { _id: id, assistantId: assistant._id },
+            async (current) => {
+              const merged = merge(current);
+              if (merged.name !== current.name) await this.refuseWhenUsed(assistant, current, 'renamed');
+              const doc = {
+                ...current,
+                ...merged,
+                nameKey: nameKey(merged.name),
+                updatedAt: this.ctx.clock.now(),
+              };
+              this.check(assistant, doc);
+              await size.count(storedBytes(doc) - storedBytes(current));
+              const { _id, revision: _revision, ...fields } = doc;
+              return { $set: fields };
+            },
+          ),
         ),
-      ),
-    );
-    if (!updated) throw entityNotFound(id);
-    await this.onChange(assistant._id);
-    return updated.after;
+      );
+      if (!updated) throw entityNotFound(id);
+      return updated.after;
+    });
   }
 
   async remove(assistant: AssistantDoc, id: string): Promise<{ id: string; deleted: true }> {
     const current = await this.get(assistant, id);
     await this.refuseWhenUsed(assistant, current, 'deleted');
-    // a version renamed meanwhile is checked again
-    const deleted = await deleteAsRead(
-      this.ctx.cols.entities,
-      { _id: id, assistantId: assistant._id },
-      current,
-      (doc) => this.refuseWhenUsed(assistant, doc, 'deleted'),
-    );
-    if (deleted) await releasePlace(this.ctx, assistant._id, 'entities', storedBytes(deleted));
-    await this.onChange(assistant._id);
-    return { id, deleted: true };
+    return recordingChange(this.onChange, assistant._id, async () => {
+      // a version renamed meanwhile is checked again
+      const deleted = await deleteAsRead(
+        this.ctx.cols.entities,
+        { _id: id, assistantId: assistant._id },
+        current,
+        (doc) => this.refuseWhenUsed(assistant, doc, 'deleted'),
+      );
+      if (deleted) await releasePlace(this.ctx, assistant._id, 'entities', storedBytes(deleted));
+      return { id, deleted: true as const };
+    });
   }
 
   view(doc: EntityDoc) {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Conflict, NotFound } from '@platform/kernel';
+import { AppError, Conflict, NotFound, statusOfKind } from '@platform/kernel';
 import { DuplicateKeyError, deleteAsRead, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { IntentInput } from '../routes/schemas';
@@ -12,6 +12,28 @@ import { inCreationOrder, pageById } from './lists';
 import { DEFAULT_SETTINGS, type IntentSettings, type OutputContext } from './model-types';
 
 export type DataChangeListener = (assistantId: string) => Promise<void>;
+
+/**
+ * Runs `change` (a write of the assistant's intents or entities, and the steps that complete it), then records it for
+ * training, also when it failed otherwise than by a refusal: the write may be stored all the same (a step after it
+ * failed, or its reply was lost), and a retry would not write it again (409 `IntentNameTaken`, 404), so nothing would
+ * learn it. Recording a change that was not stored costs a training that finds its models current.
+ */
+export async function recordingChange<T>(
+  onChange: DataChangeListener,
+  assistantId: string,
+  change: () => Promise<T>,
+): Promise<T> {
+  let result: T;
+  try {
+    result = await change();
+  } catch (err) {
+    if (!(err instanceof AppError && statusOfKind[err.kind] < 500)) await onChange(assistantId);
+    throw err;
+  }
+  await onChange(assistantId);
+  return result;
+}
 
 const nameKey = (name: string) => name.normalize('NFKC').toLowerCase();
 
@@ -53,26 +75,27 @@ export class Intents {
         { name: `Intent ${id.slice(-12)}`, ...input },
       ),
     );
-    await insertInPlace(
-      this.ctx,
-      assistant._id,
-      'intents',
-      config.LEGACY_MAX_INTENTS,
-      storedBytes(doc),
-      () => this.write(() => cols.intents.insertOne(doc)),
-      () => cols.intents.deleteOne({ _id: doc._id }),
-    );
-    const gone = await this.holdEntities(assistant, doc);
-    if (gone.size > 0) {
-      // an entity it tags was deleted (or renamed) between the check and the write: the intent is not kept; its
-      // place is given back by whoever deletes it (a deletion of its id may have come first), with what it holds
-      const deleted = await deleteAsRead(cols.intents, { _id: doc._id }, doc);
-      if (deleted) await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(deleted));
-      await this.onChange(assistant._id); // a training may have read it while it was stored
-      throwIfIssues(unknownEntities(doc, gone));
-    }
-    await this.onChange(assistant._id);
-    return doc;
+    return recordingChange(this.onChange, assistant._id, async () => {
+      await insertInPlace(
+        this.ctx,
+        assistant._id,
+        'intents',
+        config.LEGACY_MAX_INTENTS,
+        storedBytes(doc),
+        () => this.write(() => cols.intents.insertOne(doc)),
+        () => cols.intents.deleteOne({ _id: doc._id }),
+      );
+      const gone = await this.holdEntities(assistant, doc);
+      if (gone.size > 0) {
+        // an entity it tags was deleted (or renamed) between the check and the write: the intent is not kept; its
+        // place is given back by whoever deletes it (a deletion of its id may have come first), with what it holds
+        const deleted = await deleteAsRead(cols.intents, { _id: doc._id }, doc);
+        if (deleted) await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(deleted));
+        await this.onChange(assistant._id); // a training may have read it while it was stored
+        throwIfIssues(unknownEntities(doc, gone));
+      }
+      return doc;
+    });
   }
 
   /**
@@ -82,41 +105,43 @@ export class Intents {
   async update(assistant: AssistantDoc, id: string, input: IntentInput): Promise<IntentDoc> {
     // counted before the write (a growth taken from the budget), given back when nothing was written
     const size = new SizeChange(this.ctx, assistant._id);
-    const updated = await size.around(() =>
-      this.write(() =>
-        updateWithRevision(
-          this.ctx.cols.intents,
-          { _id: id, assistantId: assistant._id },
-          async (current) => {
-            const merged = await this.check(
-              assistant,
-              this.normalize({ ...current, updatedAt: this.ctx.clock.now() }, { ...current, ...input }),
-            );
-            const { _id, ...fields } = merged;
-            await size.count(storedBytes({ ...current, ...fields }) - storedBytes(current));
-            return { $set: fields };
-          },
+    return recordingChange(this.onChange, assistant._id, async () => {
+      const updated = await size.around(() =>
+        this.write(() =>
+          updateWithRevision(
+            this.ctx.cols.intents,
+            { _id: id, assistantId: assistant._id },
+            async (current) => {
+              const merged = await this.check(
+                assistant,
+                this.normalize({ ...current, updatedAt: this.ctx.clock.now() }, { ...current, ...input }),
+              );
+              const { _id, ...fields } = merged;
+              await size.count(storedBytes({ ...current, ...fields }) - storedBytes(current));
+              return { $set: fields };
+            },
+          ),
         ),
-      ),
-    );
-    if (!updated) throw intentNotFound(id);
-    const gone = await this.holdEntities(assistant, updated.after, updated.before);
-    if (gone.size > 0) {
-      await this.restore(assistant, updated.before, updated.after);
-      await this.onChange(assistant._id); // a training may have read the refused version while it was stored
-      throwIfIssues(unknownEntities(updated.after, gone));
-    }
-    await this.onChange(assistant._id);
-    return updated.after;
+      );
+      if (!updated) throw intentNotFound(id);
+      const gone = await this.holdEntities(assistant, updated.after, updated.before);
+      if (gone.size > 0) {
+        await this.restore(assistant, updated.before, updated.after);
+        await this.onChange(assistant._id); // a training may have read the refused version while it was stored
+        throwIfIssues(unknownEntities(updated.after, gone));
+      }
+      return updated.after;
+    });
   }
 
   async remove(assistant: AssistantDoc, id: string): Promise<{ id: string; deleted: true }> {
     const current = await this.get(assistant, id);
     const filter = { _id: id, assistantId: assistant._id };
-    const deleted = await deleteAsRead(this.ctx.cols.intents, filter, current);
-    if (deleted) await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(deleted));
-    await this.onChange(assistant._id);
-    return { id, deleted: true };
+    return recordingChange(this.onChange, assistant._id, async () => {
+      const deleted = await deleteAsRead(this.ctx.cols.intents, filter, current);
+      if (deleted) await releasePlace(this.ctx, assistant._id, 'intents', storedBytes(deleted));
+      return { id, deleted: true as const };
+    });
   }
 
   /** Spec 2.9 with `id`; settings are shown for every language of the assistant, defaults filled. */

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { Unavailable } from '@platform/kernel';
 import { type NluModel, type NluResult, type NluTrainingSet, TRAINING_REVISION } from '@platform/nlu';
 import type { AssistantDoc, EntityDoc, IntentDoc, ModelDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
@@ -105,6 +104,21 @@ const STOPPED = Symbol('stopped');
 
 /** A training the service will not run (too large): its message is the assistant's to read. */
 class TrainingRefused extends Error {}
+
+/**
+ * A failure of the engine (its training, or the stored form of its model), which is not tried again (a training may
+ * hold the one queue up to LEGACY_TRAINING_TIMEOUT_SECONDS); any other failure of a turn is the store's, whatever its
+ * type (a blob write on a full disk fails with the file system's error, not `Unavailable`), and is tried again.
+ */
+class EngineFailed extends Error {}
+
+const byEngine = async <T>(work: () => Promise<T>): Promise<T> => {
+  try {
+    return await work();
+  } catch (err) {
+    throw new EngineFailed('the engine failed', { cause: err });
+  }
+};
 
 /**
  * How a language's part of a turn ended: `trained` (it held the one training: the other assistants' turns come before
@@ -512,22 +526,21 @@ export class Understanding {
         turn = await this.trainLanguage(assistantId, lang, revision, toTrainingSet(lang, intents, entities));
         this.failures.delete(key);
       } catch (err) {
-        if (err instanceof Unavailable) {
-          // the store, not this language: the turn is tried again (`retryLater`); meanwhile Messages in it stop waiting
-          this.failures.set(key, `the store failed while the model in ${lang} was read or stored`);
-          throw err;
-        }
         if (err instanceof TrainingRefused) {
           this.failures.set(key, err.message);
           logger.warn({ assistantId, lang, reason: err.message }, 'training refused');
           turn = 'skipped';
-        } else {
+        } else if (err instanceof EngineFailed) {
           this.failures.set(
             key,
             `the training in ${lang} failed; its previous model answers, or the fallback without one`,
           );
-          logger.error({ err, assistantId, lang }, 'training failed');
+          logger.error({ err: err.cause, assistantId, lang }, 'training failed');
           turn = 'trained'; // it held the training as long as a model would (a worker stopped at its timeout, say)
+        } else {
+          // the store, not this language: the turn is tried again (`retryLater`); meanwhile Messages in it stop waiting
+          this.failures.set(key, `the store failed while the model in ${lang} was read or stored`);
+          throw err;
         }
       }
       if (turn === 'gone') return undefined;
@@ -559,7 +572,10 @@ export class Understanding {
     if (stored && current && !this.unloadable.has(key)) {
       if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
       const cached = this.cache.get(key);
-      if (cached) cached.revision = Math.max(cached.revision, revision);
+      if (cached?.fingerprint === fingerprint) cached.revision = Math.max(cached.revision, revision);
+      // another instance trained the stored model (on a change this one could not record, say): the next message
+      // loads it, instead of the older model here answering as if it had learnt the change
+      else this.cache.delete(key);
       return 'skipped';
     }
     // one training at a time serves every assistant: none may hold it for long (decision 0021)
@@ -569,7 +585,7 @@ export class Understanding {
         `${sentences} training sentences in ${lang}, more than the ${maxSentences} a model is trained on (LEGACY_MAX_TRAINING_SENTENCES); its previous model answers, or the fallback without one`,
       );
     const started = Date.now();
-    const model = set.intents.length === 0 ? null : await this.trainTimed(set, timeout);
+    const model = set.intents.length === 0 ? null : await byEngine(() => this.trainTimed(set, timeout));
     const trainingMs = Date.now() - started;
     // Loading, serializing and storing a large model each hold the event loop for a while: let the
     // Messages queued meanwhile through between the steps.
@@ -647,7 +663,8 @@ export class Understanding {
     const key = modelKey(assistantId, lang);
     let stored: { blob: string; bytes: number } | null = null;
     if (trained.model) {
-      const form = await this.engine.storedModelForm(trained.model);
+      const model = trained.model;
+      const form = await byEngine(() => this.engine.storedModelForm(model));
       stored = { blob: blobOf(key, trained.fingerprint), bytes: form.length };
       await cols.modelBlobs.put(stored.blob, form);
     }
