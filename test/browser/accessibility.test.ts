@@ -205,8 +205,10 @@ async function overflowProblems(page: Page): Promise<string[]> {
  * focus in a field that the error message describes, so that a person lands where the correction is made.
  */
 async function errorProblems(page: Page): Promise<string[]> {
+  // the focus moves as the page loads: 10 s let a loaded machine's browser get there (a page that never moves it
+  // is reported below)
   await page
-    .waitForFunction(() => document.activeElement !== document.body, null, { timeout: 2000 })
+    .waitForFunction(() => document.activeElement !== document.body, null, { timeout: 10_000 })
     .catch(() => undefined);
   return page.evaluate(() => {
     const problems: string[] = [];

@@ -28,7 +28,16 @@ export async function waitFor<T>(
  * Waits, when less than `marginMs` of the current calendar minute is left, for the next minute to begin: a burst a
  * test counts against a per-minute limit then falls in one window (limits count calendar minutes, decision 0016).
  */
-export async function clearOfMinuteEnd(marginMs = 20_000): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
+export function clearOfMinuteEnd(marginMs = 20_000): Promise<void> {
+  return clearOfWindowEnd(60_000, marginMs);
+}
+
+/** As clearOfMinuteEnd, for a limit counted in calendar hours (the catalogue's bulk replaces). */
+export function clearOfHourEnd(marginMs = 20_000): Promise<void> {
+  return clearOfWindowEnd(3_600_000, marginMs);
+}
+
+async function clearOfWindowEnd(windowMs: number, marginMs: number): Promise<void> {
+  const left = windowMs - (Date.now() % windowMs);
   if (left < marginMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
 }

@@ -32,13 +32,12 @@ async function afterASweep(collection: AnyCollection): Promise<void> {
   const _id = `sweep-probe-${Math.random()}`;
   await collection.insertOne({ _id, removeAt: new Date(0) });
   await waitFor(async () => (await collection.count({ _id })) === 0, {
-    timeoutMs: 5_000,
     what: `a TTL sweep of ${collection.name}`,
   });
 }
 
 const gone = (collection: AnyCollection, filter: Record<string, unknown>, what: string) =>
-  waitFor(async () => (await collection.count(filter)) === 0, { timeoutMs: 5_000, what });
+  waitFor(async () => (await collection.count(filter)) === 0, { what });
 
 const retention = (h: AuthHarness) => h.service.retention;
 

@@ -326,14 +326,21 @@ describe('edge routing and proxying', () => {
     });
 
     it('forwards a streamed body that arrives slowly, as long as no pause between its chunks reaches the timeout', async () => {
+      // a timeout of 2 s, not this file's 300 ms: a pause of this process (client and edge alike) of a few hundred
+      // ms on a loaded machine made the gap of two chunks 150 ms apart a timeout
+      const patient = await startEdge({
+        authUrl: services.auth.url,
+        legacyUrl: services.legacy.url,
+        env: { SESSION_PRINCIPAL_SOURCE: 'jwt', UPSTREAM_TIMEOUT_MS: '2000' },
+      });
       const parts = ['{"slow":', '"a', 'b', 'c', '"}'].map((part) => Buffer.from(part));
-      // 5 chunks 150 ms apart: 600 ms in all, twice this edge's 300 ms timeout
-      const answer = await request(edge.url, '/legacy/v2/echo', {
+      // 5 chunks 600 ms apart: 2.4 s in all, longer than the timeout
+      const answer = await request(patient.url, '/legacy/v2/echo', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         chunked: parts,
-        chunkDelayMs: 150,
-      });
+        chunkDelayMs: 600,
+      }).finally(() => patient.close());
       expect(answer.status).toBe(200);
       expect(answer.json.body).toBe('{"slow":"abc"}');
     });

@@ -364,7 +364,7 @@ describeWithNats('JWKS rotation across edge instances', () => {
       [a, b].map((e) => waitFor(accepted(e), { timeoutMs: 10_000, what: 'the new key accepted' })),
     );
     // The edge on another bus never saw the event: its periodic reconciliation heals it.
-    await waitFor(accepted(isolated), { timeoutMs: 5_000 });
+    await waitFor(accepted(isolated), { what: 'the new key accepted by its reconciliation' });
   });
 
   it('refetches the JWKS when its NATS connection comes back (messages may have been missed)', async () => {

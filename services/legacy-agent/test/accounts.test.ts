@@ -121,10 +121,7 @@ describe('legacy accounts and access tokens', () => {
       const failures = app.store.collection('legacy_login_failures');
       expect(await failures.count({})).toBeGreaterThan(0);
       clock.advance(61_000);
-      await waitFor(async () => (await failures.count({})) === 0, {
-        timeoutMs: 5_000,
-        what: 'the failed logins removed',
-      });
+      await waitFor(async () => (await failures.count({})) === 0, { what: 'the failed logins removed' });
     });
 
     it('logs out: the session token stops working', async () => {
@@ -248,7 +245,7 @@ describe('legacy accounts and access tokens', () => {
       const sessions = app.store.collection<{ _id: string; userId: string; kind: string }>('legacy_sessions');
       await waitFor(
         async () => (await sessions.find({ userId: account.userId, kind: 'access_token' })).length === 0,
-        { timeoutMs: 5_000, what: 'the expired access token removed' },
+        { what: 'the expired access token removed' },
       );
     });
 

@@ -50,7 +50,7 @@ describe('records stored before their TTL index (decision 0088)', () => {
         async () =>
           (await conversations.findOne({ _id: 'old-conversation' })) === null &&
           (await failures.findOne({ _id: 'old-failure' })) === null,
-        { timeoutMs: 5_000, what: 'the older records removed' },
+        { what: 'the older records removed' },
       );
       expect(await conversations.findOne({ _id: 'new-conversation' })).not.toBeNull();
     } finally {

@@ -225,7 +225,6 @@ describe('legacy Messages (spec 4.4, 2.12) with the NLU engine', () => {
     expect(stored!.expiresAt!.getTime() - stored!.lastActivityAt.getTime()).toBe(600_000);
     clock.advance(601_000);
     await waitFor(async () => (await conversations.find({ userId })).length === 0, {
-      timeoutMs: 5_000,
       what: 'the idle conversation removed',
     });
     // the user's next message starts afresh, as it would have anyway

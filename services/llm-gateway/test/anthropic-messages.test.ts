@@ -6,7 +6,7 @@ import Anthropic, {
   RateLimitError,
 } from '@anthropic-ai/sdk';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
-import { waitFor } from '@platform/testkit';
+import { clearOfMinuteEnd, waitFor } from '@platform/testkit';
 import { AnthropicErrorSchema, AnthropicMessageSchema } from '../src/routes/anthropic-messages-openapi';
 import { PARIS_WEATHER_ROUND_TRIP } from './responses-fixtures';
 import {
@@ -491,7 +491,8 @@ describe("Anthropic's Messages API through the edge", () => {
     const { owner: tight } = await w.org('messages-tight', 'tight');
     const client = anthropic({ bearer: tight.token });
     const ask = { model: 'sim/cheap', max_tokens: 50, messages: [{ role: 'user' as const, content: 'hi' }] };
-    // the user's 3 requests a minute (plan default)
+    // the user's 3 requests a minute (plan default), the four in one calendar minute
+    await clearOfMinuteEnd(15_000);
     for (let i = 0; i < 3; i++) await client.messages.create(ask);
     const limited = await client.messages.create(ask).catch((e: unknown) => e);
     expect(limited).toBeInstanceOf(RateLimitError);
@@ -767,9 +768,9 @@ describe("Anthropic's Messages API through the edge", () => {
 
   it("resilience is chat's: a stream fails over before its first chunk, and a provider failure midway is an error event", async () => {
     const client = anthropic({ bearer: owner.token });
-    w.sim.script([{ match: { model: 'flaky-sim' }, hang: true }]);
+    w.sim.script([{ match: { model: 'stalling-sim' }, hang: true }]);
     const failedOver = await client.messages
-      .stream({ model: 'sim/flaky', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })
+      .stream({ model: 'sim/stalling', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })
       .finalMessage();
     expect(failedOver).toMatchObject({ model: 'sim/cheap', stop_reason: 'end_turn' });
 

@@ -1,3 +1,4 @@
+import { clearOfHourEnd } from '@platform/testkit';
 import { type GatewayWorld, INTERNAL_SECRET, startGatewayWorld } from './support';
 
 /** The model catalogue API through the edge: reads for every caller, writes for platform administrators. */
@@ -255,6 +256,8 @@ describe('model catalogue API', () => {
 
     it('replaces the whole catalogue and answers {deleted, inserted}; the 6th replace in an hour is 429', async () => {
       const as = { bearer: (await w.platformAdmin()).token };
+      // the six replaces in one calendar hour (the limit's window)
+      await clearOfHourEnd();
       const before = (await w.call('gateway', 'GET', '/v1/models?orgSlug=all', as)).body.total;
       const exported = (await w.call('gateway', 'GET', '/v1/models?orgSlug=all', as)).body.data.map(
         ({ id: _i, object: _o, created: _c, owned_by: _b, ...e }: Record<string, unknown>) => e,

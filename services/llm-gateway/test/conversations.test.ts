@@ -1,3 +1,4 @@
+import { clearOfMinuteEnd } from '@platform/testkit';
 import { APIError } from 'openai';
 import type { ConversationItem } from 'openai/resources/conversations/items';
 import { WEATHER } from './responses-fixtures';
@@ -658,6 +659,8 @@ describe('conversations through the edge', () => {
     const { owner: billed } = await w.org('conversations-billed');
     const as = { bearer: billed.token };
     const client = w.client(as);
+    // the requests and the usage read in one calendar minute: the minute's gauge is the count of requests
+    await clearOfMinuteEnd(15_000);
     const { id } = await client.conversations.create({ items: [{ role: 'user', content: 'one' }] });
     await client.conversations.update(id, { metadata: { a: 'b' } });
     await client.conversations.items.create(id, { items: [{ role: 'user', content: 'two' }] });

@@ -26,7 +26,7 @@ describe('prompt-cache usage from the providers', () => {
   const call = (model: string): ProviderCall => ({
     model,
     headers: {},
-    timeoutMs: 2_000,
+    timeoutMs: 10_000, // an answer expected: never a timeout on a loaded machine
     signal: new AbortController().signal,
   });
   const ask: ChatCompletionRequest = {

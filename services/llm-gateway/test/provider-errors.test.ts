@@ -240,11 +240,15 @@ describe('provider errors, retries, failover and cancellation', () => {
   });
 
   it('a stream fails over before its first chunk', async () => {
-    w.sim.script([{ match: { model: 'flaky-sim' }, hang: true }]);
+    w.sim.script([{ match: { model: 'stalling-sim' }, hang: true }]);
     const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${as.bearer}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'sim/flaky', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      body: JSON.stringify({
+        model: 'sim/stalling',
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
     });
     expect(res.status).toBe(200);
     const text = await res.text();
@@ -382,7 +386,8 @@ describe('provider errors, retries, failover and cancellation', () => {
         cost: (3000 * 3) / 1e6,
       });
       expect(w.sim.requests().filter((r) => r.model === 'claude-sim')).toHaveLength(7);
-      // silent after its message_start until the model's timeout: that input was consumed too
+      // silent after its message_start until the model's timeout: that input was consumed too. A timeout of 2 s, so
+      // that a loaded machine's pause before the message_start does not make it a timeout before any input
       const admin = await w.platformAdmin();
       const quick = modelEntry(
         'sim/claude-quick',
@@ -392,7 +397,7 @@ describe('provider errors, retries, failover and cancellation', () => {
           input_per_million: 3,
           output_per_million: 15,
         },
-        { timeout_ms: 300 },
+        { timeout_ms: 2_000 },
       );
       expect((await w.call('gateway', 'POST', '/v1/models', { bearer: admin.token }, quick)).status).toBe(
         201,

@@ -4,11 +4,14 @@ import type { ChatCompletionChunk, ProviderCall } from '../src/providers';
 // What a provider adapter is given and what a provider streams, for the tests of the adapters and of the
 // writers of the answers made of those chunks.
 
-/** A call of `model` as the gateway makes it: no headers, a 2-second timeout, never aborted (unless `over` says). */
+/**
+ * A call of `model` as the gateway makes it: no headers, never aborted (unless `over` says), and a 10-second timeout,
+ * since an answer the test expects must not become a timeout on a loaded machine (a test of timeouts sets its own).
+ */
 export const providerCall = (model: string, over: Partial<ProviderCall> = {}): ProviderCall => ({
   model,
   headers: {},
-  timeoutMs: 2_000,
+  timeoutMs: 10_000,
   signal: new AbortController().signal,
   ...over,
 });

@@ -1,3 +1,4 @@
+import { clearOfMinuteEnd } from '@platform/testkit';
 import { APIError } from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { WEATHER } from './responses-fixtures';
@@ -381,6 +382,8 @@ describe('stored responses through the edge', () => {
     const { owner: billed } = await w.org('stored-responses-billed');
     const as = { bearer: billed.token };
     const client = w.client(as);
+    // the requests and the usage read in one calendar minute: the minute's gauge is the count of requests
+    await clearOfMinuteEnd(15_000);
     const first = await client.responses.create({ model: 'mock/chat', input: 'one' });
     await client.responses.create({ model: 'mock/chat', input: 'two', previous_response_id: first.id });
     for (let i = 0; i < 3; i++) await client.responses.retrieve(first.id);

@@ -91,10 +91,19 @@ export function gatewayFile(sim: ProviderSimulator) {
         },
         pricing: { input_per_million: 1, output_per_million: 1 },
       },
+      // failing over after its attempts: the gateway's default timeout, so no answer of a busy machine races it
       {
         model_id: 'sim/flaky',
         type: 'completion',
         provider_config: { provider: 'sim', model: 'flaky-sim' },
+        pricing: { input_per_million: 1, output_per_million: 1 },
+        failover: 'sim/cheap',
+      },
+      // failing over once a silent provider's 300 ms are up: the tests of a silent provider alone use it
+      {
+        model_id: 'sim/stalling',
+        type: 'completion',
+        provider_config: { provider: 'sim', model: 'stalling-sim' },
         pricing: { input_per_million: 1, output_per_million: 1 },
         timeout_ms: 300,
         failover: 'sim/cheap',
@@ -169,7 +178,9 @@ export interface GatewayWorld {
    * the org's usage once llm-quota has counted `requests` requests and, when given, `tokens` tokens and `cost`
    * USD (the minute and month counters are separate documents: a report may fall between their updates).
    * The minute gauge starts again at 0 when a minute ends: once the minute the requests were sent in (`sentIn`,
-   * minuteNow(); by default the minute of this call) is over, the month's tokens or cost alone say they were counted.
+   * minuteNow() before the first) is over, the month's tokens or cost alone say they were counted. Without `sentIn`
+   * they alone say it at once, since a minute may have ended between the requests and this call (its gauge then
+   * shows none of them); with neither tokens nor cost, the requests and the read must share one minute.
    */
   counted(
     slug: string,
@@ -280,7 +291,7 @@ export async function startGatewayWorld(
             defaultHeaders: { 'x-platform-api-key': as.apiKey },
           });
     },
-    async counted(slug, as, { requests, tokens, cost, sentIn = minuteNow() }) {
+    async counted(slug, as, { requests, tokens, cost, sentIn }) {
       let last: Reply | null = null;
       await waitFor(
         async () => {
@@ -291,7 +302,8 @@ export async function startGatewayWorld(
           return (
             last.status === 200 &&
             rpm !== undefined &&
-            (rpm.used >= requests || ((tokens ?? cost) !== undefined && minuteNow() !== sentIn)) &&
+            (rpm.used >= requests ||
+              ((tokens ?? cost) !== undefined && (sentIn === undefined || minuteNow() !== sentIn))) &&
             (tokens === undefined || (month !== undefined && month.used >= tokens)) &&
             (cost === undefined || (spent !== undefined && spent.used >= cost - 1e-9))
           );

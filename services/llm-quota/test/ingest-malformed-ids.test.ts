@@ -27,7 +27,7 @@ describe('usage events whose user or key id could name no counter', () => {
           .set(adminHeaders(world.clock));
         return res.body.items?.length ? res.body.items : null;
       },
-      { what: 'the valid event to be counted', timeoutMs: 5_000 },
+      { what: 'the valid event to be counted' },
     );
     expect(counted).toEqual([expect.objectContaining({ id: 'user-ok', requests: 1 })]);
     await waitFor(() => dead.length === 2, { what: 'two dead letters' });

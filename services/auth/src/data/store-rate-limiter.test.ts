@@ -46,15 +46,9 @@ describe('a rate limiter counting in the store', () => {
     }
     expect(await counters.count({})).toBe(2);
     storeNow += (60 + 3600 + 5) * 1000;
-    await waitFor(async () => (await counters.count({})) === 1, {
-      timeoutMs: 5_000,
-      what: 'the 60 s counter removed',
-    });
+    await waitFor(async () => (await counters.count({})) === 1, { what: 'the 60 s counter removed' });
     storeNow += 600 * 1000;
-    await waitFor(async () => (await counters.count({})) === 0, {
-      timeoutMs: 5_000,
-      what: 'the 600 s counter removed',
-    });
+    await waitFor(async () => (await counters.count({})) === 0, { what: 'the 600 s counter removed' });
     await store.close();
   });
 });

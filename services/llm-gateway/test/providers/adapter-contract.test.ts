@@ -49,7 +49,7 @@ const engines: Array<[string, () => ProviderAdapter]> = [
 const call = (signal = new AbortController().signal): ProviderCall => ({
   model: 'm-1',
   headers: {},
-  timeoutMs: 2_000,
+  timeoutMs: 10_000, // an answer expected: never a timeout on a loaded machine
   signal,
 });
 const ask: ChatCompletionRequest = {

@@ -12,7 +12,7 @@ const clock = { now: () => new Date('2026-03-01T00:00:00Z') };
 const call = (model: string): ProviderCall => ({
   model,
   headers: { 'x-org': 'acme' },
-  timeoutMs: 2_000,
+  timeoutMs: 10_000, // an answer expected: never a timeout on a loaded machine
   signal: new AbortController().signal,
 });
 const openai = () =>
