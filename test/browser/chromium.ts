@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { tracked } from '../support/live-platforms';
 
 /** Debian's chromium package (`apt-get install -y chromium`); a browser is never downloaded. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -20,7 +21,7 @@ export function chromiumAvailable(): boolean {
 }
 
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
+  const launching = chromium.launch({
     executablePath: CHROMIUM,
     args: [
       '--no-sandbox',
@@ -32,6 +33,10 @@ export function launchChromium(): Promise<Browser> {
       '--no-first-run',
     ],
   });
+  // A beforeAll that timed out before its browser was up leaves its afterAll nothing to close, and the browser kept
+  // jest from exiting (a loaded CI run waited on it for good): closed after the test file, as a platform is.
+  tracked(launching.then((browser) => ({ stop: () => browser.close() })));
+  return launching;
 }
 
 /** Runs one step of a flow; when it fails, the page's screenshot is kept in test/browser/screenshots. */
