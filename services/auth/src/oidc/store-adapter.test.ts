@@ -34,7 +34,9 @@ describe('oidc-provider adapter on the store', () => {
     clock.advance(61_000);
     expect(await codes.find('c1')).toBeUndefined();
     expect(await new Adapter('DeviceCode').findByUserCode('ABCD-EFGH')).toBeUndefined();
-    await waitFor(async () => (await openOidcModels(store).count({})) === 0, { what: 'expired models swept' });
+    await waitFor(async () => (await openOidcModels(store).count({})) === 0, {
+      what: 'expired models swept',
+    });
   });
 
   it('spends a code once: the second consume (a replay, or a racing request) fails as invalid_grant', async () => {
