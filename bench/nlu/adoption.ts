@@ -4,9 +4,10 @@
  * training worker transfers (what happens between its message and the model answering), making the stored pieces
  * (base64 of the worker's stored form, as services/legacy-agent stores them), loading a stored model (start-up,
  * another instance), and, for comparison, loading a model stored as JSON before decision 0081
- * (`loadModelAsync(JSON.parse(text))`, close to the adoption path before it). The trained model stays alive meanwhile,
+ * (`loadModelAsync(JSON.parse(text))`, close to the adoption path before it). A decoded model stays alive meanwhile,
  * as the previous model does in the service, so each decode takes its entity dictionaries instead of building them: a
- * retraining that changed intents, not entities (packages/nlu/src/entity-extractor.ts, `adoptedLookups`).
+ * retraining that changed intents, not entities (packages/nlu/src/entity-extractor.ts, `adoptedLookups`; a model
+ * trained in this process registers none, only decoded ones do).
  *
  *   npx tsx bench/nlu/adoption.ts [rounds=3]
  *
@@ -57,6 +58,7 @@ async function main() {
     `${set.intents.length} intents, ${set.intents.reduce((n, i) => n + i.utterances.length, 0)} sentences, ${set.entities.length} entities; ${ROUNDS} rounds`,
   );
   const model = await trainModelInWorker(set);
+  const answering = await decodeModelAsync(encodeModelBuffer(model, { indexes: true }));
   for (let round = 0; round < ROUNDS; round++) {
     // what the worker transfers: the binary form with its indexes; adopting it is decoding it on this thread
     const transferred = encodeModelBuffer(model, { indexes: true });
@@ -83,6 +85,8 @@ async function main() {
         `a JSON model stored before 0081 (${(json.length / 1e6).toFixed(1)} MB) ${legacy.wallMs.toFixed(0)} ms (${turn(legacy)})`,
     );
   }
+  // the previous model answers until the end, as in the service
+  void answering;
   console.log(
     `load average ${loadavg()
       .map((x) => x.toFixed(1))

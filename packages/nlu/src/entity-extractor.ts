@@ -337,11 +337,13 @@ function* dictionaryLookupsSteps(
  * The dictionary lookups of the models adopted, by their dictionaries, while a model holds them (they never change once
  * built): a retrained model whose entities did not change, as after most changes of intents, takes those of the model
  * it replaces instead of building its own, which was half the work of adopting it and three quarters of the heap it
- * kept (docs/decisions/0021).
+ * kept (docs/decisions/0021). The weak reference is to the gazetteer, which the models keep; the phrase keys, read
+ * only while a model is made, stay beside it (a reference to an object holding both went at the next collection).
  */
-const adoptedLookups = new Map<string, WeakRef<DictionaryLookups>>();
+const adoptedLookups = new Map<string, { gazetteer: WeakRef<Gazetteer>; phraseKeys: Array<Set<string>> }>();
 const forgetLookups = new FinalizationRegistry<string>((key) => {
-  if (adoptedLookups.get(key)?.deref() === undefined) adoptedLookups.delete(key);
+  // the key may hold the lookups of a model adopted since those collected
+  if (adoptedLookups.get(key)?.gazetteer.deref() === undefined) adoptedLookups.delete(key);
 });
 
 /** What tells dictionaries apart (a digest of their entities and phrases), in steps of a thousand phrases. */
@@ -369,12 +371,15 @@ function* lookupsSteps(
   const featureIndex = StringIndex.from(features);
   yield;
   const key = yield* dictionaryKey(entities, phrases, spellings);
-  let dictionary = adoptedLookups.get(key)?.deref();
-  if (!dictionary) {
-    dictionary = yield* dictionaryLookupsSteps(entities, phrases, spellings);
-    adoptedLookups.set(key, new WeakRef(dictionary));
-    forgetLookups.register(dictionary, key);
-  }
+  const adopted = adoptedLookups.get(key);
+  const gazetteer = adopted?.gazetteer.deref();
+  if (adopted && gazetteer) return { featureIndex, gazetteer, phraseKeys: adopted.phraseKeys };
+  const dictionary = yield* dictionaryLookupsSteps(entities, phrases, spellings);
+  adoptedLookups.set(key, {
+    gazetteer: new WeakRef(dictionary.gazetteer),
+    phraseKeys: dictionary.phraseKeys,
+  });
+  forgetLookups.register(dictionary.gazetteer, key);
   return { featureIndex, ...dictionary };
 }
 
