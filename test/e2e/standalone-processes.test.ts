@@ -258,7 +258,12 @@ describe('pnpm start restarted on the same data folder', () => {
     child.stderr!.on('data', (d: Buffer) => {
       stderr += d.toString();
     });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // the signal that ended it, if one did, and what it said last: a stop that is not a clean exit says why
+    const exited = new Promise<number | string>((resolve) =>
+      child.once('exit', (code, signal) =>
+        resolve(code ?? `${signal}; its stderr ended:\n${stderr.slice(-2000)}`),
+      ),
+    );
     try {
       await waitFor(() => stderr.includes('{legacy_url}') || child.exitCode !== null, {
         timeoutMs: 45_000,
