@@ -161,10 +161,7 @@ describe('legacy models: a change made while the store fails is learnt once it i
         .send({ userId: 'u', platform: 'web', text })
         .expect(200)
     ).body.intents[0].name as string;
-  /**
-   * Until `text` gets intent `name`: the model record that says a training is over is written a moment before this
-   * instance answers with its model.
-   */
+  /** Until `text` gets intent `name`. */
   const answered = (text: string, name: string) =>
     waitFor(async () => (await topIntent(text)) === name, { timeoutMs: 10_000, what: `${name} answering` });
   /** Until the service has armed a timer again (a retry's check under way arms the next one when it ends). */

@@ -108,9 +108,9 @@ const assistantGone = () =>
   new NotFound('No such assistant for this account', { error: 'AssistantNotFound' });
 
 /**
- * Makes an intent or entity of `bytes` in a place taken first, given back when `insert` fails. One made while its
- * assistant was being deleted (after the deletion's sweep of its intents and entities) is removed again (`remove`):
- * nothing would ever count or delete it.
+ * Makes the intent or entity `id` of `bytes` (`insert`) in a place taken first, given back when it was not stored.
+ * One made while its assistant was being deleted (after the deletion's sweep of its intents and entities) is removed
+ * again: nothing would ever count or delete it.
  */
 export async function insertInPlace(
   ctx: LegacyContext,
@@ -118,20 +118,37 @@ export async function insertInPlace(
   held: Held,
   max: number,
   bytes: number,
+  id: string,
   insert: () => Promise<unknown>,
-  remove: () => Promise<unknown>,
 ): Promise<void> {
   await takePlace(ctx, assistantId, held, max, bytes);
   try {
     await insert();
   } catch (err) {
-    await releasePlace(ctx, assistantId, held, bytes);
+    if (!(await storedAfterFailure(ctx, held, id))) await releasePlace(ctx, assistantId, held, bytes);
     throw err;
   }
   // the assistant is deleted before its intents and entities: still there, its deletion's sweep comes after this
   if (!(await ctx.cols.assistants.findOne({ _id: assistantId }))) {
-    await remove();
+    await ctx.cols[held].deleteOne({ _id: id });
     throw assistantGone();
+  }
+}
+
+/**
+ * Whether an insert that failed stored its document all the same: a write whose reply was lost (MongoDB's connection
+ * cut after the server applied it) keeps its place, which its deletion gives back. When the store cannot say, the
+ * place is kept too: the count errs on the side of the limit, as when a process dies after taking it.
+ */
+async function storedAfterFailure(ctx: LegacyContext, held: Held, id: string): Promise<boolean> {
+  try {
+    return (await ctx.cols[held].findOne({ _id: id })) !== null;
+  } catch (err) {
+    ctx.logger.warn(
+      { err, id },
+      `could not tell whether a failed insert of ${held} was stored; its place is kept`,
+    );
+    return true;
   }
 }
 

@@ -56,8 +56,8 @@ export class Entities {
         'entities',
         config.LEGACY_MAX_ENTITIES,
         storedBytes(doc),
+        doc._id,
         () => this.write(() => cols.entities.insertOne(doc)),
-        () => cols.entities.deleteOne({ _id: doc._id }),
       );
       return doc;
     });

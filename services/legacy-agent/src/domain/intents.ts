@@ -82,8 +82,8 @@ export class Intents {
         'intents',
         config.LEGACY_MAX_INTENTS,
         storedBytes(doc),
+        doc._id,
         () => this.write(() => cols.intents.insertOne(doc)),
-        () => cols.intents.deleteOne({ _id: doc._id }),
       );
       const gone = await this.holdEntities(assistant, doc);
       if (gone.size > 0) {

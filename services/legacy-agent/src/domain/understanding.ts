@@ -570,12 +570,13 @@ export class Understanding {
       stored?.fingerprint === fingerprint && (stored.trainingRevision ?? 1) >= TRAINING_REVISION;
     // kept whatever its size: it may have learnt its sentences before LEGACY_MAX_TRAINING_SENTENCES was lowered
     if (stored && current && !this.unloadable.has(key)) {
-      if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
+      // in memory before the record: once the record says so (the status: up to date), this instance answers with it
       const cached = this.cache.get(key);
       if (cached?.fingerprint === fingerprint) cached.revision = Math.max(cached.revision, revision);
       // another instance trained the stored model (on a change this one could not record, say): the next message
       // loads it, instead of the older model here answering as if it had learnt the change
       else this.cache.delete(key);
+      if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
       return 'skipped';
     }
     // one training at a time serves every assistant: none may hold it for long (decision 0021)
@@ -603,7 +604,6 @@ export class Understanding {
       return 'gone';
     }
     this.unloadable.delete(key);
-    this.remember(key, { model, revision, fingerprint, checkedAt: Date.now() });
     logger.info({ assistantId, lang, revision, trainingMs, intents: set.intents.length }, 'model trained');
     return model ? 'trained' : 'skipped';
   }
@@ -650,8 +650,10 @@ export class Understanding {
 
   /**
    * Stores the model's stored form as a blob (the engine's binary form; for a model from the training worker made
-   * there, so nothing is serialized here), then points the model record at it, then drops the blob it replaced.
-   * The embedded store keeps blobs as files: the stored form is never in this process's heap (decision 0089).
+   * there, so nothing is serialized here), keeps the model in memory, then points the model record at it, then drops
+   * the blob it replaced. The embedded store keeps blobs as files: the stored form is never in this process's heap
+   * (decision 0089). The model answers here before its record says it is trained: a client that sees the status up
+   * to date and sends a message at once gets the new model's answer, not the previous one's.
    */
   private async persist(
     assistantId: string,
@@ -659,7 +661,7 @@ export class Understanding {
     trained: { revision: number; fingerprint: string; model: NluModel | null; trainingMs: number },
     previous: ModelDoc | null,
   ): Promise<void> {
-    const { cols, clock } = this.ctx;
+    const { cols } = this.ctx;
     const key = modelKey(assistantId, lang);
     let stored: { blob: string; bytes: number } | null = null;
     if (trained.model) {
@@ -668,8 +670,37 @@ export class Understanding {
       stored = { blob: blobOf(key, trained.fingerprint), bytes: form.length };
       await cols.modelBlobs.put(stored.blob, form);
     }
+    const answering = this.cache.get(key);
+    const learnt: CachedModel = {
+      model: trained.model,
+      revision: trained.revision,
+      fingerprint: trained.fingerprint,
+      checkedAt: Date.now(),
+    };
+    this.remember(key, learnt);
+    try {
+      await this.writeModelRecord(assistantId, lang, trained, stored);
+    } catch (err) {
+      // not recorded: the previous model answers until a retry records this one, as on the other instances
+      if (this.cache.get(key) === learnt) {
+        if (answering) this.remember(key, answering);
+        else this.cache.delete(key);
+      }
+      throw err;
+    }
+    if (previous?.blob && previous.blob !== stored?.blob) await cols.modelBlobs.delete(previous.blob);
+  }
+
+  /** Points the model record at the model just trained (`stored`: its blob, none without sentences). */
+  private async writeModelRecord(
+    assistantId: string,
+    lang: string,
+    trained: { revision: number; fingerprint: string; trainingMs: number },
+    stored: { blob: string; bytes: number } | null,
+  ): Promise<void> {
+    const { cols, clock } = this.ctx;
     await cols.models.updateOne(
-      { _id: key },
+      { _id: modelKey(assistantId, lang) },
       {
         $set: {
           assistantId,
@@ -689,7 +720,6 @@ export class Understanding {
       },
       { upsert: true },
     );
-    if (previous?.blob && previous.blob !== stored?.blob) await cols.modelBlobs.delete(previous.blob);
   }
 
   /**
