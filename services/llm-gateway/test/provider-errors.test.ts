@@ -554,7 +554,7 @@ describe('provider errors, retries, failover and cancellation', () => {
       const unended = { afterChunks: -1, mode: 'hang' } as const;
       w.sim.script([
         { ...reasoningReportAfterFinish('cheap-sim'), streamFailure: unended },
-        { ...reasoningReportAfterFinish('gpt-sim'), streamFailure: unended },
+        { ...reasoningReportAfterFinish('gpt-stalled-sim'), streamFailure: unended },
       ]);
       const body = (model: string) => ({
         model,
@@ -582,7 +582,7 @@ describe('provider errors, retries, failover and cancellation', () => {
       };
       // one client leaves at the finish, before the usage report; the other stays. Claude's message_delta brings the
       // stop reason and the usage at once: its answer is whole as it finishes (the next test)
-      await Promise.all([leave('unended-left-gpt', 'sim/cheap'), stay('unended-stayed', 'sim/gpt')]);
+      await Promise.all([leave('unended-left-gpt', 'sim/cheap'), stay('unended-stayed', 'sim/gpt-stalled')]);
       const billed = async (requestId: string) => {
         const { outcome, usage, usageSource } = await completions.of(requestId);
         return { outcome, usage, usageSource };
@@ -616,7 +616,7 @@ describe('provider errors, retries, failover and cancellation', () => {
       const usage = { prompt_tokens: 12, completion_tokens: 501 };
       const unended = { afterChunks: -1, mode: 'hang' } as const;
       w.sim.script([
-        { ...reasoningReportAfterFinish('gpt-sim'), streamFailure: unended },
+        { ...reasoningReportAfterFinish('gpt-stalled-sim'), streamFailure: unended },
         {
           match: { model: 'claude-sim' },
           reply: { content: 'short', redactedThinking: true, usage },
@@ -654,7 +654,7 @@ describe('provider errors, retries, failover and cancellation', () => {
         );
       const errorsBefore = await errors();
       const whole = { usage: expect.objectContaining({ ...usage, total_tokens: 513 }), outcome: 'success' };
-      expect(await read('sim/gpt', 'stalled-gpt')).toEqual({
+      expect(await read('sim/gpt-stalled', 'stalled-gpt')).toEqual({
         text: 'short',
         ...whole,
         usageSource: 'provider',
@@ -693,9 +693,9 @@ describe('provider errors, retries, failover and cancellation', () => {
       // a stall before every choice has its finish (one of two asked for) stays an error
       w.sim.reset();
       w.sim.script([
-        { match: { model: 'gpt-sim' }, reply: { content: 'one', usage }, streamFailure: unended },
+        { match: { model: 'gpt-stalled-sim' }, reply: { content: 'one', usage }, streamFailure: unended },
       ]);
-      await expect(read('sim/gpt', 'stalled-choice', 2)).rejects.toBeInstanceOf(APIError);
+      await expect(read('sim/gpt-stalled', 'stalled-choice', 2)).rejects.toBeInstanceOf(APIError);
     } finally {
       completions.stop();
     }

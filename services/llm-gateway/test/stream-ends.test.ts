@@ -33,6 +33,14 @@ describe("streams that end in providers' own ways", () => {
             model_id: 'azure/gpt',
             type: 'completion',
             provider_config: { provider: 'azure', model: 'gpt-deployment' },
+            pricing: { input_per_million: 1, output_per_million: 1 },
+          },
+          // the same deployment giving up on a provider silent for 2 s: the stalled streams alone use it, so that no
+          // whole answer of a busy machine races so short a timeout
+          {
+            model_id: 'azure/gpt-stalled',
+            type: 'completion',
+            provider_config: { provider: 'azure', model: 'gpt-deployment' },
             timeout_ms: 2_000,
             pricing: { input_per_million: 1, output_per_million: 1 },
           },
@@ -78,13 +86,13 @@ describe("streams that end in providers' own ways", () => {
       // Mistral's way: the finish_reason chunk carries the usage, no usage-only chunk follows; then nothing more
       w.sim.script([
         {
-          match: { model: 'gpt-sim', stream: true },
+          match: { model: 'gpt-stalled-sim', stream: true },
           reply: { content: 'short', usage, usageOnLastChunk: true },
           streamFailure: unended,
         },
       ]);
       const errorsBefore = await providerErrors();
-      const chunks = await read('sim/gpt', 'last-chunk-usage');
+      const chunks = await read('sim/gpt-stalled', 'last-chunk-usage');
       expect(textOf(chunks)).toBe('short');
       expect(chunks.at(-1)).toMatchObject({ choices: [], usage: reported });
       const event = await completions.of('last-chunk-usage');
@@ -94,7 +102,7 @@ describe("streams that end in providers' own ways", () => {
         usage: reported,
       });
       // a client that did not ask for usage is billed the same, and the deployment is not counted failed
-      const quiet = await read('sim/gpt', 'last-chunk-usage-unasked', false);
+      const quiet = await read('sim/gpt-stalled', 'last-chunk-usage-unasked', false);
       expect(quiet.every((c) => !c.usage)).toBe(true);
       expect((await completions.of('last-chunk-usage-unasked')).usage).toEqual(reported);
       expect(await providerErrors()).toBe(errorsBefore);
@@ -107,9 +115,9 @@ describe("streams that end in providers' own ways", () => {
   it("Azure's content filter verdict after the usage chunk reaches the client before the stream's own usage chunk, stall or not, billed once", async () => {
     const completions = recordCompletions(w);
     try {
-      for (const [requestId, failure] of [
-        ['filter-after-usage', undefined],
-        ['filter-after-usage-stalled', unended],
+      for (const [requestId, model, failure] of [
+        ['filter-after-usage', 'azure/gpt', undefined],
+        ['filter-after-usage-stalled', 'azure/gpt-stalled', unended],
       ] as const) {
         w.sim.script([
           {
@@ -118,7 +126,7 @@ describe("streams that end in providers' own ways", () => {
             ...(failure ? { streamFailure: failure } : {}),
           },
         ]);
-        const chunks = await read('azure/gpt', requestId);
+        const chunks = await read(model, requestId);
         expect(textOf(chunks)).toBe('short');
         const annotated = chunks.findIndex((c) =>
           c.choices.some((choice: AnnotatedChoice) => choice.content_filter_results !== undefined),
@@ -147,7 +155,7 @@ describe("streams that end in providers' own ways", () => {
         },
       ]);
       const helper = w.client(as).chat.completions.stream({
-        model: 'azure/gpt',
+        model: 'azure/gpt-stalled',
         stream_options: { include_usage: true },
         messages: [{ role: 'user', content: 'hello' }],
       });

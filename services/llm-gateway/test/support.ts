@@ -73,6 +73,14 @@ export function gatewayFile(sim: ProviderSimulator) {
         provider_config: { provider: 'sim', model: 'gpt-sim', forward_headers: ['x-trace-id'] },
         pricing: { input_per_million: 2, output_per_million: 8 },
         parameters_billion: 8,
+      },
+      // sim/gpt giving up on a provider silent for 2 s: the tests of a stream whose end never comes alone use it, so
+      // that no ordinary answer of a busy machine races so short a timeout
+      {
+        model_id: 'sim/gpt-stalled',
+        type: 'completion',
+        provider_config: { provider: 'sim', model: 'gpt-stalled-sim' },
+        pricing: { input_per_million: 2, output_per_million: 8 },
         timeout_ms: 2_000,
       },
       {
