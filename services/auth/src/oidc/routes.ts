@@ -7,6 +7,8 @@ import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
 import { html, raw, renderPage } from '../pages/html';
+import { authenticatesAs } from './client-authentication';
+import { UnreadableClientSecret } from './clients';
 import { allowOrigin, clientCors, redirectsTo } from './cors';
 import { claimsForScope, claimsOf, grantedScope, type OidcProviderHost } from './provider';
 
@@ -123,25 +125,33 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
   router.get('/oidc/me', userinfo);
   router.post('/oidc/me', userinfo);
 
-  /** How client `clientId` is answered from `origin`, as the provider's clientBasedCORS judges it. */
-  const corsOfClient = async (clientId: unknown, origin: string) => {
-    const stored = typeof clientId === 'string' ? await host.clients.find(clientId) : null;
-    if (!stored) return 'refused';
-    const { token_endpoint_auth_method: clientAuthMethod, redirect_uris: redirectUris } = stored.metadata;
-    return clientCors({ clientAuthMethod, redirectUris }, origin);
+  /** The client a token names, as registered; null when there is none (or its secret no longer opens). */
+  const registeredClient = async (clientId: unknown) => {
+    if (typeof clientId !== 'string') return null;
+    try {
+      return (await host.clients.find(clientId))?.metadata ?? null;
+    } catch (err) {
+      // the provider logs it, and answers invalid_client, when the request is handed to it
+      if (err instanceof UnreadableClientSecret) return null;
+      throw err;
+    }
   };
 
   // JWT access tokens are the provider's blind spot: revoking one ends its platform session and grant.
   router.post('/oidc/token/revocation', form, async (req, res, next) => {
     const token = typeof req.body?.token === 'string' ? req.body.token : '';
     const found = token.split('.').length === 3 ? await sessionOfAccessToken(c, token) : null;
-    // Only the client the token was issued to may revoke it here; anything else is the provider's to judge.
-    if (!found || found.clientId !== req.body?.client_id) return next();
+    const client = found && (await registeredClient(found.clientId));
+    // Only the client the token was issued to, authenticated as the provider authenticates the client of an opaque
+    // token (RFC 7009 2.1: a confidential client by its secret). Anything else is the provider's to answer (a missing
+    // or wrong secret: 401 invalid_client), and it revokes no JWT.
+    if (!found || !client || !authenticatesAs(req, client)) return next();
     const origin = req.headers.origin;
     res.vary('Origin');
     // with an Origin: only as the provider's clientBasedCORS allows, as it refuses the others (400 invalid_request)
     if (origin) {
-      const cors = await corsOfClient(found.clientId, origin);
+      const { token_endpoint_auth_method: clientAuthMethod, redirect_uris: redirectUris } = client;
+      const cors = clientCors({ clientAuthMethod, redirectUris }, origin);
       if (cors === 'refused') return next();
       if (cors === 'readable') allowOrigin(res, origin);
     }

@@ -248,7 +248,8 @@ function prepareUpstreamRequest(x: Exchange, resolved: ResolvedPrincipal | null)
     if (resolved.userId) headers['x-platform-user-id'] = resolved.userId;
   }
   if (match.root !== 'legacy') {
-    if (headers.authorization !== undefined) delete headers.authorization;
+    const clientSecret = x.route.clientBasic && /^basic /i.test(headers.authorization ?? '');
+    if (headers.authorization !== undefined && !clientSecret) delete headers.authorization;
     if (headers['x-legacy-session-token'] !== undefined) delete headers['x-legacy-session-token'];
   }
   if (headers['x-platform-api-key'] !== undefined) delete headers['x-platform-api-key'];

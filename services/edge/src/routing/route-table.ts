@@ -34,6 +34,11 @@ export interface RouteRule {
    * them without credentials, so a `public` one lets them reach the service while a plain OPTIONS still needs one
    */
   preflight?: true;
+  /**
+   * OAuth's token endpoints: an `Authorization: Basic` header is the client's own credential (`client_secret_basic`),
+   * forwarded to the service, where every other Authorization header is the edge's and goes no further
+   */
+  clientBasic?: true;
 }
 
 /** A matched rule, compiled: `name` labels metrics and keys the rate limiter. */
@@ -54,6 +59,8 @@ export interface CompiledRoute {
   appToken: boolean;
   /** whether an organization API key is taken from `x-api-key` too (Anthropic's Messages API routes only) */
   anthropicApiKey: boolean;
+  /** whether an `Authorization: Basic` header (an OAuth client's secret) is forwarded */
+  clientBasic: boolean;
 }
 
 /** Default access per root when no rule matches: the legacy root validates its own credentials. */
@@ -106,11 +113,11 @@ export const ROUTES: RouteRule[] = [
   { root: 'base', method: 'GET', path: '/oidc/auth', access: 'public' },
   { root: 'base', method: 'POST', path: '/oidc/auth', access: 'public' },
   { root: 'base', method: 'GET', path: '/oidc/auth/:uid', access: 'public' },
-  { root: 'base', method: 'POST', path: '/oidc/token', access: 'public' },
+  { root: 'base', method: 'POST', path: '/oidc/token', access: 'public', clientBasic: true },
   // userinfo: the one place an application's token without the `api` scope is a credential (decision 0109)
   { root: 'base', method: 'GET', path: '/oidc/me', access: 'public', appToken: true },
   { root: 'base', method: 'POST', path: '/oidc/me', access: 'public', appToken: true },
-  { root: 'base', method: 'POST', path: '/oidc/token/revocation', access: 'public' },
+  { root: 'base', method: 'POST', path: '/oidc/token/revocation', access: 'public', clientBasic: true },
   { root: 'base', method: 'GET', path: '/oidc/session/end', access: 'public' },
   { root: 'base', method: 'POST', path: '/oidc/session/end', access: 'public' },
   { root: 'base', method: 'POST', path: '/oidc/session/end/confirm', access: 'public' },
@@ -308,6 +315,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       upload: false,
       appToken: false,
       anthropicApiKey: false,
+      clientBasic: false,
     };
   }
   for (const rule of rules) {
@@ -323,6 +331,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       upload: rule.upload === true,
       appToken: rule.appToken === true,
       anthropicApiKey: rule.anthropicApiKey === true,
+      clientBasic: rule.clientBasic === true,
     };
     const key = rule.preflight ? PREFLIGHT : method;
     if (path.includes('/:'))

@@ -1,0 +1,225 @@
+import { tempDir } from '@platform/testkit';
+import * as oidc from 'openid-client';
+import { startMailCatcher } from '../../services/auth/test/mail-catcher';
+import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+import { BrowserAgent, formFields } from '../support/browser-agent';
+
+/**
+ * RFC 7009 2.1 at {base_url}/oidc/token/revocation, through the edge, for the JWT access tokens auth revokes itself:
+ * a confidential client authenticates with its secret, as node-oidc-provider asks of it for its other tokens.
+ */
+
+const SECRET = 'oidc-revocation-client-auth-internal-secret-0123';
+const PASSWORD = 'correct horse battery';
+const BACKEND_CALLBACK = 'https://backend.example/callback';
+const APP = 'https://app.example';
+
+describe('revoking a JWT access token: the client authenticates as it registered', () => {
+  const data = tempDir('oidc-revocation-client-auth-');
+  let p: TestPlatform;
+  let mail: Awaited<ReturnType<typeof startMailCatcher>>;
+  let base: string;
+  let backendSecret: string;
+  let otherSecret: string;
+
+  beforeAll(async () => {
+    mail = await startMailCatcher();
+    p = await startTestPlatform({
+      dataDir: data.dir,
+      env: {
+        PLATFORM_INTERNAL_SECRET: SECRET,
+        SMTP_URL: mail.url,
+        PASSWORD_SCRYPT_N: '1024',
+        PASSWORD_SCRYPT_P: '1',
+        JWKS_PUBLISH_DELAY_SECONDS: '0',
+      },
+    });
+    base = p.baseUrl;
+    const register = async (clientId: string, body: Record<string, unknown>) => {
+      const res = await fetch(`${p.upstreams.auth}/internal/oidc-clients/${clientId}`, {
+        method: 'PUT',
+        headers: { 'x-platform-internal-secret': SECRET, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(201);
+      return (await res.json()) as { clientSecret?: string };
+    };
+    backendSecret = (await register('backend', { redirectUris: [BACKEND_CALLBACK], confidential: true }))
+      .clientSecret!;
+    otherSecret = (await register('other-backend', { redirectUris: [BACKEND_CALLBACK], confidential: true }))
+      .clientSecret!;
+    await register('spa', { redirectUris: [`${APP}/callback`] });
+  });
+  afterAll(async () => {
+    await p?.stop();
+    await mail?.close();
+    data.remove();
+  });
+
+  /** Tokens of a new person who signed in to `clientId` and allowed it; `auth` is how the client authenticates. */
+  async function tokensOf(clientId: string, redirectUri: string, auth: Record<string, string>) {
+    const email = `revocation-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
+    const signup = await callJson(`${base}/v2/signup`, 'POST', { body: { email, password: PASSWORD } });
+    expect(signup.status).toBe(201);
+    const verifier = oidc.randomPKCECodeVerifier();
+    const query = new URLSearchParams({
+      client_id: clientId,
+      response_type: 'code',
+      redirect_uri: redirectUri,
+      scope: 'openid email offline_access',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      prompt: 'consent',
+    });
+    const browser = new BrowserAgent(base);
+    const signIn = await browser.go(`/oidc/auth?${query}`);
+    const uid = /\/oidc\/interaction\/([^/"]+)\/login/.exec(signIn.text)![1]!;
+    const consent = await browser.go(`/oidc/interaction/${uid}/login`, {
+      method: 'POST',
+      form: { ...formFields(signIn.text, `/oidc/interaction/${uid}/login`), email, password: PASSWORD },
+    });
+    const confirm = /\/oidc\/interaction\/[^/"]+\/confirm/.exec(consent.text)![0];
+    const callback = await browser.go(confirm, { method: 'POST', form: formFields(consent.text, confirm) });
+    expect(callback.url.startsWith(redirectUri)).toBe(true);
+    const code = new URL(callback.url).searchParams.get('code')!;
+    const exchanged = await post(
+      '/oidc/token',
+      {},
+      {
+        ...auth,
+        grant_type: 'authorization_code',
+        code,
+        code_verifier: verifier,
+        redirect_uri: redirectUri,
+      },
+    );
+    expect(exchanged.status).toBe(200);
+    return (await exchanged.json()) as { access_token: string; refresh_token: string };
+  }
+
+  /** through the edge, which forwards an `Authorization: Basic` header (client_secret_basic) on these endpoints only */
+  const post = (target: string, headers: Record<string, string>, form: Record<string, string>) =>
+    fetch(`${base}${target}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(form).toString(),
+    });
+  const basic = (clientId: string, secret: string) => ({
+    authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`,
+  });
+
+  /**
+   * Whether the token's grant still holds: its refresh token refreshes (a revocation deletes the grant before it
+   * answers). Answers the new refresh token, or null when the grant is gone.
+   */
+  async function refreshed(refreshToken: string, auth: Record<string, string>): Promise<string | null> {
+    const res = await post(
+      '/oidc/token',
+      {},
+      { ...auth, grant_type: 'refresh_token', refresh_token: refreshToken },
+    );
+    if (res.status !== 200) return null;
+    return ((await res.json()) as { refresh_token: string }).refresh_token;
+  }
+  /** an answer's body: its JSON, else its text (a revocation's 200 has none) */
+  const bodyOf = async (res: Response): Promise<unknown> => {
+    const text = await res.text();
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  };
+  const userinfo = async (accessToken: string) =>
+    (await callJson(`${base}/oidc/me`, 'GET', { bearer: accessToken })).status;
+
+  it('a confidential client without its secret, or with a wrong one, is 401 invalid_client and revokes nothing', async () => {
+    const auth = { client_id: 'backend', client_secret: backendSecret };
+    const tokens = await tokensOf('backend', BACKEND_CALLBACK, auth);
+    let refreshToken = tokens.refresh_token;
+    const unauthenticated = [401, 'invalid_client', 'client authentication failed'] as const;
+    const twoMechanisms = [
+      400,
+      'invalid_request',
+      'client authentication must only be provided using one mechanism',
+    ];
+    const attempts: Array<[string, Record<string, string>, Record<string, string>, (readonly unknown[])?]> = [
+      ['no secret', {}, { client_id: 'backend' }],
+      ['no secret, from a page', { origin: APP }, { client_id: 'backend' }],
+      ['a wrong secret', {}, { client_id: 'backend', client_secret: `${backendSecret}x` }],
+      ['another client’s secret', {}, { client_id: 'backend', client_secret: otherSecret }],
+      ['an empty secret', {}, { client_id: 'backend', client_secret: '' }],
+      ['a wrong secret as Basic', basic('backend', 'wrong'), {}],
+      ['a wrong secret as Basic, client_id in the form', basic('backend', 'wrong'), { client_id: 'backend' }],
+      // RFC 6749 2.3: one way of authenticating per request, as the provider has it
+      ['its secret both as Basic and in the form', basic('backend', backendSecret), auth, twoMechanisms],
+    ];
+    for (const [what, headers, form, [status, error, description] = unauthenticated] of attempts) {
+      const refused = await post('/oidc/token/revocation', headers, { ...form, token: tokens.access_token });
+      expect([what, refused.status, await bodyOf(refused)]).toEqual([
+        what,
+        status,
+        { error, error_description: description },
+      ]);
+      // no page reads what a confidential client is answered (commit b5035a2)
+      if (headers.origin)
+        expect([what, refused.headers.get('access-control-allow-origin')]).toEqual([what, null]);
+      const next = await refreshed(refreshToken, auth);
+      expect([what, next === null ? 'grant revoked' : 'grant holds']).toEqual([what, 'grant holds']);
+      refreshToken = next!;
+    }
+    expect(await userinfo(tokens.access_token)).toBe(200);
+  });
+
+  it('a confidential client with its secret, in the form or as Basic, revokes its access token', async () => {
+    const auth = { client_id: 'backend', client_secret: backendSecret };
+    for (const [what, headers, form] of [
+      ['client_secret_post', {}, auth],
+      ['client_secret_post, with an Origin', { origin: 'https://backend.example' }, auth],
+      ['client_secret_basic', basic('backend', backendSecret), {}],
+      [
+        'client_secret_basic, client_id in the form',
+        basic('backend', backendSecret),
+        { client_id: 'backend' },
+      ],
+    ] as Array<[string, Record<string, string>, Record<string, string>]>) {
+      const tokens = await tokensOf('backend', BACKEND_CALLBACK, auth);
+      expect(await userinfo(tokens.access_token)).toBe(200);
+      const revoked = await post('/oidc/token/revocation', headers, { ...form, token: tokens.access_token });
+      expect([what, revoked.status, await revoked.text()]).toEqual([what, 200, '']);
+      if (headers.origin)
+        expect([what, revoked.headers.get('access-control-allow-origin')]).toEqual([what, null]);
+      expect([what, await refreshed(tokens.refresh_token, auth)]).toEqual([what, null]);
+      expect([what, await userinfo(tokens.access_token)]).toEqual([what, 401]);
+    }
+  });
+
+  it('a public client revokes with its client_id alone; one that sends a secret is refused as the provider refuses it', async () => {
+    const auth = { client_id: 'spa' };
+    const tokens = await tokensOf('spa', `${APP}/callback`, auth);
+    const refused = await post(
+      '/oidc/token/revocation',
+      { origin: APP },
+      {
+        ...auth,
+        client_secret: 'not-a-secret',
+        token: tokens.access_token,
+      },
+    );
+    expect([refused.status, ((await bodyOf(refused)) as { error?: string }).error]).toEqual([
+      401,
+      'invalid_client',
+    ]);
+    const next = await refreshed(tokens.refresh_token, auth);
+    expect(next).not.toBeNull();
+
+    const revoked = await post(
+      '/oidc/token/revocation',
+      { origin: APP },
+      { ...auth, token: tokens.access_token },
+    );
+    expect([revoked.status, revoked.headers.get('access-control-allow-origin')]).toEqual([200, APP]);
+    expect(await refreshed(next!, auth)).toBeNull();
+    expect(await userinfo(tokens.access_token)).toBe(401);
+  });
+});
