@@ -119,7 +119,6 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
             );
           process.exit(1);
         });
-  process.off('SIGTERM', stopWhileWaiting).off('SIGINT', stopWhileWaiting);
   starting = 'starting';
   // From here a stop (SIGTERM, SIGINT) closes what is open, the store included. Asked while the service starts, it
   // lets the step under way finish, then closes what was opened, and the service never listens.
@@ -149,6 +148,9 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
     await bus?.close();
     await store?.close();
   });
+  // Only now, in the same turn: a signal without a listener takes its default action (Node closes the handle), which
+  // would kill the service without closing its store; listeners run in a later turn, so this one never does.
+  process.off('SIGTERM', stopWhileWaiting).off('SIGINT', stopWhileWaiting);
   try {
     await startUp;
   } catch (err) {

@@ -74,6 +74,15 @@ async function main() {
           states: Object.fromEntries(Object.entries(processes).map(([name, p]) => [name, p.state])),
         }),
     });
+    // from now on a stop drains the running platform; its listeners come before the start's go, as a moment with
+    // none would leave a SIGTERM (sent by whoever read the banner) to kill this process outright, services orphaned
+    handleProcessSignals(logger, async () => {
+      // its services stay listed until they exited: a start after this one was killed meanwhile waits for them
+      writeHints({ state: 'stopping' });
+      await platform.stop();
+      removeHints();
+      unlock();
+    });
     process.off('SIGTERM', stopStarting).off('SIGINT', stopStarting);
     writeHints({
       state: 'running',
@@ -94,13 +103,6 @@ async function main() {
     console.error(
       `\nPlatform ready:\n  {base_url}    ${roots.base_url}\n  {gateway_url} ${roots.gateway_url}\n  {legacy_url}  ${roots.legacy_url}\n`,
     );
-    handleProcessSignals(logger, async () => {
-      // its services stay listed until they exited: a start after this one was killed meanwhile waits for them
-      writeHints({ state: 'stopping' });
-      await platform.stop();
-      removeHints();
-      unlock();
-    });
   } catch (err) {
     removeHints();
     unlock();
