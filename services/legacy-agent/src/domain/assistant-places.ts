@@ -110,7 +110,7 @@ const assistantGone = () =>
 /**
  * Makes the intent or entity `id` of `bytes` (`insert`) in a place taken first, given back when it was not stored.
  * One made while its assistant was being deleted (after the deletion's sweep of its intents and entities) is removed
- * again: nothing would ever count or delete it.
+ * again, whether its insert answered or not: nothing would ever count or delete it.
  */
 export async function insertInPlace(
   ctx: LegacyContext,
@@ -126,13 +126,30 @@ export async function insertInPlace(
     await insert();
   } catch (err) {
     if (!(await storedAfterFailure(ctx, held, id))) await releasePlace(ctx, assistantId, held, bytes);
+    // stored though its reply was lost, perhaps after the sweep of an assistant deleted meanwhile
+    else
+      await removedWithAssistant(ctx, assistantId, held, id).catch((cleanup) =>
+        ctx.logger.warn(
+          { err: cleanup, id },
+          `could not tell whether the assistant of a stored ${held} is gone`,
+        ),
+      );
     throw err;
   }
+  if (await removedWithAssistant(ctx, assistantId, held, id)) throw assistantGone();
+}
+
+/** Whether the assistant is gone, the intent or entity `id` then removed: nothing would ever count or delete it. */
+async function removedWithAssistant(
+  ctx: LegacyContext,
+  assistantId: string,
+  held: Held,
+  id: string,
+): Promise<boolean> {
   // the assistant is deleted before its intents and entities: still there, its deletion's sweep comes after this
-  if (!(await ctx.cols.assistants.findOne({ _id: assistantId }))) {
-    await ctx.cols[held].deleteOne({ _id: id });
-    throw assistantGone();
-  }
+  if (await ctx.cols.assistants.findOne({ _id: assistantId })) return false;
+  await ctx.cols[held].deleteOne({ _id: id });
+  return true;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type NluModel, type NluResult, type NluTrainingSet, TRAINING_REVISION } from '@platform/nlu';
+import { DuplicateKeyError } from '@platform/store';
 import type { AssistantDoc, EntityDoc, IntentDoc, ModelDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
 import { removeOrphanModelBlobs } from './orphan-blobs';
@@ -576,7 +577,12 @@ export class Understanding {
       // another instance trained the stored model (on a change this one could not record, say): the next message
       // loads it, instead of the older model here answering as if it had learnt the change
       else this.cache.delete(key);
-      if (stored.revision < revision) await cols.models.updateOne({ _id: key }, { $set: { revision } });
+      // only over the record read: another instance may have recorded a model of newer data since
+      if (stored.revision < revision)
+        await cols.models.updateOne(
+          { _id: key, fingerprint, revision: { $lt: revision } },
+          { $set: { revision } },
+        );
       return 'skipped';
     }
     // one training at a time serves every assistant: none may hold it for long (decision 0021)
@@ -681,17 +687,46 @@ export class Understanding {
     try {
       await this.writeModelRecord(assistantId, lang, trained, stored);
     } catch (err) {
-      // not recorded: the previous model answers until a retry records this one, as on the other instances
-      if (this.cache.get(key) === learnt) {
-        if (answering) this.remember(key, answering);
-        else this.cache.delete(key);
+      if (err instanceof DuplicateKeyError) {
+        // Another instance recorded a model of newer data meanwhile (its turn began after this one): it stays, and
+        // answers here from the next message. This one's blob is named by no record, unless the other learnt its set.
+        if (this.cache.get(key) === learnt) this.cache.delete(key);
+        const recorded = await cols.models.findOne({ _id: key });
+        if (stored && recorded?.blob !== stored.blob) await cols.modelBlobs.delete(stored.blob);
+        return;
       }
-      throw err;
+      // a write whose reply was lost (the store applied it) is recorded: the status says up to date, so it answers
+      if (!(await this.recordedAfterFailure(key, trained.fingerprint))) {
+        // not recorded: the previous model answers until a retry records this one, as on the other instances
+        if (this.cache.get(key) === learnt) {
+          if (answering) this.remember(key, answering);
+          else this.cache.delete(key);
+        }
+        throw err;
+      }
+      this.ctx.logger.warn({ err, assistantId, lang }, 'a model record was stored though its write failed');
     }
     if (previous?.blob && previous.blob !== stored?.blob) await cols.modelBlobs.delete(previous.blob);
   }
 
-  /** Points the model record at the model just trained (`stored`: its blob, none without sentences). */
+  /**
+   * Whether a model record write that failed was applied all the same (MongoDB's connection cut after the server
+   * applied it): the record names the model's training set. When the store cannot say, it was not: the turn is tried
+   * again, and the retry finds the record current and drops the model here if it is not the recorded one.
+   */
+  private async recordedAfterFailure(key: string, fingerprint: string): Promise<boolean> {
+    try {
+      return (await this.ctx.cols.models.findOne({ _id: key }))?.fingerprint === fingerprint;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Points the model record at the model just trained (`stored`: its blob, none without sentences), unless it records a
+   * newer revision: a DuplicateKeyError then (the upsert's insert meets the record), so an older turn of another
+   * instance, ending last, does not put back the model of older data.
+   */
   private async writeModelRecord(
     assistantId: string,
     lang: string,
@@ -700,7 +735,7 @@ export class Understanding {
   ): Promise<void> {
     const { cols, clock } = this.ctx;
     await cols.models.updateOne(
-      { _id: modelKey(assistantId, lang) },
+      { _id: modelKey(assistantId, lang), revision: { $lte: trained.revision } },
       {
         $set: {
           assistantId,
