@@ -2,11 +2,10 @@ import { request } from 'node:http';
 import path from 'node:path';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
-import * as oidc from 'openid-client';
 import type { OidcClientDoc } from '../../services/auth/src/oidc/clients';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
 import { callJson, startTestPlatform, type TestPlatform } from '../harness';
-import { BrowserAgent, formFields } from '../support/browser-agent';
+import { consentedCode } from '../support/oidc-sign-in';
 
 /**
  * The CORS of {base_url}/oidc through the edge, at its edges: origins a browser sends that no registered page has
@@ -15,7 +14,6 @@ import { BrowserAgent, formFields } from '../support/browser-agent';
  */
 
 const SECRET = 'oidc-cors-edge-cases-internal-secret-0123456789';
-const PASSWORD = 'correct horse battery';
 const APP = 'https://app.example';
 const LOOPBACK = 'http://[::1]:8080';
 
@@ -103,32 +101,8 @@ describe('OpenID Connect CORS at its edges', () => {
     });
 
   /** A person who signed in to `clientId` and allowed it: the code its callback got, and its PKCE verifier. */
-  async function authorizationCode(clientId: string, redirectUri: string) {
-    const email = `cors-edge-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
-    const signup = await callJson(`${base}/v2/signup`, 'POST', { body: { email, password: PASSWORD } });
-    expect(signup.status).toBe(201);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const query = new URLSearchParams({
-      client_id: clientId,
-      response_type: 'code',
-      redirect_uri: redirectUri,
-      scope: 'openid email',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      prompt: 'consent',
-    });
-    const browser = new BrowserAgent(base);
-    const signIn = await browser.go(`/oidc/auth?${query}`);
-    const uid = /\/oidc\/interaction\/([^/"]+)\/login/.exec(signIn.text)![1]!;
-    const consent = await browser.go(`/oidc/interaction/${uid}/login`, {
-      method: 'POST',
-      form: { ...formFields(signIn.text, `/oidc/interaction/${uid}/login`), email, password: PASSWORD },
-    });
-    const confirm = /\/oidc\/interaction\/[^/"]+\/confirm/.exec(consent.text)![0];
-    const callback = await browser.go(confirm, { method: 'POST', form: formFields(consent.text, confirm) });
-    expect(callback.url.startsWith(redirectUri)).toBe(true);
-    return { code: new URL(callback.url).searchParams.get('code')!, verifier };
-  }
+  const authorizationCode = (clientId: string, redirectUri: string) =>
+    consentedCode(base, { clientId, redirectUri, scope: 'openid email' });
 
   it('the `null` origin of sandboxed frames and file pages is no registered page, even beside a native app’s own scheme', async () => {
     for (const target of ['/oidc/token', '/oidc/token/revocation', '/oidc/me']) {

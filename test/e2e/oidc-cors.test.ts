@@ -1,15 +1,13 @@
 import { runCli } from '@platform/operator-cli';
-import * as oidc from 'openid-client';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
 import { callJson, startPlatformWithMail, type TestPlatform } from '../harness';
-import { BrowserAgent, formFields } from '../support/browser-agent';
+import { consentedCode } from '../support/oidc-sign-in';
 
 /**
  * A single-page application on its own origin (a public client, code + PKCE) calling {base_url}/oidc through the
  * edge as a browser does: a credential-less preflight first, then the request with its `Origin`.
  */
 
-const PASSWORD = 'correct horse battery';
 const APP = 'https://app.example';
 const REDIRECT = `${APP}/callback`;
 const OTHER = 'https://elsewhere.example';
@@ -56,34 +54,8 @@ describe('OpenID Connect from a page of another origin (CORS)', () => {
   const allowed = (res: Response) => res.headers.get('access-control-allow-origin');
 
   /** A person who signed in to the app and allowed it: the code its callback got, and its PKCE verifier. */
-  async function authorizationCode(): Promise<{ code: string; verifier: string }> {
-    const email = `cors-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
-    expect(
-      (await callJson(`${base}/v2/signup`, 'POST', { body: { email, password: PASSWORD } })).status,
-    ).toBe(201);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const query = new URLSearchParams({
-      client_id: 'spa',
-      response_type: 'code',
-      redirect_uri: REDIRECT,
-      scope: 'openid email offline_access',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      prompt: 'consent',
-    });
-    const browser = new BrowserAgent(base);
-    const signIn = await browser.go(`/oidc/auth?${query}`);
-    const uid = /\/oidc\/interaction\/([^/"]+)\/login/.exec(signIn.text)![1]!;
-    const consent = await browser.go(`/oidc/interaction/${uid}/login`, {
-      method: 'POST',
-      form: { ...formFields(signIn.text, `/oidc/interaction/${uid}/login`), email, password: PASSWORD },
-    });
-    expect(consent.text).toContain('Allow access?');
-    const confirm = /\/oidc\/interaction\/[^/"]+\/confirm/.exec(consent.text)![0];
-    const callback = await browser.go(confirm, { method: 'POST', form: formFields(consent.text, confirm) });
-    expect(callback.url.startsWith(REDIRECT)).toBe(true);
-    return { code: new URL(callback.url).searchParams.get('code')!, verifier };
-  }
+  const authorizationCode = () =>
+    consentedCode(base, { clientId: 'spa', redirectUri: REDIRECT, scope: 'openid email offline_access' });
 
   const exchange = (origin: string, { code, verifier }: { code: string; verifier: string }) =>
     postForm('/oidc/token', origin, {

@@ -1,8 +1,7 @@
 import { tempDir } from '@platform/testkit';
-import * as oidc from 'openid-client';
 import { startMailCatcher } from '../../services/auth/test/mail-catcher';
 import { callJson, startTestPlatform, type TestPlatform } from '../harness';
-import { BrowserAgent, formFields } from '../support/browser-agent';
+import { consentedCode } from '../support/oidc-sign-in';
 
 /**
  * RFC 7009 2.1 at {base_url}/oidc/token/revocation, through the edge, for the JWT access tokens auth revokes itself:
@@ -10,7 +9,6 @@ import { BrowserAgent, formFields } from '../support/browser-agent';
  */
 
 const SECRET = 'oidc-revocation-client-auth-internal-secret-0123';
-const PASSWORD = 'correct horse battery';
 const BACKEND_CALLBACK = 'https://backend.example/callback';
 const APP = 'https://app.example';
 
@@ -58,30 +56,11 @@ describe('revoking a JWT access token: the client authenticates as it registered
 
   /** Tokens of a new person who signed in to `clientId` and allowed it; `auth` is how the client authenticates. */
   async function tokensOf(clientId: string, redirectUri: string, auth: Record<string, string>) {
-    const email = `revocation-${Date.now()}-${Math.random().toString(36).slice(2, 6)}@example.com`;
-    const signup = await callJson(`${base}/v2/signup`, 'POST', { body: { email, password: PASSWORD } });
-    expect(signup.status).toBe(201);
-    const verifier = oidc.randomPKCECodeVerifier();
-    const query = new URLSearchParams({
-      client_id: clientId,
-      response_type: 'code',
-      redirect_uri: redirectUri,
+    const { code, verifier } = await consentedCode(base, {
+      clientId,
+      redirectUri,
       scope: 'openid email offline_access',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      prompt: 'consent',
     });
-    const browser = new BrowserAgent(base);
-    const signIn = await browser.go(`/oidc/auth?${query}`);
-    const uid = /\/oidc\/interaction\/([^/"]+)\/login/.exec(signIn.text)![1]!;
-    const consent = await browser.go(`/oidc/interaction/${uid}/login`, {
-      method: 'POST',
-      form: { ...formFields(signIn.text, `/oidc/interaction/${uid}/login`), email, password: PASSWORD },
-    });
-    const confirm = /\/oidc\/interaction\/[^/"]+\/confirm/.exec(consent.text)![0];
-    const callback = await browser.go(confirm, { method: 'POST', form: formFields(consent.text, confirm) });
-    expect(callback.url.startsWith(redirectUri)).toBe(true);
-    const code = new URL(callback.url).searchParams.get('code')!;
     const exchanged = await post(
       '/oidc/token',
       {},

@@ -1,14 +1,10 @@
-import { ManualClock, Unavailable } from '@platform/kernel';
-import { createEmbeddedStore, type Store } from '@platform/store';
+import { ManualClock } from '@platform/kernel';
+import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import { accountWithBot, type Bot, dev, utterance } from './support/fixtures';
+import { interceptedStore, storeUnavailable } from './support/intercepted-store';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 import { ScriptedNlu } from './support/scripted-nlu';
-
-const unavailable = () =>
-  new Unavailable('The service cannot reach its data right now; try again shortly', {
-    error: 'StoreUnavailable',
-  });
 
 /**
  * The embedded store, whose next insert into `state.collection` reaches it after `state.meanwhile` and is applied, then
@@ -20,27 +16,13 @@ function storeLosingAnInsertReply(dataDir: string, clock: ManualClock) {
     collection: null,
     meanwhile: async () => undefined,
   };
-  const store = new Proxy(real, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (prop === 'collection')
-        return (name: string, indexes?: unknown) =>
-          new Proxy(target.collection(name, indexes as never), {
-            get(c, method) {
-              const fn = Reflect.get(c, method, c);
-              if (typeof fn !== 'function' || method !== 'insertOne') return fn;
-              return async (...args: unknown[]) => {
-                if (state.collection !== name) return fn.apply(c, args);
-                state.collection = null;
-                await state.meanwhile();
-                await fn.apply(c, args);
-                throw unavailable();
-              };
-            },
-          });
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  }) as Store;
+  const store = interceptedStore(real, async (collection, method, call) => {
+    if (method !== 'insertOne' || state.collection !== collection) return call();
+    state.collection = null;
+    await state.meanwhile();
+    await call();
+    throw storeUnavailable();
+  });
   return { store, state };
 }
 

@@ -1,42 +1,24 @@
-import { ManualClock, Unavailable } from '@platform/kernel';
-import { createEmbeddedStore, type Store } from '@platform/store';
+import { ManualClock } from '@platform/kernel';
+import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import { accountWithBot, type Bot, dev, utterance } from './support/fixtures';
+import { interceptedStore, storeUnavailable } from './support/intercepted-store';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 import { ScriptedNlu } from './support/scripted-nlu';
 
 /** Which operations of the store fail: `applied` ones are done, then fail (a reply lost), the others are refused. */
 type Fault = (collection: string, method: string) => 'applied' | 'refused' | null;
 
-const unavailable = () =>
-  new Unavailable('The service cannot reach its data right now; try again shortly', {
-    error: 'StoreUnavailable',
-  });
-
 /** The embedded store, its collections' operations failing as `state.fault` says. */
 function storeWithFaults(dataDir: string, clock: ManualClock) {
   const real = createEmbeddedStore({ dataDir, now: () => clock.now().getTime() });
   const state: { fault: Fault | null } = { fault: null };
-  const store = new Proxy(real, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (prop === 'collection')
-        return (name: string, indexes?: unknown) =>
-          new Proxy(target.collection(name, indexes as never), {
-            get(c, method) {
-              const fn = Reflect.get(c, method, c);
-              if (typeof fn !== 'function') return fn;
-              return async (...args: unknown[]) => {
-                const failure = state.fault?.(name, String(method));
-                if (!failure) return fn.apply(c, args);
-                if (failure === 'applied') await fn.apply(c, args);
-                throw unavailable();
-              };
-            },
-          });
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  }) as Store;
+  const store = interceptedStore(real, async (collection, method, call) => {
+    const failure = state.fault?.(collection, method);
+    if (!failure) return call();
+    if (failure === 'applied') await call();
+    throw storeUnavailable();
+  });
   return { store, state };
 }
 

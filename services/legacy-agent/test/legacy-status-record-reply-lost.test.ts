@@ -1,42 +1,25 @@
-import { ManualClock, Unavailable } from '@platform/kernel';
-import { createEmbeddedStore, type Store } from '@platform/store';
+import { ManualClock } from '@platform/kernel';
+import { createEmbeddedStore } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
 import { RETRY_FIRST_MS } from '../src/domain/retraining';
 import { accountWithBot, type Bot, client, dev, utterance } from './support/fixtures';
+import { interceptedStore, storeUnavailable } from './support/intercepted-store';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 import { ManualTimers } from './support/manual-timers';
 import { ScriptedNlu } from './support/scripted-nlu';
-
-const unavailable = () =>
-  new Unavailable('The service cannot reach its data right now; try again shortly', {
-    error: 'StoreUnavailable',
-  });
 
 /** The embedded store, whose next write of a model record is applied, then fails (a reply lost) while `armed`. */
 function storeLosingARecordReply(dataDir: string, clock: ManualClock) {
   const real = createEmbeddedStore({ dataDir, now: () => clock.now().getTime() });
   const state = { armed: false, lost: 0 };
-  const store = new Proxy(real, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (prop === 'collection')
-        return (name: string, indexes?: unknown) =>
-          new Proxy(target.collection(name, indexes as never), {
-            get(c, method) {
-              const fn = Reflect.get(c, method, c);
-              if (typeof fn !== 'function' || name !== 'legacy_models' || method !== 'updateOne') return fn;
-              return async (...args: unknown[]) => {
-                const result = await fn.apply(c, args);
-                if (!state.armed) return result;
-                state.armed = false;
-                state.lost++;
-                throw unavailable();
-              };
-            },
-          });
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  }) as Store;
+  const store = interceptedStore(real, async (collection, method, call) => {
+    if (collection !== 'legacy_models' || method !== 'updateOne') return call();
+    const result = await call();
+    if (!state.armed) return result;
+    state.armed = false;
+    state.lost++;
+    throw storeUnavailable();
+  });
   return { store, state };
 }
 

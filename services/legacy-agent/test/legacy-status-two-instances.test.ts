@@ -1,6 +1,7 @@
-import { createEmbeddedStore, type Store } from '@platform/store';
+import { createEmbeddedStore } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
 import { accountWithBot, client, dev, utterance } from './support/fixtures';
+import { interceptedStore } from './support/intercepted-store';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
 import { ScriptedNlu } from './support/scripted-nlu';
 
@@ -22,32 +23,19 @@ function storeCountingRecords(dataDir: string) {
     gate: null,
     waiting: 0,
   };
-  const store = new Proxy(real, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target);
-      if (prop === 'collection')
-        return (name: string, indexes?: unknown) =>
-          new Proxy(target.collection(name, indexes as never), {
-            get(c, method) {
-              const fn = Reflect.get(c, method, c);
-              if (typeof fn !== 'function' || name !== 'legacy_models' || method !== 'updateOne') return fn;
-              return async (...args: unknown[]) => {
-                const set = (args[1] as { $set?: Record<string, unknown> }).$set ?? {};
-                if (state.gate && Object.keys(set).join() === 'revision') {
-                  state.waiting++;
-                  await state.gate;
-                }
-                try {
-                  return await fn.apply(c, args);
-                } finally {
-                  state.records++;
-                }
-              };
-            },
-          });
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  }) as Store;
+  const store = interceptedStore(real, async (collection, method, call, args) => {
+    if (collection !== 'legacy_models' || method !== 'updateOne') return call();
+    const set = (args[1] as { $set?: Record<string, unknown> }).$set ?? {};
+    if (state.gate && Object.keys(set).join() === 'revision') {
+      state.waiting++;
+      await state.gate;
+    }
+    try {
+      return await call();
+    } finally {
+      state.records++;
+    }
+  });
   return { store, state };
 }
 
