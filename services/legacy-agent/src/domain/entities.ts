@@ -5,9 +5,9 @@ import type { EntityInput } from '../routes/schemas';
 import { insertInPlace, releasePlace, SizeChange, storedBytes } from './assistant-places';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
-import { type DataChangeListener, recordingChange } from './intents';
 import { languageIssues, throwIfIssues } from './issues';
 import { inCreationOrder, pageById } from './lists';
+import { type DataChangeListener, recordingChange } from './retraining';
 
 const nameKey = (name: string) => name.normalize('NFKC').toLowerCase();
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, Conflict, NotFound, statusOfKind } from '@platform/kernel';
+import { Conflict, NotFound } from '@platform/kernel';
 import { DuplicateKeyError, deleteAsRead, updateWithRevision } from '@platform/store';
 import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { IntentInput } from '../routes/schemas';
@@ -10,30 +10,7 @@ import { type Issue, languageIssues, throwIfIssues } from './issues';
 import { INTENT_LANGUAGE_KEYED } from './language-tags';
 import { inCreationOrder, pageById } from './lists';
 import { DEFAULT_SETTINGS, type IntentSettings, type OutputContext } from './model-types';
-
-export type DataChangeListener = (assistantId: string) => Promise<void>;
-
-/**
- * Runs `change` (a write of the assistant's intents or entities, and the steps that complete it), then records it for
- * training, also when it failed otherwise than by a refusal: the write may be stored all the same (a step after it
- * failed, or its reply was lost), and a retry would not write it again (409 `IntentNameTaken`, 404), so nothing would
- * learn it. Recording a change that was not stored costs a training that finds its models current.
- */
-export async function recordingChange<T>(
-  onChange: DataChangeListener,
-  assistantId: string,
-  change: () => Promise<T>,
-): Promise<T> {
-  let result: T;
-  try {
-    result = await change();
-  } catch (err) {
-    if (!(err instanceof AppError && statusOfKind[err.kind] < 500)) await onChange(assistantId);
-    throw err;
-  }
-  await onChange(assistantId);
-  return result;
-}
+import { type DataChangeListener, recordingChange } from './retraining';
 
 const nameKey = (name: string) => name.normalize('NFKC').toLowerCase();
 

@@ -1,3 +1,4 @@
+import { AppError, statusOfKind } from '@platform/kernel';
 import type { AssistantDoc } from '../persistence/collections';
 import type { Assistants } from './assistants';
 import type { LegacyContext } from './context';
@@ -14,6 +15,30 @@ export const RETRY_MAX_MS = 30_000;
 /** The wait before the next try after `failures` failures in a row (1 or more). */
 export const retryDelayMs = (failures: number): number =>
   Math.min(RETRY_FIRST_MS * 2 ** Math.min(failures - 1, 30), RETRY_MAX_MS);
+
+export type DataChangeListener = (assistantId: string) => Promise<void>;
+
+/**
+ * Runs `change` (a write of the assistant's intents or entities, and the steps that complete it), then records it for
+ * training, also when it failed otherwise than by a refusal: the write may be stored all the same (a step after it
+ * failed, or its reply was lost), and a retry would not write it again (409 `IntentNameTaken`, 404), so nothing would
+ * learn it. Recording a change that was not stored costs a training that finds its models current.
+ */
+export async function recordingChange<T>(
+  onChange: DataChangeListener,
+  assistantId: string,
+  change: () => Promise<T>,
+): Promise<T> {
+  let result: T;
+  try {
+    result = await change();
+  } catch (err) {
+    if (!(err instanceof AppError && statusOfKind[err.kind] < 500)) await onChange(assistantId);
+    throw err;
+  }
+  await onChange(assistantId);
+  return result;
+}
 
 /** Changes of one assistant that the store did not record. */
 interface Unrecorded {
