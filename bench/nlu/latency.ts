@@ -8,7 +8,7 @@
  * `standalone`: `pnpm start`, a supervisor and one process per service), embedded store; this process is an
  * open-loop load generator: requests leave on a fixed schedule whatever the answers do, and each latency is measured
  * from its scheduled start (no coordinated omission). Phases: warm-up, steady load, then the same load while
- * `retrainings` retrainings run one after another. Printed: p50/p90/p99/max of the steady phase, of the whole retraining phase, of the requests sent
+ * `retrainings` retrainings run one after another (until the last one's model answers). Printed: p50/p90/p99/max of the steady phase, of the whole retraining phase, of the requests sent
  * between a change and the new model answering, and of the **adoption windows**: from the training worker's exit
  * (seen as the legacy-agent process losing a child process, sampled every 2 ms from /proc; the worker exits as soon
  * as it has handed the model over) until the new model answers (`trainedAt` of the stored model, which is adopted
@@ -71,6 +71,8 @@ interface LoadResult {
   correct: number;
   fallbacks: number;
   sent: number;
+  /** how long the load lasted */
+  seconds: number;
 }
 
 /** Sends `rate` requests per second for `seconds`, open loop, over keep-alive connections. */
@@ -93,11 +95,17 @@ async function load(
     correct: 0,
     fallbacks: 0,
     sent: 0,
+    seconds: 0,
   };
   const pending: Array<Promise<void>> = [];
   const start = performance.now();
-  const side = during?.();
-  for (let i = 0; i < total; i++) {
+  // With work to load (`during`), the load lasts until that work is done, `seconds` being only its bound: retrainings
+  // take 5-15 s each on a loaded host, and a fixed phase ended before the last ones, whose adoptions got no requests.
+  let sideDone = false;
+  const side = during?.().finally(() => {
+    sideDone = true;
+  });
+  for (let i = 0; i < total && !sideDone; i++) {
     const due = start + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -147,13 +155,14 @@ async function load(
   await Promise.all(pending);
   await side;
   agent.destroy();
+  result.seconds = (performance.now() - start) / 1000;
   return result;
 }
 
-function print(label: string, r: LoadResult, seconds: number) {
+function print(label: string, r: LoadResult) {
   const l = r.latencies;
   console.log(
-    `${label.padEnd(28)} ${String(r.sent).padStart(6)} req in ${seconds}s  errors ${r.errors}${r.refused ? ` (429: ${r.refused})` : ''}  ` +
+    `${label.padEnd(28)} ${String(r.sent).padStart(6)} req in ${r.seconds.toFixed(0)}s  errors ${r.errors}${r.refused ? ` (429: ${r.refused})` : ''}  ` +
       `p50 ${ms(pct(l, 0.5))}  p90 ${ms(pct(l, 0.9))}  p99 ${ms(pct(l, 0.99))}  max ${ms(Math.max(...l))} ms  ` +
       `accuracy ${(r.correct / Math.max(1, r.sent - r.errors)).toFixed(3)} (fallbacks ${r.fallbacks})`,
   );
@@ -217,10 +226,10 @@ async function main() {
 
     const url = new URL(`${platform.legacyUrl}/v1/Messages`);
     const warm = await load(url, bot.clientToken, tests, names, RATE, 5);
-    print('warm-up', warm, 5);
+    print('warm-up', warm);
     const cpuBefore = platform.processes.map((p) => cpuTimeMs(p.pid));
     const steady = await load(url, bot.clientToken, tests, names, RATE, SECONDS);
-    print(`steady ${RATE} req/s`, steady, SECONDS);
+    print(`steady ${RATE} req/s`, steady);
     // CPU per message, by process: what the machine's load cannot blur (10 ms clock ticks).
     console.log(
       `CPU per message during the steady phase: ${platform.processes
@@ -251,7 +260,8 @@ async function main() {
       wall: number;
       training: number;
     }> = [];
-    const busySeconds = 2 + 4 * RETRAININGS;
+    // the load lasts until the last retraining's model answers; this bounds it
+    const busySeconds = 2 + 30 * RETRAININGS;
     const busy = await load(url, bot.clientToken, tests, names, RATE, busySeconds, async () => {
       for (let n = 0; n < RETRAININGS; n++) {
         await new Promise((resolve) => setTimeout(resolve, n === 0 ? 2_000 : 1_000));
@@ -273,7 +283,7 @@ async function main() {
         rounds.push({ from, to, workerExit, storedAt, wall, training });
       }
     });
-    print(`${RATE} req/s while retraining`, busy, busySeconds);
+    print(`${RATE} req/s while retraining`, busy);
     const within = (from: number, to: number) =>
       busy.samples.filter(([due]) => due >= from && due <= to).map(([, l]) => l);
     // Only the requests sent between a change and the new model answering (training, adoption, storing).
