@@ -290,6 +290,19 @@ export function storeContract(engine: string, open: () => Promise<Store>, cleanu
       expect(r.upsertedId).toBe('z');
     });
 
+    // llm-quota's fenced counters and batch markers rely on this: a late writer's upsert must not write a copy
+    it('refuses with DuplicateKeyError, changing nothing, an upsert whose conditions miss an existing _id', async () => {
+      await items.insertOne({ _id: 'fenced', group: 'g', n: 5 });
+      await expect(
+        items.updateOne(
+          { _id: 'fenced', $or: [{ n: { $exists: false } }, { n: { $lt: 5 } }] },
+          { $inc: { n: 1 }, $set: { group: 'late' } },
+          { upsert: true },
+        ),
+      ).rejects.toBeInstanceOf(DuplicateKeyError);
+      expect(await items.findOne({ _id: 'fenced' })).toMatchObject({ group: 'g', n: 5 });
+    });
+
     it('applies concurrent increments exactly once each', async () => {
       await Promise.all(
         Array.from({ length: 50 }, () =>
