@@ -34,6 +34,7 @@ import {
   retiredError,
   type VersionEntry,
 } from '../versioning/lifecycle';
+import { letPageReadErrors } from './cross-origin-errors';
 import type { EdgeMetrics } from './edge-metrics';
 import { dropConnectionListed, scrubRequestHeaders, withoutAccessTokenCookie } from './header-hygiene';
 import { isPrivateServicePath, loggedPath, privatePathError, requestTargetError } from './request-target';
@@ -279,9 +280,10 @@ function prepareUpstreamRequest(x: Exchange, resolved: ResolvedPrincipal | null)
 /**
  * The edge's request listener: a plain node:http handler (no framework on the hot path). Named steps,
  * in order: request id and security headers; request target (400: no fragment, percent-encoded path,
- * no dot segments); root and route; services' private paths (404); version lifecycle (410/400); header
- * hygiene, transfer coding and body limit (401/400/413); credential → principal (401); CSRF for cookie
- * sessions (403); the route's organization, permission and rate limit (400/403/429); the upstream request; proxy.
+ * no dot segments); root and route (with it, whether a page of another origin reads the edge's own errors);
+ * services' private paths (404); version lifecycle (410/400); header hygiene, transfer coding and body limit
+ * (401/400/413); credential → principal (401); CSRF for cookie sessions (403); the route's organization,
+ * permission and rate limit (400/403/429); the upstream request; proxy.
  */
 export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
   const { clock, metrics, logger } = deps;
@@ -332,6 +334,7 @@ export function createEdgeHandler(deps: EdgeHandlerDeps): RequestListener {
     const method = req.method ?? 'GET';
     const route = deps.routes(match.root, method, match.path, req.headers);
     observe(req, res, route.name, started, requestId);
+    if (route.crossOriginErrors) letPageReadErrors(req, res);
     if (isPrivateServicePath(match.path)) return sendError(res, privatePathError(match.path), requestId);
 
     const x: Exchange = { req, res, requestId, method, view, match, route };

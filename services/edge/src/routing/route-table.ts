@@ -31,7 +31,8 @@ export interface RouteRule {
   anthropicApiKey?: true;
   /**
    * an OPTIONS rule that matches CORS preflights alone (OPTIONS with Access-Control-Request-Method): browsers send
-   * them without credentials, so a `public` one lets them reach the service while a plain OPTIONS still needs one
+   * them without credentials, so a `public` one lets them reach the service while a plain OPTIONS still needs one.
+   * The path's requests then get the edge's own errors with CORS fields (`CompiledRoute.crossOriginErrors`)
    */
   preflight?: true;
   /**
@@ -61,6 +62,11 @@ export interface CompiledRoute {
   anthropicApiKey: boolean;
   /** whether an `Authorization: Basic` header (an OAuth client's secret) is forwarded */
   clientBasic: boolean;
+  /**
+   * whether a page of another origin may read the edge's own errors here (http/cross-origin-errors.ts): the paths a
+   * `preflight` rule names, which an application's page calls from its own origin
+   */
+  crossOriginErrors: boolean;
 }
 
 /** Default access per root when no rule matches: the legacy root validates its own credentials. */
@@ -316,8 +322,12 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       appToken: false,
       anthropicApiKey: false,
       clientBasic: false,
+      crossOriginErrors: false,
     };
   }
+  const calledByPages = new Set(
+    rules.filter((rule) => rule.preflight).map((rule) => `${rule.root} ${normalizeRoutePath(rule.path)}`),
+  );
   for (const rule of rules) {
     const method = rule.method.toUpperCase();
     const path = normalizeRoutePath(rule.path);
@@ -332,6 +342,7 @@ export function compileRoutes(rules: RouteRule[] = ROUTES): RouteLookup {
       appToken: rule.appToken === true,
       anthropicApiKey: rule.anthropicApiKey === true,
       clientBasic: rule.clientBasic === true,
+      crossOriginErrors: calledByPages.has(`${rule.root} ${path}`),
     };
     const key = rule.preflight ? PREFLIGHT : method;
     if (path.includes('/:'))

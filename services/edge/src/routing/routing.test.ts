@@ -100,4 +100,20 @@ describe('the route table', () => {
     expect(lookup('base', 'OPTIONS', '/v2/me', preflight).access).toBe('authenticated');
     expect(lookup('base', 'POST', '/oidc/token', preflight).access).toBe('authenticated');
   });
+
+  it("lets pages of other origins read the edge's own errors on the paths a preflight rule names, and there alone", () => {
+    const lookup = compileRoutes([
+      { root: 'base', method: 'OPTIONS', path: '/oidc/token', access: 'public', preflight: true },
+      { root: 'base', method: 'POST', path: '/oidc/token', access: 'public' },
+      { root: 'base', method: 'POST', path: '/oidc/token/revocation', access: 'public' },
+      { root: 'base', method: 'POST', path: '/v2/login/anonymous', access: 'public' },
+    ]);
+    expect(lookup('base', 'POST', '/OIDC/token/').crossOriginErrors).toBe(true);
+    const preflight = { origin: 'https://app.example', 'access-control-request-method': 'POST' };
+    expect(lookup('base', 'OPTIONS', '/oidc/token', preflight).crossOriginErrors).toBe(true);
+    expect(lookup('base', 'POST', '/oidc/token/revocation').crossOriginErrors).toBe(false);
+    expect(lookup('base', 'POST', '/v2/login/anonymous').crossOriginErrors).toBe(false);
+    // a method the table does not list there is the root's default
+    expect(lookup('base', 'PUT', '/oidc/token').crossOriginErrors).toBe(false);
+  });
 });
