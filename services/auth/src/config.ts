@@ -100,8 +100,8 @@ export const authConfigSchema = z
     /** lifetime of a v2 session's refresh token (each refresh rotates it), seconds */
     REFRESH_TOKENS_MAX_AGE: env.int(7_776_000, 60),
     /**
-     * how long a session, access token, refresh token or mailed link is kept once it can no longer be used, seconds;
-     * an anonymous user with nothing left goes this long after ACCESS_TOKENS_MAX_AGE (decision 0094)
+     * how long a session, access token, API key, refresh token or mailed link is kept once it can no longer be used,
+     * seconds; an anonymous user with nothing left goes this long after ACCESS_TOKENS_MAX_AGE (decision 0094)
      */
     RETENTION_GRACE_SECONDS: env.int(86_400, 60),
     /** how often one auth instance dates older records for removal and removes abandoned anonymous users, ms */

@@ -204,6 +204,74 @@ describe('auth keeps what is live and removes what nothing can use any more', ()
     expect((await create(5)).status).toBe(409);
   });
 
+  it('API keys are listed until a grace after they expire, go a grace after a revocation, and stay while they never expire', async () => {
+    const { orgApiKeys, workspaceApiKeys } = h.service.context.collections;
+    const owner = await h.newUser();
+    expect((await h.call(owner, 'post', '/v2/orgs', { slug: 'kept-keys', name: 'Kept keys' })).status).toBe(
+      201,
+    );
+    const workspace = (await h.call(owner, 'post', '/v2/workspaces', { name: 'Kept keys' })).body.id;
+    const orgKeys = '/v2/orgs/kept-keys/apikeys';
+    const workspaceKeys = `/v2/workspaces/${workspace}/security/apikeys`;
+    const mint = async (expiresAt: Date | null) => {
+      const expiry = { expiresAt: expiresAt?.toISOString() ?? null };
+      const permissions = ['models:read'];
+      const org = await h.call(owner, 'post', orgKeys, { name: 'org key', permissions, ...expiry });
+      const rules = [{ action: 'read', subject: 'page' }];
+      const ws = await h.call(owner, 'post', workspaceKeys, { name: 'workspace key', rules, ...expiry });
+      expect([org.status, ws.status]).toEqual([201, 201]);
+      return {
+        org: org.body as { _id: string; apiKey: string },
+        ws: ws.body as { _id: string; apiKey: string },
+      };
+    };
+    const in10Days = new Date(h.clock.now().getTime() + 10 * DAY);
+    const expiring = await mint(in10Days);
+    const expiringDeleted = await mint(in10Days);
+    const forever = await mint(null);
+    const revoked = await mint(null);
+    expect((await h.call(owner, 'delete', `${orgKeys}/${revoked.org._id}`)).status).toBe(204);
+    expect((await h.call(owner, 'delete', `${workspaceKeys}/${revoked.ws._id}`)).status).toBe(204);
+    const listed = async () => ({
+      org: (await h.call(owner, 'get', orgKeys)).body.map((k: { _id: string }) => k._id).sort(),
+      ws: (await h.call(owner, 'get', workspaceKeys)).body.map((k: { _id: string }) => k._id).sort(),
+    });
+    const sweeps = () => Promise.all([afterASweep(orgApiKeys), afterASweep(workspaceApiKeys)]);
+
+    h.clock.advance(GRACE - SECOND);
+    await sweeps();
+    expect(await orgApiKeys.count({ _id: revoked.org._id })).toBe(1);
+    expect(await workspaceApiKeys.count({ _id: revoked.ws._id })).toBe(1);
+    h.clock.advance(2 * SECOND);
+    await gone(orgApiKeys, { _id: revoked.org._id }, 'the revoked organization key removed');
+    await gone(workspaceApiKeys, { _id: revoked.ws._id }, 'the revoked workspace key removed');
+
+    // the expiring keys expired a day ago, less a second: refused, and still listed, so their people see why and may
+    // delete them
+    h.clock.advance(10 * DAY - 2 * SECOND);
+    await sweeps();
+    for (const key of [expiring.org, expiring.ws])
+      expect((await h.call(h.apiKey(key.apiKey), 'get', '/v2/orgs/kept-keys')).status).toBe(401);
+    expect((await h.call(owner, 'delete', `${orgKeys}/${expiringDeleted.org._id}`)).status).toBe(204);
+    expect((await h.call(owner, 'delete', `${workspaceKeys}/${expiringDeleted.ws._id}`)).status).toBe(204);
+    expect(await listed()).toEqual({
+      org: [expiring.org._id, forever.org._id].sort(),
+      ws: [expiring.ws._id, forever.ws._id].sort(),
+    });
+    h.clock.advance(2 * SECOND);
+    await gone(orgApiKeys, { _id: expiring.org._id }, 'the expired organization key removed');
+    await gone(workspaceApiKeys, { _id: expiring.ws._id }, 'the expired workspace key removed');
+    expect(await listed()).toEqual({ org: [forever.org._id], ws: [forever.ws._id] });
+    for (const key of [forever.org, forever.ws]) {
+      const { principal } = await h.service.context.introspection.resolve(
+        h.apiKey(key.apiKey).credential,
+        null,
+        'r',
+      );
+      expect(principal.credential.id).toBe(key._id);
+    }
+  });
+
   it('mailed links and failed-login counters go once their time has passed', async () => {
     const { accountTokens, rateCounters } = h.service.context.collections;
     const account = await signup(h);
@@ -299,6 +367,30 @@ describe('auth keeps what is live and removes what nothing can use any more', ()
       expiresAt: at(-2 * DAY),
     });
     await c.rateCounters.insertOne({ _id: 'login-account:old', points: 3, expire: now - 2 * 3600 * SECOND });
+    const key = {
+      orgId: 'some-org',
+      orgSlug: 'some-org',
+      name: 'old',
+      permissions: [],
+      scopes: [],
+      projectId: null,
+      createdBy: 'someone',
+      createdAt: at(-20 * DAY),
+    };
+    const orgKey = (_id: string, expiresAt: Date | null, revokedAt: Date | null) =>
+      c.orgApiKeys.insertOne({ ...key, _id, keyHash: sha256Hex(_id), expiresAt, revokedAt });
+    await orgKey('old-expired-key', at(-2 * DAY), null);
+    await orgKey('old-revoked-key', null, at(-2 * DAY));
+    await orgKey('old-lasting-key', null, null);
+    await c.workspaceApiKeys.insertOne({
+      ...key,
+      _id: 'old-expiring-workspace-key',
+      workspaceId: 'some-workspace',
+      keyHash: sha256Hex('old-expiring-workspace-key'),
+      rules: [],
+      expiresAt: at(10 * DAY),
+      revokedAt: null,
+    });
 
     const pass = await retention(h).run();
     expect(pass?.dated).toEqual({
@@ -307,6 +399,8 @@ describe('auth keeps what is live and removes what nothing can use any more', ()
       refreshTokens: 2,
       accountTokens: 1,
       rateCounters: 1,
+      orgApiKeys: 2,
+      workspaceApiKeys: 1,
     });
     const due = ['old-anonymous-session', 'old-revoked-session'];
     await gone(c.sessions, { _id: { $in: due } }, 'older sessions that were due removed');
@@ -314,8 +408,15 @@ describe('auth keeps what is live and removes what nothing can use any more', ()
     await gone(c.accessTokens, { _id: 'old-expired-token' }, 'an older expired access token removed');
     await gone(c.accountTokens, { _id: 'old-link' }, 'an older expired link removed');
     await gone(c.rateCounters, { _id: 'login-account:old' }, 'an older idle counter removed');
+    await gone(
+      c.orgApiKeys,
+      { _id: { $in: ['old-expired-key', 'old-revoked-key'] } },
+      'older ended keys removed',
+    );
     expect(await c.sessions.count({ _id: 'old-refreshable-session' })).toBe(1);
     expect(await c.accessTokens.count({ _id: 'old-live-token' })).toBe(1);
+    expect(await c.orgApiKeys.count({ _id: 'old-lasting-key', removeAt: { $exists: false } })).toBe(1);
+    expect(await c.workspaceApiKeys.count({ _id: 'old-expiring-workspace-key' })).toBe(1);
     // its session gone, the older anonymous user goes (at the next pass, or at that one if the sweep came between)
     const next = await retention(h).run();
     expect(pass!.anonymousUsersRemoved + next!.anonymousUsersRemoved).toBe(1);
@@ -327,6 +428,12 @@ describe('auth keeps what is live and removes what nothing can use any more', ()
     expect(await c.sessions.count({ _id: 'old-refreshable-session' })).toBe(1);
     h.clock.advance(2 * SECOND);
     await gone(c.sessions, { _id: 'old-refreshable-session' }, 'the older refreshable session removed');
+    await gone(
+      c.workspaceApiKeys,
+      { _id: 'old-expiring-workspace-key' },
+      'the older expired workspace key removed',
+    );
+    expect(await c.orgApiKeys.count({ _id: 'old-lasting-key' })).toBe(1);
   });
 
   it('anonymous users store no address: a pass removes the null that earlier versions stored', async () => {

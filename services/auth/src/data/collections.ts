@@ -207,6 +207,8 @@ export interface OrgApiKeyDoc extends Doc {
   createdAt: Date;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** a grace after its expiry or revocation; none while it may be used for ever (decision 0094) */
+  removeAt?: Date;
 }
 
 export interface WorkspaceDoc extends Doc {
@@ -235,6 +237,8 @@ export interface WorkspaceApiKeyDoc extends Doc {
   createdAt: Date;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** a grace after its expiry or revocation; none while it may be used for ever (decision 0094) */
+  removeAt?: Date;
 }
 
 export interface AuthCollections {
@@ -302,6 +306,7 @@ export function openCollections(store: Store): AuthCollections {
       { fields: { keyHash: 1 }, unique: true },
       { fields: { orgId: 1 } },
       { fields: { createdBy: 1 } },
+      ttlOnRemoveAt,
     ]),
     workspaces: store.collection<WorkspaceDoc>('workspaces', [
       { fields: { orgId: 1 } },
@@ -315,6 +320,7 @@ export function openCollections(store: Store): AuthCollections {
       { fields: { keyHash: 1 }, unique: true },
       { fields: { workspaceId: 1 } },
       { fields: { createdBy: 1 } },
+      ttlOnRemoveAt,
     ]),
     accounts: store.collection<AccountDoc>('accounts', [{ fields: { userId: 1 } }]),
     accountTokens: store.collection<AccountTokenDoc>('account_tokens', [

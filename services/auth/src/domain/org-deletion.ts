@@ -2,6 +2,7 @@ import { NotFound } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { AuthContext } from '../context';
 import type { OrgDoc } from '../data/collections';
+import { revokedNow } from './removal-times';
 import { deleteWorkspaceRecords } from './workspace-deletion';
 
 export const orgNotFound = (slug: string, deleted = false) =>
@@ -47,10 +48,7 @@ export async function sweepDeletedOrganization(c: AuthContext, org: Pick<OrgDoc,
   const col = c.collections;
   const keys = await col.orgApiKeys.find({ orgId: org._id, revokedAt: null });
   if (keys.length > 0) {
-    await col.orgApiKeys.updateMany(
-      { orgId: org._id, revokedAt: null },
-      { $set: { revokedAt: c.clock.now() } },
-    );
+    await col.orgApiKeys.updateMany({ orgId: org._id, revokedAt: null }, { $set: revokedNow(c) });
     for (const key of keys) await c.events.credentialRevoked('org_api_key', key._id, key.keyHash);
   }
   for (const workspace of await col.workspaces.find({ orgId: org._id })) {

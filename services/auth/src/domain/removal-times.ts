@@ -1,3 +1,4 @@
+import type { Clock } from '@platform/kernel';
 import type { AuthConfig } from '../config';
 import type { SessionDoc } from '../data/collections';
 
@@ -24,6 +25,24 @@ export const sessionRemovalTime = (config: Retention, expiresAt: Date, refreshab
 
 /** Revoked at `now`: kept a grace longer, as an expired one would be. */
 export const revokedRemovalTime = (config: Retention, now: Date): Date => removalTime(config, now);
+
+/**
+ * An organization or workspace API key goes a grace after its expiry (listed until then, so that its people see why
+ * it stopped working and that it is gone) or its revocation; one that never expires stays until it is revoked.
+ */
+export const apiKeyRemovalTime = (
+  config: Retention,
+  key: { expiresAt: Date | null; revokedAt: Date | null },
+): Date | undefined => {
+  if (key.revokedAt) return revokedRemovalTime(config, key.revokedAt);
+  return key.expiresAt ? removalTime(config, key.expiresAt) : undefined;
+};
+
+/** What revokes an API key now: the time, and its removal a grace later. */
+export const revokedNow = (c: { config: Retention; clock: Clock }) => {
+  const now = c.clock.now();
+  return { revokedAt: now, removeAt: revokedRemovalTime(c.config, now) };
+};
 
 /**
  * The removal time of a session written before sessions carried one. Revoked: a grace after its revocation.

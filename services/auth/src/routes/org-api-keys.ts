@@ -8,6 +8,7 @@ import { boundByItsOwnRights, loadCaller, requireNoApplication, requireUser } fr
 import { orgExists } from '../domain/liveness';
 import { orgAccess } from '../domain/org-access';
 import { orgNotFound } from '../domain/org-deletion';
+import { apiKeyRemovalTime, revokedNow } from '../domain/removal-times';
 import { newId, newOrgApiKey, sha256Hex } from '../domain/secrets';
 import { checkExpiry, IsoDateTime, iso, Name } from './common';
 import { PermissionList, ScopeList } from './roles';
@@ -84,6 +85,7 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
     const expiresAt = checkExpiry('expiresAt', body.expiresAt, now);
     access.requireHeld(body.permissions, 'A key may not hold permissions its creator does not hold');
     const apiKey = newOrgApiKey(access.org.slug);
+    const removeAt = apiKeyRemovalTime(c.config, { expiresAt, revokedAt: null });
     const doc: OrgApiKeyDoc = {
       _id: newId(),
       orgId: access.org._id,
@@ -97,6 +99,7 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
       createdAt: now,
       expiresAt,
       revokedAt: null,
+      ...(removeAt && { removeAt }),
     };
     await c.collections.orgApiKeys.insertOne(doc);
     // the organization was deleted (decision 0099), or its creator removed from it or given a role without these rights,
@@ -107,7 +110,7 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
       still.require('apikeys:manage');
       still.requireHeld(doc.permissions, 'A key may not hold permissions its creator does not hold');
     } catch (err) {
-      await c.collections.orgApiKeys.updateOne({ _id: doc._id }, { $set: { revokedAt: c.clock.now() } });
+      await c.collections.orgApiKeys.updateOne({ _id: doc._id }, { $set: revokedNow(c) });
       throw err;
     }
     res.status(201).json({ ...keyView(doc), apiKey });
@@ -141,7 +144,7 @@ export function mountOrgApiKeyRoutes(router: Router, c: AuthContext): void {
     }
     const revoked = await c.collections.orgApiKeys.findOneAndUpdate(
       { _id: id, orgId: access.org._id, revokedAt: null },
-      { $set: { revokedAt: c.clock.now() } },
+      { $set: revokedNow(c) },
     );
     if (!revoked) throw new NotFound(`No API key ${id} in ${access.org.slug}`, { error: 'ApiKeyNotFound' });
     await c.events.credentialRevoked('org_api_key', revoked._id, revoked.keyHash);

@@ -12,6 +12,7 @@ import type { AuthContext } from '../context';
 import type { WorkspaceApiKeyDoc } from '../data/collections';
 import { boundByItsOwnRights, loadCaller, requireNoApplication, requireUser } from '../domain/caller';
 import { workspaceExists } from '../domain/liveness';
+import { apiKeyRemovalTime, revokedNow } from '../domain/removal-times';
 import { newId, newWorkspaceApiKey, sha256Hex } from '../domain/secrets';
 import { storedRule, type WorkspaceAccess, workspaceAccess } from '../domain/workspace-access';
 import { checkExpiry, IsoDateTime, iso, Name } from './common';
@@ -108,6 +109,7 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
     // A key never holds more than its creator: an admin cannot mint a key that deletes the workspace.
     requireWithin(access, rules, 'A key may not hold rights its creator does not hold');
     const apiKey = newWorkspaceApiKey();
+    const removeAt = apiKeyRemovalTime(c.config, { expiresAt, revokedAt: null });
     const doc: WorkspaceApiKeyDoc = {
       _id: newId(),
       workspaceId: access.workspace._id,
@@ -119,6 +121,7 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
       createdAt: now,
       expiresAt,
       revokedAt: null,
+      ...(removeAt && { removeAt }),
     };
     await c.collections.workspaceApiKeys.insertOne(doc);
     // the workspace (or its organization) was deleted (decision 0099), or its creator lost the role that gave these
@@ -130,10 +133,7 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
       still.require('create', 'apikey');
       requireWithin(still, rules, 'A key may not hold rights its creator does not hold');
     } catch (err) {
-      await c.collections.workspaceApiKeys.updateOne(
-        { _id: doc._id },
-        { $set: { revokedAt: c.clock.now() } },
-      );
+      await c.collections.workspaceApiKeys.updateOne({ _id: doc._id }, { $set: revokedNow(c) });
       throw err;
     }
     res.status(201).json({ apiKey, ...keyView(doc) });
@@ -169,7 +169,7 @@ export function mountWorkspaceApiKeyRoutes(router: Router, c: AuthContext): void
     }
     const revoked = await c.collections.workspaceApiKeys.findOneAndUpdate(
       { _id: id, workspaceId: access.workspace._id, revokedAt: null },
-      { $set: { revokedAt: c.clock.now() } },
+      { $set: revokedNow(c) },
     );
     if (!revoked)
       throw new NotFound(`No API key ${id} in workspace ${access.workspace._id}`, {
