@@ -77,18 +77,26 @@ function presentedCredentials(
 const sameSecret = (a: string, b: string) =>
   timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
 
+type TokenEndpointRequest = { body?: unknown; headers: IncomingHttpHeaders };
+
+const presentedBy = (req: TokenEndpointRequest) =>
+  presentedCredentials(
+    typeof req.body === 'object' && req.body !== null ? (req.body as Record<string, unknown>) : {},
+    req.headers,
+  );
+
+/** The client a request to the token or revocation endpoint names, when it presents itself as the provider takes. */
+export const presentedClientId = (req: TokenEndpointRequest): string | null =>
+  presentedBy(req)?.clientId ?? null;
+
 /**
  * Whether a request to the revocation endpoint authenticates as `client` the way node-oidc-provider authenticates
  * the client of an opaque token there (RFC 7009 2.1): a public client by its client_id alone, a confidential one by
  * its secret too, in the form (client_secret_post) or a Basic header (client_secret_basic), the provider taking
  * either. Never true where the provider would refuse: that request is left to the provider, which answers it.
  */
-export function authenticatesAs(
-  req: { body?: unknown; headers: IncomingHttpHeaders },
-  client: OidcClientDoc['metadata'],
-): boolean {
-  const body = typeof req.body === 'object' && req.body !== null ? (req.body as Record<string, unknown>) : {};
-  const presented = presentedCredentials(body, req.headers);
+export function authenticatesAs(req: TokenEndpointRequest, client: OidcClientDoc['metadata']): boolean {
+  const presented = presentedBy(req);
   if (!presented || presented.clientId !== client.client_id) return false;
   if (client.token_endpoint_auth_method === 'none') return presented.secret === undefined;
   return (

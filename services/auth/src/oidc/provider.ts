@@ -189,7 +189,13 @@ function configuration(
     },
     features: {
       devInteractions: { enabled: false },
-      revocation: { enabled: true },
+      revocation: {
+        enabled: true,
+        // Another client's token is not revoked, and answered 200 as an invalid one is (RFC 7009 2.2), whether the
+        // client is public or confidential (the provider's default refuses a confidential one with 400): no answer
+        // tells a client whether a token it holds is valid. JWT access tokens are answered alike (`routes.ts`).
+        allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId,
+      },
       userinfo: { enabled: true },
       rpInitiatedLogout: { enabled: true, logoutSource },
       resourceIndicators: {

@@ -7,7 +7,7 @@ import { revokeSession } from '../accounts/sessions';
 import type { AuthContext } from '../context';
 import { loadCaller, requireUser, type UserCaller } from '../domain/caller';
 import { html, raw, renderPage } from '../pages/html';
-import { authenticatesAs } from './client-authentication';
+import { authenticatesAs, presentedClientId } from './client-authentication';
 import { UnreadableClientSecret } from './clients';
 import { allowOrigin, clientCors, redirectsTo } from './cors';
 import { claimsForScope, claimsOf, grantedScope, type OidcProviderHost } from './provider';
@@ -125,7 +125,7 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
   router.get('/oidc/me', userinfo);
   router.post('/oidc/me', userinfo);
 
-  /** The client a token names, as registered; null when there is none (or its secret no longer opens). */
+  /** The client a request names, as registered; null when there is none (or its secret no longer opens). */
   const registeredClient = async (clientId: unknown) => {
     if (typeof clientId !== 'string') return null;
     try {
@@ -137,15 +137,19 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
     }
   };
 
-  // JWT access tokens are the provider's blind spot: revoking one ends its platform session and grant.
+  // JWT access tokens are the provider's blind spot: it refuses every structured token (400 unsupported_token_type),
+  // so auth answers them. Revoking one ends its platform session and grant.
   router.post('/oidc/token/revocation', form, async (req, res, next) => {
     const token = typeof req.body?.token === 'string' ? req.body.token : '';
-    const found = token.split('.').length === 3 ? await sessionOfAccessToken(c, token) : null;
-    const client = found && (await registeredClient(found.clientId));
-    // Only the client the token was issued to, authenticated as the provider authenticates the client of an opaque
-    // token (RFC 7009 2.1: a confidential client by its secret). Anything else is the provider's to answer (a missing
-    // or wrong secret: 401 invalid_client), and it revokes no JWT.
-    if (!found || !client || !authenticatesAs(req, client)) return next();
+    // What the provider takes for a JWT (a JWS or JWE; its own tokens are opaque, without a dot). A repeated
+    // token_type_hint is its 400 to answer, as for any token.
+    const structured = [3, 5].includes(token.split('.').length);
+    if (!structured || Array.isArray(req.body.token_type_hint)) return next();
+    const client = await registeredClient(presentedClientId(req));
+    // Only a client authenticated as the provider authenticates the client of an opaque token (RFC 7009 2.1: a
+    // confidential client by its secret). Anything else is the provider's to answer (a missing or wrong secret: 401
+    // invalid_client), and it revokes no JWT.
+    if (!client || !authenticatesAs(req, client)) return next();
     const origin = req.headers.origin;
     res.vary('Origin');
     // with an Origin: only as the provider's clientBasedCORS allows, as it refuses the others (400 invalid_request)
@@ -155,7 +159,11 @@ export function mountOidcRoutes(router: Router, c: AuthContext, host: OidcProvid
       if (cors === 'refused') return next();
       if (cors === 'readable') allowOrigin(res, origin);
     }
-    await revokeSession(c, found.sessionId);
+    // RFC 7009 2.2: an invalid token (expired, altered, not signed by a key of ours) is answered 200 as well, since
+    // the client can do nothing about it; so is another client's token, which stays valid (as the provider answers
+    // for its own tokens: `features.revocation.allowedPolicy`), so that no answer tells whether a token is valid.
+    const found = await sessionOfAccessToken(c, token);
+    if (found?.clientId === client.client_id) await revokeSession(c, found.sessionId);
     res.status(200).end();
   });
 
