@@ -72,17 +72,24 @@ export interface HarnessOptions {
   ttlSweepIntervalMs?: number;
 }
 
+/** DATA_DIR of the instances started on a store the test gives: one folder, so that they share one secret. */
+let shared: ReturnType<typeof tempDir> | undefined;
+const sharedDataDir = () => {
+  shared ??= tempDir('auth-shared-');
+  return shared.dir;
+};
+// jest loads this module anew for each test file: the folder goes once the file's tests are done (nothing else
+// removes it, and each file left one in the temp folder)
+afterAll(() => {
+  shared?.remove();
+  shared = undefined;
+});
+
 /**
  * auth on supertest with a real embedded store in a temp folder. `call` plays the edge: it resolves the
  * credential with auth's own resolver (as POST /internal/principal does), seals the principal with the
  * shared secret and sets the identity headers; an unresolvable credential is the edge's 401.
  */
-let shared: string | undefined;
-const sharedDataDir = () => {
-  shared ??= tempDir('auth-shared-').dir;
-  return shared;
-};
-
 export async function startAuth(options: HarnessOptions = {}): Promise<AuthHarness> {
   const clock = options.clock ?? new ManualClock('2025-03-01T00:00:00Z');
   const dir = options.store ? null : tempDir('auth-test-');
