@@ -6,15 +6,25 @@ import type { Doc } from './port';
 import { storeUnavailable } from './unavailable';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const nedbModel = require('@seald-io/nedb/lib/model') as { serialize(doc: unknown): string };
+const nedbModel = require('@seald-io/nedb/lib/model') as {
+  serialize(doc: unknown): string;
+  deserialize(line: string): unknown;
+};
 
 /** NeDB's indexes of a datastore, by field (`_id` too) */
 type Indexes = Record<string, { fieldName: string; unique: boolean; sparse: boolean }>;
+
+/** What NeDB's load makes of a file: the documents, and the indexes it records, by field */
+interface Loaded {
+  data: unknown[];
+  indexes: Record<string, unknown>;
+}
 
 /** NeDB's persistence: the parts of it the store drives itself */
 interface Persistence {
   persistNewStateAsync(docs: unknown[]): Promise<void>;
   persistCachedDatabaseAsync(): Promise<void>;
+  treatRawStreamAsync(file: AsyncIterable<string>): Promise<Loaded>;
   corruptAlertThreshold: number;
 }
 
@@ -149,11 +159,8 @@ export class CollectionFile<T extends Doc> {
     // behind the write would otherwise answer the write's change, which is in memory only; see `read`).
     this.persistence.persistNewStateAsync = async (docs) => {
       if (!filename || docs.length === 0) return;
-      // Several documents go in one append (a batch, an updateMany): one cut short (a disk filled partway) left its
-      // first lines whole, and the refused write was read back at the reload or the next start. It is cut off again.
-      const before = docs.length > 1 ? (await stat(filename).catch(() => undefined))?.size : undefined;
       try {
-        await this.append(docs.map((doc) => `${nedbModel.serialize(doc)}\n`).join(''));
+        await this.append(record(docs));
         this.fullWait = 0;
       } catch (err) {
         this.broken = err;
@@ -162,10 +169,11 @@ export class CollectionFile<T extends Doc> {
           this.fullWait = Math.min(this.fullWait * 2 || 1_000, 30_000);
           this.fullUntil = this.now() + this.fullWait;
         }
-        if (before !== undefined) await truncate(filename, before).catch(() => undefined);
         throw err;
       }
     };
+    this.persistence.treatRawStreamAsync = (file) =>
+      readRecords(file, this.persistence.corruptAlertThreshold);
     // A load the file system fails (a start on a full disk: NeDB's load rewrites the whole file) leaves the collection
     // broken, as a failed write does: each operation is Unavailable until the file loads, then it serves without a restart.
     this.loaded = (filename ? dropTornTail(filename) : Promise.resolve())
@@ -402,11 +410,88 @@ function* inChunks(lines: string[]): Generator<string> {
   if (chunk) yield chunk;
 }
 
+/** Begins the line of a write of several documents (`record`) */
+const BATCH = '$$batch:';
+
+/**
+ * The line one write appends: its document, or, for a write of several (an insertMany, an updateMany, a deleteMany),
+ * one record `$$batch:[…]` holding them all. Written one line each, a batch that a crash (kill -9, a power cut) cut
+ * partway left its first lines whole, and the next load applied half of a write never acknowledged; a record cut
+ * anywhere is a torn last line, which the load drops whole (`dropTornTail`). The record is not JSON so that an
+ * earlier version, which would pass over a JSON line it does not know without a word, counts it unreadable and keeps
+ * a copy of the file (`CorruptFileError`) when it is started on this one's files.
+ */
+function record(docs: unknown[]): string {
+  const lines = docs.map((doc) => nedbModel.serialize(doc));
+  if (lines.length === 1) return `${lines[0]}\n`;
+  // one join makes the record: a large batch is not copied once more to wrap it
+  lines[0] = `${BATCH}[${lines[0]}`;
+  lines[lines.length - 1] += ']\n';
+  return lines.join(',');
+}
+
+/**
+ * NeDB's load of a file, reading batch records (`record`) too: each line is applied in order, a record's documents
+ * all at once. Lines end at a newline only: NeDB's reader also ended them at U+2028, U+2029 and U+0085, which JSON
+ * leaves unescaped, so that a document holding one of them was unreadable at the next start (and dropped by the
+ * load's rewrite). As NeDB's, it fails with the count of unreadable lines when they are more than `threshold` of
+ * them.
+ */
+async function readRecords(file: AsyncIterable<string>, threshold: number): Promise<Loaded> {
+  const byId = new Map<string, unknown>();
+  const indexes: Record<string, unknown> = {};
+  const apply = (entry: Record<string, unknown>) => {
+    if (entry._id) {
+      if (entry.$$deleted === true) byId.delete(entry._id as string);
+      else byId.set(entry._id as string, entry);
+    } else {
+      const created = entry.$$indexCreated as { fieldName?: unknown } | undefined;
+      if (created && created.fieldName != null) indexes[created.fieldName as string] = created;
+      else if (typeof entry.$$indexRemoved === 'string') delete indexes[entry.$$indexRemoved];
+    }
+  };
+  let lines = 0;
+  let unreadable = 0;
+  const read = (line: string) => {
+    if (line === '') return;
+    lines++;
+    try {
+      const entries = line.startsWith(BATCH)
+        ? nedbModel.deserialize(line.slice(BATCH.length))
+        : [nedbModel.deserialize(line)];
+      for (const entry of entries as Array<Record<string, unknown>>) apply(entry);
+    } catch {
+      unreadable++;
+    }
+  };
+  // a line's pieces until its newline comes: a batch's record may span many of the stream's chunks
+  let pieces: string[] = [];
+  for await (const chunk of file) {
+    let start = 0;
+    for (let end = chunk.indexOf('\n'); end !== -1; end = chunk.indexOf('\n', start)) {
+      pieces.push(chunk.slice(start, end));
+      const line = pieces.join('');
+      pieces = []; // the chunks a large record came in can go while it is read
+      read(line);
+      start = end + 1;
+    }
+    if (start < chunk.length) pieces.push(chunk.slice(start));
+  }
+  read(pieces.join(''));
+  if (lines > 0 && unreadable / lines > threshold) {
+    throw Object.assign(new Error(`${unreadable} of the ${lines} lines of the data file cannot be read`), {
+      corruptItems: unreadable,
+      dataLength: lines,
+    });
+  }
+  return { data: [...byId.values()], indexes };
+}
+
 /**
  * Cuts a collection's file after its last whole line. Every line NeDB writes ends with a newline, so a last line
- * without one is an append a crash cut short (a document written in several system calls, a power cut): a write
- * never acknowledged. NeDB counts it as corrupt and, in a file of fewer than ten lines, refused to load the
- * collection at all, at every start.
+ * without one is an append a crash cut short (a document or a batch's record written in several system calls, a power
+ * cut): a write never acknowledged. NeDB counts it as corrupt and, in a file of fewer than ten lines, refused to load
+ * the collection at all, at every start.
  */
 async function dropTornTail(filename: string): Promise<void> {
   let handle: Awaited<ReturnType<typeof open>>;

@@ -30,6 +30,14 @@ const nedbModel = require('@seald-io/nedb/lib/model') as {
   match(doc: unknown, query: object): boolean;
 };
 
+/** The parts of NeDB's datastore its own update goes through, which `updateEach` goes through too */
+interface NedbInternals<T> {
+  executor: { pushAsync<R>(task: () => Promise<R>): Promise<R> };
+  _getCandidatesAsync(query: Filter): Promise<T[]>;
+  _updateIndexes(modifications: Array<{ oldDoc: T; newDoc: T }>): void;
+  persistence: { persistNewStateAsync(docs: T[]): Promise<void> };
+}
+
 export interface EmbeddedStoreOptions {
   /** folder holding one append-only file per collection; omit for a memory-only store (tests) */
   dataDir?: string;
@@ -317,7 +325,8 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   insertMany(docs: T[]): Promise<T[]> {
     if (docs.length === 0) return Promise.resolve([]);
-    // NeDB inserts an array all or nothing, in one append to the file.
+    // NeDB inserts an array all or nothing, in one append to the file: one line, which a crash leaves whole or not at
+    // all (`record` in collection-file.ts).
     return this.write(async () => {
       refuseProtoFields(docs);
       return this.ds.insertAsync(docs) as unknown as Promise<T[]>;
@@ -381,16 +390,31 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
       }
       const query = toNedbQuery(filter);
       if (namesInherited(operators)) {
-        const docs = await this.ds.findAsync(query);
-        for (const doc of docs) {
-          await this.ds.updateAsync({ _id: doc._id } as never, modifiedOwnPaths(doc, operators), {});
-        }
-        return { matched: docs.length, modified: docs.length };
+        const modified = await this.updateEach(query, (doc) => modifiedOwnPaths(doc, operators));
+        return { matched: modified, modified };
       }
       if (settingDotted(operators))
         for (const doc of await this.ds.findAsync(query)) refuseFieldsInValues(doc, operators);
       const { numAffected } = await this.ds.updateAsync(query, operators, { multi: true });
       return { matched: numAffected, modified: numAffected };
+    });
+  }
+
+  /**
+   * Replaces each document matching `query` by `change(doc)` in one write, as NeDB's own update of several documents
+   * does with one change for all. An update of each in turn was a write each: one refused (a unique index, a field it
+   * cannot make), or a crash, between them kept the documents before it, and reads saw them changed halfway.
+   */
+  private updateEach(query: Filter, change: (doc: T) => T): Promise<number> {
+    const ds = this.ds as unknown as NedbInternals<T>;
+    return ds.executor.pushAsync(async () => {
+      const modifications = (await ds._getCandidatesAsync(query))
+        .filter((doc) => nedbModel.match(doc, query))
+        .map((oldDoc) => ({ oldDoc, newDoc: change(oldDoc) }));
+      // all of memory or none (NeDB undoes a refused one), then the file in one append
+      ds._updateIndexes(modifications);
+      await ds.persistence.persistNewStateAsync(modifications.map(({ newDoc }) => newDoc));
+      return modifications.length;
     });
   }
 

@@ -68,7 +68,9 @@ export interface Collection<T extends Doc> {
   /**
    * Inserts several documents in one write (one append or one round trip). A unique-index violation
    * throws DuplicateKeyError, after which any subset of the documents may be stored (embedded: none;
-   * MongoDB: those before the offending one). Optional so that other implementations of the port stay
+   * MongoDB: those before the offending one). A crash before it answers (kill -9, a power cut, a lost
+   * primary) leaves, likewise, all or none of them on the embedded engine, and on MongoDB any first part of
+   * them (an ordered insertMany, no transaction). Optional so that other implementations of the port stay
    * valid; both engines here have it.
    */
   insertMany?(docs: T[]): Promise<T[]>;
@@ -76,10 +78,16 @@ export interface Collection<T extends Doc> {
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
   count(filter: Filter): Promise<number>;
   updateOne(filter: Filter, update: Update, options?: UpdateOptions): Promise<UpdateResult>;
+  /**
+   * Embedded: one write, all of the matching documents or none, also across a crash, and no read sees it halfway.
+   * MongoDB: each document is updated on its own; an error or a crash partway leaves some of them updated, and a
+   * read meanwhile may see some updated (deleteMany alike).
+   */
   updateMany(filter: Filter, update: Update): Promise<UpdateResult>;
   /** atomically updates one document and returns it as it is after the update (null when none matched) */
   findOneAndUpdate(filter: Filter, update: Update, options?: UpdateOptions): Promise<T | null>;
   deleteOne(filter: Filter): Promise<number>;
+  /** as `updateMany`: all or none on the embedded engine, document by document on MongoDB */
   deleteMany(filter: Filter): Promise<number>;
 }
 

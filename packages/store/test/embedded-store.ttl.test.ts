@@ -8,12 +8,17 @@ interface Visit {
   expiresAt: Date;
 }
 
+type Entry = { _id?: string; $$deleted?: boolean };
+
 /** The ids the collection's file marks deleted (read from the file, not through the store). */
 const deletedIn = (file: string) =>
   readFileSync(file, 'utf8')
     .trim()
     .split('\n')
-    .map((line) => JSON.parse(line) as { _id?: string; $$deleted?: boolean })
+    // a write of several documents is one line, `$$batch:[…]`
+    .flatMap(
+      (line) => (line.startsWith('$$batch:') ? JSON.parse(line.slice(8)) : [JSON.parse(line)]) as Entry[],
+    )
     .filter((l) => l.$$deleted)
     .map((l) => l._id);
 
