@@ -14,14 +14,29 @@ export interface LegacyTestApp {
   service: LegacyAgentService;
   store: Store;
   clock: Clock;
+  /** its store's folder ('' over another app's store) */
   dataDir: string;
   /** stops the service and closes the store, keeping the data folder */
   stop(): Promise<void>;
-  /** stop() and remove the data folder */
+  /** stop() and remove the data folder made for it (one given stays its owner's) */
   close(): Promise<void>;
 }
 
 export const TEST_SECRET = 'legacy-agent-test-secret-0123456789abcdef';
+
+/**
+ * What the apps of this test file left: those not stopped (a test that failed before its own stop), and the data
+ * folders made for them and not removed (an app stopped so that another starts over its data, which close() does not
+ * remove, as it is not its own). Cleared after the file's own hooks: every folder made here is removed, whatever path
+ * its test took.
+ */
+const running = new Set<LegacyTestApp>();
+const madeFolders = new Set<ReturnType<typeof tempDir>>();
+afterAll(async () => {
+  await Promise.allSettled([...running].map((app) => app.stop()));
+  for (const folder of madeFolders) folder.remove();
+  madeFolders.clear();
+});
 
 const testConfig = (env: Record<string, string> = {}) =>
   loadConfig(legacyAgentConfigSchema, {
@@ -61,19 +76,27 @@ export async function startLegacyApp(
     store?: Store;
   } = {},
 ): Promise<LegacyTestApp> {
-  const folder = options.dataDir
-    ? { dir: options.dataDir, remove: () => undefined }
-    : tempDir('legacy-agent-');
+  // a bad setting fails the start before anything is made
+  const config = testConfig(options.env);
+  // an app over another app's store has no folder of its own; one over a given folder leaves it to its owner
+  const made = options.store || options.dataDir !== undefined ? undefined : tempDir('legacy-agent-');
+  if (made) madeFolders.add(made);
+  const dataDir = options.dataDir ?? made?.dir ?? '';
+  const removeFolder = () => {
+    if (!made) return;
+    made.remove();
+    madeFolders.delete(made);
+  };
   const ownStore = !options.store;
   const clock = options.clock ?? new ManualClock('2026-11-23T10:00:00Z');
-  // TTL indexes expire documents by the test's clock, and soon after it passes their time
-  const store =
-    options.store ??
-    createEmbeddedStore({ dataDir: folder.dir, now: () => clock.now().getTime(), ttlSweepIntervalMs: 50 });
   const bus = createInProcessBus();
-  const config = testConfig(options.env);
+  let store: Store | undefined;
   let service: LegacyAgentService;
   try {
+    // TTL indexes expire documents by the test's clock, and soon after it passes their time
+    store =
+      options.store ??
+      createEmbeddedStore({ dataDir, now: () => clock.now().getTime(), ttlSweepIntervalMs: 50 });
     service = await createLegacyAgentService({
       config,
       logger: silentLogger(),
@@ -86,24 +109,28 @@ export async function startLegacyApp(
     });
     await service.start();
   } catch (err) {
-    if (ownStore) await store.close();
+    await bus.close();
+    if (ownStore) await store?.close();
+    removeFolder();
     throw err;
   }
-  const stop = async () => {
-    await service.stop();
-    await bus.close();
-    if (ownStore) await store.close();
-  };
-  return {
+  const app: LegacyTestApp = {
     http: supertest(service.handler),
     service,
     store,
     clock,
-    dataDir: folder.dir,
-    stop,
+    dataDir,
+    stop: async () => {
+      running.delete(app);
+      await service.stop();
+      await bus.close();
+      if (ownStore) await app.store.close();
+    },
     close: async () => {
-      await stop();
-      folder.remove();
+      await app.stop();
+      removeFolder();
     },
   };
+  running.add(app);
+  return app;
 }
