@@ -168,7 +168,7 @@ export class Understanding {
   private readonly ready: string[] = [];
   /** the assistant whose turn is under way */
   private current: string | undefined;
-  /** assistants start found behind, which enter the turns one at a time (`admitBehind`) */
+  /** assistants start found behind, then the others it checks, which enter the turns one at a time (`admitBehind`) */
   private readonly behind: string[] = [];
   /** the one of them in the turns now */
   private behindNow: string | undefined;
@@ -186,8 +186,11 @@ export class Understanding {
    * record names no blob of its training set: models an earlier version stored in pieces of a collection (decision
    * 0089), whose pieces are removed, or wrote after a rollback over a record of this version, and models an older
    * TRAINING_REVISION of the engine made (they answer until then). Blobs no record names are removed (orphan-blobs.ts).
-   * They enter the turns one at a time: a new assistant's first model, or a change, waits for one of them, not for the
-   * whole platform's, and they are all retrained however busy the developers of others keep the queue.
+   * The other assistants' turns come after theirs, to find a change whose record for training a stopped process was
+   * still trying (its revision says the models are current; their training sets say otherwise: `revisionToLearn`);
+   * a turn that finds none trains nothing. They all enter the turns one at a time: a new assistant's first model, or a
+   * change, waits for one of them, not for the whole platform's, and they are all retrained however busy the
+   * developers of others keep the queue.
    */
   async start(): Promise<void> {
     const { cols } = this.ctx;
@@ -208,12 +211,15 @@ export class Understanding {
     }
     await cols.olderModelPieces.deleteMany({});
     await removeOrphanModelBlobs(this.ctx, models);
+    const checked: string[] = [];
     for (const assistant of assistants) {
       const behind = assistant.languages.some(
         (lang) => (trained.get(modelKey(assistant._id, lang)) ?? -1) < assistant.dataRevision,
       );
       if (behind) this.behind.push(assistant._id);
+      else checked.push(assistant._id);
     }
+    this.behind.push(...checked);
     this.admitBehind();
   }
 
@@ -412,7 +418,7 @@ export class Understanding {
     return state;
   }
 
-  /** The next assistant start found behind enters the turns once the previous one has had its last. */
+  /** The next assistant start found behind (or checks) enters the turns once the previous one has had its last. */
   private admitBehind(): void {
     if (this.stopped || this.behindNow !== undefined) return;
     this.behindNow = this.behind.shift();
@@ -514,17 +520,18 @@ export class Understanding {
       return undefined;
     }
     // Read the revision before the data: a change made meanwhile bumps it and trains again.
-    const revision = assistant.dataRevision;
     const [intents, entities] = await Promise.all([
       cols.intents.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
       cols.entities.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
     ]);
+    const sets = assistant.languages.map((lang) => toTrainingSet(lang, intents, entities));
+    const revision = from === 0 ? await this.revisionToLearn(assistant, sets) : assistant.dataRevision;
     for (let at = from; at < assistant.languages.length; at++) {
       const lang = assistant.languages[at]!;
       const key = modelKey(assistantId, lang);
       let turn: LanguageTurn;
       try {
-        turn = await this.trainLanguage(assistantId, lang, revision, toTrainingSet(lang, intents, entities));
+        turn = await this.trainLanguage(assistantId, lang, revision, sets[at]!);
         this.failures.delete(key);
       } catch (err) {
         if (err instanceof TrainingRefused) {
@@ -549,6 +556,37 @@ export class Understanding {
       if (turn === 'trained' && at + 1 < assistant.languages.length) return at + 1;
     }
     return undefined;
+  }
+
+  /**
+   * The revision a pass trains to: the assistant's, unless a model is recorded as having learnt it while it learnt other
+   * intents and entities. A change was then stored without its record for training (the store refused that step and
+   * the process trying it again stopped, or a process died between the two): it is recorded now, so the status says
+   * the models are behind until they learn it, and every instance loads the model trained on it instead of keeping its
+   * own, which its revision would call current.
+   */
+  private async revisionToLearn(assistant: AssistantDoc, sets: NluTrainingSet[]): Promise<number> {
+    const { cols, clock, logger } = this.ctx;
+    const records = await cols.models.find({ assistantId: assistant._id });
+    const unrecorded = sets.some((set) => {
+      const record = records.find((m) => m.lang === set.lang);
+      return (
+        record !== undefined &&
+        record.revision >= assistant.dataRevision &&
+        record.fingerprint !== fingerprintOf(set)
+      );
+    });
+    if (!unrecorded) return assistant.dataRevision;
+    logger.warn(
+      { assistantId: assistant._id },
+      'a change was stored but never recorded for training; recorded now',
+    );
+    // over the revision read: a change recorded since needs no other record (it makes its own pass)
+    const recorded = await cols.assistants.findOneAndUpdate(
+      { _id: assistant._id, dataRevision: assistant.dataRevision },
+      { $inc: { dataRevision: 1 }, $set: { updatedAt: clock.now() } },
+    );
+    return recorded?.dataRevision ?? assistant.dataRevision;
   }
 
   /**
