@@ -399,6 +399,10 @@ export const LEGACY_ROUTES: RouteDoc[] = [
         "forbidden (OriginNotAllowed): a browser page whose origin is not in the assistant's `allowedOrigins`",
         MessagesErrorSchema,
       ),
+      409: ok(
+        'conflict (ConcurrentUpdate): other messages of the same `userId`, answered at once by other instances, kept changing its conversation; send it again',
+        MessagesErrorSchema,
+      ),
       413: ok('payload_too_large', MessagesErrorSchema),
       429: ok(
         "rate_limited: the client address or the `userId` sent its window's messages to this assistant (`status.details.scope`); `Retry-After` says when to send again",

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { DuplicateKeyError } from '@platform/store';
 import type { ConversationContext, ConversationDoc } from '../persistence/collections';
 import type { LegacyContext } from './context';
 import { newId } from './ids';
@@ -13,6 +15,18 @@ import type { OutputContext } from './model-types';
 export interface Conversation {
   doc: ConversationDoc;
   stored: boolean;
+  /** the stored document as read (an idle one too), over which alone the turn is written; null when there was none */
+  read: ConversationDoc | null;
+}
+
+/** What a turn leaves in its conversation. */
+export interface TurnRecord {
+  outputContexts: OutputContext[];
+  slots: Record<string, string>;
+  /** the language it was answered in */
+  lang: string;
+  /** its intent ends the conversation */
+  ended: boolean;
 }
 
 export class Conversations {
@@ -23,8 +37,9 @@ export class Conversations {
     const now = this.ctx.clock.now();
     const stored = await this.ctx.cols.conversations.findOne({ _id: conversationKey(assistantId, userId) });
     if (stored && now.getTime() - stored.lastActivityAt.getTime() <= this.idleMs())
-      return { doc: { ...stored, slots: slotsFromStore(stored.slots) }, stored: true };
+      return { doc: { ...stored, slots: slotsFromStore(stored.slots) }, stored: true, read: stored };
     return {
+      read: stored,
       doc: {
         _id: conversationKey(assistantId, userId),
         assistantId,
@@ -46,11 +61,11 @@ export class Conversations {
    * conversation keeps its session and language but forgets the rest.
    * A turn that changes nothing but the time is not written unless the stored time is getting old
    * (a tenth of the idle time, at most a minute): busy conversations cost no write per message.
+   * The turn is written only over the conversation it was answered from: false when another turn (on another
+   * instance) wrote it meanwhile, and this one must be answered again from what that one left. Written over, the other
+   * turn's contexts, slots, language or end would be lost. A turn not written (nothing changed) comes before the other.
    */
-  async recordTurn(
-    { doc, stored }: Conversation,
-    turn: { outputContexts: OutputContext[]; slots: Record<string, string>; lang: string; ended: boolean },
-  ): Promise<void> {
+  async recordTurn({ doc, stored, read }: Conversation, turn: TurnRecord): Promise<boolean> {
     const now = this.ctx.clock.now();
     const next: Pick<ConversationDoc, 'conversationId' | 'contexts' | 'slots' | 'startedAt'> = turn.ended
       ? { conversationId: newId(), contexts: [], slots: {}, startedAt: now }
@@ -67,26 +82,36 @@ export class Conversations {
       sameContexts(next.contexts, doc.contexts) &&
       sameSlots(next.slots, doc.slots) &&
       now.getTime() - doc.lastActivityAt.getTime() < Math.min(60_000, this.idleMs() / 10);
-    if (unchanged) return;
-    await this.ctx.cols.conversations.updateOne(
-      { _id: doc._id },
-      {
-        $set: {
-          assistantId: doc.assistantId,
-          userId: doc.userId,
-          sessionId: doc.sessionId,
-          ...next,
-          slots: slotsForStore(next.slots),
-          lang: turn.lang,
-          lastActivityAt: now,
-          expiresAt: new Date(now.getTime() + this.idleMs()),
+    if (unchanged) return true;
+    try {
+      const { matched } = await this.ctx.cols.conversations.updateOne(
+        // one stored before revisions has none
+        { _id: doc._id, revision: read?.revision ?? { $exists: false } },
+        {
+          $set: {
+            assistantId: doc.assistantId,
+            userId: doc.userId,
+            sessionId: doc.sessionId,
+            ...next,
+            slots: slotsForStore(next.slots),
+            lang: turn.lang,
+            lastActivityAt: now,
+            expiresAt: new Date(now.getTime() + this.idleMs()),
+            revision: randomUUID(),
+          },
         },
-      },
-      { upsert: true },
-    );
+        // none was read: made, unless another turn made it meanwhile (the insert meets it)
+        { upsert: read === null },
+      );
+      if (matched === 0 && read !== null) return false;
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
     // the assistant deleted meanwhile removed its conversations before this write: this one goes too
     if (!(await this.ctx.cols.assistants.findOne({ _id: doc.assistantId })))
       await this.ctx.cols.conversations.deleteOne({ _id: doc._id });
+    return true;
   }
 
   private idleMs(): number {

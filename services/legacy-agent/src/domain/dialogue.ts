@@ -1,9 +1,10 @@
-import { InvalidInput } from '@platform/kernel';
+import { Conflict, InvalidInput } from '@platform/kernel';
+import type { MessageResult } from '../metrics';
 import type { AssistantDoc, IntentDoc } from '../persistence/collections';
 import type { MessageInput } from '../routes/schemas';
 import { builtinFallbackText } from './builtin-fallback';
 import type { LegacyContext } from './context';
-import { type Conversations, conversationKey } from './conversations';
+import { type Conversation, type Conversations, conversationKey, type TurnRecord } from './conversations';
 import { newId } from './ids';
 import { lookupLanguage } from './language-tags';
 import { DEFAULT_SETTINGS, type IntentSettings, type ReplyItem } from './model-types';
@@ -13,6 +14,8 @@ import type { NluEntityMatch, NluParse, Understanding } from './understanding';
 /** The event that triggers the welcome intent (besides any intent listing it in `events`). */
 export const WELCOME_EVENT = 'WELCOME';
 export const BUILTIN_FALLBACK_NAME = 'Default Fallback Intent';
+/** how many times a message is answered before it gives up to other messages of its conversation (409) */
+const TURN_ATTEMPTS = 10;
 
 /** Spec 2.12 "Intent result", plus the entities behind the slots and the intent's settings. */
 export interface IntentResult {
@@ -41,6 +44,13 @@ export interface MessageReply {
   fulfillment: Array<{ source: string; items: ReplyItem[] }>;
   intents: IntentResult[];
   status: { code: 200; errorType: 'success' };
+}
+
+/** One message answered: the reply, what it leaves in the conversation, and how it is counted. */
+interface Turn {
+  reply: MessageReply;
+  record: TurnRecord;
+  outcome: MessageResult;
 }
 
 interface Match {
@@ -113,10 +123,36 @@ export class Dialogue {
         details: { issues: [{ field: 'lang', message: `must name a language of the assistant: ${spoken}` }] },
       });
     }
-    const [known, conversation] = await Promise.all([
-      this.intentsOf(assistant),
-      this.conversations.current(assistant._id, input.userId),
-    ]);
+    // Another instance may answer a message of the same conversation meanwhile (a burst spread over instances): a turn
+    // written over the conversation that one left would lose its contexts, slots, language or end, so this one is
+    // answered again from it. A try is lost only to a turn that went in: a few are enough for a burst.
+    for (let attempt = 1; ; attempt++) {
+      const [known, conversation] = await Promise.all([
+        this.intentsOf(assistant),
+        this.conversations.current(assistant._id, input.userId),
+      ]);
+      const turn = await this.turn(assistant, input, asked, known, conversation, modelDeadline);
+      if (await this.conversations.recordTurn(conversation, turn.record)) {
+        this.ctx.metrics.message(turn.outcome);
+        return turn.reply;
+      }
+      if (attempt === TURN_ATTEMPTS)
+        throw new Conflict('Other messages of this conversation kept changing it meanwhile; send it again', {
+          error: 'ConcurrentUpdate',
+          retryable: true,
+        });
+    }
+  }
+
+  /** The reply to one message in `conversation`, and what it leaves there. */
+  private async turn(
+    assistant: AssistantDoc,
+    input: MessageInput,
+    asked: string | undefined,
+    known: CachedIntents,
+    conversation: Conversation,
+    modelDeadline: number,
+  ): Promise<Turn> {
     // a message that does not say its language continues in its session's, else the assistant's default
     const kept = conversation.doc.lang;
     const lang = asked ?? (kept !== undefined && assistant.languages.includes(kept) ? kept : assistant.lang);
@@ -140,14 +176,7 @@ export class Dialogue {
       ? renderItems(chooseStream(intent.conditionalResponses[lang], vars), this.ctx.random)
       : [{ text: builtinFallbackText(lang, this.ctx.config.LEGACY_BUILTIN_FALLBACK_TEXT) }];
     const ended = intent?.endConversation ?? false;
-    await this.conversations.recordTurn(conversation, {
-      outputContexts: intent?.outputContexts[lang] ?? [],
-      slots: slots.values,
-      lang,
-      ended,
-    });
-    this.ctx.metrics.message(isFallback ? (match.noModel ? 'no_model' : 'fallback') : 'answered');
-    return {
+    const reply: MessageReply = {
       id: newId(),
       timestamp: this.ctx.clock.now().toISOString(),
       sessionId: conversation.doc.sessionId,
@@ -168,6 +197,11 @@ export class Dialogue {
         },
       ],
       status: { code: 200, errorType: 'success' },
+    };
+    return {
+      reply,
+      record: { outputContexts: intent?.outputContexts[lang] ?? [], slots: slots.values, lang, ended },
+      outcome: isFallback ? (match.noModel ? 'no_model' : 'fallback') : 'answered',
     };
   }
 

@@ -182,6 +182,11 @@ export interface ConversationDoc {
    * (TTL index). Absent on conversations stored before it existed: those get it with their user's next message.
    */
   expiresAt?: Date;
+  /**
+   * a fresh random value at every write: a turn is written only over the version it was answered from (absent on
+   * conversations stored before it existed)
+   */
+  revision?: string;
 }
 
 export interface LegacyCollections {
