@@ -173,24 +173,49 @@ describe('OpenAI-compatible inference through the edge', () => {
     expect(res.body).toMatchObject({ code: 'INVALID_BODY', status: 400, requestId: expect.any(String) });
   });
 
-  it('rerank refuses an empty document with INVALID_BODY naming it, before any scoring or billing', async () => {
-    for (const [empty, field] of [
-      ['', 'documents.2'],
-      [{ text: '' }, 'documents.2.text'],
-    ] as const) {
+  it('rerank refuses empty and whitespace-only documents (naming each) and queries with INVALID_BODY, before any scoring or billing', async () => {
+    const calls = w.sim.requests().length;
+    const message = 'a document must not be empty or only whitespace';
+    // natively ranked (sim/rerank) or scored through chat (sim/gpt): a blank chunk of the caller's own pipeline
+    for (const model of ['sim/rerank', 'sim/gpt']) {
       const res = await w.call(
         'gateway',
         'POST',
         '/v1/rerank',
         { bearer: owner.token },
-        { model: 'sim/rerank', query: 'q', documents: ['a document', 'another', empty] },
+        {
+          model,
+          query: 'q',
+          documents: ['a document', '', ' \n\t ', { text: '  ' }, { text: '' }, 'another'],
+        },
       );
-      expect(res.status).toBe(400);
+      expect([model, res.status]).toEqual([model, 400]);
       expect(res.body).toMatchObject({
         code: 'INVALID_BODY',
-        details: { issues: [{ field, message: 'a document must not be empty' }] },
+        details: {
+          issues: [
+            { field: 'documents.1', message },
+            { field: 'documents.2', message },
+            { field: 'documents.3.text', message },
+            { field: 'documents.4.text', message },
+          ],
+        },
       });
     }
+    // nor a blank query, against which every document would be scored and billed
+    const blank = await w.call(
+      'gateway',
+      'POST',
+      '/v1/rerank',
+      { bearer: owner.token },
+      { model: 'sim/rerank', query: ' \n ', documents: ['a document'] },
+    );
+    expect(blank.status).toBe(400);
+    expect(blank.body).toMatchObject({
+      code: 'INVALID_BODY',
+      details: { issues: [{ field: 'query', message: 'the query must not be empty or only whitespace' }] },
+    });
+    expect(w.sim.requests().length).toBe(calls);
   });
 
   /** POST /v1/chat/completions as the organization's owner */

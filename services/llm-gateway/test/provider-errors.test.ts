@@ -434,6 +434,50 @@ describe('provider errors, retries, failover and cancellation', () => {
     }
   });
 
+  it("an Anthropic stream cut before any content, then served: the org's month counts both attempts' input once, as the event does", async () => {
+    const { owner } = await w.org('prov-cut-counted');
+    const completions = recordCompletions(w);
+    try {
+      // the first attempt's message_start reports its 1,000 input tokens, then the connection drops; the retry answers
+      const reply = { usage: { prompt_tokens: 1000, completion_tokens: 7 } };
+      w.sim.script([
+        {
+          match: { model: 'claude-sim' },
+          times: 1,
+          reply,
+          streamFailure: { afterChunks: 1, mode: 'disconnect' },
+        },
+        { match: { model: 'claude-sim' }, reply },
+      ]);
+      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${owner.token}`,
+          'content-type': 'application/json',
+          'x-request-id': 'cut-then-served-counted',
+        },
+        body: JSON.stringify({
+          model: 'sim/claude',
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      });
+      expect(await res.text()).toMatch(/data: \[DONE\]\n\n$/);
+      const whole = { prompt_tokens: 2000, completion_tokens: 7, total_tokens: 2007 };
+      expect((await completions.of('cut-then-served-counted')).usage).toEqual(whole);
+      const counted = await w.counted(
+        'prov-cut-counted',
+        { bearer: owner.token },
+        { requests: 1, tokens: 2007 },
+      );
+      expect(gauge(counted, 'llm.monthly_tokens').used).toBe(2007);
+      expect(gauge(counted, 'llm.monthly_cost').used).toBeCloseTo((2000 * 3 + 7 * 15) / 1e6, 9);
+      expect(completions.events.filter((e) => e.requestId === 'cut-then-served-counted')).toHaveLength(1);
+    } finally {
+      completions.stop();
+    }
+  });
+
   it('a client that disconnects cancels the provider call, and the event counts what was consumed', async () => {
     const completions = recordCompletions(w);
     try {

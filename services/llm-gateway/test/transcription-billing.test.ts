@@ -184,6 +184,25 @@ describe('transcriptions are billed by the audio in the upload, whatever its for
     expect(w.sim.requests().length).toBe(calls);
   });
 
+  it('a model part sent as a file is 400 INVALID_BODY saying so, never taken for an absent model (the default)', async () => {
+    const { owner } = await w.org('audio-model-file');
+    const calls = w.sim.requests().length;
+    const form = new FormData();
+    form.append('model', new Blob(['sim/whisper'], { type: 'text/plain' }), 'model.txt');
+    form.append('file', new Blob([silentWav(2)], { type: 'audio/wav' }), 'one.wav');
+    const res = await fetch(`${w.p.gatewayUrl}/v1/audio/transcriptions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}` },
+      body: form,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      code: 'INVALID_BODY',
+      details: { issues: [{ field: 'model', message: 'a file, not text' }] },
+    });
+    expect(w.sim.requests().length).toBe(calls);
+  });
+
   it('an upload whose duration cannot be read is refused with 400 INVALID_BODY before any provider call, and counts nothing', async () => {
     const { owner } = await w.org('audio-unreadable');
     const as = { bearer: owner.token };

@@ -126,6 +126,11 @@ async function parseUpload(req: Request, limit: number): Promise<Upload> {
       details: { issues: [{ field: 'response_format', message: 'unsupported format' }] },
     });
   const model = form.get('model');
+  // a model sent as a file would be dropped unseen too, and the default model answer in its place
+  if (model instanceof Blob)
+    throw new InvalidInput('Send `model` as a text part', {
+      details: { issues: [{ field: 'model', message: 'a file, not text' }] },
+    });
   return {
     file: Buffer.from(await file.arrayBuffer()),
     filename: (file as File).name || 'audio',

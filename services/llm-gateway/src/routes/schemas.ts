@@ -194,12 +194,16 @@ export const TextCompletionRequestSchema = z
   });
 
 export const MAX_RERANK_DOCUMENTS = 200;
-/** a document to score: an empty one has nothing to rank, and is refused before any scoring is billed */
-const rerankDocument = z.string().min(1, 'a document must not be empty');
+/**
+ * a document to score: one without text (empty, or only whitespace: a blank chunk of the caller's pipeline) has
+ * nothing to rank, and is refused before any scoring is billed
+ */
+const rerankDocument = z.string().regex(/\S/, 'a document must not be empty or only whitespace');
 export const RerankRequestSchema = z
   .object({
     model: z.string().max(200).optional(),
-    query: z.string().min(1),
+    // a blank query would score, and bill, every document against nothing
+    query: z.string().regex(/\S/, 'the query must not be empty or only whitespace'),
     documents: z
       .array(z.union([rerankDocument, z.object({ text: rerankDocument }).transform((d) => d.text)]))
       .min(1)
