@@ -1,8 +1,8 @@
-import { countSimulatorTokens, openaiTextPromptTokens } from '@platform/testkit';
+import { countSimulatorTokens, metricSum, openaiTextPromptTokens } from '@platform/testkit';
 import { type GatewayWorld, recordCompletions, startGatewayWorld } from './support';
 
-/** Streams of several choices whose provider reports usage as it goes: which report ends the answer. */
-describe('the usage report that ends a stream of several choices', () => {
+/** Streams whose provider reports usage as it goes (vLLM's on every chunk): which report ends the answer. */
+describe('the usage report that ends a stream reported as it goes', () => {
   let w: GatewayWorld;
   let as: { bearer: string };
   beforeAll(async () => {
@@ -45,6 +45,57 @@ describe('the usage report that ends a stream of several choices', () => {
         outcome: 'success',
         usage: expect.objectContaining(whole),
       });
+    } finally {
+      completions.stop();
+    }
+  });
+
+  it("with one choice, vLLM's usage on its finishing chunk ends a whole answer: a stall before the usage chunk is no error", async () => {
+    const completions = recordCompletions(w);
+    try {
+      // every chunk carries the usage so far (continuous_usage_stats), the last token comes with the finish, then the
+      // provider falls silent before its usage-only chunk and [DONE]: with one choice, the finish's report is whole
+      w.sim.script([
+        {
+          match: { endpoint: 'completions', model: 'gpt-stalled-sim' },
+          reply: { continuousUsage: true },
+          streamFailure: { afterChunks: -2, mode: 'hang' },
+        },
+      ]);
+      const errors = async () =>
+        metricSum(
+          await (await fetch(`${w.p.admin.llmGateway}/metrics`)).text(),
+          'llm_gateway_provider_errors_total',
+          {},
+        );
+      const errorsBefore = await errors();
+      const prompt = 'one answer';
+      const stream = await w
+        .client(as)
+        .completions.create(
+          { model: 'sim/gpt-stalled', prompt, stream: true, stream_options: { include_usage: true } },
+          { headers: { 'x-request-id': 'one-choice-continuous' } },
+        );
+      let text = '';
+      let usage: unknown;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.text ?? '';
+        usage = chunk.usage ?? usage;
+      }
+      expect(text).toBe(`Simulated answer to: ${prompt}`);
+      const whole = {
+        prompt_tokens: openaiTextPromptTokens({ prompt }),
+        completion_tokens: countSimulatorTokens(text),
+      };
+      expect(usage).toMatchObject(whole);
+      const event = await completions.of('one-choice-continuous');
+      expect({ outcome: event.outcome, source: event.usageSource, usage: event.usage }).toEqual({
+        outcome: 'success',
+        source: 'provider',
+        usage: expect.objectContaining(whole),
+      });
+      // nor is the deployment counted failed (routing would have it sit out)
+      expect(await errors()).toBe(errorsBefore);
     } finally {
       completions.stop();
     }

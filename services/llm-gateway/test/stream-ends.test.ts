@@ -173,4 +173,51 @@ describe("streams that end in providers' own ways", () => {
       completions.stop();
     }
   });
+
+  it("Azure's asynchronous content filter verdict coming a while after the usage report reaches the client before the usage chunk, stall or not", async () => {
+    const completions = recordCompletions(w);
+    try {
+      const errorsBefore = await providerErrors();
+      for (const [requestId, model, failure] of [
+        ['late-verdict', 'azure/gpt', undefined],
+        ['late-verdict-stalled', 'azure/gpt-stalled', unended],
+      ] as const) {
+        // every frame 300 ms after the one before: the verdict on the answer's end comes 300 ms after the report
+        w.sim.script([
+          {
+            match: { model: 'gpt-deployment', stream: true },
+            reply: { content: 'short', usage, asyncContentFilter: true },
+            chunkDelayMs: 300,
+            ...(failure ? { streamFailure: failure } : {}),
+          },
+        ]);
+        const chunks = await read(model, requestId);
+        expect(textOf(chunks)).toBe('short');
+        const verdicts = chunks.filter((c) =>
+          c.choices.some(
+            (choice: AnnotatedChoice) =>
+              (choice.content_filter_results as { violence?: unknown } | undefined)?.violence !== undefined,
+          ),
+        );
+        expect([requestId, verdicts.length]).toEqual([requestId, 1]);
+        expect(verdicts[0]!.choices[0]).toMatchObject({
+          content_filter_results: { violence: { filtered: false } },
+        });
+        // the usage chunk stays the last, and names the stream's completion as the verdict does
+        expect(chunks.indexOf(verdicts[0]!)).toBeLessThan(chunks.length - 1);
+        expect(chunks.at(-1)).toMatchObject({ choices: [], usage: reported });
+        expect(new Set(chunks.map((c) => c.id))).toEqual(new Set([chunks[0]!.id]));
+        const event = await completions.of(requestId);
+        expect({ outcome: event.outcome, usage: event.usage }).toEqual({
+          outcome: 'success',
+          usage: reported,
+        });
+        expect(completions.events.filter((e) => e.requestId === requestId)).toHaveLength(1);
+      }
+      // a provider silent after its verdict ends a whole answer: the deployment is not counted failed
+      expect(await providerErrors()).toBe(errorsBefore);
+    } finally {
+      completions.stop();
+    }
+  });
 });

@@ -196,11 +196,20 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
     body.stream_options.include_usage === true &&
     !ctx.rule.reply?.omitStreamUsage &&
     !usageOnLastChunk;
+  const asyncFilter = ctx.rule.reply?.asyncContentFilter === true;
   const chunk = (delta: Json, finish: string | null, reported: Json | null = null) =>
     sseData({
       ...head,
       object: 'chat.completion.chunk',
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      choices: [
+        {
+          index: 0,
+          delta,
+          logprobs: null,
+          finish_reason: finish,
+          ...(asyncFilter ? { content_filter_results: {} } : {}),
+        },
+      ],
       ...(includeUsage || reported ? { usage: reported } : {}),
     });
   const frames = [chunk({ role: 'assistant', content: '', refusal: null }, null)];
@@ -226,6 +235,7 @@ export function openaiChat(body: Json, ctx: ExchangeContext): SimulatedAnswer {
   frames.push(chunk({}, turn.finish, usageOnLastChunk ? usage : null));
   if (includeUsage) frames.push(sseData({ ...head, object: 'chat.completion.chunk', choices: [], usage }));
   if (ctx.rule.reply?.contentFilterAfterUsage) frames[frames.length - 1] += lastFilterAnnotation(turn.text);
+  if (asyncFilter) frames.push(lastFilterAnnotation(turn.text));
   const after = ctx.rule.reply?.contentAfterUsage;
   if (after) frames[frames.length - 1] += chunk({ content: after }, null);
   frames.push('data: [DONE]\n\n');

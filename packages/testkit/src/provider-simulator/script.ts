@@ -113,6 +113,13 @@ export interface SimulatorRule {
      */
     contentFilterAfterUsage?: boolean;
     /**
+     * OpenAI chat streams: Azure's asynchronous content filter as it streams: every chunk's choice carries an empty
+     * `content_filter_results`, and the filter's last annotation (the one `contentFilterAfterUsage` writes) comes in a
+     * frame of its own after the usage chunk (the finish chunk when usage was not asked for), so that `chunkDelayMs`
+     * holds it back as the filter's own delay does
+     */
+    asyncContentFilter?: boolean;
+    /**
      * OpenAI chat streams: more text in one more chunk after the usage chunk (the finish chunk when usage was not
      * asked for), written with it at once, as a buggy server sends it once its answer and report are out
      */

@@ -305,6 +305,11 @@ export interface ProviderCall {
   reasons?: boolean;
   /** the deployment's renamed and excluded request members (`shapeBody`), when it has any */
   shape?: RequestShape;
+  /**
+   * streams: how many choices the answer holds (`n`, per prompt), when the gateway knows; with one, a usage report
+   * riding on every chunk (vLLM's `continuous_usage_stats`) counts the whole answer once that choice has its finish
+   */
+  choices?: number;
 }
 
 export interface ProviderAdapter {

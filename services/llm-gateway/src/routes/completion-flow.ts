@@ -292,7 +292,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
         const chunks =
           m.requestShape?.streams === false
             ? answerAsStream(api, m, providerBody(body, false), call, replay)
-            : api.stream(m, providerBody(body, true), call);
+            : api.stream(m, providerBody(body, true), { ...call, choices: choicesOf(api, m, body) });
         const iterator = chunks[Symbol.asyncIterator]();
         return { iterator, chunk: await iterator.next(), replay };
       },
@@ -309,8 +309,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
     });
     throw err;
   }
-  // the choices the served deployment answers: one a prompt when it is not sent `n` (`exclude_parameters`, 0119)
-  const choices = api.choices(model.requestShape?.exclude.has('n') ? { ...body, n: undefined } : body);
+  const choices = choicesOf(api, model, body);
   const served = { ...prepared, model };
   const sink = wire.stream(res);
   sink.open(model, modelChoiceHeaders(served, served.model));
@@ -326,6 +325,8 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   let answered = false;
   /** the provider read under way when a whole answer's stream was ended */
   let unread: Promise<IteratorResult<K>> | null = null;
+  /** Azure's content filter annotates this stream: its verdict on the answer's end may follow the usage report */
+  let annotated = false;
   try {
     while (!result.done) {
       const chunk = result.value;
@@ -334,6 +335,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
       finished = finishedChoices.size >= choices;
       if (chunk.usage) report = reportOf(chunk.usage);
       if (!(chunk.usage && (chunk.choices?.length ?? 0) === 0)) sink.chunk(chunk);
+      annotated ||= filterAnnotated(chunk);
       const tokens = countText(api.chunkText(chunk));
       completionTokens += tokens;
       if (!(await prepared.ticket.streamed(tokens))) {
@@ -356,7 +358,7 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
       // turn a whole answer into an error
       if (finished && chunk.usage && (chunk.choices?.length ?? 0) === 0) {
         answered = true;
-        unread = (await forwardReceived(api, first.iterator, sink)).unread;
+        unread = (await forwardReceived(api, first.iterator, sink, annotated)).unread;
         break;
       }
       result = await first.iterator.next();
@@ -421,6 +423,13 @@ async function streamCompletion<B extends CompletionBody, K extends FlowChunk>(
   if (closed) await closed;
 }
 
+/** The choices a deployment answers: one a prompt when it is not sent `n` (`exclude_parameters`, decision 0119). */
+const choicesOf = <B extends CompletionBody, K extends FlowChunk>(
+  api: CompletionApi<B, K>,
+  model: CatalogueModel,
+  body: B,
+) => api.choices(model.requestShape?.exclude.has('n') ? { ...body, n: undefined } : body);
+
 /**
  * Ends a stream the flow stopped reading: one it cut between two chunks (the budget crossed, its client gone) is told
  * why, so that its adapter says what the provider reported the call consumed (Anthropic's message_start input), which
@@ -437,27 +446,41 @@ async function stopStream(iterator: AsyncIterator<unknown>, cancelled: CancelSig
 /** what the race of `forwardReceived` says when the provider has sent nothing more yet */
 const NOTHING_YET = Symbol('nothing yet');
 
+/** a chunk Azure's content filter annotates (`content_filter_results` on a choice, empty while nothing is flagged) */
+const filterAnnotated = (chunk: FlowChunk) =>
+  chunk.choices?.some((c) => 'content_filter_results' in c) ?? false;
+
 /**
- * Forwards what the provider has already sent after a whole answer's usage report, so that it comes before the
- * stream's end: Azure's asynchronous content filter sends its verdict on the answer's last part after the report.
- * Nothing more is waited for: the events of bytes already read come within microtasks, so a provider still silent a
- * turn of the event loop later has sent nothing more, and its read under way is returned (null when the stream is
- * over; wrapped, since an async function returning a promise would wait for it). Another report than the one that
- * ended the answer is not forwarded: the stream's own usage chunk says it; nor is text (a buggy server's), which the
- * report does not count and the monthly budget never saw: the answer is what its finish and report closed.
+ * Forwards what the provider sends after a whole answer's usage report, so that it comes before the stream's end:
+ * Azure's content filter sends its verdict on the answer's last part after the report. A stream the filter annotates
+ * (`annotated`, or once a chunk read here is) is read to the provider's end: its asynchronous filter's verdict may
+ * come a while later, and it is the caller's only word on that part; a provider silent for the model's timeout, or
+ * failing, ends the answer whole. Of any other stream nothing more is waited for: the events of bytes already read
+ * come within microtasks, so a provider still silent a turn of the event loop later has sent nothing more, and its
+ * read under way is returned (null when the stream is over; wrapped, since an async function returning a promise
+ * would wait for it). Another report than the one that ended the answer is not forwarded: the stream's own usage
+ * chunk says it; nor is text (a buggy server's), which the report does not count and the monthly budget never saw:
+ * the answer is what its finish and report closed.
  */
 async function forwardReceived<B extends CompletionBody, K extends FlowChunk>(
   api: CompletionApi<B, K>,
   iterator: AsyncIterator<K>,
   sink: StreamSink<K>,
+  annotated: boolean,
 ): Promise<{ unread: Promise<IteratorResult<K>> | null }> {
   for (;;) {
     const next = iterator.next();
-    const nothingYet = new Promise<typeof NOTHING_YET>((resolve) => setImmediate(resolve, NOTHING_YET));
-    // a failure after the report (the provider's error event, a dropped connection) leaves the answer whole
-    const result = await Promise.race([next, nothingYet]).catch(() => null);
+    const read = annotated
+      ? next
+      : Promise.race([
+          next,
+          new Promise<typeof NOTHING_YET>((resolve) => setImmediate(resolve, NOTHING_YET)),
+        ]);
+    // a failure after the report (the provider's error event, a dropped connection, its silence) leaves it whole
+    const result = await read.catch(() => null);
     if (result === NOTHING_YET) return { unread: next };
     if (result === null || result.done) return { unread: null };
+    annotated ||= filterAnnotated(result.value);
     if ((result.value.choices?.length ?? 0) > 0 && api.chunkText(result.value) === '')
       sink.chunk(result.value);
   }

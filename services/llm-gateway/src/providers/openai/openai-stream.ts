@@ -29,11 +29,11 @@ function withFigures(raw: unknown): Usage | null {
  * OpenAI-protocol SSE to chunks. Usage, wherever the provider puts it (the `include_usage` chunk, on
  * the last content chunk as Mistral does, or Groq's `x_groq.usage`), is yielded as a chunk with empty `choices`: a
  * usage-only chunk's report, or one riding on the chunk that finishes the last choice when no chunk before carried
- * one, as soon as every choice begun has its finish reason (the answer is whole then, whether or not `[DONE]` comes);
- * any other at the end, as is a later report that changed it. Chunks with neither choices nor usage (Azure's prompt
- * filter preamble) are dropped. A stream that ends without `[DONE]` before every choice begun has its finish reason
- * (`n`, a batch of prompts) was cut. `object` names the usage chunk's kind: chat's `chat.completion.chunk`, or text
- * completions' `text_completion`.
+ * one or the answer holds one choice (`call.choices`), as soon as every choice begun has its finish reason (the answer
+ * is whole then, whether or not `[DONE]` comes); any other at the end, as is a later report that changed it. Chunks
+ * with neither choices nor usage (Azure's prompt filter preamble) are dropped. A stream that ends without `[DONE]`
+ * before every choice begun has its finish reason (`n`, a batch of prompts) was cut. `object` names the usage
+ * chunk's kind: chat's `chat.completion.chunk`, or text completions' `text_completion`.
  */
 export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
   http: ProviderHttp,
@@ -104,9 +104,10 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
       }
       // the report of a chunk without choices (`include_usage`'s) counts every choice, as does one sent once on the
       // chunk that finishes the answer (Mistral's, Groq's); reports riding on every chunk may count their own choice
-      // alone (vLLM's `continuous_usage_stats`), so the end's report is awaited after them
+      // alone (vLLM's `continuous_usage_stats`), so the end's report is awaited after them, unless the answer holds
+      // one choice: then its own count is the whole answer's
       const whole = finished.size > 0 && open.size === 0;
-      if (reported && whole && !(hasChoices && running)) {
+      if (reported && whole && !(hasChoices && running && call.choices !== 1)) {
         sent = reported;
         yield usageChunk(reported);
       }
