@@ -16,6 +16,7 @@ import { consentedCode } from '../support/oidc-sign-in';
 const SECRET = 'oidc-revocation-rfc7009-internal-secret-0123456';
 const BACKEND_CALLBACK = 'https://backend.example/callback';
 const APP = 'https://app.example';
+const OTHER_PAGE = 'https://elsewhere.example';
 /** OIDC_ACCESS_TOKEN_TTL_SECONDS by default */
 const ACCESS_TOKEN_TTL_MS = 3_600_000;
 
@@ -144,12 +145,16 @@ describe('revoking a token the client cannot revoke: 200, and nothing is revoked
     const [header, payload, signature] = tokens.access_token.split('.');
     const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString()) as Record<string, unknown>;
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const { kid } = JSON.parse(Buffer.from(header!, 'base64url').toString()) as { kid: string };
-    const forged = jwt.sign(claims, privateKey, { algorithm: 'ES256', keyid: kid });
+    const decodedHeader = JSON.parse(Buffer.from(header!, 'base64url').toString()) as { kid: string };
+    const forged = jwt.sign(claims, privateKey, { algorithm: 'ES256', keyid: decodedHeader.kid });
     const flipped = `${signature![0] === 'A' ? 'B' : 'A'}${signature!.slice(1)}`;
+    // a decoder that trusts `typ` parses the payload as JSON, and throws on this one
+    const typJwt = Buffer.from(JSON.stringify({ ...decodedHeader, typ: 'JWT' })).toString('base64url');
+    const notJson = Buffer.from('not json').toString('base64url');
     const invalid: Array<[string, string]> = [
       ['its signature altered', `${header}.${payload}.${flipped}`],
       ['signed by another key under its kid', forged],
+      ['its payload not JSON, under a header typ JWT', `${typJwt}.${notJson}.${signature}`],
       ['a JWE', 'eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..aXY.Y2lwaGVy.dGFn'],
     ];
     for (const [what, token] of invalid) {
@@ -166,8 +171,50 @@ describe('revoking a token the client cannot revoke: 200, and nothing is revoked
     for (const token of [tokens.access_token, `${tokens.access_token.slice(0, -2)}xx`]) {
       expect(await revoke({}, { ...wrongSecret, token })).toEqual([401, refused]);
       expect(await revoke({}, { client_id: 'backend', token })).toEqual([401, refused]);
+      expect(await revoke({}, { client_id: 'no-such-client', token })).toEqual([401, refused]);
+      expect(await revoke({}, { token })).toEqual([
+        400,
+        { error: 'invalid_request', error_description: 'no client authentication mechanism provided' },
+      ]);
     }
     expect(await userinfo(tokens.access_token)).toBe(200);
+  });
+
+  it('what the provider answers stays its own: a repeated hint, a page of another origin, its own tokens', async () => {
+    const tokens = await tokensOf(spa, `${APP}/callback`);
+    const repeated = new URLSearchParams({
+      ...spa,
+      token: tokens.access_token,
+      token_type_hint: 'access_token',
+    });
+    repeated.append('token_type_hint', 'refresh_token');
+    const twice = await fetch(`${base}/oidc/token/revocation`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: repeated.toString(),
+    });
+    expect([twice.status, await twice.json()]).toEqual([
+      400,
+      {
+        error: 'invalid_request',
+        error_description: "'token_type_hint' parameter must not be provided twice",
+      },
+    ]);
+    // a page the client did not register is refused before the token is looked at, as for the provider's tokens;
+    // its own pages read the answer
+    const altered = `${tokens.access_token.slice(0, -2)}xx`;
+    for (const token of [tokens.access_token, altered]) {
+      const elsewhere = await post('/oidc/token/revocation', { origin: OTHER_PAGE }, { ...spa, token });
+      expect([elsewhere.status, elsewhere.headers.get('access-control-allow-origin')]).toEqual([400, null]);
+    }
+    const page = await post('/oidc/token/revocation', { origin: APP }, { ...spa, token: altered });
+    expect([page.status, page.headers.get('access-control-allow-origin')]).toEqual([200, APP]);
+    expect(await userinfo(tokens.access_token)).toBe(200);
+    // its own refresh token, hinted as an access token, is the provider's to revoke: the grant ends
+    expect(
+      await revoke({}, { ...spa, token: tokens.refresh_token, token_type_hint: 'access_token' }),
+    ).toEqual([200, '']);
+    expect(await refreshed(tokens.refresh_token, spa)).toBeNull();
   });
 
   // last: it moves the platform's clock past every access token issued so far

@@ -3,6 +3,7 @@ import type { Collection, Doc, Store } from '@platform/store';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
 import { removeAbandonedAnonymousUsers } from '../src/domain/abandoned-anonymous-users';
+import { giveRemovalTimesToOlderRecords } from '../src/domain/removal-time-backfill';
 import { sha256Hex } from '../src/domain/secrets';
 import { type AuthHarness, INTERNAL_SECRET, randomAddress, startAuth, type UserActor } from './helpers';
 
@@ -434,6 +435,43 @@ describe('auth keeps what is live and removes what nothing can use any more', ()
       'the older expired workspace key removed',
     );
     expect(await c.orgApiKeys.count({ _id: 'old-lasting-key' })).toBe(1);
+  });
+
+  it('two passes at once date each older API key once, from its revocation or expiry, and the next finds none', async () => {
+    const c = h.service.context.collections;
+    await retention(h).run(); // the pass of the start is over
+    const now = h.clock.now().getTime();
+    const at = (ms: number) => new Date(now + ms);
+    const key = (_id: string, expiresAt: Date | null, revokedAt: Date | null) =>
+      c.orgApiKeys.insertOne({
+        _id,
+        orgId: 'some-org',
+        orgSlug: 'some-org',
+        name: 'old',
+        keyHash: sha256Hex(_id),
+        permissions: [],
+        scopes: [],
+        projectId: null,
+        createdBy: 'someone',
+        createdAt: at(-20 * DAY),
+        expiresAt,
+        revokedAt,
+      });
+    const expiring = Array.from({ length: 30 }, (_, i) => `expiring-${i}`);
+    for (const _id of expiring) await key(_id, at(3 * DAY), null);
+    await key('revoked-before-its-expiry', at(3 * DAY), at(-DAY / 2));
+    await key('lasting', null, null);
+
+    const passes = await Promise.all([
+      giveRemovalTimesToOlderRecords(h.service.context),
+      giveRemovalTimesToOlderRecords(h.service.context),
+    ]);
+    expect(passes[0]!.orgApiKeys + passes[1]!.orgApiKeys).toBe(31);
+    expect((await giveRemovalTimesToOlderRecords(h.service.context)).orgApiKeys).toBe(0);
+    const removalOf = async (_id: string) => (await c.orgApiKeys.findOne({ _id }))?.removeAt?.getTime();
+    for (const _id of expiring) expect([_id, await removalOf(_id)]).toEqual([_id, now + 3 * DAY + GRACE]);
+    expect(await removalOf('revoked-before-its-expiry')).toBe(now - DAY / 2 + GRACE);
+    expect(await removalOf('lasting')).toBeUndefined();
   });
 
   it('anonymous users store no address: a pass removes the null that earlier versions stored', async () => {

@@ -17,8 +17,13 @@ async function sessionOfAccessToken(
   c: AuthContext,
   token: string,
 ): Promise<{ sessionId: string; clientId: unknown } | null> {
-  const decoded = jwt.decode(token, { complete: true });
-  const kid = decoded?.header.kid;
+  let kid: string | undefined;
+  try {
+    kid = jwt.decode(token, { complete: true })?.header.kid;
+  } catch {
+    // a header of `typ: JWT` over a payload that is not JSON makes the decoder throw: no token of ours
+    return null;
+  }
   if (!kid) return null;
   const jwk = (await c.keys.publicKeys()).find((k) => k.kid === kid);
   if (!jwk) return null;
