@@ -177,6 +177,91 @@ describe('trainModel / parse', () => {
     }
   });
 
+  it('ends a value outside the list where the sentence goes on, though every training sentence ends with its value', () => {
+    // every tagged value ends its sentence: nothing showed the CRF a word after one, and "tonight" in "at Luigi
+    // tonight" (never seen, as values' words are) was read as more of the value
+    const listed = (...values: string[]) => values.map((value) => ({ value, synonyms: [] }));
+    const model = trainModel({
+      lang: 'en',
+      entities: [
+        {
+          name: 'restaurant',
+          automaticallyExtensible: true,
+          useSynonyms: false,
+          values: listed(
+            'Chez Marcel',
+            'Sakura',
+            'The Golden Dragon',
+            'Pizzeria Roma',
+            'Bombay Palace',
+            'Nobu',
+          ),
+        },
+        {
+          name: 'city',
+          automaticallyExtensible: true,
+          useSynonyms: false,
+          values: listed('Paris', 'London', 'New York', 'Berlin', 'Rome', 'San Francisco'),
+        },
+      ],
+      intents: [
+        {
+          id: 'book',
+          name: 'book_table',
+          utterances: [
+            'book a table at [Sakura](restaurant)',
+            'book a table at [Chez Marcel](restaurant)',
+            'reserve a table at [The Golden Dragon](restaurant)',
+            'i want to eat at [Pizzeria Roma](restaurant)',
+            'can you get us a table at [Bombay Palace](restaurant)',
+            'dinner at [Nobu](restaurant)',
+          ].map(parts),
+        },
+        {
+          id: 'weather',
+          name: 'weather',
+          utterances: [
+            'what is the weather in [Paris](city)',
+            'weather in [London](city)',
+            'will it rain in [New York](city)',
+            'is it sunny in [Berlin](city)',
+            'how cold is it in [San Francisco](city)',
+            'is it going to snow in [Rome](city)',
+          ].map(parts),
+        },
+        {
+          id: 'hi',
+          name: 'hi',
+          utterances: ['hello', 'hi there', 'good morning', 'see you tomorrow', 'thanks for your help'].map(
+            parts,
+          ),
+        },
+      ],
+    });
+    const found = (text: string) => model.parse(text).entities.map((e) => `${e.entity}=${e.value}`);
+    const cases: Array<[string, string]> = [
+      // one word, then one word / then several (the value in the middle of the sentence)
+      ['book a table at Luigi tonight', 'restaurant=Luigi'],
+      ['book a table at Luigi tonight for four people', 'restaurant=Luigi'],
+      ['weather in Madrid tomorrow', 'city=Madrid'],
+      ['is it sunny in Lisbon right now', 'city=Lisbon'],
+      // several words, then one / several
+      ['will it rain in Buenos Aires today', 'city=Buenos Aires'],
+      ['book a table at Casa Luigi tomorrow evening please', 'restaurant=Casa Luigi'],
+      ['can you get us a table at Trattoria Milano tonight', 'restaurant=Trattoria Milano'],
+      // listed values: the next word is not a value of its own
+      ['weather in Paris tomorrow', 'city=Paris'],
+      ['book a table at Chez Marcel tomorrow', 'restaurant=Chez Marcel'],
+      // at the end of the sentence, whole, in any case
+      ['book a table at Luigi', 'restaurant=Luigi'],
+      ['book a table at Casa Luigi', 'restaurant=Casa Luigi'],
+      ['weather in Buenos Aires', 'city=Buenos Aires'],
+      ['book a table at casa luigi', 'restaurant=casa luigi'],
+      ['weather in buenos aires', 'city=buenos aires'],
+    ];
+    for (const [text, entity] of cases) expect([text, found(text)]).toEqual([text, [entity]]);
+  });
+
   it('tells apart two entities that share their values from the context', () => {
     const metro = trainModel(metroAssistant());
     const ents = (t: string) => metro.parse(t).entities.map((e) => `${e.entity}=${e.text}`);
