@@ -160,6 +160,9 @@ export class CollectionFile<T extends Doc> {
     this.persistence.persistNewStateAsync = async (docs) => {
       if (!filename || docs.length === 0) return;
       try {
+        // a write the disk refused partway left a torn line, cut at the next operation's reload; an append before it
+        // (an index declared meanwhile) would end that line, and the reload then found one unreadable line of both
+        if (this.broken) await dropTornTail(filename);
         await this.append(record(docs));
         this.fullWait = 0;
       } catch (err) {
@@ -453,12 +456,11 @@ async function readRecords(file: AsyncIterable<string>, threshold: number): Prom
   let lines = 0;
   let unreadable = 0;
   const read = (line: string) => {
-    if (line === '') return;
+    // a blank line of a file with CRLF line ends (written by hand, or on another system), which NeDB passed over
+    if (line === '' || line === '\r') return;
     lines++;
     try {
-      const entries = line.startsWith(BATCH)
-        ? nedbModel.deserialize(line.slice(BATCH.length))
-        : [nedbModel.deserialize(line)];
+      const entries = line.startsWith(BATCH) ? documentsOf(line) : [nedbModel.deserialize(line)];
       for (const entry of entries as Array<Record<string, unknown>>) apply(entry);
     } catch {
       unreadable++;
@@ -485,6 +487,17 @@ async function readRecords(file: AsyncIterable<string>, threshold: number): Prom
     });
   }
   return { data: [...byId.values()], indexes };
+}
+
+/**
+ * The entries of a batch's record (`record`), all objects: one that is not (a hand edit, a disk error) makes the whole
+ * record unreadable, so that a batch is applied whole or not at all (the entries before such a one were applied).
+ */
+function documentsOf(line: string): unknown[] {
+  const entries = nedbModel.deserialize(line.slice(BATCH.length));
+  if (!Array.isArray(entries) || !entries.every((entry) => typeof entry === 'object' && entry !== null))
+    throw new Error('not a batch of documents');
+  return entries;
 }
 
 /**

@@ -312,7 +312,12 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
 
   private translate(err: unknown): unknown {
     const e = err as { errorType?: string; key?: unknown };
-    if (e?.errorType === 'uniqueViolated') return new DuplicateKeyError(this.name, String(e.key));
+    // the key of an index on an object field is an object, which may hold a field `toString` that String() cannot call
+    if (e?.errorType === 'uniqueViolated')
+      return new DuplicateKeyError(
+        this.name,
+        typeof e.key === 'object' && e.key !== null ? JSON.stringify(e.key) : String(e.key),
+      );
     return err;
   }
 
