@@ -1,6 +1,9 @@
 import { ManualClock } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { legacyApiDocument } from '../src/openapi';
 import { accountWithBot, type Bot, client, dev, say, trained, utterance } from './support/fixtures';
 import { interceptedStore } from './support/intercepted-store';
 import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
@@ -155,6 +158,14 @@ describe('legacy Messages: one conversation on two instances at once', () => {
       .send({ userId: 'visitor', platform: 'web', event: 'WELCOME' })
       .expect(409);
     expect(refused.body.status).toMatchObject({ code: 409, errorType: 'conflict' });
+    // as the OpenAPI document says
+    const ajv = new Ajv2020({ strict: false });
+    addFormats(ajv);
+    ajv.addSchema(legacyApiDocument('http://localhost/legacy'), 'legacy');
+    const documented = ajv.getSchema(
+      'legacy#/paths/~1v1~1Messages/post/responses/409/content/application~1json/schema',
+    );
+    expect(documented?.(refused.body)).toBe(true);
     expect(writes).toBe(10);
     busy = false;
     await message(app, bot, { event: 'WELCOME' });

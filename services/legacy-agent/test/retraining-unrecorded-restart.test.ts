@@ -89,6 +89,22 @@ describe('legacy models: a change whose record for training was still waiting wh
     expect(training).toMatchObject({ upToDate: true, error: null });
   });
 
+  it("is learnt when the service starts again, when it was the assistant's first change", async () => {
+    const faults = storeFailingRecords(store);
+    const app = await start(faults.store);
+    const { bot } = await accountWithBot(app.http);
+    faults.state.failing = true;
+    await app.http.post('/v1/intents').set(dev(bot)).send(intent('Weather', 'weather today')).expect(200);
+    expect(faults.state.refused).toBeGreaterThan(0);
+    await app.stop();
+    faults.state.failing = false;
+
+    const restarted = await start(store);
+    await answered(restarted, bot, 'weather today', 'Weather');
+    const training = (await restarted.http.get('/v1/bots').set(dev(bot))).body.training;
+    expect(training).toMatchObject({ upToDate: true, error: null, revision: 1 });
+  });
+
   it('is learnt at the next start when the model trained on it could not be recorded', async () => {
     const state = { failing: false };
     const faulty = interceptedStore(store, (collection, method, call) => {

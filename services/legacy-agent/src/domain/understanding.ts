@@ -186,15 +186,15 @@ export class Understanding {
    * record names no blob of its training set: models an earlier version stored in pieces of a collection (decision
    * 0089), whose pieces are removed, or wrote after a rollback over a record of this version, and models an older
    * TRAINING_REVISION of the engine made (they answer until then). Blobs no record names are removed (orphan-blobs.ts).
-   * The other assistants' turns come after theirs, to find a change whose record for training a stopped process was
-   * still trying (its revision says the models are current; their training sets say otherwise: `revisionToLearn`);
-   * a turn that finds none trains nothing. They all enter the turns one at a time: a new assistant's first model, or a
-   * change, waits for one of them, not for the whole platform's, and they are all retrained however busy the
-   * developers of others keep the queue.
+   * The other assistants' turns come after theirs, never-changed ones too, to find a change whose record for training a
+   * stopped process was still trying (its revision says the models are current, or that there is nothing to learn;
+   * their intents and entities say otherwise: `revisionToLearn`); a turn that finds none trains nothing. They all enter
+   * the turns one at a time: a new assistant's first model, or a change, waits for one of them, not for the whole
+   * platform's, and they are all retrained however busy the developers of others keep the queue.
    */
   async start(): Promise<void> {
     const { cols } = this.ctx;
-    const assistants = await cols.assistants.find({ dataRevision: { $gt: 0 } });
+    const assistants = await cols.assistants.find({});
     const models = await this.withoutUnspokenLanguages(
       await this.withoutRemovedAssistants(await cols.models.find({}), new Set(assistants.map((a) => a._id))),
       assistants,
@@ -213,9 +213,12 @@ export class Understanding {
     await removeOrphanModelBlobs(this.ctx, models);
     const checked: string[] = [];
     for (const assistant of assistants) {
-      const behind = assistant.languages.some(
-        (lang) => (trained.get(modelKey(assistant._id, lang)) ?? -1) < assistant.dataRevision,
-      );
+      // one never changed has no model to be behind with
+      const behind =
+        assistant.dataRevision > 0 &&
+        assistant.languages.some(
+          (lang) => (trained.get(modelKey(assistant._id, lang)) ?? -1) < assistant.dataRevision,
+        );
       if (behind) this.behind.push(assistant._id);
       else checked.push(assistant._id);
     }
@@ -525,7 +528,12 @@ export class Understanding {
       cols.entities.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
     ]);
     const sets = assistant.languages.map((lang) => toTrainingSet(lang, intents, entities));
-    const revision = from === 0 ? await this.revisionToLearn(assistant, sets) : assistant.dataRevision;
+    const revision =
+      from === 0
+        ? await this.revisionToLearn(assistant, sets, intents.length + entities.length > 0)
+        : assistant.dataRevision;
+    // never changed (a start's check): nothing to learn
+    if (revision === 0) return undefined;
     for (let at = from; at < assistant.languages.length; at++) {
       const lang = assistant.languages[at]!;
       const key = modelKey(assistantId, lang);
@@ -563,19 +571,27 @@ export class Understanding {
    * intents and entities. A change was then stored without its record for training (the store refused that step and
    * the process trying it again stopped, or a process died between the two): it is recorded now, so the status says
    * the models are behind until they learn it, and every instance loads the model trained on it instead of keeping its
-   * own, which its revision would call current.
+   * own, which its revision would call current. Every change is recorded after it is stored: at revision 0, any intent
+   * or entity (`anyData`) is an assistant's first change, whose record was lost.
    */
-  private async revisionToLearn(assistant: AssistantDoc, sets: NluTrainingSet[]): Promise<number> {
+  private async revisionToLearn(
+    assistant: AssistantDoc,
+    sets: NluTrainingSet[],
+    anyData: boolean,
+  ): Promise<number> {
     const { cols, clock, logger } = this.ctx;
     const records = await cols.models.find({ assistantId: assistant._id });
-    const unrecorded = sets.some((set) => {
-      const record = records.find((m) => m.lang === set.lang);
-      return (
-        record !== undefined &&
-        record.revision >= assistant.dataRevision &&
-        record.fingerprint !== fingerprintOf(set)
-      );
-    });
+    const unrecorded =
+      assistant.dataRevision === 0
+        ? anyData
+        : sets.some((set) => {
+            const record = records.find((m) => m.lang === set.lang);
+            return (
+              record !== undefined &&
+              record.revision >= assistant.dataRevision &&
+              record.fingerprint !== fingerprintOf(set)
+            );
+          });
     if (!unrecorded) return assistant.dataRevision;
     logger.warn(
       { assistantId: assistant._id },

@@ -1,0 +1,239 @@
+import { createEmbeddedStore, type Store } from '@platform/store';
+import { tempDir, waitFor } from '@platform/testkit';
+import { accountWithBot, type Bot, dev, say, trained, utterance } from './support/fixtures';
+import { interceptedStore, storeUnavailable } from './support/intercepted-store';
+import { type LegacyTestApp, startLegacyApp } from './support/legacy-app';
+import { ScriptedNlu } from './support/scripted-nlu';
+import { travelEntities, travelIntents } from './support/travel-assistant';
+
+const reply = (lang: string, text: string) => ({ [lang]: { default: { default: [say(text)] } } });
+
+/**
+ * `store` noting what a starting instance's training turns do: the model records they read (an assistant's, then each
+ * of its languages' when it has learnt something), how many reads of an assistant's entities (a training turn's) run
+ * at once at most, and every write of a model record or of an assistant's revision.
+ */
+function storeWatchingTurns(store: Store) {
+  const seen = {
+    recordsRead: new Set<string>(),
+    modelsRead: new Set<string>(),
+    entityReads: 0,
+    mostEntityReads: 0,
+    writes: [] as string[],
+  };
+  const watched = interceptedStore(store, async (collection, method, call, args) => {
+    if (collection === 'legacy_entities' && method === 'find') {
+      seen.entityReads++;
+      seen.mostEntityReads = Math.max(seen.mostEntityReads, seen.entityReads);
+      try {
+        return await call();
+      } finally {
+        seen.entityReads--;
+      }
+    }
+    const bump = (args[1] as { $inc?: Record<string, number> } | undefined)?.$inc?.dataRevision !== undefined;
+    if ((collection === 'legacy_models' && method !== 'find' && method !== 'findOne') || bump)
+      seen.writes.push(`${collection}.${method}`);
+    const result = await call();
+    // noted once read: a training the turn would start begins before the next timer (no await in between)
+    if (collection === 'legacy_models' && method === 'findOne')
+      seen.modelsRead.add((args[0] as { _id: string })._id);
+    if (collection === 'legacy_models' && method === 'find')
+      seen.recordsRead.add((args[0] as { assistantId?: string }).assistantId ?? '');
+    return result;
+  });
+  return { store: watched, seen };
+}
+
+const modelKeys = (bots: Bot[]) => bots.flatMap((bot) => bot.languages.map((lang) => `${bot.id}:${lang}`));
+
+const status = async (app: LegacyTestApp, bot: Bot) =>
+  (await app.http.get('/v1/bots').set(dev(bot)).expect(200)).body.training as {
+    upToDate: boolean;
+    revision: number;
+  };
+
+describe('legacy models: the start check of assistants whose models are current', () => {
+  let folder: ReturnType<typeof tempDir>;
+  let store: Store;
+  const apps: LegacyTestApp[] = [];
+
+  beforeEach(() => {
+    folder = tempDir('legacy-start-check-');
+    store = createEmbeddedStore({ dataDir: folder.dir });
+  });
+  afterEach(async () => {
+    for (const app of apps.splice(0).reverse()) await app.stop();
+    await store.close();
+    folder.remove();
+  });
+  const start = async (over: Store, nlu = new ScriptedNlu()) => {
+    const app = await startLegacyApp({ nlu, store: over });
+    apps.push(app);
+    return app;
+  };
+
+  /** Until the starting instance's turns have read the model records of `bots`, and of each language of `learning`. */
+  const checked = (seen: ReturnType<typeof storeWatchingTurns>['seen'], bots: Bot[], learning = bots) =>
+    waitFor(
+      () =>
+        bots.every((bot) => seen.recordsRead.has(bot.id)) &&
+        modelKeys(learning).every((key) => seen.modelsRead.has(key)),
+      {
+        timeoutMs: 60_000,
+        intervalMs: 20,
+        what: 'the start check of every assistant',
+      },
+    );
+
+  it('trains and records nothing when nothing was lost, in every language, with or without sentences or changes', async () => {
+    const first = await start(store);
+    // entities with synonyms and slots, a welcome and a fallback without sentences
+    const { bot: travel } = await accountWithBot(first.http);
+    for (const entity of travelEntities)
+      await first.http.post('/v1/entities').set(dev(travel)).send(entity).expect(200);
+    for (const intent of Object.values(travelIntents))
+      await first.http.post('/v1/intents').set(dev(travel)).send(intent).expect(200);
+    // three languages: two with sentences, one with an entity's values only (no model)
+    const { bot: polyglot } = await accountWithBot(first.http, { lang: 'en', languages: ['en', 'fr', 'de'] });
+    await first.http
+      .post('/v1/entities')
+      .set(dev(polyglot))
+      .send({
+        name: 'Colour',
+        automaticallyExtensible: { de: false },
+        useSynonyms: { de: true },
+        data: { de: [{ value: 'rot', synonyms: ['rötlich'] }] },
+      })
+      .expect(200);
+    await first.http
+      .post('/v1/intents')
+      .set(dev(polyglot))
+      .send({
+        name: 'Greet',
+        utterances: { en: [utterance('hello there')], fr: [utterance('bonjour à vous')] },
+        conditionalResponses: { ...reply('en', 'Hi'), ...reply('fr', 'Salut') },
+      })
+      .expect(200);
+    // only an event: no language has sentences
+    const { bot: events } = await accountWithBot(first.http);
+    await first.http
+      .post('/v1/intents')
+      .set(dev(events))
+      .send({ name: 'Hello', events: ['HELLO'], conditionalResponses: reply('en', 'Hello') })
+      .expect(200);
+    // never changed
+    const { bot: empty } = await accountWithBot(first.http);
+    const learning = [travel, polyglot, events];
+    const bots = [...learning, empty];
+    for (const bot of bots) await trained(first.http, bot);
+    const before = await Promise.all(bots.map((bot) => status(first, bot)));
+    await first.stop();
+
+    const nlu = new ScriptedNlu();
+    const watching = storeWatchingTurns(store);
+    const restarted = await start(watching.store, nlu);
+    await checked(watching.seen, bots, learning);
+
+    expect({ trainings: nlu.started + nlu.trainings.length, writes: watching.seen.writes }).toEqual({
+      trainings: 0,
+      writes: [],
+    });
+    expect(await Promise.all(bots.map((bot) => status(restarted, bot)))).toEqual(
+      before.map((training) => expect.objectContaining({ upToDate: true, revision: training.revision })),
+    );
+  });
+
+  it('reads one assistant at a time, trains none of 100 with nothing lost, and answers meanwhile', async () => {
+    const first = await start(store);
+    const bots: Bot[] = [];
+    const { account } = await accountWithBot(first.http);
+    for (let n = 0; n < 100; n++) {
+      const created = await first.http
+        .post('/v2/bots')
+        .set('X-Legacy-Session-Token', account.sessionToken)
+        .send({ name: `Helper ${n}`, lang: 'en' })
+        .expect(200);
+      const bot = created.body as Bot;
+      for (const [name, text] of [
+        ['Greet', 'hello there'],
+        ['Weather', 'weather today'],
+        ['Order', 'i would like to order'],
+      ])
+        await first.http
+          .post('/v1/intents')
+          .set(dev(bot))
+          .send({
+            name,
+            utterances: { en: [utterance(`${text} ${n}`)] },
+            conditionalResponses: reply('en', name),
+          })
+          .expect(200);
+      bots.push(bot);
+    }
+    for (const bot of bots) await trained(first.http, bot, 60_000);
+    await first.stop();
+
+    const nlu = new ScriptedNlu();
+    const watching = storeWatchingTurns(store);
+    const restarted = await start(watching.store, nlu);
+    // a message of the last assistant, sent as the start check begins
+    const last = bots[bots.length - 1]!;
+    const answered = await restarted.http
+      .post('/v1/Messages')
+      .set({ Authorization: `Bearer ${last.clientToken}` })
+      .send({ userId: 'u', platform: 'web', text: 'weather today 99' })
+      .expect(200);
+    expect(answered.body.intents[0].name).toBe('Weather');
+    await checked(watching.seen, bots);
+
+    expect(watching.seen.mostEntityReads).toBe(1);
+    expect({ trainings: nlu.started + nlu.trainings.length, writes: watching.seen.writes }).toEqual({
+      trainings: 0,
+      writes: [],
+    });
+  }, 300_000);
+
+  it('two instances starting at once record a change whose record was lost once, and learn it', async () => {
+    const state = { failing: false };
+    const refusingRecords = interceptedStore(store, (collection, method, call, args) => {
+      const bump =
+        (args[1] as { $inc?: Record<string, number> } | undefined)?.$inc?.dataRevision !== undefined;
+      if (state.failing && collection === 'legacy_assistants' && method === 'findOneAndUpdate' && bump)
+        throw storeUnavailable();
+      return call();
+    });
+    const first = await start(refusingRecords);
+    const { bot } = await accountWithBot(first.http);
+    const intent = (name: string, text: string) => ({
+      name,
+      utterances: { en: [utterance(text)] },
+      conditionalResponses: reply('en', name),
+    });
+    await first.http.post('/v1/intents').set(dev(bot)).send(intent('Greet', 'hello there')).expect(200);
+    await trained(first.http, bot);
+    const lost = (await status(first, bot)).revision;
+    state.failing = true;
+    await first.http.post('/v1/intents').set(dev(bot)).send(intent('Weather', 'weather today')).expect(200);
+    await first.stop();
+    state.failing = false;
+
+    const engines = [new ScriptedNlu(), new ScriptedNlu()];
+    const [a, b] = await Promise.all(engines.map((nlu) => start(store, nlu)));
+    for (const app of [a!, b!])
+      await waitFor(
+        async () =>
+          (
+            await app.http
+              .post('/v1/Messages')
+              .set({ Authorization: `Bearer ${bot.clientToken}` })
+              .send({ userId: 'u', platform: 'web', text: 'weather today' })
+              .expect(200)
+          ).body.intents[0].name === 'Weather',
+        { timeoutMs: 20_000, intervalMs: 50, what: 'Weather answering' },
+      );
+    await trained(a!.http, bot);
+    // one record for the one change lost, whichever instance found it first
+    expect((await status(a!, bot)).revision).toBe(lost + 1);
+  });
+});
