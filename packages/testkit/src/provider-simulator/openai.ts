@@ -377,7 +377,10 @@ export function openaiCompletions(body: Json, ctx: ExchangeContext): SimulatedAn
     }
     frames.push(chunk(index, last, c.finish, c.tokens));
   });
-  if (includeUsage) frames.push(sseData({ ...head, choices: [], usage }));
+  const cached = continuous ? ctx.rule.reply?.continuousUsageCachedTokens : undefined;
+  const reported =
+    cached === undefined ? usage : { ...usage, prompt_tokens_details: { cached_tokens: cached } };
+  if (includeUsage) frames.push(sseData({ ...head, choices: [], usage: reported }));
   frames.push('data: [DONE]\n\n');
   return {
     kind: 'sse',

@@ -102,6 +102,12 @@ export interface SimulatorRule {
      */
     continuousUsage?: boolean;
     /**
+     * OpenAI text completion streams under `continuousUsage`: the prompt tokens served from the prefix cache, which
+     * the usage chunk alone reports (`prompt_tokens_details.cached_tokens`), as vLLM's `--enable-prompt-tokens-details`
+     * does; the reports riding on every chunk have no details
+     */
+    continuousUsageCachedTokens?: number;
+    /**
      * OpenAI chat streams: the usage rides on the finish_reason chunk, as Mistral and several OpenAI-compatible
      * servers send it, and no usage-only chunk follows (asked for or not)
      */

@@ -37,6 +37,11 @@ import { callPrepared } from './prepared-call';
 const USAGE_LINGER_MS = 5_000;
 /** how long a whole answer's provider stream is read on for its end (`[DONE]`, message_stop), to keep its connection */
 const END_READ_MS = 250;
+/**
+ * how long a whole answer Azure's content filter annotates waits for the filter's last verdict: the client's usage
+ * chunk and end wait with it, so a deployment silent there holds them this long, not the model's timeout (minutes)
+ */
+const VERDICT_WAIT_MS = 5_000;
 
 /** A plain answer, ready to be written in the route's wire format. */
 export interface Answered {
@@ -454,13 +459,14 @@ const filterAnnotated = (chunk: FlowChunk) =>
  * Forwards what the provider sends after a whole answer's usage report, so that it comes before the stream's end:
  * Azure's content filter sends its verdict on the answer's last part after the report. A stream the filter annotates
  * (`annotated`, or once a chunk read here is) is read to the provider's end: its asynchronous filter's verdict may
- * come a while later, and it is the caller's only word on that part; a provider silent for the model's timeout, or
- * failing, ends the answer whole. Of any other stream nothing more is waited for: the events of bytes already read
- * come within microtasks, so a provider still silent a turn of the event loop later has sent nothing more, and its
- * read under way is returned (null when the stream is over; wrapped, since an async function returning a promise
- * would wait for it). Another report than the one that ended the answer is not forwarded: the stream's own usage
- * chunk says it; nor is text (a buggy server's), which the report does not count and the monthly budget never saw:
- * the answer is what its finish and report closed.
+ * come a while later, and it is the caller's only word on that part; a provider failing, or silent for the model's
+ * timeout or `VERDICT_WAIT_MS` since the report, whichever comes first, ends the answer whole. Of any other stream
+ * nothing more is waited for: the events of bytes already read come within microtasks, so a provider still silent a
+ * turn of the event loop later has sent nothing more. The read under way when the wait ends is returned (null when
+ * the stream is over; wrapped, since an async function returning a promise would wait for it). Another report than
+ * the one that ended the answer is not forwarded: the stream's own usage chunk says it; nor is text (a buggy
+ * server's), which the report does not count and the monthly budget never saw: the answer is what its finish and
+ * report closed.
  */
 async function forwardReceived<B extends CompletionBody, K extends FlowChunk>(
   api: CompletionApi<B, K>,
@@ -468,21 +474,30 @@ async function forwardReceived<B extends CompletionBody, K extends FlowChunk>(
   sink: StreamSink<K>,
   annotated: boolean,
 ): Promise<{ unread: Promise<IteratorResult<K>> | null }> {
-  for (;;) {
-    const next = iterator.next();
-    const read = annotated
-      ? next
-      : Promise.race([
-          next,
-          new Promise<typeof NOTHING_YET>((resolve) => setImmediate(resolve, NOTHING_YET)),
-        ]);
-    // a failure after the report (the provider's error event, a dropped connection, its silence) leaves it whole
-    const result = await read.catch(() => null);
-    if (result === NOTHING_YET) return { unread: next };
-    if (result === null || result.done) return { unread: null };
-    annotated ||= filterAnnotated(result.value);
-    if ((result.value.choices?.length ?? 0) > 0 && api.chunkText(result.value) === '')
-      sink.chunk(result.value);
+  let timer: NodeJS.Timeout | undefined;
+  /** the end of the wait for the verdict, from the report on (armed once the stream is known annotated) */
+  let verdictWait: Promise<typeof NOTHING_YET> | undefined;
+  try {
+    for (;;) {
+      const next = iterator.next();
+      if (annotated)
+        verdictWait ??= new Promise((resolve) => {
+          timer = setTimeout(resolve, VERDICT_WAIT_MS, NOTHING_YET);
+        });
+      const read = Promise.race([
+        next,
+        verdictWait ?? new Promise<typeof NOTHING_YET>((resolve) => setImmediate(resolve, NOTHING_YET)),
+      ]);
+      // a failure after the report (the provider's error event, a dropped connection, its silence) leaves it whole
+      const result = await read.catch(() => null);
+      if (result === NOTHING_YET) return { unread: next };
+      if (result === null || result.done) return { unread: null };
+      annotated ||= filterAnnotated(result.value);
+      if ((result.value.choices?.length ?? 0) > 0 && api.chunkText(result.value) === '')
+        sink.chunk(result.value);
+    }
+  } finally {
+    clearTimeout(timer);
   }
 }
 
