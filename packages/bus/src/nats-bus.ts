@@ -4,9 +4,12 @@ import {
   type ConsumerMessages,
   connect,
   DeliverPolicy,
+  ErrorCode,
   Events,
+  type JetStreamManager,
   type JsMsg,
   type NatsConnection,
+  type NatsError,
   nanos,
   type Status,
   StorageType,
@@ -59,6 +62,20 @@ class NotConnected extends Error {
   }
 }
 
+/**
+ * NATS answers, but not with JetStream (nats-server started without -js, or an account without it): durable work
+ * waits for it, as it waits for NATS. What the server said, when it said something: else nothing answered.
+ */
+class JetStreamUnavailable extends Error {
+  constructor(server: string, said?: string) {
+    super(
+      said
+        ? `JetStream is not available on ${server}: ${said}`
+        : `JetStream is not enabled on ${server}: start nats-server with -js`,
+    );
+  }
+}
+
 /** Why an attempt to connect failed, as the logs and /readyz say it (never with a secret). */
 const connectFailure = (err: unknown): string => {
   // nats-server quotes its errors: 'Authorization Violation'
@@ -92,6 +109,11 @@ const serverError = (status: Status): Error => {
  * fails (readiness reports it, with the reason: refused credentials are named). Reconnect listeners are called
  * once connected, to reconcile. Credentials refused at a reconnection (rotated on the server first) do not
  * end the connection: it keeps trying, as for an outage. Nothing logged or thrown carries a password.
+ *
+ * A NATS without JetStream (nats-server without -js) degrades the same way, said once as what to fix: a stream is
+ * made, and a durable consumer started, once JetStream answers (the consumer keeps trying, its stream first); a
+ * durable publication fails saying why; `ping` fails with the same reason. A server restarted with -js on the same
+ * address is taken up without a restart.
  */
 export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const report = options.onError ?? (() => undefined);
@@ -104,8 +126,13 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const subscriptions = new Set<SubscriptionEntry>();
   const earlyPublications: Array<{ subject: string; data: Uint8Array }> = [];
   const earlyStreams: StreamOptions[] = [];
-  /** the streams ensured while away, by name: a consumer made meanwhile makes its own again if it was refused */
+  /**
+   * the streams ensured while NATS or its JetStream was away, by name: a consumer made meanwhile makes its own again
+   * if it was refused
+   */
   const streamsAsked = new Map<string, StreamOptions>();
+  /** why JetStream cannot be used, since a call found it missing and until one finds it back */
+  let jetstreamMissing: JetStreamUnavailable | undefined;
   let nc: NatsConnection | null = null;
   let closed = false;
   let connected!: (conn: NatsConnection) => void;
@@ -148,8 +175,31 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     });
   };
 
+  /**
+   * What to fix, reported once per time JetStream is missing: callers that keep trying (consumers, an outbox) would
+   * otherwise say it at every attempt.
+   */
+  const jetstreamIsMissing = (said?: string): JetStreamUnavailable => {
+    const missing = new JetStreamUnavailable(server, said);
+    if (!jetstreamMissing) report(missing, `NATS at ${server}`);
+    jetstreamMissing = missing;
+    return missing;
+  };
+
+  /** JetStream's API on the connection; without JetStream nats.js throws a bare "503", thrown here as what to fix */
+  const jetstreamManagerOn = async (conn: NatsConnection): Promise<JetStreamManager> => {
+    try {
+      const jsm = await conn.jetstreamManager();
+      jetstreamMissing = undefined;
+      return jsm;
+    } catch (err) {
+      if ((err as NatsError).code !== ErrorCode.JetStreamNotEnabled) throw err;
+      throw jetstreamIsMissing((err as NatsError).api_error?.description);
+    }
+  };
+
   const ensureStreamOn = async (conn: NatsConnection, stream: StreamOptions) => {
-    const jsm = await conn.jetstreamManager();
+    const jsm = await jetstreamManagerOn(conn);
     try {
       await jsm.streams.info(stream.name);
     } catch {
@@ -198,7 +248,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     })().catch((err) => report(err, 'status'));
     for (let stream = earlyStreams.shift(); stream; stream = earlyStreams.shift()) {
       const name = stream.name;
-      await ensureStreamOn(conn, stream).catch((err) => report(err, `stream ${name}`));
+      // JetStream missing is reported once, and its consumers make the stream once it is there
+      await ensureStreamOn(conn, stream).catch(
+        (err) => err instanceof JetStreamUnavailable || report(err, `stream ${name}`),
+      );
     }
     for (const entry of subscriptions) subscribeOn(conn, entry);
     for (const { subject, data } of earlyPublications.splice(0)) conn.publish(subject, data);
@@ -240,7 +293,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     conn: NatsConnection,
     consumerOptions: DurableConsumerOptions,
   ): Promise<Consumer> => {
-    const jsm = await conn.jetstreamManager();
+    const jsm = await jetstreamManagerOn(conn);
     await jsm.consumers.add(consumerOptions.stream, {
       durable_name: consumerOptions.durable,
       ack_policy: AckPolicy.Explicit,
@@ -310,32 +363,63 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       };
     },
     async ensureStream(stream) {
-      if (nc) return ensureStreamOn(nc, stream);
+      if (nc) {
+        try {
+          return await ensureStreamOn(nc, stream);
+        } catch (err) {
+          if (!(err instanceof JetStreamUnavailable)) throw err;
+          // made by its consumers once JetStream answers
+          streamsAsked.set(stream.name, stream);
+          return;
+        }
+      }
       earlyStreams.push(stream);
       streamsAsked.set(stream.name, stream);
     },
     async publishDurable<S extends EventSubject>(subject: S, payload: EventPayloads[S], id?: string) {
-      if (!nc) throw new NotConnected();
-      await nc
-        .jetstream()
-        .publish(subject, codec.encode(JSON.stringify(payload)), id ? { msgID: id } : undefined);
+      const conn = nc;
+      if (!conn) throw new NotConnected();
+      try {
+        await conn
+          .jetstream()
+          .publish(subject, codec.encode(JSON.stringify(payload)), id ? { msgID: id } : undefined);
+        jetstreamMissing = undefined;
+      } catch (err) {
+        if ((err as NatsError).code !== ErrorCode.NoResponders) throw err;
+        // Nobody answered: the server has no JetStream, which its INFO tells (asking JetStream's API needs a permission
+        // the gateway's user is not given, deploy/nats/authorization.conf), or no stream takes the subject yet.
+        if (!conn.info?.jetstream) throw jetstreamIsMissing();
+        jetstreamMissing = undefined;
+        throw err;
+      }
     },
     async consumeDurable(consumerOptions): Promise<Consumer> {
-      if (nc) return startConsumer(nc, consumerOptions);
-      // Made once connected; stopping it first cancels it. Nobody awaits it then, so a refusal (its stream not
-      // made yet, JetStream still electing its leader) is reported and tried again, every 0.25 s doubling to 5 s,
-      // its stream first: given up, the service would run on without consuming.
+      if (nc) {
+        try {
+          return await startConsumer(nc, consumerOptions);
+        } catch (err) {
+          if (!(err instanceof JetStreamUnavailable)) throw err;
+        }
+      }
+      // Made once connected and JetStream answers; stopping it first cancels it, at once, connected or not. Nobody
+      // awaits it then, so a refusal (its stream not made yet, JetStream missing or still electing its leader) is
+      // tried again, every 0.25 s doubling to 5 s, its stream first: given up, the service would run on without
+      // consuming. JetStream missing is reported once, as what to fix; other refusals every twelfth attempt.
       let stopped = false;
       let wake: (() => void) | undefined;
-      const started = connection.then(
+      let cancel!: () => void;
+      const cancelled = new Promise<null>((resolve) => {
+        cancel = () => resolve(null);
+      });
+      const started = Promise.race([connection, cancelled]).then(
         async (conn) => {
-          for (let attempt = 0, wait = 250; !stopped && !closed; attempt++) {
+          for (let attempt = 0, wait = 250; conn && !stopped && !closed; attempt++) {
             try {
               const stream = streamsAsked.get(consumerOptions.stream);
               if (attempt > 0 && stream) await ensureStreamOn(conn, stream);
               return await startConsumer(conn, consumerOptions);
             } catch (err) {
-              if (attempt % 12 === 0)
+              if (attempt % 12 === 0 && !(err instanceof JetStreamUnavailable))
                 report(
                   err,
                   `durable ${consumerOptions.durable} of ${consumerOptions.stream}: not made; retrying`,
@@ -354,6 +438,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       return {
         async stop() {
           stopped = true;
+          // a consumer still waiting for NATS stops now, not once its bus is closed (which comes after)
+          cancel();
           wake?.();
           const consumer = await started;
           await consumer?.stop();
@@ -368,6 +454,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       if (!nc) throw new NotConnected(lastFailure);
       if (nc.isClosed()) throw new Error('NATS connection is closed');
       await nc.flush();
+      if (jetstreamMissing) throw jetstreamMissing;
     },
     async close() {
       closed = true;

@@ -235,6 +235,18 @@ describeWithNats('NATS bus on a real nats-server', () => {
     await expect(bus.ping()).rejects.toThrow('NATS is not connected yet');
   });
 
+  it('a consumer waiting for the server stops at once while its bus is still open, as a service stops before its bus', async () => {
+    await stopServer();
+    const bus = await createNatsBus({ url: server.url, name: 'stopped-first' });
+    buses.push(bus);
+    const consumer = await consumeIds(bus, 'TEST1', 'stopped-first', () => undefined);
+    let stopped = false;
+    void consumer.stop().then(() => {
+      stopped = true;
+    });
+    await waitFor(() => stopped, { timeoutMs: 10_000, what: 'the consumer stopped, NATS still away' });
+  });
+
   it('tells listeners when the connection comes back after the server restarts', async () => {
     const bus = await open('reconnect');
     let reconnects = 0;
