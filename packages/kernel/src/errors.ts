@@ -65,7 +65,7 @@ export class InvalidInput extends AppError {
 /** 400 NO_ORG_CONTEXT (spec 4.1): the route acts in an organization and the credential names none. */
 export const noOrgContext = () =>
   new InvalidInput(
-    'This endpoint needs an active organization: a user chooses one with PUT /v2/user/active-org, an organization API key has its own, a workspace API key has none',
+    'This endpoint needs an active organization: a user chooses one with PUT /v2/user/active-org (or, having none, creates one with POST /v2/orgs), an organization API key has its own, a workspace API key has none',
     { error: 'NO_ORG_CONTEXT', code: 'NO_ORG_CONTEXT' },
   );
 export class Unauthenticated extends AppError {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { baseUrl, CliError, type CliSettings } from './client';
+import { baseUrl, CannotReach, CliError, type CliSettings, NoServiceUrl } from './client';
 import {
   addMember,
   addOidcClient,
@@ -103,6 +103,12 @@ Connection (flags win over the environment):
   -h, --help           this text
 `;
 
+/** where the edge is looked for when nothing names it: a local pnpm start on its default PORT */
+const DEFAULT_URL = 'http://localhost:8080';
+
+/** the data folder of the pnpm start the CLI looks for, as the services read DATA_DIR (empty: unset) */
+const dataDirOf = (env: Record<string, string | undefined>) => env.DATA_DIR || './data';
+
 const alive = (pid: number) => {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
@@ -155,7 +161,7 @@ function lockHolder(dir: string): { pid: number; host?: string; boot?: string } 
  * services listen on that host's loopback: the secret is never sent to what listens on these ports here.
  */
 function standaloneHints(env: Record<string, string | undefined>): Partial<CliSettings> & { note?: string } {
-  const dir = env.DATA_DIR || './data';
+  const dir = dataDirOf(env);
   try {
     const holder = lockHolder(dir);
     if (holder?.host && holder.host !== hostname())
@@ -236,7 +242,7 @@ export async function runCli(
     // the local platform's edge (its PORT, its GATEWAY_PATH_PREFIX) unless another one is named
     const url = from('url', 'PLATFORM_URL');
     const settings: CliSettings = {
-      url: url ?? from('url', 'PLATFORM_URL', hints.url) ?? 'http://localhost:8080',
+      url: url ?? from('url', 'PLATFORM_URL', hints.url) ?? DEFAULT_URL,
       gatewayUrl: from('gateway-url', 'PLATFORM_GATEWAY_URL', url ? undefined : hints.gatewayUrl),
       token: values.token || env.PLATFORM_TOKEN || undefined,
       authUrl: from('auth-url', 'AUTH_URL', hints.authUrl),
@@ -255,10 +261,21 @@ export async function runCli(
     return 0;
   } catch (err) {
     if (err instanceof CliError) {
+      // Not found where nothing named: most likely a pnpm start runs, on another data folder than this one.
+      const elsewhere =
+        Object.keys(hints).length === 0 &&
+        (err instanceof NoServiceUrl ||
+          (err instanceof CannotReach && err.origin === new URL(DEFAULT_URL).origin));
+      const note =
+        hints.note ??
+        (elsewhere
+          ? `Against a running pnpm start, run this with the same DATA_DIR (none runs on ${dataDirOf(env)}).`
+          : undefined);
       io.err(err.message);
-      if (hints.note) io.err(hints.note);
-      if (err.exitCode === 2) io.err(`\n${HELP}`);
-      return failed(hints.note ? `${err.message}\n${hints.note}` : err.message, err.exitCode, err.data);
+      if (note) io.err(note);
+      // the whole help would bury the two lines that say what to do
+      if (err.exitCode === 2 && !(err instanceof NoServiceUrl)) io.err(`\n${HELP}`);
+      return failed(note ? `${err.message}\n${note}` : err.message, err.exitCode, err.data);
     }
     throw err;
   }

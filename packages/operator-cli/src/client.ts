@@ -52,6 +52,23 @@ export class CliError extends Error {
   }
 }
 
+/** Nothing answers at a URL: the platform is stopped, or listens elsewhere. */
+export class CannotReach extends CliError {
+  constructor(
+    readonly origin: string,
+    reason: string,
+  ) {
+    super(`Cannot reach ${origin}: ${reason}`);
+  }
+}
+
+/** A command that talks to a service directly, and nothing says where the service is (a usage error). */
+export class NoServiceUrl extends CliError {
+  constructor(service: string, flag: string) {
+    super(`This command talks to ${service} directly: ${flag}`, 2);
+  }
+}
+
 export interface ApiAnswer {
   status: number;
   body: unknown;
@@ -85,7 +102,7 @@ async function call(url: string, init: RequestInit, timeoutSeconds: number): Pro
     response = await fetch(url, { ...init, signal });
   } catch (err) {
     if (signal.aborted) throw timedOut();
-    throw new CliError(`Cannot reach ${new URL(url).origin}: ${reasonOf(err)}`);
+    throw new CannotReach(new URL(url).origin, reasonOf(err));
   }
   let text: string;
   try {
@@ -184,7 +201,7 @@ export function internal(
 ): Promise<ApiAnswer> {
   const base = service === 'auth' ? settings.authUrl : settings.llmQuotaUrl;
   const flag = service === 'auth' ? '--auth-url or AUTH_URL' : '--llm-quota-url or LLM_QUOTA_URL';
-  if (!base) throw new CliError(`This command talks to ${service} directly: ${flag}`, 2);
+  if (!base) throw new NoServiceUrl(service, flag);
   if (!settings.internalSecret) throw new CliError('This command needs PLATFORM_INTERNAL_SECRET', 2);
   return call(
     `${base}${path}`,

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { runCli } from './cli';
@@ -124,5 +124,56 @@ describe('operator CLI: DATA_DIR/standalone.json', () => {
     expect(code).toBe(2);
     expect(said).toContain(`The pnpm start on ${dir} runs on host other-host.example`);
     expect(seen).toEqual([]);
+  });
+
+  /** what the CLI says, on both streams, to `argv` with `env` */
+  const say = async (argv: string[], env: Record<string, string>) => {
+    const lines: string[] = [];
+    const code = await runCli(argv, env, { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+    return { code, lines };
+  };
+
+  it('says, when no pnpm start runs on DATA_DIR, to run the command with the DATA_DIR of the one running, without the whole help', async () => {
+    expect(await say(['keys', 'list'], { DATA_DIR: dir })).toEqual({
+      code: 2,
+      lines: [
+        'This command talks to auth directly: --auth-url or AUTH_URL',
+        `Against a running pnpm start, run this with the same DATA_DIR (none runs on ${dir}).`,
+      ],
+    });
+  });
+
+  it('says so too when nothing answers where a pnpm start listens by default (localhost:8080)', async () => {
+    const taken = await new Promise<boolean>((resolve) => {
+      const socket = connect(8080, 'localhost');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (taken) {
+      console.warn('*** SKIPPED: something listens on localhost:8080, so it cannot be seen unreachable ***');
+      return;
+    }
+    const { code, lines } = await say(['providers', 'list'], { DATA_DIR: dir, PLATFORM_TOKEN: 't' });
+    expect(code).toBe(1);
+    expect(lines[0]).toMatch(/^Cannot reach http:\/\/localhost:8080: /);
+    expect(lines.slice(1)).toEqual([
+      `Against a running pnpm start, run this with the same DATA_DIR (none runs on ${dir}).`,
+    ]);
+  });
+
+  it('says nothing of DATA_DIR when the URL that cannot be reached was named', async () => {
+    const closed = createServer().listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    const { port } = closed.address() as AddressInfo;
+    closed.close();
+    const { lines } = await say(['keys', 'list'], {
+      DATA_DIR: dir,
+      AUTH_URL: `http://127.0.0.1:${port}`,
+      PLATFORM_INTERNAL_SECRET: 's',
+    });
+    expect(lines).toEqual([`Cannot reach http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`]);
   });
 });

@@ -68,6 +68,9 @@ describe('GET /v1/quotas/usage', () => {
       expect(res.status).toBe(400);
       expectEnvelope(res.body, 400);
       expect(res.body).toMatchObject({ error: 'NO_ORG_CONTEXT', code: 'NO_ORG_CONTEXT' });
+      // a fresh user has no organization to choose: the message says how to make one
+      expect(res.body.message).toContain('PUT /v2/user/active-org');
+      expect(res.body.message).toContain('POST /v2/orgs');
     });
 
     it('answers 403 without models:read in the active organization', async () => {
