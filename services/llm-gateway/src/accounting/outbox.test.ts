@@ -2,10 +2,10 @@ import { mkdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
 import type { LlmCompletionEvent } from '@platform/contracts';
-import { createLogger, silentLogger, systemClock } from '@platform/kernel';
+import { createLogger, ManualClock, silentLogger, systemClock } from '@platform/kernel';
 import { type Collection, createEmbeddedStore, type Doc, type Store } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
-import { Outbox } from './outbox';
+import { OUTAGE_REMINDER_MS, Outbox } from './outbox';
 
 const event = (i: number): LlmCompletionEvent => ({
   id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
@@ -148,6 +148,90 @@ describe('usage outbox', () => {
       await bus.close();
     }
   });
+
+  it('an hour of bus outage logs one line when it starts, one a minute while it lasts, and one when it ends', async () => {
+    const store = createEmbeddedStore();
+    const { bus, inner, seen, state } = await busThatMayRefuse();
+    const lines: Array<{ level: number; msg: string; [field: string]: unknown }> = [];
+    const logger = createLogger({
+      name: 'test',
+      destination: { write: (line: string) => lines.push(JSON.parse(line)) },
+    });
+    const clock = new ManualClock('2026-03-01T10:00:00Z');
+    const intervalMs = 1_000;
+    const outbox = new Outbox({ store, bus, clock, logger, intervalMs, publishTimeoutMs: 1_000 });
+    try {
+      await outbox.record(event(0));
+      state.away = true;
+      // requests go on during the outage: each one's event is refused and waits
+      let recorded = 1;
+      const recordOne = () => outbox.record(event(recorded++));
+      await Promise.all([recordOne(), recordOne(), recordOne()]);
+      expect(lines).toEqual([
+        expect.objectContaining({
+          level: 40,
+          msg: expect.stringMatching(/^outbox: the bus refuses events.*llm_gateway_usage_outbox_events/),
+          err: expect.objectContaining({ message: 'bus away' }),
+          retryEveryMs: intervalMs,
+        }),
+      ]);
+
+      // the timer's flushes of an hour, a request every 100 s
+      const hour = 3_600_000;
+      const waitingAt = new Map<number, number>();
+      for (let elapsed = intervalMs; elapsed <= hour; elapsed += intervalMs) {
+        clock.advance(intervalMs);
+        if (elapsed % 100_000 === 0) await recordOne();
+        await outbox.flush();
+        if (elapsed % OUTAGE_REMINDER_MS === 0) waitingAt.set(elapsed, recorded - 1);
+      }
+      const reminders = lines.slice(1);
+      expect(reminders).toHaveLength(hour / OUTAGE_REMINDER_MS);
+      expect(reminders).toEqual(
+        [...waitingAt].map(([elapsed, waiting]) =>
+          expect.objectContaining({
+            level: 40,
+            msg: 'outbox: the bus still refuses events',
+            since: '2026-03-01T10:00:00.000Z',
+            outageSeconds: elapsed / 1000,
+            waiting,
+          }),
+        ),
+      );
+
+      state.away = false;
+      clock.advance(intervalMs);
+      await outbox.flush();
+      expect(lines).toHaveLength(1 + hour / OUTAGE_REMINDER_MS + 1);
+      expect(lines.at(-1)).toEqual(
+        expect.objectContaining({
+          level: 30,
+          msg: 'outbox: the bus takes events again; what waited is delivered',
+          delivered: recorded - 1,
+          since: '2026-03-01T10:00:00.000Z',
+          outageSeconds: hour / 1000 + 1,
+        }),
+      );
+      expect(await outbox.size()).toBe(0);
+      await waitFor(() => seen.length === recorded, { what: 'every event delivered' });
+      expect(new Set(seen).size).toBe(recorded);
+
+      // the next outage is told again
+      state.away = true;
+      await recordOne();
+      expect(lines.at(-1)).toEqual(
+        expect.objectContaining({
+          level: 40,
+          msg: expect.stringMatching(/^outbox: the bus refuses events/),
+        }),
+      );
+    } finally {
+      state.away = false;
+      await outbox.stop();
+      await inner.close();
+      await store.close();
+    }
+  }, 120_000);
 
   describe('when the store refuses events', () => {
     /** the event published and removed from the outbox (its collection file exists, and nothing waits in it) */

@@ -7,10 +7,22 @@ import type { Collection, Doc, Store } from '@platform/store';
 const MAX_GROUP = 512;
 /** the most events kept in memory while the store and the bus both refuse them (~1 KB each) */
 export const MAX_HELD = 10_000;
+/** while the bus refuses events, how often the logs say so again (the metrics say it continuously) */
+export const OUTAGE_REMINDER_MS = 60_000;
 
 interface Waiting {
   event: LlmCompletionEvent;
   resolve: () => void;
+}
+
+/** the bus refusing events, as the logs tell it: one line when it starts, a reminder a minute, one when it ends */
+interface Outage {
+  since: Date;
+  remindedAt: number;
+  /** events that waited and this instance has delivered since the outage began */
+  delivered: number;
+  /** publications refused since the outage began: a flush that saw none refused ends the outage */
+  refusals: number;
 }
 
 interface OutboxDoc extends Doc {
@@ -30,6 +42,11 @@ interface OutboxDoc extends Doc {
  * durable publication is as safe as the outbox); what the bus refuses too is held in memory (at most
  * MAX_HELD events) and stored or published by the next flush. Only an instance that stops, or holds MAX_HELD
  * events, while both are away loses events, and it logs each one.
+ *
+ * An outage of the bus is logged as one warning when a publication is first refused (with the bus's error), a
+ * reminder at most every OUTAGE_REMINDER_MS (what waits, since when), and one line once a flush finds nothing
+ * waiting and nothing refused: a flush a second would otherwise log 3,600 lines an hour. The metrics
+ * (llm_gateway_usage_outbox_events, llm_gateway_usage_events_total) are what alerts read.
  */
 export class Outbox {
   private readonly docs: Collection<OutboxDoc>;
@@ -37,6 +54,7 @@ export class Outbox {
   private flushing: Promise<void> | null = null;
   private readonly pending = new Set<Promise<void>>();
   private unsubscribe: (() => void) | undefined;
+  private outage: Outage | undefined;
 
   constructor(
     private readonly deps: {
@@ -67,6 +85,9 @@ export class Outbox {
     });
     try {
       await Promise.race([this.deps.bus.publishDurable(Subjects.llmCompletion, event, event.id), timeout]);
+    } catch (err) {
+      this.refused(err);
+      throw err;
     } finally {
       clearTimeout(timer);
     }
@@ -171,8 +192,10 @@ export class Outbox {
     const results = await Promise.allSettled(events.map((event) => this.publish(event)));
     for (const [i, result] of results.entries()) {
       const event = events[i]!;
-      if (result.status === 'fulfilled') this.deps.onPublished?.(again ? 'republished' : 'published');
-      else if (this.held.length < MAX_HELD) {
+      if (result.status === 'fulfilled') {
+        this.deps.onPublished?.(again ? 'republished' : 'published');
+        if (again && this.outage) this.outage.delivered++;
+      } else if (this.held.length < MAX_HELD) {
         this.held.push(event);
         if (!again) this.deps.onPublished?.('held');
       } else {
@@ -203,13 +226,10 @@ export class Outbox {
           await this.publish(event);
           this.published.push(event.id);
           this.deps.onPublished?.('published');
-        } catch (err) {
+        } catch {
+          // the outbox keeps it (its outage is logged once, not once per event)
           this.inHand.delete(event.id); // the timer's flush takes it over
           this.deps.onPublished?.('deferred');
-          this.deps.logger.warn(
-            { err, eventId: event.id },
-            'usage event kept in the outbox: the bus refused it',
-          );
         }
       }),
     );
@@ -259,11 +279,16 @@ export class Outbox {
   }
 
   private async drain(): Promise<void> {
+    const refusalsBefore = this.outage?.refusals;
     await this.retryHeld();
     for (;;) {
       const found = await this.docs.find({}, { sort: { createdAt: 1 }, limit: 256 });
       const batch = found.filter((doc) => !this.inHand.has(doc._id));
-      if (batch.length === 0) return;
+      if (batch.length === 0) {
+        // nothing waits any more, and nothing was refused meanwhile: the bus is back
+        if (this.outage && this.outage.refusals === refusalsBefore) this.outageEnded(this.outage);
+        return;
+      }
       const results = await Promise.allSettled(
         batch.map(async (doc) => {
           await this.publish(doc.event);
@@ -273,12 +298,59 @@ export class Outbox {
       );
       const done = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
       if (done.length > 0) await this.docs.deleteMany({ _id: { $in: done } });
+      if (this.outage) this.outage.delivered += done.length;
       const failed = results.filter((r) => r.status === 'rejected').length;
       if (failed > 0) {
         await this.docs.updateMany({ _id: { $in: batch.map((d) => d._id) } }, { $inc: { attempts: 1 } });
-        this.deps.logger.warn({ failed, waiting: batch.length }, 'outbox: the bus still refuses events');
+        await this.remindOfOutage();
         return;
       }
     }
+  }
+
+  /** A publication the bus refused: the first one of an outage is logged, with why. */
+  private refused(err: unknown): void {
+    if (this.outage) {
+      this.outage.refusals++;
+      return;
+    }
+    const since = this.deps.clock.now();
+    this.outage = { since, remindedAt: since.getTime(), delivered: 0, refusals: 1 };
+    this.deps.logger.warn(
+      { err, retryEveryMs: this.deps.intervalMs },
+      'outbox: the bus refuses events; they wait and are published again on a timer and on reconnection ' +
+        '(llm_gateway_usage_outbox_events counts them)',
+    );
+  }
+
+  /** At most one line per OUTAGE_REMINDER_MS while the outage lasts, with what waits and since when. */
+  private async remindOfOutage(): Promise<void> {
+    const outage = this.outage;
+    const now = this.deps.clock.now().getTime();
+    if (!outage || now - outage.remindedAt < OUTAGE_REMINDER_MS) return;
+    outage.remindedAt = now;
+    // the count is for the reader; a store that cannot give it leaves it out of the line
+    const waiting = await this.size().catch(() => undefined);
+    this.deps.logger.warn(
+      {
+        waiting,
+        since: outage.since.toISOString(),
+        outageSeconds: Math.round((now - outage.since.getTime()) / 1000),
+      },
+      'outbox: the bus still refuses events',
+    );
+  }
+
+  private outageEnded(outage: Outage): void {
+    this.outage = undefined;
+    const now = this.deps.clock.now().getTime();
+    this.deps.logger.info(
+      {
+        delivered: outage.delivered,
+        since: outage.since.toISOString(),
+        outageSeconds: Math.round((now - outage.since.getTime()) / 1000),
+      },
+      'outbox: the bus takes events again; what waited is delivered',
+    );
   }
 }
