@@ -2,7 +2,15 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { baseUrl, CannotReach, CliError, type CliSettings, NoServiceUrl } from './client';
+import {
+  baseUrl,
+  CannotReach,
+  CliError,
+  type CliSettings,
+  MissingSetting,
+  NoOperatorToken,
+  NoServiceUrl,
+} from './client';
 import {
   addMember,
   addOidcClient,
@@ -105,6 +113,10 @@ Connection (flags win over the environment):
 
 /** where the edge is looked for when nothing names it: a local pnpm start on its default PORT */
 const DEFAULT_URL = 'http://localhost:8080';
+
+/** where an operator gets a token, for the edge at `url` (README, "Other tokens" and "A first platform administrator") */
+const howToGetAToken = (url: string) =>
+  `Get one: sign in with POST ${url}/v2/login ({"email", "password"}: the answer's .token), or for a script make an at: token with POST ${url}/v2/user/accessTokens; providers and models need a platform administrator's (pnpm platform admin grant <userId>).`;
 
 /** the data folder of the pnpm start the CLI looks for, as the services read DATA_DIR (empty: unset) */
 const dataDirOf = (env: Record<string, string | undefined>) => env.DATA_DIR || './data';
@@ -238,10 +250,11 @@ export async function runCli(
     if (env[variable]) return baseUrl(env[variable], variable);
     return baseUrl(hint, 'DATA_DIR/standalone.json');
   };
+  let settings: CliSettings | undefined;
   try {
     // the local platform's edge (its PORT, its GATEWAY_PATH_PREFIX) unless another one is named
     const url = from('url', 'PLATFORM_URL');
-    const settings: CliSettings = {
+    settings = {
       url: url ?? from('url', 'PLATFORM_URL', hints.url) ?? DEFAULT_URL,
       gatewayUrl: from('gateway-url', 'PLATFORM_GATEWAY_URL', url ? undefined : hints.gatewayUrl),
       token: values.token || env.PLATFORM_TOKEN || undefined,
@@ -267,14 +280,16 @@ export async function runCli(
         (err instanceof NoServiceUrl ||
           (err instanceof CannotReach && err.origin === new URL(DEFAULT_URL).origin));
       const note =
-        hints.note ??
-        (elsewhere
-          ? `Against a running pnpm start, run this with the same DATA_DIR (none runs on ${dataDirOf(env)}).`
-          : undefined);
+        err instanceof NoOperatorToken
+          ? howToGetAToken(settings?.url ?? DEFAULT_URL)
+          : (hints.note ??
+            (elsewhere
+              ? `Against a running pnpm start, run this with the same DATA_DIR (none runs on ${dataDirOf(env)}).`
+              : undefined));
       io.err(err.message);
       if (note) io.err(note);
       // the whole help would bury the two lines that say what to do
-      if (err.exitCode === 2 && !(err instanceof NoServiceUrl)) io.err(`\n${HELP}`);
+      if (err.exitCode === 2 && !(err instanceof MissingSetting)) io.err(`\n${HELP}`);
       return failed(note ? `${err.message}\n${note}` : err.message, err.exitCode, err.data);
     }
     throw err;

@@ -62,10 +62,27 @@ export class CannotReach extends CliError {
   }
 }
 
-/** A command that talks to a service directly, and nothing says where the service is (a usage error). */
-export class NoServiceUrl extends CliError {
+/**
+ * A setting the command needs is not given (a usage error): its message says what to give, which the whole help
+ * would bury.
+ */
+export class MissingSetting extends CliError {
+  constructor(message: string) {
+    super(message, 2);
+  }
+}
+
+/** A command that talks to a service directly, and nothing says where the service is. */
+export class NoServiceUrl extends MissingSetting {
   constructor(service: string, flag: string) {
-    super(`This command talks to ${service} directly: ${flag}`, 2);
+    super(`This command talks to ${service} directly: ${flag}`);
+  }
+}
+
+/** A command that acts as a user, and no token is given. */
+export class NoOperatorToken extends MissingSetting {
+  constructor() {
+    super('This command needs an operator credential: --token or PLATFORM_TOKEN');
   }
 }
 
@@ -168,8 +185,7 @@ export async function api(
   path: string,
   body?: unknown,
 ): Promise<ApiAnswer> {
-  if (!settings.token)
-    throw new CliError('This command needs an operator credential: --token or PLATFORM_TOKEN', 2);
+  if (!settings.token) throw new NoOperatorToken();
   const answer = await call(
     `${settings.url}${path}`,
     {
@@ -202,7 +218,7 @@ export function internal(
   const base = service === 'auth' ? settings.authUrl : settings.llmQuotaUrl;
   const flag = service === 'auth' ? '--auth-url or AUTH_URL' : '--llm-quota-url or LLM_QUOTA_URL';
   if (!base) throw new NoServiceUrl(service, flag);
-  if (!settings.internalSecret) throw new CliError('This command needs PLATFORM_INTERNAL_SECRET', 2);
+  if (!settings.internalSecret) throw new MissingSetting('This command needs PLATFORM_INTERNAL_SECRET');
   return call(
     `${base}${path}`,
     {
