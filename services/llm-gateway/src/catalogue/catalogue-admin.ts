@@ -10,13 +10,13 @@ import {
 import { z } from 'zod';
 import type { CatalogueCollections, ModelDoc, ProviderDoc } from './catalogue-store';
 import { missingEndpoints } from './deployment-endpoints';
+import { acceptingAsIs, type EntryIssue, fieldsOf, issueKey, schemaIssues, touches } from './entry-issues';
 import {
-  MAX_PRICE,
   type ModelEntry,
+  ModelEntryObjectSchema,
   ModelEntrySchema,
   mergePatch,
   unknownProviders,
-  untouchedPricesAboveBound,
 } from './model-entry';
 
 /** Who changed the catalogue: a platform administrator, or the operator's credential (internal secret). */
@@ -81,8 +81,12 @@ export const entryOf = ({ _id, updatedAt: _u, source: _s, revision: _r, ...rest 
   ...rest,
 });
 
-const issuesOf = (error: z.ZodError) =>
-  error.issues.map((i) => ({ field: i.path.length ? i.path.join('.') : 'entry', message: i.message }));
+const invalidModel = (issues: EntryIssue[]) => {
+  const fields = fieldsOf(issues);
+  return new InvalidInput(`Invalid model: ${fields.map((i) => `${i.field}: ${i.message}`).join('; ')}`, {
+    details: { issues: fields },
+  });
+};
 
 /**
  * The catalogue's write side. Every change is written to the store, audited (who, when, before and
@@ -160,12 +164,7 @@ export class CatalogueAdmin {
       });
     const updated = await updateWithRevision(this.deps.collections.models, { _id: id }, async (current) => {
       const before = entryOf(current);
-      // a price stored above the bound before it existed does not refuse a patch that leaves it alone: it is
-      // checked at the bound and kept as stored (inference bills it at the bound)
-      const kept = untouchedPricesAboveBound(before.pricing, p);
-      const atBound = Object.fromEntries(Object.keys(kept).map((k) => [k, MAX_PRICE]));
-      const checked = await this.validate(mergePatch(mergePatch(before, p), { pricing: atBound }));
-      const entry = { ...checked, pricing: { ...checked.pricing, ...kept } };
+      const entry = await this.patched(before, p);
       const { _id, ...doc } = docOf(entry, this.deps.clock.now());
       const gone = removed(before, entry);
       return Object.keys(gone).length ? { $set: doc, $unset: gone } : { $set: doc };
@@ -200,7 +199,7 @@ export class CatalogueAdmin {
       const parsed = ModelEntrySchema.safeParse(item);
       const id = item && typeof item === 'object' ? (item as { model_id?: unknown }).model_id : undefined;
       if (!parsed.success) {
-        bad.push({ index, model_id: id ?? null, issues: issuesOf(parsed.error) });
+        bad.push({ index, model_id: id ?? null, issues: fieldsOf(schemaIssues(parsed.error)) });
         return;
       }
       const issues = [];
@@ -298,13 +297,63 @@ export class CatalogueAdmin {
   /** checks an entry against the stored providers and models (references must exist, providers have the endpoints) */
   private async validate(raw: unknown): Promise<ModelEntry> {
     const parsed = ModelEntrySchema.safeParse(raw);
-    if (!parsed.success) {
-      const issues = issuesOf(parsed.error);
-      throw new InvalidInput(`Invalid model: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`, {
-        details: { issues },
-      });
-    }
-    const entry = parsed.data;
+    if (!parsed.success) throw invalidModel(schemaIssues(parsed.error));
+    const issues = await this.referenceIssues(parsed.data);
+    if (issues.length) throw invalidModel(issues);
+    return parsed.data;
+  }
+
+  /**
+   * The entry a merge patch makes, validated once merged. What the stored entry already held that today's rules
+   * refuse (a price above a bound added since, a failover whose model was removed since) does not refuse a patch
+   * that leaves it alone, and is kept as stored; whatever the patch writes is validated.
+   */
+  private async patched(before: ModelEntry, patch: Record<string, unknown>): Promise<ModelEntry> {
+    const merged = mergePatch(before, patch);
+    let held: Promise<Set<string>> | undefined;
+    const kept: EntryIssue[] = [];
+    /** refuses the issues the stored entry did not have, or that lie where the patch writes; keeps the others */
+    const check = async (issues: EntryIssue[]) => {
+      if (!issues.length) return;
+      held ??= this.heldIssues(before, patch);
+      const stored = await held;
+      const refused = issues.filter((i) => !stored.has(issueKey(i)));
+      if (refused.length) throw invalidModel(refused);
+      kept.push(...issues);
+    };
+    const parsed = ModelEntrySchema.safeParse(merged);
+    const issues = parsed.success ? [] : schemaIssues(parsed.error);
+    await check(issues);
+    const entry = parsed.success ? parsed.data : this.asStored(merged, issues);
+    await check(await this.referenceIssues(entry));
+    if (kept.length)
+      this.deps.logger.warn(
+        { model: entry.model_id, kept: fieldsOf(kept) },
+        'model patched; values stored before the rules that refuse them are kept as they are',
+      );
+    return entry;
+  }
+
+  /** the stored entry's issues where a patch does not write: they stay as they are, so they do not refuse it */
+  private async heldIssues(before: ModelEntry, patch: Record<string, unknown>): Promise<Set<string>> {
+    const parsed = ModelEntrySchema.safeParse(before);
+    const issues = parsed.success ? [] : schemaIssues(parsed.error);
+    issues.push(
+      ...(await this.referenceIssues(parsed.success ? parsed.data : this.asStored(before, issues))),
+    );
+    return new Set(issues.filter((i) => !touches(patch, i.path)).map(issueKey));
+  }
+
+  /** an entry with the values at the issues' places taken as they are, the rest parsed (defaults applied) */
+  private asStored(raw: unknown, issues: EntryIssue[]): ModelEntry {
+    const schema = issues.reduce<z.ZodType>((s, i) => acceptingAsIs(s, i.path), ModelEntryObjectSchema);
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) throw invalidModel(schemaIssues(parsed.error));
+    return parsed.data as ModelEntry;
+  }
+
+  /** an entry's references that do not hold: unknown providers, endpoints they lack, a failover not in the catalogue */
+  private async referenceIssues(entry: ModelEntry): Promise<EntryIssue[]> {
     const providers = await this.providers();
     const issues = [
       ...unknownProviders(entry, (p) => providers.has(p)),
@@ -316,11 +365,7 @@ export class CatalogueAdmin {
       !(await this.deps.collections.models.findOne({ _id: entry.failover }))
     )
       issues.push({ field: 'failover', message: `no model named ${entry.failover}` });
-    if (issues.length)
-      throw new InvalidInput(`Invalid model: ${issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`, {
-        details: { issues },
-      });
-    return entry;
+    return issues.map(({ field, message }) => ({ path: field.split('.'), message }));
   }
 
   private async providers(): Promise<Map<string, ProviderDoc>> {

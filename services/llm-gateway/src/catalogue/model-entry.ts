@@ -69,7 +69,7 @@ export type DeploymentEntry = z.infer<typeof DeploymentSchema>;
  * characters, far above any model's. A price near the largest number made a request's cost infinite, which the
  * organization's month counter then held, refusing every later request of the month.
  */
-export const MAX_PRICE = 1_000_000;
+const MAX_PRICE = 1_000_000;
 const price = z.number().min(0).max(MAX_PRICE);
 
 export const PricingSchema = z
@@ -169,23 +169,6 @@ export const boundedPricing = (pricing: Pricing): Pricing =>
   Object.fromEntries(
     Object.entries(pricing ?? {}).map(([k, v]) => [k, typeof v === 'number' ? Math.min(v, MAX_PRICE) : v]),
   ) as Pricing;
-
-/**
- * The stored prices above MAX_PRICE (written before the bound existed) that a merge patch leaves alone: they do
- * not refuse a patch of other members, and are kept as they are.
- */
-export function untouchedPricesAboveBound(
-  stored: Pricing | undefined,
-  patch: Record<string, unknown>,
-): Partial<Pricing> {
-  const touched = patch.pricing;
-  if (touched !== undefined && !isPlainObject(touched)) return {};
-  return Object.fromEntries(
-    Object.entries(stored ?? {}).filter(
-      ([k, v]) => typeof v === 'number' && v > MAX_PRICE && !(touched && k in touched),
-    ),
-  );
-}
 
 export const ModelEntrySchema = ModelEntryObjectSchema.superRefine(
   (entry, ctx) => {

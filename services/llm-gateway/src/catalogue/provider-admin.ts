@@ -76,9 +76,9 @@ export class ProviderAdmin {
         code: 'PROVIDER_DESTINATION_REFUSED',
         details: { issues: [{ field: 'baseUrl', message: refused }] },
       });
-    await this.checkEndpoints(name, input);
     const providers = this.deps.collections.providers;
     const before = await providers.findOne({ _id: name });
+    await this.checkEndpoints(name, input, before);
     const doc: ProviderDoc = { _id: name, type: input.type, updatedAt: new Date() };
     if (input.baseUrl) doc.baseUrl = input.baseUrl;
     if (input.apiKey) doc.apiKeySealed = this.deps.box.seal(input.apiKey);
@@ -109,16 +109,26 @@ export class ProviderAdmin {
 
   /**
    * A provider's new type (or Azure form) must still have what the models using it call (decision 0105):
-   * 400 naming each model, to move before the provider changes.
+   * 400 naming each model, to move before the provider changes. What the stored provider already lacked (a model
+   * written before the check existed) does not refuse a replacement, a key rotated say, that changes nothing there.
    */
-  private async checkEndpoints(name: string, input: z.infer<typeof ProviderBodySchema>): Promise<void> {
-    const issues = (await this.users(name)).flatMap((m) =>
-      missingEndpoints(entryOf(m), (p) => (p === name ? input : undefined)).map((issue) => ({
-        field: input.type === 'openai' ? 'azure' : 'type',
-        message: issue.message,
-        model_id: m._id,
-      })),
-    );
+  private async checkEndpoints(
+    name: string,
+    input: z.infer<typeof ProviderBodySchema>,
+    before: ProviderDoc | null,
+  ): Promise<void> {
+    const issues = (await this.users(name)).flatMap((m) => {
+      const lacking = (provider: ProviderDoc | z.infer<typeof ProviderBodySchema>) =>
+        missingEndpoints(entryOf(m), (p) => (p === name ? provider : undefined));
+      const held = new Set(before ? lacking(before).map((issue) => issue.message) : []);
+      return lacking(input)
+        .filter((issue) => !held.has(issue.message))
+        .map((issue) => ({
+          field: input.type === 'openai' ? 'azure' : 'type',
+          message: issue.message,
+          model_id: m._id,
+        }));
+    });
     if (issues.length)
       throw new InvalidInput(
         `Models use the provider ${name} for endpoints a provider of this type has not: ${issues.map((i) => i.message).join('; ')}`,
