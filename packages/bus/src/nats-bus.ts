@@ -113,7 +113,7 @@ const serverError = (status: Status): Error => {
  * A NATS without JetStream (nats-server without -js) degrades the same way, said once as what to fix: a stream is
  * made, and a durable consumer started, once JetStream answers (the consumer keeps trying, its stream first); a
  * durable publication fails saying why; `ping` fails with the same reason. A server restarted with -js on the same
- * address is taken up without a restart.
+ * address is taken up without a restart. JetStream lost again later (restarted without -js) is said again, once.
  */
 export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const report = options.onError ?? (() => undefined);
@@ -236,6 +236,9 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         if (status.type === Events.Reconnect) {
           refusalReported = false;
           tellReconnected();
+          // A running consumer asks JetStream's API no more: a server back without JetStream is said here, once, as at
+          // the start. Whatever else fails this question is the consumers' to retry (nats.js does, every 30 s).
+          if (consumers.size > 0) void jetstreamManagerOn(conn).catch(() => undefined);
         } else if (status.type === Events.Error) {
           // a refused subscription is reported by the subscription itself
           if (status.permissionContext?.operation === 'subscription') continue;
@@ -454,7 +457,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       if (!nc) throw new NotConnected(lastFailure);
       if (nc.isClosed()) throw new Error('NATS connection is closed');
       await nc.flush();
-      if (jetstreamMissing) throw jetstreamMissing;
+      // JetStream may be back without a reconnection (enabled by a configuration reload, a cluster's leader elected):
+      // a bus whose consumers run may ask, the others are told by their next durable publication
+      if (jetstreamMissing && consumers.size > 0) await jetstreamManagerOn(nc);
+      else if (jetstreamMissing) throw jetstreamMissing;
     },
     async close() {
       closed = true;

@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import path from 'node:path';
 import type { LlmCompletionEvent } from '@platform/contracts';
 import { describeWithNats, freePort, tempDir, waitFor } from '@platform/testkit';
 import { type Bus, createNatsBus } from '../src';
@@ -32,12 +34,15 @@ const portOpen = (port: number) =>
   });
 
 /**
- * A real nats-server on one port, started with or without JetStream (-js): testkit's always has it, and what is
- * tested here is a server without it, restarted with it.
+ * A real nats-server on one port, started with or without JetStream: testkit's always has it, and what is tested
+ * here is a server without it, restarted or reloaded (its configuration file changed, SIGHUP) with it.
  */
 async function natsServerOnFreePort() {
   const port = await freePort();
   const storage = tempDir('nats-no-js-');
+  const file = path.join(storage.dir, 'nats.conf');
+  const configure = (jetstream: boolean) =>
+    writeFileSync(file, jetstream ? `jetstream { store_dir: ${JSON.stringify(storage.dir)} }\n` : '');
   let child: ChildProcess | undefined;
   const stop = async () => {
     const running = child;
@@ -50,15 +55,20 @@ async function natsServerOnFreePort() {
   return {
     url: `nats://127.0.0.1:${port}`,
     async start(jetstream: boolean) {
-      const js = jetstream ? ['-js', '-sd', storage.dir] : [];
+      configure(jetstream);
       child = spawn(
         process.env.NATS_SERVER_BIN ?? 'nats-server',
-        ['-a', '127.0.0.1', '-p', String(port), ...js],
+        ['-c', file, '-a', '127.0.0.1', '-p', String(port)],
         {
           stdio: 'ignore',
         },
       );
       await waitFor(() => portOpen(port), { timeoutMs: 10_000, what: 'nats-server' });
+    },
+    /** JetStream enabled without a restart: the clients stay connected */
+    reload(jetstream: boolean) {
+      configure(jetstream);
+      child?.kill('SIGHUP');
     },
     stop,
     async dispose() {
@@ -129,4 +139,48 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
     expect(publisherErrors).toEqual([fix]);
     await consumer.stop();
   });
+
+  it('says it again when JetStream goes away after it came, and consumes again once it is back', async () => {
+    const { bus, errors } = await openKeepingErrors('js-comes-and-goes');
+    const fix = `JetStream is not enabled on ${server.url}: start nats-server with -js`;
+    await bus.ensureStream({ name: 'NOJS', subjects: ['analytics.>'] });
+    const got: string[] = [];
+    const consumer = await bus.consumeDurable({
+      stream: 'NOJS',
+      durable: 'comes-and-goes',
+      filterSubject: 'analytics.llm.completion',
+      handler: async (m) => void got.push((JSON.parse(m.data) as LlmCompletionEvent).id),
+    });
+    const { bus: publisher } = await openKeepingErrors('comes-and-goes-publisher');
+    const restart = async (jetstream: boolean) => {
+      await server.stop();
+      await server.start(jetstream);
+    };
+    await restart(true);
+    await waitFor(
+      () => succeeds(publisher.publishDurable('analytics.llm.completion', completion('first'), 'first')),
+      { timeoutMs: 15_000, what: 'JetStream there' },
+    );
+    await waitFor(() => got.includes('first'), { timeoutMs: 15_000, what: 'the consumer started' });
+    expect(errors).toEqual([fix]);
+
+    // the same server, restarted without -js: the consumer's bus says it, as at the start
+    await restart(false);
+    await waitFor(() => errors.length === 2, { timeoutMs: 15_000, what: 'JetStream missing said again' });
+    expect(errors).toEqual([fix, fix]);
+    await expect(bus.ping()).rejects.toThrow(fix);
+
+    // enabled again without a restart: nothing reconnects, and readiness finds it back
+    server.reload(true);
+    await waitFor(() => succeeds(bus.ping()), { timeoutMs: 15_000, what: 'JetStream found back again' });
+    await waitFor(
+      () => succeeds(publisher.publishDurable('analytics.llm.completion', completion('second'), 'second')),
+      { timeoutMs: 15_000, what: 'JetStream there again' },
+    );
+    // nats.js looks for a consumer it lost again once per pull expiry (30 s)
+    await waitFor(() => got.includes('second'), { timeoutMs: 60_000, what: 'the consumer consuming again' });
+    expect(got).toEqual(['first', 'second']);
+    expect(errors).toEqual([fix, fix]);
+    await consumer.stop();
+  }, 120_000);
 });
