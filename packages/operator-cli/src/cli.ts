@@ -277,6 +277,8 @@ export async function runCli(
       // Not found where nothing named: most likely a pnpm start runs, on another data folder than this one.
       const elsewhere =
         Object.keys(hints).length === 0 &&
+        values.url === undefined &&
+        !env.PLATFORM_URL &&
         (err instanceof NoServiceUrl ||
           (err instanceof CannotReach && err.origin === new URL(DEFAULT_URL).origin));
       const note =

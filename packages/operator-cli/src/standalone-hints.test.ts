@@ -176,4 +176,14 @@ describe('operator CLI: DATA_DIR/standalone.json', () => {
     });
     expect(lines).toEqual([`Cannot reach http://127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port}`]);
   });
+
+  it('says nothing of DATA_DIR when a platform was named, by PLATFORM_URL or --url', async () => {
+    for (const [argv, env] of [
+      [['keys', 'list'], { PLATFORM_URL: 'https://platform.example.com' }],
+      [['keys', 'list', '--url', 'https://platform.example.com'], {}],
+    ] as const) {
+      const { lines } = await say([...argv], { DATA_DIR: dir, ...env });
+      expect(lines.some((line) => line.includes('DATA_DIR'))).toBe(false);
+    }
+  });
 });
