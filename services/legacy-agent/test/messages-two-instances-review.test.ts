@@ -1,3 +1,4 @@
+import { ManualClock } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
 import supertest from 'supertest';
@@ -70,10 +71,14 @@ const intents = [
 describe('legacy Messages: a turn answered again after another instance wrote its conversation', () => {
   let folder: ReturnType<typeof tempDir>;
   let store: Store;
+  let clock: ManualClock;
   const apps: LegacyTestApp[] = [];
   beforeEach(() => {
     folder = tempDir('legacy-two-instances-review-');
-    store = createEmbeddedStore({ dataDir: folder.dir });
+    clock = new ManualClock('2026-11-23T10:00:00Z');
+    // the apps' clock: on the real one, the store's TTL sweep (each minute) removed conversations the test's clock
+    // keeps live, and a context the next message needed was gone
+    store = createEmbeddedStore({ dataDir: folder.dir, now: () => clock.now().getTime() });
   });
   afterEach(async () => {
     for (const app of apps.splice(0).reverse()) await app.close();
@@ -90,9 +95,9 @@ describe('legacy Messages: a turn answered again after another instance wrote it
   const twoInstances = async (env: Record<string, string> = {}) => {
     const limits = { LEGACY_MESSAGES_PER_USER: '0', LEGACY_MESSAGES_PER_ADDRESS: '0', ...env };
     const held = storeHoldingAConversationWrite(store);
-    const a = await startLegacyApp({ nlu: new ScriptedNlu(), store: held.store, env: limits });
+    const a = await startLegacyApp({ nlu: new ScriptedNlu(), store: held.store, clock, env: limits });
     apps.push(a);
-    const b = await startLegacyApp({ nlu: new ScriptedNlu(), store, env: limits });
+    const b = await startLegacyApp({ nlu: new ScriptedNlu(), store, clock, env: limits });
     apps.push(b);
     const { bot } = await accountWithBot(a.http);
     for (const intent of intents) await a.http.post('/v1/intents').set(dev(bot)).send(intent).expect(200);

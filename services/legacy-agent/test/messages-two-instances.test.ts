@@ -44,10 +44,14 @@ const reply = (text: string) => ({ en: { default: { default: [say(text)] } } });
 describe('legacy Messages: one conversation on two instances at once', () => {
   let folder: ReturnType<typeof tempDir>;
   let store: Store;
+  let clock: ManualClock;
   const apps: LegacyTestApp[] = [];
   beforeEach(() => {
     folder = tempDir('legacy-two-instances-messages-');
-    store = createEmbeddedStore({ dataDir: folder.dir });
+    clock = new ManualClock('2026-11-23T10:00:00Z');
+    // the apps' clock: on the real one, the store's TTL sweep (each minute) removed conversations the test's clock
+    // keeps live, and a context the next message needed was gone
+    store = createEmbeddedStore({ dataDir: folder.dir, now: () => clock.now().getTime() });
   });
   afterEach(async () => {
     for (const app of apps.splice(0).reverse()) await app.close();
@@ -65,9 +69,9 @@ describe('legacy Messages: one conversation on two instances at once', () => {
   /** Instance a, whose conversation writes the test can hold, and instance b, over one store. */
   const twoInstances = async () => {
     const held = storeHoldingAConversationWrite(store);
-    const a = await startLegacyApp({ nlu: new ScriptedNlu(), store: held.store, env });
+    const a = await startLegacyApp({ nlu: new ScriptedNlu(), store: held.store, clock, env });
     apps.push(a);
-    const b = await startLegacyApp({ nlu: new ScriptedNlu(), store, env });
+    const b = await startLegacyApp({ nlu: new ScriptedNlu(), store, clock, env });
     apps.push(b);
     return { a, b, held };
   };
@@ -129,7 +133,6 @@ describe('legacy Messages: one conversation on two instances at once', () => {
   it('answers 409 when other messages keep changing the conversation each time it is answered again', async () => {
     let busy = false;
     let writes = 0;
-    const clock = new ManualClock('2026-11-23T10:00:00Z');
     // every write of the conversation comes after another instance's
     const app = await startLegacyApp({
       nlu: new ScriptedNlu(),

@@ -1,3 +1,4 @@
+import { ManualClock } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
 import { accountWithBot, type Bot, dev, say, trained, utterance } from './support/fixtures';
@@ -56,11 +57,15 @@ const status = async (app: LegacyTestApp, bot: Bot) =>
 describe('legacy models: the start check of assistants whose models are current', () => {
   let folder: ReturnType<typeof tempDir>;
   let store: Store;
+  let clock: ManualClock;
   const apps: LegacyTestApp[] = [];
 
   beforeEach(() => {
     folder = tempDir('legacy-start-check-');
-    store = createEmbeddedStore({ dataDir: folder.dir });
+    clock = new ManualClock('2026-11-23T10:00:00Z');
+    // the apps' clock: on the real one, the store's TTL sweep (each minute) removed what the apps wrote by the test's
+    // clock, a session once the real date passed its 30 days
+    store = createEmbeddedStore({ dataDir: folder.dir, now: () => clock.now().getTime() });
   });
   afterEach(async () => {
     for (const app of apps.splice(0).reverse()) await app.stop();
@@ -68,7 +73,7 @@ describe('legacy models: the start check of assistants whose models are current'
     folder.remove();
   });
   const start = async (over: Store, nlu = new ScriptedNlu()) => {
-    const app = await startLegacyApp({ nlu, store: over });
+    const app = await startLegacyApp({ nlu, store: over, clock });
     apps.push(app);
     return app;
   };

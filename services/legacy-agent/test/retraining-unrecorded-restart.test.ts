@@ -1,3 +1,4 @@
+import { ManualClock } from '@platform/kernel';
 import { createEmbeddedStore, type Store } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
 import { accountWithBot, type Bot, client, dev, trained, utterance } from './support/fixtures';
@@ -47,11 +48,15 @@ const answered = (app: LegacyTestApp, bot: Bot, text: string, name: string) =>
 describe('legacy models: a change whose record for training was still waiting when its instance stopped', () => {
   let folder: ReturnType<typeof tempDir>;
   let store: Store;
+  let clock: ManualClock;
   const apps: LegacyTestApp[] = [];
 
   beforeEach(() => {
     folder = tempDir('legacy-unrecorded-');
-    store = createEmbeddedStore({ dataDir: folder.dir });
+    clock = new ManualClock('2026-11-23T10:00:00Z');
+    // the apps' clock: on the real one, the store's TTL sweep (each minute) removed what the apps wrote by the test's
+    // clock, a session once the real date passed its 30 days
+    store = createEmbeddedStore({ dataDir: folder.dir, now: () => clock.now().getTime() });
   });
   afterEach(async () => {
     for (const app of apps.splice(0).reverse()) await app.stop();
@@ -59,7 +64,7 @@ describe('legacy models: a change whose record for training was still waiting wh
     folder.remove();
   });
   const start = async (over: Store) => {
-    const app = await startLegacyApp({ nlu: new ScriptedNlu(), store: over, env });
+    const app = await startLegacyApp({ nlu: new ScriptedNlu(), store: over, clock, env });
     apps.push(app);
     return app;
   };
