@@ -27,6 +27,7 @@ export * from './http/validate';
 export * from './internal-secret';
 export * from './lifecycle';
 export * from './logger';
+export * from './outage-log';
 export * from './principal-seal';
 export * from './request-context';
 export * from './service';

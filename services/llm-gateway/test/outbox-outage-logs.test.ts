@@ -2,10 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { type Bus, createNatsBus } from '@platform/bus';
 import type { LlmCompletionEvent } from '@platform/contracts';
-import { createLogger, ManualClock } from '@platform/kernel';
+import { createLogger, ManualClock, OUTAGE_REMINDER_MS } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
 import { describeWithNats, freePort, tempDir, waitFor } from '@platform/testkit';
-import { OUTAGE_REMINDER_MS, Outbox } from '../src/accounting/outbox';
+import { Outbox } from '../src/accounting/outbox';
 
 const event = (i: number): LlmCompletionEvent => ({
   id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,

@@ -1,5 +1,5 @@
 import type { CredentialRevokedEvent, MembershipChangedEvent, Principal } from '@platform/contracts';
-import { type Clock, type Logger, sealPrincipal, Unavailable } from '@platform/kernel';
+import { type Clock, type Logger, OutageLog, sealPrincipal, Unavailable } from '@platform/kernel';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { credentialHash } from './credential-hash';
@@ -90,10 +90,18 @@ export class PrincipalResolver {
   private readonly endpoint: string;
   private nextSweep = 0;
   private busIsAway = false;
+  /** auth unreachable or failing: one line when it starts, a reminder a minute, one when it ends (not one per request) */
+  private readonly authOutage: OutageLog;
 
   constructor(private readonly options: PrincipalResolverOptions) {
     this.cache = new LRUCache({ max: options.maxEntries });
     this.endpoint = new URL('/internal/principal', options.authUrl).toString();
+    this.authOutage = new OutageLog(options, {
+      starts:
+        'principal lookups fail: requests whose credential is not cached answer 503 AuthUnavailable until auth answers',
+      lasts: 'principal lookups still fail',
+      ends: 'principal lookups answer again',
+    });
   }
 
   /** The principal, or null when auth says the credential is not valid. Throws Unavailable when auth cannot answer. */
@@ -284,16 +292,19 @@ export class PrincipalResolver {
         signal: AbortSignal.timeout(this.options.timeoutMs),
       });
     } catch (err) {
-      this.options.logger.warn({ err }, 'principal lookup failed');
+      await this.authRefused(err);
       throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
     }
     if (response.status === 401) {
       await response.body?.cancel();
+      this.authOutage.ended();
       return null;
     }
     if (response.status !== 200) {
       await response.body?.cancel();
-      this.options.logger.warn({ status: response.status }, 'principal lookup answered an unexpected status');
+      await this.authRefused(new Error(`auth answered the principal lookup with status ${response.status}`), {
+        status: response.status,
+      });
       throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
     }
     const parsed = principalAnswer.safeParse(await response.json().catch(() => null));
@@ -304,11 +315,17 @@ export class PrincipalResolver {
       );
       throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
     }
+    this.authOutage.ended();
     const { expiresAt, cacheTtlSeconds } = parsed.data;
     const principal = parsed.data.principal as unknown as Principal;
     const expiry = expiresAt ? Date.parse(expiresAt) : null;
     const ttl = Math.min(cacheTtlSeconds, this.options.maxTtlSeconds) * 1000;
     return this.entryOf(principal, hash, expiry !== null && Number.isNaN(expiry) ? 0 : expiry, ttl);
+  }
+
+  /** A lookup auth could not answer: logged when the outage starts, then at most once a minute. */
+  private async authRefused(err: unknown, fields: object = {}): Promise<void> {
+    if (!this.authOutage.refused(err, fields)) await this.authOutage.remind();
   }
 }
 

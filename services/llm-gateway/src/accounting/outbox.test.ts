@@ -2,10 +2,10 @@ import { mkdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
 import type { LlmCompletionEvent } from '@platform/contracts';
-import { createLogger, ManualClock, silentLogger, systemClock } from '@platform/kernel';
+import { createLogger, ManualClock, OUTAGE_REMINDER_MS, silentLogger, systemClock } from '@platform/kernel';
 import { type Collection, createEmbeddedStore, type Doc, type Store } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
-import { OUTAGE_REMINDER_MS, Outbox } from './outbox';
+import { Outbox } from './outbox';
 
 const event = (i: number): LlmCompletionEvent => ({
   id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,

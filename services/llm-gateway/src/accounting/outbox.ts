@@ -1,28 +1,16 @@
 import type { Bus } from '@platform/bus';
 import { type LlmCompletionEvent, Subjects } from '@platform/contracts';
-import type { Clock, Logger } from '@platform/kernel';
+import { type Clock, type Logger, OutageLog } from '@platform/kernel';
 import type { Collection, Doc, Store } from '@platform/store';
 
 /** the most events one group commit writes (one append of the embedded engine, one insertMany) */
 const MAX_GROUP = 512;
 /** the most events kept in memory while the store and the bus both refuse them (~1 KB each) */
 export const MAX_HELD = 10_000;
-/** while the bus refuses events, how often the logs say so again (the metrics say it continuously) */
-export const OUTAGE_REMINDER_MS = 60_000;
 
 interface Waiting {
   event: LlmCompletionEvent;
   resolve: () => void;
-}
-
-/** the bus refusing events, as the logs tell it: one line when it starts, a reminder a minute, one when it ends */
-interface Outage {
-  since: Date;
-  remindedAt: number;
-  /** events that waited and this instance has delivered since the outage began */
-  delivered: number;
-  /** publications refused since the outage began: a flush that saw none refused ends the outage */
-  refusals: number;
 }
 
 interface OutboxDoc extends Doc {
@@ -45,8 +33,10 @@ interface OutboxDoc extends Doc {
  *
  * An outage of the bus is logged as one warning when a publication is first refused (with the bus's error), a
  * reminder at most every OUTAGE_REMINDER_MS (what waits, since when), and one line once a flush finds nothing
- * waiting and nothing refused: a flush a second would otherwise log 3,600 lines an hour. The metrics
- * (llm_gateway_usage_outbox_events, llm_gateway_usage_events_total) are what alerts read.
+ * waiting and nothing refused: a flush a second would otherwise log 3,600 lines an hour. An outage of the store
+ * likewise (kernel's OutageLog): one warning at its first refused read or write, a reminder (what memory holds) at
+ * most every OUTAGE_REMINDER_MS, and one line once it takes a write again; every group and every flush logged a
+ * line before. The metrics (llm_gateway_usage_outbox_events, llm_gateway_usage_events_total) are what alerts read.
  */
 export class Outbox {
   private readonly docs: Collection<OutboxDoc>;
@@ -54,7 +44,10 @@ export class Outbox {
   private flushing: Promise<void> | null = null;
   private readonly pending = new Set<Promise<void>>();
   private unsubscribe: (() => void) | undefined;
-  private outage: Outage | undefined;
+  private readonly busOutage: OutageLog;
+  /** events that waited and this instance has delivered since the bus's outage began */
+  private deliveredInOutage = 0;
+  private readonly storeOutage: OutageLog;
 
   constructor(
     private readonly deps: {
@@ -72,6 +65,20 @@ export class Outbox {
     },
   ) {
     this.docs = deps.store.collection<OutboxDoc>('outbox', [{ fields: { createdAt: 1 } }]);
+    this.busOutage = new OutageLog(deps, {
+      starts:
+        'outbox: the bus refuses events; they wait and are published again on a timer and on reconnection ' +
+        '(llm_gateway_usage_outbox_events counts them)',
+      lasts: 'outbox: the bus still refuses events',
+      ends: 'outbox: the bus takes events again; what waited is delivered',
+    });
+    this.storeOutage = new OutageLog(deps, {
+      starts:
+        'outbox: the store refuses usage events; they are published directly, and held in memory while the bus ' +
+        'refuses them too (llm_gateway_usage_events_total counts them by outcome)',
+      lasts: 'outbox: the store still refuses usage events',
+      ends: 'outbox: the store takes usage events again',
+    });
   }
 
   /** JetStream's acknowledgement, or a rejection after publishTimeoutMs. */
@@ -86,7 +93,7 @@ export class Outbox {
     try {
       await Promise.race([this.deps.bus.publishDurable(Subjects.llmCompletion, event, event.id), timeout]);
     } catch (err) {
-      this.refused(err);
+      if (this.busOutage.refused(err, { retryEveryMs: this.deps.intervalMs })) this.deliveredInOutage = 0;
       throw err;
     } finally {
       clearTimeout(timer);
@@ -149,9 +156,10 @@ export class Outbox {
   private async remove(ids: string[]): Promise<void> {
     try {
       await this.docs.deleteMany({ _id: { $in: ids } });
+      this.storeOutage.ended();
     } catch (err) {
       // Left in the outbox: published again later under the same id, which is refused as a duplicate.
-      this.deps.logger.warn({ err }, 'outbox: published events could not be removed yet');
+      await this.storeRefused(err);
     }
   }
 
@@ -160,12 +168,10 @@ export class Outbox {
     try {
       await this.insert(group.map(({ event }) => event));
       for (const { event } of group) this.inHand.add(event.id);
+      this.storeOutage.ended();
       return true;
     } catch (err) {
-      this.deps.logger.warn(
-        { err, events: group.length },
-        'outbox: the store refused usage events; publishing them directly',
-      );
+      await this.storeRefused(err);
       void this.publishUnstored(group.map(({ event }) => event))
         .catch((publishErr: unknown) =>
           this.deps.logger.error({ err: publishErr }, 'outbox: direct publication failed'),
@@ -194,7 +200,7 @@ export class Outbox {
       const event = events[i]!;
       if (result.status === 'fulfilled') {
         this.deps.onPublished?.(again ? 'republished' : 'published');
-        if (again && this.outage) this.outage.delivered++;
+        if (again) this.deliveredInOutage++;
       } else if (this.held.length < MAX_HELD) {
         this.held.push(event);
         if (!again) this.deps.onPublished?.('held');
@@ -214,7 +220,9 @@ export class Outbox {
     const events = this.held.splice(0);
     try {
       await this.insert(events);
-    } catch {
+      this.storeOutage.ended();
+    } catch (err) {
+      await this.storeRefused(err);
       await this.publishUnstored(events, true);
     }
   }
@@ -256,11 +264,9 @@ export class Outbox {
     }
   }
 
-  /** A flush nobody awaits (timer, reconnection): a store that cannot serve is logged, never thrown. */
+  /** A flush nobody awaits (timer, reconnection): a store that cannot serve is an outage logged, never thrown. */
   flushQuietly(): Promise<void> {
-    return this.flush().catch((err: unknown) =>
-      this.deps.logger.warn({ err }, 'outbox: waiting events could not be read; next try on the timer'),
-    );
+    return this.flush().catch((err: unknown) => this.storeRefused(err));
   }
 
   /** how many events wait for the bus (stored, or held in memory while the store refuses them) */
@@ -279,14 +285,16 @@ export class Outbox {
   }
 
   private async drain(): Promise<void> {
-    const refusalsBefore = this.outage?.refusals;
+    const refusalsBefore = this.busOutage.current?.refusals;
     await this.retryHeld();
     for (;;) {
       const found = await this.docs.find({}, { sort: { createdAt: 1 }, limit: 256 });
       const batch = found.filter((doc) => !this.inHand.has(doc._id));
       if (batch.length === 0) {
         // nothing waits any more, and nothing was refused meanwhile: the bus is back
-        if (this.outage && this.outage.refusals === refusalsBefore) this.outageEnded(this.outage);
+        if (this.busOutage.current?.refusals === refusalsBefore) {
+          this.busOutage.ended({ delivered: this.deliveredInOutage });
+        }
         return;
       }
       const results = await Promise.allSettled(
@@ -298,59 +306,20 @@ export class Outbox {
       );
       const done = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
       if (done.length > 0) await this.docs.deleteMany({ _id: { $in: done } });
-      if (this.outage) this.outage.delivered += done.length;
+      this.deliveredInOutage += done.length;
       const failed = results.filter((r) => r.status === 'rejected').length;
       if (failed > 0) {
         await this.docs.updateMany({ _id: { $in: batch.map((d) => d._id) } }, { $inc: { attempts: 1 } });
-        await this.remindOfOutage();
+        // the count is for the reader; a store that cannot give it leaves it out of the line
+        await this.busOutage.remind(async () => ({ waiting: await this.size().catch(() => undefined) }));
         return;
       }
     }
   }
 
-  /** A publication the bus refused: the first one of an outage is logged, with why. */
-  private refused(err: unknown): void {
-    if (this.outage) {
-      this.outage.refusals++;
-      return;
-    }
-    const since = this.deps.clock.now();
-    this.outage = { since, remindedAt: since.getTime(), delivered: 0, refusals: 1 };
-    this.deps.logger.warn(
-      { err, retryEveryMs: this.deps.intervalMs },
-      'outbox: the bus refuses events; they wait and are published again on a timer and on reconnection ' +
-        '(llm_gateway_usage_outbox_events counts them)',
-    );
-  }
-
-  /** At most one line per OUTAGE_REMINDER_MS while the outage lasts, with what waits and since when. */
-  private async remindOfOutage(): Promise<void> {
-    const outage = this.outage;
-    const now = this.deps.clock.now().getTime();
-    if (!outage || now - outage.remindedAt < OUTAGE_REMINDER_MS) return;
-    outage.remindedAt = now;
-    // the count is for the reader; a store that cannot give it leaves it out of the line
-    const waiting = await this.size().catch(() => undefined);
-    this.deps.logger.warn(
-      {
-        waiting,
-        since: outage.since.toISOString(),
-        outageSeconds: Math.round((now - outage.since.getTime()) / 1000),
-      },
-      'outbox: the bus still refuses events',
-    );
-  }
-
-  private outageEnded(outage: Outage): void {
-    this.outage = undefined;
-    const now = this.deps.clock.now().getTime();
-    this.deps.logger.info(
-      {
-        delivered: outage.delivered,
-        since: outage.since.toISOString(),
-        outageSeconds: Math.round((now - outage.since.getTime()) / 1000),
-      },
-      'outbox: the bus takes events again; what waited is delivered',
-    );
+  /** A read or write the store refused: logged when the outage starts, then at most every OUTAGE_REMINDER_MS. */
+  private async storeRefused(err: unknown): Promise<void> {
+    this.storeOutage.refused(err, { held: this.held.length });
+    await this.storeOutage.remind(() => ({ held: this.held.length }));
   }
 }

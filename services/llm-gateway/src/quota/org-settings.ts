@@ -1,4 +1,4 @@
-import { type Clock, INTERNAL_SECRET_HEADER, type Logger, Unavailable } from '@platform/kernel';
+import { type Clock, INTERNAL_SECRET_HEADER, type Logger, OutageLog, Unavailable } from '@platform/kernel';
 
 export type QuotaPolicy = 'hard_block' | 'soft_downgrade';
 
@@ -92,11 +92,15 @@ const DEFAULT_SETTINGS_CACHE_MAX_ENTRIES = 10_000;
  * At most `maxEntries` organizations are kept, the least recently used leaving first: every organization a
  * caller can make (or a deleted one) would otherwise stay for the life of the process. One that left is read
  * from llm-quota again at its next request, and has no last known settings while llm-quota is away.
+ *
+ * llm-quota away is logged once when it starts, at most once a minute while it lasts, and once when it answers
+ * again: every request would otherwise log a line while it lasts.
  */
 export class OrgSettingsSource {
   private readonly cache = new Map<string, { at: number; value: OrgGatewaySettings }>();
   private readonly inflight = new Map<string, Promise<OrgGatewaySettings>>();
   private readonly maxEntries: number;
+  private readonly quotaOutage: OutageLog;
 
   constructor(
     private readonly deps: {
@@ -111,6 +115,12 @@ export class OrgSettingsSource {
     },
   ) {
     this.maxEntries = Math.max(1, deps.maxEntries ?? DEFAULT_SETTINGS_CACHE_MAX_ENTRIES);
+    this.quotaOutage = new OutageLog(deps, {
+      starts:
+        'llm-quota unreachable: organizations use their last known settings, and those without any answer 503',
+      lasts: 'llm-quota still unreachable',
+      ends: 'llm-quota answers again',
+    });
   }
 
   /** organizations whose settings are held */
@@ -137,11 +147,8 @@ export class OrgSettingsSource {
     try {
       return await this.load(orgSlug);
     } catch (err) {
-      if (cached) {
-        this.deps.logger.warn({ err, orgSlug }, 'llm-quota unreachable; using the last known settings');
-        return cached.value;
-      }
-      this.deps.logger.error({ err, orgSlug }, 'llm-quota unreachable; no settings known');
+      if (!this.quotaOutage.refused(err, { orgSlug })) await this.quotaOutage.remind();
+      if (cached) return cached.value;
       throw new Unavailable('Quota settings are unavailable; try again shortly', { retryAfter: 1 });
     }
   }
@@ -152,6 +159,7 @@ export class OrgSettingsSource {
     if (!pending) {
       pending = this.fetchSettings(orgSlug)
         .then((value) => {
+          this.quotaOutage.ended();
           this.cache.delete(orgSlug);
           this.cache.set(orgSlug, { at: this.deps.clock.now().getTime(), value });
           if (this.cache.size > this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
