@@ -10,7 +10,7 @@ import {
 import { z } from 'zod';
 import type { CatalogueCollections, ModelDoc, ProviderDoc } from './catalogue-store';
 import { missingEndpoints } from './deployment-endpoints';
-import { acceptingAsIs, type EntryIssue, fieldsOf, issueKey, schemaIssues, touches } from './entry-issues';
+import { acceptingAsIs, type EntryIssue, fieldsOf, issueKey, schemaIssues, writes } from './entry-issues';
 import {
   type ModelEntry,
   ModelEntryObjectSchema,
@@ -178,6 +178,15 @@ export class CatalogueAdmin {
   async remove(id: string, actor: Actor, requestId: string | null): Promise<void> {
     const current = await this.deps.collections.models.findOne({ _id: id });
     if (!current) throw modelMissing(id);
+    // a failover naming a removed model would fail over to nothing, unseen until its provider fails
+    const naming = await this.deps.collections.models.find({ failover: id });
+    const others = naming.map((m) => m._id).filter((other) => other !== id);
+    if (others.length)
+      throw new Conflict(`Models fail over to ${id}; give them another failover (or none) first`, {
+        error: 'MODEL_IN_USE',
+        code: 'MODEL_IN_USE',
+        details: { models: others },
+      });
     // a delete that went in meanwhile has removed it: that one is the change, audited once
     if ((await this.deps.collections.models.deleteOne({ _id: id })) === 0) throw modelMissing(id);
     await this.committed(actor, 'delete', id, entryOf(current), null, requestId);
@@ -206,7 +215,12 @@ export class CatalogueAdmin {
       if (seen.has(parsed.data.model_id))
         issues.push({ field: 'model_id', message: 'duplicate in the list' });
       issues.push(...unknownProviders(parsed.data, (p) => providers.has(p)));
-      issues.push(...missingEndpoints(parsed.data, (p) => providers.get(p)));
+      issues.push(
+        ...missingEndpoints(parsed.data, (p) => providers.get(p)).map(({ field, message }) => ({
+          field,
+          message,
+        })),
+      );
       seen.add(parsed.data.model_id);
       if (issues.length) bad.push({ index, model_id: parsed.data.model_id, issues });
       else {
@@ -341,7 +355,7 @@ export class CatalogueAdmin {
     issues.push(
       ...(await this.referenceIssues(parsed.success ? parsed.data : this.asStored(before, issues))),
     );
-    return new Set(issues.filter((i) => !touches(patch, i.path)).map(issueKey));
+    return new Set(issues.filter((i) => !writes(patch, before, i.path)).map(issueKey));
   }
 
   /** an entry with the values at the issues' places taken as they are, the rest parsed (defaults applied) */

@@ -35,14 +35,14 @@ function endpointsNeeded(entry: Pick<ModelEntry, 'type' | 'native_rerank'>): Pro
 
 /**
  * The entry's deployments whose provider has not an endpoint the model needs (decision 0105), as issues
- * (`field`, `message`) naming the model and the provider. A provider `providerOf` does not know is left to
- * `unknownProviders`.
+ * (`field`, `message` naming the model and the provider, and the `endpoint` lacking). A provider `providerOf` does
+ * not know is left to `unknownProviders`.
  */
 export function missingEndpoints(
   entry: Pick<ModelEntry, 'model_id' | 'type' | 'native_rerank' | 'provider_config' | 'deployments'>,
   providerOf: (name: string) => ProviderShape | undefined,
-): Array<{ field: string; message: string }> {
-  const issues: Array<{ field: string; message: string }> = [];
+): Array<{ field: string; message: string; endpoint: ProviderEndpoint }> {
+  const issues: Array<{ field: string; message: string; endpoint: ProviderEndpoint }> = [];
   const needed = endpointsNeeded(entry);
   deploymentsOf(entry).forEach((d, i) => {
     const provider = providerOf(d.provider);
@@ -56,6 +56,7 @@ export function missingEndpoints(
       issues.push({
         field: entry.deployments ? `deployments.${i}.provider` : 'provider_config.provider',
         message: `${why}: provider ${d.provider} (${KIND_NAMES[providerKind(provider)]}) has no ${ENDPOINT_NAMES[endpoint]} endpoint`,
+        endpoint,
       });
     }
   });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isPlainObject } from './model-entry';
 
 /** What is wrong with a catalogue entry: the member it lies in (its path) and why. */
 export interface EntryIssue {
@@ -25,20 +26,17 @@ export const schemaIssues = (error: z.ZodError): EntryIssue[] =>
       : [{ path, message: i.message }];
   });
 
-/** the members a merge patch writes or removes: a nested object's own members, anything else whole */
-function writtenPaths(patch: Record<string, unknown>, at: string[] = []): string[][] {
-  return Object.entries(patch).flatMap(([k, v]) =>
-    typeof v === 'object' && v !== null && !Array.isArray(v)
-      ? writtenPaths(v as Record<string, unknown>, [...at, k])
-      : [[...at, k]],
-  );
+/**
+ * Whether a merge patch writes the member at `path` of `stored`: the member itself, one inside it, or one around it.
+ * An object merged into an object writes its own members alone; over anything else it replaces the value whole,
+ * even an empty one (`{rank: {}}` over a stored `rank: 3`).
+ */
+export function writes(patch: unknown, stored: unknown, path: string[]): boolean {
+  if (!isPlainObject(patch) || !isPlainObject(stored)) return true;
+  const [key, ...rest] = path;
+  if (key === undefined) return Object.keys(patch).length > 0;
+  return Object.hasOwn(patch, key) && writes(patch[key], stored[key], rest);
 }
-
-const within = (inner: string[], outer: string[]) => outer.every((k, i) => inner[i] === k);
-
-/** Whether a merge patch writes the member at `path`, one inside it, or one around it. */
-export const touches = (patch: Record<string, unknown>, path: string[]) =>
-  writtenPaths(patch).some((written) => within(path, written) || within(written, path));
 
 /**
  * `schema` taking whatever lies at `path` as it is; everything else is parsed as before, defaults applied. A path

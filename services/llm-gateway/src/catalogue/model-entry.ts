@@ -209,7 +209,7 @@ export const ModelPatchSchema = z.record(z.string(), z.unknown()).meta({
     'members of a model entry to change; `null` removes an optional member; `model_id` cannot change',
 });
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** RFC 7396 merge: objects merge member by member, `null` removes, anything else replaces. */

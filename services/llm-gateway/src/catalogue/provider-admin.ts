@@ -109,8 +109,8 @@ export class ProviderAdmin {
 
   /**
    * A provider's new type (or Azure form) must still have what the models using it call (decision 0105):
-   * 400 naming each model, to move before the provider changes. What the stored provider already lacked (a model
-   * written before the check existed) does not refuse a replacement, a key rotated say, that changes nothing there.
+   * 400 naming each model, to move before the provider changes. An endpoint the stored provider already lacked (a
+   * model written before the check existed) does not refuse a replacement, a key rotated or a kind that lacks it too.
    */
   private async checkEndpoints(
     name: string,
@@ -120,9 +120,9 @@ export class ProviderAdmin {
     const issues = (await this.users(name)).flatMap((m) => {
       const lacking = (provider: ProviderDoc | z.infer<typeof ProviderBodySchema>) =>
         missingEndpoints(entryOf(m), (p) => (p === name ? provider : undefined));
-      const held = new Set(before ? lacking(before).map((issue) => issue.message) : []);
+      const held = new Set(before ? lacking(before).map((issue) => `${issue.field}\n${issue.endpoint}`) : []);
       return lacking(input)
-        .filter((issue) => !held.has(issue.message))
+        .filter((issue) => !held.has(`${issue.field}\n${issue.endpoint}`))
         .map((issue) => ({
           field: input.type === 'openai' ? 'azure' : 'type',
           message: issue.message,

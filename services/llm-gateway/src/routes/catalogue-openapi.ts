@@ -289,7 +289,12 @@ export function catalogueRouteDocs(error: ErrorDoc, caller: string[]): RouteDoc[
       summary: 'Remove a model from the catalogue',
       tags: ['model catalogue'],
       security: admin,
-      responses: { 204: { description: 'removed' }, ...writes, 404: error('MODEL_NOT_FOUND') },
+      responses: {
+        204: { description: 'removed' },
+        ...writes,
+        404: error('MODEL_NOT_FOUND'),
+        409: error('MODEL_IN_USE (`details.models`: the models whose failover names it)'),
+      },
     },
     {
       method: 'get',
