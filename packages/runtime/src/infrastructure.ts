@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Bus, createInProcessBus, createNatsBus, natsUrlForLogs } from '@platform/bus';
-import type { Clock, Logger } from '@platform/kernel';
+import { type Clock, type Logger, OutageLog, systemClock } from '@platform/kernel';
 import {
   createEmbeddedStore,
   createMongoStore,
@@ -29,11 +29,13 @@ export async function openStore(
   clock?: Clock,
 ): Promise<Store> {
   if (settings.MONGO_URL) {
-    logger.info('store: MongoDB');
-    return createMongoStore({
+    const store = await createMongoStore({
       url: settings.MONGO_URL,
       dbName: `platform_${settings.service.replace(/-/g, '_')}`,
     });
+    // once connected: a service waiting for its database calls this every STORE_RETRY_MS
+    logger.info('store: MongoDB');
+    return store;
   }
   const dataDir = path.resolve(settings.DATA_DIR, settings.service);
   logger.info({ dataDir }, 'store: embedded');
@@ -94,6 +96,8 @@ export const STORE_RETRY_MS = 2_000;
  * Opens the store, trying again while the database cannot be reached: a service started during a MongoDB outage
  * waits for it (alive, not ready) instead of exiting and being restarted in a loop. `onUnreachable` is told why
  * each attempt failed. What `isTransient` does not accept (a data folder that cannot be written) ends the wait.
+ * The wait is logged when it starts, at most once a minute while it lasts, and when the database answers: a line
+ * per attempt, every STORE_RETRY_MS, is logged at debug level only.
  */
 export async function openStoreWhenReachable(
   open: () => Promise<Store>,
@@ -102,20 +106,30 @@ export async function openStoreWhenReachable(
     isTransient: (err: unknown) => boolean;
     onUnreachable?: (reason: string) => void;
     retryMs?: number;
+    /** the time of the log lines (default: the system's) */
+    clock?: Clock;
   },
 ): Promise<Store> {
+  const retryMs = options.retryMs ?? STORE_RETRY_MS;
+  const unreachable = new OutageLog(
+    { logger: options.logger, clock: options.clock ?? systemClock },
+    {
+      starts: `store: the database cannot be reached; trying again every ${retryMs} ms (not ready until it answers)`,
+      lasts: 'store: the database still cannot be reached',
+      ends: 'store: the database answers',
+    },
+  );
   for (let attempt = 1; ; attempt++) {
     try {
-      return await open();
+      const store = await open();
+      unreachable.ended({ attempts: attempt });
+      return store;
     } catch (err) {
       if (!options.isTransient(err)) throw err;
       const reason = err instanceof Error ? err.message : String(err);
       options.onUnreachable?.(reason);
-      const retryMs = options.retryMs ?? STORE_RETRY_MS;
-      options.logger.warn(
-        { attempt, reason },
-        `store: the database cannot be reached; trying again in ${retryMs} ms (not ready until it answers)`,
-      );
+      options.logger.debug({ attempt, reason }, 'store: an attempt to reach the database failed');
+      if (!unreachable.refused(err, { reason })) await unreachable.remind(() => ({ attempt, reason }));
       await new Promise((resolve) => setTimeout(resolve, retryMs));
     }
   }

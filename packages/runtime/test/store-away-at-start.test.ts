@@ -9,7 +9,7 @@ import { freePort, waitFor } from '@platform/testkit';
  */
 const ROOT = path.resolve(__dirname, '../../..');
 
-/** llm-quota's production entry on MongoDB at `mongoUrl`; what it prints goes to `onOutput` */
+/** llm-quota's production entry on MongoDB at `mongoUrl`, logging at debug level; what it prints goes to `onOutput` */
 function startQuota(mongoUrl: string, port: number, adminPort: number, onOutput: (text: string) => void) {
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'services/llm-quota/src/main.ts'], {
     cwd: ROOT,
@@ -20,6 +20,8 @@ function startQuota(mongoUrl: string, port: number, adminPort: number, onOutput:
       PORT: String(port),
       ADMIN_PORT: String(adminPort),
       ADMIN_HOST: '127.0.0.1',
+      // every attempt to reach the database is a debug line (at info, the wait is one line, then one a minute)
+      LOG_LEVEL: 'debug',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -27,6 +29,19 @@ function startQuota(mongoUrl: string, port: number, adminPort: number, onOutput:
     stream.on('data', (d: Buffer) => onOutput(d.toString()));
   return child;
 }
+
+/** the JSON lines of a service's output (a line still being written is left out) */
+const logLines = (output: string): Array<Record<string, unknown>> =>
+  output
+    .split('\n')
+    .slice(0, -1)
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line)];
+      } catch {
+        return [];
+      }
+    });
 
 const refused = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -71,10 +86,23 @@ describe('a service whose MongoDB is away when it starts', () => {
       what: 'the admin port answering',
       timeoutMs: 20_000,
     });
-    await waitFor(async () => (output.match(/the database cannot be reached/g) ?? []).length >= 2, {
+    const attempts = () =>
+      logLines(output)
+        .filter((line) => line.msg === 'store: an attempt to reach the database failed')
+        .map((line) => line.attempt);
+    await waitFor(() => attempts().includes(2), {
       what: 'a second attempt to reach MongoDB',
       timeoutMs: 20_000,
     });
+    // the wait is said once, with why, however many attempts fail (a reminder comes a minute later); no line at
+    // info level or above comes again with each attempt
+    expect(
+      logLines(output).filter((line) => /the database cannot be reached/.test(String(line.msg))),
+    ).toEqual([expect.objectContaining({ level: 40, reason: expect.stringMatching(/ECONNREFUSED/) })]);
+    const said = logLines(output)
+      .filter((line) => Number(line.level) >= 30)
+      .map((line) => line.msg);
+    expect(new Set(said).size).toBe(said.length);
     const ready = await fetch(`${adminUrl}/readyz`);
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({
