@@ -10,6 +10,7 @@ import {
   type BaseDeps,
   createServiceApp,
   edgePrincipal,
+  OutageLog,
   openApiHandler,
   type PlatformService,
   type ServiceApp,
@@ -309,15 +310,27 @@ export async function createLlmGatewayService(deps: LlmGatewayDeps): Promise<Pla
       // A change announced while this instance was away from the bus is picked up from the store.
       let seen = await admin.version();
       if (deps.config.LLM_GATEWAY_CATALOGUE_POLL_MS > 0) {
+        // a store away fails every check: said when it starts, once a minute, and when a check succeeds again
+        const checks = new OutageLog(deps, {
+          starts:
+            'catalogue version check failed: a change whose notice this instance missed is not served until a check succeeds',
+          lasts: 'catalogue version checks still fail',
+          ends: 'catalogue version checks succeed again',
+        });
         const poll = setInterval(() => {
           admin
             .version()
             .then(async (v) => {
-              if (v === seen) return;
-              seen = v;
-              await context.catalogue.reload();
+              if (v !== seen) {
+                await context.catalogue.reload();
+                // only once reloaded: a reload that failed is tried again at the next check
+                seen = v;
+              }
+              checks.ended();
             })
-            .catch((err) => deps.logger.warn({ err }, 'catalogue version check failed'));
+            .catch(async (err) => {
+              if (!checks.refused(err)) await checks.remind();
+            });
         }, deps.config.LLM_GATEWAY_CATALOGUE_POLL_MS);
         poll.unref();
         unsubscribes.push(() => clearInterval(poll));
