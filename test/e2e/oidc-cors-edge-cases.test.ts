@@ -3,8 +3,8 @@ import path from 'node:path';
 import { createEmbeddedStore } from '@platform/store';
 import { tempDir } from '@platform/testkit';
 import type { OidcClientDoc } from '../../services/auth/src/oidc/clients';
-import { startMailCatcher } from '../../services/auth/test/mail-catcher';
-import { callJson, startTestPlatform, type TestPlatform } from '../harness';
+import { callJson } from '../harness';
+import { type OidcPlatform, startOidcPlatform } from '../support/oidc-platform';
 import { consentedCode } from '../support/oidc-sign-in';
 
 /**
@@ -19,8 +19,7 @@ const LOOPBACK = 'http://[::1]:8080';
 
 describe('OpenID Connect CORS at its edges', () => {
   const data = tempDir('oidc-cors-edge-cases-');
-  let p: TestPlatform;
-  let mail: Awaited<ReturnType<typeof startMailCatcher>>;
+  let oidc: OidcPlatform;
   let base: string;
   let backendSecret: string;
 
@@ -45,35 +44,18 @@ describe('OpenID Connect CORS at its edges', () => {
     });
     await store.close();
 
-    mail = await startMailCatcher();
-    p = await startTestPlatform({
-      dataDir: data.dir,
-      env: {
-        PLATFORM_INTERNAL_SECRET: SECRET,
-        SMTP_URL: mail.url,
-        PASSWORD_SCRYPT_N: '1024',
-        PASSWORD_SCRYPT_P: '1',
-        JWKS_PUBLISH_DELAY_SECONDS: '0',
-      },
-    });
-    base = p.baseUrl;
-    const register = (clientId: string, body: Record<string, unknown>) =>
-      fetch(`${p.upstreams.auth}/internal/oidc-clients/${clientId}`, {
-        method: 'PUT',
-        headers: { 'x-platform-internal-secret': SECRET, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-    expect((await register('spa', { redirectUris: [`${APP}/callback`, `${LOOPBACK}/cb`] })).status).toBe(201);
-    const backend = await register('backend', {
-      redirectUris: ['https://backend.example/callback'],
-      confidential: true,
-    });
-    expect(backend.status).toBe(201);
-    backendSecret = ((await backend.json()) as { clientSecret: string }).clientSecret;
+    oidc = await startOidcPlatform({ secret: SECRET, dataDir: data.dir });
+    base = oidc.base;
+    await oidc.register('spa', { redirectUris: [`${APP}/callback`, `${LOOPBACK}/cb`] });
+    backendSecret = (
+      await oidc.register('backend', {
+        redirectUris: ['https://backend.example/callback'],
+        confidential: true,
+      })
+    ).clientSecret!;
   });
   afterAll(async () => {
-    await p?.stop();
-    await mail?.close();
+    await oidc?.stop();
     data.remove();
   });
 
@@ -136,12 +118,7 @@ describe('OpenID Connect CORS at its edges', () => {
   it('an application registered while pages of its origin are refused: its next preflight is allowed', async () => {
     const LATE = 'https://late.example';
     expect(allowed(await preflight('/oidc/token', LATE))).toBeNull();
-    const registered = await fetch(`${p.upstreams.auth}/internal/oidc-clients/late-spa`, {
-      method: 'PUT',
-      headers: { 'x-platform-internal-secret': SECRET, 'content-type': 'application/json' },
-      body: JSON.stringify({ redirectUris: [`${LATE}/callback`] }),
-    });
-    expect(registered.status).toBe(201);
+    await oidc.register('late-spa', { redirectUris: [`${LATE}/callback`] });
     expect(allowed(await preflight('/oidc/token', LATE))).toBe(LATE);
   });
 
@@ -180,11 +157,7 @@ describe('OpenID Connect CORS at its edges', () => {
   it('a confidential client’s backend that sends an Origin (or none) exchanges its code and revokes its token; no page reads them', async () => {
     const redirectUri = 'https://backend.example/callback';
     const backendPost = (target: string, headers: Record<string, string>, form: Record<string, string>) =>
-      fetch(`${base}${target}`, {
-        method: 'POST',
-        headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ client_id: 'backend', client_secret: backendSecret, ...form }).toString(),
-      });
+      oidc.post(target, headers, { client_id: 'backend', client_secret: backendSecret, ...form });
     for (const headers of [{ origin: 'https://backend.example' }, {}] as Record<string, string>[]) {
       const { code, verifier } = await authorizationCode('backend', redirectUri);
       const form = {

@@ -1,7 +1,6 @@
 import { tempDir } from '@platform/testkit';
-import { startMailCatcher } from '../../services/auth/test/mail-catcher';
-import { callJson, startTestPlatform, type TestPlatform } from '../harness';
-import { consentedCode } from '../support/oidc-sign-in';
+import { callJson } from '../harness';
+import { type OidcPlatform, startOidcPlatform } from '../support/oidc-platform';
 
 /**
  * RFC 7009 2.1 at {base_url}/oidc/token/revocation, through the edge, for the JWT access tokens auth revokes itself:
@@ -14,92 +13,29 @@ const APP = 'https://app.example';
 
 describe('revoking a JWT access token: the client authenticates as it registered', () => {
   const data = tempDir('oidc-revocation-client-auth-');
-  let p: TestPlatform;
-  let mail: Awaited<ReturnType<typeof startMailCatcher>>;
-  let base: string;
+  let oidc: OidcPlatform;
   let backendSecret: string;
   let otherSecret: string;
 
   beforeAll(async () => {
-    mail = await startMailCatcher();
-    p = await startTestPlatform({
-      dataDir: data.dir,
-      env: {
-        PLATFORM_INTERNAL_SECRET: SECRET,
-        SMTP_URL: mail.url,
-        PASSWORD_SCRYPT_N: '1024',
-        PASSWORD_SCRYPT_P: '1',
-        JWKS_PUBLISH_DELAY_SECONDS: '0',
-      },
-    });
-    base = p.baseUrl;
-    const register = async (clientId: string, body: Record<string, unknown>) => {
-      const res = await fetch(`${p.upstreams.auth}/internal/oidc-clients/${clientId}`, {
-        method: 'PUT',
-        headers: { 'x-platform-internal-secret': SECRET, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      expect(res.status).toBe(201);
-      return (await res.json()) as { clientSecret?: string };
-    };
-    backendSecret = (await register('backend', { redirectUris: [BACKEND_CALLBACK], confidential: true }))
+    oidc = await startOidcPlatform({ secret: SECRET, dataDir: data.dir });
+    backendSecret = (await oidc.register('backend', { redirectUris: [BACKEND_CALLBACK], confidential: true }))
       .clientSecret!;
-    otherSecret = (await register('other-backend', { redirectUris: [BACKEND_CALLBACK], confidential: true }))
-      .clientSecret!;
-    await register('spa', { redirectUris: [`${APP}/callback`] });
+    otherSecret = (
+      await oidc.register('other-backend', { redirectUris: [BACKEND_CALLBACK], confidential: true })
+    ).clientSecret!;
+    await oidc.register('spa', { redirectUris: [`${APP}/callback`] });
   });
   afterAll(async () => {
-    await p?.stop();
-    await mail?.close();
+    await oidc?.stop();
     data.remove();
   });
 
-  /** Tokens of a new person who signed in to `clientId` and allowed it; `auth` is how the client authenticates. */
-  async function tokensOf(clientId: string, redirectUri: string, auth: Record<string, string>) {
-    const { code, verifier } = await consentedCode(base, {
-      clientId,
-      redirectUri,
-      scope: 'openid email offline_access',
-    });
-    const exchanged = await post(
-      '/oidc/token',
-      {},
-      {
-        ...auth,
-        grant_type: 'authorization_code',
-        code,
-        code_verifier: verifier,
-        redirect_uri: redirectUri,
-      },
-    );
-    expect(exchanged.status).toBe(200);
-    return (await exchanged.json()) as { access_token: string; refresh_token: string };
-  }
-
   /** through the edge, which forwards an `Authorization: Basic` header (client_secret_basic) on these endpoints only */
-  const post = (target: string, headers: Record<string, string>, form: Record<string, string>) =>
-    fetch(`${base}${target}`, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(form).toString(),
-    });
   const basic = (clientId: string, secret: string) => ({
     authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`,
   });
 
-  /**
-   * Whether the token's grant still holds: its refresh token refreshes (a revocation deletes the grant before it
-   * answers). Answers the new refresh token, or null when the grant is gone.
-   */
-  async function refreshed(refreshToken: string, auth: Record<string, string>): Promise<string | null> {
-    const res = await post(
-      '/oidc/token',
-      {},
-      { ...auth, grant_type: 'refresh_token', refresh_token: refreshToken },
-    );
-    if (res.status !== 200) return null;
-    return ((await res.json()) as { refresh_token: string }).refresh_token;
-  }
   /** an answer's body: its JSON, else its text (a revocation's 200 has none) */
   const bodyOf = async (res: Response): Promise<unknown> => {
     const text = await res.text();
@@ -110,11 +46,11 @@ describe('revoking a JWT access token: the client authenticates as it registered
     }
   };
   const userinfo = async (accessToken: string) =>
-    (await callJson(`${base}/oidc/me`, 'GET', { bearer: accessToken })).status;
+    (await callJson(`${oidc.base}/oidc/me`, 'GET', { bearer: accessToken })).status;
 
   it('a confidential client without its secret, or with a wrong one, is 401 invalid_client and revokes nothing', async () => {
     const auth = { client_id: 'backend', client_secret: backendSecret };
-    const tokens = await tokensOf('backend', BACKEND_CALLBACK, auth);
+    const tokens = await oidc.tokensOf(auth, BACKEND_CALLBACK);
     let refreshToken = tokens.refresh_token;
     const unauthenticated = [401, 'invalid_client', 'client authentication failed'] as const;
     const twoMechanisms = [
@@ -134,7 +70,10 @@ describe('revoking a JWT access token: the client authenticates as it registered
       ['its secret both as Basic and in the form', basic('backend', backendSecret), auth, twoMechanisms],
     ];
     for (const [what, headers, form, [status, error, description] = unauthenticated] of attempts) {
-      const refused = await post('/oidc/token/revocation', headers, { ...form, token: tokens.access_token });
+      const refused = await oidc.post('/oidc/token/revocation', headers, {
+        ...form,
+        token: tokens.access_token,
+      });
       expect([what, refused.status, await bodyOf(refused)]).toEqual([
         what,
         status,
@@ -143,7 +82,7 @@ describe('revoking a JWT access token: the client authenticates as it registered
       // no page reads what a confidential client is answered (commit b5035a2)
       if (headers.origin)
         expect([what, refused.headers.get('access-control-allow-origin')]).toEqual([what, null]);
-      const next = await refreshed(refreshToken, auth);
+      const next = await oidc.refreshed(refreshToken, auth);
       expect([what, next === null ? 'grant revoked' : 'grant holds']).toEqual([what, 'grant holds']);
       refreshToken = next!;
     }
@@ -162,21 +101,24 @@ describe('revoking a JWT access token: the client authenticates as it registered
         { client_id: 'backend' },
       ],
     ] as Array<[string, Record<string, string>, Record<string, string>]>) {
-      const tokens = await tokensOf('backend', BACKEND_CALLBACK, auth);
+      const tokens = await oidc.tokensOf(auth, BACKEND_CALLBACK);
       expect(await userinfo(tokens.access_token)).toBe(200);
-      const revoked = await post('/oidc/token/revocation', headers, { ...form, token: tokens.access_token });
+      const revoked = await oidc.post('/oidc/token/revocation', headers, {
+        ...form,
+        token: tokens.access_token,
+      });
       expect([what, revoked.status, await revoked.text()]).toEqual([what, 200, '']);
       if (headers.origin)
         expect([what, revoked.headers.get('access-control-allow-origin')]).toEqual([what, null]);
-      expect([what, await refreshed(tokens.refresh_token, auth)]).toEqual([what, null]);
+      expect([what, await oidc.refreshed(tokens.refresh_token, auth)]).toEqual([what, null]);
       expect([what, await userinfo(tokens.access_token)]).toEqual([what, 401]);
     }
   });
 
   it('a public client revokes with its client_id alone; one that sends a secret is refused as the provider refuses it', async () => {
     const auth = { client_id: 'spa' };
-    const tokens = await tokensOf('spa', `${APP}/callback`, auth);
-    const refused = await post(
+    const tokens = await oidc.tokensOf(auth, `${APP}/callback`);
+    const refused = await oidc.post(
       '/oidc/token/revocation',
       { origin: APP },
       {
@@ -189,16 +131,16 @@ describe('revoking a JWT access token: the client authenticates as it registered
       401,
       'invalid_client',
     ]);
-    const next = await refreshed(tokens.refresh_token, auth);
+    const next = await oidc.refreshed(tokens.refresh_token, auth);
     expect(next).not.toBeNull();
 
-    const revoked = await post(
+    const revoked = await oidc.post(
       '/oidc/token/revocation',
       { origin: APP },
       { ...auth, token: tokens.access_token },
     );
     expect([revoked.status, revoked.headers.get('access-control-allow-origin')]).toEqual([200, APP]);
-    expect(await refreshed(next!, auth)).toBeNull();
+    expect(await oidc.refreshed(next!, auth)).toBeNull();
     expect(await userinfo(tokens.access_token)).toBe(401);
   });
 });

@@ -2,9 +2,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { ManualClock } from '@platform/kernel';
 import { tempDir } from '@platform/testkit';
 import jwt from 'jsonwebtoken';
-import { startMailCatcher } from '../../services/auth/test/mail-catcher';
-import { callJson, startTestPlatform, type TestPlatform } from '../harness';
-import { consentedCode } from '../support/oidc-sign-in';
+import { callJson } from '../harness';
+import { type OidcPlatform, startOidcPlatform } from '../support/oidc-platform';
 
 /**
  * RFC 7009 2.2 at {base_url}/oidc/token/revocation, through the edge: once the client has authenticated, a token it
@@ -24,98 +23,40 @@ describe('revoking a token the client cannot revoke: 200, and nothing is revoked
   const data = tempDir('oidc-revocation-rfc7009-');
   // the edge and auth check a JWT's expiry by it; node-oidc-provider dates its tokens and grants by the wall clock
   const clock = new ManualClock();
-  let p: TestPlatform;
-  let mail: Awaited<ReturnType<typeof startMailCatcher>>;
-  let base: string;
-  let backend: Record<string, string>;
-  let otherBackend: Record<string, string>;
+  let oidc: OidcPlatform;
+  let backend: { client_id: string; client_secret: string };
+  let otherBackend: { client_id: string; client_secret: string };
   const spa = { client_id: 'spa' };
 
   beforeAll(async () => {
-    mail = await startMailCatcher();
-    p = await startTestPlatform({
-      dataDir: data.dir,
-      clock,
-      env: {
-        PLATFORM_INTERNAL_SECRET: SECRET,
-        SMTP_URL: mail.url,
-        PASSWORD_SCRYPT_N: '1024',
-        PASSWORD_SCRYPT_P: '1',
-        JWKS_PUBLISH_DELAY_SECONDS: '0',
-      },
-    });
-    base = p.baseUrl;
-    const register = async (clientId: string, body: Record<string, unknown>) => {
-      const res = await fetch(`${p.upstreams.auth}/internal/oidc-clients/${clientId}`, {
-        method: 'PUT',
-        headers: { 'x-platform-internal-secret': SECRET, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      expect(res.status).toBe(201);
-      return (await res.json()) as { clientSecret?: string };
-    };
+    oidc = await startOidcPlatform({ secret: SECRET, dataDir: data.dir, clock });
     const confidential = { redirectUris: [BACKEND_CALLBACK], confidential: true };
     backend = {
       client_id: 'backend',
-      client_secret: (await register('backend', confidential)).clientSecret!,
+      client_secret: (await oidc.register('backend', confidential)).clientSecret!,
     };
     otherBackend = {
       client_id: 'other-backend',
-      client_secret: (await register('other-backend', confidential)).clientSecret!,
+      client_secret: (await oidc.register('other-backend', confidential)).clientSecret!,
     };
-    await register('spa', { redirectUris: [`${APP}/callback`] });
+    await oidc.register('spa', { redirectUris: [`${APP}/callback`] });
   });
   afterAll(async () => {
-    await p?.stop();
-    await mail?.close();
+    await oidc?.stop();
     data.remove();
   });
 
-  const post = (target: string, headers: Record<string, string>, form: Record<string, string>) =>
-    fetch(`${base}${target}`, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(form).toString(),
-    });
-
-  /** Tokens of a new person who signed in to the client `auth` authenticates as, and allowed it. */
-  async function tokensOf(auth: Record<string, string>, redirectUri: string) {
-    const { code, verifier } = await consentedCode(base, {
-      clientId: auth.client_id!,
-      redirectUri,
-      scope: 'openid email offline_access',
-    });
-    const exchanged = await post(
-      '/oidc/token',
-      {},
-      { ...auth, grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: redirectUri },
-    );
-    expect(exchanged.status).toBe(200);
-    return (await exchanged.json()) as { access_token: string; refresh_token: string };
-  }
-
-  /** Whether the grant still holds: its refresh token refreshes. Answers the new refresh token, or null. */
-  async function refreshed(refreshToken: string, auth: Record<string, string>): Promise<string | null> {
-    const res = await post(
-      '/oidc/token',
-      {},
-      { ...auth, grant_type: 'refresh_token', refresh_token: refreshToken },
-    );
-    if (res.status !== 200) return null;
-    return ((await res.json()) as { refresh_token: string }).refresh_token;
-  }
-
   /** status and body of a revocation (a 200 has an empty body) */
   const revoke = async (headers: Record<string, string>, form: Record<string, string>) => {
-    const res = await post('/oidc/token/revocation', headers, form);
+    const res = await oidc.post('/oidc/token/revocation', headers, form);
     const text = await res.text();
     return [res.status, text.startsWith('{') ? JSON.parse(text) : text] as const;
   };
   const userinfo = async (accessToken: string) =>
-    (await callJson(`${base}/oidc/me`, 'GET', { bearer: accessToken })).status;
+    (await callJson(`${oidc.base}/oidc/me`, 'GET', { bearer: accessToken })).status;
 
   it('another client’s access token or refresh token, confidential or public client: 200, and it stays valid', async () => {
-    const tokens = await tokensOf(backend, BACKEND_CALLBACK);
+    const tokens = await oidc.tokensOf(backend, BACKEND_CALLBACK);
     const basic = {
       authorization: `Basic ${Buffer.from(`other-backend:${otherBackend.client_secret}`).toString('base64')}`,
     };
@@ -134,14 +75,14 @@ describe('revoking a token the client cannot revoke: 200, and nothing is revoked
       const token = named === 'access' ? tokens.access_token : refreshToken;
       expect([what, ...(await revoke(headers, { ...form, token }))]).toEqual([what, 200, '']);
       expect([what, await userinfo(tokens.access_token)]).toEqual([what, 200]);
-      const next = await refreshed(refreshToken, backend);
+      const next = await oidc.refreshed(refreshToken, backend);
       expect([what, next === null ? 'grant revoked' : 'grant holds']).toEqual([what, 'grant holds']);
       refreshToken = next!;
     }
   });
 
   it('an altered JWT, or one no key of the platform signed: 200 for the client, and its own token stays valid', async () => {
-    const tokens = await tokensOf(backend, BACKEND_CALLBACK);
+    const tokens = await oidc.tokensOf(backend, BACKEND_CALLBACK);
     const [header, payload, signature] = tokens.access_token.split('.');
     const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString()) as Record<string, unknown>;
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -161,11 +102,11 @@ describe('revoking a token the client cannot revoke: 200, and nothing is revoked
       expect([what, ...(await revoke({}, { ...backend, token }))]).toEqual([what, 200, '']);
     }
     expect(await userinfo(tokens.access_token)).toBe(200);
-    expect(await refreshed(tokens.refresh_token, backend)).not.toBeNull();
+    expect(await oidc.refreshed(tokens.refresh_token, backend)).not.toBeNull();
   });
 
   it('an unauthenticated client is still refused first: 401 invalid_client, whatever the token', async () => {
-    const tokens = await tokensOf(backend, BACKEND_CALLBACK);
+    const tokens = await oidc.tokensOf(backend, BACKEND_CALLBACK);
     const refused = { error: 'invalid_client', error_description: 'client authentication failed' };
     const wrongSecret = { client_id: 'other-backend', client_secret: 'wrong' };
     for (const token of [tokens.access_token, `${tokens.access_token.slice(0, -2)}xx`]) {
@@ -181,14 +122,14 @@ describe('revoking a token the client cannot revoke: 200, and nothing is revoked
   });
 
   it('what the provider answers stays its own: a repeated hint, a page of another origin, its own tokens', async () => {
-    const tokens = await tokensOf(spa, `${APP}/callback`);
+    const tokens = await oidc.tokensOf(spa, `${APP}/callback`);
     const repeated = new URLSearchParams({
       ...spa,
       token: tokens.access_token,
       token_type_hint: 'access_token',
     });
     repeated.append('token_type_hint', 'refresh_token');
-    const twice = await fetch(`${base}/oidc/token/revocation`, {
+    const twice = await fetch(`${oidc.base}/oidc/token/revocation`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: repeated.toString(),
@@ -204,30 +145,30 @@ describe('revoking a token the client cannot revoke: 200, and nothing is revoked
     // its own pages read the answer
     const altered = `${tokens.access_token.slice(0, -2)}xx`;
     for (const token of [tokens.access_token, altered]) {
-      const elsewhere = await post('/oidc/token/revocation', { origin: OTHER_PAGE }, { ...spa, token });
+      const elsewhere = await oidc.post('/oidc/token/revocation', { origin: OTHER_PAGE }, { ...spa, token });
       expect([elsewhere.status, elsewhere.headers.get('access-control-allow-origin')]).toEqual([400, null]);
     }
-    const page = await post('/oidc/token/revocation', { origin: APP }, { ...spa, token: altered });
+    const page = await oidc.post('/oidc/token/revocation', { origin: APP }, { ...spa, token: altered });
     expect([page.status, page.headers.get('access-control-allow-origin')]).toEqual([200, APP]);
     expect(await userinfo(tokens.access_token)).toBe(200);
     // its own refresh token, hinted as an access token, is the provider's to revoke: the grant ends
     expect(
       await revoke({}, { ...spa, token: tokens.refresh_token, token_type_hint: 'access_token' }),
     ).toEqual([200, '']);
-    expect(await refreshed(tokens.refresh_token, spa)).toBeNull();
+    expect(await oidc.refreshed(tokens.refresh_token, spa)).toBeNull();
   });
 
   // last: it moves the platform's clock past every access token issued so far
   it('an expired access token of its own: 200, and the grant it came from holds', async () => {
-    const tokens = await tokensOf(backend, BACKEND_CALLBACK);
-    const publicTokens = await tokensOf(spa, `${APP}/callback`);
+    const tokens = await oidc.tokensOf(backend, BACKEND_CALLBACK);
+    const publicTokens = await oidc.tokensOf(spa, `${APP}/callback`);
     clock.advance(ACCESS_TOKEN_TTL_MS + 60_000);
     expect(await userinfo(tokens.access_token)).toBe(401);
     for (const headers of [{}, { origin: 'https://backend.example' }] as Record<string, string>[]) {
       expect(await revoke(headers, { ...backend, token: tokens.access_token })).toEqual([200, '']);
     }
     expect(await revoke({ origin: APP }, { ...spa, token: publicTokens.access_token })).toEqual([200, '']);
-    expect(await refreshed(tokens.refresh_token, backend)).not.toBeNull();
-    expect(await refreshed(publicTokens.refresh_token, spa)).not.toBeNull();
+    expect(await oidc.refreshed(tokens.refresh_token, backend)).not.toBeNull();
+    expect(await oidc.refreshed(publicTokens.refresh_token, spa)).not.toBeNull();
   });
 });

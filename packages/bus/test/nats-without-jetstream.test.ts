@@ -1,9 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
-import path from 'node:path';
 import type { LlmCompletionEvent } from '@platform/contracts';
-import { describeWithNats, freePort, tempDir, waitFor } from '@platform/testkit';
+import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
 import { type Bus, createNatsBus } from '../src';
 
 const completion = (id: string): LlmCompletionEvent => ({
@@ -23,68 +19,12 @@ const succeeds = (promise: Promise<unknown>) =>
     () => false,
   );
 
-const portOpen = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-
-/**
- * A real nats-server on one port, started with or without JetStream: testkit's always has it, and what is tested
- * here is a server without it, restarted or reloaded (its configuration file changed, SIGHUP) with it.
- */
-async function natsServerOnFreePort() {
-  const port = await freePort();
-  const storage = tempDir('nats-no-js-');
-  const file = path.join(storage.dir, 'nats.conf');
-  const configure = (jetstream: boolean) =>
-    writeFileSync(file, jetstream ? `jetstream { store_dir: ${JSON.stringify(storage.dir)} }\n` : '');
-  let child: ChildProcess | undefined;
-  const stop = async () => {
-    const running = child;
-    child = undefined;
-    if (!running || running.exitCode !== null) return;
-    const gone = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGTERM');
-    await gone;
-  };
-  return {
-    url: `nats://127.0.0.1:${port}`,
-    async start(jetstream: boolean) {
-      configure(jetstream);
-      child = spawn(
-        process.env.NATS_SERVER_BIN ?? 'nats-server',
-        ['-c', file, '-a', '127.0.0.1', '-p', String(port)],
-        {
-          stdio: 'ignore',
-        },
-      );
-      await waitFor(() => portOpen(port), { timeoutMs: 10_000, what: 'nats-server' });
-    },
-    /** JetStream enabled without a restart: the clients stay connected */
-    reload(jetstream: boolean) {
-      configure(jetstream);
-      child?.kill('SIGHUP');
-    },
-    stop,
-    async dispose() {
-      await stop();
-      storage.remove();
-    },
-  };
-}
-
 describeWithNats('NATS bus on a nats-server without JetStream', () => {
-  let server: Awaited<ReturnType<typeof natsServerOnFreePort>>;
+  let server: NatsServerHandle;
   const buses: Bus[] = [];
 
   beforeEach(async () => {
-    server = await natsServerOnFreePort();
-    await server.start(false);
+    server = await startNatsServer({ jetstream: false });
   });
   afterEach(async () => {
     await Promise.all(buses.splice(0).map((b) => b.close()));
@@ -103,18 +43,24 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
     return { bus, errors };
   };
 
-  it('degrades instead of failing, says once what to fix, and consumes once the server is restarted with -js', async () => {
-    const { bus, errors } = await openKeepingErrors('no-js');
-    const fix = `JetStream is not enabled on ${server.url}: start nats-server with -js`;
-    // what llm-quota does at start: each failed with a bare "503", and the service with it
+  /** what llm-quota does at start: its stream made and its durable consumer started; the ids consumed in `got` */
+  const consumeCompletions = async (bus: Bus, durable: string) => {
     await bus.ensureStream({ name: 'NOJS', subjects: ['analytics.>'] });
     const got: string[] = [];
     const consumer = await bus.consumeDurable({
       stream: 'NOJS',
-      durable: 'no-js',
+      durable,
       filterSubject: 'analytics.llm.completion',
       handler: async (m) => void got.push((JSON.parse(m.data) as LlmCompletionEvent).id),
     });
+    return { got, consumer };
+  };
+
+  it('degrades instead of failing, says once what to fix, and consumes once the server is restarted with -js', async () => {
+    const { bus, errors } = await openKeepingErrors('no-js');
+    const fix = `JetStream is not enabled on ${server.url}: start nats-server with -js`;
+    // each failed with a bare "503", and llm-quota with it
+    const { got, consumer } = await consumeCompletions(bus, 'no-js');
     // a gateway's outbox keeps what is refused, and logs why
     const { bus: publisher, errors: publisherErrors } = await openKeepingErrors('no-js-publisher');
     for (const id of ['refused-1', 'refused-2'])
@@ -126,7 +72,7 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
     expect(publisherErrors).toEqual([fix]);
 
     await server.stop();
-    await server.start(true);
+    await server.start({ jetstream: true });
     await waitFor(() => succeeds(bus.ping()), { timeoutMs: 15_000, what: 'JetStream found back' });
     await waitFor(
       () => succeeds(publisher.publishDurable('analytics.llm.completion', completion('after'), 'after')),
@@ -143,18 +89,11 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
   it('says it again when JetStream goes away after it came, and consumes again once it is back', async () => {
     const { bus, errors } = await openKeepingErrors('js-comes-and-goes');
     const fix = `JetStream is not enabled on ${server.url}: start nats-server with -js`;
-    await bus.ensureStream({ name: 'NOJS', subjects: ['analytics.>'] });
-    const got: string[] = [];
-    const consumer = await bus.consumeDurable({
-      stream: 'NOJS',
-      durable: 'comes-and-goes',
-      filterSubject: 'analytics.llm.completion',
-      handler: async (m) => void got.push((JSON.parse(m.data) as LlmCompletionEvent).id),
-    });
+    const { got, consumer } = await consumeCompletions(bus, 'comes-and-goes');
     const { bus: publisher } = await openKeepingErrors('comes-and-goes-publisher');
     const restart = async (jetstream: boolean) => {
       await server.stop();
-      await server.start(jetstream);
+      await server.start({ jetstream });
     };
     await restart(true);
     await waitFor(
@@ -171,7 +110,7 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
     await expect(bus.ping()).rejects.toThrow(fix);
 
     // enabled again without a restart: nothing reconnects, and readiness finds it back
-    server.reload(true);
+    server.reload({ jetstream: true });
     await waitFor(() => succeeds(bus.ping()), { timeoutMs: 15_000, what: 'JetStream found back again' });
     await waitFor(
       () => succeeds(publisher.publishDurable('analytics.llm.completion', completion('second'), 'second')),

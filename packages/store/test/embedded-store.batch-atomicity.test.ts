@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import fsPromises from 'node:fs/promises';
 import path from 'node:path';
 import { tempDir, waitFor } from '@platform/testkit';
-import { type Collection, createEmbeddedStore } from '../src';
+import { type Collection, createEmbeddedStore, DuplicateKeyError } from '../src';
 
 interface Item {
   _id: string;
@@ -22,6 +23,20 @@ const items = (count: number, group: string): Item[] =>
 /** each document as `<_id> <n>` and whether it holds `counts`: a failure's diff stays short */
 const summary = (docs: Array<Item & { counts?: unknown }>): string[] =>
   docs.map((d) => `${d._id} ${d.n}${d.counts === undefined ? '' : ' counts'}`);
+
+/** a document of the tests of a batch the disk refused, and of updateMany through an inherited name */
+type Numbered = { _id: string; n: number };
+
+/** A disk error as Node reports it. */
+const noSpace = () =>
+  Object.assign(new Error('ENOSPC: no space left on device, write'), {
+    code: 'ENOSPC',
+    errno: -28,
+    syscall: 'write',
+  });
+
+/** The lines of `file`, blank ones left out. */
+const linesOf = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean);
 
 /**
  * Runs `batch` on the collection `items` of a store holding `seed`, closes the store, then cuts the file in the middle of
@@ -189,7 +204,7 @@ describe('embedded store: a batch of writes is kept whole or not at all across a
         await store.close();
       }
       // the load's rewrite is one document a line, the format every version reads
-      const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+      const lines = linesOf(file);
       expect(lines).toHaveLength(76); // 75 documents and the index on `group`
     } finally {
       data.remove();
@@ -275,6 +290,155 @@ describe('embedded store: a batch of writes is kept whole or not at all across a
       ]);
       expect(await docs.count({ group: 'g' })).toBe(2);
       expect(told).toEqual([]);
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+});
+
+describe('embedded store after a batch the disk refused partway through its append', () => {
+  /**
+   * A store whose collection `docs` holds a and b, and whose next write, an insertMany of 100 documents, the disk took
+   * half of, then refused (ENOSPC). Answers the store, the file and what the store told.
+   */
+  async function afterRefusedBatch(prefix: string) {
+    const data = tempDir(prefix);
+    const file = path.join(data.dir, 'docs.db');
+    const clock = { ms: 0 };
+    const told: unknown[] = [];
+    const store = createEmbeddedStore({
+      dataDir: data.dir,
+      compactionIntervalMs: 0,
+      now: () => clock.ms,
+      onBackgroundError: (err) => told.push(err),
+    });
+    const docs = store.collection<Numbered>('docs');
+    await docs.insertMany!([
+      { _id: 'a', n: 1 },
+      { _id: 'b', n: 2 },
+    ]);
+    const before = statSync(file).size;
+    const realAppend = fsPromises.appendFile;
+    const full = jest.spyOn(fsPromises, 'appendFile').mockImplementation(async (target, text, options) => {
+      await realAppend(target, String(text).slice(0, String(text).length / 2), options);
+      throw noSpace();
+    });
+    const batch = Array.from({ length: 100 }, (_, i) => ({ _id: `batch-${i}`, n: 100 + i }));
+    try {
+      await expect(docs.insertMany!(batch)).rejects.toMatchObject({ kind: 'unavailable' });
+    } finally {
+      full.mockRestore();
+    }
+    // the torn record is in the file: what comes next must not be appended to it
+    expect(statSync(file).size).toBeGreaterThan(before);
+    clock.ms += 1_000; // past the wait after a refused write
+    return { data, file, store, docs, told };
+  }
+
+  /** The documents a store started on `dir` reads, and what it was told of. */
+  async function reopened(dir: string) {
+    const told: unknown[] = [];
+    const store = createEmbeddedStore({ dataDir: dir, onBackgroundError: (err) => told.push(err) });
+    try {
+      const docs = store.collection<Numbered>('docs', [{ fields: { n: 1 }, unique: true }]);
+      return { found: await docs.find({}, { sort: { n: 1 } }), told };
+    } finally {
+      await store.close();
+    }
+  }
+
+  /** what a store reads after `afterRefusedBatch` and an insertOne of `next`: the batch left no trace */
+  const withNext = [
+    { _id: 'a', n: 1 },
+    { _id: 'b', n: 2 },
+    { _id: 'next', n: 3 },
+  ];
+
+  it('cuts the torn record before the next write, which is read back after a restart', async () => {
+    const { data, store, docs } = await afterRefusedBatch('store-batch-torn-write-');
+    try {
+      await docs.insertOne({ _id: 'next', n: 3 });
+      await store.close();
+      expect(await reopened(data.dir)).toEqual({ found: withNext, told: [] });
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+
+  it('cuts the torn record before the line of an index declared meanwhile, which made one unreadable line of both', async () => {
+    const { data, file, store, docs, told } = await afterRefusedBatch('store-batch-torn-index-');
+    try {
+      // a service asks for the collection with a new unique index before the refused write is reloaded: its line was
+      // appended to the torn record, and the reload then found the file corrupt (told, and a copy of it kept)
+      store.collection<Numbered>('docs', [{ fields: { n: 1 }, unique: true }]);
+      await docs.insertOne({ _id: 'next', n: 3 });
+      await expect(docs.insertOne({ _id: 'twin', n: 3 })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await store.close();
+      expect(told).toEqual([]);
+      expect(readdirSync(data.dir)).toEqual(['docs.db']); // no copy of a file found corrupt
+      expect(linesOf(file)).toContain('{"$$indexCreated":{"fieldName":"n","unique":true,"sparse":false}}');
+      expect(await reopened(data.dir)).toEqual({ found: withNext, told: [] });
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+});
+
+describe('embedded store: updateMany through an inherited name, now one write', () => {
+  it('answers the count of documents it changed, and appends nothing when none match', async () => {
+    const data = tempDir('store-batch-update-each-');
+    const file = path.join(data.dir, 'docs.db');
+    const store = createEmbeddedStore({ dataDir: data.dir, compactionIntervalMs: 0 });
+    try {
+      const docs = store.collection<Numbered & { counts?: Record<string, number> }>('docs');
+      await docs.insertMany!([
+        { _id: 'a', n: 1 },
+        { _id: 'b', n: 1 },
+        { _id: 'c', n: 2 },
+      ]);
+      expect(await docs.updateMany({ n: 1 }, { $set: { 'counts.constructor': 1 } })).toEqual({
+        matched: 2,
+        modified: 2,
+      });
+      const size = statSync(file).size;
+      expect(await docs.updateMany({ n: 9 }, { $inc: { 'counts.toString': 1 } })).toEqual({
+        matched: 0,
+        modified: 0,
+      });
+      expect(statSync(file).size).toBe(size);
+      expect(await docs.find({}, { sort: { _id: 1 } })).toEqual([
+        { _id: 'a', n: 1, counts: { constructor: 1 } },
+        { _id: 'b', n: 1, counts: { constructor: 1 } },
+        { _id: 'c', n: 2 },
+      ]);
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+
+  it('refuses as a duplicate key a change two documents cannot both take, and changes neither', async () => {
+    const data = tempDir('store-batch-update-each-unique-');
+    const store = createEmbeddedStore({ dataDir: data.dir, compactionIntervalMs: 0 });
+    try {
+      const docs = store.collection<Numbered & { owner?: Record<string, string> }>('docs', [
+        { fields: { owner: 1 }, unique: true, sparse: true },
+      ]);
+      await docs.insertMany!([
+        { _id: 'a', n: 1 },
+        { _id: 'b', n: 1 },
+      ]);
+      // the key, `{toString: 'x'}`, failed String() with a TypeError (a 500) in place of the duplicate key
+      await expect(docs.updateMany({ n: 1 }, { $set: { 'owner.toString': 'x' } })).rejects.toThrow(
+        new DuplicateKeyError('docs', '{"toString":"x"}'),
+      );
+      expect(await docs.find({}, { sort: { _id: 1 } })).toEqual([
+        { _id: 'a', n: 1 },
+        { _id: 'b', n: 1 },
+      ]);
     } finally {
       await store.close();
       data.remove();

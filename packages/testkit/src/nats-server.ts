@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import path from 'node:path';
 import { freePort } from './free-port';
 import { tempDir } from './temp-dir';
 import { waitFor } from './wait-for';
@@ -12,8 +14,10 @@ export interface NatsServerHandle {
   port: number;
   /** stops the server (SIGTERM), keeping its JetStream data for `start()` */
   stop(): Promise<void>;
-  /** starts it again on the same port and storage */
-  start(): Promise<void>;
+  /** starts it again on the same port and storage; `jetstream` turns JetStream on or off from then on */
+  start(options?: { jetstream: boolean }): Promise<void>;
+  /** turns JetStream on or off by a reload of its configuration (SIGHUP): connected clients stay connected */
+  reload(options: { jetstream: boolean }): void;
   /** stops it and removes its storage */
   dispose(): Promise<void>;
 }
@@ -58,24 +62,42 @@ const portOpen = (port: number) =>
     socket.once('error', () => resolve(false));
   });
 
-export interface NatsServerConfig {
+export interface NatsServerOptions {
   /** a configuration file (`nats-server -c`), e.g. deploy/nats/authorization.conf */
-  file: string;
+  file?: string;
   /** added to the server's environment: the variables the file reads */
   env?: Record<string, string>;
+  /** false starts it without JetStream, as a NATS that lacks it (default true) */
+  jetstream?: boolean;
 }
 
-/** Starts a real nats-server with JetStream on a free loopback port, with a configuration file if given. */
-export async function startNatsServer(config?: NatsServerConfig): Promise<NatsServerHandle> {
+/**
+ * Starts a real nats-server on a free loopback port, with JetStream unless told otherwise, and with a configuration
+ * file if given.
+ */
+export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerHandle> {
   const port = await freePort();
   const storage = tempDir('nats-js-');
+  // the server reads its configuration from this file, rewritten for each start or reload: a reload reads JetStream's
+  // settings from the file alone (a -js flag would outlive it)
+  const config = path.join(storage.dir, 'nats.conf');
+  let jetstream = options.jetstream ?? true;
   let child: ChildProcess | undefined;
 
-  const start = async () => {
-    const file = config ? ['-c', config.file] : [];
-    child = spawn(binary, [...file, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storage.dir], {
+  const configure = () => {
+    const lines: string[] = [];
+    // nats-server reads an include relative to the including file, even an absolute path
+    if (options.file) lines.push(`include ${JSON.stringify(path.relative(storage.dir, options.file))}`);
+    if (jetstream) lines.push(`jetstream { store_dir: ${JSON.stringify(storage.dir)} }`);
+    writeFileSync(config, lines.map((line) => `${line}\n`).join(''));
+  };
+
+  const start = async (next?: { jetstream: boolean }) => {
+    if (next) jetstream = next.jetstream;
+    configure();
+    child = spawn(binary, ['-c', config, '-a', '127.0.0.1', '-p', String(port)], {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, ...config?.env },
+      env: { ...process.env, ...options.env },
     });
     let stderr = '';
     child.stderr?.on('data', (chunk) => {
@@ -103,6 +125,11 @@ export async function startNatsServer(config?: NatsServerConfig): Promise<NatsSe
     port,
     stop,
     start,
+    reload(next) {
+      jetstream = next.jetstream;
+      configure();
+      child?.kill('SIGHUP');
+    },
     async dispose() {
       await stop();
       storage.remove();

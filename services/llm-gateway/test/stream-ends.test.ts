@@ -1,5 +1,6 @@
 import { metricSum } from '@platform/testkit';
 import type OpenAI from 'openai';
+import { azureGpt, withAzure } from './azure-deployment';
 import { type GatewayWorld, recordCompletions, startGatewayWorld } from './support';
 
 /** one choice of a chunk as Azure's content filter annotates it */
@@ -15,37 +16,13 @@ describe("streams that end in providers' own ways", () => {
   let as: { bearer: string };
   beforeAll(async () => {
     w = await startGatewayWorld({
-      file: (base) => ({
-        ...base,
-        providers: [
-          ...base.providers,
-          {
-            name: 'azure',
-            type: 'openai',
-            baseUrl: base.providers[0]!.baseUrl!.replace(/\/v1$/, ''),
-            apiKey: 'az-secret',
-            azure: { apiVersion: '2024-10-21' },
-          },
-        ],
-        models: [
-          ...base.models,
-          {
-            model_id: 'azure/gpt',
-            type: 'completion',
-            provider_config: { provider: 'azure', model: 'gpt-deployment' },
-            pricing: { input_per_million: 1, output_per_million: 1 },
-          },
+      file: (base) =>
+        withAzure(base, [
+          azureGpt('azure/gpt'),
           // the same deployment giving up on a provider silent for 2 s: the stalled streams alone use it, so that no
           // whole answer of a busy machine races so short a timeout
-          {
-            model_id: 'azure/gpt-stalled',
-            type: 'completion',
-            provider_config: { provider: 'azure', model: 'gpt-deployment' },
-            timeout_ms: 2_000,
-            pricing: { input_per_million: 1, output_per_million: 1 },
-          },
-        ],
-      }),
+          azureGpt('azure/gpt-stalled', { timeout_ms: 2_000 }),
+        ]),
     });
     const { owner } = await w.org('stream-ends');
     as = { bearer: owner.token };

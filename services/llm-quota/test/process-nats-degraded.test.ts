@@ -1,7 +1,6 @@
-import { type ChildProcess, fork, spawn } from 'node:child_process';
-import { connect } from 'node:net';
+import { type ChildProcess, fork } from 'node:child_process';
 import path from 'node:path';
-import { describeWithNats, freePort, tempDir, waitFor } from '@platform/testkit';
+import { describeWithNats, freePort, startNatsServer, tempDir, waitFor } from '@platform/testkit';
 
 /**
  * llm-quota as production runs it (its main, NATS_URL set), against a NATS that cannot serve its usage consumer:
@@ -86,34 +85,12 @@ describeWithNats('llm-quota with a NATS without JetStream', () => {
 
   it('starts, stays ready, says once what to fix on /readyz and in its log, and stops on SIGTERM', async () => {
     const data = tempDir('llm-quota-no-js-');
-    const port = await freePort();
-    const url = `nats://127.0.0.1:${port}`;
-    // without -js: testkit's nats-server always has JetStream
-    const nats = spawn(
-      process.env.NATS_SERVER_BIN ?? 'nats-server',
-      ['-a', '127.0.0.1', '-p', String(port)],
-      {
-        stdio: 'ignore',
-      },
-    );
-    children.push(nats);
+    const nats = await startNatsServer({ jetstream: false });
     try {
-      await waitFor(
-        () =>
-          new Promise<boolean>((resolve) => {
-            const socket = connect(port, '127.0.0.1');
-            socket.once('connect', () => {
-              socket.destroy();
-              resolve(true);
-            });
-            socket.once('error', () => resolve(false));
-          }),
-        { timeoutMs: 10_000, what: 'nats-server' },
-      );
-      const quota = startLlmQuota(url, data.dir);
+      const quota = startLlmQuota(nats.url, data.dir);
       children.push(quota.child);
       const { admin } = await listening(quota);
-      const fix = `JetStream is not enabled on ${url}: start nats-server with -js`;
+      const fix = `JetStream is not enabled on ${nats.url}: start nats-server with -js`;
       const ready = await fetch(`${admin}/readyz`);
       expect(ready.status).toBe(200);
       expect(await ready.json()).toMatchObject({ checks: { bus: fix, store: 'ok' } });
@@ -127,6 +104,7 @@ describeWithNats('llm-quota with a NATS without JetStream', () => {
       expect(await quota.exited).toEqual({ code: 0, signal: null });
       expect(quota.output()).toContain('"msg":"stopped"');
     } finally {
+      await nats.dispose();
       data.remove();
     }
   }, 60_000);

@@ -1,5 +1,6 @@
 import { countSimulatorTokens, metricSum, waitFor } from '@platform/testkit';
-import { type GatewayWorld, recordCompletions, startGatewayWorld } from './support';
+import { azureGpt, withAzure } from './azure-deployment';
+import { type GatewayWorld, modelEntry, recordCompletions, startGatewayWorld } from './support';
 
 /**
  * What a whole answer's stream waits for after the report that made it whole. An Azure stream its content filter
@@ -12,37 +13,18 @@ describe('what a whole answer waits for after its report', () => {
   let as: { bearer: string };
   beforeAll(async () => {
     w = await startGatewayWorld({
-      file: (base) => ({
-        ...base,
-        providers: [
-          ...base.providers,
-          {
-            name: 'azure',
-            type: 'openai',
-            baseUrl: base.providers[0]!.baseUrl!.replace(/\/v1$/, ''),
-            apiKey: 'az-secret',
-            azure: { apiVersion: '2024-10-21' },
-          },
-        ],
-        models: [
-          ...base.models,
+      file: (base) =>
+        withAzure(base, [
           // a vLLM deployment with its prefix cache, cached prompt tokens priced apart
-          {
-            model_id: 'sim/cached',
-            type: 'completion',
-            provider_config: { provider: 'sim', model: 'cached-sim' },
-            pricing: { input_per_million: 2, cached_input_per_million: 0.5, output_per_million: 8 },
-          },
+          modelEntry(
+            'sim/cached',
+            'completion',
+            { provider: 'sim', model: 'cached-sim' },
+            { input_per_million: 2, cached_input_per_million: 0.5, output_per_million: 8 },
+          ),
           // a patient deployment (a reasoning model's first token may take minutes): its silence is no timeout soon
-          {
-            model_id: 'azure/gpt-patient',
-            type: 'completion',
-            provider_config: { provider: 'azure', model: 'gpt-deployment' },
-            timeout_ms: 600_000,
-            pricing: { input_per_million: 1, output_per_million: 1 },
-          },
-        ],
-      }),
+          azureGpt('azure/gpt-patient', { timeout_ms: 600_000 }),
+        ]),
     });
     as = { bearer: (await w.org('verdict-wait')).owner.token };
   });
@@ -50,18 +32,32 @@ describe('what a whole answer waits for after its report', () => {
   afterEach(() => w.sim.reset());
 
   const usage = { prompt_tokens: 12, completion_tokens: 5 };
+  /** Azure annotating every chunk (its filter on), then silent after the usage chunk: no verdict, no [DONE] */
+  const silentAfterReport = () =>
+    w.sim.script([
+      {
+        match: { model: 'gpt-deployment', stream: true },
+        reply: { content: 'short', usage, asyncContentFilter: true },
+        streamFailure: { afterChunks: -2, mode: 'hang' },
+      },
+    ]);
+  /** a streamed answer asked of the gateway as raw HTTP, under `requestId` */
+  const post = (path: string, requestId: string, body: object, signal?: AbortSignal) =>
+    fetch(`${w.p.gatewayUrl}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${as.bearer}`,
+        'content-type': 'application/json',
+        'x-request-id': requestId,
+      },
+      body: JSON.stringify(body),
+      signal,
+    });
 
   it("a deployment silent after its usage report, its verdict never coming, ends the client's answer whole long before the model's timeout", async () => {
     const completions = recordCompletions(w);
     try {
-      // every chunk annotated (the filter on), then nothing after the usage chunk: neither the verdict nor [DONE]
-      w.sim.script([
-        {
-          match: { model: 'gpt-deployment', stream: true },
-          reply: { content: 'short', usage, asyncContentFilter: true },
-          streamFailure: { afterChunks: -2, mode: 'hang' },
-        },
-      ]);
+      silentAfterReport();
       const errors = async () =>
         metricSum(
           await (await fetch(`${w.p.admin.llmGateway}/metrics`)).text(),
@@ -70,21 +66,17 @@ describe('what a whole answer waits for after its report', () => {
         );
       const errorsBefore = await errors();
       // the client gives up after 30 s: the model's 10 minutes are not its to wait
-      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${as.bearer}`,
-          'content-type': 'application/json',
-          'x-request-id': 'verdict-never-comes',
-        },
-        body: JSON.stringify({
+      const res = await post(
+        '/v1/chat/completions',
+        'verdict-never-comes',
+        {
           model: 'azure/gpt-patient',
           stream: true,
           stream_options: { include_usage: true },
           messages: [{ role: 'user', content: 'hello' }],
-        }),
-        signal: AbortSignal.timeout(30_000),
-      });
+        },
+        AbortSignal.timeout(30_000),
+      );
       const body = await res.text();
       expect(body).toMatch(/data: \[DONE\]\n\n$/);
       const chunks = body
@@ -109,28 +101,14 @@ describe('what a whole answer waits for after its report', () => {
   it('a client that leaves while the verdict is awaited has the provider call cancelled, and is billed the report once', async () => {
     const completions = recordCompletions(w);
     try {
-      w.sim.script([
-        {
-          match: { model: 'gpt-deployment', stream: true },
-          reply: { content: 'short', usage, asyncContentFilter: true },
-          streamFailure: { afterChunks: -2, mode: 'hang' },
-        },
-      ]);
+      silentAfterReport();
       const controller = new AbortController();
-      const res = await fetch(`${w.p.gatewayUrl}/v1/chat/completions`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${as.bearer}`,
-          'content-type': 'application/json',
-          'x-request-id': 'leaves-before-verdict',
-        },
-        body: JSON.stringify({
-          model: 'azure/gpt-patient',
-          stream: true,
-          messages: [{ role: 'user', content: 'hello' }],
-        }),
-        signal: controller.signal,
-      });
+      const res = await post(
+        '/v1/chat/completions',
+        'leaves-before-verdict',
+        { model: 'azure/gpt-patient', stream: true, messages: [{ role: 'user', content: 'hello' }] },
+        controller.signal,
+      );
       // the whole text and its finish are in; the gateway waits on for the verdict, and the client leaves
       const reader = res.body!.getReader();
       const decoder = new TextDecoder();
@@ -209,14 +187,10 @@ describe('what a whole answer waits for after its report', () => {
           streamFailure: { afterChunks: -2, mode: 'disconnect' },
         },
       ]);
-      const res = await fetch(`${w.p.gatewayUrl}/v1/completions`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${as.bearer}`,
-          'content-type': 'application/json',
-          'x-request-id': 'continuous-dropped',
-        },
-        body: JSON.stringify({ model: 'sim/cached', prompt: 'one answer', stream: true }),
+      const res = await post('/v1/completions', 'continuous-dropped', {
+        model: 'sim/cached',
+        prompt: 'one answer',
+        stream: true,
       });
       const body = await res.text();
       expect(body).toMatch(/data: \[DONE\]\n\n$/);
