@@ -44,6 +44,17 @@ export interface NatsBusOptions extends NatsServerOptions {
 /** `_INBOX.<name>`, with anything a subject token cannot hold (dots, wildcards, spaces) as `_` */
 const serviceInbox = (name: string): string => `_INBOX.${name.replace(/[^A-Za-z0-9_-]/g, '_') || '_'}`;
 
+/**
+ * What nats.js stops a consumer with (abort_on_missing_resource) when its stream or consumer is missing on the server,
+ * as nats.js itself tells them apart: at a reconnection, after missed heartbeats, or in answer to a pull
+ */
+const MISSING_ON_SERVER = new Set([
+  'stream not found',
+  'consumer not found',
+  'consumer deleted',
+  'no responders',
+]);
+
 /** the longest wait between two attempts at the first connection */
 const FIRST_CONNECT_MAX_WAIT_MS = 5_000;
 /** core publications kept until the first connection (as nats.js keeps them while it reconnects) */
@@ -114,6 +125,11 @@ const serverError = (status: Status): Error => {
  * made, and a durable consumer started, once JetStream answers (the consumer keeps trying, its stream first); a
  * durable publication fails saying why; `ping` fails with the same reason. A server restarted with -js on the same
  * address is taken up without a restart. JetStream lost again later (restarted without -js) is said again, once.
+ *
+ * A running durable consumer whose stream or consumer goes missing (deleted, or lost with a server restarted on empty
+ * storage: nats.js finds it at the reconnection or when a pull is refused) is made again with its stream, as
+ * ensureStream was asked, and consumes on without a restart; it is said once per loss. Only the bus that ensured the
+ * stream (llm-quota's) makes it: a publisher's durable publications are refused until then, and its outbox keeps them.
  */
 export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const report = options.onError ?? (() => undefined);
@@ -127,10 +143,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const earlyPublications: Array<{ subject: string; data: Uint8Array }> = [];
   const earlyStreams: StreamOptions[] = [];
   /**
-   * the streams ensured while NATS or its JetStream was away, by name: a consumer made meanwhile makes its own again
-   * if it was refused
+   * every stream ensured, by name: a durable consumer makes its own again when it was refused (ensured while NATS or
+   * its JetStream was away) or lost (the server back on empty storage)
    */
-  const streamsAsked = new Map<string, StreamOptions>();
+  const streamsEnsured = new Map<string, StreamOptions>();
   /** why JetStream cannot be used, since a call found it missing and until one finds it back */
   let jetstreamMissing: JetStreamUnavailable | undefined;
   let nc: NatsConnection | null = null;
@@ -292,10 +308,23 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     })();
   }
 
-  const startConsumer = async (
+  /** waits `ms`, or less once the function handed to `wake` is called (its consumer stopped) */
+  const pause = (ms: number, wake: (resolve: () => void) => void) =>
+    new Promise<void>((resolve) => {
+      wake(resolve);
+      setTimeout(resolve, ms).unref();
+    });
+
+  /**
+   * Makes the durable consumer (one that exists with the same configuration is taken as it is) and pulls from it.
+   * `stream` is made first when given: a consumer retried, or whose stream was lost.
+   */
+  const pullFrom = async (
     conn: NatsConnection,
     consumerOptions: DurableConsumerOptions,
-  ): Promise<Consumer> => {
+    stream?: StreamOptions,
+  ): Promise<ConsumerMessages> => {
+    if (stream) await ensureStreamOn(conn, stream);
     const jsm = await jetstreamManagerOn(conn);
     await jsm.consumers.add(consumerOptions.stream, {
       durable_name: consumerOptions.durable,
@@ -305,8 +334,22 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       ack_wait: nanos(30_000),
     });
     const consumer = await conn.jetstream().consumers.get(consumerOptions.stream, consumerOptions.durable);
-    const messages = await consumer.consume({ max_messages: 512 });
+    // By default nats.js waits, for ever, for a stream or consumer gone from the server to come back, and nothing
+    // makes them again (a server back without its storage): stopped instead, the bus makes them again.
+    const messages = await consumer.consume({ max_messages: 512, abort_on_missing_resource: true });
     consumers.add(messages);
+    return messages;
+  };
+
+  const startConsumer = async (
+    conn: NatsConnection,
+    consumerOptions: DurableConsumerOptions,
+    withStream?: StreamOptions,
+  ): Promise<Consumer> => {
+    const { stream, durable } = consumerOptions;
+    let messages = await pullFrom(conn, consumerOptions, withStream);
+    let stopped = false;
+    let wake: (() => void) | undefined;
     const handle = async (m: JsMsg) => {
       try {
         await consumerOptions.handler({
@@ -316,30 +359,71 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         });
         m.ack();
       } catch (err) {
-        report(err, `durable ${consumerOptions.durable}`);
+        report(err, `durable ${durable}`);
         m.nak(consumerOptions.retryDelayMs ?? 1000);
       }
     };
     const limit = Math.max(1, consumerOptions.concurrency ?? 1);
     const inFlight = new Set<Promise<void>>();
-    const loop = (async () => {
+    const drain = async (pulled: ConsumerMessages) => {
       try {
-        for await (const m of messages) {
+        for await (const m of pulled) {
           const task: Promise<void> = handle(m).finally(() => inFlight.delete(task));
           inFlight.add(task);
           if (inFlight.size >= limit) await Promise.race(inFlight);
         }
       } finally {
+        consumers.delete(pulled);
         await Promise.all(inFlight);
       }
-    })().catch((err) => report(err, `durable ${consumerOptions.durable} loop`));
+    };
+    /**
+     * Consumes until stopped. A consumer stopped by nats.js because it or its stream is missing (deleted, or lost with
+     * a server restarted on empty storage) is made again with its stream, as ensureStream was asked, tried every 0.25 s
+     * doubling to 5 s: what the lost stream held unconsumed is gone with it, and what the gateway could not publish
+     * meanwhile waits in its outbox.
+     */
+    const loop = (async () => {
+      for (;;) {
+        try {
+          await drain(messages);
+          return;
+        } catch (err) {
+          if (stopped || closed) return;
+          if (!MISSING_ON_SERVER.has((err as Error).message)) throw err;
+          report(
+            new Error(
+              `stream ${stream} or its durable consumer ${durable} is missing on NATS at ${server} (${(err as Error).message}): making them again; what a lost stream held unconsumed is lost with it`,
+            ),
+            `durable ${durable} of ${stream}`,
+          );
+        }
+        for (let attempt = 1, wait = 250; ; attempt++) {
+          await pause(wait, (resolve) => {
+            wake = resolve;
+          });
+          if (stopped || closed) return;
+          try {
+            messages = await pullFrom(conn, consumerOptions, streamsEnsured.get(stream));
+            break;
+          } catch (err) {
+            if (attempt % 12 === 0 && !(err instanceof JetStreamUnavailable))
+              report(err, `durable ${durable} of ${stream}: not made again; retrying`);
+          }
+          wait = Math.min(wait * 2, FIRST_CONNECT_MAX_WAIT_MS);
+        }
+        // stopped while it was being made
+        if (stopped || closed) return messages.close();
+      }
+    })().catch((err) => report(err, `durable ${durable} loop`));
     return {
       async stop() {
+        stopped = true;
+        wake?.();
         await messages.close();
         // The server forgets this consumer's pull request only once it has read the unsubscription; until
         // then it hands new messages to an inbox nobody reads, and they come back only after ack_wait (30 s).
         await conn.flush().catch(() => undefined);
-        consumers.delete(messages);
         await loop;
       },
     };
@@ -366,18 +450,17 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       };
     },
     async ensureStream(stream) {
+      streamsEnsured.set(stream.name, stream);
       if (nc) {
         try {
           return await ensureStreamOn(nc, stream);
         } catch (err) {
           if (!(err instanceof JetStreamUnavailable)) throw err;
           // made by its consumers once JetStream answers
-          streamsAsked.set(stream.name, stream);
           return;
         }
       }
       earlyStreams.push(stream);
-      streamsAsked.set(stream.name, stream);
     },
     async publishDurable<S extends EventSubject>(subject: S, payload: EventPayloads[S], id?: string) {
       const conn = nc;
@@ -418,9 +501,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         async (conn) => {
           for (let attempt = 0, wait = 250; conn && !stopped && !closed; attempt++) {
             try {
-              const stream = streamsAsked.get(consumerOptions.stream);
-              if (attempt > 0 && stream) await ensureStreamOn(conn, stream);
-              return await startConsumer(conn, consumerOptions);
+              const stream = attempt > 0 ? streamsEnsured.get(consumerOptions.stream) : undefined;
+              return await startConsumer(conn, consumerOptions, stream);
             } catch (err) {
               if (attempt % 12 === 0 && !(err instanceof JetStreamUnavailable))
                 report(
@@ -428,9 +510,8 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
                   `durable ${consumerOptions.durable} of ${consumerOptions.stream}: not made; retrying`,
                 );
             }
-            await new Promise<void>((resolve) => {
+            await pause(wait, (resolve) => {
               wake = resolve;
-              setTimeout(resolve, wait).unref();
             });
             wait = Math.min(wait * 2, FIRST_CONNECT_MAX_WAIT_MS);
           }

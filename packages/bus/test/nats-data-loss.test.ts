@@ -1,0 +1,210 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { connect as connectSocket } from 'node:net';
+import path from 'node:path';
+import type { LlmCompletionEvent } from '@platform/contracts';
+import { describeWithNats, freePort, tempDir, waitFor } from '@platform/testkit';
+import { connect } from 'nats';
+import { type Bus, createNatsBus } from '../src';
+
+const AUTHORIZATION = path.resolve(__dirname, '../../../deploy/nats/authorization.conf');
+const USERS = ['edge', 'auth', 'llm-gateway', 'llm-quota', 'legacy-agent'] as const;
+const passwords = Object.fromEntries(USERS.map((u) => [u, randomBytes(12).toString('hex')]));
+
+const completion = (id: string): LlmCompletionEvent => ({
+  id,
+  version: 1,
+  occurredAt: '2026-11-28T10:00:00Z',
+  orgSlug: 'acme',
+  model: 'm',
+  provider: 'p',
+  usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+  cost: 0.01,
+});
+
+const succeeds = (promise: Promise<unknown>) =>
+  promise.then(
+    () => true,
+    () => false,
+  );
+
+const portOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connectSocket(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+
+/**
+ * A real nats-server on one port with the platform's users (deploy/nats/authorization.conf), whose JetStream storage
+ * can be lost: each start may be given a new, empty folder, as a pod without a persistent volume comes back.
+ */
+async function natsServerLosingItsStorage() {
+  const port = await freePort();
+  const folders: Array<ReturnType<typeof tempDir>> = [];
+  let child: ChildProcess | undefined;
+  const stop = async () => {
+    const running = child;
+    child = undefined;
+    if (!running || running.exitCode !== null) return;
+    const gone = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGTERM');
+    await gone;
+  };
+  return {
+    port,
+    urlOf: (user: (typeof USERS)[number]) => `nats://${user}:${passwords[user]}@127.0.0.1:${port}`,
+    /** the address without a user: for a server started without the authorization file */
+    anonymousUrl: `nats://127.0.0.1:${port}`,
+    /** starts it on a new, empty JetStream storage folder */
+    async startOnEmptyStorage() {
+      const storage = tempDir('nats-data-loss-');
+      folders.push(storage);
+      child = spawn(
+        process.env.NATS_SERVER_BIN ?? 'nats-server',
+        ['-c', AUTHORIZATION, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storage.dir],
+        {
+          stdio: 'ignore',
+          env: {
+            ...process.env,
+            ...Object.fromEntries(
+              USERS.map((u) => [`${u.toUpperCase().replace(/-/g, '_')}_NATS_PASSWORD`, `"${passwords[u]}"`]),
+            ),
+          },
+        },
+      );
+      await waitFor(() => portOpen(port), { timeoutMs: 10_000, what: 'nats-server' });
+    },
+    stop,
+    async dispose() {
+      await stop();
+      for (const folder of folders) folder.remove();
+    },
+  };
+}
+
+describeWithNats('NATS bus when the server comes back without its JetStream data', () => {
+  let server: Awaited<ReturnType<typeof natsServerLosingItsStorage>>;
+  const buses: Bus[] = [];
+
+  beforeEach(async () => {
+    server = await natsServerLosingItsStorage();
+    await server.startOnEmptyStorage();
+  });
+  afterEach(async () => {
+    await Promise.all(buses.splice(0).map((b) => b.close()));
+    await server.dispose();
+  });
+
+  /** a bus as `user`, on its own inbox as the services are, keeping what it reports to `onError` */
+  const openAs = async (user: 'llm-gateway' | 'llm-quota') => {
+    const errors: string[] = [];
+    const bus = await createNatsBus({
+      url: server.urlOf(user),
+      name: user,
+      onError: (err, context) => errors.push(`${context}: ${(err as Error).message}`),
+    });
+    buses.push(bus);
+    return { bus, errors };
+  };
+
+  /** llm-quota's stream and durable consumer (services/llm-quota/src/ingest/usage-consumer.ts), counting ids */
+  const consumeAsLlmQuota = async (bus: Bus, got: string[]) => {
+    await bus.ensureStream({ name: 'ANALYTICS', subjects: ['analytics.>'] });
+    return bus.consumeDurable({
+      stream: 'ANALYTICS',
+      durable: 'llm-quota',
+      filterSubject: 'analytics.llm.completion',
+      handler: async (m) => void got.push((JSON.parse(m.data) as LlmCompletionEvent).id),
+    });
+  };
+
+  it("makes llm-quota's stream and consumer again once the server is back on empty storage, and consumes what comes after once", async () => {
+    const { bus: quota, errors: quotaErrors } = await openAs('llm-quota');
+    // a second instance shares the durable: both make the stream and consumer again, and each event is taken once
+    const { bus: otherQuota, errors: otherQuotaErrors } = await openAs('llm-quota');
+    const { bus: gateway, errors: gatewayErrors } = await openAs('llm-gateway');
+    const got: string[] = [];
+    const consumers = [await consumeAsLlmQuota(quota, got), await consumeAsLlmQuota(otherQuota, got)];
+    await gateway.publishDurable('analytics.llm.completion', completion('before'), 'before');
+    await waitFor(() => got.includes('before'), { timeoutMs: 15_000, what: 'the first event consumed' });
+
+    await server.stop();
+    // not acknowledged by any stream: the gateway's outbox keeps it and publishes it again until one takes it
+    await expect(
+      gateway.publishDurable('analytics.llm.completion', completion('while-away'), 'while-away'),
+    ).rejects.toThrow();
+    await server.startOnEmptyStorage();
+
+    // the gateway may not make the stream (its user is not allowed): llm-quota's bus makes it again
+    await waitFor(
+      () =>
+        succeeds(gateway.publishDurable('analytics.llm.completion', completion('while-away'), 'while-away')),
+      { timeoutMs: 20_000, what: 'the stream made again' },
+    );
+    await gateway.publishDurable('analytics.llm.completion', completion('after'), 'after');
+    await waitFor(() => got.includes('while-away') && got.includes('after'), {
+      timeoutMs: 20_000,
+      what: 'the consumers consuming again',
+    });
+    // each once, in whichever order the two instances took them
+    expect([...got].sort()).toEqual(['after', 'before', 'while-away']);
+    // the loss is said (by the instance that found it: the other may find both made again already), and nothing the
+    // remaking asked was refused to llm-quota's user
+    expect(
+      [...quotaErrors, ...otherQuotaErrors].some(
+        (e) => e.includes('ANALYTICS') && e.includes('making them again'),
+      ),
+    ).toBe(true);
+    expect(
+      [...quotaErrors, ...otherQuotaErrors, ...gatewayErrors].filter((e) => e.includes('permission')),
+    ).toEqual([]);
+    await Promise.all(consumers.map((c) => c.stop()));
+  }, 60_000);
+
+  it('makes the consumer and its stream again when they are deleted under a running consumer, without a reconnection', async () => {
+    // an operator's own tool, outside the platform's users, deletes the stream: what a pull then finds missing
+    await server.stop();
+    const storage = tempDir('nats-data-loss-open-');
+    const child = spawn(
+      process.env.NATS_SERVER_BIN ?? 'nats-server',
+      ['-a', '127.0.0.1', '-p', String(server.port), '-js', '-sd', storage.dir],
+      { stdio: 'ignore' },
+    );
+    try {
+      await waitFor(() => portOpen(server.port), { timeoutMs: 10_000, what: 'nats-server' });
+      const open = async (name: string) => {
+        const bus = await createNatsBus({ url: server.anonymousUrl, name });
+        buses.push(bus);
+        return bus;
+      };
+      const quota = await open('quota');
+      const gateway = await open('gateway');
+      const got: string[] = [];
+      const consumer = await consumeAsLlmQuota(quota, got);
+      await gateway.publishDurable('analytics.llm.completion', completion('before'), 'before');
+      await waitFor(() => got.includes('before'), { timeoutMs: 15_000, what: 'the first event consumed' });
+
+      const admin = await connect({ servers: server.anonymousUrl.replace(/^nats:\/\//, '') });
+      await (await admin.jetstreamManager()).streams.delete('ANALYTICS');
+      await admin.close();
+
+      await waitFor(
+        () => succeeds(gateway.publishDurable('analytics.llm.completion', completion('after'), 'after')),
+        { timeoutMs: 20_000, what: 'the stream made again' },
+      );
+      await waitFor(() => got.includes('after'), { timeoutMs: 20_000, what: 'the consumer consuming again' });
+      expect(got).toEqual(['before', 'after']);
+      await consumer.stop();
+    } finally {
+      await Promise.all(buses.splice(0).map((b) => b.close()));
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await gone;
+      storage.remove();
+    }
+  }, 60_000);
+});
