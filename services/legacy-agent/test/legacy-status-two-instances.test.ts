@@ -26,7 +26,7 @@ function storeCountingRecords(dataDir: string) {
   const store = interceptedStore(real, async (collection, method, call, args) => {
     if (collection !== 'legacy_models' || method !== 'updateOne') return call();
     const set = (args[1] as { $set?: Record<string, unknown> }).$set ?? {};
-    if (state.gate && Object.keys(set).join() === 'revision') {
+    if (state.gate && !('fingerprint' in set) && 'revision' in set) {
       state.waiting++;
       await state.gate;
     }

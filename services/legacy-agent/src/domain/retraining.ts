@@ -54,8 +54,9 @@ interface Unrecorded {
  * Records each change of an assistant's intents or entities for training (its revision, which the models must catch
  * up with), then schedules the training. The change is stored by then, so a store that fails to record it does not
  * fail the change: the record is tried again, with back-off on the service's timers, until the store takes it, and
- * meanwhile the assistant's training status says that it is not up to date, and why. Without the record the models
- * would never learn the change: nothing else compares them with the intents and entities.
+ * meanwhile the assistant's training status says that it is not up to date, and why. Without the record neither the
+ * models nor the intents each instance keeps by revision would learn the change until a pass of its training found it
+ * (a start's check, say: `Understanding.revisionToLearn`).
  */
 export class Retraining {
   private readonly unrecorded = new Map<string, Unrecorded>();

@@ -67,6 +67,20 @@ export function toTrainingSet(lang: string, intents: IntentDoc[], entities: Enti
 export const fingerprintOf = (set: NluTrainingSet): string =>
   createHash('sha256').update(JSON.stringify(set)).digest('hex');
 
+/**
+ * A fingerprint of what Messages serve of the assistant's intents (replies, parameters, contexts, events...). Each
+ * instance keeps the intents it read under the assistant's revision (dialogue.ts), so a change to them alone whose
+ * record for training was lost would be served by none that had read them before, until the next change: the model
+ * records keep it, and a pass compares it (`revisionToLearn`). Without what a write changes without changing what is
+ * served: its `revision`, and `entityNames`, given to older intents at start without a record (decision 0122 §4).
+ */
+const servedFingerprintOf = (intents: IntentDoc[]): string =>
+  createHash('sha256')
+    .update(
+      JSON.stringify(intents.map(({ revision: _revision, entityNames: _entityNames, ...served }) => served)),
+    )
+    .digest('hex');
+
 // ---- models -------------------------------------------------------------------------------------
 
 interface CachedModel {
@@ -528,9 +542,10 @@ export class Understanding {
       cols.entities.find({ assistantId }, { sort: { createdAt: 1, _id: 1 } }),
     ]);
     const sets = assistant.languages.map((lang) => toTrainingSet(lang, intents, entities));
+    const served = servedFingerprintOf(intents);
     const revision =
       from === 0
-        ? await this.revisionToLearn(assistant, sets, intents.length + entities.length > 0)
+        ? await this.revisionToLearn(assistant, sets, served, intents.length + entities.length > 0)
         : assistant.dataRevision;
     // never changed (a start's check): nothing to learn
     if (revision === 0) return undefined;
@@ -539,7 +554,7 @@ export class Understanding {
       const key = modelKey(assistantId, lang);
       let turn: LanguageTurn;
       try {
-        turn = await this.trainLanguage(assistantId, lang, revision, sets[at]!);
+        turn = await this.trainLanguage(assistantId, lang, revision, sets[at]!, served);
         this.failures.delete(key);
       } catch (err) {
         if (err instanceof TrainingRefused) {
@@ -568,19 +583,21 @@ export class Understanding {
 
   /**
    * The revision a pass trains to: the assistant's, unless a model is recorded as having learnt it while it learnt other
-   * intents and entities. A change was then stored without its record for training (the store refused that step and
-   * the process trying it again stopped, or a process died between the two): it is recorded now, so the status says
-   * the models are behind until they learn it, and every instance loads the model trained on it instead of keeping its
-   * own, which its revision would call current. Every change is recorded after it is stored: at revision 0, any intent
-   * or entity (`anyData`) is an assistant's first change, whose record was lost.
+   * intents and entities, or while other intents were served (`served`: a change of replies only, which trains
+   * nothing). A change was then stored without its record for training (the store refused that step and the process
+   * trying it again stopped, or a process died between the two): it is recorded now, so the status says the models are
+   * behind until they learn it, and every instance loads the model trained on it, and the intents, instead of keeping
+   * its own, which its revision would call current. Every change is recorded after it is stored: at revision 0, any
+   * intent or entity (`anyData`) is an assistant's first change, whose record was lost.
    */
   private async revisionToLearn(
     assistant: AssistantDoc,
     sets: NluTrainingSet[],
+    served: string,
     anyData: boolean,
   ): Promise<number> {
     const { cols, clock, logger } = this.ctx;
-    const records = await cols.models.find({ assistantId: assistant._id });
+    const records: ModelDoc[] = await cols.models.find({ assistantId: assistant._id });
     const unrecorded =
       assistant.dataRevision === 0
         ? anyData
@@ -589,7 +606,8 @@ export class Understanding {
             return (
               record !== undefined &&
               record.revision >= assistant.dataRevision &&
-              record.fingerprint !== fingerprintOf(set)
+              (record.fingerprint !== fingerprintOf(set) ||
+                (record.servedFingerprint !== undefined && record.servedFingerprint !== served))
             );
           });
     if (!unrecorded) return assistant.dataRevision;
@@ -607,20 +625,22 @@ export class Understanding {
 
   /**
    * Brings the assistant's model in `lang` to `revision`: kept if it learnt `set` already, else trained on it and
-   * stored. Throws TrainingRefused for a set too large to train.
+   * stored; its record keeps `servedFingerprint`, what Messages serve of the intents read with `set`. Throws
+   * TrainingRefused for a set too large to train.
    */
   private async trainLanguage(
     assistantId: string,
     lang: string,
     revision: number,
     set: NluTrainingSet,
+    servedFingerprint: string,
   ): Promise<LanguageTurn> {
     const { cols, logger } = this.ctx;
     const { LEGACY_MAX_TRAINING_SENTENCES: maxSentences, LEGACY_TRAINING_TIMEOUT_SECONDS: timeout } =
       this.ctx.config;
     const fingerprint = fingerprintOf(set);
     const key = modelKey(assistantId, lang);
-    const stored = await cols.models.findOne({ _id: key });
+    const stored: ModelDoc | null = await cols.models.findOne({ _id: key });
     const current =
       stored?.fingerprint === fingerprint && (stored.trainingRevision ?? 1) >= TRAINING_REVISION;
     // kept whatever its size: it may have learnt its sentences before LEGACY_MAX_TRAINING_SENTENCES was lowered
@@ -635,7 +655,14 @@ export class Understanding {
       if (stored.revision < revision)
         await cols.models.updateOne(
           { _id: key, fingerprint, revision: { $lt: revision } },
-          { $set: { revision } },
+          { $set: { revision, servedFingerprint } },
+        );
+      // written by an earlier version: given what is served at its revision once, so that a change lost from now on is
+      // found (one that differs at the same revision was found by `revisionToLearn`, which is not overwritten here)
+      else if (stored.revision === revision && stored.servedFingerprint === undefined)
+        await cols.models.updateOne(
+          { _id: key, fingerprint, revision, servedFingerprint: { $exists: false } },
+          { $set: { servedFingerprint } },
         );
       return 'skipped';
     }
@@ -655,7 +682,12 @@ export class Understanding {
       this.forget(assistantId);
       return 'gone';
     }
-    await this.persist(assistantId, lang, { revision, fingerprint, model, trainingMs }, stored);
+    await this.persist(
+      assistantId,
+      lang,
+      { revision, fingerprint, servedFingerprint, model, trainingMs },
+      stored,
+    );
     // Deleted while the model was stored: the removal may have looked for models before this one was
     // written (it deletes the assistant first, then its models), so what was written goes here.
     if (!(await cols.assistants.findOne({ _id: assistantId }))) {
@@ -718,7 +750,13 @@ export class Understanding {
   private async persist(
     assistantId: string,
     lang: string,
-    trained: { revision: number; fingerprint: string; model: NluModel | null; trainingMs: number },
+    trained: {
+      revision: number;
+      fingerprint: string;
+      servedFingerprint: string;
+      model: NluModel | null;
+      trainingMs: number;
+    },
     previous: ModelDoc | null,
   ): Promise<void> {
     const { cols } = this.ctx;
@@ -784,7 +822,7 @@ export class Understanding {
   private async writeModelRecord(
     assistantId: string,
     lang: string,
-    trained: { revision: number; fingerprint: string; trainingMs: number },
+    trained: { revision: number; fingerprint: string; servedFingerprint: string; trainingMs: number },
     stored: { blob: string; bytes: number } | null,
   ): Promise<void> {
     const { cols, clock } = this.ctx;
@@ -796,6 +834,7 @@ export class Understanding {
           lang,
           revision: trained.revision,
           fingerprint: trained.fingerprint,
+          servedFingerprint: trained.servedFingerprint,
           trainingRevision: TRAINING_REVISION,
           hasModel: stored !== null,
           ...(stored ?? {}),

@@ -148,6 +148,8 @@ export interface ModelDoc {
   chunks?: number;
   trainedAt: Date;
   trainingMs: number;
+  /** sha256 of what Messages serve of the assistant's intents at `revision` (absent: written before it was kept) */
+  servedFingerprint?: string;
 }
 
 export interface ConversationContext {
