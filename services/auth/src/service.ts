@@ -200,14 +200,15 @@ export async function buildAuthService(
     handler: app.listener,
     admin: app.admin,
     async start() {
-      // A peer's key change shows here at once, not at this instance's next check.
-      unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
       // a secret that cannot open the key that signs seals nothing
       await keys.checkSecret();
       await encryptPlainPrivateKeys(collections.signingKeys, codec);
       await oidc.clients.sealPlainSecrets();
       await sso.sealPlainSecrets();
       await keys.start();
+      // A peer's key change shows here at once, not at this instance's next check. Only once the keys opened: the first
+      // key a peer sealed under another secret would fail each reload here too, logged beside the start's one error.
+      unsubscribe = bus.subscribe(Subjects.gatewayJwksUpdated, () => keys.refresh());
       // The platform's own pages are a first-party public client from the start.
       const { base } = oidcIssuer(context);
       await oidc.clients.register(

@@ -113,14 +113,19 @@ export class KeyRotation {
   async start(): Promise<void> {
     // before the first check writes: a key sealed under a wrong secret would be unreadable to every other instance
     await this.checkSecret();
-    await this.tick();
     // Another instance may hold the lease on the very first key: wait for its commit (sealed under our secret?).
     const deadline = Date.now() + 20_000;
-    while (!this.view.active) {
+    for (;;) {
+      await this.serially(() => this.check()).catch(async (err) => {
+        // A peer starting too may have sealed the first key under another secret just before this check loaded it:
+        // the start stops with that one error, not the cipher's "unable to authenticate data" logged before it.
+        await this.checkSecret();
+        this.o.logger.error({ err }, 'signing-key check failed');
+      });
+      if (this.view.active) break;
       await this.checkSecret();
       if (Date.now() > deadline) throw new Error('no signing key became available');
       await new Promise((resolve) => setTimeout(resolve, 50));
-      await this.tick();
     }
     this.timer = setInterval(() => void this.tick(), this.o.checkIntervalMs);
     this.timer.unref();
