@@ -33,12 +33,13 @@ export interface ProviderSimulatorOptions {
   models?: string[];
   /**
    * Observers for benchmarks measuring what happens between a client and the simulator on one clock
-   * (the simulator in the benchmark's process): `request` when a request's headers arrive, `frame`
-   * right after the i-th frame of a stream was handed to the socket.
+   * (the simulator in the benchmark's process), and for tests acting at a given point of an answer:
+   * `request` when a request's headers arrive, `frame` right after the i-th frame of a stream (`frame`,
+   * its bytes) was handed to the socket.
    */
   observe?: {
     request?(path: string): void;
-    frame?(index: number): void;
+    frame?(index: number, frame: string | Buffer): void;
   };
 }
 
@@ -214,7 +215,7 @@ export async function startProviderSimulator(
         res.write(frame, () => {
           record.framesSent = i + 1;
         });
-        options.observe?.frame?.(i);
+        options.observe?.frame?.(i, frame);
         continue;
       }
       for (let at = 0; at < frame.length; at += size) {

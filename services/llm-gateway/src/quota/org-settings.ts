@@ -1,4 +1,5 @@
 import { type Clock, INTERNAL_SECRET_HEADER, type Logger, OutageLog, Unavailable } from '@platform/kernel';
+import { setDeadline } from '../deadline';
 
 export type QuotaPolicy = 'hard_block' | 'soft_downgrade';
 
@@ -78,6 +79,9 @@ function readableMonth(month: unknown): month is OrgGatewaySettings['month'] {
     Number.isFinite(cost)
   );
 }
+
+/** how long llm-quota has to answer a settings read (a `setDeadline`: what arrived while the gateway stalled counts) */
+const SETTINGS_TIMEOUT_MS = 5_000;
 
 /** organizations whose settings one instance keeps when its configuration names no other bound */
 const DEFAULT_SETTINGS_CACHE_MAX_ENTRIES = 10_000;
@@ -178,12 +182,22 @@ export class OrgSettingsSource {
 
   private async fetchSettings(orgSlug: string): Promise<OrgGatewaySettings> {
     const url = `${this.deps.quotaUrl.replace(/\/$/, '')}/internal/orgs/${encodeURIComponent(orgSlug)}/gateway-settings`;
-    const res = await this.deps.fetch(url, {
-      headers: { [INTERNAL_SECRET_HEADER]: this.deps.secret, accept: 'application/json' },
-      signal: AbortSignal.timeout(5_000),
-    });
-    if (!res.ok) throw new Error(`llm-quota answered ${res.status}`);
-    const settings = (await res.json()) as OrgGatewaySettings;
+    const gaveUp = new AbortController();
+    const deadline = setDeadline(
+      () => gaveUp.abort(new Error(`llm-quota did not answer within ${SETTINGS_TIMEOUT_MS} ms`)),
+      SETTINGS_TIMEOUT_MS,
+    );
+    let settings: OrgGatewaySettings;
+    try {
+      const res = await this.deps.fetch(url, {
+        headers: { [INTERNAL_SECRET_HEADER]: this.deps.secret, accept: 'application/json' },
+        signal: gaveUp.signal,
+      });
+      if (!res.ok) throw new Error(`llm-quota answered ${res.status}`);
+      settings = (await res.json()) as OrgGatewaySettings;
+    } finally {
+      clearTimeout(deadline);
+    }
     if (readableMonth(settings.month)) return settings;
     // logged when an organization's month turns unreadable, not at every refresh after
     if (this.cache.get(orgSlug)?.value.month !== NO_MONTH)

@@ -1,6 +1,7 @@
 import { envelopeOf, RateLimited } from '@platform/kernel';
 import type { Request, Response } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
+import { setDeadline } from '../deadline';
 import { chatChunksOf } from '../inference/answer-chunks';
 import { billableText, reasoningText, toolCallsText } from '../inference/answer-text';
 import { refusedForProvider } from '../inference/errors';
@@ -482,7 +483,7 @@ async function forwardReceived<B extends CompletionBody, K extends FlowChunk>(
       const next = iterator.next();
       if (annotated)
         verdictWait ??= new Promise((resolve) => {
-          timer = setTimeout(resolve, VERDICT_WAIT_MS, NOTHING_YET);
+          timer = setDeadline(() => resolve(NOTHING_YET), VERDICT_WAIT_MS);
         });
       const read = Promise.race([
         next,

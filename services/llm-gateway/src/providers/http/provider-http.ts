@@ -1,4 +1,5 @@
 import type { Clock } from '@platform/kernel';
+import { setDeadline } from '../../deadline';
 import { Cancellation } from '../cancellation';
 import { type ProviderCall, ProviderError, ProviderTimeoutError } from '../types';
 import { DestinationRefused } from './destinations';
@@ -25,7 +26,8 @@ export interface ProviderRequest {
 /**
  * One attempt's lifetime: aborted by the caller's signal, or by the timer (then it is a timeout).
  * The deadline moves with every read of a stream, so a stream's silence is bounded too. The timer is
- * lazy: a read only moves the deadline, and the timer, when it fires early, sleeps again until it.
+ * lazy: a read only moves the deadline, and the timer, when it fires early, sleeps again until it. The timer is a
+ * `setDeadline`: bytes that arrived while the gateway's process stalled are read before the silence is judged.
  */
 class CallGuard {
   readonly controller = new Cancellation();
@@ -53,7 +55,7 @@ class CallGuard {
   }
 
   private schedule(ms: number): void {
-    this.timer = setTimeout(() => {
+    this.timer = setDeadline(() => {
       this.timer = undefined;
       if (!this.running) return;
       const left = this.deadline - performance.now();

@@ -1,3 +1,4 @@
+import { setDeadline } from '../../deadline';
 import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
 import { invalidAnswer, sendForEvents } from '../http/provider-http';
 import {
@@ -159,7 +160,7 @@ export async function* openAiChunks<K extends Chunk = ChatCompletionChunk>(
   async function orSilence<T>(next: Promise<T>): Promise<T | typeof SILENT> {
     let timer: NodeJS.Timeout | undefined;
     const silence = new Promise<typeof SILENT>((resolve) => {
-      timer = setTimeout(resolve, REPORT_WAIT_MS, SILENT);
+      timer = setDeadline(() => resolve(SILENT), REPORT_WAIT_MS);
     });
     return Promise.race([next, silence]).finally(() => clearTimeout(timer));
   }
