@@ -39,6 +39,8 @@ export interface NatsBusOptions extends NatsServerOptions {
   inboxPrefix?: string;
   /** errors from handlers and the connection, for the service's logger */
   onError?: (err: unknown, context: string) => void;
+  /** the time that paces a failing handler's reports and dates them (default: the system's) */
+  clock?: { now(): Date };
 }
 
 /** `_INBOX.<name>`, with anything a subject token cannot hold (dots, wildcards, spaces) as `_` */
@@ -54,6 +56,9 @@ const MISSING_ON_SERVER = new Set([
   'consumer deleted',
   'no responders',
 ]);
+
+/** while a durable's handler keeps failing, how often it is said again (as the kernel's OutageLog) */
+const FAILURE_REMINDER_MS = 60_000;
 
 /** the longest wait between two attempts at the first connection */
 const FIRST_CONNECT_MAX_WAIT_MS = 5_000;
@@ -130,9 +135,13 @@ const serverError = (status: Status): Error => {
  * storage: nats.js finds it at the reconnection or when a pull is refused) is made again with its stream, as
  * ensureStream was asked, and consumes on without a restart; it is said once per loss. Only the bus that ensured the
  * stream (llm-quota's) makes it: a publisher's durable publications are refused until then, and its outbox keeps them.
+ *
+ * A durable handler's failures are reported as the platform logs an outage: once when they start (with why), at most
+ * once a minute while they last (how many, since when), once when a message is handled again.
  */
 export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
   const report = options.onError ?? (() => undefined);
+  const clock = options.clock ?? { now: () => new Date() };
   const server = natsUrlForLogs(options.url);
   const connectionOptions = natsConnectionOptions(options);
   /** why the last attempt at the first connection failed */
@@ -350,6 +359,42 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
     let messages = await pullFrom(conn, consumerOptions, withStream);
     let stopped = false;
     let wake: (() => void) | undefined;
+    const retryDelayMs = consumerOptions.retryDelayMs ?? 1000;
+    /**
+     * Failed handler calls since the last one that succeeded. Said once when they start (with why), at most once a
+     * minute while they last, once when a message is handled again: a handler failing for an outage of what it writes
+     * to fails every message at every redelivery, which was a line each (12,000 a minute for llm-quota's backlog).
+     */
+    let failing: { since: Date; remindedAt: number; failures: number } | undefined;
+    const failed = (err: unknown) => {
+      const now = clock.now();
+      if (!failing) {
+        failing = { since: now, remindedAt: now.getTime(), failures: 1 };
+        return report(
+          err,
+          `durable ${durable}: its handler failed; each failed message is delivered again after ${retryDelayMs} ms, and failures are said again at most once a minute until one is handled`,
+        );
+      }
+      failing.failures++;
+      if (now.getTime() - failing.remindedAt < FAILURE_REMINDER_MS) return;
+      failing.remindedAt = now.getTime();
+      report(
+        err,
+        `durable ${durable}: its handler still fails: ${failing.failures} failures since ${failing.since.toISOString()}`,
+      );
+    };
+    const handled = () => {
+      if (!failing) return;
+      const { since, failures } = failing;
+      failing = undefined;
+      const seconds = Math.round((clock.now().getTime() - since.getTime()) / 1000);
+      report(
+        new Error(
+          `durable ${durable} handles messages again, after ${failures} failures since ${since.toISOString()} (${seconds} s)`,
+        ),
+        `durable ${durable}`,
+      );
+    };
     const handle = async (m: JsMsg) => {
       try {
         await consumerOptions.handler({
@@ -357,11 +402,12 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
           data: m.string(),
           deliveryCount: m.info.redeliveryCount,
         });
-        m.ack();
       } catch (err) {
-        report(err, `durable ${durable}`);
-        m.nak(consumerOptions.retryDelayMs ?? 1000);
+        failed(err);
+        return m.nak(retryDelayMs);
       }
+      m.ack();
+      handled();
     };
     const limit = Math.max(1, consumerOptions.concurrency ?? 1);
     const inFlight = new Set<Promise<void>>();
