@@ -10,9 +10,7 @@
  * So it learns, from the training data only, which context makes a span a given entity ("from X" vs "to X").
  * Where a value ends is learnt from the words after values, which sentences ending in a value do not show: augmented
  * copies of them get a lowercase word after a capitalised value, and a lowercase word after a capitalised one is a
- * feature, so "at Luigi tonight" is Luigi. Other augmented copies join a lowercase word and a capitalised one to a
- * capitalised value, and the feature is not given where the next word is capitalised again, so "Rio de Janeiro"
- * stays whole.
+ * feature, so "at Luigi tonight" is Luigi.
  * The slot of each occurrence then comes from a small per-entity classifier over the words around it.
  *
  * At parse time every dictionary match is forced to be an entity (one of its candidates, or an extensible entity
@@ -58,11 +56,6 @@ export interface EntityExtractorOptions {
    * the training sentences, shown as never seen as often as entity words are)
    */
   followerRate: number;
-  /**
-   * in augmented copies, the share of capitalised values that get a lowercase word and a capitalised one inside
-   * ("Rio de Janeiro"; the lowercase word shown as never seen), for entities with values of several words
-   */
-  connectorRate: number;
   /** values outside the dictionaries are returned only when the CRF is at least this sure of them */
   minNewValueConfidence: number;
   /** confidence lost per edit of an approximate dictionary match */
@@ -77,7 +70,6 @@ export const DEFAULT_ENTITY_OPTIONS: EntityExtractorOptions = {
   unseenEntityWordRate: 0.5,
   unseenWordRate: 0.1,
   followerRate: 0.35,
-  connectorRate: 0.2,
   minNewValueConfidence: 0.5,
   editPenalty: 0.1,
   tagger: DEFAULT_TAGGER_OPTIONS,
@@ -181,11 +173,8 @@ function tokenFeatures(
   if (v.cands.length === 0 && v.raw.length >= 5 && !v.unseen) f.push(`suf:${v.raw.slice(-3)}`);
   // the case falls ("Luigi tonight"): where a capitalised value ends, whether its words were seen or not. Only this
   // way round: a capital after a lowercase word, learnt from capitalised training values, took the weight of the
-  // context words, and values typed in lowercase ("call julia") went unfound. Not where the case rises again at the
-  // next word: that lowercase word may join one value ("Rio de Janeiro", "Stratford upon Avon"), which the feature
-  // cut to "Rio"
-  const risesAgain = i + 1 < views.length && startsUpper(views[i + 1]!.text);
-  if (i > 0 && startsUpper(views[i - 1]!.text) && startsLower(v.text) && !risesAgain) f.push('case:fall');
+  // context words, and values typed in lowercase ("call julia") went unfound
+  if (i > 0 && startsUpper(views[i - 1]!.text) && startsLower(v.text)) f.push('case:fall');
   for (const e of v.cands) f.push(`cand:${entityNames[e]!}`);
   return f;
 }
@@ -626,8 +615,7 @@ function addTrainingSequences(
 /**
  * Augmented copies of the tagged utterances with other values of the same entities, seen without dictionary and
  * with some words shown as never seen: up to `augmentations` per tagged utterance, fewer (a seeded subset) when
- * `maxSequences` is near. A copy that ends with a capitalised value may get a word after it (`followerRate`), and a
- * capitalised value may get a lowercase word and a capitalised one inside (`connectorRate`).
+ * `maxSequences` is near. A copy that ends with a capitalised value may get a word after it (`followerRate`).
  */
 function addAugmentedSequences(
   builder: SequenceBuilder,
@@ -647,9 +635,6 @@ function addAugmentedSequences(
     Math.min(options.augmentations * tagged.length, options.maxSequences - builder.length),
   );
   const order = shuffleInPlace([...tagged], rng);
-  // the words put after and inside values are drawn from a generator of their own (seeded too), so that they do
-  // not move the other generator's choices of values and of words shown as never seen in the copies they leave alone
-  const wordRng: Rng = createRng(options.seed ^ 0x5bd1e995);
   // Where a sentence ends with a value, the CRF sees nothing after it, and took any word after a value (most often
   // one never seen, as entity words are) for more of it: "at Luigi tonight" gave "Luigi tonight". The words that
   // may follow are the lowercase ones the training sentences use outside tagged parts. Only after a capitalised
@@ -663,48 +648,13 @@ function addAugmentedSequences(
       ),
     ),
   ];
-  // Followers taught the CRF that a lowercase word after a capitalised value is outside it, and "Rio de Janeiro" (a
-  // value never seen) became "Rio". Some copies show the CRF a capitalised value that goes on with a lowercase word
-  // (one of the followers, shown as never seen, as "de" is) and a capitalised word of the entity's values. In a
-  // fifth of them: in a tenth or a third, fewer of the values ending mid-sentence ("at Luigi tonight") were right.
-  // Only for an entity with values of several words: one whose values are single words (first names) shows nothing
-  // of the kind, and such copies made it miss more of them ("please call Julia")
-  const capitalised = phrasesOf.map((ps) => {
-    const words = ps.map((p) => tokenize(p.text));
-    if (!words.some((w) => w.length > 1)) return [];
-    return [
-      ...new Set(
-        words
-          .flat()
-          .filter((t) => startsUpper(t.text))
-          .map((t) => t.text),
-      ),
-    ];
-  });
-  const withConnector = (entity: number, text: string): string | null => {
-    const words = capitalised[entity]!;
-    const last = tokenize(text).at(-1);
-    if (words.length === 0 || !last || !startsUpper(last.text) || followers.length === 0) return null;
-    if (wordRng() >= options.connectorRate) return null;
-    const connector = followers[Math.floor(wordRng() * followers.length)]!;
-    return `${text} ${connector} ${words[Math.floor(wordRng() * words.length)]!}`;
-  };
   for (let n = 0; n < room; n++) {
     const i = order[n % order.length]!;
-    // where the connectors start in the copy's text, to show them as never seen
-    const connectorStarts = new Set<number>();
-    let at = 0;
     const swapped = parts[i]!.map((p) => {
-      const choices = p.entity < 0 ? [] : phrasesOf[p.entity]!;
-      let part = p;
-      if (choices.length > 0) {
-        const text = choices[Math.floor(rng() * choices.length)]!.text;
-        const joined = withConnector(p.entity, text);
-        if (joined !== null) connectorStarts.add(at + text.length + 1);
-        part = { ...p, text: joined ?? text };
-      }
-      at += part.text.length;
-      return part;
+      if (p.entity < 0) return p;
+      const choices = phrasesOf[p.entity]!;
+      if (choices.length === 0) return p;
+      return { ...p, text: choices[Math.floor(rng() * choices.length)]!.text };
     });
     let lu = labelUtterance(swapped);
     let follower = -1;
@@ -714,20 +664,19 @@ function addAugmentedSequences(
       lu.entityOf.at(-1)! >= 0 &&
       startsUpper(last.text) &&
       followers.length > 0 &&
-      wordRng() < options.followerRate
+      rng() < options.followerRate
     ) {
-      const word = followers[Math.floor(wordRng() * followers.length)]!;
+      const word = followers[Math.floor(rng() * followers.length)]!;
       lu = labelUtterance([...swapped, { text: ` ${word}`, entity: -1, slot: '' }]);
       follower = lu.tokens.length - 1;
     }
-    // unknown-word dropout: some tokens are shown as never seen (entity tokens and followers more often, connectors
-    // always), so that the CRF also learns to find values it has never seen from their context, and where they end
-    const views = viewsOf(lu.tokens, []).map((v, t) => {
-      const dropped =
-        rng() <
-        (lu.entityOf[t]! >= 0 || t === follower ? options.unseenEntityWordRate : options.unseenWordRate);
-      return dropped || connectorStarts.has(lu.tokens[t]!.start) ? { ...v, unseen: true } : v;
-    });
+    // unknown-word dropout: some tokens are shown as never seen (entity tokens and followers more often), so that
+    // the CRF also learns to find values it has never seen from their context, and where they end
+    const views = viewsOf(lu.tokens, []).map((v, t) =>
+      rng() < (lu.entityOf[t]! >= 0 || t === follower ? options.unseenEntityWordRate : options.unseenWordRate)
+        ? { ...v, unseen: true }
+        : v,
+    );
     builder.add(views, builder.bio(lu), i);
   }
 }
