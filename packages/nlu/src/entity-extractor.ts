@@ -8,9 +8,6 @@
  * covering it (learnt leave-one-out, so that list membership is weighed against the context instead of trusted
  * blindly). Tokens of dictionary phrases are seen as "@", so the decision comes from the context, not the value.
  * So it learns, from the training data only, which context makes a span a given entity ("from X" vs "to X").
- * Where a value ends is learnt from the words after values, which sentences ending in a value do not show: augmented
- * copies of them get a lowercase word after a capitalised value, and a lowercase word after a capitalised one is a
- * feature, so "at Luigi tonight" is Luigi.
  * The slot of each occurrence then comes from a small per-entity classifier over the words around it.
  *
  * At parse time every dictionary match is forced to be an entity (one of its candidates, or an extensible entity
@@ -51,11 +48,6 @@ export interface EntityExtractorOptions {
   /** in augmented copies, the share of entity words / other words shown as never seen */
   unseenEntityWordRate: number;
   unseenWordRate: number;
-  /**
-   * in augmented copies that end with a capitalised value, the share that get a word after it (a lowercase word of
-   * the training sentences, shown as never seen as often as entity words are)
-   */
-  followerRate: number;
   /** values outside the dictionaries are returned only when the CRF is at least this sure of them */
   minNewValueConfidence: number;
   /** confidence lost per edit of an approximate dictionary match */
@@ -69,7 +61,6 @@ export const DEFAULT_ENTITY_OPTIONS: EntityExtractorOptions = {
   maxSequences: 3000,
   unseenEntityWordRate: 0.5,
   unseenWordRate: 0.1,
-  followerRate: 0.35,
   minNewValueConfidence: 0.5,
   editPenalty: 0.1,
   tagger: DEFAULT_TAGGER_OPTIONS,
@@ -115,8 +106,6 @@ export type EntityExtractorParts = Omit<SerializedEntityExtractor, 'features'> &
 type WordStats = Map<string, { o: number; e: number }>;
 
 const bucket = (n: number): string => (n >= 3 ? '3' : String(n));
-const startsUpper = (w: string): boolean => /^\p{Lu}/u.test(w);
-const startsLower = (w: string): boolean => /^\p{Ll}/u.test(w);
 
 function shapeOf(w: string): string {
   const hasDigit = /\p{N}/u.test(w);
@@ -128,8 +117,6 @@ function shapeOf(w: string): string {
 interface TokenView {
   word: string;
   raw: string;
-  /** the token as typed (its letter case) */
-  text: string;
   /** entity indices of the dictionary match covering the token (empty when none) */
   cands: readonly number[];
   /** training only: show the token as a word never seen before (no word or suffix feature, zero counts) */
@@ -171,10 +158,6 @@ function tokenFeatures(
     `oc+1:${i + 1 < views.length ? bucket((views[i + 1]!.unseen ? zero : count(views[i + 1]!.raw)).o) : 's'}`,
   ];
   if (v.cands.length === 0 && v.raw.length >= 5 && !v.unseen) f.push(`suf:${v.raw.slice(-3)}`);
-  // the case falls ("Luigi tonight"): where a capitalised value ends, whether its words were seen or not. Only this
-  // way round: a capital after a lowercase word, learnt from capitalised training values, took the weight of the
-  // context words, and values typed in lowercase ("call julia") went unfound
-  if (i > 0 && startsUpper(views[i - 1]!.text) && startsLower(v.text)) f.push('case:fall');
   for (const e of v.cands) f.push(`cand:${entityNames[e]!}`);
   return f;
 }
@@ -184,11 +167,10 @@ function viewsOf(
   tokens: readonly Token[],
   matches: ReadonlyArray<{ start: number; end: number; cands: readonly number[] }>,
 ): TokenView[] {
-  const views: TokenView[] = tokens.map((t) => ({ word: t.norm, raw: t.norm, text: t.text, cands: [] }));
+  const views: TokenView[] = tokens.map((t) => ({ word: t.norm, raw: t.norm, cands: [] }));
   for (const m of matches) {
     if (m.cands.length === 0) continue;
-    for (let k = m.start; k < m.end; k++)
-      views[k] = { word: '@', raw: tokens[k]!.norm, text: tokens[k]!.text, cands: m.cands };
+    for (let k = m.start; k < m.end; k++) views[k] = { word: '@', raw: tokens[k]!.norm, cands: m.cands };
   }
   return views;
 }
@@ -615,7 +597,7 @@ function addTrainingSequences(
 /**
  * Augmented copies of the tagged utterances with other values of the same entities, seen without dictionary and
  * with some words shown as never seen: up to `augmentations` per tagged utterance, fewer (a seeded subset) when
- * `maxSequences` is near. A copy that ends with a capitalised value may get a word after it (`followerRate`).
+ * `maxSequences` is near.
  */
 function addAugmentedSequences(
   builder: SequenceBuilder,
@@ -635,19 +617,6 @@ function addAugmentedSequences(
     Math.min(options.augmentations * tagged.length, options.maxSequences - builder.length),
   );
   const order = shuffleInPlace([...tagged], rng);
-  // Where a sentence ends with a value, the CRF sees nothing after it, and took any word after a value (most often
-  // one never seen, as entity words are) for more of it: "at Luigi tonight" gave "Luigi tonight". The words that
-  // may follow are the lowercase ones the training sentences use outside tagged parts. Only after a capitalised
-  // value, where the case falls: after a lowercase one, an unknown word looks just like the next word of a longer
-  // value, and showing the CRF one there cut "central station" to "central" as often as it saved a word. In a
-  // third of those copies: in more, the CRF took "rainy" in "to sunny Madrid from rainy Dublin" for a city.
-  const followers = [
-    ...new Set(
-      labelled.flatMap((lu) =>
-        lu.tokens.filter((t, k) => lu.entityOf[k]! < 0 && startsLower(t.text)).map((t) => t.text),
-      ),
-    ),
-  ];
   for (let n = 0; n < room; n++) {
     const i = order[n % order.length]!;
     const swapped = parts[i]!.map((p) => {
@@ -656,24 +625,11 @@ function addAugmentedSequences(
       if (choices.length === 0) return p;
       return { ...p, text: choices[Math.floor(rng() * choices.length)]!.text };
     });
-    let lu = labelUtterance(swapped);
-    let follower = -1;
-    const last = lu.tokens.at(-1);
-    if (
-      last &&
-      lu.entityOf.at(-1)! >= 0 &&
-      startsUpper(last.text) &&
-      followers.length > 0 &&
-      rng() < options.followerRate
-    ) {
-      const word = followers[Math.floor(rng() * followers.length)]!;
-      lu = labelUtterance([...swapped, { text: ` ${word}`, entity: -1, slot: '' }]);
-      follower = lu.tokens.length - 1;
-    }
-    // unknown-word dropout: some tokens are shown as never seen (entity tokens and followers more often), so that
-    // the CRF also learns to find values it has never seen from their context, and where they end
+    const lu = labelUtterance(swapped);
+    // unknown-word dropout: some tokens are shown as never seen (entity tokens more often), so that the CRF
+    // also learns to find values it has never seen from their context
     const views = viewsOf(lu.tokens, []).map((v, t) =>
-      rng() < (lu.entityOf[t]! >= 0 || t === follower ? options.unseenEntityWordRate : options.unseenWordRate)
+      rng() < (lu.entityOf[t]! >= 0 ? options.unseenEntityWordRate : options.unseenWordRate)
         ? { ...v, unseen: true }
         : v,
     );
