@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { type Clock, type Logger, NotFound, Unavailable } from '@platform/kernel';
+import { type Clock, Conflict, type Logger, NotFound, Unavailable } from '@platform/kernel';
 import { DuplicateKeyError } from '@platform/store';
 import type { AuthCollections, RevokedSigningKeyDoc, RotationDoc, SigningKeyDoc } from '../data/collections';
 import type { AuthEvents } from './events';
@@ -158,9 +158,10 @@ export class KeyRotation {
   }
 
   /**
-   * An operator's "rotate now": the next check starts a rotation at once, published before it signs
-   * like any other. While a new key is already pending nothing more happens, so calling it twice does
-   * not stack keys.
+   * An operator's "rotate now": the rotation becomes due at once and a check runs it, published before it signs
+   * like any other. While a new key is already pending nothing more happens, so calling it twice does not stack keys.
+   * A change of the keys under way (a lease: another instance's rotation, a revocation) is waited for a moment; one
+   * still under way after that is a Conflict, and nothing is started.
    */
   async rotateNow(): Promise<{
     started: boolean;
@@ -169,28 +170,55 @@ export class KeyRotation {
     activatesAt: Date | null;
   }> {
     await this.running;
-    const before = await this.rotationDoc();
-    let started = false;
-    if (!before.pendingKid) {
-      const moved = await this.o.collections.rotation.findOneAndUpdate(
-        { _id: ROTATION_ID, version: before.version, pendingKid: null },
-        { $set: { version: before.version + 1, nextRotationAt: this.o.clock.now() } },
-      );
-      started = moved !== null;
-    }
-    await this.tick();
+    const started = await this.makeRotationDue();
+    // Real time, as a revocation waits: the instance that picks the rotation up commits its key in a moment.
+    const start = Date.now();
     let after = await this.rotationDoc();
-    if (started && !after.pendingKid) {
-      // A check that began before the request may have run first: one more picks the rotation up.
-      await this.tick();
+    while (started && !after.pendingKid && Date.now() - start < LEASE_WAIT_MS) {
+      // Without a lease our check makes the key (a check that began before the request may have run first); under
+      // a live one another instance is making it.
+      if (!this.leased(after)) await this.tick();
       after = await this.rotationDoc();
+      if (!after.pendingKid) await new Promise((resolve) => setTimeout(resolve, 50));
     }
     return {
-      started: started && after.pendingKid !== null,
+      started,
       activeKid: after.activeKid,
       pendingKid: after.pendingKid,
       activatesAt: after.pendingActivatesAt,
     };
+  }
+
+  /** Makes the rotation due now: false when a key is pending already. */
+  private async makeRotationDue(): Promise<boolean> {
+    const start = Date.now();
+    for (;;) {
+      const doc = await this.rotationDoc();
+      if (doc.pendingKid) return false;
+      if (this.leased(doc)) {
+        if (Date.now() - start >= LEASE_WAIT_MS)
+          throw new Conflict(
+            `A change of the signing keys is under way (an auth instance holds the rotation lease until ${doc.lease!.until.toISOString()}): nothing was started; ask again in a moment (pnpm platform keys list shows the keys)`,
+            { error: 'RotationUnderWay' },
+          );
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        continue;
+      }
+      // The version is that of a document without a live lease: moving it under one would make its holder's commit
+      // fail.
+      const moved = await this.o.collections.rotation.findOneAndUpdate(
+        { _id: ROTATION_ID, version: doc.version, pendingKid: null },
+        { $set: { version: doc.version + 1, nextRotationAt: this.o.clock.now() } },
+      );
+      if (moved) return true;
+      if (Date.now() - start > 2 * LEASE_WAIT_MS)
+        throw new Unavailable('The signing keys kept changing during the request: rotate again');
+    }
+  }
+
+  /** Whether an instance holds the rotation lease now (making or replacing a key, or repairing). */
+  private leased(doc: RotationDoc): boolean {
+    return doc.lease !== null && doc.lease.until > this.o.clock.now();
   }
 
   /**
@@ -395,9 +423,9 @@ export class KeyRotation {
 
   /**
    * Claims the rotation lease on `doc`, makes a key that activates at `activation(at)` and commits it with the
-   * members `commit` names. Null when the document moved first, or when the lease ran out and another instance
-   * took over before the commit (the key, never announced, is deleted). On a failure the lease is given up and the
-   * key deleted.
+   * members `commit` names. Null when the document moved first, or moved before the commit (the key, never
+   * announced, is deleted and the lease given up), or when the lease ran out and another instance took over before
+   * the commit (the key is deleted). On a failure the lease is given up and the key deleted.
    */
   private async keyUnderLease(
     doc: RotationDoc,
@@ -445,15 +473,15 @@ export class KeyRotation {
         },
       );
       if (!committed) {
+        // The document moved under the lease: the next check (here or elsewhere) rotates, not only once the lease
+        // has run out. The key goes first, so no check mistakes it for one an interrupted rotation left.
         await this.o.collections.signingKeys.deleteOne({ _id: kid });
+        await this.releaseLease();
         return null;
       }
       return { kid, activatesAt, claimed };
     } catch (err) {
-      await this.o.collections.rotation.findOneAndUpdate(
-        { _id: ROTATION_ID, 'lease.owner': this.o.instanceId },
-        { $set: { lease: null }, $inc: { version: 1 } },
-      );
+      await this.releaseLease();
       if (kid) await this.o.collections.signingKeys.deleteOne({ _id: kid }).catch(() => undefined);
       throw err;
     }
@@ -497,11 +525,16 @@ export class KeyRotation {
         );
       }
     } finally {
-      await this.o.collections.rotation.findOneAndUpdate(
-        { _id: ROTATION_ID, 'lease.owner': this.o.instanceId },
-        { $set: { lease: null }, $inc: { version: 1 } },
-      );
+      await this.releaseLease();
     }
+  }
+
+  /** Gives up the rotation lease when this instance still holds it (another may have taken over a lease run out). */
+  private async releaseLease(): Promise<void> {
+    await this.o.collections.rotation.findOneAndUpdate(
+      { _id: ROTATION_ID, 'lease.owner': this.o.instanceId },
+      { $set: { lease: null }, $inc: { version: 1 } },
+    );
   }
 
   private orphansOf(doc: RotationDoc): Promise<SigningKeyDoc[]> {

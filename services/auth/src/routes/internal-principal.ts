@@ -71,7 +71,8 @@ export function mountInternalRoutes(router: Router, c: AuthContext): void {
     },
   );
 
-  // Operators (the `pnpm platform keys rotate` command) rotate the signing keys now.
+  // Operators (the `pnpm platform keys rotate` command) rotate the signing keys now; 409 RotationUnderWay while
+  // another change of the keys (another instance's rotation, a revocation) still holds the rotation lease.
   router.post(
     '/internal/signing-keys/rotate',
     requireInternalSecret(c.config.PLATFORM_INTERNAL_SECRET),
