@@ -4,6 +4,7 @@ export * from './aes-gcm';
 export * from './clock';
 export * from './common-config';
 export * from './config';
+export * from './deadline';
 export * from './errors';
 export * from './http/admin-server';
 export * from './http/backpressure';

@@ -1,5 +1,12 @@
 import type { CredentialRevokedEvent, MembershipChangedEvent, Principal } from '@platform/contracts';
-import { type Clock, type Logger, OutageLog, sealPrincipal, Unavailable } from '@platform/kernel';
+import {
+  type Clock,
+  type Logger,
+  OutageLog,
+  sealPrincipal,
+  setDeadline,
+  Unavailable,
+} from '@platform/kernel';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { credentialHash } from './credential-hash';
@@ -283,31 +290,47 @@ export class PrincipalResolver {
             : { kind: 'api_key', key: credential.key },
       ...(orgSlug ? { orgSlug } : {}),
     };
-    let response: Response;
+    // a deadline, not AbortSignal.timeout: an answer that arrived while the edge's own process stalled past it counts
+    const gaveUp = new AbortController();
+    const deadline = setDeadline(
+      () =>
+        gaveUp.abort(
+          new Error(`auth did not answer the principal lookup within ${this.options.timeoutMs} ms`),
+        ),
+      this.options.timeoutMs,
+    );
+    let answer: unknown;
     try {
-      response = await (this.options.fetch ?? fetch)(this.endpoint, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-platform-internal-secret': this.options.secret },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(this.options.timeoutMs),
-      });
-    } catch (err) {
-      await this.authRefused(err);
-      throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
+      let response: Response;
+      try {
+        response = await (this.options.fetch ?? fetch)(this.endpoint, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-platform-internal-secret': this.options.secret },
+          body: JSON.stringify(body),
+          signal: gaveUp.signal,
+        });
+      } catch (err) {
+        await this.authRefused(err);
+        throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
+      }
+      if (response.status === 401) {
+        await response.body?.cancel();
+        this.authOutage.ended();
+        return null;
+      }
+      if (response.status !== 200) {
+        await response.body?.cancel();
+        await this.authRefused(
+          new Error(`auth answered the principal lookup with status ${response.status}`),
+          { status: response.status },
+        );
+        throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
+      }
+      answer = await response.json().catch(() => null);
+    } finally {
+      clearTimeout(deadline);
     }
-    if (response.status === 401) {
-      await response.body?.cancel();
-      this.authOutage.ended();
-      return null;
-    }
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      await this.authRefused(new Error(`auth answered the principal lookup with status ${response.status}`), {
-        status: response.status,
-      });
-      throw new Unavailable('Credentials cannot be checked right now', { error: 'AuthUnavailable' });
-    }
-    const parsed = principalAnswer.safeParse(await response.json().catch(() => null));
+    const parsed = principalAnswer.safeParse(answer);
     if (!parsed.success) {
       this.options.logger.error(
         { issues: parsed.error.issues },

@@ -8,6 +8,7 @@ import {
   HEADERS_TIMEOUT_MS,
   PayloadTooLarge,
   RequestTimeout,
+  setDeadline,
   Unavailable,
   UpstreamTimeout,
 } from '@platform/kernel';
@@ -146,7 +147,9 @@ function readBody(
   done: (body: Buffer) => void,
 ): void {
   const chunks: Buffer[] = [];
-  const timer = setTimeout(() => {
+  const timer = setDeadline(() => {
+    // the rest came while the edge's own process stalled: 'end' has handed the body on
+    if (req.readableEnded) return;
     req.removeAllListeners('data').removeAllListeners('end');
     if (res.headersSent || res.destroyed) return;
     res.setHeader('connection', 'close');
@@ -187,13 +190,25 @@ function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number, time
   const upload = new PassThrough();
   let received = 0;
   let forwarding = true;
-  const stall = setTimeout(() => {
-    if (!forwarding) return;
-    forwarding = false;
-    upload.destroy(new BodyStalled(timeoutMs));
-  }, timeoutMs);
-  const stopForwarding = () => {
+  /** the deadline for the client's next bytes while the edge waits for them */
+  let stall: NodeJS.Timeout | undefined;
+  const awaitBytes = () => {
     clearTimeout(stall);
+    const deadline = setDeadline(() => {
+      // superseded by bytes read since (the edge's own process stalled, not the client), or no longer awaited
+      if (stall !== deadline || !forwarding) return;
+      forwarding = false;
+      upload.destroy(new BodyStalled(timeoutMs));
+    }, timeoutMs);
+    stall = deadline;
+  };
+  const stopAwaiting = () => {
+    clearTimeout(stall);
+    stall = undefined;
+  };
+  awaitBytes();
+  const stopForwarding = () => {
+    stopAwaiting();
     if (!forwarding) return;
     forwarding = false;
     upload.destroy();
@@ -204,27 +219,27 @@ function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number, time
     if (!forwarding) return;
     if (received > limit) {
       forwarding = false;
-      clearTimeout(stall);
+      stopAwaiting();
       upload.destroy(new BodyTooLarge(limit));
-    } else if (upload.write(chunk)) stall.refresh();
+    } else if (upload.write(chunk)) awaitBytes();
     else {
-      clearTimeout(stall);
+      stopAwaiting();
       req.pause();
     }
   });
   req.once('end', () => {
-    clearTimeout(stall);
+    stopAwaiting();
     if (forwarding) upload.end();
   });
   // an aborted upload: the socket is gone, the upstream request is cancelled
   req.once('error', () => undefined);
   req.once('close', () => {
-    clearTimeout(stall);
+    stopAwaiting();
     if (!req.complete && forwarding) upload.destroy(new Error('client went away'));
   });
   upload.on('drain', () => {
     if (!forwarding) return;
-    stall.refresh();
+    awaitBytes();
     req.resume();
   });
   upload.once('close', stopForwarding);

@@ -1,5 +1,11 @@
-import { type Clock, INTERNAL_SECRET_HEADER, type Logger, OutageLog, Unavailable } from '@platform/kernel';
-import { setDeadline } from '../deadline';
+import {
+  type Clock,
+  INTERNAL_SECRET_HEADER,
+  type Logger,
+  OutageLog,
+  setDeadline,
+  Unavailable,
+} from '@platform/kernel';
 
 export type QuotaPolicy = 'hard_block' | 'soft_downgrade';
 

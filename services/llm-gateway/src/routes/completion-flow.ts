@@ -1,7 +1,6 @@
-import { envelopeOf, RateLimited } from '@platform/kernel';
+import { envelopeOf, RateLimited, setDeadline } from '@platform/kernel';
 import type { Request, Response } from 'express';
 import type { CatalogueModel } from '../catalogue/catalogue';
-import { setDeadline } from '../deadline';
 import { chatChunksOf } from '../inference/answer-chunks';
 import { billableText, reasoningText, toolCallsText } from '../inference/answer-text';
 import { refusedForProvider } from '../inference/errors';

@@ -1,5 +1,4 @@
-import type { Clock } from '@platform/kernel';
-import { setDeadline } from '../../deadline';
+import { type Clock, setDeadline } from '@platform/kernel';
 import { Cancellation } from '../cancellation';
 import { type ProviderCall, ProviderError, ProviderTimeoutError } from '../types';
 import { DestinationRefused } from './destinations';

@@ -1,4 +1,4 @@
-import { setDeadline } from '../../deadline';
+import { setDeadline } from '@platform/kernel';
 import type { ProviderHttp, ProviderRequest } from '../http/provider-http';
 import { invalidAnswer, sendForEvents } from '../http/provider-http';
 import {
