@@ -85,7 +85,11 @@ describe('revoking a token the client cannot revoke: 200, and nothing is revoked
     const tokens = await oidc.tokensOf(backend, BACKEND_CALLBACK);
     const [header, payload, signature] = tokens.access_token.split('.');
     const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString()) as Record<string, unknown>;
-    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const { privateKey } = generateKeyPairSync('ec', {
+      namedCurve: 'P-256',
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    });
     const decodedHeader = JSON.parse(Buffer.from(header!, 'base64url').toString()) as { kid: string };
     const forged = jwt.sign(claims, privateKey, { algorithm: 'ES256', keyid: decodedHeader.kid });
     const flipped = `${signature![0] === 'A' ? 'B' : 'A'}${signature!.slice(1)}`;
