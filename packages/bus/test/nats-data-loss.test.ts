@@ -6,27 +6,11 @@ import type { LlmCompletionEvent } from '@platform/contracts';
 import { describeWithNats, freePort, tempDir, waitFor } from '@platform/testkit';
 import { connect } from 'nats';
 import { type Bus, createNatsBus } from '../src';
+import { completion, succeeds } from './completion-event';
 
 const AUTHORIZATION = path.resolve(__dirname, '../../../deploy/nats/authorization.conf');
 const USERS = ['edge', 'auth', 'llm-gateway', 'llm-quota', 'legacy-agent'] as const;
 const passwords = Object.fromEntries(USERS.map((u) => [u, randomBytes(12).toString('hex')]));
-
-const completion = (id: string): LlmCompletionEvent => ({
-  id,
-  version: 1,
-  occurredAt: '2026-11-28T10:00:00Z',
-  orgSlug: 'acme',
-  model: 'm',
-  provider: 'p',
-  usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
-  cost: 0.01,
-});
-
-const succeeds = (promise: Promise<unknown>) =>
-  promise.then(
-    () => true,
-    () => false,
-  );
 
 const portOpen = (port: number) =>
   new Promise<boolean>((resolve) => {

@@ -1,17 +1,7 @@
 import type { LlmCompletionEvent } from '@platform/contracts';
 import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
 import { type Bus, createNatsBus } from '../src';
-
-const completion = (id: string): LlmCompletionEvent => ({
-  id,
-  version: 1,
-  occurredAt: '2026-11-28T10:00:00Z',
-  orgSlug: 'acme',
-  model: 'm',
-  provider: 'p',
-  usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
-  cost: 0.01,
-});
+import { completion } from './completion-event';
 
 const MINUTE = 60_000;
 
