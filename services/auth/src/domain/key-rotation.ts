@@ -371,6 +371,10 @@ export class KeyRotation {
   private async activateIfDue(doc: RotationDoc): Promise<RotationDoc> {
     const now = this.o.clock.now();
     if (!doc.pendingKid || !doc.pendingActivatesAt || now < doc.pendingActivatesAt) return doc;
+    // Under a live lease the holder decides what becomes of the pending key: a revocation of the signing key withdraws
+    // it, and activating it meanwhile would make that leaked key sign. Signing does not wait (each instance switches
+    // by the clock); only the record does, until the holder commits or its lease runs out.
+    if (this.leased(doc)) return doc;
     const at = doc.pendingActivatesAt;
     const next = await this.o.collections.rotation.findOneAndUpdate(
       { _id: ROTATION_ID, version: doc.version },
