@@ -24,6 +24,9 @@ const base = {
 module.exports = {
   // a deadline for a hung test, not a timing: a platform's start in a hook takes over 30 s on a loaded 2-core machine
   testTimeout: 60_000,
+  // jest's default (one worker per core but one) runs a 2-core machine's files one at a time, and most of their time
+  // is waiting on other processes (platforms, nats-server, Chromium): two files at once (decision 0126)
+  maxWorkers: Math.max(2, require('node:os').availableParallelism() - 1),
   projects: [
     {
       ...base,
