@@ -1,6 +1,6 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import type { Clock, Logger } from '@platform/kernel';
-import { JwksClient } from 'jwks-rsa';
+import { type Clock, type Logger, setDeadline } from '@platform/kernel';
+import { JwksClient, JwksError } from 'jwks-rsa';
 
 export interface SigningKeysOptions {
   jwksUri: string;
@@ -58,7 +58,7 @@ export class SigningKeys {
       jwksUri: options.jwksUri,
       cache: false,
       rateLimit: false,
-      timeout: options.fetchTimeoutMs,
+      fetcher: (uri) => this.fetchDocument(uri),
     });
   }
 
@@ -163,6 +163,29 @@ export class SigningKeys {
     this.loadedOnce = true;
     this.lastError = null;
     if (removed.length > 0) this.options.onKeysRemoved?.(removed);
+  }
+
+  /**
+   * The JWKS document, read as jwks-rsa reads it but within a deadline rather than its socket timeout, which ran before
+   * the edge read a document that had arrived in time while the edge's own process stalled past it.
+   */
+  private async fetchDocument(uri: string): Promise<{ keys: unknown }> {
+    const gaveUp = new AbortController();
+    const deadline = setDeadline(
+      () =>
+        gaveUp.abort(
+          new Error(`auth did not answer the JWKS fetch within ${this.options.fetchTimeoutMs} ms`),
+        ),
+      this.options.fetchTimeoutMs,
+    );
+    try {
+      const response = await fetch(uri, { signal: gaveUp.signal });
+      const text = await response.text();
+      if (!response.ok) throw new JwksError(response.statusText || `Http Error ${response.status}`);
+      return JSON.parse(text);
+    } finally {
+      clearTimeout(deadline);
+    }
   }
 
   private markGone(kid: string, how: 'announced' | 'missing'): void {

@@ -12,7 +12,7 @@ import {
   Unavailable,
   UpstreamTimeout,
 } from '@platform/kernel';
-import { type Dispatcher, Pool } from 'undici';
+import { type Dispatcher, errors, Pool } from 'undici';
 import type { UpstreamName } from '../routing/roots';
 import { loggedPath } from './request-target';
 import { sendError } from './respond';
@@ -186,7 +186,14 @@ function readBody(
  * holds it back for backpressure) fails the upload: 408 in the envelope and the connection closed, instead of
  * holding the connection and the service's request until Node's 300 s request timeout.
  */
-function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): PassThrough {
+function uploadOf(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limit: number,
+  timeoutMs: number,
+  /** called each time the upload fills up: the service takes the body slower than the client sends it */
+  onHeldBack?: () => void,
+): PassThrough {
   const upload = new PassThrough();
   let received = 0;
   let forwarding = true;
@@ -225,6 +232,7 @@ function uploadOf(req: IncomingMessage, res: ServerResponse, limit: number, time
     else {
       stopAwaiting();
       req.pause();
+      onHeldBack?.();
     }
   });
   req.once('end', () => {
@@ -264,12 +272,13 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     agents[root] = new (targets[root].protocol === 'https:' ? https : http).Agent({
       maxSockets: options.maxSockets,
     });
-    const answerTimeout = options.answerTimeoutMs?.[root] ?? options.timeoutMs;
     pools[root] = new Pool(targets[root].origin, {
       connections: options.maxSockets,
       pipelining: 1,
-      headersTimeout: answerTimeout,
-      bodyTimeout: answerTimeout,
+      // the answer's deadlines are the proxy's own (`send`): undici's judged a stall of the edge's own process as the
+      // service's silence, before reading what the service had sent in time
+      headersTimeout: 0,
+      bodyTimeout: 0,
       keepAliveMaxTimeout: IDLE_CONNECTION_MAX_MS,
       connect: { timeout: Math.min(options.timeoutMs, 10_000), lookup: options.lookup },
     });
@@ -374,7 +383,14 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     // service has stopped reading the body it asked for
     let sending = false;
     upstream.on('timeout', () => {
-      if (!sending || upstream.writableNeedDrain) upstream.destroy(new UpstreamSilent());
+      // judged a turn later, as kernel `setDeadline` judges: after a stall of the edge's own process the connection's
+      // idle timer runs before what the service sent in time is read, and that reading or writing re-arms the timer
+      const socket = upstream.socket;
+      const traffic = socket ? socket.bytesRead + socket.bytesWritten : 0;
+      setImmediate(() => {
+        if (socket && socket.bytesRead + socket.bytesWritten !== traffic) return;
+        if (!sending || upstream.writableNeedDrain) upstream.destroy(new UpstreamSilent());
+      });
     });
     upstream.on('error', (err) => {
       if (!res.writableFinished) fail(res, err, requestId, req.url);
@@ -403,19 +419,51 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     });
   };
 
-  /** one upstream request; the answer streams back to `res` */
+  /**
+   * One upstream request (its body a buffer, the client's request streamed, or none); the answer streams back to `res`.
+   *
+   * The service's silence is timed here with `setDeadline`, as undici timed it (its own timers are off): the answer's
+   * head is awaited the answer timeout from the request's start, from the end of its body's upload, or from the last
+   * time the service fell behind reading that upload (not while it keeps up with a client still sending: the client's
+   * own timeout judges that wait); then each part of the answer's body the answer timeout after the last, not counting
+   * the time the client holds the answer back. Past it, undici's own timeout errors: 504 as before.
+   */
   const send = (
     req: IncomingMessage,
     res: ServerResponse,
     root: UpstreamName,
     requestId: string,
-    body: Buffer | PassThrough | null,
+    body: Buffer | 'streamed' | null,
+    bodyLimitBytes: number,
     onAnswer: (() => void) | undefined,
   ) => {
     // undici's own (raw) handler interface: its core calls these directly, so no header object is
     // parsed and no wrapper is allocated per request.
     let abort: ((err?: Error) => void) | null = null;
     let done = false;
+    const answerTimeout = options.answerTimeoutMs?.[root] ?? options.timeoutMs;
+    /** what the edge waits for from the service: its answer's head or its body's next part; none while held back */
+    let awaited: 'head' | 'body' | null = null;
+    let deadline: NodeJS.Timeout | undefined;
+    const awaitService = (what: 'head' | 'body' | null) => {
+      clearTimeout(deadline);
+      awaited = what;
+      if (!what) return;
+      const current = setDeadline(() => {
+        // superseded by what the service sent or read since (the edge's own process stalled, not the service)
+        if (deadline !== current || awaited !== what || done) return;
+        // still sending a body the service keeps up with: awaited again once it is sent or the service falls behind
+        if (what === 'head' && upload && !upload.readableEnded && !upload.writableNeedDrain) return;
+        abort?.(what === 'head' ? new errors.HeadersTimeoutError() : new errors.BodyTimeoutError());
+      }, answerTimeout);
+      deadline = current;
+    };
+    const awaitHeadAgain = () => {
+      if (awaited === 'head') awaitService('head');
+    };
+    const upload =
+      body === 'streamed' ? uploadOf(req, res, bodyLimitBytes, options.timeoutMs, awaitHeadAgain) : null;
+    upload?.once('end', awaitHeadAgain);
     res.once('close', () => {
       if (!done) abort?.(new Error('client went away'));
     });
@@ -423,23 +471,32 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       onConnect(abortRequest: (err?: Error) => void) {
         abort = abortRequest;
         if (res.destroyed) abortRequest(new Error('client went away'));
+        else awaitService('head');
       },
       onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void) {
+        awaitService(statusCode < 200 ? 'head' : 'body');
         if (statusCode < 200) return true; // 1xx: the final answer follows
         onAnswer?.();
         writeAnswerHead(res, statusCode, rawHeaders, requestId);
-        res.on('drain', resume);
+        res.on('drain', () => {
+          if (!done) awaitService('body');
+          resume();
+        });
         return true;
       },
       onData(chunk: Buffer) {
-        return res.write(chunk);
+        const more = res.write(chunk);
+        awaitService(more ? 'body' : null);
+        return more;
       },
       onComplete() {
         done = true;
+        awaitService(null);
         res.end();
       },
       onError(err: Error) {
         done = true;
+        awaitService(null);
         fail(res, err, requestId, req.url);
       },
     };
@@ -449,7 +506,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         path: req.url ?? '/',
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
         headers: req.headers,
-        body,
+        body: body === 'streamed' ? upload : body,
       },
       handler,
     );
@@ -476,7 +533,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         // read whole before the upstream request starts (decision 0083); a client that leaves first is
         // never forwarded
         readBody(req, res, length, options.timeoutMs, requestId, (buffered) => {
-          if (!res.destroyed) send(req, res, root, requestId, buffered, onAnswer);
+          if (!res.destroyed) send(req, res, root, requestId, buffered, bodyLimitBytes, onAnswer);
         });
         return;
       }
@@ -484,8 +541,7 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
       // a head node:http would re-encode (`asciiHead`) goes through undici, without the expectation
       if (streamed && expectsContinue && asciiHead(req))
         return sendExpecting(req, res, root, requestId, bodyLimitBytes, chunked, onAnswer);
-      const body = streamed ? uploadOf(req, res, bodyLimitBytes, options.timeoutMs) : null;
-      send(req, res, root, requestId, body, onAnswer);
+      send(req, res, root, requestId, streamed ? 'streamed' : null, bodyLimitBytes, onAnswer);
     },
     close() {
       for (const pool of Object.values(pools)) void pool.close();
