@@ -159,9 +159,9 @@ export class KeyRotation {
 
   /**
    * An operator's "rotate now": the rotation becomes due at once and a check runs it, published before it signs
-   * like any other. While a new key is already pending nothing more happens, so calling it twice does not stack keys.
-   * A change of the keys under way (a lease: another instance's rotation, a revocation) is waited for a moment; one
-   * still under way after that is a Conflict, and nothing is started.
+   * like any other. A change of the keys under way (a lease: another instance's rotation, a revocation) is waited for
+   * a moment; one still under way after that is a Conflict, and nothing is started. Then, while a new key is pending,
+   * nothing more happens, so calling it twice does not stack keys.
    */
   async rotateNow(): Promise<{
     started: boolean;
@@ -194,7 +194,8 @@ export class KeyRotation {
     const start = Date.now();
     for (;;) {
       const doc = await this.rotationDoc();
-      if (doc.pendingKid) return false;
+      // The lease first: its holder may still withdraw the pending key (a revocation), or it may sign already by the
+      // clock while the holder keeps the record from saying so (activateIfDue).
       if (this.leased(doc)) {
         if (Date.now() - start >= LEASE_WAIT_MS)
           throw new Conflict(
@@ -204,6 +205,7 @@ export class KeyRotation {
         await new Promise((resolve) => setTimeout(resolve, 50));
         continue;
       }
+      if (doc.pendingKid) return false;
       // The version is that of a document without a live lease: moving it under one would make its holder's commit
       // fail.
       const moved = await this.o.collections.rotation.findOneAndUpdate(
@@ -265,11 +267,17 @@ export class KeyRotation {
       this.o.collections.signingKeyRevocations.find({}),
     ]);
     const revokedKids = new Set(revoked.map((r) => r._id));
+    // Listed as they sign: by the clock (signingKey), a pending key past its activation instant signs already while
+    // the record waits for the next check, or for a lease's holder (activateIfDue). The record will retire the key it
+    // replaces at that instant.
+    const at =
+      doc.pendingActivatesAt && this.o.clock.now() >= doc.pendingActivatesAt ? doc.pendingActivatesAt : null;
     const state = (k: SigningKeyDoc): SigningKeyListing['state'] => {
-      if (k._id === doc.activeKid) return 'active';
-      if (k._id === doc.pendingKid) return 'pending';
+      if (k._id === doc.pendingKid) return at ? 'active' : 'pending';
+      if (k._id === doc.activeKid) return at ? 'retired' : 'active';
       return k.retiredAt ? 'retired' : 'uncommitted';
     };
+    const replacedNow = (k: SigningKeyDoc) => at !== null && k._id === doc.activeKid;
     const listed: SigningKeyListing[] = [
       ...keys
         .filter((k) => !revokedKids.has(k._id))
@@ -279,8 +287,8 @@ export class KeyRotation {
           alg: k.alg,
           createdAt: k.createdAt,
           activatesAt: k.activatesAt,
-          retiredAt: k.retiredAt,
-          removeAfter: k.removeAfter,
+          retiredAt: replacedNow(k) ? at : k.retiredAt,
+          removeAfter: replacedNow(k) ? this.removalTime(at!) : k.removeAfter,
           revokedAt: null,
         })),
       ...revoked.map((r) => ({
@@ -426,16 +434,17 @@ export class KeyRotation {
   }
 
   /**
-   * Claims the rotation lease on `doc`, makes a key that activates at `activation(at)` and commits it with the
-   * members `commit` names. Null when the document moved first, or moved before the commit (the key, never
-   * announced, is deleted and the lease given up), or when the lease ran out and another instance took over before
-   * the commit (the key is deleted). On a failure the lease is given up and the key deleted.
+   * Claims the rotation lease on `doc`, makes a key that activates at `activation(at)`, runs `beforeCommit` and
+   * commits the key with the members `commit` names. Null when the document moved first, or moved before the commit
+   * (the key, never announced, is deleted and the lease given up), or when the lease ran out and another instance took
+   * over before the commit (the key is deleted). On a failure the lease is given up and the key deleted.
    */
   private async keyUnderLease(
     doc: RotationDoc,
     activation: (at: Date) => Date,
     commit: (kid: string, at: Date, activatesAt: Date) => Partial<RotationDoc>,
-  ): Promise<{ kid: string; activatesAt: Date; claimed: RotationDoc } | null> {
+    beforeCommit?: (claimed: RotationDoc) => Promise<void>,
+  ): Promise<{ kid: string; activatesAt: Date } | null> {
     const now = this.o.clock.now();
     const claimed = await this.o.collections.rotation.findOneAndUpdate(
       { _id: ROTATION_ID, version: doc.version },
@@ -465,6 +474,7 @@ export class KeyRotation {
         retiredAt: null,
         removeAfter: null,
       });
+      await beforeCommit?.(claimed);
       const committed = await this.o.collections.rotation.findOneAndUpdate(
         { _id: ROTATION_ID, version: claimed.version, 'lease.owner': this.o.instanceId },
         {
@@ -483,7 +493,7 @@ export class KeyRotation {
         await this.releaseLease();
         return null;
       }
-      return { kid, activatesAt, claimed };
+      return { kid, activatesAt };
     } catch (err) {
       await this.releaseLease();
       if (kid) await this.o.collections.signingKeys.deleteOne({ _id: kid }).catch(() => undefined);
@@ -635,6 +645,7 @@ export class KeyRotation {
   private async replaceSigningKey(
     doc: RotationDoc,
   ): Promise<{ created: string[]; withdrawn: string[] } | null> {
+    const withdrawn: string[] = [];
     const made = await this.keyUnderLease(
       doc,
       (at) => at,
@@ -644,19 +655,24 @@ export class KeyRotation {
         pendingActivatesAt: null,
         nextRotationAt: new Date(at.getTime() + this.o.rotationDays * DAY_MS),
       }),
+      // Before the commit, which takes the pending key out of the record: an instance stopped after it would leave
+      // the key untombstoned, and a check would retire it as a leftover, verifying (and what it signed by the clock)
+      // for ACCESS_TOKENS_MAX_AGE. Under the lease no check activates it meanwhile.
+      async (claimed) => {
+        const pending = claimed.pendingKid
+          ? await this.o.collections.signingKeys.findOne({ _id: claimed.pendingKid })
+          : null;
+        if (!pending) return;
+        await this.tombstone(pending, claimed, claimed.activeKid ?? undefined);
+        withdrawn.push(pending._id);
+      },
     );
     if (!made) return null;
-    const { kid, claimed } = made;
-    this.o.logger.info({ kid, replaces: doc.activeKid }, 'signing key created in place of a revoked one');
-    const withdrawn: string[] = [];
-    const pending = claimed.pendingKid
-      ? await this.o.collections.signingKeys.findOne({ _id: claimed.pendingKid })
-      : null;
-    if (pending) {
-      await this.tombstone(pending, claimed, claimed.activeKid ?? undefined);
-      withdrawn.push(pending._id);
-    }
-    return { created: [kid], withdrawn };
+    this.o.logger.info(
+      { kid: made.kid, replaces: doc.activeKid },
+      'signing key created in place of a revoked one',
+    );
+    return { created: [made.kid], withdrawn };
   }
 
   private async deleteKeys(kids: string[]): Promise<void> {
