@@ -1,6 +1,8 @@
 import type { EventPayloads } from '@platform/contracts';
+import { type BusReports, busReports, type HandlerFailures, handlerFailures } from './handler-failures';
 import type {
   Bus,
+  BusReporting,
   Consumer,
   DurableConsumerOptions,
   DurableMessage,
@@ -61,8 +63,10 @@ interface InProcessStream {
  * Durable streams are queues kept for the life of the process, shared by consumers of one name.
  * A durable publication made before its stream or the stream's first consumer exists (services start
  * at once: the gateway's outbox may publish before llm-quota made them) waits for them.
+ * A durable handler's failures are reported to `onError` as the NATS bus reports them (handler-failures.ts).
  */
-export function createInProcessBus(): Bus {
+export function createInProcessBus(reporting: BusReporting = {}): Bus {
+  const reports = busReports(reporting);
   const subscribers = new Map<string, Set<Handler>>();
   const streams = new Map<string, InProcessStream>();
   /** durable messages no stream takes yet */
@@ -125,7 +129,7 @@ export function createInProcessBus(): Bus {
       if (!stream) throw new Error(`No stream ${options.stream}`);
       let queue = stream.consumers.get(options.durable);
       if (!queue) {
-        queue = new DurableQueue(options.filterSubject);
+        queue = new DurableQueue(options.filterSubject, reports);
         stream.consumers.set(options.durable, queue);
         for (const message of stream.waiting.splice(0)) queue.push(message);
       }
@@ -145,14 +149,23 @@ export function createInProcessBus(): Bus {
   };
 }
 
+/** A durable consumer's handler, and its failures said as the NATS bus says them */
+interface Attached {
+  options: DurableConsumerOptions;
+  failures: HandlerFailures;
+}
+
 /** A durable consumer's backlog: messages wait here until a handler acknowledges them. */
 class DurableQueue {
   private readonly pending: QueuedMessage[] = [];
-  private handler?: DurableConsumerOptions;
+  private attached?: Attached;
   private running = false;
   private stopped = false;
 
-  constructor(private readonly filter: string) {}
+  constructor(
+    private readonly filter: string,
+    private readonly reports: BusReports,
+  ) {}
 
   push(message: QueuedMessage): void {
     if (!subjectMatches(this.filter, message.subject)) return;
@@ -161,7 +174,8 @@ class DurableQueue {
   }
 
   attach(options: DurableConsumerOptions): Consumer {
-    this.handler = options;
+    const failures = handlerFailures(options.durable, options.retryDelayMs ?? 1000, this.reports);
+    this.attached = { options, failures };
     this.stopped = false;
     this.kick();
     return { stop: () => this.stop() };
@@ -169,52 +183,59 @@ class DurableQueue {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.handler = undefined;
+    this.attached = undefined;
   }
 
   private kick(): void {
-    if (this.running || !this.handler || this.stopped) return;
+    if (this.running || !this.attached || this.stopped) return;
     this.running = true;
     setImmediate(() => void this.drain());
   }
 
   private async drain(): Promise<void> {
-    while (this.pending.length && this.handler && !this.stopped) {
-      const concurrency = this.handler.concurrency ?? 1;
+    while (this.pending.length && this.attached && !this.stopped) {
+      const { options, failures } = this.attached;
+      const concurrency = options.concurrency ?? 1;
       if (concurrency > 1) {
-        await this.deliverSome(this.handler, concurrency);
+        await this.deliverSome(this.attached, concurrency);
         continue;
       }
       const message = this.pending[0]!;
       message.deliveryCount++;
       const delivered: DurableMessage = { ...message };
       try {
-        await this.handler.handler(delivered);
-        this.pending.shift();
-      } catch {
-        await new Promise((r) => setTimeout(r, this.handler?.retryDelayMs ?? 1000));
+        await options.handler(delivered);
+      } catch (err) {
+        failures.failed(err);
+        await new Promise((r) => setTimeout(r, this.attached?.options.retryDelayMs ?? 1000));
+        continue;
       }
+      this.pending.shift();
+      failures.handled();
     }
     this.running = false;
   }
 
   /** Up to `concurrency` messages handled at once; the failed ones wait `retryDelayMs`, then come first again. */
-  private async deliverSome(handler: DurableConsumerOptions, concurrency: number): Promise<void> {
+  private async deliverSome({ options, failures }: Attached, concurrency: number): Promise<void> {
     const taken = this.pending.splice(0, concurrency);
     const failed: QueuedMessage[] = [];
     await Promise.all(
       taken.map(async (message) => {
         message.deliveryCount++;
         try {
-          await handler.handler({ ...message });
-        } catch {
+          await options.handler({ ...message });
+        } catch (err) {
+          failures.failed(err);
           failed.push(message);
+          return;
         }
+        failures.handled();
       }),
     );
     if (failed.length) {
       this.pending.unshift(...failed);
-      await new Promise((r) => setTimeout(r, handler.retryDelayMs ?? 1000));
+      await new Promise((r) => setTimeout(r, options.retryDelayMs ?? 1000));
     }
   }
 }

@@ -1,7 +1,9 @@
 import type { EventPayloads } from '@platform/contracts';
+import { busReports, type HandlerFailures, handlerFailures } from './handler-failures';
 import { createInProcessBus } from './in-process-bus';
 import type {
   Bus,
+  BusReporting,
   Consumer,
   DurableConsumerOptions,
   DurableMessage,
@@ -91,11 +93,15 @@ export function parentProcessChannel(): IpcChannel {
   });
 }
 
-/** A child's side: the Bus port, each operation a message to the hub. */
-export function createIpcBusClient(channel: IpcChannel): Bus {
+/**
+ * A child's side: the Bus port, each operation a message to the hub. A durable handler runs here, so its failures
+ * are reported here, to `onError` (the service's log), as the NATS bus reports them: the hub only redelivers.
+ */
+export function createIpcBusClient(channel: IpcChannel, reporting: BusReporting = {}): Bus {
+  const reports = busReports(reporting);
   const handlers = new Map<string, Set<(payload: unknown) => void | Promise<void>>>();
   const calls = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
-  const consumers = new Map<number, DurableConsumerOptions>();
+  const consumers = new Map<number, { options: DurableConsumerOptions; failures: HandlerFailures }>();
   let nextId = 1;
   let closed = false;
 
@@ -132,9 +138,15 @@ export function createIpcBusClient(channel: IpcChannel): Bus {
         if (!closed) channel.send({ bus: 'ack', deliveryId: message.deliveryId, ok });
       };
       if (!consumer) return answer(false);
-      consumer.handler(message.message).then(
-        () => answer(true),
-        () => answer(false),
+      consumer.options.handler(message.message).then(
+        () => {
+          answer(true);
+          consumer.failures.handled();
+        },
+        (err) => {
+          consumer.failures.failed(err);
+          answer(false);
+        },
       );
     }
   });
@@ -164,7 +176,8 @@ export function createIpcBusClient(channel: IpcChannel): Bus {
       call({ bus: 'call', op: 'publishDurable', subject, data: JSON.stringify(payload), msgId }),
     async consumeDurable(options): Promise<Consumer> {
       const consumerId = nextId++;
-      consumers.set(consumerId, options);
+      const failures = handlerFailures(options.durable, options.retryDelayMs ?? 1000, reports);
+      consumers.set(consumerId, { options, failures });
       const { handler: _handler, ...rest } = options;
       await call({ bus: 'call', op: 'consume', consumerId, options: rest });
       return {

@@ -6,6 +6,7 @@ import {
   type NatsConnection,
   nanos,
 } from 'nats';
+import { type BusReports, handlerFailures } from './handler-failures';
 import { type JetStream, JetStreamUnavailable } from './nats-jetstream';
 import type { Consumer, DurableConsumerOptions, StreamOptions } from './port';
 
@@ -20,18 +21,13 @@ const MISSING_ON_SERVER = new Set([
   'no responders',
 ]);
 
-/** while a durable's handler keeps failing, how often it is said again (as the kernel's OutageLog) */
-const FAILURE_REMINDER_MS = 60_000;
-
 /** the longest wait between two attempts at making a durable consumer (as between attempts at the first connection) */
 const RETRY_MAX_WAIT_MS = 5_000;
 
 /** What a durable consumer needs from its bus */
-export interface DurableConsumerBus {
+export interface DurableConsumerBus extends BusReports {
   /** NATS as the logs say it (never with a secret) */
   server: string;
-  report: (err: unknown, context: string) => void;
-  clock: { now(): Date };
   jetstream: JetStream;
   /** the consumers pulling: the bus closes them when it is closed, and knows from them it may ask JetStream's API */
   pulling: Set<ConsumerMessages>;
@@ -139,47 +135,13 @@ const startConsumer = async (
   consumerOptions: DurableConsumerOptions,
   withStream?: StreamOptions,
 ): Promise<Consumer> => {
-  const { report, clock, server } = bus;
+  const { report, server } = bus;
   const { stream, durable } = consumerOptions;
   let messages = await pullFrom(bus, conn, consumerOptions, withStream);
   let stopped = false;
   let wake: (() => void) | undefined;
   const retryDelayMs = consumerOptions.retryDelayMs ?? 1000;
-  /**
-   * Failed handler calls since the last one that succeeded. Said once when they start (with why), at most once a
-   * minute while they last, once when a message is handled again: a handler failing for an outage of what it writes
-   * to fails every message at every redelivery, which was a line each (12,000 a minute for llm-quota's backlog).
-   */
-  let failing: { since: Date; remindedAt: number; failures: number } | undefined;
-  const failed = (err: unknown) => {
-    const now = clock.now();
-    if (!failing) {
-      failing = { since: now, remindedAt: now.getTime(), failures: 1 };
-      return report(
-        err,
-        `durable ${durable}: its handler failed; each failed message is delivered again after ${retryDelayMs} ms, and failures are said again at most once a minute until one is handled`,
-      );
-    }
-    failing.failures++;
-    if (now.getTime() - failing.remindedAt < FAILURE_REMINDER_MS) return;
-    failing.remindedAt = now.getTime();
-    report(
-      err,
-      `durable ${durable}: its handler still fails: ${failing.failures} failures since ${failing.since.toISOString()}`,
-    );
-  };
-  const handled = () => {
-    if (!failing) return;
-    const { since, failures } = failing;
-    failing = undefined;
-    const seconds = Math.round((clock.now().getTime() - since.getTime()) / 1000);
-    report(
-      new Error(
-        `durable ${durable} handles messages again, after ${failures} failures since ${since.toISOString()} (${seconds} s)`,
-      ),
-      `durable ${durable}`,
-    );
-  };
+  const { failed, handled } = handlerFailures(durable, retryDelayMs, bus);
   const handle = async (m: JsMsg) => {
     try {
       await consumerOptions.handler({
@@ -243,8 +205,10 @@ const startConsumer = async (
         }
         wait = Math.min(wait * 2, RETRY_MAX_WAIT_MS);
       }
-      // stopped while it was being made
-      if (stopped || bus.isClosed()) return messages.close();
+      // Stopped while it was being made (stop() closed the one before): closed here, and read to its end by the drain
+      // above, as stop() has it. nats.js ends a close only once what it pulled is read: left unread, it would stay
+      // among the bus's consumers pulling, and the stop, which waits for this loop, would never end.
+      if (stopped || bus.isClosed()) void messages.close();
     }
   })().catch((err) => report(err, `durable ${durable} loop`));
   return {

@@ -37,6 +37,13 @@ export interface StreamOptions {
   duplicateWindowMs?: number;
 }
 
+/** What a bus says out of its callers' sight (a durable handler failing), for the service's logger. */
+export interface BusReporting {
+  onError?: (err: unknown, context: string) => void;
+  /** the time that paces a failing handler's reports and dates them (default: the system's) */
+  clock?: { now(): Date };
+}
+
 export interface Consumer {
   stop(): Promise<void>;
 }

@@ -1,10 +1,11 @@
 import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { type Bus, createInProcessBus } from '@platform/bus';
 import { createLogger, ManualClock } from '@platform/kernel';
 import { createEmbeddedStore, DataFolderInUseError, type Store } from '@platform/store';
 import { tempDir, waitFor } from '@platform/testkit';
-import { openStore, openStoreWhenReachable } from './infrastructure';
+import { openBus, openStore, openStoreWhenReachable } from './infrastructure';
 
 const logger = createLogger({ name: 'test', level: 'silent' });
 
@@ -171,4 +172,58 @@ describe('openStore', () => {
       data.remove();
     }
   });
+});
+
+describe('openBus', () => {
+  it.each([
+    ['in-process', undefined],
+    ['local (the IPC bus of `pnpm start`)', createInProcessBus],
+  ])(
+    "says in the service's log when a durable handler fails, and when it handles messages again: %s",
+    async (_, local) => {
+      const lines: Array<{ level: number; msg: string; context?: string; err?: { message?: string } }> = [];
+      const logged = createLogger({
+        name: 'test',
+        destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+      });
+      const bus: Bus = await openBus({ service: 'llm-quota', DATA_DIR: '.' }, logged, local);
+      try {
+        await bus.ensureStream({ name: 'USAGE', subjects: ['analytics.>'] });
+        const handled: number[] = [];
+        await bus.consumeDurable({
+          stream: 'USAGE',
+          durable: 'usage',
+          filterSubject: 'analytics.llm.completion.dead',
+          retryDelayMs: 0,
+          handler: async (m) => {
+            if (m.deliveryCount === 1) throw new Error('the store refuses writes');
+            handled.push(m.deliveryCount);
+          },
+        });
+        await bus.publishDurable('analytics.llm.completion.dead', { reason: 'x', raw: '{}', at: 'now' });
+        await waitFor(() => lines.some((l) => l.context === 'durable usage'), {
+          what: 'the end of the failures logged',
+        });
+        expect(handled).toEqual([2]);
+        expect(lines.filter((l) => l.msg === 'bus error')).toEqual([
+          expect.objectContaining({
+            level: 40,
+            context: expect.stringMatching(/^durable usage: its handler failed; /),
+            err: expect.objectContaining({ message: 'the store refuses writes' }),
+          }),
+          expect.objectContaining({
+            level: 40,
+            context: 'durable usage',
+            err: expect.objectContaining({
+              message: expect.stringMatching(
+                /^durable usage handles messages again, after 1 failures since /,
+              ),
+            }),
+          }),
+        ]);
+      } finally {
+        await bus.close();
+      }
+    },
+  );
 });

@@ -1,6 +1,12 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Bus, createInProcessBus, createNatsBus, natsUrlForLogs } from '@platform/bus';
+import {
+  type Bus,
+  type BusReporting,
+  createInProcessBus,
+  createNatsBus,
+  natsUrlForLogs,
+} from '@platform/bus';
 import { type Clock, type Logger, OutageLog, systemClock } from '@platform/kernel';
 import {
   createEmbeddedStore,
@@ -137,13 +143,15 @@ export async function openStoreWhenReachable(
 
 /**
  * NATS when NATS_URL is set, else `local` (standalone children: the IPC bus to their parent), else the
- * in-process bus (only meaningful when all services share one process).
+ * in-process bus (only meaningful when all services share one process). Whichever it is reports what goes wrong out
+ * of its callers' sight (a durable handler failing, NATS away) to the service's log.
  */
 export async function openBus(
   settings: InfrastructureSettings,
   logger: Logger,
-  local?: () => Bus,
+  local?: (reporting: BusReporting) => Bus,
 ): Promise<Bus> {
+  const onError = (err: unknown, context: string) => logger.warn({ err, context }, 'bus error');
   if (settings.NATS_URL) {
     logger.info({ url: natsUrlForLogs(settings.NATS_URL) }, 'bus: NATS');
     return createNatsBus({
@@ -151,14 +159,14 @@ export async function openBus(
       credsFile: settings.NATS_CREDS_FILE,
       tlsCaFile: settings.NATS_TLS_CA_FILE,
       name: settings.service,
-      onError: (err, context) => logger.warn({ err, context }, 'bus error'),
+      onError,
     });
   }
   if (local) {
-    const bus = local();
+    const bus = local({ onError });
     logger.info({ kind: bus.kind }, 'bus: local');
     return bus;
   }
   logger.info('bus: in-process');
-  return createInProcessBus();
+  return createInProcessBus({ onError });
 }

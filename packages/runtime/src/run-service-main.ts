@@ -1,5 +1,5 @@
 import type { RequestListener } from 'node:http';
-import type { Bus } from '@platform/bus';
+import type { Bus, BusReporting } from '@platform/bus';
 import {
   type Clock,
   ConfigError,
@@ -38,8 +38,11 @@ export interface ServiceMainOptions<S extends z.ZodObject> {
   maxHeaderBytes?: number;
   /** the listening address (default: env HOST, else 0.0.0.0) */
   host?: string;
-  /** the bus when NATS_URL is unset (default: the in-process bus); standalone children pass the IPC bus */
-  localBus?: () => Bus;
+  /**
+   * the bus when NATS_URL is unset (default: the in-process bus); standalone children pass the IPC bus. `reporting`
+   * says where its durable handlers' failures go (the service's log)
+   */
+  localBus?: (reporting: BusReporting) => Bus;
   /** called once the service listens (standalone children tell their parent) */
   onListening?: (url: string) => void;
   create(deps: {

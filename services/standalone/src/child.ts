@@ -1,4 +1,4 @@
-import { type Bus, createIpcBusClient, parentProcessChannel } from '@platform/bus';
+import { type Bus, type BusReporting, createIpcBusClient, parentProcessChannel } from '@platform/bus';
 import { EDGE_MAX_HEADER_BYTES, runServiceMain } from '@platform/runtime';
 import type { ListeningMessage } from './service-process';
 import { edgeEntry, platformServices } from './services';
@@ -24,8 +24,8 @@ export function runStandaloneChild(name: string): void {
   const common = {
     name,
     defaultPort: 0,
-    localBus: () => {
-      bus = createIpcBusClient(parentProcessChannel());
+    localBus: (reporting: BusReporting) => {
+      bus = createIpcBusClient(parentProcessChannel(), reporting);
       return bus;
     },
     // after what the bus queued this turn (its channel flushes on setImmediate, in order): the parent
