@@ -1,9 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { connect as connectSocket } from 'node:net';
 import path from 'node:path';
 import type { LlmCompletionEvent } from '@platform/contracts';
-import { describeWithNats, freePort, tempDir, waitFor } from '@platform/testkit';
+import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
 import { connect } from 'nats';
 import { type Bus, createNatsBus } from '../src';
 import { completion, succeeds } from './completion-event';
@@ -12,71 +10,20 @@ const AUTHORIZATION = path.resolve(__dirname, '../../../deploy/nats/authorizatio
 const USERS = ['edge', 'auth', 'llm-gateway', 'llm-quota', 'legacy-agent'] as const;
 const passwords = Object.fromEntries(USERS.map((u) => [u, randomBytes(12).toString('hex')]));
 
-const portOpen = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connectSocket(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-
-/**
- * A real nats-server on one port with the platform's users (deploy/nats/authorization.conf), whose JetStream storage
- * can be lost: each start may be given a new, empty folder, as a pod without a persistent volume comes back.
- */
-async function natsServerLosingItsStorage() {
-  const port = await freePort();
-  const folders: Array<ReturnType<typeof tempDir>> = [];
-  let child: ChildProcess | undefined;
-  const stop = async () => {
-    const running = child;
-    child = undefined;
-    if (!running || running.exitCode !== null) return;
-    const gone = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGTERM');
-    await gone;
-  };
-  return {
-    port,
-    urlOf: (user: (typeof USERS)[number]) => `nats://${user}:${passwords[user]}@127.0.0.1:${port}`,
-    /** the address without a user: for a server started without the authorization file */
-    anonymousUrl: `nats://127.0.0.1:${port}`,
-    /** starts it on a new, empty JetStream storage folder */
-    async startOnEmptyStorage() {
-      const storage = tempDir('nats-data-loss-');
-      folders.push(storage);
-      child = spawn(
-        process.env.NATS_SERVER_BIN ?? 'nats-server',
-        ['-c', AUTHORIZATION, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storage.dir],
-        {
-          stdio: 'ignore',
-          env: {
-            ...process.env,
-            ...Object.fromEntries(
-              USERS.map((u) => [`${u.toUpperCase().replace(/-/g, '_')}_NATS_PASSWORD`, `"${passwords[u]}"`]),
-            ),
-          },
-        },
-      );
-      await waitFor(() => portOpen(port), { timeoutMs: 10_000, what: 'nats-server' });
-    },
-    stop,
-    async dispose() {
-      await stop();
-      for (const folder of folders) folder.remove();
-    },
-  };
-}
-
 describeWithNats('NATS bus when the server comes back without its JetStream data', () => {
-  let server: Awaited<ReturnType<typeof natsServerLosingItsStorage>>;
+  /** a real nats-server with the platform's users (deploy/nats/authorization.conf) */
+  let server: NatsServerHandle;
   const buses: Bus[] = [];
+  const urlOf = (user: (typeof USERS)[number]) =>
+    `nats://${user}:${passwords[user]}@127.0.0.1:${server.port}`;
 
   beforeEach(async () => {
-    server = await natsServerLosingItsStorage();
-    await server.startOnEmptyStorage();
+    server = await startNatsServer({
+      file: AUTHORIZATION,
+      env: Object.fromEntries(
+        USERS.map((u) => [`${u.toUpperCase().replace(/-/g, '_')}_NATS_PASSWORD`, `"${passwords[u]}"`]),
+      ),
+    });
   });
   afterEach(async () => {
     await Promise.all(buses.splice(0).map((b) => b.close()));
@@ -87,7 +34,7 @@ describeWithNats('NATS bus when the server comes back without its JetStream data
   const openAs = async (user: 'llm-gateway' | 'llm-quota') => {
     const errors: string[] = [];
     const bus = await createNatsBus({
-      url: server.urlOf(user),
+      url: urlOf(user),
       name: user,
       onError: (err, context) => errors.push(`${context}: ${(err as Error).message}`),
     });
@@ -121,7 +68,9 @@ describeWithNats('NATS bus when the server comes back without its JetStream data
     await expect(
       gateway.publishDurable('analytics.llm.completion', completion('while-away'), 'while-away'),
     ).rejects.toThrow();
-    await server.startOnEmptyStorage();
+    // back without its JetStream data, as a pod without a persistent volume comes back
+    server.loseJetStreamData();
+    await server.start();
 
     // the gateway may not make the stream (its user is not allowed): llm-quota's bus makes it again
     await waitFor(
@@ -151,17 +100,10 @@ describeWithNats('NATS bus when the server comes back without its JetStream data
 
   it('makes the consumer and its stream again when they are deleted under a running consumer, without a reconnection', async () => {
     // an operator's own tool, outside the platform's users, deletes the stream: what a pull then finds missing
-    await server.stop();
-    const storage = tempDir('nats-data-loss-open-');
-    const child = spawn(
-      process.env.NATS_SERVER_BIN ?? 'nats-server',
-      ['-a', '127.0.0.1', '-p', String(server.port), '-js', '-sd', storage.dir],
-      { stdio: 'ignore' },
-    );
+    const unguarded = await startNatsServer();
     try {
-      await waitFor(() => portOpen(server.port), { timeoutMs: 10_000, what: 'nats-server' });
       const open = async (name: string) => {
-        const bus = await createNatsBus({ url: server.anonymousUrl, name });
+        const bus = await createNatsBus({ url: unguarded.url, name });
         buses.push(bus);
         return bus;
       };
@@ -172,7 +114,7 @@ describeWithNats('NATS bus when the server comes back without its JetStream data
       await gateway.publishDurable('analytics.llm.completion', completion('before'), 'before');
       await waitFor(() => got.includes('before'), { timeoutMs: 15_000, what: 'the first event consumed' });
 
-      const admin = await connect({ servers: server.anonymousUrl.replace(/^nats:\/\//, '') });
+      const admin = await connect({ servers: unguarded.url.replace(/^nats:\/\//, '') });
       await (await admin.jetstreamManager()).streams.delete('ANALYTICS');
       await admin.close();
 
@@ -185,10 +127,7 @@ describeWithNats('NATS bus when the server comes back without its JetStream data
       await consumer.stop();
     } finally {
       await Promise.all(buses.splice(0).map((b) => b.close()));
-      const gone = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await gone;
-      storage.remove();
+      await unguarded.dispose();
     }
   }, 60_000);
 });

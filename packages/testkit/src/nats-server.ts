@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { freePort } from './free-port';
@@ -18,6 +18,11 @@ export interface NatsServerHandle {
   start(options?: { jetstream: boolean }): Promise<void>;
   /** turns JetStream on or off by a reload of its configuration (SIGHUP): connected clients stay connected */
   reload(options: { jetstream: boolean }): void;
+  /**
+   * while it is stopped: drops its JetStream data (streams, consumers, messages), so that `start()` brings it back
+   * without them, as a server without a persistent volume comes back
+   */
+  loseJetStreamData(): void;
   /** stops it and removes its storage */
   dispose(): Promise<void>;
 }
@@ -81,6 +86,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   // the server reads its configuration from this file, rewritten for each start or reload: a reload reads JetStream's
   // settings from the file alone (a -js flag would outlive it)
   const config = path.join(storage.dir, 'nats.conf');
+  const jetstreamData = path.join(storage.dir, 'jetstream');
   let jetstream = options.jetstream ?? true;
   let child: ChildProcess | undefined;
 
@@ -88,7 +94,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     const lines: string[] = [];
     // nats-server reads an include relative to the including file, even an absolute path
     if (options.file) lines.push(`include ${JSON.stringify(path.relative(storage.dir, options.file))}`);
-    if (jetstream) lines.push(`jetstream { store_dir: ${JSON.stringify(storage.dir)} }`);
+    if (jetstream) lines.push(`jetstream { store_dir: ${JSON.stringify(jetstreamData)} }`);
     writeFileSync(config, lines.map((line) => `${line}\n`).join(''));
   };
 
@@ -129,6 +135,11 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       jetstream = next.jetstream;
       configure();
       child?.kill('SIGHUP');
+    },
+    loseJetStreamData() {
+      if (child?.exitCode === null)
+        throw new Error('stop the nats-server before dropping its JetStream data');
+      rmSync(jetstreamData, { recursive: true, force: true });
     },
     async dispose() {
       await stop();

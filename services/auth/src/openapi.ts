@@ -1,4 +1,10 @@
-import { buildOpenApiDocument, ErrorEnvelopeSchema, OPENAPI_ROUTE, type RouteDoc } from '@platform/kernel';
+import {
+  buildOpenApiDocument,
+  ErrorEnvelopeSchema,
+  OPENAPI_ROUTE,
+  PLATFORM_SECURITY_SCHEMES,
+  type RouteDoc,
+} from '@platform/kernel';
 import { z } from 'zod';
 import packageJson from '../package.json';
 import {
@@ -588,16 +594,7 @@ export function authApiDocument(serverUrl: string): Record<string, unknown> {
     description:
       'The `{base_url}` root. Errors use the envelope `ErrorEnvelope`; the edge in front may also answer 408, 413, 502, 503 and 504 in it, a body sent as anything but JSON is a 415, and a method the path does not take a 405 with Allow.',
     serverUrl,
-    securitySchemes: {
-      sessionJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-      accessToken: { type: 'http', scheme: 'bearer', description: 'user access token `at:...`' },
-      apiKey: {
-        type: 'apiKey',
-        in: 'header',
-        name: 'x-platform-api-key',
-        description: 'workspace API key, or organization API key `iak_{orgSlug}_{uuid}`',
-      },
-    },
+    securitySchemes: PLATFORM_SECURITY_SCHEMES,
     routes: AUTH_ROUTES,
   });
 }

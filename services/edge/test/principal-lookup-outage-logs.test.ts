@@ -1,51 +1,30 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createLogger, ManualClock, OUTAGE_REMINDER_MS } from '@platform/kernel';
+import { logLines, startOutageServer } from '@platform/testkit';
 import { PrincipalResolver } from '../src/auth/principal-resolver';
 
 /** auth's introspection over real HTTP: 503 (its store away) while `state.failing`, else a principal */
-async function authServer() {
-  const state = { failing: false };
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      if (state.failing) {
-        res.writeHead(503, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: 'StoreUnavailable', status: 503 }));
-        return;
-      }
-      const principal = {
-        credential: { kind: 'access_token', id: 'id-alice' },
-        session: { id: null, org: null },
-        user: { id: 'user-alice' },
-        run: {},
-      };
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ principal, expiresAt: null, cacheTtlSeconds: 0 }));
-    });
+const authServer = () =>
+  startOutageServer({
+    principal: {
+      credential: { kind: 'access_token', id: 'id-alice' },
+      session: { id: null, org: null },
+      user: { id: 'user-alice' },
+      run: {},
+    },
+    expiresAt: null,
+    cacheTtlSeconds: 0,
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    state,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe('the edge while auth cannot check credentials', () => {
   it('logs why once, then once a minute, and once when auth answers again, however many requests fail', async () => {
     const auth = await authServer();
-    const lines: Array<{ level: number; msg: string; [field: string]: unknown }> = [];
+    const { lines, destination } = logLines();
     const clock = new ManualClock('2026-03-01T10:00:00Z');
     const resolver = new PrincipalResolver({
       authUrl: auth.url,
       secret: 'principal-lookup-outage-logs-secret-0123456789',
       clock,
-      logger: createLogger({
-        name: 'test',
-        destination: { write: (line: string) => lines.push(JSON.parse(line)) },
-      }),
+      logger: createLogger({ name: 'test', destination }),
       timeoutMs: 10_000,
       maxEntries: 100,
       maxTtlSeconds: 60,

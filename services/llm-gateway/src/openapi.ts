@@ -1,4 +1,9 @@
-import { buildOpenApiDocument, ErrorEnvelopeSchema, type RouteDoc } from '@platform/kernel';
+import {
+  buildOpenApiDocument,
+  ErrorEnvelopeSchema,
+  PLATFORM_SECURITY_SCHEMES,
+  type RouteDoc,
+} from '@platform/kernel';
 import { LLM_QUOTA_ROUTES } from '@platform/llm-quota';
 import { z } from 'zod';
 import packageJson from '../package.json';
@@ -12,7 +17,7 @@ import {
   ResponsesRequestSchema,
   TextCompletionRequestSchema,
 } from './routes/schemas';
-import { storedItemSchema } from './routes/stored-items-openapi';
+import { storedItemListSchema, storedItemSchema } from './routes/stored-items-openapi';
 import { InputItemsQuerySchema, ResponseRetrieveQuerySchema } from './routes/stored-responses';
 
 const CALLER = ['sessionJwt', 'accessToken', 'apiKey'];
@@ -206,18 +211,10 @@ const ResponseInputItemSchema = storedItemSchema({
   other: 'another item (`reasoning`) as it was sent, with an id',
 });
 
-const ResponseItemListSchema = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(ResponseInputItemSchema),
-    first_id: z.string().nullable().meta({ description: "the first listed item's id; null when none is" }),
-    last_id: z
-      .string()
-      .nullable()
-      .meta({ description: "the last listed item's id (the next page's `after`)" }),
-    has_more: z.boolean(),
-  })
-  .meta({ id: 'ResponseItemList', description: "OpenAI's cursor list of a stored response's input items" });
+const ResponseItemListSchema = storedItemListSchema(ResponseInputItemSchema).meta({
+  id: 'ResponseItemList',
+  description: "OpenAI's cursor list of a stored response's input items",
+});
 
 const ResponseDeletedSchema = z
   .object({ id: z.string(), object: z.literal('response'), deleted: z.literal(true) })
@@ -406,20 +403,12 @@ export function llmGatewayApiDocument(serverUrl: string): Record<string, unknown
       'The `{gateway_url}` root: OpenAI-compatible inference (served by llm-gateway) and the organization quota routes (served by llm-quota). Errors use the envelope (spec 2.3).',
     serverUrl,
     securitySchemes: {
-      sessionJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-      accessToken: { type: 'http', scheme: 'bearer', description: 'user access token `at:...`' },
+      ...PLATFORM_SECURITY_SCHEMES,
       operatorSecret: {
         type: 'apiKey',
         in: 'header',
         name: 'x-platform-internal-secret',
         description: "the operator's credential (PLATFORM_INTERNAL_SECRET), for catalogue administration",
-      },
-      apiKey: {
-        type: 'apiKey',
-        in: 'header',
-        name: 'x-platform-api-key',
-        description:
-          'workspace API key, or organization API key `iak_{orgSlug}_{uuid}` (never as a Bearer credential)',
       },
       anthropicApiKey: {
         type: 'apiKey',

@@ -1,10 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { connect } from 'node:net';
 import { type Bus, createNatsBus } from '@platform/bus';
 import type { LlmCompletionEvent } from '@platform/contracts';
 import { createLogger, ManualClock, OUTAGE_REMINDER_MS } from '@platform/kernel';
 import { createEmbeddedStore } from '@platform/store';
-import { describeWithNats, freePort, tempDir, waitFor } from '@platform/testkit';
+import { describeWithNats, logLines, startNatsServer, waitFor } from '@platform/testkit';
 import { Outbox } from '../src/accounting/outbox';
 
 const event = (i: number): LlmCompletionEvent => ({
@@ -18,66 +16,18 @@ const event = (i: number): LlmCompletionEvent => ({
   cost: 0,
 });
 
-const portOpen = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-
-/** A real nats-server on one port, started without JetStream and then with it (testkit's always has it). */
-async function natsServerOnFreePort() {
-  const port = await freePort();
-  const storage = tempDir('outbox-nats-');
-  let child: ChildProcess | undefined;
-  const stop = async () => {
-    const running = child;
-    child = undefined;
-    if (!running || running.exitCode !== null) return;
-    const gone = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGTERM');
-    await gone;
-  };
-  return {
-    url: `nats://127.0.0.1:${port}`,
-    async start(jetstream: boolean) {
-      const js = jetstream ? ['-js', '-sd', storage.dir] : [];
-      child = spawn(
-        process.env.NATS_SERVER_BIN ?? 'nats-server',
-        ['-a', '127.0.0.1', '-p', String(port), ...js],
-        {
-          stdio: 'ignore',
-        },
-      );
-      await waitFor(() => portOpen(port), { timeoutMs: 10_000, what: 'nats-server' });
-    },
-    stop,
-    async dispose() {
-      await stop();
-      storage.remove();
-    },
-  };
-}
-
 describeWithNats('the usage outbox on a NATS without JetStream', () => {
   it('logs why once, then once a minute, and once when JetStream is there and what waited is delivered', async () => {
-    const server = await natsServerOnFreePort();
-    await server.start(false);
+    const server = await startNatsServer({ jetstream: false });
     const bus: Bus = await createNatsBus({ url: server.url, name: 'outbox-logs' });
     const store = createEmbeddedStore();
-    const lines: Array<{ level: number; msg: string; [field: string]: unknown }> = [];
+    const { lines, destination } = logLines();
     const clock = new ManualClock('2026-03-01T10:00:00Z');
     const outbox = new Outbox({
       store,
       bus,
       clock,
-      logger: createLogger({
-        name: 'test',
-        destination: { write: (line: string) => lines.push(JSON.parse(line)) },
-      }),
+      logger: createLogger({ name: 'test', destination }),
       intervalMs: 1_000,
       publishTimeoutMs: 10_000,
     });
@@ -122,7 +72,7 @@ describeWithNats('the usage outbox on a NATS without JetStream', () => {
       );
 
       await server.stop();
-      await server.start(true);
+      await server.start({ jetstream: true });
       // flushes until the bus has taken up JetStream and made the stream (the clock stands still meanwhile)
       const back = await waitFor(
         async () => {

@@ -1,52 +1,26 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createLogger, ManualClock, OUTAGE_REMINDER_MS } from '@platform/kernel';
+import { logLines, startOutageServer } from '@platform/testkit';
 import { OrgSettingsSource } from '../src/quota/org-settings';
 
 /** llm-quota's gateway settings over real HTTP: 503 (its store away) while `state.failing` */
-async function quotaServer() {
-  const state = { failing: false };
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      if (state.failing) {
-        res.writeHead(503, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: 'StoreUnavailable', status: 503 }));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          orgSlug: 'acme',
-          policy: 'hard_block',
-          month: { start: '2026-03-01T00:00:00Z', tokens: 0, cost: 0 },
-        }),
-      );
-    });
+const quotaServer = () =>
+  startOutageServer({
+    orgSlug: 'acme',
+    policy: 'hard_block',
+    month: { start: '2026-03-01T00:00:00Z', tokens: 0, cost: 0 },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    state,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe('the gateway while llm-quota cannot give quota settings', () => {
   it('logs why once, then once a minute, and once when llm-quota answers again, however many requests come', async () => {
     const quota = await quotaServer();
-    const lines: Array<{ level: number; msg: string; [field: string]: unknown }> = [];
+    const { lines, destination } = logLines();
     const clock = new ManualClock('2026-03-01T10:00:00Z');
     const source = new OrgSettingsSource({
       quotaUrl: quota.url,
       secret: 'quota-settings-outage-logs',
       ttlMs: 5_000,
       clock,
-      logger: createLogger({
-        name: 'test',
-        destination: { write: (line: string) => lines.push(JSON.parse(line)) },
-      }),
+      logger: createLogger({ name: 'test', destination }),
       fetch,
     });
     try {

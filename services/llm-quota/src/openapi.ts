@@ -1,4 +1,10 @@
-import { buildOpenApiDocument, ErrorEnvelopeSchema, OPENAPI_ROUTE, type RouteDoc } from '@platform/kernel';
+import {
+  buildOpenApiDocument,
+  ErrorEnvelopeSchema,
+  OPENAPI_ROUTE,
+  PLATFORM_SECURITY_SCHEMES,
+  type RouteDoc,
+} from '@platform/kernel';
 import packageJson from '../package.json';
 import { BreakdownQuerySchema, BreakdownResponseSchema } from './routes/breakdown';
 import {
@@ -87,17 +93,7 @@ export function llmQuotaApiDocument(serverUrl: string): Record<string, unknown> 
     description:
       'The `{gateway_url}` root. Errors use the envelope `ErrorEnvelope` (spec 2.3); the edge in front may also answer 408, 413, 502, 503 and 504 in it, a body sent as anything but JSON is a 415, and a method the path does not take a 405 with Allow.',
     serverUrl,
-    securitySchemes: {
-      sessionJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-      accessToken: { type: 'http', scheme: 'bearer', description: 'user access token `at:...`' },
-      apiKey: {
-        type: 'apiKey',
-        in: 'header',
-        name: 'x-platform-api-key',
-        description:
-          'workspace API key, or organization API key `iak_{orgSlug}_{uuid}` (never as a Bearer credential)',
-      },
-    },
+    securitySchemes: PLATFORM_SECURITY_SCHEMES,
     routes: LLM_QUOTA_ROUTES,
   });
 }

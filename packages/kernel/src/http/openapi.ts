@@ -48,6 +48,22 @@ export const ErrorEnvelopeSchema = z
   .loose()
   .meta({ id: 'ErrorEnvelope', description: 'Error envelope (spec 2.3)' });
 
+/**
+ * The platform's own credentials (spec 5.1) as security schemes: the edge verifies them alike on every root that
+ * takes them, and refuses an API key sent as a Bearer token on each (spec 5.2 rule 1).
+ */
+export const PLATFORM_SECURITY_SCHEMES = {
+  sessionJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+  accessToken: { type: 'http', scheme: 'bearer', description: 'user access token `at:...`' },
+  apiKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-platform-api-key',
+    description:
+      'workspace API key, or organization API key `iak_{orgSlug}_{uuid}` (never as a Bearer credential)',
+  },
+};
+
 type JsonSchema = Record<string, unknown>;
 
 /**

@@ -94,8 +94,18 @@ export interface Prepared {
   startedAt: number;
 }
 
-/** Governance, then quotas: what every inference route does before calling a provider. */
-export async function prepareInference(
+/** Governance, then quotas: what every inference route does before calling a provider; a refusal is counted. */
+export async function prepareInference(...args: Parameters<typeof admitInference>): Promise<Prepared> {
+  try {
+    return await admitInference(...args);
+  } catch (err) {
+    const [ctx] = args;
+    ctx.metrics.refused(err);
+    throw err;
+  }
+}
+
+async function admitInference(
   ctx: GatewayContext,
   req: Request,
   type: ModelType,
@@ -108,23 +118,6 @@ export async function prepareInference(
    */
   checkModel?: DeploymentCheck,
   /** what `model: "auto"` is routed by (completion requests; decision 0120) */
-  traits?: RequestTraits,
-): Promise<Prepared> {
-  try {
-    return await admitInference(ctx, req, type, requestedModel, promptTokens, checkModel, traits);
-  } catch (err) {
-    ctx.metrics.refused(err);
-    throw err;
-  }
-}
-
-async function admitInference(
-  ctx: GatewayContext,
-  req: Request,
-  type: ModelType,
-  requestedModel: string | undefined,
-  promptTokens: number,
-  checkModel?: DeploymentCheck,
   traits?: RequestTraits,
 ): Promise<Prepared> {
   const startedAt = performance.now();

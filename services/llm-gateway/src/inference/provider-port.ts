@@ -1,10 +1,16 @@
-import type { CancelSignal } from '../providers/cancellation';
-import type { RequestShape } from '../providers/request-shape';
+import type {
+  ImagesResponse,
+  ProviderCall,
+  SpeechAnswer,
+  TranscriptionResult,
+  TranscriptionUpload,
+} from '../providers/types';
 
 /**
  * What the gateway needs from the provider layer (`src/providers`, contract in the provider-interface
- * brief). Declared here structurally so the gateway's own modules depend on the shape, not on an
- * implementation; the adapters satisfy it.
+ * brief). The bodies and usage are declared here structurally, as the gateway passes them through and
+ * reads them, not as the adapters type them; the call, uploads and answers that cross unchanged are the
+ * provider layer's own types.
  */
 export interface Usage {
   /** every input token, those read from or written to the provider's prompt cache included (OpenAI's sense) */
@@ -28,7 +34,7 @@ type PromptTokensDetails = Record<string, unknown> & {
   cache_creation_token_details?: CacheCreationTokenDetails;
 };
 
-export interface CacheCreationTokenDetails {
+interface CacheCreationTokenDetails {
   ephemeral_5m_input_tokens?: number;
   ephemeral_1h_input_tokens?: number;
 }
@@ -44,21 +50,7 @@ export function promptDetailsOf(reported: Record<string, unknown>): Pick<Usage, 
     : {};
 }
 
-export interface ProviderCall {
-  model: string;
-  headers: Record<string, string>;
-  timeoutMs: number;
-  signal: CancelSignal;
-  /** false when the catalogue says the model does not reason (`capabilities.reasoning: false`) */
-  reasons?: boolean;
-  /** the deployment's renamed and excluded request members (decision 0119) */
-  shape?: RequestShape;
-  /**
-   * streams: how many choices the answer holds (`n`, per prompt), when the gateway knows; with one, a usage report
-   * riding on every chunk (vLLM's `continuous_usage_stats`) counts the whole answer once that choice has its finish
-   */
-  choices?: number;
-}
+export type { ProviderCall };
 
 // OpenAI wire objects are passed through as they are; the gateway reads a few members only.
 export type ChatRequest = Record<string, unknown> & { model?: string; stream?: boolean; messages: unknown[] };
@@ -92,7 +84,7 @@ export type TextCompletionChunk = Record<string, unknown> & {
   usage?: (Usage & Record<string, unknown>) | null;
 };
 export type EmbeddingsRequest = Record<string, unknown> & { input: unknown; dimensions?: number };
-export type EmbeddingsResponse = Record<string, unknown> & { usage?: Record<string, unknown> | null };
+type EmbeddingsResponse = Record<string, unknown> & { usage?: Record<string, unknown> | null };
 
 export interface ProviderAdapterPort {
   readonly name: string;
@@ -125,34 +117,17 @@ export interface ProviderAdapterPort {
   images?(
     body: Record<string, unknown> & { prompt: string },
     call: ProviderCall,
-  ): Promise<{ body: ImagesAnswer }>;
+  ): Promise<{ body: ImagesResponse }>;
   /** audio transcription (OpenAI `audio/transcriptions`, multipart); absent when the provider type has none */
-  transcriptions?(upload: AudioUpload, call: ProviderCall): Promise<AudioText>;
+  transcriptions?(upload: TranscriptionUpload, call: ProviderCall): Promise<TranscriptionResult>;
   /** audio translation into English (OpenAI `audio/translations`), as transcriptions */
-  translations?(upload: AudioUpload, call: ProviderCall): Promise<AudioText>;
+  translations?(upload: TranscriptionUpload, call: ProviderCall): Promise<TranscriptionResult>;
   /** text to speech (OpenAI `audio/speech`): settles with the provider's first bytes, the rest as it arrives */
   speech?(
     body: Record<string, unknown> & { input: string; voice: string | { id: string } },
     call: ProviderCall,
-  ): Promise<{ contentType: string; audio: AsyncIterable<Uint8Array> }>;
+  ): Promise<SpeechAnswer>;
 }
-
-export interface AudioUpload {
-  file: Buffer;
-  filename: string;
-  mimeType: string;
-  fields: Record<string, string>;
-  /** the fields in order, a repeated one once per value; `fields` alone when absent */
-  entries?: Array<[string, string]>;
-}
-
-/** a transcription or translation: parsed JSON, or the text of `text`, `srt`, `vtt` */
-export type AudioText = { body: unknown; contentType: string; durationSeconds: number | null };
-
-export type ImagesAnswer = Record<string, unknown> & {
-  created: number;
-  data: Array<{ b64_json?: string; url?: string; revised_prompt?: string }>;
-};
 
 /** A provider's error answer, as the adapters throw it (`ProviderError`). */
 export interface ProviderFailure extends Error {

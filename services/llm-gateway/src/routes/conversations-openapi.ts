@@ -6,7 +6,7 @@ import {
   ConversationItemsCreateSchema,
   ConversationUpdateSchema,
 } from './conversations';
-import { storedItemSchema } from './stored-items-openapi';
+import { storedItemListSchema, storedItemSchema } from './stored-items-openapi';
 import { InputItemsQuerySchema } from './stored-responses';
 
 /** The Conversations API's routes in the `{gateway_url}` document (decision 0110). */
@@ -31,18 +31,10 @@ const ConversationItemSchema = storedItemSchema({
   other: 'another item (`reasoning`) as it was sent or answered, with an id',
 }).meta({ id: 'ConversationItem' });
 
-const ConversationItemListSchema = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(ConversationItemSchema),
-    first_id: z.string().nullable().meta({ description: "the first listed item's id; null when none is" }),
-    last_id: z
-      .string()
-      .nullable()
-      .meta({ description: "the last listed item's id (the next page's `after`)" }),
-    has_more: z.boolean(),
-  })
-  .meta({ id: 'ConversationItemList', description: "OpenAI's cursor list of a conversation's items" });
+const ConversationItemListSchema = storedItemListSchema(ConversationItemSchema).meta({
+  id: 'ConversationItemList',
+  description: "OpenAI's cursor list of a conversation's items",
+});
 
 /** The routes, with the caller's credentials and the gateway's error envelope. */
 export function conversationRouteDocs(

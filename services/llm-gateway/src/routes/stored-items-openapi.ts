@@ -38,3 +38,16 @@ export function storedItemSchema(kept: {
     z.record(z.string(), z.unknown()).meta({ description: kept.other }),
   ]);
 }
+
+/** OpenAI's cursor list of stored items: one page, with the cursors for the next (the same for both kinds). */
+export const storedItemListSchema = (item: z.ZodType) =>
+  z.object({
+    object: z.literal('list'),
+    data: z.array(item),
+    first_id: z.string().nullable().meta({ description: "the first listed item's id; null when none is" }),
+    last_id: z
+      .string()
+      .nullable()
+      .meta({ description: "the last listed item's id (the next page's `after`)" }),
+    has_more: z.boolean(),
+  });
