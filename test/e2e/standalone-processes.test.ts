@@ -36,6 +36,8 @@ const killAll = (platform: ChildProcess, pids: Record<string, number>) => {
 
 describe('pnpm start: every service in its own process', () => {
   const data = tempDir('standalone-processes-');
+  /** an operator's own internal secret: pnpm start uses it rather than one it keeps */
+  const operatorSecret = randomBytes(32).toString('base64url');
   let platform: ChildProcess;
   let stdout = '';
   let stderr = '';
@@ -50,6 +52,7 @@ describe('pnpm start: every service in its own process', () => {
         PORT: '0',
         HOST: '127.0.0.1',
         DATA_DIR: data.dir,
+        PLATFORM_INTERNAL_SECRET: operatorSecret,
         GATEWAY_PATH_PREFIX: '/gw',
         // long enough that only the revocation event (not the cache's expiry) can explain a quick 401
         PRINCIPAL_CACHE_TTL_SECONDS: '60',
@@ -105,6 +108,11 @@ describe('pnpm start: every service in its own process', () => {
     expect(Object.keys(pids).sort()).toEqual(['auth', 'edge', 'legacy-agent', 'llm-gateway', 'llm-quota']);
     expect(new Set(Object.values(pids)).size).toBe(5);
     for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
+  });
+
+  it("uses an operator's PLATFORM_INTERNAL_SECRET, and does not write it", () => {
+    expect(hints().internalSecret).toBe(operatorSecret);
+    expect(existsSync(path.join(data.dir, 'internal.secret'))).toBe(false);
   });
 
   it('keeps the services behind the edge on loopback, their admin ports included', () => {
@@ -343,22 +351,6 @@ describe('pnpm start restarted on the same data folder', () => {
       data.remove();
     }
   }, 150_000);
-
-  it("uses an operator's PLATFORM_INTERNAL_SECRET, and does not write it", async () => {
-    const data = tempDir('standalone-operator-secret-');
-    const secret = randomBytes(32).toString('base64url');
-    try {
-      const platform = await startReady({ DATA_DIR: data.dir, PLATFORM_INTERNAL_SECRET: secret });
-      try {
-        expect(readHints(data.dir).internalSecret).toBe(secret);
-        expect(existsSync(path.join(data.dir, 'internal.secret'))).toBe(false);
-      } finally {
-        await platform.stop();
-      }
-    } finally {
-      data.remove();
-    }
-  }, 60_000);
 
   it('refuses a kept secret it cannot use: exit 1 with one line, never a new secret', async () => {
     const data = tempDir('standalone-bad-secret-');

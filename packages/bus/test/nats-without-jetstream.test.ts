@@ -8,12 +8,44 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
   const buses: Bus[] = [];
 
   beforeEach(async () => {
+    // setTimeout alone is faked, and keeps pace with the wall clock except in waitFast: the bus and nats.js wait
+    // between their attempts with it
+    jest.useFakeTimers({
+      advanceTimers: true,
+      doNotFake: [
+        'Date',
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setInterval',
+        'clearInterval',
+      ],
+    });
     server = await startNatsServer({ jetstream: false });
   });
   afterEach(async () => {
     await Promise.all(buses.splice(0).map((b) => b.close()));
     await server.dispose();
+    jest.useRealTimers();
   });
+
+  /**
+   * Waits for `probe` with timeouts running ten times faster: the waits between attempts at what JetStream's absence
+   * left undone (the bus's, up to 5 s; nats.js's, 15 to 45 s) and a request left unanswered while the server stopped
+   * or JetStream started (5 s) pass in a tenth of their time, while an answer of the server, in milliseconds, still
+   * comes well within its request's 5 s.
+   */
+  const waitFast = async (probe: () => unknown, what: string) => {
+    const fast = setInterval(() => jest.advanceTimersByTime(900), 100);
+    try {
+      return await waitFor(probe, { timeoutMs: 15_000, intervalMs: 200, what });
+    } finally {
+      clearInterval(fast);
+    }
+  };
 
   /** a bus that keeps the messages of what it reports to `onError` in `errors` */
   const openKeepingErrors = async (name: string) => {
@@ -57,7 +89,8 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
 
     await server.stop();
     await server.start({ jetstream: true });
-    await waitFor(() => succeeds(bus.ping()), { timeoutMs: 15_000, what: 'JetStream found back' });
+    // the consumer's next attempt finds it
+    await waitFast(() => succeeds(bus.ping()), 'JetStream found back');
     await waitFor(
       () => succeeds(publisher.publishDurable('analytics.llm.completion', completion('after'), 'after')),
       { timeoutMs: 15_000, what: 'the stream made once JetStream is there' },
@@ -80,9 +113,10 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
       await server.start({ jetstream });
     };
     await restart(true);
-    await waitFor(
+    // the stream made by the consumer's next attempt
+    await waitFast(
       () => succeeds(publisher.publishDurable('analytics.llm.completion', completion('first'), 'first')),
-      { timeoutMs: 15_000, what: 'JetStream there' },
+      'JetStream there',
     );
     await waitFor(() => got.includes('first'), { timeoutMs: 15_000, what: 'the consumer started' });
     expect(errors).toEqual([fix]);
@@ -96,14 +130,14 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
     // enabled again without a restart: nothing reconnects, and readiness finds it back
     server.reload({ jetstream: true });
     await waitFor(() => succeeds(bus.ping()), { timeoutMs: 15_000, what: 'JetStream found back again' });
-    await waitFor(
+    await waitFast(
       () => succeeds(publisher.publishDurable('analytics.llm.completion', completion('second'), 'second')),
-      { timeoutMs: 15_000, what: 'JetStream there again' },
+      'JetStream there again',
     );
-    // nats.js looks for a consumer it lost again once per pull expiry (30 s)
-    await waitFor(() => got.includes('second'), { timeoutMs: 60_000, what: 'the consumer consuming again' });
+    // nats.js looks for a consumer it lost again once per pull expiry (30 s), give or take half of it
+    await waitFast(() => got.includes('second'), 'the consumer consuming again');
     expect(got).toEqual(['first', 'second']);
     expect(errors).toEqual([fix, fix]);
     await consumer.stop();
-  }, 120_000);
+  });
 });

@@ -1,23 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { clearOfMinuteEnd, waitFor } from '@platform/testkit';
-import {
-  clockAhead,
-  type GatewayWorld,
-  gauge,
-  minuteNow,
-  modelEntry,
-  type Reply,
-  startGatewayWorld,
-} from './support';
+import { waitFor } from '@platform/testkit';
+import { clockAhead, type GatewayWorld, gauge, modelEntry, type Reply, startGatewayWorld } from './support';
 
 /**
  * Governance and quota refusals as callers see them through the edge: each in the gateway envelope
  * with its spec code, decided before any provider is called.
  */
 describe('governance, header policy and quotas at the gateway', () => {
+  const time = clockAhead();
   let w: GatewayWorld;
   beforeAll(async () => {
     w = await startGatewayWorld({
+      clock: time.clock,
       models: [
         modelEntry(
           'mock/embeddings',
@@ -29,6 +23,14 @@ describe('governance, header policy and quotas at the gateway', () => {
     });
   });
   afterAll(() => w?.stop());
+
+  /**
+   * Moves the platform's clock on to the start of its next minute: the requests sent from then on fall in one
+   * minute of the limits, which count calendar minutes (decision 0016), with no wait for the wall clock's.
+   */
+  const minuteBegins = () => {
+    time.ahead += 60_000 - (time.clock.now().getTime() % 60_000);
+  };
 
   const chat = (
     as: { bearer: string } | { apiKey: string },
@@ -148,7 +150,7 @@ describe('governance, header policy and quotas at the gateway', () => {
     );
     const as = { apiKey: key.body.apiKey };
     // every request below in one calendar minute: the org's 5 a minute, more than 5 refusals
-    await clearOfMinuteEnd(15_000);
+    minuteBegins();
     for (let i = 0; i < 6; i++)
       expectEnvelope(await chat(as, 'sim/identity'), 403, 'HEADER_POLICY_VIOLATION');
     expect((await chat(as, 'sim/cheap')).status).toBe(200);
@@ -159,7 +161,7 @@ describe('governance, header policy and quotas at the gateway', () => {
     const as = { bearer: owner.token };
     const before = w.sim.requests().filter((r) => r.model === 'claude-sim').length;
     // every request below in one calendar minute: the user's 3 a minute, more than 3 refusals
-    await clearOfMinuteEnd(15_000);
+    minuteBegins();
     for (const extra of [
       { n: 2 },
       { logprobs: true },
@@ -193,7 +195,7 @@ describe('governance, header policy and quotas at the gateway', () => {
     const { owner } = await w.org('gov-mock-refusals', 'tight');
     const as = { bearer: owner.token };
     // every request below in one calendar minute: the user's 3 a minute, more than 3 refusals
-    await clearOfMinuteEnd(15_000);
+    minuteBegins();
     // 17 prompts × n 128: more choices than the mock answers in one request
     const many = Array.from({ length: 17 }, (_, i) => `prompt ${i}`);
     for (const stream of [false, true]) {
@@ -244,7 +246,7 @@ describe('governance, header policy and quotas at the gateway', () => {
   it('RATE_LIMITED on the org rpm, on the user rpm, and on a role override, with Retry-After', async () => {
     const { owner } = await w.org('gov-rpm', 'tight');
     // every request below in one calendar minute
-    await clearOfMinuteEnd(15_000);
+    minuteBegins();
     const as = { bearer: owner.token };
     // user rpm 3 (plan default)
     const statuses: number[] = [];
@@ -299,7 +301,6 @@ describe('governance, header policy and quotas at the gateway', () => {
   it('a hard_block stream is cut at the monthly token budget, at most one chunk over', async () => {
     const { owner } = await w.org('gov-cut', 'budget');
     const as = { bearer: owner.token };
-    const sentIn = minuteNow();
     w.sim.script([
       {
         match: { model: 'gpt-sim', stream: true },
@@ -323,8 +324,9 @@ describe('governance, header policy and quotas at the gateway', () => {
     } finally {
       w.sim.script([]);
     }
-    // the month's counter, a document apart from the minute's: wait for it to pass the budget, then bound it
-    const usage = await w.counted('gov-cut', as, { requests: 1, tokens: 401, sentIn });
+    // the month's counter, a document apart from the minute's: wait for it to pass the budget, then bound it (the
+    // month's tokens alone say so: the platform's minutes, moved on by minuteBegins, are not the wall clock's)
+    const usage = await w.counted('gov-cut', as, { requests: 1, tokens: 401 });
     const used = gauge(usage, 'llm.monthly_tokens').used;
     expect(used).toBeGreaterThan(400);
     // one simulator chunk holds a few words: far fewer than 40 tokens
