@@ -1,5 +1,11 @@
 import type { EventPayloads } from '@platform/contracts';
-import { type BusReports, busReports, type HandlerFailures, handlerFailures } from './handler-failures';
+import {
+  type BusReports,
+  busReports,
+  type ReportedHandler,
+  reportedDurableHandler,
+  reportedSubscriptionHandler,
+} from './handler-failures';
 import type {
   Bus,
   BusReporting,
@@ -10,7 +16,8 @@ import type {
   StreamOptions,
 } from './port';
 
-type Handler = (payload: unknown) => void | Promise<void>;
+/** a subscription's handler, given the payload's JSON: it never throws, its failures are reported (handler-failures.ts) */
+type Handler = ReportedHandler<string>;
 
 /** NATS subject matching: `*` matches one token, `>` the rest. */
 export function subjectMatches(pattern: string, subject: string): boolean {
@@ -63,7 +70,7 @@ interface InProcessStream {
  * Durable streams are queues kept for the life of the process, shared by consumers of one name.
  * A durable publication made before its stream or the stream's first consumer exists (services start
  * at once: the gateway's outbox may publish before llm-quota made them) waits for them.
- * A durable handler's failures are reported to `onError` as the NATS bus reports them (handler-failures.ts).
+ * A handler's failures, durable or not, are reported to `onError` as the NATS bus reports them (handler-failures.ts).
  */
 export function createInProcessBus(reporting: BusReporting = {}): Bus {
   const reports = busReports(reporting);
@@ -77,11 +84,7 @@ export function createInProcessBus(reporting: BusReporting = {}): Bus {
     for (const [pattern, handlers] of subscribers) {
       if (!subjectMatches(pattern, subject)) continue;
       for (const handler of handlers) {
-        setImmediate(() => {
-          Promise.resolve()
-            .then(() => handler(JSON.parse(data)))
-            .catch(() => undefined);
-        });
+        setImmediate(() => void handler(data));
       }
     }
   };
@@ -98,8 +101,13 @@ export function createInProcessBus(reporting: BusReporting = {}): Bus {
         set = new Set();
         subscribers.set(subject, set);
       }
-      set.add(handler);
-      return () => set.delete(handler);
+      const reported = reportedSubscriptionHandler(
+        subject,
+        (data: string) => handler(JSON.parse(data)),
+        reports,
+      );
+      set.add(reported);
+      return () => set.delete(reported);
     },
     async ensureStream(options) {
       if (streams.has(options.name)) return;
@@ -149,10 +157,10 @@ export function createInProcessBus(reporting: BusReporting = {}): Bus {
   };
 }
 
-/** A durable consumer's handler, and its failures said as the NATS bus says them */
+/** A durable consumer's options, and its handler with its failures said as the NATS bus says them */
 interface Attached {
   options: DurableConsumerOptions;
-  failures: HandlerFailures;
+  handle: ReportedHandler<DurableMessage>;
 }
 
 /** A durable consumer's backlog: messages wait here until a handler acknowledges them. */
@@ -174,8 +182,7 @@ class DurableQueue {
   }
 
   attach(options: DurableConsumerOptions): Consumer {
-    const failures = handlerFailures(options.durable, options.retryDelayMs ?? 1000, this.reports);
-    this.attached = { options, failures };
+    this.attached = { options, handle: reportedDurableHandler(options, this.reports) };
     this.stopped = false;
     this.kick();
     return { stop: () => this.stop() };
@@ -194,7 +201,7 @@ class DurableQueue {
 
   private async drain(): Promise<void> {
     while (this.pending.length && this.attached && !this.stopped) {
-      const { options, failures } = this.attached;
+      const { options, handle } = this.attached;
       const concurrency = options.concurrency ?? 1;
       if (concurrency > 1) {
         await this.deliverSome(this.attached, concurrency);
@@ -203,34 +210,23 @@ class DurableQueue {
       const message = this.pending[0]!;
       message.deliveryCount++;
       const delivered: DurableMessage = { ...message };
-      try {
-        await options.handler(delivered);
-      } catch (err) {
-        failures.failed(err);
+      if (!(await handle(delivered))) {
         await new Promise((r) => setTimeout(r, this.attached?.options.retryDelayMs ?? 1000));
         continue;
       }
       this.pending.shift();
-      failures.handled();
     }
     this.running = false;
   }
 
   /** Up to `concurrency` messages handled at once; the failed ones wait `retryDelayMs`, then come first again. */
-  private async deliverSome({ options, failures }: Attached, concurrency: number): Promise<void> {
+  private async deliverSome({ options, handle }: Attached, concurrency: number): Promise<void> {
     const taken = this.pending.splice(0, concurrency);
     const failed: QueuedMessage[] = [];
     await Promise.all(
       taken.map(async (message) => {
         message.deliveryCount++;
-        try {
-          await options.handler({ ...message });
-        } catch (err) {
-          failures.failed(err);
-          failed.push(message);
-          return;
-        }
-        failures.handled();
+        if (!(await handle({ ...message }))) failed.push(message);
       }),
     );
     if (failed.length) {

@@ -1,5 +1,10 @@
 import type { EventPayloads } from '@platform/contracts';
-import { busReports, type HandlerFailures, handlerFailures } from './handler-failures';
+import {
+  busReports,
+  type ReportedHandler,
+  reportedDurableHandler,
+  reportedSubscriptionHandler,
+} from './handler-failures';
 import { createInProcessBus } from './in-process-bus';
 import type {
   Bus,
@@ -94,14 +99,15 @@ export function parentProcessChannel(): IpcChannel {
 }
 
 /**
- * A child's side: the Bus port, each operation a message to the hub. A durable handler runs here, so its failures
- * are reported here, to `onError` (the service's log), as the NATS bus reports them: the hub only redelivers.
+ * A child's side: the Bus port, each operation a message to the hub. Handlers, durable or not, run here, so their
+ * failures are reported here, to `onError` (the service's log), as the NATS bus reports them: the hub only redelivers.
  */
 export function createIpcBusClient(channel: IpcChannel, reporting: BusReporting = {}): Bus {
   const reports = busReports(reporting);
-  const handlers = new Map<string, Set<(payload: unknown) => void | Promise<void>>>();
+  /** each subscription's handler, given the payload's JSON */
+  const handlers = new Map<string, Set<ReportedHandler<string>>>();
   const calls = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
-  const consumers = new Map<number, { options: DurableConsumerOptions; failures: HandlerFailures }>();
+  const consumers = new Map<number, ReportedHandler<DurableMessage>>();
   let nextId = 1;
   let closed = false;
 
@@ -127,27 +133,14 @@ export function createIpcBusClient(channel: IpcChannel, reporting: BusReporting 
       if (message.error) pending?.reject(new Error(message.error));
       else pending?.resolve();
     } else if (message.bus === 'msg') {
-      for (const handler of handlers.get(message.pattern) ?? []) {
-        Promise.resolve()
-          .then(() => handler(JSON.parse(message.data)))
-          .catch(() => undefined);
-      }
+      for (const handler of handlers.get(message.pattern) ?? []) void handler(message.data);
     } else if (message.bus === 'deliver') {
-      const consumer = consumers.get(message.consumerId);
+      const handle = consumers.get(message.consumerId);
       const answer = (ok: boolean) => {
         if (!closed) channel.send({ bus: 'ack', deliveryId: message.deliveryId, ok });
       };
-      if (!consumer) return answer(false);
-      consumer.options.handler(message.message).then(
-        () => {
-          answer(true);
-          consumer.failures.handled();
-        },
-        (err) => {
-          consumer.failures.failed(err);
-          answer(false);
-        },
-      );
+      if (!handle) return answer(false);
+      void handle(message.message).then(answer);
     }
   });
 
@@ -164,9 +157,14 @@ export function createIpcBusClient(channel: IpcChannel, reporting: BusReporting 
         handlers.set(subject, set);
         channel.send({ bus: 'sub', pattern: subject });
       }
-      set.add(handler);
+      const reported = reportedSubscriptionHandler(
+        subject,
+        (data: string) => handler(JSON.parse(data)),
+        reports,
+      );
+      set.add(reported);
       return () => {
-        if (!set.delete(handler) || set.size > 0) return;
+        if (!set.delete(reported) || set.size > 0) return;
         handlers.delete(subject);
         if (!closed) channel.send({ bus: 'unsub', pattern: subject });
       };
@@ -176,8 +174,7 @@ export function createIpcBusClient(channel: IpcChannel, reporting: BusReporting 
       call({ bus: 'call', op: 'publishDurable', subject, data: JSON.stringify(payload), msgId }),
     async consumeDurable(options): Promise<Consumer> {
       const consumerId = nextId++;
-      const failures = handlerFailures(options.durable, options.retryDelayMs ?? 1000, reports);
-      consumers.set(consumerId, { options, failures });
+      consumers.set(consumerId, reportedDurableHandler(options, reports));
       const { handler: _handler, ...rest } = options;
       await call({ bus: 'call', op: 'consume', consumerId, options: rest });
       return {

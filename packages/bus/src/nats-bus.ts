@@ -8,6 +8,7 @@ import {
   StringCodec,
   type Subscription,
 } from 'nats';
+import { type ReportedHandler, reportedSubscriptionHandler } from './handler-failures';
 import {
   credentialsRefused,
   type NatsServerOptions,
@@ -48,7 +49,8 @@ const EARLY_PUBLICATIONS_MAX = 10_000;
 /** a subscription, made on the connection once there is one */
 interface SubscriptionEntry {
   subject: string;
-  handler: (payload: unknown) => void | Promise<void>;
+  /** its handler, its failures said as an outage (handler-failures.ts) */
+  handler: ReportedHandler<unknown>;
   sub?: Subscription;
 }
 
@@ -158,9 +160,7 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
         } catch (parseError) {
           return report(parseError, `malformed message on ${entry.subject}`);
         }
-        Promise.resolve()
-          .then(() => entry.handler(payload))
-          .catch((e) => report(e, `handler for ${entry.subject}`));
+        void entry.handler(payload);
       },
     });
   };
@@ -267,7 +267,10 @@ export async function createNatsBus(options: NatsBusOptions): Promise<Bus> {
       earlyPublications.push({ subject, data });
     },
     subscribe(subject, handler) {
-      const entry: SubscriptionEntry = { subject, handler };
+      const entry: SubscriptionEntry = {
+        subject,
+        handler: reportedSubscriptionHandler(subject, handler, { report, clock }),
+      };
       subscriptions.add(entry);
       if (nc) subscribeOn(nc, entry);
       return () => {

@@ -6,7 +6,7 @@ import {
   type NatsConnection,
   nanos,
 } from 'nats';
-import { type BusReports, handlerFailures } from './handler-failures';
+import { type BusReports, reportedDurableHandler } from './handler-failures';
 import { type JetStream, JetStreamUnavailable } from './nats-jetstream';
 import type { Consumer, DurableConsumerOptions, StreamOptions } from './port';
 
@@ -141,20 +141,11 @@ const startConsumer = async (
   let stopped = false;
   let wake: (() => void) | undefined;
   const retryDelayMs = consumerOptions.retryDelayMs ?? 1000;
-  const { failed, handled } = handlerFailures(durable, retryDelayMs, bus);
+  const handler = reportedDurableHandler(consumerOptions, bus);
   const handle = async (m: JsMsg) => {
-    try {
-      await consumerOptions.handler({
-        subject: m.subject,
-        data: m.string(),
-        deliveryCount: m.info.redeliveryCount,
-      });
-    } catch (err) {
-      failed(err);
-      return m.nak(retryDelayMs);
-    }
-    m.ack();
-    handled();
+    const ok = await handler({ subject: m.subject, data: m.string(), deliveryCount: m.info.redeliveryCount });
+    if (ok) m.ack();
+    else m.nak(retryDelayMs);
   };
   const limit = Math.max(1, consumerOptions.concurrency ?? 1);
   const inFlight = new Set<Promise<void>>();
