@@ -12,6 +12,8 @@ import type { AddressInfo } from 'node:net';
  * - `/v2/late-head` says `pause` `PAUSE_AT_MS` after the request came and answers `ANSWER_AT_MS` after it.
  * - `/v2/late-tail` sends the answer's head and first part at once, says `pause` `PAUSE_AT_MS` later and sends the
  *   answer's last part `ANSWER_AT_MS` after its first.
+ * - `/v2/late-middle` sends the answer's head and first part at once, says `pause` `PAUSE_AT_MS` later, sends a middle
+ *   part `ANSWER_AT_MS` after the first, and its last part once the test says `resume` (its stall is over).
  * - `/v2/silent-head` never answers; `/v2/silent-tail` sends the head and first part, then nothing;
  *   `/v2/unread-upload` neither reads the request's body nor answers.
  */
@@ -64,6 +66,15 @@ const services = http.createServer((req, res) => {
         res.write('first part, ');
         setTimeout(() => process.send?.('pause'), PAUSE_AT_MS);
         setTimeout(() => res.end('last part in time'), ANSWER_AT_MS);
+        return;
+      case '/v2/late-middle':
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('first part, ');
+        setTimeout(() => process.send?.('pause'), PAUSE_AT_MS);
+        setTimeout(() => res.write('middle part, '), ANSWER_AT_MS);
+        process.once('message', (m) => {
+          if (m === 'resume') res.end('last part');
+        });
         return;
       case '/v2/silent-tail':
         res.writeHead(200, { 'content-type': 'text/plain' });

@@ -1,4 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
+import http from 'node:http';
 import path from 'node:path';
 import { createLogger } from '@platform/kernel';
 import { request, startEdge, type TestEdge } from './support';
@@ -99,6 +100,26 @@ describe("an answer that arrived while the edge's process stalled", () => {
     const answer = await request(edge.url, '/legacy/v2/late-tail').catch((err: Error) => err);
     expect(stalled()).toBe(true);
     expect(answer).toMatchObject({ status: 200, text: 'first part, last part in time' });
+  }, 30_000);
+
+  it("an answer's part sent within the timeout while the edge stalled past it keeps the answer going to its end", async () => {
+    const stalled = stallOnPause();
+    // the last part is sent once the middle one, read after the stall, has reached the client: the deadline that ran
+    // out during the stall has been judged by then, and the middle part moved the wait for the next one on
+    const answer = await new Promise<{ status?: number; text: string; cut?: Error }>((resolve) => {
+      http.get(`${edge.url}/legacy/v2/late-middle`, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (part: string) => {
+          text += part;
+          if (part.includes('middle part')) services.send('resume');
+        });
+        res.on('end', () => resolve({ status: res.statusCode, text }));
+        res.on('error', (cut) => resolve({ status: res.statusCode, text, cut }));
+      });
+    });
+    expect(stalled()).toBe(true);
+    expect(answer).toEqual({ status: 200, text: 'first part, middle part, last part' });
   }, 30_000);
 
   it("auth's signing keys sent within the fetch timeout while the edge stalled past it are loaded: the edge is ready", async () => {

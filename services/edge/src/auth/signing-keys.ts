@@ -179,9 +179,10 @@ export class SigningKeys {
       this.options.fetchTimeoutMs,
     );
     try {
-      const response = await fetch(uri, { signal: gaveUp.signal });
+      // a redirect is not followed, as jwks-rsa did not: the keys come from the configured URL or not at all
+      const response = await fetch(uri, { signal: gaveUp.signal, redirect: 'manual' });
       const text = await response.text();
-      if (!response.ok) throw new JwksError(response.statusText || `Http Error ${response.status}`);
+      if (!response.ok) throw new JwksError(`auth answered the JWKS fetch with status ${response.status}`);
       return JSON.parse(text);
     } finally {
       clearTimeout(deadline);

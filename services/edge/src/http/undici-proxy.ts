@@ -422,11 +422,11 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
   /**
    * One upstream request (its body a buffer, the client's request streamed, or none); the answer streams back to `res`.
    *
-   * The service's silence is timed here with `setDeadline`, as undici timed it (its own timers are off): the answer's
-   * head is awaited the answer timeout from the request's start, from the end of its body's upload, or from the last
-   * time the service fell behind reading that upload (not while it keeps up with a client still sending: the client's
-   * own timeout judges that wait); then each part of the answer's body the answer timeout after the last, not counting
-   * the time the client holds the answer back. Past it, undici's own timeout errors: 504 as before.
+   * The service's silence is timed here, by kernel `setDeadline`'s rule, as undici timed it (its own timers are off):
+   * the answer's head is awaited the answer timeout from the request's start, from the end of its body's upload, or
+   * from the last time the service fell behind reading that upload (not while it keeps up with a client still sending:
+   * the client's own timeout judges that wait); then each part of the answer's body the answer timeout after the last,
+   * not counting the time the client holds the answer back. Past it, undici's own timeout errors: 504 as before.
    */
   const send = (
     req: IncomingMessage,
@@ -444,19 +444,39 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
     const answerTimeout = options.answerTimeoutMs?.[root] ?? options.timeoutMs;
     /** what the edge waits for from the service: its answer's head or its body's next part; none while held back */
     let awaited: 'head' | 'body' | null = null;
+    /**
+     * One timer per request, moved on (`refresh`) each time the service sends or reads, not made anew: a long stream
+     * cost a timer and a closure per part of it. Like kernel `setDeadline`, it is judged a turn after it runs out, once
+     * the bytes that came meanwhile are read; `setDeadline`'s own callback could not tell that a timer it shares with
+     * the next wait was moved on in that turn (a part read after a stall of the edge's process), and would cut the answer.
+     */
     let deadline: NodeJS.Timeout | undefined;
+    /** counts the wait's moves: one since the deadline ran out means the service sent or read something meanwhile */
+    let moves = 0;
+    let movesWhenTimeUp = 0;
+    const judge = () => {
+      // moved on since (the edge's own process stalled, not the service), or no longer awaited
+      if (moves !== movesWhenTimeUp || !awaited || done) return;
+      // still sending a body the service keeps up with: awaited again once it is sent or the service falls behind
+      if (awaited === 'head' && upload && !upload.readableEnded && !upload.writableNeedDrain) return;
+      abort?.(awaited === 'head' ? new errors.HeadersTimeoutError() : new errors.BodyTimeoutError());
+    };
+    const timeUp = () => {
+      movesWhenTimeUp = moves;
+      setImmediate(judge);
+    };
     const awaitService = (what: 'head' | 'body' | null) => {
-      clearTimeout(deadline);
+      moves++;
       awaited = what;
+      // held back: the deadline runs on but is judged as not awaited, and is moved on once the client drains
       if (!what) return;
-      const current = setDeadline(() => {
-        // superseded by what the service sent or read since (the edge's own process stalled, not the service)
-        if (deadline !== current || awaited !== what || done) return;
-        // still sending a body the service keeps up with: awaited again once it is sent or the service falls behind
-        if (what === 'head' && upload && !upload.readableEnded && !upload.writableNeedDrain) return;
-        abort?.(what === 'head' ? new errors.HeadersTimeoutError() : new errors.BodyTimeoutError());
-      }, answerTimeout);
-      deadline = current;
+      if (deadline) deadline.refresh();
+      else deadline = setTimeout(timeUp, answerTimeout);
+    };
+    const stopWaiting = () => {
+      done = true;
+      awaited = null;
+      clearTimeout(deadline);
     };
     const awaitHeadAgain = () => {
       if (awaited === 'head') awaitService('head');
@@ -490,13 +510,11 @@ export function createUndiciProxy(options: UpstreamProxyOptions): UpstreamProxy 
         return more;
       },
       onComplete() {
-        done = true;
-        awaitService(null);
+        stopWaiting();
         res.end();
       },
       onError(err: Error) {
-        done = true;
-        awaitService(null);
+        stopWaiting();
         fail(res, err, requestId, req.url);
       },
     };
