@@ -61,19 +61,16 @@ export interface ServiceMainOptions<S extends z.ZodObject> {
  */
 export async function runServiceMain<S extends z.ZodObject>(options: ServiceMainOptions<S>): Promise<void> {
   let config: Readonly<z.infer<S>>;
+  let port: number;
   try {
     config = loadConfig(options.schema);
+    port = listenPort(process.env.PORT, options.defaultPort);
   } catch (err) {
     if (err instanceof ConfigError) {
       for (const issue of err.issues) console.error(`config error: ${issue.key}: ${issue.message}`);
       process.exit(1);
     }
     throw err;
-  }
-  const port = env.port(options.defaultPort).safeParse(process.env.PORT);
-  if (!port.success) {
-    console.error(`config error: PORT: must be a port number from 0 to 65535 (got ${process.env.PORT})`);
-    process.exit(1);
   }
   const common = config as unknown as z.infer<z.ZodObject<CommonShape>>;
   const logger = createLogger({ name: options.name, level: common.LOG_LEVEL });
@@ -138,9 +135,9 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
     await created.start();
     service = created;
     if (stopping) return;
-    server = await listen(service.handler, port.data, host, {
+    server = await listen(service.handler, port, host, {
       maxHeaderSize: options.maxHeaderBytes ?? SERVICE_MAX_HEADER_BYTES,
-    }).catch((err) => cannotListen(logger, err, host, port.data, ''));
+    }).catch((err) => cannotListen(logger, err, host, port, ''));
   })();
   handleProcessSignals(logger, async () => {
     stopping = true;
@@ -169,6 +166,14 @@ export async function runServiceMain<S extends z.ZodObject>(options: ServiceMain
   options.onListening?.(server.url);
 }
 
+/** PORT as every service reads it; a bad one is a config error naming it. */
+export function listenPort(text: string | undefined, defaultPort: number): number {
+  const port = env.port(defaultPort).safeParse(text);
+  if (!port.success)
+    throw new ConfigError([{ key: 'PORT', message: `must be a port number from 0 to 65535 (got ${text})` }]);
+  return port.data;
+}
+
 /** An address or port the service cannot have: one line saying which and what to change, not a stack trace. */
 function cannotListen(
   logger: Logger,
@@ -178,6 +183,17 @@ function cannotListen(
   /** the settings' prefix: '' (HOST, PORT) or 'ADMIN' (ADMIN_HOST, ADMIN_PORT) */
   prefix: '' | 'ADMIN',
 ): never {
+  logger.fatal({ code: err.code, host, port }, cannotListenLine(err, host, port, prefix));
+  process.exit(1);
+}
+
+/** Why `host:port` cannot be listened on and which setting to change, as one line. */
+export function cannotListenLine(
+  err: Error & { code?: string },
+  host: string,
+  port: number,
+  prefix: '' | 'ADMIN' = '',
+): string {
   const setting = (name: 'HOST' | 'PORT') => (prefix ? `${prefix}_${name}` : name);
   const [reason, change] =
     err.code === 'EADDRINUSE'
@@ -189,6 +205,5 @@ function cannotListen(
           : err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN'
             ? ['no such host', `set ${setting('HOST')} to another address`]
             : [err.message, `check ${setting('HOST')} and ${setting('PORT')}`];
-  logger.fatal({ code: err.code, host, port }, `cannot listen on ${host}:${port}: ${reason}; ${change}`);
-  process.exit(1);
+  return `cannot listen on ${host}:${port}: ${reason}; ${change}`;
 }

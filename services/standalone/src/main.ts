@@ -4,7 +4,7 @@ import { runStandaloneChild } from './child';
 import { DataDirInUseError, lockDataDir } from './data-dir-lock';
 import { newcomerEnv } from './newcomer-env';
 import { type OperatorHints, removeOperatorHints, writeOperatorHints } from './operator-hints';
-import { StartStopped, startProcessPlatform } from './process-platform';
+import { EdgePortUnavailableError, StartStopped, startProcessPlatform } from './process-platform';
 import { CHILD_SERVICE_ENV } from './service-process';
 import { edgeEntry } from './services';
 
@@ -110,7 +110,11 @@ async function main() {
       logger.info('stopped');
       process.exit(0);
     }
-    if (err instanceof DataDirInUseError || err instanceof KeptSecretError) {
+    if (
+      err instanceof DataDirInUseError ||
+      err instanceof KeptSecretError ||
+      err instanceof EdgePortUnavailableError
+    ) {
       console.error(`cannot start: ${err.message}`);
       process.exit(1);
     }

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { createIpcBusHub } from '@platform/bus';
 import { type Logger, loadConfig } from '@platform/kernel';
+import { cannotListenLine, listenPort } from '@platform/runtime';
 import type { Env } from './platform';
 import { type ChildEntry, type ProcessState, ServiceProcess } from './service-process';
 import { edgeEntry, platformServices, rootsOf, SERVICE_TRUST_PROXY_IN_STANDALONE } from './services';
@@ -30,6 +31,11 @@ export class StartStopped extends Error {
     super('stopped while starting');
     this.name = 'StartStopped';
   }
+}
+
+/** Another program holds the edge's PORT, or it is one this user may not listen on: the edge's own line. */
+export class EdgePortUnavailableError extends Error {
+  override name = 'EdgePortUnavailableError';
 }
 
 /** One service process as the supervisor sees it: its process id (none while it is down) and state. */
@@ -75,6 +81,25 @@ async function freePorts(count: number): Promise<number[]> {
 }
 
 /**
+ * Listens once where the edge will, and closes: a port another program holds is said before the services took
+ * seconds each to start. The edge still says it, should the port be taken between this check and its listen; an
+ * address it cannot have for another reason (HOST not this machine's) it says too.
+ */
+async function checkEdgePortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer().listen(port, host);
+  try {
+    await once(probe, 'listening');
+  } catch (err) {
+    const { code } = err as NodeJS.ErrnoException;
+    if (code === 'EADDRINUSE' || code === 'EACCES')
+      throw new EdgePortUnavailableError(cannotListenLine(err as Error, host, port));
+    return;
+  }
+  await new Promise((resolve) => probe.close(resolve));
+}
+
+/**
  * `pnpm start`: each service in its own process, as in production, so the platform uses every core.
  * Each owns its data folder (`DATA_DIR/<service>`); with no NATS_URL, events travel through an IPC bus
  * hub held by this process (docs/decisions/0037). The services listen on loopback ports, the edge on
@@ -88,6 +113,10 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
   const placeholders = Object.fromEntries(platformServices.map((s) => [s.upstreamKey, 'http://127.0.0.1:1']));
   for (const service of platformServices) loadConfig(service.schema, { ...env, ...placeholders });
   const edgeConfig = loadConfig(edgeEntry.schema, { ...env, ...placeholders });
+  // the edge's PORT too, and whether another program holds it where the edge will listen (HOST)
+  const edgePort = env.PORT ?? '8080';
+  const edgeHost = env.HOST ?? '0.0.0.0';
+  await checkEdgePortFree(edgeHost, listenPort(edgePort, 8080));
 
   const hub = createIpcBusHub();
   const entry = options.entry ?? { file: process.argv[1]!, execArgv: process.execArgv };
@@ -152,8 +181,8 @@ export async function startProcessPlatform(options: ProcessPlatformOptions): Pro
     const edgeEnv: Env = {
       ...env,
       ...upstreamEnv,
-      PORT: env.PORT ?? '8080',
-      HOST: env.HOST ?? '0.0.0.0',
+      PORT: edgePort,
+      HOST: edgeHost,
       ADMIN_PORT: String(edgeAdminPort),
     };
     const edge = new ServiceProcess('edge', edgeEnv, { hub, logger, entry, onChange });
