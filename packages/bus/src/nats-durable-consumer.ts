@@ -175,12 +175,15 @@ const startConsumer = async (
       } catch (err) {
         if (stopped || bus.isClosed()) return;
         if (!MISSING_ON_SERVER.has((err as Error).message)) throw err;
-        report(
-          new Error(
-            `stream ${stream} or its durable consumer ${durable} is missing on NATS at ${server} (${(err as Error).message}): making them again; what a lost stream held unconsumed is lost with it`,
-          ),
-          `durable ${durable} of ${stream}`,
-        );
+        // A pull answered by nobody on a server without JetStream (sent as the server went away, read by the one that
+        // came back without -js): the bus says JetStream's absence once, and nothing was lost
+        if ((err as Error).message !== 'no responders' || conn.info?.jetstream)
+          report(
+            new Error(
+              `stream ${stream} or its durable consumer ${durable} is missing on NATS at ${server} (${(err as Error).message}): making them again; what a lost stream held unconsumed is lost with it`,
+            ),
+            `durable ${durable} of ${stream}`,
+          );
       }
       for (let attempt = 1, wait = 250; ; attempt++) {
         await pause(wait, (resolve) => {

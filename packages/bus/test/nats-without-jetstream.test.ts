@@ -139,5 +139,6 @@ describeWithNats('NATS bus on a nats-server without JetStream', () => {
     expect(got).toEqual(['first', 'second']);
     expect(errors).toEqual([fix, fix]);
     await consumer.stop();
-  });
+    // its waits' deadlines (two restarts and six waits) add up to 110 s: a slow step fails naming what it waited for
+  }, 120_000);
 });
