@@ -582,39 +582,6 @@ function startUntilExit(env: Record<string, string>): Promise<{ code: number | n
 }
 
 describe('pnpm start with a setting it cannot use', () => {
-  it('a port that is taken: exits 1 with one line naming the port and the setting to change, not a stack trace', async () => {
-    const taken = net.createServer();
-    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
-    const port = (taken.address() as net.AddressInfo).port;
-    const data = tempDir('standalone-port-taken-');
-    // left by a platform killed with SIGKILL: taken over, and released when this one gives up
-    const gone = spawnSync(process.execPath, ['-e', '']).pid;
-    writeFileSync(path.join(data.dir, 'standalone.lock'), `${gone}\n`);
-    try {
-      const { code, output } = await startUntilExit({ PORT: String(port), DATA_DIR: data.dir });
-      expect(code).toBe(1);
-      expect(output).toContain(
-        `cannot listen on 127.0.0.1:${port}: the port is already in use; set PORT to another port`,
-      );
-      expect(output).not.toContain('EADDRINUSE: address already in use');
-      expect(existsSync(path.join(data.dir, 'standalone.lock'))).toBe(false);
-    } finally {
-      taken.close();
-      data.remove();
-    }
-  }, 60_000);
-
-  it('a port that is not a number: exits 1 with a config error', async () => {
-    const data = tempDir('standalone-port-word-');
-    try {
-      const { code, output } = await startUntilExit({ PORT: 'eighty', DATA_DIR: data.dir });
-      expect(code).toBe(1);
-      expect(output).toContain('config error: PORT: must be a port number from 0 to 65535 (got eighty)');
-    } finally {
-      data.remove();
-    }
-  }, 60_000);
-
   it('a log level that is not one: exits 1 with the config error every service gives, not a stack trace', async () => {
     const data = tempDir('standalone-log-level-');
     try {
