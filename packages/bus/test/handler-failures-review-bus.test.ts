@@ -1,17 +1,9 @@
-import { fork } from 'node:child_process';
 import path from 'node:path';
 import type { LlmCompletionEvent, OrgDeletedEvent } from '@platform/contracts';
 import { describeWithNats, type NatsServerHandle, startNatsServer, waitFor } from '@platform/testkit';
-import {
-  type Bus,
-  type BusReporting,
-  batchingChannel,
-  createInProcessBus,
-  createIpcBusHub,
-  createNatsBus,
-} from '../src';
+import { type Bus, type BusReporting, createInProcessBus, createIpcBusHub, createNatsBus } from '../src';
 import { completion } from './completion-event';
-import type { Report } from './handler-failures-scenario';
+import { childService, type Report } from './handler-failures-scenario';
 
 const STREAM = { name: 'OVERLAP', subjects: ['analytics.>'] };
 
@@ -89,7 +81,6 @@ describeWithNats("the NATS bus: a durable's handler called for several messages 
   overlappingCalls((reporting) => createNatsBus({ url: server.url, name: 'llm-quota', ...reporting }));
 });
 
-const ROOT = path.resolve(__dirname, '../../..');
 const orgDeleted = (orgSlug: string): OrgDeletedEvent => ({ version: 1, orgId: orgSlug, orgSlug, at: 'now' });
 
 /**
@@ -160,40 +151,16 @@ describe("a plain subscription's handler failing for a while", () => {
 
   it("IPC bus: said the same way in the service's own process, where its handler runs", async () => {
     const hub = createIpcBusHub();
-    const child = fork(path.join(__dirname, 'handler-failures-review-bus-child.ts'), [], {
-      cwd: ROOT,
-      execArgv: ['--require', 'tsx/cjs'],
-      env: { PATH: process.env.PATH },
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    const lines: Array<{ report?: Report; called?: string; subscribed?: true }> = [];
-    let partial = '';
-    let errors = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      const complete = (partial + d.toString()).split('\n');
-      partial = complete.pop()!;
-      for (const line of complete) lines.push(JSON.parse(line));
-    });
-    child.stderr!.on('data', (d: Buffer) => {
-      errors += d.toString();
-    });
-    const detach = hub.attach(
-      batchingChannel({
-        send: (message) => {
-          if (child.connected) child.send(message);
-        },
-        onMessage: (listener) => {
-          child.on('message', listener);
-          return () => child.off('message', listener);
-        },
-      }),
+    const child = childService<{ report?: Report; called?: string; subscribed?: true }>(
+      hub,
+      path.join(__dirname, 'handler-failures-review-bus-child.ts'),
     );
+    const { lines } = child;
     const reports = () => lines.flatMap((l) => (l.report ? [l.report] : []));
     try {
       await waitFor(() => lines.some((l) => l.subscribed), {
         timeoutMs: 30_000,
-        what: `the child subscribed ${errors}`,
+        what: `the child subscribed ${child.errors()}`,
       });
       for (let i = 0; i < 100; i++) await hub.bus.publish('auth.org.deleted', orgDeleted(`fail-${i}`));
       await waitFor(() => lines.filter((l) => l.called).length === 100, {
@@ -203,9 +170,7 @@ describe("a plain subscription's handler failing for a while", () => {
       await waitFor(() => reports().length === 2, { what: 'the end of the failures said' });
       expectSaidOnce(reports());
     } finally {
-      detach();
-      child.kill();
-      await exited;
+      await child.stop();
       await hub.close();
     }
   }, 60_000);

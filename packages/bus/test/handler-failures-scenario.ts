@@ -1,5 +1,7 @@
+import { fork } from 'node:child_process';
+import path from 'node:path';
 import type { LlmCompletionEvent } from '@platform/contracts';
-import type { DurableConsumerOptions } from '../src';
+import { batchingChannel, type createIpcBusHub, type DurableConsumerOptions } from '../src';
 
 const MINUTE = 60_000;
 
@@ -65,4 +67,49 @@ export function expectSaidAsAnOutage(reports: Report[]): void {
   });
   expect(said[11]).toEqual({ message: 'the store is away again', context: said[0]!.context });
   expect(said[12]!.message).toMatch(/^durable flood handles messages again, after 1 failures since /);
+}
+
+/**
+ * A service of `pnpm start` in a child process (`file`, run with tsx), its IPC bus client attached to `hub`: the JSON
+ * lines it writes on stdout as they come, what it wrote on stderr, and `stop`.
+ */
+export function childService<Line>(hub: ReturnType<typeof createIpcBusHub>, file: string) {
+  const child = fork(file, [], {
+    cwd: path.resolve(__dirname, '../../..'),
+    execArgv: ['--require', 'tsx/cjs'],
+    env: { PATH: process.env.PATH },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const lines: Line[] = [];
+  let partial = '';
+  let errors = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    const complete = (partial + d.toString()).split('\n');
+    partial = complete.pop()!;
+    for (const line of complete) lines.push(JSON.parse(line));
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    errors += d.toString();
+  });
+  const detach = hub.attach(
+    batchingChannel({
+      send: (message) => {
+        if (child.connected) child.send(message);
+      },
+      onMessage: (listener) => {
+        child.on('message', listener);
+        return () => child.off('message', listener);
+      },
+    }),
+  );
+  return {
+    lines,
+    errors: () => errors,
+    stop: async () => {
+      detach();
+      child.kill();
+      await exited;
+    },
+  };
 }

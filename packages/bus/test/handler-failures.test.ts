@@ -1,11 +1,14 @@
-import { fork } from 'node:child_process';
 import path from 'node:path';
 import { waitFor } from '@platform/testkit';
-import { batchingChannel, createInProcessBus, createIpcBusHub } from '../src';
+import { createInProcessBus, createIpcBusHub } from '../src';
 import { completion } from './completion-event';
-import { expectSaidAsAnOutage, type Report, storeAwayForTenMinutes } from './handler-failures-scenario';
+import {
+  childService,
+  expectSaidAsAnOutage,
+  type Report,
+  storeAwayForTenMinutes,
+} from './handler-failures-scenario';
 
-const ROOT = path.resolve(__dirname, '../../..');
 const STREAM = { name: 'FLOOD', subjects: ['analytics.>'] };
 
 /** waits for the end of the scenario's second outage to be among the bus's reports */
@@ -45,42 +48,17 @@ describe("a durable consumer's handler failing for a while, as the in-process an
   it("IPC bus: said the same way in the service's own process, where its handler runs", async () => {
     const hub = createIpcBusHub();
     await hub.bus.ensureStream(STREAM);
-    const child = fork(path.join(__dirname, 'handler-failures-child.ts'), [], {
-      cwd: ROOT,
-      execArgv: ['--require', 'tsx/cjs'],
-      env: { PATH: process.env.PATH },
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    const lines: Array<{ report?: Report; handled?: string; failures?: number; consuming?: true }> = [];
-    let partial = '';
-    let errors = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      const text = partial + d.toString();
-      const complete = text.split('\n');
-      partial = complete.pop()!;
-      for (const line of complete) lines.push(JSON.parse(line));
-    });
-    child.stderr!.on('data', (d: Buffer) => {
-      errors += d.toString();
-    });
-    const detach = hub.attach(
-      batchingChannel({
-        send: (message) => {
-          if (child.connected) child.send(message);
-        },
-        onMessage: (listener) => {
-          child.on('message', listener);
-          return () => child.off('message', listener);
-        },
-      }),
+    const child = childService<{ report?: Report; handled?: string; failures?: number; consuming?: true }>(
+      hub,
+      path.join(__dirname, 'handler-failures-child.ts'),
     );
+    const { lines } = child;
     const reports = () => lines.flatMap((l) => (l.report ? [l.report] : []));
     const handled = () => lines.flatMap((l) => (l.handled ? [l] : []));
     try {
       await waitFor(() => lines.some((l) => l.consuming), {
         timeoutMs: 30_000,
-        what: `the child consuming ${errors}`,
+        what: `the child consuming ${child.errors()}`,
       });
       for (const id of ['a', 'b', 'c'])
         await hub.bus.publishDurable('analytics.llm.completion', completion(id), id);
@@ -91,9 +69,7 @@ describe("a durable consumer's handler failing for a while, as the in-process an
       await whenSecondOutageEnded(reports);
       expectSaidAsAnOutage(reports());
     } finally {
-      detach();
-      child.kill();
-      await exited;
+      await child.stop();
       await hub.close();
     }
   }, 120_000);
