@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { waitFor } from '@platform/testkit';
+import { processAlive as alive, waitFor } from '@platform/testkit';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -25,15 +25,6 @@ const running = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const child of running) child.kill('SIGTERM');
 });
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** `pnpm start` in a child process on `dataDir` (loopback only, a free port), as an operator runs it. */
 export async function startPlatformProcesses(

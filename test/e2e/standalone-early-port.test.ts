@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { tempDir, waitFor } from '@platform/testkit';
+import { processAlive as alive, tempDir, waitFor } from '@platform/testkit';
 
 /**
  * `pnpm start` with a PORT the edge cannot have says so at once, before it starts any service (seconds each on a
@@ -10,15 +10,6 @@ import { tempDir, waitFor } from '@platform/testkit';
  */
 
 const ROOT = path.resolve(__dirname, '../..');
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * Loaded with --require by the supervisor and, through its Node flags, by every service process it starts: each of

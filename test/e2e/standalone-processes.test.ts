@@ -5,7 +5,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { runCli } from '@platform/operator-cli';
-import { startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
+import { processAlive as alive, startProviderSimulator, tempDir, waitFor } from '@platform/testkit';
 import { callJson } from '../harness';
 import { providersAddSim } from './cli-providers';
 
@@ -15,14 +15,6 @@ import { providersAddSim } from './cli-providers';
  */
 
 const ROOT = path.resolve(__dirname, '../..');
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** kills a supervisor and the services it listed, held still ones included (SIGCONT lets them take the SIGKILL) */
 const killAll = (platform: ChildProcess, pids: Record<string, number>) => {

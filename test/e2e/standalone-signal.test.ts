@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { tempDir, waitFor } from '@platform/testkit';
+import { processAlive as alive, tempDir, waitFor } from '@platform/testkit';
 
 /**
  * `pnpm start` told to stop (SIGTERM) the moment it says it is ready: whoever read the banner may stop it at once,
@@ -9,15 +9,6 @@ import { tempDir, waitFor } from '@platform/testkit';
  */
 
 const ROOT = path.resolve(__dirname, '../..');
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * Loaded with --require: the process sends itself SIGTERM right after it wrote the banner, as the banner's reader

@@ -96,7 +96,8 @@ describeWithNats('NATS bus when the server comes back without its JetStream data
       [...quotaErrors, ...otherQuotaErrors, ...gatewayErrors].filter((e) => e.includes('permission')),
     ).toEqual([]);
     await Promise.all(consumers.map((c) => c.stop()));
-  }, 60_000);
+    // its waits' deadlines (15 + 20 + 20 s and more) and a restart add up past jest's 60 s: a slow step names its wait
+  }, 90_000);
 
   it('makes the consumer and its stream again when they are deleted under a running consumer, without a reconnection', async () => {
     // an operator's own tool, outside the platform's users, deletes the stream: what a pull then finds missing

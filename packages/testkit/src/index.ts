@@ -3,6 +3,7 @@ export * from './log-lines';
 export * from './metrics-text';
 export * from './nats-server';
 export * from './outage-server';
+export * from './process-alive';
 export * from './provider-simulator';
 export * from './temp-dir';
 export * from './wait-for';

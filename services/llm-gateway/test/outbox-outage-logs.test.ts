@@ -97,5 +97,6 @@ describeWithNats('the usage outbox on a NATS without JetStream', () => {
       await store.close();
       await server.dispose();
     }
-  });
+    // its waits' deadlines add up to 45 s beside a nats-server's two starts: a slow step fails naming what it waited for
+  }, 90_000);
 });
