@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { waitFor } from '@platform/testkit';
+import { stall, waitFor } from '@platform/testkit';
 import { listen, type RunningServer } from '../src/lifecycle';
 import { refusingOrReading } from './support';
 
@@ -31,12 +31,6 @@ describe('a client that trickles its request head', () => {
   });
 });
 
-/** Blocks this process's event loop, as a long GC pause or a loaded machine does. */
-function stallEventLoop(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until);
-}
-
 /**
  * Everything the server answers on a new connection to which `send` writes, once the server holds it: `send`
  * runs while the event loop is stalled past the headers timeout and a connections check, so what it writes is in
@@ -57,7 +51,7 @@ async function sentDuringStall(server: RunningServer, send: string): Promise<str
   socket.on('error', () => undefined);
   const closed = once(socket, 'close');
   socket.write(send);
-  stallEventLoop(1_500);
+  stall(1_500);
   await waitFor(() => received.endsWith('ok') || socket.destroyed, {
     timeoutMs: 10_000,
     what: 'an answer',

@@ -5,5 +5,6 @@ export * from './nats-server';
 export * from './outage-server';
 export * from './process-alive';
 export * from './provider-simulator';
+export * from './stalls';
 export * from './temp-dir';
 export * from './wait-for';

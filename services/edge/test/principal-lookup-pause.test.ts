@@ -1,5 +1,6 @@
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { forkParty, partyReady, stall, stopParty } from '@platform/testkit';
 import {
   accessToken,
   bearer,
@@ -9,14 +10,6 @@ import {
   type TestEdge,
   type Upstream,
 } from './support';
-
-/** keeps this process (the edge's) from running anything else for `ms`, as a long GC pause does */
-function stall(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    // busy: neither timers nor sockets are looked at
-  }
-}
 
 /**
  * When the edge's own process stalls past the principal lookup's timeout (a long garbage collection, a starved
@@ -30,14 +23,8 @@ describe("auth's answer that arrived while the edge's process stalled", () => {
   let edge: TestEdge;
 
   beforeAll(async () => {
-    auth = fork(path.join(__dirname, 'pause-auth-process.ts'), [], {
-      execArgv: ['--require', 'tsx/cjs'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    const { url } = await new Promise<{ url: string }>((resolve, reject) => {
-      auth.once('message', resolve);
-      auth.once('exit', (code) => reject(new Error(`auth's process exited (${code})`)));
-    });
+    auth = forkParty(path.join(__dirname, 'pause-auth-process.ts'));
+    const { url } = await partyReady<{ url: string }>(auth, 'auth');
     upstream = await startUpstream('llm');
     // the lookup's timeout is the default 5 s: the stall below outlasts it
     edge = await startEdge({ authUrl: url, llmQuotaUrl: upstream.url, legacyUrl: upstream.url });
@@ -45,11 +32,7 @@ describe("auth's answer that arrived while the edge's process stalled", () => {
   afterAll(async () => {
     await edge?.close();
     await upstream?.close();
-    if (auth?.connected) {
-      const exited = new Promise((resolve) => auth.once('exit', resolve));
-      auth.disconnect();
-      await exited;
-    }
+    await stopParty(auth);
   });
 
   it('a credential auth found valid within the timeout while the edge stalled past it is served, not a 503', async () => {

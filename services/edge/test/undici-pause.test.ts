@@ -1,16 +1,9 @@
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { createLogger } from '@platform/kernel';
+import { forkParty, partyReady, stall, stopParty } from '@platform/testkit';
 import { request, startEdge, type TestEdge } from './support';
-
-/** keeps this process (the edge's) from running anything else for `ms`, as a long GC pause does */
-function stall(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    // busy: neither timers nor sockets are looked at
-  }
-}
 
 /**
  * When the edge's own process stalls past its wait for a service's answer or for auth's signing keys (a long garbage
@@ -26,14 +19,8 @@ describe("an answer that arrived while the edge's process stalled", () => {
   const logged: Array<{ msg: string; code?: string; path?: string }> = [];
 
   beforeAll(async () => {
-    services = fork(path.join(__dirname, 'undici-pause-services.ts'), [], {
-      execArgv: ['--require', 'tsx/cjs'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    servicesUrl = await new Promise<string>((resolve, reject) => {
-      services.once('message', (m) => resolve((m as { url: string }).url));
-      services.once('exit', (code) => reject(new Error(`the services' process exited (${code})`)));
-    });
+    services = forkParty(path.join(__dirname, 'undici-pause-services.ts'));
+    ({ url: servicesUrl } = await partyReady<{ url: string }>(services, 'the services'));
     edge = await startEdge({
       authUrl: servicesUrl,
       legacyUrl: servicesUrl,
@@ -47,11 +34,7 @@ describe("an answer that arrived while the edge's process stalled", () => {
   }, 60_000);
   afterAll(async () => {
     await edge?.close();
-    if (services?.connected) {
-      const exited = new Promise((resolve) => services.once('exit', resolve));
-      services.disconnect();
-      await exited;
-    }
+    await stopParty(services);
   });
 
   /** stalls this process 2 s once the services' process says the moment has come; tells whether it did */

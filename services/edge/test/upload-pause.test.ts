@@ -1,5 +1,6 @@
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { forkParty, stall, stopParty } from '@platform/testkit';
 import type { UploadAnswer, UploadScript } from './pause-client-process';
 import {
   accessToken,
@@ -13,14 +14,6 @@ import {
   type TestEdge,
   type Upstream,
 } from './support';
-
-/** keeps this process (the edge's) from running anything else for `ms`, as a long GC pause does */
-function stall(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    // busy: neither timers nor sockets are looked at
-  }
-}
 
 /**
  * When the edge's own process stalls past the wait for a request's body (a long garbage collection, a starved
@@ -36,10 +29,7 @@ describe("a request body that arrived while the edge's process stalled", () => {
   const token = accessToken();
 
   beforeAll(async () => {
-    client = fork(path.join(__dirname, 'pause-client-process.ts'), [], {
-      execArgv: ['--require', 'tsx/cjs'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
+    client = forkParty(path.join(__dirname, 'pause-client-process.ts'));
     auth = await startFakeAuth();
     auth.state.answers.set(token, () => ({
       principal: principalOf({}),
@@ -61,11 +51,7 @@ describe("a request body that arrived while the edge's process stalled", () => {
     await edge?.close();
     await upstream?.close();
     await auth?.close();
-    if (client?.connected) {
-      const exited = new Promise((resolve) => client.once('exit', resolve));
-      client.disconnect();
-      await exited;
-    }
+    await stopParty(client);
   });
 
   /** the client's upload, this process stalled 3 s once the client has sent the first part */

@@ -1,17 +1,10 @@
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { createInProcessBus } from '@platform/bus';
+import { forkParty, partyReady, stall, stopParty } from '@platform/testkit';
 import request from 'supertest';
 import { orgSettings, ownerHeaders, startGatewayService } from './gateway-instance';
 import type { PauseScript } from './pause-provider-process';
-
-/** keeps this process (the gateway's) from running anything else for `ms`, as a long GC pause does */
-function stall(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    // busy: neither timers nor sockets are looked at
-  }
-}
 
 /**
  * When the gateway's own process stalls past one of its deadlines (a long garbage collection, a starved
@@ -25,14 +18,8 @@ describe("an answer that arrived while the gateway's process stalled", () => {
   let gateway: Awaited<ReturnType<typeof startGatewayService>>;
 
   beforeAll(async () => {
-    provider = fork(path.join(__dirname, 'pause-provider-process.ts'), [], {
-      execArgv: ['--require', 'tsx/cjs'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    const { url, quotaUrl } = await new Promise<{ url: string; quotaUrl: string }>((resolve, reject) => {
-      provider.once('message', resolve);
-      provider.once('exit', (code) => reject(new Error(`the provider's process exited (${code})`)));
-    });
+    provider = forkParty(path.join(__dirname, 'pause-provider-process.ts'));
+    const { url, quotaUrl } = await partyReady<{ url: string; quotaUrl: string }>(provider, 'the provider');
     gateway = await startGatewayService({
       file: {
         providers: [
@@ -76,11 +63,7 @@ describe("an answer that arrived while the gateway's process stalled", () => {
   afterAll(async () => {
     await gateway?.stop();
     await bus.close();
-    if (provider?.connected) {
-      const exited = new Promise((resolve) => provider.once('exit', resolve));
-      provider.disconnect();
-      await exited;
-    }
+    await stopParty(provider);
   });
 
   /** scripts the provider's process; this process stalls `ms` once that says the moment has come */
