@@ -11,6 +11,16 @@ export function stall(ms: number): void {
   }
 }
 
+/** Whether a process of this id exists (signal 0 checks without sending anything). */
+export const processAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 /** `file` run with tsx in a process of its own, talking over IPC: the other party, which goes on while this one stalls. */
 export function forkParty(file: string): ChildProcess {
   return fork(file, [], {
