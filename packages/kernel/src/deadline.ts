@@ -8,3 +8,23 @@
 export function setDeadline(expire: () => void, ms: number): NodeJS.Timeout {
   return setTimeout(setImmediate, ms, expire);
 }
+
+/**
+ * A signal for a fetch of another party's answer, aborted with `reason()` once `ms` are up by `setDeadline`'s rule: an
+ * `AbortSignal.timeout` would abort before the answer that arrived while this process stalled is read. `end` it once
+ * the answer is read: it is then never aborted.
+ */
+export function deadlineSignal(ms: number, reason: () => Error): { signal: AbortSignal; end(): void } {
+  const controller = new AbortController();
+  let over = false;
+  const timer = setDeadline(() => {
+    if (!over) controller.abort(reason());
+  }, ms);
+  return {
+    signal: controller.signal,
+    end() {
+      over = true;
+      clearTimeout(timer);
+    },
+  };
+}

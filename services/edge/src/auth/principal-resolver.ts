@@ -1,10 +1,10 @@
 import type { CredentialRevokedEvent, MembershipChangedEvent, Principal } from '@platform/contracts';
 import {
   type Clock,
+  deadlineSignal,
   type Logger,
   OutageLog,
   sealPrincipal,
-  setDeadline,
   Unavailable,
 } from '@platform/kernel';
 import { LRUCache } from 'lru-cache';
@@ -291,13 +291,9 @@ export class PrincipalResolver {
       ...(orgSlug ? { orgSlug } : {}),
     };
     // a deadline, not AbortSignal.timeout: an answer that arrived while the edge's own process stalled past it counts
-    const gaveUp = new AbortController();
-    const deadline = setDeadline(
-      () =>
-        gaveUp.abort(
-          new Error(`auth did not answer the principal lookup within ${this.options.timeoutMs} ms`),
-        ),
+    const deadline = deadlineSignal(
       this.options.timeoutMs,
+      () => new Error(`auth did not answer the principal lookup within ${this.options.timeoutMs} ms`),
     );
     let answer: unknown;
     try {
@@ -307,7 +303,7 @@ export class PrincipalResolver {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-platform-internal-secret': this.options.secret },
           body: JSON.stringify(body),
-          signal: gaveUp.signal,
+          signal: deadline.signal,
         });
       } catch (err) {
         await this.authRefused(err);
@@ -328,7 +324,7 @@ export class PrincipalResolver {
       }
       answer = await response.json().catch(() => null);
     } finally {
-      clearTimeout(deadline);
+      deadline.end();
     }
     const parsed = principalAnswer.safeParse(answer);
     if (!parsed.success) {

@@ -1,5 +1,5 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { type Clock, type Logger, setDeadline } from '@platform/kernel';
+import { type Clock, deadlineSignal, type Logger } from '@platform/kernel';
 import { JwksClient, JwksError } from 'jwks-rsa';
 
 export interface SigningKeysOptions {
@@ -170,22 +170,18 @@ export class SigningKeys {
    * the edge read a document that had arrived in time while the edge's own process stalled past it.
    */
   private async fetchDocument(uri: string): Promise<{ keys: unknown }> {
-    const gaveUp = new AbortController();
-    const deadline = setDeadline(
-      () =>
-        gaveUp.abort(
-          new Error(`auth did not answer the JWKS fetch within ${this.options.fetchTimeoutMs} ms`),
-        ),
+    const deadline = deadlineSignal(
       this.options.fetchTimeoutMs,
+      () => new Error(`auth did not answer the JWKS fetch within ${this.options.fetchTimeoutMs} ms`),
     );
     try {
       // a redirect is not followed, as jwks-rsa did not: the keys come from the configured URL or not at all
-      const response = await fetch(uri, { signal: gaveUp.signal, redirect: 'manual' });
+      const response = await fetch(uri, { signal: deadline.signal, redirect: 'manual' });
       const text = await response.text();
       if (!response.ok) throw new JwksError(`auth answered the JWKS fetch with status ${response.status}`);
       return JSON.parse(text);
     } finally {
-      clearTimeout(deadline);
+      deadline.end();
     }
   }
 

@@ -1,9 +1,9 @@
 import {
   type Clock,
+  deadlineSignal,
   INTERNAL_SECRET_HEADER,
   type Logger,
   OutageLog,
-  setDeadline,
   Unavailable,
 } from '@platform/kernel';
 
@@ -86,7 +86,7 @@ function readableMonth(month: unknown): month is OrgGatewaySettings['month'] {
   );
 }
 
-/** how long llm-quota has to answer a settings read (a `setDeadline`: what arrived while the gateway stalled counts) */
+/** how long llm-quota has to answer a settings read (`deadlineSignal`: what arrived while the gateway stalled counts) */
 const SETTINGS_TIMEOUT_MS = 5_000;
 
 /** organizations whose settings one instance keeps when its configuration names no other bound */
@@ -188,21 +188,20 @@ export class OrgSettingsSource {
 
   private async fetchSettings(orgSlug: string): Promise<OrgGatewaySettings> {
     const url = `${this.deps.quotaUrl.replace(/\/$/, '')}/internal/orgs/${encodeURIComponent(orgSlug)}/gateway-settings`;
-    const gaveUp = new AbortController();
-    const deadline = setDeadline(
-      () => gaveUp.abort(new Error(`llm-quota did not answer within ${SETTINGS_TIMEOUT_MS} ms`)),
+    const deadline = deadlineSignal(
       SETTINGS_TIMEOUT_MS,
+      () => new Error(`llm-quota did not answer within ${SETTINGS_TIMEOUT_MS} ms`),
     );
     let settings: OrgGatewaySettings;
     try {
       const res = await this.deps.fetch(url, {
         headers: { [INTERNAL_SECRET_HEADER]: this.deps.secret, accept: 'application/json' },
-        signal: gaveUp.signal,
+        signal: deadline.signal,
       });
       if (!res.ok) throw new Error(`llm-quota answered ${res.status}`);
       settings = (await res.json()) as OrgGatewaySettings;
     } finally {
-      clearTimeout(deadline);
+      deadline.end();
     }
     if (readableMonth(settings.month)) return settings;
     // logged when an organization's month turns unreadable, not at every refresh after
